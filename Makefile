@@ -1,0 +1,44 @@
+# Sidekick: `make run` sets up and starts the bot, `make test` sets up and runs the tests.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install run chat doctor migrate test bench lint clean
+
+install: $(STAMP)
+
+# Re-runs only when pyproject.toml changes; pip is idempotent anyway.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: install
+	$(BIN)/sidekick run
+
+chat: install
+	$(BIN)/sidekick chat
+
+doctor: install
+	$(BIN)/sidekick doctor
+
+migrate: install
+	$(BIN)/sidekick migrate
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python bench/overhead.py
+	@for f in bench/code_exec.py bench/memory_recall.py bench/tools_budget.py; do \
+		if [ -f $$f ]; then echo "== $$f"; $(BIN)/python $$f || exit 1; fi; done
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy bot db tools scheduler
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,1 @@
+"""Sidekick: a self-hosted personal assistant that lives in Telegram."""

@@ -1,0 +1,1 @@
+"""The agent core: one request per user message. Never imports aiogram."""

@@ -1,0 +1,234 @@
+"""One request per user message: store it, loop model ↔ tools under a cap, store everything."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+from bot.agent.prompt import system_prompt, to_openai, trim_history
+from bot.agent.toolexec import AUDIT_LIMIT, CallOutcome, run_call
+from bot.config import Settings
+from bot.llm.client import Completion, LLMToolCall, OnText
+from db.engine import SessionFactory
+from db.repos import core as repo
+from tools.base import Clock, RequestContext, Tool, ToolCall, system_clock
+from tools.registry import Registry
+
+log = logging.getLogger(__name__)
+
+
+class ChatModel(Protocol):
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: OnText | None = None,
+    ) -> Completion: ...
+
+
+# A prompt section provider (memory auto-recall, ...): returns text for the system prompt.
+ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
+
+
+@dataclass
+class Incoming:
+    text: str
+    telegram_user_id: int | None
+    user_name: str = ""
+    chat_id: int | None = None
+    telegram_message_id: int | None = None
+
+
+@dataclass
+class Reply:
+    text: str
+    request_id: str
+    session_id: int
+    tool_calls: int = 0
+    stopped_at_cap: bool = False
+
+
+@dataclass
+class Events:
+    """Callbacks an adapter may set: streamed text so far, and tools starting."""
+
+    on_text: OnText | None = None
+    on_tools: Callable[[list[str]], Awaitable[None]] | None = None
+
+
+@dataclass
+class Agent:
+    settings: Settings
+    session_factory: SessionFactory
+    llm: ChatModel
+    registry: Registry
+    clock: Clock = system_clock
+    context_providers: list[ContextProvider] = field(default_factory=list)
+
+    def user_timezone(self, tz_name: str | None) -> ZoneInfo:
+        try:
+            return ZoneInfo(tz_name) if tz_name else self.settings.tz
+        except Exception:
+            return self.settings.tz
+
+    async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
+        events = events or Events()
+        ctx = await self._start_request(incoming)
+        try:
+            return await self._loop(ctx, incoming.text, events)
+        finally:
+            if ctx.background:
+                await asyncio.gather(*ctx.background, return_exceptions=True)
+
+    async def _start_request(self, incoming: Incoming) -> RequestContext:
+        """Find the user and session and store the message before any model call."""
+        now = self.clock()
+        request_id = uuid.uuid4().hex[:16]
+        async with self.session_factory() as s, s.begin():
+            user = await repo.get_or_create_user(
+                s, incoming.telegram_user_id, incoming.user_name, now
+            )
+            session = await repo.open_session(s, user.id, now)
+            msg = await repo.add_message(
+                s,
+                session_id=session.id,
+                user_id=user.id,
+                role="user",
+                content=incoming.text,
+                request_id=request_id,
+                now=now,
+                telegram_message_id=incoming.telegram_message_id,
+            )
+            return RequestContext(
+                request_id=request_id,
+                user_id=user.id,
+                session_id=session.id,
+                trigger_message_id=msg.id,
+                user_name=user.name,
+                telegram_user_id=incoming.telegram_user_id,
+                chat_id=incoming.chat_id,
+                timezone=self.user_timezone(user.timezone),
+                clock=self.clock,
+            )
+
+    async def build_messages(self, ctx: RequestContext, text: str) -> list[dict[str, Any]]:
+        sections: list[str] = []
+        for provider in self.context_providers:
+            try:
+                section = await provider(ctx, text)
+            except Exception:
+                log.exception("context provider failed; answering without it")
+                section = None
+            if section:
+                sections.append(section)
+        now: datetime = ctx.now().astimezone(ctx.timezone)
+        system = system_prompt(ctx.user_name, now, sections)
+        async with self.session_factory() as s:
+            rows = await repo.session_messages(s, ctx.session_id, limit=400)
+        history = trim_history([to_openai(m) for m in rows], self.settings.history_token_budget)
+        return [{"role": "system", "content": system}, *history]
+
+    async def _loop(self, ctx: RequestContext, text: str, events: Events) -> Reply:
+        tools: dict[str, Tool[Any]] = dict(self.registry.tools)
+        schemas = self.registry.schemas()
+        messages = await self.build_messages(ctx, text)
+        cap = self.settings.agent_max_turns
+        used = 0
+        while True:
+            completion = await self.llm.stream(messages, schemas or None, events.on_text)
+            if not completion.tool_calls:
+                answer = completion.content.strip() or "(no answer)"
+                await self._store_assistant(ctx, answer, None)
+                return Reply(answer, ctx.request_id, ctx.session_id, used)
+            calls = completion.tool_calls
+            allowed = calls[: max(0, cap - used)]
+            refused = calls[len(allowed) :]
+            assistant = {
+                "role": "assistant",
+                "content": completion.content or None,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in calls
+                ],
+            }
+            await self._store_assistant(ctx, completion.content, assistant["tool_calls"])
+            messages.append(assistant)
+            if events.on_tools is not None and allowed:
+                await events.on_tools([c.name for c in allowed])
+            outcomes = await asyncio.gather(
+                *(self._run_one(ctx, tools, c, completion.content) for c in allowed)
+            )
+            used += len(allowed)
+            note = f"Not run: the limit of {cap} tool calls for this message was reached."
+            outcomes.extend(CallOutcome(note, False, "tool-call cap reached", 0.0) for _ in refused)
+            for c, outcome in zip(calls, outcomes, strict=True):
+                await self._store_result(ctx, c, outcome)
+                messages.append({"role": "tool", "tool_call_id": c.id, "content": outcome.text})
+            if used >= cap:
+                answer = (
+                    f"I stopped this task after {used} tool calls (the limit for one message is "
+                    f"{cap}). Tell me to continue if you want me to go on."
+                )
+                await self._store_assistant(ctx, answer, None)
+                return Reply(answer, ctx.request_id, ctx.session_id, used, stopped_at_cap=True)
+
+    async def _run_one(
+        self, ctx: RequestContext, tools: dict[str, Tool[Any]], c: LLMToolCall, reasoning: str
+    ) -> CallOutcome:
+        call = ToolCall(ctx=ctx, call_id=c.id, reasoning=reasoning)
+        return await run_call(tools, c.name, c.arguments, call)
+
+    async def _store_assistant(
+        self, ctx: RequestContext, content: str, tool_calls: list[dict[str, Any]] | None
+    ) -> None:
+        async with self.session_factory() as s, s.begin():
+            await repo.add_message(
+                s,
+                session_id=ctx.session_id,
+                user_id=ctx.user_id,
+                role="assistant",
+                content=content or "",
+                request_id=ctx.request_id,
+                now=self.clock(),
+                tool_calls=json.dumps(tool_calls) if tool_calls else None,
+            )
+
+    async def _store_result(self, ctx: RequestContext, c: LLMToolCall, out: CallOutcome) -> None:
+        now = self.clock()
+        async with self.session_factory() as s, s.begin():
+            await repo.add_message(
+                s,
+                session_id=ctx.session_id,
+                user_id=ctx.user_id,
+                role="tool",
+                content=out.text,
+                request_id=ctx.request_id,
+                now=now,
+                tool_call_id=c.id,
+                tool_name=c.name,
+            )
+            await repo.add_tool_call(
+                s,
+                request_id=ctx.request_id,
+                session_id=ctx.session_id,
+                user_id=ctx.user_id,
+                tool_call_id=c.id,
+                tool=c.name,
+                arguments=c.arguments[:AUDIT_LIMIT],
+                result=out.text[:AUDIT_LIMIT],
+                ok=out.ok,
+                error=out.error,
+                duration_ms=out.duration_ms,
+                now=now,
+            )

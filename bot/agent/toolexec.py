@@ -1,0 +1,81 @@
+"""Runs one tool call: parse, validate, run, and turn every failure into text for the model."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from tools.base import Tool, ToolCall, ToolError, ToolOutput
+
+log = logging.getLogger(__name__)
+
+RESULT_LIMIT = 16_000  # characters of a result the model sees
+AUDIT_LIMIT = 4_000  # characters of a result kept in the audit table
+
+
+@dataclass
+class CallOutcome:
+    text: str  # what goes back to the model
+    ok: bool
+    error: str | None
+    duration_ms: float
+
+
+def render(output: ToolOutput) -> str:
+    text = (
+        output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
+    )
+    if len(text) > RESULT_LIMIT:
+        text = text[:RESULT_LIMIT] + f"\n[... truncated {len(text) - RESULT_LIMIT} characters]"
+    return text
+
+
+def _validation_text(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+async def run_call(
+    tools: dict[str, Tool[Any]], name: str, raw_args: str, call: ToolCall
+) -> CallOutcome:
+    start = time.perf_counter()
+
+    def done(text: str, error: str | None = None) -> CallOutcome:
+        ms = (time.perf_counter() - start) * 1000
+        return CallOutcome(text=text, ok=error is None, error=error, duration_ms=ms)
+
+    tool = tools.get(name)
+    if tool is None:
+        known = ", ".join(sorted(tools)) or "none"
+        msg = f"unknown tool {name!r}; the tools are: {known}"
+        return done(f"Error: {msg}", msg)
+    try:
+        args: Any = json.loads(raw_args) if raw_args.strip() else {}
+    except json.JSONDecodeError as exc:
+        msg = f"arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+        return done(f"Error: {msg}. Call {name} again with a JSON object.", msg)
+    if not isinstance(args, dict):
+        msg = "arguments must be a JSON object"
+        return done(f"Error: {msg}.", msg)
+    try:
+        params = tool.params.model_validate(args)
+    except ValidationError as exc:
+        msg = f"invalid arguments: {_validation_text(exc)}"
+        return done(f"Error: {msg}", msg)
+    try:
+        output = await tool.run(params, call)
+    except ToolError as exc:
+        return done(f"Error: {exc}", str(exc))
+    except Exception as exc:
+        log.exception("tool %s raised", name)
+        msg = f"tool {name} failed: {type(exc).__name__}"
+        return done(f"Error: {msg}. It may work with other arguments.", msg)
+    return done(render(output))

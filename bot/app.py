@@ -1,0 +1,69 @@
+"""The composition root: builds every long-lived piece once and hands it down."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.agent.runner import Agent, ContextProvider
+from bot.config import Settings
+from bot.llm.client import LLMClient
+from db.engine import SessionFactory, create_engine, session_factory
+from db.migrate import upgrade
+from tools.base import Clock, system_clock
+from tools.registry import Registry, ToolDeps, build_registry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class App:
+    settings: Settings
+    engine: AsyncEngine
+    session_factory: SessionFactory
+    http: httpx.AsyncClient
+    llm: LLMClient
+    deps: ToolDeps
+    registry: Registry
+    agent: Agent
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    async def close(self) -> None:
+        for closer in reversed(self.deps.closers):
+            try:
+                await closer()
+            except Exception:
+                log.exception("closing a tool resource failed")
+        await self.llm.close()
+        await self.http.aclose()
+        await self.engine.dispose()
+
+
+def context_providers(deps: ToolDeps) -> list[ContextProvider]:
+    """Sections the runtime adds to every system prompt (memory auto-recall, ...)."""
+    return []
+
+
+async def build_app(
+    settings: Settings, *, clock: Clock = system_clock, llm: LLMClient | None = None
+) -> App:
+    engine = create_engine(settings.db_url)
+    await upgrade(engine)
+    sf = session_factory(engine)
+    http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
+    llm = llm or LLMClient(settings)
+    deps = ToolDeps(settings=settings, session_factory=sf, http=http, llm=llm, clock=clock)
+    registry = build_registry(deps)
+    agent = Agent(
+        settings=settings,
+        session_factory=sf,
+        llm=llm,
+        registry=registry,
+        clock=clock,
+        context_providers=context_providers(deps),
+    )
+    return App(settings, engine, sf, http, llm, deps, registry, agent)

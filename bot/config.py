@@ -1,0 +1,165 @@
+"""Settings from the environment and ./.env (pydantic-settings)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from bot.errors import ConfigError
+
+OnOff = Literal["on", "off"]
+
+
+class Settings(BaseSettings):
+    """Every setting Sidekick reads. Names are the environment variables, upper-cased."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False
+    )
+
+    # Telegram
+    telegram_bot_token: SecretStr | None = None
+    telegram_api_url: str = "https://api.telegram.org"
+    allowed_user_ids: Annotated[frozenset[int], NoDecode] = frozenset()
+    webhook_url: str | None = None
+    webhook_secret: SecretStr | None = None
+    webhook_listen: str = "0.0.0.0:8080"
+
+    # LLM
+    llm_base_url: str = "https://api.openai.com/v1"
+    llm_api_key: SecretStr | None = None
+    llm_model: str = ""
+    llm_timeout_s: float = Field(default=120.0, gt=0)
+    llm_max_retries: int = Field(default=4, ge=0, le=10)
+
+    # Storage and time
+    data_dir: Path = Path("./data")
+    database_url: str | None = None
+    timezone: str = "UTC"
+    log_level: str = "INFO"
+
+    # Agent
+    agent_max_turns: int = Field(default=75, ge=1, le=1000)
+    history_token_budget: int = Field(default=6000, ge=200)
+
+    # Code tool
+    bun_path: str | None = None
+    code_timeout_ms: int = Field(default=30000, ge=100, le=120000)
+    code_network: OnOff = "on"
+    code_sandbox: OnOff = "on"
+    code_max_concurrent: int = Field(default=2, ge=1, le=32)
+    code_generator: Literal["llm", "opencode"] = "llm"
+
+    # Memory
+    embeddings: Literal["wordllama", "openai"] = "wordllama"
+    embeddings_base_url: str | None = None
+    embeddings_model: str | None = None
+    embeddings_api_key: SecretStr | None = None
+    memory_mid_days: int = Field(default=90, ge=1)
+    memory_short_days: int = Field(default=14, ge=1)
+    memory_recall_tokens: int = Field(default=500, ge=0)
+
+    # Search
+    searxng_url: str | None = None
+    brave_api_key: SecretStr | None = None
+    brave_api_url: str = "https://api.search.brave.com/res/v1"
+    brave_rate_per_second: float = Field(default=1.0, gt=0)
+    search_provider: Literal["searxng", "brave"] | None = None
+
+    # Sessions
+    session_split: Literal["daily", "weekly", "none"] = "daily"
+    session_split_time: str = "00:00"
+
+    # Extension tools
+    mcp_config: Path | None = None
+    tool_token_budget: int = Field(default=3800, ge=200)
+    fetch_private_networks: OnOff = "off"
+
+    @field_validator("allowed_user_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, value: object) -> object:
+        if isinstance(value, str):
+            parts = [p for p in re.split(r"[,\s]+", value.strip()) if p]
+            try:
+                return frozenset(int(p) for p in parts)
+            except ValueError as exc:
+                raise ValueError("must be comma-separated numeric Telegram user ids") from exc
+        if isinstance(value, int):
+            return frozenset({value})
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_tz(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown IANA time zone {value!r} (e.g. Europe/Berlin)") from exc
+        return value
+
+    @field_validator("session_split_time")
+    @classmethod
+    def _check_hhmm(cls, value: str) -> str:
+        m = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", value.strip())
+        if not m:
+            raise ValueError("must be HH:MM, e.g. 04:00")
+        return f"{int(m.group(1)):02d}:{m.group(2)}"
+
+    @field_validator("telegram_api_url", "llm_base_url", "brave_api_url")
+    @classmethod
+    def _strip_slash(cls, value: str) -> str:
+        if not re.match(r"^https?://", value):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    @property
+    def db_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'sidekick.db').resolve()}"
+
+    def secrets(self) -> list[str]:
+        """Every secret value, so logs and replies can be scrubbed of them."""
+        values = [
+            self.telegram_bot_token,
+            self.llm_api_key,
+            self.embeddings_api_key,
+            self.brave_api_key,
+            self.webhook_secret,
+        ]
+        return [v.get_secret_value() for v in values if v and v.get_secret_value()]
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings or raise ConfigError naming the variable at fault."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]).upper() if err["loc"] else "settings"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{name}: {msg}") from None
+
+
+def require(settings: Settings, *names: str) -> None:
+    """Raise ConfigError for the first named setting that is empty."""
+    hints = {
+        "telegram_bot_token": "get one from @BotFather and put TELEGRAM_BOT_TOKEN=... in .env",
+        "llm_model": "set LLM_MODEL, e.g. gpt-4o-mini or llama3.1",
+        "allowed_user_ids": "set ALLOWED_USER_IDS to your numeric Telegram id",
+    }
+    for name in names:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        if not value:
+            raise ConfigError(f"{name.upper()} is not set: {hints.get(name, 'set it in .env')}")

@@ -1,0 +1,148 @@
+"""`sidekick doctor`: checks every part and prints ok / fail with the fix for each fail."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy import text
+
+from bot.app import App, build_app
+from bot.config import Settings
+from db.engine import sqlite_module
+from db.migrate import pending
+from tools.base import CheckResult
+
+Check = Callable[[App], Awaitable[list[CheckResult]]]
+
+
+async def check_settings(app: App) -> list[CheckResult]:
+    s = app.settings
+    out = [CheckResult("settings", True, f"model {s.llm_model or '?'} at {s.llm_base_url}")]
+    if not s.llm_model:
+        out.append(CheckResult("LLM_MODEL", False, "not set", "set LLM_MODEL in .env"))
+    if not s.telegram_bot_token:
+        out.append(
+            CheckResult(
+                "TELEGRAM_BOT_TOKEN",
+                False,
+                "not set",
+                "get a token from @BotFather; put it in .env",
+            )
+        )
+    if not s.allowed_user_ids:
+        out.append(
+            CheckResult(
+                "ALLOWED_USER_IDS",
+                False,
+                "empty: nobody will be served",
+                "message the bot; it replies with your id and the line to add",
+            )
+        )
+    return out
+
+
+async def check_database(app: App) -> list[CheckResult]:
+    module = sqlite_module()
+    try:
+        async with app.engine.connect() as conn:
+            row = (await conn.execute(text("select sqlite_version(), vec_version()"))).one()
+        todo = await pending(app.engine)
+    except Exception as exc:
+        return [
+            CheckResult(
+                "database",
+                False,
+                f"{type(exc).__name__}: {exc}",
+                "check DATA_DIR / DATABASE_URL and file permissions",
+            )
+        ]
+    return [
+        CheckResult("database", True, app.settings.db_url),
+        CheckResult("sqlite-vec", True, f"vec {row[1]} on SQLite {row[0]} via {module.__name__}"),
+        CheckResult(
+            "migrations",
+            not todo,
+            "up to date" if not todo else f"pending: {todo}",
+            "run `sidekick migrate`",
+        ),
+    ]
+
+
+async def check_llm(app: App) -> list[CheckResult]:
+    try:
+        models = await app.llm.list_models()
+    except Exception as exc:
+        return [
+            CheckResult(
+                "LLM endpoint", False, f"{type(exc).__name__}", "check LLM_BASE_URL and LLM_API_KEY"
+            )
+        ]
+    known = app.settings.llm_model in models or not models
+    detail = f"{len(models)} models listed"
+    return [
+        CheckResult("LLM endpoint", True, detail),
+        CheckResult(
+            "LLM_MODEL", known, app.settings.llm_model, "pick one of: " + ", ".join(models[:8])
+        ),
+    ]
+
+
+async def check_telegram(app: App) -> list[CheckResult]:
+    token = app.settings.telegram_bot_token
+    if token is None:
+        return []
+    url = f"{app.settings.telegram_api_url}/bot{token.get_secret_value()}/getMe"
+    try:
+        resp = await app.http.get(url)
+        data = resp.json()
+    except Exception as exc:
+        return [
+            CheckResult(
+                "Telegram", False, type(exc).__name__, "check TELEGRAM_API_URL and the network"
+            )
+        ]
+    if not data.get("ok"):
+        return [
+            CheckResult(
+                "Telegram",
+                False,
+                f"getMe: {data.get('description', resp.status_code)}",
+                "the token is wrong or revoked: get a new one from @BotFather",
+            )
+        ]
+    return [CheckResult("Telegram", True, f"@{data['result'].get('username')}")]
+
+
+def all_checks() -> list[Check]:
+    """Every check, in order; each feature adds its own here."""
+    return [check_settings, check_database, check_llm, check_telegram]
+
+
+def format_table(results: list[CheckResult]) -> str:
+    width = max((len(r.name) for r in results), default=10)
+    lines = []
+    for r in results:
+        mark = "ok  " if r.ok else "FAIL"
+        line = f"{mark}  {r.name.ljust(width)}  {r.detail}"
+        if not r.ok and r.fix:
+            line += f"\n      {' ' * width}  fix: {r.fix}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+async def run_doctor(settings: Settings) -> int:
+    app = await build_app(settings)
+    results: list[CheckResult] = []
+    try:
+        for check in all_checks():
+            try:
+                results.extend(await check(app))
+            except Exception as exc:
+                results.append(CheckResult(check.__name__, False, f"crashed: {exc!r}"))
+    finally:
+        await app.close()
+    print(format_table(results))
+    failed = sum(not r.ok for r in results)
+    print(f"\n{len(results) - failed} ok, {failed} failed", file=sys.stderr)
+    return 1 if failed else 0

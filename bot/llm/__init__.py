@@ -1,0 +1,1 @@
+"""The model client: the openai SDK against any OpenAI-compatible endpoint."""

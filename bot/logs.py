@@ -1,0 +1,40 @@
+"""Logging setup with a filter that scrubs every secret out of every line."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+
+_TOKEN_RE = re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}\b")  # Telegram bot tokens in URLs
+
+
+class Scrubber(logging.Filter):
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[secret]")
+        return _TOKEN_RE.sub("[secret]", text)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self.scrub(record.getMessage())
+        record.args = None
+        if record.exc_info:
+            # Format the traceback now so the scrubbed text is what handlers print.
+            record.exc_text = self.scrub(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True
+
+
+def setup_logging(level: str, secrets: list[str]) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(Scrubber(secrets))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("httpx", "httpcore", "aiogram.event", "openai", "apscheduler"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -1,0 +1,1 @@
+"""Engine, models and repositories: the only place that writes SQL."""

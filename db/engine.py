@@ -1,0 +1,109 @@
+"""The async SQLite engine: WAL, busy_timeout, foreign keys and sqlite-vec on every connection.
+
+The stdlib sqlite3 of pyenv and python.org builds cannot load extensions; there we
+connect through pysqlite3 (the pysqlite3-binary wheel) and tell SQLAlchemy's aiosqlite
+dialect to use its exception classes, so IntegrityError and friends still map.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import sqlite_vec
+from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_dbapi
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+SessionFactory = async_sessionmaker[AsyncSession]
+
+
+def sqlite_module() -> types.ModuleType:
+    """The sqlite3 DB-API module that can load extensions: stdlib when it can, else pysqlite3."""
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3
+    try:
+        import pysqlite3.dbapi2 as pysqlite3  # type: ignore[import-not-found]
+    except ImportError as exc:  # pragma: no cover - depends on the platform
+        raise RuntimeError(
+            "this Python's sqlite3 cannot load extensions and pysqlite3 is not installed "
+            "(pip install pysqlite3-binary)"
+        ) from exc
+    return pysqlite3  # type: ignore[no-any-return]
+
+
+def configure_connection(conn: Any) -> None:
+    """Pragmas and sqlite-vec for one raw DB-API connection."""
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.enable_load_extension(False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA busy_timeout=10000")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA synchronous=NORMAL")
+
+
+def _dbapi(module: types.ModuleType) -> AsyncAdapt_aiosqlite_dbapi:
+    shim = types.ModuleType("aiosqlite_shim")
+    shim.__dict__.update(vars(aiosqlite))
+    for name in (
+        "DatabaseError",
+        "Error",
+        "IntegrityError",
+        "NotSupportedError",
+        "OperationalError",
+        "ProgrammingError",
+        "sqlite_version",
+        "sqlite_version_info",
+        "Warning",
+        "InterfaceError",
+        "DataError",
+        "InternalError",
+    ):
+        if hasattr(module, name):
+            setattr(shim, name, getattr(module, name))
+    return AsyncAdapt_aiosqlite_dbapi(shim, module)
+
+
+def _creator(path: str, module: types.ModuleType) -> Callable[[], Any]:
+    async def create() -> aiosqlite.Connection:
+        def connect() -> Any:
+            conn = module.connect(path, check_same_thread=False, isolation_level=None)
+            configure_connection(conn)
+            return conn
+
+        conn = aiosqlite.Connection(connect, iter_chunk_size=64)
+        return await conn
+
+    return create
+
+
+def create_engine(url: str) -> AsyncEngine:
+    """An AsyncEngine for a sqlite+aiosqlite URL; the file's folder is created if missing."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        raise ValueError(f"only SQLite is supported, got {parsed.get_backend_name()!r}")
+    database = parsed.database or ":memory:"
+    if database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    module = sqlite_module()
+    # The URL still names the file so SQLAlchemy picks the right pool (a queue pool for
+    # files, a static one for :memory:); the connection itself comes from async_creator.
+    return create_async_engine(
+        f"sqlite+aiosqlite:///{database}",
+        async_creator=_creator(database, module),
+        module=_dbapi(module),
+    )
+
+
+def session_factory(engine: AsyncEngine) -> SessionFactory:
+    return async_sessionmaker(engine, expire_on_commit=False)

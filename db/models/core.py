@@ -1,0 +1,70 @@
+"""Users, chat sessions, messages and the tool-call audit trail."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from db.models.base import Base, UTCDateTime, utcnow
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # NULL for local users (the terminal chat), unique otherwise.
+    telegram_id: Mapped[int | None] = mapped_column(BigInteger, unique=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ChatSession(Base):
+    __tablename__ = "sessions"
+    __table_args__ = (Index("ix_sessions_user_open", "user_id", "ended_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200), default="")
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_session", "session_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    role: Mapped[str] = mapped_column(String(16))  # user | assistant | tool
+    content: Mapped[str] = mapped_column(Text, default="")
+    tool_calls: Mapped[str | None] = mapped_column(Text)  # JSON list, OpenAI shape
+    tool_call_id: Mapped[str | None] = mapped_column(String(100))
+    tool_name: Mapped[str | None] = mapped_column(String(100))
+    request_id: Mapped[str] = mapped_column(String(40), index=True)
+    telegram_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ToolCallRecord(Base):
+    """Audit trail: one row per tool call, written by the runtime."""
+
+    __tablename__ = "tool_calls"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    request_id: Mapped[str] = mapped_column(String(40), index=True)
+    session_id: Mapped[int | None] = mapped_column(
+        ForeignKey("sessions.id", ondelete="SET NULL"), index=True
+    )
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    tool_call_id: Mapped[str] = mapped_column(String(100), default="")
+    tool: Mapped[str] = mapped_column(String(100))
+    arguments: Mapped[str] = mapped_column(Text, default="")
+    result: Mapped[str] = mapped_column(Text, default="")  # truncated
+    ok: Mapped[bool] = mapped_column(Boolean, default=True)
+    error: Mapped[str | None] = mapped_column(Text)
+    duration_ms: Mapped[float] = mapped_column(default=0.0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,1 @@
+"""Repositories: small async functions over an AsyncSession, one module per area."""

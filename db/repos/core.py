@@ -1,0 +1,159 @@
+"""Users, sessions, messages and the tool-call audit trail."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.models.core import ChatSession, Message, ToolCallRecord, User
+
+
+async def get_or_create_user(
+    s: AsyncSession, telegram_id: int | None, name: str, now: datetime
+) -> User:
+    """The user with this Telegram id (or the single local user when None); name refreshed."""
+    if telegram_id is None:
+        stmt = select(User).where(User.telegram_id.is_(None)).order_by(User.id).limit(1)
+    else:
+        stmt = select(User).where(User.telegram_id == telegram_id)
+    user = (await s.execute(stmt)).scalar_one_or_none()
+    if user is None:
+        user = User(telegram_id=telegram_id, name=name, created_at=now)
+        s.add(user)
+        await s.flush()
+    elif name and user.name != name:
+        user.name = name
+    return user
+
+
+async def get_user(s: AsyncSession, user_id: int) -> User | None:
+    return await s.get(User, user_id)
+
+
+async def current_session(s: AsyncSession, user_id: int) -> ChatSession | None:
+    stmt = (
+        select(ChatSession)
+        .where(ChatSession.user_id == user_id, ChatSession.ended_at.is_(None))
+        .order_by(ChatSession.id.desc())
+        .limit(1)
+    )
+    return (await s.execute(stmt)).scalar_one_or_none()
+
+
+async def open_session(s: AsyncSession, user_id: int, now: datetime) -> ChatSession:
+    """The user's open session, created when there is none."""
+    session = await current_session(s, user_id)
+    if session is None:
+        session = ChatSession(user_id=user_id, name=default_session_name(now), started_at=now)
+        s.add(session)
+        await s.flush()
+    return session
+
+
+def default_session_name(now: datetime) -> str:
+    return now.strftime("%Y-%m-%d %H:%M")
+
+
+async def end_session(s: AsyncSession, session_id: int, now: datetime) -> None:
+    await s.execute(
+        update(ChatSession)
+        .where(ChatSession.id == session_id, ChatSession.ended_at.is_(None))
+        .values(ended_at=now)
+    )
+
+
+async def create_session(
+    s: AsyncSession, user_id: int, name: str | None, now: datetime
+) -> ChatSession:
+    session = ChatSession(user_id=user_id, name=name or default_session_name(now), started_at=now)
+    s.add(session)
+    await s.flush()
+    return session
+
+
+async def add_message(
+    s: AsyncSession,
+    *,
+    session_id: int,
+    user_id: int,
+    role: str,
+    content: str,
+    request_id: str,
+    now: datetime,
+    tool_calls: str | None = None,
+    tool_call_id: str | None = None,
+    tool_name: str | None = None,
+    telegram_message_id: int | None = None,
+) -> Message:
+    msg = Message(
+        session_id=session_id,
+        user_id=user_id,
+        role=role,
+        content=content,
+        request_id=request_id,
+        tool_calls=tool_calls,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        telegram_message_id=telegram_message_id,
+        created_at=now,
+    )
+    s.add(msg)
+    await s.flush()
+    return msg
+
+
+async def session_messages(
+    s: AsyncSession, session_id: int, limit: int | None = None
+) -> list[Message]:
+    """The session's messages in order; with `limit`, only the newest `limit` of them."""
+    stmt = select(Message).where(Message.session_id == session_id).order_by(Message.id.desc())
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    rows = list((await s.execute(stmt)).scalars())
+    rows.reverse()
+    return rows
+
+
+async def count_messages(s: AsyncSession, session_id: int) -> int:
+    stmt = select(func.count()).select_from(Message).where(Message.session_id == session_id)
+    return int((await s.execute(stmt)).scalar_one())
+
+
+async def add_tool_call(
+    s: AsyncSession,
+    *,
+    request_id: str,
+    session_id: int | None,
+    user_id: int | None,
+    tool_call_id: str,
+    tool: str,
+    arguments: str,
+    result: str,
+    ok: bool,
+    error: str | None,
+    duration_ms: float,
+    now: datetime,
+) -> ToolCallRecord:
+    rec = ToolCallRecord(
+        request_id=request_id,
+        session_id=session_id,
+        user_id=user_id,
+        tool_call_id=tool_call_id,
+        tool=tool,
+        arguments=arguments,
+        result=result,
+        ok=ok,
+        error=error,
+        duration_ms=duration_ms,
+        created_at=now,
+    )
+    s.add(rec)
+    await s.flush()
+    return rec
+
+
+async def tool_calls_for_request(s: AsyncSession, request_id: str) -> list[ToolCallRecord]:
+    stmt = select(ToolCallRecord).where(ToolCallRecord.request_id == request_id)
+    return list((await s.execute(stmt.order_by(ToolCallRecord.id))).scalars())

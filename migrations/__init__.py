@@ -1,0 +1,1 @@
+"""Alembic migrations; applied at startup and by `sidekick migrate`."""

@@ -1,0 +1,45 @@
+"""Alembic environment: runs on a connection handed in by db.migrate, or on DATABASE_URL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from db.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=True,  # SQLite cannot ALTER most things; batch mode copies tables
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_standalone() -> None:
+    from db.engine import create_engine
+
+    url = os.environ.get("DATABASE_URL") or config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise SystemExit("set DATABASE_URL to run alembic directly, or use `sidekick migrate`")
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(_run)
+    finally:
+        await engine.dispose()
+
+
+connection = config.attributes.get("connection")
+if connection is not None:
+    _run(connection)
+else:
+    asyncio.run(_run_standalone())

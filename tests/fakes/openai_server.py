@@ -1,0 +1,179 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1, speaking the real wire format.
+
+Each chat completion takes the next scripted turn (text, tool calls or an HTTP error);
+with the script empty it answers by `responder` (default: echo the last user message).
+Streaming answers use OpenAI's chunk format exactly, so the real openai SDK parses them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Text:
+    text: str
+    chunk: int = 7  # characters per streamed delta
+    delay: float = 0.0  # seconds between chunks
+
+
+@dataclass
+class Calls:
+    calls: list[tuple[str, Any]]  # (tool name, arguments as dict or raw string)
+    text: str = ""
+
+
+@dataclass
+class Error:
+    status: int
+    message: str = "scripted failure"
+    retry_after: float | None = None
+
+
+Turn = Text | Calls | Error
+
+
+def echo(body: dict[str, Any]) -> Turn:
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    return Text(f"echo: {users[-1]['content'] if users else ''}")
+
+
+@dataclass
+class FakeOpenAI:
+    script: list[Turn] = field(default_factory=list)
+    responder: Callable[[dict[str, Any]], Turn] = echo
+    models: list[str] = field(default_factory=lambda: ["fake-model"])
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    host: str = "127.0.0.1"
+    port: int = 0
+    _runner: web.AppRunner | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def add(self, *turns: Turn) -> None:
+        self.script.extend(turns)
+
+    async def start(self) -> FakeOpenAI:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _models(self, request: web.Request) -> web.Response:
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in self.models]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        turn = self.script.pop(0) if self.script else self.responder(body)
+        if isinstance(turn, Error):
+            headers = {"retry-after": str(turn.retry_after)} if turn.retry_after else {}
+            err = {"error": {"message": turn.message, "type": "server_error", "code": None}}
+            return web.json_response(err, status=turn.status, headers=headers)
+        if not body.get("stream"):
+            return web.json_response(_completion(body, turn))
+        return await _stream(request, body, turn)
+
+
+def _tool_calls(turn: Calls) -> list[dict[str, Any]]:
+    out = []
+    for name, args in turn.calls:
+        raw = args if isinstance(args, str) else json.dumps(args)
+        out.append(
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": name, "arguments": raw},
+            }
+        )
+    return out
+
+
+def _completion(body: dict[str, Any], turn: Turn) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+    finish = "stop"
+    if isinstance(turn, Text):
+        message["content"] = turn.text
+    elif isinstance(turn, Calls):
+        message["content"] = turn.text or None
+        message["tool_calls"] = _tool_calls(turn)
+        finish = "tool_calls"
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:10]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake-model"),
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+async def _stream(request: web.Request, body: dict[str, Any], turn: Turn) -> web.StreamResponse:
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    cid, created, model = f"chatcmpl-{uuid.uuid4().hex[:10]}", int(time.time()), body.get("model")
+
+    async def send(delta: dict[str, Any], finish: str | None = None) -> None:
+        chunk = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "system_fingerprint": None,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+        await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+    await send({"role": "assistant", "content": "", "refusal": None})
+    if isinstance(turn, Text):
+        for i in range(0, len(turn.text), max(1, turn.chunk)):
+            if turn.delay:
+                await asyncio.sleep(turn.delay)
+            await send({"content": turn.text[i : i + turn.chunk]})
+        await send({}, "stop")
+    else:
+        assert isinstance(turn, Calls)
+        if turn.text:
+            await send({"content": turn.text})
+        for index, call in enumerate(_tool_calls(turn)):
+            raw = call["function"]["arguments"]
+            await send(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["function"]["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+            for i in range(0, len(raw), 10):
+                await send(
+                    {"tool_calls": [{"index": index, "function": {"arguments": raw[i : i + 10]}}]}
+                )
+        await send({}, "tool_calls")
+    await resp.write(b"data: [DONE]\n\n")
+    await resp.write_eof()
+    return resp

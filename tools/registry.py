@@ -1,0 +1,55 @@
+"""The one list of tools. Each tool module exposes `build(deps) -> Tool`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from bot.config import Settings
+from db.engine import SessionFactory
+from tools.base import Clock, Tool, system_clock
+
+
+class TextModel(Protocol):
+    """What a tool may ask of the LLM: one plain completion (code generation, summaries)."""
+
+    async def complete_text(
+        self, messages: list[dict[str, Any]], max_tokens: int | None = None
+    ) -> str: ...
+
+
+@dataclass
+class ToolDeps:
+    """Long-lived resources shared by every request; tools close over what they need."""
+
+    settings: Settings
+    session_factory: SessionFactory
+    http: httpx.AsyncClient
+    llm: TextModel
+    clock: Clock = system_clock
+    # Closers for resources tools opened (subprocess pools, caches); run at shutdown.
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+class Registry:
+    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
+        self.tools: dict[str, Tool[Any]] = {}
+        for tool in tools:
+            if tool.name in self.tools:
+                raise ValueError(f"two tools named {tool.name!r}")
+            self.tools[tool.name] = tool
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    def names(self) -> list[str]:
+        return list(self.tools)
+
+
+def build_registry(deps: ToolDeps) -> Registry:
+    """Every tool Sidekick offers, in the order the model sees them."""
+    tools: list[Tool[Any]] = []
+    return Registry(tools)
