@@ -10,7 +10,7 @@ import httpx
 
 from bot.config import Settings
 from db.engine import SessionFactory
-from tools.base import Clock, Tool, system_clock
+from tools.base import Clock, RequestContext, Tool, system_clock
 
 
 class TextModel(Protocol):
@@ -34,6 +34,28 @@ class ToolDeps:
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
 
+@dataclass
+class RequestTools:
+    """The tools one request may call and the schemas the model is shown.
+
+    Fresh per request; the agent asks for `schemas()` before every model call, so a
+    subclass may grow the list during a request (tool discovery).
+    """
+
+    tools: dict[str, Tool[Any]]
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    def get(self, name: str) -> Tool[Any] | None:
+        return self.tools.get(name)
+
+    def unknown(self, name: str) -> str:
+        """The error text for a call to a tool this request cannot call."""
+        known = ", ".join(sorted(self.tools)) or "none"
+        return f"unknown tool {name!r}; the tools are: {known}"
+
+
 class Registry:
     def __init__(self, tools: Iterable[Tool[Any]]) -> None:
         self.tools: dict[str, Tool[Any]] = {}
@@ -47,6 +69,9 @@ class Registry:
 
     def names(self) -> list[str]:
         return list(self.tools)
+
+    def for_request(self, ctx: RequestContext, text: str) -> RequestTools:
+        return RequestTools(dict(self.tools))
 
 
 def build_registry(deps: ToolDeps) -> Registry:

@@ -18,8 +18,8 @@ from bot.config import Settings
 from bot.llm.client import Completion, LLMToolCall, OnText
 from db.engine import SessionFactory
 from db.repos import core as repo
-from tools.base import Clock, RequestContext, Tool, ToolCall, system_clock
-from tools.registry import Registry
+from tools.base import Clock, RequestContext, ToolCall, system_clock
+from tools.registry import Registry, RequestTools
 
 log = logging.getLogger(__name__)
 
@@ -136,13 +136,12 @@ class Agent:
         return [{"role": "system", "content": system}, *history]
 
     async def _loop(self, ctx: RequestContext, text: str, events: Events) -> Reply:
-        tools: dict[str, Tool[Any]] = dict(self.registry.tools)
-        schemas = self.registry.schemas()
+        tools = self.registry.for_request(ctx, text)
         messages = await self.build_messages(ctx, text)
         cap = self.settings.agent_max_turns
         used = 0
         while True:
-            completion = await self.llm.stream(messages, schemas or None, events.on_text)
+            completion = await self.llm.stream(messages, tools.schemas() or None, events.on_text)
             if not completion.tool_calls:
                 answer = completion.content.strip() or "(no answer)"
                 await self._store_assistant(ctx, answer, None)
@@ -184,7 +183,7 @@ class Agent:
                 return Reply(answer, ctx.request_id, ctx.session_id, used, stopped_at_cap=True)
 
     async def _run_one(
-        self, ctx: RequestContext, tools: dict[str, Tool[Any]], c: LLMToolCall, reasoning: str
+        self, ctx: RequestContext, tools: RequestTools, c: LLMToolCall, reasoning: str
     ) -> CallOutcome:
         call = ToolCall(ctx=ctx, call_id=c.id, reasoning=reasoning)
         return await run_call(tools, c.name, c.arguments, call)

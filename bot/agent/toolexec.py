@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tools.base import Tool, ToolCall, ToolError, ToolOutput
+from tools.base import ToolCall, ToolError, ToolOutput
+from tools.registry import RequestTools
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,7 @@ def _validation_text(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-async def run_call(
-    tools: dict[str, Tool[Any]], name: str, raw_args: str, call: ToolCall
-) -> CallOutcome:
+async def run_call(tools: RequestTools, name: str, raw_args: str, call: ToolCall) -> CallOutcome:
     start = time.perf_counter()
 
     def done(text: str, error: str | None = None) -> CallOutcome:
@@ -54,8 +53,7 @@ async def run_call(
 
     tool = tools.get(name)
     if tool is None:
-        known = ", ".join(sorted(tools)) or "none"
-        msg = f"unknown tool {name!r}; the tools are: {known}"
+        msg = tools.unknown(name)
         return done(f"Error: {msg}", msg)
     try:
         args: Any = json.loads(raw_args) if raw_args.strip() else {}
