@@ -7,7 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from bot.config import Settings, load_settings
+from bot.config import Settings, load_settings, require
 from bot.errors import ConfigError
 from bot.logs import setup_logging
 
@@ -44,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings()
         setup_logging(settings.log_level, settings.secrets())
         if command == "run":
+            require(settings, "telegram_bot_token", "llm_model")
             from bot.telegram.main import run_bot
 
             asyncio.run(run_bot(settings))

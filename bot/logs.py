@@ -6,7 +6,7 @@ import logging
 import re
 import sys
 
-_TOKEN_RE = re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}\b")  # Telegram bot tokens in URLs
+_TOKEN_RE = re.compile(r"(?<!\d)\d{6,12}:[A-Za-z0-9_-]{30,}")  # Telegram bot tokens in URLs
 
 
 class Scrubber(logging.Filter):

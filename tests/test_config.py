@@ -1,0 +1,110 @@
+"""Settings: names, parsing, and the one-line exit 2 on a bad value."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.config import load_settings, require
+from bot.errors import ConfigError
+
+
+def test_reads_env_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("LLM_MODEL=from-dotenv\nALLOWED_USER_IDS=1, 2,3\n")
+    monkeypatch.setenv("TIMEZONE", "Europe/Berlin")
+    s = load_settings()
+    assert s.llm_model == "from-dotenv"
+    assert s.allowed_user_ids == frozenset({1, 2, 3})
+    assert s.timezone == "Europe/Berlin"
+    assert s.agent_max_turns == 75
+    assert s.telegram_api_url == "https://api.telegram.org"
+    assert s.db_url.endswith("data/sidekick.db")
+
+
+def test_secrets_are_hidden_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123456:ABCDEFsecretsecretsecretsecretsecret")
+    monkeypatch.setenv("LLM_API_KEY", "sk-verysecret")
+    s = load_settings()
+    assert "ABCDEFsecret" not in repr(s) and "sk-verysecret" not in repr(s)
+    assert set(s.secrets()) == {"123456:ABCDEFsecretsecretsecretsecretsecret", "sk-verysecret"}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("ALLOWED_USER_IDS", "12,abc", "ALLOWED_USER_IDS"),
+        ("TIMEZONE", "Mars/Olympus", "TIMEZONE"),
+        ("AGENT_MAX_TURNS", "0", "AGENT_MAX_TURNS"),
+        ("LLM_BASE_URL", "ftp://x", "LLM_BASE_URL"),
+        ("SESSION_SPLIT_TIME", "25:00", "SESSION_SPLIT_TIME"),
+        ("CODE_NETWORK", "maybe", "CODE_NETWORK"),
+    ],
+)
+def test_invalid_values_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, expected: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert str(info.value).startswith(expected)
+
+
+def test_require_names_missing_setting() -> None:
+    s = load_settings()
+    with pytest.raises(ConfigError, match="TELEGRAM_BOT_TOKEN is not set"):
+        require(s, "telegram_bot_token")
+
+
+def test_cli_exits_2_with_one_line(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "TIMEZONE": "Nowhere/Atlantis", "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "migrate"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "TIMEZONE" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_run_without_token_exits_2(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "LLM_MODEL": "m", "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "TELEGRAM_BOT_TOKEN" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_migrate_creates_database(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DATA_DIR": str(tmp_path / "d")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "migrate"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "d" / "sidekick.db").exists()
+    again = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "migrate"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "applied 0 migration(s)" in again.stdout
