@@ -22,6 +22,18 @@ class ProviderError(SidekickError):
         self.status = status
 
     def user_message(self) -> str:
+        if self.status in (401, 403):
+            return (
+                f"The model provider refused our credentials (HTTP {self.status}); "
+                "the admin should check LLM_API_KEY."
+            )
+        if self.status == 404:
+            return (
+                "The model provider does not know this model or URL (HTTP 404); "
+                "the admin should check LLM_MODEL and LLM_BASE_URL."
+            )
+        if self.status is not None and 400 <= self.status < 500 and self.status != 429:
+            return f"The model provider rejected the request (HTTP {self.status})."
         what = f"HTTP {self.status}" if self.status else str(self)
         return f"The model provider is not answering ({what}); try again in a minute."
 

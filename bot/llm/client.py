@@ -92,7 +92,7 @@ class LLMClient:
                 if isinstance(exc, openai.APIStatusError) and not retry:
                     raise ProviderError(_describe(exc), status) from exc
                 if not retry or attempt >= self.max_retries:
-                    what_failed = f"HTTP {status}" if status else type(exc).__name__
+                    what_failed = f"HTTP {status}" if status else _kind(exc)
                     log.warning(
                         "model provider failed after %d tries: %s", attempt + 1, what_failed
                     )
@@ -173,6 +173,14 @@ class LLMClient:
     async def list_models(self) -> list[str]:
         page = await self.client.models.list()
         return [m.id for m in page.data]
+
+
+def _kind(exc: Exception) -> str:
+    if isinstance(exc, openai.APITimeoutError):
+        return "timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection failed"
+    return type(exc).__name__
 
 
 def _describe(exc: openai.APIStatusError) -> str:

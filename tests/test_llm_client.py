@@ -1,0 +1,86 @@
+"""The LLM client over real HTTP: streaming tool calls, retries, and plain errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.config import Settings
+from bot.errors import ProviderError, user_text
+from bot.llm.client import LLMClient
+from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
+
+
+def client(settings: Settings) -> LLMClient:
+    return LLMClient(settings, retry_base_delay=0.01, retry_max_delay=0.02)
+
+
+async def test_streams_text_and_reports_progress(settings: Settings, fake_llm: FakeOpenAI) -> None:
+    fake_llm.add(Text("Hello, streaming world!", chunk=4))
+    seen: list[str] = []
+
+    async def on_text(text: str) -> None:
+        seen.append(text)
+
+    llm = client(settings)
+    out = await llm.stream([{"role": "user", "content": "hi"}], None, on_text)
+    await llm.close()
+    assert out.content == "Hello, streaming world!" and out.finish_reason == "stop"
+    assert seen[-1] == out.content and len(seen) > 3
+    assert all(b.startswith(a) for a, b in zip(seen, seen[1:], strict=False))
+
+
+async def test_assembles_parallel_tool_calls(settings: Settings, fake_llm: FakeOpenAI) -> None:
+    args = {"query": "weather in Paris", "max_results": 3}
+    fake_llm.add(Calls([("search", args), ("code", {"action": "execute", "code": "1+1"})]))
+    llm = client(settings)
+    out = await llm.stream([{"role": "user", "content": "hi"}], [])
+    await llm.close()
+    assert [c.name for c in out.tool_calls] == ["search", "code"]
+    assert json.loads(out.tool_calls[0].arguments) == args
+    assert all(c.id.startswith("call_") for c in out.tool_calls)
+
+
+async def test_retries_then_succeeds(settings: Settings, fake_llm: FakeOpenAI) -> None:
+    fake_llm.add(Error(500), Error(429, retry_after=0.01), Text("fine"))
+    llm = client(settings)
+    out = await llm.stream([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert out.content == "fine" and len(fake_llm.requests) == 3
+
+
+async def test_gives_up_with_plain_message(settings: Settings, fake_llm: FakeOpenAI) -> None:
+    fake_llm.add(*[Error(502)] * 5)
+    llm = client(settings)
+    with pytest.raises(ProviderError) as info:
+        await llm.stream([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert len(fake_llm.requests) == settings.llm_max_retries + 1
+    assert user_text(info.value) == (
+        "The model provider is not answering (HTTP 502); try again in a minute."
+    )
+
+
+async def test_client_errors_are_not_retried(settings: Settings, fake_llm: FakeOpenAI) -> None:
+    fake_llm.add(Error(401, "bad key sk-test-secret-key-123456"))
+    llm = client(settings)
+    with pytest.raises(ProviderError) as info:
+        await llm.complete_text([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert len(fake_llm.requests) == 1
+    text = user_text(info.value)
+    assert "LLM_API_KEY" in text and "sk-test" not in text
+
+
+async def test_unreachable_endpoint(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from tests.conftest import make_settings
+
+    settings = make_settings(Path(str(tmp_path)), None, llm_max_retries=1)
+    llm = client(settings)
+    with pytest.raises(ProviderError) as info:
+        await llm.stream([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert "not answering (connection failed)" in user_text(info.value)
