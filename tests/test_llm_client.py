@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -28,7 +29,7 @@ async def test_streams_text_and_reports_progress(settings: Settings, fake_llm: F
     await llm.close()
     assert out.content == "Hello, streaming world!" and out.finish_reason == "stop"
     assert seen[-1] == out.content and len(seen) > 3
-    assert all(b.startswith(a) for a, b in zip(seen, seen[1:], strict=False))
+    assert all(b.startswith(a) for a, b in itertools.pairwise(seen))
 
 
 async def test_assembles_parallel_tool_calls(settings: Settings, fake_llm: FakeOpenAI) -> None:
