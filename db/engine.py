@@ -32,7 +32,7 @@ def sqlite_module() -> types.ModuleType:
     if hasattr(sqlite3.Connection, "enable_load_extension"):
         return sqlite3
     try:
-        import pysqlite3.dbapi2 as pysqlite3  # type: ignore[import-not-found]
+        import pysqlite3.dbapi2 as pysqlite3
     except ImportError as exc:  # pragma: no cover - depends on the platform
         raise RuntimeError(
             "this Python's sqlite3 cannot load extensions and pysqlite3 is not installed "

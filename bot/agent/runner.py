@@ -149,20 +149,22 @@ class Agent:
             calls = completion.tool_calls
             allowed = calls[: max(0, cap - used)]
             refused = calls[len(allowed) :]
-            assistant = {
-                "role": "assistant",
-                "content": completion.content or None,
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    }
-                    for c in calls
-                ],
-            }
-            await self._store_assistant(ctx, completion.content, assistant["tool_calls"])
-            messages.append(assistant)
+            wire_calls: list[dict[str, Any]] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in calls
+            ]
+            await self._store_assistant(ctx, completion.content, wire_calls)
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": completion.content or None,
+                    "tool_calls": wire_calls,
+                }
+            )
             if events.on_tools is not None and allowed:
                 await events.on_tools([c.name for c in allowed])
             outcomes = await asyncio.gather(
