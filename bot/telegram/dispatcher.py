@@ -1,0 +1,115 @@
+"""Assembling the real Bot and Dispatcher from an App (run_bot, the tests and the bench)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from aiogram import Bot, Dispatcher
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.types import BotCommand
+
+from bot.app import App
+from bot.config import Settings
+from bot.telegram.errors import on_error
+from bot.telegram.middlewares import AccessMiddleware, ChatOrderMiddleware, InFlight
+from bot.telegram.render import with_retry
+from bot.telegram.routers import bot_commands, build_routers
+
+log = logging.getLogger(__name__)
+
+DRAFT_INTERVAL_S = 0.7  # at most ~1.4 drafts per second per chat
+SHUTDOWN_GRACE_S = 10.0
+
+
+def build_bot(settings: Settings) -> Bot:
+    """A Bot on TELEGRAM_API_URL; no default parse_mode (we always send entities)."""
+    assert settings.telegram_bot_token is not None
+    session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
+    return Bot(settings.telegram_bot_token.get_secret_value(), session=session)
+
+
+async def _on_startup(bot: Bot, commands: list[BotCommand]) -> None:
+    await with_retry(lambda: bot.set_my_commands(commands), "setMyCommands")
+
+
+def build_dispatcher(
+    app: App, *, draft_interval: float = DRAFT_INTERVAL_S, inflight: InFlight | None = None
+) -> Dispatcher:
+    """The Dispatcher with every router; handlers may take `app: App` as an argument."""
+    dp = Dispatcher()
+    inflight = inflight or InFlight()
+    # Chat ordering goes outermost, so the error reply of one message is sent before the next
+    # message of that chat is handled, and shutdown waits for error replies too.
+    outer = dp.update.outer_middleware
+    existing = list(outer)
+    for mw in existing:
+        outer.unregister(mw)
+    outer.register(ChatOrderMiddleware(inflight))
+    for mw in existing:  # aiogram's error handling and user context
+        outer.register(mw)
+    outer.register(AccessMiddleware(app.settings.allowed_user_ids))
+    routers = build_routers()
+    dp.include_routers(*routers)
+    dp.errors.register(on_error)
+    dp.startup.register(_on_startup)
+    dp["app"] = app
+    dp["draft_interval"] = draft_interval
+    dp["commands"] = bot_commands(routers)
+    dp["inflight"] = inflight
+    return dp
+
+
+@dataclass
+class Runtime:
+    """A running bot: what polling, webhook mode and tests start and stop the same way."""
+
+    app: App
+    bot: Bot
+    dp: Dispatcher
+    inflight: InFlight
+
+    async def poll(self, polling_timeout: int = 30) -> None:
+        await self.bot.delete_webhook(drop_pending_updates=False)
+        await self.dp.start_polling(
+            self.bot,
+            polling_timeout=polling_timeout,
+            handle_signals=False,  # run_bot owns the signals
+            close_bot_session=False,  # shutdown closes it after in-flight work ends
+        )
+
+    async def drain(self, grace: float) -> int:
+        """Let in-flight updates finish for `grace` seconds, then cancel the rest."""
+        handling: set[asyncio.Task[Any]] = getattr(self.dp, "_handle_update_tasks", set())
+        tasks = {t for t in (*self.inflight.tasks, *handling) if t is not asyncio.current_task()}
+        if not tasks:
+            return 0
+        log.info("waiting up to %.0f s for %d message(s) in progress", grace, len(tasks))
+        _, pending = await asyncio.wait(tasks, timeout=grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+            log.warning("cancelled %d message(s) still in progress at shutdown", len(pending))
+        return len(pending)
+
+    async def shutdown(self, grace: float = SHUTDOWN_GRACE_S) -> None:
+        """Stop taking updates, drain, close the bot session and the App."""
+        if self.dp._running_lock.locked():  # polling is running
+            await self.dp.stop_polling()
+        try:
+            await self.drain(grace)
+        finally:
+            await self.bot.session.close()
+            await self.app.close()
+
+
+def build_runtime(
+    app: App, bot: Bot | None = None, *, draft_interval: float = DRAFT_INTERVAL_S
+) -> Runtime:
+    inflight = InFlight()
+    dp = build_dispatcher(app, draft_interval=draft_interval, inflight=inflight)
+    return Runtime(app, bot or build_bot(app.settings), dp, inflight)

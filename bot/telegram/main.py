@@ -1,0 +1,109 @@
+"""`sidekick run`: the Telegram bot, by long polling or (with WEBHOOK_URL) a webhook."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import signal
+from urllib.parse import urlparse
+
+from aiogram.exceptions import TelegramUnauthorizedError
+from aiogram.webhook.aiohttp_server import SimpleRequestHandler
+from aiohttp import web
+
+from bot.app import build_app
+from bot.config import Settings, require
+from bot.errors import ConfigError
+from bot.telegram.dispatcher import Runtime, build_runtime
+
+log = logging.getLogger(__name__)
+
+
+def webhook_secret(settings: Settings) -> str:
+    """WEBHOOK_SECRET, or one derived from the bot token (stable across restarts)."""
+    if settings.webhook_secret and settings.webhook_secret.get_secret_value():
+        return settings.webhook_secret.get_secret_value()
+    assert settings.telegram_bot_token is not None
+    token = settings.telegram_bot_token.get_secret_value()
+    return hashlib.sha256(b"sidekick-webhook:" + token.encode()).hexdigest()
+
+
+def listen_address(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    try:
+        return host or "0.0.0.0", int(port)
+    except ValueError:
+        raise ConfigError(f"WEBHOOK_LISTEN: expected host:port, got {value!r}") from None
+
+
+async def check_token(rt: Runtime) -> None:
+    try:
+        me = await rt.bot.get_me()
+    except TelegramUnauthorizedError:
+        raise ConfigError(
+            "TELEGRAM_BOT_TOKEN: Telegram rejected the token (401); copy it again from @BotFather"
+        ) from None
+    log.info("connected as @%s", me.username)
+
+
+async def serve_webhook(rt: Runtime, stop: asyncio.Event) -> None:
+    settings = rt.app.settings
+    assert settings.webhook_url
+    host, port = listen_address(settings.webhook_listen)
+    secret = webhook_secret(settings)
+    web_app = web.Application()
+    path = urlparse(settings.webhook_url).path or "/"
+    SimpleRequestHandler(rt.dp, rt.bot, secret_token=secret).register(web_app, path=path)
+    runner = web.AppRunner(web_app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    try:
+        await rt.dp.emit_startup(bot=rt.bot, **rt.dp.workflow_data)
+        await rt.bot.set_webhook(
+            settings.webhook_url,
+            secret_token=secret,
+            allowed_updates=rt.dp.resolve_used_update_types(),
+        )
+        log.info(
+            "webhook mode: listening on %s:%d%s for %s", host, port, path, settings.webhook_url
+        )
+        await stop.wait()
+    finally:
+        await runner.cleanup()  # stop accepting updates; in-flight ones drain in shutdown
+
+
+async def serve_polling(rt: Runtime, stop: asyncio.Event) -> None:
+    log.info("long polling mode (set WEBHOOK_URL for webhook mode)")
+    poll = asyncio.create_task(rt.poll())
+    waiter = asyncio.create_task(stop.wait())
+    await asyncio.wait({poll, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    if poll.done():
+        poll.result()  # polling ended on its own: surface why
+
+
+async def run_bot(settings: Settings) -> None:
+    require(settings, "telegram_bot_token", "llm_model")
+    if not settings.allowed_user_ids:
+        log.warning(
+            "ALLOWED_USER_IDS is empty: the bot answers nobody but tells each user their id"
+        )
+    app = await build_app(settings)
+    rt = build_runtime(app)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await check_token(rt)
+        if settings.webhook_url:
+            await serve_webhook(rt, stop)
+        else:
+            await serve_polling(rt, stop)
+        log.info("stopping: finishing messages in progress")
+    finally:
+        await rt.shutdown()
+        log.info("stopped")

@@ -1,0 +1,133 @@
+"""Model Markdown → Telegram text + entities, split at 4096 UTF-16 units, sent robustly.
+
+No parse_mode anywhere: telegramify-markdown turns Markdown into plain text plus entities,
+so `<`, `&` and stray `*` need no escaping and cannot break a message. A chunk Telegram
+still rejects (400) is resent as plain text; 429 waits `retry_after` and retries (bounded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from aiogram import Bot
+from aiogram.exceptions import (
+    TelegramBadRequest,
+    TelegramNetworkError,
+    TelegramRetryAfter,
+    TelegramServerError,
+)
+from aiogram.types import InlineKeyboardMarkup, MessageEntity
+from telegramify_markdown import convert, split_entities
+from telegramify_markdown.entity import utf16_len
+
+log = logging.getLogger(__name__)
+
+MAX_UTF16 = 4096
+MAX_ATTEMPTS = 5
+MAX_RETRY_AFTER_S = 60.0
+T = TypeVar("T")
+
+Chunk = tuple[str, list[MessageEntity]]
+
+
+def render(markdown: str, limit: int = MAX_UTF16) -> list[Chunk]:
+    """Convert Markdown and split it into chunks Telegram accepts (no chunk is whitespace)."""
+    try:
+        text, entities = convert(markdown)
+        parts = split_entities(text, entities, limit)
+        chunks = [(t, [MessageEntity(**e.to_dict()) for e in ents]) for t, ents in parts]
+    except Exception:
+        # The converter is third-party code: a crash there must not lose the answer.
+        log.exception("markdown conversion failed; sending plain text")
+        chunks = [(t, []) for t in split_plain(markdown, limit)]
+    return chunks or [("(empty answer)", [])]
+
+
+def split_plain(text: str, limit: int = MAX_UTF16) -> list[str]:
+    """Split text without entities, at newlines where possible, never inside a character."""
+    pieces = split_entities(text, [], limit)
+    return [t for t, _ in pieces]
+
+
+def tail(markdown: str, limit: int = MAX_UTF16) -> Chunk:
+    """The last chunk of a partial answer: what a draft shows while the text still grows."""
+    chunks = render(markdown, limit)
+    return chunks[-1]
+
+
+async def with_retry(call: Callable[[], Awaitable[T]], what: str = "telegram call") -> T:
+    """Run a Bot API call, waiting out 429 and retrying network/5xx errors, bounded."""
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            return await call()
+        except TelegramRetryAfter as exc:
+            if attempt == MAX_ATTEMPTS:
+                raise
+            delay = min(float(exc.retry_after), MAX_RETRY_AFTER_S)
+            log.warning("%s: Telegram asked to wait %.0f s (429)", what, delay)
+            await asyncio.sleep(delay)
+        except (TelegramNetworkError, TelegramServerError) as exc:
+            if attempt == MAX_ATTEMPTS:
+                raise
+            log.warning("%s failed (%s); retrying", what, type(exc).__name__)
+            await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
+    raise AssertionError("unreachable")
+
+
+async def send_chunk(
+    bot: Bot,
+    chat_id: int,
+    text: str,
+    entities: list[MessageEntity],
+    reply_markup: InlineKeyboardMarkup | None = None,
+) -> int:
+    """Send one chunk; if Telegram rejects its formatting, send the same text plain."""
+    try:
+        msg = await with_retry(
+            lambda: bot.send_message(
+                chat_id, text, entities=entities or None, parse_mode=None, reply_markup=reply_markup
+            ),
+            "sendMessage",
+        )
+    except TelegramBadRequest as exc:
+        if not entities:
+            raise
+        log.warning("Telegram rejected a formatted chunk (%s); resending it as plain text", exc)
+        msg = await with_retry(
+            lambda: bot.send_message(chat_id, text, parse_mode=None, reply_markup=reply_markup),
+            "sendMessage (plain)",
+        )
+    return msg.message_id
+
+
+async def send_markdown(
+    bot: Bot,
+    chat_id: int,
+    markdown: str,
+    reply_markup: InlineKeyboardMarkup | None = None,
+) -> list[int]:
+    """Send a Markdown answer as one or more messages; buttons go on the last one.
+
+    Returns the sent message ids in order. Each chunk is sent exactly once.
+    """
+    chunks = render(markdown)
+    ids: list[int] = []
+    for i, (text, entities) in enumerate(chunks):
+        markup = reply_markup if i == len(chunks) - 1 else None
+        ids.append(await send_chunk(bot, chat_id, text, entities, markup))
+    return ids
+
+
+async def send_plain(bot: Bot, chat_id: int, text: str) -> list[int]:
+    """Send text as is (no formatting), split if long."""
+    ids = []
+    for piece in split_plain(text) or ["(empty)"]:
+        msg = await with_retry(lambda p=piece: bot.send_message(chat_id, p, parse_mode=None))
+        ids.append(msg.message_id)
+    return ids
+
+
+__all__ = ["render", "send_chunk", "send_markdown", "send_plain", "tail", "utf16_len"]

@@ -1,0 +1,37 @@
+"""The bot's routers, one per feature, in the order aiogram tries them.
+
+To add a feature: write `bot/telegram/routers/<feature>.py` with `build_router() -> Router`
+(a new Router each call: a router can only be attached to one Dispatcher, and tests build
+several), and add one line to `build_routers` BEFORE `chat.build_router()`, which catches
+every plain message. A command handler registered with
+`flags={"command": ("name", "what it does")}` shows up in /help and in Telegram's menu.
+"""
+
+from __future__ import annotations
+
+from aiogram import Router
+from aiogram.types import BotCommand
+
+from bot.telegram.routers import chat, sessions, start
+
+
+def build_routers() -> list[Router]:
+    return [
+        start.build_router(),
+        sessions.build_router(),
+        # Feature routers go here, above the catch-all.
+        chat.build_router(),  # catch-all for plain messages: keep it LAST
+    ]
+
+
+def bot_commands(routers: list[Router]) -> list[BotCommand]:
+    """Every command declared with the `command` flag, in router order."""
+    out: list[BotCommand] = []
+    for router in routers:
+        for r in router.chain_tail:
+            for handler in r.message.handlers:
+                declared = handler.flags.get("command")
+                if declared:
+                    name, description = declared
+                    out.append(BotCommand(command=name, description=description))
+    return out
