@@ -77,4 +77,7 @@ class Registry:
 def build_registry(deps: ToolDeps) -> Registry:
     """Every tool Sidekick offers, in the order the model sees them."""
     tools: list[Tool[Any]] = []
+    from tools.code.tool import build as code_tool  # imports ToolDeps: import here
+
+    tools.append(code_tool(deps))
     return Registry(tools)

@@ -1,6 +1,7 @@
 """All ORM models; importing this package registers every table on Base.metadata."""
 
 from db.models.base import Base
+from db.models.code import CodeExecution, CodeJob
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 
-__all__ = ["Base", "ChatSession", "Message", "ToolCallRecord", "User"]
+__all__ = ["Base", "CodeExecution", "CodeJob", "ChatSession", "Message", "ToolCallRecord", "User"]

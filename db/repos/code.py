@@ -1,0 +1,116 @@
+"""Code executions and generation jobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.models.code import CodeExecution, CodeJob
+
+
+async def add_execution(s: AsyncSession, **fields: Any) -> CodeExecution:
+    row = CodeExecution(**fields)
+    s.add(row)
+    await s.flush()
+    return row
+
+
+async def get_execution(s: AsyncSession, execution_id: int, user_id: int) -> CodeExecution | None:
+    """One of this user's runs (None for another user's id: ids are guessable)."""
+    row = await s.get(CodeExecution, execution_id)
+    return row if row is not None and row.user_id == user_id else None
+
+
+@dataclass(frozen=True)
+class CodeStats:
+    total: int
+    succeeded: int
+    failed: int
+    avg_ms: float | None
+    p95_ms: float | None
+    categories: list[tuple[str, int]]  # most frequent first
+
+
+async def stats(s: AsyncSession, user_id: int, since: datetime) -> CodeStats:
+    where = (CodeExecution.user_id == user_id, CodeExecution.created_at >= since)
+    rows = (
+        await s.execute(select(CodeExecution.success, CodeExecution.duration_ms).where(*where))
+    ).all()
+    durations = sorted(float(r.duration_ms) for r in rows)
+    ok = sum(1 for r in rows if r.success)
+    cats = (
+        await s.execute(
+            select(CodeExecution.error_category, func.count())
+            .where(*where, CodeExecution.error_category.is_not(None))
+            .group_by(CodeExecution.error_category)
+            .order_by(func.count().desc(), CodeExecution.error_category)
+        )
+    ).all()
+    return CodeStats(
+        total=len(rows),
+        succeeded=ok,
+        failed=len(rows) - ok,
+        avg_ms=sum(durations) / len(durations) if durations else None,
+        p95_ms=percentile(durations, 95) if durations else None,
+        categories=[(str(c), int(n)) for c, n in cats],
+    )
+
+
+def percentile(sorted_values: list[float], pct: float) -> float:
+    """Nearest-rank percentile of an ascending list."""
+    rank = max(1, -(-len(sorted_values) * pct // 100))
+    return sorted_values[int(rank) - 1]
+
+
+async def last_failures(s: AsyncSession, user_id: int, n: int) -> list[CodeExecution]:
+    stmt = (
+        select(CodeExecution)
+        .where(CodeExecution.user_id == user_id, CodeExecution.success.is_(False))
+        .order_by(CodeExecution.id.desc())
+        .limit(n)
+    )
+    return list((await s.execute(stmt)).scalars())
+
+
+async def add_job(s: AsyncSession, **fields: Any) -> CodeJob:
+    job = CodeJob(**fields)
+    s.add(job)
+    await s.flush()
+    return job
+
+
+async def get_job(s: AsyncSession, job_id: str) -> CodeJob | None:
+    return await s.get(CodeJob, job_id)
+
+
+async def finish_job(
+    s: AsyncSession,
+    job_id: str,
+    *,
+    status: str,
+    now: datetime,
+    code: str | None = None,
+    error: str | None = None,
+) -> None:
+    """Settle a pending job; a job already settled (e.g. interrupted) stays as it is."""
+    await s.execute(
+        update(CodeJob)
+        .where(CodeJob.id == job_id, CodeJob.status == "pending")
+        .values(status=status, code=code, error=error, finished_at=now)
+    )
+
+
+async def interrupt_orphans(s: AsyncSession, owner: str, now: datetime) -> int:
+    """Pending jobs of earlier processes will never finish: mark them interrupted."""
+    res = await s.execute(
+        update(CodeJob)
+        .where(CodeJob.status == "pending", CodeJob.owner != owner)
+        .values(
+            status="interrupted", error="the bot restarted before the job finished", finished_at=now
+        )
+    )
+    return int(res.rowcount or 0)  # type: ignore[attr-defined]

@@ -1,0 +1,258 @@
+"""Running one program under a plan: limits, timeout, output caps, and no hanging waits.
+
+The waits are the subtle part. On Python 3.11 `Process.wait()` returns only after the
+pipes close, and a detached grandchild holding stdout keeps them open, so we learn of
+the exit through a pidfd instead, keep draining both pipes past the output cap (or the
+child blocks and we never see EOF), and bound every wait after the exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools.code.bun import BunInfo
+from tools.code.sandbox import (
+    TASKS_PER_RUN,
+    Limits,
+    Mode,
+    build_plan,
+    drop_uid_argv,
+    own_task_count,
+    prepare_workdir,
+    uid_block,
+)
+
+log = logging.getLogger(__name__)
+
+KEEP_BYTES = 64 * 1024  # per stream, what we store
+KILL_BYTES = 1024 * 1024  # both streams together: beyond this the run is killed
+READ_CHUNK = 65536
+EXIT_GRACE_S = 0.5  # after the exit, how long a pipe may stay open before we kill
+FINAL_WAIT_S = 2.0
+
+
+@dataclass
+class RunResult:
+    stdout: str
+    stderr: str
+    exit_code: int | None  # 128+N when killed by signal N
+    duration_ms: float
+    timed_out: bool = False
+    output_limited: bool = False
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    sandbox_error: str | None = None  # the run could not be started
+
+
+class _Sink:
+    """One pipe's kept bytes and total count."""
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.total = 0
+
+    def text(self) -> str:
+        return self.kept.decode("utf-8", errors="replace")
+
+
+class CodeRunner:
+    def __init__(
+        self,
+        bun: BunInfo,
+        mode: Mode,
+        *,
+        network: bool,
+        max_concurrent: int,
+        workbase: Path | None = None,
+    ) -> None:
+        self.bun = bun
+        self.mode = mode
+        self.network = network
+        self.workbase = workbase
+        self._slots: asyncio.Queue[int] = asyncio.Queue()
+        for i in range(min(max_concurrent, 32)):
+            self._slots.put_nowait(i)
+        # Not root: RLIMIT_NPROC counts every task of our uid, the bot's threads too.
+        self._nproc_base = 0 if os.geteuid() == 0 else own_task_count()
+        self._uid_base = uid_block()
+
+    async def run(self, code: str, timeout_ms: int) -> RunResult:
+        slot = await self._slots.get()
+        try:
+            return await self._run_in_slot(slot, code, timeout_ms)
+        finally:
+            self._slots.put_nowait(slot)
+
+    async def _run_in_slot(self, slot: int, code: str, timeout_ms: int) -> RunResult:
+        uid = None if self._uid_base is None or self.mode == "off" else self._uid_base + slot
+        nproc = TASKS_PER_RUN if uid is not None else None
+        if uid is None and self.mode != "off" and os.geteuid() != 0:
+            nproc = self._nproc_base + TASKS_PER_RUN
+        limits = Limits(cpu_s=math.ceil(timeout_ms / 1000) + 1, nproc=nproc)
+        workdir = prepare_workdir(self.workbase, uid)
+        try:
+            plan = build_plan(
+                self.mode, self.bun, workdir, network=self.network, limits=limits, uid=uid
+            )
+            return await self._execute(
+                plan.argv, plan.env, plan.cwd, plan.preexec, code, timeout_ms
+            )
+        finally:
+            if uid is not None and self.mode == "basic":
+                await self._kill_uid(uid)
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    async def _execute(self, argv, env, cwd, preexec, code: str, timeout_ms: int) -> RunResult:  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                preexec_fn=preexec,
+                start_new_session=True,
+            )
+        except (OSError, subprocess_error()) as exc:
+            return RunResult("", "", None, 0.0, sandbox_error=f"could not start: {exc}")
+        loop = asyncio.get_running_loop()
+        exited = asyncio.Event()
+        capped = asyncio.Event()
+        pidfd = _watch_exit(loop, proc.pid, exited)
+        out, err = _Sink(), _Sink()
+        readers = [
+            asyncio.create_task(_drain(proc.stdout, out, err, capped)),
+            asyncio.create_task(_drain(proc.stderr, err, out, capped)),
+        ]
+        feeder = asyncio.create_task(_feed(proc, code))
+        poller = None if pidfd is not None else asyncio.create_task(_poll_exit(proc, exited))
+        timed_out = output_limited = False
+        try:
+            exit_task = asyncio.create_task(exited.wait())
+            cap_task = asyncio.create_task(capped.wait())
+            await asyncio.wait(
+                {exit_task, cap_task}, timeout=timeout_ms / 1000, return_when="FIRST_COMPLETED"
+            )
+            if not exited.is_set():
+                output_limited = capped.is_set()
+                timed_out = not output_limited
+                _killpg(proc.pid)
+            for t in (exit_task, cap_task):
+                t.cancel()
+            _, pending = await asyncio.wait(readers, timeout=EXIT_GRACE_S)
+            if pending:
+                # Something that outlived bun still holds a pipe (same process group,
+                # or escaped it in basic mode): kill what we can, then stop listening.
+                _killpg(proc.pid)
+                _, pending = await asyncio.wait(readers, timeout=EXIT_GRACE_S)
+                if pending:
+                    transport = getattr(proc, "_transport", None)
+                    if transport is not None:
+                        transport.close()
+                    await asyncio.wait(readers, timeout=EXIT_GRACE_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), FINAL_WAIT_S)
+            duration = (time.perf_counter() - start) * 1000
+        finally:
+            if proc.returncode is None:
+                _killpg(proc.pid)
+            for t in (*readers, feeder, *([poller] if poller else [])):
+                t.cancel()
+            if pidfd is not None:
+                loop.remove_reader(pidfd)
+                os.close(pidfd)
+        code_ = proc.returncode
+        exit_code = None if code_ is None else (128 - code_ if code_ < 0 else code_)
+        return RunResult(
+            stdout=out.text(),
+            stderr=err.text(),
+            exit_code=exit_code,
+            duration_ms=duration,
+            timed_out=timed_out,
+            output_limited=output_limited,
+            stdout_truncated=out.total > len(out.kept),
+            stderr_truncated=err.total > len(err.kept),
+        )
+
+    async def _kill_uid(self, uid: int) -> None:
+        """Basic mode as root: nothing of the throwaway uid may outlive the run."""
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *drop_uid_argv(uid),
+                "/bin/kill",
+                "-KILL",
+                "-1",
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                env={"PATH": "/usr/bin:/bin"},
+            )
+            await asyncio.wait_for(proc.wait(), FINAL_WAIT_S)
+        except (OSError, TimeoutError):
+            log.warning("could not sweep the processes of uid %s", uid)
+
+
+def subprocess_error() -> type[Exception]:
+    import subprocess
+
+    return subprocess.SubprocessError
+
+
+def _killpg(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _watch_exit(loop: asyncio.AbstractEventLoop, pid: int, exited: asyncio.Event) -> int | None:
+    """A pidfd that becomes readable when the child exits; None when unsupported."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        exited.set()
+        return None
+    except (OSError, AttributeError):
+        return None
+    loop.add_reader(fd, exited.set)
+    return fd
+
+
+async def _poll_exit(proc: asyncio.subprocess.Process, exited: asyncio.Event) -> None:
+    # Fallback for kernels without pidfd_open (< 5.3).
+    while proc.returncode is None:  # noqa: ASYNC110
+        await asyncio.sleep(0.02)
+    exited.set()
+
+
+async def _feed(proc: asyncio.subprocess.Process, code: str) -> None:
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        proc.stdin.write(code.encode("utf-8"))
+        await proc.stdin.drain()
+        proc.stdin.close()
+
+
+async def _drain(
+    stream: asyncio.StreamReader | None, sink: _Sink, other: _Sink, capped: asyncio.Event
+) -> None:
+    """Read to EOF whatever happens: keep the first KEEP_BYTES, count the rest."""
+    assert stream is not None
+    while True:
+        chunk = await stream.read(READ_CHUNK)
+        if not chunk:
+            return
+        room = KEEP_BYTES - len(sink.kept)
+        if room > 0:
+            sink.kept += chunk[:room]
+        sink.total += len(chunk)
+        if sink.total + other.total > KILL_BYTES:
+            capped.set()

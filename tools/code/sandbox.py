@@ -1,0 +1,239 @@
+"""How a run is confined: the command line, the environment built from nothing, rlimits.
+
+Three modes. `bwrap`: bubblewrap with read-only system dirs and bun, a private /tmp,
+only the work dir writable, new PID/IPC/UTS (and optionally network) namespaces, so
+the bot's database, `.env`, `~/.ssh` and `/proc/<bot pid>` do not exist in there, and
+killing bwrap ends every process the code started. `basic`: no bwrap (missing or not
+usable here): the same clean environment, work dir and rlimits, and when the bot runs
+as root, a throwaway uid whose every process is killed after the run. `off`
+(CODE_SANDBOX=off): clean environment and work dir only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import resource
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from tools.code.bun import BunInfo
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["bwrap", "basic", "off"]
+
+# Measured with bun 1.4.2 (see bench/code_exec.py --memory): below ~350 MiB of address
+# space bun aborts at start; from there up to ~2.1 GiB it runs with its JIT disabled
+# (a 3e7-step loop takes 0.25 s instead of 0.04 s); around 2.2 GiB it aborts again;
+# from ~2.3 GiB the JIT works. 3 GiB keeps the JIT and stops a memory bomb at
+# `RangeError: Out of memory` after ~1.2-1.6 GB of resident memory.
+ADDRESS_SPACE_BYTES = 3 * 1024**3
+FILE_SIZE_BYTES = 64 * 1024**2
+OPEN_FILES = 256
+# Per-run uid when we are root: RLIMIT_NPROC counts every task (threads too) of the
+# real uid, and is ignored for root, so each concurrent slot gets its own uid.
+SLOT_UID_BASE = 61000
+TASKS_PER_RUN = 128  # bun itself uses ~10-20 threads; room for a few child processes
+
+WORK_IN_SANDBOX = "/work"
+BUN_IN_SANDBOX = "/opt/bun/bun"
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_FILES = (
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpu_s: int
+    nproc: int | None  # None: leave as is
+    address_space: int = ADDRESS_SPACE_BYTES
+    file_size: int = FILE_SIZE_BYTES
+    open_files: int = OPEN_FILES
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything needed to start one run."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    preexec: Callable[[], None] | None
+
+
+def clean_env(home: str, tmp: str) -> dict[str, str]:
+    """The child's whole environment. Never derived from os.environ: that holds the
+    Telegram token and API keys; BUN_OPTIONS / NODE_OPTIONS could preload code."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": tmp,
+        "LANG": "C.UTF-8",
+        "NO_COLOR": "1",
+        "DO_NOT_TRACK": "1",
+        "TZ": "UTC",
+    }
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+def bwrap_works(bwrap: str) -> str | None:
+    """None when bwrap can build our kind of sandbox here, else why not."""
+    argv = [bwrap, *_system_binds(), "--proc", "/proc", "--dev", "/dev", "--unshare-pid"]
+    argv += ["--die-with-parent", "--clearenv", "/bin/true"]
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    return None if res.returncode == 0 else (res.stderr.strip() or f"exit {res.returncode}")
+
+
+def choose_mode(sandbox_setting: str) -> tuple[Mode, str]:
+    """The mode to use and a line saying why, for the startup log and doctor."""
+    if sandbox_setting == "off":
+        return "off", "CODE_SANDBOX=off: no sandbox, only a clean environment"
+    bwrap = bwrap_path()
+    if bwrap is None:
+        return "basic", "bwrap not installed (apt-get install bubblewrap): rlimits only"
+    problem = bwrap_works(bwrap)
+    if problem:
+        return "basic", f"bwrap present but unusable ({problem}): rlimits only"
+    return "bwrap", f"bubblewrap at {bwrap}"
+
+
+# Runners built in this process so far; each gets its own block of 32 uids.
+_runner_blocks = itertools.count()
+
+
+def uid_block() -> int | None:
+    """The first throwaway uid of a new runner's block, when we can switch uid (root +
+    setpriv). Spread by pid and runner so two bots, a doctor run or parallel test runs
+    on one host never share a uid: basic mode kills every process of the uid after a run."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return None
+    return SLOT_UID_BASE + ((os.getpid() * 31 + next(_runner_blocks)) % 2000) * 32
+
+
+def own_task_count() -> int:
+    """Tasks (threads) of our uid now, the base for RLIMIT_NPROC when we are not root."""
+    uid, count = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                continue
+    return count
+
+
+def rlimit_setter(limits: Limits) -> Callable[[], None]:
+    """Runs in the child between fork and exec."""
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+        resource.setrlimit(resource.RLIMIT_AS, (limits.address_space, limits.address_space))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if limits.nproc is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
+
+    return apply
+
+
+def drop_uid_argv(uid: int | None) -> list[str]:
+    if uid is None:
+        return []
+    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs", "--"]
+
+
+def _system_binds() -> list[str]:
+    out: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            out += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            out += ["--ro-bind", d, d]
+    for f in ETC_FILES:
+        out += ["--ro-bind-try", f, f]
+    return out
+
+
+def build_plan(
+    mode: Mode,
+    bun: BunInfo,
+    workdir: Path,
+    *,
+    network: bool,
+    limits: Limits,
+    uid: int | None,
+) -> Plan:
+    """The command, environment and pre-exec hook for one run in `workdir`."""
+    if mode == "bwrap":
+        env = clean_env(WORK_IN_SANDBOX + "/.home", "/tmp")
+        argv = [bwrap_path() or "bwrap", *_system_binds()]
+        argv += ["--ro-bind", bun.path, BUN_IN_SANDBOX]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        argv += ["--bind", str(workdir), WORK_IN_SANDBOX, "--chdir", WORK_IN_SANDBOX]
+        argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        if not network:
+            argv.append("--unshare-net")
+        argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+        for key, value in env.items():
+            argv += ["--setenv", key, value]
+        argv += [*drop_uid_argv(uid), *bun.argv(BUN_IN_SANDBOX)]
+        return Plan(argv, env, str(workdir), rlimit_setter(limits))
+    env = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
+    prefix: list[str] = []
+    if mode == "basic" and not network:
+        # Without bwrap only root can take the network away (a fresh, empty netns).
+        unshare = shutil.which("unshare")
+        if os.geteuid() == 0 and unshare:
+            prefix = [unshare, "--net", "--"]
+        else:
+            log.warning("CODE_NETWORK=off cannot be enforced without bwrap when not root")
+    if mode == "off":
+        return Plan(bun.argv(), env, str(workdir), None)
+    return Plan(
+        [*prefix, *drop_uid_argv(uid), *bun.argv()], env, str(workdir), rlimit_setter(limits)
+    )
+
+
+def prepare_workdir(base: Path | None, uid: int | None) -> Path:
+    """A fresh private directory (with .home and .tmp) the run may write to."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="sidekick-code-", dir=base))
+    for sub in (".home", ".tmp"):
+        (path / sub).mkdir()
+    if uid is not None:
+        for p in (path, path / ".home", path / ".tmp"):
+            os.chown(p, uid, uid)
+    return path
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of a throwaway uid (what escaped the process group)."""
+    argv = [*drop_uid_argv(uid), "/bin/kill", "-KILL", "-1"]
+    subprocess.run(argv, capture_output=True, timeout=10, env={"PATH": "/usr/bin:/bin"})

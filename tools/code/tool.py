@@ -1,0 +1,178 @@
+"""The `code` tool: execute (sandboxed bun, every run traced), generate, status."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from bot.errors import ConfigError
+from db.engine import SessionFactory
+from db.repos import code as repo
+from tools.base import Capabilities, Clock, Tool, ToolCall, ToolError
+from tools.code.bun import locate_bun, probe_bun
+from tools.code.categories import classify
+from tools.code.jobs import JobManager
+from tools.code.runner import CodeRunner, RunResult
+from tools.code.sandbox import choose_mode
+from tools.registry import ToolDeps
+
+log = logging.getLogger(__name__)
+
+MAX_TIMEOUT_MS = 120_000
+STDOUT_FOR_MODEL = 4000
+STDERR_FOR_MODEL = 2000
+
+DESCRIPTION = (
+    "Run JavaScript/TypeScript with Bun in a sandbox, or have code written in the background. "
+    "action=execute: `code` is an ES module read from stdin (top-level await works; print "
+    "results with console.log); only built-ins (Bun APIs, node:* modules, fetch) — npm "
+    "packages cannot be installed. Returns success, exit code, stdout, stderr, duration, "
+    "execution id and error category. action=generate: `task` (+ optional `context`) returns "
+    "a job_id at once; action=status with that job_id gives pending/done/failed and the code."
+)
+
+
+class CodeParams(BaseModel):
+    action: Literal["execute", "generate", "status"]
+    code: str | None = Field(default=None, description="ES module source, for execute")
+    timeout_ms: int | None = Field(
+        default=None, ge=1, description="for execute; default 30000, capped at 120000"
+    )
+    task: str | None = Field(default=None, description="what the code should do, for generate")
+    context: str | None = Field(default=None, description="extra detail, for generate")
+    job_id: str | None = Field(default=None, description="for status")
+
+
+def trim(text: str, limit: int, cut_before: bool) -> str:
+    """At most `limit` chars, with a visible marker when anything was dropped."""
+    if len(text) <= limit:
+        return text + ("\n…[output truncated: the program printed more]" if cut_before else "")
+    return text[:limit] + f"\n…[truncated: {len(text) - limit} more chars]"
+
+
+class CodeService:
+    """What the tool and the doctor check share: the runner and the tracing."""
+
+    def __init__(self, deps: ToolDeps) -> None:
+        s = deps.settings
+        self.sf: SessionFactory = deps.session_factory
+        self.clock: Clock = deps.clock
+        self.default_timeout = s.code_timeout_ms
+        self.mode, self.mode_reason = choose_mode(s.code_sandbox)
+        self.runner: CodeRunner | None = None
+        self.problem: str | None = None
+        try:
+            bun = probe_bun(locate_bun(s.bun_path))
+        except ConfigError as exc:
+            self.problem = str(exc)
+            log.warning("code tool unavailable: %s", exc)
+        else:
+            self.runner = CodeRunner(
+                bun,
+                self.mode,
+                network=s.code_network == "on",
+                max_concurrent=s.code_max_concurrent,
+            )
+            log.info(
+                "code tool: bun %s at %s; sandbox %s (%s); network %s",
+                bun.version,
+                bun.path,
+                self.mode,
+                self.mode_reason,
+                s.code_network,
+            )
+        self.jobs = JobManager(deps.session_factory, deps.llm, deps.clock, s.code_generator)
+        deps.closers.append(self.jobs.close)
+
+    async def execute(
+        self, code: str, timeout_ms: int, call: ToolCall | None
+    ) -> tuple[int, RunResult, str | None]:
+        """Run and trace; returns (execution id, result, category)."""
+        if self.runner is None:
+            raise ToolError(f"the code tool is not available: {self.problem}")
+        try:
+            res = await self.runner.run(code, timeout_ms)
+        except asyncio.CancelledError:
+            res = RunResult("", "cancelled: the request ended before the run", None, 0.0)
+            await asyncio.shield(self._trace(code, timeout_ms, call, res, "killed"))
+            raise
+        category = classify(res)
+        row_id = await self._trace(code, timeout_ms, call, res, category)
+        return row_id, res, category
+
+    async def _trace(
+        self, code: str, timeout_ms: int, call: ToolCall | None, res: RunResult, cat: str | None
+    ) -> int:
+        ctx = call.ctx if call else None
+        async with self.sf.begin() as s:
+            row = await repo.add_execution(
+                s,
+                user_id=ctx.user_id if ctx else None,
+                session_id=ctx.session_id if ctx else None,
+                trigger_message=ctx.trigger_message_id if ctx else None,
+                tool_call_id=call.call_id if call else "",
+                llm_reasoning=call.reasoning if call else "",
+                code=code,
+                stdout=res.stdout,
+                stderr=res.stderr if not res.sandbox_error else res.sandbox_error,
+                stdout_truncated=res.stdout_truncated,
+                stderr_truncated=res.stderr_truncated,
+                exit_code=res.exit_code,
+                duration_ms=res.duration_ms,
+                timeout_ms=timeout_ms,
+                success=cat is None,
+                error_category=cat,
+                sandbox_mode=self.mode,
+                created_at=self.clock(),
+            )
+            return row.id
+
+
+def build(deps: ToolDeps) -> Tool[CodeParams]:
+    service = CodeService(deps)
+
+    async def run(p: CodeParams, call: ToolCall) -> dict[str, Any]:
+        if p.action == "execute":
+            if not p.code or not p.code.strip():
+                raise ToolError("execute needs `code`: the ES module to run")
+            timeout = min(p.timeout_ms or service.default_timeout, MAX_TIMEOUT_MS)
+            row_id, res, cat = await service.execute(p.code, timeout, call)
+            out: dict[str, Any] = {
+                "success": cat is None,
+                "exit_code": res.exit_code,
+                "stdout": trim(res.stdout, STDOUT_FOR_MODEL, res.stdout_truncated),
+                "stderr": trim(
+                    res.sandbox_error or res.stderr, STDERR_FOR_MODEL, res.stderr_truncated
+                ),
+                "duration_ms": round(res.duration_ms),
+                "execution_id": row_id,
+                "error_category": cat,
+            }
+            if res.timed_out:
+                out["note"] = f"killed after the {timeout} ms timeout"
+            elif res.output_limited:
+                out["note"] = "killed: printed more than 1 MiB"
+            return out
+        if p.action == "generate":
+            if not p.task or not p.task.strip():
+                raise ToolError("generate needs `task`: what the code should do")
+            if service.jobs.generator != "llm":
+                raise ToolError(
+                    "CODE_GENERATOR=opencode is not supported yet; set CODE_GENERATOR=llm"
+                )
+            job_id = await service.jobs.start(call.ctx, p.task, p.context or "")
+            return {"job_id": job_id, "status": "pending", "hint": "call action=status with job_id"}
+        if not p.job_id:
+            raise ToolError("status needs `job_id` (returned by generate)")
+        return await service.jobs.status(p.job_id, call.ctx.user_id)
+
+    return Tool(
+        name="code",
+        description=DESCRIPTION,
+        params=CodeParams,
+        run=run,
+        capabilities=Capabilities(network=deps.settings.code_network == "on", runs_code=True),
+    )
