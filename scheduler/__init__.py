@@ -1,0 +1,1 @@
+"""Scheduled jobs: the daily/weekly session split and the memory sweep."""

@@ -1,0 +1,94 @@
+"""Session periods: when a session that started at some instant is due to be split.
+
+Pure functions over aware datetimes. Boundaries are wall-clock times (SESSION_SPLIT_TIME)
+in the user's time zone, so a "day" is 23 or 25 hours long across a daylight-saving
+change. All arithmetic is done on local *dates* and every result is converted to UTC
+before it is compared: comparing two aware datetimes that share a ZoneInfo compares
+wall-clock time and ignores the offset, which is wrong around DST changes.
+
+A wall-clock boundary that does not exist (inside a spring-forward gap) is read with
+fold=0, i.e. with the offset in force before the change, which lands just after the gap
+(02:30 on a 02:00→03:00 night is 03:30 local). A boundary that happens twice (fall-back)
+is its first occurrence.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+Split = Literal["daily", "weekly", "none"]
+
+# Weekly periods start on Monday (ISO weeks).
+WEEK_START = 0
+
+
+def parse_hhmm(value: str) -> time:
+    """'4:05' / '04:05' → time(4, 5); ValueError otherwise."""
+    m = re.fullmatch(r"\s*([01]?\d|2[0-3]):([0-5]\d)\s*", value)
+    if not m:
+        raise ValueError(f"not a HH:MM time: {value!r}")
+    return time(int(m.group(1)), int(m.group(2)))
+
+
+def _aware(dt: datetime) -> datetime:
+    if dt.tzinfo is None:
+        raise ValueError("naive datetime: pass an aware one (UTC)")
+    return dt
+
+
+def boundary_on(day: date, at: time, tz: ZoneInfo) -> datetime:
+    """The split instant on local `day` at wall-clock `at`, in UTC."""
+    return datetime.combine(day, at, tzinfo=tz).astimezone(UTC)
+
+
+def _first_day(local_day: date, split: Split) -> date:
+    """The local date whose boundary starts the period containing `local_day`'s boundary."""
+    if split == "weekly":
+        return local_day - timedelta(days=(local_day.weekday() - WEEK_START) % 7)
+    return local_day
+
+
+def _step(split: Split) -> int:
+    return 7 if split == "weekly" else 1
+
+
+def period_start(now: datetime, tz: ZoneInfo, split: Split, at: time) -> datetime | None:
+    """The latest boundary at or before `now` (UTC); None when sessions are never split."""
+    if split == "none":
+        return None
+    now = _aware(now).astimezone(UTC)
+    day = _first_day(now.astimezone(tz).date(), split)
+    # The local date of `now` may still be before that day's boundary: step back.
+    # Two steps always suffice; the loop keeps it obviously right.
+    b = boundary_on(day, at, tz)
+    while b > now:
+        day -= timedelta(days=_step(split))
+        b = boundary_on(day, at, tz)
+    return b
+
+
+def period_end(started: datetime, tz: ZoneInfo, split: Split, at: time) -> datetime | None:
+    """The first boundary strictly after `started` (UTC): when that session is due."""
+    if split == "none":
+        return None
+    started = _aware(started).astimezone(UTC)
+    day = _first_day(started.astimezone(tz).date(), split)
+    b = boundary_on(day, at, tz)
+    while b <= started:
+        day += timedelta(days=_step(split))
+        b = boundary_on(day, at, tz)
+    return b
+
+
+def is_due(started: datetime, now: datetime, tz: ZoneInfo, split: Split, at: time) -> bool:
+    """True when the session that started at `started` belongs to a period that has ended."""
+    end = period_end(started, tz, split, at)
+    return end is not None and end <= _aware(now).astimezone(UTC)
+
+
+def next_boundary(now: datetime, tz: ZoneInfo, split: Split, at: time) -> datetime | None:
+    """The next split instant after `now` (for /sessions and doctor)."""
+    return period_end(now, tz, split, at)
