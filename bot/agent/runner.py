@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.agent.prompt import system_prompt, to_openai, trim_history
+from bot.agent.sessions import start_new_session
 from bot.agent.toolexec import AUDIT_LIMIT, CallOutcome, run_call
 from bot.config import Settings
 from bot.llm.client import Completion, LLMToolCall, OnText
@@ -82,10 +83,24 @@ class Agent:
         events = events or Events()
         ctx = await self._start_request(incoming)
         try:
-            return await self._loop(ctx, incoming.text, events)
+            reply = await self._loop(ctx, incoming.text, events)
         finally:
             if ctx.background:
                 await asyncio.gather(*ctx.background, return_exceptions=True)
+        if ctx.new_session_requested:
+            # The model asked for a fresh start (memory __NEW_SESSION__): close this session
+            # through the one path; the scheduler's next run writes its summary. The reply
+            # is returned whatever happens here.
+            try:
+                await start_new_session(
+                    self.session_factory,
+                    self.clock,
+                    telegram_user_id=incoming.telegram_user_id,
+                    user_name=incoming.user_name,
+                )
+            except Exception:
+                log.exception("starting the new session the model asked for failed")
+        return reply
 
     async def _start_request(self, incoming: Incoming) -> RequestContext:
         """Find the user and session and store the message before any model call."""

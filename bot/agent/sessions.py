@@ -1,12 +1,25 @@
-"""Starting a new chat session: the one path for /newsession, the terminal and the scheduler."""
+"""Starting a new chat session: the one path for /newsession, the terminal's /new and the
+model's own request (memory `__NEW_SESSION__`). The scheduled split archives through the
+same Archiver and lets the next message open the new session.
+
+The old session is closed and the new one opened in one transaction first, so a message
+arriving while the summary is being written already lands in the new session; then the
+old one is archived. Without an archiver at hand (or when the model fails) the closed
+session waits as "summary pending" and the scheduler's next run archives it.
+"""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
+from bot.agent.archive import Archiver, ArchiveResult
 from db.engine import SessionFactory
 from db.repos import core as repo
+from db.repos import sessions as sessions_repo
 from tools.base import Clock
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -14,6 +27,8 @@ class NewSession:
     session_id: int
     name: str
     ended_session_id: int | None
+    # What became of the ended session's summary (None: no session ended, or deferred).
+    archive: ArchiveResult | None = None
 
 
 async def start_new_session(
@@ -23,13 +38,19 @@ async def start_new_session(
     telegram_user_id: int | None,
     user_name: str = "",
     name: str | None = None,
+    archiver: Archiver | None = None,
 ) -> NewSession:
-    """End the user's open session (if any) and open a new one, named or dated."""
+    """Close the user's open session (if any), open a new one, then archive the old one."""
     now = clock()
     async with session_factory() as s, s.begin():
         user = await repo.get_or_create_user(s, telegram_user_id, user_name, now)
         current = await repo.current_session(s, user.id)
         if current is not None:
-            await repo.end_session(s, current.id, now)
+            await sessions_repo.close_session(s, current.id, now)
         created = await repo.create_session(s, user.id, name, now)
-        return NewSession(created.id, created.name, current.id if current else None)
+        out = NewSession(created.id, created.name, current.id if current else None)
+    if out.ended_session_id is not None and archiver is not None:
+        out.archive = await archiver.archive(out.ended_session_id)
+    elif out.ended_session_id is not None:
+        log.info("session %d closed; its summary is left to the scheduler", out.ended_session_id)
+    return out

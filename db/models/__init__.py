@@ -3,5 +3,6 @@
 from db.models.base import Base
 from db.models.code import CodeExecution, CodeJob
 from db.models.core import ChatSession, Message, ToolCallRecord, User
+from db.models.sessions import SessionArchive
 
-__all__ = ["Base", "CodeExecution", "CodeJob", "ChatSession", "Message", "ToolCallRecord", "User"]
+__all__ = ["Base", "CodeExecution", "CodeJob", "ChatSession", "Message", "SessionArchive", "ToolCallRecord", "User"]

@@ -1,0 +1,194 @@
+"""Session archiving state, session listings and user time zones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.models.core import ChatSession, Message, User
+from db.models.sessions import SessionArchive
+
+
+@dataclass
+class Candidate:
+    """A session archiving may have to act on, with its owner's time zone."""
+
+    session_id: int
+    user_id: int
+    name: str
+    started_at: datetime
+    ended_at: datetime | None
+    timezone: str | None
+
+
+@dataclass
+class SessionLine:
+    """One row of /sessions."""
+
+    session_id: int
+    name: str
+    started_at: datetime
+    ended_at: datetime | None
+    messages: int
+    summary: str | None
+    archived: bool
+
+
+def _not_waiting(now: datetime) -> object:
+    return or_(SessionArchive.retry_at.is_(None), SessionArchive.retry_at <= now)
+
+
+async def open_candidates(s: AsyncSession, now: datetime) -> list[Candidate]:
+    """Open sessions not in a retry backoff; the caller decides which periods have ended."""
+    stmt = (
+        select(ChatSession, User.timezone)
+        .join(User, User.id == ChatSession.user_id)
+        .outerjoin(SessionArchive, SessionArchive.session_id == ChatSession.id)
+        .where(ChatSession.ended_at.is_(None), _not_waiting(now))
+        .order_by(ChatSession.id)
+    )
+    return [_candidate(c, tz) for c, tz in (await s.execute(stmt)).all()]
+
+
+async def unarchived_ended(s: AsyncSession, now: datetime) -> list[Candidate]:
+    """Sessions already closed whose summary is still to be written (not in backoff)."""
+    stmt = (
+        select(ChatSession, User.timezone)
+        .join(User, User.id == ChatSession.user_id)
+        .outerjoin(SessionArchive, SessionArchive.session_id == ChatSession.id)
+        .where(
+            ChatSession.ended_at.is_not(None),
+            SessionArchive.archived_at.is_(None),
+            _not_waiting(now),
+        )
+        .order_by(ChatSession.id)
+    )
+    return [_candidate(c, tz) for c, tz in (await s.execute(stmt)).all()]
+
+
+def _candidate(c: ChatSession, tz: str | None) -> Candidate:
+    return Candidate(c.id, c.user_id, c.name, c.started_at, c.ended_at, tz)
+
+
+async def get_session(s: AsyncSession, session_id: int) -> ChatSession | None:
+    return await s.get(ChatSession, session_id)
+
+
+async def archive_row(s: AsyncSession, session_id: int) -> SessionArchive:
+    """The session's archive state, created empty on first use."""
+    row = await s.get(SessionArchive, session_id)
+    if row is None:
+        row = SessionArchive(session_id=session_id, attempts=0)
+        s.add(row)
+        await s.flush()
+    return row
+
+
+async def save_summary(s: AsyncSession, session_id: int, summary: str) -> str:
+    """Keep the first summary written for a session; return the one that is kept."""
+    row = await archive_row(s, session_id)
+    if row.summary is None:
+        row.summary = summary
+        await s.flush()
+    return row.summary
+
+
+async def save_memory_id(s: AsyncSession, session_id: int, memory_id: int | None) -> None:
+    row = await archive_row(s, session_id)
+    row.memory_id = memory_id
+    await s.flush()
+
+
+async def close_session(s: AsyncSession, session_id: int, now: datetime) -> bool:
+    """End an open session; False when it had already ended."""
+    result = await s.execute(
+        update(ChatSession)
+        .where(ChatSession.id == session_id, ChatSession.ended_at.is_(None))
+        .values(ended_at=now)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def mark_archived(s: AsyncSession, session_id: int, now: datetime) -> bool:
+    """End the session (if still open) and mark it archived; False if it already was."""
+    row = await archive_row(s, session_id)
+    if row.archived_at is not None:
+        return False
+    await close_session(s, session_id, now)
+    row.archived_at = now
+    row.last_error = None
+    row.retry_at = None
+    await s.flush()
+    return True
+
+
+async def record_failure(s: AsyncSession, session_id: int, error: str, retry_at: datetime) -> int:
+    """Count a failed attempt and set the backoff; returns the number of attempts."""
+    row = await archive_row(s, session_id)
+    row.attempts = (row.attempts or 0) + 1
+    row.last_error = error[:500]
+    row.retry_at = retry_at
+    await s.flush()
+    return row.attempts
+
+
+async def clear_backoff(s: AsyncSession, session_id: int) -> None:
+    """An explicit request (/newsession) retries at once, whatever the backoff said."""
+    row = await s.get(SessionArchive, session_id)
+    if row is not None and row.retry_at is not None:
+        row.retry_at = None
+        await s.flush()
+
+
+async def recent_sessions(s: AsyncSession, user_id: int, limit: int = 10) -> list[SessionLine]:
+    """The user's newest sessions with message counts and summaries, newest first."""
+    counts = (
+        select(Message.session_id, func.count().label("n"))
+        .where(Message.user_id == user_id)
+        .group_by(Message.session_id)
+        .subquery()
+    )
+    stmt = (
+        select(ChatSession, func.coalesce(counts.c.n, 0), SessionArchive)
+        .outerjoin(counts, counts.c.session_id == ChatSession.id)
+        .outerjoin(SessionArchive, SessionArchive.session_id == ChatSession.id)
+        .where(ChatSession.user_id == user_id)
+        .order_by(ChatSession.id.desc())
+        .limit(limit)
+    )
+    out = []
+    for c, n, arch in (await s.execute(stmt)).all():
+        out.append(
+            SessionLine(
+                session_id=c.id,
+                name=c.name,
+                started_at=c.started_at,
+                ended_at=c.ended_at,
+                messages=int(n),
+                summary=arch.summary if arch else None,
+                archived=bool(arch and arch.archived_at),
+            )
+        )
+    return out
+
+
+async def set_user_timezone(s: AsyncSession, user_id: int, tz: str | None) -> None:
+    await s.execute(update(User).where(User.id == user_id).values(timezone=tz))
+
+
+async def users_timezones(s: AsyncSession) -> list[tuple[int, str | None]]:
+    """Every user's id and own time zone (None: the default)."""
+    return [(uid, tz) for uid, tz in (await s.execute(select(User.id, User.timezone))).all()]
+
+
+async def failing_archives(s: AsyncSession, min_attempts: int) -> list[tuple[int, str]]:
+    """Unarchived sessions that failed at least `min_attempts` times: (id, last error)."""
+    stmt = (
+        select(SessionArchive.session_id, SessionArchive.last_error)
+        .where(SessionArchive.archived_at.is_(None), SessionArchive.attempts >= min_attempts)
+        .order_by(SessionArchive.attempts.desc())
+    )
+    return [(sid, err or "") for sid, err in (await s.execute(stmt)).all()]

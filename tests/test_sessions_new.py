@@ -1,0 +1,114 @@
+"""The one path for a new session: /newsession, the terminal's /new and the model's request."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from bot.agent.runner import Agent, Incoming
+from bot.agent.sessions import start_new_session
+from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
+from tests.sessions_env import Env, make_env, summary_requests
+from tools.memory.tool import build as memory_tool
+from tools.registry import Registry, ToolDeps
+
+T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+SUMMARY = "The user asked for a bread recipe and chose a sourdough with rye flour."
+
+
+async def test_new_session_archives_the_old_one(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    async with make_env(tmp_path, fake_llm, T0) as env:
+        uid, old = await env.chat(5, "give me a bread recipe", "Try a rye sourdough")
+        fake_llm.add(Text(SUMMARY))
+        env.clock.advance(minutes=30)
+        new = await start_new_session(
+            env.sf, env.clock, telegram_user_id=5, name="Baking", archiver=env.archiver
+        )
+        assert new.ended_session_id == old and new.session_id != old
+        assert new.name == "Baking"
+        assert new.archive is not None and new.archive.status == "archived"
+        assert (await env.session(old)).ended_at == env.clock.now
+        assert (await env.session(new.session_id)).ended_at is None
+        short = await env.memories(uid, "short")
+        assert [m.content for m in short] == [f"2026-11-20: {SUMMARY}"]
+        # The next message goes into the new session, which starts empty.
+        _, current = await env.chat(5, "hello")
+        assert current == new.session_id
+        assert [m.content for m in await env.messages(current)] == ["hello"]
+
+
+async def test_new_session_with_the_model_down_is_archived_later(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    async with make_env(tmp_path, fake_llm, T0) as env:
+        uid, old = await env.chat(5, "give me a bread recipe", "Try a rye sourdough")
+        fake_llm.add(Error(502), Error(502), Error(502))
+        new = await start_new_session(env.sf, env.clock, telegram_user_id=5, archiver=env.archiver)
+        # The user still gets a fresh session at once; the summary is pending.
+        assert new.archive is not None and new.archive.status == "failed"
+        assert (await env.session(old)).ended_at is not None
+        assert await env.memories(uid) == []
+        env.clock.advance(minutes=2)
+        fake_llm.add(Text(SUMMARY))
+        report = await env.jobs.split_sessions()
+        assert report.archived == [old]
+        assert len(await env.memories(uid, "short")) == 1
+        assert (await env.session(new.session_id)).ended_at is None  # not due yet
+
+
+async def test_first_session_and_empty_old_session(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    async with make_env(tmp_path, fake_llm, T0) as env:
+        first = await start_new_session(
+            env.sf, env.clock, telegram_user_id=6, archiver=env.archiver
+        )
+        assert first.ended_session_id is None and first.archive is None
+        second = await start_new_session(
+            env.sf, env.clock, telegram_user_id=6, archiver=env.archiver
+        )
+        assert second.ended_session_id == first.session_id
+        assert second.archive is not None and second.archive.status == "empty"
+        assert fake_llm.requests == []
+
+
+def agent_for(env: Env, http: httpx.AsyncClient) -> Agent:
+    deps = ToolDeps(
+        settings=env.settings,
+        session_factory=env.sf,
+        http=http,
+        llm=env.llm,
+        clock=env.clock,
+        memory=env.memory,
+    )
+    return Agent(
+        settings=env.settings,
+        session_factory=env.sf,
+        llm=env.llm,
+        registry=Registry([memory_tool(deps)]),
+        clock=env.clock,
+    )
+
+
+async def test_the_model_can_start_a_new_session(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    async with make_env(tmp_path, fake_llm, T0) as env, httpx.AsyncClient() as http:
+        agent = agent_for(env, http)
+        first = await agent.handle(Incoming("I like rye bread", telegram_user_id=9))
+        new_session = {"action": "store", "content": "__NEW_SESSION__", "category": "system"}
+        fake_llm.add(Calls([("memory", new_session)]), Text("Fresh start! What's next?"))
+        reply = await agent.handle(Incoming("let's start over", telegram_user_id=9))
+        # The reply still reaches the user, and the session it belongs to is closed.
+        assert reply.text == "Fresh start! What's next?"
+        assert reply.session_id == first.session_id
+        assert (await env.session(first.session_id)).ended_at is not None
+        # The next message starts with an empty history.
+        third = await agent.handle(Incoming("hello again", telegram_user_id=9))
+        assert third.session_id != first.session_id
+        sent = fake_llm.requests[-1]["messages"]
+        assert [m["content"] for m in sent[1:]] == ["hello again"]
+        # The closed session is summarised by the scheduler's next run.
+        fake_llm.add(Text(SUMMARY))
+        assert (await env.jobs.split_sessions()).archived == [first.session_id]
+        assert len(summary_requests(fake_llm)) == 1
+        uid = (await env.session(first.session_id)).user_id
+        assert [m.session_id for m in await env.memories(uid, "short")] == [first.session_id]
