@@ -114,9 +114,15 @@ async def check_telegram(app: App) -> list[CheckResult]:
     return [CheckResult("Telegram", True, f"@{data['result'].get('username')}")]
 
 
+async def check_scheduler(app: App) -> list[CheckResult]:
+    from scheduler.status import scheduler_checks
+
+    return await scheduler_checks(app.settings, app.session_factory, app.deps.clock())
+
+
 def all_checks() -> list[Check]:
     """Every check, in order; each feature adds its own here."""
-    return [check_settings, check_database, check_llm, check_telegram]
+    return [check_settings, check_database, check_llm, check_telegram, check_scheduler]
 
 
 def format_table(results: list[CheckResult]) -> str:

@@ -17,6 +17,7 @@ from bot.app import build_app
 from bot.config import Settings, require
 from bot.errors import ConfigError
 from bot.telegram.dispatcher import Runtime, build_runtime
+from scheduler.setup import Scheduler, start_scheduler
 
 log = logging.getLogger(__name__)
 
@@ -97,13 +98,24 @@ async def run_bot(settings: Settings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    scheduler: Scheduler | None = None
     try:
         await check_token(rt)
+        if app.deps.memory is not None:  # session split and memory sweep (scheduler/)
+            scheduler = start_scheduler(
+                settings=settings,
+                session_factory=app.session_factory,
+                memory=app.deps.memory,
+                llm=app.llm,
+                clock=app.deps.clock,
+            )
         if settings.webhook_url:
             await serve_webhook(rt, stop)
         else:
             await serve_polling(rt, stop)
         log.info("stopping: finishing messages in progress")
     finally:
+        if scheduler is not None:
+            await scheduler.stop()
         await rt.shutdown()
         log.info("stopped")

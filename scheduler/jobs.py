@@ -1,0 +1,105 @@
+"""What the scheduler runs. Each job works out what is due from the data, so a run missed
+while the bot was down is made up by the next one (at startup), exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bot.agent.archive import Archiver
+from bot.config import Settings
+from db.engine import SessionFactory
+from db.repos import sessions as repo
+from scheduler.periods import is_due, parse_hhmm
+from tools.base import Clock
+
+log = logging.getLogger(__name__)
+
+
+class Sweeper(Protocol):
+    async def sweep(self, now: datetime | None = None) -> int: ...
+
+
+@dataclass
+class SplitReport:
+    archived: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    deferred: list[int] = field(default_factory=list)  # grew while being summarised
+
+    @property
+    def total(self) -> int:
+        return len(self.archived) + len(self.failed) + len(self.deferred)
+
+
+def user_tz(name: str | None, default: ZoneInfo) -> ZoneInfo:
+    try:
+        return ZoneInfo(name) if name else default
+    except (ZoneInfoNotFoundError, ValueError):
+        return default
+
+
+@dataclass
+class SessionJobs:
+    settings: Settings
+    session_factory: SessionFactory
+    archiver: Archiver
+    memory: Sweeper
+    clock: Clock
+
+    async def due_sessions(self, now: datetime) -> list[repo.Candidate]:
+        """Sessions to archive now: closed ones still without a summary, then open ones
+        whose period (in their user's time zone) has ended."""
+        split = self.settings.session_split
+        at = parse_hhmm(self.settings.session_split_time)
+        async with self.session_factory() as s:
+            pending = await repo.unarchived_ended(s, now)
+            open_ = await repo.open_candidates(s, now)
+        due = [
+            c
+            for c in open_
+            if is_due(c.started_at, now, user_tz(c.timezone, self.settings.tz), split, at)
+        ]
+        return pending + due
+
+    async def split_sessions(self) -> SplitReport:
+        """Archive every due session. One failing session does not stop the others."""
+        now = self.clock()
+        report = SplitReport()
+        for c in await self.due_sessions(now):
+            try:
+                result = await self.archiver.archive(c.session_id)
+            except Exception:
+                log.exception("archiving session %d crashed", c.session_id)
+                report.failed.append(c.session_id)
+                continue
+            if result.done:
+                report.archived.append(c.session_id)
+            elif result.status == "grew":
+                report.deferred.append(c.session_id)
+            else:
+                report.failed.append(c.session_id)
+        if report.total:
+            log.info(
+                "session split: %d archived %s, %d failed %s, %d deferred",
+                len(report.archived),
+                report.archived,
+                len(report.failed),
+                report.failed,
+                len(report.deferred),
+            )
+        else:
+            log.debug("session split: nothing due")
+        return report
+
+    async def sweep_memories(self) -> int:
+        """Delete memories past their lifetime."""
+        removed = await self.memory.sweep(self.clock())
+        if removed:
+            log.info("memory sweep: %d expired memories removed", removed)
+        else:
+            log.debug("memory sweep: nothing expired")
+        return removed

@@ -1,0 +1,175 @@
+"""The APScheduler 3 AsyncIOScheduler that runs the session split and the memory sweep.
+
+Design: the jobs derive what is due from the database (open sessions whose period has
+ended, closed sessions still without a summary, memories past their lifetime), so they
+need no persistent job store and nothing depends on APScheduler remembering a missed
+run. Both jobs run once right at startup (that is the downtime catch-up) and then on a
+short interval: a split lands within a minute of SESSION_SPLIT_TIME in every user's own
+time zone, whatever the zone, without one cron job per zone. The in-memory job store is
+rebuilt at each start, so the `replace_existing=True` trap (a persisted job whose
+next_run_time is reset, silently dropping the missed run) cannot happen.
+`coalesce=True` folds runs missed while the event loop was stalled into one, the misfire
+grace time lets a late run still happen, and `max_instances=1` keeps runs from overlapping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from bot.agent.archive import Archiver, MemoryWriter
+from bot.config import Settings
+from db.engine import SessionFactory
+from scheduler.jobs import SessionJobs, Sweeper
+from tools.base import Clock
+from tools.registry import TextModel
+
+log = logging.getLogger(__name__)
+
+SPLIT_EVERY = timedelta(minutes=1)
+SWEEP_EVERY = timedelta(hours=1)
+MISFIRE_GRACE_S = 15 * 60
+STOP_GRACE_S = 20.0
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    id: str
+    description: str
+    every: timedelta
+    next_run: datetime | None
+
+
+class MemoryStoreLike(MemoryWriter, Sweeper, Protocol):
+    """A memory store: writes summaries, clears session memories, sweeps expired ones."""
+
+
+def build_jobs(
+    *,
+    settings: Settings,
+    session_factory: SessionFactory,
+    memory: MemoryStoreLike,
+    llm: TextModel,
+    clock: Clock,
+) -> SessionJobs:
+    archiver = Archiver(session_factory, memory, llm, clock, default_tz=settings.tz)
+    return SessionJobs(settings, session_factory, archiver, memory, clock)
+
+
+class Scheduler:
+    """Owns the AsyncIOScheduler; start() inside the running event loop, stop() at exit."""
+
+    def __init__(self, jobs: SessionJobs) -> None:
+        self.jobs = jobs
+        self._specs: list[tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]] = [
+            (
+                "session-split",
+                "archive sessions whose period ended, and pending summaries",
+                SPLIT_EVERY,
+                jobs.split_sessions,
+            ),
+            ("memory-sweep", "delete expired memories", SWEEP_EVERY, jobs.sweep_memories),
+        ]
+        self._aps: AsyncIOScheduler | None = None
+        self._running: set[asyncio.Task[Any]] = set()
+
+    def _tracked(self, fn: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+        async def run() -> Any:
+            task = asyncio.current_task()
+            if task is not None:
+                self._running.add(task)
+            try:
+                return await fn()
+            except Exception:
+                # APScheduler would log it too, but without saying which of ours failed.
+                log.exception("scheduled job %s failed", getattr(fn, "__name__", fn))
+                return None
+            finally:
+                if task is not None:
+                    self._running.discard(task)
+
+        run.__name__ = getattr(fn, "__name__", "job")
+        return run
+
+    def start(self) -> None:
+        aps = AsyncIOScheduler(
+            timezone=UTC,
+            job_defaults={
+                "coalesce": True,
+                "misfire_grace_time": MISFIRE_GRACE_S,
+                "max_instances": 1,
+            },
+        )
+        now = datetime.now(UTC)
+        for job_id, description, every, fn in self._specs:
+            aps.add_job(
+                self._tracked(fn),
+                IntervalTrigger(seconds=every.total_seconds(), timezone=UTC),
+                id=job_id,
+                name=description,
+                next_run_time=now,  # run at startup: catch up on whatever is due
+            )
+        aps.start()
+        self._aps = aps
+        log.info("scheduler started: %s", ", ".join(j for j, *_ in self._specs))
+
+    async def stop(self) -> None:
+        """Stop scheduling; give a running job a moment to finish (each step is
+        idempotent, so a cancelled archive is simply redone at the next start)."""
+        aps, self._aps = self._aps, None
+        if aps is None:
+            return
+        aps.pause()
+        running = [t for t in self._running if not t.done()]
+        if running:
+            await asyncio.wait(running, timeout=STOP_GRACE_S)
+        aps.shutdown(wait=False)
+        await asyncio.sleep(0)  # let cancelled tasks unwind
+        log.info("scheduler stopped")
+
+    @property
+    def running(self) -> bool:
+        return self._aps is not None and self._aps.running
+
+    def job_infos(self, now: datetime | None = None) -> list[JobInfo]:
+        """The jobs with their next run time (computed from the trigger when not started)."""
+        now = now or datetime.now(UTC)
+        out = []
+        for job_id, description, every, _ in self._specs:
+            next_run: datetime | None = None
+            job = self._aps.get_job(job_id) if self._aps is not None else None
+            if job is not None:
+                next_run = job.next_run_time
+            elif self._aps is None:
+                next_run = now  # a fresh start runs every job at once
+            out.append(JobInfo(job_id, description, every, next_run))
+        return out
+
+
+def start_scheduler(
+    *,
+    settings: Settings,
+    session_factory: SessionFactory,
+    memory: MemoryStoreLike,
+    llm: TextModel,
+    clock: Clock,
+) -> Scheduler:
+    """Build and start the scheduler (call from inside the running event loop)."""
+    scheduler = Scheduler(
+        build_jobs(
+            settings=settings,
+            session_factory=session_factory,
+            memory=memory,
+            llm=llm,
+            clock=clock,
+        )
+    )
+    scheduler.start()
+    return scheduler

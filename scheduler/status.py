@@ -1,0 +1,74 @@
+"""What `sidekick doctor` says about the scheduler: the jobs, their next runs, what is due."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bot.config import Settings
+from db.engine import SessionFactory
+from db.repos import sessions as repo
+from scheduler.jobs import user_tz
+from scheduler.periods import is_due, next_boundary, parse_hhmm
+from scheduler.setup import SPLIT_EVERY, SWEEP_EVERY
+from tools.base import CheckResult
+
+FAILING_AFTER = 3  # attempts before doctor calls an archive failing
+
+
+def _every(minutes: float) -> str:
+    return f"every {minutes:g} min" if minutes < 60 else f"every {minutes / 60:g} h"
+
+
+async def scheduler_checks(
+    settings: Settings, session_factory: SessionFactory, now: datetime
+) -> list[CheckResult]:
+    split, at = settings.session_split, parse_hhmm(settings.session_split_time)
+    tz = settings.tz
+    nxt = next_boundary(now, tz, split, at)
+    if nxt is None:
+        split_detail = "SESSION_SPLIT=none: sessions are not split by time"
+    else:
+        local = nxt.astimezone(tz)
+        split_detail = (
+            f"SESSION_SPLIT={split} at {settings.session_split_time}; next split "
+            f"{local:%Y-%m-%d %H:%M %Z} ({settings.timezone})"
+        )
+    split_every = SPLIT_EVERY.total_seconds() / 60
+    sweep_every = SWEEP_EVERY.total_seconds() / 60
+    out = [
+        CheckResult(
+            "job session-split",
+            True,
+            f"{_every(split_every)}, first run at startup (next: at bot start, then "
+            f"{_every(split_every)}); {split_detail}",
+        ),
+        CheckResult(
+            "job memory-sweep",
+            True,
+            f"{_every(sweep_every)}, first run at startup (next: at bot start, then "
+            f"{_every(sweep_every)}); deletes expired memories",
+        ),
+    ]
+    async with session_factory() as s:
+        open_ = await repo.open_candidates(s, now)
+        pending = await repo.unarchived_ended(s, now)
+        own = sum(1 for _, z in await repo.users_timezones(s) if z)
+        failing = await repo.failing_archives(s, FAILING_AFTER)
+    due = [c for c in open_ if is_due(c.started_at, now, user_tz(c.timezone, tz), split, at)]
+    detail = (
+        f"{len(open_)} open, {len(due)} due for a split, {len(pending)} summaries pending; "
+        f"{own} user(s) with their own time zone"
+    )
+    out.append(CheckResult("sessions", True, detail))
+    if failing:
+        worst = failing[0]
+        out.append(
+            CheckResult(
+                "session archiving",
+                False,
+                f"{len(failing)} session(s) failed {FAILING_AFTER}+ times; last error of "
+                f"#{worst[0]}: {worst[1]}",
+                "check the model endpoint (LLM_*); archiving retries by itself, nothing is lost",
+            )
+        )
+    return out
