@@ -26,6 +26,7 @@ async def run_chat(settings: Settings) -> None:
             if not line.strip():
                 continue
             if line.strip().startswith("/new"):
+                from bot.agent.archive import archiver_from
                 from bot.agent.sessions import start_new_session
 
                 title = line.strip()[4:].strip() or None
@@ -35,6 +36,7 @@ async def run_chat(settings: Settings) -> None:
                     telegram_user_id=None,
                     user_name=name,
                     name=title,
+                    archiver=archiver_from(app.deps),
                 )
                 print("(new session)")
                 continue

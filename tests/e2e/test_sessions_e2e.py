@@ -1,0 +1,117 @@
+"""Sessions through Telegram: the split, /newsession, /sessions and /timezone."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select, update
+
+from db.models import ChatSession, User
+from scheduler.setup import build_jobs
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Text
+
+SUMMARY = (
+    "The user is planning a trip to Lisbon in May with their sister and wants a quiet "
+    "hotel near the river; the booking is still open."
+)
+
+
+def chat_requests(tg: TG) -> list[dict]:  # type: ignore[type-arg]
+    return [r for r in tg.llm.requests if r.get("stream")]
+
+
+async def talk(tg: TG, text: str, answer: str) -> None:
+    tg.llm.add(Text(answer))
+    await tg.send(OWNER, text)
+    assert (await tg.reply(OWNER)).text == answer
+
+
+async def test_after_a_split_history_is_empty_but_the_summary_is_recalled(tg: TG) -> None:
+    await talk(tg, "I am planning a trip to Lisbon in May with my sister", "Lovely!")
+    await talk(tg, "We want a quiet hotel near the river", "Here are two.")
+    app = tg.app
+    # The bot was down over midnight: the session started two days ago.
+    async with app.session_factory() as s, s.begin():
+        await s.execute(update(ChatSession).values(started_at=app.deps.clock() - timedelta(days=2)))
+    jobs = build_jobs(
+        settings=app.settings,
+        session_factory=app.session_factory,
+        memory=app.deps.memory,
+        llm=app.llm,
+        clock=app.deps.clock,
+    )
+    tg.llm.add(Text(SUMMARY))
+    report = await jobs.split_sessions()
+    assert len(report.archived) == 1
+    assert (await jobs.split_sessions()).total == 0  # once, not twice
+
+    await talk(tg, "Which hotel did we talk about for Lisbon?", "The quiet one.")
+    request = chat_requests(tg)[-1]["messages"]
+    # A new session: the history holds only the new message...
+    assert [m["content"] for m in request[1:]] == ["Which hotel did we talk about for Lisbon?"]
+    # ...and the previous session's summary comes back through memory auto-recall.
+    assert SUMMARY in request[0]["content"]
+
+
+async def test_newsession_archives_and_sessions_lists(tg: TG) -> None:
+    await talk(tg, "I am planning a trip to Lisbon in May with my sister", "Lovely!")
+    tg.llm.add(Text(SUMMARY))
+    await tg.send(OWNER, "/newsession Trip planning")
+    text = (await tg.reply(OWNER)).text
+    assert "Started a new session: Trip planning." in text
+    assert "kept a summary of it in memory" in text
+
+    await talk(tg, "hello", "hi")
+    request = chat_requests(tg)[-1]["messages"]
+    assert [m["content"] for m in request[1:]] == ["hello"]
+    assert SUMMARY in request[0]["content"]
+
+    await tg.send(OWNER, "/sessions")
+    listing = (await tg.reply(OWNER)).text
+    assert listing.startswith("Your recent sessions (times in UTC):")
+    assert "• Trip planning — " in listing and "→ now (current) · 2 messages" in listing
+    assert "· 2 messages\n  The user is planning a trip to Lisbon" in listing
+    assert "Sessions split every day at 00:00" in listing
+    assert len(tg.server.sent_to(OWNER)) == 4
+
+
+async def test_newsession_with_the_model_down_still_starts_fresh(tg: TG) -> None:
+    from tests.fakes.openai_server import Error
+
+    await talk(tg, "remember the blue bike", "ok")
+    tg.llm.add(Error(503), Error(503), Error(503))
+    await tg.send(OWNER, "/newsession")
+    text = (await tg.reply(OWNER)).text
+    assert "I'll write its summary to memory shortly" in text
+    await tg.send(OWNER, "/sessions")
+    assert "(summary pending)" in (await tg.reply(OWNER)).text
+
+
+async def test_timezone_show_set_refuse_reset(tg: TG) -> None:
+    await tg.send(OWNER, "/timezone")
+    shown = (await tg.reply(OWNER)).text
+    assert shown.startswith("Your time zone: UTC (the default (TIMEZONE)).")
+
+    await tg.send(OWNER, "/timezone europe/berlin")
+    assert (await tg.reply(OWNER)).text.startswith("Time zone set to Europe/Berlin.")
+    async with tg.app.session_factory() as s:
+        tz = (await s.execute(select(User.timezone).where(User.telegram_id == OWNER))).scalar()
+    assert tz == "Europe/Berlin"
+
+    await tg.send(OWNER, "/timezone Europe/Berln")
+    refused = (await tg.reply(OWNER)).text
+    assert "I don't know the time zone 'Europe/Berln'" in refused
+    assert "Did you mean: Europe/Berlin" in refused
+    for bad in ("../../etc/passwd", "Not/AZone", "+02:00"):
+        await tg.send(OWNER, f"/timezone {bad}")
+        assert "I don't know the time zone" in (await tg.reply(OWNER)).text
+
+    await tg.send(OWNER, "/timezone")
+    assert "Your time zone: Europe/Berlin (your own)" in (await tg.reply(OWNER)).text
+    await tg.send(OWNER, "/timezone default")
+    assert (await tg.reply(OWNER)).text.startswith("Time zone reset to the default, UTC.")
+    async with tg.app.session_factory() as s:
+        tz = (await s.execute(select(User.timezone).where(User.telegram_id == OWNER))).scalar()
+    assert tz is None
+    assert tg.llm.requests == []  # commands never reach the model
