@@ -1,0 +1,159 @@
+"""The Brave Search API: /web/search and /news/search with X-Subscription-Token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tools.search import text
+from tools.search.fetch import get_json
+from tools.search.hits import BackendError, Hit, Query, dedupe, short_date
+from tools.search.ratelimit import Spacer
+
+FRESHNESS = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
+MAX_COUNT = 20
+
+
+class BraveBackend:
+    name = "brave"
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        api_key: str,
+        api_url: str,
+        spacer: Spacer,
+        *,
+        timeout: float = 15.0,
+        max_wait: float = 5.0,
+    ) -> None:
+        self.http = http
+        self._key = api_key
+        self.url = api_url.rstrip("/")
+        self.spacer = spacer
+        self.timeout = timeout
+        self.max_wait = max_wait  # longest 429 wait we sit through before giving up
+        self.label = "Brave Search"
+
+    async def search(self, query: Query) -> list[Hit]:
+        endpoint = f"{self.url}/{'news' if query.kind == 'news' else 'web'}/search"
+        params: dict[str, Any] = {
+            "q": query.text,
+            "count": min(query.max_results, MAX_COUNT),
+            "safesearch": "moderate",
+        }
+        if query.language:
+            params["search_lang"] = query.language.split("-")[0].lower()
+        if query.time_range:
+            params["freshness"] = FRESHNESS[query.time_range]
+        headers = {"X-Subscription-Token": self._key, "Accept": "application/json"}
+        for attempt in range(2):
+            await self.spacer.acquire()
+            resp, body = await get_json(
+                self.http,
+                endpoint,
+                params=params,
+                headers=headers,
+                limit_s=self.timeout,
+                label="Brave Search",
+            )
+            if resp.status_code != 429:
+                break
+            wait = self._rate_limited(resp, body)
+            self.spacer.hold(wait)
+            if attempt == 1 or wait > self.max_wait:
+                raise BackendError(
+                    f"Brave Search is rate-limiting ({self._detail(body)}); "
+                    f"it allows the next request in {wait:g} s.",
+                    "lower BRAVE_RATE_PER_SECOND to your plan's rate or upgrade the plan.",
+                )
+        self._raise_for_status(resp, body)
+        if not isinstance(body, dict):
+            raise BackendError(
+                f"Brave Search at {endpoint} did not answer with JSON (HTTP {resp.status_code}).",
+                "check BRAVE_API_URL (default https://api.search.brave.com/res/v1).",
+            )
+        # News results sit flat in "results"; web results in "web.results".
+        holder = body if query.kind == "news" else body.get("web") or {}
+        raw = holder.get("results") if isinstance(holder, dict) else None
+        items = raw if isinstance(raw, list) else []
+        return dedupe([h for h in map(_hit, items) if h], query.max_results)
+
+    def _rate_limited(self, resp: httpx.Response, body: Any) -> float:
+        """Seconds to wait (Retry-After or X-RateLimit-Reset); raises when the month is used up."""
+        remaining = _numbers(resp.headers.get("x-ratelimit-remaining"))
+        reset = _numbers(resp.headers.get("x-ratelimit-reset"))
+        meta = _meta(body)
+        quota_limit, quota_used = meta.get("quota_limit"), meta.get("quota_current")
+        month_done = (len(remaining) > 1 and remaining[-1] <= 0) or (
+            isinstance(quota_limit, int | float)
+            and isinstance(quota_used, int | float)
+            and quota_used >= quota_limit
+        )
+        if month_done:
+            days = f" (resets in {reset[-1] / 86400:.1f} days)" if len(reset) > 1 else ""
+            raise BackendError(
+                f"the Brave Search plan's monthly quota is used up{days}.",
+                "wait for the reset, upgrade the plan, or also set SEARXNG_URL as a fallback.",
+            )
+        retry_after = _numbers(resp.headers.get("retry-after"))
+        if retry_after:
+            return max(retry_after[0], 0.0)
+        if reset:
+            return max(reset[0], 0.0)
+        return self.spacer.interval
+
+    def _raise_for_status(self, resp: httpx.Response, body: Any) -> None:
+        code = resp.status_code
+        if code == 200:
+            return
+        detail = self._detail(body)
+        if code in (401, 403):
+            raise BackendError(
+                f"Brave Search rejected the API key (HTTP {code}: {detail}).",
+                "check BRAVE_API_KEY against the key in your Brave Search API dashboard.",
+            )
+        if code in (400, 422):
+            raise BackendError(
+                f"Brave Search rejected the request (HTTP {code}: {detail}).",
+                "rephrase the query or drop the language/time_range options.",
+            )
+        raise BackendError(f"Brave Search failed with HTTP {code} ({detail}).", "try again later.")
+
+    def _detail(self, body: Any) -> str:
+        err = body.get("error") if isinstance(body, dict) else None
+        detail = err.get("detail") or err.get("code") if isinstance(err, dict) else None
+        out = str(detail)[:200] if detail else "no details"
+        return out.replace(self._key, "[key]") if self._key else out
+
+
+def _numbers(header: str | None) -> list[float]:
+    """ "1, 1419704" → [1.0, 1419704.0]; junk is skipped."""
+    out = []
+    for part in (header or "").split(","):
+        try:
+            out.append(float(part.strip()))
+        except ValueError:
+            continue
+    return out
+
+
+def _meta(body: Any) -> dict[str, Any]:
+    err = body.get("error") if isinstance(body, dict) else None
+    meta = err.get("meta") if isinstance(err, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _hit(raw: object) -> Hit | None:
+    if not isinstance(raw, dict):
+        return None
+    url = raw.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        return None
+    return Hit(
+        title=text.title(raw.get("title")) or url,
+        url=url,
+        snippet=text.snippet(raw.get("description")),
+        date=short_date(raw.get("page_age")) or short_date(raw.get("age")),
+    )

@@ -1,0 +1,85 @@
+"""What every backend takes and gives: a query, hits, and a failure an admin can act on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+Kind = Literal["web", "news"]
+TimeRange = Literal["day", "week", "month", "year"]
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    kind: Kind = "web"
+    max_results: int = 5
+    language: str | None = None
+    time_range: TimeRange | None = None
+
+    def key(self) -> tuple[Any, ...]:
+        """Backend-independent cache key: the same question gets the same answer."""
+        text = " ".join(self.text.split()).casefold()
+        lang = (self.language or "").casefold()
+        return (text, self.kind, self.max_results, lang, self.time_range)
+
+
+@dataclass(frozen=True)
+class Hit:
+    title: str
+    url: str
+    snippet: str
+    date: str | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        out = {"title": self.title, "url": self.url, "snippet": self.snippet}
+        if self.date:
+            out["date"] = self.date
+        return out
+
+
+class BackendError(Exception):
+    """A backend failed. `detail` says what happened, `fix` what the admin can do about it."""
+
+    def __init__(self, detail: str, fix: str = "") -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return f"{self.detail} Fix: {self.fix}" if self.fix else self.detail
+
+
+class Backend(Protocol):
+    name: str  # "searxng" | "brave"
+    label: str  # what an admin calls it, with where it lives
+
+    async def search(self, query: Query) -> list[Hit]: ...
+
+
+def short_date(value: object) -> str | None:
+    """ISO timestamps → "YYYY-MM-DD" or "YYYY-MM-DD HH:MM"; other text is kept (clipped)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    raw = value.strip()
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return raw[:40]
+    if (when.hour, when.minute, when.second) == (0, 0, 0):
+        return when.strftime("%Y-%m-%d")
+    return when.strftime("%Y-%m-%d %H:%M")
+
+
+def dedupe(hits: list[Hit], limit: int) -> list[Hit]:
+    seen: set[str] = set()
+    out: list[Hit] = []
+    for hit in hits:
+        if hit.url in seen:
+            continue
+        seen.add(hit.url)
+        out.append(hit)
+        if len(out) >= limit:
+            break
+    return out

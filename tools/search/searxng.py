@@ -1,0 +1,123 @@
+"""SearXNG's JSON API: GET {SEARXNG_URL}/search?format=json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tools.search import text
+from tools.search.fetch import get_json
+from tools.search.hits import BackendError, Hit, Query, dedupe, short_date
+
+SAFESEARCH_MODERATE = 1
+
+
+def base_url(configured: str) -> str:
+    """Accept the instance root with or without a trailing /search or slash."""
+    url = configured.strip().rstrip("/")
+    if url.endswith("/search"):
+        url = url[: -len("/search")]
+    return url
+
+
+class SearxngBackend:
+    name = "searxng"
+
+    def __init__(self, http: httpx.AsyncClient, url: str, *, timeout: float = 15.0) -> None:
+        self.http = http
+        self.url = base_url(url)
+        self.timeout = timeout
+        self.label = f"SearXNG ({self.url})"
+
+    async def search(self, query: Query) -> list[Hit]:
+        if not self.url.startswith(("http://", "https://")):
+            raise BackendError(
+                f"SEARXNG_URL {self.url!r} is not an http(s) URL.",
+                "set SEARXNG_URL to the instance root, e.g. http://searxng:8080.",
+            )
+        params: dict[str, Any] = {
+            "q": query.text,
+            "format": "json",
+            "categories": "news" if query.kind == "news" else "general",
+            "safesearch": SAFESEARCH_MODERATE,
+        }
+        if query.language:
+            params["language"] = query.language
+        if query.time_range:
+            params["time_range"] = query.time_range
+        endpoint = f"{self.url}/search"
+        resp, body = await get_json(
+            self.http, endpoint, params=params, limit_s=self.timeout, label="SearXNG"
+        )
+        _raise_for_status(resp, endpoint)
+        if not isinstance(body, dict) or not isinstance(body.get("results"), list):
+            raise BackendError(
+                f"SearXNG at {endpoint} did not answer with search JSON "
+                f"(HTTP {resp.status_code}, {resp.headers.get('content-type', '?')}).",
+                "SEARXNG_URL must be the SearXNG instance root, e.g. http://searxng:8080.",
+            )
+        hits = dedupe([h for h in map(_hit, body["results"]) if h], query.max_results)
+        if not hits:
+            failed = _unresponsive(body.get("unresponsive_engines"))
+            if failed:
+                raise BackendError(
+                    f"SearXNG found nothing because its engines failed: {failed}.",
+                    "check those engines in SearXNG (blocked, CAPTCHA or down); "
+                    "enable others in settings.yml.",
+                )
+        return hits
+
+
+def _raise_for_status(resp: httpx.Response, endpoint: str) -> None:
+    code = resp.status_code
+    if code == 200:
+        return
+    if code == 403:
+        raise BackendError(
+            f"SearXNG at {endpoint} refused the JSON format (HTTP 403).",
+            "add json to search.formats in SearXNG's settings.yml "
+            "(formats: [html, json]) and restart SearXNG.",
+        )
+    if code == 429:
+        raise BackendError(
+            f"SearXNG at {endpoint} rate-limited the bot (HTTP 429): its bot limiter is on.",
+            "set server.limiter: false in SearXNG's settings.yml for a private instance "
+            "(or pass the bot's address in limiter.toml) and restart SearXNG.",
+        )
+    if code == 404:
+        raise BackendError(
+            f"SearXNG at {endpoint} answered HTTP 404.",
+            "SEARXNG_URL must be the SearXNG instance root, e.g. http://searxng:8080.",
+        )
+    raise BackendError(
+        f"SearXNG at {endpoint} failed with HTTP {code}.",
+        "look at the SearXNG logs; try again later.",
+    )
+
+
+def _hit(raw: object) -> Hit | None:
+    if not isinstance(raw, dict):
+        return None
+    url = raw.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        return None
+    return Hit(
+        title=text.title(raw.get("title")) or url,
+        url=url,
+        snippet=text.snippet(raw.get("content")),
+        date=short_date(raw.get("publishedDate")),
+    )
+
+
+def _unresponsive(raw: object) -> str:
+    """[["engine", "reason"], ...] → "engine (reason), ..."."""
+    if not isinstance(raw, list):
+        return ""
+    parts = []
+    for item in raw:
+        if isinstance(item, list | tuple) and item:
+            name = str(item[0])
+            reason = str(item[1]) if len(item) > 1 and item[1] else ""
+            parts.append(f"{name} ({reason})" if reason else name)
+    return ", ".join(parts)
