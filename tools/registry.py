@@ -80,4 +80,7 @@ def build_registry(deps: ToolDeps) -> Registry:
     from tools.code.tool import build as code_tool  # imports ToolDeps: import here
 
     tools.append(code_tool(deps))
+    from tools.search.tool import build as search_tool
+
+    tools.append(search_tool(deps))
     return Registry(tools)
