@@ -12,6 +12,7 @@ from bot.config import Settings
 from db.engine import sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult
+from tools.search.doctor import check_search
 
 Check = Callable[[App], Awaitable[list[CheckResult]]]
 
@@ -122,7 +123,14 @@ async def check_scheduler(app: App) -> list[CheckResult]:
 
 def all_checks() -> list[Check]:
     """Every check, in order; each feature adds its own here."""
-    return [check_settings, check_database, check_llm, check_telegram, check_scheduler]
+    return [
+        check_settings,
+        check_database,
+        check_llm,
+        check_telegram,
+        check_scheduler,
+        check_search,
+    ]
 
 
 def format_table(results: list[CheckResult]) -> str:

@@ -1,0 +1,63 @@
+"""`sidekick doctor` for search: which backends are configured, and one real query each."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import httpx
+
+from bot.config import Settings
+from tools.base import CheckResult
+from tools.search.hits import BackendError, Query
+from tools.search.ratelimit import Spacer
+from tools.search.tool import make_backends
+
+TEST_QUERY = "weather"
+
+
+class HasSettingsAndHttp(Protocol):
+    """The part of bot.app.App this check needs (tools/ does not import bot.app)."""
+
+    settings: Settings
+    http: httpx.AsyncClient
+
+
+async def check_search(app: HasSettingsAndHttp) -> list[CheckResult]:
+    s = app.settings
+    backends = make_backends(s, app.http, Spacer(s.brave_rate_per_second))
+    if not backends:
+        return [
+            CheckResult(
+                "search",
+                True,
+                "not configured (optional): set SEARXNG_URL or BRAVE_API_KEY to enable it",
+            )
+        ]
+    out: list[CheckResult] = []
+    if s.search_provider and s.search_provider != backends[0].name:
+        wanted = "SEARXNG_URL" if s.search_provider == "searxng" else "BRAVE_API_KEY"
+        out.append(
+            CheckResult(
+                "SEARCH_PROVIDER",
+                False,
+                f"{s.search_provider} chosen but {wanted} is not set; using {backends[0].name}",
+                f"set {wanted}, or change SEARCH_PROVIDER",
+            )
+        )
+    for i, backend in enumerate(backends):
+        role = "primary" if i == 0 else "fallback"
+        name = f"search: {backend.name} ({role})"
+        try:
+            hits = await backend.search(Query(TEST_QUERY, max_results=3))
+        except BackendError as exc:
+            out.append(CheckResult(name, False, exc.detail, exc.fix))
+            continue
+        out.append(
+            CheckResult(
+                name,
+                bool(hits),
+                f"{backend.label}: {len(hits)} results for {TEST_QUERY!r}",
+                "the backend answered but found nothing: check its engines (SearXNG) or plan",
+            )
+        )
+    return out
