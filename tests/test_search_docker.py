@@ -1,0 +1,56 @@
+"""Docker files parse and say what the README promises (no Docker engine runs here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(rel: str) -> Any:
+    return yaml.safe_load((ROOT / rel).read_text(encoding="utf-8"))
+
+
+def test_compose_runs_the_bot_with_searxng_on_the_private_network() -> None:
+    compose = load("docker-compose.yml")
+    bot, searx = compose["services"]["sidekick"], compose["services"]["searxng"]
+    assert bot["build"] == "."
+    assert bot["environment"]["SEARXNG_URL"] == "http://searxng:8080"
+    assert bot["environment"]["DATA_DIR"] == "/data"
+    assert "sidekick-data:/data" in bot["volumes"] and "sidekick-data" in compose["volumes"]
+    assert "searxng" in bot["depends_on"]
+    assert searx["image"].startswith("searxng/searxng")
+    assert "ports" not in searx  # reachable only inside the compose network
+    assert "SEARXNG_SECRET" in searx["environment"]["SEARXNG_SECRET"]  # ${...:?} from .env
+    mount = next(v for v in searx["volumes"] if "settings.yml" in v)
+    source, target = mount.split(":")[:2]
+    assert (ROOT / source).is_file() and target == "/etc/searxng/settings.yml"
+
+
+def test_searxng_settings_enable_json_and_disable_the_limiter() -> None:
+    settings = load("docker/searxng/settings.yml")
+    assert "json" in settings["search"]["formats"]
+    assert settings["server"]["limiter"] is False
+    assert settings["use_default_settings"] is True
+    assert "secret_key" not in settings["server"]  # it comes from SEARXNG_SECRET
+
+
+def test_dockerfile_installs_the_bot_and_bubblewrap() -> None:
+    lines = (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines()
+    text = "\n".join(lines)
+    assert next(x for x in lines if x.startswith("FROM")) == "FROM python:3.11-slim"
+    assert "bubblewrap" in text and "pip install ." in text
+    assert "DATA_DIR=/data" in text and "VOLUME /data" in text
+    assert lines[-1] == 'CMD ["sidekick", "run"]'
+    for package in ("bot", "db", "tools", "scheduler", "migrations"):
+        assert f"COPY {package} ./{package}" in text
+        assert (ROOT / package).is_dir()
+
+
+def test_dockerignore_keeps_secrets_and_data_out() -> None:
+    ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    for entry in (".env", "data/", ".venv/", ".git/"):
+        assert entry in ignored
