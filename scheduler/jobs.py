@@ -4,6 +4,7 @@ while the bot was down is made up by the next one (at startup), exactly once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,6 +43,11 @@ def user_tz(name: str | None, default: ZoneInfo) -> ZoneInfo:
         return default
 
 
+def _ids(ids: list[int], shown: int = 20) -> str:
+    more = f" +{len(ids) - shown} more" if len(ids) > shown else ""
+    return f"{ids[:shown]}{more}"
+
+
 @dataclass
 class SessionJobs:
     settings: Settings
@@ -49,6 +55,7 @@ class SessionJobs:
     archiver: Archiver
     memory: Sweeper
     clock: Clock
+    concurrency: int = 4
 
     async def due_sessions(self, now: datetime) -> list[repo.Candidate]:
         """Sessions to archive now: closed ones still without a summary, then open ones
@@ -66,29 +73,37 @@ class SessionJobs:
         return pending + due
 
     async def split_sessions(self) -> SplitReport:
-        """Archive every due session. One failing session does not stop the others."""
+        """Archive every due session, a few at a time (the model call dominates). One
+        failing session does not stop the others."""
         now = self.clock()
         report = SplitReport()
-        for c in await self.due_sessions(now):
-            try:
-                result = await self.archiver.archive(c.session_id)
-            except Exception:
-                log.exception("archiving session %d crashed", c.session_id)
-                report.failed.append(c.session_id)
-                continue
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(c: repo.Candidate) -> None:
+            async with gate:
+                try:
+                    result = await self.archiver.archive(c.session_id)
+                except Exception:
+                    log.exception("archiving session %d crashed", c.session_id)
+                    report.failed.append(c.session_id)
+                    return
             if result.done:
                 report.archived.append(c.session_id)
             elif result.status == "grew":
                 report.deferred.append(c.session_id)
             else:
                 report.failed.append(c.session_id)
+
+        await asyncio.gather(*(one(c) for c in await self.due_sessions(now)))
+        for ids in (report.archived, report.failed, report.deferred):
+            ids.sort()
         if report.total:
             log.info(
                 "session split: %d archived %s, %d failed %s, %d deferred",
                 len(report.archived),
-                report.archived,
+                _ids(report.archived),
                 len(report.failed),
-                report.failed,
+                _ids(report.failed),
                 len(report.deferred),
             )
         else:

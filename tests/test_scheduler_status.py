@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.app import App
 from scheduler.status import scheduler_checks
 from tests.fakes.openai_server import Error, FakeOpenAI
 from tests.sessions_env import make_env
@@ -48,3 +49,13 @@ async def test_doctor_with_splitting_off(tmp_path: Path, fake_llm: FakeOpenAI) -
     async with make_env(tmp_path, fake_llm, t0, session_split="none") as env:
         results = {r.name: r for r in await scheduler_checks(env.settings, env.sf, t0)}
         assert "not split by time" in results["job session-split"].detail
+
+
+async def test_doctor_runs_the_scheduler_check(app: App) -> None:
+    from bot.doctor import all_checks, check_scheduler, format_table
+
+    assert check_scheduler in all_checks()
+    results = await check_scheduler(app)
+    assert [r.name for r in results] == ["job session-split", "job memory-sweep", "sessions"]
+    table = format_table(results)
+    assert "ok    job session-split  every 1 min, first run at startup" in table

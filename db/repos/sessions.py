@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import ChatSession, Message, User
@@ -37,7 +37,7 @@ class SessionLine:
     archived: bool
 
 
-def _not_waiting(now: datetime) -> object:
+def _not_waiting(now: datetime) -> ColumnElement[bool]:
     return or_(SessionArchive.retry_at.is_(None), SessionArchive.retry_at <= now)
 
 
