@@ -15,6 +15,8 @@ from bot.llm.client import LLMClient
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from tools.base import Clock, system_clock
+from tools.memory.recall_context import build_provider as recall_provider
+from tools.memory.setup import build_memory
 from tools.registry import Registry, ToolDeps, build_registry
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,10 @@ class App:
 
 def context_providers(deps: ToolDeps) -> list[ContextProvider]:
     """Sections the runtime adds to every system prompt (memory auto-recall, ...)."""
-    return []
+    providers: list[ContextProvider] = []
+    if deps.memory is not None:
+        providers.append(recall_provider(deps.memory, deps.settings.memory_recall_tokens))
+    return providers
 
 
 async def build_app(
@@ -57,6 +62,7 @@ async def build_app(
     http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
     llm = llm or LLMClient(settings)
     deps = ToolDeps(settings=settings, session_factory=sf, http=http, llm=llm, clock=clock)
+    deps.memory = await build_memory(settings, sf, http, clock)
     registry = build_registry(deps)
     agent = Agent(
         settings=settings,

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
 from bot.config import Settings
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, Tool, system_clock
+
+if TYPE_CHECKING:
+    from tools.memory.store import MemoryStore
 
 
 class TextModel(Protocol):
@@ -32,6 +35,8 @@ class ToolDeps:
     clock: Clock = system_clock
     # Closers for resources tools opened (subprocess pools, caches); run at shutdown.
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # The memory store (built once by the app; None in tests that do not need it).
+    memory: MemoryStore | None = None
 
 
 @dataclass
@@ -77,6 +82,9 @@ class Registry:
 def build_registry(deps: ToolDeps) -> Registry:
     """Every tool Sidekick offers, in the order the model sees them."""
     tools: list[Tool[Any]] = []
+    from tools.memory.tool import build as memory_tool  # imports ToolDeps: import here
+
+    tools.append(memory_tool(deps))
     from tools.code.tool import build as code_tool  # imports ToolDeps: import here
 
     tools.append(code_tool(deps))

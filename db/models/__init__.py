@@ -3,6 +3,7 @@
 from db.models.base import Base
 from db.models.code import CodeExecution, CodeJob
 from db.models.core import ChatSession, Message, ToolCallRecord, User
+from db.models.memory import Memory, MemoryMeta
 from db.models.sessions import SessionArchive
 
-__all__ = ["Base", "CodeExecution", "CodeJob", "ChatSession", "Message", "SessionArchive", "ToolCallRecord", "User"]
+__all__ = ["Base", "CodeExecution", "CodeJob", "ChatSession", "Memory", "MemoryMeta", "Message", "SessionArchive", "ToolCallRecord", "User"]

@@ -1,0 +1,281 @@
+"""All SQL of the memory feature: the memories table, its sqlite-vec and FTS5 indexes, meta.
+
+A memory is three rows written in one transaction: `memories` (the truth), `memory_vec`
+(embedding; user partition, layer and expiry metadata) and `memory_fts` (words, with an
+`owner` column so a MATCH stays inside one user). sqlite-vec cannot UPDATE a partition
+key nor INSERT OR REPLACE, so changes are delete-then-insert; KNN uses `k = ?`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import delete, func, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.models.core import ChatSession
+from db.models.memory import Memory, MemoryMeta
+
+# vec0 metadata columns take no NULL: "never expires" is the last second of year 9999.
+NEVER = 253402300799
+
+
+def epoch(when: datetime | None) -> int:
+    return NEVER if when is None else int(when.timestamp())
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """A memory with where it came from (session name and start), for tools and /memory."""
+
+    memory: Memory
+    session_name: str | None
+    session_started: datetime | None
+    session_ended: datetime | None
+
+
+def _owner(user_id: int) -> str:
+    return f"u{user_id}"
+
+
+async def insert(s: AsyncSession, memory: Memory, embedding: bytes | None) -> int:
+    s.add(memory)
+    await s.flush()
+    await _index(s, memory, embedding)
+    return memory.id
+
+
+async def _index(s: AsyncSession, m: Memory, embedding: bytes | None) -> None:
+    if embedding is not None:
+        await s.execute(
+            text(
+                "INSERT INTO memory_vec(memory_id, user_id, layer, expires_at, embedding) "
+                "VALUES (:id, :user, :layer, :exp, :emb)"
+            ),
+            {
+                "id": m.id,
+                "user": m.user_id,
+                "layer": m.layer,
+                "exp": epoch(m.expires_at),
+                "emb": embedding,
+            },
+        )
+    await s.execute(
+        text("INSERT INTO memory_fts(rowid, content, category, owner) VALUES (:id, :c, :cat, :o)"),
+        {"id": m.id, "c": m.content, "cat": m.category or "", "o": _owner(m.user_id)},
+    )
+
+
+async def _unindex(s: AsyncSession, ids: Sequence[int]) -> None:
+    for chunk in _chunks(ids):
+        marks = ",".join(str(int(i)) for i in chunk)
+        await s.execute(text(f"DELETE FROM memory_vec WHERE memory_id IN ({marks})"))
+        await s.execute(text(f"DELETE FROM memory_fts WHERE rowid IN ({marks})"))
+
+
+def _chunks(ids: Sequence[int], size: int = 500) -> list[Sequence[int]]:
+    return [ids[i : i + size] for i in range(0, len(ids), size)]
+
+
+async def replace(s: AsyncSession, memory: Memory, embedding: bytes | None) -> None:
+    """Re-index a changed memory (delete then insert: vec0 has no UPDATE of its keys)."""
+    await s.flush()
+    await _unindex(s, [memory.id])
+    await _index(s, memory, embedding)
+
+
+async def delete_ids(s: AsyncSession, ids: Sequence[int]) -> int:
+    if not ids:
+        return 0
+    await _unindex(s, ids)
+    total = 0
+    for chunk in _chunks(ids):
+        res = await s.execute(delete(Memory).where(Memory.id.in_(chunk)))
+        total += res.rowcount or 0  # type: ignore[attr-defined]
+    return total
+
+
+async def get(s: AsyncSession, user_id: int, memory_id: int) -> Memory | None:
+    stmt = select(Memory).where(Memory.id == memory_id, Memory.user_id == user_id)
+    return (await s.execute(stmt)).scalar_one_or_none()
+
+
+def _alive(now: datetime) -> object:
+    return or_(Memory.expires_at.is_(None), Memory.expires_at > now)
+
+
+def _with_source() -> object:
+    return select(Memory, ChatSession.name, ChatSession.started_at, ChatSession.ended_at).outerjoin(
+        ChatSession, ChatSession.id == Memory.session_id
+    )
+
+
+async def rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime) -> list[MemoryRow]:
+    """These memories of this user that are still alive, with their source session."""
+    if not ids:
+        return []
+    stmt = _with_source().where(  # type: ignore[attr-defined]
+        Memory.user_id == user_id, Memory.id.in_(list(ids)), _alive(now)
+    )
+    return [MemoryRow(*r) for r in (await s.execute(stmt)).all()]
+
+
+async def page(
+    s: AsyncSession, user_id: int, layer: str | None, now: datetime, offset: int, limit: int
+) -> tuple[list[MemoryRow], int]:
+    """One page of a user's live memories, newest first, and how many there are."""
+    cond = [Memory.user_id == user_id, _alive(now)]
+    if layer:
+        cond.append(Memory.layer == layer)
+    stmt = (
+        _with_source()  # type: ignore[attr-defined]
+        .where(*cond)
+        .order_by(Memory.updated_at.desc(), Memory.id.desc())
+        .offset(offset)
+        .limit(limit)
+    )
+    total = (await s.execute(select(func.count(Memory.id)).where(*cond))).scalar_one()
+    return [MemoryRow(*r) for r in (await s.execute(stmt)).all()], int(total)
+
+
+async def top_long(s: AsyncSession, user_id: int, limit: int) -> list[MemoryRow]:
+    """The user's long-term memories, most certain and most recent first."""
+    stmt = (
+        _with_source()  # type: ignore[attr-defined]
+        .where(Memory.user_id == user_id, Memory.layer == "long")
+        .order_by(Memory.certainty.desc(), Memory.updated_at.desc())
+        .limit(limit)
+    )
+    return [MemoryRow(*r) for r in (await s.execute(stmt)).all()]
+
+
+async def knn(
+    s: AsyncSession, user_id: int, embedding: bytes, k: int, layer: str | None, now: datetime
+) -> list[tuple[int, float]]:
+    """Nearest memories of one user by cosine distance, expired ones filtered in the index."""
+    sql = (
+        "SELECT memory_id, distance FROM memory_vec WHERE embedding MATCH :emb AND k = :k "
+        "AND user_id = :user AND expires_at > :now"
+    )
+    params: dict[str, object] = {"emb": embedding, "k": k, "user": user_id, "now": epoch(now)}
+    if layer:
+        sql += " AND layer = :layer"
+        params["layer"] = layer
+    return [(int(r[0]), float(r[1])) for r in (await s.execute(text(sql), params)).all()]
+
+
+async def bm25(
+    s: AsyncSession, user_id: int, match: str, k: int, layers: Sequence[str] | None, now: datetime
+) -> list[tuple[int, float]]:
+    """Best BM25 matches of one user (higher score is better); `match` is an FTS5 query."""
+    layer_sql = ""
+    params: dict[str, object] = {
+        "q": f"owner : {_owner(user_id)} AND ({match})",
+        "k": k,
+        "user": user_id,
+        "now": now.astimezone(UTC).replace(tzinfo=None),
+    }
+    if layers:
+        names = [f":l{i}" for i in range(len(layers))]
+        layer_sql = f" AND m.layer IN ({','.join(names)})"
+        params.update({f"l{i}": v for i, v in enumerate(layers)})
+    sql = (
+        "SELECT f.rowid, -bm25(memory_fts, 1.0, 0.3, 0.0) AS score FROM memory_fts f "
+        "JOIN memories m ON m.id = f.rowid "
+        "WHERE memory_fts MATCH :q AND m.user_id = :user "
+        "AND (m.expires_at IS NULL OR m.expires_at > :now)"
+        + layer_sql
+        + " ORDER BY score DESC LIMIT :k"
+    )
+    return [(int(r[0]), float(r[1])) for r in (await s.execute(text(sql), params)).all()]
+
+
+async def exact(s: AsyncSession, user_id: int, layer: str, content: str) -> Memory | None:
+    stmt = select(Memory).where(
+        Memory.user_id == user_id, Memory.layer == layer, func.lower(Memory.content) == content
+    )
+    return (await s.execute(stmt.limit(1))).scalar_one_or_none()
+
+
+async def neighbours(s: AsyncSession, ids: Sequence[int]) -> dict[int, tuple[int | None, str]]:
+    """session_id and layer of these memory ids (to spread relevance to adjacent turns)."""
+    if not ids:
+        return {}
+    stmt = select(Memory.id, Memory.session_id, Memory.layer).where(Memory.id.in_(list(ids)))
+    return {int(i): (sid, layer) for i, sid, layer in (await s.execute(stmt)).all()}
+
+
+async def expired_ids(s: AsyncSession, now: datetime) -> list[int]:
+    """Memories past their lifetime, and session memories whose session has ended."""
+    stmt = select(Memory.id).where(Memory.expires_at.is_not(None), Memory.expires_at <= now)
+    ended = (
+        select(Memory.id)
+        .join(ChatSession, ChatSession.id == Memory.session_id)
+        .where(Memory.layer == "session", ChatSession.ended_at.is_not(None))
+    )
+    found = set((await s.execute(stmt)).scalars()) | set((await s.execute(ended)).scalars())
+    return sorted(found)
+
+
+async def session_ids(s: AsyncSession, user_id: int, session_id: int) -> list[int]:
+    stmt = select(Memory.id).where(
+        Memory.user_id == user_id, Memory.session_id == session_id, Memory.layer == "session"
+    )
+    return list((await s.execute(stmt)).scalars())
+
+
+async def touch(s: AsyncSession, memory: Memory, now: datetime) -> None:
+    await s.execute(update(Memory).where(Memory.id == memory.id).values(updated_at=now))
+
+
+async def batch_after(s: AsyncSession, after_id: int, size: int) -> list[Memory]:
+    stmt = select(Memory).where(Memory.id > after_id).order_by(Memory.id).limit(size)
+    return list((await s.execute(stmt)).scalars())
+
+
+async def count_all(s: AsyncSession) -> int:
+    return int((await s.execute(select(func.count(Memory.id)))).scalar_one())
+
+
+async def count_vectors(s: AsyncSession) -> int:
+    return int((await s.execute(text("SELECT count(*) FROM memory_vec"))).scalar_one())
+
+
+async def recreate_vec(s: AsyncSession, dim: int) -> None:
+    """Drop and recreate the vector index with another dimension (reindex)."""
+    await s.execute(text("DROP TABLE IF EXISTS memory_vec"))
+    await s.execute(
+        text(
+            "CREATE VIRTUAL TABLE memory_vec USING vec0("
+            "memory_id integer primary key, user_id integer partition key, "
+            f"layer text, expires_at integer, embedding float[{int(dim)}] distance_metric=cosine)"
+        )
+    )
+
+
+async def vec_dim(s: AsyncSession) -> int | None:
+    """The dimension memory_vec was created with, read from its schema."""
+    row = (
+        await s.execute(text("SELECT sql FROM sqlite_master WHERE name = 'memory_vec'"))
+    ).scalar_one_or_none()
+    if not row:
+        return None
+    import re
+
+    m = re.search(r"float\[(\d+)\]", row)
+    return int(m.group(1)) if m else None
+
+
+async def meta(s: AsyncSession) -> dict[str, str]:
+    return {k: v for k, v in (await s.execute(select(MemoryMeta.key, MemoryMeta.value))).all()}
+
+
+async def set_meta(s: AsyncSession, values: dict[str, str]) -> None:
+    for key, value in values.items():
+        row = await s.get(MemoryMeta, key)
+        if row is None:
+            s.add(MemoryMeta(key=key, value=value))
+        else:
+            row.value = value

@@ -1,0 +1,213 @@
+"""MemoryStore on a real SQLite file with sqlite-vec, FTS5 and the real WordLlama embedder."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+
+from bot.config import Settings
+from db.engine import SessionFactory, create_engine, session_factory
+from db.migrate import upgrade
+from db.repos import core
+from tests.conftest import make_settings
+from tools.memory.embeddings import WordLlamaEmbedder
+from tools.memory.store import MemoryStore
+
+
+@dataclass
+class Clock:
+    now: datetime = field(default_factory=lambda: datetime(2026, 1, 10, 12, 0, tzinfo=UTC))
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@dataclass
+class Env:
+    settings: Settings
+    sf: SessionFactory
+    clock: Clock
+    store: MemoryStore
+    users: list[int]
+    sessions: list[int]
+
+
+async def make_env(tmp_path: Path, **extra: object) -> tuple[Env, object]:
+    settings = make_settings(tmp_path, **extra)
+    engine = create_engine(settings.db_url)
+    await upgrade(engine)
+    sf = session_factory(engine)
+    clock = Clock()
+    users, sessions = [], []
+    async with sf() as s, s.begin():
+        for tg in (1, 2):
+            u = await core.get_or_create_user(s, tg, f"user{tg}", clock())
+            sess = await core.open_session(s, u.id, clock())
+            users.append(u.id)
+            sessions.append(sess.id)
+    store = MemoryStore(sf, WordLlamaEmbedder(), settings, clock)
+    return Env(settings, sf, clock, store, users, sessions), engine
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[Env]:
+    e, engine = await make_env(tmp_path)
+    yield e
+    await engine.dispose()  # type: ignore[attr-defined]
+
+
+async def put(env: Env, content: str, layer: str = "long", user: int = 0, **kw: object) -> int:
+    res = await env.store.store(
+        user_id=env.users[user],
+        layer=layer,
+        content=content,
+        session_id=env.sessions[user],
+        **kw,  # type: ignore[arg-type]
+    )
+    return res.id
+
+
+async def contents(env: Env, query: str, user: int = 0, **kw: object) -> list[str]:
+    hits = await env.store.recall(user_id=env.users[user], query=query, **kw)  # type: ignore[arg-type]
+    return [h.content for h in hits]
+
+
+async def test_store_and_recall_by_meaning_and_words(env: Env) -> None:
+    await put(env, "Has a golden retriever named Biscuit", category="fact")
+    await put(env, "Works as a nurse at the city hospital", category="fact")
+    await put(env, "Prefers tea over coffee", category="preference")
+    assert (await contents(env, "what is the name of my dog?"))[0].startswith("Has a golden")
+    assert (await contents(env, "hospital job"))[0].startswith("Works as a nurse")
+    hits = await env.store.recall(user_id=env.users[0], query="tea", limit=1)
+    assert len(hits) == 1 and hits[0].category == "preference" and hits[0].relevance == 1.0
+    assert hits[0].session_name and hits[0].source()
+
+
+async def test_users_never_see_each_other(env: Env) -> None:
+    await put(env, "Secret: the safe code is 4711", user=0)
+    await put(env, "Likes hiking in the Alps", user=1)
+    assert await contents(env, "safe code 4711", user=1) == ["Likes hiking in the Alps"]
+    assert (await env.store.list(user_id=env.users[1])).total == 1
+    mine = await put(env, "Drives a red bicycle", user=0)
+    assert not await env.store.forget(user_id=env.users[1], memory_id=mine)
+    assert await env.store.get(user_id=env.users[0], memory_id=mine) is not None
+    assert await env.store.get(user_id=env.users[1], memory_id=mine) is None
+
+
+async def test_near_duplicate_updates_instead_of_adding(env: Env) -> None:
+    first = await env.store.store(user_id=env.users[0], layer="long", content="Lives in Berlin")
+    env.clock.now += timedelta(hours=1)
+    again = await env.store.store(
+        user_id=env.users[0], layer="long", content="lives in  Berlin.", certainty=0.5
+    )
+    assert again.updated and again.id == first.id
+    other = await env.store.store(user_id=env.users[0], layer="long", content="Lives in Munich")
+    assert not other.updated and other.id != first.id
+    # The same text in another layer is another memory.
+    mid = await env.store.store(user_id=env.users[0], layer="mid", content="Lives in Berlin")
+    assert not mid.updated
+    page = await env.store.list(user_id=env.users[0], layer="long")
+    assert page.total == 2
+    updated = await env.store.get(user_id=env.users[0], memory_id=first.id)
+    assert (
+        updated is not None and updated.content == "lives in Berlin." and updated.certainty == 0.5
+    )
+    assert updated.updated_at == env.clock.now
+    assert len(await contents(env, "Berlin", layers=["long"])) == 2
+
+
+async def test_layer_lifetimes_and_sweep(env: Env) -> None:
+    await put(env, "Permanent fact about chess", layer="long")
+    await put(env, "Goal: run a marathon with chess friends", layer="mid")
+    await put(env, "Recently watched a chess movie", layer="short")
+    await put(env, "Talking about chess openings now", layer="session")
+    env.clock.now += timedelta(days=15)  # short (14 days) is gone
+    assert sorted(await contents(env, "chess")) == sorted(
+        [
+            "Permanent fact about chess",
+            "Goal: run a marathon with chess friends",
+            "Talking about chess openings now",
+        ]
+    )
+    env.clock.now += timedelta(days=80)  # mid (90 days) is gone too
+    assert len(await contents(env, "chess")) == 2
+    assert await env.store.sweep() == 2
+    async with env.sf() as s:
+        left = (await s.execute(text("select count(*) from memory_vec"))).scalar_one()
+        fts = (await s.execute(text("select count(*) from memory_fts"))).scalar_one()
+    assert left == 2 and fts == 2
+
+
+async def test_session_memories_end_with_their_session(env: Env) -> None:
+    await put(env, "We are planning the trip to Lisbon", layer="session")
+    await put(env, "Travelled to Lisbon in 2019", layer="long")
+    assert len(await contents(env, "Lisbon trip")) == 2
+    # Another session of the same user does not see it when it names its session.
+    async with env.sf() as s, s.begin():
+        await core.end_session(s, env.sessions[0], env.clock())
+        new = await core.create_session(s, env.users[0], None, env.clock())
+    assert await contents(env, "Lisbon trip", session_id=new.id) == ["Travelled to Lisbon in 2019"]
+    assert await contents(env, "Lisbon trip") == ["Travelled to Lisbon in 2019"]  # ended
+    assert await env.store.sweep() == 1
+    await env.store.store(
+        user_id=env.users[0], layer="session", content="Booking hotels", session_id=new.id
+    )
+    assert await env.store.clear_session(user_id=env.users[0], session_id=new.id) == 1
+    assert await env.store.clear_session(user_id=env.users[1], session_id=new.id) == 0
+
+
+async def test_bad_input_raises_value_errors(env: Env) -> None:
+    with pytest.raises(ValueError, match="layer"):
+        await env.store.store(user_id=env.users[0], layer="forever", content="x")
+    with pytest.raises(ValueError, match="empty"):
+        await env.store.store(user_id=env.users[0], layer="long", content="  \n ")
+    with pytest.raises(ValueError, match="session"):
+        await env.store.store(user_id=env.users[0], layer="session", content="x")
+    assert await env.store.recall(user_id=env.users[0], query="   ") == []
+    # FTS5 syntax in a query is just words.
+    await put(env, "Uses vim with NEAR zero plugins")
+    assert await contents(env, 'vim" OR NEAR( * AND "') == ["Uses vim with NEAR zero plugins"]
+
+
+async def test_restart_keeps_memories(tmp_path: Path) -> None:
+    e, engine = await make_env(tmp_path)
+    mid = await put(e, "Birthday is on the 3rd of May")
+    await engine.dispose()  # type: ignore[attr-defined]
+    engine2 = create_engine(e.settings.db_url)
+    store2 = MemoryStore(session_factory(engine2), WordLlamaEmbedder(), e.settings, e.clock)
+    hits = await store2.recall(user_id=e.users[0], query="when is my birthday")
+    assert [h.id for h in hits] == [mid]
+    assert (await store2.index_status()).ok
+    await engine2.dispose()
+
+
+async def test_changed_embedder_degrades_to_words_then_reindex(env: Env) -> None:
+    await put(env, "Has a golden retriever named Biscuit")
+
+    class Other(WordLlamaEmbedder):
+        """The real model cut to its first 128 dimensions (it is a Matryoshka model)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.name, self.dim = "wordllama:l2_supercat:128", 128
+
+        def embed_sync(self, texts: list[str]) -> np.ndarray:
+            v = super().embed_sync(texts)[:, :128]
+            return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    other = MemoryStore(env.sf, Other(), env.settings, env.clock)
+    status = await other.index_status()
+    assert not status.ok and "reindex" in status.detail
+    # Words still work; meaning alone does not crash, it just finds nothing by meaning.
+    assert await other.recall(user_id=env.users[0], query="Biscuit") != []
+    assert (await other.store(user_id=env.users[0], layer="long", content="Owns a cat")).id
+    assert await other.reindex() == 2
+    assert (await other.index_status()).ok
+    hits = await other.recall(user_id=env.users[0], query="which pets", limit=2)
+    assert len(hits) == 2

@@ -1,0 +1,1 @@
+"""The memory feature: four layers, hybrid recall (sqlite-vec + FTS5), offline embeddings."""

@@ -1,0 +1,111 @@
+"""Text embeddings: WordLlama offline (the default) or any OpenAI-compatible /v1/embeddings.
+
+Every embedder returns L2-normalised float32 rows, so cosine distance is meaningful and the
+index built by one embedder is only valid for that embedder (`name`, `dim`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+import numpy as np
+
+from bot.config import Settings
+from bot.errors import ProviderError
+
+
+class Embedder(Protocol):
+    name: str  # identifies model + dimension, stored with the index
+    dim: int | None  # None until known (remote models report it on first use)
+
+    async def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return x / norms
+
+
+@functools.cache
+def _load_wordllama(dim: int) -> Any:
+    """Load once per process (it takes a fraction of a second) and share: the model is
+    read-only. Plain WordLlama.load() looks in ~/.cache and downloads; the wheel's own
+    folder holds weights/ and tokenizers/, so cache_dir points there, downloads forbidden."""
+    import wordllama
+    from wordllama import WordLlama
+
+    folder = Path(wordllama.__file__).parent
+    return WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
+
+
+class WordLlamaEmbedder:
+    """WordLlama with the weights its wheel ships: loaded once, never downloads."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self._model = _load_wordllama(dim)
+        self.dim: int | None = dim
+        self.name = f"wordllama:l2_supercat:{dim}"
+
+    def embed_sync(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        return _normalise(self._model.embed(texts, norm=True))
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        # A few texts take well under a millisecond; only big batches go to a thread.
+        if len(texts) <= 32:
+            return self.embed_sync(texts)
+        return await asyncio.to_thread(self.embed_sync, texts)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible embeddings endpoint (OpenAI, Ollama, llama.cpp, vLLM, ...)."""
+
+    def __init__(self, http: httpx.AsyncClient, base_url: str, model: str, api_key: str) -> None:
+        self._http = http
+        self._url = base_url.rstrip("/") + "/embeddings"
+        self._model = model
+        self._key = api_key
+        self.dim: int | None = None
+        self.name = f"openai:{model}"
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        try:
+            resp = await self._http.post(
+                self._url, json={"model": self._model, "input": texts}, headers=headers
+            )
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"embeddings endpoint unreachable: {type(exc).__name__}") from None
+        if resp.status_code != 200:
+            raise ProviderError(f"embeddings endpoint answered HTTP {resp.status_code}")
+        try:
+            data = sorted(resp.json()["data"], key=lambda d: d["index"])
+            out = _normalise(np.array([d["embedding"] for d in data], dtype=np.float32))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProviderError(f"embeddings endpoint sent an unexpected body: {exc}") from None
+        if out.shape[0] != len(texts):
+            raise ProviderError("embeddings endpoint returned the wrong number of vectors")
+        self.dim = int(out.shape[1])
+        return out
+
+
+def build_embedder(settings: Settings, http: httpx.AsyncClient) -> Embedder:
+    """The configured embedder; EMBEDDINGS_* default to the LLM_* values."""
+    if settings.embeddings == "openai":
+        key = settings.embeddings_api_key or settings.llm_api_key
+        return OpenAIEmbedder(
+            http,
+            settings.embeddings_base_url or settings.llm_base_url,
+            settings.embeddings_model or "text-embedding-3-small",
+            key.get_secret_value() if key else "",
+        )
+    return WordLlamaEmbedder()

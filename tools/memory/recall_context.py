@@ -1,0 +1,56 @@
+"""Auto-recall: the user's most relevant memories as a system-prompt section, within a budget."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from bot.agent.prompt import estimate_tokens
+from tools.base import RequestContext
+from tools.memory.store import MemoryHit, MemoryStore
+
+log = logging.getLogger(__name__)
+
+HEADER = "What you remember about the user (memory ids in brackets; use them to forget):"
+
+
+def _line(h: MemoryHit) -> str:
+    cat = f"{h.layer}/{h.category}" if h.category else h.layer
+    return f"- [#{h.id}] ({cat}) {h.content}"
+
+
+def build_provider(
+    store: MemoryStore, budget_tokens: int
+) -> Callable[[RequestContext, str], Awaitable[str | None]]:
+    async def provide(ctx: RequestContext, text: str) -> str | None:
+        if budget_tokens <= 0:
+            return None
+        relevant = (
+            await store.recall(user_id=ctx.user_id, query=text, limit=30, session_id=ctx.session_id)
+            if text.strip()
+            else []
+        )
+        # Long-term facts first (the relevant ones, then the most certain others), then
+        # the rest by relevance to the new message.
+        long_hits = [h for h in relevant if h.layer == "long"]
+        long_hits += await store.long_term(user_id=ctx.user_id, limit=20)
+        ordered: list[MemoryHit] = []
+        seen: set[int] = set()
+        for h in long_hits + [h for h in relevant if h.layer != "long"]:
+            if h.id not in seen:
+                seen.add(h.id)
+                ordered.append(h)
+        if not ordered:
+            return None
+        lines = [HEADER]
+        used = estimate_tokens(HEADER)
+        for h in ordered:
+            line = _line(h)
+            cost = estimate_tokens(line)
+            if used + cost > budget_tokens:
+                continue  # a shorter memory further down may still fit
+            lines.append(line)
+            used += cost
+        return "\n".join(lines) if len(lines) > 1 else None
+
+    return provide

@@ -1,0 +1,403 @@
+"""MemoryStore: store, recall (hybrid), list, forget, clear a session, sweep, reindex.
+
+Long memories never expire, mid and short ones after MEMORY_MID_DAYS / MEMORY_SHORT_DAYS,
+session ones when their session ends. Every query is scoped to one user.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from bot.config import Settings
+from db.engine import SessionFactory
+from db.models.memory import Memory
+from db.repos import memory as repo
+from tools.base import Clock
+from tools.memory.embeddings import Embedder
+from tools.memory.rank import Candidate, RankWeights, fuse, spread, weigh
+from tools.memory.text import fts_query, normalise, same_words
+
+log = logging.getLogger(__name__)
+
+LAYERS = ("long", "mid", "short", "session")
+DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same thing
+REINDEX_HINT = "run `sidekick memory reindex`"
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    id: int
+    updated: bool
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    id: int
+    layer: str
+    content: str
+    category: str | None
+    certainty: float
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    relevance: float | None
+    session_id: int | None
+    session_name: str | None
+    session_started: datetime | None
+    message_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "layer": self.layer,
+            "content": self.content,
+            "category": self.category,
+            "certainty": round(self.certainty, 2),
+            "created_at": self.created_at.isoformat(timespec="minutes"),
+        }
+        if self.relevance is not None:
+            out["relevance"] = round(self.relevance, 3)
+        if self.session_name:
+            out["source"] = self.source()
+        return out
+
+    def source(self) -> str:
+        if not self.session_name:
+            return "unknown session"
+        when = self.session_started.strftime("%Y-%m-%d") if self.session_started else ""
+        return (
+            f"{self.session_name} ({when})"
+            if when and when not in self.session_name
+            else (self.session_name)
+        )
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    items: list[MemoryHit]
+    total: int
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    ok: bool
+    backend: str
+    dim: int | None
+    stored: str | None
+    detail: str
+
+
+def _hit(r: repo.MemoryRow, relevance: float | None = None) -> MemoryHit:
+    m = r.memory
+    return MemoryHit(
+        m.id,
+        m.layer,
+        m.content,
+        m.category,
+        m.certainty,
+        m.created_at,
+        m.updated_at,
+        m.expires_at,
+        relevance,
+        m.session_id,
+        r.session_name,
+        r.session_started,
+        m.message_id,
+    )
+
+
+class MemoryStore:
+    def __init__(
+        self,
+        session_factory: SessionFactory,
+        embedder: Embedder,
+        settings: Settings,
+        clock: Clock,
+        weights: RankWeights | None = None,
+    ) -> None:
+        self._sf = session_factory
+        self.embedder = embedder
+        self._settings = settings
+        self._clock = clock
+        self.weights = weights or RankWeights()
+        self._vectors: bool | None = None  # None: not checked yet
+        # Recall modes for the benchmark: both halves, or one alone.
+        self.use_bm25 = True
+        self.use_vectors = True
+
+    # -- index health -------------------------------------------------------------------
+
+    async def index_status(self) -> IndexStatus:
+        """Whether the stored vectors were made by the configured embedder."""
+        async with self._sf() as s, s.begin():
+            meta = await repo.meta(s)
+            stored = meta.get("model")
+            if stored is None:
+                if await repo.count_vectors(s) == 0:
+                    await repo.set_meta(s, {"model": self.embedder.name})
+                    self._vectors = True
+                    return IndexStatus(
+                        True, self.embedder.name, await repo.vec_dim(s), None, "new index"
+                    )
+                stored = "unknown"
+            dim = await repo.vec_dim(s)
+        ok = stored == self.embedder.name
+        self._vectors = ok
+        detail = (
+            "up to date"
+            if ok
+            else (f"built with {stored}, configured {self.embedder.name}: {REINDEX_HINT}")
+        )
+        return IndexStatus(ok, self.embedder.name, dim, stored, detail)
+
+    async def _vectors_ok(self) -> bool:
+        if self._vectors is None:
+            status = await self.index_status()
+            if not status.ok:
+                log.warning("memory index %s; recall uses words only", status.detail)
+        return bool(self._vectors) and self.use_vectors
+
+    async def _embed(self, text: str) -> np.ndarray | None:
+        """One embedding, or None when vectors are off or the embedder failed."""
+        if not await self._vectors_ok():
+            return None
+        try:
+            return (await self.embedder.embed([text]))[0]
+        except Exception as exc:
+            log.warning("embedding failed (%s); memory uses words only for now", exc)
+            return None
+
+    async def _fit(self, s: Any, vec: np.ndarray | None) -> bytes | None:
+        """The vector as stored bytes, or None when the index has another dimension."""
+        if vec is None:
+            return None
+        dim = await repo.vec_dim(s)
+        if dim != vec.shape[0]:
+            if await repo.count_vectors(s) == 0:
+                await repo.recreate_vec(s, int(vec.shape[0]))
+            else:
+                log.warning(
+                    "embedding has %d dimensions, index %s: %s", vec.shape[0], dim, REINDEX_HINT
+                )
+                self._vectors = False
+                return None
+        return vec.astype(np.float32).tobytes()
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def expiry(self, layer: str, now: datetime) -> datetime | None:
+        if layer == "mid":
+            return now + timedelta(days=self._settings.memory_mid_days)
+        if layer == "short":
+            return now + timedelta(days=self._settings.memory_short_days)
+        return None
+
+    async def store(
+        self,
+        *,
+        user_id: int,
+        layer: str,
+        content: str,
+        category: str | None = None,
+        certainty: float = 1.0,
+        session_id: int | None = None,
+        message_id: int | None = None,
+    ) -> StoreResult:
+        """Store a memory, or update a nearly identical one of the same user and layer."""
+        if layer not in LAYERS:
+            raise ValueError(f"unknown layer {layer!r}")
+        content = normalise(content)
+        if not content:
+            raise ValueError("empty content")
+        if layer == "session" and session_id is None:
+            raise ValueError("a session memory needs a session")
+        certainty = max(0.0, min(float(certainty), 1.0))
+        now = self._clock()
+        vec = await self._embed(content)
+        async with self._sf() as s, s.begin():
+            emb = await self._fit(s, vec)
+            twin = await self._twin(s, user_id, layer, content, emb, session_id)
+            if twin is not None:
+                twin.content = content
+                twin.certainty = certainty
+                twin.category = category or twin.category
+                twin.updated_at = now
+                twin.expires_at = self.expiry(layer, now)
+                await repo.replace(s, twin, emb)
+                return StoreResult(twin.id, True)
+            memory = Memory(
+                user_id=user_id,
+                layer=layer,
+                content=content,
+                category=category,
+                certainty=certainty,
+                session_id=session_id,
+                message_id=message_id,
+                created_at=now,
+                updated_at=now,
+                expires_at=self.expiry(layer, now),
+            )
+            return StoreResult(await repo.insert(s, memory, emb), False)
+
+    async def _twin(
+        self,
+        s: Any,
+        user_id: int,
+        layer: str,
+        content: str,
+        emb: bytes | None,
+        session_id: int | None,
+    ) -> Memory | None:
+        """An existing memory saying (nearly) the same thing, if any."""
+        twin = await repo.exact(s, user_id, layer, content.lower())
+        if twin is None and emb is not None:
+            near = await repo.knn(s, user_id, emb, 3, layer, self._clock())
+            for mid, dist in near:
+                if dist > DUP_DISTANCE:
+                    break
+                cand = await repo.get(s, user_id, mid)
+                if cand is not None and same_words(cand.content, content):
+                    twin = cand
+                    break
+        if twin is not None and layer == "session" and twin.session_id != session_id:
+            return None
+        return twin
+
+    async def forget(self, *, user_id: int, memory_id: int) -> bool:
+        async with self._sf() as s, s.begin():
+            if await repo.get(s, user_id, memory_id) is None:
+                return False
+            return await repo.delete_ids(s, [memory_id]) > 0
+
+    async def clear_session(self, *, user_id: int, session_id: int) -> int:
+        """Drop the session-layer memories of one session (it ended)."""
+        async with self._sf() as s, s.begin():
+            return await repo.delete_ids(s, await repo.session_ids(s, user_id, session_id))
+
+    async def sweep(self, now: datetime | None = None) -> int:
+        """Delete expired memories and session memories of ended sessions."""
+        async with self._sf() as s, s.begin():
+            return await repo.delete_ids(s, await repo.expired_ids(s, now or self._clock()))
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def get(self, *, user_id: int, memory_id: int) -> MemoryHit | None:
+        async with self._sf() as s:
+            found = await repo.rows(s, user_id, [memory_id], self._clock())
+        return _hit(found[0]) if found else None
+
+    async def list(
+        self, *, user_id: int, layer: str | None = None, offset: int = 0, limit: int = 10
+    ) -> MemoryPage:
+        async with self._sf() as s:
+            found, total = await repo.page(
+                s, user_id, layer, self._clock(), max(offset, 0), max(1, min(limit, 100))
+            )
+        return MemoryPage([_hit(r) for r in found], total)
+
+    async def long_term(self, *, user_id: int, limit: int = 20) -> list[MemoryHit]:
+        async with self._sf() as s:
+            return [_hit(r) for r in await repo.top_long(s, user_id, limit)]
+
+    async def recall(
+        self,
+        *,
+        user_id: int,
+        query: str,
+        layers: list[str] | None = None,
+        limit: int = 10,
+        session_id: int | None = None,
+    ) -> list[MemoryHit]:
+        """The user's live memories most relevant to `query`, best first.
+
+        Session memories of other sessions than `session_id` (when given) are left out."""
+        limit = max(1, min(limit, 100))
+        query = normalise(query)
+        if not query:
+            return []
+        wanted = [x for x in LAYERS if x in layers] if layers else list(LAYERS)
+        pool = max(50, limit * 3)
+        now = self._clock()
+        vec = await self._embed(query) if self.use_vectors else None
+        match = fts_query(query) if self.use_bm25 else ""
+        async with self._sf() as s:
+            vec_hits: list[tuple[int, float]] = []
+            if vec is not None and self._vectors:
+                emb = vec.astype(np.float32).tobytes()
+                for layer in [None] if len(wanted) == len(LAYERS) else wanted:
+                    vec_hits += await repo.knn(s, user_id, emb, pool, layer, now)
+                vec_hits.sort(key=lambda t: t[1])
+            bm_hits = await repo.bm25(s, user_id, match, pool, wanted, now) if match else []
+            scores = fuse([i for i, _ in bm_hits], [i for i, _ in vec_hits], self.weights)
+            sessions = await self._sessions_around(s, scores)
+            scores = spread(scores, sessions, self.weights.neighbour)
+            found = await repo.rows(s, user_id, list(scores), now)
+        keep = {r.memory.id: r for r in found if self._visible(r, wanted, session_id)}
+        cands = {
+            mid: Candidate(
+                mid, r.memory.layer, r.memory.certainty, r.memory.updated_at, r.memory.session_id
+            )
+            for mid, r in keep.items()
+        }
+        ranked = weigh(scores, cands, now, self.weights)[:limit]
+        top = ranked[0][1] if ranked else 1.0
+        return [_hit(keep[mid], score / top if top else 0.0) for mid, score in ranked]
+
+    async def _sessions_around(self, s: Any, scores: dict[int, float]) -> dict[int, int | None]:
+        if self.weights.neighbour <= 0 or not scores:
+            return {}
+        ids = set(scores) | {i + d for i in scores for d in (-1, 1)}
+        return {mid: sid for mid, (sid, _layer) in (await repo.neighbours(s, sorted(ids))).items()}
+
+    @staticmethod
+    def _visible(r: repo.MemoryRow, wanted: list[str], session_id: int | None) -> bool:
+        m = r.memory
+        if m.layer not in wanted:
+            return False
+        if m.layer == "session":
+            if r.session_ended is not None:
+                return False
+            if session_id is not None and m.session_id != session_id:
+                return False
+        return True
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    async def reindex(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Re-embed every memory with the configured embedder and rebuild both indexes."""
+        async with self._sf() as s:
+            total = await repo.count_all(s)
+        done, after, dim = 0, 0, None
+        while True:
+            async with self._sf() as s, s.begin():
+                batch = await repo.batch_after(s, after, 256)
+                if not batch:
+                    break
+                vecs = await self.embedder.embed([m.content for m in batch])
+                if dim is None:
+                    dim = int(vecs.shape[1])
+                    await repo.recreate_vec(s, dim)
+                for m, v in zip(batch, vecs, strict=True):
+                    await repo.replace(s, m, v.astype(np.float32).tobytes())
+                after = batch[-1].id
+                done += len(batch)
+            if progress:
+                progress(done, total)
+        async with self._sf() as s, s.begin():
+            if dim is None:
+                probe = await self.embedder.embed(["probe"])
+                await repo.recreate_vec(s, int(probe.shape[1]))
+            await repo.set_meta(s, {"model": self.embedder.name})
+        self._vectors = True
+        return done
+
+
+def word_count(text: str) -> int:
+    return len(re.findall(r"\w+", text))

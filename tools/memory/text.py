@@ -1,0 +1,44 @@
+"""Text helpers for memory: whitespace normalising, FTS5 query building, near-duplicate test."""
+
+from __future__ import annotations
+
+import re
+
+# Words too common to help a BM25 match; dropping them also keeps FTS5 queries fast.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves also get got ever s t don""".split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+def fts_query(text: str, max_terms: int = 32) -> str:
+    """An FTS5 MATCH expression: the query's content words, OR-ed, each quoted."""
+    seen: list[str] = []
+    for w in words(text):
+        if len(w) > 1 and w not in seen:
+            seen.append(w)
+    return " OR ".join(f'"{w}"' for w in seen[:max_terms])
+
+
+def same_words(a: str, b: str, threshold: float = 0.75) -> bool:
+    """Whether two texts share most of their content words (Jaccard), so an embedding
+    match that only shares the topic ("lives in Berlin" / "lives in Munich") is not merged."""
+    wa, wb = set(words(a)) or set(a.lower().split()), set(words(b)) or set(b.lower().split())
+    if not wa or not wb:
+        return False
+    return len(wa & wb) / len(wa | wb) >= threshold

@@ -1,0 +1,117 @@
+"""The `memory` tool: store, recall, list and forget what matters about the user."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tools.base import Capabilities, Tool, ToolCall, ToolError
+from tools.memory.store import MemoryStore
+from tools.registry import ToolDeps
+
+NEW_SESSION = "__NEW_SESSION__"
+CATEGORIES = {
+    "long": ("fact", "preference", "relationship"),
+    "mid": ("goal", "plan", "project"),
+}
+
+DESCRIPTION = """Long-term memory about the user. Layers: long (permanent facts,
+preferences, relationships), mid (goals, plans, projects; kept 90 days), short (recent
+context; 14 days), session (this conversation only).
+- store: remember `content` in `layer` with `category` and `certainty` (0-1). Store one
+  self-contained fact per call, in the third person ("Lives in Berlin"). Storing something
+  already known updates it.
+- recall: find memories relevant to `query` (optionally in one `layer`).
+- list: show memories (optionally of one `layer`).
+- forget: delete memory `memory_id`.
+To start a fresh conversation, store content "__NEW_SESSION__" with category "system"."""
+
+
+class MemoryParams(BaseModel):
+    action: Literal["store", "recall", "list", "forget"]
+    layer: Literal["long", "mid", "short", "session"] | None = Field(
+        None, description="store: required; recall/list: optional filter"
+    )
+    content: str | None = Field(None, description="store: the memory text")
+    category: str | None = Field(
+        None, description="long: fact|preference|relationship; mid: goal|plan|project"
+    )
+    certainty: float = Field(1.0, ge=0.0, le=1.0, description="store: how sure, 0-1")
+    query: str | None = Field(None, description="recall: what to look for")
+    limit: int = Field(10, ge=1, le=50)
+    memory_id: int | None = Field(None, description="forget: the id to delete")
+
+
+def build(deps: ToolDeps) -> Tool[MemoryParams]:
+    async def run(p: MemoryParams, call: ToolCall) -> Any:
+        store = deps.memory
+        if store is None:
+            raise ToolError("memory is not available")
+        ctx = call.ctx
+        if p.action == "store":
+            return await _store(store, p, call)
+        if p.action == "recall":
+            if not (p.query or "").strip():
+                raise ToolError("recall needs a non-empty `query`")
+            layers = [p.layer] if p.layer else None
+            hits = await store.recall(
+                user_id=ctx.user_id,
+                query=p.query or "",
+                layers=layers,
+                limit=p.limit,
+                session_id=ctx.session_id,
+            )
+            if not hits:
+                return "No matching memories."
+            return {"memories": [h.to_dict() for h in hits]}
+        if p.action == "list":
+            page = await store.list(user_id=ctx.user_id, layer=p.layer, limit=p.limit)
+            items = [h.to_dict() for h in page.items]
+            return {"total": page.total, "memories": items} if items else "No memories yet."
+        if p.memory_id is None:
+            raise ToolError("forget needs `memory_id` (see recall or list for ids)")
+        if not await store.forget(user_id=ctx.user_id, memory_id=p.memory_id):
+            raise ToolError(f"no memory #{p.memory_id} (it does not exist or is not this user's)")
+        return f"forgot #{p.memory_id}"
+
+    return Tool(
+        name="memory",
+        description=DESCRIPTION,
+        params=MemoryParams,
+        run=run,
+        capabilities=Capabilities(reads=("memories",), writes=("memories",)),
+    )
+
+
+async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
+    content = (p.content or "").strip()
+    if content == NEW_SESSION:
+        # The model asks for a fresh conversation; the runtime ends the session after this
+        # request, and the marker itself is not a memory.
+        call.ctx.new_session_requested = True
+        return "A new session will start after this reply."
+    if not content:
+        raise ToolError("store needs non-empty `content`")
+    if p.layer is None:
+        raise ToolError("store needs `layer`: long, mid, short or session")
+    if len(content) > 2000:
+        raise ToolError("content is too long (max 2000 characters): store one fact per call")
+    allowed = CATEGORIES.get(p.layer)
+    category = (p.category or "").strip().lower() or None
+    if allowed and category and category not in allowed:
+        raise ToolError(
+            f"category {category!r} does not fit layer {p.layer}; use one of: " + ", ".join(allowed)
+        )
+    if category and len(category) > 40:
+        raise ToolError("category is too long (max 40 characters)")
+    result = await store.store(
+        user_id=call.ctx.user_id,
+        layer=p.layer,
+        content=content,
+        category=category,
+        certainty=p.certainty,
+        session_id=call.ctx.session_id,
+        message_id=call.ctx.trigger_message_id,
+    )
+    return f"updated #{result.id}" if result.updated else f"stored #{result.id}"
