@@ -326,3 +326,21 @@ async def test_brave_calls_are_spaced_to_the_plan_rate(
         await backend.search(Query(q))
     assert clock.sleeps == pytest.approx([0.5, 0.5])
     assert server.count(WEB) == 3
+
+
+async def test_searxng_basic_auth_password_stays_out_of_messages(
+    server: FakeSearch, http: httpx.AsyncClient
+) -> None:
+    server.serve("/search", Reply(fixture("searxng_web.json")))
+    url = server.root.replace("http://", "http://admin:hunter2pass@")
+    backend = SearxngBackend(http, url)
+    assert len(await backend.search(Query("tides"))) == 4
+    assert server.requests[0].headers["Authorization"].startswith("Basic ")
+    server.serve("/search", Reply("no", status=403))
+    with pytest.raises(BackendError) as err:
+        await backend.search(Query("other"))
+    assert "hunter2pass" not in str(err.value) and "hunter2pass" not in backend.label
+    assert server.root in str(err.value)
+    with pytest.raises(BackendError) as err:
+        await SearxngBackend(http, "http://admin:hunter2pass@127.0.0.1:9").search(Query("x"))
+    assert "hunter2pass" not in str(err.value) and "127.0.0.1:9" in str(err.value)

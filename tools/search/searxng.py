@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from tools.search import text
-from tools.search.fetch import get_json
+from tools.search.fetch import get_json, shown
 from tools.search.hits import BackendError, Hit, Query, dedupe, short_date
 
 SAFESEARCH_MODERATE = 1
@@ -28,12 +28,12 @@ class SearxngBackend:
         self.http = http
         self.url = base_url(url)
         self.timeout = timeout
-        self.label = f"SearXNG ({self.url})"
+        self.label = f"SearXNG ({shown(self.url)})"
 
     async def search(self, query: Query) -> list[Hit]:
         if not self.url.startswith(("http://", "https://")):
             raise BackendError(
-                f"SEARXNG_URL {self.url!r} is not an http(s) URL.",
+                f"SEARXNG_URL {shown(self.url)!r} is not an http(s) URL.",
                 "set SEARXNG_URL to the instance root, e.g. http://searxng:8080.",
             )
         params: dict[str, Any] = {
@@ -50,6 +50,7 @@ class SearxngBackend:
         resp, body = await get_json(
             self.http, endpoint, params=params, limit_s=self.timeout, label="SearXNG"
         )
+        endpoint = shown(endpoint)
         _raise_for_status(resp, endpoint)
         if not isinstance(body, dict) or not isinstance(body.get("results"), list):
             raise BackendError(
