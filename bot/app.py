@@ -64,6 +64,7 @@ async def build_app(
     deps = ToolDeps(settings=settings, session_factory=sf, http=http, llm=llm, clock=clock)
     deps.memory = await build_memory(settings, sf, http, clock)
     registry = build_registry(deps)
+    await registry.start()  # MCP servers up, learned tool usage loaded
     agent = Agent(
         settings=settings,
         session_factory=sf,

@@ -77,6 +77,7 @@ class Settings(BaseSettings):
 
     # Extension tools
     mcp_config: Path | None = None
+    mcp_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     tool_token_budget: int = Field(default=3800, ge=200)
     fetch_private_networks: OnOff = "off"
 

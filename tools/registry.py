@@ -61,6 +61,22 @@ class RequestTools:
         return f"unknown tool {name!r}; the tools are: {known}"
 
 
+class ToolSource(Protocol):
+    """Tools that appear at run time (MCP servers): started with the bot, listed per request."""
+
+    async def start(self) -> None: ...
+
+    def tools(self) -> list[Tool[Any]]: ...
+
+
+class RequestPlanner(Protocol):
+    """Chooses a request's tool set (tools/discovery): core always, extensions in budget."""
+
+    async def start(self) -> None: ...
+
+    def for_request(self, ctx: RequestContext, text: str) -> RequestTools: ...
+
+
 class Registry:
     def __init__(self, tools: Iterable[Tool[Any]]) -> None:
         self.tools: dict[str, Tool[Any]] = {}
@@ -68,6 +84,26 @@ class Registry:
             if tool.name in self.tools:
                 raise ValueError(f"two tools named {tool.name!r}")
             self.tools[tool.name] = tool
+        # Extension tools (web_fetch, MCP servers): shown while they fit TOOL_TOKEN_BUDGET,
+        # else reached through tool_search. `self.tools` are the core tools, always shown.
+        self.extensions: dict[str, Tool[Any]] = {}
+        self.sources: list[ToolSource] = []
+        self.planner: RequestPlanner | None = None
+
+    def extension_tools(self) -> dict[str, Tool[Any]]:
+        out = dict(self.extensions)
+        for source in self.sources:
+            for tool in source.tools():
+                out.setdefault(tool.name, tool)
+        return out
+
+    async def start(self) -> None:
+        """Start tool sources (MCP servers) and load what the planner learned."""
+        for source in self.sources:
+            await source.start()
+        if self.planner is not None:
+            await self.planner.start()
+
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self.tools.values()]
@@ -76,7 +112,9 @@ class Registry:
         return list(self.tools)
 
     def for_request(self, ctx: RequestContext, text: str) -> RequestTools:
-        return RequestTools(dict(self.tools))
+        if self.planner is not None:
+            return self.planner.for_request(ctx, text)
+        return RequestTools({**self.extension_tools(), **self.tools})
 
 
 def build_registry(deps: ToolDeps) -> Registry:
@@ -91,4 +129,8 @@ def build_registry(deps: ToolDeps) -> Registry:
     from tools.search.tool import build as search_tool
 
     tools.append(search_tool(deps))
-    return Registry(tools)
+    registry = Registry(tools)
+    from tools.extensions import install_extensions  # web_fetch, MCP, discovery; avoids a cycle
+
+    install_extensions(registry, deps)
+    return registry

@@ -148,6 +148,8 @@ class Agent:
         async with self.session_factory() as s:
             rows = await repo.session_messages(s, ctx.session_id, limit=400)
         history = trim_history([to_openai(m) for m in rows], self.settings.history_token_budget)
+        # The parts of the prompt, for /context's token split (read by tools/discovery).
+        ctx.state["prompt_parts"] = {"system": system, "sections": sections, "history": history}
         return [{"role": "system", "content": system}, *history]
 
     async def _loop(self, ctx: RequestContext, text: str, events: Events) -> Reply:

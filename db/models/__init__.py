@@ -5,5 +5,6 @@ from db.models.code import CodeExecution, CodeJob
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.memory import Memory, MemoryMeta
 from db.models.sessions import SessionArchive
+from db.models.tool_usage import ToolUsage
 
-__all__ = ["Base", "CodeExecution", "CodeJob", "ChatSession", "Memory", "MemoryMeta", "Message", "SessionArchive", "ToolCallRecord", "User"]
+__all__ = ["Base", "CodeExecution", "CodeJob", "ChatSession", "Memory", "MemoryMeta", "Message", "SessionArchive", "ToolCallRecord", "ToolUsage", "User"]

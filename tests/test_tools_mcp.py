@@ -1,0 +1,132 @@
+"""MCP servers that crash, stall, send garbage or fail; config errors; env isolation."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.agent.runner import Incoming
+from bot.app import App
+from bot.errors import ConfigError
+from tests.fakes.openai_server import Calls, FakeOpenAI, Text
+from tests.tools_helpers import FAKE_SERVER, build_tools_app, tool_results, write_mcp_config
+from tools.extensions import mcp_manager
+from tools.mcp.config import HttpServer, StdioServer, load_config, parse_config
+
+
+@pytest.fixture
+async def extras_app(
+    tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[App]:
+    monkeypatch.setenv("SIDEKICK_TEST_SECRET", "hunter2")  # must not reach the server
+    cfg = write_mcp_config(tmp_path, extras=True)
+    app = await build_tools_app(tmp_path, fake_llm, mcp_config=cfg, mcp_timeout_s=3)
+    yield app
+    await app.close()
+
+
+async def run_calls(app: App, fake_llm: FakeOpenAI, *names: str) -> list[str]:
+    """One request that explains and calls each tool in turn; returns the call results."""
+    for name in names:
+        fake_llm.add(Calls([("tool_explain", {"name": name})]), Calls([(name, {})]))
+    fake_llm.add(Text("done"))
+    start = len(fake_llm.requests)
+    reply = await app.agent.handle(Incoming("test the server", telegram_user_id=3))
+    assert reply.text == "done"
+    bodies = fake_llm.requests[start:]
+    return [tool_results(bodies[2 * i + 2])[-1] for i in range(len(names))]
+
+
+async def test_crash_then_restart(extras_app: App, fake_llm: FakeOpenAI) -> None:
+    crashed, _ = await run_calls(extras_app, fake_llm, "fake__crash", "fake__weather_current")
+    assert "stopped answering" in crashed and "restarted" in crashed
+    # The next call waits for the restarted server instead of failing.
+    (after,) = await run_calls(extras_app, fake_llm, "fake__weather_current")
+    assert after.startswith("weather_current ok")
+    manager = mcp_manager(extras_app.registry)
+    assert manager is not None and manager.servers[0].starts >= 2
+
+
+async def test_slow_server_times_out_and_stays_usable(
+    extras_app: App, fake_llm: FakeOpenAI
+) -> None:
+    slow, fine = await run_calls(extras_app, fake_llm, "fake__slow", "fake__weather_current")
+    assert "did not answer within 3 s" in slow
+    assert fine.startswith("weather_current ok")
+
+
+async def test_garbage_output_becomes_an_error(extras_app: App, fake_llm: FakeOpenAI) -> None:
+    garbage, junk, failed = await run_calls(
+        extras_app, fake_llm, "fake__garbage", "fake__garbage_only", "fake__fail"
+    )
+    assert garbage == "garbage sent"  # junk lines are skipped; the answer still arrives
+    assert junk.startswith("Error:") and "did not answer" in junk
+    assert failed.startswith("Error:") and "fail" in failed
+    (after,) = await run_calls(extras_app, fake_llm, "fake__todo_list")
+    assert after.startswith("todo_list ok")
+
+
+async def test_server_env_has_no_bot_secrets(extras_app: App, fake_llm: FakeOpenAI) -> None:
+    assert os.environ["SIDEKICK_TEST_SECRET"] == "hunter2"
+    (keys,) = await run_calls(extras_app, fake_llm, "fake__env_keys")
+    names = set(keys.split())
+    assert "PATH" in names
+    assert "SIDEKICK_TEST_SECRET" not in names and not any("KEY" in n for n in names)
+
+
+async def test_broken_server_does_not_stop_the_bot(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    missing = {"command": str(tmp_path / "no-such-binary"), "args": []}
+    quits = {"command": sys.executable, "args": ["-c", "print('hello')"]}
+    cfg = write_mcp_config(tmp_path, missing=missing, quits=quits)
+    app = await build_tools_app(tmp_path, fake_llm, mcp_config=cfg)
+    try:
+        manager = mcp_manager(app.registry)
+        assert manager is not None
+        status = {s.name: s for s in manager.status()}
+        assert status["fake"].up and status["fake"].tools == 60
+        assert not status["missing"].up and status["missing"].error
+        assert not status["quits"].up
+        fake_llm.add(Text("still here"))
+        assert (await app.agent.handle(Incoming("hi", telegram_user_id=1))).text == "still here"
+    finally:
+        await app.close()
+
+
+def test_config_parsing_and_errors(tmp_path: Path) -> None:
+    parsed = parse_config(
+        {
+            "mcpServers": {
+                "files": {"command": "npx", "args": ["-y", "x"], "env": {"ROOT": "/tmp"}},
+                "remote": {"url": "https://mcp.example.org/mcp", "headers": {"X-Key": "k"}},
+                "off": {"command": "x", "disabled": True},
+            }
+        }
+    )
+    assert parsed == [
+        StdioServer("files", "npx", ["-y", "x"], {"ROOT": "/tmp"}),
+        HttpServer("remote", "https://mcp.example.org/mcp", {"X-Key": "k"}),
+    ]
+    bad = [
+        ({}, "mcpServers"),
+        ({"mcpServers": {"a__b": {"command": "x"}}}, "single '_'"),
+        ({"mcpServers": {"a": {"args": []}}}, "command or url"),
+        ({"mcpServers": {"a": {"url": "ftp://x"}}}, "http"),
+        ({"mcpServers": {"a": {"command": "x", "args": "y"}}}, "args"),
+        ({"mcpServers": {"a": {"command": "x", "env": {"A": [1]}}}}, "env"),
+    ]
+    for data, words in bad:
+        with pytest.raises(ConfigError, match=words):
+            parse_config(data)
+    path = tmp_path / "m.json"
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "absent.json")
+    path.write_text(json.dumps({"mcpServers": {"s": {"command": str(FAKE_SERVER)}}}))
+    assert load_config(path)[0].name == "s"

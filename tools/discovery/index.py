@@ -1,0 +1,63 @@
+"""Ranks tools for a described need: BM25 over names and descriptions, fused with vectors.
+
+The vector half uses the memory's embedder when one is given (WordLlama, offline); the
+two rankings are merged with reciprocal-rank fusion, the same fusion the memory search
+uses, so a word-for-word match and a paraphrase both surface the right tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tools.discovery.lexical import BM25
+from tools.memory.rank import RankWeights, fuse
+
+# texts -> one row per text (any width); rows need not be normalised.
+EmbedFn = Callable[[list[str]], np.ndarray]
+WEIGHTS = RankWeights()
+
+
+def tool_document(name: str, description: str) -> str:
+    # Names carry meaning too ("calendar__create_event"), so they are part of the text.
+    return f"{name.replace('__', ' ').replace('_', ' ')}. {description}"
+
+
+@dataclass
+class Hit:
+    name: str
+    score: float
+
+
+class ToolIndex:
+    def __init__(self, docs: Sequence[tuple[str, str]], embed: EmbedFn | None = None) -> None:
+        self.names = [n for n, _ in docs]
+        texts = [tool_document(n, d) for n, d in docs]
+        self.bm25 = BM25(texts)
+        self.embed = embed
+        self.vectors: np.ndarray | None = None
+        if embed is not None and texts:
+            self.vectors = _normalise(embed(texts))
+
+    def search(self, query: str, limit: int = 5) -> list[Hit]:
+        if not self.names or not query.strip():
+            return []
+        lex = self.bm25.scores(query)
+        lex_rank = [i for i in np.argsort(lex)[::-1] if lex[i] > 0]
+        vec_rank: list[int] = []
+        if self.vectors is not None and self.embed is not None:
+            q = _normalise(self.embed([query]))[0]
+            sims = self.vectors @ q
+            vec_rank = [int(i) for i in np.argsort(sims)[::-1][: max(limit * 4, 20)]]
+        fused = fuse([int(i) for i in lex_rank], vec_rank, WEIGHTS)
+        ordered = sorted(fused.items(), key=lambda kv: kv[1], reverse=True)[:limit]
+        return [Hit(self.names[i], score) for i, score in ordered]
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    m = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return m / norms

@@ -1,0 +1,55 @@
+"""Token counting with OpenAI's o200k_base BPE, shipped inside the bpe-openai wheel.
+
+tiktoken downloads its BPE files at run time, which a sealed host cannot do; bpe-openai
+carries the same o200k_base ranks in its package data, so counts are exact for GPT-4o
+class models and a close stand-in for other providers' tokenizers.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, Protocol
+
+
+class Encoder(Protocol):
+    def encode(self, text: str) -> list[int]: ...
+
+
+class _Estimate:
+    """Fallback when the tokenizer cannot load: ~3.6 characters per token for JSON schemas
+    (calibrated against o200k_base on this project's tool schemas)."""
+
+    def encode(self, text: str) -> list[int]:
+        return [0] * max(1, round(len(text) / 3.6)) if text else []
+
+
+@lru_cache(maxsize=1)
+def encoder() -> Encoder:
+    try:
+        import bpe_openai
+
+        enc: Encoder = bpe_openai.get_encoding("o200k_base")
+        return enc
+    except Exception:  # a missing or broken wheel must not stop the bot
+        return _Estimate()
+
+
+def tokenizer_name() -> str:
+    return "estimate" if isinstance(encoder(), _Estimate) else "o200k_base"
+
+
+def count_text(text: str) -> int:
+    return len(encoder().encode(text)) if text else 0
+
+
+def count_schema(schema: dict[str, Any]) -> int:
+    """Tokens one tool schema costs in the request payload (compact JSON)."""
+    return count_text(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
+
+
+def count_payload(schemas: list[dict[str, Any]]) -> int:
+    """Tokens of the whole `tools` array of one model call."""
+    if not schemas:
+        return 0
+    return count_text(json.dumps(schemas, ensure_ascii=False, separators=(",", ":")))

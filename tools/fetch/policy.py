@@ -1,0 +1,71 @@
+"""Which URLs may be fetched: http(s) only, and no loopback/private/link-local targets
+(after DNS resolution, on every redirect) unless FETCH_PRIVATE_NETWORKS=on."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from tools.base import ToolError
+
+IP = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Awaitable[list[IP]]]
+
+
+async def system_resolve(host: str, port: int) -> list[IP]:
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [ipaddress.ip_address(info[4][0]) for info in infos]
+
+
+def is_public(ip: IP) -> bool:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+@dataclass
+class Policy:
+    allow_private: bool = False
+    resolve: Resolver = system_resolve
+    # For tests: addresses allowed even when private networks are refused.
+    extra_allowed: set[IP] = field(default_factory=set)
+
+    def allowed(self, ip: IP) -> bool:
+        return self.allow_private or ip in self.extra_allowed or is_public(ip)
+
+    async def check(self, url: str) -> None:
+        """Raise ToolError when the URL may not be fetched; resolves the host first."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise ToolError(f"refused {url[:200]}: only http and https URLs can be fetched")
+        host = parts.hostname
+        if not host:
+            raise ToolError(f"refused {url[:200]}: the URL has no host")
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            raise ToolError(f"refused {url[:200]}: bad port") from None
+        try:
+            literal: IP | None = ipaddress.ip_address(host)
+        except ValueError:
+            literal = None
+        if literal is not None:
+            addresses = [literal]
+        else:
+            try:
+                addresses = await self.resolve(host, port)
+            except (OSError, UnicodeError):
+                raise ToolError(f"cannot resolve host {host!r}") from None
+        if not addresses:
+            raise ToolError(f"cannot resolve host {host!r}")
+        bad = [a for a in addresses if not self.allowed(a)]
+        if bad:
+            raise ToolError(
+                f"refused {host}: it resolves to a private, loopback or link-local address "
+                f"({bad[0]}); set FETCH_PRIVATE_NETWORKS=on to allow local addresses"
+            )

@@ -1,0 +1,60 @@
+"""Every configured MCP server: started with the bot, their tools listed per request."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from tools.base import Tool
+from tools.mcp.config import ServerConfig
+from tools.mcp.server import McpServer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServerStatus:
+    name: str
+    up: bool
+    tools: int
+    starts: int
+    error: str | None
+
+
+class McpManager:
+    def __init__(
+        self, configs: list[ServerConfig], call_timeout: float, start_wait: float = 15.0
+    ) -> None:
+        self.servers = [McpServer(c, call_timeout) for c in configs]
+        self.start_wait = start_wait
+
+    async def start(self) -> None:
+        """Launch every server and wait (bounded) for the first tool listing of each."""
+        for server in self.servers:
+            server.start()
+        if not self.servers:
+            return
+        waits = [asyncio.wait_for(s.settled.wait(), self.start_wait) for s in self.servers]
+        results = await asyncio.gather(*waits, return_exceptions=True)
+        for server, res in zip(self.servers, results, strict=True):
+            if isinstance(res, BaseException) or not server.up:
+                log.warning("MCP server %s not up at start: %s", server.name, server.last_error)
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(s.stop() for s in self.servers), return_exceptions=True)
+
+    def tools(self) -> list[Tool[Any]]:
+        """Tools of every server that listed them once (a restarting server keeps its list:
+        its calls wait for it, then fail with a clear error)."""
+        out: list[Tool[Any]] = []
+        for server in self.servers:
+            out.extend(server.our_tools)
+        return out
+
+    def status(self) -> list[ServerStatus]:
+        return [
+            ServerStatus(s.name, s.up, len(s.our_tools), s.starts, s.last_error)
+            for s in self.servers
+        ]

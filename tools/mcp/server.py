@@ -1,0 +1,181 @@
+"""One MCP server connection, supervised: connect, list tools, health-check, restart.
+
+The SDK's Client is an anyio context manager, so it is entered and left by one long-lived
+supervisor task; request tasks only send calls through it. A dead server (closed pipe,
+failed ping, transport error on a call) is restarted with backoff; calls made meanwhile
+wait for it up to their own timeout, then turn into an error result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from tools.base import ToolError
+from tools.mcp.config import HttpServer, ServerConfig, StdioServer
+from tools.mcp.convert import McpTool, build_tool
+
+log = logging.getLogger(__name__)
+
+HEALTH_INTERVAL_S = 30.0
+MAX_BACKOFF_S = 30.0
+MAX_TOOL_PAGES = 20
+
+
+class McpServer:
+    def __init__(self, config: ServerConfig, call_timeout: float) -> None:
+        self.config = config
+        self.name = config.name
+        self.call_timeout = call_timeout
+        self.client: Client | None = None
+        self.remote_tools: list[types.Tool] = []
+        self.our_tools: list[McpTool] = []
+        self.ready = asyncio.Event()
+        self.settled = asyncio.Event()  # the first start attempt is over, either way
+        self.restart = asyncio.Event()
+        self.stopping = False
+        self.starts = 0
+        self.last_error: str | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.ready.is_set()
+
+    def start(self) -> None:
+        if self.task is None:
+            self.task = asyncio.create_task(self._supervise(), name=f"mcp:{self.name}")
+
+    async def stop(self) -> None:
+        self.stopping = True
+        self.restart.set()
+        if self.task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self.task), 10)
+            except (TimeoutError, Exception):
+                self.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await self.task
+
+    def _target(self) -> Any:
+        cfg = self.config
+        if isinstance(cfg, StdioServer):
+            # Only the configured env (the SDK adds PATH, HOME, USER, SHELL, TERM, LOGNAME):
+            # the bot's own secrets never reach a server process.
+            return StdioServerParameters(command=cfg.command, args=cfg.args, env=dict(cfg.env))
+        assert isinstance(cfg, HttpServer)
+        http = create_mcp_http_client(headers=dict(cfg.headers) or None)
+        return streamable_http_client(cfg.url, http_client=http)
+
+    async def _list_tools(self, client: Client) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_TOOL_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    async def _supervise(self) -> None:
+        backoff = 0.5
+        while not self.stopping:
+            self.starts += 1
+            try:
+                async with Client(self._target(), read_timeout_seconds=self.call_timeout) as client:
+                    listed = await asyncio.wait_for(self._list_tools(client), self.call_timeout)
+                    self.remote_tools = listed
+                    self.our_tools = [build_tool(self.name, t, self.call) for t in listed]
+                    self.client = client
+                    self.last_error = None
+                    self.ready.set()
+                    self.settled.set()
+                    backoff = 0.5
+                    await self._watch(client)
+            except Exception as exc:
+                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                log.warning("MCP server %s failed: %s", self.name, self.last_error)
+            finally:
+                self.settled.set()
+                self.ready.clear()
+                self.client = None
+                self.restart.clear()
+            if self.stopping:
+                break
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    async def _watch(self, client: Client) -> None:
+        """Return when the server must be restarted (or the bot stops)."""
+        while not self.stopping:
+            try:
+                await asyncio.wait_for(self.restart.wait(), HEALTH_INTERVAL_S)
+                return
+            except TimeoutError:
+                pass
+            try:
+                await asyncio.wait_for(client.send_ping(), min(10.0, self.call_timeout))
+            except Exception as exc:
+                self.last_error = f"ping failed: {type(exc).__name__}"
+                return
+
+    async def call(self, remote: str, args: dict[str, Any]) -> types.CallToolResult:
+        t = self.call_timeout
+        try:
+            async with asyncio.timeout(t):
+                await self.ready.wait()
+                client = self.client
+                if client is None:
+                    raise ConnectionError("not connected")
+                return await client.call_tool(remote, args, read_timeout_seconds=t)
+        except TimeoutError:
+            raise ToolError(
+                f"MCP server {self.name} did not answer within {t:g} s; "
+                "try again later or another way"
+            ) from None
+        except MCPError as exc:
+            if "timed out" in str(exc).lower() or "timeout" in str(exc).lower():
+                raise ToolError(
+                    f"MCP server {self.name} did not answer within {t:g} s; "
+                    "try again later or another way"
+                ) from None
+            if _is_transport_failure(exc):
+                self._mark_dead()
+                raise ToolError(self._down_text()) from None
+            raise ToolError(f"MCP server {self.name}: {exc}"[:500]) from None
+        except (ConnectionError, OSError, EOFError, RuntimeError, ValueError) as exc:
+            log.warning("MCP call %s/%s failed: %r", self.name, remote, exc)
+            self._mark_dead()
+            raise ToolError(self._down_text()) from None
+        except Exception as exc:
+            if type(exc).__name__ in {"ClosedResourceError", "BrokenResourceError", "EndOfStream"}:
+                self._mark_dead()
+                raise ToolError(self._down_text()) from None
+            raise
+
+    def _mark_dead(self) -> None:
+        # Calls from now on wait for the restarted connection instead of the dead one.
+        self.ready.clear()
+        self.client = None
+        self.restart.set()
+
+    def _down_text(self) -> str:
+        return (
+            f"MCP server {self.name} stopped answering (it crashed or sent garbage); "
+            "it is being restarted, try the call again in a moment"
+        )
+
+
+def _is_transport_failure(exc: MCPError) -> bool:
+    text = str(exc).lower()
+    return any(w in text for w in ("closed", "connection", "terminated", "parse"))
