@@ -9,13 +9,12 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.agent.archive import Archiver
 from bot.config import Settings
 from db.engine import SessionFactory
 from db.repos import sessions as repo
-from scheduler.periods import is_due, parse_hhmm
+from scheduler.periods import is_due, parse_hhmm, user_tz
 from tools.base import Clock
 
 log = logging.getLogger(__name__)
@@ -34,13 +33,6 @@ class SplitReport:
     @property
     def total(self) -> int:
         return len(self.archived) + len(self.failed) + len(self.deferred)
-
-
-def user_tz(name: str | None, default: ZoneInfo) -> ZoneInfo:
-    try:
-        return ZoneInfo(name) if name else default
-    except (ZoneInfoNotFoundError, ValueError):
-        return default
 
 
 def _ids(ids: list[int], shown: int = 20) -> str:

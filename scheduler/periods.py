@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 Split = Literal["daily", "weekly", "none"]
 
@@ -31,6 +31,14 @@ def parse_hhmm(value: str) -> time:
     if not m:
         raise ValueError(f"not a HH:MM time: {value!r}")
     return time(int(m.group(1)), int(m.group(2)))
+
+
+def user_tz(name: str | None, default: ZoneInfo) -> ZoneInfo:
+    """A user's own zone, or the default when they have none (or a stored one went bad)."""
+    try:
+        return ZoneInfo(name) if name else default
+    except (ZoneInfoNotFoundError, ValueError):
+        return default
 
 
 def _aware(dt: datetime) -> datetime:

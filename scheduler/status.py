@@ -7,8 +7,7 @@ from datetime import datetime
 from bot.config import Settings
 from db.engine import SessionFactory
 from db.repos import sessions as repo
-from scheduler.jobs import user_tz
-from scheduler.periods import is_due, next_boundary, parse_hhmm
+from scheduler.periods import is_due, next_boundary, parse_hhmm, user_tz
 from scheduler.setup import SPLIT_EVERY, SWEEP_EVERY
 from tools.base import CheckResult
 

@@ -9,6 +9,7 @@ import httpx
 
 from bot.agent.runner import Agent, Incoming
 from bot.agent.sessions import start_new_session
+from db.repos import core as core_repo
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests
 from tools.memory.tool import build as memory_tool
@@ -112,3 +113,44 @@ async def test_the_model_can_start_a_new_session(tmp_path: Path, fake_llm: FakeO
         assert len(summary_requests(fake_llm)) == 1
         uid = (await env.session(first.session_id)).user_id
         assert [m.session_id for m in await env.memories(uid, "short")] == [first.session_id]
+
+
+async def test_a_message_after_the_split_time_opens_a_new_session(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """The scheduler has not run yet (bot just restarted): the message must not land in
+    yesterday's session; the old one waits for its summary and is archived once."""
+    t0 = datetime(2026, 11, 20, 22, 30, tzinfo=UTC)  # 23:30 in Berlin
+    async with (
+        make_env(tmp_path, fake_llm, t0, timezone="Europe/Berlin") as env,
+        httpx.AsyncClient() as http,
+    ):
+        agent = agent_for(env, http)
+        first = await agent.handle(Incoming("what should I cook tonight?", telegram_user_id=9))
+        env.clock.now = datetime(2026, 11, 20, 22, 59, tzinfo=UTC)  # 23:59: same period
+        same = await agent.handle(Incoming("and for dessert?", telegram_user_id=9))
+        assert same.session_id == first.session_id
+        env.clock.now = datetime(2026, 11, 20, 23, 1, tzinfo=UTC)  # 00:01 in Berlin
+        nxt = await agent.handle(Incoming("good morning", telegram_user_id=9))
+        assert nxt.session_id != first.session_id
+        assert [m["content"] for m in fake_llm.requests[-1]["messages"][1:]] == ["good morning"]
+        old = await env.session(first.session_id)
+        assert old.ended_at == env.clock.now
+        fake_llm.add(Text(SUMMARY))
+        report = await env.jobs.split_sessions()
+        assert report.archived == [first.session_id]  # the new session is not due
+        assert (await env.jobs.split_sessions()).total == 0
+        uid = old.user_id
+        assert [m.session_id for m in await env.memories(uid, "short")] == [first.session_id]
+        # A user in another zone is not affected by Berlin's midnight.
+        await agent.handle(Incoming("hi from LA", telegram_user_id=10))
+        async with env.sf() as s:
+            la = await core_repo.get_or_create_user(s, 10, "", env.clock())
+            la.timezone = "America/Los_Angeles"
+            await s.commit()
+        env.clock.advance(hours=2)
+        a = await agent.handle(Incoming("still here", telegram_user_id=10))
+        b = await agent.handle(Incoming("and again", telegram_user_id=10))
+        assert a.session_id == b.session_id
+        sent = [m["content"] for m in fake_llm.requests[-1]["messages"][1:]]
+        assert sent[0] == "hi from LA" and sent[-1] == "and again"

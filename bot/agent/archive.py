@@ -21,13 +21,14 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, Protocol
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from bot.agent.archive_check import MAX_CHARS, check_summary, describe, language_of
 from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as core_repo
 from db.repos import sessions as repo
+from scheduler.periods import user_tz
 from tools.base import Clock
 from tools.registry import TextModel, ToolDeps
 
@@ -130,12 +131,6 @@ class Archiver:
         self.clock = clock
         self.retry_base = retry_base
 
-    def user_tz(self, name: str | None) -> ZoneInfo:
-        try:
-            return ZoneInfo(name) if name else self.default_tz
-        except (ZoneInfoNotFoundError, ValueError):
-            return self.default_tz
-
     async def archive(self, session_id: int) -> ArchiveResult:
         """Archive one session (open or already closed); safe to call any number of times."""
         async with self.session_factory() as s:
@@ -147,7 +142,7 @@ class Archiver:
             if state.archived_at is not None:
                 return ArchiveResult(session_id, "already", state.summary)
             user = await core_repo.get_user(s, session.user_id)
-            tz = self.user_tz(user.timezone if user else None)
+            tz = user_tz(user.timezone if user else None, self.default_tz)
             user_id, name, started = session.user_id, session.name, session.started_at
             messages = await core_repo.session_messages(s, session_id)
             summary = state.summary

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.agent.prompt import system_prompt, to_openai, trim_history
-from bot.agent.sessions import start_new_session
+from bot.agent.sessions import close_if_period_ended, start_new_session
 from bot.agent.toolexec import AUDIT_LIMIT, CallOutcome, run_call
 from bot.config import Settings
 from bot.llm.client import Completion, LLMToolCall, OnText
@@ -81,6 +81,14 @@ class Agent:
 
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         events = events or Events()
+        # A message after the split time opens a new session even if the scheduler has
+        # not archived the old one yet (bot/agent/sessions.py; never raises).
+        await close_if_period_ended(
+            self.session_factory,
+            self.settings,
+            self.clock,
+            telegram_user_id=incoming.telegram_user_id,
+        )
         ctx = await self._start_request(incoming)
         try:
             reply = await self._loop(ctx, incoming.text, events)

@@ -1,6 +1,8 @@
 """Starting a new chat session: the one path for /newsession, the terminal's /new and the
 model's own request (memory `__NEW_SESSION__`). The scheduled split archives through the
-same Archiver and lets the next message open the new session.
+same Archiver and lets the next message open the new session; a message that arrives
+after the split time but before the scheduler got to it (the bot was down, or the job
+runs a minute later) closes the old session itself, so it never lands in a finished period.
 
 The old session is closed and the new one opened in one transaction first, so a message
 arriving while the summary is being written already lands in the new session; then the
@@ -14,9 +16,11 @@ import logging
 from dataclasses import dataclass
 
 from bot.agent.archive import Archiver, ArchiveResult
+from bot.config import Settings
 from db.engine import SessionFactory
 from db.repos import core as repo
 from db.repos import sessions as sessions_repo
+from scheduler.periods import is_due, parse_hhmm, user_tz
 from tools.base import Clock
 
 log = logging.getLogger(__name__)
@@ -54,3 +58,33 @@ async def start_new_session(
     elif out.ended_session_id is not None:
         log.info("session %d closed; its summary is left to the scheduler", out.ended_session_id)
     return out
+
+
+async def close_if_period_ended(
+    session_factory: SessionFactory,
+    settings: Settings,
+    clock: Clock,
+    *,
+    telegram_user_id: int | None,
+) -> int | None:
+    """Close the user's open session when its period (SESSION_SPLIT) is over; the id of
+    the closed session, whose summary the scheduler then writes. Never raises: a message
+    is answered even if this check fails."""
+    try:
+        now = clock()
+        async with session_factory() as s, s.begin():
+            current = await sessions_repo.open_session_of(s, telegram_user_id)
+            if current is None:
+                return None
+            tz = user_tz(current.timezone, settings.tz)
+            at = parse_hhmm(settings.session_split_time)
+            if not is_due(current.started_at, now, tz, settings.session_split, at):
+                return None
+            await sessions_repo.close_session(s, current.session_id, now)
+        log.info(
+            "session %d: its period ended; the new message opens a new one", current.session_id
+        )
+        return current.session_id
+    except Exception:
+        log.exception("checking whether the session period ended failed")
+        return None

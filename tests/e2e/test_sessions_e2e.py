@@ -54,6 +54,30 @@ async def test_after_a_split_history_is_empty_but_the_summary_is_recalled(tg: TG
     assert SUMMARY in request[0]["content"]
 
 
+async def test_first_message_after_downtime_starts_fresh_before_the_job_runs(tg: TG) -> None:
+    await talk(tg, "I am planning a trip to Lisbon in May with my sister", "Lovely!")
+    app = tg.app
+    async with app.session_factory() as s, s.begin():
+        await s.execute(update(ChatSession).values(started_at=app.deps.clock() - timedelta(days=2)))
+    # Telegram delivers the message queued while the bot was down before any job ran.
+    await talk(tg, "good morning!", "Morning!")
+    request = chat_requests(tg)[-1]["messages"]
+    assert [m["content"] for m in request[1:]] == ["good morning!"]
+    # The closed session's summary is written by the next run, once.
+    jobs = build_jobs(
+        settings=app.settings,
+        session_factory=app.session_factory,
+        memory=app.deps.memory,
+        llm=app.llm,
+        clock=app.deps.clock,
+    )
+    tg.llm.add(Text(SUMMARY))
+    assert len((await jobs.split_sessions()).archived) == 1
+    assert (await jobs.split_sessions()).total == 0
+    await talk(tg, "Which hotel did we want in Lisbon?", "A quiet one.")
+    assert SUMMARY in chat_requests(tg)[-1]["messages"][0]["content"]
+
+
 async def test_newsession_archives_and_sessions_lists(tg: TG) -> None:
     await talk(tg, "I am planning a trip to Lisbon in May with my sister", "Lovely!")
     tg.llm.add(Text(SUMMARY))

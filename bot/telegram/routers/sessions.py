@@ -18,8 +18,7 @@ from bot.app import App
 from bot.telegram.render import send_plain
 from db.repos import core as core_repo
 from db.repos import sessions as repo
-from scheduler.jobs import user_tz
-from scheduler.periods import next_boundary, parse_hhmm
+from scheduler.periods import next_boundary, parse_hhmm, user_tz
 
 MAX_NAME = 100
 LIST_LIMIT = 10
