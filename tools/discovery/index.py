@@ -7,6 +7,7 @@ uses, so a word-for-word match and a paraphrase both surface the right tool.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -17,12 +18,14 @@ from tools.memory.rank import RankWeights, fuse
 
 # texts -> one row per text (any width); rows need not be normalised.
 EmbedFn = Callable[[list[str]], np.ndarray]
-WEIGHTS = RankWeights()
+# Vectors weigh more than words: needs are said in the user's words, rarely the tool's.
+WEIGHTS = RankWeights(vector=1.5)
+_SERVER_TAG = re.compile(r"^\[[^\]]*\]\s*")
 
 
 def tool_document(name: str, description: str) -> str:
     # Names carry meaning too ("calendar__create_event"), so they are part of the text.
-    return f"{name.replace('__', ' ').replace('_', ' ')}. {description}"
+    return f"{name.replace('__', ' ').replace('_', ' ')}. {_SERVER_TAG.sub('', description)}"
 
 
 @dataclass
@@ -38,8 +41,12 @@ class ToolIndex:
         self.bm25 = BM25(texts)
         self.embed = embed
         self.vectors: np.ndarray | None = None
+        self.desc_vectors: np.ndarray | None = None
         if embed is not None and texts:
             self.vectors = _normalise(embed(texts))
+            # A second view without the name: a name's words can pull a short
+            # description away from what it says; the better of the two views counts.
+            self.desc_vectors = _normalise(embed([_SERVER_TAG.sub("", d) for _, d in docs]))
 
     def search(self, query: str, limit: int = 5) -> list[Hit]:
         if not self.names or not query.strip():
@@ -50,6 +57,8 @@ class ToolIndex:
         if self.vectors is not None and self.embed is not None:
             q = _normalise(self.embed([query]))[0]
             sims = self.vectors @ q
+            if self.desc_vectors is not None:
+                sims = np.maximum(sims, self.desc_vectors @ q)
             vec_rank = [int(i) for i in np.argsort(sims)[::-1][: max(limit * 4, 20)]]
         fused = fuse([int(i) for i in lex_rank], vec_rank, WEIGHTS)
         ordered = sorted(fused.items(), key=lambda kv: kv[1], reverse=True)[:limit]
