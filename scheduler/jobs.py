@@ -48,6 +48,7 @@ class SessionJobs:
     memory: Sweeper
     clock: Clock
     concurrency: int = 4
+    _ran: bool = field(default=False, init=False)
 
     async def due_sessions(self, now: datetime) -> list[repo.Candidate]:
         """Sessions to archive now: closed ones still without a summary, then open ones
@@ -98,15 +99,16 @@ class SessionJobs:
                 _ids(report.failed),
                 len(report.deferred),
             )
+        elif not self._ran:
+            log.info("session split at startup: nothing due")
         else:
             log.debug("session split: nothing due")
+        self._ran = True
         return report
 
     async def sweep_memories(self) -> int:
         """Delete memories past their lifetime."""
         removed = await self.memory.sweep(self.clock())
-        if removed:
-            log.info("memory sweep: %d expired memories removed", removed)
-        else:
-            log.debug("memory sweep: nothing expired")
+        # Hourly, so always at INFO: the log shows the sweep runs.
+        log.info("memory sweep: %d expired memories removed", removed)
         return removed

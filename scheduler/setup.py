@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 SPLIT_EVERY = timedelta(minutes=1)
 SWEEP_EVERY = timedelta(hours=1)
 MISFIRE_GRACE_S = 15 * 60
-STOP_GRACE_S = 20.0
+STOP_GRACE_S = 5.0  # then cancel: every archive step is idempotent, a restart redoes it
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,9 @@ class Scheduler:
         return run
 
     def start(self) -> None:
+        # APScheduler logs two INFO lines per run ("Running job", "executed successfully"):
+        # every minute, forever. Our jobs log what they did; keep its warnings and errors.
+        logging.getLogger("apscheduler").setLevel(logging.WARNING)
         aps = AsyncIOScheduler(
             timezone=UTC,
             job_defaults={
