@@ -154,3 +154,17 @@ async def test_a_message_after_the_split_time_opens_a_new_session(
         assert a.session_id == b.session_id
         sent = [m["content"] for m in fake_llm.requests[-1]["messages"][1:]]
         assert sent[0] == "hi from LA" and sent[-1] == "and again"
+
+
+async def test_a_named_session_keeps_its_name_in_the_memory(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    t0 = datetime(2026, 11, 20, 23, 30, tzinfo=UTC)  # already Nov 21 in Tokyo
+    async with make_env(tmp_path, fake_llm, t0, timezone="Asia/Tokyo") as env:
+        named = await start_new_session(env.sf, env.clock, telegram_user_id=5, name="Baking")
+        uid, sid = await env.chat(5, "give me a bread recipe", "Try a rye sourdough")
+        assert sid == named.session_id
+        fake_llm.add(Text(SUMMARY))
+        await start_new_session(env.sf, env.clock, telegram_user_id=5, archiver=env.archiver)
+        short = await env.memories(uid, "short")
+        assert [m.content for m in short] == [f"2026-11-21 (Baking): {SUMMARY}"]

@@ -18,6 +18,7 @@ closed and only its summary is retried.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, Protocol
@@ -42,6 +43,7 @@ HEAD_CHARS = 4000
 SUMMARY_MAX_TOKENS = 600
 SUMMARY_CATEGORY = "session"
 BACKOFF_CAP = timedelta(hours=1)
+DEFAULT_NAME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")  # db.repos.core.default_session_name
 
 PROMPT = """You write the memory of a finished conversation between a user and their \
 assistant, Sidekick, so that Sidekick can recall it in later conversations.
@@ -175,7 +177,8 @@ class Archiver:
         try:
             if memory_id is None:
                 when = started.astimezone(tz).strftime("%Y-%m-%d")
-                label = f"{when} ({name})" if name and not name.startswith(when) else when
+                named = name and not DEFAULT_NAME.fullmatch(name)  # not just a timestamp
+                label = f"{when} ({name})" if named else when
                 stored = await self.memory.store(
                     user_id=user_id,
                     layer="short",
