@@ -168,3 +168,21 @@ async def test_a_named_session_keeps_its_name_in_the_memory(
         await start_new_session(env.sf, env.clock, telegram_user_id=5, archiver=env.archiver)
         short = await env.memories(uid, "short")
         assert [m.content for m in short] == [f"2026-11-21 (Baking): {SUMMARY}"]
+
+
+async def test_session_listing_counts_what_the_user_sees(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    from db.repos import sessions as sessions_repo
+
+    async with make_env(tmp_path, fake_llm, T0) as env, httpx.AsyncClient() as http:
+        agent = agent_for(env, http)
+        fake_llm.add(Calls([("memory", {"action": "list"})]), Text("You have no memories."))
+        await agent.handle(Incoming("what do you remember?", telegram_user_id=3))
+        async with env.sf() as s:
+            user = await core_repo.get_or_create_user(s, 3, "", env.clock())
+            lines = await sessions_repo.recent_sessions(s, user.id)
+        assert [(line.messages, line.summary, line.ended_at) for line in lines] == [
+            (2, None, None)  # question and answer; not the tool call and its result
+        ]
+        assert len(await env.messages(lines[0].session_id)) == 4

@@ -147,7 +147,12 @@ async def recent_sessions(s: AsyncSession, user_id: int, limit: int = 10) -> lis
     """The user's newest sessions with message counts and summaries, newest first."""
     counts = (
         select(Message.session_id, func.count().label("n"))
-        .where(Message.user_id == user_id)
+        # What the user sees as messages: not tool results nor bare tool-call turns.
+        .where(
+            Message.user_id == user_id,
+            Message.role.in_(("user", "assistant")),
+            Message.content != "",
+        )
         .group_by(Message.session_id)
         .subquery()
     )
