@@ -38,14 +38,12 @@ async def scheduler_checks(
         CheckResult(
             "job session-split",
             True,
-            f"{_every(split_every)}, first run at startup (next: at bot start, then "
-            f"{_every(split_every)}); {split_detail}",
+            f"next run: at bot start, then {_every(split_every)}; {split_detail}",
         ),
         CheckResult(
             "job memory-sweep",
             True,
-            f"{_every(sweep_every)}, first run at startup (next: at bot start, then "
-            f"{_every(sweep_every)}); deletes expired memories",
+            f"next run: at bot start, then {_every(sweep_every)}; deletes expired memories",
         ),
     ]
     async with session_factory() as s:

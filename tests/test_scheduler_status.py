@@ -58,4 +58,4 @@ async def test_doctor_runs_the_scheduler_check(app: App) -> None:
     results = await check_scheduler(app)
     assert [r.name for r in results] == ["job session-split", "job memory-sweep", "sessions"]
     table = format_table(results)
-    assert "ok    job session-split  every 1 min, first run at startup" in table
+    assert "ok    job session-split  next run: at bot start, then every 1 min" in table
