@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.agent.archive import archiver_from
 from bot.agent.runner import Agent, ContextProvider
 from bot.config import Settings
 from bot.llm.client import LLMClient
@@ -72,5 +73,6 @@ async def build_app(
         registry=registry,
         clock=clock,
         context_providers=context_providers(deps),
+        archiver=archiver_from(deps),
     )
     return App(settings, engine, sf, http, llm, deps, registry, agent)

@@ -73,7 +73,7 @@ async def test_first_session_and_empty_old_session(tmp_path: Path, fake_llm: Fak
         assert fake_llm.requests == []
 
 
-def agent_for(env: Env, http: httpx.AsyncClient) -> Agent:
+def agent_for(env: Env, http: httpx.AsyncClient, *, archive_now: bool = False) -> Agent:
     deps = ToolDeps(
         settings=env.settings,
         session_factory=env.sf,
@@ -88,6 +88,7 @@ def agent_for(env: Env, http: httpx.AsyncClient) -> Agent:
         llm=env.llm,
         registry=Registry([memory_tool(deps)]),
         clock=env.clock,
+        archiver=env.archiver if archive_now else None,
     )
 
 
@@ -113,6 +114,22 @@ async def test_the_model_can_start_a_new_session(tmp_path: Path, fake_llm: FakeO
         assert len(summary_requests(fake_llm)) == 1
         uid = (await env.session(first.session_id)).user_id
         assert [m.session_id for m in await env.memories(uid, "short")] == [first.session_id]
+
+
+async def test_the_models_new_session_is_archived_at_once_with_an_archiver(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    async with make_env(tmp_path, fake_llm, T0) as env, httpx.AsyncClient() as http:
+        agent = agent_for(env, http, archive_now=True)
+        first = await agent.handle(Incoming("I like rye bread", telegram_user_id=9))
+        new_session = {"action": "store", "content": "__NEW_SESSION__", "category": "system"}
+        fake_llm.add(Calls([("memory", new_session)]), Text("Fresh start!"), Text(SUMMARY))
+        reply = await agent.handle(Incoming("let's start over", telegram_user_id=9))
+        assert reply.text == "Fresh start!"
+        uid = (await env.session(first.session_id)).user_id
+        assert [m.session_id for m in await env.memories(uid, "short")] == [first.session_id]
+        assert (await env.jobs.split_sessions()).archived == []  # nothing left to do
+        assert len(summary_requests(fake_llm)) == 1
 
 
 async def test_a_message_after_the_split_time_opens_a_new_session(

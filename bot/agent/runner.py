@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
+from bot.agent.archive import Archiver
 from bot.agent.prompt import system_prompt, to_openai, trim_history
 from bot.agent.sessions import close_if_period_ended, start_new_session
 from bot.agent.toolexec import AUDIT_LIMIT, CallOutcome, run_call
@@ -72,6 +73,9 @@ class Agent:
     registry: Registry
     clock: Clock = system_clock
     context_providers: list[ContextProvider] = field(default_factory=list)
+    # Summarises a closed session into memory; None when memory is off (the scheduler
+    # then writes the summary on its next run).
+    archiver: Archiver | None = None
 
     def user_timezone(self, tz_name: str | None) -> ZoneInfo:
         try:
@@ -97,14 +101,15 @@ class Agent:
                 await asyncio.gather(*ctx.background, return_exceptions=True)
         if ctx.new_session_requested:
             # The model asked for a fresh start (memory __NEW_SESSION__): close this session
-            # through the one path; the scheduler's next run writes its summary. The reply
-            # is returned whatever happens here.
+            # through the one path, which archives it. The reply is returned whatever
+            # happens here.
             try:
                 await start_new_session(
                     self.session_factory,
                     self.clock,
                     telegram_user_id=incoming.telegram_user_id,
                     user_name=incoming.user_name,
+                    archiver=self.archiver,
                 )
             except Exception:
                 log.exception("starting the new session the model asked for failed")
