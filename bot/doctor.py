@@ -12,6 +12,7 @@ from bot.config import Settings
 from db.engine import sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult
+from tools.code.doctor import check_code
 from tools.search.doctor import check_search
 
 Check = Callable[[App], Awaitable[list[CheckResult]]]
@@ -130,6 +131,7 @@ def all_checks() -> list[Check]:
         check_telegram,
         check_scheduler,
         check_search,
+        check_code,
     ]
 
 

@@ -5,6 +5,7 @@ sense (as root, a throwaway uid stands in for the missing namespaces)."""
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,9 @@ from tests.test_code_helpers import SECRET_TOKEN, Env, env, leftovers, needs_bwr
 from tools.code.tool import CodeService
 
 __all__ = ["env"]
+
+# A sleep length no other process on the host uses (parallel test runs share /proc).
+TAG = f"{os.getpid() % 100000}.{random.randint(100, 999)}"
 
 MODES = [
     pytest.param("on", marks=needs_bwrap, id="bwrap"),
@@ -78,7 +82,7 @@ import { spawn } from "node:child_process";
 let ok = 0; const errs = {};
 for (let i = 0; i < 3000; i++) {
   try {
-    const c = spawn("sleep", ["987.101"], { stdio: "ignore" });
+    const c = spawn("sleep", [TAG], { stdio: "ignore" });
     c.on("error", (e) => { errs[e.code] = (errs[e.code] || 0) + 1; });
     ok++;
   } catch (e) { errs[e.code] = (errs[e.code] || 0) + 1; }
@@ -88,12 +92,12 @@ await Bun.sleep(200);
 console.log(JSON.stringify(errs));
 await Bun.sleep(100000);
 """
-    _, res, cat = await svc.execute(bomb, 4000, None)
+    _, res, cat = await svc.execute(bomb.replace("TAG", repr(TAG + "1")), 4000, None)
     # Spawning stopped with EAGAIN (RLIMIT_NPROC, even though the bot is root) or bun
     # itself could not make threads; either way the run ended and nothing survived it.
     assert "EAGAIN" in res.stdout or cat == "killed", (res.stdout, res.stderr[-300:])
     assert cat in {"timeout", "killed"}
-    assert leftovers("987.101") == []
+    assert leftovers(TAG + "1") == []
     await still_serves(svc)
 
 
@@ -205,11 +209,11 @@ for (const p of ["{outside}", "/usr/planted.txt", "/tmp/planted-by-code.txt", ".
 @pytest.mark.parametrize("mode", MODES)
 async def test_setsid_child_does_not_outlive_the_timeout(env: Env, mode: str) -> None:
     svc = service(env, mode)
-    code = 'Bun.spawn(["setsid", "sleep", "987.202"]); console.log("started");'
+    code = f'Bun.spawn(["setsid", "sleep", "{TAG}2"]); console.log("started");'
     code += " await Bun.sleep(100000);"
     _, res, cat = await svc.execute(code, 1000, None)
     assert cat == "timeout" and res.stdout.strip() == "started"
-    assert leftovers("987.202") == []
+    assert leftovers(TAG + "2") == []
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -217,14 +221,14 @@ async def test_exit_zero_with_a_detached_child_holding_stdout(env: Env, mode: st
     svc = service(env, mode)
     code = """
 const io = { stdout: "inherit", stderr: "inherit" };
-const c = Bun.spawn(["setsid", "sh", "-c", "sleep 987.303"], io);
+const c = Bun.spawn(["setsid", "sh", "-c", "sleep TAG"], io);
 c.unref();
 console.log("bye");
 """
-    _, res, cat = await svc.execute(code, 60000, None)
+    _, res, cat = await svc.execute(code.replace("TAG", TAG + "3"), 60000, None)
     # Returned on bun's exit, not on the timeout, and the holder is gone.
     assert cat is None and not res.timed_out and res.stdout.strip() == "bye"
-    assert leftovers("987.303") == []
+    assert leftovers(TAG + "3") == []
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -284,9 +288,7 @@ async def test_a_cancelled_run_is_traced_and_killed(env: Env) -> None:
 
     svc = env.service()
     task = asyncio.create_task(
-        svc.execute(
-            'console.log("go"); await Bun.sleep(100000); // 987.404', 60000, env.call("c-cancel")
-        )
+        svc.execute('console.log("go"); await Bun.sleep(100000)', 60000, env.call("c-cancel"))
     )
     await asyncio.sleep(0.5)
     task.cancel()

@@ -114,8 +114,23 @@ class JobManager:
         return out
 
     async def close(self) -> None:
-        tasks = list(self.tasks.values())
-        for t in tasks:
+        """At shutdown: stop every job and mark it interrupted (a task cancelled before it
+        ever ran never reaches its own `finally`)."""
+        jobs = dict(self.tasks)
+        for t in jobs.values():
             t.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        if not jobs:
+            return
+        await asyncio.gather(*jobs.values(), return_exceptions=True)
+        try:
+            async with self.sf.begin() as s:
+                for job_id in jobs:
+                    await repo.finish_job(
+                        s,
+                        job_id,
+                        status="interrupted",
+                        now=self.clock(),
+                        error="the bot shut down before the job finished",
+                    )
+        except Exception:
+            log.exception("could not mark code jobs as interrupted")

@@ -12,13 +12,14 @@ from __future__ import annotations
 from aiogram import Router
 from aiogram.types import BotCommand
 
-from bot.telegram.routers import chat, sessions, start
+from bot.telegram.routers import chat, code, sessions, start
 
 
 def build_routers() -> list[Router]:
     return [
         start.build_router(),
         sessions.build_router(),
+        code.build_router(),
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]

