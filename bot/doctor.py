@@ -13,6 +13,7 @@ from db.engine import sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult
 from tools.code.doctor import check_code
+from tools.discovery.doctor import check_tools
 from tools.search.doctor import check_search
 
 Check = Callable[[App], Awaitable[list[CheckResult]]]
@@ -132,6 +133,7 @@ def all_checks() -> list[Check]:
         check_scheduler,
         check_search,
         check_code,
+        check_tools,
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -15,8 +16,12 @@ from bot.app import App
 from bot.errors import ConfigError
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.tools_helpers import FAKE_SERVER, build_tools_app, tool_results, write_mcp_config
+from tools.base import ToolError
+from tools.discovery.doctor import check_tools
 from tools.extensions import mcp_manager
 from tools.mcp.config import HttpServer, StdioServer, load_config, parse_config
+from tools.mcp.convert import render_result
+from tools.mcp.manager import McpManager
 
 
 @pytest.fixture
@@ -91,6 +96,10 @@ async def test_broken_server_does_not_stop_the_bot(tmp_path: Path, fake_llm: Fak
         assert status["fake"].up and status["fake"].tools == 60
         assert not status["missing"].up and status["missing"].error
         assert not status["quits"].up
+        checks = {c.name: c for c in await check_tools(app)}
+        assert checks["tools"].ok and "3 core + 61 extension tools" in checks["tools"].detail
+        assert checks["MCP fake"].ok and checks["MCP fake"].detail == "up, 60 tools"
+        assert not checks["MCP missing"].ok and "MCP_CONFIG" in checks["MCP missing"].fix
         fake_llm.add(Text("still here"))
         assert (await app.agent.handle(Incoming("hi", telegram_user_id=1))).text == "still here"
     finally:
@@ -130,3 +139,20 @@ def test_config_parsing_and_errors(tmp_path: Path) -> None:
         load_config(tmp_path / "absent.json")
     path.write_text(json.dumps({"mcpServers": {"s": {"command": str(FAKE_SERVER)}}}))
     assert load_config(path)[0].name == "s"
+
+
+async def test_health_pings_keep_a_live_server_and_restart_a_dead_one() -> None:
+    cfg = StdioServer("fake", sys.executable, [str(FAKE_SERVER), "--extras"])
+    manager = McpManager([cfg], call_timeout=3, health_interval=0.05)
+    await manager.start()
+    try:
+        server = manager.servers[0]
+        await asyncio.sleep(0.5)  # several pings; "method not found" still means alive
+        assert server.up and server.starts == 1
+        with pytest.raises(ToolError, match="stopped answering"):
+            await server.call("crash", {})
+        result = await server.call("todo_list", {})  # waits for the restart
+        assert render_result(result).startswith("todo_list ok") and server.starts == 2
+    finally:
+        await manager.stop()
+    assert not manager.servers[0].up

@@ -104,7 +104,6 @@ class Registry:
         if self.planner is not None:
             await self.planner.start()
 
-
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self.tools.values()]
 

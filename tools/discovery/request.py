@@ -8,7 +8,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from tools.base import RequestContext, Tool, ToolCall, ToolOutput
-from tools.discovery.context_log import split_of
+from tools.discovery.context_log import ContextSplit, split_of
 from tools.discovery.tokens import count_payload
 from tools.registry import RequestTools
 
@@ -44,6 +44,8 @@ class DiscoveringTools(RequestTools):
         # Extension tools that may be unloaded to make room, oldest first.
         self.loaded: OrderedDict[str, None] = OrderedDict((n, None) for n in direct)
         self.payload_tokens: list[int] = []  # tokens of the tools payload of every model call
+        self._split: ContextSplit | None = None
+        self._split_parts: object = None
 
     # -- what the model sees -------------------------------------------------------------
 
@@ -53,8 +55,13 @@ class DiscoveringTools(RequestTools):
         self.payload_tokens.append(tokens)
         parts = self.ctx.state.get("prompt_parts")
         if isinstance(parts, dict):
-            split = split_of(parts, tokens, list(self.tools), self.ctx.now())
-            self.discovery.context_log.put(self.ctx.user_id, split)
+            # The prompt is counted once per request; only the tools change between calls.
+            if self._split is None or self._split_parts is not parts:
+                self._split = split_of(parts, tokens, [], self.ctx.now())
+                self._split_parts = parts
+            self._split.tools = tokens
+            self._split.tool_names = list(self.tools)
+            self.discovery.context_log.put(self.ctx.user_id, self._split)
         return out
 
     def cost(self, extra: str | None = None) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 
 from tools.base import Tool
 from tools.mcp.config import ServerConfig
-from tools.mcp.server import McpServer
+from tools.mcp.server import HEALTH_INTERVAL_S, McpServer
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +25,13 @@ class ServerStatus:
 
 class McpManager:
     def __init__(
-        self, configs: list[ServerConfig], call_timeout: float, start_wait: float = 15.0
+        self,
+        configs: list[ServerConfig],
+        call_timeout: float,
+        start_wait: float = 15.0,
+        health_interval: float = HEALTH_INTERVAL_S,
     ) -> None:
-        self.servers = [McpServer(c, call_timeout) for c in configs]
+        self.servers = [McpServer(c, call_timeout, health_interval) for c in configs]
         self.start_wait = start_wait
 
     async def start(self) -> None:

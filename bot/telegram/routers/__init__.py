@@ -13,6 +13,7 @@ from aiogram import Router
 from aiogram.types import BotCommand
 
 from bot.telegram.routers import chat, code, sessions, start
+from bot.telegram.routers import tools as tools_router
 
 
 def build_routers() -> list[Router]:
@@ -20,6 +21,7 @@ def build_routers() -> list[Router]:
         start.build_router(),
         sessions.build_router(),
         code.build_router(),
+        tools_router.build_router(),
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]

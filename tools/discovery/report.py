@@ -1,0 +1,106 @@
+"""Plain-text reports for /tools, /context and doctor (no Telegram here)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from tools.base import CheckResult
+from tools.discovery.service import Discovery
+from tools.discovery.tokens import count_payload, tokenizer_name
+from tools.mcp.manager import McpManager
+
+LIST_LIMIT = 12
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:LIST_LIMIT])
+    more = len(names) - LIST_LIMIT
+    return shown + (f" (+{more} more)" if more > 0 else "") if names else "none"
+
+
+def tools_text(disc: Discovery, user_id: int, mcp: McpManager | None) -> str:
+    cat = disc.catalog()
+    plan = disc.plan(user_id, cat)
+
+    def tokens(names: list[str]) -> int:
+        tools = [cat.core.get(n) or cat.extensions[n] for n in names]
+        return count_payload([t.schema() for t in tools])
+
+    core = list(cat.core)
+    lines = [
+        f"Tools (budget {disc.budget} tokens per call, counted with {tokenizer_name()})",
+        f"Core, always shown — {len(core)} tools, {tokens(core)} tokens: {_names(core)}",
+        f"Direct — {len(plan.direct)} tools, {tokens(plan.direct)} tokens: {_names(plan.direct)}",
+    ]
+    if plan.meta:
+        lines.append(
+            f"Discoverable through tool_search — {len(plan.discoverable)} tools, "
+            f"{tokens(plan.discoverable)} tokens if all were shown: {_names(plan.discoverable)}"
+        )
+        lines.append(f"tool_search + tool_explain cost {cat.meta_cost} tokens.")
+    else:
+        lines.append("Discoverable — none: every tool fits the budget.")
+    if mcp is not None and mcp.servers:
+        parts = []
+        for st in mcp.status():
+            state = f"up, {st.tools} tools" if st.up else f"DOWN ({st.error or 'starting'})"
+            parts.append(f"{st.name}: {state}")
+        lines.append("MCP servers — " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def context_text(disc: Discovery, user_id: int, tz: ZoneInfo) -> str:
+    split = disc.context_log.get(user_id)
+    if split is None:
+        return "No request of yours since the bot started; send a message, then /context."
+    at: datetime = split.at.astimezone(tz)
+    total = split.total or 1
+
+    def row(label: str, n: int) -> str:
+        return f"{label}: {n} tokens ({100 * n / total:.0f}%)"
+
+    return "\n".join(
+        [
+            f"Your last request ({at:%Y-%m-%d %H:%M}), {split.total} tokens in all:",
+            row("System prompt", split.system),
+            row("Recalled memory", split.memory),
+            row("History", split.history),
+            row(f"Tools ({len(split.tool_names)})", split.tools),
+        ]
+    )
+
+
+def doctor_checks(disc: Discovery | None, mcp: McpManager | None) -> list[CheckResult]:
+    out: list[CheckResult] = []
+    if disc is not None:
+        cat = disc.catalog()
+        plan = disc.plan(-1, cat)
+        shown = list(cat.core) + plan.direct
+        first = count_payload([(cat.core.get(n) or cat.extensions[n]).schema() for n in shown]) + (
+            cat.meta_cost if plan.meta else 0
+        )
+        detail = (
+            f"{len(cat.core)} core + {len(cat.extensions)} extension tools; "
+            f"first call ~{first} of {disc.budget} tokens ({tokenizer_name()})"
+            + (", the rest via tool_search" if plan.meta else "")
+        )
+        out.append(
+            CheckResult(
+                "tools",
+                first <= disc.budget,
+                detail,
+                "raise TOOL_TOKEN_BUDGET: the core tools alone do not fit",
+            )
+        )
+    if mcp is not None:
+        for st in mcp.status():
+            out.append(
+                CheckResult(
+                    f"MCP {st.name}",
+                    st.up,
+                    f"up, {st.tools} tools" if st.up else (st.error or "not running"),
+                    "check its command/url in MCP_CONFIG; run the command by hand to see errors",
+                )
+            )
+    return out
