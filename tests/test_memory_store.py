@@ -211,3 +211,68 @@ async def test_changed_embedder_degrades_to_words_then_reindex(env: Env) -> None
     assert (await other.index_status()).ok
     hits = await other.recall(user_id=env.users[0], query="which pets", limit=2)
     assert len(hits) == 2
+
+
+HYBRID_FACTS = [
+    "Has a dog called Rex",
+    "Pet insurance renewal is due in March",
+    "Seeing Dr. Okafor for a checkup on Tuesday",
+    "Booked an appointment to repair the car brakes",
+    "Works at a bakery downtown",
+    "Sister Anna lives in Toronto",
+    "Allergic to peanuts",
+    "Drives an old Volvo",
+    "Plays the cello in a quartet",
+    "Colleague Priya loves the colour green",
+    "Brother Tom is a fan of bright blue colours",
+    "Mother likes pastel colours",
+    "Notes from the team meeting: budget approved, new hires in spring, office move "
+    "delayed, Kowalski deal signed, parking rules unchanged",
+    "Signed the lease contract for the new flat",
+    "Team meeting notes: budget cut, hiring frozen, Novak deal postponed, new coffee machine",
+    "Meeting notes from Friday: Brennan deal on hold, office plants, quarterly numbers good",
+    "Notes of the board meeting: Lindqvist deal cancelled, new logo, travel budget doubled",
+    "The door code of the cellar storage room is 4711",
+    "The door code of the garage is 9052",
+    "The door code of the office is 1234",
+    "Flight LH 2231 to Lisbon leaves at 7:40",
+    "Flight BA 118 to London leaves at 9:15",
+]
+# (query, the memory that answers it): paraphrases that share no word with the answer, and
+# questions whose answer shares a rare word with them among look-alikes.
+HYBRID_QUERIES = [
+    ("my animals", "Has a dog called Rex"),
+    ("medical stuff", "Seeing Dr. Okafor for a checkup on Tuesday"),
+    ("food allergy", "Allergic to peanuts"),
+    ("what instrument", "Plays the cello in a quartet"),
+    ("what colour does Tom like", "Brother Tom is a fan of bright blue colours"),
+    ("Priya colour", "Colleague Priya loves the colour green"),
+    ("when is the renewal due", "Pet insurance renewal is due in March"),
+    ("was the Kowalski deal signed", HYBRID_FACTS[12]),
+    ("lease contract", "Signed the lease contract for the new flat"),
+    ("Brennan deal", HYBRID_FACTS[15]),
+    ("what happened with Lindqvist", HYBRID_FACTS[16]),
+    ("which door has the code 4711", HYBRID_FACTS[17]),
+    ("where does flight 118 go", HYBRID_FACTS[21]),
+    ("when does LH 2231 leave", HYBRID_FACTS[20]),
+]
+
+
+async def test_hybrid_beats_either_half(env: Env) -> None:
+    for f in HYBRID_FACTS:
+        await put(env, f)
+
+    async def mrr(bm25: bool, vectors: bool) -> float:
+        env.store.use_bm25, env.store.use_vectors = bm25, vectors
+        total = 0.0
+        for query, answer in HYBRID_QUERIES:
+            got = await contents(env, query, limit=5)
+            total += 1 / (got.index(answer) + 1) if answer in got else 0.0
+        return total / len(HYBRID_QUERIES)
+
+    hybrid, words_only, meaning_only = (
+        await mrr(True, True),
+        await mrr(True, False),
+        await mrr(False, True),
+    )
+    assert hybrid > words_only and hybrid > meaning_only

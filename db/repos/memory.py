@@ -181,14 +181,17 @@ async def bm25(
         names = [f":l{i}" for i in range(len(layers))]
         layer_sql = f" AND m.layer IN ({','.join(names)})"
         params.update({f"l{i}": v for i, v in enumerate(layers)})
+    # FTS5 first (confined to the user by the owner column), then the row filters: left to
+    # itself the planner walks the user's rows and probes FTS5 for each, O(memories).
     sql = (
-        "SELECT f.rowid, -bm25(memory_fts, 1.0, 0.3, 0.0) AS score FROM memory_fts f "
-        "JOIN memories m ON m.id = f.rowid "
-        "WHERE memory_fts MATCH :q AND m.user_id = :user "
-        "AND (m.expires_at IS NULL OR m.expires_at > :now)"
+        "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(memory_fts, 1.0, 0.3, 0.0) AS r "
+        "FROM memory_fts WHERE memory_fts MATCH :q ORDER BY r LIMIT :inner) "
+        "SELECT h.id, -h.r AS score FROM hits h JOIN memories m ON m.id = h.id "
+        "WHERE m.user_id = :user AND (m.expires_at IS NULL OR m.expires_at > :now)"
         + layer_sql
         + " ORDER BY score DESC LIMIT :k"
     )
+    params["inner"] = k * 4
     return [(int(r[0]), float(r[1])) for r in (await s.execute(text(sql), params)).all()]
 
 

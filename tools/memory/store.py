@@ -6,6 +6,7 @@ session ones when their session ends. Every query is scoped to one user.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Callable
@@ -128,6 +129,7 @@ class MemoryStore:
         self._clock = clock
         self.weights = weights or RankWeights()
         self._vectors: bool | None = None  # None: not checked yet
+        self._write_lock = asyncio.Lock()
         # Recall modes for the benchmark: both halves, or one alone.
         self.use_bm25 = True
         self.use_vectors = True
@@ -221,7 +223,9 @@ class MemoryStore:
         certainty = max(0.0, min(float(certainty), 1.0))
         now = self._clock()
         vec = await self._embed(content)
-        async with self._sf() as s, s.begin():
+        # One write at a time: parallel tool calls storing the same fact would each miss
+        # the other's uncommitted row and both insert.
+        async with self._write_lock, self._sf() as s, s.begin():
             emb = await self._fit(s, vec)
             twin = await self._twin(s, user_id, layer, content, emb, session_id)
             if twin is not None:
@@ -256,8 +260,10 @@ class MemoryStore:
         session_id: int | None,
     ) -> Memory | None:
         """An existing memory saying (nearly) the same thing, if any."""
-        twin = await repo.exact(s, user_id, layer, content.lower())
-        if twin is None and emb is not None:
+        twin = None
+        if emb is None:  # without vectors, at least exact repeats are caught
+            twin = await repo.exact(s, user_id, layer, content.lower())
+        else:
             near = await repo.knn(s, user_id, emb, 3, layer, self._clock())
             for mid, dist in near:
                 if dist > DUP_DISTANCE:
@@ -335,9 +341,9 @@ class MemoryStore:
                     vec_hits += await repo.knn(s, user_id, emb, pool, layer, now)
                 vec_hits.sort(key=lambda t: t[1])
             bm_hits = await repo.bm25(s, user_id, match, pool, wanted, now) if match else []
-            scores = fuse([i for i, _ in bm_hits], [i for i, _ in vec_hits], self.weights)
+            scores = fuse(bm_hits, vec_hits, self.weights)
             sessions = await self._sessions_around(s, scores)
-            scores = spread(scores, sessions, self.weights.neighbour)
+            scores = spread(scores, sessions, self.weights.neighbours)
             found = await repo.rows(s, user_id, list(scores), now)
         keep = {r.memory.id: r for r in found if self._visible(r, wanted, session_id)}
         cands = {
@@ -351,9 +357,10 @@ class MemoryStore:
         return [_hit(keep[mid], score / top if top else 0.0) for mid, score in ranked]
 
     async def _sessions_around(self, s: Any, scores: dict[int, float]) -> dict[int, int | None]:
-        if self.weights.neighbour <= 0 or not scores:
+        offsets = [d for d, share in self.weights.neighbours.items() if share > 0]
+        if not offsets or not scores:
             return {}
-        ids = set(scores) | {i + d for i in scores for d in (-1, 1)}
+        ids = set(scores) | {i + d for i in scores for d in offsets}
         return {mid: sid for mid, (sid, _layer) in (await repo.neighbours(s, sorted(ids))).items()}
 
     @staticmethod

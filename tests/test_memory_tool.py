@@ -1,0 +1,167 @@
+"""The memory tool through the real agent loop, the auto-recall prompt section, and doctor."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import select
+
+from bot.agent.runner import Incoming
+from bot.app import App
+from db.models import Memory
+from tests.fakes.openai_server import Calls, FakeOpenAI, Text
+
+
+def tool_results(fake_llm: FakeOpenAI, count: int | None = None) -> list[str]:
+    """The tool results the model saw in its last request (the last `count` of them)."""
+    out = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"]
+    return out[-count:] if count else out
+
+
+async def test_store_recall_list_forget(app: App, fake_llm: FakeOpenAI) -> None:
+    fake_llm.add(
+        Calls(
+            [
+                (
+                    "memory",
+                    {
+                        "action": "store",
+                        "layer": "long",
+                        "content": "Lives in Berlin",
+                        "category": "fact",
+                        "certainty": 0.9,
+                    },
+                ),
+                (
+                    "memory",
+                    {
+                        "action": "store",
+                        "layer": "mid",
+                        "content": "Training for a marathon in April",
+                        "category": "goal",
+                    },
+                ),
+                ("memory", {"action": "store", "layer": "long", "content": "lives in Berlin"}),
+            ]
+        ),
+        Text("noted"),
+    )
+    reply = await app.agent.handle(Incoming("I live in Berlin", telegram_user_id=5))
+    assert reply.text == "noted"
+    stored = tool_results(fake_llm)
+    assert stored[0] == "stored #1" and stored[1] == "stored #2" and stored[2] == "updated #1"
+
+    fake_llm.add(
+        Calls(
+            [
+                ("memory", {"action": "recall", "query": "which city do I live in"}),
+                ("memory", {"action": "list", "layer": "mid"}),
+            ]
+        ),
+        Text("Berlin"),
+    )
+    await app.agent.handle(Incoming("where do I live?", telegram_user_id=5))
+    recall, listing = (json.loads(r) for r in tool_results(fake_llm, 2))
+    first = recall["memories"][0]
+    assert first["id"] == 1 and first["layer"] == "long" and first["relevance"] == 1.0
+    assert {"content", "category", "certainty", "created_at", "source"} <= set(first)
+    assert listing["total"] == 1 and listing["memories"][0]["category"] == "goal"
+
+    fake_llm.add(Calls([("memory", {"action": "forget", "memory_id": 2})]), Text("done"))
+    await app.agent.handle(Incoming("forget the marathon", telegram_user_id=5))
+    assert tool_results(fake_llm, 1) == ["forgot #2"]
+    async with app.session_factory() as s:
+        ids = list((await s.execute(select(Memory.id))).scalars())
+    assert ids == [1]
+
+
+async def test_bad_input_gets_clear_errors(app: App, fake_llm: FakeOpenAI) -> None:
+    # Someone else's memory first.
+    fake_llm.add(
+        Calls([("memory", {"action": "store", "layer": "long", "content": "Owns a boat"})]),
+        Text("ok"),
+    )
+    await app.agent.handle(Incoming("I own a boat", telegram_user_id=99))
+    fake_llm.add(
+        Calls(
+            [
+                ("memory", {"action": "store", "layer": "forever", "content": "x"}),
+                ("memory", {"action": "store", "layer": "long", "content": "   "}),
+                ("memory", {"action": "store", "layer": "long", "content": "x", "certainty": 1.5}),
+                ("memory", {"action": "forget", "memory_id": 1}),
+                (
+                    "memory",
+                    {"action": "store", "layer": "long", "content": "x", "category": "goal"},
+                ),
+                ("memory", {"action": "recall", "query": ""}),
+                ("memory", {"action": "store", "content": "no layer"}),
+                ("memory", {"action": "fly"}),
+            ]
+        ),
+        Text("sorry"),
+    )
+    await app.agent.handle(Incoming("do odd things", telegram_user_id=5))
+    r = tool_results(fake_llm, 8)
+    assert "layer" in r[0] and "invalid arguments" in r[0]
+    assert "non-empty `content`" in r[1]
+    assert "certainty" in r[2] and "less than or equal to 1" in r[2]
+    assert "no memory #1" in r[3] and "not this user's" in r[3]
+    assert "does not fit layer long" in r[4] and "fact" in r[4]
+    assert "non-empty `query`" in r[5]
+    assert "needs `layer`" in r[6]
+    assert "action" in r[7]
+    async with app.session_factory() as s:
+        contents = list((await s.execute(select(Memory.content))).scalars())
+    assert contents == ["Owns a boat"]  # nothing stored, nothing lost
+
+
+async def test_new_session_marker_is_not_stored(app: App, fake_llm: FakeOpenAI) -> None:
+    fake_llm.add(
+        Calls(
+            [
+                (
+                    "memory",
+                    {
+                        "action": "store",
+                        "layer": "session",
+                        "content": "__NEW_SESSION__",
+                        "category": "system",
+                    },
+                )
+            ]
+        ),
+        Text("fresh start"),
+    )
+    await app.agent.handle(Incoming("let's start over", telegram_user_id=5))
+    seen = [m["content"] for r in fake_llm.requests for m in r["messages"] if m["role"] == "tool"]
+    assert any("new session" in c for c in seen)
+    async with app.session_factory() as s:
+        contents = list((await s.execute(select(Memory.content))).scalars())
+    assert "__NEW_SESSION__" not in contents
+
+
+async def test_auto_recall_puts_memories_in_the_system_prompt(
+    app: App, fake_llm: FakeOpenAI
+) -> None:
+    assert app.deps.memory is not None
+    await app.agent.handle(Incoming("hi", telegram_user_id=5))
+    async with app.session_factory() as s:
+        from db.models import User
+
+        user_id = (await s.execute(select(User.id))).scalar_one()
+    store = app.deps.memory
+    await store.store(
+        user_id=user_id, layer="long", content="Name is Ann, a nurse", category="fact"
+    )
+    await store.store(user_id=user_id, layer="short", content="Has a cold this week")
+    await store.store(user_id=user_id, layer="mid", content="Learning Spanish", category="goal")
+    await store.store(
+        user_id=user_id, layer="short", content="x" * 3000
+    )  # too big for the budget: left out
+    await app.agent.handle(Incoming("any tips for my cold?", telegram_user_id=5))
+    system = fake_llm.requests[-1]["messages"][0]["content"]
+    assert "What you remember about the user" in system
+    section = system.split("What you remember about the user")[1]
+    assert section.index("Name is Ann") < section.index("Has a cold")
+    assert "x" * 100 not in section
+    assert "[#1] (long/fact) Name is Ann, a nurse" in section
