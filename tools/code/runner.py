@@ -15,6 +15,7 @@ import math
 import os
 import shutil
 import signal
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from tools.code.sandbox import (
     TASKS_PER_RUN,
     Limits,
     Mode,
+    Plan,
     build_plan,
     drop_uid_argv,
     own_task_count,
@@ -103,28 +105,26 @@ class CodeRunner:
             plan = build_plan(
                 self.mode, self.bun, workdir, network=self.network, limits=limits, uid=uid
             )
-            return await self._execute(
-                plan.argv, plan.env, plan.cwd, plan.preexec, code, timeout_ms
-            )
+            return await self._execute(plan, code, timeout_ms)
         finally:
             if uid is not None and self.mode == "basic":
                 await self._kill_uid(uid)
             shutil.rmtree(workdir, ignore_errors=True)
 
-    async def _execute(self, argv, env, cwd, preexec, code: str, timeout_ms: int) -> RunResult:  # type: ignore[no-untyped-def]
+    async def _execute(self, plan: Plan, code: str, timeout_ms: int) -> RunResult:
         start = time.perf_counter()
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv,
+                *plan.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                preexec_fn=preexec,
+                cwd=plan.cwd,
+                env=plan.env,
+                preexec_fn=plan.preexec,
                 start_new_session=True,
             )
-        except (OSError, subprocess_error()) as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             return RunResult("", "", None, 0.0, sandbox_error=f"could not start: {exc}")
         loop = asyncio.get_running_loop()
         exited = asyncio.Event()
@@ -167,8 +167,8 @@ class CodeRunner:
         finally:
             if proc.returncode is None:
                 _killpg(proc.pid)
-            for t in (*readers, feeder, *([poller] if poller else [])):
-                t.cancel()
+            for task in (*readers, feeder, *([poller] if poller else [])):
+                task.cancel()
             if pidfd is not None:
                 loop.remove_reader(pidfd)
                 os.close(pidfd)
@@ -200,12 +200,6 @@ class CodeRunner:
             await asyncio.wait_for(proc.wait(), FINAL_WAIT_S)
         except (OSError, TimeoutError):
             log.warning("could not sweep the processes of uid %s", uid)
-
-
-def subprocess_error() -> type[Exception]:
-    import subprocess
-
-    return subprocess.SubprocessError
 
 
 def _killpg(pid: int) -> None:

@@ -257,9 +257,3 @@ def prepare_workdir(base: Path | None, uid: int | None) -> Path:
         for p in (path, path / ".home", path / ".tmp"):
             os.chown(p, uid, uid)
     return path
-
-
-def kill_uid(uid: int) -> None:
-    """SIGKILL every process of a throwaway uid (what escaped the process group)."""
-    argv = [*drop_uid_argv(uid), "/bin/kill", "-KILL", "-1"]
-    subprocess.run(argv, capture_output=True, timeout=10, env={"PATH": "/usr/bin:/bin"})
