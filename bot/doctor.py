@@ -14,6 +14,7 @@ from db.migrate import pending
 from tools.base import CheckResult
 from tools.code.doctor import check_code
 from tools.discovery.doctor import check_tools
+from tools.memory.doctor import check_memory
 from tools.search.doctor import check_search
 
 Check = Callable[[App], Awaitable[list[CheckResult]]]
@@ -134,6 +135,7 @@ def all_checks() -> list[Check]:
         check_search,
         check_code,
         check_tools,
+        check_memory,
     ]
 
 

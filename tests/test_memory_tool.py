@@ -165,3 +165,37 @@ async def test_auto_recall_puts_memories_in_the_system_prompt(
     assert section.index("Name is Ann") < section.index("Has a cold")
     assert "x" * 100 not in section
     assert "[#1] (long/fact) Name is Ann, a nurse" in section
+
+
+async def test_doctor_reports_backend_and_reindex(app: App) -> None:
+    from tools.memory.doctor import check_memory
+
+    lines = await check_memory(app)
+    assert [(r.name, r.ok) for r in lines] == [("embeddings", True), ("memory index", True)]
+    assert "wordllama" in lines[0].detail and "256 dimensions" in lines[0].detail
+    # Another model recorded in the index: doctor says to reindex, recall still answers.
+    from db.repos import memory as repo
+
+    async with app.session_factory() as s, s.begin():
+        await repo.set_meta(s, {"model": "openai:text-embedding-3-small"})
+    lines = await check_memory(app)
+    assert not lines[1].ok and lines[1].fix == "run `sidekick memory reindex`"
+
+
+async def test_reindex_cli_rebuilds_the_index(app: App) -> None:
+    from bot.memory_cli import reindex
+    from db.repos import memory as repo
+
+    assert app.deps.memory is not None
+    async with app.session_factory() as s, s.begin():
+        from db.repos import core
+
+        user = await core.get_or_create_user(s, 5, "Ann", app.deps.clock())
+        await repo.set_meta(s, {"model": "something-else"})
+    app.deps.memory._vectors = None  # re-read the (now stale) index state
+    await app.deps.memory.store(user_id=user.id, layer="long", content="Has a cat named Miso")
+    assert not (await app.deps.memory.index_status()).ok
+    await reindex(app.settings)
+    assert (await app.deps.memory.index_status()).ok
+    hits = await app.deps.memory.recall(user_id=user.id, query="what pet do I have")
+    assert [h.content for h in hits] == ["Has a cat named Miso"]

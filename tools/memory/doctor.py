@@ -1,0 +1,37 @@
+"""`sidekick doctor` lines for memory: embedding backend, dimension, reindex needed or not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tools.base import CheckResult
+
+
+async def check_memory(app: Any) -> list[CheckResult]:
+    store = app.deps.memory
+    if store is None:
+        return [CheckResult("memory", False, "not configured", "check EMBEDDINGS")]
+    try:
+        vec = await store.embedder.embed(["doctor probe"])
+    except Exception as exc:
+        return [
+            CheckResult(
+                "embeddings",
+                False,
+                f"{store.embedder.name}: {exc}",
+                "check EMBEDDINGS_BASE_URL / EMBEDDINGS_MODEL / EMBEDDINGS_API_KEY, or set "
+                "EMBEDDINGS=wordllama (offline)",
+            )
+        ]
+    status = await store.index_status()
+    dim = int(vec.shape[1])
+    same_dim = status.dim in (None, dim)
+    return [
+        CheckResult("embeddings", True, f"{store.embedder.name}, {dim} dimensions"),
+        CheckResult(
+            "memory index",
+            status.ok and same_dim,
+            status.detail if same_dim else f"index has {status.dim} dimensions, model {dim}",
+            "run `sidekick memory reindex`",
+        ),
+    ]
