@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,6 +21,7 @@ from db.repos import memory as repo
 from tools.base import Clock
 from tools.memory.embeddings import Embedder
 from tools.memory.rank import Candidate, RankWeights, fuse, spread, weigh
+from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
 from tools.memory.text import fts_query, normalise, same_words
 
 log = logging.getLogger(__name__)
@@ -30,88 +29,6 @@ log = logging.getLogger(__name__)
 LAYERS = ("long", "mid", "short", "session")
 DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same thing
 REINDEX_HINT = "run `sidekick memory reindex`"
-
-
-@dataclass(frozen=True)
-class StoreResult:
-    id: int
-    updated: bool
-
-
-@dataclass(frozen=True)
-class MemoryHit:
-    id: int
-    layer: str
-    content: str
-    category: str | None
-    certainty: float
-    created_at: datetime
-    updated_at: datetime
-    expires_at: datetime | None
-    relevance: float | None
-    session_id: int | None
-    session_name: str | None
-    session_started: datetime | None
-    message_id: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.id,
-            "layer": self.layer,
-            "content": self.content,
-            "category": self.category,
-            "certainty": round(self.certainty, 2),
-            "created_at": self.created_at.isoformat(timespec="minutes"),
-        }
-        if self.relevance is not None:
-            out["relevance"] = round(self.relevance, 3)
-        if self.session_name:
-            out["source"] = self.source()
-        return out
-
-    def source(self) -> str:
-        if not self.session_name:
-            return "unknown session"
-        when = self.session_started.strftime("%Y-%m-%d") if self.session_started else ""
-        return (
-            f"{self.session_name} ({when})"
-            if when and when not in self.session_name
-            else (self.session_name)
-        )
-
-
-@dataclass(frozen=True)
-class MemoryPage:
-    items: list[MemoryHit]
-    total: int
-
-
-@dataclass(frozen=True)
-class IndexStatus:
-    ok: bool
-    backend: str
-    dim: int | None
-    stored: str | None
-    detail: str
-
-
-def _hit(r: repo.MemoryRow, relevance: float | None = None) -> MemoryHit:
-    m = r.memory
-    return MemoryHit(
-        m.id,
-        m.layer,
-        m.content,
-        m.category,
-        m.certainty,
-        m.created_at,
-        m.updated_at,
-        m.expires_at,
-        relevance,
-        m.session_id,
-        r.session_name,
-        r.session_started,
-        m.message_id,
-    )
 
 
 class MemoryStore:
@@ -297,7 +214,7 @@ class MemoryStore:
     async def get(self, *, user_id: int, memory_id: int) -> MemoryHit | None:
         async with self._sf() as s:
             found = await repo.rows(s, user_id, [memory_id], self._clock())
-        return _hit(found[0]) if found else None
+        return hit(found[0]) if found else None
 
     async def list(
         self, *, user_id: int, layer: str | None = None, offset: int = 0, limit: int = 10
@@ -306,11 +223,11 @@ class MemoryStore:
             found, total = await repo.page(
                 s, user_id, layer, self._clock(), max(offset, 0), max(1, min(limit, 100))
             )
-        return MemoryPage([_hit(r) for r in found], total)
+        return MemoryPage([hit(r) for r in found], total)
 
     async def long_term(self, *, user_id: int, limit: int = 20) -> list[MemoryHit]:
         async with self._sf() as s:
-            return [_hit(r) for r in await repo.top_long(s, user_id, limit)]
+            return [hit(r) for r in await repo.top_long(s, user_id, limit)]
 
     async def recall(
         self,
@@ -354,7 +271,7 @@ class MemoryStore:
         }
         ranked = weigh(scores, cands, now, self.weights)[:limit]
         top = ranked[0][1] if ranked else 1.0
-        return [_hit(keep[mid], score / top if top else 0.0) for mid, score in ranked]
+        return [hit(keep[mid], score / top if top else 0.0) for mid, score in ranked]
 
     async def _sessions_around(self, s: Any, scores: dict[int, float]) -> dict[int, int | None]:
         offsets = [d for d, share in self.weights.neighbours.items() if share > 0]
@@ -406,5 +323,4 @@ class MemoryStore:
         return done
 
 
-def word_count(text: str) -> int:
-    return len(re.findall(r"\w+", text))
+__all__ = ["LAYERS", "IndexStatus", "MemoryHit", "MemoryPage", "MemoryStore", "StoreResult"]
