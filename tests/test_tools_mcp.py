@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -47,36 +48,31 @@ async def run_calls(app: App, fake_llm: FakeOpenAI, *names: str) -> list[str]:
     return [tool_results(bodies[2 * i + 2])[-1] for i in range(len(names))]
 
 
-async def test_crash_then_restart(extras_app: App, fake_llm: FakeOpenAI) -> None:
+async def test_misbehaving_server(extras_app: App, fake_llm: FakeOpenAI) -> None:
+    """One server process through a crash, a stall, junk output and a failing tool: each
+    is an error result for that call only, and the next call works. (One app for all:
+    each server start costs a second.)"""
+    # Crash: the call fails, the server restarts, the next call waits for it.
     crashed, _ = await run_calls(extras_app, fake_llm, "fake__crash", "fake__weather_current")
     assert "stopped answering" in crashed and "restarted" in crashed
-    # The next call waits for the restarted server instead of failing.
     (after,) = await run_calls(extras_app, fake_llm, "fake__weather_current")
     assert after.startswith("weather_current ok")
     manager = mcp_manager(extras_app.registry)
     assert manager is not None and manager.servers[0].starts >= 2
-
-
-async def test_slow_server_times_out_and_stays_usable(
-    extras_app: App, fake_llm: FakeOpenAI
-) -> None:
+    # Slow: the per-call timeout answers, the server stays usable.
     slow, fine = await run_calls(extras_app, fake_llm, "fake__slow", "fake__weather_current")
     assert "did not answer within 3 s" in slow
     assert fine.startswith("weather_current ok")
-
-
-async def test_garbage_output_becomes_an_error(extras_app: App, fake_llm: FakeOpenAI) -> None:
+    # Garbage on stdout: skipped when an answer follows, a timeout when none does.
     garbage, junk, failed = await run_calls(
         extras_app, fake_llm, "fake__garbage", "fake__garbage_only", "fake__fail"
     )
-    assert garbage == "garbage sent"  # junk lines are skipped; the answer still arrives
+    assert garbage == "garbage sent"
     assert junk.startswith("Error:") and "did not answer" in junk
     assert failed.startswith("Error:") and "fail" in failed
     (after,) = await run_calls(extras_app, fake_llm, "fake__todo_list")
     assert after.startswith("todo_list ok")
-
-
-async def test_server_env_has_no_bot_secrets(extras_app: App, fake_llm: FakeOpenAI) -> None:
+    # The process environment: PATH, never the bot's secrets.
     assert os.environ["SIDEKICK_TEST_SECRET"] == "hunter2"
     (keys,) = await run_calls(extras_app, fake_llm, "fake__env_keys")
     names = set(keys.split())
@@ -143,11 +139,11 @@ def test_config_parsing_and_errors(tmp_path: Path) -> None:
 
 async def test_health_pings_keep_a_live_server_and_restart_a_dead_one() -> None:
     cfg = StdioServer("fake", sys.executable, [str(FAKE_SERVER), "--extras"])
-    manager = McpManager([cfg], call_timeout=3, health_interval=0.05)
+    manager = McpManager([cfg], call_timeout=15, health_interval=0.05)
     await manager.start()
     try:
         server = manager.servers[0]
-        await asyncio.sleep(0.5)  # several pings; "method not found" still means alive
+        await asyncio.sleep(0.5)  # several health probes of a live server
         assert server.up and server.starts == 1
         with pytest.raises(ToolError, match="stopped answering"):
             await server.call("crash", {})
@@ -156,3 +152,37 @@ async def test_health_pings_keep_a_live_server_and_restart_a_dead_one() -> None:
     finally:
         await manager.stop()
     assert not manager.servers[0].up
+
+
+async def test_streamable_http_server(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(FAKE_SERVER),
+        "--http",
+        str(port),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):  # until it listens
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/mcp"
+        cfg = tmp_path / "http.json"
+        cfg.write_text(json.dumps({"mcpServers": {"web": {"url": url, "headers": {"X-A": "1"}}}}))
+        app = await build_tools_app(tmp_path, fake_llm, mcp_config=cfg)
+        try:
+            (result,) = await run_calls(app, fake_llm, "web__stocks_quote")
+            assert result.startswith("stocks_quote ok")
+        finally:
+            await app.close()
+    finally:
+        proc.terminate()
+        await proc.wait()

@@ -64,4 +64,9 @@ def build(extras: bool) -> MCPServer:
 
 
 if __name__ == "__main__":
-    build("--extras" in sys.argv).run("stdio")
+    server = build("--extras" in sys.argv)
+    if "--http" in sys.argv:  # streamable HTTP on 127.0.0.1:PORT/mcp
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        server.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        server.run("stdio")

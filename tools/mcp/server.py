@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import mcp_types as types
 from mcp import Client
+from mcp.client.caching import CacheMode
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -26,7 +28,7 @@ from tools.mcp.convert import McpTool, build_tool
 
 log = logging.getLogger(__name__)
 
-HEALTH_INTERVAL_S = 30.0  # ping cadence; a call that fails also triggers a restart
+HEALTH_INTERVAL_S = 30.0  # probe cadence; a call that fails also triggers a restart
 MAX_BACKOFF_S = 30.0
 MAX_TOOL_PAGES = 20
 
@@ -76,14 +78,17 @@ class McpServer:
             # the bot's own secrets never reach a server process.
             return StdioServerParameters(command=cfg.command, args=cfg.args, env=dict(cfg.env))
         assert isinstance(cfg, HttpServer)
-        http = create_mcp_http_client(headers=dict(cfg.headers) or None)
-        return streamable_http_client(cfg.url, http_client=http)
+        return _http_transport(cfg.url, dict(cfg.headers))
 
-    async def _list_tools(self, client: Client) -> list[types.Tool]:
+    def _adopt(self, listed: list[types.Tool]) -> None:
+        self.remote_tools = listed
+        self.our_tools = [build_tool(self.name, t, self.call) for t in listed]
+
+    async def _list_tools(self, client: Client, cache: CacheMode = "use") -> list[types.Tool]:
         tools: list[types.Tool] = []
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
-            page = await client.list_tools(cursor=cursor)
+            page = await client.list_tools(cursor=cursor, cache_mode=cache)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -97,8 +102,7 @@ class McpServer:
             try:
                 async with Client(self._target(), read_timeout_seconds=self.call_timeout) as client:
                     listed = await asyncio.wait_for(self._list_tools(client), self.call_timeout)
-                    self.remote_tools = listed
-                    self.our_tools = [build_tool(self.name, t, self.call) for t in listed]
+                    self._adopt(listed)
                     self.client = client
                     self.last_error = None
                     self.ready.set()
@@ -127,12 +131,16 @@ class McpServer:
             except TimeoutError:
                 pass
             try:
-                await asyncio.wait_for(client.send_ping(), min(10.0, self.call_timeout))
-            except MCPError:
-                pass  # it answered (servers on 2026-07-28 answer ping "method not found")
+                # A tool listing is the health probe (ping is gone as of 2026-07-28); it
+                # also picks up tools the server added or removed since the last one.
+                listed = await asyncio.wait_for(
+                    self._list_tools(client, "bypass"), min(10.0, self.call_timeout)
+                )
             except Exception as exc:
-                self.last_error = f"ping failed: {type(exc).__name__}"
+                self.last_error = f"health check failed: {type(exc).__name__}"
                 return
+            if [t.name for t in listed] != [t.name for t in self.remote_tools]:
+                self._adopt(listed)
 
     async def call(self, remote: str, args: dict[str, Any]) -> types.CallToolResult:
         t = self.call_timeout
@@ -179,6 +187,16 @@ class McpServer:
             f"MCP server {self.name} stopped answering (it crashed or sent garbage); "
             "it is being restarted, try the call again in a moment"
         )
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    # The SDK leaves a client it was given open, so this one is closed here with it.
+    async with (
+        create_mcp_http_client(headers=headers or None) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
 
 
 def _is_transport_failure(exc: MCPError) -> bool:
