@@ -9,7 +9,11 @@ import logging
 import signal
 from urllib.parse import urlparse
 
-from aiogram.exceptions import TelegramUnauthorizedError
+from aiogram.exceptions import (
+    TelegramNetworkError,
+    TelegramServerError,
+    TelegramUnauthorizedError,
+)
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
 
@@ -39,14 +43,27 @@ def listen_address(value: str) -> tuple[str, int]:
         raise ConfigError(f"WEBHOOK_LISTEN: expected host:port, got {value!r}") from None
 
 
-async def check_token(rt: Runtime) -> None:
-    try:
-        me = await rt.bot.get_me()
-    except TelegramUnauthorizedError:
-        raise ConfigError(
-            "TELEGRAM_BOT_TOKEN: Telegram rejected the token (401); copy it again from @BotFather"
-        ) from None
-    log.info("connected as @%s", me.username)
+async def check_token(rt: Runtime, attempts: int = 5) -> None:
+    """getMe: a bad token or an unreachable TELEGRAM_API_URL is one clear line, not a traceback."""
+    url = rt.app.settings.telegram_api_url
+    for attempt in range(1, attempts + 1):
+        try:
+            me = await rt.bot.get_me()
+            log.info("connected to %s as @%s", url, me.username)
+            return
+        except TelegramUnauthorizedError:
+            raise ConfigError(
+                "TELEGRAM_BOT_TOKEN: Telegram rejected the token (401); "
+                "copy it again from @BotFather"
+            ) from None
+        except (TelegramNetworkError, TelegramServerError) as exc:
+            if attempt == attempts:
+                raise ConfigError(
+                    f"TELEGRAM_API_URL: cannot reach the Telegram Bot API at {url} "
+                    f"({type(exc).__name__})"
+                ) from None
+            log.warning("Telegram at %s is not reachable yet; retry %d", url, attempt)
+            await asyncio.sleep(2 ** (attempt - 1))
 
 
 async def serve_webhook(rt: Runtime, stop: asyncio.Event) -> None:
