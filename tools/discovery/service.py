@@ -56,7 +56,7 @@ class Discovery:
         self.embed = embed
         self.context_log = context_log or ContextLog()
         self._costs: dict[str, tuple[str, int]] = {}
-        self._catalog: tuple[tuple[tuple[str, str], ...], Catalog] | None = None
+        self._catalog: tuple[tuple[tuple[str, str, int], ...], Catalog] | None = None
 
     async def start(self) -> None:
         await self.usage.load()
@@ -73,13 +73,14 @@ class Discovery:
     def catalog(self) -> Catalog:
         core = dict(self.registry.tools)
         ext = {n: t for n, t in self.registry.extension_tools().items() if n not in core}
-        key = tuple((n, t.description) for n, t in ext.items())
+        # Tool objects are rebuilt when a server re-lists its tools, so identity marks change.
+        key = tuple((n, t.description, id(t)) for n, t in ext.items())
         if self._catalog is not None and self._catalog[0] == key:
             cat = self._catalog[1]
             cat.core = core
             return cat
         costs = {t.name: self._cost_of(t) for t in [*core.values(), *ext.values()]}
-        index = ToolIndex(list(key), self.embed)
+        index = ToolIndex([(n, t.description) for n, t in ext.items()], self.embed)
         probe = DiscoveringTools.__new__(DiscoveringTools)  # meta schemas only, never run
         meta_cost = sum(count_schema(t.schema()) + PER_TOOL_OVERHEAD for t in build_meta(probe))
         cat = Catalog(core, ext, costs, index, meta_cost)

@@ -110,8 +110,11 @@ class McpServer:
                     backoff = 0.5
                     await self._watch(client)
             except Exception as exc:
-                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
-                log.warning("MCP server %s failed: %s", self.name, self.last_error)
+                error = f"{type(exc).__name__}: {exc}"[:300]
+                # A server that stays down is retried every 30 s: warn once per new error.
+                level = logging.DEBUG if error == self.last_error else logging.WARNING
+                self.last_error = error
+                log.log(level, "MCP server %s failed: %s", self.name, error)
             finally:
                 self.settled.set()
                 self.ready.clear()
