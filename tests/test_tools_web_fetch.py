@@ -44,6 +44,9 @@ async def site() -> AsyncIterator[str]:
     async def redirect(request: web.Request) -> web.Response:
         raise web.HTTPFound(request.query["to"])
 
+    async def host(request: web.Request) -> web.Response:
+        return web.Response(text=f"host header {request.host}", content_type="text/plain")
+
     async def loop(_: web.Request) -> web.Response:
         raise web.HTTPFound("/loop")
 
@@ -54,6 +57,7 @@ async def site() -> AsyncIterator[str]:
     app.router.add_get("/image", image)
     app.router.add_get("/redirect", redirect)
     app.router.add_get("/loop", loop)
+    app.router.add_get("/host", host)
     runner = web.AppRunner(app)
     await runner.setup()
     server = web.TCPSite(runner, "127.0.0.1", 0)
@@ -150,3 +154,20 @@ async def test_app_registers_web_fetch_with_the_setting(app: App) -> None:
     tool = app.registry.extensions["web_fetch"]
     with pytest.raises(ToolError, match="FETCH_PRIVATE_NETWORKS"):
         await fetch(tool, "http://127.0.0.1:9/")
+
+
+async def test_connection_goes_to_the_checked_address(site: str, http: httpx.AsyncClient) -> None:
+    # "pinned.example" exists only in this resolver: the fetch can only succeed by
+    # connecting to the address the policy checked, with the real name in Host.
+    loopback = ipaddress.ip_address("127.0.0.1")
+    lookups: list[str] = []
+
+    async def resolve(host: str, port: int) -> list[Any]:
+        lookups.append(host)
+        return [loopback]
+
+    tool = build_tool(http, Policy(resolve=resolve, extra_allowed={loopback}))
+    port = site.rsplit(":", 1)[1]
+    out = await fetch(tool, f"http://pinned.example:{port}/host")
+    assert f"host header pinned.example:{port}" in out
+    assert lookups == ["pinned.example"]

@@ -1,14 +1,15 @@
-"""GET one URL: redirects followed by hand (each hop checked), body read up to a cap."""
+"""GET one URL: redirects followed by hand (each hop checked and pinned to the address
+that was checked), body read up to a cap."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 
 from tools.base import ToolError
-from tools.fetch.policy import Policy
+from tools.fetch.policy import IP, Policy
 
 MAX_REDIRECTS = 5
 MAX_BYTES = 3_000_000
@@ -29,17 +30,43 @@ class Page:
     encoding: str | None
 
 
+def _pinned_request(http: httpx.AsyncClient, url: str, ip: IP) -> httpx.Request:
+    """A request to `url` that connects to the checked address `ip`, not to whatever a
+    second DNS lookup would say (DNS rebinding); Host and TLS SNI keep the real name."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    default = 443 if parts.scheme == "https" else 80
+    port = f":{parts.port}" if parts.port and parts.port != default else ""
+    literal = f"[{ip}]" if ip.version == 6 else str(ip)
+    target = urlunsplit((parts.scheme, f"{literal}{port}", parts.path or "/", parts.query, ""))
+    shown_host = f"[{host}]" if ":" in host else host
+    headers = {**HEADERS, "Host": f"{shown_host}{port}"}
+    extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
+    return http.build_request(
+        "GET", target, headers=headers, timeout=TIMEOUT, extensions=extensions
+    )
+
+
+async def _send_pinned(http: httpx.AsyncClient, url: str, addresses: list[IP]) -> httpx.Response:
+    failure = "ConnectError"
+    for ip in addresses[:4]:
+        request = _pinned_request(http, url, ip)
+        try:
+            return await http.send(request, follow_redirects=False, stream=True)
+        except httpx.ConnectError as exc:
+            failure = type(exc).__name__  # the next address may answer
+        except httpx.TimeoutException:
+            raise ToolError(f"{url[:200]} did not answer in time") from None
+        except httpx.HTTPError as exc:
+            raise ToolError(f"cannot fetch {url[:200]} ({type(exc).__name__})") from None
+    raise ToolError(f"cannot fetch {url[:200]} ({failure})")
+
+
 async def get(http: httpx.AsyncClient, url: str, policy: Policy) -> Page:
     current = url
     for _ in range(MAX_REDIRECTS + 1):
-        await policy.check(current)
-        request = http.build_request("GET", current, headers=HEADERS, timeout=TIMEOUT)
-        try:
-            resp = await http.send(request, follow_redirects=False, stream=True)
-        except httpx.TimeoutException:
-            raise ToolError(f"{current[:200]} did not answer in time") from None
-        except httpx.HTTPError as exc:
-            raise ToolError(f"cannot fetch {current[:200]} ({type(exc).__name__})") from None
+        addresses = await policy.check(current)
+        resp = await _send_pinned(http, current, addresses)
         try:
             if resp.is_redirect:
                 location = resp.headers.get("location")

@@ -38,8 +38,8 @@ class Policy:
     def allowed(self, ip: IP) -> bool:
         return self.allow_private or ip in self.extra_allowed or is_public(ip)
 
-    async def check(self, url: str) -> None:
-        """Raise ToolError when the URL may not be fetched; resolves the host first."""
+    async def check(self, url: str) -> list[IP]:
+        """The addresses the URL's host may be reached at; ToolError when it may not be."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
             raise ToolError(f"refused {url[:200]}: only http and https URLs can be fetched")
@@ -69,3 +69,4 @@ class Policy:
                 f"refused {host}: it resolves to a private, loopback or link-local address "
                 f"({bad[0]}); set FETCH_PRIVATE_NETWORKS=on to allow local addresses"
             )
+        return addresses
