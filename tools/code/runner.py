@@ -100,7 +100,7 @@ class CodeRunner:
         if uid is None and self.mode != "off" and os.geteuid() != 0:
             nproc = self._nproc_base + TASKS_PER_RUN
         limits = Limits(cpu_s=math.ceil(timeout_ms / 1000) + 1, nproc=nproc)
-        workdir = prepare_workdir(self.workbase, uid)
+        workdir = prepare_workdir(self.workbase, uid, self.mode)
         try:
             plan = build_plan(
                 self.mode, self.bun, workdir, network=self.network, limits=limits, uid=uid

@@ -212,7 +212,7 @@ def build_plan(
 ) -> Plan:
     """The command, environment and pre-exec hook for one run in `workdir`."""
     if mode == "bwrap":
-        env = clean_env(WORK_IN_SANDBOX + "/.home", "/tmp")
+        env = clean_env(WORK_IN_SANDBOX, "/tmp")
         argv = [bwrap_path() or "bwrap", *_system_binds()]
         argv += ["--ro-bind", bun.path, BUN_IN_SANDBOX]
         argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
@@ -246,14 +246,18 @@ def _with_limits(argv: list[str], env: dict[str, str], workdir: Path, limits: Li
     return Plan([*prefix, *argv], env, str(workdir), None)
 
 
-def prepare_workdir(base: Path | None, uid: int | None) -> Path:
-    """A fresh private directory (with .home and .tmp) the run may write to."""
+def prepare_workdir(base: Path | None, uid: int | None, mode: Mode) -> Path:
+    """A fresh private directory the run may write to. Outside bwrap it also holds the
+    run's HOME and TMPDIR; inside, HOME is the work dir itself and /tmp a private tmpfs."""
     import tempfile
 
     path = Path(tempfile.mkdtemp(prefix="sidekick-code-", dir=base))
-    for sub in (".home", ".tmp"):
-        (path / sub).mkdir()
+    dirs = [path]
+    if mode != "bwrap":
+        dirs += [path / ".home", path / ".tmp"]
+        for d in dirs[1:]:
+            d.mkdir()
     if uid is not None:
-        for p in (path, path / ".home", path / ".tmp"):
-            os.chown(p, uid, uid)
+        for d in dirs:
+            os.chown(d, uid, uid)
     return path
