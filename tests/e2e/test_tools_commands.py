@@ -18,8 +18,8 @@ async def test_tools_lists_groups_with_costs(
     await tg.send(OWNER, "/tools")
     text = (await tg.reply(OWNER)).text
     assert "budget 3800 tokens" in text and "o200k_base" in text
-    core = re.search(r"Core, always shown — 3 tools, (\d+) tokens: (.*)", text)
-    assert core and {"memory", "search", "code"} == set(core.group(2).split(", "))
+    core = re.search(r"Core, always shown — \d+ tools, (\d+) tokens: (.*)", text)
+    assert core and {"memory", "search", "code"} <= set(core.group(2).split(", "))
     assert "Direct — 0 tools" in text
     disc = re.search(r"Discoverable through tool_search — (\d+) tools, (\d+) tokens", text)
     assert disc and int(disc.group(1)) == 61  # 60 MCP tools + web_fetch
@@ -49,11 +49,11 @@ async def test_context_shows_the_split_of_the_last_request(tg: TG) -> None:
     parts = {
         m.group(1): int(m.group(2))
         for m in re.finditer(
-            r"^(System prompt|Recalled memory|History|Tools \(\d+\)): (\d+)", text, re.M
+            r"^(System prompt|Recalled memory|History|Tools)\b.*?(\d+) tokens", text, re.M
         )
     }
-    assert set(parts) == {"System prompt", "Recalled memory", "History", "Tools (4)"}
+    assert set(parts) == {"System prompt", "Recalled memory", "History", "Tools"}
     assert sum(parts.values()) == total
-    assert parts["System prompt"] > 0 and parts["History"] > 0 and parts["Tools (4)"] > 500
+    assert parts["System prompt"] > 0 and parts["History"] > 0 and parts["Tools"] > 500
     await tg.send(2001, "/context")  # per user
     assert "No request of yours" in (await tg.reply(2001)).text
