@@ -11,6 +11,7 @@ import signal
 import socket
 import sys
 from pathlib import Path
+
 import aiohttp
 
 from bot.agent.runner import Events, Incoming, Reply

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiogram import F, Router
+from aiogram import Router
 from aiogram.enums import ChatType
 from aiogram.types import Message
 
@@ -14,10 +14,16 @@ from bot.telegram.streaming import ReplyStreamer
 TEXT_ONLY = "I only read text for now. Please write your message as text."
 
 
+async def has_text(message: Message) -> bool:
+    # An async filter on purpose: aiogram runs sync filters (F.text too) in a worker
+    # thread, which costs more than the rest of the routing for every message.
+    return message.text is not None
+
+
 def build_router() -> Router:
     router = Router(name="chat")
 
-    @router.message(F.text)
+    @router.message(has_text)
     async def on_text(message: Message, app: App, draft_interval: float) -> None:
         bot = message.bot
         assert bot is not None and message.text is not None

@@ -1,0 +1,196 @@
+"""The bot's own overhead per message, against local fake Telegram and model servers.
+
+Runs the real App + aiogram Dispatcher (long polling, SQLite on a temp DATA_DIR, the openai
+SDK) against tests/fakes servers on 127.0.0.1 with an instant model, in two phases:
+
+1. latency: messages one at a time; per message, the handler's wall time minus the time the
+   fake servers spent answering its requests = the bot's own overhead (p50, p95). The fake
+   servers' HTTP parsing is still counted as overhead, so the figure is conservative.
+2. throughput: N chats x M messages pushed at once; messages per second until the last reply,
+   and CPU time per message (process CPU minus the fake servers' handler time).
+
+Usage: python bench/overhead.py [--chats 50] [--messages 20] [--sequential 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from aiogram import BaseMiddleware
+from aiogram.types import TelegramObject
+
+from bot.app import build_app
+from bot.config import load_settings
+from bot.telegram.dispatcher import build_runtime
+from tests.fakes.openai_server import FakeOpenAI, Text
+from tests.fakes.telegram_server import FakeTelegram, message_update
+
+
+class Timing(BaseMiddleware):
+    """Records (start, end) of every handled update, inside the access check."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+
+    async def __call__(
+        self,
+        handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
+        event: TelegramObject,
+        data: dict[str, Any],
+    ) -> Any:
+        start = time.perf_counter()
+        try:
+            return await handler(event, data)
+        finally:
+            self.spans.append((start, time.perf_counter()))
+
+
+class TimedLLM(FakeOpenAI):
+    """The fake model, recording how long each of its request handlers took."""
+
+    def __init__(self) -> None:
+        super().__init__(responder=lambda body: Text("ok: " + _last_user(body), chunk=10_000))
+        self.spans: list[tuple[float, float]] = []
+
+    async def _chat(self, request: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return await super()._chat(request)
+        finally:
+            self.spans.append((start, time.perf_counter()))
+
+
+def _last_user(body: dict[str, Any]) -> str:
+    return [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def server_time(
+    tg: FakeTelegram | None, llm: TimedLLM | None, since_calls: int, since_llm: int
+) -> float:
+    """Seconds the fake servers spent in handlers (getUpdates long polls excluded)."""
+    t = 0.0
+    if tg is not None:
+        t += sum(c.duration for c in tg.calls[since_calls:] if c.method != "getUpdates")
+    if llm is not None:
+        t += sum(end - start for start, end in llm.spans[since_llm:])
+    return t
+
+
+async def run(chats: int, messages: int, sequential: int) -> None:
+    tg = await FakeTelegram().start()
+    llm = await TimedLLM().start()
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(
+            data_dir=Path(tmp),
+            telegram_bot_token=tg.token,
+            telegram_api_url=tg.base_url,
+            allowed_user_ids=",".join(str(1000 + i) for i in range(chats)),
+            llm_base_url=llm.base_url,
+            llm_api_key="sk-bench",
+            llm_model="fake-model",
+        )
+        app = await build_app(settings)
+        rt = build_runtime(app)
+        timing = Timing()
+        rt.dp.update.outer_middleware.register(timing)
+        agent_spans: list[tuple[float, float]] = []
+        real_handle = app.agent.handle
+
+        async def timed_handle(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return await real_handle(*args, **kwargs)
+            finally:
+                agent_spans.append((start, time.perf_counter()))
+
+        app.agent.handle = timed_handle  # type: ignore[method-assign]
+        poll = asyncio.create_task(rt.poll(polling_timeout=10))
+        await tg.wait_for(lambda: any(c.method == "setMyCommands" for c in tg.calls))
+
+        # Phase 1: one message at a time.
+        overheads: list[float] = []
+        adapter: list[float] = []
+        agent: list[float] = []
+        for i in range(sequential + 20):
+            user = 1000 + i % chats
+            calls_before, llm_before = len(tg.calls), len(llm.spans)
+            sent_before = len(tg.messages)
+            await tg.push(message_update(user, f"hello {i}", message_id=i + 1))
+            await tg.wait_for(lambda n=sent_before: len(tg.messages) > n)
+            await rt.inflight.wait_idle()
+            start, end = timing.spans.pop()
+            a_start, a_end = agent_spans.pop()
+            tg_wait = server_time(tg, None, calls_before, 0)
+            llm_wait = server_time(None, llm, 0, llm_before)
+            if i >= 20:  # the first messages warm up caches and connection pools
+                overheads.append((end - start - tg_wait - llm_wait) * 1000)
+                agent.append((a_end - a_start - llm_wait) * 1000)
+                adapter.append((end - start - (a_end - a_start) - tg_wait) * 1000)
+            timing.spans.clear()
+
+        # Phase 2: every chat at once.
+        total = chats * messages
+        sent_before, calls_before, llm_before = len(tg.messages), len(tg.calls), len(llm.spans)
+        cpu0 = _cpu()
+        t0 = time.perf_counter()
+        for n in range(messages):
+            for c in range(chats):
+                await tg.push(message_update(1000 + c, f"burst {n}", message_id=10_000 + n))
+        await tg.wait_for(lambda: len(tg.messages) >= sent_before + total, timeout=600)
+        wall = time.perf_counter() - t0
+        cpu = _cpu() - cpu0 - server_time(tg, llm, calls_before, llm_before)
+
+        await rt.shutdown()
+        await asyncio.gather(poll, return_exceptions=True)
+    await tg.stop()
+    await llm.stop()
+
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    def line(name: str, values: list[float]) -> str:
+        return f"  {name:<34} p50 {statistics.median(values):7.2f}  p95 {pct(values, 0.95):7.2f}"
+
+    print(f"sequential: {len(overheads)} messages, own time per message in ms")
+    print(line("bot overhead (all but fake I/O)", overheads))
+    print(line("  of which agent (bot/agent, tools)", agent))
+    print(line("  of which Telegram adapter", adapter))
+    rate = total / wall
+    print(f"concurrent: {chats} chats x {messages} messages = {total} in {wall:.2f} s")
+    print(f"  {rate:.0f} messages/s; bot CPU per message {cpu / total * 1000:.2f} ms")
+    print(f"peak RSS: {rss_mb:.0f} MB (bench process, fake servers included)")
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--chats", type=int, default=50)
+    p.add_argument("--messages", type=int, default=20)
+    p.add_argument("--sequential", type=int, default=300)
+    args = p.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    asyncio.run(run(args.chats, args.messages, args.sequential))
+
+
+if __name__ == "__main__":
+    main()
