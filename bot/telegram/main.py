@@ -43,14 +43,17 @@ def listen_address(value: str) -> tuple[str, int]:
         raise ConfigError(f"WEBHOOK_LISTEN: expected host:port, got {value!r}") from None
 
 
-async def check_token(rt: Runtime, attempts: int = 5) -> None:
-    """getMe: a bad token or an unreachable TELEGRAM_API_URL is one clear line, not a traceback."""
+async def check_token(rt: Runtime, stop: asyncio.Event | None = None, attempts: int = 5) -> bool:
+    """getMe: a bad token or an unreachable TELEGRAM_API_URL is one clear line, not a traceback.
+
+    Returns False when a stop signal came while waiting for Telegram.
+    """
     url = rt.app.settings.telegram_api_url
     for attempt in range(1, attempts + 1):
         try:
             me = await rt.bot.get_me()
             log.info("connected to %s as @%s", url, me.username)
-            return
+            return True
         except TelegramUnauthorizedError:
             raise ConfigError(
                 "TELEGRAM_BOT_TOKEN: Telegram rejected the token (401); "
@@ -63,7 +66,12 @@ async def check_token(rt: Runtime, attempts: int = 5) -> None:
                     f"({type(exc).__name__})"
                 ) from None
             log.warning("Telegram at %s is not reachable yet; retry %d", url, attempt)
-            await asyncio.sleep(2 ** (attempt - 1))
+            stop = stop or asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 2 ** (attempt - 1))
+            if stop.is_set():  # SIGTERM while waiting for Telegram: just stop
+                return False
+    return False
 
 
 async def serve_webhook(rt: Runtime, stop: asyncio.Event) -> None:
@@ -117,7 +125,8 @@ async def run_bot(settings: Settings) -> None:
             loop.add_signal_handler(sig, stop.set)
     scheduler: Scheduler | None = None
     try:
-        await check_token(rt)
+        if not await check_token(rt, stop):
+            return
         if app.deps.memory is not None:  # session split and memory sweep (scheduler/)
             scheduler = start_scheduler(
                 settings=settings,

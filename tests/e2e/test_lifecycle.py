@@ -13,11 +13,13 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from bot.agent.runner import Events, Incoming, Reply
 from bot.app import build_app
+from bot.errors import ConfigError
 from bot.telegram.dispatcher import build_runtime
-from bot.telegram.main import serve_webhook, webhook_secret
+from bot.telegram.main import check_token, serve_webhook, webhook_secret
 from tests.conftest import make_settings
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text
@@ -146,3 +148,21 @@ async def test_sidekick_run_answers_and_stops_cleanly_on_sigterm(
     assert "long polling mode" in log and "stopped" in log
     assert server.token not in log and "sk-test-secret-key-123456" not in log
     assert [m.text for m in server.sent_to(OWNER)] == ["echo: first run"]
+
+
+async def test_a_rejected_token_is_one_clear_configuration_error(
+    tmp_path: Path, fake_llm: FakeOpenAI, telegram_server: FakeTelegram
+) -> None:
+    settings = make_settings(
+        tmp_path,
+        fake_llm,
+        telegram_bot_token="999999:not-the-right-token",
+        telegram_api_url=telegram_server.base_url,
+    )
+    rt = build_runtime(await build_app(settings))
+    try:
+        with pytest.raises(ConfigError, match="TELEGRAM_BOT_TOKEN: Telegram rejected the token"):
+            await check_token(rt)
+    finally:
+        await rt.shutdown()
+    assert [c.status for c in telegram_server.calls] == [401]
