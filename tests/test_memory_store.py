@@ -276,3 +276,36 @@ async def test_hybrid_beats_either_half(env: Env) -> None:
         await mrr(False, True),
     )
     assert hybrid > words_only and hybrid > meaning_only
+
+
+async def test_in_process_vectors_match_sqlite_vec(env: Env) -> None:
+    """Big users get KNN from an in-process copy: same answers, same filters, kept in step."""
+    from tools.memory.vecindex import VectorCache
+
+    for f in HYBRID_FACTS:
+        await put(env, f)
+    fast = MemoryStore(
+        env.sf, WordLlamaEmbedder(), env.settings, env.clock, vcache=VectorCache(min_rows=0)
+    )
+    for query, _ in HYBRID_QUERIES:
+        slow_ids = [h.id for h in await env.store.recall(user_id=env.users[0], query=query)]
+        fast_ids = [h.id for h in await fast.recall(user_id=env.users[0], query=query)]
+        assert fast_ids == slow_ids
+    assert env.users[0] in fast.vcache.users
+    # Writes through the store reach the copy: new, updated, forgotten, expired.
+    new = await fast.store(user_id=env.users[0], layer="short", content="Bought a kayak")
+    again = await fast.store(user_id=env.users[0], layer="short", content="bought a kayak")
+    assert again.updated and again.id == new.id
+    hits = await fast.recall(user_id=env.users[0], query="boat for paddling", limit=1)
+    assert [h.id for h in hits] == [new.id]
+    env.clock.now += timedelta(days=20)
+    assert await fast.recall(user_id=env.users[0], query="kayak", layers=["short"]) == []
+    assert await fast.sweep() == 1
+    assert new.id not in fast.vcache.users[env.users[0]].ids
+    assert await fast.forget(user_id=env.users[0], memory_id=1)
+    assert 1 not in fast.vcache.users[env.users[0]].ids
+    # Another user's vectors are never in this user's copy.
+    await put(env, "Plays the cello in a quartet", user=1)
+    assert [h.content for h in await fast.recall(user_id=env.users[1], query="cello")] == [
+        "Plays the cello in a quartet"
+    ]

@@ -238,6 +238,18 @@ async def batch_after(s: AsyncSession, after_id: int, size: int) -> list[Memory]
     return list((await s.execute(stmt)).scalars())
 
 
+async def count_user(s: AsyncSession, user_id: int) -> int:
+    stmt = select(func.count(Memory.id)).where(Memory.user_id == user_id)
+    return int((await s.execute(stmt)).scalar_one())
+
+
+async def user_vectors(s: AsyncSession, user_id: int) -> list[tuple[int, str, int, bytes]]:
+    """Every vector of one user (id, layer, expiry epoch, float32 bytes)."""
+    sql = "SELECT memory_id, layer, expires_at, embedding FROM memory_vec WHERE user_id = :u"
+    rows = (await s.execute(text(sql), {"u": user_id})).all()
+    return [(int(r[0]), str(r[1]), int(r[2]), bytes(r[3])) for r in rows]
+
+
 async def count_all(s: AsyncSession) -> int:
     return int((await s.execute(select(func.count(Memory.id)))).scalar_one())
 

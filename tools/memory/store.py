@@ -23,6 +23,7 @@ from tools.memory.embeddings import Embedder
 from tools.memory.rank import Candidate, RankWeights, fuse, spread, weigh
 from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
 from tools.memory.text import fts_query, normalise, same_words
+from tools.memory.vecindex import UserVectors, VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class MemoryStore:
         settings: Settings,
         clock: Clock,
         weights: RankWeights | None = None,
+        vcache: VectorCache | None = None,
     ) -> None:
         self._sf = session_factory
         self.embedder = embedder
@@ -47,6 +49,8 @@ class MemoryStore:
         self.weights = weights or RankWeights()
         self._vectors: bool | None = None  # None: not checked yet
         self._write_lock = asyncio.Lock()
+        self.vcache = vcache or VectorCache()
+        self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
         # Recall modes for the benchmark: both halves, or one alone.
         self.use_bm25 = True
         self.use_vectors = True
@@ -144,7 +148,7 @@ class MemoryStore:
         # the other's uncommitted row and both insert.
         async with self._write_lock, self._sf() as s, s.begin():
             emb = await self._fit(s, vec)
-            twin = await self._twin(s, user_id, layer, content, emb, session_id)
+            twin = await self._twin(s, user_id, layer, content, vec if emb else None, session_id)
             if twin is not None:
                 twin.content = content
                 twin.certainty = certainty
@@ -152,20 +156,82 @@ class MemoryStore:
                 twin.updated_at = now
                 twin.expires_at = self.expiry(layer, now)
                 await repo.replace(s, twin, emb)
-                return StoreResult(twin.id, True)
-            memory = Memory(
-                user_id=user_id,
-                layer=layer,
-                content=content,
-                category=category,
-                certainty=certainty,
-                session_id=session_id,
-                message_id=message_id,
-                created_at=now,
-                updated_at=now,
-                expires_at=self.expiry(layer, now),
-            )
-            return StoreResult(await repo.insert(s, memory, emb), False)
+                result, memory = StoreResult(twin.id, True), twin
+            else:
+                result, memory = await self._insert(
+                    s,
+                    emb,
+                    user_id=user_id,
+                    layer=layer,
+                    content=content,
+                    category=category,
+                    certainty=certainty,
+                    session_id=session_id,
+                    message_id=message_id,
+                    now=now,
+                )
+        if emb is not None:
+            self._cached(memory.user_id, memory.id, layer, memory.expires_at, vec)
+        return result
+
+    async def _insert(
+        self,
+        s: Any,
+        emb: bytes | None,
+        *,
+        user_id: int,
+        layer: str,
+        content: str,
+        category: str | None,
+        certainty: float,
+        session_id: int | None,
+        message_id: int | None,
+        now: datetime,
+    ) -> tuple[StoreResult, Memory]:
+        memory = Memory(
+            user_id=user_id,
+            layer=layer,
+            content=content,
+            category=category,
+            certainty=certainty,
+            session_id=session_id,
+            message_id=message_id,
+            created_at=now,
+            updated_at=now,
+            expires_at=self.expiry(layer, now),
+        )
+        return StoreResult(await repo.insert(s, memory, emb), False), memory
+
+    def _cached(
+        self, user_id: int, mid: int, layer: str, expires: datetime | None, vec: Any
+    ) -> None:
+        """Keep the in-process vector copy (if this user has one) in step with a write."""
+        self._counts[user_id] = self._counts.get(user_id, 0) + 1
+        uv = self.vcache.get(user_id)
+        if uv is not None:
+            uv.add(mid, layer, repo.epoch(expires), vec)
+
+    def _uncache(self, ids: list[int]) -> None:
+        for uv in self.vcache.users.values():
+            uv.remove(ids)
+
+    async def _knn(
+        self, s: Any, user_id: int, vec: np.ndarray, k: int, layer: str | None
+    ) -> list[tuple[int, float]]:
+        """KNN through the in-process copy for big users, sqlite-vec for the others."""
+        now = self._clock()
+        uv = self.vcache.get(user_id)
+        if uv is None:
+            if user_id not in self._counts:
+                self._counts[user_id] = await repo.count_user(s, user_id)
+            if self._counts[user_id] >= self.vcache.min_rows:
+                uv = UserVectors()
+                for mid, lay, exp, blob in await repo.user_vectors(s, user_id):
+                    uv.add(mid, lay, exp, np.frombuffer(blob, dtype=np.float32))
+                self.vcache.users[user_id] = uv
+        if uv is not None:
+            return uv.knn(vec, k, layer, repo.epoch(now))
+        return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, now)
 
     async def _twin(
         self,
@@ -173,15 +239,15 @@ class MemoryStore:
         user_id: int,
         layer: str,
         content: str,
-        emb: bytes | None,
+        vec: np.ndarray | None,
         session_id: int | None,
     ) -> Memory | None:
         """An existing memory saying (nearly) the same thing, if any."""
         twin = None
-        if emb is None:  # without vectors, at least exact repeats are caught
+        if vec is None:  # without vectors, at least exact repeats are caught
             twin = await repo.exact(s, user_id, layer, content.lower())
         else:
-            near = await repo.knn(s, user_id, emb, 3, layer, self._clock())
+            near = await self._knn(s, user_id, vec, 3, layer)
             for mid, dist in near:
                 if dist > DUP_DISTANCE:
                     break
@@ -197,17 +263,25 @@ class MemoryStore:
         async with self._sf() as s, s.begin():
             if await repo.get(s, user_id, memory_id) is None:
                 return False
-            return await repo.delete_ids(s, [memory_id]) > 0
+            gone = await repo.delete_ids(s, [memory_id]) > 0
+        self._uncache([memory_id])
+        return gone
 
     async def clear_session(self, *, user_id: int, session_id: int) -> int:
         """Drop the session-layer memories of one session (it ended)."""
         async with self._sf() as s, s.begin():
-            return await repo.delete_ids(s, await repo.session_ids(s, user_id, session_id))
+            ids = await repo.session_ids(s, user_id, session_id)
+            n = await repo.delete_ids(s, ids)
+        self._uncache(ids)
+        return n
 
     async def sweep(self, now: datetime | None = None) -> int:
         """Delete expired memories and session memories of ended sessions."""
         async with self._sf() as s, s.begin():
-            return await repo.delete_ids(s, await repo.expired_ids(s, now or self._clock()))
+            ids = await repo.expired_ids(s, now or self._clock())
+            n = await repo.delete_ids(s, ids)
+        self._uncache(ids)
+        return n
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -253,9 +327,8 @@ class MemoryStore:
         async with self._sf() as s:
             vec_hits: list[tuple[int, float]] = []
             if vec is not None and self._vectors:
-                emb = vec.astype(np.float32).tobytes()
                 for layer in [None] if len(wanted) == len(LAYERS) else wanted:
-                    vec_hits += await repo.knn(s, user_id, emb, pool, layer, now)
+                    vec_hits += await self._knn(s, user_id, vec, pool, layer)
                 vec_hits.sort(key=lambda t: t[1])
             bm_hits = await repo.bm25(s, user_id, match, pool, wanted, now) if match else []
             scores = fuse(bm_hits, vec_hits, self.weights)
@@ -320,6 +393,7 @@ class MemoryStore:
                 await repo.recreate_vec(s, int(probe.shape[1]))
             await repo.set_meta(s, {"model": self.embedder.name})
         self._vectors = True
+        self.vcache.clear()
         return done
 
 
