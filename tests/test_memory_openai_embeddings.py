@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +78,7 @@ async def test_openai_embeddings_store_and_recall(
     async with httpx.AsyncClient() as http:
         embedder = build_embedder(settings, http)
         assert isinstance(embedder, OpenAIEmbedder) and embedder.name == "openai:toy-embed"
-        store = MemoryStore(
-            sf,
-            embedder,
-            settings,
-            lambda: __import__("datetime").datetime.now(__import__("datetime").UTC),
-        )
+        store = MemoryStore(sf, embedder, settings, lambda: datetime.now(UTC))
         assert (await store.index_status()).ok
         async with sf() as s, s.begin():
             user = await core.get_or_create_user(s, 1, "Ann", store._clock())
