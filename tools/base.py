@@ -100,12 +100,18 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
 
-    def clean(node: Any) -> Any:
+    def clean(node: Any, in_properties: bool = False) -> Any:
         if isinstance(node, dict):
-            if "$ref" in node:
+            if "$ref" in node and not in_properties:
                 target = defs[node["$ref"].split("/")[-1]]
                 return clean(copy.deepcopy(target))
-            return {k: clean(v) for k, v in node.items() if k != "title"}
+            if in_properties:  # keys here are field names: a field may be called "title"
+                return {k: clean(v) for k, v in node.items()}
+            return {
+                k: clean(v, in_properties=(k == "properties"))
+                for k, v in node.items()
+                if k != "title"
+            }
         if isinstance(node, list):
             return [clean(v) for v in node]
         return node
