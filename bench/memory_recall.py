@@ -41,10 +41,19 @@ from db.models.memory import Memory  # noqa: E402
 from db.repos import core  # noqa: E402
 from db.repos import memory as repo  # noqa: E402
 from tools.memory.embeddings import WordLlamaEmbedder  # noqa: E402
+from tools.memory.rank import RankWeights  # noqa: E402
 from tools.memory.store import MemoryStore  # noqa: E402
 
 KS = (5, 10, 50)
-MODES = {"hybrid": (True, True), "bm25": (True, False), "vectors": (False, True)}
+# name: (BM25 on, vectors on, neighbour spreading on). The *-plain rows are the textbook
+# baselines: BM25 alone, and reciprocal-rank fusion of BM25 and vectors (k = 60).
+MODES = {
+    "hybrid": (True, True, True),
+    "bm25": (True, False, True),
+    "vectors": (False, True, True),
+    "bm25-plain": (True, False, False),
+    "rrf-plain": (True, True, False),
+}
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -94,6 +103,19 @@ async def load_conversation(
     return user_id, ids
 
 
+async def rrf_plain(store: MemoryStore, user_id: int, question: str) -> list[int]:
+    """Reciprocal-rank fusion (k = 60) of the BM25-only and vectors-only rankings."""
+    store.use_bm25, store.use_vectors = True, False
+    words = [h.id for h in await store.recall(user_id=user_id, query=question, limit=100)]
+    store.use_bm25, store.use_vectors = False, True
+    meaning = [h.id for h in await store.recall(user_id=user_id, query=question, limit=100)]
+    score: dict[int, float] = defaultdict(float)
+    for ranked in (words, meaning):
+        for rank, mid in enumerate(ranked):
+            score[mid] += 1.0 / (60 + rank + 1)
+    return sorted(score, key=lambda m: -score[m])[:50]
+
+
 async def quality(data: Path, quick: bool) -> None:
     convs = json.loads(data.read_text())  # noqa: ASYNC240 - a benchmark, read once
     if quick:
@@ -102,6 +124,7 @@ async def quality(data: Path, quick: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         engine, sf, settings = await open_db(Path(tmp))
         store = MemoryStore(sf, WordLlamaEmbedder(), settings, clock)
+        tuned, plain = store.weights, RankWeights(neighbours={})
         for i, conv in enumerate(convs):
             user_id, ids = await load_conversation(sf, store, conv, 1000 + i)
             for qa in conv["qa"]:
@@ -109,10 +132,14 @@ async def quality(data: Path, quick: bool) -> None:
                 wanted = {ids[e] for e in evidence_ids(qa.get("evidence", [])) if e in ids}
                 if cat not in (1, 2, 3, 4) or not wanted:
                     continue
-                for mode, (b, v) in MODES.items():
+                for mode, (b, v, spread) in MODES.items():
                     store.use_bm25, store.use_vectors = b, v
-                    hits = await store.recall(user_id=user_id, query=qa["question"], limit=50)
-                    got = [h.id for h in hits]
+                    store.weights = tuned if spread else plain
+                    if mode == "rrf-plain":
+                        got = await rrf_plain(store, user_id, qa["question"])
+                    else:
+                        hits = await store.recall(user_id=user_id, query=qa["question"], limit=50)
+                        got = [h.id for h in hits]
                     row = [len(wanted & set(got[:k])) / len(wanted) for k in KS]
                     scores[mode][str(cat)].append(row)
                     scores[mode]["all"].append(row)

@@ -309,3 +309,20 @@ async def test_in_process_vectors_match_sqlite_vec(env: Env) -> None:
     assert [h.content for h in await fast.recall(user_id=env.users[1], query="cello")] == [
         "Plays the cello in a quartet"
     ]
+
+
+def test_user_vectors_grow_update_and_remove() -> None:
+    from tools.memory.vecindex import UserVectors
+
+    uv = UserVectors(capacity=2)
+    eye = np.eye(4, dtype=np.float32)
+    for i in range(4):
+        uv.add(i + 1, "long" if i % 2 == 0 else "mid", 100, eye[i])
+    assert uv.knn(eye[2], 1, None, 0) == [(3, 0.0)]
+    assert [m for m, _ in uv.knn(eye[2], 4, "mid", 0)] in ([2, 4], [4, 2])
+    uv.add(3, "long", 100, eye[0])  # updated in place: now points where #1 does
+    assert {m for m, _ in uv.knn(eye[0], 2, None, 0)} == {1, 3}
+    uv.remove([1])
+    assert [m for m, _ in uv.knn(eye[0], 1, None, 0)] == [3]
+    assert uv.knn(eye[0], 5, None, 100) == []  # all expired at t=100
+    assert sorted(uv.ids) == [2, 3, 4]

@@ -9,62 +9,78 @@ another process (`sidekick memory reindex`) are not seen: restart the bot after 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 LAYER_CODES = {"long": 0, "mid": 1, "short": 2, "session": 3}
 
 
-@dataclass
 class UserVectors:
-    ids: list[int] = field(default_factory=list)
-    layers: list[int] = field(default_factory=list)
-    expires: list[int] = field(default_factory=list)
-    rows: list[np.ndarray] = field(default_factory=list)
-    _matrix: np.ndarray | None = None  # rows stacked; rebuilt after a change
-    _pos: dict[int, int] = field(default_factory=dict)
+    """One user's rows in preallocated arrays: adds write in place (growing by doubling),
+    removes only clear an `alive` flag, so a write never copies the whole matrix."""
+
+    def __init__(self, dim: int | None = None, capacity: int = 1024) -> None:
+        self._cap = capacity
+        self._dim = dim
+        self.n = 0
+        self._mat: np.ndarray | None = None
+        self._ids = np.zeros(capacity, dtype=np.int64)
+        self._layers = np.zeros(capacity, dtype=np.int8)
+        self._expires = np.zeros(capacity, dtype=np.int64)
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._pos: dict[int, int] = {}
+
+    @property
+    def ids(self) -> list[int]:
+        return [int(i) for i in self._ids[: self.n][self._alive[: self.n]]]
+
+    def _grow(self) -> None:
+        self._cap *= 2
+        assert self._mat is not None
+        self._mat = np.resize(self._mat, (self._cap, self._mat.shape[1]))
+        for name in ("_ids", "_layers", "_expires", "_alive"):
+            old = getattr(self, name)
+            new = np.zeros(self._cap, dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
 
     def add(self, mid: int, layer: str, expires: int, vec: np.ndarray) -> None:
-        self.remove([mid])
-        self._pos[mid] = len(self.ids)
-        self.ids.append(mid)
-        self.layers.append(LAYER_CODES.get(layer, 9))
-        self.expires.append(expires)
-        self.rows.append(np.asarray(vec, dtype=np.float32))
-        self._matrix = None
+        vec = np.asarray(vec, dtype=np.float32)
+        if self._mat is None:
+            self._mat = np.zeros((self._cap, vec.shape[0]), dtype=np.float32)
+        pos = self._pos.get(mid)
+        if pos is None:
+            if self.n == self._cap:
+                self._grow()
+            pos, self.n = self.n, self.n + 1
+            self._pos[mid] = pos
+        self._mat[pos] = vec
+        self._ids[pos] = mid
+        self._layers[pos] = LAYER_CODES.get(layer, 9)
+        self._expires[pos] = expires
+        self._alive[pos] = True
 
     def remove(self, ids: list[int]) -> None:
-        gone = {i for i in ids if i in self._pos}
-        if not gone:
-            return
-        keep = [k for k, mid in enumerate(self.ids) if mid not in gone]
-        self.ids = [self.ids[k] for k in keep]
-        self.layers = [self.layers[k] for k in keep]
-        self.expires = [self.expires[k] for k in keep]
-        self.rows = [self.rows[k] for k in keep]
-        self._pos = {mid: k for k, mid in enumerate(self.ids)}
-        self._matrix = None
+        for mid in ids:
+            pos = self._pos.pop(mid, None)
+            if pos is not None:
+                self._alive[pos] = False
 
     def knn(self, q: np.ndarray, k: int, layer: str | None, now: int) -> list[tuple[int, float]]:
         """(memory id, cosine distance) of the k nearest live rows, nearest first."""
-        if not self.ids:
+        if self._mat is None or self.n == 0:
             return []
-        if self._matrix is None:
-            self._matrix = np.vstack(self.rows)
-            self._layer_arr = np.array(self.layers, dtype=np.int8)
-            self._exp_arr = np.array(self.expires, dtype=np.int64)
-        sims = self._matrix @ np.asarray(q, dtype=np.float32)
-        mask = self._exp_arr > now
+        n = self.n
+        sims = self._mat[:n] @ np.asarray(q, dtype=np.float32)
+        mask = self._alive[:n] & (self._expires[:n] > now)
         if layer is not None:
-            mask &= self._layer_arr == LAYER_CODES.get(layer, 9)
-        sims = np.where(mask, sims, -np.inf)
+            mask &= self._layers[:n] == LAYER_CODES.get(layer, 9)
         k = min(k, int(mask.sum()))
         if k <= 0:
             return []
+        sims = np.where(mask, sims, -np.inf)
         top = np.argpartition(-sims, k - 1)[:k]
         top = top[np.argsort(-sims[top])]
-        return [(self.ids[i], float(1.0 - sims[i])) for i in top]
+        return [(int(self._ids[i]), float(1.0 - sims[i])) for i in top]
 
 
 class VectorCache:
