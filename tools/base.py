@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -95,8 +96,13 @@ class Tool(Generic[P]):
         }
 
 
+@functools.cache
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A compact JSON schema: no titles, $defs inlined (some providers reject $ref)."""
+    """A compact JSON schema: no titles, $defs inlined (some providers reject $ref).
+
+    Cached per model (pydantic rebuilds it in ~1 ms each time, on every model call);
+    the returned dict is shared, so callers must not mutate it.
+    """
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
 

@@ -147,23 +147,37 @@ class Agent:
             )
 
     async def build_messages(self, ctx: RequestContext, text: str) -> list[dict[str, Any]]:
+        # Recall and history are independent reads: run them side by side.
+        provided, history = await asyncio.gather(
+            asyncio.gather(*(p(ctx, text) for p in self.context_providers), return_exceptions=True),
+            self._history(ctx.session_id),
+        )
         sections: list[str] = []
-        for provider in self.context_providers:
-            try:
-                section = await provider(ctx, text)
-            except Exception:
-                log.exception("context provider failed; answering without it")
-                section = None
-            if section:
+        for section in provided:
+            if isinstance(section, BaseException):
+                log.error(
+                    "context provider failed; answering without it",
+                    exc_info=(type(section), section, section.__traceback__),
+                )
+            elif section:
                 sections.append(section)
         now: datetime = ctx.now().astimezone(ctx.timezone)
         system = system_prompt(ctx.user_name, now, sections)
-        async with self.session_factory() as s:
-            rows = await repo.session_messages(s, ctx.session_id, limit=400)
-        history = trim_history([to_openai(m) for m in rows], self.settings.history_token_budget)
         # The parts of the prompt, for /context's token split (read by tools/discovery).
         ctx.state["prompt_parts"] = {"system": system, "sections": sections, "history": history}
         return [{"role": "system", "content": system}, *history]
+
+    async def _history(self, session_id: int) -> list[dict[str, Any]]:
+        """The session's newest messages within the token budget."""
+        budget = self.settings.history_token_budget
+        # Most requests fit in the newest few dozen rows; read more only when they all fit.
+        for limit in (64, 1000):
+            async with self.session_factory() as s:
+                rows = await repo.session_messages(s, session_id, limit=limit)
+            history = trim_history([to_openai(m) for m in rows], budget)
+            if len(rows) < limit or len(history) < len(rows):
+                break
+        return history
 
     async def _loop(self, ctx: RequestContext, text: str, events: Events) -> Reply:
         tools = self.registry.for_request(ctx, text)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, AsyncStream
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.config import Settings
 from bot.errors import ProviderError
@@ -58,6 +59,14 @@ def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
 
 
 class LLMClient:
+    """Chat completions through the openai SDK's HTTP client.
+
+    Requests go through `client.post` rather than `chat.completions.create`: our messages
+    are already plain wire-format dicts, and the SDK's per-call TypedDict transform of
+    them cost ~30 ms per request with a long history (measured with pyinstrument). The
+    SDK still does the HTTP, the SSE parsing, the typed chunks and the errors.
+    """
+
     def __init__(
         self,
         settings: Settings,
@@ -120,7 +129,13 @@ class LLMClient:
             kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
             if tools:
                 kwargs["tools"] = tools
-            stream = await self.client.chat.completions.create(**kwargs)
+            stream = await self.client.post(
+                "/chat/completions",
+                body=kwargs,
+                cast_to=ChatCompletion,
+                stream=True,
+                stream_cls=AsyncStream[ChatCompletionChunk],
+            )
             out = Completion()
             calls: dict[int, LLMToolCall] = {}
             text: list[str] = []
@@ -164,7 +179,7 @@ class LLMClient:
             kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
             if max_tokens:
                 kwargs["max_tokens"] = max_tokens
-            resp = await self.client.chat.completions.create(**kwargs)
+            resp = await self.client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
             content = resp.choices[0].message.content if resp.choices else None
             return Completion(content=content or "")
 

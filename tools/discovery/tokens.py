@@ -7,6 +7,7 @@ class models and a close stand-in for other providers' tokenizers.
 
 from __future__ import annotations
 
+import functools
 import json
 from functools import lru_cache
 from typing import Any, Protocol
@@ -39,7 +40,9 @@ def tokenizer_name() -> str:
     return "estimate" if isinstance(encoder(), _Estimate) else "o200k_base"
 
 
+@functools.lru_cache(maxsize=4096)
 def count_text(text: str) -> int:
+    # Cached: the same tool payload and history messages are counted on every request.
     return len(encoder().encode(text)) if text else 0
 
 
