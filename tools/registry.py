@@ -117,19 +117,14 @@ class Registry:
 
 
 def build_registry(deps: ToolDeps) -> Registry:
-    """Every tool Sidekick offers, in the order the model sees them."""
-    tools: list[Tool[Any]] = []
-    from tools.memory.tool import build as memory_tool  # imports ToolDeps: import here
-
-    tools.append(memory_tool(deps))
-    from tools.code.tool import build as code_tool  # imports ToolDeps: import here
-
-    tools.append(code_tool(deps))
+    """Every tool Sidekick offers: the core tools in the order the model sees them, then
+    the extensions (web_fetch, MCP servers, tool discovery)."""
+    # Imported here: these modules import ToolDeps from this one.
+    from tools.code.tool import build as code_tool
+    from tools.extensions import install_extensions
+    from tools.memory.tool import build as memory_tool
     from tools.search.tool import build as search_tool
 
-    tools.append(search_tool(deps))
-    registry = Registry(tools)
-    from tools.extensions import install_extensions  # web_fetch, MCP, discovery; avoids a cycle
-
+    registry = Registry([search_tool(deps), code_tool(deps), memory_tool(deps)])
     install_extensions(registry, deps)
     return registry
