@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from sqlalchemy import select
 
 from db.models.code import CodeExecution
@@ -70,12 +69,6 @@ async def test_codefailures_keeps_hostile_code_intact_and_sends_the_file(tg: TG)
     assert msg.reply_markup is not None
 
 
-@pytest.mark.xfail(
-    reason="tests/fakes/telegram_server.py reads the file from the part named 'document'; "
-    "aiogram sends document=attach://<key> with the file under <key> (as Telegram accepts)",
-    raises=TimeoutError,
-    strict=False,
-)
 async def test_the_button_sends_the_whole_run_as_a_file(tg: TG) -> None:
     await run_via_model(tg, HOSTILE)
     await tg.send(OWNER, "/codefailures 1")

@@ -304,9 +304,13 @@ class FakeTelegram:
 
     async def _m_sendDocument(self, params: dict[str, Any], files: dict[str, Any]) -> Any:
         chat_id = self._chat_id(params)
-        if "document" not in files:
+        # Telegram takes the file as the `document` part itself, or as
+        # `document=attach://<name>` with the file in the part `<name>` (aiogram's way).
+        ref = params.get("document")
+        key = ref.removeprefix("attach://") if isinstance(ref, str) else "document"
+        if key not in files:
             raise ApiError(400, "Bad Request: there is no document in the request")
-        filename, data = files["document"]
+        filename, data = files[key]
         caption = params.get("caption")
         if caption is not None and utf16_len(caption) > 1024:
             raise ApiError(400, "Bad Request: message caption is too long")
