@@ -5,4 +5,5 @@ import sys
 from bot.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main(["run", *sys.argv[1:]]))
+    # `python -m bot` alone means `run`; `python -m bot chat` etc. pass through.
+    sys.exit(main(sys.argv[1:] or ["run"]))

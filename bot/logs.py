@@ -36,5 +36,15 @@ def setup_logging(level: str, secrets: list[str]) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("httpx", "httpcore", "aiogram.event", "openai", "apscheduler"):
+    noisy_loggers = (
+        "httpx",
+        "httpx2",
+        "httpcore",
+        "httpcore2",
+        "aiogram.event",
+        "openai",
+        "apscheduler",
+        "alembic.runtime.migration",
+    )
+    for noisy in noisy_loggers:
         logging.getLogger(noisy).setLevel(logging.WARNING)
