@@ -30,10 +30,14 @@ migrate: install
 test: install
 	$(BIN)/python -m pytest -q
 
+# Figures, not pass/fail. BENCH_ARGS=--quick trims the memory benchmark (its full run
+# fills 100k memories and takes a while).
 bench: install
 	$(BIN)/python bench/overhead.py
-	@for f in bench/code_exec.py bench/memory_recall.py bench/tools_budget.py; do \
-		if [ -f $$f ]; then echo "== $$f"; $(BIN)/python $$f || exit 1; fi; done
+	$(BIN)/python bench/code_exec.py
+	$(BIN)/python bench/memory_recall.py $(BENCH_ARGS)
+	$(BIN)/python bench/tools_budget.py
+	$(BIN)/python bench/session_split.py
 
 lint: install
 	$(BIN)/ruff check .
