@@ -102,6 +102,9 @@ async def test_usage_is_learned_and_loaded_directly(mcp_app: App, fake_llm: Fake
             Text("done"),
         )
         await mcp_app.agent.handle(Incoming("100 euros in dollars", telegram_user_id=8))
+    # tool_explain hands over the MCP tool's own input schema.
+    explained = json.loads(fake_llm.requests[1]["messages"][-1]["content"])
+    assert {"query", "target"} <= set(explained["parameters"]["properties"])
     async with mcp_app.session_factory() as s:
         rows = list((await s.execute(select(ToolUsage))).scalars())
     assert [(r.tool, r.request_text) for r in rows] == [(name, "100 euros in dollars")] * 2

@@ -42,7 +42,7 @@ def _pin_response_models() -> tuple[Any, ...]:
         m.EditMessageReplyMarkup, m.DeleteMessage, m.AnswerCallbackQuery, m.GetUpdates, m.GetMe,
         m.SetMyCommands, m.DeleteWebhook, m.SetWebhook,
     )  # fmt: skip
-    return tuple(Response[method.__returning__] for method in used)  # type: ignore[name-defined,misc]
+    return tuple(Response[method.__returning__] for method in used)  # type: ignore[name-defined]
 
 
 def build_bot(settings: Settings) -> Bot:

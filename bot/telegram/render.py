@@ -19,7 +19,7 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
-from aiogram.types import InlineKeyboardMarkup, MessageEntity
+from aiogram.types import InlineKeyboardMarkup, Message, MessageEntity
 from telegramify_markdown import convert, split_entities
 from telegramify_markdown.entity import utf16_len
 
@@ -125,7 +125,11 @@ async def send_plain(bot: Bot, chat_id: int, text: str) -> list[int]:
     """Send text as is (no formatting), split if long."""
     ids = []
     for piece in split_plain(text) or ["(empty)"]:
-        msg = await with_retry(lambda p=piece: bot.send_message(chat_id, p, parse_mode=None))
+
+        def send(p: str = piece) -> Awaitable[Message]:
+            return bot.send_message(chat_id, p, parse_mode=None)
+
+        msg = await with_retry(send)
         ids.append(msg.message_id)
     return ids
 

@@ -7,4 +7,16 @@ from db.models.memory import Memory, MemoryMeta
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
 
-__all__ = ["Base", "CodeExecution", "CodeJob", "ChatSession", "Memory", "MemoryMeta", "Message", "SessionArchive", "ToolCallRecord", "ToolUsage", "User"]
+__all__ = [
+    "Base",
+    "ChatSession",
+    "CodeExecution",
+    "CodeJob",
+    "Memory",
+    "MemoryMeta",
+    "Message",
+    "SessionArchive",
+    "ToolCallRecord",
+    "ToolUsage",
+    "User",
+]

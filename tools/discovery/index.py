@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tools.discovery.lexical import BM25
+from tools.memory.embeddings import normalise_rows
 
 # texts -> one row per text (any width); rows need not be normalised.
 EmbedFn = Callable[[list[str]], np.ndarray]
@@ -53,10 +54,10 @@ class ToolIndex:
         self.vectors: np.ndarray | None = None
         self.desc_vectors: np.ndarray | None = None
         if embed is not None and texts:
-            self.vectors = _normalise(embed(texts))
+            self.vectors = normalise_rows(embed(texts))
             # A second view without the name: a name's words can pull a short
             # description away from what it says; the better of the two views counts.
-            self.desc_vectors = _normalise(embed([_SERVER_TAG.sub("", d) for _, d in docs]))
+            self.desc_vectors = normalise_rows(embed([_SERVER_TAG.sub("", d) for _, d in docs]))
 
     def search(self, query: str, limit: int = 5) -> list[Hit]:
         if not self.names or not query.strip():
@@ -65,7 +66,7 @@ class ToolIndex:
         lex_rank = [i for i in np.argsort(lex)[::-1] if lex[i] > 0]
         vec_rank: list[int] = []
         if self.vectors is not None and self.embed is not None:
-            q = _normalise(self.embed([query]))[0]
+            q = normalise_rows(self.embed([query]))[0]
             sims = self.vectors @ q
             if self.desc_vectors is not None:
                 sims = np.maximum(sims, self.desc_vectors @ q)
@@ -73,10 +74,3 @@ class ToolIndex:
         fused = rrf([int(i) for i in lex_rank], vec_rank)
         ordered = sorted(fused.items(), key=lambda kv: kv[1], reverse=True)[:limit]
         return [Hit(self.names[i], score) for i, score in ordered]
-
-
-def _normalise(matrix: np.ndarray) -> np.ndarray:
-    m = np.asarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return m / norms

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from tools.base import Tool, ToolCall, ToolError, json_schema
+from tools.base import Tool, ToolCall, ToolError
 
 if TYPE_CHECKING:
     from tools.discovery.request import DiscoveringTools
@@ -58,7 +58,8 @@ def build_meta(req: DiscoveringTools) -> list[Tool[Any]]:
         return {
             "name": tool.name,
             "description": tool.description,
-            "parameters": json_schema(tool.params),
+            # schema() rather than the params model: MCP tools carry their own JSON schema.
+            "parameters": tool.schema()["function"]["parameters"],
             "note": f"{name} is loaded: call it directly now",
         }
 

@@ -25,11 +25,13 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str]) -> np.ndarray: ...
 
 
-def _normalise(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
+def normalise_rows(x: Any) -> np.ndarray:
+    """Rows scaled to unit length (zero rows left as they are), as float32."""
+    m: np.ndarray = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return x / norms
+    out: np.ndarray = m / norms
+    return out
 
 
 @functools.cache
@@ -55,7 +57,7 @@ class WordLlamaEmbedder:
     def embed_sync(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
-        return _normalise(self._model.embed(texts, norm=True))
+        return normalise_rows(self._model.embed(texts, norm=True))
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         # A few texts take well under a millisecond; only big batches go to a thread.
@@ -89,7 +91,7 @@ class OpenAIEmbedder:
             raise ProviderError(f"embeddings endpoint answered HTTP {resp.status_code}")
         try:
             data = sorted(resp.json()["data"], key=lambda d: d["index"])
-            out = _normalise(np.array([d["embedding"] for d in data], dtype=np.float32))
+            out = normalise_rows(np.array([d["embedding"] for d in data], dtype=np.float32))
         except (KeyError, TypeError, ValueError) as exc:
             raise ProviderError(f"embeddings endpoint sent an unexpected body: {exc}") from None
         if out.shape[0] != len(texts):
