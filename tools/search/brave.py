@@ -6,9 +6,8 @@ from typing import Any
 
 import httpx
 
-from tools.search import text
 from tools.search.fetch import get_json
-from tools.search.hits import BackendError, Hit, Query, dedupe, short_date
+from tools.search.hits import BackendError, Hit, Query, dedupe, hit_from
 from tools.search.ratelimit import Spacer
 
 FRESHNESS = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
@@ -146,14 +145,4 @@ def _meta(body: Any) -> dict[str, Any]:
 
 
 def _hit(raw: object) -> Hit | None:
-    if not isinstance(raw, dict):
-        return None
-    url = raw.get("url")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        return None
-    return Hit(
-        title=text.title(raw.get("title")) or url,
-        url=url,
-        snippet=text.snippet(raw.get("description")),
-        date=short_date(raw.get("page_age")) or short_date(raw.get("age")),
-    )
+    return hit_from(raw, "description", ("page_age", "age"))

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from tools.search import text
+
 Kind = Literal["web", "news"]
 TimeRange = Literal["day", "week", "month", "year"]
 
@@ -83,3 +85,22 @@ def dedupe(hits: list[Hit], limit: int) -> list[Hit]:
         if len(out) >= limit:
             break
     return out
+
+
+def hit_from(raw: object, snippet_field: str, date_fields: tuple[str, ...]) -> Hit | None:
+    """One backend result as a Hit; None when it is not a dict with an http(s) URL.
+
+    Backends differ only in where the snippet and the date live.
+    """
+    if not isinstance(raw, dict):
+        return None
+    url = raw.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        return None
+    date = next((d for d in (short_date(raw.get(f)) for f in date_fields) if d), None)
+    return Hit(
+        title=text.title(raw.get("title")) or url,
+        url=url,
+        snippet=text.snippet(raw.get(snippet_field)),
+        date=date,
+    )

@@ -6,9 +6,8 @@ from typing import Any
 
 import httpx
 
-from tools.search import text
 from tools.search.fetch import get_json, shown
-from tools.search.hits import BackendError, Hit, Query, dedupe, short_date
+from tools.search.hits import BackendError, Hit, Query, dedupe, hit_from
 
 SAFESEARCH_MODERATE = 1
 
@@ -98,17 +97,7 @@ def _raise_for_status(resp: httpx.Response, endpoint: str) -> None:
 
 
 def _hit(raw: object) -> Hit | None:
-    if not isinstance(raw, dict):
-        return None
-    url = raw.get("url")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        return None
-    return Hit(
-        title=text.title(raw.get("title")) or url,
-        url=url,
-        snippet=text.snippet(raw.get("content")),
-        date=short_date(raw.get("publishedDate")),
-    )
+    return hit_from(raw, "content", ("publishedDate",))
 
 
 def _unresponsive(raw: object) -> str:
