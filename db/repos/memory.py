@@ -106,6 +106,13 @@ def _alive(now: datetime) -> object:
     return or_(Memory.expires_at.is_(None), Memory.expires_at > now)
 
 
+def _owned_by(user_id: int) -> object:
+    """The user filter for lookups by id. Written `user_id + 0` so the planner cannot use
+    ix_memories_user_layer: it would walk all of the user's rows (O(memories)) instead of
+    probing the primary key once per id."""
+    return (Memory.user_id + 0) == user_id
+
+
 def _with_source() -> object:
     return select(Memory, ChatSession.name, ChatSession.started_at, ChatSession.ended_at).outerjoin(
         ChatSession, ChatSession.id == Memory.session_id
@@ -117,7 +124,7 @@ async def rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime)
     if not ids:
         return []
     stmt = _with_source().where(  # type: ignore[attr-defined]
-        Memory.user_id == user_id, Memory.id.in_(list(ids)), _alive(now)
+        _owned_by(user_id), Memory.id.in_(list(ids)), _alive(now)
     )
     return [MemoryRow(*r) for r in (await s.execute(stmt)).all()]
 
@@ -181,13 +188,14 @@ async def bm25(
         names = [f":l{i}" for i in range(len(layers))]
         layer_sql = f" AND m.layer IN ({','.join(names)})"
         params.update({f"l{i}": v for i, v in enumerate(layers)})
-    # FTS5 first (confined to the user by the owner column), then the row filters: left to
-    # itself the planner walks the user's rows and probes FTS5 for each, O(memories).
+    # FTS5 first (confined to the user by the owner column), then the row filters by primary
+    # key. `user_id + 0` keeps the planner off ix_memories_user_layer: with it, it walks all
+    # of the user's rows and probes the hits for each (47 ms instead of 8 at 100k memories).
     sql = (
         "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(memory_fts, 1.0, 0.3, 0.0) AS r "
         "FROM memory_fts WHERE memory_fts MATCH :q ORDER BY r LIMIT :inner) "
         "SELECT h.id, -h.r AS score FROM hits h JOIN memories m ON m.id = h.id "
-        "WHERE m.user_id = :user AND (m.expires_at IS NULL OR m.expires_at > :now)"
+        "WHERE m.user_id + 0 = :user AND (m.expires_at IS NULL OR m.expires_at > :now)"
         + layer_sql
         + " ORDER BY score DESC LIMIT :k"
     )
@@ -200,6 +208,43 @@ async def exact(s: AsyncSession, user_id: int, layer: str, content: str) -> Memo
         Memory.user_id == user_id, Memory.layer == layer, func.lower(Memory.content) == content
     )
     return (await s.execute(stmt.limit(1))).scalar_one_or_none()
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What ranking needs of a memory, without its text: read for every candidate and its
+    neighbours, while the full rows are read only for the few that are returned."""
+
+    id: int
+    session_id: int | None
+    layer: str
+    certainty: float
+    updated_at: datetime
+    session_ended: bool
+
+
+async def facts(
+    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime
+) -> dict[int, Facts]:
+    """Ranking facts of these memories of this user that are still alive."""
+    if not ids:
+        return {}
+    stmt = (
+        select(
+            Memory.id,
+            Memory.session_id,
+            Memory.layer,
+            Memory.certainty,
+            Memory.updated_at,
+            ChatSession.ended_at,
+        )
+        .outerjoin(ChatSession, ChatSession.id == Memory.session_id)
+        .where(_owned_by(user_id), Memory.id.in_(list(ids)), _alive(now))
+    )
+    out = {}
+    for mid, sid, layer, certainty, updated, ended in (await s.execute(stmt)).all():
+        out[int(mid)] = Facts(int(mid), sid, layer, float(certainty), updated, ended is not None)
+    return out
 
 
 async def neighbours(s: AsyncSession, ids: Sequence[int]) -> dict[int, tuple[int | None, str]]:

@@ -332,36 +332,32 @@ class MemoryStore:
                 vec_hits.sort(key=lambda t: t[1])
             bm_hits = await repo.bm25(s, user_id, match, pool, wanted, now) if match else []
             scores = fuse(bm_hits, vec_hits, self.weights)
-            sessions = await self._sessions_around(s, scores)
+            # One light read of the candidates and their neighbours (no text), then the
+            # full rows of only the memories returned.
+            offsets = [d for d, share in self.weights.neighbours.items() if share > 0]
+            around = set(scores) | {i + d for i in scores for d in offsets}
+            facts = await repo.facts(s, user_id, sorted(around), now)
+            sessions = {mid: f.session_id for mid, f in facts.items()}
             scores = spread(scores, sessions, self.weights.neighbours)
-            found = await repo.rows(s, user_id, list(scores), now)
-        keep = {r.memory.id: r for r in found if self._visible(r, wanted, session_id)}
-        cands = {
-            mid: Candidate(
-                mid, r.memory.layer, r.memory.certainty, r.memory.updated_at, r.memory.session_id
-            )
-            for mid, r in keep.items()
-        }
-        ranked = weigh(scores, cands, now, self.weights)[:limit]
+            cands = {
+                mid: Candidate(mid, f.layer, f.certainty, f.updated_at, f.session_id)
+                for mid, f in facts.items()
+                if mid in scores and self._visible(f, wanted, session_id)
+            }
+            ranked = weigh(scores, cands, now, self.weights)[:limit]
+            found = await repo.rows(s, user_id, [mid for mid, _ in ranked], now)
+        keep = {r.memory.id: r for r in found}
         top = ranked[0][1] if ranked else 1.0
-        return [hit(keep[mid], score / top if top else 0.0) for mid, score in ranked]
-
-    async def _sessions_around(self, s: Any, scores: dict[int, float]) -> dict[int, int | None]:
-        offsets = [d for d, share in self.weights.neighbours.items() if share > 0]
-        if not offsets or not scores:
-            return {}
-        ids = set(scores) | {i + d for i in scores for d in offsets}
-        return {mid: sid for mid, (sid, _layer) in (await repo.neighbours(s, sorted(ids))).items()}
+        return [hit(keep[mid], score / top if top else 0.0) for mid, score in ranked if mid in keep]
 
     @staticmethod
-    def _visible(r: repo.MemoryRow, wanted: list[str], session_id: int | None) -> bool:
-        m = r.memory
-        if m.layer not in wanted:
+    def _visible(f: repo.Facts, wanted: list[str], session_id: int | None) -> bool:
+        if f.layer not in wanted:
             return False
-        if m.layer == "session":
-            if r.session_ended is not None:
+        if f.layer == "session":
+            if f.session_ended:
                 return False
-            if session_id is not None and m.session_id != session_id:
+            if session_id is not None and f.session_id != session_id:
                 return False
         return True
 
