@@ -326,3 +326,69 @@ def test_user_vectors_grow_update_and_remove() -> None:
     assert [m for m, _ in uv.knn(eye[0], 1, None, 0)] == [3]
     assert uv.knn(eye[0], 5, None, 100) == []  # all expired at t=100
     assert sorted(uv.ids) == [2, 3, 4]
+
+
+def test_prune_keeps_the_rarest_words_within_budget() -> None:
+    from tools.memory.text import prune
+
+    freqs = [("coffee", 900), ("zeppelin", 2), ("morning", 400), ("rare", 5)]
+    assert prune(freqs, 10) == ["zeppelin", "rare"]  # original order kept
+    assert prune(freqs, 500) == ["zeppelin", "morning", "rare"]
+    assert prune(freqs, 10_000) == ["coffee", "zeppelin", "morning", "rare"]
+    # Only common words: the rarest still goes, so the query is never empty.
+    assert prune([("coffee", 900), ("morning", 400)], 10) == ["morning"]
+    assert prune([], 10) == []
+
+
+async def test_doc_freqs_stem_like_the_index(env: Env) -> None:
+    from db.repos import memory as repo
+
+    for i in range(3):
+        await put(env, f"Went running with the club, lap {i} of the park")
+    await put(env, "Runs a bakery", user=1)
+    async with env.sf() as s:
+        freqs = await repo.doc_freqs(s, ["running", "runs", "bakery", "zeppelin"])
+    assert freqs["running"] == ("run", 4)  # all users: BM25's IDF counts them too
+    assert freqs["runs"] == ("run", 4)
+    assert freqs["bakery"] == ("bakeri", 1)
+    assert freqs["zeppelin"][1] == 0
+
+
+async def test_pruned_bm25_finds_rare_words_and_answers_common_ones(env: Env) -> None:
+    env.store.use_vectors = False  # the BM25 half alone
+    env.store.df_budget = 3
+
+    async def put_alone(content: str, user: int = 0) -> None:
+        # No session: neighbour spreading stays out of this test.
+        await env.store.store(user_id=env.users[user], layer="long", content=content)
+
+    for i in range(12):
+        await put_alone(f"Coffee in the morning at cafe number {i}")
+    rare = "Morning coffee on the zeppelin flight"
+    await put_alone(rare)
+    await put_alone("Coffee with a zeppelin pilot", user=1)
+    # "coffee" and "morning" are over budget and dropped; "zeppelin" finds the answer.
+    assert await contents(env, "coffee morning zeppelin", limit=3) == [rare]
+    # Only common words: the rarest of them is kept, the query still answers.
+    found = await contents(env, "coffee morning", limit=20)
+    assert len(found) == 13 and rare in found
+    # User 0 owns most of the index (unscoped MATCH), yet never sees user 1's memory,
+    # and gets all of its few matches (scoped retry).
+    assert await contents(env, "zeppelin pilot", limit=10) == [rare]
+    assert await contents(env, "zeppelin", user=1) == ["Coffee with a zeppelin pilot"]
+
+
+async def test_word_counts_refresh_after_writes(env: Env) -> None:
+    from tools.memory import store as store_mod
+
+    env.store.use_vectors = False
+    env.store.df_budget = 3
+    await put(env, "Tea with lemon")
+    await contents(env, "tea lemon")
+    assert env.store._freqs["tea"][1] == 1
+    for i in range(store_mod.DF_REFRESH_WRITES):
+        await put(env, f"Tea number {i} brewed")
+    await contents(env, "tea lemon")
+    assert env.store._freqs["tea"][1] == store_mod.DF_REFRESH_WRITES + 1
+    # "tea" is now over budget: "lemon" alone still finds its memory first.
+    assert (await contents(env, "tea lemon", limit=1)) == ["Tea with lemon"]

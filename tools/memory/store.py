@@ -22,7 +22,7 @@ from tools.base import Clock
 from tools.memory.embeddings import Embedder
 from tools.memory.rank import Candidate, RankWeights, fuse, spread, weigh
 from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
-from tools.memory.text import fts_query, normalise, same_words
+from tools.memory.text import fts_match, normalise, prune, query_words, same_words
 from tools.memory.vecindex import UserVectors, VectorCache
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 LAYERS = ("long", "mid", "short", "session")
 DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same thing
 REINDEX_HINT = "run `sidekick memory reindex`"
+# BM25 keeps the rarest query words whose memory counts add up to this (see text.prune):
+# it bounds the FTS5 work per recall on big stores and never bites below ~5k memories.
+DF_BUDGET = 5000
+# Word counts are cached and read again after this many writes through this store.
+DF_REFRESH_WRITES = 100
 
 
 class MemoryStore:
@@ -51,6 +56,10 @@ class MemoryStore:
         self._write_lock = asyncio.Lock()
         self.vcache = vcache or VectorCache()
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
+        self._total: int | None = None  # memories of all users, likewise
+        self.df_budget = DF_BUDGET
+        self._freqs: dict[str, tuple[str, int]] = {}  # word -> (FTS5 term, memory count)
+        self._writes = 0  # writes since _freqs was filled
         # Recall modes for the benchmark: both halves, or one alone.
         self.use_bm25 = True
         self.use_vectors = True
@@ -170,8 +179,11 @@ class MemoryStore:
                     message_id=message_id,
                     now=now,
                 )
-        if emb is not None:
-            self._cached(memory.user_id, memory.id, layer, memory.expires_at, vec)
+        self._cached(memory.user_id, memory.id, layer, memory.expires_at, vec if emb else None)
+        if result.updated:
+            self._counts[user_id] -= 1  # not one more memory after all
+            if self._total is not None:
+                self._total -= 1
         return result
 
     async def _insert(
@@ -207,11 +219,15 @@ class MemoryStore:
     ) -> None:
         """Keep the in-process vector copy (if this user has one) in step with a write."""
         self._counts[user_id] = self._counts.get(user_id, 0) + 1
+        if self._total is not None:
+            self._total += 1
+        self._writes += 1
         uv = self.vcache.get(user_id)
-        if uv is not None:
+        if uv is not None and vec is not None:
             uv.add(mid, layer, repo.epoch(expires), vec)
 
     def _uncache(self, ids: list[int]) -> None:
+        self._writes += len(ids)
         for uv in self.vcache.users.values():
             uv.remove(ids)
 
@@ -323,14 +339,14 @@ class MemoryStore:
         pool = max(50, limit * 3)
         now = self._clock()
         vec = await self._embed(query) if self.use_vectors else None
-        match = fts_query(query) if self.use_bm25 else ""
+        terms = query_words(query) if self.use_bm25 else []
         async with self._sf() as s:
             vec_hits: list[tuple[int, float]] = []
             if vec is not None and self._vectors:
                 for layer in [None] if len(wanted) == len(LAYERS) else wanted:
                     vec_hits += await self._knn(s, user_id, vec, pool, layer)
                 vec_hits.sort(key=lambda t: t[1])
-            bm_hits = await repo.bm25(s, user_id, match, pool, wanted, now) if match else []
+            bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
             scores = fuse(bm_hits, vec_hits, self.weights)
             # One light read of the candidates and their neighbours (no text), then the
             # full rows of only the memories returned.
@@ -349,6 +365,32 @@ class MemoryStore:
         keep = {r.memory.id: r for r in found}
         top = ranked[0][1] if ranked else 1.0
         return [hit(keep[mid], score / top if top else 0.0) for mid, score in ranked if mid in keep]
+
+    async def _bm25(
+        self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]
+    ) -> list[tuple[int, float]]:
+        """BM25 over the rarest query words; unscoped first for a user who owns most of the
+        index (exact when it yields k rows, see repo.bm25), else scoped to the owner."""
+        now = self._clock()
+        if self._writes >= DF_REFRESH_WRITES:
+            self._freqs.clear()
+            self._writes = 0
+        new = [w for w in terms if w not in self._freqs]
+        if new:
+            if len(self._freqs) > 50_000:
+                self._freqs.clear()
+            self._freqs.update(await repo.doc_freqs(s, new))
+        kept = prune([(w, self._freqs[w][1]) for w in terms], self.df_budget)
+        match = fts_match(kept)
+        if user_id not in self._counts:
+            self._counts[user_id] = await repo.count_user(s, user_id)
+        if self._total is None:
+            self._total = await repo.count_all(s)
+        if self._counts[user_id] * 2 >= max(self._total, 1):
+            hits = await repo.bm25(s, user_id, match, k, wanted, now, scoped=False)
+            if len(hits) >= k:
+                return hits
+        return await repo.bm25(s, user_id, match, k, wanted, now)
 
     @staticmethod
     def _visible(f: repo.Facts, wanted: list[str], session_id: int | None) -> bool:

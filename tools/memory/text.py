@@ -26,13 +26,40 @@ def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
-def fts_query(text: str, max_terms: int = 32) -> str:
-    """An FTS5 MATCH expression: the query's content words, OR-ed, each quoted."""
+def query_words(text: str, max_terms: int = 32) -> list[str]:
+    """The query's distinct content words, in order."""
     seen: list[str] = []
     for w in words(text):
         if len(w) > 1 and w not in seen:
             seen.append(w)
-    return " OR ".join(f'"{w}"' for w in seen[:max_terms])
+    return seen[:max_terms]
+
+
+def fts_match(terms: list[str]) -> str:
+    """An FTS5 MATCH expression: the words OR-ed, each quoted."""
+    return " OR ".join(f'"{w}"' for w in terms)
+
+
+def fts_query(text: str, max_terms: int = 32) -> str:
+    """An FTS5 MATCH expression: the query's content words, OR-ed, each quoted."""
+    return fts_match(query_words(text, max_terms))
+
+
+def prune(freqs: list[tuple[str, int]], budget: int) -> list[str]:
+    """The rarest words whose document counts add up to at most `budget` (always at least
+    the rarest one), in their original order.
+
+    FTS5 scores every memory that holds any query word, so a word in 20% of 100k memories
+    costs milliseconds while adding little (BM25 gives it a low IDF); the rare words are
+    the ones that find the answer."""
+    keep: set[str] = set()
+    total = 0
+    for w, df in sorted(freqs, key=lambda t: t[1]):
+        if keep and total + df > budget:
+            break
+        keep.add(w)
+        total += df
+    return [w for w, _ in freqs if w in keep]
 
 
 def same_words(a: str, b: str, threshold: float = 0.75) -> bool:
