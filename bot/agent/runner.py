@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from bot.agent.archive import Archiver
 from bot.agent.prompt import system_prompt, to_openai, trim_history
-from bot.agent.sessions import close_if_period_ended, start_new_session
+from bot.agent.sessions import period_ended, start_new_session
 from bot.agent.toolexec import AUDIT_LIMIT, CallOutcome, run_call
 from bot.config import Settings
 from bot.llm.client import Completion, LLMToolCall, OnText
@@ -24,6 +24,9 @@ from tools.base import Clock, RequestContext, ToolCall, system_clock
 from tools.registry import Registry, RequestTools
 
 log = logging.getLogger(__name__)
+
+HISTORY_ROWS = 64  # newest history rows read with the user's message
+_PREFETCHED = "_history_rows"  # ctx.state key: (session id, wire messages, rows read)
 
 
 class ChatModel(Protocol):
@@ -85,14 +88,6 @@ class Agent:
 
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         events = events or Events()
-        # A message after the split time opens a new session even if the scheduler has
-        # not archived the old one yet (bot/agent/sessions.py; never raises).
-        await close_if_period_ended(
-            self.session_factory,
-            self.settings,
-            self.clock,
-            telegram_user_id=incoming.telegram_user_id,
-        )
         ctx = await self._start_request(incoming)
         try:
             reply = await self._loop(ctx, incoming.text, events)
@@ -116,14 +111,27 @@ class Agent:
         return reply
 
     async def _start_request(self, incoming: Incoming) -> RequestContext:
-        """Find the user and session and store the message before any model call."""
+        """Find the user and session and store the message before any model call, in one
+        transaction: user and open session in one query, the split check in process, then
+        the message and the session's newest history rows."""
         now = self.clock()
         request_id = uuid.uuid4().hex[:16]
         async with self.session_factory() as s, s.begin():
-            user = await repo.get_or_create_user(
-                s, incoming.telegram_user_id, incoming.user_name, now
-            )
-            session = await repo.open_session(s, user.id, now)
+            user, session = await repo.user_with_open_session(s, incoming.telegram_user_id)
+            if user is None:
+                user = await repo.get_or_create_user(
+                    s, incoming.telegram_user_id, incoming.user_name, now
+                )
+            elif incoming.user_name and user.name != incoming.user_name:
+                user.name = incoming.user_name
+            # A message after the split time opens a new session even if the scheduler
+            # has not archived the old one yet (bot/agent/sessions.py).
+            if session is not None and await period_ended(
+                s, self.settings, session, user.timezone, now
+            ):
+                session = None
+            if session is None:
+                session = await repo.create_session(s, user.id, None, now)
             msg = await repo.add_message(
                 s,
                 session_id=session.id,
@@ -134,7 +142,7 @@ class Agent:
                 now=now,
                 telegram_message_id=incoming.telegram_message_id,
             )
-            return RequestContext(
+            ctx = RequestContext(
                 request_id=request_id,
                 user_id=user.id,
                 session_id=session.id,
@@ -145,12 +153,17 @@ class Agent:
                 timezone=self.user_timezone(user.timezone),
                 clock=self.clock,
             )
+            # The newest rows of the history, read while the connection is at hand; the
+            # prompt builder reads more only when these do not fill the budget.
+            rows = await repo.session_messages(s, session.id, limit=HISTORY_ROWS)
+        ctx.state[_PREFETCHED] = (session.id, [to_openai(m) for m in rows], len(rows))
+        return ctx
 
     async def build_messages(self, ctx: RequestContext, text: str) -> list[dict[str, Any]]:
         # Recall and history are independent reads: run them side by side.
         provided, history = await asyncio.gather(
             asyncio.gather(*(p(ctx, text) for p in self.context_providers), return_exceptions=True),
-            self._history(ctx.session_id),
+            self._history(ctx.session_id, ctx.state.pop(_PREFETCHED, None)),
         )
         sections: list[str] = []
         for section in provided:
@@ -167,15 +180,22 @@ class Agent:
         ctx.state["prompt_parts"] = {"system": system, "sections": sections, "history": history}
         return [{"role": "system", "content": system}, *history]
 
-    async def _history(self, session_id: int) -> list[dict[str, Any]]:
+    async def _history(
+        self, session_id: int, prefetched: tuple[int, list[dict[str, Any]], int] | None = None
+    ) -> list[dict[str, Any]]:
         """The session's newest messages within the token budget."""
         budget = self.settings.history_token_budget
-        # Most requests fit in the newest few dozen rows; read more only when they all fit.
-        for limit in (64, 1000):
-            async with self.session_factory() as s:
-                rows = await repo.session_messages(s, session_id, limit=limit)
-            history = trim_history([to_openai(m) for m in rows], budget)
-            if len(rows) < limit or len(history) < len(rows):
+        # Most requests fit in the newest few dozen rows (read by _start_request); read
+        # more only when they all fit.
+        for limit in (HISTORY_ROWS, 1000):
+            if limit == HISTORY_ROWS and prefetched is not None and prefetched[0] == session_id:
+                wire, n = prefetched[1], prefetched[2]
+            else:
+                async with self.session_factory() as s:
+                    rows = await repo.session_messages(s, session_id, limit=limit)
+                wire, n = [to_openai(m) for m in rows], len(rows)
+            history = trim_history(wire, budget)
+            if n < limit or len(history) < n:
                 break
         return history
 
@@ -238,7 +258,7 @@ class Agent:
         self, ctx: RequestContext, content: str, tool_calls: list[dict[str, Any]] | None
     ) -> None:
         async with self.session_factory() as s, s.begin():
-            await repo.add_message(
+            await repo.append_message(
                 s,
                 session_id=ctx.session_id,
                 user_id=ctx.user_id,

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.archive import Archiver, ArchiveResult
 from bot.config import Settings
 from db.engine import SessionFactory
+from db.models.core import ChatSession
 from db.repos import core as repo
 from db.repos import sessions as sessions_repo
 from scheduler.periods import is_due, parse_hhmm, user_tz
@@ -60,31 +64,21 @@ async def start_new_session(
     return out
 
 
-async def close_if_period_ended(
-    session_factory: SessionFactory,
-    settings: Settings,
-    clock: Clock,
-    *,
-    telegram_user_id: int | None,
-) -> int | None:
-    """Close the user's open session when its period (SESSION_SPLIT) is over; the id of
-    the closed session, whose summary the scheduler then writes. Never raises: a message
-    is answered even if this check fails."""
+async def period_ended(
+    s: AsyncSession, settings: Settings, session: ChatSession, tz_name: str | None, now: datetime
+) -> bool:
+    """Inside the caller's transaction: when the open `session`'s period (SESSION_SPLIT) is
+    over, close it and return True; the caller then opens a new one and the scheduler
+    writes the old one's summary. A failing check answers False (the message is answered
+    in the current session rather than not at all)."""
     try:
-        now = clock()
-        async with session_factory() as s, s.begin():
-            current = await sessions_repo.open_session_of(s, telegram_user_id)
-            if current is None:
-                return None
-            tz = user_tz(current.timezone, settings.tz)
-            at = parse_hhmm(settings.session_split_time)
-            if not is_due(current.started_at, now, tz, settings.session_split, at):
-                return None
-            await sessions_repo.close_session(s, current.session_id, now)
-        log.info(
-            "session %d: its period ended; the new message opens a new one", current.session_id
-        )
-        return current.session_id
+        tz = user_tz(tz_name, settings.tz)
+        at = parse_hhmm(settings.session_split_time)
+        if not is_due(session.started_at, now, tz, settings.session_split, at):
+            return False
     except Exception:
         log.exception("checking whether the session period ended failed")
-        return None
+        return False
+    await sessions_repo.close_session(s, session.id, now)
+    log.info("session %d: its period ended; the new message opens a new one", session.id)
+    return True

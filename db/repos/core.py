@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import ChatSession, Message, ToolCallRecord, User
@@ -26,6 +26,23 @@ async def get_or_create_user(
     elif name and user.name != name:
         user.name = name
     return user
+
+
+async def user_with_open_session(
+    s: AsyncSession, telegram_id: int | None
+) -> tuple[User | None, ChatSession | None]:
+    """The user with this Telegram id (the local user when None) and their open session,
+    in one round trip; (None, None) when there is no such user yet."""
+    who = User.telegram_id.is_(None) if telegram_id is None else User.telegram_id == telegram_id
+    stmt = (
+        select(User, ChatSession)
+        .outerjoin(ChatSession, (ChatSession.user_id == User.id) & ChatSession.ended_at.is_(None))
+        .where(who)
+        .order_by(User.id, ChatSession.id.desc())
+        .limit(1)
+    )
+    row = (await s.execute(stmt)).first()
+    return (row[0], row[1]) if row else (None, None)
 
 
 async def get_user(s: AsyncSession, user_id: int) -> User | None:
@@ -102,6 +119,32 @@ async def add_message(
     s.add(msg)
     await s.flush()
     return msg
+
+
+async def append_message(
+    s: AsyncSession,
+    *,
+    session_id: int,
+    user_id: int,
+    role: str,
+    content: str,
+    request_id: str,
+    now: datetime,
+    tool_calls: str | None = None,
+) -> None:
+    """add_message for a caller that needs no row back: a plain INSERT, without the ORM's
+    unit of work (about half the CPU of add + flush)."""
+    await s.execute(
+        insert(Message.__table__).values(
+            session_id=session_id,
+            user_id=user_id,
+            role=role,
+            content=content,
+            request_id=request_id,
+            tool_calls=tool_calls,
+            created_at=now,
+        )
+    )
 
 
 async def session_messages(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -11,6 +12,7 @@ from tools.memory.store import MemoryHit, MemoryStore
 
 log = logging.getLogger(__name__)
 
+LONG_LIMIT = 20  # long-term memories always offered, most certain first
 HEADER = "What you remember about the user (memory ids in brackets; use them to forget):"
 
 
@@ -25,15 +27,32 @@ def build_provider(
     async def provide(ctx: RequestContext, text: str) -> str | None:
         if budget_tokens <= 0:
             return None
-        relevant = (
-            await store.recall(user_id=ctx.user_id, query=text, limit=30, session_id=ctx.session_id)
-            if text.strip()
-            else []
-        )
+        # One cheap read first: most users have few memories, many none. With none there
+        # is nothing to recall (no embedding, no search); with at most LONG_LIMIT this page
+        # holds all of them, so the long-term list is sorted here instead of queried.
+        page = await store.list(user_id=ctx.user_id, limit=LONG_LIMIT)
+        if page.total == 0:
+            return None
+
+        async def long_term() -> list[MemoryHit]:
+            if page.total <= len(page.items):
+                longs = [h for h in page.items if h.layer == "long"]
+                # The store's order: most certain, then most recent first.
+                longs.sort(key=lambda h: (h.certainty, h.updated_at), reverse=True)
+                return longs
+            return await store.long_term(user_id=ctx.user_id, limit=LONG_LIMIT)
+
+        async def relevant_hits() -> list[MemoryHit]:
+            if not text.strip():
+                return []
+            return await store.recall(
+                user_id=ctx.user_id, query=text, limit=30, session_id=ctx.session_id
+            )
+
+        relevant, top_long = await asyncio.gather(relevant_hits(), long_term())
         # Long-term facts first (the relevant ones, then the most certain others), then
         # the rest by relevance to the new message.
-        long_hits = [h for h in relevant if h.layer == "long"]
-        long_hits += await store.long_term(user_id=ctx.user_id, limit=20)
+        long_hits = [h for h in relevant if h.layer == "long"] + top_long
         ordered: list[MemoryHit] = []
         seen: set[int] = set()
         for h in long_hits + [h for h in relevant if h.layer != "long"]:
