@@ -227,39 +227,36 @@ async def doc_freqs(s: AsyncSession, words: Sequence[str]) -> dict[str, tuple[st
     looked up as "run"), then the counts come from an fts5vocab view of memory_fts."""
     if not words:
         return {}
-    for ddl in (
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_query_tok USING fts5(w, "
-        f"tokenize='{_TOKENIZER}')",
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_query_terms "
-        "USING fts5vocab(temp, memory_query_tok, 'instance')",
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_fts_terms "
-        "USING fts5vocab(main, memory_fts, 'row')",
-        "DELETE FROM temp.memory_query_tok",
-    ):
-        await s.execute(text(ddl))
+    conn = await s.connection()
+    # The temp tables live as long as the pooled connection: create them once per connection.
+    if not conn.info.get("memory_terms"):
+        for ddl in (
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_query_tok USING fts5(w, "
+            f"tokenize='{_TOKENIZER}')",
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_query_terms "
+            "USING fts5vocab(temp, memory_query_tok, 'instance')",
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_fts_terms "
+            "USING fts5vocab(main, memory_fts, 'row')",
+        ):
+            await s.execute(text(ddl))
+        conn.info["memory_terms"] = True
+    await s.execute(text("DELETE FROM temp.memory_query_tok"))
     await s.execute(
         text("INSERT INTO temp.memory_query_tok(rowid, w) VALUES (:i, :w)"),
         [{"i": i + 1, "w": w} for i, w in enumerate(words)],
     )
-    stems: dict[int, list[str]] = {}
-    for doc, term in await s.execute(text("SELECT doc, term FROM temp.memory_query_terms")):
-        stems.setdefault(int(doc), []).append(str(term))
-    terms = sorted({t for ts in stems.values() for t in ts})
-    counts = {
-        str(t): int(n)
-        for t, n in await s.execute(
-            text(
-                "SELECT term, doc FROM temp.memory_fts_terms "
-                "WHERE term IN (SELECT value FROM json_each(:t))"
-            ),
-            {"t": json.dumps(terms)},
-        )
-    }
+    sql = (
+        "SELECT q.doc, q.term, coalesce(t.doc, 0) FROM temp.memory_query_terms q "
+        "LEFT JOIN temp.memory_fts_terms t ON t.term = q.term"
+    )
+    found: dict[int, list[tuple[str, int]]] = {}
+    for doc, term, n in await s.execute(text(sql)):
+        found.setdefault(int(doc), []).append((str(term), int(n)))
     out = {}
     for i, w in enumerate(words):
-        ts = stems.get(i + 1, [])
+        ts = found.get(i + 1, [])
         # A word FTS5 splits in several tokens is a phrase: at most as common as its rarest.
-        out[w] = (" ".join(ts), min((counts.get(t, 0) for t in ts), default=0))
+        out[w] = (" ".join(t for t, _ in ts), min((n for _, n in ts), default=0))
     return out
 
 
