@@ -15,7 +15,7 @@ from typing import Any
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 from bot.config import Settings
 from bot.errors import ProviderError
@@ -129,39 +129,51 @@ class LLMClient:
             kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
             if tools:
                 kwargs["tools"] = tools
+            # Chunks come as the parsed JSON dicts (AsyncStream[object]): building the SDK's
+            # pydantic chunk objects cost more CPU than the rest of the stream handling.
             stream = await self.client.post(
                 "/chat/completions",
                 body=kwargs,
                 cast_to=ChatCompletion,
                 stream=True,
-                stream_cls=AsyncStream[ChatCompletionChunk],
+                stream_cls=AsyncStream[object],
             )
             out = Completion()
             calls: dict[int, LLMToolCall] = {}
             text: list[str] = []
-            async for chunk in stream:
-                if chunk.usage is not None:
-                    out.prompt_tokens = chunk.usage.prompt_tokens
-                    out.completion_tokens = chunk.usage.completion_tokens
-                if not chunk.choices:
+            async for raw in stream:
+                chunk = raw if isinstance(raw, dict) else {}
+                usage = chunk.get("usage")
+                if isinstance(usage, dict):
+                    out.prompt_tokens = usage.get("prompt_tokens")
+                    out.completion_tokens = usage.get("completion_tokens")
+                choices = chunk.get("choices")
+                if not choices or not isinstance(choices[0], dict):
                     continue
-                choice = chunk.choices[0]
-                delta = choice.delta
-                if delta is not None and delta.content:
-                    text.append(delta.content)
+                choice = choices[0]
+                delta = choice.get("delta")
+                if not isinstance(delta, dict):
+                    delta = {}
+                content = delta.get("content")
+                if content:
+                    text.append(content)
                     if on_text is not None:
                         await on_text("".join(text))
-                for tc in (delta.tool_calls or []) if delta is not None else []:
-                    call = calls.setdefault(tc.index, LLMToolCall(id="", name="", arguments=""))
-                    if tc.id:
-                        call.id = tc.id
-                    if tc.function is not None:
-                        if tc.function.name:
-                            call.name += tc.function.name
-                        if tc.function.arguments:
-                            call.arguments += tc.function.arguments
-                if choice.finish_reason:
-                    out.finish_reason = choice.finish_reason
+                for tc in delta.get("tool_calls") or []:
+                    if not isinstance(tc, dict):
+                        continue
+                    index = tc.get("index", 0)
+                    call = calls.setdefault(index, LLMToolCall(id="", name="", arguments=""))
+                    if tc.get("id"):
+                        call.id = tc["id"]
+                    fn = tc.get("function")
+                    if isinstance(fn, dict):
+                        if fn.get("name"):
+                            call.name += fn["name"]
+                        if fn.get("arguments"):
+                            call.arguments += fn["arguments"]
+                if choice.get("finish_reason"):
+                    out.finish_reason = choice["finish_reason"]
             out.content = "".join(text)
             out.tool_calls = [calls[i] for i in sorted(calls)]
             for n, call in enumerate(out.tool_calls):
