@@ -48,16 +48,25 @@ def _cost(m: dict[str, Any]) -> int:
     return estimate_tokens(json.dumps(m, ensure_ascii=False))
 
 
-def trim_history(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+def message_cost(m: dict[str, Any]) -> int:
+    """A wire message's token estimate, as trim_history counts it."""
+    return _cost(m)
+
+
+def trim_history(
+    messages: list[dict[str, Any]], budget: int, costs: list[int] | None = None
+) -> list[dict[str, Any]]:
     """The newest messages that fit `budget` tokens, starting at a user message.
 
     Starting at a user turn keeps tool results next to the call that asked for them,
-    which providers insist on. The newest message is always kept.
+    which providers insist on. The newest message is always kept. `costs` (one per
+    message, from message_cost) saves recounting messages a caller has counted before.
     """
     kept: list[dict[str, Any]] = []
     used = 0
-    for m in reversed(messages):
-        cost = _cost(m)
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        cost = costs[i] if costs is not None else _cost(m)
         if kept and used + cost > budget:
             break
         kept.append(m)

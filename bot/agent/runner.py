@@ -13,12 +13,13 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.agent.archive import Archiver
-from bot.agent.prompt import system_prompt, to_openai, trim_history
+from bot.agent.prompt import message_cost, system_prompt, to_openai, trim_history
 from bot.agent.sessions import period_ended, start_new_session
 from bot.agent.toolexec import AUDIT_LIMIT, CallOutcome, run_call
 from bot.config import Settings
 from bot.llm.client import Completion, LLMToolCall, OnText
 from db.engine import SessionFactory
+from db.models.core import Message
 from db.repos import core as repo
 from tools.base import Clock, RequestContext, ToolCall, system_clock
 from tools.registry import Registry, RequestTools
@@ -26,7 +27,8 @@ from tools.registry import Registry, RequestTools
 log = logging.getLogger(__name__)
 
 HISTORY_ROWS = 64  # newest history rows read with the user's message
-_PREFETCHED = "_history_rows"  # ctx.state key: (session id, wire messages, rows read)
+_PREFETCHED = "_history_rows"  # ctx.state key: (session id, wire messages, costs, rows)
+COST_CACHE_MAX = 200_000  # token counts of stored messages kept (about 20 MB at most)
 
 
 class ChatModel(Protocol):
@@ -79,6 +81,8 @@ class Agent:
     # Summarises a closed session into memory; None when memory is off (the scheduler
     # then writes the summary on its next run).
     archiver: Archiver | None = None
+    # Token estimates of stored messages by id (see _wire).
+    _costs: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
     def user_timezone(self, tz_name: str | None) -> ZoneInfo:
         try:
@@ -156,8 +160,22 @@ class Agent:
             # The newest rows of the history, read while the connection is at hand; the
             # prompt builder reads more only when these do not fill the budget.
             rows = await repo.session_messages(s, session.id, limit=HISTORY_ROWS)
-        ctx.state[_PREFETCHED] = (session.id, [to_openai(m) for m in rows], len(rows))
+        ctx.state[_PREFETCHED] = (session.id, *self._wire(rows))
         return ctx
+
+    def _wire(self, rows: list[Message]) -> tuple[list[dict[str, Any]], list[int], int]:
+        """History rows as wire messages with their token costs; a stored message never
+        changes, so its cost is counted once per process."""
+        if len(self._costs) > COST_CACHE_MAX:
+            self._costs.clear()
+        wire = [to_openai(m) for m in rows]
+        costs = []
+        for m, w in zip(rows, wire, strict=True):
+            cost = self._costs.get(m.id)
+            if cost is None:
+                cost = self._costs[m.id] = message_cost(w)
+            costs.append(cost)
+        return wire, costs, len(rows)
 
     async def build_messages(self, ctx: RequestContext, text: str) -> list[dict[str, Any]]:
         # Recall and history are independent reads: run them side by side.
@@ -181,7 +199,9 @@ class Agent:
         return [{"role": "system", "content": system}, *history]
 
     async def _history(
-        self, session_id: int, prefetched: tuple[int, list[dict[str, Any]], int] | None = None
+        self,
+        session_id: int,
+        prefetched: tuple[int, list[dict[str, Any]], list[int], int] | None = None,
     ) -> list[dict[str, Any]]:
         """The session's newest messages within the token budget."""
         budget = self.settings.history_token_budget
@@ -189,12 +209,12 @@ class Agent:
         # more only when they all fit.
         for limit in (HISTORY_ROWS, 1000):
             if limit == HISTORY_ROWS and prefetched is not None and prefetched[0] == session_id:
-                wire, n = prefetched[1], prefetched[2]
+                _, wire, costs, n = prefetched
             else:
                 async with self.session_factory() as s:
                     rows = await repo.session_messages(s, session_id, limit=limit)
-                wire, n = [to_openai(m) for m in rows], len(rows)
-            history = trim_history(wire, budget)
+                wire, costs, n = self._wire(rows)
+            history = trim_history(wire, budget, costs)
             if n < limit or len(history) < n:
                 break
         return history
