@@ -167,6 +167,54 @@ async def test_auto_recall_puts_memories_in_the_system_prompt(
     assert "[#1] (long/fact) Name is Ann, a nurse" in section
 
 
+async def test_auto_recall_with_many_memories_keeps_long_term_first(
+    app: App, fake_llm: FakeOpenAI
+) -> None:
+    """More memories than the provider's first page: the long-term query path runs."""
+    assert app.deps.memory is not None
+    await app.agent.handle(Incoming("hi", telegram_user_id=6))
+    async with app.session_factory() as s:
+        from db.models import User
+
+        user_id = (await s.execute(select(User.id))).scalar_one()
+    store = app.deps.memory
+    topics = [
+        "tennis",
+        "violin",
+        "gardening",
+        "chess",
+        "baking",
+        "sailing",
+        "pottery",
+        "running",
+        "knitting",
+        "astronomy",
+        "cycling",
+        "painting",
+        "hiking",
+        "poetry",
+        "judo",
+        "origami",
+        "rowing",
+        "fishing",
+        "skiing",
+        "salsa",
+        "climbing",
+        "yoga",
+        "archery",
+        "juggling",
+    ]
+    for i, topic in enumerate(topics):
+        await store.store(user_id=user_id, layer="short", content=f"Week {i}: tried {topic}")
+    await store.store(user_id=user_id, layer="long", content="Lives in Lyon", category="fact")
+    await app.agent.handle(Incoming("how did the rowing go?", telegram_user_id=6))
+    section = fake_llm.requests[-1]["messages"][0]["content"].split(
+        "What you remember about the user"
+    )[1]
+    assert "Lives in Lyon" in section and "tried rowing" in section
+    assert section.index("Lives in Lyon") < section.index("tried rowing")
+
+
 async def test_doctor_reports_backend_and_reindex(app: App) -> None:
     from tools.memory.doctor import check_memory
 
