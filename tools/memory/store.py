@@ -342,24 +342,11 @@ class MemoryStore:
         terms = query_words(query) if self.use_bm25 else []
         async with self._sf() as s:
             vec_hits: list[tuple[int, float]] = []
-            knn_layers: list[str | None] = [None] if len(wanted) == len(LAYERS) else list(wanted)
-            uv = self.vcache.get(user_id)
-            if vec is not None and self._vectors and uv is not None and terms:
-                # In-process KNN (numpy, GIL released) in a thread while SQLite runs BM25
-                # in aiosqlite's: the two halves overlap on a multi-core machine.
-                epoch_now = repo.epoch(now)
-                knn = asyncio.to_thread(
-                    lambda: [h for lay in knn_layers for h in uv.knn(vec, pool, lay, epoch_now)]
-                )
-                vec_hits, bm_hits = await asyncio.gather(
-                    knn, self._bm25(s, user_id, terms, pool, wanted)
-                )
-            else:
-                if vec is not None and self._vectors:
-                    for layer in knn_layers:
-                        vec_hits += await self._knn(s, user_id, vec, pool, layer)
-                bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
-            vec_hits.sort(key=lambda t: t[1])
+            if vec is not None and self._vectors:
+                for layer in [None] if len(wanted) == len(LAYERS) else wanted:
+                    vec_hits += await self._knn(s, user_id, vec, pool, layer)
+                vec_hits.sort(key=lambda t: t[1])
+            bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
             scores = fuse(bm_hits, vec_hits, self.weights)
             # One light read of the candidates and their neighbours (no text), then the
             # full rows of only the memories returned.
