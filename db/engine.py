@@ -77,7 +77,11 @@ def _dbapi(module: types.ModuleType) -> AsyncAdapt_aiosqlite_dbapi:
 def _creator(path: str, module: types.ModuleType) -> Callable[[], Any]:
     async def create() -> aiosqlite.Connection:
         def connect() -> Any:
-            conn = module.connect(path, check_same_thread=False, isolation_level=None)
+            # The driver's default (deferred) transaction handling: it issues BEGIN before
+            # the first write, so a SQLAlchemy transaction really commits or rolls back as
+            # one (isolation_level=None would autocommit every statement). Starting at the
+            # first write, not at a read, lets busy_timeout work when chats write at once.
+            conn = module.connect(path, check_same_thread=False)
             configure_connection(conn)
             return conn
 
