@@ -93,7 +93,7 @@ async def test_users_never_see_each_other(env: Env) -> None:
     await put(env, "Secret: the safe code is 4711", user=0)
     await put(env, "Likes hiking in the Alps", user=1)
     assert await contents(env, "safe code 4711", user=1) == ["Likes hiking in the Alps"]
-    assert (await env.store.list(user_id=env.users[1])).total == 1
+    assert (await env.store.page(user_id=env.users[1])).total == 1
     mine = await put(env, "Drives a red bicycle", user=0)
     assert not await env.store.forget(user_id=env.users[1], memory_id=mine)
     assert await env.store.get(user_id=env.users[0], memory_id=mine) is not None
@@ -112,7 +112,7 @@ async def test_near_duplicate_updates_instead_of_adding(env: Env) -> None:
     # The same text in another layer is another memory.
     mid = await env.store.store(user_id=env.users[0], layer="mid", content="Lives in Berlin")
     assert not mid.updated
-    page = await env.store.list(user_id=env.users[0], layer="long")
+    page = await env.store.page(user_id=env.users[0], layer="long")
     assert page.total == 2
     updated = await env.store.get(user_id=env.users[0], memory_id=first.id)
     assert (

@@ -135,7 +135,7 @@ async def append_message(
     """add_message for a caller that needs no row back: a plain INSERT, without the ORM's
     unit of work (about half the CPU of add + flush)."""
     await s.execute(
-        insert(Message.__table__).values(
+        insert(Message).values(
             session_id=session_id,
             user_id=user_id,
             role=role,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import delete, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Select, delete, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import ChatSession
@@ -103,18 +103,18 @@ async def get(s: AsyncSession, user_id: int, memory_id: int) -> Memory | None:
     return (await s.execute(stmt)).scalar_one_or_none()
 
 
-def _alive(now: datetime) -> object:
+def _alive(now: datetime) -> ColumnElement[bool]:
     return or_(Memory.expires_at.is_(None), Memory.expires_at > now)
 
 
-def _owned_by(user_id: int) -> object:
+def _owned_by(user_id: int) -> ColumnElement[bool]:
     """The user filter for lookups by id. Written `user_id + 0` so the planner cannot use
     ix_memories_user_layer: it would walk all of the user's rows (O(memories)) instead of
     probing the primary key once per id."""
     return (Memory.user_id + 0) == user_id
 
 
-def _with_source() -> object:
+def _with_source() -> Select[Memory, str, datetime, datetime | None]:
     return select(Memory, ChatSession.name, ChatSession.started_at, ChatSession.ended_at).outerjoin(
         ChatSession, ChatSession.id == Memory.session_id
     )
@@ -124,9 +124,7 @@ async def rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime)
     """These memories of this user that are still alive, with their source session."""
     if not ids:
         return []
-    stmt = _with_source().where(  # type: ignore[attr-defined]
-        _owned_by(user_id), Memory.id.in_(list(ids)), _alive(now)
-    )
+    stmt = _with_source().where(_owned_by(user_id), Memory.id.in_(list(ids)), _alive(now))
     return [MemoryRow(*r) for r in (await s.execute(stmt)).all()]
 
 
@@ -134,11 +132,11 @@ async def page(
     s: AsyncSession, user_id: int, layer: str | None, now: datetime, offset: int, limit: int
 ) -> tuple[list[MemoryRow], int]:
     """One page of a user's live memories, newest first, and how many there are."""
-    cond = [Memory.user_id == user_id, _alive(now)]
+    cond: list[ColumnElement[bool]] = [Memory.user_id == user_id, _alive(now)]
     if layer:
         cond.append(Memory.layer == layer)
     stmt = (
-        _with_source()  # type: ignore[attr-defined]
+        _with_source()
         .where(*cond)
         .order_by(Memory.updated_at.desc(), Memory.id.desc())
         .offset(offset)
@@ -151,7 +149,7 @@ async def page(
 async def top_long(s: AsyncSession, user_id: int, limit: int) -> list[MemoryRow]:
     """The user's long-term memories, most certain and most recent first."""
     stmt = (
-        _with_source()  # type: ignore[attr-defined]
+        _with_source()
         .where(Memory.user_id == user_id, Memory.layer == "long")
         .order_by(Memory.certainty.desc(), Memory.updated_at.desc())
         .limit(limit)

@@ -30,7 +30,7 @@ def build_provider(
         # One cheap read first: most users have few memories, many none. With none there
         # is nothing to recall (no embedding, no search); with at most LONG_LIMIT this page
         # holds all of them, so the long-term list is sorted here instead of queried.
-        page = await store.list(user_id=ctx.user_id, limit=LONG_LIMIT)
+        page = await store.page(user_id=ctx.user_id, limit=LONG_LIMIT)
         if page.total == 0:
             return None
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -101,7 +101,8 @@ class MemoryStore:
         if not await self._vectors_ok():
             return None
         try:
-            return (await self.embedder.embed([text]))[0]
+            vectors: np.ndarray = await self.embedder.embed([text])
+            return vectors[0]  # type: ignore[no-any-return]
         except Exception as exc:
             log.warning("embedding failed (%s); memory uses words only for now", exc)
             return None
@@ -306,7 +307,7 @@ class MemoryStore:
             found = await repo.rows(s, user_id, [memory_id], self._clock())
         return hit(found[0]) if found else None
 
-    async def list(
+    async def page(
         self, *, user_id: int, layer: str | None = None, offset: int = 0, limit: int = 10
     ) -> MemoryPage:
         async with self._sf() as s:
@@ -324,7 +325,7 @@ class MemoryStore:
         *,
         user_id: int,
         query: str,
-        layers: list[str] | None = None,
+        layers: Sequence[str] | None = None,
         limit: int = 10,
         session_id: int | None = None,
     ) -> list[MemoryHit]:

@@ -66,7 +66,7 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
                 return "No matching memories."
             return {"memories": [h.to_dict() for h in hits]}
         if p.action == "list":
-            page = await store.list(user_id=ctx.user_id, layer=p.layer, limit=p.limit)
+            page = await store.page(user_id=ctx.user_id, layer=p.layer, limit=p.limit)
             items = [h.to_dict() for h in page.items]
             return {"total": page.total, "memories": items} if items else "No memories yet."
         if p.memory_id is None:

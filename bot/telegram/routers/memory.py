@@ -36,7 +36,7 @@ async def _user_id(app: App, tg_id: int, name: str) -> int:
 async def _page(
     store: MemoryStore, user_id: int, layer: str, page: int
 ) -> tuple[str, InlineKeyboardMarkup]:
-    found = await store.list(user_id=user_id, layer=layer, offset=page * PAGE, limit=PAGE)
+    found = await store.page(user_id=user_id, layer=layer, offset=page * PAGE, limit=PAGE)
     pages = max(1, -(-found.total // PAGE))
     if not found.items:
         text = f"No {layer} memories." if page == 0 else f"No page {page + 1} of {layer}."
