@@ -85,7 +85,7 @@ async def _context(sf: Any) -> RequestContext:
     async with sf.begin() as s:
         user = await core.get_or_create_user(s, 4242, "Ann", now)
         session = await core.open_session(s, user.id, now)
-        msg = await core.add_message(
+        message_id = await core.add_message(
             s,
             session_id=session.id,
             user_id=user.id,
@@ -98,7 +98,7 @@ async def _context(sf: Any) -> RequestContext:
             request_id="req-1",
             user_id=user.id,
             session_id=session.id,
-            trigger_message_id=msg.id,
+            trigger_message_id=message_id,
             telegram_user_id=4242,
         )
 

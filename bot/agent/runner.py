@@ -136,7 +136,7 @@ class Agent:
                 session = None
             if session is None:
                 session = await repo.create_session(s, user.id, None, now)
-            msg = await repo.add_message(
+            message_id = await repo.add_message(
                 s,
                 session_id=session.id,
                 user_id=user.id,
@@ -150,7 +150,7 @@ class Agent:
                 request_id=request_id,
                 user_id=user.id,
                 session_id=session.id,
-                trigger_message_id=msg.id,
+                trigger_message_id=message_id,
                 user_name=user.name,
                 telegram_user_id=incoming.telegram_user_id,
                 chat_id=incoming.chat_id,
@@ -278,7 +278,7 @@ class Agent:
         self, ctx: RequestContext, content: str, tool_calls: list[dict[str, Any]] | None
     ) -> None:
         async with self.session_factory() as s, s.begin():
-            await repo.append_message(
+            await repo.add_message(
                 s,
                 session_id=ctx.session_id,
                 user_id=ctx.user_id,

@@ -103,48 +103,26 @@ async def add_message(
     tool_call_id: str | None = None,
     tool_name: str | None = None,
     telegram_message_id: int | None = None,
-) -> Message:
-    msg = Message(
-        session_id=session_id,
-        user_id=user_id,
-        role=role,
-        content=content,
-        request_id=request_id,
-        tool_calls=tool_calls,
-        tool_call_id=tool_call_id,
-        tool_name=tool_name,
-        telegram_message_id=telegram_message_id,
-        created_at=now,
-    )
-    s.add(msg)
-    await s.flush()
-    return msg
-
-
-async def append_message(
-    s: AsyncSession,
-    *,
-    session_id: int,
-    user_id: int,
-    role: str,
-    content: str,
-    request_id: str,
-    now: datetime,
-    tool_calls: str | None = None,
-) -> None:
-    """add_message for a caller that needs no row back: a plain INSERT, without the ORM's
-    unit of work (about half the CPU of add + flush)."""
-    await s.execute(
-        insert(Message).values(
+) -> int:
+    """Store one message and return its id: a plain INSERT ... RETURNING, without the ORM's
+    unit of work (about half the CPU of add + flush, on every message's hot path)."""
+    stmt = (
+        insert(Message)
+        .values(
             session_id=session_id,
             user_id=user_id,
             role=role,
             content=content,
             request_id=request_id,
             tool_calls=tool_calls,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            telegram_message_id=telegram_message_id,
             created_at=now,
         )
+        .returning(Message.id)
     )
+    return int((await s.execute(stmt)).scalar_one())
 
 
 async def session_messages(
