@@ -356,7 +356,7 @@ async def test_doc_freqs_stem_like_the_index(env: Env) -> None:
 
 async def test_pruned_bm25_finds_rare_words_and_answers_common_ones(env: Env) -> None:
     env.store.use_vectors = False  # the BM25 half alone
-    env.store.df_budget = 3
+    env.store.words.budget = 3
 
     async def put_alone(content: str, user: int = 0) -> None:
         # No session: neighbour spreading stays out of this test.
@@ -379,16 +379,16 @@ async def test_pruned_bm25_finds_rare_words_and_answers_common_ones(env: Env) ->
 
 
 async def test_word_counts_refresh_after_writes(env: Env) -> None:
-    from tools.memory import store as store_mod
+    from tools.memory import wordcounts
 
     env.store.use_vectors = False
-    env.store.df_budget = 3
+    env.store.words.budget = 3
     await put(env, "Tea with lemon")
     await contents(env, "tea lemon")
-    assert env.store._freqs["tea"][1] == 1
-    for i in range(store_mod.DF_REFRESH_WRITES):
+    assert env.store.words.freqs["tea"][1] == 1
+    for i in range(wordcounts.REFRESH_WRITES):
         await put(env, f"Tea number {i} brewed")
     await contents(env, "tea lemon")
-    assert env.store._freqs["tea"][1] == store_mod.DF_REFRESH_WRITES + 1
+    assert env.store.words.freqs["tea"][1] == wordcounts.REFRESH_WRITES + 1
     # "tea" is now over budget: "lemon" alone still finds its memory first.
     assert (await contents(env, "tea lemon", limit=1)) == ["Tea with lemon"]

@@ -21,20 +21,17 @@ from db.repos import memory as repo
 from tools.base import Clock
 from tools.memory.embeddings import Embedder
 from tools.memory.rank import Candidate, RankWeights, fuse, spread, weigh
+from tools.memory.reindex import reembed_all
 from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
-from tools.memory.text import fts_match, normalise, prune, query_words, same_words
+from tools.memory.text import fts_match, normalise, query_words, same_words
 from tools.memory.vecindex import UserVectors, VectorCache
+from tools.memory.wordcounts import WordCounts
 
 log = logging.getLogger(__name__)
 
 LAYERS = ("long", "mid", "short", "session")
 DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same thing
 REINDEX_HINT = "run `sidekick memory reindex`"
-# BM25 keeps the rarest query words whose memory counts add up to this (see text.prune):
-# it bounds the FTS5 work per recall on big stores and never bites below ~5k memories.
-DF_BUDGET = 5000
-# Word counts are cached and read again after this many writes through this store.
-DF_REFRESH_WRITES = 100
 
 
 class MemoryStore:
@@ -57,9 +54,7 @@ class MemoryStore:
         self.vcache = vcache or VectorCache()
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
         self._total: int | None = None  # memories of all users, likewise
-        self.df_budget = DF_BUDGET
-        self._freqs: dict[str, tuple[str, int]] = {}  # word -> (FTS5 term, memory count)
-        self._writes = 0  # writes since _freqs was filled
+        self.words = WordCounts()  # BM25 keeps the rarest query words (wordcounts.py)
         # Recall modes for the benchmark: both halves, or one alone.
         self.use_bm25 = True
         self.use_vectors = True
@@ -222,13 +217,13 @@ class MemoryStore:
         self._counts[user_id] = self._counts.get(user_id, 0) + 1
         if self._total is not None:
             self._total += 1
-        self._writes += 1
+        self.words.note_writes()
         uv = self.vcache.get(user_id)
         if uv is not None and vec is not None:
             uv.add(mid, layer, repo.epoch(expires), vec)
 
     def _uncache(self, ids: list[int]) -> None:
-        self._writes += len(ids)
+        self.words.note_writes(len(ids))
         for uv in self.vcache.users.values():
             uv.remove(ids)
 
@@ -373,15 +368,7 @@ class MemoryStore:
         """BM25 over the rarest query words; unscoped first for a user who owns most of the
         index (exact when it yields k rows, see repo.bm25), else scoped to the owner."""
         now = self._clock()
-        if self._writes >= DF_REFRESH_WRITES:
-            self._freqs.clear()
-            self._writes = 0
-        new = [w for w in terms if w not in self._freqs]
-        if new:
-            if len(self._freqs) > 50_000:
-                self._freqs.clear()
-            self._freqs.update(await repo.doc_freqs(s, new))
-        kept = prune([(w, self._freqs[w][1]) for w in terms], self.df_budget)
+        kept = await self.words.keep(s, terms)
         match = fts_match(kept)
         if user_id not in self._counts:
             self._counts[user_id] = await repo.count_user(s, user_id)
@@ -408,29 +395,7 @@ class MemoryStore:
 
     async def reindex(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed every memory with the configured embedder and rebuild both indexes."""
-        async with self._sf() as s:
-            total = await repo.count_all(s)
-        done, after, dim = 0, 0, None
-        while True:
-            async with self._sf() as s, s.begin():
-                batch = await repo.batch_after(s, after, 256)
-                if not batch:
-                    break
-                vecs = await self.embedder.embed([m.content for m in batch])
-                if dim is None:
-                    dim = int(vecs.shape[1])
-                    await repo.recreate_vec(s, dim)
-                for m, v in zip(batch, vecs, strict=True):
-                    await repo.replace(s, m, v.astype(np.float32).tobytes())
-                after = batch[-1].id
-                done += len(batch)
-            if progress:
-                progress(done, total)
-        async with self._sf() as s, s.begin():
-            if dim is None:
-                probe = await self.embedder.embed(["probe"])
-                await repo.recreate_vec(s, int(probe.shape[1]))
-            await repo.set_meta(s, {"model": self.embedder.name})
+        done = await reembed_all(self._sf, self.embedder, progress)
         self._vectors = True
         self.vcache.clear()
         return done
