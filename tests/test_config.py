@@ -58,53 +58,37 @@ def test_require_names_missing_setting() -> None:
         require(s, "telegram_bot_token")
 
 
-def test_cli_exits_2_with_one_line(tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "TIMEZONE": "Nowhere/Atlantis", "HOME": str(tmp_path)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "migrate"],
+def sidekick(
+    tmp_path: Path, module: str, *args: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m <module> args` as a person would: a clean environment, cwd tmp_path."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
         cwd=tmp_path,
-        env=env,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
+
+
+def test_cli_exits_2_with_one_line(tmp_path: Path) -> None:
+    proc = sidekick(tmp_path, "bot.cli", "migrate", TIMEZONE="Nowhere/Atlantis")
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "TIMEZONE" in lines[0] and "Traceback" not in proc.stderr
 
 
 def test_run_without_token_exits_2(tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "LLM_MODEL": "m", "HOME": str(tmp_path)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "bot"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = sidekick(tmp_path, "bot", LLM_MODEL="m")
     assert proc.returncode == 2
     assert "TELEGRAM_BOT_TOKEN" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_migrate_creates_database(tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DATA_DIR": str(tmp_path / "d")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "migrate"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    data = str(tmp_path / "d")
+    proc = sidekick(tmp_path, "bot.cli", "migrate", DATA_DIR=data)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "d" / "sidekick.db").exists()
-    again = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "migrate"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    again = sidekick(tmp_path, "bot.cli", "migrate", DATA_DIR=data)
     assert "applied 0 migration(s)" in again.stdout
