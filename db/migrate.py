@@ -25,7 +25,7 @@ async def upgrade(engine: AsyncEngine) -> None:
 
     def run(conn: Connection) -> None:
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "heads")
+        command.upgrade(cfg, "head")
 
     async with engine.begin() as conn:
         await conn.run_sync(run)

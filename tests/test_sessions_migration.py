@@ -34,7 +34,7 @@ async def test_upgrade_marks_old_ended_sessions_archived(tmp_path: Path) -> None
                 )
             )
         async with engine.begin() as conn:
-            await conn.run_sync(run, "upgrade", "heads")
+            await conn.run_sync(run, "upgrade", "head")
             rows = (
                 await conn.execute(
                     text("SELECT session_id, archived_at, summary FROM session_archives")
