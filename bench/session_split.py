@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
+from bot.agent.archive import build_jobs
 from bot.llm.client import LLMClient
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core as repo
-from scheduler.setup import build_jobs
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI, Text
 from tools.memory.setup import build_memory

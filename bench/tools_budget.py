@@ -34,9 +34,9 @@ from bot.config import load_settings  # noqa: E402
 from tools.base import RequestContext, ToolCall  # noqa: E402
 from tools.discovery.index import ToolIndex  # noqa: E402
 from tools.discovery.meta import ExplainParams  # noqa: E402
-from tools.discovery.tokens import count_payload, tokenizer_name  # noqa: E402
-from tools.extensions import discovery, memory_embedder  # noqa: E402
 from tools.mcp.convert import McpArgs, McpTool  # noqa: E402
+from tools.registry import discovery, memory_embedder  # noqa: E402
+from tools.tokens import count_payload, tokenizer_name  # noqa: E402
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -15,10 +14,10 @@ from bot.config import Settings
 from bot.llm.client import LLMClient
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
-from tools.base import Clock, system_clock
+from tools.base import Clock, ToolDeps, system_clock
 from tools.memory.recall_context import build_provider as recall_provider
 from tools.memory.setup import build_memory
-from tools.registry import Registry, ToolDeps, build_registry
+from tools.registry import Registry, build_registry
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +32,6 @@ class App:
     deps: ToolDeps
     registry: Registry
     agent: Agent
-    extras: dict[str, Any] = field(default_factory=dict)
 
     async def close(self) -> None:
         for closer in reversed(self.deps.closers):
@@ -63,7 +61,9 @@ async def build_app(
     http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
     llm = llm or LLMClient(settings)
     deps = ToolDeps(settings=settings, session_factory=sf, http=http, llm=llm, clock=clock)
-    deps.memory = await build_memory(settings, sf, http, clock)
+    deps.memory = await build_memory(
+        settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key
+    )
     registry = build_registry(deps)
     await registry.start()  # MCP servers up, learned tool usage loaded
     agent = Agent(
@@ -73,6 +73,6 @@ async def build_app(
         registry=registry,
         clock=clock,
         context_providers=context_providers(deps),
-        archiver=archiver_from(deps),
+        archiver=archiver_from(deps, settings.tz),
     )
     return App(settings, engine, sf, http, llm, deps, registry, agent)

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Annotated
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.errors import ConfigError
+from scheduler.settings import SessionSettings
+from tools.errors import ConfigError
+from tools.settings import ToolSettings
 
-OnOff = Literal["on", "off"]
 
+class Settings(BaseSettings, ToolSettings, SessionSettings):
+    """Every setting Sidekick reads. Names are the environment variables, upper-cased.
 
-class Settings(BaseSettings):
-    """Every setting Sidekick reads. Names are the environment variables, upper-cased."""
+    The tools' settings (tools/*/settings.py) and the scheduler's (scheduler/settings.py)
+    are inherited flat, so each variable keeps its name; this class adds the app's own.
+    """
 
     model_config = SettingsConfigDict(
         env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False
@@ -37,49 +40,14 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=120.0, gt=0)
     llm_max_retries: int = Field(default=4, ge=0, le=10)
 
-    # Storage and time
+    # Storage and logs
     data_dir: Path = Path("./data")
     database_url: str | None = None
-    timezone: str = "UTC"
     log_level: str = "INFO"
 
     # Agent
     agent_max_turns: int = Field(default=75, ge=1, le=1000)
     history_token_budget: int = Field(default=6000, ge=200)
-
-    # Code tool
-    bun_path: str | None = None
-    code_timeout_ms: int = Field(default=30000, ge=100, le=120000)
-    code_network: OnOff = "on"
-    code_sandbox: OnOff = "on"
-    code_max_concurrent: int = Field(default=2, ge=1, le=32)
-    code_generator: Literal["llm", "opencode"] = "llm"
-
-    # Memory
-    embeddings: Literal["wordllama", "openai"] = "wordllama"
-    embeddings_base_url: str | None = None
-    embeddings_model: str | None = None
-    embeddings_api_key: SecretStr | None = None
-    memory_mid_days: int = Field(default=90, ge=1)
-    memory_short_days: int = Field(default=14, ge=1)
-    memory_recall_tokens: int = Field(default=500, ge=0)
-
-    # Search
-    searxng_url: str | None = None
-    brave_api_key: SecretStr | None = None
-    brave_api_url: str = "https://api.search.brave.com/res/v1"
-    brave_rate_per_second: float = Field(default=1.0, gt=0)
-    search_provider: Literal["searxng", "brave"] | None = None
-
-    # Sessions
-    session_split: Literal["daily", "weekly", "none"] = "daily"
-    session_split_time: str = "00:00"
-
-    # Extension tools
-    mcp_config: Path | None = None
-    mcp_timeout_s: float = Field(default=60.0, gt=0, le=3600)
-    tool_token_budget: int = Field(default=3800, ge=200)
-    fetch_private_networks: OnOff = "off"
 
     @field_validator("allowed_user_ids", mode="before")
     @classmethod
@@ -94,33 +62,12 @@ class Settings(BaseSettings):
             return frozenset({value})
         return value
 
-    @field_validator("timezone")
-    @classmethod
-    def _check_tz(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown IANA time zone {value!r} (e.g. Europe/Berlin)") from exc
-        return value
-
-    @field_validator("session_split_time")
-    @classmethod
-    def _check_hhmm(cls, value: str) -> str:
-        m = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", value.strip())
-        if not m:
-            raise ValueError("must be HH:MM, e.g. 04:00")
-        return f"{int(m.group(1)):02d}:{m.group(2)}"
-
-    @field_validator("telegram_api_url", "llm_base_url", "brave_api_url")
+    @field_validator("telegram_api_url", "llm_base_url")
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         if not re.match(r"^https?://", value):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
-
-    @property
-    def tz(self) -> ZoneInfo:
-        return ZoneInfo(self.timezone)
 
     @property
     def db_url(self) -> str:

@@ -124,6 +124,22 @@ async def check_scheduler(app: App) -> list[CheckResult]:
     return await scheduler_checks(app.settings, app.session_factory, app.deps.clock())
 
 
+async def check_search_tool(app: App) -> list[CheckResult]:
+    return await check_search(app.settings, app.http)
+
+
+async def check_code_tool(app: App) -> list[CheckResult]:
+    return await check_code(app.deps)
+
+
+async def check_extension_tools(app: App) -> list[CheckResult]:
+    return await check_tools(app.registry)
+
+
+async def check_memory_tool(app: App) -> list[CheckResult]:
+    return await check_memory(app.deps)
+
+
 def all_checks() -> list[Check]:
     """Every check, in order; each feature adds its own here."""
     return [
@@ -132,10 +148,10 @@ def all_checks() -> list[Check]:
         check_llm,
         check_telegram,
         check_scheduler,
-        check_search,
-        check_code,
-        check_tools,
-        check_memory,
+        check_search_tool,
+        check_code_tool,
+        check_extension_tools,
+        check_memory_tool,
     ]
 
 

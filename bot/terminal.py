@@ -36,7 +36,7 @@ async def run_chat(settings: Settings) -> None:
                     telegram_user_id=None,
                     user_name=name,
                     name=title,
-                    archiver=archiver_from(app.deps),
+                    archiver=archiver_from(app.deps, app.settings.tz),
                 )
                 print("(new session)")
                 continue

@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from bot.agent.archive import Archiver
-from bot.config import Settings
 from db.engine import SessionFactory
 from db.repos import sessions as repo
 from scheduler.periods import is_due, parse_hhmm, user_tz
+from scheduler.settings import SessionSettings
 from tools.base import Clock
 
 log = logging.getLogger(__name__)
@@ -22,6 +21,20 @@ log = logging.getLogger(__name__)
 
 class Sweeper(Protocol):
     async def sweep(self, now: datetime | None = None) -> int: ...
+
+
+class ArchiveOutcome(Protocol):
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def done(self) -> bool: ...
+
+
+class SessionArchiver(Protocol):
+    """Archives one session (summary, memory, close); given by the app's wiring."""
+
+    async def archive(self, session_id: int) -> ArchiveOutcome: ...
 
 
 @dataclass
@@ -42,9 +55,9 @@ def _ids(ids: list[int], shown: int = 20) -> str:
 
 @dataclass
 class SessionJobs:
-    settings: Settings
+    settings: SessionSettings
     session_factory: SessionFactory
-    archiver: Archiver
+    archiver: SessionArchiver
     memory: Sweeper
     clock: Clock
     concurrency: int = 4

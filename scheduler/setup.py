@@ -19,17 +19,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from bot.agent.archive import Archiver, MemoryWriter
-from bot.config import Settings
-from db.engine import SessionFactory
-from scheduler.jobs import SessionJobs, Sweeper
-from tools.base import Clock
-from tools.registry import TextModel
+from scheduler.jobs import SessionJobs
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +40,6 @@ class JobInfo:
     description: str
     every: timedelta
     next_run: datetime | None
-
-
-class MemoryStoreLike(MemoryWriter, Sweeper, Protocol):
-    """A memory store: writes summaries, clears session memories, sweeps expired ones."""
-
-
-def build_jobs(
-    *,
-    settings: Settings,
-    session_factory: SessionFactory,
-    memory: MemoryStoreLike,
-    llm: TextModel,
-    clock: Clock,
-) -> SessionJobs:
-    archiver = Archiver(session_factory, memory, llm, clock, default_tz=settings.tz)
-    return SessionJobs(settings, session_factory, archiver, memory, clock)
 
 
 class Scheduler:
@@ -156,23 +135,8 @@ class Scheduler:
         return out
 
 
-def start_scheduler(
-    *,
-    settings: Settings,
-    session_factory: SessionFactory,
-    memory: MemoryStoreLike,
-    llm: TextModel,
-    clock: Clock,
-) -> Scheduler:
+def start_scheduler(jobs: SessionJobs) -> Scheduler:
     """Build and start the scheduler (call from inside the running event loop)."""
-    scheduler = Scheduler(
-        build_jobs(
-            settings=settings,
-            session_factory=session_factory,
-            memory=memory,
-            llm=llm,
-            clock=clock,
-        )
-    )
+    scheduler = Scheduler(jobs)
     scheduler.start()
     return scheduler

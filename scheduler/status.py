@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.config import Settings
 from db.engine import SessionFactory
 from db.repos import sessions as repo
 from scheduler.periods import is_due, next_boundary, parse_hhmm, user_tz
+from scheduler.settings import SessionSettings
 from scheduler.setup import SPLIT_EVERY, SWEEP_EVERY
 from tools.base import CheckResult
 
@@ -19,7 +19,7 @@ def _every(minutes: float) -> str:
 
 
 async def scheduler_checks(
-    settings: Settings, session_factory: SessionFactory, now: datetime
+    settings: SessionSettings, session_factory: SessionFactory, now: datetime
 ) -> list[CheckResult]:
     split, at = settings.session_split, parse_hhmm(settings.session_split_time)
     tz = settings.tz

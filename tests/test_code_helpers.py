@@ -17,10 +17,9 @@ from db.migrate import upgrade
 from db.repos import core
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
-from tools.base import RequestContext, ToolCall
+from tools.base import RequestContext, ToolCall, ToolDeps
 from tools.code.sandbox import choose_mode
 from tools.code.tool import CodeService
-from tools.registry import ToolDeps
 
 SECRET_TOKEN = "123456:TEST-telegram-token-never-leaks"
 

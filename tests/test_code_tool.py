@@ -135,16 +135,6 @@ async def test_shutdown_interrupts_running_jobs(env: Env, fake_llm: FakeOpenAI) 
     assert job.id == started["job_id"] and job.status == "interrupted"  # type: ignore[index]
 
 
-async def test_opencode_generator_is_refused_clearly(env: Env) -> None:
-    from tools.registry import ToolDeps
-
-    s = env.settings.model_copy(update={"code_generator": "opencode"})
-    d = env.deps
-    tool = build(ToolDeps(s, d.session_factory, d.http, d.llm, d.clock, d.closers))
-    with pytest.raises(ToolError, match="CODE_GENERATOR=llm"):
-        await tool.run(CodeParams(action="generate", task="x"), env.call())
-
-
 @pytest.mark.parametrize(
     ("reply", "code"),
     [
@@ -159,7 +149,7 @@ def test_extract_code(reply: str, code: str) -> None:
 
 
 async def test_bun_missing_is_a_clear_tool_error(env: Env) -> None:
-    from tools.registry import ToolDeps
+    from tools.base import ToolDeps
 
     s = env.settings.model_copy(update={"bun_path": "/nonexistent/bun"})
     d = env.deps
@@ -169,19 +159,18 @@ async def test_bun_missing_is_a_clear_tool_error(env: Env) -> None:
 
 
 async def test_doctor_reports_bun_sandbox_and_a_trial_run(env: Env) -> None:
-    from types import SimpleNamespace
 
     from tests.test_code_helpers import bwrap_reason
     from tools.code.doctor import check_code
 
-    results = {r.name: r for r in await check_code(SimpleNamespace(deps=env.deps))}  # type: ignore[arg-type]
+    results = {r.name: r for r in await check_code(env.deps)}
     assert results["bun"].ok and "--no-install" in results["bun"].detail
     assert results["code sandbox"].ok == (bwrap_reason() is None)
     assert results["code trial run"].ok and "'42'" in results["code trial run"].detail
     s = env.settings.model_copy(update={"bun_path": "/nonexistent/bun"})
-    from tools.registry import ToolDeps
+    from tools.base import ToolDeps
 
     d = env.deps
     broken = ToolDeps(s, d.session_factory, d.http, d.llm, d.clock, d.closers)
-    bad = await check_code(SimpleNamespace(deps=broken))  # type: ignore[arg-type]
+    bad = await check_code(broken)
     assert [(r.name, r.ok) for r in bad] == [("bun", False)] and "BUN_PATH" in bad[0].detail

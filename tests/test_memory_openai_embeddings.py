@@ -76,7 +76,7 @@ async def test_openai_embeddings_store_and_recall(
     await upgrade(engine)
     sf = session_factory(engine)
     async with httpx.AsyncClient() as http:
-        embedder = build_embedder(settings, http)
+        embedder = build_embedder(settings, http, settings.llm_base_url, settings.llm_api_key)
         assert isinstance(embedder, OpenAIEmbedder) and embedder.name == "openai:toy-embed"
         store = MemoryStore(sf, embedder, settings, lambda: datetime.now(UTC))
         assert (await store.index_status()).ok

@@ -218,7 +218,7 @@ async def test_auto_recall_with_many_memories_keeps_long_term_first(
 async def test_doctor_reports_backend_and_reindex(app: App) -> None:
     from tools.memory.doctor import check_memory
 
-    lines = await check_memory(app)
+    lines = await check_memory(app.deps)
     assert [(r.name, r.ok) for r in lines] == [("embeddings", True), ("memory index", True)]
     assert "wordllama" in lines[0].detail and "256 dimensions" in lines[0].detail
     # Another model recorded in the index: doctor says to reindex, recall still answers.
@@ -226,7 +226,7 @@ async def test_doctor_reports_backend_and_reindex(app: App) -> None:
 
     async with app.session_factory() as s, s.begin():
         await repo.set_meta(s, {"model": "openai:text-embedding-3-small"})
-    lines = await check_memory(app)
+    lines = await check_memory(app.deps)
     assert not lines[1].ok and lines[1].fix == "run `sidekick memory reindex`"
 
 

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from bot.config import Settings
-from bot.doctor import all_checks, format_table
+from bot.doctor import all_checks, check_search_tool, format_table
 from tests.conftest import make_settings
 from tests.fakes.search_server import FakeSearch, Reply, fixture
 from tools.search.doctor import check_search
 
 KEY = "BSA-doctor-key-987654"
 WEB = "/res/v1/web/search"
-
-
-@dataclass
-class Parts:
-    settings: Settings
-    http: httpx.AsyncClient
 
 
 @pytest.fixture
@@ -41,11 +33,11 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 
 def test_doctor_runs_the_search_check() -> None:
-    assert check_search in all_checks()
+    assert check_search_tool in all_checks()
 
 
 async def test_not_configured_is_fine_and_says_how(tmp_path: Path, http: httpx.AsyncClient) -> None:
-    rows = await check_search(Parts(make_settings(tmp_path), http))
+    rows = await check_search(make_settings(tmp_path), http)
     assert len(rows) == 1 and rows[0].ok
     assert "SEARXNG_URL" in rows[0].detail and "BRAVE_API_KEY" in rows[0].detail
 
@@ -56,7 +48,7 @@ async def test_both_backends_queried_once_each(
     settings = make_settings(
         tmp_path, searxng_url=server.root, brave_api_key=KEY, brave_api_url=server.root + "/res/v1"
     )
-    rows = await check_search(Parts(settings, http))
+    rows = await check_search(settings, http)
     assert [(r.name, r.ok) for r in rows] == [
         ("search: searxng (primary)", True),
         ("search: brave (fallback)", True),
@@ -70,7 +62,7 @@ async def test_searxng_403_tells_the_admin_to_enable_json(
     tmp_path: Path, http: httpx.AsyncClient, server: FakeSearch
 ) -> None:
     server.serve("/search", Reply("<html>Forbidden</html>", status=403))
-    rows = await check_search(Parts(make_settings(tmp_path, searxng_url=server.root), http))
+    rows = await check_search(make_settings(tmp_path, searxng_url=server.root), http)
     assert not rows[0].ok and "403" in rows[0].detail
     assert "search.formats" in rows[0].fix
     assert "fix: add json to search.formats" in format_table(rows)
@@ -80,7 +72,7 @@ async def test_no_results_is_a_failure_with_a_hint(
     tmp_path: Path, http: httpx.AsyncClient, server: FakeSearch
 ) -> None:
     server.serve("/search", Reply(fixture("searxng_no_results.json")))
-    rows = await check_search(Parts(make_settings(tmp_path, searxng_url=server.root), http))
+    rows = await check_search(make_settings(tmp_path, searxng_url=server.root), http)
     assert not rows[0].ok and "0 results" in rows[0].detail and "engines" in rows[0].fix
 
 
@@ -88,6 +80,6 @@ async def test_provider_without_its_setting_is_flagged(
     tmp_path: Path, http: httpx.AsyncClient, server: FakeSearch
 ) -> None:
     settings = make_settings(tmp_path, searxng_url=server.root, search_provider="brave")
-    rows = await check_search(Parts(settings, http))
+    rows = await check_search(settings, http)
     assert (rows[0].name, rows[0].ok) == ("SEARCH_PROVIDER", False)
     assert "BRAVE_API_KEY" in rows[0].detail and rows[1].ok

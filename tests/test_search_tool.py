@@ -19,8 +19,7 @@ from tests.conftest import make_settings
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.fakes.search_server import FakeSearch, Reply, fixture
 from tests.test_search_parts import FakeClock
-from tools.base import RequestContext, Tool, ToolCall, ToolError
-from tools.registry import RequestTools
+from tools.base import RequestContext, RequestTools, Tool, ToolCall, ToolError
 from tools.search.cache import TTLCache
 from tools.search.ratelimit import Spacer
 from tools.search.tool import SearchParams, make_backends, make_service, tool_for
@@ -91,7 +90,7 @@ async def test_not_configured_answers_how_to_configure(
 def test_schema_has_the_documented_parameters(tmp_path: Path, http: httpx.AsyncClient) -> None:
     tool = tool_for(make_service(make_settings(tmp_path), http))
     params = tool.schema()["function"]["parameters"]
-    assert tool.name == "search" and tool.capabilities.network
+    assert tool.name == "search"
     assert set(params["properties"]) == {"query", "type", "max_results", "language", "time_range"}
     assert params["required"] == ["query"]
     assert params["properties"]["max_results"]["maximum"] == 10

@@ -12,8 +12,9 @@ from bot.agent.sessions import start_new_session
 from db.repos import core as core_repo
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests
+from tools.base import ToolDeps
 from tools.memory.tool import build as memory_tool
-from tools.registry import Registry, ToolDeps
+from tools.registry import Registry
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 SUMMARY = "The user asked for a bread recipe and chose a sourdough with rye flour."

@@ -16,7 +16,7 @@ from db.models import ToolUsage
 from tests.fakes.mcp_catalog import TOOLS
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text, Turn
 from tests.tools_helpers import build_tools_app, tool_names, tool_results, write_mcp_config
-from tools.discovery.tokens import count_payload
+from tools.tokens import count_payload
 
 CORE = {"memory", "search", "code"}
 

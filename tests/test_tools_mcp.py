@@ -19,10 +19,10 @@ from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.tools_helpers import FAKE_SERVER, build_tools_app, tool_results, write_mcp_config
 from tools.base import ToolError
 from tools.discovery.doctor import check_tools
-from tools.extensions import mcp_manager
 from tools.mcp.config import HttpServer, StdioServer, load_config, parse_config
 from tools.mcp.convert import render_result
 from tools.mcp.manager import McpManager
+from tools.registry import mcp_manager
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ async def test_broken_server_does_not_stop_the_bot(tmp_path: Path, fake_llm: Fak
         assert status["fake"].up and status["fake"].tools == 60
         assert not status["missing"].up and status["missing"].error
         assert not status["quits"].up
-        checks = {c.name: c for c in await check_tools(app)}
+        checks = {c.name: c for c in await check_tools(app.registry)}
         assert checks["tools"].ok and "3 core + 61 extension tools" in checks["tools"].detail
         assert checks["MCP fake"].ok and checks["MCP fake"].detail == "up, 60 tools"
         assert not checks["MCP missing"].ok and "MCP_CONFIG" in checks["MCP missing"].fix

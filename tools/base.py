@@ -8,16 +8,25 @@ so nothing a request did leaks into the next.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
+import httpx
 from pydantic import BaseModel
+
+from db.engine import SessionFactory
+from tools.errors import ConfigError, ProviderError, ToolError
+from tools.settings import ToolSettings
+
+if TYPE_CHECKING:  # the store is built by the wiring; only its type is named here
+    from tools.memory.store import MemoryStore
+
+__all__ = ["ConfigError", "ProviderError", "ToolError"]
 
 P = TypeVar("P", bound=BaseModel)
 ToolOutput = str | dict[str, Any] | list[Any]
@@ -26,20 +35,6 @@ Clock = Callable[[], datetime]
 
 def system_clock() -> datetime:
     return datetime.now(UTC)
-
-
-class ToolError(Exception):
-    """A tool failed in a way the model should hear about: the text goes back as the result."""
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """Hints about what a tool touches, for the prompt, /tools and future policy."""
-
-    reads: tuple[str, ...] = ()
-    writes: tuple[str, ...] = ()
-    network: bool = False
-    runs_code: bool = False
 
 
 @dataclass
@@ -60,8 +55,6 @@ class RequestContext:
     # Set by the runtime when the session must end after this request (e.g. the model
     # asked for a new session); the adapter reads it.
     new_session_requested: bool = False
-    # Tasks a tool started that must finish before the request is over.
-    background: list[asyncio.Task[Any]] = field(default_factory=list)
 
     def now(self) -> datetime:
         return self.clock()
@@ -82,7 +75,6 @@ class Tool(Generic[P]):
     description: str
     params: type[P]
     run: Callable[[P, ToolCall], Awaitable[ToolOutput]]
-    capabilities: Capabilities = Capabilities()
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool schema for this tool."""
@@ -135,3 +127,72 @@ class CheckResult:
     ok: bool
     detail: str = ""
     fix: str = ""
+
+
+class TextModel(Protocol):
+    """What a tool may ask of the LLM: one plain completion (code generation, summaries)."""
+
+    async def complete_text(
+        self, messages: list[dict[str, Any]], max_tokens: int | None = None
+    ) -> str: ...
+
+
+@dataclass
+class ToolDeps:
+    """Long-lived resources shared by every request; tools close over what they need."""
+
+    settings: ToolSettings
+    session_factory: SessionFactory
+    http: httpx.AsyncClient
+    llm: TextModel
+    clock: Clock = system_clock
+    # Closers for resources tools opened (subprocess pools, caches); run at shutdown.
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # The memory store (built once by the wiring; None in tests that do not need it).
+    memory: MemoryStore | None = None
+
+
+@dataclass
+class RequestTools:
+    """The tools one request may call and the schemas the model is shown.
+
+    Fresh per request; the agent asks for `schemas()` before every model call, so a
+    subclass may grow the list during a request (tool discovery).
+    """
+
+    tools: dict[str, Tool[Any]]
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    def get(self, name: str) -> Tool[Any] | None:
+        return self.tools.get(name)
+
+    def unknown(self, name: str) -> str:
+        """The error text for a call to a tool this request cannot call."""
+        known = ", ".join(sorted(self.tools)) or "none"
+        return f"unknown tool {name!r}; the tools are: {known}"
+
+
+class ToolSource(Protocol):
+    """Tools that appear at run time (MCP servers): started with the bot, listed per request."""
+
+    async def start(self) -> None: ...
+
+    def tools(self) -> list[Tool[Any]]: ...
+
+
+class RequestPlanner(Protocol):
+    """Chooses a request's tool set (tools/discovery): core always, extensions in budget."""
+
+    async def start(self) -> None: ...
+
+    def for_request(self, ctx: RequestContext, text: str) -> RequestTools: ...
+
+
+class ToolCatalog(Protocol):
+    """What a planner reads of the registry: the core tools and the current extensions."""
+
+    tools: dict[str, Tool[Any]]
+
+    def extension_tools(self) -> dict[str, Tool[Any]]: ...

@@ -1,80 +1,28 @@
-"""The one list of tools. Each tool module exposes `build(deps) -> Tool`."""
+"""The one list of tools: the core tools in the order the model sees them, then the
+extensions (web_fetch, MCP servers) and the discovery that shows them within a budget.
+
+Adding a tool: a folder under tools/ with `build(deps) -> Tool`, and one line below.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+import logging
+from collections.abc import Iterable
+from typing import Any
 
-import httpx
+from tools.base import RequestContext, RequestPlanner, RequestTools, Tool, ToolDeps, ToolSource
+from tools.code.tool import build as code_tool
+from tools.discovery.index import EmbedFn
+from tools.discovery.service import Discovery
+from tools.discovery.usage import UsageStore
+from tools.fetch.policy import Policy
+from tools.fetch.tool import build_tool as build_web_fetch
+from tools.mcp.config import load_config
+from tools.mcp.manager import McpManager
+from tools.memory.tool import build as memory_tool
+from tools.search.tool import build as search_tool
 
-from bot.config import Settings
-from db.engine import SessionFactory
-from tools.base import Clock, RequestContext, Tool, system_clock
-
-if TYPE_CHECKING:
-    from tools.memory.store import MemoryStore
-
-
-class TextModel(Protocol):
-    """What a tool may ask of the LLM: one plain completion (code generation, summaries)."""
-
-    async def complete_text(
-        self, messages: list[dict[str, Any]], max_tokens: int | None = None
-    ) -> str: ...
-
-
-@dataclass
-class ToolDeps:
-    """Long-lived resources shared by every request; tools close over what they need."""
-
-    settings: Settings
-    session_factory: SessionFactory
-    http: httpx.AsyncClient
-    llm: TextModel
-    clock: Clock = system_clock
-    # Closers for resources tools opened (subprocess pools, caches); run at shutdown.
-    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    # The memory store (built once by the app; None in tests that do not need it).
-    memory: MemoryStore | None = None
-
-
-@dataclass
-class RequestTools:
-    """The tools one request may call and the schemas the model is shown.
-
-    Fresh per request; the agent asks for `schemas()` before every model call, so a
-    subclass may grow the list during a request (tool discovery).
-    """
-
-    tools: dict[str, Tool[Any]]
-
-    def schemas(self) -> list[dict[str, Any]]:
-        return [t.schema() for t in self.tools.values()]
-
-    def get(self, name: str) -> Tool[Any] | None:
-        return self.tools.get(name)
-
-    def unknown(self, name: str) -> str:
-        """The error text for a call to a tool this request cannot call."""
-        known = ", ".join(sorted(self.tools)) or "none"
-        return f"unknown tool {name!r}; the tools are: {known}"
-
-
-class ToolSource(Protocol):
-    """Tools that appear at run time (MCP servers): started with the bot, listed per request."""
-
-    async def start(self) -> None: ...
-
-    def tools(self) -> list[Tool[Any]]: ...
-
-
-class RequestPlanner(Protocol):
-    """Chooses a request's tool set (tools/discovery): core always, extensions in budget."""
-
-    async def start(self) -> None: ...
-
-    def for_request(self, ctx: RequestContext, text: str) -> RequestTools: ...
+log = logging.getLogger(__name__)
 
 
 class Registry:
@@ -117,14 +65,44 @@ class Registry:
 
 
 def build_registry(deps: ToolDeps) -> Registry:
-    """Every tool Sidekick offers: the core tools in the order the model sees them, then
-    the extensions (web_fetch, MCP servers, tool discovery)."""
-    # Imported here: these modules import ToolDeps from this one.
-    from tools.code.tool import build as code_tool
-    from tools.extensions import install_extensions
-    from tools.memory.tool import build as memory_tool
-    from tools.search.tool import build as search_tool
-
+    """Every tool Sidekick offers."""
     registry = Registry([search_tool(deps), code_tool(deps), memory_tool(deps)])
     install_extensions(registry, deps)
     return registry
+
+
+def install_extensions(registry: Registry, deps: ToolDeps) -> None:
+    s = deps.settings
+    web_fetch = build_web_fetch(deps.http, Policy(allow_private=s.fetch_private_networks == "on"))
+    registry.extensions[web_fetch.name] = web_fetch
+    mcp = McpManager(load_config(s.mcp_config), call_timeout=s.mcp_timeout_s)
+    registry.sources.append(mcp)
+    deps.closers.append(mcp.stop)
+    usage = UsageStore(deps.session_factory, deps.clock)
+    registry.planner = Discovery(registry, usage, s.tool_token_budget, memory_embedder(deps))
+
+
+def memory_embedder(deps: ToolDeps) -> EmbedFn | None:
+    """The memory's offline WordLlama embedder, for the vector half of tool_search.
+
+    The tool index lives in memory and is rebuilt when tools change, so it may use
+    WordLlama even when memories use a remote embedder (which could not be awaited here).
+    """
+    try:
+        from tools.memory.embeddings import WordLlamaEmbedder
+
+        embedder = getattr(deps.memory, "embedder", None)
+        if isinstance(embedder, WordLlamaEmbedder):
+            return embedder.embed_sync
+        return WordLlamaEmbedder().embed_sync
+    except Exception:  # the lexical half still works
+        log.warning("WordLlama unavailable; tool_search ranks by words only")
+        return None
+
+
+def mcp_manager(registry: Registry) -> McpManager | None:
+    return next((s for s in registry.sources if isinstance(s, McpManager)), None)
+
+
+def discovery(registry: Registry) -> Discovery | None:
+    return registry.planner if isinstance(registry.planner, Discovery) else None

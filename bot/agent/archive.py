@@ -29,9 +29,10 @@ from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as core_repo
 from db.repos import sessions as repo
+from scheduler.jobs import SessionJobs, Sweeper
 from scheduler.periods import user_tz
-from tools.base import Clock
-from tools.registry import TextModel, ToolDeps
+from scheduler.settings import SessionSettings
+from tools.base import Clock, TextModel, ToolDeps
 
 log = logging.getLogger(__name__)
 
@@ -254,10 +255,25 @@ class Archiver:
         raise SummaryError(f"summary rejected: {problem}")
 
 
-def archiver_from(deps: ToolDeps) -> Archiver | None:
+def archiver_from(deps: ToolDeps, default_tz: ZoneInfo) -> Archiver | None:
     """The archiver for an app's shared resources; None when memory is not available."""
     if deps.memory is None:
         return None
-    return Archiver(
-        deps.session_factory, deps.memory, deps.llm, deps.clock, default_tz=deps.settings.tz
-    )
+    return Archiver(deps.session_factory, deps.memory, deps.llm, deps.clock, default_tz=default_tz)
+
+
+class MemoryStoreLike(MemoryWriter, Sweeper, Protocol):
+    """A memory store: writes summaries, clears session memories, sweeps expired ones."""
+
+
+def build_jobs(
+    *,
+    settings: SessionSettings,
+    session_factory: SessionFactory,
+    memory: MemoryStoreLike,
+    llm: TextModel,
+    clock: Clock,
+) -> SessionJobs:
+    """The scheduler's session jobs, given the one archiving path the commands use too."""
+    archiver = Archiver(session_factory, memory, llm, clock, default_tz=settings.tz)
+    return SessionJobs(settings, session_factory, archiver, memory, clock)

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from db.models.core import Message
+from tools.tokens import estimate_tokens
 
 SYSTEM_PROMPT = """You are Sidekick, {name_part}personal assistant, chatting in Telegram.
 Now: {now} ({tz}).
@@ -18,11 +19,6 @@ You have tools: use them when they help, and answer directly when they do not.
 - memory: remember what matters about the user (facts, preferences, goals) and recall it.
 Keep answers short and concrete.
 Use Markdown sparingly: bold, lists, `code` and fenced code blocks."""
-
-
-def estimate_tokens(text: str) -> int:
-    """About four characters a token: close enough for budgets, and free."""
-    return len(text) // 4 + 1
 
 
 def system_prompt(user_name: str, now: datetime, sections: list[str]) -> str:

@@ -21,8 +21,8 @@ from bot.llm.client import Completion, LLMToolCall, OnText
 from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as repo
-from tools.base import Clock, RequestContext, ToolCall, system_clock
-from tools.registry import Registry, RequestTools
+from tools.base import Clock, RequestContext, RequestTools, ToolCall, system_clock
+from tools.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +93,7 @@ class Agent:
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         events = events or Events()
         ctx = await self._start_request(incoming)
-        try:
-            reply = await self._loop(ctx, incoming.text, events)
-        finally:
-            if ctx.background:
-                await asyncio.gather(*ctx.background, return_exceptions=True)
+        reply = await self._loop(ctx, incoming.text, events)
         if ctx.new_session_requested:
             # The model asked for a fresh start (memory __NEW_SESSION__): close this session
             # through the one path, which archives it. The reply is returned whatever

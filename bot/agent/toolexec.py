@@ -10,8 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tools.base import ToolCall, ToolError, ToolOutput
-from tools.registry import RequestTools
+from tools.base import RequestTools, ToolCall, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)
 

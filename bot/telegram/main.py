@@ -17,6 +17,7 @@ from aiogram.exceptions import (
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
 
+from bot.agent.archive import build_jobs
 from bot.app import build_app
 from bot.config import Settings, require
 from bot.errors import ConfigError
@@ -129,11 +130,13 @@ async def run_bot(settings: Settings) -> None:
             return
         if app.deps.memory is not None:  # session split and memory sweep (scheduler/)
             scheduler = start_scheduler(
-                settings=settings,
-                session_factory=app.session_factory,
-                memory=app.deps.memory,
-                llm=app.llm,
-                clock=app.deps.clock,
+                build_jobs(
+                    settings=settings,
+                    session_factory=app.session_factory,
+                    memory=app.deps.memory,
+                    llm=app.llm,
+                    clock=app.deps.clock,
+                )
             )
         if settings.webhook_url:
             await serve_webhook(rt, stop)

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
+from bot.agent.archive import build_jobs
 from db.models import ChatSession, User
-from scheduler.setup import build_jobs
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 

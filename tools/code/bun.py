@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.errors import ConfigError
+from tools.errors import ConfigError
 
 # Flags we want on every run, newest first in bun's history. `--no-install` stops bun
 # from downloading any imported package; `--no-env-file` stops it loading `.env` from

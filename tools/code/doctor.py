@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from tools.base import CheckResult
+from tools.base import CheckResult, ToolDeps
 from tools.code.tool import CodeService
 
-if TYPE_CHECKING:
-    from bot.app import App
 
-
-async def check_code(app: App) -> list[CheckResult]:
-    service = CodeService(app.deps)
+async def check_code(deps: ToolDeps) -> list[CheckResult]:
+    service = CodeService(deps)
     if service.runner is None:
         return [
             CheckResult(

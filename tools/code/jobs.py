@@ -10,8 +10,7 @@ from typing import Any
 
 from db.engine import SessionFactory
 from db.repos import code as repo
-from tools.base import Clock, RequestContext
-from tools.registry import TextModel
+from tools.base import Clock, RequestContext, TextModel
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +33,10 @@ def extract_code(reply: str) -> str:
 class JobManager:
     """Runs generation jobs as asyncio tasks; the rows outlive the process."""
 
-    def __init__(
-        self, session_factory: SessionFactory, llm: TextModel, clock: Clock, generator: str
-    ) -> None:
+    def __init__(self, session_factory: SessionFactory, llm: TextModel, clock: Clock) -> None:
         self.sf = session_factory
         self.llm = llm
         self.clock = clock
-        self.generator = generator
         self.owner = uuid.uuid4().hex  # this process; pending jobs of others are orphans
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._swept = False
@@ -64,7 +60,7 @@ class JobManager:
                 session_id=ctx.session_id,
                 task=task,
                 context=context,
-                generator=self.generator,
+                generator="llm",
                 owner=self.owner,
                 created_at=self.clock(),
             )

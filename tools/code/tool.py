@@ -8,16 +8,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from bot.errors import ConfigError
 from db.engine import SessionFactory
 from db.repos import code as repo
-from tools.base import Capabilities, Clock, Tool, ToolCall, ToolError
+from tools.base import Clock, ConfigError, Tool, ToolCall, ToolDeps, ToolError
 from tools.code.bun import locate_bun, probe_bun
 from tools.code.categories import classify
 from tools.code.jobs import JobManager
 from tools.code.runner import CodeRunner, RunResult
 from tools.code.sandbox import choose_mode
-from tools.registry import ToolDeps
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +82,7 @@ class CodeService:
                 self.mode_reason,
                 s.code_network,
             )
-        self.jobs = JobManager(deps.session_factory, deps.llm, deps.clock, s.code_generator)
+        self.jobs = JobManager(deps.session_factory, deps.llm, deps.clock)
         deps.closers.append(self.jobs.close)
 
     async def execute(
@@ -159,10 +157,6 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
         if p.action == "generate":
             if not p.task or not p.task.strip():
                 raise ToolError("generate needs `task`: what the code should do")
-            if service.jobs.generator != "llm":
-                raise ToolError(
-                    "CODE_GENERATOR=opencode is not supported yet; set CODE_GENERATOR=llm"
-                )
             job_id = await service.jobs.start(call.ctx, p.task, p.context or "")
             return {"job_id": job_id, "status": "pending", "hint": "call action=status with job_id"}
         if not p.job_id:
@@ -174,5 +168,4 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
         description=DESCRIPTION,
         params=CodeParams,
         run=run,
-        capabilities=Capabilities(network=deps.settings.code_network == "on", runs_code=True),
     )

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tools.discovery.tokens import count_text
+from tools.tokens import count_text
 
 
 @dataclass

@@ -7,8 +7,8 @@ from zoneinfo import ZoneInfo
 
 from tools.base import CheckResult
 from tools.discovery.service import Discovery
-from tools.discovery.tokens import count_payload, tokenizer_name
 from tools.mcp.manager import McpManager
+from tools.tokens import count_payload, tokenizer_name
 
 LIST_LIMIT = 12
 

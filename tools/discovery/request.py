@@ -7,10 +7,9 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from tools.base import RequestContext, Tool, ToolCall, ToolOutput
+from tools.base import RequestContext, RequestTools, Tool, ToolCall, ToolOutput
 from tools.discovery.context_log import ContextSplit, split_of
-from tools.discovery.tokens import count_payload
-from tools.registry import RequestTools
+from tools.tokens import count_payload
 
 if TYPE_CHECKING:
     from tools.discovery.service import Catalog, Discovery

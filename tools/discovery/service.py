@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tools.base import RequestContext, Tool
+from tools.base import RequestContext, Tool, ToolCatalog
 from tools.discovery.context_log import ContextLog
 from tools.discovery.index import EmbedFn, ToolIndex
 from tools.discovery.meta import build_meta
 from tools.discovery.request import DiscoveringTools
-from tools.discovery.tokens import count_schema
 from tools.discovery.usage import UsageStore
-
-if TYPE_CHECKING:
-    from tools.registry import Registry
+from tools.tokens import count_schema
 
 # Tokens between tool entries in the JSON array (comma, brackets), per tool.
 PER_TOOL_OVERHEAD = 1
@@ -44,7 +41,7 @@ class Plan:
 class Discovery:
     def __init__(
         self,
-        registry: Registry,
+        registry: ToolCatalog,
         usage: UsageStore,
         budget: int,
         embed: EmbedFn | None = None,

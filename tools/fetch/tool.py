@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tools.base import Capabilities, Tool, ToolCall, ToolError
+from tools.base import Tool, ToolCall, ToolError
 from tools.fetch.extract import extract
 from tools.fetch.fetch import get
 from tools.fetch.policy import Policy
@@ -65,5 +65,4 @@ def build_tool(http: Any, policy: Policy) -> Tool[FetchParams]:
         "Use after a search, or when the user gives a link.",
         FetchParams,
         web_fetch,
-        Capabilities(network=True),
     )

@@ -11,7 +11,7 @@ from typing import Any
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict
 
-from tools.base import Capabilities, Tool, ToolCall, ToolError, ToolOutput
+from tools.base import Tool, ToolCall, ToolError, ToolOutput
 
 DESCRIPTION_LIMIT = 1000  # characters; some servers ship pages of prose per tool
 _BAD = re.compile(r"[^A-Za-z0-9_-]")
@@ -107,7 +107,6 @@ def build_tool(server: str, remote: types.Tool, call: CallFn) -> McpTool:
         description=f"[{server}] {description}",
         params=McpArgs,
         run=run,
-        capabilities=Capabilities(network=True),
         input_schema=clean_schema(remote.input_schema),
         server=server,
         remote_name=remote.name,

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from tools.base import CheckResult
+from tools.base import CheckResult, ToolDeps
 
 
-async def check_memory(app: Any) -> list[CheckResult]:
-    store = app.deps.memory
+async def check_memory(deps: ToolDeps) -> list[CheckResult]:
+    store = deps.memory
     if store is None:
         return [CheckResult("memory", False, "not configured", "check EMBEDDINGS")]
     try:

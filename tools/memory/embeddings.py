@@ -13,9 +13,10 @@ from typing import Any, Protocol
 
 import httpx
 import numpy as np
+from pydantic import SecretStr
 
-from bot.config import Settings
-from bot.errors import ProviderError
+from tools.errors import ProviderError
+from tools.memory.settings import MemorySettings
 
 
 class Embedder(Protocol):
@@ -100,13 +101,18 @@ class OpenAIEmbedder:
         return out
 
 
-def build_embedder(settings: Settings, http: httpx.AsyncClient) -> Embedder:
-    """The configured embedder; EMBEDDINGS_* default to the LLM_* values."""
+def build_embedder(
+    settings: MemorySettings,
+    http: httpx.AsyncClient,
+    default_url: str = "",
+    default_key: SecretStr | None = None,
+) -> Embedder:
+    """The configured embedder; EMBEDDINGS_* default to the LLM endpoint given by the wiring."""
     if settings.embeddings == "openai":
-        key = settings.embeddings_api_key or settings.llm_api_key
+        key = settings.embeddings_api_key or default_key
         return OpenAIEmbedder(
             http,
-            settings.embeddings_base_url or settings.llm_base_url,
+            settings.embeddings_base_url or default_url,
             settings.embeddings_model or "text-embedding-3-small",
             key.get_secret_value() if key else "",
         )

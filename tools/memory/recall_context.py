@@ -6,9 +6,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.agent.prompt import estimate_tokens
 from tools.base import RequestContext
 from tools.memory.store import MemoryHit, MemoryStore
+from tools.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 

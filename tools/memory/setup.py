@@ -5,20 +5,28 @@ from __future__ import annotations
 import logging
 
 import httpx
+from pydantic import SecretStr
 
-from bot.config import Settings
 from db.engine import SessionFactory
 from tools.base import Clock
 from tools.memory.embeddings import build_embedder
+from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
 
 async def build_memory(
-    settings: Settings, sf: SessionFactory, http: httpx.AsyncClient, clock: Clock
+    settings: MemorySettings,
+    sf: SessionFactory,
+    http: httpx.AsyncClient,
+    clock: Clock,
+    default_url: str = "",
+    default_key: SecretStr | None = None,
 ) -> MemoryStore:
-    store = MemoryStore(sf, build_embedder(settings, http), settings, clock)
+    """`default_url`/`default_key`: where EMBEDDINGS=openai goes unless EMBEDDINGS_* say."""
+    embedder = build_embedder(settings, http, default_url, default_key)
+    store = MemoryStore(sf, embedder, settings, clock)
     status = await store.index_status()
     if not status.ok:
         log.warning("memory index %s; until then recall matches words only", status.detail)

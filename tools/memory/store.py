@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from bot.config import Settings
 from db.engine import SessionFactory
 from db.models.memory import Memory
 from db.repos import memory as repo
@@ -23,6 +22,7 @@ from tools.memory.embeddings import Embedder
 from tools.memory.rank import Candidate, RankWeights, fuse, spread, weigh
 from tools.memory.reindex import reembed_all
 from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
+from tools.memory.settings import MemorySettings
 from tools.memory.text import fts_match, normalise, query_words, same_words
 from tools.memory.vecindex import UserVectors, VectorCache
 from tools.memory.wordcounts import WordCounts
@@ -39,7 +39,7 @@ class MemoryStore:
         self,
         session_factory: SessionFactory,
         embedder: Embedder,
-        settings: Settings,
+        settings: MemorySettings,
         clock: Clock,
         weights: RankWeights | None = None,
         vcache: VectorCache | None = None,

@@ -6,9 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tools.base import Capabilities, Tool, ToolCall, ToolError
+from tools.base import Tool, ToolCall, ToolDeps, ToolError
 from tools.memory.store import MemoryStore
-from tools.registry import ToolDeps
 
 NEW_SESSION = "__NEW_SESSION__"
 CATEGORIES = {
@@ -80,7 +79,6 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
         description=DESCRIPTION,
         params=MemoryParams,
         run=run,
-        capabilities=Capabilities(reads=("memories",), writes=("memories",)),
     )
 
 

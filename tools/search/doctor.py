@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import httpx
 
-from bot.config import Settings
 from tools.base import CheckResult
 from tools.search.hits import BackendError, Query
 from tools.search.ratelimit import Spacer
+from tools.search.settings import SearchSettings
 from tools.search.tool import make_backends
 
 TEST_QUERY = "weather"
 
 
-class HasSettingsAndHttp(Protocol):
-    """The part of bot.app.App this check needs (tools/ does not import bot.app)."""
-
-    settings: Settings
-    http: httpx.AsyncClient
-
-
-async def check_search(app: HasSettingsAndHttp) -> list[CheckResult]:
-    s = app.settings
-    backends = make_backends(s, app.http, Spacer(s.brave_rate_per_second))
+async def check_search(s: SearchSettings, http: httpx.AsyncClient) -> list[CheckResult]:
+    backends = make_backends(s, http, Spacer(s.brave_rate_per_second))
     if not backends:
         return [
             CheckResult(

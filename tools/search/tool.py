@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, Field, field_validator
 
-from bot.config import Settings
-from tools.base import Capabilities, Tool, ToolCall
+from tools.base import Tool, ToolCall, ToolDeps
 from tools.search.brave import BraveBackend
 from tools.search.cache import TTLCache
 from tools.search.hits import Backend, Query
 from tools.search.ratelimit import Spacer
 from tools.search.searxng import SearxngBackend
 from tools.search.service import SearchService
-
-if TYPE_CHECKING:
-    # Only for the annotation: tools.registry imports this module to build the tool list.
-    from tools.registry import ToolDeps
+from tools.search.settings import SearchSettings
 
 CACHE_SIZE = 256
 CACHE_TTL_S = 600.0
@@ -52,7 +48,9 @@ class SearchParams(BaseModel):
         return value
 
 
-def make_backends(settings: Settings, http: httpx.AsyncClient, spacer: Spacer) -> list[Backend]:
+def make_backends(
+    settings: SearchSettings, http: httpx.AsyncClient, spacer: Spacer
+) -> list[Backend]:
     """Configured backends, primary first (SEARCH_PROVIDER, else SearXNG before Brave)."""
     found: dict[str, Backend] = {}
     if settings.searxng_url and settings.searxng_url.strip():
@@ -67,7 +65,7 @@ def make_backends(settings: Settings, http: httpx.AsyncClient, spacer: Spacer) -
 
 
 def make_service(
-    settings: Settings,
+    settings: SearchSettings,
     http: httpx.AsyncClient,
     *,
     spacer: Spacer | None = None,
@@ -83,7 +81,7 @@ def tool_for(service: SearchService) -> Tool[SearchParams]:
         query = Query(p.query, p.type, p.max_results, p.language, p.time_range)
         return await service.search(query)
 
-    return Tool("search", DESCRIPTION, SearchParams, run, Capabilities(network=True))
+    return Tool("search", DESCRIPTION, SearchParams, run)
 
 
 def build(deps: ToolDeps) -> Tool[SearchParams]:

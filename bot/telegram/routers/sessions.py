@@ -36,7 +36,7 @@ async def new_session(
         telegram_user_id=telegram_user_id,
         user_name=user_name,
         name=name,
-        archiver=archiver_from(app.deps),
+        archiver=archiver_from(app.deps, app.settings.tz),
     )
 
 

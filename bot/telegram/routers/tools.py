@@ -12,7 +12,7 @@ from bot.app import App
 from bot.telegram.render import send_plain
 from db.repos import core as core_repo
 from tools.discovery.report import context_text, tools_text
-from tools.extensions import discovery, mcp_manager
+from tools.registry import discovery, mcp_manager
 
 
 async def _user(app: App, message: Message) -> tuple[int, ZoneInfo]:

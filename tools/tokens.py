@@ -56,3 +56,8 @@ def count_payload(schemas: list[dict[str, Any]]) -> int:
     if not schemas:
         return 0
     return count_text(json.dumps(schemas, ensure_ascii=False, separators=(",", ":")))
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token: close enough for history budgets, and free."""
+    return len(text) // 4 + 1

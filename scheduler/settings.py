@@ -1,0 +1,36 @@
+"""When sessions split, in which zone: the scheduler's settings (SESSION_*, TIMEZONE)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, field_validator
+
+
+class SessionSettings(BaseModel):
+    timezone: str = "UTC"
+    session_split: Literal["daily", "weekly", "none"] = "daily"
+    session_split_time: str = "00:00"
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_tz(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown IANA time zone {value!r} (e.g. Europe/Berlin)") from exc
+        return value
+
+    @field_validator("session_split_time")
+    @classmethod
+    def _check_hhmm(cls, value: str) -> str:
+        m = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", value.strip())
+        if not m:
+            raise ValueError("must be HH:MM, e.g. 04:00")
+        return f"{int(m.group(1)):02d}:{m.group(2)}"
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)

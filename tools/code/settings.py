@@ -1,0 +1,17 @@
+"""The code tool's settings (CODE_*, BUN_PATH); bot/config.py reads them from the environment."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+OnOff = Literal["on", "off"]
+
+
+class CodeSettings(BaseModel):
+    bun_path: str | None = None
+    code_timeout_ms: int = Field(default=30000, ge=100, le=120000)
+    code_network: OnOff = "on"
+    code_sandbox: OnOff = "on"
+    code_max_concurrent: int = Field(default=2, ge=1, le=32)

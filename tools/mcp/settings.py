@@ -1,0 +1,15 @@
+"""Extension tools' settings: MCP servers, web_fetch and the tool list's token budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class ExtensionSettings(BaseModel):
+    mcp_config: Path | None = None
+    mcp_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    tool_token_budget: int = Field(default=3800, ge=200)
+    fetch_private_networks: Literal["on", "off"] = "off"

@@ -1,0 +1,18 @@
+"""The memory tool's settings (EMBEDDINGS*, MEMORY_*); bot/config.py reads them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr
+
+
+class MemorySettings(BaseModel):
+    embeddings: Literal["wordllama", "openai"] = "wordllama"
+    # Unset: the LLM endpoint's URL and key (passed in by the wiring).
+    embeddings_base_url: str | None = None
+    embeddings_model: str | None = None
+    embeddings_api_key: SecretStr | None = None
+    memory_mid_days: int = Field(default=90, ge=1)
+    memory_short_days: int = Field(default=14, ge=1)
+    memory_recall_tokens: int = Field(default=500, ge=0)
