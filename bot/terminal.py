@@ -61,6 +61,7 @@ async def run_chat(settings: Settings) -> None:
                 if printed == 0:
                     sys.stdout.write(reply.text)
                 sys.stdout.write("\n")
+                await reply.delivered()
             except Exception as exc:
                 print(f"\n{user_text(exc)}")
     finally:

@@ -12,7 +12,6 @@ from typing import Protocol
 
 from db.engine import SessionFactory
 from db.repos import sessions as repo
-from scheduler.periods import is_due, parse_hhmm, user_tz
 from scheduler.settings import SessionSettings
 from tools.base import Clock
 
@@ -66,16 +65,11 @@ class SessionJobs:
     async def due_sessions(self, now: datetime) -> list[repo.Candidate]:
         """Sessions to archive now: closed ones still without a summary, then open ones
         whose period (in their user's time zone) has ended."""
-        split = self.settings.session_split
-        at = parse_hhmm(self.settings.session_split_time)
+        policy = self.settings.session_policy
         async with self.session_factory() as s:
             pending = await repo.unarchived_ended(s, now)
             open_ = await repo.open_candidates(s, now)
-        due = [
-            c
-            for c in open_
-            if is_due(c.started_at, now, user_tz(c.timezone, self.settings.tz), split, at)
-        ]
+        due = [c for c in open_ if policy.is_due(c.started_at, now, c.timezone)]
         return pending + due
 
     async def split_sessions(self) -> SplitReport:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, field_validator
+
+if TYPE_CHECKING:
+    from scheduler.policy import SessionPolicy
 
 
 class SessionSettings(BaseModel):
@@ -34,3 +37,9 @@ class SessionSettings(BaseModel):
     @property
     def tz(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    @property
+    def session_policy(self) -> SessionPolicy:
+        from scheduler.policy import SessionPolicy  # policy.py imports this module
+
+        return SessionPolicy.from_settings(self)

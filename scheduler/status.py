@@ -6,7 +6,6 @@ from datetime import datetime
 
 from db.engine import SessionFactory
 from db.repos import sessions as repo
-from scheduler.periods import is_due, next_boundary, parse_hhmm, user_tz
 from scheduler.settings import SessionSettings
 from scheduler.setup import SPLIT_EVERY, SWEEP_EVERY
 from tools.base import CheckResult
@@ -21,15 +20,15 @@ def _every(minutes: float) -> str:
 async def scheduler_checks(
     settings: SessionSettings, session_factory: SessionFactory, now: datetime
 ) -> list[CheckResult]:
-    split, at = settings.session_split, parse_hhmm(settings.session_split_time)
-    tz = settings.tz
-    nxt = next_boundary(now, tz, split, at)
+    policy = settings.session_policy
+    tz = policy.default_tz
+    nxt = policy.next_split(now, tz)
     if nxt is None:
         split_detail = "SESSION_SPLIT=none: sessions are not split by time"
     else:
         local = nxt.astimezone(tz)
         split_detail = (
-            f"SESSION_SPLIT={split} at {settings.session_split_time}; next split "
+            f"SESSION_SPLIT={policy.split} at {settings.session_split_time}; next split "
             f"{local:%Y-%m-%d %H:%M %Z} ({settings.timezone})"
         )
     split_every = SPLIT_EVERY.total_seconds() / 60
@@ -51,7 +50,7 @@ async def scheduler_checks(
         pending = await repo.unarchived_ended(s, now)
         own = sum(1 for _, z in await repo.users_timezones(s) if z)
         failing = await repo.failing_archives(s, FAILING_AFTER)
-    due = [c for c in open_ if is_due(c.started_at, now, user_tz(c.timezone, tz), split, at)]
+    due = [c for c in open_ if policy.is_due(c.started_at, now, c.timezone)]
     detail = (
         f"{len(open_)} open, {len(due)} due for a split, {len(pending)} summaries pending; "
         f"{own} user(s) with their own time zone"

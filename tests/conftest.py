@@ -52,3 +52,10 @@ async def app(settings: Settings) -> AsyncIterator[App]:
     built = await build_app(settings, llm=llm)
     yield built
     await built.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/e2e is the slow tier: `pytest -m "not e2e"` is the quick loop."""
+    for item in items:
+        if "e2e" in item.path.parts:
+            item.add_marker(pytest.mark.e2e)

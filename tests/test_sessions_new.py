@@ -117,7 +117,7 @@ async def test_the_model_can_start_a_new_session(tmp_path: Path, fake_llm: FakeO
         assert [m.session_id for m in await env.memories(uid, "short")] == [first.session_id]
 
 
-async def test_the_models_new_session_is_archived_at_once_with_an_archiver(
+async def test_the_models_new_session_is_archived_once_the_reply_is_delivered(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
     async with make_env(tmp_path, fake_llm, T0) as env, httpx.AsyncClient() as http:
@@ -127,7 +127,12 @@ async def test_the_models_new_session_is_archived_at_once_with_an_archiver(
         fake_llm.add(Calls([("memory", new_session)]), Text("Fresh start!"), Text(SUMMARY))
         reply = await agent.handle(Incoming("let's start over", telegram_user_id=9))
         assert reply.text == "Fresh start!"
+        # The summary (a model call) waits until the adapter has sent the reply.
+        assert summary_requests(fake_llm) == [] and reply.followup is not None
         uid = (await env.session(first.session_id)).user_id
+        assert await env.memories(uid, "short") == []
+        await reply.delivered()
+        await reply.delivered()  # once only
         assert [m.session_id for m in await env.memories(uid, "short")] == [first.session_id]
         assert (await env.jobs.split_sessions()).archived == []  # nothing left to do
         assert len(summary_requests(fake_llm)) == 1

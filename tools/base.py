@@ -71,10 +71,19 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Tool(Generic[P]):
+    """`params` validates the model's arguments; `parameters` is the JSON schema the model
+    is shown: derived from `params` for our tools, given as-is for MCP tools (their server
+    validates against its own schema)."""
+
     name: str
     description: str
     params: type[P]
     run: Callable[[P, ToolCall], Awaitable[ToolOutput]]
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.parameters:
+            object.__setattr__(self, "parameters", json_schema(self.params))
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool schema for this tool."""
@@ -83,7 +92,7 @@ class Tool(Generic[P]):
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": json_schema(self.params),
+                "parameters": self.parameters,
             },
         }
 
@@ -98,25 +107,35 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
 
-    def clean(node: Any, in_properties: bool = False) -> Any:
+    def inline(node: Any, in_properties: bool = False) -> Any:
         if isinstance(node, dict):
             if "$ref" in node and not in_properties:
-                target = defs[node["$ref"].split("/")[-1]]
-                return clean(copy.deepcopy(target))
-            if in_properties:  # keys here are field names: a field may be called "title"
-                return {k: clean(v) for k, v in node.items()}
-            return {
-                k: clean(v, in_properties=(k == "properties"))
-                for k, v in node.items()
-                if k != "title"
-            }
+                return inline(copy.deepcopy(defs[node["$ref"].split("/")[-1]]))
+            return {k: inline(v, k == "properties" and not in_properties) for k, v in node.items()}
         if isinstance(node, list):
-            return [clean(v) for v in node]
+            return [inline(v) for v in node]
         return node
 
-    out: dict[str, Any] = clean(raw)
+    out: dict[str, Any] = strip_titles(inline(raw))
     out.setdefault("properties", {})
     return out
+
+
+def strip_titles(node: Any, in_properties: bool = False) -> Any:
+    """A schema without "title" annotations: they cost tokens and tell the model nothing
+    the name does not. Inside "properties" the keys are field names (a field may be
+    called "title"), so those stay."""
+    if isinstance(node, dict):
+        if in_properties:
+            return {k: strip_titles(v) for k, v in node.items()}
+        return {
+            k: strip_titles(v, k == "properties")
+            for k, v in node.items()
+            if not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(node, list):
+        return [strip_titles(v) for v in node]
+    return node
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,19 @@ class Reply:
     session_id: int
     tool_calls: int = 0
     stopped_at_cap: bool = False
+    # Work that waits until the adapter has delivered the reply (summarising a session the
+    # model ended: a model call the user should not wait for). Left undone, the scheduler
+    # writes that summary on its next run.
+    followup: Callable[[], Awaitable[None]] | None = None
+
+    async def delivered(self) -> None:
+        """The adapter calls this once the reply is out."""
+        followup, self.followup = self.followup, None
+        if followup is not None:
+            try:
+                await followup()
+            except Exception:
+                log.exception("work after the reply (request %s) failed", self.request_id)
 
 
 @dataclass
@@ -85,10 +98,7 @@ class Agent:
     _costs: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
     def user_timezone(self, tz_name: str | None) -> ZoneInfo:
-        try:
-            return ZoneInfo(tz_name) if tz_name else self.settings.tz
-        except Exception:
-            return self.settings.tz
+        return self.settings.session_policy.zone(tz_name)
 
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         events = events or Events()
@@ -96,18 +106,25 @@ class Agent:
         reply = await self._loop(ctx, incoming.text, events)
         if ctx.new_session_requested:
             # The model asked for a fresh start (memory __NEW_SESSION__): close this session
-            # through the one path, which archives it. The reply is returned whatever
-            # happens here.
+            # now (the next message opens a new one) and archive it once the reply is out.
+            # The reply is returned whatever happens here.
             try:
-                await start_new_session(
+                started = await start_new_session(
                     self.session_factory,
                     self.clock,
                     telegram_user_id=incoming.telegram_user_id,
                     user_name=incoming.user_name,
-                    archiver=self.archiver,
                 )
             except Exception:
                 log.exception("starting the new session the model asked for failed")
+            else:
+                ended, archiver = started.ended_session_id, self.archiver
+                if ended is not None and archiver is not None:
+
+                    async def archive() -> None:
+                        await archiver.archive(ended)
+
+                    reply.followup = archive
         return reply
 
     async def _start_request(self, incoming: Incoming) -> RequestContext:

@@ -24,7 +24,6 @@ from db.engine import SessionFactory
 from db.models.core import ChatSession
 from db.repos import core as repo
 from db.repos import sessions as sessions_repo
-from scheduler.periods import is_due, parse_hhmm, user_tz
 from tools.base import Clock
 
 log = logging.getLogger(__name__)
@@ -72,9 +71,7 @@ async def period_ended(
     writes the old one's summary. A failing check answers False (the message is answered
     in the current session rather than not at all)."""
     try:
-        tz = user_tz(tz_name, settings.tz)
-        at = parse_hhmm(settings.session_split_time)
-        if not is_due(session.started_at, now, tz, settings.session_split, at):
+        if not settings.session_policy.is_due(session.started_at, now, tz_name):
             return False
     except Exception:
         log.exception("checking whether the session period ended failed")

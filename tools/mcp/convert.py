@@ -5,13 +5,12 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict
 
-from tools.base import Tool, ToolCall, ToolError, ToolOutput
+from tools.base import Tool, ToolCall, ToolError, ToolOutput, strip_titles
 
 DESCRIPTION_LIMIT = 1000  # characters; some servers ship pages of prose per tool
 _BAD = re.compile(r"[^A-Za-z0-9_-]")
@@ -23,46 +22,13 @@ class McpArgs(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-@dataclass(frozen=True)
-class McpTool(Tool[McpArgs]):
-    input_schema: dict[str, Any] = field(default_factory=dict)
-    server: str = ""
-    remote_name: str = ""
-
-    def schema(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.input_schema,
-            },
-        }
-
-
 def tool_name(server: str, remote: str) -> str:
     # Provider function names allow [A-Za-z0-9_-]{1,64}.
     return f"{server}__{_BAD.sub('_', remote)}"[:64]
 
 
-def _strip_titles(node: Any, in_properties: bool = False) -> Any:
-    # "title" annotations cost tokens and tell the model nothing the name does not;
-    # inside "properties" the keys are field names (a field may be called "title").
-    if isinstance(node, dict):
-        if in_properties:
-            return {k: _strip_titles(v) for k, v in node.items()}
-        return {
-            k: _strip_titles(v, k == "properties")
-            for k, v in node.items()
-            if not (k == "title" and isinstance(v, str))
-        }
-    if isinstance(node, list):
-        return [_strip_titles(v) for v in node]
-    return node
-
-
 def clean_schema(raw: dict[str, Any] | None) -> dict[str, Any]:
-    schema = _strip_titles(copy.deepcopy(raw)) if isinstance(raw, dict) else {}
+    schema = strip_titles(copy.deepcopy(raw)) if isinstance(raw, dict) else {}
     schema.pop("$schema", None)
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
@@ -94,7 +60,7 @@ def render_result(result: types.CallToolResult) -> ToolOutput:
 CallFn = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
 
 
-def build_tool(server: str, remote: types.Tool, call: CallFn) -> McpTool:
+def build_tool(server: str, remote: types.Tool, call: CallFn) -> Tool[McpArgs]:
     description = " ".join((remote.description or remote.title or remote.name).split())
     if len(description) > DESCRIPTION_LIMIT:
         description = description[: DESCRIPTION_LIMIT - 1] + "…"
@@ -102,12 +68,10 @@ def build_tool(server: str, remote: types.Tool, call: CallFn) -> McpTool:
     async def run(params: McpArgs, c: ToolCall) -> ToolOutput:
         return render_result(await call(remote.name, params.model_dump()))
 
-    return McpTool(
+    return Tool(
         name=tool_name(server, remote.name),
         description=f"[{server}] {description}",
         params=McpArgs,
         run=run,
-        input_schema=clean_schema(remote.input_schema),
-        server=server,
-        remote_name=remote.name,
+        parameters=clean_schema(remote.input_schema),
     )

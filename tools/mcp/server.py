@@ -22,9 +22,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from tools.base import ToolError
+from tools.base import Tool, ToolError
 from tools.mcp.config import HttpServer, ServerConfig, StdioServer
-from tools.mcp.convert import McpTool, build_tool
+from tools.mcp.convert import McpArgs, build_tool
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class McpServer:
         self.call_timeout = call_timeout
         self.client: Client | None = None
         self.remote_tools: list[types.Tool] = []
-        self.our_tools: list[McpTool] = []
+        self.our_tools: list[Tool[McpArgs]] = []
         self.ready = asyncio.Event()
         self.settled = asyncio.Event()  # the first start attempt is over, either way
         self.restart = asyncio.Event()

@@ -46,6 +46,7 @@ def build_router() -> Router:
         finally:
             await streamer.close()
         await send_markdown(bot, message.chat.id, reply.text)
+        await reply.delivered()
 
     @router.message()
     async def on_other(message: Message) -> None:

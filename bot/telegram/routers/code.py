@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from aiogram import F, Router
 from aiogram.exceptions import TelegramAPIError
@@ -29,10 +29,7 @@ log = logging.getLogger(__name__)
 
 
 def _tz(user: User, app: App) -> ZoneInfo:
-    try:
-        return ZoneInfo(user.timezone) if user.timezone else app.settings.tz
-    except (ZoneInfoNotFoundError, ValueError):
-        return app.settings.tz
+    return app.settings.session_policy.zone(user.timezone)
 
 
 async def _send(message: Message, r: report.Rendered, markup: InlineKeyboardMarkup | None) -> None:

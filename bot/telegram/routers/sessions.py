@@ -18,7 +18,6 @@ from bot.app import App
 from bot.telegram.render import send_plain
 from db.repos import core as core_repo
 from db.repos import sessions as repo
-from scheduler.periods import next_boundary, parse_hhmm, user_tz
 
 MAX_NAME = 100
 LIST_LIMIT = 10
@@ -73,19 +72,18 @@ def _fmt(dt: datetime, tz: ZoneInfo) -> str:
 
 
 def split_line(app: App, tz: ZoneInfo, now: datetime) -> str:
-    s = app.settings
-    nxt = next_boundary(now, tz, s.session_split, parse_hhmm(s.session_split_time))
+    policy = app.settings.session_policy
+    nxt = policy.next_split(now, tz)
     if nxt is None:
         return "Sessions are not split by time (SESSION_SPLIT=none)."
-    every = "day" if s.session_split == "daily" else "week (Mondays)"
-    return f"Sessions split every {every} at {s.session_split_time}; next: {_fmt(nxt, tz)}."
+    return f"Sessions split {policy.describe()}; next: {_fmt(nxt, tz)}."
 
 
 async def sessions_text(app: App, telegram_user_id: int, user_name: str) -> str:
     now = app.deps.clock()
     async with app.session_factory() as s, s.begin():
         user = await core_repo.get_or_create_user(s, telegram_user_id, user_name, now)
-        tz = user_tz(user.timezone, app.settings.tz)
+        tz = app.settings.session_policy.zone(user.timezone)
         lines = await repo.recent_sessions(s, user.id, LIST_LIMIT)
     if not lines:
         return "No sessions yet: just write to me and one starts."
@@ -116,7 +114,7 @@ async def timezone_text(app: App, telegram_user_id: int, user_name: str, arg: st
     async with app.session_factory() as s, s.begin():
         user = await core_repo.get_or_create_user(s, telegram_user_id, user_name, now)
         if not arg:
-            tz = user_tz(user.timezone, app.settings.tz)
+            tz = app.settings.session_policy.zone(user.timezone)
             source = "your own" if user.timezone else "the default (TIMEZONE)"
             return (
                 f"Your time zone: {tz.key} ({source}). Local time now: {_fmt(now, tz)}.\n"

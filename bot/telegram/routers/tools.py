@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from aiogram import Router
 from aiogram.filters import Command
@@ -21,11 +21,7 @@ async def _user(app: App, message: Message) -> tuple[int, ZoneInfo]:
         user = await core_repo.get_or_create_user(
             s, message.from_user.id, message.from_user.full_name, app.deps.clock()
         )
-        try:
-            tz = ZoneInfo(user.timezone) if user.timezone else app.settings.tz
-        except (ZoneInfoNotFoundError, ValueError):
-            tz = app.settings.tz
-        return user.id, tz
+        return user.id, app.settings.session_policy.zone(user.timezone)
 
 
 def build_router() -> Router:

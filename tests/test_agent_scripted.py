@@ -1,0 +1,54 @@
+"""The agent loop against the in-process scripted model: the loop's rules, quickly."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import select
+
+from bot.agent.runner import Agent, Incoming
+from bot.app import App
+from db.models import ToolCallRecord
+from tests.scripted_model import Call, Say, ScriptedModel
+from tools.base import Tool, ToolCall
+from tools.registry import Registry
+
+
+class Echo(BaseModel):
+    word: str
+
+
+async def echo(p: Echo, call: ToolCall) -> dict[str, Any]:
+    return {"echoed": p.word, "user": call.ctx.user_id}
+
+
+def scripted(app: App, model: ScriptedModel, max_turns: int | None = None) -> Agent:
+    agent = app.agent
+    agent.llm = model
+    agent.registry = Registry([Tool("echo", "Echo a word", Echo, echo)])
+    if max_turns is not None:
+        agent.settings = agent.settings.model_copy(update={"agent_max_turns": max_turns})
+    return agent
+
+
+async def test_tool_results_go_back_and_are_recorded_by_the_runtime(app: App) -> None:
+    model = ScriptedModel()
+    model.add(Call([("echo", {"word": "hi"}), ("echo", '{"word": 3}')]), Say("done"))
+    reply = await scripted(app, model).handle(Incoming("go", telegram_user_id=7))
+    assert reply.text == "done" and reply.tool_calls == 2
+    tool_msgs = [m for m in model.requests[1] if m["role"] == "tool"]
+    assert json.loads(tool_msgs[0]["content"])["echoed"] == "hi"
+    assert "word" in tool_msgs[1]["content"]  # the bad argument is explained to the model
+    async with app.session_factory() as s:
+        records = list((await s.execute(select(ToolCallRecord))).scalars())
+    assert [r.tool for r in records] == ["echo", "echo"]
+
+
+async def test_the_turn_cap_ends_a_model_that_never_stops(app: App) -> None:
+    model = ScriptedModel()
+    model.add(*[Call([("echo", {"word": str(i)})]) for i in range(10)], Say("summary"))
+    reply = await scripted(app, model, max_turns=3).handle(Incoming("loop", telegram_user_id=7))
+    assert reply.stopped_at_cap
+    assert len(model.requests) <= 4  # three tool rounds, then at most one closing answer
