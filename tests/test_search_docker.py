@@ -38,16 +38,24 @@ def test_searxng_settings_enable_json_and_disable_the_limiter() -> None:
     assert "secret_key" not in settings["server"]  # it comes from SEARXNG_SECRET
 
 
-def test_dockerfile_installs_the_bot_and_bubblewrap() -> None:
-    lines = (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines()
-    text = "\n".join(lines)
-    assert next(x for x in lines if x.startswith("FROM")) == "FROM python:3.11-slim"
-    assert "bubblewrap" in text and "pip install ." in text
-    assert "DATA_DIR=/data" in text and "VOLUME /data" in text
-    assert lines[-1] == 'CMD ["sidekick", "run"]'
-    for package in ("bot", "db", "tools", "scheduler", "migrations"):
-        assert f"COPY {package} ./{package}" in text
-        assert (ROOT / package).is_dir()
+def test_the_image_copies_every_package_pip_installs() -> None:
+    """What breaks an image without Docker noticing here: a package pyproject installs but
+    the Dockerfile never copies (pip install . then ships without it), or a COPY of a path
+    that does not exist (the build fails). Read both files and compare."""
+    import tomllib
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    wanted = {p.rstrip("*") for p in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]}
+    copies: dict[str, str] = {}
+    for line in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines():
+        if line.startswith("COPY "):
+            *sources, target = line.split()[1:]
+            for src in sources:
+                assert (ROOT / src).exists(), f"the Dockerfile copies {src}, which does not exist"
+                copies[src] = target
+    missing = sorted(p for p in wanted if p not in copies)
+    assert not missing, f"pyproject installs {missing} but the Dockerfile does not copy them"
+    assert "pyproject.toml" in copies and "alembic.ini" in copies
 
 
 def test_dockerignore_keeps_secrets_and_data_out() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import ChatSession, Message, ToolCallRecord, User
@@ -137,11 +137,6 @@ async def session_messages(
     return rows
 
 
-async def count_messages(s: AsyncSession, session_id: int) -> int:
-    stmt = select(func.count()).select_from(Message).where(Message.session_id == session_id)
-    return int((await s.execute(stmt)).scalar_one())
-
-
 async def add_tool_call(
     s: AsyncSession,
     *,
@@ -173,8 +168,3 @@ async def add_tool_call(
     s.add(rec)
     await s.flush()
     return rec
-
-
-async def tool_calls_for_request(s: AsyncSession, request_id: str) -> list[ToolCallRecord]:
-    stmt = select(ToolCallRecord).where(ToolCallRecord.request_id == request_id)
-    return list((await s.execute(stmt.order_by(ToolCallRecord.id))).scalars())

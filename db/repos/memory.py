@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import ColumnElement, Select, delete, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Select, delete, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import ChatSession
@@ -323,10 +323,6 @@ async def session_ids(s: AsyncSession, user_id: int, session_id: int) -> list[in
         Memory.user_id == user_id, Memory.session_id == session_id, Memory.layer == "session"
     )
     return list((await s.execute(stmt)).scalars())
-
-
-async def touch(s: AsyncSession, memory: Memory, now: datetime) -> None:
-    await s.execute(update(Memory).where(Memory.id == memory.id).values(updated_at=now))
 
 
 async def batch_after(s: AsyncSession, after_id: int, size: int) -> list[Memory]:

@@ -135,14 +135,6 @@ async def record_failure(s: AsyncSession, session_id: int, error: str, retry_at:
     return row.attempts
 
 
-async def clear_backoff(s: AsyncSession, session_id: int) -> None:
-    """An explicit request (/newsession) retries at once, whatever the backoff said."""
-    row = await s.get(SessionArchive, session_id)
-    if row is not None and row.retry_at is not None:
-        row.retry_at = None
-        await s.flush()
-
-
 async def recent_sessions(s: AsyncSession, user_id: int, limit: int = 10) -> list[SessionLine]:
     """The user's newest sessions with message counts and summaries, newest first."""
     counts = (
@@ -197,17 +189,3 @@ async def failing_archives(s: AsyncSession, min_attempts: int) -> list[tuple[int
         .order_by(SessionArchive.attempts.desc())
     )
     return [(sid, err or "") for sid, err in (await s.execute(stmt)).all()]
-
-
-async def open_session_of(s: AsyncSession, telegram_id: int | None) -> Candidate | None:
-    """The open session of the user with this Telegram id (None: the local user)."""
-    who = User.telegram_id.is_(None) if telegram_id is None else User.telegram_id == telegram_id
-    stmt = (
-        select(ChatSession, User.timezone)
-        .join(User, User.id == ChatSession.user_id)
-        .where(who, ChatSession.ended_at.is_(None))
-        .order_by(User.id, ChatSession.id.desc())
-        .limit(1)
-    )
-    row = (await s.execute(stmt)).first()
-    return _candidate(row[0], row[1]) if row else None

@@ -33,13 +33,3 @@ async def usage_counts(s: AsyncSession) -> list[tuple[int, str, int, datetime]]:
         .order_by(count.desc(), last.desc())
     )
     return [(r[0], r[1], int(r[2]), r[3]) for r in await s.execute(stmt)]
-
-
-async def requests_for_tool(s: AsyncSession, user_id: int, tool: str, limit: int = 20) -> list[str]:
-    stmt = (
-        select(ToolUsage.request_text)
-        .where(ToolUsage.user_id == user_id, ToolUsage.tool == tool)
-        .order_by(ToolUsage.id.desc())
-        .limit(limit)
-    )
-    return list((await s.execute(stmt)).scalars())

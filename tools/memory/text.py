@@ -40,11 +40,6 @@ def fts_match(terms: list[str]) -> str:
     return " OR ".join(f'"{w}"' for w in terms)
 
 
-def fts_query(text: str, max_terms: int = 32) -> str:
-    """An FTS5 MATCH expression: the query's content words, OR-ed, each quoted."""
-    return fts_match(query_words(text, max_terms))
-
-
 def prune(freqs: list[tuple[str, int]], budget: int) -> list[str]:
     """The rarest words whose document counts add up to at most `budget` (always at least
     the rarest one), in their original order.
