@@ -7,9 +7,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.telegram import code_report as report
 from db.models.code import CodeExecution
 from db.repos.code import CodeStats, percentile
-from tools.code import report
 
 
 def row(**kw: object) -> CodeExecution:

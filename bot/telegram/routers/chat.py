@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiogram import Router
 from aiogram.enums import ChatType
-from aiogram.types import Message
+from aiogram.types import CallbackQuery, Message
 
 from bot.agent.runner import Events, Incoming
 from bot.app import App
@@ -52,5 +52,10 @@ def build_router() -> Router:
     async def on_other(message: Message) -> None:
         assert message.bot is not None
         await send_plain(message.bot, message.chat.id, TEXT_ONLY)
+
+    @router.callback_query()
+    async def on_stale_button(query: CallbackQuery) -> None:
+        # A button no router knows (an old format, or forged data): say so, do nothing.
+        await query.answer("That button is not valid any more.", show_alert=True)
 
     return router

@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-from aiogram import F, Router
+from aiogram import Bot, Router
 from aiogram.filters import Command, CommandObject
+from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
 
 from bot.app import App
 from bot.telegram.render import send_chunk, send_plain
-from db.repos import core as core_repo
+from bot.telegram.user import ChatUser, use_user
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
 
-PREFIX = "mem:"
 PAGE = 5
 USAGE = "Usage: /memory [long|mid|short|session] · /memory search <text> · /memory forget <id>"
 
@@ -24,13 +24,20 @@ def _line(h: MemoryHit) -> str:
     return f"#{h.id} [{h.layer}{cat}{rel}] {content}\n    from {h.source()}"
 
 
-def _button(text: str, data: str) -> InlineKeyboardButton:
-    return InlineKeyboardButton(text=text, callback_data=PREFIX + data)
+class MemPage(CallbackData, prefix="mempage"):
+    layer: str
+    page: int
 
 
-async def _user_id(app: App, tg_id: int, name: str) -> int:
-    async with app.session_factory() as s, s.begin():
-        return (await core_repo.get_or_create_user(s, tg_id, name, app.deps.clock())).id
+class MemForget(CallbackData, prefix="mem"):
+    """f: ask to confirm, y: forget it, n: keep it."""
+
+    step: str
+    memory_id: int
+
+
+def _button(text: str, data: CallbackData) -> InlineKeyboardButton:
+    return InlineKeyboardButton(text=text, callback_data=data.pack())
 
 
 async def _page(
@@ -43,84 +50,93 @@ async def _page(
     else:
         head = f"{layer} memories, page {page + 1}/{pages} ({found.total} in all):"
         text = "\n\n".join([head, *(_line(h) for h in found.items)])
-    rows = [[_button(f"🗑 Forget #{h.id}", f"f:{h.id}")] for h in found.items]
+    rows = [
+        [_button(f"🗑 Forget #{h.id}", MemForget(step="f", memory_id=h.id))] for h in found.items
+    ]
     nav = []
     if page > 0:
-        nav.append(_button("◀ Prev", f"p:{layer}:{page - 1}"))
+        nav.append(_button("◀ Prev", MemPage(layer=layer, page=page - 1)))
     if page + 1 < pages:
-        nav.append(_button("Next ▶", f"p:{layer}:{page + 1}"))
+        nav.append(_button("Next ▶", MemPage(layer=layer, page=page + 1)))
     if nav:
         rows.append(nav)
-    rows.append([_button(("• " if x == layer else "") + x, f"p:{x}:0") for x in LAYERS])
+    rows.append(
+        [_button(("• " if x == layer else "") + x, MemPage(layer=x, page=0)) for x in LAYERS]
+    )
     return text, InlineKeyboardMarkup(inline_keyboard=rows)
 
 
 def build_router() -> Router:
-    router = Router(name="memory")
+    router = use_user(Router(name="memory"))
 
     @router.message(
         Command("memory"),
         flags={"command": ("memory", "what I remember about you: list, search, forget")},
     )
-    async def on_memory(message: Message, command: CommandObject, app: App) -> None:
-        assert message.bot is not None and message.from_user is not None
-        bot, chat = message.bot, message.chat.id
+    async def on_memory(
+        message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
+    ) -> None:
+        chat = message.chat.id
         store = app.deps.memory
         if store is None:
             await send_plain(bot, chat, "Memory is not available.")
             return
-        user_id = await _user_id(app, message.from_user.id, message.from_user.full_name)
         verb, _, rest = (command.args or "").strip().partition(" ")
         verb, rest = verb.lower(), rest.strip()
         if verb in ("", *LAYERS):
-            text, markup = await _page(store, user_id, verb or "long", 0)
+            text, markup = await _page(store, user.id, verb or "long", 0)
             await send_chunk(bot, chat, text, [], markup)
         elif verb == "search" and rest:
-            hits = await store.recall(user_id=user_id, query=rest, limit=10)
+            hits = await store.recall(user_id=user.id, query=rest, limit=10)
             text = "\n\n".join(_line(h) for h in hits) if hits else "Nothing matches."
             await send_plain(bot, chat, text)
         elif verb == "forget" and rest.lstrip("#").isdigit():
             mid = int(rest.lstrip("#"))
-            ok = await store.forget(user_id=user_id, memory_id=mid)
+            ok = await store.forget(user_id=user.id, memory_id=mid)
             await send_plain(bot, chat, f"Forgot #{mid}." if ok else f"There is no memory #{mid}.")
         else:
             await send_plain(bot, chat, USAGE)
 
-    @router.callback_query(F.data.startswith(PREFIX))
-    async def on_button(query: CallbackQuery, app: App) -> None:
-        assert query.bot is not None and query.data is not None
+    @router.callback_query(MemPage.filter())
+    async def on_page(
+        query: CallbackQuery, callback_data: MemPage, bot: Bot, app: App, user: ChatUser
+    ) -> None:
         store = app.deps.memory
-        chat = query.message.chat.id if query.message is not None else query.from_user.id
-        parts = query.data.removeprefix(PREFIX).split(":")
-        if store is None or not parts:
-            await query.answer("Memory is not available.", show_alert=True)
-            return
-        user_id = await _user_id(app, query.from_user.id, query.from_user.full_name)
-        kind, args = parts[0], parts[1:]
-        if kind == "p" and len(args) == 2 and args[0] in LAYERS and args[1].isdigit():
-            text, markup = await _page(store, user_id, args[0], int(args[1]))
-            await send_chunk(query.bot, chat, text, [], markup)
-        elif kind in ("f", "y", "n") and len(args) == 1 and args[0].isdigit():
-            mid = int(args[0])
-            hit = await store.get(user_id=user_id, memory_id=mid)
-            if hit is None:
-                await query.answer(f"There is no memory #{mid}.", show_alert=True)
-                return
-            if kind == "f":
-                markup = InlineKeyboardMarkup(
-                    inline_keyboard=[
-                        [_button("Yes, forget it", f"y:{mid}"), _button("Keep it", f"n:{mid}")]
-                    ]
-                )
-                await send_chunk(query.bot, chat, f"Forget this?\n\n{_line(hit)}", [], markup)
-            elif kind == "y":
-                await store.forget(user_id=user_id, memory_id=mid)
-                await send_plain(query.bot, chat, f"Forgot #{mid}.")
-            else:
-                await send_plain(query.bot, chat, f"Kept #{mid}.")
-        else:
+        if store is None or callback_data.layer not in LAYERS or callback_data.page < 0:
             await query.answer("That button is not valid any more.", show_alert=True)
             return
+        text, markup = await _page(store, user.id, callback_data.layer, callback_data.page)
+        await send_chunk(bot, _chat(query), text, [], markup)
+        await query.answer()
+
+    @router.callback_query(MemForget.filter())
+    async def on_forget(
+        query: CallbackQuery, callback_data: MemForget, bot: Bot, app: App, user: ChatUser
+    ) -> None:
+        store, mid, step = app.deps.memory, callback_data.memory_id, callback_data.step
+        if store is None or step not in ("f", "y", "n"):
+            await query.answer("That button is not valid any more.", show_alert=True)
+            return
+        hit = await store.get(user_id=user.id, memory_id=mid)
+        if hit is None:
+            await query.answer(f"There is no memory #{mid}.", show_alert=True)
+            return
+        chat = _chat(query)
+        if step == "f":
+            yes, keep = MemForget(step="y", memory_id=mid), MemForget(step="n", memory_id=mid)
+            markup = InlineKeyboardMarkup(
+                inline_keyboard=[[_button("Yes, forget it", yes), _button("Keep it", keep)]]
+            )
+            await send_chunk(bot, chat, f"Forget this?\n\n{_line(hit)}", [], markup)
+        elif step == "y":
+            await store.forget(user_id=user.id, memory_id=mid)
+            await send_plain(bot, chat, f"Forgot #{mid}.")
+        else:
+            await send_plain(bot, chat, f"Kept #{mid}.")
         await query.answer()
 
     return router
+
+
+def _chat(query: CallbackQuery) -> int:
+    return query.message.chat.id if query.message is not None else query.from_user.id

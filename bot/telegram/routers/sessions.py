@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from aiogram import Router
+from aiogram import Bot, Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
@@ -16,6 +16,7 @@ from bot.agent.archive import archiver_from
 from bot.agent.sessions import NewSession, start_new_session
 from bot.app import App
 from bot.telegram.render import send_plain
+from bot.telegram.user import ChatUser, use_user
 from db.repos import core as core_repo
 from db.repos import sessions as repo
 
@@ -142,41 +143,40 @@ async def timezone_text(app: App, telegram_user_id: int, user_name: str, arg: st
 
 
 def build_router() -> Router:
-    router = Router(name="sessions")
+    router = use_user(Router(name="sessions"))
 
     @router.message(
         Command("newsession"),
         flags={"command": ("newsession", "[name] end this conversation and start a new one")},
     )
-    async def on_newsession(message: Message, command: CommandObject, app: App) -> None:
-        assert message.bot is not None and message.from_user is not None
+    async def on_newsession(
+        message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
+    ) -> None:
         name = (command.args or "").strip() or None
         if name is not None and len(name) > MAX_NAME:
             await send_plain(
-                message.bot, message.chat.id, f"Session names are at most {MAX_NAME} characters."
+                bot, message.chat.id, f"Session names are at most {MAX_NAME} characters."
             )
             return
-        created = await new_session(app, message.from_user.id, message.from_user.full_name, name)
-        await send_plain(message.bot, message.chat.id, new_session_text(created))
+        created = await new_session(app, user.telegram_id, user.name, name)
+        await send_plain(bot, message.chat.id, new_session_text(created))
 
     @router.message(
         Command("sessions"),
         flags={"command": ("sessions", "your recent sessions with their summaries")},
     )
-    async def on_sessions(message: Message, app: App) -> None:
-        assert message.bot is not None and message.from_user is not None
-        user = message.from_user
-        text = await sessions_text(app, user.id, user.full_name)
-        await send_plain(message.bot, message.chat.id, text)
+    async def on_sessions(message: Message, bot: Bot, app: App, user: ChatUser) -> None:
+        text = await sessions_text(app, user.telegram_id, user.name)
+        await send_plain(bot, message.chat.id, text)
 
     @router.message(
         Command("timezone"),
         flags={"command": ("timezone", "[Area/City] show or set your time zone")},
     )
-    async def on_timezone(message: Message, command: CommandObject, app: App) -> None:
-        assert message.bot is not None and message.from_user is not None
-        user = message.from_user
-        text = await timezone_text(app, user.id, user.full_name, command.args or "")
-        await send_plain(message.bot, message.chat.id, text)
+    async def on_timezone(
+        message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
+    ) -> None:
+        text = await timezone_text(app, user.telegram_id, user.name, command.args or "")
+        await send_plain(bot, message.chat.id, text)
 
     return router

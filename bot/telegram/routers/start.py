@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiogram import Router
+from aiogram import Bot, Router
 from aiogram.filters import Command, CommandStart
 from aiogram.types import BotCommand, Message
 
@@ -21,14 +21,12 @@ def build_router() -> Router:
     router = Router(name="start")
 
     @router.message(CommandStart(), flags={"command": ("start", "say hello")})
-    async def on_start(message: Message, commands: list[BotCommand]) -> None:
+    async def on_start(message: Message, bot: Bot, commands: list[BotCommand]) -> None:
         name = message.from_user.first_name if message.from_user else "there"
-        assert message.bot is not None
-        await send_markdown(message.bot, message.chat.id, f"Hi {name}! " + help_text(commands))
+        await send_markdown(bot, message.chat.id, f"Hi {name}! " + help_text(commands))
 
     @router.message(Command("help"), flags={"command": ("help", "list the commands")})
-    async def on_help(message: Message, commands: list[BotCommand]) -> None:
-        assert message.bot is not None
-        await send_markdown(message.bot, message.chat.id, help_text(commands))
+    async def on_help(message: Message, bot: Bot, commands: list[BotCommand]) -> None:
+        await send_markdown(bot, message.chat.id, help_text(commands))
 
     return router

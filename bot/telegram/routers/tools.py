@@ -2,55 +2,40 @@
 
 from __future__ import annotations
 
-from zoneinfo import ZoneInfo
-
-from aiogram import Router
+from aiogram import Bot, Router
 from aiogram.filters import Command
 from aiogram.types import Message
 
 from bot.app import App
 from bot.telegram.render import send_plain
-from db.repos import core as core_repo
+from bot.telegram.user import ChatUser, use_user
 from tools.discovery.report import context_text, tools_text
 from tools.registry import discovery, mcp_manager
 
 
-async def _user(app: App, message: Message) -> tuple[int, ZoneInfo]:
-    assert message.from_user is not None
-    async with app.session_factory() as s, s.begin():
-        user = await core_repo.get_or_create_user(
-            s, message.from_user.id, message.from_user.full_name, app.deps.clock()
-        )
-        return user.id, app.settings.session_policy.zone(user.timezone)
-
-
 def build_router() -> Router:
-    router = Router(name="tools")
+    router = use_user(Router(name="tools"))
 
     @router.message(
         Command("tools"), flags={"command": ("tools", "the tools I can use and their token cost")}
     )
-    async def on_tools(message: Message, app: App) -> None:
-        assert message.bot is not None
+    async def on_tools(message: Message, bot: Bot, app: App, user: ChatUser) -> None:
         disc = discovery(app.registry)
         if disc is None:
             text = "Tools: " + ", ".join(app.registry.names())
         else:
-            user_id, _ = await _user(app, message)
-            text = tools_text(disc, user_id, mcp_manager(app.registry))
-        await send_plain(message.bot, message.chat.id, text)
+            text = tools_text(disc, user.id, mcp_manager(app.registry))
+        await send_plain(bot, message.chat.id, text)
 
     @router.message(
         Command("context"),
         flags={"command": ("context", "token split of your last request")},
     )
-    async def on_context(message: Message, app: App) -> None:
-        assert message.bot is not None
+    async def on_context(message: Message, bot: Bot, app: App, user: ChatUser) -> None:
         disc = discovery(app.registry)
         if disc is None:
-            await send_plain(message.bot, message.chat.id, "Context accounting is off.")
+            await send_plain(bot, message.chat.id, "Context accounting is off.")
             return
-        user_id, tz = await _user(app, message)
-        await send_plain(message.bot, message.chat.id, context_text(disc, user_id, tz))
+        await send_plain(bot, message.chat.id, context_text(disc, user.id, user.tz))
 
     return router
