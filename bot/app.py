@@ -8,7 +8,9 @@ from dataclasses import dataclass
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.agent.accounting import ContextAccounting
 from bot.agent.archive import archiver_from
+from bot.agent.hooks import AgentHooks
 from bot.agent.runner import Agent, ContextProvider
 from bot.config import Settings
 from bot.llm.client import LLMClient
@@ -17,7 +19,7 @@ from db.migrate import upgrade
 from tools.base import Clock, ToolDeps, system_clock
 from tools.memory.recall_context import build_provider as recall_provider
 from tools.memory.setup import build_memory
-from tools.registry import Registry, build_registry
+from tools.registry import Registry, build_registry, discovery
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,15 @@ def context_providers(deps: ToolDeps) -> list[ContextProvider]:
     return providers
 
 
+def agent_hooks(registry: Registry) -> list[AgentHooks]:
+    """Hooks around the agent loop besides the runtime's own recording."""
+    hooks: list[AgentHooks] = []
+    disc = discovery(registry)
+    if disc is not None:
+        hooks.append(ContextAccounting(disc.context_log))
+    return hooks
+
+
 async def build_app(
     settings: Settings, *, clock: Clock = system_clock, llm: LLMClient | None = None
 ) -> App:
@@ -74,5 +85,6 @@ async def build_app(
         clock=clock,
         context_providers=context_providers(deps),
         archiver=archiver_from(deps, settings.tz),
+        hooks=agent_hooks(registry),
     )
     return App(settings, engine, sf, http, llm, deps, registry, agent)

@@ -8,9 +8,10 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import select
 
+from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest, ToolRound
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
-from db.models import ToolCallRecord
+from db.models import Message, ToolCallRecord
 from tests.scripted_model import Call, Say, ScriptedModel
 from tools.base import Tool, ToolCall
 from tools.registry import Registry
@@ -52,3 +53,34 @@ async def test_the_turn_cap_ends_a_model_that_never_stops(app: App) -> None:
     reply = await scripted(app, model, max_turns=3).handle(Incoming("loop", telegram_user_id=7))
     assert reply.stopped_at_cap
     assert len(model.requests) <= 4  # three tool rounds, then at most one closing answer
+
+
+class RefuseSecondCall(AgentHooks):
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, list[str]]] = []
+        self.rounds: list[list[bool]] = []
+
+    async def on_model_request(self, req: ModelRequest) -> None:
+        self.seen.append((req.turn, [t["function"]["name"] for t in req.tools]))
+        if req.turn == 1:
+            raise HookRefusal("Over budget: no more model calls today.")
+
+    async def on_tool_round(self, round_: ToolRound) -> None:
+        self.rounds.append([o.ok for o in round_.outcomes])
+
+
+async def test_a_hook_can_stop_a_request_before_a_model_call(app: App) -> None:
+    model = ScriptedModel()
+    model.add(Call([("echo", {"word": "x"}), ("nope", {})]), Say("never sent"))
+    hook = RefuseSecondCall()
+    agent = scripted(app, model)
+    agent.hooks = [hook]
+    reply = await agent.handle(Incoming("go", telegram_user_id=8))
+    assert reply.text == "Over budget: no more model calls today."
+    assert len(model.requests) == 1  # the second call never reached the model
+    assert hook.seen == [(0, ["echo"]), (1, ["echo"])]
+    assert hook.rounds == [[True, False]]  # the unknown tool failed, the round was reported
+    async with app.session_factory() as s:
+        stored = list((await s.execute(select(Message.role, Message.content))).all())
+    assert stored[-1] == ("assistant", "Over budget: no more model calls today.")
+    assert [r for r, _ in stored] == ["user", "assistant", "tool", "tool", "assistant"]

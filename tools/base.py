@@ -50,8 +50,6 @@ class RequestContext:
     chat_id: int | None = None
     timezone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
     clock: Clock = system_clock
-    # Per-request scratch space a tool may use; a fresh dict for every request.
-    state: dict[str, Any] = field(default_factory=dict)
     # Set by the runtime when the session must end after this request (e.g. the model
     # asked for a new session); the adapter reads it.
     new_session_requested: bool = False

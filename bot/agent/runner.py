@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -13,9 +12,11 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.agent.archive import Archiver
+from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
 from bot.agent.prompt import message_cost, system_prompt, to_openai, trim_history
+from bot.agent.recording import Recording
 from bot.agent.sessions import period_ended, start_new_session
-from bot.agent.toolexec import AUDIT_LIMIT, CallOutcome, run_call
+from bot.agent.toolexec import CallOutcome, run_call
 from bot.config import Settings
 from bot.llm.client import Completion, LLMToolCall, OnText
 from db.engine import SessionFactory
@@ -27,8 +28,9 @@ from tools.registry import Registry
 log = logging.getLogger(__name__)
 
 HISTORY_ROWS = 64  # newest history rows read with the user's message
-_PREFETCHED = "_history_rows"  # ctx.state key: (session id, wire messages, costs, rows)
 COST_CACHE_MAX = 200_000  # token counts of stored messages kept (about 20 MB at most)
+# History read with the user's message: (session id, wire messages, token costs, rows read).
+Prefetched = tuple[int, list[dict[str, Any]], list[int], int]
 
 
 class ChatModel(Protocol):
@@ -94,16 +96,21 @@ class Agent:
     # Summarises a closed session into memory; None when memory is off (the scheduler
     # then writes the summary on its next run).
     archiver: Archiver | None = None
+    # Around the loop: recording is always first; /context accounting, usage, budgets after.
+    hooks: list[AgentHooks] = field(default_factory=list)
     # Token estimates of stored messages by id (see _wire).
     _costs: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
     def user_timezone(self, tz_name: str | None) -> ZoneInfo:
         return self.settings.session_policy.zone(tz_name)
 
+    def _hooks(self) -> HookChain:
+        return HookChain([Recording(self.session_factory, self.clock), *self.hooks])
+
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         events = events or Events()
-        ctx = await self._start_request(incoming)
-        reply = await self._loop(ctx, incoming.text, events)
+        ctx, prefetched = await self._start_request(incoming)
+        reply = await self._loop(ctx, incoming.text, events, prefetched)
         if ctx.new_session_requested:
             # The model asked for a fresh start (memory __NEW_SESSION__): close this session
             # now (the next message opens a new one) and archive it once the reply is out.
@@ -127,7 +134,7 @@ class Agent:
                     reply.followup = archive
         return reply
 
-    async def _start_request(self, incoming: Incoming) -> RequestContext:
+    async def _start_request(self, incoming: Incoming) -> tuple[RequestContext, Prefetched]:
         """Find the user and session and store the message before any model call, in one
         transaction: user and open session in one query, the split check in process, then
         the message and the session's newest history rows."""
@@ -173,8 +180,7 @@ class Agent:
             # The newest rows of the history, read while the connection is at hand; the
             # prompt builder reads more only when these do not fill the budget.
             rows = await repo.session_messages(s, session.id, limit=HISTORY_ROWS)
-        ctx.state[_PREFETCHED] = (session.id, *self._wire(rows))
-        return ctx
+        return ctx, (session.id, *self._wire(rows))
 
     def _wire(self, rows: list[Message]) -> tuple[list[dict[str, Any]], list[int], int]:
         """History rows as wire messages with their token costs; a stored message never
@@ -190,11 +196,13 @@ class Agent:
             costs.append(cost)
         return wire, costs, len(rows)
 
-    async def build_messages(self, ctx: RequestContext, text: str) -> list[dict[str, Any]]:
+    async def build_prompt(
+        self, ctx: RequestContext, text: str, prefetched: Prefetched | None = None
+    ) -> PromptParts:
         # Recall and history are independent reads: run them side by side.
         provided, history = await asyncio.gather(
             asyncio.gather(*(p(ctx, text) for p in self.context_providers), return_exceptions=True),
-            self._history(ctx.session_id, ctx.state.pop(_PREFETCHED, None)),
+            self._history(ctx.session_id, prefetched),
         )
         sections: list[str] = []
         for section in provided:
@@ -206,15 +214,12 @@ class Agent:
             elif section:
                 sections.append(section)
         now: datetime = ctx.now().astimezone(ctx.timezone)
-        system = system_prompt(ctx.user_name, now, sections)
-        # The parts of the prompt, for /context's token split (read by tools/discovery).
-        ctx.state["prompt_parts"] = {"system": system, "sections": sections, "history": history}
-        return [{"role": "system", "content": system}, *history]
+        return PromptParts(system_prompt(ctx.user_name, now, sections), sections, history)
 
     async def _history(
         self,
         session_id: int,
-        prefetched: tuple[int, list[dict[str, Any]], list[int], int] | None = None,
+        prefetched: Prefetched | None = None,
     ) -> list[dict[str, Any]]:
         """The session's newest messages within the token budget."""
         budget = self.settings.history_token_budget
@@ -232,16 +237,31 @@ class Agent:
                 break
         return history
 
-    async def _loop(self, ctx: RequestContext, text: str, events: Events) -> Reply:
+    async def _loop(
+        self, ctx: RequestContext, text: str, events: Events, prefetched: Prefetched
+    ) -> Reply:
+        hooks = self._hooks()
         tools = self.registry.for_request(ctx, text)
-        messages = await self.build_messages(ctx, text)
+        parts = await self.build_prompt(ctx, text, prefetched)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": parts.system}]
+        messages += parts.history
         cap = self.settings.agent_max_turns
         used = 0
+        turn = 0
         while True:
-            completion = await self.llm.stream(messages, tools.schemas() or None, events.on_text)
+            req = ModelRequest(ctx, messages, tools.schemas(), parts, turn)
+            try:
+                await hooks.on_model_request(req)
+            except HookRefusal as refusal:
+                answer = str(refusal)
+                await hooks.on_answer(ctx, answer)
+                return Reply(answer, ctx.request_id, ctx.session_id, used)
+            completion = await self.llm.stream(messages, req.tools or None, events.on_text)
+            await hooks.on_model_response(req, completion)
+            turn += 1
             if not completion.tool_calls:
                 answer = completion.content.strip() or "(no answer)"
-                await self._store_assistant(ctx, answer, None)
+                await hooks.on_answer(ctx, answer)
                 return Reply(answer, ctx.request_id, ctx.session_id, used)
             calls = completion.tool_calls
             allowed = calls[: max(0, cap - used)]
@@ -254,7 +274,6 @@ class Agent:
                 }
                 for c in calls
             ]
-            await self._store_assistant(ctx, completion.content, wire_calls)
             messages.append(
                 {
                     "role": "assistant",
@@ -270,15 +289,17 @@ class Agent:
             used += len(allowed)
             note = f"Not run: the limit of {cap} tool calls for this message was reached."
             outcomes.extend(CallOutcome(note, False, "tool-call cap reached", 0.0) for _ in refused)
+            await hooks.on_tool_round(
+                ToolRound(ctx, completion.content, wire_calls, calls, outcomes)
+            )
             for c, outcome in zip(calls, outcomes, strict=True):
-                await self._store_result(ctx, c, outcome)
                 messages.append({"role": "tool", "tool_call_id": c.id, "content": outcome.text})
             if used >= cap:
                 answer = (
                     f"I stopped this task after {used} tool calls (the limit for one message is "
                     f"{cap}). Tell me to continue if you want me to go on."
                 )
-                await self._store_assistant(ctx, answer, None)
+                await hooks.on_answer(ctx, answer)
                 return Reply(answer, ctx.request_id, ctx.session_id, used, stopped_at_cap=True)
 
     async def _run_one(
@@ -286,47 +307,3 @@ class Agent:
     ) -> CallOutcome:
         call = ToolCall(ctx=ctx, call_id=c.id, reasoning=reasoning)
         return await run_call(tools, c.name, c.arguments, call)
-
-    async def _store_assistant(
-        self, ctx: RequestContext, content: str, tool_calls: list[dict[str, Any]] | None
-    ) -> None:
-        async with self.session_factory() as s, s.begin():
-            await repo.add_message(
-                s,
-                session_id=ctx.session_id,
-                user_id=ctx.user_id,
-                role="assistant",
-                content=content or "",
-                request_id=ctx.request_id,
-                now=self.clock(),
-                tool_calls=json.dumps(tool_calls) if tool_calls else None,
-            )
-
-    async def _store_result(self, ctx: RequestContext, c: LLMToolCall, out: CallOutcome) -> None:
-        now = self.clock()
-        async with self.session_factory() as s, s.begin():
-            await repo.add_message(
-                s,
-                session_id=ctx.session_id,
-                user_id=ctx.user_id,
-                role="tool",
-                content=out.text,
-                request_id=ctx.request_id,
-                now=now,
-                tool_call_id=c.id,
-                tool_name=c.name,
-            )
-            await repo.add_tool_call(
-                s,
-                request_id=ctx.request_id,
-                session_id=ctx.session_id,
-                user_id=ctx.user_id,
-                tool_call_id=c.id,
-                tool=c.name,
-                arguments=c.arguments[:AUDIT_LIMIT],
-                result=out.text[:AUDIT_LIMIT],
-                ok=out.ok,
-                error=out.error,
-                duration_ms=out.duration_ms,
-                now=now,
-            )

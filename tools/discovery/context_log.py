@@ -24,25 +24,23 @@ class ContextSplit:
 
 
 def split_of(
-    parts: dict[str, Any], tools_tokens: int, names: list[str], at: datetime
+    system: str, sections: list[str], history: list[dict[str, Any]], tools_tokens: int, at: datetime
 ) -> ContextSplit:
-    """`parts` is what the runner put in ctx.state["prompt_parts"]: system, sections, history."""
-    system_text = str(parts.get("system", ""))
-    sections = [str(s) for s in parts.get("sections", [])]
+    """The token split of one request: the system prompt (with `sections`, the recalled
+    memory, counted apart), the history sent along, and the tools payload."""
     memory = sum(count_text(s) for s in sections)
-    history = 0
-    for m in parts.get("history", []):
+    history_tokens = 0
+    for m in history:
         content = m.get("content") or ""
-        history += count_text(content if isinstance(content, str) else str(content))
+        history_tokens += count_text(content if isinstance(content, str) else str(content))
         if m.get("tool_calls"):
-            history += count_text(str(m["tool_calls"]))
+            history_tokens += count_text(str(m["tool_calls"]))
     return ContextSplit(
         at=at,
-        system=max(0, count_text(system_text) - memory),
+        system=max(0, count_text(system) - memory),
         memory=memory,
-        history=history,
+        history=history_tokens,
         tools=tools_tokens,
-        tool_names=names,
     )
 
 

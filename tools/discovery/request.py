@@ -8,7 +8,6 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from tools.base import RequestContext, RequestTools, Tool, ToolCall, ToolOutput
-from tools.discovery.context_log import ContextSplit, split_of
 from tools.tokens import count_payload
 
 if TYPE_CHECKING:
@@ -42,26 +41,11 @@ class DiscoveringTools(RequestTools):
         self.meta = {t.name for t in meta}
         # Extension tools that may be unloaded to make room, oldest first.
         self.loaded: OrderedDict[str, None] = OrderedDict((n, None) for n in direct)
-        self.payload_tokens: list[int] = []  # tokens of the tools payload of every model call
-        self._split: ContextSplit | None = None
-        self._split_parts: object = None
 
     # -- what the model sees -------------------------------------------------------------
 
     def schemas(self) -> list[dict[str, Any]]:
-        out = [t.schema() for t in self.tools.values()]
-        tokens = count_payload(out)
-        self.payload_tokens.append(tokens)
-        parts = self.ctx.state.get("prompt_parts")
-        if isinstance(parts, dict):
-            # The prompt is counted once per request; only the tools change between calls.
-            if self._split is None or self._split_parts is not parts:
-                self._split = split_of(parts, tokens, [], self.ctx.now())
-                self._split_parts = parts
-            self._split.tools = tokens
-            self._split.tool_names = list(self.tools)
-            self.discovery.context_log.put(self.ctx.user_id, self._split)
-        return out
+        return [t.schema() for t in self.tools.values()]
 
     def cost(self, extra: str | None = None) -> int:
         """Exact tokens of the payload, with `extra` added (token merges at the joins make

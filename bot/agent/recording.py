@@ -1,0 +1,72 @@
+"""The runtime's record of a request: every answer, tool call and result, written by the
+runtime (never by the model). One transaction per tool round: the assistant's message with
+its calls, each result as a history message, and each call in the audit table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from bot.agent.hooks import AgentHooks, ToolRound
+from bot.agent.toolexec import AUDIT_LIMIT
+from db.engine import SessionFactory
+from db.repos import core as repo
+from tools.base import Clock, RequestContext
+
+
+@dataclass
+class Recording(AgentHooks):
+    session_factory: SessionFactory
+    clock: Clock
+
+    async def on_tool_round(self, round_: ToolRound) -> None:
+        ctx, now = round_.ctx, self.clock()
+        async with self.session_factory() as s, s.begin():
+            await repo.add_message(
+                s,
+                session_id=ctx.session_id,
+                user_id=ctx.user_id,
+                role="assistant",
+                content=round_.content or "",
+                request_id=ctx.request_id,
+                now=now,
+                tool_calls=json.dumps(round_.wire_calls),
+            )
+            for c, out in zip(round_.calls, round_.outcomes, strict=True):
+                await repo.add_message(
+                    s,
+                    session_id=ctx.session_id,
+                    user_id=ctx.user_id,
+                    role="tool",
+                    content=out.text,
+                    request_id=ctx.request_id,
+                    now=now,
+                    tool_call_id=c.id,
+                    tool_name=c.name,
+                )
+                await repo.add_tool_call(
+                    s,
+                    request_id=ctx.request_id,
+                    session_id=ctx.session_id,
+                    user_id=ctx.user_id,
+                    tool_call_id=c.id,
+                    tool=c.name,
+                    arguments=c.arguments[:AUDIT_LIMIT],
+                    result=out.text[:AUDIT_LIMIT],
+                    ok=out.ok,
+                    error=out.error,
+                    duration_ms=out.duration_ms,
+                    now=now,
+                )
+
+    async def on_answer(self, ctx: RequestContext, answer: str) -> None:
+        async with self.session_factory() as s, s.begin():
+            await repo.add_message(
+                s,
+                session_id=ctx.session_id,
+                user_id=ctx.user_id,
+                role="assistant",
+                content=answer,
+                request_id=ctx.request_id,
+                now=self.clock(),
+            )
