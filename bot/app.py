@@ -13,6 +13,8 @@ from bot.agent.archive import archiver_from
 from bot.agent.runner import Agent, ContextProvider
 from bot.config import Settings
 from bot.llm.client import LLMClient
+from bot.media.attachments import MediaService
+from bot.media.setup import build_media, vision_gate
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from tools.base import Clock, system_clock
@@ -34,6 +36,7 @@ class App:
     registry: Registry
     agent: Agent
     extras: dict[str, Any] = field(default_factory=dict)
+    media: MediaService | None = None  # voice, photos, documents (bot/media)
 
     async def close(self) -> None:
         for closer in reversed(self.deps.closers):
@@ -66,13 +69,15 @@ async def build_app(
     deps.memory = await build_memory(settings, sf, http, clock)
     registry = build_registry(deps)
     await registry.start()  # MCP servers up, learned tool usage loaded
+    vision = vision_gate(settings, llm)
     agent = Agent(
         settings=settings,
         session_factory=sf,
-        llm=llm,
+        llm=vision,
         registry=registry,
         clock=clock,
         context_providers=context_providers(deps),
         archiver=archiver_from(deps),
     )
-    return App(settings, engine, sf, http, llm, deps, registry, agent)
+    media = build_media(settings, http, vision)
+    return App(settings, engine, sf, http, llm, deps, registry, agent, media=media)

@@ -11,11 +11,12 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ConfigError
+from bot.media.settings import MediaSettings
 
 OnOff = Literal["on", "off"]
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, MediaSettings):  # media: bot/media/settings.py
     """Every setting Sidekick reads. Names are the environment variables, upper-cased."""
 
     model_config = SettingsConfigDict(
@@ -136,6 +137,7 @@ class Settings(BaseSettings):
             self.embeddings_api_key,
             self.brave_api_key,
             self.webhook_secret,
+            self.transcribe_api_key,
         ]
         return [v.get_secret_value() for v in values if v and v.get_secret_value()]
 

@@ -62,6 +62,9 @@ class RequestContext:
     new_session_requested: bool = False
     # Tasks a tool started that must finish before the request is over.
     background: list[asyncio.Task[Any]] = field(default_factory=list)
+    # Files a tool made for the user, (name, bytes), e.g. what code wrote to ./output/;
+    # the adapter delivers them with the answer.
+    files_out: list[tuple[str, bytes]] = field(default_factory=list)
 
     def now(self) -> datetime:
         return self.clock()

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 HISTORY_ROWS = 64  # newest history rows read with the user's message
 _PREFETCHED = "_history_rows"  # ctx.state key: (session id, wire messages, costs, rows)
+_PARTS = "_content_parts"  # ctx.state key: this message's extra content parts
 COST_CACHE_MAX = 200_000  # token counts of stored messages kept (about 20 MB at most)
 
 
@@ -38,6 +39,17 @@ class ChatModel(Protocol):
         tools: list[dict[str, Any]] | None = None,
         on_text: OnText | None = None,
     ) -> Completion: ...
+
+
+def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]] | None) -> None:
+    """Give the newest user message its extra content parts (images), for this call only."""
+    if not parts:
+        return
+    for m in reversed(messages):
+        if m["role"] == "user":
+            text = m["content"] if isinstance(m["content"], str) else ""
+            m["content"] = [{"type": "text", "text": text}, *parts]
+            return
 
 
 # A prompt section provider (memory auto-recall, ...): returns text for the system prompt.
@@ -51,6 +63,9 @@ class Incoming:
     user_name: str = ""
     chat_id: int | None = None
     telegram_message_id: int | None = None
+    kind: str = "text"  # stored with the message: text, voice, photo, document, ...
+    # Content parts for this request only (images as data URIs); history keeps `text`.
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -60,6 +75,7 @@ class Reply:
     session_id: int
     tool_calls: int = 0
     stopped_at_cap: bool = False
+    files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
 
 
 @dataclass
@@ -93,8 +109,11 @@ class Agent:
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         events = events or Events()
         ctx = await self._start_request(incoming)
+        if incoming.parts:
+            ctx.state[_PARTS] = incoming.parts
         try:
             reply = await self._loop(ctx, incoming.text, events)
+            reply.files = ctx.files_out
         finally:
             if ctx.background:
                 await asyncio.gather(*ctx.background, return_exceptions=True)
@@ -145,6 +164,7 @@ class Agent:
                 request_id=request_id,
                 now=now,
                 telegram_message_id=incoming.telegram_message_id,
+                kind=incoming.kind,
             )
             ctx = RequestContext(
                 request_id=request_id,
@@ -222,6 +242,7 @@ class Agent:
     async def _loop(self, ctx: RequestContext, text: str, events: Events) -> Reply:
         tools = self.registry.for_request(ctx, text)
         messages = await self.build_messages(ctx, text)
+        with_parts(messages, ctx.state.pop(_PARTS, None))
         cap = self.settings.agent_max_turns
         used = 0
         while True:
