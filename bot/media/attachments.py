@@ -176,7 +176,7 @@ class MediaService:
         limit = self.settings.document_inline_chars
         if len(got.text) <= limit and not got.truncated:
             return f"{head}; also at {where} for the code tool]\n{got.text}\n[end of {item.name}]"
-        excerpt = got.text[:EXCERPT_CHARS]
+        excerpt = got.text[: min(EXCERPT_CHARS, limit)]
         return (
             f"{head}; long: the first {len(excerpt)} of {len(got.text)} characters follow. "
             f"The full text is at {where}: read it with the code tool]\n{excerpt}\n"
