@@ -60,7 +60,9 @@ def make_noise_jpeg(width: int, height: int, quality: int = 95) -> bytes:
 
 def make_docx(paragraphs: list[str]) -> bytes:
     w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-    body = "".join(f"<w:p><w:r><w:t>{p}</w:t></w:r></w:p>" for p in paragraphs)
+    from xml.sax.saxutils import escape
+
+    body = "".join(f"<w:p><w:r><w:t>{escape(p)}</w:t></w:r></w:p>" for p in paragraphs)
     xml = f'<?xml version="1.0"?><w:document xmlns:w="{w}"><w:body>{body}</w:body></w:document>'
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import warnings
 
 from PIL import Image, UnidentifiedImageError
 
@@ -18,7 +19,9 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".
 def prepare(data: bytes, max_side: int) -> tuple[str, tuple[int, int]]:
     """A data URI the model can read, and the size sent. Raises MediaError on a bad image."""
     try:
-        img = Image.open(io.BytesIO(data))
+        with warnings.catch_warnings():  # our own pixel limit below says it more plainly
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
         width, height = img.size
         if width * height > MAX_PIXELS:
             raise MediaError(f"This image is too large to read ({width}×{height} pixels).")
