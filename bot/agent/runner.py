@@ -45,10 +45,12 @@ def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]] | Non
     """Give the newest user message its extra content parts (images), for this call only."""
     if not parts:
         return
-    for m in reversed(messages):
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
         if m["role"] == "user":
+            # A new dict: the history dicts are shared with /context's token count.
             text = m["content"] if isinstance(m["content"], str) else ""
-            m["content"] = [{"type": "text", "text": text}, *parts]
+            messages[i] = {**m, "content": [{"type": "text", "text": text}, *parts]}
             return
 
 

@@ -18,7 +18,9 @@ class MediaSettings(BaseModel):
     transcribe_timeout_s: float = Field(default=120.0, gt=0, le=1800)
     # Images to the model: auto = try, and remember a refusal; on; off.
     llm_vision: Literal["auto", "on", "off"] = "auto"
-    image_max_side: int = Field(default=2048, ge=256, le=8192)
+    # Telegram photos are at most 2560 px and pass as they are; bigger images (sent as
+    # files) are downscaled. Providers scale further on their side.
+    image_max_side: int = Field(default=2560, ge=256, le=8192)
     # Downloads from Telegram and document text.
     media_max_mb: float = Field(default=TELEGRAM_DOWNLOAD_LIMIT_MB, gt=0)
     media_timeout_s: float = Field(default=60.0, gt=0, le=600)
