@@ -240,3 +240,50 @@ async def test_damaged_file_one_sentence_then_normal_chat(tg: TG) -> None:
     assert (await tg.reply(OWNER)).text == "I could not read this PDF (it seems damaged)."
     await tg.send(OWNER, "still there?")
     assert (await tg.reply(OWNER)).text == "echo: still there?"
+
+
+async def test_video_note_and_audio_are_transcribed(tg: TG) -> None:
+    note = tg.server.add_file(b"\0\0\0\x18ftypmp42" + b"\0" * 100)
+    fields = {"file_id": note, "file_unique_id": "n", "length": 240, "duration": 5,
+              "file_size": 112}  # fmt: skip
+    await tg.send(OWNER, None, video_note=fields)
+    quote, answer = await tg.replies(OWNER, 2)
+    assert quote.text == "🎤 transcript of video_note.mp4"
+    assert answer.text == "echo: transcript of video_note.mp4"
+    song = tg.server.add_file(b"ID3" + b"\0" * 50)
+    fields = {"file_id": song, "file_unique_id": "a", "duration": 9, "file_name": "memo.m4a",
+              "mime_type": "audio/mp4"}  # fmt: skip
+    await tg.send(OWNER, None, audio=fields)
+    quote, _ = await tg.replies(OWNER, 2)
+    assert quote.text == "🎤 transcript of memo.m4a"
+    assert tg.llm.transcriptions[1]["content_type"] == "audio/mp4"
+    assert [m.kind for m in await user_messages(tg)] == ["video_note", "audio"]
+
+
+async def test_docx_and_context_after_a_photo(make_tg: Any) -> None:
+    from tests.media_helpers import make_docx
+
+    tg: TG = await make_tg(llm_vision="on")
+    docx = make_docx(["Minutes of the meeting", "Decision: ship on Friday"])
+    file_id = tg.server.add_file(docx)
+    mime = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    await tg.send(OWNER, None, **document(file_id, len(docx), "minutes.docx", mime))
+    await tg.reply(OWNER)
+    first = last_user_content(tg.llm.requests[0])
+    assert "[Attachment: minutes.docx (DOCX" in first and "Decision: ship on Friday" in first
+    pic = tg.server.add_file(TINY_PNG)
+    await tg.send(OWNER, None, **photo(pic, len(TINY_PNG), caption="and this"))
+    await tg.reply(OWNER)
+    await tg.send(OWNER, "/context")  # counts the last request's tokens: no image in there
+    reply = await tg.reply(OWNER)
+    assert "history" in reply.text.lower()
+
+
+async def test_slow_download_is_cut_off(make_tg: Any) -> None:
+    tg: TG = await make_tg(media_timeout_s=0.3)
+    tg.server.file_delay = 5.0
+    file_id = tg.server.add_file(b"a,b\n1,2\n")
+    await tg.send(OWNER, None, **document(file_id, 8, "t.csv", "text/csv", caption="sum it"))
+    notice, answer = await tg.replies(OWNER, 2)
+    assert notice.text == "Downloading t.csv from Telegram took too long; please try again."
+    assert answer.text == "echo: sum it"  # the caption is still answered
