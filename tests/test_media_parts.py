@@ -11,6 +11,7 @@ import httpx
 import pytest
 from PIL import Image
 
+from bot.app import App
 from bot.errors import ProviderError
 from bot.llm.client import Completion, OnText
 from bot.llm.vision import NOT_SHOWN, VisionGate, without_images
@@ -203,3 +204,23 @@ async def test_transcriber_errors_are_sentences(fake_llm: FakeOpenAI) -> None:
         off = Transcriber(http, None, None, "whisper-1", timeout_s=1)
         with pytest.raises(MediaError, match="TRANSCRIBE_BASE_URL"):
             await off.transcribe(b"x", "v.ogg", "audio/ogg")
+
+
+def test_pdf_without_text_layer_gives_no_text(tmp_path: Path) -> None:
+    path = write(tmp_path, "scan.pdf", make_pdf(["", ""]))
+    got = extract.extract_file(path, "scan.pdf", None, 10)
+    assert (got.pages, got.text) == (2, "")
+
+
+async def test_doctor_probes_transcription_without_sending_audio(
+    app: App, fake_llm: FakeOpenAI
+) -> None:
+    from bot.media.doctor import check_media
+
+    lines = {r.name: r for r in await check_media(app)}
+    assert lines["transcription"].ok and "answers" in lines["transcription"].detail
+    assert fake_llm.transcriptions[0].get("file") is None  # nothing to transcribe, no bill
+    assert "not known yet" in lines["vision"].detail
+    fake_llm.transcribe_error = 404
+    lines = {r.name: r for r in await check_media(app)}
+    assert not lines["transcription"].ok and "HTTP 404" in lines["transcription"].detail

@@ -65,11 +65,13 @@ class MediaService:
         transcriber: Transcriber,
         inputs: InputStore,
         vision_enabled: Callable[[], bool],
+        vision_supported: Callable[[], bool | None] = lambda: None,
     ) -> None:
         self.settings = settings
         self.transcriber = transcriber
         self.inputs = inputs
         self.vision_enabled = vision_enabled
+        self.vision_supported = vision_supported  # for doctor: None = not known yet
         self.max_bytes = int(settings.media_max_mb * 1024 * 1024)
         self.max_pages = settings.document_max_pages
         self._work = asyncio.Semaphore(2)  # CPU-bound decoding/extraction at once
@@ -162,6 +164,11 @@ class MediaService:
                     )
             except TimeoutError:
                 raise MediaError(f"Reading {item.name} took too long; I gave up.") from None
+        if got.kind in ("pdf", "docx") and not got.text.strip():
+            return (
+                f"[Attachment: {item.name} ({_describe(got, size)}): no text in it "
+                "(a scanned document holds only images), so it could not be read]"
+            )
         # The code tool gets the original for text and binary files, the text for PDF/DOCX.
         if got.kind in ("pdf", "docx"):
             saved = await asyncio.to_thread(

@@ -77,7 +77,7 @@ def _pdf(path: Path, max_pages: int) -> Extracted:
         size = 0
         read = 0
         for page in reader.pages[:max_pages]:
-            text = page.extract_text() or ""
+            text = (page.extract_text() or "").strip()
             read += 1
             parts.append(f"--- page {read} ---\n{text.strip()}")
             size += len(text)
@@ -88,7 +88,8 @@ def _pdf(path: Path, max_pages: int) -> Extracted:
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
         log.info("PDF not readable: %s", exc)
         raise MediaError("I could not read this PDF (it seems damaged).") from None
-    text = "\n\n".join(parts)
+    # A scan has pages but no text layer: say so rather than hand over empty page markers.
+    text = "\n\n".join(parts) if size else ""
     return Extracted("pdf", text[:MAX_CHARS], total, read, read < total or size > MAX_CHARS)
 
 

@@ -27,6 +27,5 @@ def build_media(settings: Settings, http: httpx.AsyncClient, vision: VisionGate)
         settings.transcribe_model,
         settings.transcribe_timeout_s,
     )
-    return MediaService(
-        settings, transcriber, InputStore(settings.data_dir / "inputs"), vision.enabled
-    )
+    inputs = InputStore(settings.data_dir / "inputs")
+    return MediaService(settings, transcriber, inputs, vision.enabled, lambda: vision.supported)

@@ -85,3 +85,20 @@ class Transcriber:
         if not isinstance(text, str):
             raise MediaError("The speech-to-text service gave an answer I could not read.")
         return text.strip()[:MAX_TRANSCRIPT_CHARS]
+
+    async def probe(self) -> tuple[bool, str]:
+        """Is there a transcription endpoint? A form without a file: 4xx other than
+        401/403/404/405 means it exists (nothing is transcribed, nothing is billed)."""
+        if self.base_url is None:
+            return True, "off (TRANSCRIBE_BASE_URL=off): voice messages get one sentence"
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        url = f"{self.base_url}/audio/transcriptions"
+        try:
+            resp = await self.http.post(  # multipart, like a real request, minus the file
+                url, headers=headers, files={"model": (None, self.model)}, timeout=15.0
+            )
+        except httpx.HTTPError as exc:
+            return False, f"{url}: {type(exc).__name__}"
+        if resp.status_code in (401, 403, 404, 405) or resp.status_code >= 500:
+            return False, f"{url}: HTTP {resp.status_code}"
+        return True, f"{url} answers (model {self.model})"

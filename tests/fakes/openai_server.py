@@ -95,6 +95,8 @@ class FakeOpenAI:
 
     async def _transcribe(self, request: web.Request) -> web.Response:
         form: dict[str, Any] = {"authorization": request.headers.get("Authorization")}
+        if request.content_type != "multipart/form-data":
+            return web.json_response({"error": {"message": "multipart expected"}}, status=400)
         reader = await request.multipart()
         while (part := await reader.next()) is not None:
             if part.filename:  # type: ignore[union-attr]

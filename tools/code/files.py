@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import stat
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,8 @@ MAX_OUTPUT_FILES = 10
 MAX_OUTPUT_FILE_BYTES = 20 * 1024 * 1024
 MAX_OUTPUT_TOTAL_BYTES = 50 * 1024 * 1024
 KEEP_INPUT_FILES = 10  # per user: older uploads are dropped
-MAX_INPUT_TOTAL_BYTES = 200 * 1024 * 1024  # per user
+MAX_INPUT_TOTAL_BYTES = 100 * 1024 * 1024  # per user (copied into every run)
+STALE_DOWNLOAD_S = 3600  # a ".dl-" file this old is left from a crash
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,11 @@ class InputStore:
         return self.add(key, name, tmp)
 
     def _prune(self, folder: Path) -> None:
+        now = time.time()
+        for p in folder.glob(".dl-*"):
+            with contextlib.suppress(OSError):
+                if now - p.stat().st_mtime > STALE_DOWNLOAD_S:
+                    p.unlink()
         files = sorted(
             (p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")),
             key=lambda p: p.stat().st_mtime,
