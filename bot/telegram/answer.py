@@ -36,5 +36,7 @@ async def answer(message: Message, app: App, incoming: Incoming, draft_interval:
         await streamer.close()
     await send_markdown(bot, message.chat.id, reply.text)
     if reply.files:
-        await send_files(bot, message.chat.id, reply.files)
+        # Several runs may write the same name: the last version is the one to send.
+        latest = {name: (name, data) for name, data in reply.files}
+        await send_files(bot, message.chat.id, list(latest.values()))
     return reply
