@@ -224,3 +224,15 @@ async def test_doctor_probes_transcription_without_sending_audio(
     fake_llm.transcribe_error = 404
     lines = {r.name: r for r in await check_media(app)}
     assert not lines["transcription"].ok and "HTTP 404" in lines["transcription"].detail
+
+
+def test_transcribe_url_setting(tmp_path: Path) -> None:
+    from bot.config import load_settings
+    from bot.errors import ConfigError
+
+    assert load_settings(transcribe_base_url="OFF").transcribe_base_url == "off"
+    assert load_settings(transcribe_base_url="http://h:8000/v1/").transcribe_base_url == (
+        "http://h:8000/v1"
+    )
+    with pytest.raises(ConfigError, match="TRANSCRIBE_BASE_URL: must start with http"):
+        load_settings(transcribe_base_url="localhost:8000")

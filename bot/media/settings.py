@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 
 TELEGRAM_DOWNLOAD_LIMIT_MB = 20  # getFile serves files up to 20 MB
 
@@ -26,3 +27,15 @@ class MediaSettings(BaseModel):
     media_timeout_s: float = Field(default=60.0, gt=0, le=600)
     document_inline_chars: int = Field(default=8000, ge=500, le=200_000)
     document_max_pages: int = Field(default=300, ge=1, le=5000)
+
+    @field_validator("transcribe_base_url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if value.lower() == "off":
+            return "off"
+        if not re.match(r"^https?://", value):
+            raise ValueError("must start with http:// or https:// (or be off)")
+        return value.rstrip("/")
