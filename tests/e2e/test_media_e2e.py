@@ -17,7 +17,7 @@ from bot.media.attachments import NO_VISION
 from db.models.core import Message
 from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.fakes.openai_server import Calls, Error, Text
-from tests.fakes.telegram_server import album_updates
+from tests.fakes.telegram_server import album_updates, message_update
 from tests.media_helpers import document, make_image, make_pdf, photo, voice
 
 TINY_PNG = make_image(40, 30)
@@ -287,3 +287,16 @@ async def test_slow_download_is_cut_off(make_tg: Any) -> None:
     notice, answer = await tg.replies(OWNER, 2)
     assert notice.text == "Downloading t.csv from Telegram took too long; please try again."
     assert answer.text == "echo: sum it"  # the caption is still answered
+
+
+async def test_text_right_after_an_album_is_answered_after_it(make_tg: Any) -> None:
+    tg: TG = await make_tg(llm_vision="on")
+    a, b = tg.server.add_file(TINY_PNG), tg.server.add_file(TINY_PNG)
+    updates = album_updates(OWNER, [photo(a, len(TINY_PNG), caption="two pics"), photo(b, 90)])
+    await tg.send_update(updates[0])
+    await tg.send_update(message_update(OWNER, "and a question", message_id=3))
+    await tg.send_update(updates[1])  # a late part still joins its album
+    first, second = await tg.replies(OWNER, 2)
+    assert first.text.startswith("echo: two pics") and second.text == "echo: and a question"
+    content = last_user_content(tg.llm.requests[0])
+    assert [p["type"] for p in content] == ["text", "image_url", "image_url"]

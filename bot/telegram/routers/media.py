@@ -16,6 +16,7 @@ from aiogram.types import Message, MessageEntity
 from bot.app import App
 from bot.llm.vision import VisionGate
 from bot.media.attachments import NO_VISION, MediaItem, MediaService
+from bot.telegram.album import Album
 from bot.telegram.answer import answer, incoming_from
 from bot.telegram.files import download
 from bot.telegram.render import send_chunk, send_plain, utf16_len
@@ -78,13 +79,14 @@ def build_router() -> Router:
 
     @router.message(has_media)
     async def on_media(
-        message: Message, app: App, draft_interval: float, album: list[Message] | None = None
+        message: Message, app: App, draft_interval: float, album: Album | None = None
     ) -> None:
         bot = message.bot
         assert bot is not None
         media: MediaService | None = app.media
         assert media is not None, "the App was built without media handling"
-        items = [i for m in album or [message] if (i := media_item(m, media.max_bytes))]
+        parts = await album.collect() if album is not None else [message]
+        items = [i for m in parts if (i := media_item(m, media.max_bytes))]
         if not items:
             return
         who = message.from_user
