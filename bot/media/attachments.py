@@ -107,9 +107,12 @@ class MediaService:
         """The item's part of the message text (raises MediaError when it is unusable)."""
         if (problem := self.too_big(item)) is not None:
             raise MediaError(problem)
+        mime = item.mime or ""
         is_image = item.kind == "photo" or (
             item.kind == "document"
-            and ((item.mime or "").startswith("image/") or images.is_image_name(item.name))
+            and (
+                (mime.startswith("image/") and "svg" not in mime) or images.is_image_name(item.name)
+            )
         )
         if is_image and not self.vision_enabled():
             if NO_VISION not in out.notices:

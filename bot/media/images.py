@@ -39,7 +39,9 @@ def prepare(data: bytes, max_side: int) -> tuple[str, tuple[int, int]]:
             mime = "image/jpeg"
         return _uri(mime, out.getvalue()), img.size
     except (UnidentifiedImageError, OSError, Image.DecompressionBombError, ValueError):
-        raise MediaError("I could not read this image (the file seems damaged).") from None
+        raise MediaError(
+            "I could not read this image (a format I do not know, or a damaged file)."
+        ) from None
 
 
 def _uri(mime: str, data: bytes) -> str:

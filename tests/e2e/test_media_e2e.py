@@ -300,3 +300,21 @@ async def test_text_right_after_an_album_is_answered_after_it(make_tg: Any) -> N
     assert first.text.startswith("echo: two pics") and second.text == "echo: and a question"
     content = last_user_content(tg.llm.requests[0])
     assert [p["type"] for p in content] == ["text", "image_url", "image_url"]
+
+
+async def test_image_file_goes_to_the_model_and_svg_is_text(make_tg: Any) -> None:
+    tg: TG = await make_tg(llm_vision="on")
+    png = tg.server.add_file(TINY_PNG)
+    await tg.send(OWNER, None, **document(png, len(TINY_PNG), "shot.png", "image/png"))
+    await tg.reply(OWNER)
+    content = last_user_content(tg.llm.requests[0])
+    assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert "[document: shot.png" in content[0]["text"]
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg"><circle r="4"/></svg>'
+    svg_id = tg.server.add_file(svg)
+    await tg.send(OWNER, None, **document(svg_id, len(svg), "dot.svg", "image/svg+xml"))
+    await tg.reply(OWNER)
+    assert "<circle r=" in last_user_content(tg.llm.requests[1])
+    heic = tg.server.add_file(b"\0\0\0\x18ftypheic" + b"\0" * 64)
+    await tg.send(OWNER, None, **document(heic, 76, "IMG_1.HEIC", "image/heic"))
+    assert "could not read this image" in (await tg.reply(OWNER)).text
