@@ -24,6 +24,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.telegram_files import FileMethods, album_updates
+
 MAX_TEXT = 4096
 ENTITY_TYPES = {
     "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
@@ -32,7 +34,6 @@ ENTITY_TYPES = {
 }  # fmt: skip
 JSON_FIELDS = {"entities", "reply_markup", "commands", "allowed_updates", "reply_parameters"}
 SENDS = {"sendMessage", "sendDocument", "sendPhoto"}
-GETFILE_LIMIT = 20 * 1024 * 1024
 
 
 def utf16_len(text: str) -> int:
@@ -79,7 +80,7 @@ class Call:
 
 
 @dataclass
-class FakeTelegram:
+class FakeTelegram(FileMethods):
     token: str = "123456789:AAE-fake-token-for-tests-000000000000"
     host: str = "127.0.0.1"
     port: int = 0
@@ -145,27 +146,6 @@ class FakeTelegram:
         )
         err = ApiError(code, desc, retry_after if code == 429 else None)
         self._failures.setdefault(method, []).extend([err] * times)
-
-    def add_file(self, data: bytes, file_id: str | None = None) -> str:
-        """Store a file a user sends; returns its file_id (use it in the update)."""
-        file_id = file_id or f"file{len(self.files) + 1}"
-        self.files[file_id] = data
-        return file_id
-
-    def getfile_calls(self) -> list[Call]:
-        return [c for c in self.calls if c.method == "getFile"]
-
-    async def _file(self, request: web.Request) -> web.StreamResponse:
-        if request.match_info["token"] != self.token:
-            return web.json_response({"ok": False, "error_code": 401}, status=401)
-        path = request.match_info["path"]
-        file_id = path.removeprefix("documents/")
-        if file_id not in self.files:
-            return web.json_response({"ok": False, "error_code": 404}, status=404)
-        self.downloads.append(path)
-        if self.file_delay:
-            await asyncio.sleep(self.file_delay)
-        return web.Response(body=self.files[file_id], content_type="application/octet-stream")
 
     def sent_to(self, chat_id: int) -> list[Sent]:
         return [m for m in self.messages if m.chat_id == chat_id]
@@ -364,34 +344,6 @@ class FakeTelegram:
         )
         return msg
 
-    async def _m_sendPhoto(self, params: dict[str, Any], files: dict[str, Any]) -> Any:
-        chat_id = self._chat_id(params)
-        ref = params.get("photo")
-        key = ref.removeprefix("attach://") if isinstance(ref, str) else "photo"
-        if key not in files:
-            raise ApiError(400, "Bad Request: there is no photo in the request")
-        filename, data = files[key]
-        if len(data) > 10 * 1024 * 1024:
-            raise ApiError(400, "Bad Request: PHOTO_SAVE_FILE_INVALID")
-        photo = [{"file_id": f"photo{len(self.messages)}", "file_unique_id": "u", "width": 1,
-                  "height": 1, "file_size": len(data)}]  # fmt: skip
-        msg = self._message(chat_id, None, photo=photo)
-        self.messages.append(
-            Sent("sendPhoto", chat_id, msg["message_id"], params.get("caption") or "", [],
-                 params.get("reply_markup"), document=data, filename=filename, at=time.time())
-        )  # fmt: skip
-        return msg
-
-    async def _m_getFile(self, params: dict[str, Any], files: dict[str, Any]) -> Any:
-        file_id = str(params.get("file_id") or "")
-        if file_id not in self.files:
-            raise ApiError(400, "Bad Request: invalid file_id")
-        size = len(self.files[file_id])
-        if size > GETFILE_LIMIT:
-            raise ApiError(400, "Bad Request: file is too big")
-        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": size,
-                "file_path": f"documents/{file_id}"}  # fmt: skip
-
     async def _m_sendMessageDraft(self, params: dict[str, Any], files: dict[str, Any]) -> Any:
         chat_id = self._chat_id(params)
         if chat_id < 0:
@@ -485,18 +437,7 @@ def callback_update(
     }
 
 
-def album_updates(
-    user_id: int,
-    parts: list[dict[str, Any]],
-    *,
-    group_id: str = "album1",
-    first_message_id: int = 1,
-) -> list[dict[str, Any]]:
-    """The updates of one album: each part is the message's media fields (photo=..., caption)."""
-    return [
-        message_update(
-            user_id, None, message_id=first_message_id + i,
-            extra={"media_group_id": group_id, **part},
-        )
-        for i, part in enumerate(parts)
-    ]  # fmt: skip
+__all__ = [
+    "ApiError", "Call", "FakeTelegram", "Sent", "album_updates", "callback_update",
+    "message_update", "utf16_len",
+]  # fmt: skip
