@@ -14,6 +14,8 @@ from bot.agent.hooks import AgentHooks
 from bot.agent.runner import Agent, ContextProvider
 from bot.config import Settings
 from bot.llm.client import LLMClient
+from bot.media.attachments import MediaService
+from bot.media.setup import build_media, vision_gate
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from tools.base import Clock, ToolDeps, system_clock
@@ -34,6 +36,7 @@ class App:
     deps: ToolDeps
     registry: Registry
     agent: Agent
+    media: MediaService | None = None  # voice, photos, documents (bot/media)
 
     async def close(self) -> None:
         for closer in reversed(self.deps.closers):
@@ -71,20 +74,29 @@ async def build_app(
     sf = session_factory(engine)
     http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
     llm = llm or LLMClient(settings)
-    deps = ToolDeps(settings=settings, session_factory=sf, http=http, llm=llm, clock=clock)
+    deps = ToolDeps(
+        settings=settings,
+        session_factory=sf,
+        http=http,
+        llm=llm,
+        clock=clock,
+        data_dir=settings.data_dir,
+    )
     deps.memory = await build_memory(
         settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key
     )
     registry = build_registry(deps)
     await registry.start()  # MCP servers up, learned tool usage loaded
+    vision = vision_gate(settings, llm)
     agent = Agent(
         settings=settings,
         session_factory=sf,
-        llm=llm,
+        llm=vision,
         registry=registry,
         clock=clock,
         context_providers=context_providers(deps),
         archiver=archiver_from(deps, settings.tz),
         hooks=agent_hooks(registry),
     )
-    return App(settings, engine, sf, http, llm, deps, registry, agent)
+    media = build_media(settings, http, vision)
+    return App(settings, engine, sf, http, llm, deps, registry, agent, media=media)

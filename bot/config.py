@@ -9,16 +9,18 @@ from typing import Annotated
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.media.settings import MediaSettings
 from scheduler.settings import SessionSettings
 from tools.errors import ConfigError
 from tools.settings import ToolSettings
 
 
-class Settings(BaseSettings, ToolSettings, SessionSettings):
+class Settings(BaseSettings, ToolSettings, SessionSettings, MediaSettings):
     """Every setting Sidekick reads. Names are the environment variables, upper-cased.
 
-    The tools' settings (tools/*/settings.py) and the scheduler's (scheduler/settings.py)
-    are inherited flat, so each variable keeps its name; this class adds the app's own.
+    The tools' settings (tools/*/settings.py), the scheduler's (scheduler/settings.py) and
+    the media settings (bot/media/settings.py) are inherited flat, so each variable keeps
+    its name; this class adds the app's own.
     """
 
     model_config = SettingsConfigDict(
@@ -83,6 +85,7 @@ class Settings(BaseSettings, ToolSettings, SessionSettings):
             self.embeddings_api_key,
             self.brave_api_key,
             self.webhook_secret,
+            self.transcribe_api_key,
         ]
         return [v.get_secret_value() for v in values if v and v.get_secret_value()]
 

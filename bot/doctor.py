@@ -9,6 +9,7 @@ from sqlalchemy import text
 
 from bot.app import App, build_app
 from bot.config import Settings
+from bot.media.doctor import check_media
 from db.engine import sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult
@@ -152,6 +153,7 @@ def all_checks() -> list[Check]:
         check_code_tool,
         check_extension_tools,
         check_memory_tool,
+        check_media,
     ]
 
 

@@ -13,6 +13,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
@@ -53,6 +54,9 @@ class RequestContext:
     # Set by the runtime when the session must end after this request (e.g. the model
     # asked for a new session); the adapter reads it.
     new_session_requested: bool = False
+    # Files a tool made for the user, (name, bytes), e.g. what code wrote to ./output/;
+    # the adapter delivers them with the answer.
+    files_out: list[tuple[str, bytes]] = field(default_factory=list)
 
     def now(self) -> datetime:
         return self.clock()
@@ -167,6 +171,8 @@ class ToolDeps:
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # The memory store (built once by the wiring; None in tests that do not need it).
     memory: MemoryStore | None = None
+    # Where tools keep files between requests (DATA_DIR): the code tool's inputs.
+    data_dir: Path = Path("./data")
 
 
 @dataclass

@@ -42,6 +42,19 @@ class ChatModel(Protocol):
     ) -> Completion: ...
 
 
+def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]] | None) -> None:
+    """Give the newest user message its extra content parts (images), for this call only."""
+    if not parts:
+        return
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m["role"] == "user":
+            # A new dict: the history dicts are shared with /context's token count.
+            text = m["content"] if isinstance(m["content"], str) else ""
+            messages[i] = {**m, "content": [{"type": "text", "text": text}, *parts]}
+            return
+
+
 # A prompt section provider (memory auto-recall, ...): returns text for the system prompt.
 ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
 
@@ -53,6 +66,9 @@ class Incoming:
     user_name: str = ""
     chat_id: int | None = None
     telegram_message_id: int | None = None
+    kind: str = "text"  # stored with the message: text, voice, photo, document, ...
+    # Content parts for this request only (images as data URIs); history keeps `text`.
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -75,6 +91,8 @@ class Reply:
                 await followup()
             except Exception:
                 log.exception("work after the reply (request %s) failed", self.request_id)
+
+    files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
 
 
 @dataclass
@@ -110,7 +128,8 @@ class Agent:
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         events = events or Events()
         ctx, prefetched = await self._start_request(incoming)
-        reply = await self._loop(ctx, incoming.text, events, prefetched)
+        reply = await self._loop(ctx, incoming.text, events, prefetched, incoming.parts)
+        reply.files = ctx.files_out
         if ctx.new_session_requested:
             # The model asked for a fresh start (memory __NEW_SESSION__): close this session
             # now (the next message opens a new one) and archive it once the reply is out.
@@ -165,6 +184,7 @@ class Agent:
                 request_id=request_id,
                 now=now,
                 telegram_message_id=incoming.telegram_message_id,
+                kind=incoming.kind,
             )
             ctx = RequestContext(
                 request_id=request_id,
@@ -238,13 +258,19 @@ class Agent:
         return history
 
     async def _loop(
-        self, ctx: RequestContext, text: str, events: Events, prefetched: Prefetched
+        self,
+        ctx: RequestContext,
+        text: str,
+        events: Events,
+        prefetched: Prefetched,
+        content_parts: list[dict[str, Any]] | None = None,
     ) -> Reply:
         hooks = self._hooks()
         tools = self.registry.for_request(ctx, text)
         parts = await self.build_prompt(ctx, text, prefetched)
         messages: list[dict[str, Any]] = [{"role": "system", "content": parts.system}]
         messages += parts.history
+        with_parts(messages, content_parts)
         cap = self.settings.agent_max_turns
         used = 0
         turn = 0

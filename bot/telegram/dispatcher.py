@@ -17,6 +17,7 @@ from aiogram.types import BotCommand
 
 from bot.app import App
 from bot.config import Settings
+from bot.telegram.album import ALBUM_WINDOW_S, AlbumMiddleware
 from bot.telegram.errors import on_error
 from bot.telegram.middlewares import AccessMiddleware, ChatOrderMiddleware, InFlight
 from bot.telegram.render import with_retry
@@ -40,7 +41,7 @@ def _pin_response_models() -> tuple[Any, ...]:
     used = (
         m.SendMessage, m.SendMessageDraft, m.SendChatAction, m.SendDocument, m.EditMessageText,
         m.EditMessageReplyMarkup, m.DeleteMessage, m.AnswerCallbackQuery, m.GetUpdates, m.GetMe,
-        m.SetMyCommands, m.DeleteWebhook, m.SetWebhook,
+        m.SetMyCommands, m.DeleteWebhook, m.SetWebhook, m.GetFile, m.SendPhoto,
     )  # fmt: skip
     return tuple(Response[method.__returning__] for method in used)  # type: ignore[name-defined]
 
@@ -58,7 +59,11 @@ async def _on_startup(bot: Bot, commands: list[BotCommand]) -> None:
 
 
 def build_dispatcher(
-    app: App, *, draft_interval: float = DRAFT_INTERVAL_S, inflight: InFlight | None = None
+    app: App,
+    *,
+    draft_interval: float = DRAFT_INTERVAL_S,
+    inflight: InFlight | None = None,
+    album_window: float = ALBUM_WINDOW_S,
 ) -> Dispatcher:
     """The Dispatcher with every router; handlers may take `app: App` as an argument."""
     dp = Dispatcher()
@@ -69,6 +74,7 @@ def build_dispatcher(
     existing = list(outer)
     for mw in existing:
         outer.unregister(mw)
+    outer.register(AlbumMiddleware(album_window))  # before ordering: see bot/telegram/album.py
     outer.register(ChatOrderMiddleware(inflight))
     for mw in existing:  # aiogram's error handling and user context
         outer.register(mw)
@@ -129,8 +135,14 @@ class Runtime:
 
 
 def build_runtime(
-    app: App, bot: Bot | None = None, *, draft_interval: float = DRAFT_INTERVAL_S
+    app: App,
+    bot: Bot | None = None,
+    *,
+    draft_interval: float = DRAFT_INTERVAL_S,
+    album_window: float = ALBUM_WINDOW_S,
 ) -> Runtime:
     inflight = InFlight()
-    dp = build_dispatcher(app, draft_interval=draft_interval, inflight=inflight)
+    dp = build_dispatcher(
+        app, draft_interval=draft_interval, inflight=inflight, album_window=album_window
+    )
     return Runtime(app, bot or build_bot(app.settings), dp, inflight)

@@ -103,6 +103,7 @@ async def add_message(
     tool_call_id: str | None = None,
     tool_name: str | None = None,
     telegram_message_id: int | None = None,
+    kind: str = "text",
 ) -> int:
     """Store one message and return its id: a plain INSERT ... RETURNING, without the ORM's
     unit of work (about half the CPU of add + flush, on every message's hot path)."""
@@ -118,6 +119,7 @@ async def add_message(
             tool_call_id=tool_call_id,
             tool_name=tool_name,
             telegram_message_id=telegram_message_id,
+            kind=kind,
             created_at=now,
         )
         .returning(Message.id)

@@ -58,6 +58,7 @@ class TG:
         self.owner = OWNER
         self.on_build: list[Callable[[App], Any]] = []
         self.draft_interval = 0.05
+        self.album_window = 0.3  # albums arrive in one getUpdates batch here
         self._runtime: Runtime | None = None
         self._poll: asyncio.Task[None] | None = None
         self._cursor: dict[int, int] = {}
@@ -79,7 +80,9 @@ class TG:
             result = fn(app)
             if isinstance(result, Awaitable):
                 await result
-        self._runtime = build_runtime(app, draft_interval=self.draft_interval)
+        self._runtime = build_runtime(
+            app, draft_interval=self.draft_interval, album_window=self.album_window
+        )
         self._poll = asyncio.create_task(self._runtime.poll(polling_timeout=5))
         return self
 

@@ -66,7 +66,7 @@ async def test_non_text_message_gets_a_short_reply(tg: TG) -> None:
                                         "height": 1, "is_animated": False, "is_video": False,
                                         "type": "regular"})  # fmt: skip
     reply = await tg.reply(OWNER)
-    assert reply.text.startswith("I only read text")
+    assert reply.text.startswith("I read text, voice messages, photos and documents, but not")
     assert tg.llm.requests == []
 
 

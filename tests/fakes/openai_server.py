@@ -3,6 +3,9 @@
 Each chat completion takes the next scripted turn (text, tool calls or an HTTP error);
 with the script empty it answers by `responder` (default: echo the last user message).
 Streaming answers use OpenAI's chunk format exactly, so the real openai SDK parses them.
+`/v1/audio/transcriptions` takes the multipart form Whisper endpoints take and answers
+`{"text": ...}` from `transcripts` (in order; then "transcript of <filename>"), or fails
+with `transcribe_error` (an HTTP status) when set.
 """
 
 from __future__ import annotations
@@ -43,7 +46,10 @@ Turn = Text | Calls | Error
 
 def echo(body: dict[str, Any]) -> Turn:
     users = [m for m in body.get("messages", []) if m.get("role") == "user"]
-    return Text(f"echo: {users[-1]['content'] if users else ''}")
+    content = users[-1]["content"] if users else ""
+    if isinstance(content, list):  # text + image parts: echo the text
+        content = "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+    return Text(f"echo: {content}")
 
 
 @dataclass
@@ -55,6 +61,10 @@ class FakeOpenAI:
     host: str = "127.0.0.1"
     port: int = 0
     _runner: web.AppRunner | None = None
+    transcripts: list[str] = field(default_factory=list)
+    transcriptions: list[dict[str, Any]] = field(default_factory=list)  # form fields + bytes
+    transcribe_error: int | None = None
+    transcribe_delay: float = 0.0
 
     @property
     def base_url(self) -> str:
@@ -64,9 +74,10 @@ class FakeOpenAI:
         self.script.extend(turns)
 
     async def start(self) -> FakeOpenAI:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -81,6 +92,29 @@ class FakeOpenAI:
     async def _models(self, request: web.Request) -> web.Response:
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in self.models]
         return web.json_response({"object": "list", "data": data})
+
+    async def _transcribe(self, request: web.Request) -> web.Response:
+        form: dict[str, Any] = {"authorization": request.headers.get("Authorization")}
+        if request.content_type != "multipart/form-data":
+            return web.json_response({"error": {"message": "multipart expected"}}, status=400)
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if part.filename:  # type: ignore[union-attr]
+                form["filename"] = part.filename  # type: ignore[union-attr]
+                form["content_type"] = part.headers.get("Content-Type")  # type: ignore[union-attr]
+                form["file"] = await part.read()  # type: ignore[union-attr]
+            else:
+                form[part.name or ""] = await part.text()  # type: ignore[union-attr]
+        self.transcriptions.append(form)
+        if self.transcribe_delay:
+            await asyncio.sleep(self.transcribe_delay)
+        if self.transcribe_error is not None:
+            err = {"error": {"message": "scripted failure", "type": "server_error"}}
+            return web.json_response(err, status=self.transcribe_error)
+        if "model" not in form or "file" not in form:
+            return web.json_response({"error": {"message": "file and model required"}}, status=400)
+        text = self.transcripts.pop(0) if self.transcripts else f"transcript of {form['filename']}"
+        return web.json_response({"text": text})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

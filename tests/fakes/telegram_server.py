@@ -5,6 +5,11 @@ multipart), long-polls `getUpdates` for real, and rejects what Telegram rejects:
 text over 4096 UTF-16 units, entities outside the text (measured in UTF-16), links with a bad
 URL, drafts to a non-private chat, unknown tokens (401). `fail_next(method, 429, ...)` makes
 the next calls fail on demand. Every accepted outgoing message is recorded in order.
+
+Files: `add_file(data)` stores a file the user "sent" and returns its file_id; getFile
+answers with its path (or 400 "file is too big" above 20 MB, as Telegram does) and
+`/file/bot<token>/<path>` serves it; `downloads` lists the paths fetched. sendPhoto and
+sendDocument record the bytes received. `album_updates(...)` builds a media group.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.telegram_files import FileMethods, album_updates
+
 MAX_TEXT = 4096
 ENTITY_TYPES = {
     "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
@@ -26,7 +33,7 @@ ENTITY_TYPES = {
     "code", "pre", "text_link", "text_mention", "custom_emoji", "date_time",
 }  # fmt: skip
 JSON_FIELDS = {"entities", "reply_markup", "commands", "allowed_updates", "reply_parameters"}
-SENDS = {"sendMessage", "sendDocument"}
+SENDS = {"sendMessage", "sendDocument", "sendPhoto"}
 
 
 def utf16_len(text: str) -> int:
@@ -73,7 +80,7 @@ class Call:
 
 
 @dataclass
-class FakeTelegram:
+class FakeTelegram(FileMethods):
     token: str = "123456789:AAE-fake-token-for-tests-000000000000"
     host: str = "127.0.0.1"
     port: int = 0
@@ -93,6 +100,9 @@ class FakeTelegram:
     _changed: asyncio.Condition | None = None
     _stopping: bool = False
     _runner: web.AppRunner | None = None
+    files: dict[str, bytes] = field(default_factory=dict)  # file_id -> data
+    downloads: list[str] = field(default_factory=list)  # file paths fetched
+    file_delay: float = 0.0  # seconds before serving a file download
 
     @property
     def base_url(self) -> str:
@@ -102,6 +112,7 @@ class FakeTelegram:
         self._changed = asyncio.Condition()
         app = web.Application(client_max_size=60 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._file)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -424,3 +435,9 @@ def callback_update(
             "data": data,
         }
     }
+
+
+__all__ = [
+    "ApiError", "Call", "FakeTelegram", "Sent", "album_updates", "callback_update",
+    "message_update", "utf16_len",
+]  # fmt: skip

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.code import files
 from tools.code.bun import BunInfo
 from tools.code.sandbox import (
     TASKS_PER_RUN,
@@ -53,6 +54,7 @@ class RunResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     sandbox_error: str | None = None  # the run could not be started
+    outputs: files.Collected | None = None  # what the run wrote under ./output/
 
 
 class _Sink:
@@ -87,14 +89,17 @@ class CodeRunner:
         self._nproc_base = 0 if os.geteuid() == 0 else own_task_count()
         self._uid_base = uid_block()
 
-    async def run(self, code: str, timeout_ms: int) -> RunResult:
+    async def run(self, code: str, timeout_ms: int, inputs: Path | None = None) -> RunResult:
+        """Run `code`; the files in `inputs` are copied to ./input/ first."""
         slot = await self._slots.get()
         try:
-            return await self._run_in_slot(slot, code, timeout_ms)
+            return await self._run_in_slot(slot, code, timeout_ms, inputs)
         finally:
             self._slots.put_nowait(slot)
 
-    async def _run_in_slot(self, slot: int, code: str, timeout_ms: int) -> RunResult:
+    async def _run_in_slot(
+        self, slot: int, code: str, timeout_ms: int, inputs: Path | None
+    ) -> RunResult:
         uid = None if self._uid_base is None or self.mode == "off" else self._uid_base + slot
         nproc = TASKS_PER_RUN if uid is not None else None
         if uid is None and self.mode != "off" and os.geteuid() != 0:
@@ -102,10 +107,13 @@ class CodeRunner:
         limits = Limits(cpu_s=math.ceil(timeout_ms / 1000) + 1, nproc=nproc)
         workdir = prepare_workdir(self.workbase, uid, self.mode)
         try:
+            await asyncio.to_thread(files.stage, workdir, inputs, uid)
             plan = build_plan(
                 self.mode, self.bun, workdir, network=self.network, limits=limits, uid=uid
             )
-            return await self._execute(plan, code, timeout_ms)
+            result = await self._execute(plan, code, timeout_ms)
+            result.outputs = await asyncio.to_thread(files.collect, workdir)
+            return result
         finally:
             if uid is not None and self.mode == "basic":
                 await self._kill_uid(uid)

@@ -13,6 +13,7 @@ from db.repos import code as repo
 from tools.base import Clock, ConfigError, Tool, ToolCall, ToolDeps, ToolError
 from tools.code.bun import locate_bun, probe_bun
 from tools.code.categories import classify
+from tools.code.files import INPUT_DIR, OUTPUT_DIR, InputStore, user_key
 from tools.code.jobs import JobManager
 from tools.code.runner import CodeRunner, RunResult
 from tools.code.sandbox import choose_mode
@@ -29,7 +30,9 @@ DESCRIPTION = (
     "results with console.log); only built-ins (Bun APIs, node:* modules, fetch) — npm "
     "packages cannot be installed. Returns success, exit code, stdout, stderr, duration, "
     "execution id and error category. action=generate: `task` (+ optional `context`) returns "
-    "a job_id at once; action=status with that job_id gives pending/done/failed and the code."
+    "a job_id at once; action=status with that job_id gives pending/done/failed and the code. "
+    f"Files the user sent are in ./{INPUT_DIR}/; files the code writes to ./{OUTPUT_DIR}/ are "
+    "sent to the user (images as photos)."
 )
 
 
@@ -82,6 +85,7 @@ class CodeService:
                 self.mode_reason,
                 s.code_network,
             )
+        self.inputs = InputStore(deps.data_dir / "inputs")
         self.jobs = JobManager(deps.session_factory, deps.llm, deps.clock)
         deps.closers.append(self.jobs.close)
 
@@ -91,8 +95,10 @@ class CodeService:
         """Run and trace; returns (execution id, result, category)."""
         if self.runner is None:
             raise ToolError(f"the code tool is not available: {self.problem}")
+        ctx = call.ctx if call else None
+        inputs = self.inputs.dir_for(user_key(ctx.telegram_user_id, ctx.user_id)) if ctx else None
         try:
-            res = await self.runner.run(code, timeout_ms)
+            res = await self.runner.run(code, timeout_ms, inputs)
         except asyncio.CancelledError:
             res = RunResult("", "cancelled: the request ended before the run", None, 0.0)
             await asyncio.shield(self._trace(code, timeout_ms, call, res, "killed"))
@@ -149,6 +155,11 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
                 "execution_id": row_id,
                 "error_category": cat,
             }
+            if res.outputs is not None and (res.outputs.files or res.outputs.skipped):
+                call.ctx.files_out.extend((f.name, f.data) for f in res.outputs.files)
+                out["files_sent_to_user"] = [f.name for f in res.outputs.files]
+                if res.outputs.skipped:
+                    out["files_not_sent"] = res.outputs.skipped
             if res.timed_out:
                 out["note"] = f"killed after the {timeout} ms timeout"
             elif res.output_limited:

@@ -1,0 +1,132 @@
+"""Images to the model, and what to do when the model cannot take them.
+
+`VisionGate` wraps the chat model. A request carrying image parts that the provider
+rejects as such (a 4xx that talks about images/vision/content) is sent again with the
+images replaced by a note, so the user still gets an answer. With LLM_VISION=auto the
+refusal is remembered (in memory and in DATA_DIR/vision.json, per model), and later
+photos are not sent at all.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any, Protocol
+
+from bot.errors import ProviderError
+from bot.llm.client import Completion, OnText
+
+log = logging.getLogger(__name__)
+
+NOT_SHOWN = "[image not shown: this model cannot read images]"
+_REFUSAL = re.compile(r"image|vision|multi-?modal|modalit|content.{0,20}(type|part)", re.I)
+# Set in the handling task when this request's images were dropped.
+_dropped: contextvars.ContextVar[bool] = contextvars.ContextVar("images_dropped", default=False)
+
+
+class StreamModel(Protocol):
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: OnText | None = None,
+    ) -> Completion: ...
+
+
+def has_images(messages: list[dict[str, Any]]) -> bool:
+    return any(
+        isinstance(m.get("content"), list)
+        and any(p.get("type") == "image_url" for p in m["content"])
+        for m in messages
+    )
+
+
+def without_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            texts = [p.get("text", "") for p in content if p.get("type") == "text"]
+            if any(p.get("type") == "image_url" for p in content):
+                texts.append(NOT_SHOWN)
+            m = {**m, "content": "\n".join(t for t in texts if t)}
+        out.append(m)
+    return out
+
+
+class VisionGate:
+    def __init__(self, llm: StreamModel, mode: str, model: str, state_file: Path | None) -> None:
+        self.llm = llm
+        self.mode = mode
+        self.model = model
+        self.state_file = state_file
+        self.supported: bool | None = True if mode == "on" else None
+        if mode == "auto":
+            self.supported = self._load()
+
+    def enabled(self) -> bool:
+        """Whether images should be sent to the model at all."""
+        return self.mode == "on" or (self.mode == "auto" and self.supported is not False)
+
+    @staticmethod
+    def reset_request() -> None:
+        _dropped.set(False)
+
+    @staticmethod
+    def dropped() -> bool:
+        """True when this request's images were not seen by the model."""
+        return _dropped.get()
+
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: OnText | None = None,
+    ) -> Completion:
+        if not has_images(messages):
+            return await self.llm.stream(messages, tools, on_text)
+        try:
+            out = await self.llm.stream(messages, tools, on_text)
+        except ProviderError as exc:
+            status = exc.status or 0
+            if not (400 <= status < 500 and status != 429 and _REFUSAL.search(str(exc))):
+                raise
+            log.warning("the model rejected an image (%s); answering without it", exc)
+            if self.mode == "auto":
+                self._remember(False)
+            _dropped.set(True)
+            return await self.llm.stream(without_images(messages), tools, on_text)
+        if self.mode == "auto" and self.supported is None:
+            self._remember(True)
+        return out
+
+    def _load(self) -> bool | None:
+        if self.state_file is None:
+            return None
+        try:
+            value = json.loads(self.state_file.read_text()).get(self.model)
+        except (OSError, ValueError, AttributeError):
+            return None
+        return value if isinstance(value, bool) else None
+
+    def _remember(self, supported: bool) -> None:
+        self.supported = supported
+        log.info(
+            "model %s %s images (LLM_VISION=auto)",
+            self.model,
+            "reads" if supported else "does not read",
+        )
+        if self.state_file is None:
+            return
+        try:
+            known = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+            if not isinstance(known, dict):
+                known = {}
+            known[self.model] = supported
+            self.state_file.parent.mkdir(parents=True, exist_ok=True)
+            self.state_file.write_text(json.dumps(known))
+        except (OSError, ValueError):
+            log.warning("could not save what the model supports to %s", self.state_file)

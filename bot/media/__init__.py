@@ -1,0 +1,1 @@
+"""Voice, photos and documents: download limits, transcription, images, text extraction."""

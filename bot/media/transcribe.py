@@ -1,0 +1,104 @@
+"""Speech to text through an OpenAI-compatible `/audio/transcriptions` endpoint.
+
+OpenAI, Groq, faster-whisper-server (speaches) and whisper.cpp's server all take the same
+multipart form (`file`, `model`, `response_format`) and answer `{"text": ...}`.
+Every failure becomes a MediaError whose text is one sentence for the user.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+
+from bot.media.errors import MediaError
+
+log = logging.getLogger(__name__)
+
+MAX_TRANSCRIPT_CHARS = 100_000
+HOW_TO_ENABLE = (
+    "set TRANSCRIBE_BASE_URL (and TRANSCRIBE_API_KEY, TRANSCRIBE_MODEL) to an "
+    "OpenAI-compatible speech-to-text endpoint such as OpenAI, Groq or a local "
+    "faster-whisper-server"
+)
+
+
+class Transcriber:
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        timeout_s: float,
+    ) -> None:
+        self.http = http
+        self.base_url = base_url.rstrip("/") if base_url else None
+        self.api_key = api_key
+        self.model = model
+        self.timeout_s = timeout_s
+
+    async def transcribe(self, data: bytes, filename: str, mime: str) -> str:
+        if self.base_url is None:
+            raise MediaError(f"Voice messages are off here. To turn them on, {HOW_TO_ENABLE}.")
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        try:
+            resp = await self.http.post(
+                f"{self.base_url}/audio/transcriptions",
+                headers=headers,
+                files={"file": (filename, data, mime)},
+                data={"model": self.model, "response_format": "json"},
+                timeout=httpx.Timeout(self.timeout_s, connect=10.0),
+            )
+        except httpx.TimeoutException:
+            log.warning("transcription timed out after %.0f s", self.timeout_s)
+            raise MediaError(
+                "The speech-to-text service took too long, so I could not hear your voice "
+                "message; please try again or write it."
+            ) from None
+        except httpx.HTTPError as exc:
+            log.warning("transcription endpoint unreachable: %s", type(exc).__name__)
+            raise MediaError(
+                "The speech-to-text service is not reachable right now, so I could not hear "
+                "your voice message; please try again later or write it."
+            ) from None
+        if resp.status_code in (404, 405):
+            raise MediaError(
+                f"This model endpoint has no speech-to-text (HTTP {resp.status_code}). "
+                f"To use voice messages, {HOW_TO_ENABLE}."
+            )
+        if resp.status_code in (401, 403):
+            raise MediaError(
+                f"The speech-to-text service refused our key (HTTP {resp.status_code}); "
+                "the admin should check TRANSCRIBE_API_KEY."
+            )
+        if resp.status_code >= 400:
+            log.warning("transcription failed: HTTP %s %s", resp.status_code, resp.text[:200])
+            raise MediaError(
+                f"The speech-to-text service failed (HTTP {resp.status_code}); please try "
+                "again later or write your message."
+            )
+        try:
+            text = resp.json().get("text")
+        except (ValueError, AttributeError):
+            text = None
+        if not isinstance(text, str):
+            raise MediaError("The speech-to-text service gave an answer I could not read.")
+        return text.strip()[:MAX_TRANSCRIPT_CHARS]
+
+    async def probe(self) -> tuple[bool, str]:
+        """Is there a transcription endpoint? A form without a file: 4xx other than
+        401/403/404/405 means it exists (nothing is transcribed, nothing is billed)."""
+        if self.base_url is None:
+            return True, "off (TRANSCRIBE_BASE_URL=off): voice messages get one sentence"
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        url = f"{self.base_url}/audio/transcriptions"
+        try:
+            resp = await self.http.post(  # multipart, like a real request, minus the file
+                url, headers=headers, files={"model": (None, self.model)}, timeout=15.0
+            )
+        except httpx.HTTPError as exc:
+            return False, f"{url}: {type(exc).__name__}"
+        if resp.status_code in (401, 403, 404, 405) or resp.status_code >= 500:
+            return False, f"{url}: HTTP {resp.status_code}"
+        return True, f"{url} answers (model {self.model})"

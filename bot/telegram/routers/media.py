@@ -1,0 +1,114 @@
+"""Voice, audio, video notes, photos and documents (alone or as an album) → the agent.
+
+Strangers never get here (the access middleware refuses them before any download).
+Each file is checked against the size limit before it is downloaded; a file that cannot
+be used costs the user one sentence, and whatever else the message had is still answered.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from aiogram import Bot, Router
+from aiogram.types import Message, MessageEntity
+
+from bot.app import App
+from bot.llm.vision import VisionGate
+from bot.media.attachments import NO_VISION, MediaItem, MediaService
+from bot.telegram.album import Album
+from bot.telegram.answer import answer, incoming_from
+from bot.telegram.files import download
+from bot.telegram.render import send_chunk, send_plain, utf16_len
+from tools.code.files import user_key
+
+log = logging.getLogger(__name__)
+
+QUOTE_CHARS = 300  # of a transcript, shown back to the user
+
+
+def media_item(message: Message, max_bytes: int) -> MediaItem | None:
+    caption = message.caption or ""
+    if message.voice is not None:
+        v = message.voice
+        return MediaItem("voice", v.file_id, v.file_size, "voice.ogg", v.mime_type, caption)
+    if message.audio is not None:
+        a = message.audio
+        name = a.file_name or "audio.mp3"
+        return MediaItem("audio", a.file_id, a.file_size, name, a.mime_type, caption)
+    if message.video_note is not None:
+        n = message.video_note
+        return MediaItem("video_note", n.file_id, n.file_size, "video_note.mp4", "video/mp4")
+    if message.photo:
+        # The largest size under the limit (Telegram lists them smallest first).
+        fitting = [p for p in message.photo if (p.file_size or 0) <= max_bytes]
+        p = (fitting or message.photo)[-1]
+        return MediaItem("photo", p.file_id, p.file_size, "photo.jpg", "image/jpeg", caption)
+    if message.document is not None:
+        d = message.document
+        name = d.file_name or "document"
+        return MediaItem("document", d.file_id, d.file_size, name, d.mime_type, caption)
+    return None
+
+
+async def has_media(message: Message) -> bool:
+    # Async on purpose, like chat.has_text: sync filters run in a worker thread.
+    return bool(
+        message.voice or message.audio or message.video_note or message.photo or message.document
+    )
+
+
+def quote(transcripts: list[str]) -> tuple[str, list[MessageEntity]]:
+    text = " / ".join(transcripts)
+    if len(text) > QUOTE_CHARS:
+        text = text[: QUOTE_CHARS - 1].rstrip() + "…"
+    text = f"🎤 {text}"
+    return text, [MessageEntity(type="blockquote", offset=0, length=utf16_len(text))]
+
+
+def build_router() -> Router:
+    router = Router(name="media")
+
+    @router.edited_message()
+    async def on_edited(message: Message) -> None:
+        log.info(
+            "ignored an edit of message %s in chat %s (edits are not re-answered)",
+            message.message_id,
+            message.chat.id,
+        )
+
+    @router.message(has_media)
+    async def on_media(
+        message: Message, app: App, draft_interval: float, album: Album | None = None
+    ) -> None:
+        bot = message.bot
+        assert bot is not None
+        media: MediaService | None = app.media
+        assert media is not None, "the App was built without media handling"
+        parts = await album.collect() if album is not None else [message]
+        items = [i for m in parts if (i := media_item(m, media.max_bytes))]
+        if not items:
+            return
+        who = message.from_user
+        key = user_key(who.id if who else None, 0)
+
+        async def fetch(item: MediaItem, dest: Path, max_bytes: int, bot: Bot = bot) -> None:
+            await download(bot, item, dest, max_bytes)
+
+        VisionGate.reset_request()
+        prepared = await media.prepare(items, key, fetch)
+        chat_id = message.chat.id
+        for notice in prepared.notices:
+            await send_plain(bot, chat_id, notice)
+        if prepared.transcripts:
+            text, entities = quote(prepared.transcripts)
+            await send_chunk(bot, chat_id, text, entities)
+        if not prepared.useful:
+            return
+        incoming = incoming_from(message, prepared.text, prepared.kind)
+        incoming.parts = prepared.parts
+        await answer(message, app, incoming, draft_interval)
+        if prepared.parts and VisionGate.dropped():
+            await send_plain(bot, chat_id, NO_VISION)
+
+    return router

@@ -1,0 +1,167 @@
+"""Files in and out of a code run: the user's uploads staged as ./input/, ./output/ collected.
+
+The user's files live in DATA_DIR/inputs/<user key>/ (written by the Telegram adapter when
+a document arrives); every run gets fresh copies under <workdir>/input/, so code can never
+change the originals. What a run writes under <workdir>/output/ is read back before the
+work dir is deleted: regular files only (no symlinks, no hard links to other files), within
+count and size limits, so a run cannot make the bot read or send anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INPUT_DIR = "input"
+OUTPUT_DIR = "output"
+MAX_OUTPUT_FILES = 10
+MAX_OUTPUT_FILE_BYTES = 20 * 1024 * 1024
+MAX_OUTPUT_TOTAL_BYTES = 50 * 1024 * 1024
+KEEP_INPUT_FILES = 10  # per user: older uploads are dropped
+MAX_INPUT_TOTAL_BYTES = 100 * 1024 * 1024  # per user (copied into every run)
+STALE_DOWNLOAD_S = 3600  # a ".dl-" file this old is left from a crash
+
+
+@dataclass(frozen=True)
+class OutFile:
+    name: str
+    data: bytes
+
+
+@dataclass
+class Collected:
+    files: list[OutFile] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "name: why"
+
+
+def safe_name(name: str, default: str = "file") -> str:
+    """A file name without directories or odd characters (max 100 chars, extension kept)."""
+    base = os.path.basename(name.replace("\\", "/")).strip()
+    base = re.sub(r"[^\w.\-]+", "_", base).lstrip(".")
+    if not base:
+        return default
+    stem, dot, ext = base.rpartition(".")
+    if dot and len(ext) <= 10 and len(base) > 100:
+        return stem[: 99 - len(ext)] + "." + ext
+    return base[:100]
+
+
+def user_key(telegram_user_id: int | None, user_id: int) -> str:
+    return f"tg{telegram_user_id}" if telegram_user_id is not None else f"u{user_id}"
+
+
+class InputStore:
+    """The uploads of each user, newest kept, bounded in count and bytes."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+
+    def dir_for(self, key: str) -> Path:
+        return self.base / key
+
+    def scratch(self, key: str) -> Path:
+        """A fresh hidden path in the user's folder for a download in progress."""
+        folder = self.dir_for(key)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f".dl-{uuid.uuid4().hex}"
+
+    def add(self, key: str, name: str, src: Path) -> str:
+        """Move `src` in as `name` (sanitised); returns the name used."""
+        folder = self.dir_for(key)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = safe_name(name)
+        os.replace(src, folder / name)
+        self._prune(folder)
+        return name
+
+    def write(self, key: str, name: str, data: bytes) -> str:
+        tmp = self.scratch(key)
+        tmp.write_bytes(data)
+        return self.add(key, name, tmp)
+
+    def _prune(self, folder: Path) -> None:
+        now = time.time()
+        for p in folder.glob(".dl-*"):
+            with contextlib.suppress(OSError):
+                if now - p.stat().st_mtime > STALE_DOWNLOAD_S:
+                    p.unlink()
+        files = sorted(
+            (p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        total = 0
+        for i, p in enumerate(files):
+            total += p.stat().st_size
+            if i >= KEEP_INPUT_FILES or total > MAX_INPUT_TOTAL_BYTES:
+                with contextlib.suppress(OSError):
+                    p.unlink()
+
+
+def stage(workdir: Path, inputs: Path | None, uid: int | None) -> None:
+    """Create input/ (copies of the user's files) and an empty output/ in the work dir."""
+    made = [workdir / INPUT_DIR, workdir / OUTPUT_DIR]
+    for d in made:
+        d.mkdir(exist_ok=True)
+    if inputs is not None and inputs.is_dir():
+        for src in inputs.iterdir():
+            if src.is_file() and not src.is_symlink() and not src.name.startswith("."):
+                dst = workdir / INPUT_DIR / src.name
+                shutil.copyfile(src, dst)
+                made.append(dst)
+    if uid is not None:
+        for p in made:
+            os.chown(p, uid, uid)
+
+
+def collect(workdir: Path) -> Collected:
+    """The regular files under output/ (recursively), within the limits."""
+    out = Collected()
+    root = workdir / OUTPUT_DIR
+    if not root.is_dir() or root.is_symlink():
+        return out
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for fname in sorted(filenames):
+            path = Path(dirpath) / fname
+            rel = str(path.relative_to(root))
+            try:
+                data = _read_regular(path)
+            except ValueError as exc:
+                out.skipped.append(f"{rel}: {exc}")
+                continue
+            if len(out.files) >= MAX_OUTPUT_FILES:
+                out.skipped.append(f"{rel}: more than {MAX_OUTPUT_FILES} files")
+            elif len(data) > MAX_OUTPUT_FILE_BYTES:  # grew while we read it
+                out.skipped.append(f"{rel}: over {MAX_OUTPUT_FILE_BYTES // 2**20} MB")
+            elif total + len(data) > MAX_OUTPUT_TOTAL_BYTES:
+                out.skipped.append(f"{rel}: over {MAX_OUTPUT_TOTAL_BYTES // 2**20} MB in all")
+            else:
+                total += len(data)
+                out.files.append(OutFile(safe_name(fname), data))
+    return out
+
+
+def _read_regular(path: Path) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ValueError("not a regular file") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise ValueError("not a regular file")
+        if st.st_size > MAX_OUTPUT_FILE_BYTES:
+            raise ValueError(f"over {MAX_OUTPUT_FILE_BYTES // 2**20} MB")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_OUTPUT_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
