@@ -13,6 +13,8 @@ from bot.agent.archive import archiver_from
 from bot.agent.runner import Agent, ContextProvider
 from bot.config import Settings
 from bot.llm.client import LLMClient
+from bot.usage.meter import Meter
+from bot.usage.metered import MeteredModel
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from tools.base import Clock, system_clock
@@ -62,7 +64,9 @@ async def build_app(
     sf = session_factory(engine)
     http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
     llm = llm or LLMClient(settings)
-    deps = ToolDeps(settings=settings, session_factory=sf, http=http, llm=llm, clock=clock)
+    meter = Meter(settings, sf, clock, settings.tz)
+    metered = MeteredModel(llm, meter)  # summaries and code generation: budgets and usage too
+    deps = ToolDeps(settings=settings, session_factory=sf, http=http, llm=metered, clock=clock)
     deps.memory = await build_memory(settings, sf, http, clock)
     registry = build_registry(deps)
     await registry.start()  # MCP servers up, learned tool usage loaded
@@ -74,5 +78,6 @@ async def build_app(
         clock=clock,
         context_providers=context_providers(deps),
         archiver=archiver_from(deps),
+        meter=meter,
     )
     return App(settings, engine, sf, http, llm, deps, registry, agent)

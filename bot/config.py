@@ -11,11 +11,13 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ConfigError
+from bot.llm.settings import ModelSettings
+from bot.usage.settings import UsageSettings
 
 OnOff = Literal["on", "off"]
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, ModelSettings, UsageSettings):
     """Every setting Sidekick reads. Names are the environment variables, upper-cased."""
 
     model_config = SettingsConfigDict(
@@ -136,6 +138,7 @@ class Settings(BaseSettings):
             self.embeddings_api_key,
             self.brave_api_key,
             self.webhook_secret,
+            self.llm_fallback_api_key,
         ]
         return [v.get_secret_value() for v in values if v and v.get_secret_value()]
 

@@ -11,16 +11,22 @@ import httpx
 from bot.config import Settings
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, Tool, system_clock
+from tools.model_call import ModelCall
 
 if TYPE_CHECKING:
     from tools.memory.store import MemoryStore
 
 
 class TextModel(Protocol):
-    """What a tool may ask of the LLM: one plain completion (code generation, summaries)."""
+    """What a tool may ask of the LLM: one plain completion (code generation, summaries).
+    `call` says for whom and why, so the call is metered; it may raise BudgetExceeded."""
 
     async def complete_text(
-        self, messages: list[dict[str, Any]], max_tokens: int | None = None
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        call: ModelCall | None = None,
     ) -> str: ...
 
 

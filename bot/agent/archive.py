@@ -31,6 +31,7 @@ from db.repos import core as core_repo
 from db.repos import sessions as repo
 from scheduler.periods import user_tz
 from tools.base import Clock
+from tools.model_call import ModelCall
 from tools.registry import TextModel, ToolDeps
 
 log = logging.getLogger(__name__)
@@ -162,7 +163,9 @@ class Archiver:
 
         if summary is None:
             try:
-                summary = await self.summarise(messages, said)
+                summary = await self.summarise(
+                    messages, said, ModelCall("archive", user_id, session_id)
+                )
             except SummaryError as exc:
                 return await self._failed(session_id, str(exc))
             async with self.session_factory() as s, s.begin():
@@ -224,7 +227,9 @@ class Archiver:
         )
         return ArchiveResult(session_id, "failed", error=error)
 
-    async def summarise(self, messages: list[Message], said: str) -> str:
+    async def summarise(
+        self, messages: list[Message], said: str, call: ModelCall | None = None
+    ) -> str:
         """A checked summary; one corrective retry when the first does not pass."""
         language = describe(language_of(said))
         base = [
@@ -235,7 +240,9 @@ class Archiver:
         problem = ""
         for _ in range(2):
             try:
-                text = await self.llm.complete_text(request, max_tokens=SUMMARY_MAX_TOKENS)
+                text = await self.llm.complete_text(
+                    request, max_tokens=SUMMARY_MAX_TOKENS, call=call
+                )
             except Exception as exc:
                 raise SummaryError(f"model failed: {type(exc).__name__}: {exc}") from exc
             text = (text or "").strip()

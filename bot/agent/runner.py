@@ -18,10 +18,13 @@ from bot.agent.sessions import period_ended, start_new_session
 from bot.agent.toolexec import AUDIT_LIMIT, CallOutcome, run_call
 from bot.config import Settings
 from bot.llm.client import Completion, LLMToolCall, OnText
+from bot.usage import request as metering
+from bot.usage.meter import Meter
 from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as repo
 from tools.base import Clock, RequestContext, ToolCall, system_clock
+from tools.model_call import Purpose
 from tools.registry import Registry, RequestTools
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,8 @@ class ChatModel(Protocol):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         on_text: OnText | None = None,
+        *,
+        model: str | None = None,
     ) -> Completion: ...
 
 
@@ -51,15 +56,17 @@ class Incoming:
     user_name: str = ""
     chat_id: int | None = None
     telegram_message_id: int | None = None
+    purpose: Purpose = "chat"  # "scheduled" for scheduled tasks (usage is reported by purpose)
 
 
 @dataclass
 class Reply:
-    text: str
+    text: str  # what the user sees: the answer, then `notes`
     request_id: str
     session_id: int
     tool_calls: int = 0
     stopped_at_cap: bool = False
+    notes: str = ""  # lines under the answer (fallback, budget warning, usage footer)
 
 
 @dataclass
@@ -81,6 +88,8 @@ class Agent:
     # Summarises a closed session into memory; None when memory is off (the scheduler
     # then writes the summary on its next run).
     archiver: Archiver | None = None
+    # Budgets and usage recording (bot/usage); None: no metering.
+    meter: Meter | None = None
     # Token estimates of stored messages by id (see _wire).
     _costs: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
@@ -113,6 +122,12 @@ class Agent:
             except Exception:
                 log.exception("starting the new session the model asked for failed")
         return reply
+
+    async def budget_refusal(self, user_id: int | None) -> str | None:
+        """The one sentence to send instead of calling a model when a budget or token cap
+        (of users.id `user_id`) is used up, else None. handle() checks it before every
+        model call; callers such as scheduled tasks may ask first."""
+        return await self.meter.refusal(user_id) if self.meter is not None else None
 
     async def _start_request(self, incoming: Incoming) -> RequestContext:
         """Find the user and session and store the message before any model call, in one
@@ -157,6 +172,10 @@ class Agent:
                 timezone=self.user_timezone(user.timezone),
                 clock=self.clock,
             )
+            if self.meter is not None:
+                settings = self.settings
+                models = metering.allowed_models(settings.llm_model, settings.llm_models)
+                metering.begin(ctx, user, incoming.purpose, models)
             # The newest rows of the history, read while the connection is at hand; the
             # prompt builder reads more only when these do not fill the budget.
             rows = await repo.session_messages(s, session.id, limit=HISTORY_ROWS)
@@ -224,12 +243,21 @@ class Agent:
         messages = await self.build_messages(ctx, text)
         cap = self.settings.agent_max_turns
         used = 0
+        metered = metering.of(ctx)
+        model = metered.model if metered is not None else None
         while True:
-            completion = await self.llm.stream(messages, tools.schemas() or None, events.on_text)
+            refusal = await self.budget_refusal(ctx.user_id)
+            if refusal is not None:  # checked before every model call: none is made
+                await self._store_assistant(ctx, refusal, None)
+                return Reply(refusal, ctx.request_id, ctx.session_id, used)
+            schemas = tools.schemas() or None
+            completion = await self.llm.stream(messages, schemas, events.on_text, model=model)
+            sent = (completion, messages, schemas)
             if not completion.tool_calls:
                 answer = completion.content.strip() or "(no answer)"
-                await self._store_assistant(ctx, answer, None)
-                return Reply(answer, ctx.request_id, ctx.session_id, used)
+                await self._store_assistant(ctx, answer, None, sent)
+                notes = metering.extra_lines(ctx)
+                return Reply(answer + notes, ctx.request_id, ctx.session_id, used, notes=notes)
             calls = completion.tool_calls
             allowed = calls[: max(0, cap - used)]
             refused = calls[len(allowed) :]
@@ -241,7 +269,7 @@ class Agent:
                 }
                 for c in calls
             ]
-            await self._store_assistant(ctx, completion.content, wire_calls)
+            await self._store_assistant(ctx, completion.content, wire_calls, sent)
             messages.append(
                 {
                     "role": "assistant",
@@ -266,7 +294,10 @@ class Agent:
                     f"{cap}). Tell me to continue if you want me to go on."
                 )
                 await self._store_assistant(ctx, answer, None)
-                return Reply(answer, ctx.request_id, ctx.session_id, used, stopped_at_cap=True)
+                notes = metering.extra_lines(ctx)
+                return Reply(
+                    answer + notes, ctx.request_id, ctx.session_id, used, True, notes=notes
+                )
 
     async def _run_one(
         self, ctx: RequestContext, tools: RequestTools, c: LLMToolCall, reasoning: str
@@ -275,9 +306,17 @@ class Agent:
         return await run_call(tools, c.name, c.arguments, call)
 
     async def _store_assistant(
-        self, ctx: RequestContext, content: str, tool_calls: list[dict[str, Any]] | None
+        self,
+        ctx: RequestContext,
+        content: str,
+        tool_calls: list[dict[str, Any]] | None,
+        sent: tuple[Completion, list[dict[str, Any]], list[dict[str, Any]] | None] | None = None,
     ) -> None:
+        """Store an assistant message; with `sent` (the model call that produced it), its
+        usage row too, in the same transaction."""
         async with self.session_factory() as s, s.begin():
+            if sent is not None and self.meter is not None:
+                await metering.after_call(self.meter, s, ctx, *sent)
             await repo.add_message(
                 s,
                 session_id=ctx.session_id,
