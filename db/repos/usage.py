@@ -62,11 +62,21 @@ async def groups(
     if session_id is not None:
         stmt = stmt.where(u.session_id == session_id)
     rows = await s.execute(stmt.order_by(u.model, u.purpose))
-    out = []
-    for r in rows:
-        counts = [int(v) for v in (r[2], r[3], r[4], r[5], r[6], r[7])]
-        out.append(Group(r[0], r[1], *counts, float(r[8]), int(r[9])))
-    return out
+    return [
+        Group(
+            model=r[0],
+            purpose=r[1],
+            calls=int(r[2]),
+            prompt_tokens=int(r[3]),
+            completion_tokens=int(r[4]),
+            cached_tokens=int(r[5]),
+            reasoning_tokens=int(r[6]),
+            estimated_calls=int(r[7]),
+            cost_usd=float(r[8]),
+            unpriced_calls=int(r[9]),
+        )
+        for r in rows
+    ]
 
 
 @dataclass
