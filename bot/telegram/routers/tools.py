@@ -10,6 +10,7 @@ from aiogram.types import Message
 
 from bot.app import App
 from bot.telegram.render import send_plain
+from bot.usage.report import last_request_line
 from db.repos import core as core_repo
 from tools.discovery.report import context_text, tools_text
 from tools.extensions import discovery, mcp_manager
@@ -55,6 +56,10 @@ def build_router() -> Router:
             await send_plain(message.bot, message.chat.id, "Context accounting is off.")
             return
         user_id, tz = await _user(app, message)
-        await send_plain(message.bot, message.chat.id, context_text(disc, user_id, tz))
+        text = context_text(disc, user_id, tz)
+        if app.agent.meter is not None:  # the same line /usage shows: they must agree
+            last = await last_request_line(app.agent.meter, user_id)
+            text += f"\n{last}" if last else ""
+        await send_plain(message.bot, message.chat.id, text)
 
     return router
