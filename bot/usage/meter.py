@@ -40,7 +40,11 @@ def period_starts(now: datetime, tz: ZoneInfo) -> tuple[datetime, datetime]:
 
 
 def usd(value: float) -> str:
-    return f"${value:.4f}" if value < 0.1 else f"${value:.2f}"
+    """$12.34, $0.012, $0.0004: cents for large sums, four decimals at most for small."""
+    if value >= 1 or value == 0:
+        return f"${value:.2f}"
+    text = f"{value:.4f}".rstrip("0")
+    return "$" + (text if len(text.split(".")[1]) >= 2 else f"{value:.2f}")
 
 
 @dataclass

@@ -131,7 +131,11 @@ async def last_request(
     )
     stmt = (
         select(ModelUsage)
-        .where(ModelUsage.user_id == user_id, ModelUsage.request_id == newest)
+        .where(
+            ModelUsage.user_id == user_id,
+            ModelUsage.request_id == newest,
+            ModelUsage.purpose.in_(purposes),
+        )
         .order_by(ModelUsage.id)
     )
     return list((await s.execute(stmt)).scalars())

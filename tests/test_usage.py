@@ -1,0 +1,323 @@
+"""Usage, cost, budgets and the fallback model, through the real agent, SQLite and the
+openai SDK against the fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from bot.agent.runner import Incoming
+from bot.app import App, build_app
+from bot.config import Settings
+from bot.errors import ConfigError
+from bot.llm.client import LLMClient
+from bot.usage.prices import PriceTable, parse_prices
+from bot.usage.report import usage_text
+from db.models import ModelUsage, User
+from tests.conftest import make_settings
+from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
+from tests.sessions_env import FakeClock
+from tools.model_call import BudgetExceeded, ModelCall
+
+NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+PRICED = "fake-model=1/2/0.5, backup-model=10/20"  # USD per 1M in / out / cached
+
+
+def usage(prompt: int, completion: int, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
+
+
+async def start(settings: Settings, clock: FakeClock | None = None) -> App:
+    llm = LLMClient(settings, retry_base_delay=0.001, retry_max_delay=0.002)
+    return await build_app(settings, llm=llm, clock=clock or FakeClock(NOON))
+
+
+@pytest.fixture
+async def clock() -> FakeClock:
+    return FakeClock(NOON)
+
+
+@pytest.fixture
+async def priced(tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock) -> AsyncIterator[App]:
+    app = await start(make_settings(tmp_path, fake_llm, prices=PRICED), clock)
+    yield app
+    await app.close()
+
+
+async def rows(app: App) -> list[ModelUsage]:
+    async with app.session_factory() as s:
+        return list((await s.execute(select(ModelUsage).order_by(ModelUsage.id))).scalars())
+
+
+def ask(text: str, user: int = 42) -> Incoming:
+    return Incoming(text, telegram_user_id=user, user_name="Ann")
+
+
+# -- recording -----------------------------------------------------------------------
+
+
+async def test_provider_usage_is_recorded_with_its_cost(priced: App, fake_llm: FakeOpenAI) -> None:
+    fake_llm.add(
+        Calls([("memory", {"action": "list"})], usage=usage(1000, 100, cached=200)),
+        Text("done", usage=usage(1500, 500, cached=1000, reasoning=300)),
+    )
+    reply = await priced.agent.handle(ask("what do you know about me?"))
+    assert reply.text == "done"
+    assert all(r["stream_options"] == {"include_usage": True} for r in fake_llm.requests)
+    first, second = await rows(priced)
+    assert (first.prompt_tokens, first.completion_tokens, first.cached_tokens) == (1000, 100, 200)
+    assert (second.cached_tokens, second.reasoning_tokens) == (1000, 300)
+    assert not first.estimated and first.purpose == "chat" and first.model == "fake-model"
+    assert first.request_id == second.request_id == reply.request_id
+    assert first.session_id == reply.session_id and first.user_id is not None
+    assert first.provider_id and first.provider_id.startswith("chatcmpl-")
+    # 800 in at $1 + 200 cached at $0.50 + 100 out at $2 (per 1M tokens)
+    assert first.cost_usd == pytest.approx((800 * 1 + 200 * 0.5 + 100 * 2) / 1e6)
+    assert second.cost_usd == pytest.approx((500 * 1 + 1000 * 0.5 + 500 * 2) / 1e6)
+
+
+async def test_without_provider_usage_the_tokens_are_estimated(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.send_usage = False
+    app = await start(make_settings(tmp_path, fake_llm, prices=PRICED))
+    try:
+        await app.agent.handle(ask("a question " * 50))
+        (row,) = await rows(app)
+        # The system prompt, the question and the tool schemas: well over 500 tokens.
+        assert row.estimated and row.prompt_tokens > 500 and row.completion_tokens > 50
+        assert row.cost_usd == pytest.approx(
+            (row.prompt_tokens * 1 + row.completion_tokens * 2) / 1e6
+        )
+        text = await usage_text(app.agent.meter, row.user_id)  # type: ignore[arg-type]
+        assert "1 estimated (no usage from the provider)" in text
+    finally:
+        await app.close()
+
+
+async def test_a_model_without_a_price_counts_tokens_only(app: App, fake_llm: FakeOpenAI) -> None:
+    fake_llm.add(Text("hi", usage=usage(100, 10)))
+    await app.agent.handle(ask("hello"))
+    (row,) = await rows(app)
+    assert row.cost_usd is None and row.prompt_tokens == 100
+    text = await usage_text(app.agent.meter, row.user_id)  # type: ignore[arg-type]
+    assert "100 tokens in · 10 out · no price (tokens only)" in text
+    assert "$" not in text
+
+
+async def test_usage_report_by_model_and_purpose_per_user(
+    priced: App, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    fake_llm.add(Text("a", usage=usage(1000, 100)), Text("b", usage=usage(3000, 300)))
+    await priced.agent.handle(ask("one", user=1))
+    reply = await priced.agent.handle(ask("two", user=2))
+    # A code generation for user 2, through the model tools get (ToolDeps.llm).
+    fake_llm.add(Text("```ts\nconsole.log(1)\n```", usage=usage(200, 20)))
+    async with priced.session_factory() as s:
+        u2 = (await s.execute(select(User).where(User.telegram_id == 2))).scalar_one()
+    call = ModelCall("code", u2.id, reply.session_id, reply.request_id)
+    await priced.deps.llm.complete_text([{"role": "user", "content": "x"}], call=call)
+    meter = priced.agent.meter
+    assert meter is not None
+    text = await usage_text(meter, u2.id)
+    assert text.startswith("Today (2026-11-23, UTC): 2 calls · 3,200 tokens in · 320 out")
+    assert "  chat — 1 call · 3,000 tokens in · 300 out · $0.0036" in text
+    assert "  code generation — 1 call · 200 tokens in · 20 out · $0.0002" in text
+    assert "  fake-model — 2 calls" in text
+    # The last chat request, by the provider's count (the code call is not a request).
+    assert "the first model call sent 3,000 tokens (provider's count)" in text
+    everyone = await usage_text(meter, None)
+    assert "3 calls · 4,200 tokens in · 420 out" in everyone
+    clock.advance(days=40)  # a new month: the figures start again
+    assert "Today (2027-01-02, UTC): nothing yet" in await usage_text(meter, u2.id)
+
+
+# -- budgets -------------------------------------------------------------------------
+
+
+async def test_daily_budget_refuses_without_a_model_call_until_the_next_day(
+    tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    settings = make_settings(tmp_path, fake_llm, prices=PRICED, daily_budget_usd=0.01)
+    app = await start(settings, clock)
+    try:
+        for n in range(3):  # 4000 tokens at $1 + 1000 at $2 = $0.006 each
+            fake_llm.add(Text(f"answer {n}", usage=usage(4000, 1000)))
+        assert (await app.agent.handle(ask("first"))).text.startswith("answer 0")
+        second = await app.agent.handle(ask("second"))
+        assert second.text.startswith("answer 1")  # $0.006 spent before: allowed
+        calls = len(fake_llm.requests)
+        refused = await app.agent.handle(ask("third"))
+        assert len(fake_llm.requests) == calls, "no model call once the budget is used up"
+        assert refused.text == (
+            "Today's model budget of $0.01 is used up ($0.012 spent), so I can't ask the "
+            "model; I'll answer again after midnight (UTC), or sooner if the owner raises "
+            "DAILY_BUDGET_USD."
+        )
+        # Archive summaries and code generation are refused too, without a call.
+        with pytest.raises(BudgetExceeded):
+            await app.deps.llm.complete_text([{"role": "user", "content": "x"}])
+        assert len(fake_llm.requests) == calls
+        # A restarted bot reads the day's spending back from the database.
+        await app.close()
+        app = await start(settings, clock)
+        assert (await app.agent.handle(ask("again"))).text == refused.text
+        clock.advance(hours=12)  # the next day
+        assert (await app.agent.handle(ask("fourth"))).text.startswith("answer 2")
+    finally:
+        await app.close()
+
+
+async def test_budget_is_checked_before_each_call_within_a_request(
+    tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    app = await start(make_settings(tmp_path, fake_llm, user_daily_token_cap=1000), clock)
+    try:
+        fake_llm.add(Calls([("memory", {"action": "list"})], usage=usage(900, 200)))
+        reply = await app.agent.handle(ask("look it up"))
+        assert len(fake_llm.requests) == 1 and reply.tool_calls == 1
+        assert reply.text.startswith("You have used your 1,000 tokens for today")
+        await app.agent.handle(ask("other user", user=43))  # caps are per user
+        assert len(fake_llm.requests) == 2
+    finally:
+        await app.close()
+
+
+async def test_warning_at_80_percent_once(
+    tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    settings = make_settings(tmp_path, fake_llm, user_daily_token_cap=1000)
+    app = await start(settings, clock)
+    warning = "Heads-up: you have used 90% of your tokens for today (900 of 1,000)."
+    try:
+        texts = []
+        for n in range(4):
+            fake_llm.add(Text(f"answer {n}", usage=usage(200, 100)))
+            texts.append((await app.agent.handle(ask(f"q{n}"))).text)
+        assert texts[:2] == ["answer 0", "answer 1"]
+        assert texts[2] == f"answer 2\n\nℹ️ {warning}"
+        assert texts[3] == "answer 3"  # warned once, though still above 80%
+        async with app.session_factory() as s:
+            msgs = (await s.execute(select(User.usage_warned))).scalars().all()
+        assert json.loads(msgs[0]) == {"user_day": "2026-11-23"}
+        # The warning is not part of the stored answer the model sees later.
+        assert warning not in json.dumps(fake_llm.requests[-1]["messages"])
+    finally:
+        await app.close()
+    # After a restart the same period is not warned again; the next day is.
+    app = await start(settings, clock)
+    try:
+        clock.advance(days=1)
+        for n in range(3):
+            fake_llm.add(Text(f"day 2 answer {n}", usage=usage(200, 100)))
+            last = (await app.agent.handle(ask(f"d{n}"))).text
+        assert last.endswith(warning)
+    finally:
+        await app.close()
+
+
+# -- models --------------------------------------------------------------------------
+
+
+async def test_fallback_model_answers_after_the_primarys_503s(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    backup = await FakeOpenAI().start()
+    settings = make_settings(
+        tmp_path,
+        fake_llm,
+        prices=PRICED,
+        llm_fallback_model="backup-model",
+        llm_fallback_base_url=backup.base_url,
+    )
+    app = await start(settings)
+    try:
+        fake_llm.add(*[Error(503)] * (settings.llm_max_retries + 1))
+        backup.add(Text("from the backup", usage=usage(100, 10)))
+        reply = await app.agent.handle(ask("hello"))
+        assert len(fake_llm.requests) == settings.llm_max_retries + 1
+        assert backup.requests[0]["model"] == "backup-model"
+        assert reply.text == (
+            "from the backup\n\nℹ️ fake-model is not answering (HTTP 503); "
+            "this answer is from backup-model."
+        )
+        (row,) = await rows(app)
+        assert row.model == "backup-model" and row.cost_usd == pytest.approx(
+            (100 * 10 + 10 * 20) / 1e6
+        )
+        # A refusal (4xx) is not a failure the fallback is for.
+        fake_llm.add(Error(400, "bad request"))
+        with pytest.raises(Exception, match="HTTP 400"):
+            await app.agent.handle(ask("again"))
+        assert len(backup.requests) == 1
+    finally:
+        await app.close()
+        await backup.stop()
+
+
+async def test_user_model_is_sent_and_stays_after_restart(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    from bot.telegram.routers.model import model_reply
+
+    settings = make_settings(tmp_path, fake_llm, llm_models="fake-model, big-model")
+    app = await start(settings)
+    try:
+        assert "Your model: fake-model" in await model_reply(app, 42, "Ann", "")
+        assert await model_reply(app, 42, "Ann", "BIG-model") == "Your model is now big-model."
+        assert "I don't know the model 'gpt-9'" in await model_reply(app, 42, "Ann", "gpt-9")
+    finally:
+        await app.close()
+    app = await start(settings)
+    try:
+        await app.agent.handle(ask("hi"))
+        await app.agent.handle(ask("hi", user=43))
+        assert [r["model"] for r in fake_llm.requests] == ["big-model", "fake-model"]
+        assert "→ big-model" in await model_reply(app, 42, "Ann", "")
+    finally:
+        await app.close()
+    # The owner drops the model from LLM_MODELS: back to LLM_MODEL, no error.
+    app = await start(settings.model_copy(update={"llm_models": ()}))
+    try:
+        await app.agent.handle(ask("hi"))
+        assert fake_llm.requests[-1]["model"] == "fake-model"
+    finally:
+        await app.close()
+
+
+# -- prices --------------------------------------------------------------------------
+
+
+def test_prices_parse_and_lookup(tmp_path: Path) -> None:
+    table = PriceTable(parse_prices("my-model=1/2; other=0.5/1/0.1"))
+    assert table.cost("my-model", 1_000_000, 1_000_000) == pytest.approx(3.0)
+    assert table.cost("other", 1_000_000, 0, cached=1_000_000) == pytest.approx(0.1)
+    assert table.lookup("gpt-4o-mini-2024-07-18") == table.lookup("openai/gpt-4o-mini")
+    assert table.lookup("gpt-4o-mini") is not table.lookup("gpt-4o")
+    assert table.lookup("llama3.1") is None and table.cost("llama3.1", 10, 10) is None
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"local": {"input": 0, "output": 0}, "x": [1, 2, 0.5]}))
+    from_file = PriceTable.from_setting(str(path))
+    assert from_file.cost("local", 10**6, 10**6) == 0.0
+    assert from_file.cost("x", 10**6, 0, cached=10**6) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["model=1", "model=a/b", "=1/2", "model=-1/2", "/no/such/prices.json"],
+)
+def test_bad_prices_name_the_setting(tmp_path: Path, value: str) -> None:
+    with pytest.raises(ConfigError, match=r"^PRICES: "):
+        make_settings(tmp_path, None, prices=value)
