@@ -321,3 +321,82 @@ def test_prices_parse_and_lookup(tmp_path: Path) -> None:
 def test_bad_prices_name_the_setting(tmp_path: Path, value: str) -> None:
     with pytest.raises(ConfigError, match=r"^PRICES: "):
         make_settings(tmp_path, None, prices=value)
+
+
+# -- purposes, doctor, migration -------------------------------------------------------
+
+
+async def test_archive_summaries_and_scheduled_tasks_are_recorded_by_purpose(
+    priced: App, fake_llm: FakeOpenAI
+) -> None:
+    from bot.agent.archive import archiver_from
+
+    fake_llm.add(Text("Sure, noted.", usage=usage(500, 50)))
+    reply = await priced.agent.handle(ask("I am planning a trip to Lisbon in May"))
+    fake_llm.add(Text("The reminder text", usage=usage(300, 30)))
+    scheduled = Incoming("remind me", telegram_user_id=42, user_name="Ann", purpose="scheduled")
+    await priced.agent.handle(scheduled)
+    archiver = archiver_from(priced.deps)
+    assert archiver is not None
+    summary = "The user plans a trip to Lisbon in May and asked Sidekick to note it."
+    fake_llm.add(Text(summary, usage=usage(800, 40)))
+    assert (await archiver.archive(reply.session_id)).status == "archived"
+    chat, task, archive = await rows(priced)
+    assert (chat.purpose, task.purpose, archive.purpose) == ("chat", "scheduled", "archive")
+    assert archive.session_id == reply.session_id and archive.user_id == chat.user_id
+    assert archive.request_id is None and archive.prompt_tokens == 800
+    text = await usage_text(priced.agent.meter, chat.user_id)  # type: ignore[arg-type]
+    assert "  archive summary — 1 call · 800 tokens in · 40 out" in text
+    assert "  scheduled task — 1 call · 300 tokens in" in text
+
+
+async def test_doctor_shows_todays_spend_and_budget_state(
+    tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    from bot.doctor import check_usage
+
+    settings = make_settings(
+        tmp_path, fake_llm, prices="fake-model=1/2", daily_budget_usd=0.001, llm_models="llama3"
+    )
+    app = await start(settings, clock)
+    try:
+        fake_llm.add(Text("ok", usage=usage(1000, 100)))
+        await app.agent.handle(ask("hello"))
+        checks = {c.name: c for c in await check_usage(app)}
+        assert checks["usage today"].detail == "1 call · 1,000 tokens in · 100 out · $0.0012"
+        budget = checks["budget"]
+        assert not budget.ok and "today $0.0012 of $0.001 (120%)" in budget.detail
+        assert "used up" in budget.detail and "DAILY_BUDGET_USD" in budget.fix
+        prices = checks["prices"]
+        assert not prices.ok and "no price for llama3" in prices.detail
+    finally:
+        await app.close()
+
+
+async def test_migration_keeps_existing_users(tmp_path: Path) -> None:
+    from alembic import command
+    from sqlalchemy import text
+
+    from db.engine import create_engine
+    from db.migrate import alembic_config, upgrade
+
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'old.db'}")
+    cfg = alembic_config()
+
+    def to_0006(conn: Any) -> None:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0006")
+
+    async with engine.begin() as conn:
+        await conn.run_sync(to_0006)
+        await conn.execute(
+            text("INSERT INTO users (telegram_id, name, created_at) VALUES (7, 'Old', '2026-1-1')")
+        )
+    await upgrade(engine)
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(text("SELECT llm_model, usage_footer, usage_warned FROM users"))
+        ).one()
+        assert tuple(row) == (None, 0, None)
+        assert (await conn.execute(text("SELECT count(*) FROM model_usage"))).scalar() == 0
+    await engine.dispose()
