@@ -9,6 +9,10 @@ SDK) against tests/fakes servers on 127.0.0.1 with an instant model, in two phas
 2. throughput: N chats x M messages pushed at once; messages per second until the last reply,
    and CPU time per message (process CPU minus the fake servers' handler time).
 
+Usage recording (bot/usage: the budget check before each model call, the usage row written
+with the answer) is measured by alternating it on and off message by message in phase 1,
+so both figures see the same conditions; budgets and prices are set so every part runs.
+
 Usage: python bench/overhead.py [--chats 50] [--messages 20] [--sequential 300]
 """
 
@@ -105,6 +109,10 @@ async def run(chats: int, messages: int, sequential: int) -> None:
             llm_base_url=llm.base_url,
             llm_api_key="sk-bench",
             llm_model="fake-model",
+            prices="fake-model=0.15/0.6",
+            daily_budget_usd=1000,
+            monthly_budget_usd=10000,
+            user_daily_token_cap=10**9,
         )
         app = await build_app(settings)
         rt = build_runtime(app)
@@ -124,12 +132,16 @@ async def run(chats: int, messages: int, sequential: int) -> None:
         poll = asyncio.create_task(rt.poll(polling_timeout=10))
         await tg.wait_for(lambda: any(c.method == "setMyCommands" for c in tg.calls))
 
-        # Phase 1: one message at a time.
+        # Phase 1: one message at a time, usage recording on for odd messages.
         overheads: list[float] = []
         adapter: list[float] = []
         agent: list[float] = []
+        by_usage: dict[bool, list[float]] = {True: [], False: []}
+        meter = app.agent.meter
         for i in range(sequential + 20):
             user = 1000 + i % chats
+            metered = i % 2 == 1
+            app.agent.meter = meter if metered else None
             calls_before, llm_before = len(tg.calls), len(llm.spans)
             sent_before = len(tg.messages)
             await tg.push(message_update(user, f"hello {i}", message_id=i + 1))
@@ -141,11 +153,13 @@ async def run(chats: int, messages: int, sequential: int) -> None:
             llm_wait = server_time(None, llm, 0, llm_before)
             if i >= 20:  # the first messages warm up caches and connection pools
                 overheads.append((end - start - tg_wait - llm_wait) * 1000)
+                by_usage[metered].append(overheads[-1])
                 agent.append((a_end - a_start - llm_wait) * 1000)
                 adapter.append((end - start - (a_end - a_start) - tg_wait) * 1000)
             timing.spans.clear()
 
-        # Phase 2: every chat at once.
+        app.agent.meter = meter
+        # Phase 2: every chat at once (usage recording on).
         total = chats * messages
         sent_before, calls_before, llm_before = len(tg.messages), len(tg.calls), len(llm.spans)
         cpu0 = _cpu()
@@ -171,6 +185,11 @@ async def run(chats: int, messages: int, sequential: int) -> None:
     print(line("bot overhead (all but fake I/O)", overheads))
     print(line("  of which agent (bot/agent, tools)", agent))
     print(line("  of which Telegram adapter", adapter))
+    off, on = by_usage[False], by_usage[True]
+    print(line("usage recording off", off))
+    print(line("usage recording on", on))
+    delta = statistics.median(on) - statistics.median(off)
+    print(f"  usage recording costs {delta:+.2f} ms p50 per message (target: within +0.5 ms)")
     rate = total / wall
     print(f"concurrent: {chats} chats x {messages} messages = {total} in {wall:.2f} s")
     print(f"  {rate:.0f} messages/s; bot CPU per message {cpu / total * 1000:.2f} ms")

@@ -6,16 +6,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func, insert, select, update
+from sqlalchemy import Table, case, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import User
 from db.models.usage import ModelUsage
 
 
+_TABLE: Table = ModelUsage.__table__  # type: ignore[assignment]
+_INSERT = insert(_TABLE)
+
+
 async def add_usage(s: AsyncSession, **values: Any) -> None:
-    """One model call; a plain INSERT (it shares the transaction that stores the answer)."""
-    await s.execute(insert(ModelUsage).values(**values))
+    """One model call, in the transaction that stores the answer: a Core INSERT on the
+    session's connection (the ORM's insert().values() path cost ~1 ms of CPU per row;
+    this one ~0.2 ms, measured with bench/overhead.py's usage on/off figures)."""
+    conn = await s.connection()
+    await conn.execute(_INSERT, values)
 
 
 @dataclass
