@@ -121,6 +121,7 @@ class LLMClient:
             timeout=settings.llm_timeout_s,
             http_client=http_client,
         )
+        self.ask_usage = True  # stream_options.include_usage, until a server rejects it
         self.fallback_model = settings.llm_fallback_model
         self.fallback_client = self.client
         other_url = settings.llm_fallback_base_url
@@ -183,6 +184,15 @@ class LLMClient:
                 )
                 await asyncio.sleep(delay)
 
+    async def _post_stream(self, client: AsyncOpenAI, body: dict[str, Any]) -> AsyncStream[object]:
+        return await client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=AsyncStream[object],
+        )
+
     async def stream(
         self,
         messages: list[dict[str, Any]],
@@ -206,13 +216,19 @@ class LLMClient:
                 kwargs["tools"] = tools
             # Chunks come as the parsed JSON dicts (AsyncStream[object]): building the SDK's
             # pydantic chunk objects cost more CPU than the rest of the stream handling.
-            stream = await client.post(
-                "/chat/completions",
-                body=kwargs,
-                cast_to=ChatCompletion,
-                stream=True,
-                stream_cls=AsyncStream[object],
-            )
+            if not self.ask_usage:
+                kwargs.pop("stream_options")
+            try:
+                stream = await self._post_stream(client, kwargs)
+            except openai.BadRequestError as exc:
+                # An older server that rejects stream_options: go on without (usage is
+                # then estimated), and stop asking.
+                if "stream_options" not in str(exc) or "stream_options" not in kwargs:
+                    raise
+                log.warning("the model endpoint rejects stream_options; usage will be estimated")
+                self.ask_usage = False
+                kwargs.pop("stream_options")
+                stream = await self._post_stream(client, kwargs)
             out = Completion(model=model)
             calls: dict[int, LLMToolCall] = {}
             text: list[str] = []

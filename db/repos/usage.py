@@ -12,7 +12,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db.models.core import User
 from db.models.usage import ModelUsage
 
-
 _TABLE: Table = ModelUsage.__table__  # type: ignore[assignment]
 _INSERT = insert(_TABLE)
 

@@ -58,6 +58,7 @@ class FakeOpenAI:
     models: list[str] = field(default_factory=lambda: ["fake-model"])
     requests: list[dict[str, Any]] = field(default_factory=list)
     send_usage: bool = True
+    reject_stream_options: bool = False  # an older server: 400 when the field is present
     host: str = "127.0.0.1"
     port: int = 0
     _runner: web.AppRunner | None = None
@@ -91,6 +92,9 @@ class FakeOpenAI:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
+        if self.reject_stream_options and "stream_options" in body:
+            err = {"error": {"message": "Unrecognized request argument supplied: stream_options"}}
+            return web.json_response(err, status=400)
         turn = self.script.pop(0) if self.script else self.responder(body)
         if isinstance(turn, Error):
             headers = {"retry-after": str(turn.retry_after)} if turn.retry_after else {}
