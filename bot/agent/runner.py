@@ -315,8 +315,6 @@ class Agent:
         """Store an assistant message; with `sent` (the model call that produced it), its
         usage row too, in the same transaction."""
         async with self.session_factory() as s, s.begin():
-            if sent is not None and self.meter is not None:
-                await metering.after_call(self.meter, s, ctx, *sent)
             await repo.add_message(
                 s,
                 session_id=ctx.session_id,
@@ -327,6 +325,8 @@ class Agent:
                 now=self.clock(),
                 tool_calls=json.dumps(tool_calls) if tool_calls else None,
             )
+            if sent is not None and self.meter is not None:
+                await metering.after_call(self.meter, s, ctx, *sent)
 
     async def _store_result(self, ctx: RequestContext, c: LLMToolCall, out: CallOutcome) -> None:
         now = self.clock()
