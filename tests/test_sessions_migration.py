@@ -42,7 +42,9 @@ async def test_upgrade_marks_old_ended_sessions_archived(tmp_path: Path) -> None
             ).all()
         assert [(r[0], str(r[1])[:10], r[2]) for r in rows] == [(1, "2026-01-02", None)]
         async with engine.begin() as conn:
-            await conn.run_sync(run, "downgrade", "0004@-1")
+            # An explicit target: "0004@-1" only undid the newest revision once migrations
+            # followed the 0006 merge.
+            await conn.run_sync(run, "downgrade", "0003")
             tables = (
                 await conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))
             ).scalars()
