@@ -43,6 +43,8 @@ def usd(value: float) -> str:
     """$12.34, $0.012, $0.0004: cents for large sums, four decimals at most for small."""
     if value >= 1 or value == 0:
         return f"${value:.2f}"
+    if value < 0.0001:
+        return "<$0.0001"
     text = f"{value:.4f}".rstrip("0")
     return "$" + (text if len(text.split(".")[1]) >= 2 else f"{value:.2f}")
 

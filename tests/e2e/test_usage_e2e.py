@@ -16,7 +16,7 @@ PRICES = "fake-model=1/2, big-model=10/20"
 async def test_usage_is_per_user_and_the_footer_is_optional(
     make_tg: Callable[..., Awaitable[TG]],
 ) -> None:
-    tg = await make_tg(prices=PRICES)
+    tg = await make_tg(prices=PRICES, daily_budget_usd=1, user_daily_token_cap=100_000)
     tg.llm.add(Text("first answer", usage=usage(1200, 300)))
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == "first answer"  # no footer by default
@@ -24,6 +24,9 @@ async def test_usage_is_per_user_and_the_footer_is_optional(
     mine = (await tg.reply(OWNER)).text
     assert "1 call · 1,200 tokens in · 300 out · $0.0018" in mine
     assert "fake-model — 1 call" in mine and "chat — 1 call" in mine
+    # Others' spending shows only as a share of the shared budget.
+    assert "Shared budget today: 0% used" in mine
+    assert "Your tokens today: 1,500 of 100,000 (2%)" in mine
     await tg.send(2001, "/usage")  # another user sees only their own
     theirs = (await tg.reply(2001)).text
     assert "Today (" in theirs and "nothing yet" in theirs and "1,200" not in theirs
