@@ -197,6 +197,26 @@ async def test_archive_summaries_and_scheduled_tasks_are_recorded_by_purpose(
     assert "  scheduled task — 1 call · 300 tokens in" in text
 
 
+async def test_code_generation_is_recorded_for_the_request_that_started_it(
+    priced: App, fake_llm: FakeOpenAI
+) -> None:
+    import asyncio
+
+    def answer(body: dict[str, Any]) -> Text:
+        if body.get("stream"):
+            return Text("I started a job.")
+        return Text("```ts\nconsole.log(1)\n```", usage=usage(300, 30))  # the job's call
+
+    fake_llm.responder = answer
+    fake_llm.add(Calls([("code", {"action": "generate", "task": "print 1"})]))
+    reply = await priced.agent.handle(ask("write me a program"))
+    jobs = [t for t in asyncio.all_tasks() if t.get_name().startswith("code-job-")]
+    await asyncio.gather(*jobs)
+    code = [r for r in await rows(priced) if r.purpose == "code"]
+    assert len(code) == 1 and code[0].request_id == reply.request_id
+    assert code[0].prompt_tokens == 300 and code[0].session_id == reply.session_id
+
+
 async def test_doctor_shows_todays_spend_and_budget_state(
     tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:
