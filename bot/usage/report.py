@@ -39,7 +39,8 @@ def figures(g: Group) -> str:
     if g.unpriced_calls == g.calls:
         parts.append("no price (tokens only)")
     elif g.unpriced_calls:
-        parts.append(f"{usd(g.cost_usd)} + {g.unpriced_calls} calls without a price")
+        plural = "s" if g.unpriced_calls != 1 else ""
+        parts.append(f"{usd(g.cost_usd)} + {g.unpriced_calls} call{plural} without a price")
     else:
         parts.append(usd(g.cost_usd))
     if g.estimated_calls:
