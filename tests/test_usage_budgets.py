@@ -170,3 +170,21 @@ async def test_user_model_is_sent_and_stays_after_restart(
         assert fake_llm.requests[-1]["model"] == "fake-model"
     finally:
         await app.close()
+
+
+async def test_spending_of_another_process_counts_within_a_minute(
+    tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    settings = make_settings(tmp_path, fake_llm, prices=PRICED, daily_budget_usd=0.005)
+    bot, chat = await start(settings, clock), await start(settings, clock)
+    try:
+        assert await bot.agent.budget_refusal(None) is None  # totals read now
+        fake_llm.add(Text("costly", usage=usage(4000, 1000)))  # $0.006
+        await chat.agent.handle(ask("from the terminal"))
+        assert await bot.agent.budget_refusal(None) is None  # not re-read yet
+        clock.advance(minutes=1)
+        refusal = await bot.agent.budget_refusal(None)
+        assert refusal is not None and refusal.startswith("Today's model budget")
+    finally:
+        await bot.close()
+        await chat.close()

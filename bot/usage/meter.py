@@ -1,9 +1,9 @@
 """Metering model calls: budgets checked before each call, usage recorded after it.
 
-The totals the budgets are checked against are read from the database once per day and
-then kept in process (the bot is the only writer), so the check before every model call
-costs no database round trip; the usage row is written in the transaction that stores
-the answer.
+The totals the budgets are checked against are read from the database at most once a
+minute and kept up to date in process in between, so the check before a model call costs
+no database round trip; the re-read picks up what another process (a `sidekick chat`
+beside the bot) spent. The usage row is written in the transaction that stores the answer.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -30,6 +30,7 @@ from tools.model_call import ModelCall
 log = logging.getLogger(__name__)
 
 WARN_AT = 0.8
+RELOAD_AFTER = timedelta(minutes=1)
 
 
 def period_starts(now: datetime, tz: ZoneInfo) -> tuple[datetime, datetime]:
@@ -108,19 +109,30 @@ class Meter:
         self.prices = prices or PriceTable.from_setting(settings.prices)
         self._spent: repo.Spent | None = None
         self._day: datetime | None = None
+        self._loaded_at: datetime | None = None
         self._lock = asyncio.Lock()
 
     # -- the totals ------------------------------------------------------------------
 
     async def spent(self) -> repo.Spent:
-        """USD and tokens spent today and this month (loaded once a day, then kept here)."""
-        day, month = period_starts(self.clock(), self.tz)
-        if self._spent is None or self._day != day:
+        """USD and tokens spent today and this month."""
+        now = self.clock()
+        day, month = period_starts(now, self.tz)
+
+        def stale() -> bool:
+            return (
+                self._spent is None
+                or self._day != day
+                or self._loaded_at is None
+                or not timedelta(0) <= now - self._loaded_at < RELOAD_AFTER
+            )
+
+        if stale():
             async with self._lock:
-                if self._spent is None or self._day != day:
+                if stale():
                     async with self.sf() as s:
                         self._spent = await repo.spent(s, day, month)
-                    self._day = day
+                    self._day, self._loaded_at = day, now
         assert self._spent is not None
         return self._spent
 
