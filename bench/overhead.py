@@ -9,6 +9,10 @@ SDK) against tests/fakes servers on 127.0.0.1 with an instant model, in two phas
 2. throughput: N chats x M messages pushed at once; messages per second until the last reply,
    and CPU time per message (process CPU minus the fake servers' handler time).
 
+Usage recording (bot/usage: the budget check before each model call, the usage row written
+with the answer) is measured by alternating it on and off message by message in phase 1,
+so both figures see the same conditions; budgets and prices are set so every part runs.
+
 Usage: python bench/overhead.py [--chats 50] [--messages 20] [--sequential 300]
 """
 
@@ -105,6 +109,10 @@ async def run(chats: int, messages: int, sequential: int) -> None:
             llm_base_url=llm.base_url,
             llm_api_key="sk-bench",
             llm_model="fake-model",
+            prices="fake-model=0.15/0.6",
+            daily_budget_usd=1000,
+            monthly_budget_usd=10000,
+            user_daily_token_cap=10**9,
         )
         app = await build_app(settings)
         rt = build_runtime(app)
@@ -121,15 +129,22 @@ async def run(chats: int, messages: int, sequential: int) -> None:
                 agent_spans.append((start, time.perf_counter()))
 
         app.agent.handle = timed_handle  # type: ignore[method-assign]
+        metering_ms = time_metering(app)
         poll = asyncio.create_task(rt.poll(polling_timeout=10))
         await tg.wait_for(lambda: any(c.method == "setMyCommands" for c in tg.calls))
 
-        # Phase 1: one message at a time.
+        # Phase 1: one message at a time, usage recording on for odd messages.
+        in_metering: list[float] = []
         overheads: list[float] = []
         adapter: list[float] = []
         agent: list[float] = []
+        by_usage: dict[bool, list[float]] = {True: [], False: []}
+        meter = app.agent.meter
         for i in range(sequential + 20):
             user = 1000 + i % chats
+            metered = i % 2 == 1
+            app.agent.meter = meter if metered else None
+            metering_ms.clear()
             calls_before, llm_before = len(tg.calls), len(llm.spans)
             sent_before = len(tg.messages)
             await tg.push(message_update(user, f"hello {i}", message_id=i + 1))
@@ -141,21 +156,32 @@ async def run(chats: int, messages: int, sequential: int) -> None:
             llm_wait = server_time(None, llm, 0, llm_before)
             if i >= 20:  # the first messages warm up caches and connection pools
                 overheads.append((end - start - tg_wait - llm_wait) * 1000)
+                by_usage[metered].append(overheads[-1])
+                if metered:
+                    in_metering.append(sum(metering_ms))
                 agent.append((a_end - a_start - llm_wait) * 1000)
                 adapter.append((end - start - (a_end - a_start) - tg_wait) * 1000)
             timing.spans.clear()
 
-        # Phase 2: every chat at once.
-        total = chats * messages
-        sent_before, calls_before, llm_before = len(tg.messages), len(tg.calls), len(llm.spans)
-        cpu0 = _cpu()
-        t0 = time.perf_counter()
-        for n in range(messages):
-            for c in range(chats):
-                await tg.push(message_update(1000 + c, f"burst {n}", message_id=10_000 + n))
-        await tg.wait_for(lambda: len(tg.messages) >= sent_before + total, timeout=600)
-        wall = time.perf_counter() - t0
-        cpu = _cpu() - cpu0 - server_time(tg, llm, calls_before, llm_before)
+        # Phase 2: every chat at once; usage recording off, then on, half the rounds each
+        # (CPU time per message is the steadier A/B figure on a busy machine).
+        rounds = max(1, messages // 2)
+        total = chats * rounds
+        bursts: dict[bool, tuple[float, float]] = {}
+        for metered in (False, True):
+            app.agent.meter = meter if metered else None
+            sent_before, calls_before, llm_before = len(tg.messages), len(tg.calls), len(llm.spans)
+            cpu0 = _cpu()
+            t0 = time.perf_counter()
+            for n in range(rounds):
+                for c in range(chats):
+                    mid = 10_000 + n + (rounds if metered else 0)
+                    await tg.push(message_update(1000 + c, f"burst {n}", message_id=mid))
+            await tg.wait_for(lambda n=sent_before: len(tg.messages) >= n + total, timeout=600)
+            wall = time.perf_counter() - t0
+            cpu = _cpu() - cpu0 - server_time(tg, llm, calls_before, llm_before)
+            bursts[metered] = (wall, cpu)
+        app.agent.meter = meter
 
         await rt.shutdown()
         await asyncio.gather(poll, return_exceptions=True)
@@ -171,10 +197,54 @@ async def run(chats: int, messages: int, sequential: int) -> None:
     print(line("bot overhead (all but fake I/O)", overheads))
     print(line("  of which agent (bot/agent, tools)", agent))
     print(line("  of which Telegram adapter", adapter))
-    rate = total / wall
-    print(f"concurrent: {chats} chats x {messages} messages = {total} in {wall:.2f} s")
-    print(f"  {rate:.0f} messages/s; bot CPU per message {cpu / total * 1000:.2f} ms")
+    off, on = by_usage[False], by_usage[True]
+    print(line("usage recording off", off))
+    print(line("usage recording on", on))
+    delta = statistics.median(on) - statistics.median(off)
+    print(f"  on - off: {delta:+.2f} ms p50 (target: within +0.5 ms; noisy on a busy machine)")
+    print(line("time inside usage recording", in_metering))
+    for metered, (wall, cpu) in bursts.items():
+        state = "on" if metered else "off"
+        print(
+            f"concurrent, usage recording {state}: {chats} chats x {rounds} messages = "
+            f"{total} in {wall:.2f} s"
+        )
+        print(f"  {total / wall:.0f} messages/s; bot CPU per message {cpu / total * 1000:.2f} ms")
     print(f"peak RSS: {rss_mb:.0f} MB (bench process, fake servers included)")
+
+
+def time_metering(app: Any) -> list[float]:
+    """Wall time (ms) spent in bot/usage per message: the budget check before each model
+    call, the usage row with each answer, the request set-up and the reply's notes."""
+    from bot.usage import request as metering
+
+    spent: list[float] = []
+
+    def timed(fn: Any) -> Any:
+        if asyncio.iscoroutinefunction(fn):
+
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    spent.append((time.perf_counter() - start) * 1000)
+
+            return run_async
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent.append((time.perf_counter() - start) * 1000)
+
+        return run
+
+    for name in ("begin", "after_call", "extra_lines"):
+        setattr(metering, name, timed(getattr(metering, name)))
+    app.agent.budget_refusal = timed(app.agent.budget_refusal)
+    return spent
 
 
 def _cpu() -> float:

@@ -16,6 +16,8 @@ from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
+from bot.usage.meter import Meter
+from bot.usage.metered import MeteredModel
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from tools.base import Clock, ToolDeps, system_clock
@@ -74,11 +76,13 @@ async def build_app(
     sf = session_factory(engine)
     http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
     llm = llm or LLMClient(settings)
+    meter = Meter(settings, sf, clock, settings.tz)
+    metered = MeteredModel(llm, meter)  # summaries and code generation: budgets and usage too
     deps = ToolDeps(
         settings=settings,
         session_factory=sf,
         http=http,
-        llm=llm,
+        llm=metered,
         clock=clock,
         data_dir=settings.data_dir,
     )
@@ -97,6 +101,7 @@ async def build_app(
         context_providers=context_providers(deps),
         archiver=archiver_from(deps, settings.tz),
         hooks=agent_hooks(registry),
+        meter=meter,
     )
     media = build_media(settings, http, vision)
     return App(settings, engine, sf, http, llm, deps, registry, agent, media=media)

@@ -1,4 +1,4 @@
-"""The `sidekick` command: run, chat, migrate, doctor."""
+"""The `sidekick` command: run, chat, migrate, doctor, usage, memory."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("chat", help="chat in the terminal, no Telegram needed")
     sub.add_parser("migrate", help="apply database migrations")
     sub.add_parser("doctor", help="check settings, database, model endpoint and Telegram")
+    use = sub.add_parser("usage", help="model usage and cost: today, this month, by model")
+    use.add_argument("--user", type=int, help="one user's usage (Telegram id); default: all")
     mem = sub.add_parser("memory", help="memory maintenance")
     mem.add_argument("action", choices=["reindex"])
     return p
@@ -58,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from bot.doctor import run_doctor
 
             return asyncio.run(run_doctor(settings))
+        elif command == "usage":
+            from bot.usage.cli import print_usage
+
+            return asyncio.run(print_usage(settings, args.user))
         elif command == "memory":
             from bot.memory_cli import reindex
 

@@ -9,18 +9,22 @@ from typing import Annotated
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.llm.settings import ModelSettings
 from bot.media.settings import MediaSettings
+from bot.usage.settings import UsageSettings
 from scheduler.settings import SessionSettings
 from tools.errors import ConfigError
 from tools.settings import ToolSettings
 
 
-class Settings(BaseSettings, ToolSettings, SessionSettings, MediaSettings):
+class Settings(
+    BaseSettings, ToolSettings, SessionSettings, MediaSettings, ModelSettings, UsageSettings
+):
     """Every setting Sidekick reads. Names are the environment variables, upper-cased.
 
     The tools' settings (tools/*/settings.py), the scheduler's (scheduler/settings.py) and
-    the media settings (bot/media/settings.py) are inherited flat, so each variable keeps
-    its name; this class adds the app's own.
+    the app's feature slices (bot/media, bot/llm, bot/usage settings.py) are inherited flat,
+    so each variable keeps its name; this class adds the rest.
     """
 
     model_config = SettingsConfigDict(
@@ -86,6 +90,7 @@ class Settings(BaseSettings, ToolSettings, SessionSettings, MediaSettings):
             self.brave_api_key,
             self.webhook_secret,
             self.transcribe_api_key,
+            self.llm_fallback_api_key,
         ]
         return [v.get_secret_value() for v in values if v and v.get_secret_value()]
 

@@ -119,6 +119,17 @@ async def check_telegram(app: App) -> list[CheckResult]:
     return [CheckResult("Telegram", True, f"@{data['result'].get('username')}")]
 
 
+async def check_usage(app: App) -> list[CheckResult]:
+    from bot.usage.report import doctor_checks
+    from bot.usage.request import allowed_models
+
+    if app.agent.meter is None:
+        return []
+    s = app.settings
+    models = allowed_models(s.llm_model, (*s.llm_models, s.llm_fallback_model or ""))
+    return await doctor_checks(app.agent.meter, models)
+
+
 async def check_scheduler(app: App) -> list[CheckResult]:
     from scheduler.status import scheduler_checks
 
@@ -149,6 +160,7 @@ def all_checks() -> list[Check]:
         check_llm,
         check_telegram,
         check_scheduler,
+        check_usage,
         check_search_tool,
         check_code_tool,
         check_extension_tools,

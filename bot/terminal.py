@@ -58,8 +58,8 @@ async def run_chat(settings: Settings) -> None:
                     Incoming(line, telegram_user_id=None, user_name=name),
                     Events(on_text=on_text, on_tools=on_tools),
                 )
-                if printed == 0:
-                    sys.stdout.write(reply.text)
+                # Streamed text is on screen already; the notes under it are not.
+                sys.stdout.write(reply.text if printed == 0 else reply.notes)
                 sys.stdout.write("\n")
                 await reply.delivered()
             except Exception as exc:

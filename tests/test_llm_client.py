@@ -85,3 +85,46 @@ async def test_unreachable_endpoint(tmp_path: object) -> None:
         await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
     assert "not answering (connection failed)" in user_text(info.value)
+
+
+async def test_usage_from_the_last_chunk_with_details(
+    settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    details = {
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "total_tokens": 150,
+        "prompt_tokens_details": {"cached_tokens": 100},
+        "completion_tokens_details": {"reasoning_tokens": 12},
+    }
+    fake_llm.add(Text("hi", usage=details), Text("hello", usage=details))
+    llm = client(settings)
+    out = await llm.stream([{"role": "user", "content": "hi"}], model="other-model")
+    plain = await llm.complete([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert fake_llm.requests[0]["stream_options"] == {"include_usage": True}
+    assert fake_llm.requests[0]["model"] == "other-model" and out.model == "other-model"
+    assert out.usage is not None and plain.usage is not None
+    assert (out.usage.prompt_tokens, out.usage.cached_tokens, out.usage.reasoning_tokens) == (
+        120,
+        100,
+        12,
+    )
+    assert plain.usage == out.usage and not out.usage.estimated
+    assert out.provider_id and out.provider_id.startswith("chatcmpl-")
+
+
+async def test_server_without_usage_or_stream_options(
+    settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.send_usage = False
+    llm = client(settings)
+    out = await llm.stream([{"role": "user", "content": "hi"}])
+    assert out.usage is None and out.content == "echo: hi"
+    fake_llm.reject_stream_options = True
+    out = await llm.stream([{"role": "user", "content": "again"}])
+    assert out.content == "echo: again" and not llm.ask_usage
+    await llm.stream([{"role": "user", "content": "third"}])  # no failed try any more
+    await llm.close()
+    # The rejected try is the only one repeated.
+    assert ["stream_options" in r for r in fake_llm.requests] == [True, True, False, False]

@@ -199,7 +199,9 @@ async def test_a_session_that_grows_while_summarised_is_retried(
         class MessageArrivesMeanwhile:
             """The real client; a user message lands while the model is writing."""
 
-            async def complete_text(self, messages: Any, max_tokens: int | None = None) -> str:
+            async def complete_text(
+                self, messages: Any, max_tokens: int | None = None, **kw: Any
+            ) -> str:
                 text = await env.llm.complete_text(messages, max_tokens)
                 await env.chat(1, "one more thing: I am vegetarian")
                 return text

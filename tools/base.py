@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from db.engine import SessionFactory
 from tools.errors import ConfigError, ProviderError, ToolError
+from tools.model_call import ModelCall
 from tools.settings import ToolSettings
 
 if TYPE_CHECKING:  # the store is built by the wiring; only its type is named here
@@ -151,10 +152,15 @@ class CheckResult:
 
 
 class TextModel(Protocol):
-    """What a tool may ask of the LLM: one plain completion (code generation, summaries)."""
+    """What a tool may ask of the LLM: one plain completion (code generation, summaries).
+    `call` says for whom and why, so the call is metered; it may raise BudgetExceeded."""
 
     async def complete_text(
-        self, messages: list[dict[str, Any]], max_tokens: int | None = None
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        call: ModelCall | None = None,
     ) -> str: ...
 
 

@@ -33,6 +33,7 @@ from scheduler.jobs import SessionJobs, Sweeper
 from scheduler.periods import user_tz
 from scheduler.settings import SessionSettings
 from tools.base import Clock, TextModel, ToolDeps
+from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,9 @@ class Archiver:
 
         if summary is None:
             try:
-                summary = await self.summarise(messages, said)
+                summary = await self.summarise(
+                    messages, said, ModelCall("archive", user_id, session_id)
+                )
             except SummaryError as exc:
                 return await self._failed(session_id, str(exc))
             async with self.session_factory() as s, s.begin():
@@ -225,7 +228,9 @@ class Archiver:
         )
         return ArchiveResult(session_id, "failed", error=error)
 
-    async def summarise(self, messages: list[Message], said: str) -> str:
+    async def summarise(
+        self, messages: list[Message], said: str, call: ModelCall | None = None
+    ) -> str:
         """A checked summary; one corrective retry when the first does not pass."""
         language = describe(language_of(said))
         base = [
@@ -236,7 +241,9 @@ class Archiver:
         problem = ""
         for _ in range(2):
             try:
-                text = await self.llm.complete_text(request, max_tokens=SUMMARY_MAX_TOKENS)
+                text = await self.llm.complete_text(
+                    request, max_tokens=SUMMARY_MAX_TOKENS, call=call
+                )
             except Exception as exc:
                 raise SummaryError(f"model failed: {type(exc).__name__}: {exc}") from exc
             text = (text or "").strip()

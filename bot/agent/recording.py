@@ -5,7 +5,10 @@ its calls, each result as a history message, and each call in the audit table.""
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.hooks import AgentHooks, ToolRound
 from bot.agent.toolexec import AUDIT_LIMIT
@@ -13,11 +16,15 @@ from db.engine import SessionFactory
 from db.repos import core as repo
 from tools.base import Clock, RequestContext
 
+# Other writes that belong in the same transaction (a model call's usage row).
+InRecord = Callable[[AsyncSession, RequestContext], Awaitable[None]]
+
 
 @dataclass
 class Recording(AgentHooks):
     session_factory: SessionFactory
     clock: Clock
+    also: InRecord | None = None
 
     async def on_tool_round(self, round_: ToolRound) -> None:
         ctx, now = round_.ctx, self.clock()
@@ -58,6 +65,8 @@ class Recording(AgentHooks):
                     duration_ms=out.duration_ms,
                     now=now,
                 )
+            if self.also is not None:
+                await self.also(s, ctx)
 
     async def on_answer(self, ctx: RequestContext, answer: str) -> None:
         async with self.session_factory() as s, s.begin():
@@ -70,3 +79,5 @@ class Recording(AgentHooks):
                 request_id=ctx.request_id,
                 now=self.clock(),
             )
+            if self.also is not None:
+                await self.also(s, ctx)

@@ -19,10 +19,13 @@ from bot.agent.sessions import period_ended, start_new_session
 from bot.agent.toolexec import CallOutcome, run_call
 from bot.config import Settings
 from bot.llm.client import Completion, LLMToolCall, OnText
+from bot.usage import request as metering
+from bot.usage.meter import Meter
 from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as repo
 from tools.base import Clock, RequestContext, RequestTools, ToolCall, system_clock
+from tools.model_call import Purpose
 from tools.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,7 @@ HISTORY_ROWS = 64  # newest history rows read with the user's message
 COST_CACHE_MAX = 200_000  # token counts of stored messages kept (about 20 MB at most)
 # History read with the user's message: (session id, wire messages, token costs, rows read).
 Prefetched = tuple[int, list[dict[str, Any]], list[int], int]
+Started = tuple[RequestContext, Prefetched, "metering.RequestUsage | None"]
 
 
 class ChatModel(Protocol):
@@ -39,6 +43,8 @@ class ChatModel(Protocol):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         on_text: OnText | None = None,
+        *,
+        model: str | None = None,
     ) -> Completion: ...
 
 
@@ -69,11 +75,12 @@ class Incoming:
     kind: str = "text"  # stored with the message: text, voice, photo, document, ...
     # Content parts for this request only (images as data URIs); history keeps `text`.
     parts: list[dict[str, Any]] = field(default_factory=list)
+    purpose: Purpose = "chat"  # "scheduled" for scheduled tasks (usage is reported by purpose)
 
 
 @dataclass
 class Reply:
-    text: str
+    text: str  # what the user sees: the answer, then `notes`
     request_id: str
     session_id: int
     tool_calls: int = 0
@@ -82,6 +89,8 @@ class Reply:
     # model ended: a model call the user should not wait for). Left undone, the scheduler
     # writes that summary on its next run.
     followup: Callable[[], Awaitable[None]] | None = None
+    files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
+    notes: str = ""  # lines under the answer (fallback, budget warning, usage footer)
 
     async def delivered(self) -> None:
         """The adapter calls this once the reply is out."""
@@ -91,8 +100,6 @@ class Reply:
                 await followup()
             except Exception:
                 log.exception("work after the reply (request %s) failed", self.request_id)
-
-    files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
 
 
 @dataclass
@@ -114,21 +121,28 @@ class Agent:
     # Summarises a closed session into memory; None when memory is off (the scheduler
     # then writes the summary on its next run).
     archiver: Archiver | None = None
-    # Around the loop: recording is always first; /context accounting, usage, budgets after.
+    # Around the loop: recording is always first; /context accounting after.
     hooks: list[AgentHooks] = field(default_factory=list)
+    # Budgets and usage recording (bot/usage); None: no metering.
+    meter: Meter | None = None
     # Token estimates of stored messages by id (see _wire).
     _costs: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
     def user_timezone(self, tz_name: str | None) -> ZoneInfo:
         return self.settings.session_policy.zone(tz_name)
 
-    def _hooks(self) -> HookChain:
-        return HookChain([Recording(self.session_factory, self.clock), *self.hooks])
+    def _hooks(self, metered: metering.Metering | None) -> HookChain:
+        also = metered.in_record if metered is not None else None
+        chain: list[AgentHooks] = [Recording(self.session_factory, self.clock, also)]
+        if metered is not None:
+            chain.append(metered)
+        return HookChain([*chain, *self.hooks])
 
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         events = events or Events()
-        ctx, prefetched = await self._start_request(incoming)
-        reply = await self._loop(ctx, incoming.text, events, prefetched, incoming.parts)
+        ctx, prefetched, usage = await self._start_request(incoming)
+        metered = metering.Metering(self.meter, usage) if self.meter and usage else None
+        reply = await self._loop(ctx, incoming.text, events, prefetched, incoming.parts, metered)
         reply.files = ctx.files_out
         if ctx.new_session_requested:
             # The model asked for a fresh start (memory __NEW_SESSION__): close this session
@@ -153,7 +167,13 @@ class Agent:
                     reply.followup = archive
         return reply
 
-    async def _start_request(self, incoming: Incoming) -> tuple[RequestContext, Prefetched]:
+    async def budget_refusal(self, user_id: int | None) -> str | None:
+        """The one sentence to send instead of calling a model when a budget or token cap
+        (of users.id `user_id`) is used up, else None. The metering hook checks it before
+        every model call; callers such as scheduled tasks may ask first."""
+        return await self.meter.refusal(user_id) if self.meter is not None else None
+
+    async def _start_request(self, incoming: Incoming) -> Started:
         """Find the user and session and store the message before any model call, in one
         transaction: user and open session in one query, the split check in process, then
         the message and the session's newest history rows."""
@@ -197,10 +217,15 @@ class Agent:
                 timezone=self.user_timezone(user.timezone),
                 clock=self.clock,
             )
+            usage = None
+            if self.meter is not None:
+                settings = self.settings
+                models = metering.allowed_models(settings.llm_model, settings.llm_models)
+                usage = metering.begin(ctx, user, incoming.purpose, models)
             # The newest rows of the history, read while the connection is at hand; the
             # prompt builder reads more only when these do not fill the budget.
             rows = await repo.session_messages(s, session.id, limit=HISTORY_ROWS)
-        return ctx, (session.id, *self._wire(rows))
+        return ctx, (session.id, *self._wire(rows)), usage
 
     def _wire(self, rows: list[Message]) -> tuple[list[dict[str, Any]], list[int], int]:
         """History rows as wire messages with their token costs; a stored message never
@@ -264,8 +289,10 @@ class Agent:
         events: Events,
         prefetched: Prefetched,
         content_parts: list[dict[str, Any]] | None = None,
+        metered: metering.Metering | None = None,
     ) -> Reply:
-        hooks = self._hooks()
+        hooks = self._hooks(metered)
+        model = metered.ru.model if metered is not None else None
         tools = self.registry.for_request(ctx, text)
         parts = await self.build_prompt(ctx, text, prefetched)
         messages: list[dict[str, Any]] = [{"role": "system", "content": parts.system}]
@@ -282,13 +309,16 @@ class Agent:
                 answer = str(refusal)
                 await hooks.on_answer(ctx, answer)
                 return Reply(answer, ctx.request_id, ctx.session_id, used)
-            completion = await self.llm.stream(messages, req.tools or None, events.on_text)
+            completion = await self.llm.stream(
+                messages, req.tools or None, events.on_text, model=model
+            )
             await hooks.on_model_response(req, completion)
             turn += 1
             if not completion.tool_calls:
                 answer = completion.content.strip() or "(no answer)"
                 await hooks.on_answer(ctx, answer)
-                return Reply(answer, ctx.request_id, ctx.session_id, used)
+                notes = metered.extra_lines() if metered is not None else ""
+                return Reply(answer + notes, ctx.request_id, ctx.session_id, used, notes=notes)
             calls = completion.tool_calls
             allowed = calls[: max(0, cap - used)]
             refused = calls[len(allowed) :]
@@ -326,7 +356,10 @@ class Agent:
                     f"{cap}). Tell me to continue if you want me to go on."
                 )
                 await hooks.on_answer(ctx, answer)
-                return Reply(answer, ctx.request_id, ctx.session_id, used, stopped_at_cap=True)
+                notes = metered.extra_lines() if metered is not None else ""
+                return Reply(
+                    answer + notes, ctx.request_id, ctx.session_id, used, True, notes=notes
+                )
 
     async def _run_one(
         self, ctx: RequestContext, tools: RequestTools, c: LLMToolCall, reasoning: str

@@ -1,7 +1,9 @@
-"""Streaming chat completions with tool calls, with bounded retries.
+"""Streaming chat completions with tool calls, with bounded retries and a fallback model.
 
-Retries cover 429, 5xx, timeouts and connection errors; after the last one a
-ProviderError carries the status so the user gets one plain sentence.
+Retries cover 429, 5xx, timeouts and connection errors; after the last one the fallback
+model (LLM_FALLBACK_MODEL) gets the request, and when there is none, or it fails too, a
+ProviderError carries the status so the user gets one plain sentence. Every completion
+carries the provider's token usage when it sent one.
 """
 
 from __future__ import annotations
@@ -33,12 +35,44 @@ class LLMToolCall:
 
 
 @dataclass
+class Usage:
+    """Token counts of one call, as the provider reported them (or estimated by us)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    estimated: bool = False
+
+
+def parse_usage(raw: object) -> Usage | None:
+    """The OpenAI `usage` object (cached and reasoning details when present)."""
+    if not isinstance(raw, dict):
+        return None
+
+    def num(d: object, key: str) -> int:
+        value = d.get(key) if isinstance(d, dict) else None
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    return Usage(
+        prompt_tokens=num(raw, "prompt_tokens"),
+        completion_tokens=num(raw, "completion_tokens"),
+        cached_tokens=num(raw.get("prompt_tokens_details"), "cached_tokens"),
+        reasoning_tokens=num(raw.get("completion_tokens_details"), "reasoning_tokens"),
+    )
+
+
+@dataclass
 class Completion:
     content: str = ""
     tool_calls: list[LLMToolCall] = field(default_factory=list)
     finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+    usage: Usage | None = None  # None: the provider sent none
+    model: str = ""  # the model that answered (the fallback's name when it did)
+    provider_id: str | None = None  # the provider's completion id
+    # Set when the fallback model answered: why the requested model did not.
+    fallback_from: str | None = None
+    fallback_reason: str | None = None
 
 
 def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
@@ -87,9 +121,42 @@ class LLMClient:
             timeout=settings.llm_timeout_s,
             http_client=http_client,
         )
+        self.ask_usage = True  # stream_options.include_usage, until a server rejects it
+        self.fallback_model = settings.llm_fallback_model
+        self.fallback_client = self.client
+        other_url = settings.llm_fallback_base_url
+        if self.fallback_model and (other_url or settings.llm_fallback_api_key):
+            fb_key = settings.llm_fallback_api_key
+            self.fallback_client = AsyncOpenAI(
+                base_url=other_url or settings.llm_base_url,
+                api_key=fb_key.get_secret_value() if fb_key else key,
+                max_retries=0,
+                timeout=settings.llm_timeout_s,
+                http_client=http_client,
+            )
 
     async def close(self) -> None:
         await self.client.close()
+        if self.fallback_client is not self.client:
+            await self.fallback_client.close()
+
+    async def _with_fallback(
+        self, model: str | None, what: Callable[[AsyncOpenAI, str], Awaitable[Completion]]
+    ) -> Completion:
+        """The requested model with its retries; then, when it is still failing (not when
+        it refused the request), the fallback model with the same retries."""
+        primary = model or self.model
+        try:
+            return await self._with_retries(lambda: what(self.client, primary))
+        except ProviderError as exc:
+            transient = exc.status is None or exc.status == 429 or exc.status >= 500
+            fallback = self.fallback_model
+            if not transient or not fallback or fallback == primary:
+                raise
+            log.warning("model %s failed (%s); trying the fallback %s", primary, exc, fallback)
+            out = await self._with_retries(lambda: what(self.fallback_client, fallback))
+            out.fallback_from, out.fallback_reason = primary, str(exc)
+            return out
 
     async def _with_retries(self, what: Callable[[], Awaitable[Completion]]) -> Completion:
         attempt = 0
@@ -117,36 +184,61 @@ class LLMClient:
                 )
                 await asyncio.sleep(delay)
 
+    async def _post_stream(self, client: AsyncOpenAI, body: dict[str, Any]) -> AsyncStream[object]:
+        return await client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=AsyncStream[object],
+        )
+
     async def stream(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         on_text: OnText | None = None,
+        *,
+        model: str | None = None,
     ) -> Completion:
-        """One streamed completion; `on_text` gets the whole text so far after each delta."""
+        """One streamed completion (`model`: default LLM_MODEL); `on_text` gets the whole
+        text so far after each delta."""
 
-        async def once() -> Completion:
-            kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
+        async def once(client: AsyncOpenAI, model: str) -> Completion:
+            kwargs: dict[str, Any] = {
+                "model": model,
+                "messages": messages,
+                "stream": True,
+                # The provider's own token counts arrive in a last chunk without choices.
+                "stream_options": {"include_usage": True},
+            }
             if tools:
                 kwargs["tools"] = tools
             # Chunks come as the parsed JSON dicts (AsyncStream[object]): building the SDK's
             # pydantic chunk objects cost more CPU than the rest of the stream handling.
-            stream = await self.client.post(
-                "/chat/completions",
-                body=kwargs,
-                cast_to=ChatCompletion,
-                stream=True,
-                stream_cls=AsyncStream[object],
-            )
-            out = Completion()
+            if not self.ask_usage:
+                kwargs.pop("stream_options")
+            try:
+                stream = await self._post_stream(client, kwargs)
+            except openai.BadRequestError as exc:
+                # An older server that rejects stream_options: go on without (usage is
+                # then estimated), and stop asking.
+                if "stream_options" not in str(exc) or "stream_options" not in kwargs:
+                    raise
+                log.warning("the model endpoint rejects stream_options; usage will be estimated")
+                self.ask_usage = False
+                kwargs.pop("stream_options")
+                stream = await self._post_stream(client, kwargs)
+            out = Completion(model=model)
             calls: dict[int, LLMToolCall] = {}
             text: list[str] = []
             async for raw in stream:
                 chunk = raw if isinstance(raw, dict) else {}
                 usage = chunk.get("usage")
-                if isinstance(usage, dict):
-                    out.prompt_tokens = usage.get("prompt_tokens")
-                    out.completion_tokens = usage.get("completion_tokens")
+                if usage:
+                    out.usage = parse_usage(usage)
+                if out.provider_id is None and isinstance(chunk.get("id"), str):
+                    out.provider_id = chunk["id"]
                 choices = chunk.get("choices")
                 if not choices or not isinstance(choices[0], dict):
                     continue
@@ -180,22 +272,33 @@ class LLMClient:
                 call.id = call.id or f"call_{n}"
             return out
 
-        return await self._with_retries(once)
+        return await self._with_fallback(model, once)
 
-    async def complete_text(
-        self, messages: list[dict[str, Any]], max_tokens: int | None = None
-    ) -> str:
-        """A plain, non-streamed completion's text (summaries, code generation)."""
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        model: str | None = None,
+    ) -> Completion:
+        """A plain, non-streamed completion (summaries, code generation), with its usage."""
 
-        async def once() -> Completion:
-            kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        async def once(client: AsyncOpenAI, model: str) -> Completion:
+            kwargs: dict[str, Any] = {"model": model, "messages": messages}
             if max_tokens:
                 kwargs["max_tokens"] = max_tokens
-            resp = await self.client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
+            resp = await client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
             content = resp.choices[0].message.content if resp.choices else None
-            return Completion(content=content or "")
+            usage = parse_usage(resp.usage.model_dump()) if resp.usage is not None else None
+            return Completion(content=content or "", usage=usage, model=model, provider_id=resp.id)
 
-        return (await self._with_retries(once)).content
+        return await self._with_fallback(model, once)
+
+    async def complete_text(
+        self, messages: list[dict[str, Any]], max_tokens: int | None = None, **_: Any
+    ) -> str:
+        """The text of `complete` (unmetered: the app wraps this client in a Meter)."""
+        return (await self.complete(messages, max_tokens)).content
 
     async def list_models(self) -> list[str]:
         page = await self.client.models.list()

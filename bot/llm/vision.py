@@ -33,6 +33,8 @@ class StreamModel(Protocol):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         on_text: OnText | None = None,
+        *,
+        model: str | None = None,
     ) -> Completion: ...
 
 
@@ -85,11 +87,13 @@ class VisionGate:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         on_text: OnText | None = None,
+        *,
+        model: str | None = None,
     ) -> Completion:
         if not has_images(messages):
-            return await self.llm.stream(messages, tools, on_text)
+            return await self.llm.stream(messages, tools, on_text, model=model)
         try:
-            out = await self.llm.stream(messages, tools, on_text)
+            out = await self.llm.stream(messages, tools, on_text, model=model)
         except ProviderError as exc:
             status = exc.status or 0
             if not (400 <= status < 500 and status != 429 and _REFUSAL.search(str(exc))):
@@ -98,7 +102,7 @@ class VisionGate:
             if self.mode == "auto":
                 self._remember(False)
             _dropped.set(True)
-            return await self.llm.stream(without_images(messages), tools, on_text)
+            return await self.llm.stream(without_images(messages), tools, on_text, model=model)
         if self.mode == "auto" and self.supported is None:
             self._remember(True)
         return out

@@ -6,6 +6,7 @@ from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.memory import Memory, MemoryMeta
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
+from db.models.usage import ModelUsage
 
 __all__ = [
     "Base",
@@ -15,6 +16,7 @@ __all__ = [
     "Memory",
     "MemoryMeta",
     "Message",
+    "ModelUsage",
     "SessionArchive",
     "ToolCallRecord",
     "ToolUsage",

@@ -19,6 +19,11 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(200), default="")
     timezone: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Usage & models (migration 0008): the model picked with /model (NULL: LLM_MODEL), the
+    # per-answer usage footer, and which budget warnings were given (JSON: limit -> period).
+    llm_model: Mapped[str | None] = mapped_column(String(200))
+    usage_footer: Mapped[bool] = mapped_column(Boolean, default=False)
+    usage_warned: Mapped[str | None] = mapped_column(Text)
 
 
 class ChatSession(Base):

@@ -1,7 +1,7 @@
 """message kind (text, voice, photo, document, ...)
 
 Revision ID: 0009
-Revises: 0006
+Revises: 0008
 Create Date: 2026-11-23 09:40:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0009"
-down_revision: str | Sequence[str] | None = "0006"
+down_revision: str | Sequence[str] | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

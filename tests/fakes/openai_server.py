@@ -6,6 +6,9 @@ Streaming answers use OpenAI's chunk format exactly, so the real openai SDK pars
 `/v1/audio/transcriptions` takes the multipart form Whisper endpoints take and answers
 `{"text": ...}` from `transcripts` (in order; then "transcript of <filename>"), or fails
 with `transcribe_error` (an HTTP status) when set.
+Like OpenAI, a streamed answer ends with a usage chunk (no choices) when the request asks
+for `stream_options: {include_usage: true}`; `send_usage=False` plays a provider that never
+sends usage. A turn's `usage` dict replaces the default counts (about 4 characters a token).
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ class Text:
     text: str
     chunk: int = 7  # characters per streamed delta
     delay: float = 0.0  # seconds between chunks
+    usage: dict[str, Any] | None = None
 
 
 @dataclass
 class Calls:
     calls: list[tuple[str, Any]]  # (tool name, arguments as dict or raw string)
     text: str = ""
+    usage: dict[str, Any] | None = None
 
 
 @dataclass
@@ -58,6 +63,8 @@ class FakeOpenAI:
     responder: Callable[[dict[str, Any]], Turn] = echo
     models: list[str] = field(default_factory=lambda: ["fake-model"])
     requests: list[dict[str, Any]] = field(default_factory=list)
+    send_usage: bool = True
+    reject_stream_options: bool = False  # an older server: 400 when the field is present
     host: str = "127.0.0.1"
     port: int = 0
     _runner: web.AppRunner | None = None
@@ -119,14 +126,31 @@ class FakeOpenAI:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
+        if self.reject_stream_options and "stream_options" in body:
+            err = {"error": {"message": "Unrecognized request argument supplied: stream_options"}}
+            return web.json_response(err, status=400)
         turn = self.script.pop(0) if self.script else self.responder(body)
         if isinstance(turn, Error):
             headers = {"retry-after": str(turn.retry_after)} if turn.retry_after else {}
             err = {"error": {"message": turn.message, "type": "server_error", "code": None}}
             return web.json_response(err, status=turn.status, headers=headers)
+        usage = _usage(body, turn) if self.send_usage else None
         if not body.get("stream"):
-            return web.json_response(_completion(body, turn))
-        return await _stream(request, body, turn)
+            return web.json_response(_completion(body, turn, usage))
+        wanted = (body.get("stream_options") or {}).get("include_usage")
+        return await _stream(request, body, turn, usage if wanted else None)
+
+
+def _usage(body: dict[str, Any], turn: Turn) -> dict[str, Any]:
+    if isinstance(turn, Text | Calls) and turn.usage is not None:
+        return turn.usage
+    prompt = len(json.dumps(body.get("messages", []))) // 4 + 1
+    out = turn.text if isinstance(turn, Text | Calls) else ""
+    if isinstance(turn, Calls):
+        out += json.dumps(turn.calls)
+    completion = len(out) // 4 + 1
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}  # fmt: skip
 
 
 def _tool_calls(turn: Calls) -> list[dict[str, Any]]:
@@ -143,7 +167,7 @@ def _tool_calls(turn: Calls) -> list[dict[str, Any]]:
     return out
 
 
-def _completion(body: dict[str, Any], turn: Turn) -> dict[str, Any]:
+def _completion(body: dict[str, Any], turn: Turn, usage: dict[str, Any] | None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
     finish = "stop"
     if isinstance(turn, Text):
@@ -158,11 +182,13 @@ def _completion(body: dict[str, Any], turn: Turn) -> dict[str, Any]:
         "created": int(time.time()),
         "model": body.get("model", "fake-model"),
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "usage": usage,
     }
 
 
-async def _stream(request: web.Request, body: dict[str, Any], turn: Turn) -> web.StreamResponse:
+async def _stream(
+    request: web.Request, body: dict[str, Any], turn: Turn, usage: dict[str, Any] | None
+) -> web.StreamResponse:
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await resp.prepare(request)
     cid, created, model = f"chatcmpl-{uuid.uuid4().hex[:10]}", int(time.time()), body.get("model")
@@ -176,6 +202,8 @@ async def _stream(request: web.Request, body: dict[str, Any], turn: Turn) -> web
             "system_fingerprint": None,
             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
         }
+        if usage is not None:
+            chunk["usage"] = None  # OpenAI: null on every chunk but the last
         await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
     await send({"role": "assistant", "content": "", "refusal": None})
@@ -208,6 +236,10 @@ async def _stream(request: web.Request, body: dict[str, Any], turn: Turn) -> web
                     {"tool_calls": [{"index": index, "function": {"arguments": raw[i : i + 10]}}]}
                 )
         await send({}, "tool_calls")
+    if usage is not None:
+        last = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                "system_fingerprint": None, "choices": [], "usage": usage}  # fmt: skip
+        await resp.write(f"data: {json.dumps(last)}\n\n".encode())
     await resp.write(b"data: [DONE]\n\n")
     await resp.write_eof()
     return resp

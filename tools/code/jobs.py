@@ -11,6 +11,7 @@ from typing import Any
 from db.engine import SessionFactory
 from db.repos import code as repo
 from tools.base import Clock, RequestContext, TextModel
+from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
 
@@ -64,18 +65,21 @@ class JobManager:
                 owner=self.owner,
                 created_at=self.clock(),
             )
-        t = asyncio.create_task(self._work(job_id, task, context), name=f"code-job-{job_id}")
+        call = ModelCall("code", ctx.user_id, ctx.session_id, ctx.request_id)
+        t = asyncio.create_task(self._work(job_id, task, context, call), name=f"code-job-{job_id}")
         self.tasks[job_id] = t
         t.add_done_callback(lambda _t: self.tasks.pop(job_id, None))
         return job_id
 
-    async def _work(self, job_id: str, task: str, context: str) -> None:
+    async def _work(
+        self, job_id: str, task: str, context: str, call: ModelCall | None = None
+    ) -> None:
         status, code, error = "failed", None, None
         try:
             messages: list[dict[str, Any]] = [{"role": "system", "content": CODING_PROMPT}]
             body = f"Task:\n{task}" + (f"\n\nContext:\n{context}" if context else "")
             messages.append({"role": "user", "content": body})
-            reply = await self.llm.complete_text(messages, max_tokens=MAX_TOKENS)
+            reply = await self.llm.complete_text(messages, max_tokens=MAX_TOKENS, call=call)
             code = extract_code(reply or "")
             if code:
                 status = "done"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from aiogram import Router
 from aiogram.types import BotCommand
 
-from bot.telegram.routers import chat, code, media, memory, sessions, start
+from bot.telegram.routers import chat, code, media, memory, model, sessions, start, usage
 from bot.telegram.routers import tools as tools_router
 
 
@@ -24,6 +24,8 @@ def build_routers() -> list[Router]:
         tools_router.build_router(),
         memory.build_router(),
         media.build_router(),
+        usage.build_router(),
+        model.build_router(),
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]

@@ -9,6 +9,7 @@ from aiogram.types import Message
 from bot.app import App
 from bot.telegram.render import send_plain
 from bot.telegram.user import ChatUser, use_user
+from bot.usage.report import last_request_line
 from tools.discovery.report import context_text, tools_text
 from tools.registry import discovery, mcp_manager
 
@@ -36,6 +37,10 @@ def build_router() -> Router:
         if disc is None:
             await send_plain(bot, message.chat.id, "Context accounting is off.")
             return
-        await send_plain(bot, message.chat.id, context_text(disc, user.id, user.tz))
+        text = context_text(disc, user.id, user.tz)
+        if app.agent.meter is not None:  # the same line /usage shows: they must agree
+            last = await last_request_line(app.agent.meter, user.id)
+            text += f"\n{last}" if last else ""
+        await send_plain(bot, message.chat.id, text)
 
     return router

@@ -1,0 +1,39 @@
+"""Model choice settings: LLM_MODELS (what /model offers) and the fallback model."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import BaseModel, SecretStr, field_validator
+from pydantic_settings import NoDecode
+
+
+class ModelSettings(BaseModel):
+    # Models a user may pick with /model; LLM_MODEL is always among them (the default).
+    llm_models: Annotated[tuple[str, ...], NoDecode] = ()
+    # Used when the primary model still fails after its retries (429, 5xx, timeouts).
+    llm_fallback_model: str | None = None
+    llm_fallback_base_url: str | None = None  # default: LLM_BASE_URL
+    llm_fallback_api_key: SecretStr | None = None  # default: LLM_API_KEY
+
+    @field_validator("llm_models", mode="before")
+    @classmethod
+    def _split_models(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(p for p in (x.strip() for x in value.split(",")) if p)
+        return value
+
+    @field_validator("llm_fallback_base_url")
+    @classmethod
+    def _fallback_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not re.match(r"^https?://", value):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @field_validator("llm_fallback_model")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None

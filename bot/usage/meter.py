@@ -1,0 +1,281 @@
+"""Metering model calls: budgets checked before each call, usage recorded after it.
+
+The totals the budgets are checked against are read from the database at most once a
+minute and kept up to date in process in between, so the check before a model call costs
+no database round trip; the re-read picks up what another process (a `sidekick chat`
+beside the bot) spent. The usage row is written in the transaction that stores the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.llm.client import Completion, Usage
+from bot.usage.estimate import estimate
+from bot.usage.prices import PriceTable
+from bot.usage.settings import UsageSettings
+from db.engine import SessionFactory
+from db.repos import usage as repo
+from tools.base import Clock
+from tools.model_call import ModelCall
+
+log = logging.getLogger(__name__)
+
+WARN_AT = 0.8
+RELOAD_AFTER = timedelta(minutes=1)
+
+
+def period_starts(now: datetime, tz: ZoneInfo) -> tuple[datetime, datetime]:
+    """(start of today, start of this month) in `tz`, as aware datetimes."""
+    local = now.astimezone(tz)
+    day = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    return day, day.replace(day=1)
+
+
+def usd(value: float) -> str:
+    """$12.34, $0.012, $0.0004: cents for large sums, four decimals at most for small."""
+    if value >= 1 or value == 0:
+        return f"${value:.2f}"
+    if value < 0.0001:
+        return "<$0.0001"
+    text = f"{value:.4f}".rstrip("0")
+    return "$" + (text if len(text.split(".")[1]) >= 2 else f"{value:.2f}")
+
+
+@dataclass
+class Totals:
+    """A request's calls added up (the footer)."""
+
+    calls: int = 0
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+    estimated: bool = False
+    cost: float = 0.0
+    unpriced: bool = False
+
+    def add(self, u: Usage, cost: float | None) -> None:
+        self.calls += 1
+        self.prompt += u.prompt_tokens
+        self.completion += u.completion_tokens
+        self.cached += u.cached_tokens
+        self.estimated |= u.estimated
+        if cost is None:
+            self.unpriced = True
+        else:
+            self.cost += cost
+
+    def footer(self) -> str:
+        approx = "≈" if self.estimated else ""
+        cost = "cost unknown" if self.unpriced and not self.cost else usd(self.cost)
+        if self.unpriced and self.cost:
+            cost += " + unpriced calls"
+        return f"{approx}{self.prompt:,} tokens in · {approx}{self.completion:,} out · {cost}"
+
+
+@dataclass
+class Limit:
+    key: str  # day | month | user_day | user_month (also the key in users.usage_warned)
+    used: float
+    cap: float
+    period: str  # "2026-11-23" or "2026-11": a warning is given once per period
+
+    @property
+    def share(self) -> float:
+        return self.used / self.cap
+
+
+class Meter:
+    def __init__(
+        self,
+        settings: UsageSettings,
+        session_factory: SessionFactory,
+        clock: Clock,
+        tz: ZoneInfo,
+        prices: PriceTable | None = None,
+    ) -> None:
+        self.settings = settings
+        self.sf = session_factory
+        self.clock = clock
+        self.tz = tz
+        self.prices = prices or PriceTable.from_setting(settings.prices)
+        self._spent: repo.Spent | None = None
+        self._day: datetime | None = None
+        self._loaded_at: datetime | None = None
+        self._lock = asyncio.Lock()
+
+    # -- the totals ------------------------------------------------------------------
+
+    async def spent(self) -> repo.Spent:
+        """USD and tokens spent today and this month."""
+        now = self.clock()
+        day, month = period_starts(now, self.tz)
+
+        def stale() -> bool:
+            return (
+                self._spent is None
+                or self._day != day
+                or self._loaded_at is None
+                or not timedelta(0) <= now - self._loaded_at < RELOAD_AFTER
+            )
+
+        if stale():
+            async with self._lock:
+                if stale():
+                    async with self.sf() as s:
+                        self._spent = await repo.spent(s, day, month)
+                    self._day, self._loaded_at = day, now
+        assert self._spent is not None
+        return self._spent
+
+    def _add(self, user_id: int | None, tokens: int, cost: float | None) -> None:
+        # Only once the totals are loaded: before that the row is in the database and the
+        # first load counts it.
+        if self._spent is None:
+            return
+        self._spent.day_usd += cost or 0.0
+        self._spent.month_usd += cost or 0.0
+        if user_id is not None:
+            day, month = self._spent.user_tokens.get(user_id, (0, 0))
+            self._spent.user_tokens[user_id] = (day + tokens, month + tokens)
+
+    def limits(self, spent: repo.Spent, user_id: int | None) -> list[Limit]:
+        s, local = self.settings, self.clock().astimezone(self.tz)
+        today, month = local.strftime("%Y-%m-%d"), local.strftime("%Y-%m")
+        out = []
+        if s.daily_budget_usd:
+            out.append(Limit("day", spent.day_usd, s.daily_budget_usd, today))
+        if s.monthly_budget_usd:
+            out.append(Limit("month", spent.month_usd, s.monthly_budget_usd, month))
+        day_tokens, month_tokens = spent.user_tokens.get(user_id, (0, 0)) if user_id else (0, 0)
+        if s.user_daily_token_cap and user_id is not None:
+            out.append(Limit("user_day", day_tokens, s.user_daily_token_cap, today))
+        if s.user_monthly_token_cap and user_id is not None:
+            out.append(Limit("user_month", month_tokens, s.user_monthly_token_cap, month))
+        return out
+
+    # -- before a call ---------------------------------------------------------------
+
+    def _enabled(self) -> bool:
+        s = self.settings
+        return bool(
+            s.daily_budget_usd
+            or s.monthly_budget_usd
+            or s.user_daily_token_cap
+            or s.user_monthly_token_cap
+        )
+
+    async def refusal(self, user_id: int | None) -> str | None:
+        """One sentence when a budget or cap is used up (no model may be called), else None."""
+        if not self._enabled():
+            return None
+        spent = await self.spent()
+        for limit in self.limits(spent, user_id):
+            if limit.used >= limit.cap:
+                return self._refusal_text(limit)
+        return None
+
+    def _refusal_text(self, limit: Limit) -> str:
+        when = "after midnight" if limit.key in ("day", "user_day") else "on the 1st"
+        zone = f" ({self.tz.key})"
+        if limit.key == "day":
+            what = f"Today's model budget of {usd(limit.cap)} is used up ({usd(limit.used)} spent)"
+            var = "DAILY_BUDGET_USD"
+        elif limit.key == "month":
+            what = f"This month's model budget of {usd(limit.cap)} is used up"
+            var = "MONTHLY_BUDGET_USD"
+        elif limit.key == "user_day":
+            what = f"You have used your {int(limit.cap):,} tokens for today"
+            var = "USER_DAILY_TOKEN_CAP"
+        else:
+            what = f"You have used your {int(limit.cap):,} tokens for this month"
+            var = "USER_MONTHLY_TOKEN_CAP"
+        return (
+            f"{what}, so I can't ask the model; I'll answer again {when}{zone}, "
+            f"or sooner if the owner raises {var}."
+        )
+
+    # -- after a call ----------------------------------------------------------------
+
+    def usage_of(
+        self,
+        out: Completion,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+    ) -> tuple[Usage, float | None]:
+        usage = out.usage if out.usage is not None else estimate(messages, tools, out)
+        cost = self.prices.cost(
+            out.model, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens
+        )
+        return usage, cost
+
+    async def record(
+        self,
+        s: AsyncSession,
+        call: ModelCall,
+        out: Completion,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> tuple[Usage, float | None]:
+        """Add the call's usage row inside the caller's transaction; keep the totals."""
+        usage, cost = self.usage_of(out, messages, tools)
+        await repo.add_usage(
+            s,
+            at=self.clock(),
+            user_id=call.user_id,
+            session_id=call.session_id,
+            request_id=call.request_id,
+            provider_id=(out.provider_id or "")[:200] or None,
+            purpose=call.purpose,
+            model=out.model[:200],
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+            estimated=usage.estimated,
+            cost_usd=cost,
+        )
+        self._add(call.user_id, usage.prompt_tokens + usage.completion_tokens, cost)
+        return usage, cost
+
+    def warnings(self, user_id: int, warned: dict[str, str]) -> list[str]:
+        """Lines for limits past WARN_AT not yet warned about this period; marks them in
+        `warned` (the caller stores it)."""
+        if not self._enabled() or self._spent is None:
+            return []
+        out = []
+        for limit in self.limits(self._spent, user_id):
+            if limit.share >= WARN_AT and warned.get(limit.key) != limit.period:
+                warned[limit.key] = limit.period
+                out.append(self._warning_text(limit))
+        return out
+
+    def _warning_text(self, limit: Limit) -> str:
+        pct = min(100, int(limit.share * 100))
+        if limit.key in ("day", "month"):
+            period = "today's" if limit.key == "day" else "this month's"
+            return (
+                f"Heads-up: {pct}% of {period} model budget is used "
+                f"({usd(limit.used)} of {usd(limit.cap)})."
+            )
+        period = "today" if limit.key == "user_day" else "this month"
+        return (
+            f"Heads-up: you have used {pct}% of your tokens for {period} "
+            f"({int(limit.used):,} of {int(limit.cap):,})."
+        )
+
+
+def parse_warned(raw: str | None) -> dict[str, str]:
+    try:
+        data = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}

@@ -1,0 +1,180 @@
+"""The usage reports: /usage, /usage session, `sidekick usage`, the /context line, doctor."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from bot.usage.meter import Meter, period_starts, usd
+from db.repos import core as core_repo
+from db.repos import usage as repo
+from db.repos.usage import Group
+from tools.base import CheckResult
+from tools.model_call import PURPOSE_LABELS
+
+REQUEST_PURPOSES = ("chat", "scheduled")
+
+
+def _sum(groups: list[Group]) -> Group:
+    total = Group("", "", 0, 0, 0, 0, 0, 0, 0.0, 0)
+    for g in groups:
+        total.calls += g.calls
+        total.prompt_tokens += g.prompt_tokens
+        total.completion_tokens += g.completion_tokens
+        total.cached_tokens += g.cached_tokens
+        total.reasoning_tokens += g.reasoning_tokens
+        total.estimated_calls += g.estimated_calls
+        total.cost_usd += g.cost_usd
+        total.unpriced_calls += g.unpriced_calls
+    return total
+
+
+def figures(g: Group) -> str:
+    """`3 calls · 1,234 tokens in (200 cached) · 56 out · $0.0004`"""
+    parts = [f"{g.calls} call{'s' if g.calls != 1 else ''}"]
+    cached = f" ({g.cached_tokens:,} cached)" if g.cached_tokens else ""
+    parts.append(f"{g.prompt_tokens:,} tokens in{cached}")
+    reasoning = f" ({g.reasoning_tokens:,} reasoning)" if g.reasoning_tokens else ""
+    parts.append(f"{g.completion_tokens:,} out{reasoning}")
+    if g.unpriced_calls == g.calls:
+        parts.append("no price (tokens only)")
+    elif g.unpriced_calls:
+        plural = "s" if g.unpriced_calls != 1 else ""
+        parts.append(f"{usd(g.cost_usd)} + {g.unpriced_calls} call{plural} without a price")
+    else:
+        parts.append(usd(g.cost_usd))
+    if g.estimated_calls:
+        parts.append(f"{g.estimated_calls} estimated (no usage from the provider)")
+    return " · ".join(parts)
+
+
+def _breakdown(title: str, groups: list[Group], key: str) -> list[str]:
+    by: dict[str, list[Group]] = defaultdict(list)
+    for g in groups:
+        name = g.model if key == "model" else PURPOSE_LABELS.get(g.purpose, g.purpose)
+        by[name].append(g)
+    if not by:
+        return []
+    return [title, *(f"  {name} — {figures(_sum(gs))}" for name, gs in sorted(by.items()))]
+
+
+async def last_request_line(meter: Meter, user_id: int) -> str | None:
+    """What the user's last request sent, by the provider's count (in /usage and /context)."""
+    async with meter.sf() as s:
+        rows = await repo.last_request(s, user_id, REQUEST_PURPOSES)
+    if not rows:
+        return None
+    first = rows[0]
+    how = "our estimate: the provider sent no usage" if first.estimated else "provider's count"
+    at = first.at.astimezone(meter.tz)
+    total = Group("", "", len(rows), 0, 0, 0, 0, 0, 0.0, 0)
+    for r in rows:
+        total.prompt_tokens += r.prompt_tokens
+        total.completion_tokens += r.completion_tokens
+        total.cached_tokens += r.cached_tokens
+        total.estimated_calls += r.estimated
+        if r.cost_usd is None:
+            total.unpriced_calls += 1
+        else:
+            total.cost_usd += r.cost_usd
+    total.estimated_calls = 0  # said once, above
+    return (
+        f"Last request ({at:%H:%M}, {first.model}): the first model call sent "
+        f"{first.prompt_tokens:,} tokens ({how}); in all {figures(total)}"
+    )
+
+
+async def budget_lines(meter: Meter, user_id: int | None, *, amounts: bool) -> list[str]:
+    """Budget state; `amounts=False` shows the shared budgets as percentages only."""
+    spent = await meter.spent()
+    out = []
+    for limit in meter.limits(spent, user_id):
+        pct = f"{100 * limit.share:.0f}%"
+        if limit.key in ("day", "month"):
+            period = "today" if limit.key == "day" else "this month"
+            if amounts:
+                out.append(f"Budget {period}: {usd(limit.used)} of {usd(limit.cap)} ({pct})")
+            else:
+                out.append(f"Shared budget {period}: {pct} used")
+        else:
+            period = "today" if limit.key == "user_day" else "this month"
+            out.append(f"Your tokens {period}: {int(limit.used):,} of {int(limit.cap):,} ({pct})")
+    return out
+
+
+async def usage_text(meter: Meter, user_id: int | None, *, amounts: bool = False) -> str:
+    """Today, this month, by model and by purpose; `user_id` None: everyone (the CLI)."""
+    now = meter.clock()
+    day, month = period_starts(now, meter.tz)
+    async with meter.sf() as s:
+        today = await repo.groups(s, since=day, user_id=user_id)
+        this_month = await repo.groups(s, since=month, user_id=user_id)
+    zone = meter.tz.key
+    lines = [
+        f"Today ({day:%Y-%m-%d}, {zone}): " + (figures(_sum(today)) if today else "nothing yet"),
+        f"This month ({month:%B %Y}): "
+        + (figures(_sum(this_month)) if this_month else "nothing yet"),
+    ]
+    lines += _breakdown("By model (this month):", this_month, "model")
+    lines += _breakdown("By purpose (this month):", this_month, "purpose")
+    if user_id is not None:
+        last = await last_request_line(meter, user_id)
+        if last:
+            lines.append(last)
+    lines += await budget_lines(meter, user_id, amounts=amounts)
+    return "\n".join(lines)
+
+
+async def session_text(meter: Meter, user_id: int) -> str:
+    async with meter.sf() as s:
+        session = await core_repo.current_session(s, user_id)
+        groups = await repo.groups(s, user_id=user_id, session_id=session.id) if session else []
+    if session is None or not groups:
+        return "No model calls in this session yet."
+    started: datetime = session.started_at.astimezone(meter.tz)
+    head = f"This session ({session.name}, since {started:%Y-%m-%d %H:%M})"
+    lines = [f"{head}: {figures(_sum(groups))}"]
+    lines += _breakdown("By model:", groups, "model")
+    lines += _breakdown("By purpose:", groups, "purpose")
+    return "\n".join(lines)
+
+
+async def doctor_checks(meter: Meter, models: list[str]) -> list[CheckResult]:
+    """Today's spend and the budget state; models without a price when budgets are in USD."""
+    now = meter.clock()
+    day, _ = period_starts(now, meter.tz)
+    async with meter.sf() as s:
+        today = _sum(await repo.groups(s, since=day))
+    out = [CheckResult("usage today", True, figures(today) if today.calls else "no model calls")]
+    spent = await meter.spent()
+    limits = meter.limits(spent, None)
+    if limits:
+        over = [lim for lim in limits if lim.used >= lim.cap]
+        state = "; ".join(
+            f"{'today' if lim.key == 'day' else 'this month'} {usd(lim.used)} of "
+            f"{usd(lim.cap)} ({100 * lim.share:.0f}%)"
+            for lim in limits
+        )
+        out.append(
+            CheckResult(
+                "budget",
+                not over,
+                state + (" — used up: no model is called" if over else ""),
+                "raise DAILY_BUDGET_USD / MONTHLY_BUDGET_USD, or wait for the next period",
+            )
+        )
+    else:
+        out.append(CheckResult("budget", True, "no USD budget set (DAILY/MONTHLY_BUDGET_USD)"))
+    unpriced = [m for m in models if meter.prices.lookup(m) is None]
+    if unpriced:
+        usd_budget = bool(meter.settings.daily_budget_usd or meter.settings.monthly_budget_usd)
+        out.append(
+            CheckResult(
+                "prices",
+                not usd_budget,
+                f"no price for {', '.join(unpriced)}: counted in tokens only"
+                + ("; the USD budget cannot see their cost" if usd_budget else ""),
+                "add them to PRICES (model=input/output[/cached] USD per 1M tokens)",
+            )
+        )
+    return out

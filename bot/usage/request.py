@@ -1,0 +1,107 @@
+"""Metering one agent request: the user's model, the budget check before each model call,
+the usage row with each stored answer, and the lines added under the answer."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest
+from bot.llm.client import Completion
+from bot.usage.meter import Meter, Totals, parse_warned
+from db.models.core import User
+from db.repos import usage as repo
+from tools.base import RequestContext
+from tools.model_call import ModelCall, Purpose
+
+
+@dataclass
+class RequestUsage:
+    call: ModelCall
+    model: str | None  # the user's pick; None: LLM_MODEL
+    footer: bool
+    warned: dict[str, str]
+    totals: Totals = field(default_factory=Totals)
+    notes: list[str] = field(default_factory=list)  # fallback notices, budget warnings
+
+
+def allowed_models(default: str, configured: tuple[str, ...]) -> list[str]:
+    """What /model offers: LLM_MODEL first, then LLM_MODELS."""
+    return list(dict.fromkeys([m for m in (default, *configured) if m]))
+
+
+def begin(ctx: RequestContext, user: User, purpose: Purpose, models: list[str]) -> RequestUsage:
+    """Called with the user's row at the start of a request (no extra query)."""
+    chosen = user.llm_model if user.llm_model in models else None
+    return RequestUsage(
+        call=ModelCall(purpose, ctx.user_id, ctx.session_id, ctx.request_id),
+        model=chosen,
+        footer=bool(user.usage_footer),
+        warned=parse_warned(user.usage_warned),
+    )
+
+
+@dataclass
+class Metering(AgentHooks):
+    """One request's metering, as agent hooks: the budget check before each model call,
+    and each call's usage row written inside the transaction that records its answer."""
+
+    meter: Meter
+    ru: RequestUsage
+    # Calls made since the last record: (messages as sent, tools as sent, completion).
+    pending: list[tuple[list[dict[str, Any]], list[dict[str, Any]], Completion]] = field(
+        default_factory=list
+    )
+
+    async def on_model_request(self, req: ModelRequest) -> None:
+        refusal = await self.meter.refusal(req.ctx.user_id)
+        if refusal is not None:  # checked before every model call: none is made
+            raise HookRefusal(refusal)
+
+    async def on_model_response(self, req: ModelRequest, completion: Completion) -> None:
+        # A copy: the loop appends to the same list after the call.
+        self.pending.append((list(req.messages), req.tools, completion))
+
+    async def in_record(self, s: AsyncSession, ctx: RequestContext) -> None:
+        """Called by the recording hook inside its transaction."""
+        for messages, tools, out in self.pending:
+            await after_call(self.meter, s, ctx, self.ru, out, messages, tools or None)
+        self.pending.clear()
+
+    def extra_lines(self) -> str:
+        return extra_lines(self.ru)
+
+
+async def after_call(
+    meter: Meter,
+    s: AsyncSession,
+    ctx: RequestContext,
+    ru: RequestUsage,
+    out: Completion,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+) -> None:
+    """Inside the transaction that stores the call's answer: its usage row, and a budget
+    warning (once per period) stored on the user."""
+    usage, cost = await meter.record(s, ru.call, out, messages, tools)
+    ru.totals.add(usage, cost)
+    if out.fallback_from:
+        why = f" ({out.fallback_reason})" if out.fallback_reason else ""
+        note = f"{out.fallback_from} is not answering{why}; this answer is from {out.model}."
+        if note not in ru.notes:
+            ru.notes.append(note)
+    warnings = meter.warnings(ctx.user_id, ru.warned)
+    if warnings:
+        ru.notes.extend(warnings)
+        await repo.set_warned(s, ctx.user_id, json.dumps(ru.warned))
+
+
+def extra_lines(ru: RequestUsage) -> str:
+    """Text to append to the answer the user sees (never stored in the history)."""
+    lines = [f"ℹ️ {n}" for n in ru.notes]
+    if ru.footer and ru.totals.calls:
+        lines.append(f"📊 {ru.totals.footer()}")
+    return "\n\n" + "\n".join(lines) if lines else ""
