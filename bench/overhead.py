@@ -243,7 +243,8 @@ def time_metering(app: Any) -> list[float]:
 
     for name in ("begin", "after_call", "extra_lines"):
         setattr(metering, name, timed(getattr(metering, name)))
-    app.agent.budget_refusal = timed(app.agent.budget_refusal)
+    hook = metering.Metering.on_model_request
+    metering.Metering.on_model_request = timed(hook)  # type: ignore[method-assign]
     return spent
 
 

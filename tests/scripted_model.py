@@ -45,6 +45,8 @@ class ScriptedModel:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         on_text: OnText | None = None,
+        *,
+        model: str | None = None,
     ) -> Completion:
         self.requests.append([dict(m) for m in messages])
         self.tools_seen.append([t["function"]["name"] for t in tools or []])
@@ -64,6 +66,10 @@ class ScriptedModel:
         return Completion(tool_calls=calls, finish_reason="tool_calls")
 
     async def complete_text(
-        self, messages: list[dict[str, Any]], max_tokens: int | None = None
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        call: object = None,
     ) -> str:
         return (await self.stream(messages)).content

@@ -155,7 +155,12 @@ class Refuses:
         self.calls: list[list[dict[str, object]]] = []
 
     async def stream(
-        self, messages: list[dict[str, object]], tools: object = None, on_text: OnText | None = None
+        self,
+        messages: list[dict[str, object]],
+        tools: object = None,
+        on_text: OnText | None = None,
+        *,
+        model: str | None = None,
     ) -> Completion:
         self.calls.append(messages)
         if any(isinstance(m["content"], list) for m in messages):
