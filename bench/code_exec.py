@@ -18,8 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.code.bun import locate_bun, probe_bun
+from tools.code.modes import choose_mode
 from tools.code.runner import CodeRunner
-from tools.code.sandbox import choose_mode
 
 CODE = "console.log(1)"
 

@@ -18,7 +18,7 @@ from db.repos import core
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tools.base import RequestContext, ToolCall
-from tools.code.sandbox import choose_mode
+from tools.code.modes import choose_mode
 from tools.code.tool import CodeService
 from tools.registry import ToolDeps
 

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.code.bun import BunInfo
+from tools.code.modes import probe_kernel
 from tools.code.sandbox import (
+    CONFINED,
     TASKS_PER_RUN,
     Limits,
     Mode,
@@ -107,9 +109,13 @@ class CodeRunner:
             )
             return await self._execute(plan, code, timeout_ms)
         finally:
-            if uid is not None and self.mode == "basic":
+            if uid is not None and self._needs_sweep():
                 await self._kill_uid(uid)
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _needs_sweep(self) -> bool:
+        """Without a PID namespace, processes may outlive bun (setsid, double fork)."""
+        return self.mode == "basic" or (self.mode in CONFINED and not probe_kernel().namespaces)
 
     async def _execute(self, plan: Plan, code: str, timeout_ms: int) -> RunResult:
         start = time.perf_counter()
@@ -186,7 +192,7 @@ class CodeRunner:
         )
 
     async def _kill_uid(self, uid: int) -> None:
-        """Basic mode as root: nothing of the throwaway uid may outlive the run."""
+        """As root without a PID namespace: nothing of the throwaway uid may outlive the run."""
         try:
             proc = await asyncio.create_subprocess_exec(
                 *drop_uid_argv(uid),
