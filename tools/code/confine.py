@@ -15,6 +15,7 @@ import ctypes
 import json
 import os
 import resource
+import select
 import signal
 import sys
 from typing import Any
@@ -38,6 +39,7 @@ NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
 SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1, 2
 FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
 READ_EXEC = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+WATCH_EVERY_S = 0.1
 DEVICES_RW = ("/dev/null", "/dev/zero", "/dev/full")
 DEVICES_RO = ("/dev/random", "/dev/urandom")
 
@@ -216,10 +218,31 @@ def drop_uid(uid: int | None) -> None:
         os.setresuid(uid, uid, uid)
 
 
-def relay(pid: int) -> None:
-    """Stay as the parent of the namespace's init (bun): exit as it exits."""
+def used_bytes(top: str, stop_at: int) -> int:
+    """Disk blocks under `top`, counting no further than `stop_at`."""
+    total = 0
+    for root, dirs, files in os.walk(top):
+        for name in dirs + files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
+            if total > stop_at:
+                return total
+    return total
+
+
+def relay(pid: int, watch: tuple[str, int] | None) -> None:
+    """Stay as the parent of the confined child and exit as it exits. With `watch`
+    (work dir, bytes) and no tmpfs to cap it, kill the run when the dir grows past it."""
     for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(stop, lambda _s, _f: os.kill(pid, signal.SIGKILL))
+    pidfd = os.pidfd_open(pid)
+    while not select.select([pidfd], [], [], WATCH_EVERY_S if watch else None)[0]:
+        if watch and used_bytes(*watch) > watch[1]:
+            sys.stderr.write(f"sandbox: the work dir passed {watch[1] >> 20} MiB\n")
+            sys.stderr.flush()
+            os.killpg(0, signal.SIGKILL)  # our process group: the run and us
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
@@ -232,16 +255,18 @@ def confine(plan: dict[str, Any]) -> None:
     mode, work, uid, net = plan["mode"], plan["work"], plan["uid"], plan["network"]
     abi = landlock_abi() if mode == "landlock" else 0
     set_limits(plan["limits"])
-    namespaced = enter_namespaces(net, uid)
+    namespaced = plan["namespaces"] and enter_namespaces(net, uid)
     if mode == "namespace" and not namespaced:
         raise Refused("the kernel refused the user/mount namespaces")
     if not net and not namespaced and abi < 4:
         raise Refused("CODE_NETWORK=off needs a network namespace or Landlock ABI 4")
+    # The new PID namespace starts with our first child; without one, the parent
+    # watches the work dir's size instead of a size-capped tmpfs.
+    pid = os.fork()
+    if pid:
+        relay(pid, None if namespaced else (work, plan["work_bytes"]))
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if namespaced:
-        pid = os.fork()  # the new PID namespace starts with our first child
-        if pid:
-            relay(pid)
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     argv, has_proc = list(plan["bun_argv"]), False
     if mode == "namespace":
@@ -264,7 +289,9 @@ def confine(plan: dict[str, Any]) -> None:
         rules += [(plan["bun"], FS_EXECUTE | FS_READ_FILE), (work, fs_rights(abi))]
         if has_proc:  # our own /proc, holding only the sandbox's processes
             rules.append(("/proc", FS_READ_FILE | FS_READ_DIR))
-        landlock(abi, rules, block_tcp=not net)
+        else:  # the host's: only bun's own entry (which bun aborts without)
+            rules.append((f"/proc/{os.getpid()}", FS_READ_FILE | FS_READ_DIR))
+        landlock(abi, rules, block_tcp=not net and abi >= 4)
     else:
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     os.execve(argv[0], argv, dict(os.environ))

@@ -72,7 +72,7 @@ def protection(mode: Mode, network: bool) -> str:
         net = "on" if network else "off (empty network namespace)"
     elif mode == "landlock":
         files = "files: Landlock, reads only runtime paths, writes only its work dir"
-        files += ", 128 MiB tmpfs" if k.namespaces else " (64 MiB per file)"
+        files += ", a 128 MiB tmpfs" if k.namespaces else ", killed past 128 MiB"
         procs = "processes: own PID namespace" if k.namespaces else "processes: rlimits"
         if not network:
             net = "off (" + ("network namespace" if k.namespaces else "Landlock: no TCP") + ")"

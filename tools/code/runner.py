@@ -77,8 +77,14 @@ class CodeRunner:
         network: bool,
         max_concurrent: int,
         workbase: Path | None = None,
+        namespaces: bool | None = None,
     ) -> None:
         self.bun = bun
+        # confine.py modes: use namespaces where the kernel has them (False: tests of
+        # the Landlock-only path that e.g. Ubuntu's userns restriction leads to).
+        if namespaces is None:
+            namespaces = mode in CONFINED and probe_kernel().namespaces
+        self.namespaces = namespaces
         self.mode = mode
         self.network = network
         self.workbase = workbase
@@ -105,7 +111,13 @@ class CodeRunner:
         workdir = prepare_workdir(self.workbase, uid, self.mode)
         try:
             plan = build_plan(
-                self.mode, self.bun, workdir, network=self.network, limits=limits, uid=uid
+                self.mode,
+                self.bun,
+                workdir,
+                network=self.network,
+                limits=limits,
+                uid=uid,
+                namespaces=self.namespaces,
             )
             return await self._execute(plan, code, timeout_ms)
         finally:
@@ -115,7 +127,7 @@ class CodeRunner:
 
     def _needs_sweep(self) -> bool:
         """Without a PID namespace, processes may outlive bun (setsid, double fork)."""
-        return self.mode == "basic" or (self.mode in CONFINED and not probe_kernel().namespaces)
+        return self.mode == "basic" or (self.mode in CONFINED and not self.namespaces)
 
     async def _execute(self, plan: Plan, code: str, timeout_ms: int) -> RunResult:
         start = time.perf_counter()

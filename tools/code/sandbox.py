@@ -207,8 +207,10 @@ def build_plan(
     network: bool,
     limits: Limits,
     uid: int | None,
+    namespaces: bool = True,
 ) -> Plan:
-    """The command, environment and pre-exec hook for one run in `workdir`."""
+    """The command, environment and pre-exec hook for one run in `workdir`. `namespaces`:
+    whether confine.py should try them (False tests the Landlock-only path)."""
     if mode == "bwrap":
         env = clean_env(WORK_IN_SANDBOX, "/tmp")
         argv = [bwrap_path() or "bwrap", *_system_binds()]
@@ -228,7 +230,7 @@ def build_plan(
         argv += [*drop_uid_argv(uid), *bun.argv(BUN_IN_SANDBOX)]
         return _with_limits(argv, env, workdir, limits)
     if mode in CONFINED:
-        return confined_plan(mode, bun, workdir, network=network, limits=limits, uid=uid)
+        return confined_plan(mode, bun, workdir, network, limits, uid, namespaces)
     env = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
     prefix: list[str] = []
     if mode == "basic" and not network:
@@ -244,7 +246,13 @@ def build_plan(
 
 
 def confined_plan(
-    mode: Mode, bun: BunInfo, workdir: Path, *, network: bool, limits: Limits, uid: int | None
+    mode: Mode,
+    bun: BunInfo,
+    workdir: Path,
+    network: bool,
+    limits: Limits,
+    uid: int | None,
+    namespaces: bool,
 ) -> Plan:
     """`python -I -S confine.py <plan>`: one small process applies limits, namespaces and
     Landlock or the mount view, then execs bun (see confine.py)."""
@@ -254,6 +262,7 @@ def confined_plan(
         "work": str(workdir),
         "uid": uid,
         "network": network,
+        "namespaces": namespaces,
         "bun": bun.path,
         "bun_inside": BUN_IN_SANDBOX,
         "bun_argv": bun.argv(),
