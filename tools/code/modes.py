@@ -87,3 +87,8 @@ def protection(mode: Mode, network: bool) -> str:
     else:
         return "nothing: no limits, the code can read and write what the bot can"
     return f"{files}; network {net}; {procs}; limits: CPU, memory, file size, open files"
+
+
+if __name__ == "__main__":  # `make install` says which sandbox runs without bwrap
+    found, why = choose_mode("on")
+    print(f"{found}: {why}; protects {protection(found, True)}" if found else why)

@@ -188,7 +188,8 @@ def drop_uid_argv(uid: int | None) -> list[str]:
 
 
 def _system_binds() -> list[str]:
-    out: list[str] = []
+    # bwrap makes missing parent dirs 0700: the throwaway uid could not enter /etc, /opt.
+    out = [arg for d in ("/etc", "/opt", "/opt/bun") for arg in ("--perms", "0755", "--dir", d)]
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
             out += ["--symlink", os.readlink(d), d]
