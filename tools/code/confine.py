@@ -11,6 +11,7 @@ Standard library only, imports nothing of the project (it runs with -I -S).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -21,7 +22,7 @@ import sys
 from typing import Any
 
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446  # same on every arch
-PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
+PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 38, 1, 36
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -232,9 +233,38 @@ def used_bytes(top: str, stop_at: int) -> int:
     return total
 
 
+def end_orphans() -> None:
+    """Kill what bun left running (setsid, double fork): as the child subreaper we
+    inherit every orphan of the run, so our children are exactly those."""
+    me = os.getpid()
+    for _ in range(1000):
+        kids = [p for p in _pids() if _parent(p) == me]
+        if not kids:
+            return
+        for kid in kids:
+            with contextlib.suppress(OSError):
+                os.kill(kid, signal.SIGKILL)
+        for _kid in kids:  # reaping them hands their own children to us
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(-1, 0)
+
+
+def _pids() -> list[int]:
+    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def relay(pid: int, watch: tuple[str, int] | None) -> None:
     """Stay as the parent of the confined child and exit as it exits. With `watch`
-    (work dir, bytes) and no tmpfs to cap it, kill the run when the dir grows past it."""
+    (work dir, bytes): no namespaces, so kill the run when the dir grows past it (no
+    tmpfs caps it) and its orphans when it ends (no PID namespace ends them)."""
     for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(stop, lambda _s, _f: os.kill(pid, signal.SIGKILL))
     pidfd = os.pidfd_open(pid)
@@ -244,9 +274,12 @@ def relay(pid: int, watch: tuple[str, int] | None) -> None:
             sys.stderr.flush()
             os.killpg(0, signal.SIGKILL)  # our process group: the run and us
     _, status = os.waitpid(pid, 0)
+    if watch:
+        end_orphans()
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig != signal.SIGKILL:  # its handler cannot be set, not even to the default
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128)
 
@@ -262,6 +295,8 @@ def confine(plan: dict[str, Any]) -> None:
         raise Refused("CODE_NETWORK=off needs a network namespace or Landlock ABI 4")
     # The new PID namespace starts with our first child; without one, the parent
     # watches the work dir's size instead of a size-capped tmpfs.
+    if not namespaced:
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     pid = os.fork()
     if pid:
         relay(pid, None if namespaced else (work, plan["work_bytes"]))

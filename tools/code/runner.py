@@ -165,7 +165,13 @@ class CodeRunner:
             if not exited.is_set():
                 output_limited = capped.is_set()
                 timed_out = not output_limited
-                _killpg(proc.pid)
+                if self.mode in CONFINED and not self.namespaces:
+                    # No PID namespace: confine.py's relay kills bun and every orphan
+                    # on SIGTERM; a SIGKILL to the group would leave detached ones.
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(proc.pid, signal.SIGTERM)
+                else:
+                    _killpg(proc.pid)
             for t in (exit_task, cap_task):
                 t.cancel()
             _, pending = await asyncio.wait(readers, timeout=EXIT_GRACE_S)
