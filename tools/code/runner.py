@@ -165,13 +165,7 @@ class CodeRunner:
             if not exited.is_set():
                 output_limited = capped.is_set()
                 timed_out = not output_limited
-                if self.mode in CONFINED and not self.namespaces:
-                    # No PID namespace: confine.py's relay kills bun and every orphan
-                    # on SIGTERM; a SIGKILL to the group would leave detached ones.
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(proc.pid, signal.SIGTERM)
-                else:
-                    _killpg(proc.pid)
+                self._stop(proc.pid)
             for t in (exit_task, cap_task):
                 t.cancel()
             _, pending = await asyncio.wait(readers, timeout=EXIT_GRACE_S)
@@ -190,7 +184,7 @@ class CodeRunner:
             duration = (time.perf_counter() - start) * 1000
         finally:
             if proc.returncode is None:
-                _killpg(proc.pid)
+                self._stop(proc.pid)
             for task in (*readers, feeder, *([poller] if poller else [])):
                 task.cancel()
             if pidfd is not None:
@@ -208,6 +202,15 @@ class CodeRunner:
             stdout_truncated=out.total > len(out.kept),
             stderr_truncated=err.total > len(err.kept),
         )
+
+    def _stop(self, pid: int) -> None:
+        if self.mode in CONFINED and not self.namespaces:
+            # No PID namespace: confine.py's relay kills bun and every orphan on
+            # SIGTERM; a SIGKILL to the group would leave the detached ones running.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        else:
+            _killpg(pid)
 
     async def _kill_uid(self, uid: int) -> None:
         """As root without a PID namespace: nothing of the throwaway uid may outlive the run."""
