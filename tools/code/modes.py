@@ -7,7 +7,6 @@ else nothing runs unless the owner asked for CODE_SANDBOX=unsafe-basic.
 from __future__ import annotations
 
 import functools
-import json
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -30,8 +29,8 @@ def probe_kernel() -> Kernel:
     argv = [sys.executable, "-I", "-S", CONFINE_PY, "--probe"]
     try:
         res = subprocess.run(argv, capture_output=True, text=True, timeout=10, env={})
-        found = json.loads(res.stdout)
-        return Kernel(int(found["landlock_abi"]), bool(found["namespaces"]))
+        found = dict(item.split("=", 1) for item in res.stdout.split())
+        return Kernel(int(found["landlock_abi"]), found["namespaces"] == "1")
     except (OSError, subprocess.SubprocessError, ValueError, KeyError) as exc:
         return Kernel(0, False, f"probe failed: {exc}")
 

@@ -16,8 +16,8 @@ clean environment and work dir only. See modes.py for choosing one.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
+import marshal
 import os
 import resource
 import shutil
@@ -283,7 +283,7 @@ def confined_plan(
         env = clean_env(WORK_IN_SANDBOX, "/tmp")
     else:
         env = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
-    argv = [sys.executable, "-I", "-S", CONFINE_PY, json.dumps(plan)]
+    argv = [sys.executable, "-I", "-S", CONFINE_PY, marshal.dumps(plan).hex()]
     return Plan(argv, env, str(workdir), None)
 
 
