@@ -266,3 +266,50 @@ async def test_basic_mode_leaves_the_checkout_readable(env: Env) -> None:
         READ_JS.replace("PATHS", repr([path])), 10000, None
     )
     assert res.stdout.startswith(f"READ {path} ")
+
+
+@pytest.mark.parametrize("mode", STRONG_MODES)
+async def test_a_launcher_failure_is_a_sandbox_error_and_the_next_run_works(
+    env: Env, mode: str
+) -> None:
+    from tools.code.bun import BunInfo
+
+    svc = env.in_mode(mode)
+    assert svc.runner is not None
+    good = svc.runner.bun
+    svc.runner.bun = BunInfo(path="/nonexistent/bun", version="0", run_flags=())
+    _, res, cat = await svc.execute("console.log(1)", 5000, None)
+    assert cat == "sandbox" and res.exit_code != 0
+    if mode != "bwrap":
+        assert res.stderr.startswith("sandbox: "), res.stderr
+    svc.runner.bun = good
+    _, res, cat = await svc.execute("console.log(6 * 7)", 5000, None)
+    assert cat is None and res.stdout.strip() == "42"
+
+
+@pytest.mark.skipif(
+    probe_kernel().landlock_abi == 0 and not probe_kernel().namespaces,
+    reason="no fallback sandbox on this kernel",
+)
+async def test_startup_log_names_the_mode_and_what_it_protects(
+    env: Env, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="tools.code.tool")
+    svc = env.service()
+    best = caplog.messages[-1]
+    assert f"sandbox {svc.mode} (" in best and "protects files: " in best
+    monkeypatch.setenv("PATH", str(tmp_path))  # bwrap hidden
+    fallback = env.service()
+    line = caplog.messages[-1]
+    assert f"sandbox {fallback.mode} (" in line and "bwrap not installed" in line
+    assert line.endswith("for the full sandbox, install bubblewrap (apt-get install bubblewrap)")
+
+
+def test_landlock_rights_follow_the_abi() -> None:
+    from tools.code import confine
+
+    assert confine.fs_rights(1) == (1 << 13) - 1  # execute .. make_sym
+    assert confine.fs_rights(2) == confine.fs_rights(1) | confine.FS_REFER
+    assert confine.fs_rights(4) == confine.fs_rights(3) == (1 << 15) - 1  # + truncate
+    assert confine.fs_rights(7) == (1 << 16) - 1  # + ioctl_dev (ABI 5)
+    assert confine.landlock_abi() == probe_kernel().landlock_abi

@@ -15,7 +15,7 @@ from tools.base import Capabilities, Clock, Tool, ToolCall, ToolError
 from tools.code.bun import locate_bun, probe_bun
 from tools.code.categories import classify
 from tools.code.jobs import JobManager
-from tools.code.modes import choose_mode, protection
+from tools.code.modes import INSTALL_BWRAP, choose_mode, protection
 from tools.code.runner import CodeRunner, RunResult
 from tools.code.sandbox import Mode
 from tools.registry import ToolDeps
@@ -82,12 +82,13 @@ class CodeService:
                     bun, mode, network=network, max_concurrent=s.code_max_concurrent
                 )
                 log.info(
-                    "code tool: bun %s at %s; sandbox %s (%s); protects %s",
+                    "code tool: bun %s at %s; sandbox %s (%s); protects %s%s",
                     bun.version,
                     bun.path,
                     mode,
                     self.mode_reason,
                     self.protects,
+                    "" if mode == "bwrap" else f"; for the full sandbox, {INSTALL_BWRAP}",
                 )
         self.jobs = JobManager(deps.session_factory, deps.llm, deps.clock, s.code_generator)
         deps.closers.append(self.jobs.close)
