@@ -28,7 +28,7 @@ else:
     import _signal as signal
 
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446  # same on every arch
-PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 38, 1, 36
+PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 38, 1, 36, 4
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -280,6 +280,9 @@ def relay(pid: int, watch: tuple[str, int] | None) -> None:
     """Stay as the parent of the confined child and exit as it exits. With `watch`
     (work dir, bytes): no namespaces, so kill the run when the dir grows past it (no
     tmpfs caps it) and its orphans when it ends (no PID namespace ends them)."""
+    # Not dumpable: the code (same uid when we are not root) cannot ptrace us, and we
+    # hold what it must not have (a host cwd, capabilities in our user namespace).
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(stop, lambda _s, _f: os.kill(pid, signal.SIGKILL))
     pidfd = os.pidfd_open(pid)
@@ -291,6 +294,8 @@ def relay(pid: int, watch: tuple[str, int] | None) -> None:
     _, status = os.waitpid(pid, 0)
     if watch:
         end_orphans()
+    if os.WIFSIGNALED(status) and os.getpid() == 1:
+        os._exit(128 + os.WTERMSIG(status))  # as init we cannot die of our own signal
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig != signal.SIGKILL:  # its handler cannot be set, not even to the default
@@ -317,6 +322,12 @@ def confine(plan: dict[str, Any]) -> None:
         relay(pid, None if namespaced else (work, plan["work_bytes"]))
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if namespaced:
+        # We are the namespace's init. bun must not be: the kernel drops signals an init
+        # sends itself (process.kill(process.pid) would do nothing), so we stay as pid 1.
+        pid = os.fork()
+        if pid:
+            relay(pid, None)
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     argv, has_proc = list(plan["bun_argv"]), False
     if mode == "namespace":
