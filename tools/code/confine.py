@@ -1,6 +1,6 @@
 """The launcher between the runner and bun when bubblewrap is not there.
 
-Run as `python -I -S confine.py <plan: marshal, hex>` with the run's clean environment: it sets
+Run as `python -I -S confine.py`, the plan on stdin before the program (read_plan): it sets
 the rlimits, takes what namespaces it can, confines the filesystem (Landlock, or a
 mount-namespace view of only the runtime paths), drops to the run's uid and execs bun.
 A separate program rather than a preexec_fn: that would make the bot fork() its whole
@@ -355,7 +355,7 @@ def confine(plan: dict[str, Any]) -> None:
         landlock(abi, rules, block_tcp=not net and abi >= 4)
     else:
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    os.execve(argv[0], argv, dict(os.environ))
+    os.execve(argv[0], argv, plan["env"])
 
 
 def probe() -> str:
@@ -372,13 +372,35 @@ def probe() -> str:
     return f"landlock_abi={landlock_abi()} namespaces={int(namespaces)}"
 
 
+def read_plan(fd: int) -> dict[str, Any]:
+    """The plan comes first on stdin (8 hex digits of length, then marshal bytes); the
+    rest is the program, left unread for bun. Read exactly, never past the plan."""
+
+    def exactly(n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = os.read(fd, n - len(out))
+            if not chunk:
+                raise EOFError("stdin closed before the plan")
+            out += chunk
+        return out
+
+    plan: dict[str, Any] = marshal.loads(exactly(int(exactly(8), 16)))
+    return plan
+
+
 def main() -> None:
     if sys.argv[1:] == ["--probe"]:
         print(probe())
         return
     try:
-        # marshal, not json: importing json (re, enum) would double our start-up time.
-        confine(marshal.loads(bytes.fromhex(sys.argv[1])))
+        # Started ahead of the run (the runner keeps one waiting), so the interpreter's
+        # start-up is off the run's path; it blocks here until the plan arrives.
+        plan = read_plan(0)
+    except (EOFError, OSError, ValueError):
+        os._exit(0)  # the runner went away, or closed us unused
+    try:
+        confine(plan)
     except (Refused, OSError) as exc:
         sys.stderr.write(f"sandbox: {exc}\n")
         os._exit(126)

@@ -67,6 +67,7 @@ ETC_FILES = (
     "/etc/group",
 )
 CONFINE_PY = str(Path(__file__).with_name("confine.py"))
+LAUNCHER_ARGV = [sys.executable, "-I", "-S", CONFINE_PY]
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Plan:
     env: dict[str, str]
     cwd: str
     preexec: Callable[[], None] | None
+    stdin_prefix: bytes = b""  # what confine.py reads before the program: its plan
 
 
 def clean_env(home: str, tmp: str) -> dict[str, str]:
@@ -258,7 +260,7 @@ def confined_plan(
     """`python -I -S confine.py <plan>`: one small process applies limits, namespaces and
     Landlock or the mount view, then execs bun (see confine.py)."""
     inside = mode == "namespace"
-    plan = {
+    plan: dict[str, object] = {
         "mode": mode,
         "work": str(workdir),
         "uid": uid,
@@ -280,11 +282,12 @@ def confined_plan(
         },
     }
     if inside:
-        env = clean_env(WORK_IN_SANDBOX, "/tmp")
+        plan["env"] = clean_env(WORK_IN_SANDBOX, "/tmp")
     else:
-        env = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
-    argv = [sys.executable, "-I", "-S", CONFINE_PY, marshal.dumps(plan).hex()]
-    return Plan(argv, env, str(workdir), None)
+        plan["env"] = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
+    data = marshal.dumps(plan)
+    # The same command for every run, so the runner can start one ahead of time.
+    return Plan(LAUNCHER_ARGV, {}, "/", None, b"%08x" % len(data) + data)
 
 
 def _with_limits(argv: list[str], env: dict[str, str], workdir: Path, limits: Limits) -> Plan:

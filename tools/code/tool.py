@@ -92,6 +92,11 @@ class CodeService:
                 )
         self.jobs = JobManager(deps.session_factory, deps.llm, deps.clock, s.code_generator)
         deps.closers.append(self.jobs.close)
+        deps.closers.append(self.close)
+
+    async def close(self) -> None:
+        if self.runner is not None:  # the current one: tests swap it
+            await self.runner.close()
 
     async def execute(
         self, code: str, timeout_ms: int, call: ToolCall | None
