@@ -25,6 +25,7 @@ TAG = f"{os.getpid() % 100000}.{random.randint(100, 999)}7"
 # Paths outside the view do not exist in bwrap and the namespace view; Landlock denies.
 DENIAL = {"bwrap": "ENOENT", "namespace": "ENOENT", "landlock": "EACCES"}
 DENIAL["landlock-only"] = "EACCES"
+ABI = probe_kernel().landlock_abi
 
 READ_JS = """
 import { readFileSync, readdirSync, statSync } from "node:fs";
@@ -134,6 +135,8 @@ async def test_another_runs_work_dir_is_out_of_reach(env: Env, mode: str, runs_d
 
 @pytest.mark.parametrize("mode", STRONG_MODES)
 async def test_network_off_reaches_no_loopback_port(env: Env, mode: str) -> None:
+    if mode == "landlock-only" and ABI < 4:
+        pytest.skip("Landlock before ABI 4 cannot block TCP: such runs are refused")
     accepted: list[int] = []
 
     async def on_connect(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
@@ -163,7 +166,7 @@ try {{ const l = Bun.listen({{ hostname: "127.0.0.1", port: 0, socket: {{ data()
         "bwrap": ["fetch ConnectionRefused", "connect ECONNREFUSED", "listening"],
         "namespace": ["fetch FailedToOpenSocket", "connect ECONNREFUSED", "listening"],
         "landlock": ["fetch FailedToOpenSocket", "connect EACCES", "listen EACCES"],
-    }[mode.removesuffix("-only")]
+    }["landlock" if mode.startswith("landlock") and ABI >= 4 else mode]
     assert res.stdout.strip().splitlines() == expected, res.stdout + res.stderr
 
 

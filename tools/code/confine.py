@@ -307,6 +307,8 @@ def relay(pid: int, watch: tuple[str, int] | None) -> None:
 def confine(plan: dict[str, Any]) -> None:
     mode, work, uid, net = plan["mode"], plan["work"], plan["uid"], plan["network"]
     abi = landlock_abi() if mode == "landlock" else 0
+    if mode == "landlock" and abi < 1:
+        raise Refused("this kernel has no Landlock")
     set_limits(plan["limits"])
     namespaced = plan["namespaces"] and enter_namespaces(net, uid)
     if mode == "namespace" and not namespaced:
