@@ -316,3 +316,36 @@ def test_landlock_rights_follow_the_abi() -> None:
     assert confine.fs_rights(4) == confine.fs_rights(3) == (1 << 15) - 1  # + truncate
     assert confine.fs_rights(7) == (1 << 16) - 1  # + ioctl_dev (ABI 5)
     assert confine.landlock_abi() == probe_kernel().landlock_abi
+
+
+@pytest.mark.parametrize(
+    ("abi", "namespaces", "network", "setting", "expected"),
+    [
+        (7, True, False, "on", "landlock"),
+        (1, False, True, "on", "landlock"),
+        (3, False, False, "on", None),  # no way to take the network away: refuse
+        (3, False, False, "unsafe-basic", "basic"),
+        (3, True, False, "on", "landlock"),  # the network namespace does it
+        (0, True, False, "on", "namespace"),
+        (0, False, True, "on", None),
+        (0, False, True, "unsafe-basic", "basic"),
+        (7, True, True, "off", "off"),
+    ],
+)
+def test_mode_choice_without_bwrap(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    abi: int,
+    namespaces: bool,
+    network: bool,
+    setting: str,
+    expected: str | None,
+) -> None:
+    from tools.code import modes
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(modes, "probe_kernel", lambda: modes.Kernel(abi, namespaces))
+    mode, why = choose_mode(setting, network)
+    assert mode == expected, why
+    if expected is None:
+        assert why.startswith("Code execution is off") and why.count(". ") == 0

@@ -184,7 +184,8 @@ def build_view(root: str, plan: dict[str, Any]) -> None:
     bind_ro(plan["bun"], root + plan["bun_inside"])
     for d in ("/proc", "/tmp", "/work"):
         os.makedirs(root + d)
-    mount_proc(root + "/proc")
+    if not mount_proc(root + "/proc"):
+        raise Refused("the kernel refused a /proc for the PID namespace")
     tmpfs(root + "/tmp", plan["tmp_bytes"], plan["uid"])
     tmpfs(root + "/work", plan["work_bytes"], plan["uid"])
     os.chdir(root)
@@ -353,7 +354,8 @@ def confine(plan: dict[str, Any]) -> None:
         if has_proc:  # our own /proc, holding only the sandbox's processes
             rules.append(("/proc", FS_READ_FILE | FS_READ_DIR))
         else:  # the host's: only bun's own entry (which bun aborts without)
-            rules.append((f"/proc/{os.getpid()}", FS_READ_FILE | FS_READ_DIR))
+            # (/proc/self: our pid in the namespace /proc was made for, not getpid())
+            rules.append((f"/proc/{os.readlink('/proc/self')}", FS_READ_FILE | FS_READ_DIR))
         landlock(abi, rules, block_tcp=not net and abi >= 4)
     else:
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
@@ -361,16 +363,25 @@ def confine(plan: dict[str, Any]) -> None:
 
 
 def probe() -> str:
-    """Landlock ABI, and whether namespaces work here (tried in a throwaway child)."""
+    """Landlock ABI, and whether namespaces work here, /proc included (tried in a
+    throwaway child: some containers mask /proc, and bun cannot run without one)."""
+
+    def namespaces_work() -> bool:
+        if not enter_namespaces(False, None):
+            return False
+        pid = os.fork()  # the namespace's first process may mount its /proc
+        if pid == 0:
+            mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+            os._exit(0 if mount_proc("/proc") else 1)
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
     pid = os.fork()
     if pid == 0:
         try:
-            ok = enter_namespaces(False, None)
+            os._exit(0 if namespaces_work() else 1)
         except OSError:
-            ok = False
-        os._exit(0 if ok else 1)
-    _, status = os.waitpid(pid, 0)
-    namespaces = os.waitstatus_to_exitcode(status) == 0
+            os._exit(1)
+    namespaces = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
     return f"landlock_abi={landlock_abi()} namespaces={int(namespaces)}"
 
 
