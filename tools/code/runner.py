@@ -234,9 +234,10 @@ class CodeRunner:
         )
 
     def _stop(self, pid: int) -> None:
-        if self.mode in CONFINED and not self.namespaces:
-            # No PID namespace: confine.py's relay kills bun and every orphan on
-            # SIGTERM; a SIGKILL to the group would leave the detached ones running.
+        if self.mode in CONFINED:
+            # confine.py's relay, on SIGTERM, kills bun and waits until every process
+            # of the run is gone (the PID namespace's, or the orphans it inherited);
+            # a SIGKILL to the group would kill the relay first and not wait.
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         else:
