@@ -129,6 +129,7 @@ class CodeRunner:
             nproc = self._nproc_base + TASKS_PER_RUN
         limits = Limits(cpu_s=math.ceil(timeout_ms / 1000) + 1, nproc=nproc)
         workdir = prepare_workdir(self.workbase, uid, self.mode)
+        plan: Plan | None = None
         try:
             plan = build_plan(
                 self.mode,
@@ -141,7 +142,7 @@ class CodeRunner:
             )
             return await self._execute(plan, code, timeout_ms)
         finally:
-            if plan.stdin_prefix:
+            if plan is not None and plan.stdin_prefix:
                 self._prewarm(plan)
             if uid is not None and self._needs_sweep():
                 await self._kill_uid(uid)
