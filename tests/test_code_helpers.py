@@ -47,7 +47,7 @@ needs_namespaces = pytest.mark.skipif(
 # refuses user namespaces, as Ubuntu's AppArmor does), the mount-namespace view.
 STRONG_MODES = [
     pytest.param("bwrap", marks=needs_bwrap, id="bwrap"),
-    pytest.param("landlock", marks=needs_landlock, id="landlock"),
+    pytest.param("landlock", marks=[needs_landlock, needs_namespaces], id="landlock"),
     pytest.param("landlock-only", marks=needs_landlock, id="landlock-only"),
     pytest.param("namespace", marks=needs_namespaces, id="namespace"),
 ]
