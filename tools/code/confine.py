@@ -1,6 +1,6 @@
 """The launcher between the runner and bun when bubblewrap is not there.
 
-Run as `python -I -S confine.py`, the plan on stdin before the program (read_plan): it sets
+Started as `python -I -S launch.py`, the plan on stdin before the program (read_plan): it sets
 the rlimits, takes what namespaces it can, confines the filesystem (Landlock, or a
 mount-namespace view of only the runtime paths), drops to the run's uid and execs bun.
 A separate program rather than a preexec_fn: that would make the bot fork() its whole

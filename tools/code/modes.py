@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import functools
 import subprocess
-import sys
 from dataclasses import dataclass
 
-from tools.code.sandbox import CONFINE_PY, Mode, bwrap_path, bwrap_works
+from tools.code.sandbox import LAUNCHER_ARGV, Mode, bwrap_path, bwrap_works
 
 INSTALL_BWRAP = "install bubblewrap (apt-get install bubblewrap)"
 
@@ -26,7 +25,7 @@ class Kernel:
 @functools.lru_cache(maxsize=1)
 def probe_kernel() -> Kernel:
     """Asked of confine.py in a child, so the answer is exactly what a run will get."""
-    argv = [sys.executable, "-I", "-S", CONFINE_PY, "--probe"]
+    argv = [*LAUNCHER_ARGV, "--probe"]
     try:
         res = subprocess.run(argv, capture_output=True, text=True, timeout=10, env={})
         found = dict(item.split("=", 1) for item in res.stdout.split())

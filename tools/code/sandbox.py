@@ -66,8 +66,7 @@ ETC_FILES = (
     "/etc/passwd",
     "/etc/group",
 )
-CONFINE_PY = str(Path(__file__).with_name("confine.py"))
-LAUNCHER_ARGV = [sys.executable, "-I", "-S", CONFINE_PY]
+LAUNCHER_ARGV = [sys.executable, "-I", "-S", str(Path(__file__).with_name("launch.py"))]
 
 
 @dataclass(frozen=True)
