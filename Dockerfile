@@ -27,5 +27,6 @@ RUN mkdir -p /data && chmod 700 /data
 VOLUME /data
 
 # Runs as root on purpose: without user namespaces (Docker's default seccomp profile) bwrap
-# cannot start, and the code tool then isolates runs under a throwaway uid, which needs root.
+# cannot start; the code tool then confines runs with Landlock (where the host kernel and
+# Docker allow it) under a throwaway uid, which needs root. `sidekick doctor` names the mode.
 CMD ["sidekick", "run"]

@@ -4,9 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run chat doctor migrate test bench lint clean
+.PHONY: install bwrap run chat doctor migrate test bench lint clean
 
-install: $(STAMP)
+install: $(STAMP) bwrap
 
 # Re-runs only when pyproject.toml changes; pip is idempotent anyway.
 $(STAMP): pyproject.toml
@@ -14,6 +14,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# bubblewrap is the code tool's best sandbox. As root on Debian/Ubuntu (CI, Docker) we
+# install it; otherwise one line says how, and which sandbox the bot uses meanwhile.
+bwrap: $(STAMP)
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) \
+	      || echo "could not install bubblewrap; code sandbox: $$($(BIN)/python -m tools.code.modes)"; \
+	  else \
+	    echo "bubblewrap missing (sudo apt-get install bubblewrap); code sandbox: $$($(BIN)/python -m tools.code.modes)"; \
+	  fi; }
 
 run: install
 	$(BIN)/sidekick run

@@ -1,5 +1,6 @@
-"""Code tool overhead: per-run cost over bare `bun run -`, sandbox on/basic/off, and
-throughput with 4 concurrent requests. `--memory` re-measures bun's address-space needs.
+"""Code tool overhead: per-run cost over bare `bun run -` in every sandbox mode this
+machine has (bwrap, landlock with namespaces, landlock alone, namespace view, basic, off),
+and throughput with 4 concurrent requests. `--memory` re-measures bun's address-space needs.
 
     .venv/bin/python bench/code_exec.py [--runs 60] [--heap-mb 200] [--memory]
 """
@@ -17,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.code.bun import locate_bun, probe_bun
+from tools.code.bun import BunInfo, locate_bun, probe_bun
+from tools.code.modes import Kernel, choose_mode, probe_kernel
 from tools.code.runner import CodeRunner
-from tools.code.sandbox import choose_mode
 
 CODE = "console.log(1)"
 
@@ -27,6 +28,14 @@ CODE = "console.log(1)"
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
+
+
+def children_cpu_ms() -> float:
+    """CPU time of every child we reaped so far (sandbox helpers and bun included):
+    less bent by other load on the machine than wall time. Undercounts bwrap, whose
+    namespace's processes are not all reaped by a process we wait for."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r.ru_utime + r.ru_stime) * 1000
 
 
 async def bare_once(argv: list[str]) -> float:
@@ -46,8 +55,10 @@ async def bare_once(argv: list[str]) -> float:
 async def runner_once(runner: CodeRunner) -> float:
     start = time.perf_counter()
     res = await runner.run(CODE, 10_000)
+    took = (time.perf_counter() - start) * 1000
     assert res.stdout.strip() == "1", (res.stdout, res.stderr)
-    return (time.perf_counter() - start) * 1000
+    await runner.warmed()  # the next launcher starts between runs, not during the next
+    return took
 
 
 async def throughput(runner: CodeRunner, total: int, concurrency: int) -> float:
@@ -63,6 +74,25 @@ async def throughput(runner: CodeRunner, total: int, concurrency: int) -> float:
     return total / (time.perf_counter() - start)
 
 
+ALL_MODES = ["bwrap", "landlock", "landlock-only", "namespace", "basic", "off"]
+
+
+def available(mode: str, bwrap: bool, kernel: Kernel) -> bool:
+    return {
+        "bwrap": bwrap,
+        "landlock": kernel.landlock_abi > 0,
+        "landlock-only": kernel.landlock_abi > 0,
+        "namespace": kernel.namespaces,
+    }.get(mode, True)
+
+
+def make_runner(bun: BunInfo, mode: str, slots: int) -> CodeRunner:
+    """landlock-only: Landlock without namespaces, as where the kernel refuses them."""
+    base = "landlock" if mode == "landlock-only" else mode
+    ns = False if mode == "landlock-only" else None
+    return CodeRunner(bun, base, network=True, max_concurrent=slots, namespaces=ns)  # type: ignore[arg-type]
+
+
 async def main(runs: int, heap_mb: int) -> None:
     # A bot-sized heap in this process: what a fork() (any preexec_fn) would have to copy.
     ballast = [bytearray(b"x" * (1024 * 1024)) for _ in range(heap_mb)]
@@ -71,34 +101,43 @@ async def main(runs: int, heap_mb: int) -> None:
         f"bun {bun.version} at {bun.path}; flags {' '.join(bun.run_flags)}; "
         f"{os.cpu_count()} cpus; {len(ballast)} MB ballast heap; {runs} runs per mode"
     )
+    kernel = probe_kernel()
+    release = os.uname().release
+    print(f"kernel {release}: Landlock ABI {kernel.landlock_abi}, namespaces {kernel.namespaces}")
     best, why = choose_mode("on")
-    modes = ["bwrap", "basic", "off"] if best == "bwrap" else ["basic", "off"]
+    modes = [m for m in ALL_MODES if available(m, best == "bwrap", kernel)]
     if best != "bwrap":
         print(f"(bwrap unavailable: {why})")
     # Interleaved: each sandboxed run is paired with a bare run next to it, so load from
     # other processes on the machine hits both sides alike.
     for mode in modes:
-        runner = CodeRunner(bun, mode, network=True, max_concurrent=4)  # type: ignore[arg-type]
+        runner = make_runner(bun, mode, 4)
         for _ in range(3):
             await bare_once(bun.argv())
             await runner_once(runner)
-        bare, boxed = [], []
+        bare, boxed, cpu_diffs = [], [], []
         for _ in range(runs):
+            cpu0 = children_cpu_ms()
             bare.append(await bare_once(bun.argv()))
+            cpu1 = children_cpu_ms()
             boxed.append(await runner_once(runner))
+            cpu_diffs.append((children_cpu_ms() - cpu1) - (cpu1 - cpu0))
+        await runner.close()
         diffs = [b - a for a, b in zip(bare, boxed, strict=True)]
         print(
-            f"sandbox {mode:6s}: run p50 {statistics.median(boxed):5.1f} ms"
+            f"sandbox {mode:13s}: run p50 {statistics.median(boxed):5.1f} ms"
             f" p95 {pct(boxed, 95):5.1f}"
             f" | bare p50 {statistics.median(bare):5.1f} p95 {pct(bare, 95):5.1f}"
             f" | overhead p50 {statistics.median(diffs):+5.1f} ms p95 {pct(diffs, 95):+5.1f} ms"
+            f" | CPU overhead p50 {statistics.median(cpu_diffs):+5.1f} ms"
         )
     for mode in modes:
         for slots in (2, 4):
-            runner = CodeRunner(bun, mode, network=True, max_concurrent=slots)  # type: ignore[arg-type]
+            runner = make_runner(bun, mode, slots)
             rate = await throughput(runner, max(40, runs), 4)
+            await runner.close()
             print(
-                f"4 concurrent requests, {mode:6s} CODE_MAX_CONCURRENT={slots}: {rate:6.1f} runs/s"
+                f"4 concurrent requests, {mode:13s} CODE_MAX_CONCURRENT={slots}: {rate:6.1f} runs/s"
             )
 
 

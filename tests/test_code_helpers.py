@@ -18,7 +18,8 @@ from db.repos import core
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tools.base import RequestContext, ToolCall, ToolDeps
-from tools.code.sandbox import choose_mode
+from tools.code.modes import choose_mode, probe_kernel
+from tools.code.runner import CodeRunner
 from tools.code.tool import CodeService
 
 SECRET_TOKEN = "123456:TEST-telegram-token-never-leaks"
@@ -33,6 +34,23 @@ needs_bwrap = pytest.mark.skipif(
     bwrap_reason() is not None, reason=f"bubblewrap unusable here: {bwrap_reason()}"
 )
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the throwaway-uid sweep needs root")
+needs_landlock = pytest.mark.skipif(
+    probe_kernel().landlock_abi < 1, reason="no Landlock in this kernel"
+)
+needs_namespaces = pytest.mark.skipif(
+    not probe_kernel().namespaces, reason="the kernel refuses user/mount namespaces"
+)
+
+# Every mode this machine supports, built explicitly whatever choose_mode would pick:
+# bubblewrap, Landlock with the namespaces it can get, Landlock alone (a kernel that
+# refuses user namespaces, as Ubuntu's AppArmor does), the mount-namespace view.
+STRONG_MODES = [
+    pytest.param("bwrap", marks=needs_bwrap, id="bwrap"),
+    pytest.param("landlock", marks=[needs_landlock, needs_namespaces], id="landlock"),
+    pytest.param("landlock-only", marks=needs_landlock, id="landlock-only"),
+    pytest.param("namespace", marks=needs_namespaces, id="namespace"),
+]
+MODES = [*STRONG_MODES, pytest.param("basic", marks=needs_root, id="basic")]
 
 
 @dataclass
@@ -43,6 +61,21 @@ class Env:
 
     def call(self, call_id: str = "call_1", reasoning: str = "because") -> ToolCall:
         return ToolCall(ctx=self.ctx, call_id=call_id, reasoning=reasoning)
+
+    def in_mode(self, mode: str, network: bool = True) -> CodeService:
+        """A service whose runner uses `mode` (one of MODES)."""
+        svc = self.service()
+        assert svc.runner is not None
+        base = "landlock" if mode == "landlock-only" else mode
+        svc.mode = base  # type: ignore[assignment]
+        svc.runner = CodeRunner(
+            svc.runner.bun,
+            base,  # type: ignore[arg-type]
+            network=network,
+            max_concurrent=2,
+            namespaces=False if mode == "landlock-only" else None,
+        )
+        return svc
 
     def service(self, **overrides: Any) -> CodeService:
         deps = self.deps

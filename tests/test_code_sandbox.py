@@ -1,6 +1,6 @@
 """Hostile programs against the real bun in the real sandbox: each one is contained and
-the runner keeps serving. bwrap mode is the one fully tested; basic mode where it makes
-sense (as root, a throwaway uid stands in for the missing namespaces)."""
+the runner keeps serving, in every mode this machine supports (see MODES). The
+filesystem, network and size boundaries have their own file: test_code_confinement.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from db.models.code import CodeExecution
-from tests.test_code_helpers import SECRET_TOKEN, Env, env, leftovers, needs_bwrap, needs_root
+from tests.test_code_helpers import MODES, SECRET_TOKEN, Env, env, leftovers, needs_bwrap
 from tools.code.tool import CodeService
 
 __all__ = ["env"]
@@ -20,24 +20,9 @@ __all__ = ["env"]
 # A sleep length no other process on the host uses (parallel test runs share /proc).
 TAG = f"{os.getpid() % 100000}.{random.randint(100, 999)}"
 
-MODES = [
-    pytest.param("on", marks=needs_bwrap, id="bwrap"),
-    pytest.param("basic", marks=needs_root, id="basic"),
-]
-
 
 def service(env: Env, mode: str) -> CodeService:
-    svc = env.service()
-    if mode == "basic":
-        # Same host, bwrap deliberately not used: the fallback a machine without it gets.
-        from tools.code.runner import CodeRunner
-
-        assert svc.runner is not None
-        svc.mode = "basic"
-        svc.runner = CodeRunner(svc.runner.bun, "basic", network=True, max_concurrent=2)
-    else:
-        assert svc.mode == "bwrap"
-    return svc
+    return env.in_mode(mode)
 
 
 def landed(*paths: Path) -> bool:
@@ -61,7 +46,7 @@ async def test_infinite_loop_is_killed_at_the_timeout(env: Env, mode: str) -> No
 async def test_cpu_hog_in_workers_is_killed_and_others_still_run(env: Env) -> None:
     import asyncio
 
-    svc = service(env, "on")
+    svc = service(env, "bwrap")
     hog = """
 const src = "while (true) { Math.sqrt(Math.random()) }";
 const url = URL.createObjectURL(new Blob([src], { type: "application/javascript" }));
@@ -200,7 +185,7 @@ for (const p of ["{outside}", "/usr/planted.txt", "/tmp/planted-by-code.txt", ".
     assert f"denied {outside}" in res.stdout and "denied /usr/planted.txt" in res.stdout
     assert "wrote ./inside.txt" in res.stdout
     assert not landed(outside, Path("/usr/planted.txt"))
-    if mode == "on":  # a private /tmp inside bwrap
+    if mode != "basic":  # a private /tmp, or none writable (Landlock)
         assert not landed(Path("/tmp/planted-by-code.txt"))
     else:
         Path("/tmp/planted-by-code.txt").unlink(missing_ok=True)  # noqa: ASYNC240

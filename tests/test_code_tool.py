@@ -160,12 +160,16 @@ async def test_bun_missing_is_a_clear_tool_error(env: Env) -> None:
 
 async def test_doctor_reports_bun_sandbox_and_a_trial_run(env: Env) -> None:
 
-    from tests.test_code_helpers import bwrap_reason
     from tools.code.doctor import check_code
+    from tools.code.modes import choose_mode
 
     results = {r.name: r for r in await check_code(env.deps)}
     assert results["bun"].ok and "--no-install" in results["bun"].detail
-    assert results["code sandbox"].ok == (bwrap_reason() is None)
+    mode, _ = choose_mode("on")
+    sandbox = results["code sandbox"]
+    assert sandbox.ok == (mode in ("bwrap", "landlock", "namespace")), sandbox
+    assert sandbox.detail.startswith(f"{mode}: ") and "protects files: " in sandbox.detail
+    assert ("weaker than bubblewrap" in sandbox.detail) == (mode != "bwrap")
     assert results["code trial run"].ok and "'42'" in results["code trial run"].detail
     s = env.settings.model_copy(update={"bun_path": "/nonexistent/bun"})
     from tools.base import ToolDeps

@@ -57,7 +57,7 @@ def classify(r: RunResult) -> str | None:
         return None
     if r.exit_code is None:
         return "killed"
-    if re.match(r"^(?:bwrap|setpriv|unshare): ", err):
+    if re.match(r"^(?:bwrap|setpriv|unshare|sandbox): ", err):
         return "sandbox"
     if _MEMORY.search(err) or r.exit_code == _SIGNAL_BASE + int(signal.SIGSEGV):
         return "memory"

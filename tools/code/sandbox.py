@@ -1,32 +1,40 @@
 """How a run is confined: the command line, the environment built from nothing, rlimits.
 
-Three modes. `bwrap`: bubblewrap with read-only system dirs and bun, a private /tmp,
-only the work dir writable, new PID/IPC/UTS (and optionally network) namespaces, so
-the bot's database, `.env`, `~/.ssh` and `/proc/<bot pid>` do not exist in there, and
-killing bwrap ends every process the code started. `basic`: no bwrap (missing or not
-usable here): the same clean environment, work dir and rlimits, and when the bot runs
-as root, a throwaway uid whose every process is killed after the run. `off`
-(CODE_SANDBOX=off): clean environment and work dir only.
+Modes, best first. `bwrap`: bubblewrap with read-only system dirs and bun, size-capped
+private /tmp and /work, new PID/IPC/UTS (and optionally network) namespaces, so the
+bot's database, `.env`, `~/.ssh` and `/proc/<bot pid>` do not exist in there, and
+killing bwrap ends every process the code started. Without bwrap, confine.py does it:
+`landlock` lets the code read only the runtime paths and write only its work dir (and
+blocks TCP when the network is off), plus namespaces where the kernel allows them;
+`namespace` (no Landlock) builds the same view as bwrap with mount namespaces. `basic`
+(only with CODE_SANDBOX=unsafe-basic, where none of those works): the clean
+environment, work dir and rlimits, and as root a throwaway uid whose every process is
+killed after the run; the whole filesystem stays readable. `off` (CODE_SANDBOX=off):
+clean environment and work dir only. See modes.py for choosing one.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import marshal
 import os
 import resource
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from tools.code.bun import BunInfo
+from tools.code.files import INPUT_DIR, OUTPUT_DIR, io_dir
 
 log = logging.getLogger(__name__)
 
-Mode = Literal["bwrap", "basic", "off"]
+Mode = Literal["bwrap", "landlock", "namespace", "basic", "off"]
+CONFINED: tuple[Mode, ...] = ("landlock", "namespace")  # run through confine.py
 
 # Measured with bun 1.4.2 (see bench/code_exec.py --memory): below ~350 MiB of address
 # space bun aborts at start; from there up to ~2.1 GiB it runs with its JIT disabled
@@ -36,6 +44,8 @@ Mode = Literal["bwrap", "basic", "off"]
 ADDRESS_SPACE_BYTES = 3 * 1024**3
 FILE_SIZE_BYTES = 64 * 1024**2
 OPEN_FILES = 256
+# /work and /tmp are tmpfs of this size (RAM-backed), so the code cannot fill a disk.
+WORK_SIZE_BYTES = 128 * 1024**2
 # Per-run uid when we are root: RLIMIT_NPROC counts every task (threads too) of the
 # real uid, and is ignored for root, so each concurrent slot gets its own uid.
 SLOT_UID_BASE = 61000
@@ -57,6 +67,7 @@ ETC_FILES = (
     "/etc/passwd",
     "/etc/group",
 )
+LAUNCHER_ARGV = [sys.executable, "-I", "-S", str(Path(__file__).with_name("launch.py"))]
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,7 @@ class Plan:
     env: dict[str, str]
     cwd: str
     preexec: Callable[[], None] | None
+    stdin_prefix: bytes = b""  # what confine.py reads before the program: its plan
 
 
 def clean_env(home: str, tmp: str) -> dict[str, str]:
@@ -99,25 +111,13 @@ def bwrap_path() -> str | None:
 def bwrap_works(bwrap: str) -> str | None:
     """None when bwrap can build our kind of sandbox here, else why not."""
     argv = [bwrap, *_system_binds(), "--proc", "/proc", "--dev", "/dev", "--unshare-pid"]
+    argv += ["--perms", "1777", "--size", "1048576", "--tmpfs", "/tmp"]  # bwrap >= 0.5
     argv += ["--die-with-parent", "--clearenv", "/bin/true"]
     try:
         res = subprocess.run(argv, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
     return None if res.returncode == 0 else (res.stderr.strip() or f"exit {res.returncode}")
-
-
-def choose_mode(sandbox_setting: str) -> tuple[Mode, str]:
-    """The mode to use and a line saying why, for the startup log and doctor."""
-    if sandbox_setting == "off":
-        return "off", "CODE_SANDBOX=off: no sandbox, only a clean environment"
-    bwrap = bwrap_path()
-    if bwrap is None:
-        return "basic", "bwrap not installed (apt-get install bubblewrap): rlimits only"
-    problem = bwrap_works(bwrap)
-    if problem:
-        return "basic", f"bwrap present but unusable ({problem}): rlimits only"
-    return "bwrap", f"bubblewrap at {bwrap}"
 
 
 # Runners built in this process so far; each gets its own block of 32 uids.
@@ -190,7 +190,8 @@ def drop_uid_argv(uid: int | None) -> list[str]:
 
 
 def _system_binds() -> list[str]:
-    out: list[str] = []
+    # bwrap makes missing parent dirs 0700: the throwaway uid could not enter /etc, /opt.
+    out = [arg for d in ("/etc", "/opt", "/opt/bun") for arg in ("--perms", "0755", "--dir", d)]
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
             out += ["--symlink", os.readlink(d), d]
@@ -209,14 +210,23 @@ def build_plan(
     network: bool,
     limits: Limits,
     uid: int | None,
+    namespaces: bool = True,
 ) -> Plan:
-    """The command, environment and pre-exec hook for one run in `workdir`."""
+    """The command, environment and pre-exec hook for one run in `workdir`. `namespaces`:
+    whether confine.py should try them (False tests the Landlock-only path)."""
     if mode == "bwrap":
         env = clean_env(WORK_IN_SANDBOX, "/tmp")
         argv = [bwrap_path() or "bwrap", *_system_binds()]
         argv += ["--ro-bind", bun.path, BUN_IN_SANDBOX]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        argv += ["--bind", str(workdir), WORK_IN_SANDBOX, "--chdir", WORK_IN_SANDBOX]
+        size = str(WORK_SIZE_BYTES)
+        # Sticky and world-writable, as the code may run as the throwaway uid in there.
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        for d in ("/tmp", WORK_IN_SANDBOX):
+            argv += ["--perms", "1777", "--size", size, "--tmpfs", d]
+        io = io_dir(workdir)
+        argv += ["--ro-bind", str(io / INPUT_DIR), f"{WORK_IN_SANDBOX}/{INPUT_DIR}"]
+        argv += ["--bind", str(io / OUTPUT_DIR), f"{WORK_IN_SANDBOX}/{OUTPUT_DIR}"]
+        argv += ["--chdir", WORK_IN_SANDBOX]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not network:
             argv.append("--unshare-net")
@@ -225,6 +235,8 @@ def build_plan(
             argv += ["--setenv", key, value]
         argv += [*drop_uid_argv(uid), *bun.argv(BUN_IN_SANDBOX)]
         return _with_limits(argv, env, workdir, limits)
+    if mode in CONFINED:
+        return confined_plan(mode, bun, workdir, network, limits, uid, namespaces)
     env = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
     prefix: list[str] = []
     if mode == "basic" and not network:
@@ -237,6 +249,49 @@ def build_plan(
     if mode == "off":
         return Plan(bun.argv(), env, str(workdir), None)
     return _with_limits([*prefix, *drop_uid_argv(uid), *bun.argv()], env, workdir, limits)
+
+
+def confined_plan(
+    mode: Mode,
+    bun: BunInfo,
+    workdir: Path,
+    network: bool,
+    limits: Limits,
+    uid: int | None,
+    namespaces: bool,
+) -> Plan:
+    """`python -I -S confine.py <plan>`: one small process applies limits, namespaces and
+    Landlock or the mount view, then execs bun (see confine.py)."""
+    inside = mode == "namespace"
+    plan: dict[str, object] = {
+        "mode": mode,
+        "work": str(workdir),
+        "io": str(io_dir(workdir)),
+        "uid": uid,
+        "network": network,
+        "namespaces": namespaces,
+        "bun": bun.path,
+        "bun_inside": BUN_IN_SANDBOX,
+        "bun_argv": bun.argv(),
+        "system_dirs": list(SYSTEM_DIRS),
+        "etc_files": [*ETC_FILES, "/etc/ld.so.cache"],
+        "tmp_bytes": WORK_SIZE_BYTES,
+        "work_bytes": WORK_SIZE_BYTES,
+        "limits": {
+            "cpu_s": limits.cpu_s,
+            "nproc": limits.nproc,
+            "address_space": limits.address_space,
+            "file_size": limits.file_size,
+            "open_files": limits.open_files,
+        },
+    }
+    if inside:
+        plan["env"] = clean_env(WORK_IN_SANDBOX, "/tmp")
+    else:
+        plan["env"] = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
+    data = marshal.dumps(plan)
+    # The same command for every run, so the runner can start one ahead of time.
+    return Plan(LAUNCHER_ARGV, {}, "/", None, b"%08x" % len(data) + data)
 
 
 def _with_limits(argv: list[str], env: dict[str, str], workdir: Path, limits: Limits) -> Plan:
@@ -253,7 +308,7 @@ def prepare_workdir(base: Path | None, uid: int | None, mode: Mode) -> Path:
 
     path = Path(tempfile.mkdtemp(prefix="sidekick-code-", dir=base))
     dirs = [path]
-    if mode != "bwrap":
+    if mode in ("basic", "off"):  # confine.py makes these itself, after its mounts
         dirs += [path / ".home", path / ".tmp"]
         for d in dirs[1:]:
             d.mkdir()

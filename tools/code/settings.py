@@ -13,5 +13,5 @@ class CodeSettings(BaseModel):
     bun_path: str | None = None
     code_timeout_ms: int = Field(default=30000, ge=100, le=120000)
     code_network: OnOff = "on"
-    code_sandbox: OnOff = "on"
+    code_sandbox: Literal["on", "off", "unsafe-basic"] = "on"
     code_max_concurrent: int = Field(default=2, ge=1, le=32)

@@ -15,8 +15,9 @@ from tools.code.bun import locate_bun, probe_bun
 from tools.code.categories import classify
 from tools.code.files import INPUT_DIR, OUTPUT_DIR, InputStore, user_key
 from tools.code.jobs import JobManager
+from tools.code.modes import INSTALL_BWRAP, choose_mode, protection
 from tools.code.runner import CodeRunner, RunResult
-from tools.code.sandbox import choose_mode
+from tools.code.sandbox import Mode
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,10 @@ class CodeService:
         self.sf: SessionFactory = deps.session_factory
         self.clock: Clock = deps.clock
         self.default_timeout = s.code_timeout_ms
-        self.mode, self.mode_reason = choose_mode(s.code_sandbox)
+        network = s.code_network == "on"
+        mode, self.mode_reason = choose_mode(s.code_sandbox, network)
+        self.mode: Mode | Literal["refused"] = mode or "refused"
+        self.protects = protection(mode, network) if mode else "nothing runs"
         self.runner: CodeRunner | None = None
         self.problem: str | None = None
         try:
@@ -71,23 +75,30 @@ class CodeService:
             self.problem = str(exc)
             log.warning("code tool unavailable: %s", exc)
         else:
-            self.runner = CodeRunner(
-                bun,
-                self.mode,
-                network=s.code_network == "on",
-                max_concurrent=s.code_max_concurrent,
-            )
-            log.info(
-                "code tool: bun %s at %s; sandbox %s (%s); network %s",
-                bun.version,
-                bun.path,
-                self.mode,
-                self.mode_reason,
-                s.code_network,
-            )
+            if mode is None:
+                self.problem = self.mode_reason
+                log.warning("code tool: %s", self.mode_reason)
+            else:
+                self.runner = CodeRunner(
+                    bun, mode, network=network, max_concurrent=s.code_max_concurrent
+                )
+                log.info(
+                    "code tool: bun %s at %s; sandbox %s (%s); protects %s%s",
+                    bun.version,
+                    bun.path,
+                    mode,
+                    self.mode_reason,
+                    self.protects,
+                    "" if mode == "bwrap" else f"; for the full sandbox, {INSTALL_BWRAP}",
+                )
         self.inputs = InputStore(deps.data_dir / "inputs")
         self.jobs = JobManager(deps.session_factory, deps.llm, deps.clock)
         deps.closers.append(self.jobs.close)
+        deps.closers.append(self.close)
+
+    async def close(self) -> None:
+        if self.runner is not None:  # the current one: tests swap it
+            await self.runner.close()
 
     async def execute(
         self, code: str, timeout_ms: int, call: ToolCall | None

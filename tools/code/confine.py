@@ -1,0 +1,438 @@
+"""The launcher between the runner and bun when bubblewrap is not there.
+
+Started as `python -I -S launch.py`, the plan on stdin before the program (read_plan): it sets
+the rlimits, takes what namespaces it can, confines the filesystem (Landlock, or a
+mount-namespace view of only the runtime paths), drops to the run's uid and execs bun.
+A separate program rather than a preexec_fn: that would make the bot fork() its whole
+heap for every run, and run Python between fork and exec in a threaded process.
+Standard library only, imports nothing of the project (it runs with -I -S).
+`--probe` prints what this kernel allows, for choosing the mode.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import marshal
+import os
+import resource
+import select
+import sys
+
+# Start-up time is the overhead of every run: `typing` and `signal` (which imports enum)
+# would cost more than the rest of this module together.
+MYPY = False
+if MYPY:
+    import signal
+    from typing import Any
+else:
+    import _signal as signal
+
+SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446  # same on every arch
+PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 38, 1, 36, 4
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41}
+# statvfs flags that a bind remount inside a user namespace must keep (they are locked).
+KEEP_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096
+
+# Landlock filesystem rights, by the ABI that introduced them.
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1, 2, 4, 8
+FS_ABI1 = (1 << 13) - 1
+FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
+SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1, 2
+FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+READ_EXEC = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+WATCH_EVERY_S = 0.1
+DEVICES_RW = ("/dev/null", "/dev/zero", "/dev/full")
+DEVICES_RO = ("/dev/random", "/dev/urandom")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class Refused(Exception):
+    """The confinement asked for cannot be built here; the run must not start."""
+
+
+def _check(ret: int, what: str) -> int:
+    if ret < 0:
+        raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
+    return ret
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is missing or disabled."""
+    ret = _libc.syscall(SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return max(int(ret), 0)
+
+
+def fs_rights(abi: int) -> int:
+    rights = FS_ABI1
+    if abi >= 2:
+        rights |= FS_REFER
+    if abi >= 3:
+        rights |= FS_TRUNCATE
+    if abi >= 5:
+        rights |= FS_IOCTL_DEV
+    return rights
+
+
+def landlock(abi: int, rules: list[tuple[str, int]], *, block_tcp: bool) -> None:
+    """Restrict this process and its future children to `rules` (path, rights); every
+    other path is denied, and TCP bind/connect too when `block_tcp` (ABI >= 4)."""
+    handled = fs_rights(abi)
+    net = NET_BIND_TCP | NET_CONNECT_TCP if block_tcp else 0
+    if block_tcp and abi < 4:
+        raise Refused(f"Landlock ABI {abi} cannot block TCP (needs 4)")
+    # Abstract unix sockets and signals to processes outside the sandbox (ABI 6).
+    scoped = SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL if abi >= 6 else 0
+    attr = (ctypes.c_uint64 * 3)(handled, net, scoped)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    fd = _check(_libc.syscall(SYS_CREATE_RULESET, attr, ctypes.c_size_t(size), 0), "ruleset")
+    try:
+        for path, rights in rules:
+            try:
+                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # e.g. /lib32 on a machine without it
+            try:
+                allowed = rights & handled
+                if not os.path.isdir(path):
+                    allowed &= FILE_RIGHTS
+                rule = ctypes.create_string_buffer(
+                    allowed.to_bytes(8, "little") + pfd.to_bytes(4, "little", signed=True)
+                )
+                _check(_libc.syscall(SYS_ADD_RULE, fd, 1, rule, 0), f"rule {path}")
+            finally:
+                os.close(pfd)
+        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        _check(_libc.syscall(SYS_RESTRICT_SELF, fd, 0), "restrict_self")
+    finally:
+        os.close(fd)
+
+
+def unshare(flags: int) -> bool:
+    return int(_libc.unshare(flags)) == 0
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def enter_namespaces(net: bool, uid: int | None) -> bool:
+    """New mount, PID, IPC (and network when off) namespaces; a user namespace first when
+    we are not root. False when the kernel refuses them."""
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+    if not net:
+        flags |= CLONE_NEWNET
+    if os.geteuid() != 0:
+        real_uid, real_gid = os.getuid(), os.getgid()
+        if not unshare(CLONE_NEWUSER | flags):
+            return False
+        # Map only ourselves: the code stays our uid, with no capability on the host.
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{real_uid} {real_uid} 1")
+        _write("/proc/self/gid_map", f"{real_gid} {real_gid} 1")
+        return True
+    return unshare(flags)
+
+
+def mount(src: str | None, dst: str, fstype: str | None, flags: int, data: str | None) -> None:
+    enc = [None if v is None else v.encode() for v in (src, dst, fstype, data)]
+    _check(_libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {dst}")
+
+
+def bind_ro(src: str, dst: str) -> None:
+    mount(src, dst, None, MS_BIND | MS_REC, None)
+    keep = os.statvfs(dst).f_flag & KEEP_FLAGS
+    mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep, None)
+
+
+def tmpfs(dst: str, size: int, uid: int | None, mode: str = "0700") -> None:
+    owner = f",uid={uid},gid={uid}" if uid is not None else ""
+    mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}{owner}")
+
+
+def bind_io(io: str, work: str, uid: int | None) -> None:
+    """The user's files read-only at work/input, and work/output kept past the run."""
+    for d in ("input", "output"):
+        os.makedirs(os.path.join(work, d))
+        if uid is not None:
+            os.chown(os.path.join(work, d), uid, uid)
+    bind_ro(os.path.join(io, "input"), os.path.join(work, "input"))
+    mount(os.path.join(io, "output"), os.path.join(work, "output"), None, MS_BIND, None)
+
+
+def build_view(root: str, plan: dict[str, Any]) -> None:
+    """A new root holding only the system dirs, the /etc files bun needs, a few devices,
+    a fresh /proc, bun, and size-capped /tmp and /work; then pivot into it."""
+    tmpfs(root, 1024 * 1024, None, "0755")
+    for d in plan["system_dirs"]:
+        if os.path.islink(d):
+            os.symlink(os.readlink(d), root + d)
+        elif os.path.isdir(d):
+            os.makedirs(root + d)
+            bind_ro(d, root + d)
+    os.makedirs(root + "/etc")
+    for f in plan["etc_files"]:
+        if os.path.isdir(f):
+            os.makedirs(root + f)
+            bind_ro(f, root + f)
+        elif os.path.exists(f):
+            open(root + f, "w").close()
+            bind_ro(f, root + f)
+    os.makedirs(root + "/dev")
+    for dev in (*DEVICES_RW, *DEVICES_RO):
+        open(root + dev, "w").close()
+        mount(dev, root + dev, None, MS_BIND, None)
+    os.makedirs(root + "/opt/bun")
+    open(root + plan["bun_inside"], "w").close()
+    bind_ro(plan["bun"], root + plan["bun_inside"])
+    for d in ("/proc", "/tmp", "/work"):
+        os.makedirs(root + d)
+    if not mount_proc(root + "/proc"):
+        raise Refused("the kernel refused a /proc for the PID namespace")
+    tmpfs(root + "/tmp", plan["tmp_bytes"], plan["uid"])
+    tmpfs(root + "/work", plan["work_bytes"], plan["uid"])
+    bind_io(plan["io"], root + "/work", plan["uid"])
+    os.chdir(root)
+    nr = SYS_PIVOT_ROOT.get(os.uname().machine)
+    if nr is None:
+        raise Refused(f"pivot_root: unknown syscall number on {os.uname().machine}")
+    _check(_libc.syscall(nr, b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    os.chdir("/")
+    mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+
+
+def mount_proc(dst: str) -> bool:
+    """A /proc of our PID namespace only. The kernel refuses it where the host's /proc
+    is partly masked (some containers); then there is no /proc at all."""
+    try:
+        mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    except OSError:
+        return False
+    return True
+
+
+def set_limits(lim: dict[str, Any]) -> None:
+    cpu = lim["cpu_s"]
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size"], lim["file_size"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
+    resource.setrlimit(resource.RLIMIT_AS, (lim["address_space"], lim["address_space"]))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if lim["nproc"] is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (lim["nproc"], lim["nproc"]))
+
+
+def drop_uid(uid: int | None) -> None:
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+
+
+def used_bytes(top: str, stop_at: int) -> int:
+    """Disk blocks under `top`, counting no further than `stop_at`."""
+    total = 0
+    for root, dirs, files in os.walk(top):
+        for name in dirs + files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
+            if total > stop_at:
+                return total
+    return total
+
+
+def end_orphans() -> None:
+    """Kill what bun left running (setsid, double fork): as the child subreaper we
+    inherit every orphan of the run, so our children are exactly those."""
+    me = os.getpid()
+    for _ in range(1000):
+        kids = _children(me)
+        if not kids:
+            return
+        for kid in kids:
+            try:
+                os.kill(kid, signal.SIGKILL)
+            except OSError:
+                pass
+        for _kid in kids:  # reaping them hands their own children to us
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+
+
+def _children(me: int) -> list[int]:
+    """Our children: the kernel's list when it keeps one, else a scan of /proc."""
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == me]
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def relay(pid: int, watch: tuple[str, int] | None) -> None:
+    """Stay as the parent of the confined child and exit as it exits. With `watch`
+    (work dir, bytes): no namespaces, so kill the run when the dir grows past it (no
+    tmpfs caps it) and its orphans when it ends (no PID namespace ends them)."""
+    # Not dumpable: the code (same uid when we are not root) cannot ptrace us, and we
+    # hold what it must not have (a host cwd, capabilities in our user namespace).
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(stop, lambda _s, _f: os.kill(pid, signal.SIGKILL))
+    pidfd = os.pidfd_open(pid)
+    while not select.select([pidfd], [], [], WATCH_EVERY_S if watch else None)[0]:
+        if watch and used_bytes(*watch) > watch[1]:
+            sys.stderr.write(f"sandbox: the work dir passed {watch[1] >> 20} MiB\n")
+            sys.stderr.flush()
+            os.killpg(0, signal.SIGKILL)  # our process group: the run and us
+    _, status = os.waitpid(pid, 0)
+    if watch:
+        end_orphans()
+    if os.WIFSIGNALED(status) and os.getpid() == 1:
+        os._exit(128 + os.WTERMSIG(status))  # as init we cannot die of our own signal
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig != signal.SIGKILL:  # its handler cannot be set, not even to the default
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128)
+
+
+def confine(plan: dict[str, Any]) -> None:
+    mode, work, uid, net = plan["mode"], plan["work"], plan["uid"], plan["network"]
+    abi = landlock_abi() if mode == "landlock" else 0
+    if mode == "landlock" and abi < 1:
+        raise Refused("this kernel has no Landlock")
+    set_limits(plan["limits"])
+    namespaced = plan["namespaces"] and enter_namespaces(net, uid)
+    if mode == "namespace" and not namespaced:
+        raise Refused("the kernel refused the user/mount namespaces")
+    if not net and not namespaced and abi < 4:
+        raise Refused("CODE_NETWORK=off needs a network namespace or Landlock ABI 4")
+    # The new PID namespace starts with our first child; without one, the parent
+    # watches the work dir's size instead of a size-capped tmpfs.
+    if not namespaced:
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    pid = os.fork()
+    if pid:
+        relay(pid, None if namespaced else (work, plan["work_bytes"]))
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if namespaced:
+        # We are the namespace's init. bun must not be: the kernel drops signals an init
+        # sends itself (process.kill(process.pid) would do nothing), so we stay as pid 1.
+        pid = os.fork()
+        if pid:
+            relay(pid, None)
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    argv, has_proc = list(plan["bun_argv"]), False
+    if mode == "namespace":
+        build_view(work, plan)
+        work, argv[0] = "/work", plan["bun_inside"]
+    else:
+        if namespaced:
+            tmpfs(work, plan["work_bytes"], uid)
+            bind_io(plan["io"], work, uid)
+            has_proc = mount_proc("/proc")
+        else:  # no mounts: the files move into the work dir (the runner looks there too)
+            for d in ("input", "output"):
+                os.rename(os.path.join(plan["io"], d), os.path.join(work, d))
+        for d in (".home", ".tmp"):
+            os.makedirs(os.path.join(work, d), exist_ok=True)
+            if uid is not None:
+                os.chown(os.path.join(work, d), uid, uid)
+    drop_uid(uid)
+    os.chdir(work)
+    if mode == "landlock":
+        rules = [(p, READ_EXEC) for p in (*plan["system_dirs"], *plan["etc_files"])]
+        rules += [(d, FS_READ_FILE | FS_WRITE_FILE) for d in DEVICES_RW]
+        rules += [(d, FS_READ_FILE) for d in DEVICES_RO]
+        rules += [(plan["bun"], FS_EXECUTE | FS_READ_FILE), (work, fs_rights(abi))]
+        if has_proc:  # our own /proc, holding only the sandbox's processes
+            rules.append(("/proc", FS_READ_FILE | FS_READ_DIR))
+        else:  # the host's: only bun's own entry (which bun aborts without)
+            # (/proc/self: our pid in the namespace /proc was made for, not getpid())
+            rules.append((f"/proc/{os.readlink('/proc/self')}", FS_READ_FILE | FS_READ_DIR))
+        landlock(abi, rules, block_tcp=not net and abi >= 4)
+    else:
+        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    os.execve(argv[0], argv, plan["env"])
+
+
+def probe() -> str:
+    """Landlock ABI, and whether namespaces work here, /proc included (tried in a
+    throwaway child: some containers mask /proc, and bun cannot run without one)."""
+
+    def namespaces_work() -> bool:
+        if not enter_namespaces(False, None):
+            return False
+        pid = os.fork()  # the namespace's first process may mount its /proc
+        if pid == 0:
+            mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+            os._exit(0 if mount_proc("/proc") else 1)
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os._exit(0 if namespaces_work() else 1)
+        except OSError:
+            os._exit(1)
+    namespaces = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    return f"landlock_abi={landlock_abi()} namespaces={int(namespaces)}"
+
+
+def read_plan(fd: int) -> dict[str, Any]:
+    """The plan comes first on stdin (8 hex digits of length, then marshal bytes); the
+    rest is the program, left unread for bun. Read exactly, never past the plan."""
+
+    def exactly(n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = os.read(fd, n - len(out))
+            if not chunk:
+                raise EOFError("stdin closed before the plan")
+            out += chunk
+        return out
+
+    plan: dict[str, Any] = marshal.loads(exactly(int(exactly(8), 16)))
+    return plan
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--probe"]:
+        print(probe())
+        return
+    try:
+        # Started ahead of the run (the runner keeps one waiting), so the interpreter's
+        # start-up is off the run's path; it blocks here until the plan arrives.
+        plan = read_plan(0)
+    except (EOFError, OSError, ValueError):
+        os._exit(0)  # the runner went away, or closed us unused
+    try:
+        confine(plan)
+    except (Refused, OSError) as exc:
+        sys.stderr.write(f"sandbox: {exc}\n")
+        os._exit(126)
+
+
+if __name__ == "__main__":
+    main()
