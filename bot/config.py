@@ -11,11 +11,12 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ConfigError
+from scheduler.reminder_settings import ReminderSettings
 
 OnOff = Literal["on", "off"]
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, ReminderSettings):  # REMINDER_*: scheduler/reminder_settings.py
     """Every setting Sidekick reads. Names are the environment variables, upper-cased."""
 
     model_config = SettingsConfigDict(

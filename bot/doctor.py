@@ -124,6 +124,12 @@ async def check_scheduler(app: App) -> list[CheckResult]:
     return await scheduler_checks(app.settings, app.session_factory, app.deps.clock())
 
 
+async def check_reminders(app: App) -> list[CheckResult]:
+    from scheduler.reminder_status import reminder_checks
+
+    return await reminder_checks(app.session_factory, app.deps.clock())
+
+
 def all_checks() -> list[Check]:
     """Every check, in order; each feature adds its own here."""
     return [
@@ -132,6 +138,7 @@ def all_checks() -> list[Check]:
         check_llm,
         check_telegram,
         check_scheduler,
+        check_reminders,
         check_search,
         check_code,
         check_tools,

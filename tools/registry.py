@@ -123,8 +123,11 @@ def build_registry(deps: ToolDeps) -> Registry:
     from tools.code.tool import build as code_tool
     from tools.extensions import install_extensions
     from tools.memory.tool import build as memory_tool
+    from tools.schedule.tool import build as schedule_tool
     from tools.search.tool import build as search_tool
 
-    registry = Registry([search_tool(deps), code_tool(deps), memory_tool(deps)])
+    registry = Registry(
+        [search_tool(deps), code_tool(deps), memory_tool(deps), schedule_tool(deps)]
+    )
     install_extensions(registry, deps)
     return registry

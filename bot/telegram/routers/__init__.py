@@ -12,7 +12,7 @@ from __future__ import annotations
 from aiogram import Router
 from aiogram.types import BotCommand
 
-from bot.telegram.routers import chat, code, memory, sessions, start
+from bot.telegram.routers import chat, code, memory, reminders, sessions, start
 from bot.telegram.routers import tools as tools_router
 
 
@@ -23,6 +23,7 @@ def build_routers() -> list[Router]:
         code.build_router(),
         tools_router.build_router(),
         memory.build_router(),
+        reminders.build_router(),
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]
