@@ -134,7 +134,9 @@ class ReminderJobs:
                     "outcome": "sent",
                 }
                 notes = []
-                when = local_text(c.due, spec.tz, now)
+                held = self._quiet_end(due.quiet, spec.tz, now)
+                # The date shows when the message arrives on another day than it was due.
+                when = local_text(c.due, spec.tz, held or now)
                 if spec.kind != "at" and now - c.due > window:
                     run.update(status="skipped", finished_at=now, text=None)
                     run["error"] = (
@@ -148,7 +150,6 @@ class ReminderJobs:
                     if c.missed:
                         plural = "s" if c.missed > 1 else ""
                         notes.append(f"{c.missed} earlier run{plural} missed while I was down")
-                    held = self._quiet_end(due.quiet, spec.tz, now)
                     if held is not None:
                         run["deliver_after"] = held
                         if not notes:
@@ -300,6 +301,11 @@ class ReminderJobs:
             )
             await repo.set_run_text(s, run.run_id, notice, outcome="failed")
             await repo.finish_runs(s, [{"id": run.run_id, "error": reason}])
+
+    async def idle(self) -> None:
+        """Wait until no task is computing (and what they produced was delivered)."""
+        while self._computing:
+            await asyncio.gather(*list(self._computing.values()), return_exceptions=True)
 
     async def stop(self) -> None:
         """Cancel tasks still computing (their runs stay pending: redone at next start)."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, insert, select, update
+from sqlalchemy import ColumnElement, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import User
@@ -121,12 +121,17 @@ class PendingRun:
 async def pending_runs(
     s: AsyncSession, now: datetime, *, local: bool, limit: int = 5000
 ) -> list[PendingRun]:
-    """Runs still to compute or deliver whose time has come, in delivery order."""
+    """Runs to deliver whose time has come, and tasks still to compute (quiet hours hold
+    a task's answer, not its computation), in delivery order."""
     stmt = (
         select(JobRun, ScheduledJob.kind, ScheduledJob.text, ScheduledJob.timezone, User)
         .join(ScheduledJob, ScheduledJob.id == JobRun.job_id)
         .join(User, User.id == JobRun.user_id)
-        .where(JobRun.status == "pending", JobRun.deliver_after <= now, _audience(local))
+        .where(
+            JobRun.status == "pending",
+            or_(JobRun.deliver_after <= now, JobRun.text.is_(None)),
+            _audience(local),
+        )
         .order_by(JobRun.due_at, JobRun.id)
         .limit(limit)
     )
