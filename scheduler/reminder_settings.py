@@ -13,4 +13,4 @@ class ReminderSettings(BaseModel):
     # is recorded as delivery_failed.
     reminder_delivery_attempts: int = Field(default=5, ge=1, le=50)
     # Chats delivered to at once; the messages of one chat always go in order.
-    reminder_concurrency: int = Field(default=8, ge=1, le=64)
+    reminder_concurrency: int = Field(default=16, ge=1, le=64)

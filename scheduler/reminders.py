@@ -89,6 +89,9 @@ class ReminderJobs:
     # The terminal serves the local user (no Telegram id); the bot every Telegram user.
     local: bool = False
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    _started: bool = field(default=False, init=False)  # the first tick looks at everything
+    _write_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    _unwritten: list[dict[str, Any]] = field(default_factory=list, init=False)
     _computing: dict[int, asyncio.Task[None]] = field(default_factory=dict, init=False)
 
     def job_spec(self) -> tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]:
@@ -99,6 +102,9 @@ class ReminderJobs:
         """The per-minute job: claim what is due, start tasks, deliver what is ready."""
         report = TickReport()
         now = self.clock()
+        if self._started and not await self._anything_due(now):
+            return report  # the idle path: one indexed query, no write, no model call
+        self._started = True
         await self.claim(now, report)
         async with self._lock:
             await self._deliver_ready(self.clock(), report)
@@ -110,6 +116,11 @@ class ReminderJobs:
                 report.failed, report.retrying,
             )  # fmt: skip
         return report
+
+    async def _anything_due(self, now: datetime) -> bool:
+        async with self.session_factory() as s:
+            job_at, run_at = await repo.earliest(s)
+        return any(at is not None and at <= now for at in (job_at, run_at))
 
     async def claim(self, now: datetime, report: TickReport | None = None) -> int:
         report = report or TickReport()
@@ -132,6 +143,8 @@ class ReminderJobs:
                     "status": "pending",
                     "attempts": 0,
                     "outcome": "sent",
+                    "finished_at": None,
+                    "error": None,
                 }
                 notes = []
                 held = self._quiet_end(due.quiet, spec.tz, now)
@@ -228,10 +241,8 @@ class ReminderJobs:
                 report.failed += 1
                 return True
             wait = min(timedelta(minutes=2 ** (attempts - 1)), MAX_BACKOFF)
-            async with self.session_factory() as s, s.begin():
-                row = {"id": run.run_id, "attempts": attempts, "error": _short(exc),
-                       "deliver_after": self.clock() + wait}  # fmt: skip
-                await repo.finish_runs(s, [row])
+            await self._record({"id": run.run_id, "attempts": attempts, "error": _short(exc),
+                                "deliver_after": self.clock() + wait})  # fmt: skip
             report.retrying += 1
             return False
         await self._finish(run, run.outcome, message_id=message_id, attempts=run.attempts + 1)
@@ -240,9 +251,19 @@ class ReminderJobs:
         return True
 
     async def _finish(self, run: PendingRun, status: str, **values: Any) -> None:
-        row = {"id": run.run_id, "status": status, "finished_at": self.clock(), **values}
-        async with self.session_factory() as s, s.begin():
-            await repo.finish_runs(s, [row])
+        await self._record({"id": run.run_id, "status": status, "finished_at": self.clock(),
+                            **values})  # fmt: skip
+
+    async def _record(self, row: dict[str, Any]) -> None:
+        """Write one ledger update before the chat's next message goes out. Group commit:
+        rows that queue up while a write is in progress go together in the next one, so a
+        burst costs a few transactions, not one per message (SQLite has one writer)."""
+        self._unwritten.append(row)
+        async with self._write_lock:
+            rows, self._unwritten = self._unwritten, []
+            if rows:  # else an earlier writer took this row along
+                async with self.session_factory() as s, s.begin():
+                    await repo.finish_runs(s, rows)
 
     async def _blocked(self, run: PendingRun) -> None:
         now = self.clock()

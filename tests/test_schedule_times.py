@@ -64,7 +64,8 @@ def test_past_time_today_suggests_tomorrow() -> None:
     with pytest.raises(ToolError) as err:
         build_spec(Fields(at="09:00"), "at 9", NOW, BERLIN)
     assert str(err.value).startswith(
-        "that time has passed today (it is 10:30 in Europe/Berlin now): did you mean tomorrow 09:00?"
+        "that time has passed today (it is 10:30 in Europe/Berlin now): "
+        "did you mean tomorrow 09:00?"
     )
     with pytest.raises(ToolError, match="2026-11-20 09:00 is in the past"):
         parse_at("2026-11-20 09:00", NOW, BERLIN)
@@ -157,4 +158,6 @@ def test_quiet_hours_wrap_midnight() -> None:
     at = datetime(2026, 11, 24, 6, 59, tzinfo=BERLIN)
     assert local(quiet_until(at, BERLIN, start, end), BERLIN) == "Tue 2026-11-24 07:00 CET"
     assert quiet_until(datetime(2026, 11, 24, 7, 0, tzinfo=BERLIN), BERLIN, start, end) is None
-    assert quiet_until(datetime(2026, 11, 24, 12, tzinfo=BERLIN), BERLIN, time(13), time(14)) is None
+    assert (
+        quiet_until(datetime(2026, 11, 24, 12, tzinfo=BERLIN), BERLIN, time(13), time(14)) is None
+    )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import User
@@ -94,13 +94,37 @@ async def due_jobs(s: AsyncSession, now: datetime, *, local: bool) -> list[DueJo
     return out
 
 
+async def earliest(s: AsyncSession) -> tuple[datetime | None, datetime | None]:
+    """The earliest next run of an active job and the earliest pending delivery: the
+    per-minute check in one round trip over two indexes (nothing else runs when idle)."""
+    jobs = ScheduledJob.__table__
+    runs = JobRun.__table__
+    stmt = select(
+        select(func.min(jobs.c.next_run_at)).where(jobs.c.status == "active").scalar_subquery(),
+        select(func.min(runs.c.deliver_after)).where(runs.c.status == "pending").scalar_subquery(),
+    )
+    row = (await s.execute(stmt)).one()
+    return row[0], row[1]
+
+
+async def _update_by_id(s: AsyncSession, table: Any, rows: list[dict[str, Any]]) -> None:
+    """UPDATE ... WHERE id = ? as executemany, one statement per set of columns."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(sorted(row)), []).append(row)
+    for keys, group in groups.items():
+        values: dict[str, Any] = {k: bindparam(f"v_{k}") for k in keys if k != "id"}
+        stmt = update(table).where(table.c.id == bindparam("v_id")).values(values)
+        await s.execute(stmt, [{f"v_{k}": v for k, v in row.items()} for row in group])
+
+
 async def claim(s: AsyncSession, runs: list[dict[str, Any]], jobs: list[dict[str, Any]]) -> None:
     """Insert the claimed runs and move their jobs on, in the caller's transaction."""
     if runs:
         # OR IGNORE: a (job, due) pair already in the ledger was claimed before; never twice.
-        await s.execute(insert(JobRun).prefix_with("OR IGNORE"), runs)
+        await s.execute(insert(cast(Table, JobRun.__table__)).prefix_with("OR IGNORE"), runs)
     if jobs:
-        await s.execute(update(ScheduledJob), jobs)
+        await _update_by_id(s, ScheduledJob.__table__, jobs)
 
 
 @dataclass(frozen=True)
@@ -158,7 +182,7 @@ async def pending_runs(
 async def finish_runs(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
     """Bulk update of ledger rows by id (status, finished_at, message_id, error, ...)."""
     if rows:
-        await s.execute(update(JobRun), rows)
+        await _update_by_id(s, JobRun.__table__, rows)
 
 
 async def set_run_text(s: AsyncSession, run_id: int, text: str, outcome: str = "sent") -> None:

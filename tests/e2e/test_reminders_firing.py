@@ -116,7 +116,9 @@ async def test_delivery_counts_only_with_a_message_id(tg: TG) -> None:
     assert (run2.status, run2.message_id) == ("delivery_failed", None)
     checks = await reminder_checks(tg.app.session_factory, env.clock())
     assert [c.ok for c in checks] == [True, False]
-    assert "1 run(s) not delivered" in checks[1].detail and "scripted failure 400" in checks[1].detail
+    assert (
+        "1 run(s) not delivered" in checks[1].detail and "scripted failure 400" in checks[1].detail
+    )
 
 
 async def test_blocked_bot_pauses_the_users_jobs_and_logs_once(
