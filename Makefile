@@ -38,6 +38,7 @@ bench: install
 	$(BIN)/python bench/memory_recall.py $(BENCH_ARGS)
 	$(BIN)/python bench/tools_budget.py
 	$(BIN)/python bench/session_split.py
+	$(BIN)/python bench/reminders.py
 
 lint: install
 	$(BIN)/ruff check .
