@@ -219,6 +219,16 @@ async def fail_pending_of(s: AsyncSession, user_id: int, error: str, now: dateti
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
+async def skip_pending_of_job(s: AsyncSession, job_id: int, error: str, now: datetime) -> int:
+    """A cancelled job's runs still waiting (quiet hours, retry) are not sent any more."""
+    result = await s.execute(
+        update(JobRun)
+        .where(JobRun.job_id == job_id, JobRun.status == "pending")
+        .values(status="skipped", error=error, finished_at=now)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class RunLine:
     run_id: int

@@ -74,7 +74,12 @@ async def test_natural_phrasing_through_the_model_becomes_rows(tg: TG) -> None:
         "reminder", "at", "America/New_York", "tomorrow at 9")  # fmt: skip
     tomorrow = before.date() + timedelta(days=1)
     assert call.next_run_at == datetime.combine(tomorrow, time(9), tzinfo=NY)
-    assert (plan.kind, plan.schedule, plan.at_time, plan.days) == ("task", "cron", "08:00", WORKDAYS)
+    assert (plan.kind, plan.schedule, plan.at_time, plan.days) == (
+        "task",
+        "cron",
+        "08:00",
+        WORKDAYS,
+    )
     assert plan.next_run_at is not None and plan.next_run_at.astimezone(NY).hour == 8
     assert oven.next_run_at is not None
     assert before + timedelta(minutes=20) - timedelta(seconds=1) <= oven.next_run_at

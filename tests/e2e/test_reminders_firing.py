@@ -14,6 +14,7 @@ from scheduler.reminder_status import reminder_checks
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import MINUTE, make_env
 from tests.fakes.openai_server import Error, Text
+from tools.schedule import jobs
 
 BERLIN = "Europe/Berlin"
 # Friday 2026-11-20, 05:00 UTC = 06:00 in Berlin.
@@ -184,3 +185,17 @@ async def test_a_thousand_reminders_in_one_minute_all_arrive_in_order(tg: TG) ->
     async with tg.app.session_factory() as s:
         left = (await s.execute(select(ScheduledJob.status).distinct())).scalars().all()
     assert left == ["done"]
+
+
+async def test_cancelling_a_held_reminder_drops_its_waiting_run(tg: TG) -> None:
+    env = make_env(tg, datetime(2026, 11, 20, 20, 0, tzinfo=UTC))
+    user = await env.user(OWNER, BERLIN)
+    await tg.send(OWNER, "/quiet 22:00-07:00")
+    await tg.idle()
+    job = await env.job(user, BERLIN, "bins", daily_at="23:00")
+    assert await env.tick_at(datetime(2026, 11, 20, 22, 0, tzinfo=UTC)) == []
+    await jobs.change(tg.app.session_factory, user_id=user, job_id=job.id, action="cancel",
+                      now=env.clock())  # fmt: skip
+    assert await env.tick_at(datetime(2026, 11, 21, 6, 0, tzinfo=UTC)) == []
+    [run] = await env.runs(job.id)
+    assert (run.status, run.error) == ("skipped", "cancelled by the user")

@@ -102,6 +102,7 @@ async def change(
             raise ToolError(f"there is no reminder or task #{job_id} (see list for the ids)")
         if action == "cancel":
             job.status, job.next_run_at = "cancelled", None
+            await repo.skip_pending_of_job(s, job.id, "cancelled by the user", now)
         elif action == "pause":
             job.status = "paused"
         elif job.status == "paused":
