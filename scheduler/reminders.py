@@ -90,7 +90,7 @@ class ReminderJobs:
     local: bool = False
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
     _started: bool = field(default=False, init=False)  # the first tick looks at everything
-    _write_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    _writer: asyncio.Task[None] | None = field(default=None, init=False)
     _unwritten: list[dict[str, Any]] = field(default_factory=list, init=False)
     _computing: dict[int, asyncio.Task[None]] = field(default_factory=dict, init=False)
 
@@ -217,7 +217,10 @@ class ReminderJobs:
                     if not await self._deliver_one(run, report):
                         return  # keep the chat's order: the rest waits for this one
 
-        await asyncio.gather(*(one_chat(runs) for runs in by_user.values()))
+        try:
+            await asyncio.gather(*(one_chat(runs) for runs in by_user.values()))
+        finally:
+            await self._written()
 
     async def _deliver_one(self, run: PendingRun, report: TickReport) -> bool:
         """Deliver one run and record the outcome; False stops this chat for now."""
@@ -255,15 +258,28 @@ class ReminderJobs:
                             **values})  # fmt: skip
 
     async def _record(self, row: dict[str, Any]) -> None:
-        """Write one ledger update before the chat's next message goes out. Group commit:
-        rows that queue up while a write is in progress go together in the next one, so a
-        burst costs a few transactions, not one per message (SQLite has one writer)."""
+        """Queue one ledger update; a single writer commits what queued up meanwhile in one
+        transaction (SQLite has one writer: a burst costs a few commits, not one per
+        message). The chat goes on at once; the tick waits for the writes before it ends.
+        Should the process die in between, a run not yet marked is sent again at the next
+        start: a duplicate at worst, never a lost reminder."""
         self._unwritten.append(row)
-        async with self._write_lock:
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write())
+
+    async def _write(self) -> None:
+        while self._unwritten:
             rows, self._unwritten = self._unwritten, []
-            if rows:  # else an earlier writer took this row along
+            try:
                 async with self.session_factory() as s, s.begin():
                     await repo.finish_runs(s, rows)
+            except Exception:
+                # Those runs stay pending and go out again next time: logged, not lost.
+                log.exception("recording %d reminder run(s) failed", len(rows))
+
+    async def _written(self) -> None:
+        while self._writer is not None and not self._writer.done():
+            await asyncio.shield(self._writer)
 
     async def _blocked(self, run: PendingRun) -> None:
         now = self.clock()
@@ -335,3 +351,4 @@ class ReminderJobs:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        await self._written()
