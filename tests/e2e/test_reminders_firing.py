@@ -199,3 +199,37 @@ async def test_cancelling_a_held_reminder_drops_its_waiting_run(tg: TG) -> None:
     assert await env.tick_at(datetime(2026, 11, 21, 6, 0, tzinfo=UTC)) == []
     [run] = await env.runs(job.id)
     assert (run.status, run.error) == ("skipped", "cancelled by the user")
+
+
+async def test_a_run_claimed_before_a_crash_is_delivered_once_after_restart(tg: TG) -> None:
+    env = make_env(tg, FRIDAY)
+    user = await env.user(OWNER, BERLIN)
+    job = await env.job(user, BERLIN, "pills", at="2026-11-20 06:30")
+    env.clock.set(FRIDAY + timedelta(minutes=30))
+    assert await env.reminders.claim(env.clock()) == 1  # claimed, then the process died
+    assert [r.status for r in await env.runs(job.id)] == ["pending"]
+    await tg.restart()
+    after = make_env(tg, FRIDAY + timedelta(minutes=45))
+    assert await after.tick_at(after.clock()) == ["⏰ pills"]
+    assert await after.tick_at(after.clock() + MINUTE) == []
+    [run] = await env.runs(job.id)
+    assert run.status == "sent" and run.due_at == FRIDAY + timedelta(minutes=30)
+
+
+async def test_the_real_scheduler_delivers_at_startup(tg: TG) -> None:
+    from scheduler.setup import Scheduler
+
+    env = make_env(tg, datetime.now(UTC))
+    user = await env.user(OWNER, BERLIN)
+    job = await env.job(user, BERLIN, "late one", in_minutes=1)
+    env.clock.set(env.clock() + timedelta(hours=3))  # the bot was down when it came due
+    scheduler = Scheduler(None, [env.reminders.job_spec()])
+    assert [j.id for j in scheduler.job_infos()] == ["reminders"]
+    scheduler.start()
+    try:
+        await tg.server.wait_for(lambda: len(tg.server.messages) >= 1)
+    finally:
+        await scheduler.stop()
+        await env.reminders.stop()
+    assert tg.server.messages[0].text.startswith("⏰ late one\n(late: was due ")
+    assert [r.status for r in await env.runs(job.id)] == ["sent"]
