@@ -161,3 +161,26 @@ def test_quiet_hours_wrap_midnight() -> None:
     assert (
         quiet_until(datetime(2026, 11, 24, 12, tzinfo=BERLIN), BERLIN, time(13), time(14)) is None
     )
+
+
+def test_fields_that_contradict_the_users_words_are_refused() -> None:
+    early = datetime(2026, 11, 23, 6, 0, tzinfo=UTC)  # 07:00 in Berlin
+    # The model computed the wrong day for "tomorrow".
+    with pytest.raises(ToolError) as err:
+        build_spec(Fields(at="2026-11-25 09:00"), "tomorrow at 9", early, BERLIN)
+    assert str(err.value) == (
+        "the user's words 'tomorrow at 9' read as once at 2026-11-24 09:00, but the fields say "
+        "once at 2026-11-25 09:00 (Europe/Berlin): ask the user which they mean, or pass "
+        "fields that match their words"
+    )
+    # "at 9" at 07:00 is ambiguous when the model picked the evening: ask.
+    with pytest.raises(ToolError, match="read as once at 2026-11-23 09:00, but the fields say"):
+        build_spec(Fields(at="21:00"), "at 9", early, BERLIN)
+    with pytest.raises(ToolError, match="read as daily at 09:00 on Mon, but the fields say once"):
+        build_spec(Fields(at="2026-11-30 09:00"), "every monday at 9", early, BERLIN)
+    # Agreeing fields, and words the server cannot read, pass.
+    assert build_spec(Fields(at="21:00"), "at 9pm", early, BERLIN).kind == "at"
+    assert build_spec(Fields(in_minutes=90), "in 90 minutes", early, BERLIN).kind == "at"
+    spec = build_spec(Fields(daily_at="08:00", days="mon-fri"), "weekdays at 8", early, BERLIN)
+    assert spec.days == WORKDAYS
+    assert build_spec(Fields(at="19:30"), "after dinner", early, BERLIN).kind == "at"

@@ -14,7 +14,15 @@ from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from tools.base import ToolError
-from tools.schedule.times import ALL_DAYS, WEEKDAYS, WEEKEND, WORKDAYS, Spec, local_instant
+from tools.schedule.times import (
+    ALL_DAYS,
+    WEEKDAYS,
+    WEEKEND,
+    WORKDAYS,
+    Spec,
+    describe,
+    local_instant,
+)
 
 MIN_EVERY_S = 60
 MAX_AHEAD = timedelta(days=5 * 366)
@@ -203,14 +211,39 @@ def from_words(when: str, now: datetime, tz: ZoneInfo) -> Fields:
 
 
 def build_spec(fields: Fields, when: str, now: datetime, tz: ZoneInfo) -> Spec:
-    """The schedule: from the structured fields, or from the words when there are none."""
+    """The schedule: from the structured fields, checked against the user's words when the
+    server can read them; from the words alone when there are no fields."""
     if not fields.given():
         if not when.strip():
             raise ToolError(
                 "say when: pass `when` (the user's words) and at / in_minutes / every / daily_at"
             )
         parsed = from_words(when, now, tz)
-        fields = replace(parsed, days=fields.days or parsed.days)
+        return _from_fields(replace(parsed, days=fields.days or parsed.days), now, tz)
+    spec = _from_fields(fields, now, tz)
+    try:
+        said = build_spec(Fields(days=fields.days if fields.daily_at else None), when, now, tz)
+    except ToolError:
+        return spec  # words the server cannot read (or no words): the fields stand
+    if not _same(said, spec):
+        raise ToolError(
+            f"the user's words {when.strip()!r} read as {describe(said)}, but the fields say "
+            f"{describe(spec)} ({tz.key}): ask the user which they mean, or pass fields that "
+            "match their words"
+        )
+    return spec
+
+
+def _same(a: Spec, b: Spec) -> bool:
+    if (a.kind, a.every_s, a.at_time) != (b.kind, b.every_s, b.at_time):
+        return False
+    if a.kind == "cron":
+        return a.days == b.days
+    assert a.first is not None and b.first is not None
+    return abs(a.first - b.first) <= timedelta(minutes=1)
+
+
+def _from_fields(fields: Fields, now: datetime, tz: ZoneInfo) -> Spec:
     kinds = [
         k
         for k, v in (
