@@ -201,16 +201,21 @@ async def test_cancelling_a_held_reminder_drops_its_waiting_run(tg: TG) -> None:
     assert (run.status, run.error) == ("skipped", "cancelled by the user")
 
 
-async def test_a_run_claimed_before_a_crash_is_delivered_once_after_restart(tg: TG) -> None:
+@pytest.mark.parametrize("kind", ["reminder", "task"])
+async def test_a_run_claimed_before_a_crash_is_delivered_once_after_restart(
+    tg: TG, kind: str
+) -> None:
     env = make_env(tg, FRIDAY)
     user = await env.user(OWNER, BERLIN)
-    job = await env.job(user, BERLIN, "pills", at="2026-11-20 06:30")
+    job = await env.job(user, BERLIN, "pills", kind=kind, at="2026-11-20 06:30")
     env.clock.set(FRIDAY + timedelta(minutes=30))
     assert await env.reminders.claim(env.clock()) == 1  # claimed, then the process died
     assert [r.status for r in await env.runs(job.id)] == ["pending"]
     await tg.restart()
+    tg.llm.add(Text("Take the blue one."))
     after = make_env(tg, FRIDAY + timedelta(minutes=45))
-    assert await after.tick_at(after.clock()) == ["⏰ pills"]
+    expected = "⏰ pills" if kind == "reminder" else "Take the blue one."
+    assert await after.tick_at(after.clock()) == [expected]
     assert await after.tick_at(after.clock() + MINUTE) == []
     [run] = await env.runs(job.id)
     assert run.status == "sent" and run.due_at == FRIDAY + timedelta(minutes=30)
