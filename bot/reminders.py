@@ -6,6 +6,9 @@ The scheduler knows nothing of Telegram or the terminal: each adapter passes its
 
 from __future__ import annotations
 
+import sys
+from typing import TextIO
+
 from bot.agent.runner import Incoming
 from bot.app import App
 from db.repos.schedule import Recipient
@@ -47,3 +50,18 @@ def build_reminders(app: App, deliver: Deliver, *, local: bool = False) -> Remin
         settings=reminder_settings(app),
         local=local,
     )
+
+
+class TerminalDelivery:
+    """`sidekick chat`: reminders of the local user printed into the chat; the id is a
+    local counter (there is no Telegram message)."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+        self.sent = 0
+
+    async def __call__(self, recipient: Recipient, text: str, markdown: bool) -> int:
+        self.out.write(f"\n{text}\nyou> ")
+        self.out.flush()
+        self.sent += 1
+        return self.sent

@@ -5,29 +5,13 @@ from __future__ import annotations
 import asyncio
 import getpass
 import sys
-from typing import TextIO
 
 from bot.agent.runner import Events, Incoming
 from bot.app import build_app
 from bot.config import Settings, require
 from bot.errors import user_text
-from bot.reminders import build_reminders
-from db.repos.schedule import Recipient
+from bot.reminders import TerminalDelivery, build_reminders
 from scheduler.setup import Scheduler
-
-
-class TerminalDelivery:
-    """Reminders for the local user, printed into the chat; the id is a local counter."""
-
-    def __init__(self, out: TextIO = sys.stdout) -> None:
-        self.out = out
-        self.sent = 0
-
-    async def __call__(self, recipient: Recipient, text: str, markdown: bool) -> int:
-        self.out.write(f"\n{text}\nyou> ")
-        self.out.flush()
-        self.sent += 1
-        return self.sent
 
 
 async def run_chat(settings: Settings) -> None:
@@ -38,10 +22,10 @@ async def run_chat(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     # Reminders of the local user arrive here while the chat runs (missed ones at start).
     reminders = build_reminders(app, TerminalDelivery(), local=True)
-    await reminders.tick()  # what came due while the chat was closed, before the prompt
     scheduler = Scheduler(None, [reminders.job_spec()])
-    scheduler.start()
     try:
+        await reminders.tick()  # what came due while the chat was closed, before the prompt
+        scheduler.start()
         while True:
             line = await loop.run_in_executor(None, _read)
             if line is None or line.strip() in {"/quit", "/exit"}:
