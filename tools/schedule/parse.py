@@ -144,8 +144,9 @@ def _date_part(words: str, today: date) -> tuple[date | None, bool]:
 
 def parse_at(value: str, now: datetime, tz: ZoneInfo) -> datetime:
     """A one-shot time in the user's zone → UTC. Refuses offsets and times that passed."""
-    v = value.strip().lower().replace("t", " ", 1) if re.match(r"\d{4}-", value) else value
-    v = v.strip().lower()
+    v = value.strip().lower()
+    if re.match(r"\d{4}-\d{2}-\d{2}t", v):  # ISO 8601's "T" between date and time
+        v = v.replace("t", " ", 1)
     if re.search(r"(z|[+-]\d{2}:?\d{2})$", v) and re.match(r"\d{4}-", v):
         raise ToolError(
             "give `at` as the user's local wall-clock time without an offset "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from tools.base import Capabilities, Tool, ToolCall, ToolError
 from tools.schedule import jobs
@@ -15,32 +15,26 @@ from tools.schedule.times import describe, local_text
 if TYPE_CHECKING:
     from tools.registry import ToolDeps
 
-DESCRIPTION = """Reminders and scheduled tasks for the user, in the user's time zone.
-- create: kind=reminder sends `text` at the time; kind=task runs `text` as an instruction
-  for you (with your tools) at the time and sends your answer (e.g. "weather in Berlin and
-  my plan for today"). Always pass `when` = the user's own words for the time, AND the
-  structured fields as local wall-clock time: `at` ("YYYY-MM-DD HH:MM", "HH:MM",
-  "tomorrow 09:00"), or `in_minutes`, or `every` ("30m", "2h"; `at` = first run), or
-  `daily_at` ("08:00") with `days` ("weekdays", "weekends", "mon,wed,fri"; default daily).
-  Never convert to UTC: the server does. If it says the time has passed or is unclear,
-  ask the user or follow its suggestion.
-- list: the user's reminders and tasks with ids and next run.
-- cancel / pause / resume: by `job_id`."""
+DESCRIPTION = """Reminders and scheduled tasks, in the user's time zone.
+create: kind=reminder sends `text` at the time; kind=task runs `text` as your instruction
+then (with your tools) and sends the answer. Pass `when` = the user's own words AND local
+wall-clock fields: `at` (YYYY-MM-DD HH:MM, HH:MM, tomorrow HH:MM), `in_minutes`, `every`
+(30m, 2h; `at` = first run) or `daily_at` HH:MM with `days` (weekdays, weekends,
+mon,wed,fri). Never convert to UTC. On an error (time passed or unclear), ask the user or
+follow its hint. list: ids and next runs. cancel/pause/resume: by `job_id`."""
 
 
 class ScheduleParams(BaseModel):
     action: Literal["create", "list", "cancel", "pause", "resume"]
-    kind: Literal["reminder", "task"] = Field("reminder", description="create: what it is")
-    text: str | None = Field(
-        None, description="create: the reminder text, or the task's instruction"
-    )
-    when: str | None = Field(None, description="create: the user's words for the time, verbatim")
-    at: str | None = Field(None, description="local time: YYYY-MM-DD HH:MM, HH:MM, tomorrow HH:MM")
-    in_minutes: int | None = Field(None, description="one-shot this many minutes from now")
-    every: str | None = Field(None, description="interval: 30m, 2h, 90 minutes")
-    daily_at: str | None = Field(None, description="recurring local time HH:MM")
-    days: str | None = Field(None, description="with daily_at: weekdays|weekends|mon,wed,fri")
-    job_id: int | None = Field(None, description="cancel/pause/resume: the id from list")
+    kind: Literal["reminder", "task"] = "reminder"
+    text: str | None = None
+    when: str | None = None
+    at: str | None = None
+    in_minutes: int | None = None
+    every: str | None = None
+    daily_at: str | None = None
+    days: str | None = None
+    job_id: int | None = None
 
 
 def build(deps: ToolDeps) -> Tool[ScheduleParams]:
