@@ -6,7 +6,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, bindparam, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    and_,
+    bindparam,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import User
@@ -44,13 +55,28 @@ async def add_job(s: AsyncSession, **values: Any) -> ScheduledJob:
 
 
 async def live_jobs(s: AsyncSession, user_id: int) -> list[ScheduledJob]:
-    """The user's active and paused jobs, soonest first (paused ones last)."""
+    """The user's active and paused jobs, and one-shots that came due but still wait to be
+    delivered (quiet hours, retry): soonest first."""
     stmt = (
         select(ScheduledJob)
-        .where(ScheduledJob.user_id == user_id, ScheduledJob.status.in_(LIVE))
+        .where(
+            ScheduledJob.user_id == user_id,
+            or_(
+                ScheduledJob.status.in_(LIVE),
+                and_(ScheduledJob.status == "done", _waiting(ScheduledJob.id)),
+            ),
+        )
         .order_by(ScheduledJob.status, ScheduledJob.next_run_at, ScheduledJob.id)
     )
     return list((await s.execute(stmt)).scalars())
+
+
+def _waiting(job_id: Any) -> ColumnElement[bool]:
+    return exists().where(JobRun.job_id == job_id, JobRun.status == "pending")
+
+
+async def has_waiting_run(s: AsyncSession, job_id: int) -> bool:
+    return bool((await s.execute(select(_waiting(job_id)))).scalar())
 
 
 async def count_live(s: AsyncSession, user_id: int) -> int:

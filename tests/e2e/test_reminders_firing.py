@@ -14,6 +14,7 @@ from scheduler.reminder_status import reminder_checks
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import MINUTE, make_env
 from tests.fakes.openai_server import Error, Text
+from tools.base import ToolError
 from tools.schedule import jobs
 
 BERLIN = "Europe/Berlin"
@@ -192,13 +193,24 @@ async def test_cancelling_a_held_reminder_drops_its_waiting_run(tg: TG) -> None:
     user = await env.user(OWNER, BERLIN)
     await tg.send(OWNER, "/quiet 22:00-07:00")
     await tg.idle()
-    job = await env.job(user, BERLIN, "bins", daily_at="23:00")
+    daily = await env.job(user, BERLIN, "bins", daily_at="23:00")
+    once = await env.job(user, BERLIN, "letter", at="2026-11-20 23:00")
     assert await env.tick_at(datetime(2026, 11, 20, 22, 0, tzinfo=UTC)) == []
-    await jobs.change(tg.app.session_factory, user_id=user, job_id=job.id, action="cancel",
-                      now=env.clock())  # fmt: skip
+    # The one-shot came due but waits for the morning: still listed, and cancellable.
+    lines = [
+        jobs.job_line(j, env.clock()) for j in await jobs.listing(tg.app.session_factory, user)
+    ]
+    assert any(f"#{once.id} reminder" in x and "due, waiting to be delivered" in x for x in lines)
+    sf = tg.app.session_factory
+    with pytest.raises(ToolError, match="can only be cancelled"):
+        await jobs.change(sf, user_id=user, job_id=once.id, action="pause", now=env.clock())
+    for job in (daily, once):
+        await jobs.change(sf, user_id=user, job_id=job.id, action="cancel", now=env.clock())
     assert await env.tick_at(datetime(2026, 11, 21, 6, 0, tzinfo=UTC)) == []
-    [run] = await env.runs(job.id)
-    assert (run.status, run.error) == ("skipped", "cancelled by the user")
+    for job in (daily, once):
+        [run] = await env.runs(job.id)
+        assert (run.status, run.error) == ("skipped", "cancelled by the user")
+    assert await jobs.listing(sf, user) == []
 
 
 @pytest.mark.parametrize("kind", ["reminder", "task"])

@@ -35,6 +35,8 @@ def job_line(job: ScheduledJob, now: datetime) -> str:
     if job.status == "paused":
         why = " (the bot was blocked)" if job.paused_reason == "blocked" else ""
         when = f"paused{why}"
+    elif job.status == "done":
+        when = "due, waiting to be delivered"
     elif job.next_run_at is None:
         when = job.status
     else:
@@ -98,8 +100,13 @@ async def change(
     user's job id reads exactly like a job that does not exist)."""
     async with sf() as s, s.begin():
         job = await repo.user_job(s, user_id, job_id)
-        if job is None or job.status not in repo.LIVE:
+        waiting = job is not None and job.status == "done" and await repo.has_waiting_run(s, job_id)
+        if job is None or (job.status not in repo.LIVE and not waiting):
             raise ToolError(f"there is no reminder or task #{job_id} (see list for the ids)")
+        if waiting and action != "cancel":
+            raise ToolError(
+                f"#{job_id} came due and waits to be delivered: it can only be cancelled"
+            )
         if action == "cancel":
             job.status, job.next_run_at = "cancelled", None
             await repo.skip_pending_of_job(s, job.id, "cancelled by the user", now)

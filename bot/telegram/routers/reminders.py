@@ -50,17 +50,15 @@ def _buttons(found: list[ScheduledJob]) -> InlineKeyboardMarkup | None:
     for job in found:
         toggle: Literal["pause", "resume"] = "resume" if job.status == "paused" else "pause"
         label = f"▶ Resume #{job.id}" if toggle == "resume" else f"⏸ Pause #{job.id}"
-        rows.append(
-            [
-                InlineKeyboardButton(
-                    text=label, callback_data=JobButton(action=toggle, job_id=job.id).pack()
-                ),
-                InlineKeyboardButton(
-                    text=f"✖ Cancel #{job.id}",
-                    callback_data=JobButton(action="cancel", job_id=job.id).pack(),
-                ),
-            ]
+        cancel = InlineKeyboardButton(
+            text=f"✖ Cancel #{job.id}",
+            callback_data=JobButton(action="cancel", job_id=job.id).pack(),
         )
+        if job.status == "done":  # came due, waits for delivery: only cancelling is left
+            rows.append([cancel])
+            continue
+        toggle_data = JobButton(action=toggle, job_id=job.id).pack()
+        rows.append([InlineKeyboardButton(text=label, callback_data=toggle_data), cancel])
     return InlineKeyboardMarkup(inline_keyboard=rows) if rows else None
 
 
