@@ -50,6 +50,7 @@ bench: install
 	$(BIN)/python bench/tools_budget.py
 	$(BIN)/python bench/session_split.py
 	$(BIN)/python bench/media.py
+	$(BIN)/python bench/reminders.py
 
 lint: install
 	$(BIN)/ruff check .

@@ -12,17 +12,24 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bot.llm.settings import ModelSettings
 from bot.media.settings import MediaSettings
 from bot.usage.settings import UsageSettings
+from scheduler.reminder_settings import ReminderSettings
 from scheduler.settings import SessionSettings
 from tools.errors import ConfigError
 from tools.settings import ToolSettings
 
 
 class Settings(
-    BaseSettings, ToolSettings, SessionSettings, MediaSettings, ModelSettings, UsageSettings
+    BaseSettings,
+    ToolSettings,
+    SessionSettings,
+    ReminderSettings,
+    MediaSettings,
+    ModelSettings,
+    UsageSettings,
 ):
     """Every setting Sidekick reads. Names are the environment variables, upper-cased.
 
-    The tools' settings (tools/*/settings.py), the scheduler's (scheduler/settings.py) and
+    The tools' settings (tools/*/settings.py), the scheduler's (scheduler/*settings.py) and
     the app's feature slices (bot/media, bot/llm, bot/usage settings.py) are inherited flat,
     so each variable keeps its name; this class adds the rest.
     """

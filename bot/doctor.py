@@ -152,6 +152,12 @@ async def check_memory_tool(app: App) -> list[CheckResult]:
     return await check_memory(app.deps)
 
 
+async def check_reminders(app: App) -> list[CheckResult]:
+    from scheduler.reminder_status import reminder_checks
+
+    return await reminder_checks(app.session_factory, app.deps.clock())
+
+
 def all_checks() -> list[Check]:
     """Every check, in order; each feature adds its own here."""
     return [
@@ -160,6 +166,7 @@ def all_checks() -> list[Check]:
         check_llm,
         check_telegram,
         check_scheduler,
+        check_reminders,
         check_usage,
         check_search_tool,
         check_code_tool,

@@ -10,6 +10,8 @@ from bot.agent.runner import Events, Incoming
 from bot.app import build_app
 from bot.config import Settings, require
 from bot.errors import user_text
+from bot.reminders import TerminalDelivery, build_reminders
+from scheduler.setup import Scheduler
 
 
 async def run_chat(settings: Settings) -> None:
@@ -18,7 +20,12 @@ async def run_chat(settings: Settings) -> None:
     name = getpass.getuser()
     print("Sidekick in the terminal. /new starts a new session, /quit (or Ctrl-D) leaves.")
     loop = asyncio.get_running_loop()
+    # Reminders of the local user arrive here while the chat runs (missed ones at start).
+    reminders = build_reminders(app, TerminalDelivery(), local=True)
+    scheduler = Scheduler(None, [reminders.job_spec()])
     try:
+        await reminders.tick()  # what came due while the chat was closed, before the prompt
+        scheduler.start()
         while True:
             line = await loop.run_in_executor(None, _read)
             if line is None or line.strip() in {"/quit", "/exit"}:
@@ -65,6 +72,8 @@ async def run_chat(settings: Settings) -> None:
             except Exception as exc:
                 print(f"\n{user_text(exc)}")
     finally:
+        await scheduler.stop()
+        await reminders.stop()
         await app.close()
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,6 +34,10 @@ MISFIRE_GRACE_S = 15 * 60
 STOP_GRACE_S = 5.0  # then cancel: every archive step is idempotent, a restart redoes it
 
 
+# (id, description, every, what to run): one periodic job.
+JobSpec = tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]
+
+
 @dataclass(frozen=True)
 class JobInfo:
     id: str
@@ -45,17 +49,22 @@ class JobInfo:
 class Scheduler:
     """Owns the AsyncIOScheduler; start() inside the running event loop, stop() at exit."""
 
-    def __init__(self, jobs: SessionJobs) -> None:
+    def __init__(self, jobs: SessionJobs | None, extra: Sequence[JobSpec] = ()) -> None:
         self.jobs = jobs
-        self._specs: list[tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]] = [
-            (
-                "session-split",
-                "archive sessions whose period ended, and pending summaries",
-                SPLIT_EVERY,
-                jobs.split_sessions,
-            ),
-            ("memory-sweep", "delete expired memories", SWEEP_EVERY, jobs.sweep_memories),
-        ]
+        self._specs: list[JobSpec] = (
+            []
+            if jobs is None
+            else [
+                (
+                    "session-split",
+                    "archive sessions whose period ended, and pending summaries",
+                    SPLIT_EVERY,
+                    jobs.split_sessions,
+                ),
+                ("memory-sweep", "delete expired memories", SWEEP_EVERY, jobs.sweep_memories),
+            ]
+        )
+        self._specs.extend(extra)  # e.g. reminders (scheduler/reminders.py)
         self._aps: AsyncIOScheduler | None = None
         self._running: set[asyncio.Task[Any]] = set()
 
@@ -90,10 +99,12 @@ class Scheduler:
             },
         )
         now = datetime.now(UTC)
+        # Runs land on whole minutes (a reminder for 09:00 fires at 09:00:00, not 09:00:59).
+        minute = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
         for job_id, description, every, fn in self._specs:
             aps.add_job(
                 self._tracked(fn),
-                IntervalTrigger(seconds=every.total_seconds(), timezone=UTC),
+                IntervalTrigger(seconds=every.total_seconds(), start_date=minute, timezone=UTC),
                 id=job_id,
                 name=description,
                 next_run_time=now,  # run at startup: catch up on whatever is due
@@ -135,8 +146,8 @@ class Scheduler:
         return out
 
 
-def start_scheduler(jobs: SessionJobs) -> Scheduler:
+def start_scheduler(jobs: SessionJobs | None, extra: Sequence[JobSpec] = ()) -> Scheduler:
     """Build and start the scheduler (call from inside the running event loop)."""
-    scheduler = Scheduler(jobs)
+    scheduler = Scheduler(jobs, extra)
     scheduler.start()
     return scheduler

@@ -20,6 +20,7 @@ from tools.fetch.tool import build_tool as build_web_fetch
 from tools.mcp.config import load_config
 from tools.mcp.manager import McpManager
 from tools.memory.tool import build as memory_tool
+from tools.schedule.tool import build as schedule_tool
 from tools.search.tool import build as search_tool
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,9 @@ class Registry:
 
 def build_registry(deps: ToolDeps) -> Registry:
     """Every tool Sidekick offers."""
-    registry = Registry([search_tool(deps), code_tool(deps), memory_tool(deps)])
+    registry = Registry(
+        [search_tool(deps), code_tool(deps), memory_tool(deps), schedule_tool(deps)]
+    )
     install_extensions(registry, deps)
     return registry
 

@@ -21,7 +21,9 @@ from bot.agent.archive import build_jobs
 from bot.app import build_app
 from bot.config import Settings, require
 from bot.errors import ConfigError
+from bot.reminders import build_reminders
 from bot.telegram.dispatcher import Runtime, build_runtime
+from bot.telegram.reminder_delivery import TelegramDelivery
 from scheduler.setup import Scheduler, start_scheduler
 
 log = logging.getLogger(__name__)
@@ -125,6 +127,7 @@ async def run_bot(settings: Settings) -> None:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     scheduler: Scheduler | None = None
+    reminders = build_reminders(app, TelegramDelivery(rt.bot))
     try:
         if not await check_token(rt, stop):
             return
@@ -136,8 +139,12 @@ async def run_bot(settings: Settings) -> None:
                     memory=app.deps.memory,
                     llm=app.llm,
                     clock=app.deps.clock,
-                )
+                ),
+                [reminders.job_spec()],
             )
+        else:
+            scheduler = Scheduler(None, [reminders.job_spec()])
+            scheduler.start()
         if settings.webhook_url:
             await serve_webhook(rt, stop)
         else:
@@ -146,5 +153,6 @@ async def run_bot(settings: Settings) -> None:
     finally:
         if scheduler is not None:
             await scheduler.stop()
+        await reminders.stop()
         await rt.shutdown()
         log.info("stopped")

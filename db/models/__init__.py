@@ -4,6 +4,7 @@ from db.models.base import Base
 from db.models.code import CodeExecution, CodeJob
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.memory import Memory, MemoryMeta
+from db.models.schedule import JobRun, ReminderPrefs, ScheduledJob
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
 from db.models.usage import ModelUsage
@@ -13,10 +14,13 @@ __all__ = [
     "ChatSession",
     "CodeExecution",
     "CodeJob",
+    "JobRun",
     "Memory",
     "MemoryMeta",
     "Message",
     "ModelUsage",
+    "ReminderPrefs",
+    "ScheduledJob",
     "SessionArchive",
     "ToolCallRecord",
     "ToolUsage",

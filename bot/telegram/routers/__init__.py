@@ -12,7 +12,17 @@ from __future__ import annotations
 from aiogram import Router
 from aiogram.types import BotCommand
 
-from bot.telegram.routers import chat, code, media, memory, model, sessions, start, usage
+from bot.telegram.routers import (
+    chat,
+    code,
+    media,
+    memory,
+    model,
+    reminders,
+    sessions,
+    start,
+    usage,
+)
 from bot.telegram.routers import tools as tools_router
 
 
@@ -26,6 +36,7 @@ def build_routers() -> list[Router]:
         media.build_router(),
         usage.build_router(),
         model.build_router(),
+        reminders.build_router(),
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]

@@ -1,0 +1,77 @@
+"""Delivering reminders through the Bot API: the scheduler's `deliver` for Telegram.
+
+429 waits `retry_after`, 5xx and network errors back off, a few times each; what still
+fails goes back to the scheduler, which retries the run later (its own backoff) and
+records it. 403 (the user blocked the bot) and 400 (chat gone) are final.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiogram import Bot
+from aiogram.exceptions import (
+    TelegramBadRequest,
+    TelegramForbiddenError,
+    TelegramNetworkError,
+    TelegramRetryAfter,
+    TelegramServerError,
+)
+from aiogram.types import MessageEntity
+
+from bot.telegram.render import Chunk, render, split_plain
+from db.repos.schedule import Recipient
+from scheduler.reminders import DeliveryRejected, RecipientBlocked
+
+log = logging.getLogger(__name__)
+
+ATTEMPTS = 4
+MAX_RETRY_AFTER_S = 60.0
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class TelegramDelivery:
+    def __init__(self, bot: Bot, *, sleep: Sleep = asyncio.sleep, attempts: int = ATTEMPTS) -> None:
+        self.bot = bot
+        self.sleep = sleep
+        self.attempts = attempts
+
+    async def __call__(self, recipient: Recipient, text: str, markdown: bool) -> int:
+        """Send the text (split if long); the id of its first message."""
+        if recipient.telegram_id is None:
+            raise DeliveryRejected("the local user has no Telegram chat")
+        chat = recipient.telegram_id
+        chunks: list[Chunk] = render(text) if markdown else [(t, []) for t in split_plain(text)]
+        ids = []
+        for chunk, entities in chunks:
+            ids.append(await self._send(chat, chunk, entities))
+        return ids[0]
+
+    async def _send(self, chat: int, text: str, entities: list[MessageEntity]) -> int:
+        for attempt in range(1, self.attempts + 1):
+            try:
+                msg = await self.bot.send_message(
+                    chat, text, entities=entities or None, parse_mode=None
+                )
+                return msg.message_id
+            except TelegramForbiddenError as exc:
+                raise RecipientBlocked(str(exc)) from exc
+            except TelegramBadRequest as exc:
+                if entities:  # the formatting was refused: the same text, plain
+                    entities = []
+                    continue
+                raise DeliveryRejected(str(exc)) from exc
+            except TelegramRetryAfter as exc:
+                if attempt == self.attempts:
+                    raise
+                delay = min(float(exc.retry_after), MAX_RETRY_AFTER_S)
+                log.warning("reminder to chat %d: Telegram asked to wait %.0f s (429)", chat, delay)
+                await self.sleep(delay)
+            except (TelegramNetworkError, TelegramServerError) as exc:
+                if attempt == self.attempts:
+                    raise
+                log.warning("reminder to chat %d: %s; retrying", chat, type(exc).__name__)
+                await self.sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
+        raise AssertionError("unreachable")

@@ -1,0 +1,357 @@
+"""Reminder jobs, their run ledger and quiet hours: every query the schedule feature runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    and_,
+    bindparam,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.models.core import User
+from db.models.schedule import JobRun, ReminderPrefs, ScheduledJob
+
+LIVE = ("active", "paused")
+
+
+def _audience(local: bool) -> ColumnElement[bool]:
+    """Telegram users, or the terminal's local user (no Telegram id)."""
+    return User.telegram_id.is_(None) if local else User.telegram_id.is_not(None)
+
+
+@dataclass(frozen=True)
+class Recipient:
+    user_id: int
+    telegram_id: int | None
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Quiet:
+    start: str
+    end: str
+
+
+# ---- jobs (the tool, /reminders) --------------------------------------------------------
+
+
+async def add_job(s: AsyncSession, **values: Any) -> ScheduledJob:
+    job = ScheduledJob(**values)
+    s.add(job)
+    await s.flush()
+    return job
+
+
+async def live_jobs(s: AsyncSession, user_id: int) -> list[ScheduledJob]:
+    """The user's active and paused jobs, and one-shots that came due but still wait to be
+    delivered (quiet hours, retry): soonest first."""
+    stmt = (
+        select(ScheduledJob)
+        .where(
+            ScheduledJob.user_id == user_id,
+            or_(
+                ScheduledJob.status.in_(LIVE),
+                and_(ScheduledJob.status == "done", _waiting(ScheduledJob.id)),
+            ),
+        )
+        .order_by(ScheduledJob.status, ScheduledJob.next_run_at, ScheduledJob.id)
+    )
+    return list((await s.execute(stmt)).scalars())
+
+
+def _waiting(job_id: Any) -> ColumnElement[bool]:
+    return exists().where(JobRun.job_id == job_id, JobRun.status == "pending")
+
+
+async def has_waiting_run(s: AsyncSession, job_id: int) -> bool:
+    return bool((await s.execute(select(_waiting(job_id)))).scalar())
+
+
+async def count_live(s: AsyncSession, user_id: int) -> int:
+    stmt = select(func.count()).where(
+        ScheduledJob.user_id == user_id, ScheduledJob.status.in_(LIVE)
+    )
+    return int((await s.execute(stmt)).scalar_one())
+
+
+async def user_job(s: AsyncSession, user_id: int, job_id: int) -> ScheduledJob | None:
+    """The job if it exists AND belongs to this user; another user's id is None."""
+    job = await s.get(ScheduledJob, job_id)
+    return job if job is not None and job.user_id == user_id else None
+
+
+# ---- the due check and the ledger --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DueJob:
+    job: ScheduledJob
+    quiet: Quiet | None
+
+
+async def due_jobs(s: AsyncSession, now: datetime, *, local: bool) -> list[DueJob]:
+    """Active jobs whose next run is at or before now (one indexed range scan)."""
+    stmt = (
+        select(ScheduledJob, ReminderPrefs.quiet_start, ReminderPrefs.quiet_end)
+        .join(User, User.id == ScheduledJob.user_id)
+        .outerjoin(ReminderPrefs, ReminderPrefs.user_id == ScheduledJob.user_id)
+        .where(
+            ScheduledJob.status == "active",
+            ScheduledJob.next_run_at <= now,
+            _audience(local),
+        )
+        .order_by(ScheduledJob.next_run_at, ScheduledJob.id)
+    )
+    out = []
+    for job, qs, qe in (await s.execute(stmt)).all():
+        out.append(DueJob(job, Quiet(qs, qe) if qs and qe else None))
+    return out
+
+
+async def earliest(s: AsyncSession) -> tuple[datetime | None, datetime | None]:
+    """The earliest next run of an active job and the earliest pending delivery: the
+    per-minute check in one round trip over two indexes (nothing else runs when idle)."""
+    jobs = ScheduledJob.__table__
+    runs = JobRun.__table__
+    stmt = select(
+        select(func.min(jobs.c.next_run_at)).where(jobs.c.status == "active").scalar_subquery(),
+        select(func.min(runs.c.deliver_after)).where(runs.c.status == "pending").scalar_subquery(),
+    )
+    row = (await s.execute(stmt)).one()
+    return row[0], row[1]
+
+
+async def _update_by_id(s: AsyncSession, table: Any, rows: list[dict[str, Any]]) -> None:
+    """UPDATE ... WHERE id = ? as executemany, one statement per set of columns."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(sorted(row)), []).append(row)
+    for keys, group in groups.items():
+        values: dict[str, Any] = {k: bindparam(f"v_{k}") for k in keys if k != "id"}
+        stmt = update(table).where(table.c.id == bindparam("v_id")).values(values)
+        await s.execute(stmt, [{f"v_{k}": v for k, v in row.items()} for row in group])
+
+
+async def claim(s: AsyncSession, runs: list[dict[str, Any]], jobs: list[dict[str, Any]]) -> None:
+    """Insert the claimed runs and move their jobs on, in the caller's transaction."""
+    if runs:
+        # OR IGNORE: a (job, due) pair already in the ledger was claimed before; never twice.
+        await s.execute(insert(cast(Table, JobRun.__table__)).prefix_with("OR IGNORE"), runs)
+    if jobs:
+        await _update_by_id(s, ScheduledJob.__table__, jobs)
+
+
+@dataclass(frozen=True)
+class PendingRun:
+    run_id: int
+    job_id: int
+    kind: str
+    job_text: str
+    text: str | None
+    note: str | None
+    outcome: str
+    due_at: datetime
+    attempts: int
+    recipient: Recipient
+    timezone: str
+
+
+async def pending_runs(
+    s: AsyncSession, now: datetime, *, local: bool, limit: int = 5000
+) -> list[PendingRun]:
+    """Runs to deliver whose time has come, and tasks still to compute (quiet hours hold
+    a task's answer, not its computation), in delivery order."""
+    stmt = (
+        select(JobRun, ScheduledJob.kind, ScheduledJob.text, ScheduledJob.timezone, User)
+        .join(ScheduledJob, ScheduledJob.id == JobRun.job_id)
+        .join(User, User.id == JobRun.user_id)
+        .where(
+            JobRun.status == "pending",
+            or_(JobRun.deliver_after <= now, JobRun.text.is_(None)),
+            _audience(local),
+        )
+        .order_by(JobRun.due_at, JobRun.id)
+        .limit(limit)
+    )
+    out = []
+    for run, kind, job_text, tz, user in (await s.execute(stmt)).all():
+        out.append(
+            PendingRun(
+                run_id=run.id,
+                job_id=run.job_id,
+                kind=kind,
+                job_text=job_text,
+                text=run.text,
+                note=run.note,
+                outcome=run.outcome,
+                due_at=run.due_at,
+                attempts=run.attempts,
+                recipient=Recipient(user.id, user.telegram_id, user.name),
+                timezone=tz,
+            )
+        )
+    return out
+
+
+async def finish_runs(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Bulk update of ledger rows by id (status, finished_at, message_id, error, ...)."""
+    if rows:
+        await _update_by_id(s, JobRun.__table__, rows)
+
+
+async def set_run_text(s: AsyncSession, run_id: int, text: str, outcome: str = "sent") -> None:
+    await s.execute(update(JobRun).where(JobRun.id == run_id).values(text=text, outcome=outcome))
+
+
+async def previous_run_failed(s: AsyncSession, job_id: int, run_id: int) -> bool:
+    """Whether the job's run before this one failed (a failure streak tells the user once)."""
+    stmt = (
+        select(JobRun.status)
+        .where(JobRun.job_id == job_id, JobRun.id < run_id)
+        .order_by(JobRun.id.desc())
+        .limit(1)
+    )
+    return (await s.execute(stmt)).scalar_one_or_none() == "failed"
+
+
+async def pause_user(s: AsyncSession, user_id: int, reason: str) -> int:
+    """Pause every active job of the user; returns how many."""
+    result = await s.execute(
+        update(ScheduledJob)
+        .where(ScheduledJob.user_id == user_id, ScheduledJob.status == "active")
+        .values(status="paused", paused_reason=reason)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def fail_pending_of(s: AsyncSession, user_id: int, error: str, now: datetime) -> int:
+    result = await s.execute(
+        update(JobRun)
+        .where(JobRun.user_id == user_id, JobRun.status == "pending")
+        .values(status="delivery_failed", error=error, finished_at=now)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def skip_pending_of_job(s: AsyncSession, job_id: int, error: str, now: datetime) -> int:
+    """A cancelled job's runs still waiting (quiet hours, retry) are not sent any more."""
+    result = await s.execute(
+        update(JobRun)
+        .where(JobRun.job_id == job_id, JobRun.status == "pending")
+        .values(status="skipped", error=error, finished_at=now)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class RunLine:
+    run_id: int
+    job_id: int
+    kind: str
+    text: str
+    due_at: datetime
+    finished_at: datetime | None
+    status: str
+    message_id: int | None
+    error: str | None
+    note: str | None
+
+
+async def history(s: AsyncSession, user_id: int, limit: int = 15) -> list[RunLine]:
+    """The user's newest runs, newest first."""
+    stmt = (
+        select(JobRun, ScheduledJob.kind, ScheduledJob.text)
+        .join(ScheduledJob, ScheduledJob.id == JobRun.job_id)
+        .where(JobRun.user_id == user_id)
+        .order_by(JobRun.id.desc())
+        .limit(limit)
+    )
+    return [
+        RunLine(
+            r.id,
+            r.job_id,
+            kind,
+            text,
+            r.due_at,
+            r.finished_at,
+            r.status,
+            r.message_id,
+            r.error,
+            r.note,
+        )
+        for r, kind, text in (await s.execute(stmt)).all()
+    ]
+
+
+# ---- quiet hours -------------------------------------------------------------------------
+
+
+async def get_quiet(s: AsyncSession, user_id: int) -> Quiet | None:
+    row = await s.get(ReminderPrefs, user_id)
+    if row is None or not row.quiet_start or not row.quiet_end:
+        return None
+    return Quiet(row.quiet_start, row.quiet_end)
+
+
+async def set_quiet(s: AsyncSession, user_id: int, quiet: Quiet | None) -> None:
+    row = await s.get(ReminderPrefs, user_id)
+    if row is None:
+        row = ReminderPrefs(user_id=user_id)
+        s.add(row)
+    row.quiet_start = quiet.start if quiet else None
+    row.quiet_end = quiet.end if quiet else None
+    await s.flush()
+
+
+# ---- doctor --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Overview:
+    active: int
+    paused: int
+    next_due: datetime | None
+    pending: int
+    delivery_failed: list[tuple[int, datetime, str]]  # (run id, due, error), newest first
+
+
+async def overview(s: AsyncSession, since: datetime) -> Overview:
+    counts = dict(
+        (await s.execute(select(ScheduledJob.status, func.count()).group_by(ScheduledJob.status)))
+        .tuples()
+        .all()
+    )
+    next_due = (
+        await s.execute(
+            select(func.min(ScheduledJob.next_run_at)).where(ScheduledJob.status == "active")
+        )
+    ).scalar_one_or_none()
+    pending = (await s.execute(select(func.count()).where(JobRun.status == "pending"))).scalar_one()
+    failed = (
+        await s.execute(
+            select(JobRun.id, JobRun.due_at, JobRun.error)
+            .where(JobRun.status == "delivery_failed", JobRun.due_at >= since)
+            .order_by(JobRun.id.desc())
+            .limit(20)
+        )
+    ).all()
+    next_at = next_due.replace(tzinfo=since.tzinfo) if isinstance(next_due, datetime) else None
+    return Overview(
+        active=int(counts.get("active", 0)),
+        paused=int(counts.get("paused", 0)),
+        next_due=next_at,
+        pending=int(pending),
+        delivery_failed=[(i, d, e or "") for i, d, e in failed],
+    )

@@ -1,0 +1,354 @@
+"""Firing reminders and scheduled tasks, derived from the data like the session split.
+
+Every minute (and once at startup) `tick()`:
+1. claims due jobs: one ledger row per job with the newest due run (a recurring job that
+   missed N runs while the bot was down fires once, a missed one-shot fires late with a
+   note), and moves each job to its next run, in one transaction;
+2. runs the agent for claimed tasks, in the background (a slow task delays nobody);
+3. delivers pending runs whose time has come (quiet hours hold them), chats in parallel,
+   each chat's messages in order. A run is `sent` only with the message id Telegram
+   returned; transient failures retry with backoff, a blocked bot (403) pauses the
+   user's jobs.
+
+This module never imports bot/: the wiring passes `deliver` and `run_task` in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from db.engine import SessionFactory
+from db.repos import schedule as repo
+from db.repos.schedule import PendingRun, Recipient
+from scheduler.periods import parse_hhmm
+from scheduler.reminder_settings import ReminderSettings
+from tools.base import Clock
+from tools.schedule.jobs import spec_of
+from tools.schedule.times import catch_up, local_text, quiet_until
+
+log = logging.getLogger(__name__)
+
+EVERY = timedelta(minutes=1)
+LATE_AFTER = timedelta(minutes=5)  # a run delivered later than this says so
+MAX_BACKOFF = timedelta(hours=1)
+
+
+class RecipientBlocked(Exception):
+    """The user blocked the bot (Telegram 403): nothing will reach them."""
+
+
+class DeliveryRejected(Exception):
+    """The message was refused for good (e.g. 400 chat not found): retrying cannot help."""
+
+
+# (recipient, text, markdown) -> the message id it arrived as; raises on failure.
+Deliver = Callable[[Recipient, str, bool], Awaitable[int]]
+# (recipient, prompt) -> the assistant's answer; raises when the task fails.
+RunTask = Callable[[Recipient, str], Awaitable[str]]
+
+
+@dataclass
+class TickReport:
+    claimed: int = 0
+    skipped: int = 0
+    sent: int = 0
+    failed: int = 0  # delivery_failed
+    retrying: int = 0
+    tasks_started: int = 0
+
+    def busy(self) -> bool:
+        return any(vars(self).values())
+
+
+def message_text(run: PendingRun) -> str:
+    assert run.text is not None
+    note = f"\n({run.note})" if run.note else ""
+    if run.kind == "reminder" and run.outcome == "sent":
+        return f"⏰ {run.text}{note}"
+    return f"{run.text}{note}"
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
+
+
+@dataclass
+class ReminderJobs:
+    session_factory: SessionFactory
+    deliver: Deliver
+    run_task: RunTask
+    clock: Clock
+    settings: ReminderSettings = field(default_factory=ReminderSettings)
+    # The terminal serves the local user (no Telegram id); the bot every Telegram user.
+    local: bool = False
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    _started: bool = field(default=False, init=False)  # the first tick looks at everything
+    _writer: asyncio.Task[None] | None = field(default=None, init=False)
+    _unwritten: list[dict[str, Any]] = field(default_factory=list, init=False)
+    _computing: dict[int, asyncio.Task[None]] = field(default_factory=dict, init=False)
+
+    def job_spec(self) -> tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]:
+        """The per-minute job for scheduler/setup.py's Scheduler."""
+        return ("reminders", "deliver due reminders and scheduled tasks", EVERY, self.tick)
+
+    async def tick(self) -> TickReport:
+        """The per-minute job: claim what is due, start tasks, deliver what is ready."""
+        report = TickReport()
+        now = self.clock()
+        if self._started and not await self._anything_due(now):
+            return report  # the idle path: one indexed query, no write, no model call
+        self._started = True
+        await self.claim(now, report)
+        async with self._lock:
+            await self._deliver_ready(self.clock(), report)
+        if report.busy():
+            log.info(
+                "reminders: %d claimed, %d skipped, %d task(s) started, %d sent, "
+                "%d delivery failed, %d to retry",
+                report.claimed, report.skipped, report.tasks_started, report.sent,
+                report.failed, report.retrying,
+            )  # fmt: skip
+        return report
+
+    async def _anything_due(self, now: datetime) -> bool:
+        async with self.session_factory() as s:
+            job_at, run_at = await repo.earliest(s)
+        return any(at is not None and at <= now for at in (job_at, run_at))
+
+    async def claim(self, now: datetime, report: TickReport | None = None) -> int:
+        report = report or TickReport()
+        window = timedelta(hours=self.settings.reminder_misfire_hours)
+        runs: list[dict[str, Any]] = []
+        moves: list[dict[str, Any]] = []
+        async with self.session_factory() as s, s.begin():
+            for due in await repo.due_jobs(s, now, local=self.local):
+                job = due.job
+                assert job.next_run_at is not None
+                spec = spec_of(job)
+                c = catch_up(spec, job.next_run_at, now)
+                run: dict[str, Any] = {
+                    "job_id": job.id,
+                    "user_id": job.user_id,
+                    "due_at": c.due,
+                    "started_at": now,
+                    "deliver_after": now,
+                    "text": job.text if job.kind == "reminder" else None,
+                    "status": "pending",
+                    "attempts": 0,
+                    "outcome": "sent",
+                    "finished_at": None,
+                    "error": None,
+                }
+                notes = []
+                held = self._quiet_end(due.quiet, spec.tz, now)
+                # The date shows when the message arrives on another day than it was due.
+                when = local_text(c.due, spec.tz, held or now)
+                if spec.kind != "at" and now - c.due > window:
+                    run.update(status="skipped", finished_at=now, text=None)
+                    run["error"] = (
+                        f"missed (due {when}) by more than REMINDER_MISFIRE_HOURS="
+                        f"{self.settings.reminder_misfire_hours:g}"
+                    )
+                    report.skipped += 1
+                else:
+                    if now - c.due > LATE_AFTER:
+                        notes.append(f"late: was due {when}")
+                    if c.missed:
+                        plural = "s" if c.missed > 1 else ""
+                        notes.append(f"{c.missed} earlier run{plural} missed while I was down")
+                    if held is not None:
+                        run["deliver_after"] = held
+                        if not notes:
+                            notes.append(f"held for your quiet hours: was due {when}")
+                    report.claimed += 1
+                run["note"] = "; ".join(notes) or None
+                runs.append(run)
+                moves.append(
+                    {
+                        "id": job.id,
+                        "next_run_at": c.next,
+                        "status": "active" if c.next is not None else "done",
+                    }
+                )
+            await repo.claim(s, runs, moves)
+        return len(runs)
+
+    @staticmethod
+    def _quiet_end(quiet: repo.Quiet | None, tz: ZoneInfo, now: datetime) -> datetime | None:
+        if quiet is None:
+            return None
+        try:
+            return quiet_until(now, tz, parse_hhmm(quiet.start), parse_hhmm(quiet.end))
+        except ValueError:
+            return None
+
+    async def deliver_ready(self) -> TickReport:
+        """Deliver what is ready now (after a task finished, or from tests)."""
+        report = TickReport()
+        async with self._lock:
+            await self._deliver_ready(self.clock(), report)
+        return report
+
+    async def _deliver_ready(self, now: datetime, report: TickReport) -> None:
+        async with self.session_factory() as s:
+            ready = await repo.pending_runs(s, now, local=self.local)
+        by_user: dict[int, list[PendingRun]] = {}
+        for run in ready:
+            if run.text is None:
+                if run.run_id not in self._computing:
+                    self._start_task(run)
+                    report.tasks_started += 1
+                continue
+            by_user.setdefault(run.recipient.user_id, []).append(run)
+        if not by_user:
+            return
+        gate = asyncio.Semaphore(self.settings.reminder_concurrency)
+
+        async def one_chat(runs: list[PendingRun]) -> None:
+            async with gate:
+                for run in runs:
+                    if not await self._deliver_one(run, report):
+                        return  # keep the chat's order: the rest waits for this one
+
+        try:
+            await asyncio.gather(*(one_chat(runs) for runs in by_user.values()))
+        finally:
+            await self._written()
+
+    async def _deliver_one(self, run: PendingRun, report: TickReport) -> bool:
+        """Deliver one run and record the outcome; False stops this chat for now."""
+        try:
+            message_id = await self.deliver(run.recipient, message_text(run), run.kind == "task")
+            if not isinstance(message_id, int) or message_id <= 0:
+                raise RuntimeError(f"no message id came back ({message_id!r})")
+        except RecipientBlocked:
+            await self._blocked(run)
+            report.failed += 1
+            return False
+        except DeliveryRejected as exc:
+            await self._finish(run, "delivery_failed", error=_short(exc))
+            report.failed += 1
+            return True
+        except Exception as exc:
+            attempts = run.attempts + 1
+            if attempts >= self.settings.reminder_delivery_attempts:
+                log.warning("reminder run %d: delivery failed for good: %s", run.run_id, exc)
+                await self._finish(run, "delivery_failed", error=_short(exc), attempts=attempts)
+                report.failed += 1
+                return True
+            wait = min(timedelta(minutes=2 ** (attempts - 1)), MAX_BACKOFF)
+            await self._record({"id": run.run_id, "attempts": attempts, "error": _short(exc),
+                                "deliver_after": self.clock() + wait})  # fmt: skip
+            report.retrying += 1
+            return False
+        await self._finish(run, run.outcome, message_id=message_id, attempts=run.attempts + 1)
+        if run.outcome == "sent":
+            report.sent += 1
+        return True
+
+    async def _finish(self, run: PendingRun, status: str, **values: Any) -> None:
+        await self._record({"id": run.run_id, "status": status, "finished_at": self.clock(),
+                            **values})  # fmt: skip
+
+    async def _record(self, row: dict[str, Any]) -> None:
+        """Queue one ledger update; a single writer commits what queued up meanwhile in one
+        transaction (SQLite has one writer: a burst costs a few commits, not one per
+        message). The chat goes on at once; the tick waits for the writes before it ends.
+        Should the process die in between, a run not yet marked is sent again at the next
+        start: a duplicate at worst, never a lost reminder."""
+        self._unwritten.append(row)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write())
+
+    async def _write(self) -> None:
+        while self._unwritten:
+            rows, self._unwritten = self._unwritten, []
+            try:
+                async with self.session_factory() as s, s.begin():
+                    await repo.finish_runs(s, rows)
+            except Exception:
+                # Those runs stay pending and go out again next time: logged, not lost.
+                log.exception("recording %d reminder run(s) failed", len(rows))
+
+    async def _written(self) -> None:
+        while self._writer is not None and not self._writer.done():
+            await asyncio.shield(self._writer)
+
+    async def _blocked(self, run: PendingRun) -> None:
+        now = self.clock()
+        error = "the user blocked the bot (403)"
+        async with self.session_factory() as s, s.begin():
+            await self._finish_in(s, run, "delivery_failed", now, error)
+            paused = await repo.pause_user(s, run.recipient.user_id, "blocked")
+            await repo.fail_pending_of(s, run.recipient.user_id, error, now)
+        # Logged once: the jobs are paused, so nothing more is tried for this user.
+        log.warning(
+            "user %d blocked the bot: paused their %d active job(s); /reminders resumes them",
+            run.recipient.user_id,
+            paused,
+        )
+
+    @staticmethod
+    async def _finish_in(s: Any, run: PendingRun, status: str, now: datetime, error: str) -> None:
+        await repo.finish_runs(
+            s, [{"id": run.run_id, "status": status, "finished_at": now, "error": error}]
+        )
+
+    # ---- tasks ---------------------------------------------------------------------------
+
+    def _start_task(self, run: PendingRun) -> None:
+        task = asyncio.create_task(self._compute(run), name=f"scheduled-task-{run.run_id}")
+        self._computing[run.run_id] = task
+        task.add_done_callback(lambda _: self._computing.pop(run.run_id, None))
+
+    async def _compute(self, run: PendingRun) -> None:
+        try:
+            answer = (await self.run_task(run.recipient, run.job_text)).strip() or "(no answer)"
+        except asyncio.CancelledError:
+            raise  # shutdown: the run stays pending and is computed again at the next start
+        except Exception as exc:
+            await self._task_failed(run, exc)
+        else:
+            async with self.session_factory() as s, s.begin():
+                await repo.set_run_text(s, run.run_id, answer)
+        try:
+            await self.deliver_ready()
+        except Exception:
+            log.exception("delivering after scheduled task run %d failed", run.run_id)
+
+    async def _task_failed(self, run: PendingRun, exc: Exception) -> None:
+        reason = _short(exc)
+        log.warning("scheduled task #%d (run %d) failed: %s", run.job_id, run.run_id, reason)
+        now = self.clock()
+        async with self.session_factory() as s, s.begin():
+            if await repo.previous_run_failed(s, run.job_id, run.run_id):
+                # Already told about this failure streak: record it, say nothing.
+                await self._finish_in(s, run, "failed", now, reason)
+                return
+            notice = (
+                f"⚠️ Your scheduled task #{run.job_id} failed: {reason}. It stays scheduled; "
+                "I'll only tell you again after it has worked once."
+            )
+            await repo.set_run_text(s, run.run_id, notice, outcome="failed")
+            await repo.finish_runs(s, [{"id": run.run_id, "error": reason}])
+
+    async def idle(self) -> None:
+        """Wait until no task is computing (and what they produced was delivered)."""
+        while self._computing:
+            await asyncio.gather(*list(self._computing.values()), return_exceptions=True)
+
+    async def stop(self) -> None:
+        """Cancel tasks still computing (their runs stay pending: redone at next start)."""
+        tasks = list(self._computing.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._written()

@@ -1,0 +1,1 @@
+"""The `schedule` tool: reminders and scheduled tasks."""

@@ -1,0 +1,124 @@
+"""Jobs as the user sees them: create, list, cancel, pause, resume. Used by the `schedule`
+tool and the /reminders command alike; every change checks the job is the user's own."""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+from db.engine import SessionFactory
+from db.models.schedule import ScheduledJob
+from db.repos import schedule as repo
+from tools.base import ToolError
+from tools.schedule.times import Spec, describe, first_run, local_text, next_after
+
+Change = Literal["cancel", "pause", "resume"]
+MAX_LIVE_JOBS = 200
+MAX_TEXT = 2000
+MIN_TASK_EVERY_S = 15 * 60  # a task calls the model each time: not more often than this
+
+
+def spec_of(job: ScheduledJob) -> Spec:
+    tz = ZoneInfo(job.timezone)
+    if job.schedule == "cron":
+        assert job.at_time is not None
+        return Spec("cron", tz, at_time=time.fromisoformat(job.at_time), days=job.days)
+    if job.schedule == "every":
+        return Spec("every", tz, first=job.first_at, every_s=job.every_s)
+    return Spec("at", tz, first=job.first_at)
+
+
+def job_line(job: ScheduledJob, now: datetime) -> str:
+    """'#12 reminder · daily at 08:00 on weekdays · next Tue 2026-11-24 08:00 · take pills'."""
+    spec = spec_of(job)
+    if job.status == "paused":
+        why = " (the bot was blocked)" if job.paused_reason == "blocked" else ""
+        when = f"paused{why}"
+    elif job.status == "done":
+        when = "due, waiting to be delivered"
+    elif job.next_run_at is None:
+        when = job.status
+    else:
+        when = f"next {local_text(job.next_run_at, spec.tz, now)}"
+    text = job.text if len(job.text) <= 120 else job.text[:119] + "…"
+    return f"#{job.id} {job.kind} · {describe(spec)} · {when} · {text}"
+
+
+async def create(
+    sf: SessionFactory,
+    *,
+    user_id: int,
+    kind: str,
+    text: str,
+    words: str,
+    spec: Spec,
+    now: datetime,
+) -> ScheduledJob:
+    text = text.strip()
+    if not text:
+        raise ToolError("create needs `text`: what to remind the user of, or the task to run")
+    if len(text) > MAX_TEXT:
+        raise ToolError(f"text is too long (max {MAX_TEXT} characters)")
+    if kind == "task" and spec.every_s is not None and spec.every_s < MIN_TASK_EVERY_S:
+        raise ToolError("a task runs the assistant each time: every 15 minutes at most")
+    nxt = first_run(spec, now)
+    if nxt is None:
+        raise ToolError("that schedule never runs")
+    async with sf() as s, s.begin():
+        if await repo.count_live(s, user_id) >= MAX_LIVE_JOBS:
+            raise ToolError(
+                f"the user has {MAX_LIVE_JOBS} reminders and tasks already: cancel some first"
+            )
+        return await repo.add_job(
+            s,
+            user_id=user_id,
+            kind=kind,
+            text=text,
+            words=words.strip()[:500],
+            schedule=spec.kind,
+            timezone=spec.tz.key,
+            first_at=spec.first,
+            every_s=spec.every_s,
+            at_time=f"{spec.at_time:%H:%M}" if spec.at_time else None,
+            days=spec.days,
+            status="active",
+            next_run_at=nxt,
+            created_at=now,
+        )
+
+
+async def listing(sf: SessionFactory, user_id: int) -> list[ScheduledJob]:
+    async with sf() as s:
+        return await repo.live_jobs(s, user_id)
+
+
+async def change(
+    sf: SessionFactory, *, user_id: int, job_id: int, action: Change, now: datetime
+) -> ScheduledJob:
+    """Cancel, pause or resume the user's job; ToolError for anything else (another
+    user's job id reads exactly like a job that does not exist)."""
+    async with sf() as s, s.begin():
+        job = await repo.user_job(s, user_id, job_id)
+        waiting = job is not None and job.status == "done" and await repo.has_waiting_run(s, job_id)
+        if job is None or (job.status not in repo.LIVE and not waiting):
+            raise ToolError(f"there is no reminder or task #{job_id} (see list for the ids)")
+        if waiting and action != "cancel":
+            raise ToolError(
+                f"#{job_id} came due and waits to be delivered: it can only be cancelled"
+            )
+        if action == "cancel":
+            job.status, job.next_run_at = "cancelled", None
+            await repo.skip_pending_of_job(s, job.id, "cancelled by the user", now)
+        elif action == "pause":
+            job.status = "paused"
+        elif job.status == "paused":
+            job.status, job.paused_reason = "active", None
+            spec = spec_of(job)
+            if spec.kind == "at":
+                # A one-shot whose time passed while paused still runs (late), never lost.
+                job.next_run_at = job.next_run_at or spec.first
+            else:
+                job.next_run_at = next_after(spec, now)
+        await s.flush()
+        return job

@@ -1,0 +1,78 @@
+"""The `schedule` tool: reminders (a stored text sent at the time) and tasks (a prompt the
+assistant runs at the time, with its tools, sending the answer)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from tools.base import Tool, ToolCall, ToolDeps, ToolError
+from tools.schedule import jobs
+from tools.schedule.parse import Fields, build_spec
+from tools.schedule.times import describe, local_text
+
+DESCRIPTION = """Reminders and scheduled tasks, in the user's time zone.
+create: kind=reminder sends `text` at the time; kind=task runs `text` as your instruction
+then (with your tools) and sends the answer. Pass `when` = the user's own words AND local
+wall-clock fields: `at` (YYYY-MM-DD HH:MM, HH:MM, tomorrow HH:MM), `in_minutes`, `every`
+(30m, 2h; `at` = first run) or `daily_at` HH:MM with `days` (weekdays, weekends,
+mon,wed,fri). Never convert to UTC. On an error (time passed or unclear), ask the user or
+follow its hint. list: ids and next runs. cancel/pause/resume: by `job_id`."""
+
+
+class ScheduleParams(BaseModel):
+    action: Literal["create", "list", "cancel", "pause", "resume"]
+    kind: Literal["reminder", "task"] = "reminder"
+    text: str | None = None
+    when: str | None = None
+    at: str | None = None
+    in_minutes: int | None = None
+    every: str | None = None
+    daily_at: str | None = None
+    days: str | None = None
+    job_id: int | None = None
+
+
+def build(deps: ToolDeps) -> Tool[ScheduleParams]:
+    sf = deps.session_factory
+
+    async def run(p: ScheduleParams, call: ToolCall) -> str:
+        ctx = call.ctx
+        now = ctx.now()
+        if p.action == "create":
+            fields = Fields(p.at, p.in_minutes, p.every, p.daily_at, p.days)
+            spec = build_spec(fields, p.when or "", now, ctx.timezone)
+            job = await jobs.create(
+                sf,
+                user_id=ctx.user_id,
+                kind=p.kind,
+                text=p.text or "",
+                words=p.when or "",
+                spec=spec,
+                now=now,
+            )
+            assert job.next_run_at is not None
+            nxt = local_text(job.next_run_at, ctx.timezone)
+            return (
+                f"Scheduled {job.kind} #{job.id}: {describe(spec)} ({ctx.timezone.key}); "
+                f"next run {nxt}."
+            )
+        if p.action == "list":
+            found = await jobs.listing(sf, ctx.user_id)
+            if not found:
+                return "No reminders or tasks scheduled."
+            return "\n".join(jobs.job_line(j, now) for j in found)
+        if p.job_id is None:
+            raise ToolError(f"{p.action} needs `job_id` (see list for the ids)")
+        job = await jobs.change(sf, user_id=ctx.user_id, job_id=p.job_id, action=p.action, now=now)
+        return {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed"}[p.action] + (
+            f" #{job.id}: " + jobs.job_line(job, now)
+        )
+
+    return Tool(
+        name="schedule",
+        description=DESCRIPTION,
+        params=ScheduleParams,
+        run=run,
+    )
