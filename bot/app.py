@@ -55,24 +55,40 @@ def context_providers(deps: ToolDeps) -> list[ContextProvider]:
 async def build_app(
     settings: Settings, *, clock: Clock = system_clock, llm: LLMClient | None = None
 ) -> App:
+    """Everything, built once. On any failure what was already opened is closed again:
+    an engine left open keeps a worker thread, and with it the process, alive."""
     engine = create_engine(settings.db_url)
-    await upgrade(engine)
-    sf = session_factory(engine)
-    http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
-    llm = llm or LLMClient(settings)
-    deps = ToolDeps(settings=settings, session_factory=sf, http=http, llm=llm, clock=clock)
-    deps.memory = await build_memory(
-        settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key
-    )
-    registry = build_registry(deps)
-    await registry.start()  # MCP servers up, learned tool usage loaded
-    agent = Agent(
-        settings=settings,
-        session_factory=sf,
-        llm=llm,
-        registry=registry,
-        clock=clock,
-        context_providers=context_providers(deps),
-        archiver=archiver_from(deps, settings.tz),
-    )
-    return App(settings, engine, sf, http, llm, deps, registry, agent)
+    app: App | None = None
+    http: httpx.AsyncClient | None = None
+    try:
+        await upgrade(engine)
+        sf = session_factory(engine)
+        http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
+        llm = llm or LLMClient(settings)
+        deps = ToolDeps(settings=settings, session_factory=sf, http=http, llm=llm, clock=clock)
+        deps.memory = await build_memory(
+            settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key
+        )
+        registry = build_registry(deps)
+        agent = Agent(
+            settings=settings,
+            session_factory=sf,
+            llm=llm,
+            registry=registry,
+            clock=clock,
+            context_providers=context_providers(deps),
+            archiver=archiver_from(deps, settings.tz),
+        )
+        app = App(settings, engine, sf, http, llm, deps, registry, agent)
+        await registry.start()  # MCP servers up, learned tool usage loaded
+        return app
+    except BaseException:
+        if app is not None:
+            await app.close()
+        else:
+            if http is not None:
+                await http.aclose()
+            if llm is not None:
+                await llm.close()
+            await engine.dispose()
+        raise

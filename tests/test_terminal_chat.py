@@ -43,7 +43,7 @@ async def test_terminal_chat_round_trip_and_new_session(
     fake_llm.add(Text("Hi from the model"))
     code, out, err = await run_chat(tmp_path, fake_llm, "hello\n/new Trip planning\nsecond\n")
     assert code == 0, err
-    assert "Hi from the model" in out and "(new session)" in out and "echo: second" in out
+    assert "Hi from the model" in out and "Started a new session: Trip planning." in out and "echo: second" in out
     # The new session starts with an empty history: only the new message was sent.
     last = fake_llm.requests[-1]["messages"]
     assert [m["content"] for m in last[1:]] == ["second"]

@@ -20,7 +20,7 @@ from aiohttp import web
 from bot.agent.archive import build_jobs
 from bot.app import build_app
 from bot.config import Settings, require
-from bot.errors import ConfigError
+from bot.errors import ConfigError, ProviderError
 from bot.telegram.dispatcher import Runtime, build_runtime
 from scheduler.setup import Scheduler, start_scheduler
 
@@ -62,9 +62,10 @@ async def check_token(rt: Runtime, stop: asyncio.Event | None = None, attempts: 
             ) from None
         except (TelegramNetworkError, TelegramServerError) as exc:
             if attempt == attempts:
-                raise ConfigError(
-                    f"TELEGRAM_API_URL: cannot reach the Telegram Bot API at {url} "
-                    f"({type(exc).__name__})"
+                # Most often the network, not the setting: exit 1 so a supervisor retries.
+                raise ProviderError(
+                    f"cannot reach the Telegram Bot API at {url} ({type(exc).__name__}); "
+                    "check the network (and TELEGRAM_API_URL if you changed it)"
                 ) from None
             log.warning("Telegram at %s is not reachable yet; retry %d", url, attempt)
             stop = stop or asyncio.Event()
@@ -118,14 +119,15 @@ async def run_bot(settings: Settings) -> None:
             "ALLOWED_USER_IDS is empty: the bot answers nobody but tells each user their id"
         )
     app = await build_app(settings)
-    rt = build_runtime(app)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+    rt: Runtime | None = None
     scheduler: Scheduler | None = None
     try:
+        rt = build_runtime(app)  # inside: a Bot that cannot be built must not leave app open
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
         if not await check_token(rt, stop):
             return
         if app.deps.memory is not None:  # session split and memory sweep (scheduler/)
@@ -146,5 +148,8 @@ async def run_bot(settings: Settings) -> None:
     finally:
         if scheduler is not None:
             await scheduler.stop()
-        await rt.shutdown()
+        if rt is not None:
+            await rt.shutdown()
+        else:
+            await app.close()
         log.info("stopped")
