@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -54,9 +55,36 @@ def line_editing(history: Path) -> Iterator[None]:
             termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
 
 
-async def read_line(prompt: str) -> str | None:
-    """One line from the terminal (None at end of input), read in a daemon thread: a read
-    blocked in input() must not keep the process alive after Ctrl-C."""
+class LineSource:
+    """Lines typed in a terminal (input() with readline), or piped in (read from the file
+    descriptor directly: a thread blocked inside sys.stdin's buffer would hold its lock, and
+    the interpreter aborts at exit when a daemon thread holds it)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stdin.isatty()
+        self.pending = b""
+
+    def read(self, prompt: str) -> str | None:
+        if self.tty:
+            try:
+                return input(prompt)
+            except (EOFError, OSError, ValueError):
+                return None
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        while b"\n" not in self.pending:
+            chunk = os.read(sys.stdin.fileno(), 4096)
+            if not chunk:
+                rest, self.pending = self.pending, b""
+                return rest.decode("utf-8", "replace") if rest else None
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode("utf-8", "replace")
+
+
+async def read_line(source: LineSource, prompt: str) -> str | None:
+    """One line (None at end of input), read in a daemon thread: a read that never returns
+    must not keep the process alive after Ctrl-C."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[str | None] = loop.create_future()
 
@@ -66,8 +94,8 @@ async def read_line(prompt: str) -> str | None:
 
     def work() -> None:
         try:
-            value: str | None = input(prompt)
-        except (EOFError, OSError, ValueError):
+            value = source.read(prompt)
+        except OSError:
             value = None
         with contextlib.suppress(RuntimeError):  # the loop may be gone already
             loop.call_soon_threadsafe(deliver, value)
@@ -110,6 +138,7 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
     app = await build_app(settings)
     try:
         with line_editing(settings.data_dir / HISTORY_FILE):
+            source = LineSource()
             linked = f" as Telegram user {as_user}" if as_user is not None else ""
             print(
                 f"Sidekick in the terminal{linked}. /help lists the commands, "
@@ -118,7 +147,7 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
             )
             while True:
                 print(flush=True)
-                line = await read_line(PROMPT)
+                line = await read_line(source, PROMPT)
                 if line is None or line.strip() in {"/quit", "/exit"}:
                     break
                 line = line.strip()
