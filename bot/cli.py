@@ -132,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         preflight(settings)  # before anything is opened, so a bad setting cannot leave it open
         # The terminal chat keeps its screen for the conversation: its log goes to a file.
         log_file = settings.data_dir / CHAT_LOG if command == "chat" else None
+        if command == "chat" and settings.mcp_log_file is None:
+            settings.mcp_log_file = settings.data_dir / "mcp.log"
         setup_logging(settings.log_level, settings.secrets(), file=log_file)
         return _run(command, args, settings)
     except ConfigError as exc:

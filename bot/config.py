@@ -145,8 +145,10 @@ def load_settings(env_file: Path | None = None, **overrides: object) -> Settings
     # Relative paths mean "in SIDEKICK_HOME", so the bot finds its data from any directory.
     if not settings.data_dir.is_absolute():
         settings.data_dir = home / settings.data_dir
-    if settings.mcp_config is not None and not settings.mcp_config.is_absolute():
-        settings.mcp_config = home / settings.mcp_config
+    for name in ("mcp_config", "mcp_log_file"):
+        path = getattr(settings, name)
+        if path is not None and not path.is_absolute():
+            setattr(settings, name, home / path)
     return settings
 
 

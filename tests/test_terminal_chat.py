@@ -115,3 +115,21 @@ async def test_ctrl_c_at_the_prompt_leaves_at_once(tmp_path: Path, fake_llm: Fak
             await proc.wait()
     assert proc.returncode == 130, err
     assert b"Traceback" not in err
+
+
+async def test_mcp_servers_stderr_goes_to_a_file_not_the_chat(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    from tests.tools_helpers import FAKE_SERVER, write_mcp_config
+
+    code = (
+        "import runpy, sys\n"
+        "print('chatter from the server', file=sys.stderr, flush=True)\n"
+        f"sys.argv = [{str(FAKE_SERVER)!r}]\n"
+        f"runpy.run_path({str(FAKE_SERVER)!r}, run_name='__main__')\n"
+    )
+    cfg = write_mcp_config(tmp_path, noisy={"command": sys.executable, "args": ["-c", code]})
+    status, out, err = await run_chat(tmp_path, fake_llm, "/tools\n", MCP_CONFIG=str(cfg))
+    assert status == 0, err
+    assert "chatter from the server" not in out + err
+    assert "chatter from the server" in (tmp_path / "data" / "mcp.log").read_text()
