@@ -139,3 +139,22 @@ async def test_a_failed_build_leaves_no_thread_behind(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="MCP_CONFIG"):
         await build_app(settings)
     assert {t for t in threading.enumerate() if not t.daemon} == before
+
+
+async def test_telegram_unreachable_at_start_is_not_a_configuration_error(
+    tmp_path: Path,
+) -> None:
+    from bot.errors import ProviderError
+    from bot.telegram.dispatcher import build_runtime
+    from bot.telegram.main import check_token
+
+    settings = make_settings(
+        tmp_path, telegram_bot_token="123456:AAAA-bbbb", telegram_api_url="http://127.0.0.1:9"
+    )
+    rt = build_runtime(await build_app(settings))
+    try:
+        with pytest.raises(ProviderError, match="cannot reach the Telegram Bot API") as info:
+            await check_token(rt, attempts=1)
+    finally:
+        await rt.shutdown()
+    assert not isinstance(info.value, ConfigError)
