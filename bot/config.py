@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -44,6 +44,8 @@ class Settings(BaseSettings, ToolSettings, SessionSettings):
     webhook_url: str | None = None
     webhook_secret: SecretStr | None = None
     webhook_listen: str = "127.0.0.1:8080"
+    # In groups: answer only messages addressed to the bot (mention, reply), or all of them.
+    group_replies: Literal["mention", "all"] = "mention"
 
     # LLM
     llm_base_url: str = "https://api.openai.com/v1"

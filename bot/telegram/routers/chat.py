@@ -8,6 +8,7 @@ from aiogram.types import Message
 
 from bot.agent.runner import Events, Incoming
 from bot.app import App
+from bot.telegram.groups import GROUP_CHATS, addressed, without_mention
 from bot.telegram.render import send_markdown, send_plain
 from bot.telegram.streaming import ReplyStreamer
 
@@ -27,6 +28,8 @@ def build_router() -> Router:
     async def on_text(message: Message, app: App, draft_interval: float) -> None:
         bot = message.bot
         assert bot is not None and message.text is not None
+        if not await addressed(message, bot, app.settings.group_replies):
+            return
         user = message.from_user
         streamer = ReplyStreamer(
             bot,
@@ -34,8 +37,11 @@ def build_router() -> Router:
             drafts=message.chat.type == ChatType.PRIVATE,
             interval=draft_interval,
         )
+        text = message.text
+        if message.chat.type in GROUP_CHATS:
+            text = without_mention(text, (await bot.me()).username)
         incoming = Incoming(
-            text=message.text,
+            text=text,
             telegram_user_id=user.id if user else None,
             user_name=user.full_name if user else "",
             chat_id=message.chat.id,
@@ -48,8 +54,10 @@ def build_router() -> Router:
         await send_markdown(bot, message.chat.id, reply.text)
 
     @router.message()
-    async def on_other(message: Message) -> None:
+    async def on_other(message: Message, app: App) -> None:
         assert message.bot is not None
+        if not await addressed(message, message.bot, app.settings.group_replies):
+            return
         await send_plain(message.bot, message.chat.id, TEXT_ONLY)
 
     return router
