@@ -46,6 +46,11 @@ class McpManager:
         results = await asyncio.gather(*waits, return_exceptions=True)
         for server, res in zip(self.servers, results, strict=True):
             if isinstance(res, BaseException) or not server.up:
+                if server.last_error is None:  # still starting: say so, not "not running"
+                    server.last_error = (
+                        f"no tool list within {self.start_wait:g} s; still starting "
+                        "(slow first start, e.g. npx downloading?)"
+                    )
                 log.warning("MCP server %s not up at start: %s", server.name, server.last_error)
 
     async def stop(self) -> None:
