@@ -4,12 +4,23 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install bwrap run chat doctor migrate test bench lint clean
+# True for a Python of at least 3.11 (the one line both checks below share).
+NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 
-install: $(STAMP) bwrap
+.PHONY: install python-check bwrap run chat doctor migrate test bench lint clean
 
-# Re-runs only when pyproject.toml changes; pip is idempotent anyway.
+install: python-check $(STAMP)
+
+# One clear line instead of pip's resolver errors when python3 is too old.
+python-check:
+	@$(PYTHON) $(NEW_ENOUGH) 2>/dev/null || { \
+	  echo "Sidekick needs Python 3.11 or newer; '$(PYTHON)' is $$($(PYTHON) -V 2>&1 || echo missing)." \
+	       "Install one and run e.g. make PYTHON=python3.12" >&2; exit 1; }
+
+# Re-runs only when pyproject.toml changes; pip is idempotent anyway. A .venv left by an
+# older Python (an earlier failed run) is rebuilt rather than reused.
 $(STAMP): pyproject.toml
+	@$(BIN)/python $(NEW_ENOUGH) 2>/dev/null || { test ! -e $(VENV) || echo "rebuilding $(VENV) (made by an old Python)"; rm -rf $(VENV); }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -71,37 +71,53 @@ def agent_hooks(registry: Registry) -> list[AgentHooks]:
 async def build_app(
     settings: Settings, *, clock: Clock = system_clock, llm: LLMClient | None = None
 ) -> App:
+    """Everything, built once. On any failure what was already opened is closed again:
+    an engine left open keeps a worker thread, and with it the process, alive."""
     engine = create_engine(settings.db_url)
-    await upgrade(engine)
-    sf = session_factory(engine)
-    http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
-    llm = llm or LLMClient(settings)
-    meter = Meter(settings, sf, clock, settings.tz)
-    metered = MeteredModel(llm, meter)  # summaries and code generation: budgets and usage too
-    deps = ToolDeps(
-        settings=settings,
-        session_factory=sf,
-        http=http,
-        llm=metered,
-        clock=clock,
-        data_dir=settings.data_dir,
-    )
-    deps.memory = await build_memory(
-        settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key
-    )
-    registry = build_registry(deps)
-    await registry.start()  # MCP servers up, learned tool usage loaded
-    vision = vision_gate(settings, llm)
-    agent = Agent(
-        settings=settings,
-        session_factory=sf,
-        llm=vision,
-        registry=registry,
-        clock=clock,
-        context_providers=context_providers(deps),
-        archiver=archiver_from(deps, settings.tz),
-        hooks=agent_hooks(registry),
-        meter=meter,
-    )
-    media = build_media(settings, http, vision)
-    return App(settings, engine, sf, http, llm, deps, registry, agent, media=media)
+    app: App | None = None
+    http: httpx.AsyncClient | None = None
+    try:
+        await upgrade(engine)
+        sf = session_factory(engine)
+        http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
+        llm = llm or LLMClient(settings)
+        meter = Meter(settings, sf, clock, settings.tz)
+        metered = MeteredModel(llm, meter)  # summaries and code generation: budgets and usage
+        deps = ToolDeps(
+            settings=settings,
+            session_factory=sf,
+            http=http,
+            llm=metered,
+            clock=clock,
+            data_dir=settings.data_dir,
+        )
+        deps.memory = await build_memory(
+            settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key
+        )
+        registry = build_registry(deps)
+        vision = vision_gate(settings, llm)
+        agent = Agent(
+            settings=settings,
+            session_factory=sf,
+            llm=vision,
+            registry=registry,
+            clock=clock,
+            context_providers=context_providers(deps),
+            archiver=archiver_from(deps, settings.tz),
+            hooks=agent_hooks(registry),
+            meter=meter,
+        )
+        media = build_media(settings, http, vision)
+        app = App(settings, engine, sf, http, llm, deps, registry, agent, media=media)
+        await registry.start()  # MCP servers up, learned tool usage loaded
+        return app
+    except BaseException:
+        if app is not None:
+            await app.close()
+        else:
+            if http is not None:
+                await http.aclose()
+            if llm is not None:
+                await llm.close()
+            await engine.dispose()
+        raise

@@ -1,4 +1,8 @@
-"""The `sidekick` command: run, chat, migrate, doctor, usage, memory."""
+"""The `sidekick` command: run, chat, migrate, doctor, usage, memory.
+
+Exit status: 0 done, 1 a failure at run time (e.g. Telegram unreachable), 2 a bad setting
+(one line per setting at fault, no traceback), 130 interrupted.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +10,85 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from bot.config import Settings, load_settings, require
-from bot.errors import ConfigError
+from bot.errors import ConfigError, SidekickError
 from bot.logs import setup_logging
+
+CHAT_LOG = "chat.log"  # in DATA_DIR
+ENV_HELP = (
+    "Settings come from the environment and .env (in SIDEKICK_HOME if set, else the current "
+    "directory); see README.md for every variable."
+)
+
+
+def _version() -> str:
+    try:
+        return version("sidekick")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sidekick", description="Your self-hosted assistant.")
-    sub = p.add_subparsers(dest="command")
-    sub.add_parser("run", help="start the Telegram bot (the default)")
-    sub.add_parser("chat", help="chat in the terminal, no Telegram needed")
-    sub.add_parser("migrate", help="apply database migrations")
-    sub.add_parser("doctor", help="check settings, database, model endpoint and Telegram")
-    use = sub.add_parser("usage", help="model usage and cost: today, this month, by model")
+    p = argparse.ArgumentParser(
+        prog="sidekick", description="Your self-hosted assistant in Telegram.", epilog=ENV_HELP
+    )
+    p.add_argument("--version", action="version", version=f"sidekick {_version()}")
+    p.add_argument(
+        "--env-file",
+        type=Path,
+        metavar="PATH",
+        help="read settings from this file instead of .env",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=summary, description=description, epilog=ENV_HELP)
+
+    command(
+        "run",
+        "start the Telegram bot (the default)",
+        "Start the Telegram bot: long polling, or a webhook when WEBHOOK_URL is set. "
+        "Needs TELEGRAM_BOT_TOKEN and LLM_MODEL. Stops cleanly on Ctrl-C or SIGTERM.",
+    )
+    chat = command(
+        "chat",
+        "chat in the terminal, no Telegram needed",
+        "Chat with the same agent in the terminal. Commands: /help, /new, /sessions, "
+        "/memory, /tools, /quit. By default you are a local user of your own; "
+        "--as links the chat to your Telegram account (same history, sessions, memories).",
+    )
+    chat.add_argument(
+        "--as",
+        dest="as_user",
+        type=int,
+        metavar="TELEGRAM_ID",
+        help="chat as this Telegram user (your numeric id: the bot tells you it)",
+    )
+    command(
+        "migrate",
+        "apply database migrations",
+        "Create the database or bring it up to date (run and chat also do this at start).",
+    )
+    command(
+        "doctor",
+        "check settings, database, model endpoint and Telegram",
+        "Check every part and print ok / FAIL with the fix for each failure. "
+        "Exit status 1 when anything failed.",
+    )
+    use = command(
+        "usage",
+        "model usage and cost: today, this month, by model",
+        "Tokens and cost of every model call: today, this month, by model and by purpose, "
+        "with the budget state.",
+    )
     use.add_argument("--user", type=int, help="one user's usage (Telegram id); default: all")
-    mem = sub.add_parser("memory", help="memory maintenance")
-    mem.add_argument("action", choices=["reindex"])
+    mem = command("memory", "memory maintenance", "Memory maintenance.")
+    mem.add_argument(
+        "action", choices=["reindex"], help="reindex: re-embed every memory with the embedder"
+    )
     return p
 
 
@@ -39,41 +105,57 @@ async def _migrate(settings: Settings) -> None:
         await engine.dispose()
 
 
+def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
+    if command == "run":
+        require(settings, "telegram_bot_token", "llm_model")
+        from bot.telegram.main import run_bot
+
+        asyncio.run(run_bot(settings))
+    elif command == "chat":
+        require(settings, "llm_model")
+        from bot.terminal import run_chat
+
+        asyncio.run(run_chat(settings, as_user=args.as_user))
+    elif command == "migrate":
+        asyncio.run(_migrate(settings))
+    elif command == "doctor":
+        from bot.doctor import run_doctor
+
+        return asyncio.run(run_doctor(settings))
+    elif command == "usage":
+        from bot.usage.cli import print_usage
+
+        return asyncio.run(print_usage(settings, args.user))
+    elif command == "memory":
+        from bot.memory_cli import reindex
+
+        asyncio.run(reindex(settings))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command or "run"
     try:
-        settings = load_settings()
-        setup_logging(settings.log_level, settings.secrets())
-        if command == "run":
-            require(settings, "telegram_bot_token", "llm_model")
-            from bot.telegram.main import run_bot
+        settings = load_settings(env_file=args.env_file)
+        from bot.preflight import preflight
 
-            asyncio.run(run_bot(settings))
-        elif command == "chat":
-            from bot.terminal import run_chat
-
-            asyncio.run(run_chat(settings))
-        elif command == "migrate":
-            asyncio.run(_migrate(settings))
-        elif command == "doctor":
-            from bot.doctor import run_doctor
-
-            return asyncio.run(run_doctor(settings))
-        elif command == "usage":
-            from bot.usage.cli import print_usage
-
-            return asyncio.run(print_usage(settings, args.user))
-        elif command == "memory":
-            from bot.memory_cli import reindex
-
-            asyncio.run(reindex(settings))
+        preflight(settings)  # before anything is opened, so a bad setting cannot leave it open
+        # The terminal chat keeps its screen for the conversation: its log goes to a file.
+        log_file = settings.data_dir / CHAT_LOG if command == "chat" else None
+        if command == "chat" and settings.mcp_log_file is None:
+            settings.mcp_log_file = settings.data_dir / "mcp.log"
+        setup_logging(settings.log_level, settings.secrets(), file=log_file)
+        return _run(command, args, settings)
     except ConfigError as exc:
-        print(f"sidekick: configuration error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():
+            print(f"sidekick: configuration error: {line}", file=sys.stderr)
         return 2
+    except SidekickError as exc:
+        print(f"sidekick: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,10 +1,16 @@
-"""Settings from the environment and ./.env (pydantic-settings)."""
+"""Settings from the environment and .env (pydantic-settings).
+
+`.env` and the relative paths in it (DATA_DIR, MCP_CONFIG) are read from SIDEKICK_HOME when
+it is set, else from the current directory; `--env-file` names another .env.
+Blank values (`TIMEZONE=`) mean unset.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -16,6 +22,8 @@ from scheduler.reminder_settings import ReminderSettings
 from scheduler.settings import SessionSettings
 from tools.errors import ConfigError
 from tools.settings import ToolSettings
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 class Settings(
@@ -35,7 +43,11 @@ class Settings(
     """
 
     model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+        env_ignore_empty=True,
     )
 
     # Telegram
@@ -44,7 +56,9 @@ class Settings(
     allowed_user_ids: Annotated[frozenset[int], NoDecode] = frozenset()
     webhook_url: str | None = None
     webhook_secret: SecretStr | None = None
-    webhook_listen: str = "0.0.0.0:8080"
+    webhook_listen: str = "127.0.0.1:8080"
+    # In groups: answer only messages addressed to the bot (mention, reply), or all of them.
+    group_replies: Literal["mention", "all"] = "mention"
 
     # LLM
     llm_base_url: str = "https://api.openai.com/v1"
@@ -75,6 +89,32 @@ class Settings(
             return frozenset({value})
         return value
 
+    @field_validator("telegram_bot_token")
+    @classmethod
+    def _token_shape(cls, value: SecretStr | None) -> SecretStr | None:
+        # The shape aiogram insists on (digits:secret); checked here so a typo is one line
+        # at start instead of aiogram's traceback later.
+        if value is not None and not re.fullmatch(r"\d+:[A-Za-z0-9_-]+", value.get_secret_value()):
+            raise ValueError(
+                "does not look like a bot token (123456:ABC-...); copy it from @BotFather"
+            )
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return level
+
+    @field_validator("database_url")
+    @classmethod
+    def _sqlite_only(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^sqlite(\+aiosqlite)?:///", value):
+            raise ValueError("only SQLite is supported: sqlite+aiosqlite:////absolute/path.db")
+        return value
+
     @field_validator("telegram_api_url", "llm_base_url")
     @classmethod
     def _strip_slash(cls, value: str) -> str:
@@ -102,15 +142,37 @@ class Settings(
         return [v.get_secret_value() for v in values if v and v.get_secret_value()]
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Build settings or raise ConfigError naming the variable at fault."""
+def sidekick_home() -> Path:
+    """Where .env, ./data and relative paths live: SIDEKICK_HOME, else the current directory."""
+    home = os.environ.get("SIDEKICK_HOME", "").strip()
+    return Path(home).expanduser() if home else Path(".")
+
+
+def load_settings(env_file: Path | None = None, **overrides: object) -> Settings:
+    """Build settings or raise ConfigError naming every variable at fault, one per line."""
+    home = sidekick_home()
+    if env_file is not None and not env_file.is_file():
+        raise ConfigError(f"--env-file: {env_file} is not a readable file")
+    if home != Path(".") and not home.is_dir():
+        raise ConfigError(f"SIDEKICK_HOME: {home} is not a directory")
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        settings = Settings(_env_file=env_file or home / ".env", **overrides)  # type: ignore[arg-type, call-arg]
     except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]).upper() if err["loc"] else "settings"
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        raise ConfigError(f"{name}: {msg}") from None
+        raise ConfigError("\n".join(_describe(err) for err in exc.errors())) from None
+    # Relative paths mean "in SIDEKICK_HOME", so the bot finds its data from any directory.
+    if not settings.data_dir.is_absolute():
+        settings.data_dir = home / settings.data_dir
+    for name in ("mcp_config", "mcp_log_file"):
+        path = getattr(settings, name)
+        if path is not None and not path.is_absolute():
+            setattr(settings, name, home / path)
+    return settings
+
+
+def _describe(err: Any) -> str:
+    name = str(err["loc"][0]).upper() if err["loc"] else "settings"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    return f"{name}: {msg}"
 
 
 def require(settings: Settings, *names: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from sqlalchemy import text
 
@@ -47,6 +48,16 @@ async def check_settings(app: App) -> list[CheckResult]:
     return out
 
 
+def database_file(url: str) -> str:
+    """The file a person can look for (the URL's path, absolute), or the URL itself."""
+    from sqlalchemy.engine import make_url
+
+    database = make_url(url).database
+    if not database or database == ":memory:":
+        return url
+    return f"{Path(database).resolve()} ({'exists' if Path(database).exists() else 'new'})"
+
+
 async def check_database(app: App) -> list[CheckResult]:
     module = sqlite_module()
     try:
@@ -63,7 +74,7 @@ async def check_database(app: App) -> list[CheckResult]:
             )
         ]
     return [
-        CheckResult("database", True, app.settings.db_url),
+        CheckResult("database", True, database_file(app.settings.db_url)),
         CheckResult("sqlite-vec", True, f"vec {row[1]} on SQLite {row[0]} via {module.__name__}"),
         CheckResult(
             "migrations",
@@ -74,21 +85,48 @@ async def check_database(app: App) -> list[CheckResult]:
     ]
 
 
+def llm_hint(exc: Exception, base_url: str) -> tuple[str, str]:
+    """What went wrong with the model endpoint, and the question a person should ask next."""
+    import openai
+
+    v1 = (
+        ""
+        if base_url.rstrip("/").endswith("/v1")
+        else f" does LLM_BASE_URL ({base_url}) end in /v1?"
+    )
+    if isinstance(exc, openai.APIConnectionError):
+        kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "cannot connect"
+        return f"{kind} to {base_url}", "is the server running and LLM_BASE_URL right?"
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        if status in (401, 403):
+            return f"HTTP {status}: the key was refused", "check LLM_API_KEY"
+        if status == 404:
+            return "HTTP 404 for /models", ("wrong path:" + v1) if v1 else "check LLM_BASE_URL"
+        return f"HTTP {status}", "check LLM_BASE_URL and LLM_API_KEY"
+    # A 200 that is not the OpenAI API (an HTML page, another JSON shape).
+    return f"not an OpenAI-compatible answer ({type(exc).__name__})", (
+        ("wrong path:" + v1) if v1 else "check LLM_BASE_URL"
+    )
+
+
 async def check_llm(app: App) -> list[CheckResult]:
     try:
         models = await app.llm.list_models()
     except Exception as exc:
-        return [
-            CheckResult(
-                "LLM endpoint", False, f"{type(exc).__name__}", "check LLM_BASE_URL and LLM_API_KEY"
-            )
-        ]
-    known = app.settings.llm_model in models or not models
+        detail, fix = llm_hint(exc, app.settings.llm_base_url)
+        return [CheckResult("LLM endpoint", False, detail, fix)]
+    model = app.settings.llm_model
+    known = model in models or not models
     detail = f"{len(models)} models listed"
+    shown = ", ".join(sorted(models)[:12]) + (" …" if len(models) > 12 else "")
     return [
         CheckResult("LLM endpoint", True, detail),
         CheckResult(
-            "LLM_MODEL", known, app.settings.llm_model, "pick one of: " + ", ".join(models[:8])
+            "LLM_MODEL",
+            known,
+            model if known else f"model {model!r} not found",
+            f"these exist: {shown}",
         ),
     ]
 

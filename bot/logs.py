@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from pathlib import Path
 
 _TOKEN_RE = re.compile(r"(?<!\d)\d{6,12}:[A-Za-z0-9_-]{30,}")  # Telegram bot tokens in URLs
 
@@ -29,12 +30,23 @@ class Scrubber(logging.Filter):
         return True
 
 
-def setup_logging(level: str, secrets: list[str]) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(Scrubber(secrets))
+def setup_logging(
+    level: str, secrets: list[str], file: Path | None = None, console_level: str | None = None
+) -> None:
+    """Log lines to stderr, or with `file` to that file and only `console_level` and up to
+    stderr (the terminal chat keeps its screen for the conversation)."""
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    scrubber = Scrubber(secrets)
+    console = logging.StreamHandler(sys.stderr)
+    handlers: list[logging.Handler] = [console]
+    if file is not None:
+        console.setLevel(console_level or "ERROR")
+        handlers.append(logging.FileHandler(file, encoding="utf-8"))
+    for handler in handlers:
+        handler.setFormatter(fmt)
+        handler.addFilter(scrubber)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = handlers
     root.setLevel(level.upper())
     noisy_loggers = (
         "httpx",
@@ -44,7 +56,7 @@ def setup_logging(level: str, secrets: list[str]) -> None:
         "aiogram.event",
         "openai",
         "apscheduler",
-        "alembic.runtime.migration",
+        "alembic",
     )
     for noisy in noisy_loggers:
         logging.getLogger(noisy).setLevel(logging.WARNING)

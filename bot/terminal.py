@@ -1,84 +1,179 @@
-"""`sidekick chat`: the same agent in the terminal, as the single local user."""
+"""`sidekick chat`: the same agent in the terminal.
+
+Lines are read by `input()` with readline (line editing, history in DATA_DIR) in a daemon
+thread, so Ctrl-C cancels the chat at once instead of waiting for a read to return. Slash
+commands are answered locally (bot/terminal_commands.py); the log goes to DATA_DIR/chat.log.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
+import os
 import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 from bot.agent.runner import Events, Incoming
-from bot.app import build_app
+from bot.app import App, build_app
 from bot.config import Settings, require
 from bot.errors import user_text
 from bot.reminders import TerminalDelivery, build_reminders
+from bot.terminal_commands import Who, run_command
 from scheduler.setup import Scheduler
 
+PROMPT = "you> "
+HISTORY_FILE = "chat_history"  # in DATA_DIR
+HISTORY_LINES = 1000
 
-async def run_chat(settings: Settings) -> None:
-    require(settings, "llm_model")
-    app = await build_app(settings)
-    name = getpass.getuser()
-    print("Sidekick in the terminal. /new starts a new session, /quit (or Ctrl-D) leaves.")
-    loop = asyncio.get_running_loop()
-    # Reminders of the local user arrive here while the chat runs (missed ones at start).
-    reminders = build_reminders(app, TerminalDelivery(), local=True)
-    scheduler = Scheduler(None, [reminders.job_spec()])
+
+@contextlib.contextmanager
+def line_editing(history: Path) -> Iterator[None]:
+    """readline for input() (also puts the prompt on stdout), with history kept in a file.
+
+    The terminal's modes are restored at the end even when a read was cut short by Ctrl-C.
+    """
+    saved = None
     try:
-        await reminders.tick()  # what came due while the chat was closed, before the prompt
-        scheduler.start()
-        while True:
-            line = await loop.run_in_executor(None, _read)
-            if line is None or line.strip() in {"/quit", "/exit"}:
-                break
-            if not line.strip():
-                continue
-            if line.strip().startswith("/new"):
-                from bot.agent.archive import archiver_from
-                from bot.agent.sessions import start_new_session
+        import readline
+        import termios
 
-                title = line.strip()[4:].strip() or None
-                await start_new_session(
-                    app.session_factory,
-                    app.agent.clock,
-                    telegram_user_id=None,
-                    user_name=name,
-                    name=title,
-                    archiver=archiver_from(app.deps, app.settings.tz),
-                )
-                print("(new session)")
-                continue
-            printed = 0
-
-            async def on_text(text: str) -> None:
-                nonlocal printed
-                sys.stdout.write(text[printed:])
-                sys.stdout.flush()
-                printed = len(text)
-
-            async def on_tools(names: list[str]) -> None:
-                nonlocal printed
-                sys.stdout.write(f"\n[running {', '.join(names)}]\n")
-                printed = 0
-
-            try:
-                reply = await app.agent.handle(
-                    Incoming(line, telegram_user_id=None, user_name=name),
-                    Events(on_text=on_text, on_tools=on_tools),
-                )
-                # Streamed text is on screen already; the notes under it are not.
-                sys.stdout.write(reply.text if printed == 0 else reply.notes)
-                sys.stdout.write("\n")
-                await reply.delivered()
-            except Exception as exc:
-                print(f"\n{user_text(exc)}")
+        if sys.stdin.isatty():
+            saved = termios.tcgetattr(sys.stdin.fileno())
+        readline.set_history_length(HISTORY_LINES)
+        with contextlib.suppress(OSError):
+            readline.read_history_file(history)
+    except ImportError:  # no readline on this platform: plain input()
+        readline = None  # type: ignore[assignment]
+    try:
+        yield
     finally:
-        await scheduler.stop()
-        await reminders.stop()
-        await app.close()
+        if readline is not None:
+            with contextlib.suppress(OSError):
+                readline.write_history_file(history)
+        if saved is not None:
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
 
 
-def _read() -> str | None:
+class LineSource:
+    """Lines typed in a terminal (input() with readline), or piped in (read from the file
+    descriptor directly: a thread blocked inside sys.stdin's buffer would hold its lock, and
+    the interpreter aborts at exit when a daemon thread holds it)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stdin.isatty()
+        self.pending = b""
+
+    def read(self, prompt: str) -> str | None:
+        if self.tty:
+            try:
+                return input(prompt)
+            except (EOFError, OSError, ValueError):
+                return None
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        while b"\n" not in self.pending:
+            chunk = os.read(sys.stdin.fileno(), 4096)
+            if not chunk:
+                rest, self.pending = self.pending, b""
+                return rest.decode("utf-8", "replace") if rest else None
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode("utf-8", "replace")
+
+
+async def read_line(source: LineSource, prompt: str) -> str | None:
+    """One line (None at end of input), read in a daemon thread: a read that never returns
+    must not keep the process alive after Ctrl-C."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str | None] = loop.create_future()
+
+    def deliver(value: str | None) -> None:
+        if not future.done():
+            future.set_result(value)
+
+    def work() -> None:
+        try:
+            value = source.read(prompt)
+        except OSError:
+            value = None
+        with contextlib.suppress(RuntimeError):  # the loop may be gone already
+            loop.call_soon_threadsafe(deliver, value)
+
+    threading.Thread(target=work, name="chat-input", daemon=True).start()
+    return await future
+
+
+async def answer(app: App, who: Who, line: str) -> None:
+    """Stream the agent's answer to stdout."""
+    printed = 0
+
+    async def on_text(text: str) -> None:
+        nonlocal printed
+        sys.stdout.write(text[printed:])
+        sys.stdout.flush()
+        printed = len(text)
+
+    async def on_tools(names: list[str]) -> None:
+        nonlocal printed
+        sys.stdout.write(f"\n[running {', '.join(names)}]\n")
+        printed = 0
+
     try:
-        return input("\nyou> ")
-    except EOFError:
-        return None
+        reply = await app.agent.handle(
+            Incoming(line, telegram_user_id=who.telegram_user_id, user_name=who.name),
+            Events(on_text=on_text, on_tools=on_tools),
+        )
+        # Streamed text is on screen already; the notes under it (usage) are not.
+        sys.stdout.write(reply.text if printed == 0 else reply.notes)
+        sys.stdout.write("\n")
+        await reply.delivered()
+    except Exception as exc:
+        print(f"\n{user_text(exc)}")
+
+
+async def run_chat(settings: Settings, as_user: int | None = None) -> None:
+    require(settings, "llm_model")
+    # Linked to a Telegram account the user keeps their Telegram name; else the login name.
+    who = Who(as_user, "" if as_user is not None else getpass.getuser())
+    app = await build_app(settings)
+    # Reminders of the local user arrive here while the chat runs (missed ones at start);
+    # a user linked with --as gets theirs in Telegram, from the bot.
+    reminders = build_reminders(app, TerminalDelivery(), local=True) if as_user is None else None
+    scheduler = Scheduler(None, [reminders.job_spec()]) if reminders is not None else None
+    try:
+        if reminders is not None and scheduler is not None:
+            await reminders.tick()  # what came due while the chat was closed, before the prompt
+            scheduler.start()
+        with line_editing(settings.data_dir / HISTORY_FILE):
+            source = LineSource()
+            linked = f" as Telegram user {as_user}" if as_user is not None else ""
+            print(
+                f"Sidekick in the terminal{linked}. /help lists the commands, "
+                "/quit or Ctrl-D leaves.",
+                flush=True,
+            )
+            while True:
+                print(flush=True)
+                line = await read_line(source, PROMPT)
+                if line is None or line.strip() in {"/quit", "/exit"}:
+                    break
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    local = await run_command(app, who, line)
+                except Exception as exc:
+                    local = user_text(exc)
+                if local is not None:
+                    print(local, flush=True)
+                else:
+                    await answer(app, who, line)
+    finally:
+        if scheduler is not None:
+            await scheduler.stop()
+        if reminders is not None:
+            await reminders.stop()
+        await app.close()

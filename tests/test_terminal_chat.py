@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
+from asyncio.subprocess import Process
 from pathlib import Path
 
 from tests.fakes.openai_server import FakeOpenAI, Text
 
 
-async def run_chat(
-    tmp_path: Path, fake_llm: FakeOpenAI, stdin: str, **extra: str
-) -> tuple[int, str, str]:
-    env = {
+def chat_env(tmp_path: Path, fake_llm: FakeOpenAI, **extra: str) -> dict[str, str]:
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "DATA_DIR": str(tmp_path / "data"),
@@ -22,17 +22,20 @@ async def run_chat(
         "LLM_MODEL": "fake-model",
         **extra,
     }
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.cli",
-        "chat",
-        cwd=tmp_path,
-        env=env,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+
+
+async def start_chat(tmp_path: Path, env: dict[str, str], *args: str) -> Process:
+    pipe = asyncio.subprocess.PIPE
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "chat", *args,
+        cwd=tmp_path, env=env, stdin=pipe, stdout=pipe, stderr=pipe,
+    )  # fmt: skip
+
+
+async def run_chat(
+    tmp_path: Path, fake_llm: FakeOpenAI, stdin: str, *args: str, **extra: str
+) -> tuple[int, str, str]:
+    proc = await start_chat(tmp_path, chat_env(tmp_path, fake_llm, **extra), *args)
     out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), 120)
     return proc.returncode or 0, out.decode(), err.decode()
 
@@ -43,7 +46,11 @@ async def test_terminal_chat_round_trip_and_new_session(
     fake_llm.add(Text("Hi from the model"))
     code, out, err = await run_chat(tmp_path, fake_llm, "hello\n/new Trip planning\nsecond\n")
     assert code == 0, err
-    assert "Hi from the model" in out and "(new session)" in out and "echo: second" in out
+    assert (
+        "Hi from the model" in out
+        and "Started a new session: Trip planning." in out
+        and "echo: second" in out
+    )
     # The new session starts with an empty history: only the new message was sent.
     last = fake_llm.requests[-1]["messages"]
     assert [m["content"] for m in last[1:]] == ["second"]
@@ -58,3 +65,71 @@ async def test_terminal_chat_survives_provider_outage(tmp_path: Path, fake_llm: 
     assert code == 0, err
     assert "not answering (HTTP 503)" in out and "back again" in out
     assert "Traceback" not in out
+
+
+async def test_terminal_commands_are_answered_locally(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    stdin = "/help\n/tools\n/memory\n/sessions\n/timezone\n/frobnicate the thing\n"
+    code, out, err = await run_chat(tmp_path, fake_llm, stdin)
+    assert code == 0, err
+    assert "/memory — what I remember about you" in out  # /help
+    assert "memory" in out and "No long memories." in out  # /tools, /memory
+    assert "Your recent sessions" in out or "No sessions yet" in out
+    assert "Your time zone: UTC" in out
+    # Only the unknown command reached the model; the known ones never did.
+    sent = [m["content"] for r in fake_llm.requests for m in r["messages"] if m["role"] == "user"]
+    assert sent == ["/frobnicate the thing"]
+    # The prompt is on stdout; log lines (Alembic, code tool) went to DATA_DIR/chat.log.
+    assert out.count("you> ") == 7
+    assert err == ""
+    assert "alembic" not in out.lower() and "INFO" not in out
+    assert "code tool" in (tmp_path / "data" / "chat.log").read_text()
+
+
+async def test_chat_as_a_telegram_user_shares_their_history(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    code, out, err = await run_chat(tmp_path, fake_llm, "one as 4242\n", "--as", "4242")
+    assert code == 0, err
+    assert "as Telegram user 4242" in out
+    code, _, err = await run_chat(tmp_path, fake_llm, "two as 4242\n", "--as", "4242")
+    assert code == 0, err
+    linked = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"]
+    assert linked == ["one as 4242", "two as 4242"]
+    code, _, err = await run_chat(tmp_path, fake_llm, "the local user\n")
+    assert code == 0, err
+    local = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"]
+    assert local == ["the local user"]
+
+
+async def test_ctrl_c_at_the_prompt_leaves_at_once(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    proc = await start_chat(tmp_path, chat_env(tmp_path, fake_llm))
+    assert proc.stdout is not None
+    try:
+        await asyncio.wait_for(proc.stdout.readuntil(b"you> "), 120)  # waiting for a line
+        proc.send_signal(signal.SIGINT)
+        # stdin stays open: the read never returns, yet the process must end by itself.
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err
+
+
+async def test_mcp_servers_stderr_goes_to_a_file_not_the_chat(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    from tests.tools_helpers import FAKE_SERVER, write_mcp_config
+
+    code = (
+        "import runpy, sys\n"
+        "print('chatter from the server', file=sys.stderr, flush=True)\n"
+        f"sys.argv = [{str(FAKE_SERVER)!r}]\n"
+        f"runpy.run_path({str(FAKE_SERVER)!r}, run_name='__main__')\n"
+    )
+    cfg = write_mcp_config(tmp_path, noisy={"command": sys.executable, "args": ["-c", code]})
+    status, out, err = await run_chat(tmp_path, fake_llm, "/tools\n", MCP_CONFIG=str(cfg))
+    assert status == 0, err
+    assert "chatter from the server" not in out + err
+    assert "chatter from the server" in (tmp_path / "data" / "mcp.log").read_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -186,3 +187,80 @@ async def test_streamable_http_server(tmp_path: Path, fake_llm: FakeOpenAI) -> N
     finally:
         proc.terminate()
         await proc.wait()
+
+
+def children(command_part: str) -> list[int]:
+    """Our child processes whose command line holds `command_part` (Linux /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and command_part in cmdline:
+            out.append(int(entry.name))
+    return out
+
+
+async def test_a_dead_server_is_down_at_once_and_its_restart_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cfg = StdioServer("fake", sys.executable, [str(FAKE_SERVER), "--extras"])
+    manager = McpManager([cfg], call_timeout=15)  # health probe only every 30 s
+    await manager.start()
+    try:
+        server = manager.servers[0]
+        assert server.up
+        (pid,) = children(str(FAKE_SERVER))
+        os.kill(pid, signal.SIGKILL)
+        async with asyncio.timeout(5):  # far less than the health interval
+            while server.up:  # noqa: ASYNC110 (no event marks "down"; polling is the check)
+                await asyncio.sleep(0.02)
+        async with asyncio.timeout(20):
+            await server.ready.wait()
+        assert server.starts == 2
+    finally:
+        await manager.stop()
+    text = caplog.text
+    assert "MCP server fake stopped" in text and "MCP server fake is up again" in text
+
+
+async def test_junk_on_stdout_is_logged_once_per_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Like a server that prints a banner to stdout before speaking MCP (the SDK's own server
+    # side diverts stdout, so the junk is printed before it starts).
+    code = (
+        "import runpy, sys\n"
+        "for i in range(5): print('banner line', i, flush=True)\n"
+        f"sys.argv = [{str(FAKE_SERVER)!r}]\n"
+        f"runpy.run_path({str(FAKE_SERVER)!r}, run_name='__main__')\n"
+    )
+    cfg = StdioServer("chatty", sys.executable, ["-c", code])
+    manager = McpManager([cfg], call_timeout=15)
+    await manager.start()
+    try:
+        server = manager.servers[0]
+        assert server.up
+        assert render_result(await server.call("todo_list", {})).startswith("todo_list ok")
+    finally:
+        await manager.stop()
+    junk = [r for r in caplog.records if "not MCP on its stdout" in r.getMessage()]
+    assert len(junk) == 1 and "banner line 0" in junk[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info or r.exc_text]  # no tracebacks
+
+
+async def test_errors_name_the_cause_not_the_task_group() -> None:
+    cfg = StdioServer("ghost", "/nonexistent/mcp-server", [])
+    manager = McpManager([cfg], call_timeout=5, start_wait=5)
+    await manager.start()
+    try:
+        (status,) = manager.status()
+        assert not status.up and status.error is not None
+        assert "TaskGroup" not in status.error and "ExceptionGroup" not in status.error
+        assert "FileNotFoundError" in status.error or "No such file" in status.error
+    finally:
+        await manager.stop()

@@ -7,8 +7,8 @@ Adding a tool: a folder under tools/ with `build(deps) -> Tool`, and one line be
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TextIO
 
 from tools.base import RequestContext, RequestPlanner, RequestTools, Tool, ToolDeps, ToolSource
 from tools.code.tool import build as code_tool
@@ -78,11 +78,24 @@ def install_extensions(registry: Registry, deps: ToolDeps) -> None:
     s = deps.settings
     web_fetch = build_web_fetch(deps.http, Policy(allow_private=s.fetch_private_networks == "on"))
     registry.extensions[web_fetch.name] = web_fetch
-    mcp = McpManager(load_config(s.mcp_config), call_timeout=s.mcp_timeout_s)
+    configs = load_config(s.mcp_config)
+    errlog = None
+    if configs and s.mcp_log_file is not None:
+        errlog = open(s.mcp_log_file, "a", encoding="utf-8")  # closed after the servers stop
+    mcp = McpManager(configs, call_timeout=s.mcp_timeout_s, errlog=errlog)
     registry.sources.append(mcp)
     deps.closers.append(mcp.stop)
+    if errlog is not None:
+        deps.closers.insert(0, _closer(errlog))  # closers run in reverse: after mcp.stop
     usage = UsageStore(deps.session_factory, deps.clock)
     registry.planner = Discovery(registry, usage, s.tool_token_budget, memory_embedder(deps))
+
+
+def _closer(file: TextIO) -> Callable[[], Awaitable[None]]:
+    async def close() -> None:
+        file.close()
+
+    return close
 
 
 def memory_embedder(deps: ToolDeps) -> EmbedFn | None:

@@ -20,7 +20,7 @@ from aiohttp import web
 from bot.agent.archive import build_jobs
 from bot.app import build_app
 from bot.config import Settings, require
-from bot.errors import ConfigError
+from bot.errors import ConfigError, ProviderError
 from bot.reminders import build_reminders
 from bot.telegram.dispatcher import Runtime, build_runtime
 from bot.telegram.reminder_delivery import TelegramDelivery
@@ -64,9 +64,10 @@ async def check_token(rt: Runtime, stop: asyncio.Event | None = None, attempts: 
             ) from None
         except (TelegramNetworkError, TelegramServerError) as exc:
             if attempt == attempts:
-                raise ConfigError(
-                    f"TELEGRAM_API_URL: cannot reach the Telegram Bot API at {url} "
-                    f"({type(exc).__name__})"
+                # Most often the network, not the setting: exit 1 so a supervisor retries.
+                raise ProviderError(
+                    f"cannot reach the Telegram Bot API at {url} ({type(exc).__name__}); "
+                    "check the network (and TELEGRAM_API_URL if you changed it)"
                 ) from None
             log.warning("Telegram at %s is not reachable yet; retry %d", url, attempt)
             stop = stop or asyncio.Event()
@@ -120,31 +121,29 @@ async def run_bot(settings: Settings) -> None:
             "ALLOWED_USER_IDS is empty: the bot answers nobody but tells each user their id"
         )
     app = await build_app(settings)
-    rt = build_runtime(app)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+    rt: Runtime | None = None
     scheduler: Scheduler | None = None
-    reminders = build_reminders(app, TelegramDelivery(rt.bot))
+    reminders = None
     try:
+        rt = build_runtime(app)  # inside: a Bot that cannot be built must not leave app open
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
         if not await check_token(rt, stop):
             return
+        reminders = build_reminders(app, TelegramDelivery(rt.bot))
+        session_jobs = None
         if app.deps.memory is not None:  # session split and memory sweep (scheduler/)
-            scheduler = start_scheduler(
-                build_jobs(
-                    settings=settings,
-                    session_factory=app.session_factory,
-                    memory=app.deps.memory,
-                    llm=app.llm,
-                    clock=app.deps.clock,
-                ),
-                [reminders.job_spec()],
+            session_jobs = build_jobs(
+                settings=settings,
+                session_factory=app.session_factory,
+                memory=app.deps.memory,
+                llm=app.llm,
+                clock=app.deps.clock,
             )
-        else:
-            scheduler = Scheduler(None, [reminders.job_spec()])
-            scheduler.start()
+        scheduler = start_scheduler(session_jobs, [reminders.job_spec()])
         if settings.webhook_url:
             await serve_webhook(rt, stop)
         else:
@@ -153,6 +152,10 @@ async def run_bot(settings: Settings) -> None:
     finally:
         if scheduler is not None:
             await scheduler.stop()
-        await reminders.stop()
-        await rt.shutdown()
+        if reminders is not None:
+            await reminders.stop()
+        if rt is not None:
+            await rt.shutdown()
+        else:
+            await app.close()
         log.info("stopped")

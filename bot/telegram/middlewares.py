@@ -10,6 +10,8 @@ from typing import Any
 from aiogram import BaseMiddleware, Bot
 from aiogram.types import TelegramObject, Update, User
 
+from bot.telegram.groups import addressed
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
@@ -80,7 +82,11 @@ class AccessMiddleware(BaseMiddleware):
         if event.callback_query is not None:
             await bot.answer_callback_query(event.callback_query.id, "Not allowed.")
         elif event.message is not None and first_time:
-            await bot.send_message(event.message.chat.id, refusal_text(user.id))
+            # In a group, only a stranger who talks to the bot hears why it stays silent.
+            if await addressed(event.message, bot, "mention"):
+                await bot.send_message(event.message.chat.id, refusal_text(user.id))
+            else:
+                self.told.discard(user.id)
         return None
 
 

@@ -98,7 +98,7 @@ async def test_private_chat_streams_drafts_then_sends_once(tg: TG) -> None:
 
 async def test_group_chat_gets_no_drafts(tg: TG) -> None:
     tg.llm.add(Text("group answer " * 10, chunk=5, delay=0.01))
-    await tg.send(OWNER, "hello group", chat_id=-100500)
+    await tg.send(OWNER, "@sidekick_test_bot hello group", chat_id=-100500)
     reply = await tg.reply(-100500)
     assert reply.text.startswith("group answer")
     assert tg.server.drafts == []

@@ -41,6 +41,15 @@ def _strings(value: object, what: str) -> dict[str, str]:
 
 
 def parse_config(data: object) -> list[ServerConfig]:
+    if (
+        isinstance(data, dict)
+        and "mcpServers" not in data
+        and isinstance(data.get("servers"), dict)
+    ):
+        raise ConfigError(
+            'MCP_CONFIG: found "servers" (the VS Code layout); Sidekick reads '
+            '{"mcpServers": {"name": {...}}}: rename the key'
+        )
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
         raise ConfigError('MCP_CONFIG: expected {"mcpServers": {"name": {...}}}')
     out: list[ServerConfig] = []
@@ -54,6 +63,11 @@ def parse_config(data: object) -> list[ServerConfig]:
             raise ConfigError(f"MCP_CONFIG: {where} must be an object")
         if spec.get("disabled") is True:
             continue
+        if str(spec.get("type", spec.get("transport", ""))).lower() == "sse":
+            raise ConfigError(
+                f"MCP_CONFIG: {where}: the legacy SSE transport is not supported; "
+                "use the server's streamable HTTP url (often ending in /mcp) or its command"
+            )
         if "command" in spec:
             args = spec.get("args", [])
             if not isinstance(spec["command"], str) or not spec["command"]:
@@ -77,6 +91,8 @@ def load_config(path: Path | None) -> list[ServerConfig]:
         return []
     try:
         text = Path(path).read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise ConfigError(f"MCP_CONFIG: {path} is a folder; name the JSON file") from None
     except OSError as exc:
         raise ConfigError(f"MCP_CONFIG: cannot read {path}: {exc.strerror}") from None
     try:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from tools.base import Tool
 from tools.mcp.config import ServerConfig
-from tools.mcp.server import HEALTH_INTERVAL_S, McpServer
+from tools.mcp.server import HEALTH_INTERVAL_S, McpServer, quiet_sdk_parse_errors
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +30,10 @@ class McpManager:
         call_timeout: float,
         start_wait: float = 15.0,
         health_interval: float = HEALTH_INTERVAL_S,
+        errlog: TextIO | None = None,
     ) -> None:
-        self.servers = [McpServer(c, call_timeout, health_interval) for c in configs]
+        self.servers = [McpServer(c, call_timeout, health_interval, errlog) for c in configs]
+        quiet_sdk_parse_errors()
         self.start_wait = start_wait
 
     async def start(self) -> None:
@@ -44,6 +46,11 @@ class McpManager:
         results = await asyncio.gather(*waits, return_exceptions=True)
         for server, res in zip(self.servers, results, strict=True):
             if isinstance(res, BaseException) or not server.up:
+                if server.last_error is None:  # still starting: say so, not "not running"
+                    server.last_error = (
+                        f"no tool list within {self.start_wait:g} s; still starting "
+                        "(slow first start, e.g. npx downloading?)"
+                    )
                 log.warning("MCP server %s not up at start: %s", server.name, server.last_error)
 
     async def stop(self) -> None:

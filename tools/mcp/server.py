@@ -11,13 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
-from typing import Any
+import re
+import sys
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TextIO
 
+import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.client.caching import CacheMode
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -35,9 +38,14 @@ MAX_TOOL_PAGES = 20
 
 class McpServer:
     def __init__(
-        self, config: ServerConfig, call_timeout: float, health_interval: float = HEALTH_INTERVAL_S
+        self,
+        config: ServerConfig,
+        call_timeout: float,
+        health_interval: float = HEALTH_INTERVAL_S,
+        errlog: TextIO | None = None,
     ) -> None:
         self.config = config
+        self.errlog = errlog  # where a stdio server's stderr goes (None: ours)
         self.health_interval = health_interval
         self.name = config.name
         self.call_timeout = call_timeout
@@ -76,9 +84,12 @@ class McpServer:
         if isinstance(cfg, StdioServer):
             # Only the configured env (the SDK adds PATH, HOME, USER, SHELL, TERM, LOGNAME):
             # the bot's own secrets never reach a server process.
-            return StdioServerParameters(command=cfg.command, args=cfg.args, env=dict(cfg.env))
-        assert isinstance(cfg, HttpServer)
-        return _http_transport(cfg.url, dict(cfg.headers))
+            params = StdioServerParameters(command=cfg.command, args=cfg.args, env=dict(cfg.env))
+            transport = stdio_client(params, errlog=self.errlog or sys.stderr)
+        else:
+            assert isinstance(cfg, HttpServer)
+            transport = _http_transport(cfg.url, dict(cfg.headers))
+        return _watched(transport, self.name, self._mark_dead)
 
     def _adopt(self, listed: list[types.Tool]) -> None:
         self.remote_tools = listed
@@ -99,18 +110,22 @@ class McpServer:
         backoff = 0.5
         while not self.stopping:
             self.starts += 1
+            connected = False
             try:
                 async with Client(self._target(), read_timeout_seconds=self.call_timeout) as client:
                     listed = await asyncio.wait_for(self._list_tools(client), self.call_timeout)
                     self._adopt(listed)
                     self.client = client
+                    if self.starts > 1:
+                        log.warning("MCP server %s is up again (start %d)", self.name, self.starts)
                     self.last_error = None
                     self.ready.set()
                     self.settled.set()
+                    connected = True
                     backoff = 0.5
                     await self._watch(client)
             except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"[:300]
+                error = describe(exc)
                 # A server that stays down is retried every 30 s: warn once per new error.
                 level = logging.DEBUG if error == self.last_error else logging.WARNING
                 self.last_error = error
@@ -122,6 +137,13 @@ class McpServer:
                 self.restart.clear()
             if self.stopping:
                 break
+            if connected:
+                log.warning(
+                    "MCP server %s stopped (%s); restarting in %.1f s",
+                    self.name,
+                    self.last_error or "connection closed",
+                    backoff,
+                )
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_S)
 
@@ -177,10 +199,14 @@ class McpServer:
             if type(exc).__name__ in {"ClosedResourceError", "BrokenResourceError", "EndOfStream"}:
                 self._mark_dead()
                 raise ToolError(self._down_text()) from None
+            if isinstance(exc, ExceptionGroup):
+                raise ToolError(f"MCP server {self.name}: {describe(exc)}") from None
             raise
 
     def _mark_dead(self) -> None:
         # Calls from now on wait for the restarted connection instead of the dead one.
+        if self.ready.is_set() and not self.stopping:
+            self.last_error = "the connection closed (the server exited or crashed)"
         self.ready.clear()
         self.client = None
         self.restart.set()
@@ -200,6 +226,75 @@ async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[An
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
+
+
+def describe(exc: BaseException) -> str:
+    """The real cause, not the task group around it: `ExceptionGroup: unhandled errors in a
+    TaskGroup` says nothing; the first error inside it does."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        exc = (inner or list(exc.exceptions))[0]
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:300]
+
+
+@contextlib.asynccontextmanager
+async def _watched(
+    transport: Any, name: str, closed: Callable[[], None]
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The transport's streams, with the read side passed through a task that (1) calls
+    `closed` the moment the server's stream ends, so a dead server shows as down at once
+    rather than at the next health check, and (2) drops lines that are not JSON-RPC (a server
+    printing to stdout), logging that once per connection instead of a traceback per line."""
+    async with transport as (read, write):
+        send, receive = anyio.create_memory_object_stream[Any](0)
+
+        async def forward() -> None:
+            warned = False
+            try:
+                async with send:
+                    async for item in read:
+                        if isinstance(item, Exception):
+                            if not warned:
+                                warned = True
+                                log.warning(
+                                    "MCP server %s printed text that is not MCP on its stdout "
+                                    "(ignored; servers must log to stderr): %s",
+                                    name,
+                                    _sample(item),
+                                )
+                            continue
+                        await send.send(item)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+                pass
+            finally:
+                closed()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forward)
+            try:
+                yield receive, write
+            finally:
+                tg.cancel_scope.cancel()
+
+
+def _sample(exc: Exception) -> str:
+    # The SDK's parse error is a pydantic error; the offending text is its input_value.
+    found = re.search(r"input_value=(.{1,120}?), input_type", str(exc))
+    return found.group(1) if found else type(exc).__name__
+
+
+class _QuietParseErrors(logging.Filter):
+    """The SDK logs a traceback for every non-JSON line a server prints; _watched says it once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to parse JSONRPC message")
+
+
+def quiet_sdk_parse_errors() -> None:
+    logger = logging.getLogger("mcp.client.stdio")
+    if not any(isinstance(f, _QuietParseErrors) for f in logger.filters):
+        logger.addFilter(_QuietParseErrors())
 
 
 def _is_transport_failure(exc: MCPError) -> bool:

@@ -7,6 +7,7 @@ from aiogram.types import CallbackQuery, Message
 
 from bot.app import App
 from bot.telegram.answer import answer, incoming_from
+from bot.telegram.groups import GROUP_CHATS, addressed, without_mention
 from bot.telegram.render import send_plain
 
 NOT_READ = (
@@ -26,12 +27,20 @@ def build_router() -> Router:
 
     @router.message(has_text)
     async def on_text(message: Message, app: App, draft_interval: float) -> None:
-        assert message.text is not None
-        await answer(message, app, incoming_from(message, message.text), draft_interval)
+        bot = message.bot
+        assert bot is not None and message.text is not None
+        if not await addressed(message, bot, app.settings.group_replies):
+            return
+        text = message.text
+        if message.chat.type in GROUP_CHATS:
+            text = without_mention(text, (await bot.me()).username)
+        await answer(message, app, incoming_from(message, text), draft_interval)
 
     @router.message()
-    async def on_other(message: Message) -> None:
+    async def on_other(message: Message, app: App) -> None:
         assert message.bot is not None
+        if not await addressed(message, message.bot, app.settings.group_replies):
+            return
         await send_plain(message.bot, message.chat.id, NOT_READ)
 
     @router.callback_query()

@@ -2,144 +2,16 @@
 
 from __future__ import annotations
 
-import difflib
-import zoneinfo
-from datetime import datetime
-from functools import lru_cache
-from zoneinfo import ZoneInfo
-
 from aiogram import Bot, Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
-from bot.agent.archive import archiver_from
-from bot.agent.sessions import NewSession, start_new_session
 from bot.app import App
+from bot.session_texts import new_session, new_session_text, sessions_text, timezone_text
 from bot.telegram.render import send_plain
 from bot.telegram.user import ChatUser, use_user
-from db.repos import core as core_repo
-from db.repos import sessions as repo
 
 MAX_NAME = 100
-LIST_LIMIT = 10
-SUMMARY_LINE = 140
-RESET_WORDS = {"default", "reset"}
-
-
-async def new_session(
-    app: App, telegram_user_id: int, user_name: str, name: str | None
-) -> NewSession:
-    """The one place the bot starts a new session: close, open, archive the old one."""
-    return await start_new_session(
-        app.session_factory,
-        app.deps.clock,
-        telegram_user_id=telegram_user_id,
-        user_name=user_name,
-        name=name,
-        archiver=archiver_from(app.deps, app.settings.tz),
-    )
-
-
-def new_session_text(created: NewSession) -> str:
-    text = f"Started a new session: {created.name}."
-    if created.ended_session_id is None:
-        return text
-    text += " The previous conversation is closed; I start fresh from here."
-    result = created.archive
-    if result is not None and result.status == "archived":
-        text += " I kept a summary of it in memory."
-    elif result is None or result.status in ("failed", "grew"):
-        text += " I'll write its summary to memory shortly (nothing is lost)."
-    return text
-
-
-@lru_cache(maxsize=1)
-def _zones() -> dict[str, str]:
-    return {z.lower(): z for z in zoneinfo.available_timezones()}
-
-
-def canonical_zone(name: str) -> str | None:
-    """The IANA name as tzdata spells it ('europe/berlin' → 'Europe/Berlin'), or None."""
-    return _zones().get(name.strip().lower())
-
-
-def zone_suggestions(name: str) -> list[str]:
-    close = difflib.get_close_matches(name.strip().lower(), list(_zones()), n=3, cutoff=0.6)
-    return [_zones()[c] for c in close]
-
-
-def _fmt(dt: datetime, tz: ZoneInfo) -> str:
-    return dt.astimezone(tz).strftime("%Y-%m-%d %H:%M")
-
-
-def split_line(app: App, tz: ZoneInfo, now: datetime) -> str:
-    policy = app.settings.session_policy
-    nxt = policy.next_split(now, tz)
-    if nxt is None:
-        return "Sessions are not split by time (SESSION_SPLIT=none)."
-    return f"Sessions split {policy.describe()}; next: {_fmt(nxt, tz)}."
-
-
-async def sessions_text(app: App, telegram_user_id: int, user_name: str) -> str:
-    now = app.deps.clock()
-    async with app.session_factory() as s, s.begin():
-        user = await core_repo.get_or_create_user(s, telegram_user_id, user_name, now)
-        tz = app.settings.session_policy.zone(user.timezone)
-        lines = await repo.recent_sessions(s, user.id, LIST_LIMIT)
-    if not lines:
-        return "No sessions yet: just write to me and one starts."
-    out = [f"Your recent sessions (times in {tz.key}):"]
-    for line in lines:
-        start = _fmt(line.started_at, tz)
-        if line.ended_at is None:
-            when = f"{start} → now (current)"
-        else:
-            when = f"{start} → {_fmt(line.ended_at, tz)}"
-        plural = "" if line.messages == 1 else "s"
-        out.append(f"\n• {line.name} — {when} · {line.messages} message{plural}")
-        if line.summary:
-            first = line.summary.strip().splitlines()[0]
-            if len(first) > SUMMARY_LINE:
-                first = first[: SUMMARY_LINE - 1].rstrip() + "…"
-            out.append(f"  {first}")
-        elif line.ended_at is not None and not line.archived:
-            out.append("  (summary pending)")
-    out.append("\n" + split_line(app, tz, now))
-    return "\n".join(out)
-
-
-async def timezone_text(app: App, telegram_user_id: int, user_name: str, arg: str) -> str:
-    now = app.deps.clock()
-    default = app.settings.timezone
-    arg = arg.strip()
-    async with app.session_factory() as s, s.begin():
-        user = await core_repo.get_or_create_user(s, telegram_user_id, user_name, now)
-        if not arg:
-            tz = app.settings.session_policy.zone(user.timezone)
-            source = "your own" if user.timezone else "the default (TIMEZONE)"
-            return (
-                f"Your time zone: {tz.key} ({source}). Local time now: {_fmt(now, tz)}.\n"
-                f"{split_line(app, tz, now)}\n"
-                "Change it with /timezone Area/City, e.g. /timezone America/New_York; "
-                "/timezone default goes back to the default."
-            )
-        if arg.lower() in RESET_WORDS:
-            await repo.set_user_timezone(s, user.id, None)
-            tz = app.settings.tz
-            return (
-                f"Time zone reset to the default, {default}. Local time now: {_fmt(now, tz)}.\n"
-                f"{split_line(app, tz, now)}"
-            )
-        name = canonical_zone(arg)
-        if name is None:
-            hint = zone_suggestions(arg)
-            text = f"I don't know the time zone {arg[:60]!r}."
-            if hint:
-                text += " Did you mean: " + ", ".join(hint) + "?"
-            return text + " Use an IANA name like Europe/Berlin or America/New_York."
-        await repo.set_user_timezone(s, user.id, name)
-    tz = ZoneInfo(name)
-    return f"Time zone set to {name}. Local time now: {_fmt(now, tz)}.\n{split_line(app, tz, now)}"
 
 
 def build_router() -> Router:

@@ -1,0 +1,50 @@
+"""Checks that need the file system, run before anything is opened (database, servers, bot).
+
+A bad setting found here costs one line and exit status 2; found later, it would leave a
+half-built app behind (an undisposed engine keeps its worker thread, and the process alive).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from bot.config import Settings
+from tools.errors import ConfigError
+from tools.mcp.config import load_config
+
+
+def writable(folder: Path, name: str) -> str | None:
+    """None if files can be created in `folder` (made if missing), else the problem."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"{name}: cannot write to {folder} ({exc.strerror or exc})"
+    return None
+
+
+def problems(settings: Settings) -> list[str]:
+    out: list[str] = []
+    if settings.database_url:
+        database = make_url(settings.database_url).database or ":memory:"
+        if database != ":memory:":
+            out.append(writable(Path(database).parent, "DATABASE_URL") or "")
+    out.append(writable(settings.data_dir, "DATA_DIR") or "")
+    if settings.mcp_log_file is not None:
+        out.append(writable(settings.mcp_log_file.parent, "MCP_LOG_FILE") or "")
+    try:
+        load_config(settings.mcp_config)
+    except ConfigError as exc:
+        out.append(str(exc))
+    return [p for p in out if p]
+
+
+def preflight(settings: Settings) -> None:
+    """Raise one ConfigError listing every problem, one per line."""
+    found = problems(settings)
+    if found:
+        raise ConfigError("\n".join(found))

@@ -1,0 +1,33 @@
+"""Groups: the bot answers a message there only when it is addressed (GROUP_REPLIES=mention,
+the default): an @mention of the bot, a reply to one of its messages, or a command."""
+
+from __future__ import annotations
+
+import re
+
+from aiogram import Bot
+from aiogram.enums import ChatType
+from aiogram.types import Message
+
+GROUP_CHATS = (ChatType.GROUP, ChatType.SUPERGROUP)
+
+
+async def addressed(message: Message, bot: Bot, mode: str) -> bool:
+    """Whether the bot should answer this message (always true outside groups)."""
+    if message.chat.type not in GROUP_CHATS or mode == "all":
+        return True
+    me = await bot.me()  # cached by aiogram after the first call
+    replied = message.reply_to_message
+    if replied is not None and replied.from_user is not None and replied.from_user.id == me.id:
+        return True
+    text = message.text or message.caption or ""
+    if text.startswith("/"):
+        return True
+    return bool(me.username) and f"@{me.username}".lower() in text.lower()
+
+
+def without_mention(text: str, username: str | None) -> str:
+    """The text with the bot's @mention taken out (the model needs only the request)."""
+    if not username:
+        return text
+    return re.sub(rf"@{re.escape(username)}\b", "", text, flags=re.IGNORECASE).strip() or text

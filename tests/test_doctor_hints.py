@@ -1,0 +1,55 @@
+"""`sidekick doctor` says what a person needs to fix: the /v1 in the URL, the models that exist,
+and which database file it opened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.app import build_app
+from bot.doctor import check_database, check_llm
+from tests.conftest import make_settings
+from tests.fakes.openai_server import FakeOpenAI
+
+
+async def test_llm_url_without_v1_asks_about_it(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    base = fake_llm.base_url.removesuffix("/v1")
+    app = await build_app(make_settings(tmp_path, fake_llm, llm_base_url=base))
+    try:
+        (result,) = await check_llm(app)
+    finally:
+        await app.close()
+    assert not result.ok and result.detail == "HTTP 404 for /models"
+    assert result.fix == f"wrong path: does LLM_BASE_URL ({base}) end in /v1?"
+
+
+async def test_unknown_model_lists_the_ones_that_exist(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.models = ["fake-model", "other-model"]
+    app = await build_app(make_settings(tmp_path, fake_llm, llm_model="gpt-nope"))
+    try:
+        endpoint, model = await check_llm(app)
+    finally:
+        await app.close()
+    assert endpoint.ok and not model.ok
+    assert model.detail == "model 'gpt-nope' not found"
+    assert model.fix == "these exist: fake-model, other-model"
+
+
+async def test_unreachable_llm_says_so(tmp_path: Path) -> None:
+    app = await build_app(make_settings(tmp_path, None, llm_max_retries=0))
+    try:
+        (result,) = await check_llm(app)
+    finally:
+        await app.close()
+    assert not result.ok and result.detail.startswith("cannot connect to http://127.0.0.1:9/v1")
+
+
+async def test_database_check_names_the_file(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    app = await build_app(make_settings(tmp_path, fake_llm))
+    try:
+        database = (await check_database(app))[0]
+    finally:
+        await app.close()
+    assert database.ok
+    assert database.detail == f"{(tmp_path / 'data' / 'sidekick.db').resolve()} (exists)"
