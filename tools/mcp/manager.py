@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tools.base import Tool
-from tools.mcp.config import ServerConfig
-from tools.mcp.server import HEALTH_INTERVAL_S, McpServer
+from tools.mcp.config import HEALTH_INTERVAL_S, ServerConfig
+
+if TYPE_CHECKING:
+    from tools.mcp.server import McpServer
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +33,11 @@ class McpManager:
         start_wait: float = 15.0,
         health_interval: float = HEALTH_INTERVAL_S,
     ) -> None:
-        self.servers = [McpServer(c, call_timeout, health_interval) for c in configs]
+        self.servers: list[McpServer] = []
+        if configs:  # the MCP SDK costs ~0.5 s and ~40 MB to import: only when used
+            from tools.mcp.server import McpServer
+
+            self.servers = [McpServer(c, call_timeout, health_interval) for c in configs]
         self.start_wait = start_wait
 
     async def start(self) -> None:
