@@ -91,20 +91,35 @@ async def exchange(tg: FakeTelegram, user: int, text: str, message_id: int) -> f
     return time.perf_counter() - t0
 
 
+async def start_bot(
+    tg: FakeTelegram, env: dict[str, str]
+) -> tuple[asyncio.subprocess.Process, float]:
+    """Starts `python -m bot`; returns it and the seconds until its first getUpdates."""
+    polls = sum(c.method == "getUpdates" for c in tg.calls)
+    t0 = time.time()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", cwd=ROOT, env=env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    await tg.wait_for(lambda: sum(c.method == "getUpdates" for c in tg.calls) > polls, 120)
+    # A call is recorded when it is answered; a long poll began `duration` earlier.
+    first_poll = [c.at - c.duration for c in tg.calls if c.method == "getUpdates"][polls]
+    return proc, first_poll - t0
+
+
 async def bot_figures(messages: int, mcp: bool) -> None:
     tg = await FakeTelegram().start()
     llm = await FakeOpenAI(responder=lambda body: Text("ok", chunk=10_000)).start()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        t0 = time.time()
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", cwd=ROOT, env=bot_env(tmp, tg, llm, mcp),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+        env = bot_env(tmp, tg, llm, mcp)
+        # First start: a new database (every migration runs); stop once it polls.
+        proc, new_db = await start_bot(tg, env)
+        proc.terminate()
+        await proc.communicate()
+        # Restart on that database: the usual start, and the figure with the target.
+        proc, startup = await start_bot(tg, env)
         try:
-            await tg.wait_for(lambda: any(c.method == "getUpdates" for c in tg.calls), 120)
-            first_poll = next(c.at for c in tg.calls if c.method == "getUpdates")
-            startup = first_poll - t0
             await asyncio.sleep(1.0)
             idle = rss_mb(proc.pid)
             first = await exchange(tg, 1000, "hello, remember I like tea", 1)
@@ -129,6 +144,7 @@ async def bot_figures(messages: int, mcp: bool) -> None:
     mode = " (+ MCP server)" if mcp else ""
     print(f"sidekick run{mode}: memory, search, code, discovery on; load {_load()}")
     print(f"  start -> first getUpdates     {startup:6.2f} s    target <= 2.0 s")
+    print(f"  (first start, new database    {new_db:6.2f} s)")
     print(f"  first message round trip      {first * 1000:6.0f} ms   (loads lazy parts)")
     print(f"  warm message round trip       {warm * 1000:6.0f} ms")
     print(f"  RSS idle after start          {idle:6.0f} MB   target <= 150 MB")

@@ -15,6 +15,7 @@ from bot.errors import user_text
 async def run_chat(settings: Settings) -> None:
     require(settings, "llm_model")
     app = await build_app(settings)
+    app.warm_up()  # the model loads while the user types
     name = getpass.getuser()
     print("Sidekick in the terminal. /new starts a new session, /quit (or Ctrl-D) leaves.")
     loop = asyncio.get_running_loop()

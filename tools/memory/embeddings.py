@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib.util
+import threading
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,8 +42,18 @@ def wordllama_installed() -> bool:
     return importlib.util.find_spec("wordllama") is not None
 
 
-@functools.cache
+_LOADING = threading.Lock()
+
+
 def _load_wordllama(dim: int) -> Any:
+    # The lock: a request that needs the model while the warm-up thread loads it waits for
+    # that load instead of starting a second one.
+    with _LOADING:
+        return _load_wordllama_once(dim)
+
+
+@functools.cache
+def _load_wordllama_once(dim: int) -> Any:
     """Load once per process (it takes a fraction of a second) and share: the model is
     read-only. Plain WordLlama.load() looks in ~/.cache and downloads; the wheel's own
     folder holds weights/ and tokenizers/, so cache_dir points there, downloads forbidden."""
