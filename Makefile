@@ -56,6 +56,7 @@ test: install
 # fills 100k memories and takes a while).
 bench: install
 	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/code_exec.py
 	$(BIN)/python bench/memory_recall.py $(BENCH_ARGS)
 	$(BIN)/python bench/tools_budget.py

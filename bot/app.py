@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -39,8 +41,18 @@ class App:
     registry: Registry
     agent: Agent
     media: MediaService | None = None  # voice, photos, documents (bot/media)
+    warming: asyncio.Task[None] | None = None
+
+    def warm_up(self) -> None:
+        """Loads what the first message needs (embedding model, tokenizer: ~1 s, ~100 MB)
+        in a thread, so start-up does not wait for it and the first reply rarely does."""
+        if self.warming is None:
+            self.warming = asyncio.create_task(asyncio.to_thread(_warm_sync))
 
     async def close(self) -> None:
+        if self.warming is not None:  # a thread cannot be cancelled: let it finish
+            with contextlib.suppress(Exception):
+                await self.warming
         for closer in reversed(self.deps.closers):
             try:
                 await closer()
@@ -49,6 +61,18 @@ class App:
         await self.llm.close()
         await self.http.aclose()
         await self.engine.dispose()
+
+
+def _warm_sync() -> None:
+    from tools.memory.embeddings import WordLlamaEmbedder, wordllama_installed
+    from tools.tokens import encoder
+
+    try:
+        if wordllama_installed():  # memory (offline) and tool_search both use it
+            WordLlamaEmbedder().load()
+        encoder()
+    except Exception:  # the first message that needs them reports the problem
+        log.warning("warm-up failed", exc_info=True)
 
 
 def context_providers(deps: ToolDeps) -> list[ContextProvider]:

@@ -139,6 +139,7 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
     # Linked to a Telegram account the user keeps their Telegram name; else the login name.
     who = Who(as_user, "" if as_user is not None else getpass.getuser())
     app = await build_app(settings)
+    app.warm_up()  # the embedding model and tokenizer load while the user types
     # Reminders of the local user arrive here while the chat runs (missed ones at start);
     # a user linked with --as gets theirs in Telegram, from the bot.
     reminders = build_reminders(app, TerminalDelivery(), local=True) if as_user is None else None

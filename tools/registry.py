@@ -104,16 +104,15 @@ def memory_embedder(deps: ToolDeps) -> EmbedFn | None:
     The tool index lives in memory and is rebuilt when tools change, so it may use
     WordLlama even when memories use a remote embedder (which could not be awaited here).
     """
-    try:
-        from tools.memory.embeddings import WordLlamaEmbedder
+    from tools.memory.embeddings import WordLlamaEmbedder, wordllama_installed
 
-        embedder = getattr(deps.memory, "embedder", None)
-        if isinstance(embedder, WordLlamaEmbedder):
-            return embedder.embed_sync
-        return WordLlamaEmbedder().embed_sync
-    except Exception:  # the lexical half still works
+    if not wordllama_installed():  # the lexical half still works
         log.warning("WordLlama unavailable; tool_search ranks by words only")
         return None
+    embedder = getattr(deps.memory, "embedder", None)
+    if isinstance(embedder, WordLlamaEmbedder):
+        return embedder.embed_sync
+    return WordLlamaEmbedder().embed_sync  # loads the shared model on first use
 
 
 def mcp_manager(registry: Registry) -> McpManager | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -25,8 +26,19 @@ class _Estimate:
         return [0] * max(1, round(len(text) / 3.6)) if text else []
 
 
+_LOADING = threading.Lock()
+
+
 @lru_cache(maxsize=1)
 def encoder() -> Encoder:
+    # Loading takes ~1 s and ~60 MB; the bot warms it up in a thread. The lock makes a
+    # request that needs it meanwhile wait for that load instead of starting a second one.
+    with _LOADING:
+        return _load()
+
+
+@lru_cache(maxsize=1)
+def _load() -> Encoder:
     try:
         import bpe_openai
 

@@ -145,4 +145,5 @@ def build_runtime(
     dp = build_dispatcher(
         app, draft_interval=draft_interval, inflight=inflight, album_window=album_window
     )
+    app.warm_up()  # heavy models load in the background; polling does not wait for them
     return Runtime(app, bot or build_bot(app.settings), dp, inflight)

@@ -142,8 +142,10 @@ async def page(
         .offset(offset)
         .limit(limit)
     )
-    total = (await s.execute(select(func.count(Memory.id)).where(*cond))).scalar_one()
-    return [MemoryRow(*r) for r in (await s.execute(stmt)).all()], int(total)
+    total = int((await s.execute(select(func.count(Memory.id)).where(*cond))).scalar_one())
+    if offset >= total:  # no rows to read (auto-recall asks this for every message)
+        return [], total
+    return [MemoryRow(*r) for r in (await s.execute(stmt)).all()], total
 
 
 async def top_long(s: AsyncSession, user_id: int, limit: int) -> list[MemoryRow]:

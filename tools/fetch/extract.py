@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import trafilatura
-
 from tools.base import ToolError
 from tools.fetch.fetch import Page
 
@@ -21,6 +19,8 @@ def extract(page: Page) -> tuple[str, str]:
     """(title, text) of the page; ToolError for content that has no readable text."""
     if page.content_type in HTML_TYPES:
         html = decode(page)
+        import trafilatura  # lxml and friends: loaded on the first fetch, not at start
+
         text = trafilatura.extract(
             html, url=page.url, include_comments=False, include_tables=True, favor_recall=True
         )

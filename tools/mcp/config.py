@@ -9,6 +9,8 @@ from pathlib import Path
 
 from tools.errors import ConfigError
 
+HEALTH_INTERVAL_S = 30.0  # MCP probe cadence; a call that fails also triggers a restart
+
 _NAME = re.compile(r"^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$")  # no "__": it separates server and tool
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tools.base import Tool
-from tools.mcp.config import ServerConfig
-from tools.mcp.server import HEALTH_INTERVAL_S, McpServer, quiet_sdk_parse_errors
+from tools.mcp.config import HEALTH_INTERVAL_S, ServerConfig
+
+if TYPE_CHECKING:
+    from tools.mcp.server import McpServer
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +34,12 @@ class McpManager:
         health_interval: float = HEALTH_INTERVAL_S,
         errlog: TextIO | None = None,
     ) -> None:
-        self.servers = [McpServer(c, call_timeout, health_interval, errlog) for c in configs]
-        quiet_sdk_parse_errors()
+        self.servers: list[McpServer] = []
+        if configs:  # the MCP SDK costs ~0.5 s and ~40 MB to import: only when used
+            from tools.mcp.server import McpServer, quiet_sdk_parse_errors
+
+            self.servers = [McpServer(c, call_timeout, health_interval, errlog) for c in configs]
+            quiet_sdk_parse_errors()
         self.start_wait = start_wait
 
     async def start(self) -> None:

@@ -26,12 +26,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from tools.base import Tool, ToolError
-from tools.mcp.config import HttpServer, ServerConfig, StdioServer
+from tools.mcp.config import HEALTH_INTERVAL_S, HttpServer, ServerConfig, StdioServer
 from tools.mcp.convert import McpArgs, build_tool
 
 log = logging.getLogger(__name__)
 
-HEALTH_INTERVAL_S = 30.0  # probe cadence; a call that fails also triggers a restart
 MAX_BACKOFF_S = 30.0
 MAX_TOOL_PAGES = 20
 

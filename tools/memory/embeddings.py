@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
+import threading
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,8 +37,23 @@ def normalise_rows(x: Any) -> np.ndarray:
     return out
 
 
-@functools.cache
+def wordllama_installed() -> bool:
+    """Whether the wheel is there, without importing it (that costs ~0.5 s)."""
+    return importlib.util.find_spec("wordllama") is not None
+
+
+_LOADING = threading.Lock()
+
+
 def _load_wordllama(dim: int) -> Any:
+    # The lock: a request that needs the model while the warm-up thread loads it waits for
+    # that load instead of starting a second one.
+    with _LOADING:
+        return _load_wordllama_once(dim)
+
+
+@functools.cache
+def _load_wordllama_once(dim: int) -> Any:
     """Load once per process (it takes a fraction of a second) and share: the model is
     read-only. Plain WordLlama.load() looks in ~/.cache and downloads; the wheel's own
     folder holds weights/ and tokenizers/, so cache_dir points there, downloads forbidden."""
@@ -51,14 +68,19 @@ class WordLlamaEmbedder:
     """WordLlama with the weights its wheel ships: loaded once, never downloads."""
 
     def __init__(self, dim: int = 256) -> None:
-        self._model = _load_wordllama(dim)
+        self._dim = dim
         self.dim: int | None = dim
         self.name = f"wordllama:l2_supercat:{dim}"
+
+    def load(self) -> None:
+        """Loads the model now (~50 MB, a fraction of a second); else the first embed does.
+        The bot starts polling without it and warms it up in the background."""
+        _load_wordllama(self._dim)
 
     def embed_sync(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
-        return normalise_rows(self._model.embed(texts, norm=True))
+        return normalise_rows(_load_wordllama(self._dim).embed(texts, norm=True))
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         # A few texts take well under a millisecond; only big batches go to a thread.
