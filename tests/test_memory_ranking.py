@@ -85,6 +85,8 @@ async def test_a_question_hands_its_score_to_the_answer_after_it(env: Env) -> No
             user_id=env.users[0], layer="long", content=text, session_id=env.sessions[0]
         )
     query = "How often does John work out at the gym with the kids?"
+    # Explicit strengths: the test is about the mechanism, not the tuned defaults.
+    env.store.weights = replace(env.store.weights, question_self=0.5, question_next=0.9)
     got = [h.content for h in await env.store.recall(user_id=env.users[0], query=query)]
     assert got.index(answer) < got.index(question)
     env.store.weights = replace(env.store.weights, question_self=1.0, question_next=0.0)
@@ -107,7 +109,7 @@ async def test_feedback_finds_what_the_first_hits_point_to(env: Env) -> None:
     async def found() -> list[str]:
         return [h.content for h in await env.store.recall(user_id=env.users[0], query=query)]
 
-    assert facts[2] not in await found()
+    assert facts[2] not in await found()  # feedback is off by default
     env.store.weights = replace(env.store.weights, feedback=0.3)
     got = await found()
     assert got[0] == facts[0] and facts[2] in got

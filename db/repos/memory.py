@@ -276,12 +276,12 @@ class Facts:
     certainty: float
     updated_at: datetime
     session_ended: bool
-    created_at: datetime
+    created_at: datetime | None  # read only when asked for (dated=True)
     asks: bool  # the text holds a question mark
 
 
 async def facts(
-    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime
+    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime, dated: bool = False
 ) -> dict[int, Facts]:
     """Ranking facts of these memories of this user that are still alive.
 
@@ -308,7 +308,7 @@ async def facts(
             float(certainty),
             _parse(updated),
             ended is not None,
-            _parse(created),
+            _parse(created) if dated else None,
             bool(asks),
         )
     return out

@@ -352,7 +352,8 @@ class MemoryStore:
             # full rows of only the memories returned.
             offsets = [d for d, share in w.neighbours.items() if share > 0]
             around = set(scores) | {i + d for i in scores for d in offsets}
-            facts = await repo.facts(s, user_id, sorted(around), now)
+            span = query_span(query, now)
+            facts = await repo.facts(s, user_id, sorted(around), now, dated=span is not None)
             sessions = {mid: f.session_id for mid, f in facts.items()}
             asks = {mid for mid, f in facts.items() if f.asks}
             question = (w.question_self, w.question_next)
@@ -364,7 +365,7 @@ class MemoryStore:
                 for mid, f in facts.items()
                 if mid in scores and self._visible(f, wanted, session_id)
             }
-            scores = on_date(scores, cands, query_span(query, now), w)
+            scores = on_date(scores, cands, span, w)
             ranked = weigh(scores, cands, now, self.weights)[:limit]
             found = await repo.rows(s, user_id, [mid for mid, _ in ranked], now)
         keep = {r.memory.id: r for r in found}
