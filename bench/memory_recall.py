@@ -60,13 +60,15 @@ OFF = {
 }
 # name: (BM25 on, vectors on, weights). hybrid is the shipped default; the no-* rows each
 # take one part of it out (dates, questions), the feedback row adds pseudo-relevance
-# feedback (off by default: a third more CPU a recall); the *-plain rows are the baselines:
+# feedback (off by default: a third more CPU a recall), "before" is the ranking before
+# dates and questions (issue 15); the *-plain rows are the baselines:
 # BM25 alone, and reciprocal-rank fusion of BM25 and vectors (k = 60).
 MODES: dict[str, tuple[bool, bool, RankWeights]] = {
     "hybrid": (True, True, BASE),
     "no-dates": (True, True, replace(BASE, date_boost=1.0)),
     "no-quest": (True, True, replace(BASE, question_self=1.0, question_next=0.0)),
     "feedback": (True, True, replace(BASE, feedback=0.3)),
+    "before": (True, True, replace(BASE, date_boost=1.0, question_self=1.0, question_next=0.0)),
     "bm25": (True, False, BASE),
     "vectors": (False, True, BASE),
     "bm25-plain": (True, False, replace(BASE, **OFF)),
