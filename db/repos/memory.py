@@ -278,10 +278,12 @@ class Facts:
     certainty: float
     updated_at: datetime
     session_ended: bool
+    created_at: datetime | None  # read only when asked for (dated=True)
+    asks: bool  # the text holds a question mark
 
 
 async def facts(
-    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime
+    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime, dated: bool = False
 ) -> dict[int, Facts]:
     """Ranking facts of these memories of this user that are still alive.
 
@@ -290,17 +292,32 @@ async def facts(
     if not ids:
         return {}
     sql = (
-        "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at "
+        "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at, "
+        "m.created_at, instr(m.content, '?') > 0 "
         "FROM memories m LEFT JOIN sessions s ON s.id = m.session_id "
         "WHERE m.id IN (SELECT value FROM json_each(:ids)) AND m.user_id + 0 = :user "
         "AND (m.expires_at IS NULL OR m.expires_at > :now)"
     )
     params = {"ids": json.dumps([int(i) for i in ids]), "user": user_id, "now": _stamp(now)}
     out = {}
-    for mid, sid, layer, certainty, updated, ended in (await s.execute(text(sql), params)).all():
-        when = datetime.fromisoformat(updated).replace(tzinfo=UTC)
-        out[int(mid)] = Facts(int(mid), sid, layer, float(certainty), when, ended is not None)
+    for mid, sid, layer, certainty, updated, ended, created, asks in (
+        await s.execute(text(sql), params)
+    ).all():
+        out[int(mid)] = Facts(
+            int(mid),
+            sid,
+            layer,
+            float(certainty),
+            _parse(updated),
+            ended is not None,
+            _parse(created) if dated else None,
+            bool(asks),
+        )
     return out
+
+
+def _parse(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp).replace(tzinfo=UTC)
 
 
 def _stamp(when: datetime) -> str:

@@ -18,8 +18,9 @@ from db.engine import SessionFactory
 from db.models.memory import Memory
 from db.repos import memory as repo
 from tools.base import Clock
+from tools.memory.dates import query_span
 from tools.memory.embeddings import Embedder
-from tools.memory.rank import Candidate, RankWeights, fuse, spread, weigh
+from tools.memory.rank import Candidate, RankWeights, fuse, on_date, spread, weigh
 from tools.memory.reindex import reembed_all
 from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
 from tools.memory.settings import MemorySettings
@@ -343,24 +344,54 @@ class MemoryStore:
                     vec_hits += await self._knn(s, user_id, vec, pool, layer)
                 vec_hits.sort(key=lambda t: t[1])
             bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
-            scores = fuse(bm_hits, vec_hits, self.weights)
+            w = self.weights
+            scores = fuse(bm_hits, vec_hits, w)
+            if w.feedback > 0 and bm_hits:
+                scores = await self._feedback(s, user_id, terms, scores, pool, wanted)
             # One light read of the candidates and their neighbours (no text), then the
             # full rows of only the memories returned.
-            offsets = [d for d, share in self.weights.neighbours.items() if share > 0]
+            offsets = [d for d, share in w.neighbours.items() if share > 0]
             around = set(scores) | {i + d for i in scores for d in offsets}
-            facts = await repo.facts(s, user_id, sorted(around), now)
+            span = query_span(query, now)
+            facts = await repo.facts(s, user_id, sorted(around), now, dated=span is not None)
             sessions = {mid: f.session_id for mid, f in facts.items()}
-            scores = spread(scores, sessions, self.weights.neighbours)
+            asks = {mid for mid, f in facts.items() if f.asks}
+            question = (w.question_self, w.question_next)
+            scores = spread(scores, sessions, w.neighbours, asks, question)
             cands = {
-                mid: Candidate(mid, f.layer, f.certainty, f.updated_at, f.session_id)
+                mid: Candidate(
+                    mid, f.layer, f.certainty, f.updated_at, f.session_id, f.created_at, f.asks
+                )
                 for mid, f in facts.items()
                 if mid in scores and self._visible(f, wanted, session_id)
             }
+            scores = on_date(scores, cands, span, w)
             ranked = weigh(scores, cands, now, self.weights)[:limit]
             found = await repo.rows(s, user_id, [mid for mid, _ in ranked], now)
         keep = {r.memory.id: r for r in found}
         top = ranked[0][1] if ranked else 1.0
         return [hit(keep[mid], score / top if top else 0.0) for mid, score in ranked if mid in keep]
+
+    async def _feedback(
+        self,
+        s: Any,
+        user_id: int,
+        terms: list[str],
+        scores: dict[int, float],
+        k: int,
+        wanted: list[str],
+    ) -> dict[int, float]:
+        """A second BM25 round with the query's words plus the rare words its best hits
+        share (a multi-hop question names one thing; the hits name the others)."""
+        w = self.weights
+        top = sorted(scores, key=lambda m: -scores[m])[: w.feedback_docs]
+        found = await repo.rows(s, user_id, top, self._clock())
+        texts = [r.memory.content for r in found]
+        extra = await self.words.shared(s, texts, terms, w.feedback_terms)
+        if not extra:
+            return scores
+        again = fuse(await self._bm25(s, user_id, terms + extra, k, wanted), [], w)
+        return {m: scores.get(m, 0.0) + w.feedback * again.get(m, 0.0) for m in scores | again}
 
     async def _bm25(
         self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]

@@ -1,0 +1,156 @@
+"""Recall ranking parts: dates named in the query, questions handing off to their answers,
+pseudo-relevance feedback; on the real store (SQLite, FTS5, WordLlama)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.test_memory_store import Env, make_env
+from tools.memory.dates import query_span
+
+NOW = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[Env]:
+    e, engine = await make_env(tmp_path)
+    yield e
+    await engine.dispose()  # type: ignore[attr-defined]
+
+
+def day(y: int, m: int, d: int) -> tuple[datetime, datetime]:
+    start = datetime(y, m, d, tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("What did I eat on 3 June, 2023?", day(2023, 6, 3)),
+        ("what happened June 3rd 2023", day(2023, 6, 3)),
+        ("and on Sep. 30, 2024?", day(2024, 9, 30)),
+        ("notes from 2025-12-24", day(2025, 12, 24)),
+        ("plans in December 2023", (datetime(2023, 12, 1, tzinfo=UTC), day(2024, 1, 1)[0])),
+        ("what did I say yesterday", day(2026, 1, 9)),
+        ("anything today?", day(2026, 1, 10)),
+    ],
+)
+def test_query_span_reads_the_dates_people_write(
+    text: str, span: tuple[datetime, datetime]
+) -> None:
+    assert query_span(text, NOW) == span
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["what may I do", "on 31 February, 2023", "2023-13-45", "in 2023", "Marching in June", ""],
+)
+def test_query_span_is_none_without_a_valid_date(text: str) -> None:
+    assert query_span(text, NOW) is None
+
+
+async def test_a_date_in_the_query_favours_memories_of_that_day(env: Env) -> None:
+    env.clock.now = datetime(2023, 6, 3, 18, 0, tzinfo=UTC)
+    june = await env.store.store(user_id=env.users[0], layer="long", content="Cooked a curry")
+    env.clock.now = datetime(2023, 9, 1, 18, 0, tzinfo=UTC)
+    sept = await env.store.store(
+        user_id=env.users[0], layer="long", content="Cooked a curry with rice"
+    )
+    env.clock.now = NOW
+
+    async def ids(query: str) -> list[int]:
+        return [h.id for h in await env.store.recall(user_id=env.users[0], query=query)]
+
+    assert (await ids("cooked curry rice"))[0] == sept.id
+    assert (await ids("cooked curry rice on 3 June, 2023"))[0] == june.id
+    assert (await ids("cooked curry rice in September 2023"))[0] == sept.id
+    # A date no memory was made on changes nothing; a malformed one is just words.
+    assert await ids("cooked curry rice on 3 June, 2021") == await ids("cooked curry rice")
+    assert (await ids("cooked curry rice on 45 June, 2023"))[0] == sept.id
+    env.store.weights = replace(env.store.weights, date_boost=1.0)
+    assert (await ids("cooked curry rice on 3 June, 2023"))[0] == sept.id
+
+
+async def test_a_question_hands_its_score_to_the_answer_after_it(env: Env) -> None:
+    env.store.use_vectors = False  # words only, so the expected order is certain
+    question = "Mel: How often do you and the kids work out at the gym together?"
+    answer = "John: Three times a week, it keeps us on track."
+    for text in ["Mel: The gym opened a new pool", question, answer, "Mel: Nice!"]:
+        await env.store.store(
+            user_id=env.users[0], layer="long", content=text, session_id=env.sessions[0]
+        )
+    query = "How often does John work out at the gym with the kids?"
+    # Explicit strengths: the test is about the mechanism, not the tuned defaults.
+    env.store.weights = replace(env.store.weights, question_self=0.5, question_next=0.9)
+    got = [h.content for h in await env.store.recall(user_id=env.users[0], query=query)]
+    assert got.index(answer) < got.index(question)
+    env.store.weights = replace(env.store.weights, question_self=1.0, question_next=0.0)
+    got = [h.content for h in await env.store.recall(user_id=env.users[0], query=query)]
+    assert got.index(question) < got.index(answer)
+
+
+async def test_feedback_finds_what_the_first_hits_point_to(env: Env) -> None:
+    env.store.use_vectors = False
+    facts = [
+        "Maria started aerial yoga at the Lotus studio on Elm street",
+        "Coffee with Anna on Friday",
+        "The Lotus studio on Elm street also runs kundalini classes",
+        "Bought new running shoes",
+    ]
+    for text in facts:  # no session: neighbours do not spread
+        await env.store.store(user_id=env.users[0], layer="long", content=text)
+    query = "which yoga does Maria do"
+
+    async def found() -> list[str]:
+        return [h.content for h in await env.store.recall(user_id=env.users[0], query=query)]
+
+    assert facts[2] not in await found()  # feedback is off by default
+    env.store.weights = replace(env.store.weights, feedback=0.3)
+    got = await found()
+    assert got[0] == facts[0] and facts[2] in got
+    assert "Coffee with Anna on Friday" not in got
+
+
+def test_shortlisted_knn_keeps_the_nearest_and_the_filters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The in-process KNN compares leading dimensions first, then full rows of a shortlist."""
+    import random
+
+    import numpy as np
+
+    from tools.memory import vecindex
+    from tools.memory.embeddings import WordLlamaEmbedder
+
+    monkeypatch.setattr(vecindex, "SHORTLIST_MIN", 300)  # a tenth of the rows
+    rng = random.Random(5)
+    words = """dog cat garden coffee tea berlin paris meeting project budget doctor dentist
+    sister brother mother father friend birthday gift concert guitar piano running marathon
+    swimming book novel movie series recipe pasta curry bakery office laptop phone car bike
+    train flight hotel beach mountain hiking camping painting photo camera school exam job
+    interview salary rent flat house kitchen plants allergy vitamin gym yoga chess football
+    tennis weekend holiday christmas summer winter spring""".split()
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) for _ in range(3000)]
+    emb = WordLlamaEmbedder()
+    mat = emb.embed_sync(texts)
+    uv = vecindex.UserVectors()
+    for i, v in enumerate(mat):
+        uv.add(i + 1, "long" if i % 2 else "short", 10 if i % 7 == 0 else 100, v)
+    overlap = []
+    for t in texts[:30]:
+        q = emb.embed_sync([t])[0]
+        got = [m for m, _ in uv.knn(q, 20, None, 50)]
+        alive = np.array([i % 7 != 0 for i in range(len(texts))])
+        sims = np.where(alive, mat @ q, -np.inf)
+        exact = [int(i) + 1 for i in np.argsort(-sims)[:20]]
+        assert got[0] == exact[0]
+        overlap.append(len(set(got) & set(exact)) / 20)
+        assert all((m - 1) % 7 != 0 for m in got)  # expired rows never come back
+        longs = uv.knn(q, 20, "long", 50)
+        assert longs and all((m - 1) % 2 == 1 for m, _ in longs)
+    assert float(np.mean(overlap)) >= 0.95
