@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run chat doctor migrate test bench lint clean
+.PHONY: install run chat doctor migrate test test-pg bench lint clean
 
 install: $(STAMP)
 
@@ -46,3 +46,7 @@ lint: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+
+# The whole suite on a throwaway PostgreSQL + pgvector (installed when root); see scripts/test-pg.sh.
+test-pg: install
+	scripts/test-pg.sh

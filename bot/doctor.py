@@ -6,10 +6,11 @@ import sys
 from collections.abc import Awaitable, Callable
 
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from bot.app import App, build_app
 from bot.config import Settings
-from db.engine import sqlite_module
+from db.engine import is_postgres, sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult
 from tools.code.doctor import check_code
@@ -48,9 +49,16 @@ async def check_settings(app: App) -> list[CheckResult]:
 
 async def check_database(app: App) -> list[CheckResult]:
     module = sqlite_module()
+    pg = is_postgres(app.engine)
+    probe = (
+        "select current_setting('server_version'), extversion from pg_extension "
+        "where extname = 'vector'"
+        if pg
+        else "select sqlite_version(), vec_version()"
+    )
     try:
         async with app.engine.connect() as conn:
-            row = (await conn.execute(text("select sqlite_version(), vec_version()"))).one()
+            row = (await conn.execute(text(probe))).one()
         todo = await pending(app.engine)
     except Exception as exc:
         return [
@@ -62,8 +70,13 @@ async def check_database(app: App) -> list[CheckResult]:
             )
         ]
     return [
-        CheckResult("database", True, app.settings.db_url),
-        CheckResult("sqlite-vec", True, f"vec {row[1]} on SQLite {row[0]} via {module.__name__}"),
+        # A PostgreSQL URL may hold a password: shown masked.
+        CheckResult("database", True, make_url(app.settings.db_url).render_as_string()),
+        CheckResult("pgvector", True, f"pgvector {row[1]} on PostgreSQL {row[0]}")
+        if pg
+        else CheckResult(
+            "sqlite-vec", True, f"vec {row[1]} on SQLite {row[0]} via {module.__name__}"
+        ),
         CheckResult(
             "migrations",
             not todo,

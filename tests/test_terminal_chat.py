@@ -20,6 +20,7 @@ async def run_chat(
         "LLM_BASE_URL": fake_llm.base_url,
         "LLM_API_KEY": "sk-terminal-secret",
         "LLM_MODEL": "fake-model",
+        **{k: v for k, v in os.environ.items() if k == "DATABASE_URL"},  # make test-pg
         **extra,
     }
     proc = await asyncio.create_subprocess_exec(
