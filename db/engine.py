@@ -1,6 +1,7 @@
 """The async engine: SQLite (the default) or PostgreSQL, picked by the URL.
 
-SQLite gets WAL, busy_timeout, foreign keys and sqlite-vec on every connection. The stdlib sqlite3 of pyenv and python.org builds cannot load extensions; there we
+SQLite gets WAL, busy_timeout, foreign keys and sqlite-vec on every connection. The stdlib
+sqlite3 of pyenv and python.org builds cannot load extensions; there we
 connect through pysqlite3 (the pysqlite3-binary wheel) and tell SQLAlchemy's aiosqlite
 dialect to use its exception classes, so IntegrityError and friends still map.
 """
@@ -133,5 +134,5 @@ def is_postgres(bind: AsyncEngine | AsyncSession | Connection | AsyncConnection)
     if isinstance(bind, AsyncSession):
         engine = bind.bind
         assert engine is not None, "session not bound to an engine"
-        return is_postgres(engine)  # type: ignore[arg-type]
+        return is_postgres(engine)
     return bind.dialect.name == "postgresql"

@@ -17,7 +17,6 @@ from bot.config import Settings, load_settings
 from bot.llm.client import LLMClient
 from tests.fakes.openai_server import FakeOpenAI
 
-
 # `make test-pg` runs the suite with DATABASE_URL naming a throwaway PostgreSQL server: each
 # test then gets a database of its own, created empty (pgvector comes from template1) and
 # dropped afterwards. Without it every test uses SQLite in its temp DATA_DIR.

@@ -86,6 +86,7 @@ async def index(
                 "emb": vector_literal(embedding),
             },
         )
+    lang = await language(s)
     await s.execute(
         text(
             "INSERT INTO memory_fts (memory_id, user_id, tsv) "
@@ -96,7 +97,7 @@ async def index(
             "user": user_id,
             "c": content,
             "cat": category or "",
-            "lang": await language(s),
+            "lang": lang,
         },
     )
 

@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.engine import is_postgres
 from db.models.core import ChatSession
-from db.pg import memory as pg
 from db.models.memory import Memory, MemoryMeta
+from db.pg import memory as pg
 
 # vec0 metadata columns take no NULL: "never expires" is the last second of year 9999.
 NEVER = 253402300799
