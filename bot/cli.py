@@ -17,7 +17,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
     sub.add_parser("run", help="start the Telegram bot (the default)")
     sub.add_parser("chat", help="chat in the terminal, no Telegram needed")
-    sub.add_parser("migrate", help="apply database migrations")
+    mig = sub.add_parser(
+        "migrate", help="apply database migrations, or copy an install with --from/--to"
+    )
+    mig.add_argument("--from", dest="source", help="copy from this database URL (sqlite:///…)")
+    mig.add_argument("--to", dest="target", help="into this empty one (postgresql://…)")
     sub.add_parser("doctor", help="check settings, database, model endpoint and Telegram")
     mem = sub.add_parser("memory", help="memory maintenance")
     mem.add_argument("action", choices=["reindex"])
@@ -37,6 +41,31 @@ async def _migrate(settings: Settings) -> None:
         await engine.dispose()
 
 
+async def _copy(source: str | None, target: str | None) -> int:
+    from db.copy import CopyError, copy_database
+
+    if not source or not target:
+        raise ConfigError("migrate: give both --from URL and --to URL")
+    try:
+        counts = await copy_database(_sqlite_url(source), _sqlite_url(target))
+    except CopyError as exc:
+        print(f"sidekick: copy failed: {exc}", file=sys.stderr)
+        return 1
+    for c in counts:
+        print(f"{c.table}: {c.target} row(s)")
+    print("copy verified: every table has the same row count in both databases")
+    return 0
+
+
+def _sqlite_url(url: str) -> str:
+    """sqlite:///path as the async driver's URL; other URLs as given."""
+    return (
+        "sqlite+aiosqlite://" + url.removeprefix("sqlite://")
+        if url.startswith("sqlite://")
+        else url
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command or "run"
@@ -52,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from bot.terminal import run_chat
 
             asyncio.run(run_chat(settings))
+        elif command == "migrate" and (args.source or args.target):
+            return asyncio.run(_copy(args.source, args.target))
         elif command == "migrate":
             asyncio.run(_migrate(settings))
         elif command == "doctor":

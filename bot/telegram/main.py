@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import signal
@@ -102,7 +103,10 @@ async def serve_webhook(rt: Runtime, stop: asyncio.Event) -> None:
 
 
 async def serve_polling(rt: Runtime, stop: asyncio.Event) -> None:
-    log.info("long polling mode (set WEBHOOK_URL for webhook mode)")
+    log.info(
+        "long polling mode: one worker only, Telegram allows one getUpdates consumer "
+        "(set WEBHOOK_URL, and DATABASE_URL to PostgreSQL, for several workers)"
+    )
     poll = asyncio.create_task(rt.poll())
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait({poll, waiter}, return_when=asyncio.FIRST_COMPLETED)
@@ -136,7 +140,8 @@ async def run_bot(settings: Settings) -> None:
                     memory=app.deps.memory,
                     llm=app.llm,
                     clock=app.deps.clock,
-                )
+                ),
+                guard=functools.partial(rt.locks.try_hold, "job"),
             )
         if settings.webhook_url:
             await serve_webhook(rt, stop)

@@ -6,6 +6,7 @@ from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.memory import Memory, MemoryMeta
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
+from db.models.workers import TelegramUpdate
 
 __all__ = [
     "Base",
@@ -16,6 +17,7 @@ __all__ = [
     "MemoryMeta",
     "Message",
     "SessionArchive",
+    "TelegramUpdate",
     "ToolCallRecord",
     "ToolUsage",
     "User",

@@ -221,3 +221,9 @@ async def vec_dim(s: AsyncSession) -> int | None:
     )
     dim = (await s.execute(text(sql))).scalar_one_or_none()
     return int(dim) if dim and dim > 0 else None
+
+
+async def vectors_of(s: AsyncSession, ids: Sequence[int]) -> dict[int, bytes]:
+    sql = "SELECT memory_id, CAST(embedding AS real[]) FROM memory_vec WHERE memory_id = ANY(:ids)"
+    rows = (await s.execute(text(sql), {"ids": [int(i) for i in ids]})).all()
+    return {int(r[0]): np.asarray(r[1], dtype=np.float32).tobytes() for r in rows}

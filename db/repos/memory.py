@@ -422,3 +422,14 @@ async def set_fts_language(s: AsyncSession, lang: str) -> bool:
     """PostgreSQL: rebuild the tsvectors with this text search configuration if it changed
     (True then). SQLite's FTS5 tokenizer is fixed by migration 0003: nothing to do."""
     return await pg.set_language(s, lang) if is_postgres(s) else False
+
+
+async def vectors_of(s: AsyncSession, ids: Sequence[int]) -> dict[int, bytes]:
+    """The stored float32 vectors of these memories (those that have one)."""
+    if not ids:
+        return {}
+    if is_postgres(s):
+        return await pg.vectors_of(s, ids)
+    marks = ",".join(str(int(i)) for i in ids)
+    sql = f"SELECT memory_id, embedding FROM memory_vec WHERE memory_id IN ({marks})"
+    return {int(r[0]): bytes(r[1]) for r in (await s.execute(text(sql))).all()}
