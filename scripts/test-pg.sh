@@ -20,6 +20,7 @@ stop() {
   rm -rf "$dir"
 }
 trap stop EXIT
+trap "exit 130" INT TERM
 "${as[@]}" "$bin/initdb" -D "$dir/data" -U sidekick --auth=trust -E UTF8 --no-sync >/dev/null
 "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o \
   "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
