@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run chat doctor migrate test test-pg bench lint clean
+.PHONY: install run chat doctor migrate test test-pg bench bench-pg lint clean
 
 install: $(STAMP)
 
@@ -47,6 +47,10 @@ lint: install
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
 
-# The whole suite on a throwaway PostgreSQL + pgvector (installed when root); see scripts/test-pg.sh.
+# The whole suite on a throwaway PostgreSQL + pgvector (installed when root); see scripts/with-pg.sh.
 test-pg: install
-	scripts/test-pg.sh
+	scripts/with-pg.sh $(BIN)/python -m pytest -q -p no:cacheprovider
+
+# Memory recall on PostgreSQL beside SQLite (same sizes, one run).
+bench-pg: install
+	scripts/with-pg.sh $(BIN)/python bench/memory_recall.py --speed-only --backend postgres $(BENCH_ARGS)

@@ -8,6 +8,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -24,6 +25,9 @@ async def upgrade(engine: AsyncEngine) -> None:
     cfg = alembic_config()
 
     def run(conn: Connection) -> None:
+        if conn.dialect.name == "postgresql":
+            # Workers starting together: one migrates, the others wait and find it done.
+            conn.execute(text("SELECT pg_advisory_xact_lock(5163736)"))
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
 

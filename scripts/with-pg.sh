@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make test-pg`: a throwaway PostgreSQL cluster with pgvector, the test suite against it
-# (DATABASE_URL), and the cluster stopped and deleted afterwards, whatever the outcome.
+# `scripts/with-pg.sh CMD...`: a throwaway PostgreSQL cluster with pgvector, CMD run with
+# DATABASE_URL pointing at it, and the cluster stopped and deleted afterwards, whatever the
+# outcome (`make test-pg` runs the test suite this way, `make bench-pg` the benchmarks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(scripts/pg-install.sh)
@@ -28,5 +29,5 @@ trap "exit 130" INT TERM
 # Every database created from template1 (one per test) has the extension already.
 "$bin/psql" -q -h 127.0.0.1 -p "$port" -U sidekick -d template1 -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null
 export DATABASE_URL="postgresql+asyncpg://sidekick@127.0.0.1:$port/postgres"
-echo "test-pg: PostgreSQL $("$bin/pg_config" --version | awk '{print $2}') on 127.0.0.1:$port"
-$py -m pytest -q -p no:cacheprovider "$@"
+echo "with-pg: PostgreSQL $("$bin/pg_config" --version | awk '{print $2}') on 127.0.0.1:$port"
+"$@"
