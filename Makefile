@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # True for a Python of at least 3.11 (the one line both checks below share).
 NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 
-.PHONY: install python-check bwrap run chat doctor migrate test bench lint clean
+.PHONY: install python-check bwrap run chat doctor migrate test test-pg bench bench-pg lint clean
 
 install: python-check $(STAMP)
 
@@ -71,3 +71,11 @@ lint: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+
+# The whole suite on a throwaway PostgreSQL + pgvector (installed when root); see scripts/with-pg.sh.
+test-pg: install
+	scripts/with-pg.sh $(BIN)/python -m pytest -q -p no:cacheprovider
+
+# Memory recall on PostgreSQL beside SQLite (same sizes, one run).
+bench-pg: install
+	scripts/with-pg.sh $(BIN)/python bench/memory_recall.py --speed-only --backend postgres $(BENCH_ARGS)

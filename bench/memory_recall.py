@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import logging
+import os
 import random
 import re
 import statistics
@@ -98,8 +100,24 @@ def clock() -> datetime:
     return T0
 
 
-async def open_db(folder: Path) -> tuple[Any, SessionFactory, Any]:
-    settings = load_settings(data_dir=folder, llm_model="bench")
+async def open_db(folder: Path, backend: str = "sqlite") -> tuple[Any, SessionFactory, Any]:
+    """A fresh database: a SQLite file in `folder`, or (backend postgres) a new database on
+    the server DATABASE_URL names (scripts/with-pg.sh starts a throwaway one)."""
+    extra: dict[str, Any] = {}
+    if backend == "postgres":
+        import asyncpg
+        from sqlalchemy.engine import make_url
+
+        server = make_url(os.environ["DATABASE_URL"])
+        name = f"bench_{os.getpid()}_{folder.name.lower().replace('-', '_')}"
+        conn = await asyncpg.connect(
+            host=server.host, port=server.port, user=server.username,
+            password=server.password, database=server.database or "postgres",
+        )  # fmt: skip
+        await conn.execute(f"CREATE DATABASE {name}")
+        await conn.close()
+        extra["database_url"] = server.set(database=name).render_as_string(hide_password=False)
+    settings = load_settings(data_dir=folder, llm_model="bench", **extra)
     engine = create_engine(settings.db_url)
     await upgrade(engine)
     return engine, session_factory(engine), settings
@@ -355,7 +373,7 @@ async def time_recall(
     return statistics.median(times), float(np.percentile(times, 95))
 
 
-async def speed(quick: bool, data: Path) -> None:
+async def speed(quick: bool, data: Path, backends: list[str]) -> None:
     emb = WordLlamaEmbedder()
     vocab = corpus_words(data)
     sizes = [
@@ -365,16 +383,17 @@ async def speed(quick: bool, data: Path) -> None:
     ]
     if quick:
         sizes = [("2k, 1 user", 1, 2_000), ("10k, 1 user", 1, 10_000), ("10k, 10 users", 10, 1_000)]
-    for label, n_users, per_user in sizes:
+    for (label, n_users, per_user), backend in itertools.product(sizes, backends):
+        label = f"{backend} {label}"
         with tempfile.TemporaryDirectory() as tmp:
-            engine, sf, settings = await open_db(Path(tmp))
+            engine, sf, settings = await open_db(Path(tmp), backend)
             store = MemoryStore(sf, emb, settings, clock)
             users = await make_users(sf, n_users)
             await store.index_status()  # records the embedder, as the app does at startup
             await bulk_fill(sf, emb, users, per_user, n_users, vocab)
             p50, p95 = await time_recall(store, users, vocab)
             print(f"recall {label:16} p50 {p50:7.2f} ms   p95 {p95:7.2f} ms")
-            if label.startswith(("10k, 1", "100k, 1")):
+            if label.endswith(("10k, 1 user", "100k, 1 user")):
                 rng = random.Random(3)
                 n = 500
                 start = time.perf_counter()
@@ -395,6 +414,12 @@ async def main() -> int:
     p.add_argument("--quick", action="store_true", help="one conversation, smaller speed sizes")
     p.add_argument("--quality-only", action="store_true")
     p.add_argument("--speed-only", action="store_true")
+    p.add_argument(
+        "--backend",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="postgres: time PostgreSQL (DATABASE_URL, see make bench-pg) beside SQLite",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
@@ -407,7 +432,8 @@ async def main() -> int:
                 "(pass --data PATH to a LoCoMo-format JSON file)"
             )
     if not args.quality_only:
-        await speed(args.quick, args.data)
+        backends = ["sqlite", "postgres"] if args.backend == "postgres" else ["sqlite"]
+        await speed(args.quick, args.data, backends)
     return 0
 
 

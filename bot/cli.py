@@ -67,11 +67,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="TELEGRAM_ID",
         help="chat as this Telegram user (your numeric id: the bot tells you it)",
     )
-    command(
+    mig = command(
         "migrate",
-        "apply database migrations",
-        "Create the database or bring it up to date (run and chat also do this at start).",
+        "apply database migrations, or copy an install with --from/--to",
+        "Create the database or bring it up to date (run and chat also do this at start). "
+        "With --from and --to, copy a whole install (e.g. SQLite to PostgreSQL) into an "
+        "empty database and verify the row counts.",
     )
+    mig.add_argument("--from", dest="source", help="copy from this database URL (sqlite:///…)")
+    mig.add_argument("--to", dest="target", help="into this empty one (postgresql://…)")
     command(
         "doctor",
         "check settings, database, model endpoint and Telegram",
@@ -116,6 +120,8 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
         from bot.terminal import run_chat
 
         asyncio.run(run_chat(settings, as_user=args.as_user))
+    elif command == "migrate" and (args.source or args.target):
+        return asyncio.run(_copy(args.source, args.target))
     elif command == "migrate":
         asyncio.run(_migrate(settings))
     elif command == "doctor":
@@ -131,6 +137,31 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
 
         asyncio.run(reindex(settings))
     return 0
+
+
+async def _copy(source: str | None, target: str | None) -> int:
+    from db.copy import CopyError, copy_database
+
+    if not source or not target:
+        raise ConfigError("migrate: give both --from URL and --to URL")
+    try:
+        counts = await copy_database(_sqlite_url(source), _sqlite_url(target))
+    except CopyError as exc:
+        print(f"sidekick: copy failed: {exc}", file=sys.stderr)
+        return 1
+    for c in counts:
+        print(f"{c.table}: {c.target} row(s)")
+    print("copy verified: every table has the same row count in both databases")
+    return 0
+
+
+def _sqlite_url(url: str) -> str:
+    """sqlite:///path as the async driver's URL; other URLs as given."""
+    return (
+        "sqlite+aiosqlite://" + url.removeprefix("sqlite://")
+        if url.startswith("sqlite://")
+        else url
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

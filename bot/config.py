@@ -110,9 +110,13 @@ class Settings(
 
     @field_validator("database_url")
     @classmethod
-    def _sqlite_only(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^sqlite(\+aiosqlite)?:///", value):
-            raise ValueError("only SQLite is supported: sqlite+aiosqlite:////absolute/path.db")
+    def _known_database(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(
+            r"^(sqlite(\+aiosqlite)?:///|postgres(ql)?(\+asyncpg)?://)", value
+        ):
+            raise ValueError(
+                "must be sqlite+aiosqlite:////absolute/path.db or postgresql://user:pass@host/db"
+            )
         return value
 
     @field_validator("telegram_api_url", "llm_base_url")

@@ -7,11 +7,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from bot.app import App, build_app
 from bot.config import Settings
 from bot.media.doctor import check_media
-from db.engine import sqlite_module
+from db.engine import is_postgres, sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult
 from tools.code.doctor import check_code
@@ -50,9 +51,11 @@ async def check_settings(app: App) -> list[CheckResult]:
 
 def database_file(url: str) -> str:
     """The file a person can look for (the URL's path, absolute), or the URL itself."""
-    from sqlalchemy.engine import make_url
 
-    database = make_url(url).database
+    parsed = make_url(url)
+    if not parsed.drivername.startswith("sqlite"):
+        return parsed.render_as_string()  # a server URL may hold a password: masked
+    database = parsed.database
     if not database or database == ":memory:":
         return url
     return f"{Path(database).resolve()} ({'exists' if Path(database).exists() else 'new'})"
@@ -60,9 +63,16 @@ def database_file(url: str) -> str:
 
 async def check_database(app: App) -> list[CheckResult]:
     module = sqlite_module()
+    pg = is_postgres(app.engine)
+    probe = (
+        "select current_setting('server_version'), extversion from pg_extension "
+        "where extname = 'vector'"
+        if pg
+        else "select sqlite_version(), vec_version()"
+    )
     try:
         async with app.engine.connect() as conn:
-            row = (await conn.execute(text("select sqlite_version(), vec_version()"))).one()
+            row = (await conn.execute(text(probe))).one()
         todo = await pending(app.engine)
     except Exception as exc:
         return [
@@ -75,7 +85,11 @@ async def check_database(app: App) -> list[CheckResult]:
         ]
     return [
         CheckResult("database", True, database_file(app.settings.db_url)),
-        CheckResult("sqlite-vec", True, f"vec {row[1]} on SQLite {row[0]} via {module.__name__}"),
+        CheckResult("pgvector", True, f"pgvector {row[1]} on PostgreSQL {row[0]}")
+        if pg
+        else CheckResult(
+            "sqlite-vec", True, f"vec {row[1]} on SQLite {row[0]} via {module.__name__}"
+        ),
         CheckResult(
             "migrations",
             not todo,

@@ -29,7 +29,7 @@ def writable(folder: Path, name: str) -> str | None:
 
 def problems(settings: Settings) -> list[str]:
     out: list[str] = []
-    if settings.database_url:
+    if settings.database_url and settings.database_url.startswith("sqlite"):
         database = make_url(settings.database_url).database or ":memory:"
         if database != ":memory:":
             out.append(writable(Path(database).parent, "DATABASE_URL") or "")

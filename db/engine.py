@@ -1,6 +1,7 @@
-"""The async SQLite engine: WAL, busy_timeout, foreign keys and sqlite-vec on every connection.
+"""The async engine: SQLite (the default) or PostgreSQL, picked by the URL.
 
-The stdlib sqlite3 of pyenv and python.org builds cannot load extensions; there we
+SQLite gets WAL, busy_timeout, foreign keys and sqlite-vec on every connection. The stdlib
+sqlite3 of pyenv and python.org builds cannot load extensions; there we
 connect through pysqlite3 (the pysqlite3-binary wheel) and tell SQLAlchemy's aiosqlite
 dialect to use its exception classes, so IntegrityError and friends still map.
 """
@@ -16,8 +17,9 @@ from typing import Any
 import aiosqlite
 import sqlite_vec
 from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_dbapi
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -91,11 +93,25 @@ def _creator(path: str, module: types.ModuleType) -> Callable[[], Any]:
     return create
 
 
-def create_engine(url: str) -> AsyncEngine:
-    """An AsyncEngine for a sqlite+aiosqlite URL; the file's folder is created if missing."""
+def postgres_url(url: str) -> str:
+    """postgres://, postgresql:// and postgresql+<driver>:// as the asyncpg URL we connect with."""
     parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        raise ValueError(f"only SQLite is supported, got {parsed.get_backend_name()!r}")
+    if parsed.get_backend_name() != "postgresql":
+        raise ValueError(f"not a PostgreSQL URL: {parsed.get_backend_name()!r}")
+    return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+
+
+def create_engine(url: str) -> AsyncEngine:
+    """An AsyncEngine for a SQLite or PostgreSQL URL; a SQLite file's folder is created."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url.removeprefix("postgres://")
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "postgresql":
+        # pool_pre_ping: a worker outlives database restarts behind a load balancer.
+        return create_async_engine(postgres_url(url), pool_pre_ping=True)
+    if backend != "sqlite":
+        raise ValueError(f"only SQLite and PostgreSQL are supported, got {backend!r}")
     database = parsed.database or ":memory:"
     if database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
@@ -111,3 +127,12 @@ def create_engine(url: str) -> AsyncEngine:
 
 def session_factory(engine: AsyncEngine) -> SessionFactory:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def is_postgres(bind: AsyncEngine | AsyncSession | Connection | AsyncConnection) -> bool:
+    """Whether this engine, session or connection talks to PostgreSQL (else SQLite)."""
+    if isinstance(bind, AsyncSession):
+        engine = bind.bind
+        assert engine is not None, "session not bound to an engine"
+        return is_postgres(engine)
+    return bind.dialect.name == "postgresql"

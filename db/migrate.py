@@ -77,6 +77,9 @@ async def upgrade(engine: AsyncEngine) -> None:
     cfg = alembic_config()
 
     def run(conn: Connection) -> None:
+        if conn.dialect.name == "postgresql":
+            # Workers starting together: one migrates, the others wait and find it done.
+            conn.execute(text("SELECT pg_advisory_xact_lock(5163736)"))
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
 

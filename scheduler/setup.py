@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,6 +28,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 from scheduler.jobs import SessionJobs
 
 log = logging.getLogger(__name__)
+
+Guard = Callable[[str], AbstractAsyncContextManager[bool]]
 
 SPLIT_EVERY = timedelta(minutes=1)
 SWEEP_EVERY = timedelta(hours=1)
@@ -49,8 +52,14 @@ class JobInfo:
 class Scheduler:
     """Owns the AsyncIOScheduler; start() inside the running event loop, stop() at exit."""
 
-    def __init__(self, jobs: SessionJobs | None, extra: Sequence[JobSpec] = ()) -> None:
+    def __init__(
+        self,
+        jobs: SessionJobs | None,
+        extra: Sequence[JobSpec] = (),
+        guard: Guard | None = None,
+    ) -> None:
         self.jobs = jobs
+        self._guard = guard
         self._specs: list[JobSpec] = (
             []
             if jobs is None
@@ -68,13 +77,20 @@ class Scheduler:
         self._aps: AsyncIOScheduler | None = None
         self._running: set[asyncio.Task[Any]] = set()
 
-    def _tracked(self, fn: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+    def _tracked(
+        self, job_id: str, fn: Callable[[], Awaitable[Any]]
+    ) -> Callable[[], Awaitable[Any]]:
         async def run() -> Any:
             task = asyncio.current_task()
             if task is not None:
                 self._running.add(task)
             try:
-                return await fn()
+                if self._guard is None:
+                    return await fn()
+                async with self._guard(job_id) as mine:
+                    # Another worker runs this job now; it finds and does whatever is due
+                    # (the jobs read what is due from the database), so skip this turn.
+                    return await fn() if mine else None
             except Exception:
                 # APScheduler would log it too, but without saying which of ours failed.
                 log.exception("scheduled job %s failed", getattr(fn, "__name__", fn))
@@ -103,7 +119,7 @@ class Scheduler:
         minute = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
         for job_id, description, every, fn in self._specs:
             aps.add_job(
-                self._tracked(fn),
+                self._tracked(job_id, fn),
                 IntervalTrigger(seconds=every.total_seconds(), start_date=minute, timezone=UTC),
                 id=job_id,
                 name=description,
@@ -146,8 +162,12 @@ class Scheduler:
         return out
 
 
-def start_scheduler(jobs: SessionJobs | None, extra: Sequence[JobSpec] = ()) -> Scheduler:
-    """Build and start the scheduler (call from inside the running event loop)."""
-    scheduler = Scheduler(jobs, extra)
+def start_scheduler(
+    jobs: SessionJobs | None, extra: Sequence[JobSpec] = (), guard: Guard | None = None
+) -> Scheduler:
+    """Build and start the scheduler (call from inside the running event loop). `guard(job
+    id)` is entered around every run and yields whether this process may run it now (a lock
+    shared by the workers: a due job runs once, not once per worker)."""
+    scheduler = Scheduler(jobs, extra, guard)
     scheduler.start()
     return scheduler

@@ -2,24 +2,71 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import itertools
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from bot.app import App, build_app
 from bot.config import Settings, load_settings
 from bot.llm.client import LLMClient
 from tests.fakes.openai_server import FakeOpenAI
 
+# `make test-pg` runs the suite with DATABASE_URL naming a throwaway PostgreSQL server: each
+# test then gets a database of its own, created empty (pgvector comes from template1) and
+# dropped afterwards. Without it every test uses SQLite in its temp DATA_DIR.
+PG_SERVER = (
+    os.environ.get("DATABASE_URL", "") if "postgres" in os.environ.get("DATABASE_URL", "") else ""
+)
+ON_PG = bool(PG_SERVER)
+_numbers = itertools.count()
+
+sqlite_only = pytest.mark.skipif(ON_PG, reason="SQLite-specific (make test-pg runs PostgreSQL)")
+pg_only = pytest.mark.skipif(not ON_PG, reason="needs PostgreSQL (make test-pg)")
+
+
+async def _admin(sql: str) -> None:
+    import asyncpg
+
+    url = make_url(PG_SERVER)
+    conn = await asyncpg.connect(
+        host=url.host, port=url.port, user=url.username, password=url.password,
+        database=url.database or "postgres",
+    )  # fmt: skip
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database URL for one test (dropped afterwards)."""
+    name = f"t{os.getpid()}_{next(_numbers)}"
+    asyncio.run(_admin(f"CREATE DATABASE {name}"))
+    try:
+        yield make_url(PG_SERVER).set(database=name).render_as_string(hide_password=False)
+    finally:
+        asyncio.run(_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
 
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No test reads the developer's .env or environment settings."""
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """No test reads the developer's .env or environment settings (but DATABASE_URL points at
+    a database of the test's own under make test-pg)."""
     monkeypatch.chdir(tmp_path)
     for name in list(Settings.model_fields):
         monkeypatch.delenv(name.upper(), raising=False)
+    if not ON_PG:
+        yield
+        return
+    for url in pg_database():
+        monkeypatch.setenv("DATABASE_URL", url)
+        yield
 
 
 @pytest.fixture

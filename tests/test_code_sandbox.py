@@ -12,7 +12,15 @@ import pytest
 from sqlalchemy import select
 
 from db.models.code import CodeExecution
-from tests.test_code_helpers import MODES, SECRET_TOKEN, Env, env, leftovers, needs_bwrap
+from tests.conftest import ON_PG
+from tests.test_code_helpers import (
+    MODES,
+    SECRET_TOKEN,
+    Env,
+    env,
+    leftovers,
+    needs_bwrap,
+)
 from tools.code.tool import CodeService
 
 __all__ = ["env"]
@@ -150,7 +158,7 @@ async def test_database_dotenv_and_ssh_are_unreachable(env: Env, mode: str, tmp_
     ssh.mkdir(parents=True)
     (ssh / "id_ed25519").write_text("PRIVATE-KEY-MATERIAL\n")
     db_path = env.settings.data_dir / "sidekick.db"
-    assert db_path.exists()
+    assert ON_PG or db_path.exists()  # under make test-pg the database is a server
     home_ssh = os.path.expanduser("~/.ssh")  # noqa: ASYNC240 - no I/O
     targets = [str(dotenv), str(ssh / "id_ed25519"), str(db_path), home_ssh]
     code = f"""

@@ -10,6 +10,7 @@ import pytest
 
 from bot.config import load_settings, require
 from bot.errors import ConfigError
+from tests.conftest import ON_PG, sqlite_only
 
 
 def test_reads_env_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -21,7 +22,8 @@ def test_reads_env_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert s.timezone == "Europe/Berlin"
     assert s.agent_max_turns == 75
     assert s.telegram_api_url == "https://api.telegram.org"
-    assert s.db_url.endswith("data/sidekick.db")
+    if not ON_PG:  # make test-pg sets DATABASE_URL
+        assert s.db_url.endswith("data/sidekick.db")
 
 
 def test_secrets_are_hidden_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,6 +87,7 @@ def test_run_without_token_exits_2(tmp_path: Path) -> None:
     assert "TELEGRAM_BOT_TOKEN" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@sqlite_only
 def test_migrate_creates_database(tmp_path: Path) -> None:
     data = str(tmp_path / "d")
     proc = sidekick(tmp_path, "bot.cli", "migrate", DATA_DIR=data)

@@ -62,3 +62,16 @@ def test_dockerignore_keeps_secrets_and_data_out() -> None:
     ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
     for entry in (".env", "data/", ".venv/", ".git/"):
         assert entry in ignored
+
+
+def test_compose_scale_profile_runs_two_workers_on_postgres() -> None:
+    services = load("docker-compose.yml")["services"]
+    workers = [services["worker-1"], services["worker-2"]]
+    assert services["postgres"]["image"].startswith("pgvector/pgvector")
+    for w in workers:
+        assert w["profiles"] == ["scale"]
+        assert w["environment"]["DATABASE_URL"].startswith("postgresql+asyncpg://")
+        assert w["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert "profiles" not in services["sidekick"]  # plain `docker compose up` is unchanged
+    conf = (ROOT / "docker/nginx/workers.conf").read_text()
+    assert "worker-1:8080" in conf and "worker-2:8080" in conf

@@ -55,7 +55,7 @@ def bad_settings(tmp_path: Path) -> dict[str, tuple[dict[str, str], str]]:
         "malformed token": ({"TELEGRAM_BOT_TOKEN": "notatoken"}, "TELEGRAM_BOT_TOKEN: does not"),
         "log level": ({"LOG_LEVEL": "verbose"}, "LOG_LEVEL: must be one of"),
         "unwritable data dir": ({"DATA_DIR": str(tmp_path / "a-file" / "d")}, "DATA_DIR: cannot"),
-        "not sqlite": ({"DATABASE_URL": "postgresql://db/x"}, "DATABASE_URL: only SQLite"),
+        "unknown database": ({"DATABASE_URL": "mysql://db/x"}, "DATABASE_URL: must be sqlite"),
     }
 
 

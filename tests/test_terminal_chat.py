@@ -20,6 +20,7 @@ def chat_env(tmp_path: Path, fake_llm: FakeOpenAI, **extra: str) -> dict[str, st
         "LLM_BASE_URL": fake_llm.base_url,
         "LLM_API_KEY": "sk-terminal-secret",
         "LLM_MODEL": "fake-model",
+        **{k: v for k, v in os.environ.items() if k == "DATABASE_URL"},  # make test-pg
         **extra,
     }
 

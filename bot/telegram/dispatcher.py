@@ -22,6 +22,8 @@ from bot.telegram.errors import on_error
 from bot.telegram.middlewares import AccessMiddleware, ChatOrderMiddleware, InFlight
 from bot.telegram.render import with_retry
 from bot.telegram.routers import bot_commands, build_routers
+from bot.telegram.workers import WorkerOrderMiddleware
+from db.locks import Locks
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,9 @@ def build_dispatcher(
         outer.unregister(mw)
     outer.register(AlbumMiddleware(album_window))  # before ordering: see bot/telegram/album.py
     outer.register(ChatOrderMiddleware(inflight))
+    locks = Locks.for_database(app.engine)
+    if locks.shared:  # PostgreSQL: several workers may serve the bot (bot/telegram/workers.py)
+        outer.register(WorkerOrderMiddleware(locks, app.session_factory, app.deps.clock))
     for mw in existing:  # aiogram's error handling and user context
         outer.register(mw)
     outer.register(AccessMiddleware(app.settings.allowed_user_ids))
@@ -87,6 +92,7 @@ def build_dispatcher(
     dp["draft_interval"] = draft_interval
     dp["commands"] = bot_commands(routers)
     dp["inflight"] = inflight
+    dp["locks"] = locks
     return dp
 
 
@@ -131,7 +137,14 @@ class Runtime:
             await self.drain(grace)
         finally:
             await self.bot.session.close()
+            await self.locks.close()
             await self.app.close()
+
+    @property
+    def locks(self) -> Locks:
+        """Advisory locks shared with other workers (no-ops on SQLite)."""
+        locks: Locks = self.dp["locks"]
+        return locks
 
 
 def build_runtime(

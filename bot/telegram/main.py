@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import signal
@@ -105,7 +106,10 @@ async def serve_webhook(rt: Runtime, stop: asyncio.Event) -> None:
 
 
 async def serve_polling(rt: Runtime, stop: asyncio.Event) -> None:
-    log.info("long polling mode (set WEBHOOK_URL for webhook mode)")
+    log.info(
+        "long polling mode: one worker only, Telegram allows one getUpdates consumer "
+        "(set WEBHOOK_URL, and DATABASE_URL to PostgreSQL, for several workers)"
+    )
     poll = asyncio.create_task(rt.poll())
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait({poll, waiter}, return_when=asyncio.FIRST_COMPLETED)
@@ -143,7 +147,8 @@ async def run_bot(settings: Settings) -> None:
                 llm=app.llm,
                 clock=app.deps.clock,
             )
-        scheduler = start_scheduler(session_jobs, [reminders.job_spec()])
+        guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
+        scheduler = start_scheduler(session_jobs, [reminders.job_spec()], guard)
         if settings.webhook_url:
             await serve_webhook(rt, stop)
         else:

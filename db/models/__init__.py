@@ -8,6 +8,7 @@ from db.models.schedule import JobRun, ReminderPrefs, ScheduledJob
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
 from db.models.usage import ModelUsage
+from db.models.workers import TelegramUpdate
 
 __all__ = [
     "Base",
@@ -22,6 +23,7 @@ __all__ = [
     "ReminderPrefs",
     "ScheduledJob",
     "SessionArchive",
+    "TelegramUpdate",
     "ToolCallRecord",
     "ToolUsage",
     "User",

@@ -4,6 +4,9 @@ A memory is three rows written in one transaction: `memories` (the truth), `memo
 (embedding; user partition, layer and expiry metadata) and `memory_fts` (words, with an
 `owner` column so a MATCH stays inside one user). sqlite-vec cannot UPDATE a partition
 key nor INSERT OR REPLACE, so changes are delete-then-insert; KNN uses `k = ?`.
+
+On PostgreSQL the same functions run db/pg/memory.py instead (pgvector and tsvector tables
+of the same names); everything that is plain SQLAlchemy here serves both.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from datetime import UTC, datetime
 from sqlalchemy import ColumnElement, Select, delete, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db.engine import is_postgres
 from db.models.core import ChatSession
 from db.models.memory import Memory, MemoryMeta
+from db.pg import memory as pg
 
 # vec0 metadata columns take no NULL: "never expires" is the last second of year 9999.
 NEVER = 253402300799
@@ -49,6 +54,10 @@ async def insert(s: AsyncSession, memory: Memory, embedding: bytes | None) -> in
 
 
 async def _index(s: AsyncSession, m: Memory, embedding: bytes | None) -> None:
+    if is_postgres(s):
+        exp = epoch(m.expires_at)
+        await pg.index(s, m.id, m.user_id, m.layer, exp, m.content, m.category, embedding)
+        return
     if embedding is not None:
         await s.execute(
             text(
@@ -71,6 +80,9 @@ async def _index(s: AsyncSession, m: Memory, embedding: bytes | None) -> None:
 
 async def _unindex(s: AsyncSession, ids: Sequence[int]) -> None:
     for chunk in _chunks(ids):
+        if is_postgres(s):
+            await pg.unindex(s, chunk)
+            continue
         marks = ",".join(str(int(i)) for i in chunk)
         await s.execute(text(f"DELETE FROM memory_vec WHERE memory_id IN ({marks})"))
         await s.execute(text(f"DELETE FROM memory_fts WHERE rowid IN ({marks})"))
@@ -163,6 +175,8 @@ async def knn(
     s: AsyncSession, user_id: int, embedding: bytes, k: int, layer: str | None, now: datetime
 ) -> list[tuple[int, float]]:
     """Nearest memories of one user by cosine distance, expired ones filtered in the index."""
+    if is_postgres(s):
+        return await pg.knn(s, user_id, embedding, k, layer, epoch(now))
     sql = (
         "SELECT memory_id, distance FROM memory_vec WHERE embedding MATCH :emb AND k = :k "
         "AND user_id = :user AND expires_at > :now"
@@ -190,6 +204,8 @@ async def bm25(
     costs more than it saves. Scores are the same either way (owner has weight 0), so when
     at least `k` rows come back they are exactly the user's best `k`; fewer means the
     caller must ask again scoped."""
+    if is_postgres(s):  # the user filter is a plain column there: no scoping needed
+        return await pg.full_text(s, user_id, match, k, layers, now)
     layer_sql = ""
     params: dict[str, object] = {
         "q": f"owner : {_owner(user_id)} AND ({match})" if scoped else match,
@@ -227,6 +243,8 @@ async def doc_freqs(s: AsyncSession, words: Sequence[str]) -> dict[str, tuple[st
     looked up as "run"), then the counts come from an fts5vocab view of memory_fts."""
     if not words:
         return {}
+    if is_postgres(s):
+        return await pg.doc_freqs(s, words)
     conn = await s.connection()
     # The temp tables live as long as the pooled connection: create them once per connection.
     if not conn.info.get("memory_terms"):
@@ -291,6 +309,8 @@ async def facts(
     values and its per-row type processing cost 3 of the 4 ms this read took."""
     if not ids:
         return {}
+    if is_postgres(s):
+        return {r[0]: Facts(*r) for r in await pg.facts_rows(s, user_id, ids, now, dated)}
     sql = (
         "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at, "
         "m.created_at, instr(m.content, '?') > 0 "
@@ -356,6 +376,8 @@ async def count_user(s: AsyncSession, user_id: int) -> int:
 
 async def user_vectors(s: AsyncSession, user_id: int) -> list[tuple[int, str, int, bytes]]:
     """Every vector of one user (id, layer, expiry epoch, float32 bytes)."""
+    if is_postgres(s):
+        return await pg.user_vectors(s, user_id)
     sql = "SELECT memory_id, layer, expires_at, embedding FROM memory_vec WHERE user_id = :u"
     rows = (await s.execute(text(sql), {"u": user_id})).all()
     return [(int(r[0]), str(r[1]), int(r[2]), bytes(r[3])) for r in rows]
@@ -371,6 +393,8 @@ async def count_vectors(s: AsyncSession) -> int:
 
 async def recreate_vec(s: AsyncSession, dim: int) -> None:
     """Drop and recreate the vector index with another dimension (reindex)."""
+    if is_postgres(s):
+        return await pg.recreate_vec(s, dim)
     await s.execute(text("DROP TABLE IF EXISTS memory_vec"))
     await s.execute(
         text(
@@ -383,6 +407,8 @@ async def recreate_vec(s: AsyncSession, dim: int) -> None:
 
 async def vec_dim(s: AsyncSession) -> int | None:
     """The dimension memory_vec was created with, read from its schema."""
+    if is_postgres(s):
+        return await pg.vec_dim(s)
     row = (
         await s.execute(text("SELECT sql FROM sqlite_master WHERE name = 'memory_vec'"))
     ).scalar_one_or_none()
@@ -405,3 +431,20 @@ async def set_meta(s: AsyncSession, values: dict[str, str]) -> None:
             s.add(MemoryMeta(key=key, value=value))
         else:
             row.value = value
+
+
+async def set_fts_language(s: AsyncSession, lang: str) -> bool:
+    """PostgreSQL: rebuild the tsvectors with this text search configuration if it changed
+    (True then). SQLite's FTS5 tokenizer is fixed by migration 0003: nothing to do."""
+    return await pg.set_language(s, lang) if is_postgres(s) else False
+
+
+async def vectors_of(s: AsyncSession, ids: Sequence[int]) -> dict[int, bytes]:
+    """The stored float32 vectors of these memories (those that have one)."""
+    if not ids:
+        return {}
+    if is_postgres(s):
+        return await pg.vectors_of(s, ids)
+    marks = ",".join(str(int(i)) for i in ids)
+    sql = f"SELECT memory_id, embedding FROM memory_vec WHERE memory_id IN ({marks})"
+    return {int(r[0]): bytes(r[1]) for r in (await s.execute(text(sql))).all()}

@@ -48,6 +48,11 @@ def upgrade() -> None:
         sa.Column("value", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("key"),
     )
+    if op.get_bind().dialect.name == "postgresql":
+        from db.pg.memory_ddl import create_indexes
+
+        create_indexes(op.execute, DEFAULT_DIM)
+        return
     # User as partition key; layer and expiry (epoch seconds, far-future sentinel for
     # "never") as metadata columns so the KNN query filters inside the index.
     op.execute(
@@ -63,7 +68,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute("DROP TABLE IF EXISTS memory_fts")
+    op.execute("DROP TABLE IF EXISTS memory_fts")  # both dialects use these two names
     op.execute("DROP TABLE IF EXISTS memory_vec")
     op.drop_table("memory_meta")
     with op.batch_alter_table("memories", schema=None) as batch_op:

@@ -16,3 +16,6 @@ class MemorySettings(BaseModel):
     memory_mid_days: int = Field(default=90, ge=1)
     memory_short_days: int = Field(default=14, ge=1)
     memory_recall_tokens: int = Field(default=500, ge=0)
+    # PostgreSQL only: the text search configuration of memory full-text search
+    # ("english", "german", "simple", ...); changing it rebuilds the index at startup.
+    memory_fts_language: str = Field(default="english", pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")

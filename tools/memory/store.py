@@ -65,6 +65,10 @@ class MemoryStore:
     async def index_status(self) -> IndexStatus:
         """Whether the stored vectors were made by the configured embedder."""
         async with self._sf() as s, s.begin():
+            if await repo.set_fts_language(s, self._settings.memory_fts_language):
+                log.info(
+                    "memory full-text index rebuilt for %r", self._settings.memory_fts_language
+                )
             meta = await repo.meta(s)
             stored = meta.get("model")
             if stored is None:

@@ -1,0 +1,69 @@
+"""Several webhook workers on one PostgreSQL database: each update handled once, one chat's
+updates one at a time across workers.
+
+Telegram retries a webhook call that failed or timed out, and a load balancer may hand the
+retry to another worker: the update id is claimed in the database first (durable
+de-duplication), then the chat's advisory lock is held while the update is handled, so a
+second worker waits for the first to finish that chat; and an update whose chat has an
+earlier one claimed by another worker, not yet done, waits for it (update id order).
+Inside one worker,
+ChatOrderMiddleware (outside this one) already keeps arrival order, so at most one task per
+chat and worker waits on the database lock. Long polling stays single-worker: Telegram
+itself refuses a second getUpdates consumer (409 Conflict)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import Any
+
+from aiogram import BaseMiddleware
+from aiogram.types import TelegramObject, Update
+
+from bot.telegram.middlewares import Handler, chat_key
+from db.engine import SessionFactory
+from db.locks import Locks
+from db.repos import updates
+from tools.base import Clock
+
+log = logging.getLogger(__name__)
+
+PRUNE_EVERY = 1000  # claims between two deletions of old ones
+KEEP_CLAIMS = timedelta(days=2)  # Telegram stops retrying an update well within this
+# An earlier update claimed this long ago and still not done belongs to a worker that died
+# mid-turn: the chat goes on without it.
+ABANDONED = timedelta(minutes=2)
+WAIT_S = 0.05  # pause before looking again for an earlier update in another worker's hands
+
+
+class WorkerOrderMiddleware(BaseMiddleware):
+    def __init__(self, locks: Locks, sf: SessionFactory, clock: Clock) -> None:
+        self.locks = locks
+        self.sf = sf
+        self.clock = clock
+        self._claims = 0
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        if not isinstance(event, Update):
+            return await handler(event, data)
+        now = self.clock()
+        key = chat_key(event)
+        if not await updates.claim(self.sf, event.update_id, key, now):
+            log.info("update %d was already taken (a retry or another worker's)", event.update_id)
+            return None
+        self._claims += 1
+        if self._claims % PRUNE_EVERY == 0:
+            await updates.prune(self.sf, now - KEEP_CLAIMS)
+        try:
+            if key is None:
+                return await handler(event, data)
+            while True:
+                async with self.locks.hold("chat", key):
+                    # An earlier update of this chat taken by another worker goes first.
+                    since = self.clock() - ABANDONED
+                    if not await updates.earlier_pending(self.sf, key, event.update_id, since):
+                        return await handler(event, data)
+                await asyncio.sleep(WAIT_S)
+        finally:
+            await updates.finish(self.sf, event.update_id)
