@@ -69,7 +69,7 @@ CASES = [
     "malformed token",
     "log level",
     "unwritable data dir",
-    "not sqlite",
+    "unknown database",
 ]
 
 
