@@ -91,6 +91,12 @@ class Scheduler:
                     # Another worker runs this job now; it finds and does whatever is due
                     # (the jobs read what is due from the database), so skip this turn.
                     return await fn() if mine else None
+            except asyncio.CancelledError:
+                # Shutdown cancelled a run: each job's steps are idempotent and the next
+                # start redoes what is due, so this is no error (APScheduler would log a
+                # traceback for it).
+                log.info("scheduled job %s cancelled by shutdown", job_id)
+                return None
             except Exception:
                 # APScheduler would log it too, but without saying which of ours failed.
                 log.exception("scheduled job %s failed", getattr(fn, "__name__", fn))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ON_PG
 from tests.test_code_helpers import STRONG_MODES, Env, env, leftovers, needs_landlock, needs_root
 from tools.code.modes import choose_mode, probe_kernel
 from tools.code.runner import CodeRunner
@@ -59,6 +60,9 @@ async def test_host_files_are_out_of_reach(env: Env, mode: str, tmp_path: Path) 
     dotenv = tmp_path / ".env"
     dotenv.write_text("LLM_API_KEY=sk-never-read\n")
     db = env.settings.data_dir / "sidekick.db"
+    if ON_PG:  # the database is a server then: a stand-in file where SQLite's would be
+        db.parent.mkdir(parents=True, exist_ok=True)
+        db.write_bytes(b"SQLite format 3\x00")
     assert db.exists()
     paths = [
         str(CHECKOUT / "pyproject.toml"),  # world-readable: only the sandbox stops it

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.app import build_app
 from bot.doctor import check_database, check_llm
-from tests.conftest import make_settings
+from tests.conftest import make_settings, sqlite_only
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -45,6 +45,7 @@ async def test_unreachable_llm_says_so(tmp_path: Path) -> None:
     assert not result.ok and result.detail.startswith("cannot connect to http://127.0.0.1:9/v1")
 
 
+@sqlite_only  # on PostgreSQL there is no file: the URL is shown, password masked
 async def test_database_check_names_the_file(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     app = await build_app(make_settings(tmp_path, fake_llm))
     try:

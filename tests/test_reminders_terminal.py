@@ -3,6 +3,7 @@ terminal at the next start when their time came while the chat was closed; docto
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,7 +26,10 @@ async def test_a_reminder_made_in_the_terminal_arrives_at_the_next_start(
     assert code == 0, err
     assert "I'll remind you." in out and "⏰" not in out
 
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'data' / 'sidekick.db'}")
+    url = (
+        os.environ.get("DATABASE_URL") or f"sqlite+aiosqlite:///{tmp_path / 'data' / 'sidekick.db'}"
+    )
+    engine = create_engine(url)  # the chat's own database (PostgreSQL under make test-pg)
     sf = session_factory(engine)
     async with sf() as s, s.begin():
         job = (await s.execute(select(ScheduledJob))).scalar_one()

@@ -13,13 +13,15 @@ from sqlalchemy import (
     bindparam,
     exists,
     func,
-    insert,
     or_,
     select,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db.engine import is_postgres
 from db.models.core import User
 from db.models.schedule import JobRun, ReminderPrefs, ScheduledJob
 
@@ -147,8 +149,14 @@ async def _update_by_id(s: AsyncSession, table: Any, rows: list[dict[str, Any]])
 async def claim(s: AsyncSession, runs: list[dict[str, Any]], jobs: list[dict[str, Any]]) -> None:
     """Insert the claimed runs and move their jobs on, in the caller's transaction."""
     if runs:
-        # OR IGNORE: a (job, due) pair already in the ledger was claimed before; never twice.
-        await s.execute(insert(cast(Table, JobRun.__table__)).prefix_with("OR IGNORE"), runs)
+        # ON CONFLICT DO NOTHING: a (job, due) pair already in the ledger was claimed
+        # before; never twice. Both dialects spell it the same through their insert().
+        table = cast(Table, JobRun.__table__)
+        if is_postgres(s):
+            stmt: Any = pg_insert(table).on_conflict_do_nothing()
+        else:
+            stmt = sqlite_insert(table).on_conflict_do_nothing()
+        await s.execute(stmt, runs)
     if jobs:
         await _update_by_id(s, ScheduledJob.__table__, jobs)
 

@@ -95,6 +95,8 @@ async def test_sidekick_usage_prints_the_report(tg: TG) -> None:
     await tg.reply(OWNER)
     env = {"PATH": "/usr/bin:/bin", "DATA_DIR": str(tg.settings.data_dir),
            "DAILY_BUDGET_USD": "2", "PRICES": "fake-model=1000/1000"}  # fmt: skip
+    if tg.settings.database_url:  # make test-pg: the bot's database is a server
+        env["DATABASE_URL"] = tg.settings.database_url
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot.cli", "usage",
         env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
