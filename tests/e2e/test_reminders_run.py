@@ -25,7 +25,9 @@ async def test_sidekick_run_delivers_a_missed_reminder_at_startup(
 ) -> None:
     server = telegram_server
     data = tmp_path / "data"
-    engine = create_engine(f"sqlite+aiosqlite:///{data / 'sidekick.db'}")
+    # The database the bot will open: its file in DATA_DIR, or the server under make test-pg.
+    sqlite = f"sqlite+aiosqlite:///{data / 'sidekick.db'}"
+    engine = create_engine(os.environ.get("DATABASE_URL") or sqlite)
     await upgrade(engine)
     now = datetime.now(UTC).replace(microsecond=0)
     async with session_factory(engine)() as s, s.begin():
