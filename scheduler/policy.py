@@ -7,12 +7,12 @@ scheduler and doctor), so the rule cannot drift between copies.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, time
 from zoneinfo import ZoneInfo
 
 from scheduler.periods import Split, is_due, next_boundary, parse_hhmm, user_tz
-from scheduler.settings import SessionSettings
 
 
 @dataclass(frozen=True)
@@ -20,10 +20,6 @@ class SessionPolicy:
     default_tz: ZoneInfo
     split: Split
     at: time
-
-    @classmethod
-    def from_settings(cls, settings: SessionSettings) -> SessionPolicy:
-        return cls(settings.tz, settings.session_split, parse_hhmm(settings.session_split_time))
 
     def zone(self, name: str | None) -> ZoneInfo:
         """A user's own zone, or the default when they have none (or a stored one went bad)."""
@@ -43,3 +39,10 @@ class SessionPolicy:
             return "never"
         every = "day" if self.split == "daily" else "week (Mondays)"
         return f"every {every} at {self.at:%H:%M}"
+
+
+@functools.lru_cache(maxsize=16)
+def policy_for(timezone: str, split: Split, at: str) -> SessionPolicy:
+    """The policy for validated settings values (a settings object is copied in tests, so
+    the cache is keyed by the values, not by the object)."""
+    return SessionPolicy(ZoneInfo(timezone), split, parse_hhmm(at))

@@ -40,6 +40,7 @@ class SessionSettings(BaseModel):
 
     @property
     def session_policy(self) -> SessionPolicy:
-        from scheduler.policy import SessionPolicy  # policy.py imports this module
+        """Asked on every message: parsed once per distinct (zone, period, time)."""
+        from scheduler.policy import policy_for  # policy.py imports this module
 
-        return SessionPolicy.from_settings(self)
+        return policy_for(self.timezone, self.session_split, self.session_split_time)

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.agent.archive import Archiver
@@ -18,7 +18,7 @@ from bot.agent.recording import Recording
 from bot.agent.sessions import period_ended, start_new_session
 from bot.agent.toolexec import CallOutcome, run_call
 from bot.config import Settings
-from bot.llm.client import Completion, LLMToolCall, OnText
+from bot.llm.client import ChatModel, LLMToolCall, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
 from db.engine import SessionFactory
@@ -35,17 +35,6 @@ COST_CACHE_MAX = 200_000  # token counts of stored messages kept (about 20 MB at
 # History read with the user's message: (session id, wire messages, token costs, rows read).
 Prefetched = tuple[int, list[dict[str, Any]], list[int], int]
 Started = tuple[RequestContext, Prefetched, "metering.RequestUsage | None"]
-
-
-class ChatModel(Protocol):
-    async def stream(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        on_text: OnText | None = None,
-        *,
-        model: str | None = None,
-    ) -> Completion: ...
 
 
 def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]] | None) -> None:

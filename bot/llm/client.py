@@ -13,7 +13,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
@@ -73,6 +73,20 @@ class Completion:
     # Set when the fallback model answered: why the requested model did not.
     fallback_from: str | None = None
     fallback_reason: str | None = None
+
+
+class ChatModel(Protocol):
+    """What the agent (and the vision gate around it) asks of a chat model: one streamed
+    completion. LLMClient is the real one; tests use a scripted in-process model."""
+
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: OnText | None = None,
+        *,
+        model: str | None = None,
+    ) -> Completion: ...
 
 
 def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:

@@ -14,10 +14,10 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from bot.errors import ProviderError
-from bot.llm.client import Completion, OnText
+from bot.llm.client import ChatModel, Completion, OnText
 
 log = logging.getLogger(__name__)
 
@@ -25,17 +25,6 @@ NOT_SHOWN = "[image not shown: this model cannot read images]"
 _REFUSAL = re.compile(r"image|vision|multi-?modal|modalit|content.{0,20}(type|part)", re.I)
 # Set in the handling task when this request's images were dropped.
 _dropped: contextvars.ContextVar[bool] = contextvars.ContextVar("images_dropped", default=False)
-
-
-class StreamModel(Protocol):
-    async def stream(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        on_text: OnText | None = None,
-        *,
-        model: str | None = None,
-    ) -> Completion: ...
 
 
 def has_images(messages: list[dict[str, Any]]) -> bool:
@@ -60,7 +49,7 @@ def without_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class VisionGate:
-    def __init__(self, llm: StreamModel, mode: str, model: str, state_file: Path | None) -> None:
+    def __init__(self, llm: ChatModel, mode: str, model: str, state_file: Path | None) -> None:
         self.llm = llm
         self.mode = mode
         self.model = model

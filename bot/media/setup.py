@@ -5,13 +5,14 @@ from __future__ import annotations
 import httpx
 
 from bot.config import Settings
-from bot.llm.vision import StreamModel, VisionGate
+from bot.llm.client import ChatModel
+from bot.llm.vision import VisionGate
 from bot.media.attachments import MediaService
 from bot.media.transcribe import Transcriber
 from tools.code.files import InputStore
 
 
-def vision_gate(settings: Settings, llm: StreamModel) -> VisionGate:
+def vision_gate(settings: Settings, llm: ChatModel) -> VisionGate:
     return VisionGate(
         llm, settings.llm_vision, settings.llm_model, settings.data_dir / "vision.json"
     )
