@@ -3,9 +3,11 @@ in every sandbox mode; nothing outside the work dir can be smuggled out through 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.test_code_helpers import Env, env, needs_bwrap, needs_root
+from tests.test_code_helpers import STRONG_MODES, Env, env, needs_bwrap, needs_root
 from tools.code.files import InputStore
 from tools.code.runner import CodeRunner
 from tools.code.tool import CodeService
@@ -63,3 +65,49 @@ async def test_tool_result_names_the_files_and_the_request_carries_them(env: Env
     out = await tool.run(CodeParams(action="execute", code=code), env.call())
     assert isinstance(out, dict) and out["files_sent_to_user"] == ["chart.png"]
     assert env.ctx.files_out == [("chart.png", bytes([137, 80, 78, 71]))]
+
+
+# 30 files of 8 MiB: each under the per-file limit, together past the 128 MiB cap on
+# output/, which is on the host's disk. The loop would fill the disk until the timeout.
+FILL_OUTPUT = """
+import { writeFileSync } from "node:fs";
+const block = new Uint8Array(8 * 1024 * 1024).fill(7);
+for (let i = 0; ; i++) {
+  writeFileSync(`output/f${i}.bin`, block);
+  if (i % 10 === 0) await Bun.sleep(50);
+}
+"""
+
+
+@pytest.mark.parametrize("mode", [*STRONG_MODES, pytest.param("off", id="off")])
+async def test_filling_output_stops_the_run_and_frees_the_disk(env: Env, mode: str) -> None:
+    import glob
+    import tempfile
+
+    from tools.code.runner import DISK_CAP_BYTES
+
+    svc = env.service(code_sandbox="off") if mode == "off" else env.in_mode(mode)
+    runs = str(Path(tempfile.gettempdir()) / "sidekick-code-*")
+    before = set(glob.glob(runs))
+    _, res, cat = await svc.execute(FILL_OUTPUT, 20000, env.call())
+    if mode == "landlock-only":  # output/ is inside the work dir: confine.py's watcher
+        assert "the work dir passed 128 MiB" in res.stderr and not res.timed_out
+    else:
+        assert res.disk_limited and not res.timed_out, (res.stdout, res.stderr)
+        assert cat == "output_limit"
+    assert res.duration_ms < 15000
+    assert res.outputs is not None
+    sent = sum(len(f.data) for f in res.outputs.files)
+    assert sent <= 50 * 2**20 and res.outputs.skipped  # the collection caps still apply
+    assert set(glob.glob(runs)) <= before  # work dir and output/ removed
+    assert DISK_CAP_BYTES == 128 * 2**20
+
+
+async def test_tool_tells_the_model_why_the_run_stopped(env: Env) -> None:
+    from tools.code.tool import CodeParams, build
+
+    tool = build(env.deps)
+    out = await tool.run(CodeParams(action="execute", code=FILL_OUTPUT), env.call())
+    assert isinstance(out, dict)
+    assert out["error_category"] == "output_limit"
+    assert "128 MiB" in out["note"]

@@ -48,7 +48,7 @@ def classify(r: RunResult) -> str | None:
     if r.sandbox_error:
         return "sandbox"
     err = r.stderr
-    if r.output_limited:
+    if r.output_limited or r.disk_limited:
         return "output_limit"
     xcpu = _SIGNAL_BASE + int(signal.SIGXCPU)
     if r.timed_out or r.exit_code == xcpu:

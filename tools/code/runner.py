@@ -43,6 +43,11 @@ KILL_BYTES = 1024 * 1024  # both streams together: beyond this the run is killed
 READ_CHUNK = 65536
 EXIT_GRACE_S = 0.5  # after the exit, how long a pipe may stay open before we kill
 FINAL_WAIT_S = 2.0
+# output/ is on the host's disk (bound into the sandbox so files outlive the run): its
+# size is polled during the run, which is stopped past the cap (per file, RLIMIT_FSIZE).
+DISK_CAP_BYTES = 128 * 1024 * 1024
+DISK_CAP_FILES = 1000
+DISK_POLL_S = 0.1
 
 
 @dataclass
@@ -53,6 +58,7 @@ class RunResult:
     duration_ms: float
     timed_out: bool = False
     output_limited: bool = False
+    disk_limited: bool = False  # wrote more files than DISK_CAP_* allow
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     sandbox_error: str | None = None  # the run could not be started
@@ -148,7 +154,7 @@ class CodeRunner:
                 uid=uid,
                 namespaces=self.namespaces,
             )
-            result = await self._execute(plan, code, timeout_ms)
+            result = await self._execute(plan, code, timeout_ms, io / files.OUTPUT_DIR)
             result.outputs = await asyncio.to_thread(files.collect, workdir)
             return result
         finally:
@@ -180,7 +186,9 @@ class CodeRunner:
                 return proc
         return await _spawn(plan)
 
-    async def _execute(self, plan: Plan, code: str, timeout_ms: int) -> RunResult:
+    async def _execute(
+        self, plan: Plan, code: str, timeout_ms: int, watched: Path | None = None
+    ) -> RunResult:
         start = time.perf_counter()
         try:
             proc = await self._start(plan)
@@ -197,18 +205,24 @@ class CodeRunner:
         ]
         feeder = asyncio.create_task(_feed(proc, plan.stdin_prefix + code.encode("utf-8")))
         poller = None if pidfd is not None else asyncio.create_task(_poll_exit(proc, exited))
-        timed_out = output_limited = False
+        disk_full = asyncio.Event()
+        disk = None if watched is None else asyncio.create_task(_watch_disk(watched, disk_full))
+        timed_out = output_limited = disk_limited = False
         try:
             exit_task = asyncio.create_task(exited.wait())
             cap_task = asyncio.create_task(capped.wait())
+            disk_task = asyncio.create_task(disk_full.wait())
             await asyncio.wait(
-                {exit_task, cap_task}, timeout=timeout_ms / 1000, return_when="FIRST_COMPLETED"
+                {exit_task, cap_task, disk_task},
+                timeout=timeout_ms / 1000,
+                return_when="FIRST_COMPLETED",
             )
             if not exited.is_set():
                 output_limited = capped.is_set()
-                timed_out = not output_limited
+                disk_limited = disk_full.is_set() and not output_limited
+                timed_out = not (output_limited or disk_limited)
                 self._stop(proc.pid)
-            for t in (exit_task, cap_task):
+            for t in (exit_task, cap_task, disk_task):
                 t.cancel()
             _, pending = await asyncio.wait(readers, timeout=EXIT_GRACE_S)
             if pending:
@@ -227,7 +241,12 @@ class CodeRunner:
         finally:
             if proc.returncode is None:
                 self._stop(proc.pid)
-            for task in (*readers, feeder, *([poller] if poller else [])):
+            for task in (
+                *readers,
+                feeder,
+                *([poller] if poller else []),
+                *([disk] if disk else []),
+            ):
                 task.cancel()
             if pidfd is not None:
                 loop.remove_reader(pidfd)
@@ -241,6 +260,7 @@ class CodeRunner:
             duration_ms=duration,
             timed_out=timed_out,
             output_limited=output_limited,
+            disk_limited=disk_limited,
             stdout_truncated=out.total > len(out.kept),
             stderr_truncated=err.total > len(err.kept),
         )
@@ -288,6 +308,15 @@ def _watch_exit(loop: asyncio.AbstractEventLoop, pid: int, exited: asyncio.Event
         return None
     loop.add_reader(fd, exited.set)
     return fd
+
+
+async def _watch_disk(top: Path, full: asyncio.Event) -> None:
+    while True:
+        await asyncio.sleep(DISK_POLL_S)
+        size, count = await asyncio.to_thread(files.usage, top, DISK_CAP_BYTES, DISK_CAP_FILES)
+        if size > DISK_CAP_BYTES or count > DISK_CAP_FILES:
+            full.set()
+            return
 
 
 async def _poll_exit(proc: asyncio.subprocess.Process, exited: asyncio.Event) -> None:

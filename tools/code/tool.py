@@ -175,6 +175,10 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
                 out["note"] = f"killed after the {timeout} ms timeout"
             elif res.output_limited:
                 out["note"] = "killed: printed more than 1 MiB"
+            elif res.disk_limited:
+                out["note"] = (
+                    "killed: wrote more than 128 MiB or 1000 files; write less under ./output/"
+                )
             return out
         if p.action == "generate":
             if not p.task or not p.task.strip():
