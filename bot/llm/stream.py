@@ -103,6 +103,9 @@ async def _events(response: Any, request: Any) -> AsyncGenerator[dict[str, Any]]
                     done = True
                     break
                 yield _parse(payload, request)
+        tail = pending.rstrip(b"\r")
+        if not done and tail.startswith(b"data:"):  # a last line without its newline
+            data.append(tail[6:] if tail.startswith(b"data: ") else tail[5:])
         if not done and data:  # a last event without its blank line
             payload = b"\n".join(data)
             if not payload.startswith(b"[DONE]"):
