@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
-from sqlalchemy import Row, bindparam, insert, select, update
+from sqlalchemy import Row, Table, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import ChatSession, Message, ToolCallRecord, User
@@ -92,9 +92,10 @@ async def create_session(
     return session
 
 
-# Built once: constructing a statement (and coercing its 11 values) cost about a quarter
-# of add_message's CPU, on every message's hot path at least twice.
-_ADD_MESSAGE = insert(Message).returning(Message.id)
+# Hot-path statements are built once, on the table (plain Core: the ORM entity form goes
+# through the ORM's bulk-insert and loading machinery), each about 0.1 ms CPU cheaper.
+_MESSAGES = cast(Table, Message.__table__)
+_ADD_MESSAGE = insert(_MESSAGES).returning(_MESSAGES.c.id)
 
 
 async def add_message(
@@ -132,9 +133,15 @@ async def add_message(
 
 # What the prompt needs of a history row (bot/agent/prompt.py), newest first.
 _HISTORY = (
-    select(Message.id, Message.role, Message.content, Message.tool_calls, Message.tool_call_id)
-    .where(Message.session_id == bindparam("session_id"))
-    .order_by(Message.id.desc())
+    select(
+        _MESSAGES.c.id,
+        _MESSAGES.c.role,
+        _MESSAGES.c.content,
+        _MESSAGES.c.tool_calls,
+        _MESSAGES.c.tool_call_id,
+    )
+    .where(_MESSAGES.c.session_id == bindparam("session_id"))
+    .order_by(_MESSAGES.c.id.desc())
     .limit(bindparam("limit"))
 )
 HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None]"
@@ -142,7 +149,7 @@ HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None]"
 
 async def history_rows(s: AsyncSession, session_id: int, limit: int) -> Sequence[HistoryRow]:
     """The newest `limit` messages of a session, oldest first, as plain rows with the
-    columns a prompt needs: half the CPU of loading them as ORM objects."""
+    columns a prompt needs: a third of the CPU of loading them as ORM objects."""
     rows = list((await s.execute(_HISTORY, {"session_id": session_id, "limit": limit})).all())
     rows.reverse()
     return rows
