@@ -55,7 +55,7 @@ async def open_stream(client: AsyncOpenAI, body: dict[str, Any]) -> AsyncGenerat
     request = http.build_request(
         "POST",
         endpoint.url,
-        content=json.dumps(body, ensure_ascii=False).encode(),
+        content=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
         headers=endpoint.headers,
         timeout=client.timeout,
     )
