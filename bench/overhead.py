@@ -194,7 +194,7 @@ async def run(chats: int, messages: int, sequential: int) -> None:
         return f"  {name:<34} p50 {statistics.median(values):7.2f}  p95 {pct(values, 0.95):7.2f}"
 
     print(f"sequential: {len(overheads)} messages, own time per message in ms")
-    print(line("bot overhead (all but fake I/O)", overheads))
+    print(line("bot overhead (all but fake I/O)", overheads) + "  (target: p50 <= 3, p95 <= 10)")
     print(line("  of which agent (bot/agent, tools)", agent))
     print(line("  of which Telegram adapter", adapter))
     off, on = by_usage[False], by_usage[True]
@@ -209,7 +209,10 @@ async def run(chats: int, messages: int, sequential: int) -> None:
             f"concurrent, usage recording {state}: {chats} chats x {rounds} messages = "
             f"{total} in {wall:.2f} s"
         )
-        print(f"  {total / wall:.0f} messages/s; bot CPU per message {cpu / total * 1000:.2f} ms")
+        print(
+            f"  {total / wall:.0f} messages/s (target: >= 250); "
+            f"bot CPU per message {cpu / total * 1000:.2f} ms"
+        )
     print(f"peak RSS: {rss_mb:.0f} MB (bench process, fake servers included)")
 
 

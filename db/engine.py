@@ -16,7 +16,6 @@ from typing import Any
 
 import aiosqlite
 import sqlite_vec
-from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_dbapi
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
@@ -25,6 +24,8 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+
+from db.sqlite_adapter import OneHopDBAPI
 
 SessionFactory = async_sessionmaker[AsyncSession]
 
@@ -54,7 +55,7 @@ def configure_connection(conn: Any) -> None:
     conn.execute("PRAGMA synchronous=NORMAL")
 
 
-def _dbapi(module: types.ModuleType) -> AsyncAdapt_aiosqlite_dbapi:
+def _dbapi(module: types.ModuleType) -> OneHopDBAPI:
     shim = types.ModuleType("aiosqlite_shim")
     shim.__dict__.update(vars(aiosqlite))
     for name in (
@@ -73,7 +74,7 @@ def _dbapi(module: types.ModuleType) -> AsyncAdapt_aiosqlite_dbapi:
     ):
         if hasattr(module, name):
             setattr(shim, name, getattr(module, name))
-    return AsyncAdapt_aiosqlite_dbapi(shim, module)
+    return OneHopDBAPI(shim, module)
 
 
 def _creator(path: str, module: types.ModuleType) -> Callable[[], Any]:

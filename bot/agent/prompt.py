@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from db.models.core import Message
 from tools.tokens import estimate_tokens
 
 SYSTEM_PROMPT = """You are Sidekick, {name_part}personal assistant, chatting in Telegram.
@@ -29,7 +28,20 @@ def system_prompt(user_name: str, now: datetime, sections: list[str]) -> str:
     return "\n\n".join([text, *[s for s in sections if s]])
 
 
-def to_openai(msg: Message) -> dict[str, Any]:
+class StoredMessage(Protocol):
+    """What a stored message gives the prompt: an ORM Message or a history row."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def tool_calls(self) -> str | None: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+
+
+def to_openai(msg: StoredMessage) -> dict[str, Any]:
     if msg.role == "assistant":
         out: dict[str, Any] = {"role": "assistant", "content": msg.content or None}
         if msg.tool_calls:

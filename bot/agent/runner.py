@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,7 +22,6 @@ from bot.llm.client import ChatModel, LLMToolCall, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
 from db.engine import SessionFactory
-from db.models.core import Message
 from db.repos import core as repo
 from tools.base import Clock, RequestContext, RequestTools, ToolCall, system_clock
 from tools.model_call import Purpose
@@ -213,10 +212,10 @@ class Agent:
                 usage = metering.begin(ctx, user, incoming.purpose, models)
             # The newest rows of the history, read while the connection is at hand; the
             # prompt builder reads more only when these do not fill the budget.
-            rows = await repo.session_messages(s, session.id, limit=HISTORY_ROWS)
+            rows = await repo.history_rows(s, session.id, HISTORY_ROWS)
         return ctx, (session.id, *self._wire(rows)), usage
 
-    def _wire(self, rows: list[Message]) -> tuple[list[dict[str, Any]], list[int], int]:
+    def _wire(self, rows: Sequence[repo.HistoryRow]) -> tuple[list[dict[str, Any]], list[int], int]:
         """History rows as wire messages with their token costs; a stored message never
         changes, so its cost is counted once per process."""
         if len(self._costs) > COST_CACHE_MAX:
@@ -264,7 +263,7 @@ class Agent:
                 _, wire, costs, n = prefetched
             else:
                 async with self.session_factory() as s:
-                    rows = await repo.session_messages(s, session_id, limit=limit)
+                    rows = await repo.history_rows(s, session_id, limit)
                 wire, costs, n = self._wire(rows)
             history = trim_history(wire, budget, costs)
             if n < limit or len(history) < n:

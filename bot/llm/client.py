@@ -9,18 +9,20 @@ carries the provider's token usage when it sent one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import openai
-from openai import AsyncOpenAI, AsyncStream
+from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
 from bot.config import Settings
 from bot.errors import ProviderError
+from bot.llm.stream import StreamDataError, StreamErrorEvent, open_stream
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +103,8 @@ def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
             except ValueError:
                 retry_after = None
         return status == 429 or status >= 500, status, retry_after
-    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
+    # A malformed stream is a broken connection or proxy as far as a retry is concerned.
+    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError | StreamDataError):
         return True, None, None
     return False, None, None
 
@@ -109,10 +112,12 @@ def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
 class LLMClient:
     """Chat completions through the openai SDK's HTTP client.
 
-    Requests go through `client.post` rather than `chat.completions.create`: our messages
-    are already plain wire-format dicts, and the SDK's per-call TypedDict transform of
-    them cost ~30 ms per request with a long history (measured with pyinstrument). The
-    SDK still does the HTTP, the SSE parsing, the typed chunks and the errors.
+    The streamed chat (every message's hot path) goes through bot/llm/stream.py: one POST
+    on the SDK's HTTP client and the events parsed directly, which cost a fraction of the
+    SDK's request and stream machinery. Plain completions and the model list go through
+    the SDK (`client.post` rather than `chat.completions.create`: our messages are already
+    wire-format dicts, and the SDK's per-call TypedDict transform of them cost ~30 ms per
+    request with a long history).
     """
 
     def __init__(
@@ -198,14 +203,10 @@ class LLMClient:
                 )
                 await asyncio.sleep(delay)
 
-    async def _post_stream(self, client: AsyncOpenAI, body: dict[str, Any]) -> AsyncStream[object]:
-        return await client.post(
-            "/chat/completions",
-            body=body,
-            cast_to=ChatCompletion,
-            stream=True,
-            stream_cls=AsyncStream[object],
-        )
+    async def _post_stream(
+        self, client: AsyncOpenAI, body: dict[str, Any]
+    ) -> AsyncGenerator[dict[str, Any]]:
+        return await open_stream(client, body)
 
     async def stream(
         self,
@@ -228,8 +229,8 @@ class LLMClient:
             }
             if tools:
                 kwargs["tools"] = tools
-            # Chunks come as the parsed JSON dicts (AsyncStream[object]): building the SDK's
-            # pydantic chunk objects cost more CPU than the rest of the stream handling.
+            # Chunks come as the parsed JSON dicts: building the SDK's pydantic chunk
+            # objects cost more CPU than the rest of the stream handling.
             if not self.ask_usage:
                 kwargs.pop("stream_options")
             try:
@@ -246,40 +247,40 @@ class LLMClient:
             out = Completion(model=model)
             calls: dict[int, LLMToolCall] = {}
             text: list[str] = []
-            async for raw in stream:
-                chunk = raw if isinstance(raw, dict) else {}
-                usage = chunk.get("usage")
-                if usage:
-                    out.usage = parse_usage(usage)
-                if out.provider_id is None and isinstance(chunk.get("id"), str):
-                    out.provider_id = chunk["id"]
-                choices = chunk.get("choices")
-                if not choices or not isinstance(choices[0], dict):
-                    continue
-                choice = choices[0]
-                delta = choice.get("delta")
-                if not isinstance(delta, dict):
-                    delta = {}
-                content = delta.get("content")
-                if content:
-                    text.append(content)
-                    if on_text is not None:
-                        await on_text("".join(text))
-                for tc in delta.get("tool_calls") or []:
-                    if not isinstance(tc, dict):
+            async with contextlib.aclosing(stream):
+                async for chunk in stream:
+                    usage = chunk.get("usage")
+                    if usage:
+                        out.usage = parse_usage(usage)
+                    if out.provider_id is None and isinstance(chunk.get("id"), str):
+                        out.provider_id = chunk["id"]
+                    choices = chunk.get("choices")
+                    if not choices or not isinstance(choices[0], dict):
                         continue
-                    index = tc.get("index", 0)
-                    call = calls.setdefault(index, LLMToolCall(id="", name="", arguments=""))
-                    if tc.get("id"):
-                        call.id = tc["id"]
-                    fn = tc.get("function")
-                    if isinstance(fn, dict):
-                        if fn.get("name"):
-                            call.name += fn["name"]
-                        if fn.get("arguments"):
-                            call.arguments += fn["arguments"]
-                if choice.get("finish_reason"):
-                    out.finish_reason = choice["finish_reason"]
+                    choice = choices[0]
+                    delta = choice.get("delta")
+                    if not isinstance(delta, dict):
+                        delta = {}
+                    content = delta.get("content")
+                    if content:
+                        text.append(content)
+                        if on_text is not None:
+                            await on_text("".join(text))
+                    for tc in delta.get("tool_calls") or []:
+                        if not isinstance(tc, dict):
+                            continue
+                        index = tc.get("index", 0)
+                        call = calls.setdefault(index, LLMToolCall(id="", name="", arguments=""))
+                        if tc.get("id"):
+                            call.id = tc["id"]
+                        fn = tc.get("function")
+                        if isinstance(fn, dict):
+                            if fn.get("name"):
+                                call.name += fn["name"]
+                            if fn.get("arguments"):
+                                call.arguments += fn["arguments"]
+                    if choice.get("finish_reason"):
+                        out.finish_reason = choice["finish_reason"]
             out.content = "".join(text)
             out.tool_calls = [calls[i] for i in sorted(calls)]
             for n, call in enumerate(out.tool_calls):
@@ -324,6 +325,10 @@ def _kind(exc: Exception) -> str:
         return "timed out"
     if isinstance(exc, openai.APIConnectionError):
         return "connection failed"
+    if isinstance(exc, StreamDataError):
+        return "malformed stream"
+    if isinstance(exc, StreamErrorEvent):
+        return "error in the stream"  # the provider's own words go to no user
     return type(exc).__name__
 
 

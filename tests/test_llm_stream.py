@@ -1,0 +1,199 @@
+"""The lean streaming client (bot/llm/stream.py) against broken streams over real HTTP:
+each gives a retry or one plain error, never the API key, and the client keeps working."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from bot.errors import ProviderError, user_text
+from bot.llm.client import LLMClient
+from tests.conftest import make_settings
+from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
+
+KEY = "sk-test-secret-key-123456"  # the key make_settings gives the client
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    chunk = {
+        "id": "chatcmpl-broken",
+        "object": "chat.completion.chunk",
+        "model": "fake-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+@dataclass
+class Broken:
+    """A 200 streamed answer that goes wrong: `body` is sent as is, then the connection is
+    cut (`cut`) or the body ends normally."""
+
+    body: bytes
+    cut: bool = False
+
+
+@dataclass
+class BrokenOpenAI(FakeOpenAI):
+    """The fake model, with Broken answers queued before its usual script."""
+
+    broken: list[Broken] = field(default_factory=list)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        if not self.broken:
+            return await super()._chat(request)
+        self.requests.append(await request.json())
+        turn = self.broken.pop(0)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(turn.body)
+        if turn.cut:
+            assert request.transport is not None
+            request.transport.close()  # mid-body: no chunked-encoding terminator
+            return resp
+        await resp.write_eof()
+        return resp
+
+
+@pytest.fixture
+async def broken_llm() -> Any:
+    server = await BrokenOpenAI().start()
+    yield server
+    await server.stop()
+
+
+def client(tmp_path: Path, server: FakeOpenAI, **extra: Any) -> LLMClient:
+    settings = make_settings(tmp_path, server, **extra)
+    return LLMClient(settings, retry_base_delay=0.01, retry_max_delay=0.02)
+
+
+TRUNCATED = Broken(_chunk({"role": "assistant", "content": ""}) + _chunk({"content": "Hal"}), True)
+NOT_JSON = Broken(_chunk({"content": "Hal"}) + b"data: {not json\n\n")
+ERROR_EVENT = Broken(
+    _chunk({"content": "Hal"})
+    + f"data: {json.dumps({'error': {'message': f'overloaded ({KEY})'}})}\n\n".encode()
+)
+
+
+async def test_truncated_stream_is_retried(tmp_path: Path, broken_llm: BrokenOpenAI) -> None:
+    broken_llm.broken.append(TRUNCATED)
+    broken_llm.add(Text("Hello again"))
+    seen: list[str] = []
+
+    async def on_text(text: str) -> None:
+        seen.append(text)
+
+    llm = client(tmp_path, broken_llm)
+    out = await llm.stream([{"role": "user", "content": "hi"}], None, on_text)
+    await llm.close()
+    assert out.content == "Hello again" and len(broken_llm.requests) == 2
+    assert seen[0] == "Hal" and seen[-1] == "Hello again"  # the retry's text replaces it
+
+
+async def test_truncated_every_time_is_one_plain_error(
+    tmp_path: Path, broken_llm: BrokenOpenAI
+) -> None:
+    broken_llm.broken.extend([TRUNCATED] * 3)
+    llm = client(tmp_path, broken_llm)
+    with pytest.raises(ProviderError) as info:
+        await llm.stream([{"role": "user", "content": "hi"}])
+    assert len(broken_llm.requests) == 3  # llm_max_retries=2
+    assert user_text(info.value) == (
+        "The model provider is not answering (connection failed); try again in a minute."
+    )
+    # The same client (and its connection pool) still answers.
+    out = await llm.stream([{"role": "user", "content": "still there?"}])
+    await llm.close()
+    assert out.content == "echo: still there?"
+
+
+async def test_non_json_line_is_retried_then_reported(
+    tmp_path: Path, broken_llm: BrokenOpenAI
+) -> None:
+    broken_llm.broken.append(NOT_JSON)
+    llm = client(tmp_path, broken_llm)
+    out = await llm.stream([{"role": "user", "content": "hi"}])
+    assert out.content == "echo: hi" and len(broken_llm.requests) == 2
+
+    broken_llm.broken.extend([NOT_JSON] * 3)
+    with pytest.raises(ProviderError) as info:
+        await llm.stream([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert "not answering (malformed stream)" in user_text(info.value)
+
+
+async def test_error_event_mid_stream(
+    tmp_path: Path, broken_llm: BrokenOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken_llm.broken.append(ERROR_EVENT)
+    llm = client(tmp_path, broken_llm)
+    with caplog.at_level(logging.DEBUG):
+        with pytest.raises(ProviderError) as info:
+            await llm.stream([{"role": "user", "content": "hi"}])
+        # Not retried (the provider answered and said no), and the next call works.
+        assert len(broken_llm.requests) == 1
+        out = await llm.stream([{"role": "user", "content": "next"}])
+    await llm.close()
+    assert out.content == "echo: next"
+    text = user_text(info.value)
+    assert (
+        text == "The model provider is not answering (error in the stream); try again in a minute."
+    )
+    assert KEY not in str(info.value) and KEY not in text
+    assert all(KEY not in r.getMessage() for r in caplog.records)
+
+
+async def test_error_event_goes_to_the_fallback_model(
+    tmp_path: Path, broken_llm: BrokenOpenAI
+) -> None:
+    broken_llm.broken.append(ERROR_EVENT)
+    llm = client(tmp_path, broken_llm, llm_fallback_model="backup-model")
+    out = await llm.stream([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert out.content == "echo: hi" and out.model == "backup-model"
+    assert out.fallback_from == "fake-model"
+    assert [r["model"] for r in broken_llm.requests] == ["fake-model", "backup-model"]
+
+
+async def test_500_then_200_and_the_request_sent(tmp_path: Path, broken_llm: BrokenOpenAI) -> None:
+    broken_llm.add(Error(500), Calls([("search", {"query": "x"})], text="Looking"))
+    llm = client(tmp_path, broken_llm)
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
+    out = await llm.stream([{"role": "user", "content": "héllo"}], tools)
+    await llm.close()
+    assert len(broken_llm.requests) == 2 and out.content == "Looking"
+    assert [(c.name, json.loads(c.arguments)) for c in out.tool_calls] == [
+        ("search", {"query": "x"})
+    ]
+    assert out.finish_reason == "tool_calls" and out.usage is not None
+    body = broken_llm.requests[-1]
+    assert body["stream"] is True and body["tools"] == tools
+    assert body["messages"] == [{"role": "user", "content": "héllo"}]
+
+
+async def test_a_last_event_without_its_blank_line(
+    tmp_path: Path, broken_llm: BrokenOpenAI
+) -> None:
+    """A body that ends without [DONE] or the final blank line still gives its text."""
+    body = _chunk({"content": "Hello"}) + _chunk({}, "stop").rstrip(b"\n")
+    broken_llm.broken.append(Broken(body.replace(b"\n\n", b"\r\n\r\n", 1)))
+    llm = client(tmp_path, broken_llm)
+    out = await llm.stream([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert out.content == "Hello" and out.finish_reason == "stop"
+
+
+async def test_timeout_is_retried_then_plain(tmp_path: Path, broken_llm: BrokenOpenAI) -> None:
+    broken_llm.add(*[Text("slow", chunk=1, delay=0.5)] * 2)
+    llm = client(tmp_path, broken_llm, llm_timeout_s=0.2, llm_max_retries=1)
+    with pytest.raises(ProviderError) as info:
+        await llm.stream([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert len(broken_llm.requests) == 2
+    assert "not answering (timed out)" in user_text(info.value)
