@@ -9,7 +9,7 @@ NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 
 .PHONY: install python-check bwrap run chat doctor migrate test test-pg bench bench-pg lint clean
 
-install: python-check $(STAMP)
+install: python-check $(STAMP) bwrap
 
 # One clear line instead of pip's resolver errors when python3 is too old.
 python-check:

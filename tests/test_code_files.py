@@ -81,14 +81,19 @@ for (let i = 0; ; i++) {
 
 @pytest.mark.parametrize("mode", [*STRONG_MODES, pytest.param("off", id="off")])
 async def test_filling_output_stops_the_run_and_frees_the_disk(env: Env, mode: str) -> None:
-    import glob
+    import os
+    import shutil
     import tempfile
 
     from tools.code.runner import DISK_CAP_BYTES
 
     svc = env.service(code_sandbox="off") if mode == "off" else env.in_mode(mode)
-    runs = str(Path(tempfile.gettempdir()) / "sidekick-code-*")
-    before = set(glob.glob(runs))
+    assert svc.runner is not None
+    # A base of its own (traversable by the run's throwaway uid), so other runs' work
+    # dirs cannot be mistaken for leftovers of this one.
+    base = Path(tempfile.mkdtemp(prefix="sidekick-fill-"))
+    os.chmod(base, 0o755)
+    svc.runner.workbase = base
     _, res, cat = await svc.execute(FILL_OUTPUT, 20000, env.call())
     if mode == "landlock-only":  # output/ is inside the work dir: confine.py's watcher
         assert "the work dir passed 128 MiB" in res.stderr and not res.timed_out
@@ -99,7 +104,9 @@ async def test_filling_output_stops_the_run_and_frees_the_disk(env: Env, mode: s
     assert res.outputs is not None
     sent = sum(len(f.data) for f in res.outputs.files)
     assert sent <= 50 * 2**20 and res.outputs.skipped  # the collection caps still apply
-    assert set(glob.glob(runs)) <= before  # work dir and output/ removed
+    left = os.listdir(base)
+    shutil.rmtree(base)
+    assert left == []  # work dir and output/ removed
     assert DISK_CAP_BYTES == 128 * 2**20
 
 
