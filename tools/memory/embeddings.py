@@ -7,6 +7,7 @@ index built by one embedder is only valid for that embedder (`name`, `dim`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib.util
 import threading
@@ -18,6 +19,7 @@ import numpy as np
 from pydantic import SecretStr
 
 from tools.errors import ProviderError
+from tools.mapped_weights import mapped_rows
 from tools.memory.settings import MemorySettings
 
 
@@ -61,7 +63,13 @@ def _load_wordllama_once(dim: int) -> Any:
     from wordllama import WordLlama
 
     folder = Path(wordllama.__file__).parent
-    return WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
+    model = WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
+    # Its float32 copy of the table (~32 MB) swapped for the mapped file; if the file is
+    # not what mapped_rows expects, the copy stays.
+    weights = folder / "weights" / f"l2_supercat_{dim}.safetensors"
+    with contextlib.suppress(Exception):
+        model.embedding = mapped_rows(weights, model.embedding)
+    return model
 
 
 class WordLlamaEmbedder:
