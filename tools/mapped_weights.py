@@ -1,5 +1,5 @@
-"""Embedding tables read straight from their safetensors file (memory-mapped) instead of
-copied into the process.
+"""WordLlama embeddings with the table read straight from its safetensors file
+(memory-mapped) instead of copied into the process.
 
 WordLlama converts its float16 table (32000 x 256) to a float32 copy in memory: ~32 MB
 per process, all of it resident. Mapped, the file's pages are shared with the page cache
@@ -46,13 +46,42 @@ class Float32Rows:
         return self.shape[0]
 
 
-def mapped_rows(path: Path, loaded: np.ndarray, key: str = "embedding.weight") -> Float32Rows:
-    """The mapped stand-in for `loaded` (the table as the library loaded it), after a
-    check on a spread of rows that both hold the same numbers."""
-    rows = Float32Rows(map_f16_tensor(path, key))
-    if rows.shape != loaded.shape:
-        raise ValueError(f"{path.name}: shape {rows.shape}, loaded {loaded.shape}")
-    sample = np.unique(np.linspace(0, loaded.shape[0] - 1, 64).astype(np.int64))
-    if not np.array_equal(rows[sample], loaded[sample]):
-        raise ValueError(f"{path.name}: mapped rows differ from the loaded table")
-    return rows
+class MappedWordLlama:
+    """WordLlama's `embed(texts, norm=True)` on the mapped table and the wheel's own
+    tokenizer file, without importing the wordllama package (~15 MB: requests, its
+    trainers and compiled algorithms, none of which embedding needs). The steps are
+    WordLlamaInference.embed's (wordllama 0.4), batch by batch, so the numbers are the same
+    bit for bit; tests/test_mapped_weights.py compares them with the package's own."""
+
+    BATCH = 64
+
+    def __init__(self, folder: Path, dim: int, config: str = "l2_supercat") -> None:
+        from tokenizers import Tokenizer
+
+        self.embedding = Float32Rows(
+            map_f16_tensor(folder / "weights" / f"{config}_{dim}.safetensors", "embedding.weight")
+        )
+        self.tokenizer = Tokenizer.from_file(
+            str(folder / "tokenizers" / f"{config}_tokenizer_config.json")
+        )
+        self.tokenizer.enable_padding()
+        self.tokenizer.no_truncation()
+
+    def embed(self, texts: list[str], norm: bool = False) -> np.ndarray:
+        out = np.empty((len(texts), self.embedding.shape[1]), dtype=np.float32)
+        for i in range(0, len(texts), self.BATCH):
+            chunk = texts[i : i + self.BATCH]
+            encoded = self.tokenizer.encode_batch(
+                chunk, is_pretokenized=False, add_special_tokens=False
+            )
+            ids = np.array([e.ids for e in encoded], dtype=np.int32)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
+            np.clip(ids, 0, self.embedding.shape[0] - 1, out=ids)
+            x = self.embedding[ids]
+            mask_sum = np.maximum(mask.sum(axis=1, keepdims=True), 1.0).astype(np.float32)
+            summed = np.sum(x * mask[..., np.newaxis], axis=1, dtype=np.float32)
+            pooled: np.ndarray = summed / mask_sum
+            if norm:
+                pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[i : i + pooled.shape[0]] = pooled
+        return out
