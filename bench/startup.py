@@ -36,6 +36,7 @@ CHATS = 50
 HEAVY = [
     "aiogram",
     "aiogram.types",
+    "bot.telegram",  # aiogram as the bot imports it: types built on first use (lazy_types)
     "openai",
     "httpx",
     "sqlalchemy.ext.asyncio",
@@ -73,11 +74,16 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def rss_split(pid: int) -> str:
+    """Private memory vs pages of files (shared libraries, the mapped embedding table)."""
+    return f"anon {rss_mb(pid, 'RssAnon'):.0f} MB, file {rss_mb(pid, 'RssFile'):.0f} MB"
 
 
 def bot_env(tmp: Path, tg: FakeTelegram, llm: FakeOpenAI, mcp: bool) -> dict[str, str]:
@@ -143,7 +149,7 @@ async def bot_figures(messages: int, mcp: bool) -> None:
         proc, startup, startup_cpu = await start_bot(tg, env)
         try:
             await asyncio.sleep(1.0)
-            idle = rss_mb(proc.pid)
+            idle, idle_split = rss_mb(proc.pid), rss_split(proc.pid)
             first = await exchange(tg, 1000, "hello, remember I like tea", 1)
             warm = await exchange(tg, 1001, "hello again", 2)
             # N more messages, 50 chats in turns, a few in flight at once.
@@ -155,7 +161,7 @@ async def bot_figures(messages: int, mcp: bool) -> None:
                     await tg.wait_for(lambda n=sent + i + 1: len(tg.messages) >= n, timeout=300)
             await tg.wait_for(lambda: len(tg.messages) >= sent + messages, timeout=300)
             rate = messages / (time.perf_counter() - t1)
-            after = rss_mb(proc.pid)
+            after, after_split = rss_mb(proc.pid), rss_split(proc.pid)
         finally:
             proc.terminate()
             _, err = await proc.communicate()
@@ -171,7 +177,9 @@ async def bot_figures(messages: int, mcp: bool) -> None:
     print(f"  first message round trip      {first * 1000:6.0f} ms   (loads lazy parts)")
     print(f"  warm message round trip       {warm * 1000:6.0f} ms")
     print(f"  RSS idle after start          {idle:6.0f} MB   target <= 150 MB")
+    print(f"    ({idle_split})")
     print(f"  RSS after {messages:>5} messages     {after:6.0f} MB   target <= 200 MB")
+    print(f"    ({after_split})")
     print(f"  ({rate:.0f} messages/s from outside, 50 chats in turns)")
 
 
@@ -235,6 +243,51 @@ def import_costs() -> None:
         print(f"  {name:<34} {ms:7.0f} ms  {mb:6.1f} MB")
 
 
+TEXTS = "['hello, remember I like tea', 'message 12', 'a longer note about the garden'] * 30"
+WARM = {  # each loads the piece, keeps it (as the bot does) and uses it once
+    "embedder (WordLlama, mapped)": (
+        f"from tools.memory.embeddings import WordLlamaEmbedder as E; E().embed_sync({TEXTS})"
+    ),
+    "token counter (o200k, tools.bpe)": (
+        f"from tools.tokens import encoder; [encoder().encode(t) for t in {TEXTS}]"
+    ),
+    "(bpe-openai Rust tokenizer, unused)": (
+        "import bpe_openai; e = bpe_openai.get_encoding('o200k_base');"
+        f" [e.encode(t) for t in {TEXTS}]"
+    ),
+    "(WordLlama package, unused)": (
+        "import wordllama; from pathlib import Path; m = wordllama.WordLlama.load(dim=256,"
+        f" cache_dir=Path(wordllama.__file__).parent, disable_download=True); m.embed({TEXTS})"
+    ),
+}
+
+
+def warm_costs() -> None:
+    """What App.warm_up loads after polling starts, each over the bot's own imports."""
+    code = (
+        "import sys,time\n"
+        "def rss():\n"
+        " for l in open('/proc/self/status'):\n"
+        "  if l.startswith('VmRSS:'): return int(l.split()[1])\n"
+        "import bot.telegram.main\n"
+        "r0=rss()\n"
+        "t=time.perf_counter()\n"
+        "exec(sys.argv[1])\n"
+        "dt=time.perf_counter()-t\n"
+        "print(dt*1000,(rss()-r0)/1024)\n"
+    )
+    print("warm-up pieces (fresh interpreter, over bot.telegram.main's imports):")
+    for name, stmt in WARM.items():
+        out = subprocess.run(
+            [sys.executable, "-c", code, stmt], cwd=ROOT, capture_output=True, text=True
+        )
+        if out.returncode:
+            print(f"  {name:<34} failed: {out.stderr.strip().splitlines()[-1]}")
+            continue
+        ms, mb = (float(x) for x in out.stdout.split())
+        print(f"  {name:<34} {ms:7.0f} ms  {mb:6.1f} MB")
+
+
 def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -249,6 +302,7 @@ def main() -> None:
     asyncio.run(chat_figure())
     if not args.skip_imports:
         import_costs()
+        warm_costs()
 
 
 if __name__ == "__main__":

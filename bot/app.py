@@ -44,8 +44,9 @@ class App:
     warming: asyncio.Task[None] | None = None
 
     def warm_up(self) -> None:
-        """Loads what the first message needs (embedding model, tokenizer: ~1 s, ~100 MB)
-        in a thread, so start-up does not wait for it and the first reply rarely does."""
+        """Loads what the first message needs (embedding model, token counter: ~0.2 s,
+        ~55 MB; bench/startup.py prints each) in a thread, so start-up does not wait for it
+        and the first reply rarely does."""
         if self.warming is None:
             self.warming = asyncio.create_task(asyncio.to_thread(_warm_sync))
 

@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import SecretStr
 
 from tools.errors import ProviderError
+from tools.mapped_weights import MappedWordLlama
 from tools.memory.settings import MemorySettings
 
 
@@ -55,13 +56,18 @@ def _load_wordllama(dim: int) -> Any:
 @functools.cache
 def _load_wordllama_once(dim: int) -> Any:
     """Load once per process (it takes a fraction of a second) and share: the model is
-    read-only. Plain WordLlama.load() looks in ~/.cache and downloads; the wheel's own
-    folder holds weights/ and tokenizers/, so cache_dir points there, downloads forbidden."""
-    import wordllama
-    from wordllama import WordLlama
+    read-only. The wheel's own folder holds weights/ and tokenizers/: MappedWordLlama reads
+    them in place (the table memory-mapped, not copied); if that fails, WordLlama.load with
+    cache_dir pointing there, downloads forbidden (plain load() would look in ~/.cache)."""
+    spec = importlib.util.find_spec("wordllama")
+    assert spec is not None and spec.submodule_search_locations
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    try:
+        return MappedWordLlama(folder, dim)
+    except Exception:
+        from wordllama import WordLlama
 
-    folder = Path(wordllama.__file__).parent
-    return WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
+        return WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
 
 
 class WordLlamaEmbedder:
