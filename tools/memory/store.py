@@ -60,6 +60,7 @@ class MemoryStore:
         # Recall modes for the benchmark: both halves, or one alone.
         self.use_bm25 = True
         self.use_vectors = True
+        self.overlap = True
 
     # -- index health -------------------------------------------------------------------
 
@@ -238,6 +239,13 @@ class MemoryStore:
     ) -> list[tuple[int, float]]:
         """KNN through the in-process copy for big users, sqlite-vec for the others."""
         now = self._clock()
+        uv = await self._user_vectors(s, user_id)
+        if uv is not None:
+            return uv.knn(vec, k, layer, repo.epoch(now))
+        return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, now)
+
+    async def _user_vectors(self, s: Any, user_id: int) -> UserVectors | None:
+        """The in-process copy of a big user's vectors (loaded on first use), else None."""
         uv = self.vcache.get(user_id)
         if uv is None:
             if user_id not in self._counts:
@@ -247,9 +255,7 @@ class MemoryStore:
                 for mid, lay, exp, blob in await repo.user_vectors(s, user_id):
                     uv.add(mid, lay, exp, np.frombuffer(blob, dtype=np.float32))
                 self.vcache.users[user_id] = uv
-        if uv is not None:
-            return uv.knn(vec, k, layer, repo.epoch(now))
-        return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, now)
+        return uv
 
     async def _knn_layers(
         self, s: Any, user_id: int, vec: np.ndarray, k: int, wanted: list[str]
@@ -353,9 +359,19 @@ class MemoryStore:
         terms = query_words(query) if self.use_bm25 else []
         async with self._sf() as s:
             vec_hits: list[tuple[int, float]] = []
+            knn: asyncio.Future[list[tuple[int, float]]] | None = None
             if vec is not None and self._vectors:
-                vec_hits = await self._knn_layers(s, user_id, vec, pool, wanted)
+                uv = await self._user_vectors(s, user_id)
+                if uv is not None and len(wanted) == len(LAYERS) and self.overlap:
+                    # numpy and SQLite both release the GIL: the in-process KNN runs in a
+                    # thread while BM25 runs in the database's.
+                    epoch = repo.epoch(now)
+                    knn = asyncio.ensure_future(asyncio.to_thread(uv.knn, vec, pool, None, epoch))
+                else:
+                    vec_hits = await self._knn_layers(s, user_id, vec, pool, wanted)
             bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
+            if knn is not None:
+                vec_hits = await knn
             w = self.weights
             scores = fuse(bm_hits, vec_hits, w)
             if w.feedback > 0 and bm_hits:
