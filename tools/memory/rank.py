@@ -24,6 +24,7 @@ class RankWeights:
     neighbours: dict[int, float] = field(
         default_factory=lambda: {-1: 0.3, 1: 0.5, -2: 0.25, 2: 0.25}
     )
+    spread_from: int = 20  # only the best this many (or 2 x limit) spread; 0: all do
     layer: dict[str, float] = field(
         default_factory=lambda: {"long": 1.0, "session": 1.0, "mid": 0.95, "short": 0.9}
     )

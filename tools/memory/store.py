@@ -20,6 +20,7 @@ from db.repos import memory as repo
 from tools.base import Clock
 from tools.memory import feedback
 from tools.memory.embeddings import Embedder
+from tools.memory.health import REINDEX_HINT, index_status
 from tools.memory.rank import RankWeights, fuse
 from tools.memory.reindex import reembed_all
 from tools.memory.rerank import rerank
@@ -33,7 +34,6 @@ log = logging.getLogger(__name__)
 
 LAYERS = ("long", "mid", "short", "session")
 DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same thing
-REINDEX_HINT = "run `sidekick memory reindex`"
 
 
 class MemoryStore:
@@ -66,30 +66,9 @@ class MemoryStore:
 
     async def index_status(self) -> IndexStatus:
         """Whether the stored vectors were made by the configured embedder."""
-        async with self._sf() as s, s.begin():
-            if await repo.set_fts_language(s, self._settings.memory_fts_language):
-                log.info(
-                    "memory full-text index rebuilt for %r", self._settings.memory_fts_language
-                )
-            meta = await repo.meta(s)
-            stored = meta.get("model")
-            if stored is None:
-                if await repo.count_vectors(s) == 0:
-                    await repo.set_meta(s, {"model": self.embedder.name})
-                    self._vectors = True
-                    return IndexStatus(
-                        True, self.embedder.name, await repo.vec_dim(s), None, "new index"
-                    )
-                stored = "unknown"
-            dim = await repo.vec_dim(s)
-        ok = stored == self.embedder.name
-        self._vectors = ok
-        detail = (
-            "up to date"
-            if ok
-            else (f"built with {stored}, configured {self.embedder.name}: {REINDEX_HINT}")
-        )
-        return IndexStatus(ok, self.embedder.name, dim, stored, detail)
+        status = await index_status(self._sf, self.embedder, self._settings.memory_fts_language)
+        self._vectors = status.ok
+        return status
 
     async def _vectors_ok(self) -> bool:
         if self._vectors is None:
@@ -383,7 +362,8 @@ class MemoryStore:
                 scores = await feedback.by_vectors(
                     s, vec, scores, w, lambda v: self._knn_layers(s, user_id, v, pool, wanted)
                 )
-            ranked = (await rerank(s, user_id, query, scores, now, wanted, session_id, w))[:limit]
+            ranked = await rerank(s, user_id, query, scores, now, wanted, session_id, w, limit)
+            ranked = ranked[:limit]
             found = await repo.rows(s, user_id, [mid for mid, _ in ranked], now)
         keep = {r.memory.id: r for r in found}
         top = ranked[0][1] if ranked else 1.0
