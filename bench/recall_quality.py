@@ -48,11 +48,13 @@ MODES: dict[str, tuple[bool, bool, RankWeights]] = {
     "before": (True, True, replace(BASE, date_boost=1.0, question_self=1.0, question_next=0.0)),
     # Tried for issue 15, not kept (each within noise or worse on the left-out figure):
     # cosines rescaled over the candidates, a Rocchio vector round, a wider word feedback
-    # round, and a penalty on the n-th memory of one session (for multi-session answers).
+    # round, a penalty on the n-th memory of one session (for multi-session answers), and
+    # the query embedded from its content words only (with rescaled cosines).
     "vec-norm": (True, True, replace(BASE, vector_norm=True, vector=0.3)),
     "fb-vec": (True, True, replace(BASE, feedback_vec=0.1)),
     "fb-wide": (True, True, replace(BASE, feedback=0.5, feedback_docs=5, feedback_terms=8)),
     "diverse": (True, True, replace(BASE, diversity=0.9)),
+    "vec-words": (True, True, replace(BASE, vector_words=True, vector_norm=True, vector=0.4)),
     "bm25": (True, False, BASE),
     "vectors": (False, True, BASE),
     "bm25-plain": (True, False, replace(BASE, **OFF)),

@@ -45,6 +45,9 @@ class RankWeights:
     # Vector similarity rescaled to 0..1 over the candidates (the best cosine gets 1): the
     # offline embedding's cosines sit in a narrow band, so raw they add a near constant.
     vector_norm: bool = False
+    # Embed only the query's content words (WordLlama averages its tokens: "which", "has"
+    # dilute the vector of "cities visited").
+    vector_words: bool = False
     # Rocchio in vector space: a second KNN round from the query plus the centroid of the
     # first round's best memories, its similarities added with this weight (0 = off).
     feedback_vec: float = 0.0

@@ -334,7 +334,9 @@ class MemoryStore:
         wanted = [x for x in LAYERS if x in layers] if layers else list(LAYERS)
         pool = max(50, limit * 3)
         now = self._clock()
-        vec = await self._embed(query) if self.use_vectors else None
+        # The query's vector from its content words only when asked (vector_words).
+        said = " ".join(query_words(query)) if self.weights.vector_words else ""
+        vec = await self._embed(said or query) if self.use_vectors else None
         terms = query_words(query) if self.use_bm25 else []
         async with self._sf() as s:
             vec_hits: list[tuple[int, float]] = []
