@@ -154,3 +154,55 @@ def test_shortlisted_knn_keeps_the_nearest_and_the_filters(
         longs = uv.knn(q, 20, "long", 50)
         assert longs and all((m - 1) % 2 == 1 for m, _ in longs)
     assert float(np.mean(overlap)) >= 0.95
+
+
+def test_blocked_dot_equals_the_plain_product() -> None:
+    import numpy as np
+
+    from tools.memory.vecindex import BLOCK_ROWS, dot
+
+    rng = np.random.default_rng(3)
+    mat = rng.standard_normal((2 * BLOCK_ROWS + 17, 64)).astype(np.float32)
+    q = rng.standard_normal(64).astype(np.float32)
+    assert np.allclose(dot(mat, q), mat @ q, atol=1e-4)
+
+
+def test_rescaled_cosines_and_session_diversity() -> None:
+    from tools.memory.rank import Candidate, RankWeights, diversify, fuse
+
+    w = RankWeights(vector=1.0, vector_norm=True)
+    assert fuse([], [(1, 0.2), (2, 0.3), (3, 0.4)], w) == pytest.approx({1: 1.0, 2: 0.5, 3: 0.0})
+    cands = {i: Candidate(i, "long", 1.0, NOW, 1 if i < 3 else 2) for i in (1, 2, 3)}
+    ranked = [(1, 1.0), (2, 0.9), (3, 0.8)]
+    assert diversify(ranked, cands, 1.0) == ranked
+    # The second memory of session 1 drops below the first of session 2.
+    assert [m for m, _ in diversify(ranked, cands, 0.5)] == [1, 3, 2]
+
+
+async def test_recall_is_the_same_in_every_execution_mode(env: Env) -> None:
+    """The KNN thread beside BM25, neighbours of the best candidates only, and the vector
+    feedback round change how a recall runs or adds to it, never drops the best match."""
+    env.store.vcache.min_rows = 1  # the in-process copy, as for a big user
+    texts = [f"note {i}: {w} with the {x}" for i, (w, x) in enumerate(
+        [("hiking", "dog"), ("coffee", "sister"), ("pottery", "kids"), ("chess", "father")] * 5
+    )]  # fmt: skip
+    for t in texts:
+        await env.store.store(
+            user_id=env.users[0], layer="long", content=t, session_id=env.sessions[0]
+        )
+
+    async def ids(limit: int = 5) -> list[int]:
+        q = "pottery with the kids"
+        return [h.id for h in await env.store.recall(user_id=env.users[0], query=q, limit=limit)]
+
+    first = await ids()
+    env.store.overlap = False
+    assert await ids() == first
+    env.store.weights = replace(env.store.weights, spread_from=0)
+    assert await ids() == first
+    env.store.weights = replace(env.store.weights, spread_from=1)  # 2 x limit spread
+    assert await ids(limit=1) == first[:1]
+    env.store.weights = replace(env.store.weights, spread_from=0)
+    env.store.weights = replace(env.store.weights, feedback_vec=0.2)
+    got = await ids()
+    assert got[0] == first[0]

@@ -24,6 +24,7 @@ class RankWeights:
     neighbours: dict[int, float] = field(
         default_factory=lambda: {-1: 0.3, 1: 0.5, -2: 0.25, 2: 0.25}
     )
+    spread_from: int = 20  # only the best this many (or 2 x limit) spread; 0: all do
     layer: dict[str, float] = field(
         default_factory=lambda: {"long": 1.0, "session": 1.0, "mid": 0.95, "short": 0.9}
     )
@@ -41,6 +42,18 @@ class RankWeights:
     feedback: float = 0.0
     feedback_docs: int = 3
     feedback_terms: int = 5
+    # Vector similarity rescaled to 0..1 over the candidates (the best cosine gets 1): the
+    # offline embedding's cosines sit in a narrow band, so raw they add a near constant.
+    vector_norm: bool = False
+    # Embed only the query's content words (WordLlama averages its tokens: "which", "has"
+    # dilute the vector of "cities visited").
+    vector_words: bool = False
+    # Rocchio in vector space: a second KNN round from the query plus the centroid of the
+    # first round's best memories, its similarities added with this weight (0 = off).
+    feedback_vec: float = 0.0
+    # The n-th memory of one session in the ranking is multiplied by diversity ** n, so
+    # that a question whose answer is spread over sessions is not filled by one session.
+    diversity: float = 1.0
     certainty_floor: float = 0.6  # certainty 0 multiplies by this, 1 by 1.0
     recency_days: float = 365.0  # half-weight age of the recency bonus
     recency_share: float = 0.1  # at most this much of the score comes from recency
@@ -70,8 +83,12 @@ def fuse(
         best = max(s for _, s in bm25_hits) or 1.0
         for mid, s in bm25_hits:
             out[mid] = max(s / best, 0.0) ** w.bm25_power
-    for mid, dist in vec_hits:
-        out[mid] = out.get(mid, 0.0) + w.vector * max(0.0, 1.0 - dist)
+    sims = [(mid, max(0.0, 1.0 - dist)) for mid, dist in vec_hits]
+    if w.vector_norm and sims:
+        hi, lo = max(s for _, s in sims), min(s for _, s in sims)
+        sims = [(mid, (s - lo) / (hi - lo) if hi > lo else 1.0) for mid, s in sims]
+    for mid, sim in sims:
+        out[mid] = out.get(mid, 0.0) + w.vector * sim
     return out
 
 
@@ -135,5 +152,22 @@ def weigh(
         )
         certainty = w.certainty_floor + (1 - w.certainty_floor) * max(0.0, min(c.certainty, 1.0))
         out.append((mid, s * w.layer.get(c.layer, 1.0) * certainty * recency))
+    out.sort(key=lambda t: (-t[1], -t[0]))
+    return diversify(out, cands, w.diversity)
+
+
+def diversify(
+    ranked: list[tuple[int, float]], cands: dict[int, Candidate], decay: float
+) -> list[tuple[int, float]]:
+    """Scale the n-th memory of each session (in ranked order) by decay ** n."""
+    if decay >= 1.0:
+        return ranked
+    seen: dict[int | None, int] = {}
+    out = []
+    for mid, s in ranked:
+        sid = cands[mid].session_id
+        n = seen.get(sid, 0) if sid is not None else 0
+        seen[sid] = n + 1
+        out.append((mid, s * decay**n))
     out.sort(key=lambda t: (-t[1], -t[0]))
     return out

@@ -18,10 +18,12 @@ from db.engine import SessionFactory
 from db.models.memory import Memory
 from db.repos import memory as repo
 from tools.base import Clock
-from tools.memory.dates import query_span
+from tools.memory import feedback
 from tools.memory.embeddings import Embedder
-from tools.memory.rank import Candidate, RankWeights, fuse, on_date, spread, weigh
+from tools.memory.health import REINDEX_HINT, index_status
+from tools.memory.rank import RankWeights, fuse
 from tools.memory.reindex import reembed_all
+from tools.memory.rerank import rerank
 from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
 from tools.memory.settings import MemorySettings
 from tools.memory.text import fts_match, normalise, query_words, same_words
@@ -32,7 +34,6 @@ log = logging.getLogger(__name__)
 
 LAYERS = ("long", "mid", "short", "session")
 DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same thing
-REINDEX_HINT = "run `sidekick memory reindex`"
 
 
 class MemoryStore:
@@ -59,35 +60,15 @@ class MemoryStore:
         # Recall modes for the benchmark: both halves, or one alone.
         self.use_bm25 = True
         self.use_vectors = True
+        self.overlap = True
 
     # -- index health -------------------------------------------------------------------
 
     async def index_status(self) -> IndexStatus:
         """Whether the stored vectors were made by the configured embedder."""
-        async with self._sf() as s, s.begin():
-            if await repo.set_fts_language(s, self._settings.memory_fts_language):
-                log.info(
-                    "memory full-text index rebuilt for %r", self._settings.memory_fts_language
-                )
-            meta = await repo.meta(s)
-            stored = meta.get("model")
-            if stored is None:
-                if await repo.count_vectors(s) == 0:
-                    await repo.set_meta(s, {"model": self.embedder.name})
-                    self._vectors = True
-                    return IndexStatus(
-                        True, self.embedder.name, await repo.vec_dim(s), None, "new index"
-                    )
-                stored = "unknown"
-            dim = await repo.vec_dim(s)
-        ok = stored == self.embedder.name
-        self._vectors = ok
-        detail = (
-            "up to date"
-            if ok
-            else (f"built with {stored}, configured {self.embedder.name}: {REINDEX_HINT}")
-        )
-        return IndexStatus(ok, self.embedder.name, dim, stored, detail)
+        status = await index_status(self._sf, self.embedder, self._settings.memory_fts_language)
+        self._vectors = status.ok
+        return status
 
     async def _vectors_ok(self) -> bool:
         if self._vectors is None:
@@ -237,6 +218,13 @@ class MemoryStore:
     ) -> list[tuple[int, float]]:
         """KNN through the in-process copy for big users, sqlite-vec for the others."""
         now = self._clock()
+        uv = await self._user_vectors(s, user_id)
+        if uv is not None:
+            return uv.knn(vec, k, layer, repo.epoch(now))
+        return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, now)
+
+    async def _user_vectors(self, s: Any, user_id: int) -> UserVectors | None:
+        """The in-process copy of a big user's vectors (loaded on first use), else None."""
         uv = self.vcache.get(user_id)
         if uv is None:
             if user_id not in self._counts:
@@ -246,9 +234,16 @@ class MemoryStore:
                 for mid, lay, exp, blob in await repo.user_vectors(s, user_id):
                     uv.add(mid, lay, exp, np.frombuffer(blob, dtype=np.float32))
                 self.vcache.users[user_id] = uv
-        if uv is not None:
-            return uv.knn(vec, k, layer, repo.epoch(now))
-        return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, now)
+        return uv
+
+    async def _knn_layers(
+        self, s: Any, user_id: int, vec: np.ndarray, k: int, wanted: list[str]
+    ) -> list[tuple[int, float]]:
+        """KNN over the wanted layers (one search when they are all wanted), nearest first."""
+        hits: list[tuple[int, float]] = []
+        for layer in [None] if len(wanted) == len(LAYERS) else wanted:
+            hits += await self._knn(s, user_id, vec, k, layer)
+        return sorted(hits, key=lambda t: t[1])
 
     async def _twin(
         self,
@@ -339,63 +334,42 @@ class MemoryStore:
         wanted = [x for x in LAYERS if x in layers] if layers else list(LAYERS)
         pool = max(50, limit * 3)
         now = self._clock()
-        vec = await self._embed(query) if self.use_vectors else None
+        # The query's vector from its content words only when asked (vector_words).
+        said = " ".join(query_words(query)) if self.weights.vector_words else ""
+        vec = await self._embed(said or query) if self.use_vectors else None
         terms = query_words(query) if self.use_bm25 else []
         async with self._sf() as s:
             vec_hits: list[tuple[int, float]] = []
+            knn: asyncio.Future[list[tuple[int, float]]] | None = None
             if vec is not None and self._vectors:
-                for layer in [None] if len(wanted) == len(LAYERS) else wanted:
-                    vec_hits += await self._knn(s, user_id, vec, pool, layer)
-                vec_hits.sort(key=lambda t: t[1])
+                uv = await self._user_vectors(s, user_id)
+                if uv is not None and len(wanted) == len(LAYERS) and self.overlap:
+                    # numpy and SQLite both release the GIL: the in-process KNN runs in a
+                    # thread while BM25 runs in the database's.
+                    epoch = repo.epoch(now)
+                    knn = asyncio.ensure_future(asyncio.to_thread(uv.knn, vec, pool, None, epoch))
+                else:
+                    vec_hits = await self._knn_layers(s, user_id, vec, pool, wanted)
             bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
+            if knn is not None:
+                vec_hits = await knn
             w = self.weights
             scores = fuse(bm_hits, vec_hits, w)
             if w.feedback > 0 and bm_hits:
-                scores = await self._feedback(s, user_id, terms, scores, pool, wanted)
-            # One light read of the candidates and their neighbours (no text), then the
-            # full rows of only the memories returned.
-            offsets = [d for d, share in w.neighbours.items() if share > 0]
-            around = set(scores) | {i + d for i in scores for d in offsets}
-            span = query_span(query, now)
-            facts = await repo.facts(s, user_id, sorted(around), now, dated=span is not None)
-            sessions = {mid: f.session_id for mid, f in facts.items()}
-            asks = {mid for mid, f in facts.items() if f.asks}
-            question = (w.question_self, w.question_next)
-            scores = spread(scores, sessions, w.neighbours, asks, question)
-            cands = {
-                mid: Candidate(
-                    mid, f.layer, f.certainty, f.updated_at, f.session_id, f.created_at, f.asks
+                scores = await feedback.by_words(
+                    s, user_id, now, self.words, terms, scores, w,
+                    lambda t: self._bm25(s, user_id, t, pool, wanted),
+                )  # fmt: skip
+            if w.feedback_vec > 0 and vec_hits and vec is not None:
+                scores = await feedback.by_vectors(
+                    s, vec, scores, w, lambda v: self._knn_layers(s, user_id, v, pool, wanted)
                 )
-                for mid, f in facts.items()
-                if mid in scores and self._visible(f, wanted, session_id)
-            }
-            scores = on_date(scores, cands, span, w)
-            ranked = weigh(scores, cands, now, self.weights)[:limit]
+            ranked = await rerank(s, user_id, query, scores, now, wanted, session_id, w, limit)
+            ranked = ranked[:limit]
             found = await repo.rows(s, user_id, [mid for mid, _ in ranked], now)
         keep = {r.memory.id: r for r in found}
         top = ranked[0][1] if ranked else 1.0
         return [hit(keep[mid], score / top if top else 0.0) for mid, score in ranked if mid in keep]
-
-    async def _feedback(
-        self,
-        s: Any,
-        user_id: int,
-        terms: list[str],
-        scores: dict[int, float],
-        k: int,
-        wanted: list[str],
-    ) -> dict[int, float]:
-        """A second BM25 round with the query's words plus the rare words its best hits
-        share (a multi-hop question names one thing; the hits name the others)."""
-        w = self.weights
-        top = sorted(scores, key=lambda m: -scores[m])[: w.feedback_docs]
-        found = await repo.rows(s, user_id, top, self._clock())
-        texts = [r.memory.content for r in found]
-        extra = await self.words.shared(s, texts, terms, w.feedback_terms)
-        if not extra:
-            return scores
-        again = fuse(await self._bm25(s, user_id, terms + extra, k, wanted), [], w)
-        return {m: scores.get(m, 0.0) + w.feedback * again.get(m, 0.0) for m in scores | again}
 
     async def _bm25(
         self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]
@@ -414,17 +388,6 @@ class MemoryStore:
             if len(hits) >= k:
                 return hits
         return await repo.bm25(s, user_id, match, k, wanted, now)
-
-    @staticmethod
-    def _visible(f: repo.Facts, wanted: list[str], session_id: int | None) -> bool:
-        if f.layer not in wanted:
-            return False
-        if f.layer == "session":
-            if f.session_ended:
-                return False
-            if session_id is not None and f.session_id != session_id:
-                return False
-        return True
 
     # -- maintenance ----------------------------------------------------------------------
 
