@@ -31,11 +31,12 @@ from tool_catalog import NEEDS, catalog  # noqa: E402
 
 from bot.app import build_app  # noqa: E402
 from bot.config import load_settings  # noqa: E402
-from tools.base import RequestContext, ToolCall  # noqa: E402
+from tools.base import RequestContext, Tool, ToolCall  # noqa: E402
 from tools.discovery.index import ToolIndex  # noqa: E402
 from tools.discovery.meta import ExplainParams  # noqa: E402
-from tools.mcp.convert import McpArgs, McpTool  # noqa: E402
-from tools.registry import discovery, memory_embedder  # noqa: E402
+from tools.mcp.convert import McpArgs  # noqa: E402
+from tools.memory.embeddings import WordLlamaEmbedder  # noqa: E402
+from tools.registry import discovery  # noqa: E402
 from tools.tokens import count_payload, tokenizer_name  # noqa: E402
 
 SCHEMA: dict[str, Any] = {
@@ -52,16 +53,14 @@ async def no_run(p: McpArgs, call: ToolCall) -> str:
     return "ok"
 
 
-def as_tool(name: str, description: str) -> McpTool:
+def as_tool(name: str, description: str) -> Tool[McpArgs]:
     server = name.split("__", 1)[0]
-    return McpTool(
+    return Tool(
         name=name,
         description=f"[{server}] {description}",
         params=McpArgs,
         run=no_run,
-        input_schema=SCHEMA,
-        server=server,
-        remote_name=name,
+        parameters=SCHEMA,
     )
 
 
@@ -107,7 +106,7 @@ async def payloads() -> None:
 def quality() -> None:
     tools = catalog()
     names = [n for n, _ in tools]
-    embed = memory_embedder(None)  # type: ignore[arg-type]
+    embed = WordLlamaEmbedder().embed_sync  # what tool_search uses (tools.registry)
     hybrid = ToolIndex(tools, embed)
     words = ToolIndex(tools, None)
 
