@@ -32,12 +32,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# bot.telegram first, as in the bot's process: aiogram's types are then built on first use.
+from bot.telegram.dispatcher import build_runtime  # noqa: I001
+
 from aiogram import BaseMiddleware
 from aiogram.types import TelegramObject
 
 from bot.app import build_app
 from bot.config import load_settings
-from bot.telegram.dispatcher import build_runtime
 from tests.fakes.openai_server import FakeOpenAI, Text
 from tests.fakes.telegram_server import FakeTelegram, message_update
 
