@@ -232,9 +232,14 @@ def import_costs() -> None:
         "print(dt*1000,(rss()-r0)/1024)\n"
     )
     print("import costs (alone, fresh interpreter; shared dependencies count each time):")
-    for name in HEAVY:
+    _print_costs(code, {name: name for name in HEAVY})
+
+
+def _print_costs(code: str, items: dict[str, str]) -> None:
+    """Runs `code` with each item's argument in a fresh interpreter: its ms and MB."""
+    for name, arg in items.items():
         out = subprocess.run(
-            [sys.executable, "-c", code, name], cwd=ROOT, capture_output=True, text=True
+            [sys.executable, "-c", code, arg], cwd=ROOT, capture_output=True, text=True
         )
         if out.returncode:
             print(f"  {name:<34} failed: {out.stderr.strip().splitlines()[-1]}")
@@ -277,15 +282,7 @@ def warm_costs() -> None:
         "print(dt*1000,(rss()-r0)/1024)\n"
     )
     print("warm-up pieces (fresh interpreter, over bot.telegram.main's imports):")
-    for name, stmt in WARM.items():
-        out = subprocess.run(
-            [sys.executable, "-c", code, stmt], cwd=ROOT, capture_output=True, text=True
-        )
-        if out.returncode:
-            print(f"  {name:<34} failed: {out.stderr.strip().splitlines()[-1]}")
-            continue
-        ms, mb = (float(x) for x in out.stdout.split())
-        print(f"  {name:<34} {ms:7.0f} ms  {mb:6.1f} MB")
+    _print_costs(code, WARM)
 
 
 def _load() -> str:
