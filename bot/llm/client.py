@@ -203,11 +203,6 @@ class LLMClient:
                 )
                 await asyncio.sleep(delay)
 
-    async def _post_stream(
-        self, client: AsyncOpenAI, body: dict[str, Any]
-    ) -> AsyncGenerator[dict[str, Any]]:
-        return await open_stream(client, body)
-
     async def stream(
         self,
         messages: list[dict[str, Any]],
@@ -220,72 +215,24 @@ class LLMClient:
         text so far after each delta."""
 
         async def once(client: AsyncOpenAI, model: str) -> Completion:
-            kwargs: dict[str, Any] = {
-                "model": model,
-                "messages": messages,
-                "stream": True,
-                # The provider's own token counts arrive in a last chunk without choices.
-                "stream_options": {"include_usage": True},
-            }
+            body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
             if tools:
-                kwargs["tools"] = tools
-            # Chunks come as the parsed JSON dicts: building the SDK's pydantic chunk
-            # objects cost more CPU than the rest of the stream handling.
-            if not self.ask_usage:
-                kwargs.pop("stream_options")
+                body["tools"] = tools
+            if self.ask_usage:
+                # The provider's own token counts arrive in a last chunk without choices.
+                body["stream_options"] = {"include_usage": True}
             try:
-                stream = await self._post_stream(client, kwargs)
+                events = await open_stream(client, body)
             except openai.BadRequestError as exc:
                 # An older server that rejects stream_options: go on without (usage is
                 # then estimated), and stop asking.
-                if "stream_options" not in str(exc) or "stream_options" not in kwargs:
+                if "stream_options" not in str(exc) or "stream_options" not in body:
                     raise
                 log.warning("the model endpoint rejects stream_options; usage will be estimated")
                 self.ask_usage = False
-                kwargs.pop("stream_options")
-                stream = await self._post_stream(client, kwargs)
-            out = Completion(model=model)
-            calls: dict[int, LLMToolCall] = {}
-            text: list[str] = []
-            async with contextlib.aclosing(stream):
-                async for chunk in stream:
-                    usage = chunk.get("usage")
-                    if usage:
-                        out.usage = parse_usage(usage)
-                    if out.provider_id is None and isinstance(chunk.get("id"), str):
-                        out.provider_id = chunk["id"]
-                    choices = chunk.get("choices")
-                    if not choices or not isinstance(choices[0], dict):
-                        continue
-                    choice = choices[0]
-                    delta = choice.get("delta")
-                    if not isinstance(delta, dict):
-                        delta = {}
-                    content = delta.get("content")
-                    if content:
-                        text.append(content)
-                        if on_text is not None:
-                            await on_text("".join(text))
-                    for tc in delta.get("tool_calls") or []:
-                        if not isinstance(tc, dict):
-                            continue
-                        index = tc.get("index", 0)
-                        call = calls.setdefault(index, LLMToolCall(id="", name="", arguments=""))
-                        if tc.get("id"):
-                            call.id = tc["id"]
-                        fn = tc.get("function")
-                        if isinstance(fn, dict):
-                            if fn.get("name"):
-                                call.name += fn["name"]
-                            if fn.get("arguments"):
-                                call.arguments += fn["arguments"]
-                    if choice.get("finish_reason"):
-                        out.finish_reason = choice["finish_reason"]
-            out.content = "".join(text)
-            out.tool_calls = [calls[i] for i in sorted(calls)]
-            for n, call in enumerate(out.tool_calls):
-                call.id = call.id or f"call_{n}"
-            return out
+                body.pop("stream_options")
+                events = await open_stream(client, body)
+            return await _collect(events, model, on_text)
 
         return await self._with_fallback(model, once)
 
@@ -339,3 +286,50 @@ def _describe(exc: openai.APIStatusError) -> str:
     except Exception:
         message = None
     return f"HTTP {exc.status_code}: {message or exc.message}"[:300]
+
+
+async def _collect(
+    events: AsyncGenerator[dict[str, Any]], model: str, on_text: OnText | None
+) -> Completion:
+    """A stream's events (parsed JSON dicts, not the SDK's chunk objects, which cost more
+    CPU than the rest) added up into one Completion."""
+    out = Completion(model=model)
+    calls: dict[int, LLMToolCall] = {}
+    text: list[str] = []
+    async with contextlib.aclosing(events):
+        async for chunk in events:
+            if usage := chunk.get("usage"):
+                out.usage = parse_usage(usage)
+            if out.provider_id is None and isinstance(chunk.get("id"), str):
+                out.provider_id = chunk["id"]
+            choices = chunk.get("choices")
+            if not choices or not isinstance(choices[0], dict):
+                continue
+            choice = choices[0]
+            delta = choice.get("delta")
+            delta = delta if isinstance(delta, dict) else {}
+            if content := delta.get("content"):
+                text.append(content)
+                if on_text is not None:
+                    await on_text("".join(text))
+            for tc in delta.get("tool_calls") or []:
+                if isinstance(tc, dict):
+                    _add_call_delta(calls, tc)
+            if choice.get("finish_reason"):
+                out.finish_reason = choice["finish_reason"]
+    out.content = "".join(text)
+    out.tool_calls = [calls[i] for i in sorted(calls)]
+    for n, call in enumerate(out.tool_calls):
+        call.id = call.id or f"call_{n}"
+    return out
+
+
+def _add_call_delta(calls: dict[int, LLMToolCall], tc: dict[str, Any]) -> None:
+    """Tool calls arrive in pieces keyed by index: the id once, name and arguments in parts."""
+    call = calls.setdefault(tc.get("index", 0), LLMToolCall(id="", name="", arguments=""))
+    if tc.get("id"):
+        call.id = tc["id"]
+    fn = tc.get("function")
+    if isinstance(fn, dict):
+        call.name += fn.get("name") or ""
+        call.arguments += fn.get("arguments") or ""
