@@ -8,17 +8,17 @@ from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from aiogram import Router
+from aiogram import Bot, Router
 from aiogram.filters import Command, CommandObject
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
 
 from bot.app import App
 from bot.telegram.render import send_chunk, send_plain
+from bot.telegram.user import ChatUser, use_user
 from db.models.schedule import ScheduledJob
-from db.repos import core as core_repo
 from db.repos import schedule as repo
-from scheduler.periods import parse_hhmm, user_tz
+from scheduler.periods import parse_hhmm
 from tools.base import ToolError
 from tools.schedule import jobs
 from tools.schedule.times import local_text
@@ -37,12 +37,6 @@ QUIET_USAGE = "Usage: /quiet 22:00-07:00 (reminders wait until it ends) · /quie
 class JobButton(CallbackData, prefix="rem"):
     action: Literal["cancel", "pause", "resume"]
     job_id: int
-
-
-async def _user(app: App, tg_id: int, name: str) -> tuple[int, ZoneInfo]:
-    async with app.session_factory() as s, s.begin():
-        user = await core_repo.get_or_create_user(s, tg_id, name, app.deps.clock())
-        return user.id, user_tz(user.timezone, app.settings.tz)
 
 
 def _buttons(found: list[ScheduledJob]) -> InlineKeyboardMarkup | None:
@@ -125,39 +119,39 @@ async def quiet_command(app: App, user_id: int, arg: str, now: datetime) -> str:
 
 
 def build_router() -> Router:
-    router = Router(name="reminders")
+    router = use_user(Router(name="reminders"))
 
     @router.message(
         Command("reminders"),
         flags={"command": ("reminders", "your reminders and tasks; /reminders history")},
     )
-    async def on_reminders(message: Message, command: CommandObject, app: App) -> None:
-        assert message.bot is not None and message.from_user is not None
-        user_id, tz = await _user(app, message.from_user.id, message.from_user.full_name)
+    async def on_reminders(
+        message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
+    ) -> None:
         if (command.args or "").strip().lower() == "history":
-            await send_plain(message.bot, message.chat.id, await history_text(app, user_id, tz))
+            await send_plain(bot, message.chat.id, await history_text(app, user.id, user.tz))
             return
-        text, shown = await upcoming_text(app, user_id, tz)
-        await send_chunk(message.bot, message.chat.id, text, [], _buttons(shown))
+        text, shown = await upcoming_text(app, user.id, user.tz)
+        await send_chunk(bot, message.chat.id, text, [], _buttons(shown))
 
     @router.message(
         Command("quiet"),
         flags={"command": ("quiet", "HH:MM-HH:MM: hold reminders back during those hours")},
     )
-    async def on_quiet(message: Message, command: CommandObject, app: App) -> None:
-        assert message.bot is not None and message.from_user is not None
-        user_id, _ = await _user(app, message.from_user.id, message.from_user.full_name)
-        text = await quiet_command(app, user_id, command.args or "", app.deps.clock())
-        await send_plain(message.bot, message.chat.id, text)
+    async def on_quiet(
+        message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
+    ) -> None:
+        text = await quiet_command(app, user.id, command.args or "", app.deps.clock())
+        await send_plain(bot, message.chat.id, text)
 
     @router.callback_query(JobButton.filter())
-    async def on_button(query: CallbackQuery, callback_data: JobButton, app: App) -> None:
-        assert query.bot is not None
-        user_id, tz = await _user(app, query.from_user.id, query.from_user.full_name)
+    async def on_button(
+        query: CallbackQuery, callback_data: JobButton, bot: Bot, app: App, user: ChatUser
+    ) -> None:
         try:
             job = await jobs.change(
                 app.session_factory,
-                user_id=user_id,
+                user_id=user.id,
                 job_id=callback_data.job_id,
                 action=callback_data.action,
                 now=app.deps.clock(),
@@ -168,8 +162,8 @@ def build_router() -> Router:
         done = {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed"}
         await query.answer(f"{done[callback_data.action]} #{job.id}.")
         if query.message is not None:
-            text, shown = await upcoming_text(app, user_id, tz)
-            await query.bot.edit_message_text(
+            text, shown = await upcoming_text(app, user.id, user.tz)
+            await bot.edit_message_text(
                 text,
                 chat_id=query.message.chat.id,
                 message_id=query.message.message_id,
