@@ -25,76 +25,20 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
-from aiogram import BaseMiddleware
-from aiogram.types import TelegramObject
-from aiohttp import web
 from PIL import Image
+from timing import TimedLLM, TimedTelegram, Timing
 
 from bot.app import build_app
 from bot.config import load_settings
 from bot.telegram.dispatcher import build_runtime
-from tests.fakes.openai_server import FakeOpenAI, Text
-from tests.fakes.telegram_server import FakeTelegram, message_update
+from tests.fakes.openai_server import Text
+from tests.fakes.telegram_server import message_update
 from tests.media_helpers import document, photo, voice
-
-Span = tuple[float, float]
-
-
-class Timing(BaseMiddleware):
-    def __init__(self) -> None:
-        self.spans: list[Span] = []
-
-    async def __call__(
-        self,
-        handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
-        event: TelegramObject,
-        data: dict[str, Any],
-    ) -> Any:
-        start = time.perf_counter()
-        try:
-            return await handler(event, data)
-        finally:
-            self.spans.append((start, time.perf_counter()))
-
-
-class TimedTelegram(FakeTelegram):
-    def __init__(self) -> None:
-        super().__init__()
-        self.file_spans: list[Span] = []
-
-    async def _file(self, request: web.Request) -> web.StreamResponse:
-        start = time.perf_counter()
-        try:
-            return await super()._file(request)
-        finally:
-            self.file_spans.append((start, time.perf_counter()))
-
-
-class TimedLLM(FakeOpenAI):
-    def __init__(self) -> None:
-        super().__init__(responder=lambda body: Text("ok", chunk=10_000))
-        self.spans: list[Span] = []
-
-    async def _chat(self, request: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return await super()._chat(request)
-        finally:
-            self.spans.append((start, time.perf_counter()))
-
-    async def _transcribe(self, request: web.Request) -> web.Response:
-        start = time.perf_counter()
-        try:
-            return await super()._transcribe(request)
-        finally:
-            self.spans.append((start, time.perf_counter()))
 
 
 def photo_1mb() -> bytes:
@@ -121,7 +65,7 @@ def pct(values: list[float], q: float) -> float:
 
 async def run(items: int) -> None:
     tg = await TimedTelegram().start()
-    llm = await TimedLLM().start()
+    llm = await TimedLLM(lambda body: Text("ok", chunk=10_000)).start()
     chats = [1000 + i for i in range(10)]
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(

@@ -26,56 +26,18 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# bot.telegram first, as in the bot's process: aiogram's types are then built on first use.
-from bot.telegram.dispatcher import build_runtime  # noqa: I001
-
-from aiogram import BaseMiddleware
-from aiogram.types import TelegramObject
+from timing import TimedLLM, Timing
 
 from bot.app import build_app
 from bot.config import load_settings
-from tests.fakes.openai_server import FakeOpenAI, Text
+from bot.telegram.dispatcher import build_runtime
+from tests.fakes.openai_server import Text
 from tests.fakes.telegram_server import FakeTelegram, message_update
-
-
-class Timing(BaseMiddleware):
-    """Records (start, end) of every handled update, inside the access check."""
-
-    def __init__(self) -> None:
-        self.spans: list[tuple[float, float]] = []
-
-    async def __call__(
-        self,
-        handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
-        event: TelegramObject,
-        data: dict[str, Any],
-    ) -> Any:
-        start = time.perf_counter()
-        try:
-            return await handler(event, data)
-        finally:
-            self.spans.append((start, time.perf_counter()))
-
-
-class TimedLLM(FakeOpenAI):
-    """The fake model, recording how long each of its request handlers took."""
-
-    def __init__(self) -> None:
-        super().__init__(responder=lambda body: Text("ok: " + _last_user(body), chunk=10_000))
-        self.spans: list[tuple[float, float]] = []
-
-    async def _chat(self, request: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return await super()._chat(request)
-        finally:
-            self.spans.append((start, time.perf_counter()))
 
 
 def _last_user(body: dict[str, Any]) -> str:
@@ -101,7 +63,7 @@ def server_time(
 
 async def run(chats: int, messages: int, sequential: int) -> None:
     tg = await FakeTelegram().start()
-    llm = await TimedLLM().start()
+    llm = await TimedLLM(lambda body: Text("ok: " + _last_user(body), chunk=10_000)).start()
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(
             data_dir=Path(tmp),
