@@ -27,6 +27,14 @@ if MYPY:
 else:
     import _signal as signal
 
+# Run by launch.py (its folder on sys.path, no packages); imported by the tests.
+try:
+    from tools.code.diskuse import usage
+    from tools.code.orphans import end_orphans
+except ImportError:
+    from diskuse import usage  # type: ignore[no-redef]
+    from orphans import end_orphans  # type: ignore[no-redef]
+
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446  # same on every arch
 PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 38, 1, 36, 4
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
@@ -237,57 +245,6 @@ def drop_uid(uid: int | None) -> None:
         os.setresuid(uid, uid, uid)
 
 
-def used_bytes(top: str, stop_at: int) -> int:
-    """Disk blocks under `top`, counting no further than `stop_at`."""
-    total = 0
-    for root, dirs, files in os.walk(top):
-        for name in dirs + files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
-            except OSError:
-                continue
-            if total > stop_at:
-                return total
-    return total
-
-
-def end_orphans() -> None:
-    """Kill what bun left running (setsid, double fork): as the child subreaper we
-    inherit every orphan of the run, so our children are exactly those."""
-    me = os.getpid()
-    for _ in range(1000):
-        kids = _children(me)
-        if not kids:
-            return
-        for kid in kids:
-            try:
-                os.kill(kid, signal.SIGKILL)
-            except OSError:
-                pass
-        for _kid in kids:  # reaping them hands their own children to us
-            try:
-                os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
-
-
-def _children(me: int) -> list[int]:
-    """Our children: the kernel's list when it keeps one, else a scan of /proc."""
-    try:
-        with open(f"/proc/{me}/task/{me}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == me]
-
-
-def _parent(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
 def relay(pid: int, watch: tuple[str, int] | None) -> None:
     """Stay as the parent of the confined child and exit as it exits. With `watch`
     (work dir, bytes): no namespaces, so kill the run when the dir grows past it (no
@@ -299,7 +256,7 @@ def relay(pid: int, watch: tuple[str, int] | None) -> None:
         signal.signal(stop, lambda _s, _f: os.kill(pid, signal.SIGKILL))
     pidfd = os.pidfd_open(pid)
     while not select.select([pidfd], [], [], WATCH_EVERY_S if watch else None)[0]:
-        if watch and used_bytes(*watch) > watch[1]:
+        if watch and usage(*watch)[0] > watch[1]:
             sys.stderr.write(f"sandbox: the work dir passed {watch[1] >> 20} MiB\n")
             sys.stderr.flush()
             os.killpg(0, signal.SIGKILL)  # our process group: the run and us

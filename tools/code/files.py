@@ -161,27 +161,6 @@ def collect(workdir: Path) -> Collected:
     return out
 
 
-def usage(top: Path, max_bytes: int, max_files: int) -> tuple[int, int]:
-    """Bytes and entries under `top` (not following links); stops counting past either cap."""
-    size = count = 0
-    stack = [str(top)]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as it:
-                for entry in it:
-                    count += 1
-                    with contextlib.suppress(OSError):
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-                        else:
-                            size += entry.stat(follow_symlinks=False).st_blocks * 512
-                    if size > max_bytes or count > max_files:
-                        return size, count
-        except OSError:  # removed meanwhile, or not readable: nothing to count
-            continue
-    return size, count
-
-
 def _read_regular(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tools.code import files
 from tools.code.bun import BunInfo
+from tools.code.diskuse import usage
 from tools.code.modes import probe_kernel
 from tools.code.sandbox import (
     CONFINED,
@@ -313,7 +314,7 @@ def _watch_exit(loop: asyncio.AbstractEventLoop, pid: int, exited: asyncio.Event
 async def _watch_disk(top: Path, full: asyncio.Event) -> None:
     while True:
         await asyncio.sleep(DISK_POLL_S)
-        size, count = await asyncio.to_thread(files.usage, top, DISK_CAP_BYTES, DISK_CAP_FILES)
+        size, count = await asyncio.to_thread(usage, top, DISK_CAP_BYTES, DISK_CAP_FILES)
         if size > DISK_CAP_BYTES or count > DISK_CAP_FILES:
             full.set()
             return
