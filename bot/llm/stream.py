@@ -11,6 +11,7 @@ error text work exactly as they do for the SDK's other calls.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -38,14 +39,15 @@ class _Endpoint:
         self.headers = {k: v for k, v in merged.items() if isinstance(v, str)}
 
 
-_endpoints: dict[int, tuple[AsyncOpenAI, _Endpoint]] = {}
+# Weak: an endpoint lives as long as its client (tests make many; the bot one or two).
+_endpoints: weakref.WeakKeyDictionary[AsyncOpenAI, _Endpoint] = weakref.WeakKeyDictionary()
 
 
 def _endpoint(client: AsyncOpenAI) -> _Endpoint:
-    known = _endpoints.get(id(client))
-    if known is None or known[0] is not client:
-        known = _endpoints[id(client)] = (client, _Endpoint(client))
-    return known[1]
+    known = _endpoints.get(client)
+    if known is None:
+        known = _endpoints[client] = _Endpoint(client)
+    return known
 
 
 async def open_stream(client: AsyncOpenAI, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any]]:
