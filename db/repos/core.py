@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TypeAlias, cast
 
-from sqlalchemy import Row, Table, bindparam, insert, select, update
+from sqlalchemy import ColumnElement, Row, Select, Table, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import ChatSession, Message, ToolCallRecord, User
@@ -30,20 +30,32 @@ async def get_or_create_user(
     return user
 
 
-async def user_with_open_session(
-    s: AsyncSession, telegram_id: int | None
-) -> tuple[User | None, ChatSession | None]:
-    """The user with this Telegram id (the local user when None) and their open session,
-    in one round trip; (None, None) when there is no such user yet."""
-    who = User.telegram_id.is_(None) if telegram_id is None else User.telegram_id == telegram_id
-    stmt = (
+def _user_with_open_session(who: ColumnElement[bool]) -> Select[User, ChatSession]:
+    return (
         select(User, ChatSession)
         .outerjoin(ChatSession, (ChatSession.user_id == User.id) & ChatSession.ended_at.is_(None))
         .where(who)
         .order_by(User.id, ChatSession.id.desc())
         .limit(1)
     )
-    row = (await s.execute(stmt)).first()
+
+
+# Built once: every message starts with this read, and building the statement took as
+# long as running it.
+_USER_WITH_OPEN_SESSION = _user_with_open_session(User.telegram_id == bindparam("telegram_id"))
+_LOCAL_USER_WITH_OPEN_SESSION = _user_with_open_session(User.telegram_id.is_(None))
+
+
+async def user_with_open_session(
+    s: AsyncSession, telegram_id: int | None
+) -> tuple[User | None, ChatSession | None]:
+    """The user with this Telegram id (the local user when None) and their open session,
+    in one round trip; (None, None) when there is no such user yet."""
+    if telegram_id is None:
+        result = await s.execute(_LOCAL_USER_WITH_OPEN_SESSION)
+    else:
+        result = await s.execute(_USER_WITH_OPEN_SESSION, {"telegram_id": telegram_id})
+    row = result.first()
     return (row[0], row[1]) if row else (None, None)
 
 

@@ -16,7 +16,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import ColumnElement, Select, delete, func, or_, select, text
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Select,
+    bindparam,
+    delete,
+    func,
+    or_,
+    select,
+    text,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.engine import is_postgres
@@ -115,7 +125,7 @@ async def get(s: AsyncSession, user_id: int, memory_id: int) -> Memory | None:
     return (await s.execute(stmt)).scalar_one_or_none()
 
 
-def _alive(now: datetime) -> ColumnElement[bool]:
+def _alive(now: datetime | BindParameter[datetime]) -> ColumnElement[bool]:
     return or_(Memory.expires_at.is_(None), Memory.expires_at > now)
 
 
@@ -140,10 +150,27 @@ async def rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime)
     return [MemoryRow(*r) for r in (await s.execute(stmt)).all()]
 
 
+def _count_alive(layer: bool) -> Select[int]:
+    cond = [Memory.user_id == bindparam("user_id"), _alive(bindparam("now"))]
+    if layer:
+        cond.append(Memory.layer == bindparam("layer"))
+    return select(func.count(Memory.id)).where(*cond)
+
+
+# Built once: auto-recall counts the user's memories for every message.
+_COUNT_ALIVE = {False: _count_alive(False), True: _count_alive(True)}
+
+
 async def page(
     s: AsyncSession, user_id: int, layer: str | None, now: datetime, offset: int, limit: int
 ) -> tuple[list[MemoryRow], int]:
     """One page of a user's live memories, newest first, and how many there are."""
+    params: dict[str, object] = {"user_id": user_id, "now": now}
+    if layer:
+        params["layer"] = layer
+    total = int((await s.execute(_COUNT_ALIVE[bool(layer)], params)).scalar_one())
+    if offset >= total:  # no rows to read (auto-recall asks this for every message)
+        return [], total
     cond: list[ColumnElement[bool]] = [Memory.user_id == user_id, _alive(now)]
     if layer:
         cond.append(Memory.layer == layer)
@@ -154,9 +181,6 @@ async def page(
         .offset(offset)
         .limit(limit)
     )
-    total = int((await s.execute(select(func.count(Memory.id)).where(*cond))).scalar_one())
-    if offset >= total:  # no rows to read (auto-recall asks this for every message)
-        return [], total
     return [MemoryRow(*r) for r in (await s.execute(stmt)).all()], total
 
 
