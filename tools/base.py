@@ -58,6 +58,9 @@ class RequestContext:
     # Files a tool made for the user, (name, bytes), e.g. what code wrote to ./output/;
     # the adapter delivers them with the answer.
     files_out: list[tuple[str, bytes]] = field(default_factory=list)
+    # False when the user had no memory at all as the request began (read with the user's
+    # row), so auto-recall has nothing to look up; None when nobody checked.
+    has_memories: bool | None = None
 
     def now(self) -> datetime:
         return self.clock()

@@ -168,7 +168,7 @@ class Agent:
         now = self.clock()
         request_id = uuid.uuid4().hex[:16]
         async with self.session_factory() as s, s.begin():
-            user, session = await repo.user_with_open_session(s, incoming.telegram_user_id)
+            user, session, has_memories = await repo.request_start(s, incoming.telegram_user_id)
             if user is None:
                 user = await repo.get_or_create_user(
                     s, incoming.telegram_user_id, incoming.user_name, now
@@ -204,6 +204,7 @@ class Agent:
                 chat_id=incoming.chat_id,
                 timezone=self.user_timezone(user.timezone),
                 clock=self.clock,
+                has_memories=has_memories,
             )
             usage = None
             if self.meter is not None:

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TypeAlias, cast
 
-from sqlalchemy import ColumnElement, Row, Select, Table, bindparam, insert, select, update
+from sqlalchemy import ColumnElement, Row, Select, Table, bindparam, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import ChatSession, Message, ToolCallRecord, User
+from db.models.memory import Memory
 
 
 async def get_or_create_user(
@@ -30,9 +31,12 @@ async def get_or_create_user(
     return user
 
 
-def _user_with_open_session(who: ColumnElement[bool]) -> Select[User, ChatSession]:
+def _user_with_open_session(who: ColumnElement[bool]) -> Select[User, ChatSession, bool]:
+    # Whether the user has any memory row at all (expired ones included): one index probe
+    # here spares auto-recall its own session and count for users with none.
+    has_memories = exists().where(Memory.user_id == User.id).label("has_memories")
     return (
-        select(User, ChatSession)
+        select(User, ChatSession, has_memories)
         .outerjoin(ChatSession, (ChatSession.user_id == User.id) & ChatSession.ended_at.is_(None))
         .where(who)
         .order_by(User.id, ChatSession.id.desc())
@@ -46,17 +50,27 @@ _USER_WITH_OPEN_SESSION = _user_with_open_session(User.telegram_id == bindparam(
 _LOCAL_USER_WITH_OPEN_SESSION = _user_with_open_session(User.telegram_id.is_(None))
 
 
-async def user_with_open_session(
+async def request_start(
     s: AsyncSession, telegram_id: int | None
-) -> tuple[User | None, ChatSession | None]:
-    """The user with this Telegram id (the local user when None) and their open session,
-    in one round trip; (None, None) when there is no such user yet."""
+) -> tuple[User | None, ChatSession | None, bool]:
+    """The user with this Telegram id (the local user when None), their open session and
+    whether they have any memory row, in one round trip; (None, None, False) when there is
+    no such user yet."""
     if telegram_id is None:
         result = await s.execute(_LOCAL_USER_WITH_OPEN_SESSION)
     else:
         result = await s.execute(_USER_WITH_OPEN_SESSION, {"telegram_id": telegram_id})
     row = result.first()
-    return (row[0], row[1]) if row else (None, None)
+    return (row[0], row[1], bool(row[2])) if row else (None, None, False)
+
+
+async def user_with_open_session(
+    s: AsyncSession, telegram_id: int | None
+) -> tuple[User | None, ChatSession | None]:
+    """The user with this Telegram id (the local user when None) and their open session,
+    in one round trip; (None, None) when there is no such user yet."""
+    user, session, _ = await request_start(s, telegram_id)
+    return user, session
 
 
 async def get_user(s: AsyncSession, user_id: int) -> User | None:

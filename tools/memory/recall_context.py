@@ -25,7 +25,7 @@ def build_provider(
     store: MemoryStore, budget_tokens: int
 ) -> Callable[[RequestContext, str], Awaitable[str | None]]:
     async def provide(ctx: RequestContext, text: str) -> str | None:
-        if budget_tokens <= 0:
+        if budget_tokens <= 0 or ctx.has_memories is False:
             return None
         # One cheap read first: most users have few memories, many none. With none there
         # is nothing to recall (no embedding, no search); with at most LONG_LIMIT this page
