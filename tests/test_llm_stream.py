@@ -197,3 +197,40 @@ async def test_timeout_is_retried_then_plain(tmp_path: Path, broken_llm: BrokenO
     await llm.close()
     assert len(broken_llm.requests) == 2
     assert "not answering (timed out)" in user_text(info.value)
+
+
+@dataclass
+class CookieOpenAI(FakeOpenAI):
+    """The fake model behind a proxy that sets a cookie and expects it back."""
+
+    seen: list[dict[str, str]] = field(default_factory=list)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self.seen.append(dict(request.headers))
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        resp.set_cookie("affinity", "node-7")
+        await resp.prepare(request)
+        await resp.write(_chunk({"role": "assistant", "content": "ok"}, "stop"))
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+
+async def test_the_request_carries_the_sdks_headers_and_the_providers_cookie(
+    tmp_path: Path,
+) -> None:
+    server = await CookieOpenAI().start()
+    try:
+        llm = client(tmp_path, server)
+        for _ in range(2):
+            assert (await llm.stream([{"role": "user", "content": "hi"}], None)).content == "ok"
+        await llm.close()
+    finally:
+        await server.stop()
+    first, second = server.seen
+    assert first["Authorization"] == f"Bearer {KEY}"
+    assert first["Content-Type"] == "application/json"
+    assert first["User-Agent"].startswith("AsyncOpenAI/Python")
+    assert "X-Stainless-Lang" in first and "Cookie" not in first
+    assert second["Cookie"] == "affinity=node-7"
