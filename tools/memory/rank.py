@@ -56,7 +56,7 @@ class RankWeights:
     # most `expand_words` per query word) to the query's words, added with this weight.
     # Off: on LoCoMo it lifts categories 1 and 3 (left-out R@10 0.398 -> 0.421, 0.263 ->
     # 0.316) but not the whole (0.762 -> 0.761; category 4 0.880 -> 0.860 when chosen by
-    # leave-one-out), for ~10 ms more a recall at 100k memories (bench "expand" row).
+    # leave-one-out), for 14-35 ms more a recall at 100k memories (p50, two noisy runs).
     expand: float = 0.0
     expand_words: int = 3
     expand_floor: float = 0.4
