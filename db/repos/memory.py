@@ -376,3 +376,9 @@ async def vectors_of(s: AsyncSession, ids: Sequence[int]) -> dict[int, bytes]:
     marks = ",".join(str(int(i)) for i in ids)
     sql = f"SELECT memory_id, embedding FROM memory_vec WHERE memory_id IN ({marks})"
     return {int(r[0]): bytes(r[1]) for r in (await s.execute(text(sql))).all()}
+
+
+async def contents(s: AsyncSession, user_id: int) -> list[str]:
+    """The text of every memory of one user (expired ones too: for a word list)."""
+    stmt = select(Memory.content).where(Memory.user_id == user_id)
+    return list((await s.execute(stmt)).scalars())

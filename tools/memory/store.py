@@ -20,6 +20,7 @@ from db.repos import memory as repo
 from tools.base import Clock
 from tools.memory import feedback
 from tools.memory.embeddings import Embedder
+from tools.memory.expand import Expander, by_neighbours
 from tools.memory.health import REINDEX_HINT, index_status
 from tools.memory.rank import RankWeights, fuse
 from tools.memory.reindex import reembed_all
@@ -57,6 +58,7 @@ class MemoryStore:
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
         self._total: int | None = None  # memories of all users, likewise
         self.words = WordCounts()  # BM25 keeps the rarest query words (wordcounts.py)
+        self.expander = Expander(embedder.embed)  # used only when weights.expand > 0
         # Recall modes for the benchmark: both halves, or one alone.
         self.use_bm25 = True
         self.use_vectors = True
@@ -162,6 +164,7 @@ class MemoryStore:
                     now=now,
                 )
         self._cached(memory.user_id, memory.id, layer, memory.expires_at, vec if emb else None)
+        self.expander.note(user_id, content)
         if result.updated:
             self._counts[user_id] -= 1  # not one more memory after all
             if self._total is not None:
@@ -358,6 +361,11 @@ class MemoryStore:
             if w.feedback > 0 and bm_hits:
                 scores = await feedback.by_words(
                     s, user_id, now, self.words, terms, scores, w,
+                    lambda t: self._bm25(s, user_id, t, pool, wanted),
+                )  # fmt: skip
+            if w.expand > 0 and terms:
+                scores = await by_neighbours(
+                    s, user_id, self.expander, self.words, terms, scores, w,
                     lambda t: self._bm25(s, user_id, t, pool, wanted),
                 )  # fmt: skip
             if w.feedback_vec > 0 and vec_hits and vec is not None:
