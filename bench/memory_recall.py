@@ -9,7 +9,8 @@ rows), BM25 alone, vectors alone and two textbook baselines. Then leave-one-conv
 out: for each conversation, the weights of a small grid best on the others are scored on
 it; the mean of those left-out scores is the figure not fitted to the data it reports.
 
-Speed: recall p50/p95 with 10k and 100k memories of one user and 100k over 100 users,
+Speed: recall p50/p95 with 10k and 100k memories of one user and 100k over 100 users
+(and the process's CPU time a recall, which other load on the machine inflates less),
 and the insert rate through MemoryStore.store (embedding, de-duplication, three indexes).
 
 The parts live beside this file: recall_quality.py, recall_speed.py, recall_common.py.

@@ -13,16 +13,19 @@ never open one, so every read-only session used to pay a hop for nothing.
 from __future__ import annotations
 
 import collections
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy.dialects.sqlite.aiosqlite import (
     AsyncAdapt_aiosqlite_connection,
     AsyncAdapt_aiosqlite_cursor,
     AsyncAdapt_aiosqlite_dbapi,
 )
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.util import EMPTY_DICT
 from sqlalchemy.util.concurrency import await_
+
+_T = TypeVar("_T")
 
 # (description, rowcount, lastrowid, rows or None)
 _Outcome = tuple[Any, int, int | None, list[Any] | None]
@@ -134,3 +137,12 @@ class OneHopDBAPI(AsyncAdapt_aiosqlite_dbapi):
     def connect(self, *arg: Any, **kw: Any) -> OneHopConnection:
         # SQLAlchemy's own connect (its thread set-up included), rewrapped.
         return OneHopConnection(self, super().connect(*arg, **kw)._connection)
+
+
+async def run_in_driver(conn: AsyncConnection, fn: Callable[[Any], _T]) -> _T:
+    """`fn(raw sqlite3 connection)` in the driver's thread: several statements for the price
+    of one hop (each statement through SQLAlchemy is one)."""
+    raw = await conn.get_raw_connection()
+    adapt: Any = raw.dbapi_connection
+    async with adapt._execute_mutex:
+        return await adapt._connection._execute(fn, adapt._connection._conn)  # type: ignore[no-any-return]

@@ -339,23 +339,25 @@ class MemoryStore:
         now = self._clock()
         # The query's vector from its content words only when asked (vector_words).
         said = " ".join(query_words(query)) if self.weights.vector_words else ""
-        vec = await self._embed(said or query) if self.use_vectors else None
+        embedding = None
+        if self.use_vectors and await self._vectors_ok():
+            embedding = asyncio.ensure_future(self._embed(said or query))
         terms = query_words(query) if self.use_bm25 else []
         async with self._sf() as s:
             vec_hits: list[tuple[int, float]] = []
             knn: asyncio.Future[list[tuple[int, float]]] | None = None
-            if vec is not None and self._vectors:
+            if embedding is not None:
                 uv = await self._user_vectors(s, user_id)
                 if uv is not None and len(wanted) == len(LAYERS) and self.overlap:
-                    # numpy and SQLite both release the GIL: the in-process KNN runs in a
-                    # thread while BM25 runs in the database's.
-                    epoch = repo.epoch(now)
-                    knn = asyncio.ensure_future(asyncio.to_thread(uv.knn, vec, pool, None, epoch))
-                else:
+                    # numpy and SQLite both release the GIL: the embedding and the
+                    # in-process KNN run in threads while BM25 runs in the database's.
+                    knn = asyncio.ensure_future(self._knn_after(embedding, uv, pool, now))
+                elif (vec := await embedding) is not None and self._vectors:
                     vec_hits = await self._knn_layers(s, user_id, vec, pool, wanted)
             bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
             if knn is not None:
                 vec_hits = await knn
+            vec = await embedding if embedding is not None else None
             w = self.weights
             scores = fuse(bm_hits, vec_hits, w)
             if w.feedback > 0 and bm_hits:
@@ -378,6 +380,15 @@ class MemoryStore:
         keep = {r.memory.id: r for r in found}
         top = ranked[0][1] if ranked else 1.0
         return [hit(keep[mid], score / top if top else 0.0) for mid, score in ranked if mid in keep]
+
+    async def _knn_after(
+        self, embedding: asyncio.Future[np.ndarray | None], uv: UserVectors, k: int, now: datetime
+    ) -> list[tuple[int, float]]:
+        """KNN through the in-process copy once the query's vector is made (none without)."""
+        vec = await embedding
+        if vec is None or not self._vectors:
+            return []
+        return await asyncio.to_thread(uv.knn, vec, k, None, repo.epoch(now))
 
     async def _bm25(
         self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]

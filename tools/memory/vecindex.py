@@ -21,17 +21,21 @@ LAYER_CODES = {"long": 0, "mid": 1, "short": 2, "session": 3}
 HEAD = 128
 SHORTLIST_PER_K = 8
 SHORTLIST_MIN = 2000
-# Rows per matrix-vector product: OpenBLAS runs a product over more than ~460k values on
-# all cores, which on a small shared machine waits for busy cores (KNN at 100k memories
-# p50 6.7 ms, p95 20 ms, against 1.8 / 1.9 ms in blocks this size; bench/memory_recall.py).
+# Rows of HEAD values per matrix-vector product: OpenBLAS runs a product over more than
+# ~460k values on all cores, which on a small shared machine waits for busy cores (KNN at
+# 100k memories p50 6.7 ms, p95 20 ms, against 1.8 / 1.9 ms in blocks this size;
+# bench/memory_recall.py).
+# Wider rows go in proportionally fewer: the full-width pass over the shortlist (2000 rows
+# of 256) was one 512k product, and KNN took 14-16 ms instead of 3-4 on a busy machine.
 BLOCK_ROWS = 2048
 
 
 def dot(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
     """mat @ q in row blocks, each small enough for OpenBLAS to keep on one thread."""
     out = np.empty(mat.shape[0], dtype=np.float32)
-    for i in range(0, mat.shape[0], BLOCK_ROWS):
-        np.dot(mat[i : i + BLOCK_ROWS], q, out=out[i : i + BLOCK_ROWS])
+    step = max(1, BLOCK_ROWS * HEAD // max(1, mat.shape[1]))
+    for i in range(0, mat.shape[0], step):
+        np.dot(mat[i : i + step], q, out=out[i : i + step])
     return out
 
 
