@@ -74,6 +74,19 @@ def _warm_sync() -> None:
         encoder()
     except Exception:  # the first message that needs them reports the problem
         log.warning("warm-up failed", exc_info=True)
+    release_free_heap()
+
+
+def release_free_heap() -> None:
+    """Hands memory freed since start-up back to the system. glibc keeps freed heap (the
+    imports', the migrations', the loaders' temporary buffers) mapped, ~10 MB of RSS at
+    idle; malloc_trim returns the free pages. Elsewhere it is a no-op."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def context_providers(deps: ToolDeps) -> list[ContextProvider]:
