@@ -104,9 +104,10 @@ class BytePairEncoder:
     def __init__(self, ranks: RankTable, pattern: str = O200K_PATTERN) -> None:
         import regex  # type: ignore[import-untyped,unused-ignore]
 
-        self._ranks = ranks
         self._split: Any = regex.compile(pattern).findall
-        self._piece = functools.lru_cache(maxsize=65536)(self._merge)
+        # Over the ranks, not a bound method: no reference cycle, so the tokenizer is freed
+        # the moment tools.tokens lets it go rather than at the next full collection.
+        self._piece = functools.lru_cache(maxsize=65536)(functools.partial(_merge, ranks))
 
     def encode(self, text: str) -> list[int]:
         out: list[int] = []
@@ -114,22 +115,22 @@ class BytePairEncoder:
             out.extend(self._piece(piece.encode("utf-8")))
         return out
 
-    def _merge(self, piece: bytes) -> tuple[int, ...]:
-        ranks = self._ranks
-        whole = ranks.get(piece)
-        if whole is not None:
-            return (whole,)
-        parts = [piece[i : i + 1] for i in range(len(piece))]
-        while len(parts) > 1:
-            best, at = -1, -1
-            for i in range(len(parts) - 1):
-                rank = ranks.get(parts[i] + parts[i + 1])
-                if rank is not None and (best < 0 or rank < best):
-                    best, at = rank, i
-            if at < 0:
-                break
-            parts[at : at + 2] = [parts[at] + parts[at + 1]]
-        return tuple(ranks[p] for p in parts)
+
+def _merge(ranks: RankTable, piece: bytes) -> tuple[int, ...]:
+    whole = ranks.get(piece)
+    if whole is not None:
+        return (whole,)
+    parts = [piece[i : i + 1] for i in range(len(piece))]
+    while len(parts) > 1:
+        best, at = -1, -1
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best < 0 or rank < best):
+                best, at = rank, i
+        if at < 0:
+            break
+        parts[at : at + 2] = [parts[at] + parts[at + 1]]
+    return tuple(ranks[p] for p in parts)
 
 
 def o200k() -> BytePairEncoder:
