@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot import heap
 from bot.agent.accounting import ContextAccounting
 from bot.agent.archive import archiver_from
 from bot.agent.hooks import AgentHooks
@@ -26,6 +27,7 @@ from tools.base import Clock, ToolDeps, system_clock
 from tools.memory.recall_context import build_provider as recall_provider
 from tools.memory.setup import build_memory
 from tools.registry import Registry, build_registry, discovery
+from tools.tokens import release as release_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +46,25 @@ class App:
     warming: asyncio.Task[None] | None = None
 
     def warm_up(self) -> None:
-        """Loads what the first message needs (embedding model, token counter: ~0.2 s,
-        ~55 MB; bench/startup.py prints each) in a thread, so start-up does not wait for it
+        """Loads what the first message needs (embedding model, token counter: ~0.3 s,
+        ~20 MB; bench/startup.py prints each) in a thread, so start-up does not wait for it
         and the first reply rarely does."""
         if self.warming is None:
-            self.warming = asyncio.create_task(asyncio.to_thread(_warm_sync))
+            self.warming = asyncio.create_task(self._warm())
+
+    async def _warm(self) -> None:
+        await asyncio.to_thread(_warm_sync)
+        disc = discovery(self.registry)
+        try:
+            # Every request plans its tools from the catalog's token costs: count them now
+            # (on the loop, like a request would), then let the tokenizer go, as nothing
+            # else counts per message (/context counts when asked).
+            if disc is not None:
+                disc.catalog()
+        except Exception:
+            log.warning("warm-up failed", exc_info=True)
+        release_tokenizer()
+        heap.trim()
 
     async def close(self) -> None:
         if self.warming is not None:  # a thread cannot be cancelled: let it finish

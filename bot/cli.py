@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from bot import heap
 from bot.config import Settings, load_settings, require
 from bot.errors import ConfigError, SidekickError
 from bot.logs import setup_logging
@@ -110,6 +111,8 @@ async def _migrate(settings: Settings) -> None:
 
 
 def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
+    if command in ("run", "chat"):  # long-lived: before any thread starts
+        heap.one_arena()
     if command == "run":
         require(settings, "telegram_bot_token", "llm_model")
         from bot.telegram.main import run_bot

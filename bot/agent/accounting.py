@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.agent.hooks import AgentHooks, ModelRequest
-from tools.discovery.context_log import ContextLog, split_of
+from tools.discovery.context_log import ContextLog
 from tools.tokens import count_payload
 
 # A tool schema as the key of its payload's count: its name, description and parameters
@@ -46,11 +46,12 @@ class ContextAccounting(AgentHooks):
         return known[0]
 
     async def on_model_request(self, req: ModelRequest) -> None:
-        tokens = self._tools_tokens(req.tools) if req.tools else 0
-        names = [t["function"]["name"] for t in req.tools]
-        split = self.log.get(req.ctx.user_id) if req.turn else None
-        if split is None:  # the prompt is counted once per request; tools change per call
+        # Only kept here; ContextLog counts when /context asks (the prompt once per
+        # request, the tools payload of the latest call).
+        schemas = req.tools
+        names = [t["function"]["name"] for t in schemas]
+        user = req.ctx.user_id
+        if not (req.turn and self.log.has(user)):
             p = req.parts
-            split = split_of(p.system, p.sections, p.history, tokens, req.ctx.now())
-            self.log.put(req.ctx.user_id, split)
-        split.tools, split.tool_names = tokens, names
+            self.log.record(user, req.ctx.now(), p.system, p.sections, p.history)
+        self.log.set_tools(user, lambda: self._tools_tokens(schemas) if schemas else 0, names)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -44,14 +46,65 @@ def split_of(
     )
 
 
+@dataclass
+class _Request:
+    """What one request's prompt was built from, counted only when someone asks: counting
+    every request's prompt kept the tokenizer resident and cost time per message."""
+
+    at: datetime
+    system: str
+    sections: list[str]
+    history: list[dict[str, Any]]
+    tools: Callable[[], int] = lambda: 0
+    tool_names: list[str] = field(default_factory=list)
+    split: ContextSplit | None = None  # once counted (or evicted), the figures alone
+
+    def counted(self) -> ContextSplit:
+        if self.split is None:
+            self.split = split_of(self.system, self.sections, self.history, 0, self.at)
+            self.system, self.sections, self.history = "", [], []
+        self.split.tools, self.split.tool_names = self.tools(), self.tool_names
+        return self.split
+
+
 class ContextLog:
-    """Per user, the split of the last request; kept in memory (it is a diagnostic)."""
+    """Per user, the last request; kept in memory (it is a diagnostic). The prompts of the
+    KEEP most recent users wait uncounted; an older one's is counted when it drops out, so
+    memory stays bounded and every user's figures stay those of their last request."""
+
+    KEEP = 256
 
     def __init__(self) -> None:
-        self.last: dict[int, ContextSplit] = {}
+        self._last: dict[int, _Request] = {}
+        self._uncounted: OrderedDict[int, None] = OrderedDict()  # oldest first
 
-    def put(self, user_id: int, split: ContextSplit) -> None:
-        self.last[user_id] = split
+    def record(
+        self,
+        user_id: int,
+        at: datetime,
+        system: str,
+        sections: list[str],
+        history: list[dict[str, Any]],
+    ) -> None:
+        """A new request's prompt (at its first model call)."""
+        self._last[user_id] = _Request(at, system, list(sections), list(history))
+        self._uncounted[user_id] = None
+        self._uncounted.move_to_end(user_id)
+        if len(self._uncounted) > self.KEEP:
+            oldest, _ = self._uncounted.popitem(last=False)
+            self._last[oldest].counted()
+
+    def has(self, user_id: int) -> bool:
+        return user_id in self._last
+
+    def set_tools(self, user_id: int, tokens: Callable[[], int], names: list[str]) -> None:
+        """The tools payload of the request's latest model call, counted when asked."""
+        req = self._last[user_id]
+        req.tools, req.tool_names = tokens, names
 
     def get(self, user_id: int) -> ContextSplit | None:
-        return self.last.get(user_id)
+        req = self._last.get(user_id)
+        if req is None:
+            return None
+        self._uncounted.pop(user_id, None)
+        return req.counted()
