@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import (
 from db.sqlite_adapter import OneHopDBAPI
 
 SessionFactory = async_sessionmaker[AsyncSession]
+BUSY_TIMEOUT_S = 10  # how long a SQLite writer waits for the write lock before failing
 
 
 def sqlite_module() -> types.ModuleType:
@@ -50,7 +51,7 @@ def configure_connection(conn: Any) -> None:
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA busy_timeout=10000")
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
 
@@ -74,7 +75,7 @@ def _dbapi(module: types.ModuleType) -> OneHopDBAPI:
     ):
         if hasattr(module, name):
             setattr(shim, name, getattr(module, name))
-    return OneHopDBAPI(shim, module)
+    return OneHopDBAPI(shim, module, write_timeout=BUSY_TIMEOUT_S)
 
 
 def _creator(path: str, module: types.ModuleType) -> Callable[[], Any]:

@@ -8,10 +8,16 @@ database work. Here a statement is one hop (the whole cursor life runs in the th
 a commit or rollback with no transaction open is skipped: sqlite3 itself does nothing then
 (it checks the same `in_transaction` flag), and reads under the driver's deferred mode
 never open one, so every read-only session used to pay a hop for nothing.
+
+Writers also queue in the event loop (WriteGate) instead of in SQLite's busy handler: with
+many chats at once, a connection that found the write lock taken slept in the handler's
+back-off (1, 2, 5, 10 ... 100 ms) long after the lock was free, and those sleeps, not CPU,
+bounded messages per second.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -29,6 +35,48 @@ _T = TypeVar("_T")
 
 # (description, rowcount, lastrowid, rows or None)
 _Outcome = tuple[Any, int, int | None, list[Any] | None]
+
+
+class WriteGate:
+    """One writing transaction at a time among an engine's connections, handed over first
+    in, first out the moment the last one ends.
+
+    SQLite itself still decides: a writer that waited `timeout` seconds here (a transaction
+    held open elsewhere, another process) goes on to SQLite's own busy timeout, as it would
+    without the gate, so a stuck holder slows writers down but never hangs them.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = asyncio.Lock()
+        self._holder: object | None = None
+
+    async def enter(self, owner: object) -> None:
+        if self._holder is owner:
+            return
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # an engine outliving its loop (tests): start afresh
+            self._loop, self._lock, self._holder = loop, asyncio.Lock(), None
+        lock = self._lock
+        if lock.locked():
+            try:
+                await asyncio.wait_for(lock.acquire(), self.timeout)
+            except TimeoutError:
+                return
+        else:
+            await lock.acquire()
+        self._holder = owner
+
+    def leave(self, owner: object) -> None:
+        if self._holder is owner:
+            self._holder = None
+            self._lock.release()
+
+
+def _may_write(operation: Any) -> bool:
+    # Under the driver's deferred mode only a write opens a transaction; reads never wait.
+    return not str(operation).lstrip()[:6].upper() == "SELECT"
 
 
 def _run(conn: Any, operation: Any, parameters: Any, many: bool) -> _Outcome:
@@ -103,8 +151,16 @@ class OneHopCursor(AsyncAdapt_aiosqlite_cursor):
 
     async def _run_async(self, operation: Any, parameters: Any, many: bool) -> None:
         conn: Any = self._connection
-        async with self._adapt_connection._execute_mutex:
-            out: _Outcome = await conn._execute(_run, conn, operation, parameters, many)
+        adapt: Any = self._adapt_connection
+        gate: WriteGate = adapt.gate
+        if not adapt._in_transaction() and _may_write(operation):
+            await gate.enter(adapt)
+        try:
+            async with adapt._execute_mutex:
+                out: _Outcome = await conn._execute(_run, conn, operation, parameters, many)
+        finally:
+            if not adapt._in_transaction():  # a failed write, or one outside a transaction
+                gate.leave(adapt)
         self._description, self._rowcount, self._lastrowid, rows = out
         self._rows = collections.deque(rows) if rows is not None else collections.deque()
 
@@ -124,16 +180,53 @@ class OneHopConnection(AsyncAdapt_aiosqlite_connection):
         raw = self._connection._connection
         return raw is not None and bool(raw.in_transaction)
 
+    @property
+    def gate(self) -> WriteGate:
+        gate: WriteGate = self.dbapi.gate
+        return gate
+
+    def _leave_gate(self) -> None:
+        if not self._in_transaction():
+            self.gate.leave(self)
+
     def rollback(self) -> None:
-        if self._in_transaction():
-            super().rollback()
+        try:
+            if self._in_transaction():
+                super().rollback()
+        finally:
+            self._leave_gate()
 
     def commit(self) -> None:
-        if self._in_transaction():
-            super().commit()
+        try:
+            if self._in_transaction():
+                super().commit()
+        finally:
+            self._leave_gate()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.gate.leave(self)
+
+    async def _terminate_graceful_close(self) -> None:
+        try:
+            await super()._terminate_graceful_close()
+        finally:
+            self.gate.leave(self)
+
+    def _terminate_force_close(self) -> None:
+        try:
+            super()._terminate_force_close()
+        finally:
+            self.gate.leave(self)
 
 
 class OneHopDBAPI(AsyncAdapt_aiosqlite_dbapi):
+    def __init__(self, aiosqlite: Any, sqlite: Any, write_timeout: float = 10.0) -> None:
+        super().__init__(aiosqlite, sqlite)
+        self.gate = WriteGate(write_timeout)
+
     def connect(self, *arg: Any, **kw: Any) -> OneHopConnection:
         # SQLAlchemy's own connect (its thread set-up included), rewrapped.
         return OneHopConnection(self, super().connect(*arg, **kw)._connection)
