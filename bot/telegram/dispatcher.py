@@ -68,7 +68,9 @@ def build_dispatcher(
     album_window: float = ALBUM_WINDOW_S,
 ) -> Dispatcher:
     """The Dispatcher with every router; handlers may take `app: App` as an argument."""
-    dp = Dispatcher()
+    # No FSM: no handler keeps conversation state in aiogram, and its middleware would
+    # look up a storage key and state for every update.
+    dp = Dispatcher(disable_fsm=True)
     inflight = inflight or InFlight()
     # Chat ordering goes outermost, so the error reply of one message is sent before the next
     # message of that chat is handled, and shutdown waits for error replies too.
