@@ -37,8 +37,8 @@ HEAVY = [
     "aiogram",
     "aiogram.types",
     "bot.telegram",  # aiogram as the bot imports it: types built on first use (lazy_types)
-    "openai",
     "httpx",
+    "bot.llm.client",  # the model client over httpx (the openai SDK is no longer used)
     "sqlalchemy.ext.asyncio",
     "alembic.command",
     "apscheduler.schedulers.asyncio",

@@ -101,17 +101,17 @@ async def check_database(app: App) -> list[CheckResult]:
 
 def llm_hint(exc: Exception, base_url: str) -> tuple[str, str]:
     """What went wrong with the model endpoint, and the question a person should ask next."""
-    import openai
+    from bot.llm.wire import APIConnectionError, APIStatusError, APITimeoutError
 
     v1 = (
         ""
         if base_url.rstrip("/").endswith("/v1")
         else f" does LLM_BASE_URL ({base_url}) end in /v1?"
     )
-    if isinstance(exc, openai.APIConnectionError):
-        kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "cannot connect"
+    if isinstance(exc, APIConnectionError):
+        kind = "timed out" if isinstance(exc, APITimeoutError) else "cannot connect"
         return f"{kind} to {base_url}", "is the server running and LLM_BASE_URL right?"
-    if isinstance(exc, openai.APIStatusError):
+    if isinstance(exc, APIStatusError):
         status = exc.status_code
         if status in (401, 403):
             return f"HTTP {status}: the key was refused", "check LLM_API_KEY"

@@ -1,1 +1,1 @@
-"""The model client: the openai SDK against any OpenAI-compatible endpoint."""
+"""The model client: any OpenAI-compatible endpoint, over httpx (no openai SDK)."""

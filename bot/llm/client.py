@@ -16,13 +16,19 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import openai
-from openai import AsyncOpenAI
-from openai.types.chat import ChatCompletion
-
 from bot.config import Settings
 from bot.errors import ProviderError
-from bot.llm.stream import StreamDataError, StreamErrorEvent, open_stream
+from bot.llm.stream import open_stream
+from bot.llm.wire import (
+    APIConnectionError,
+    APIError,
+    APIStatusError,
+    APITimeoutError,
+    Endpoint,
+    ResponseDataError,
+    StreamDataError,
+    StreamErrorEvent,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,10 +99,10 @@ class ChatModel(Protocol):
 
 def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
     """(retry?, HTTP status, server-suggested delay in seconds)."""
-    if isinstance(exc, openai.APIStatusError):
+    if isinstance(exc, APIStatusError):
         status = exc.status_code
         retry_after: float | None = None
-        header = exc.response.headers.get("retry-after") if exc.response is not None else None
+        header = exc.headers.get("retry-after")
         if header:
             try:
                 retry_after = float(header)
@@ -104,20 +110,17 @@ def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
                 retry_after = None
         return status == 429 or status >= 500, status, retry_after
     # A malformed stream is a broken connection or proxy as far as a retry is concerned.
-    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError | StreamDataError):
+    if isinstance(exc, APIConnectionError | StreamDataError):
         return True, None, None
     return False, None, None
 
 
 class LLMClient:
-    """Chat completions through the openai SDK's HTTP client.
+    """Chat completions against an OpenAI-compatible endpoint, over httpx (bot/llm/wire.py).
 
-    The streamed chat (every message's hot path) goes through bot/llm/stream.py: one POST
-    on the SDK's HTTP client and the events parsed directly, which cost a fraction of the
-    SDK's request and stream machinery. Plain completions and the model list go through
-    the SDK (`client.post` rather than `chat.completions.create`: our messages are already
-    wire-format dicts, and the SDK's per-call TypedDict transform of them cost ~30 ms per
-    request with a long history).
+    The streamed chat (every message's hot path) goes through bot/llm/stream.py; plain
+    completions and the model list are one JSON request each. Our messages are already
+    wire-format dicts, so nothing is converted on the way out.
     """
 
     def __init__(
@@ -133,12 +136,8 @@ class LLMClient:
         self.max_retries = settings.llm_max_retries
         self.retry_base_delay = retry_base_delay
         self.retry_max_delay = retry_max_delay
-        self.client = AsyncOpenAI(
-            base_url=settings.llm_base_url,
-            api_key=key,
-            max_retries=0,  # ours, below: the SDK's would hide the status from the user text
-            timeout=settings.llm_timeout_s,
-            http_client=http_client,
+        self.client = Endpoint(
+            settings.llm_base_url, key, settings.llm_timeout_s, http_client=http_client
         )
         self.ask_usage = True  # stream_options.include_usage, until a server rejects it
         self.fallback_model = settings.llm_fallback_model
@@ -146,21 +145,20 @@ class LLMClient:
         other_url = settings.llm_fallback_base_url
         if self.fallback_model and (other_url or settings.llm_fallback_api_key):
             fb_key = settings.llm_fallback_api_key
-            self.fallback_client = AsyncOpenAI(
-                base_url=other_url or settings.llm_base_url,
-                api_key=fb_key.get_secret_value() if fb_key else key,
-                max_retries=0,
-                timeout=settings.llm_timeout_s,
+            self.fallback_client = Endpoint(
+                other_url or settings.llm_base_url,
+                fb_key.get_secret_value() if fb_key else key,
+                settings.llm_timeout_s,
                 http_client=http_client,
             )
 
     async def close(self) -> None:
-        await self.client.close()
+        await self.client.aclose()
         if self.fallback_client is not self.client:
-            await self.fallback_client.close()
+            await self.fallback_client.aclose()
 
     async def _with_fallback(
-        self, model: str | None, what: Callable[[AsyncOpenAI, str], Awaitable[Completion]]
+        self, model: str | None, what: Callable[[Endpoint, str], Awaitable[Completion]]
     ) -> Completion:
         """The requested model with its retries; then, when it is still failing (not when
         it refused the request), the fallback model with the same retries."""
@@ -182,9 +180,9 @@ class LLMClient:
         while True:
             try:
                 return await what()
-            except openai.APIError as exc:
+            except APIError as exc:
                 retry, status, after = _retryable(exc)
-                if isinstance(exc, openai.APIStatusError) and not retry:
+                if isinstance(exc, APIStatusError) and not retry:
                     raise ProviderError(_describe(exc), status) from exc
                 if not retry or attempt >= self.max_retries:
                     what_failed = f"HTTP {status}" if status else _kind(exc)
@@ -214,7 +212,7 @@ class LLMClient:
         """One streamed completion (`model`: default LLM_MODEL); `on_text` gets the whole
         text so far after each delta."""
 
-        async def once(client: AsyncOpenAI, model: str) -> Completion:
+        async def once(client: Endpoint, model: str) -> Completion:
             body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
             if tools:
                 body["tools"] = tools
@@ -223,10 +221,11 @@ class LLMClient:
                 body["stream_options"] = {"include_usage": True}
             try:
                 events = await open_stream(client, body)
-            except openai.BadRequestError as exc:
+            except APIStatusError as exc:
                 # An older server that rejects stream_options: go on without (usage is
                 # then estimated), and stop asking.
-                if "stream_options" not in str(exc) or "stream_options" not in body:
+                rejected = exc.status_code == 400 and "stream_options" in str(exc)
+                if not rejected or "stream_options" not in body:
                     raise
                 log.warning("the model endpoint rejects stream_options; usage will be estimated")
                 self.ask_usage = False
@@ -245,14 +244,11 @@ class LLMClient:
     ) -> Completion:
         """A plain, non-streamed completion (summaries, code generation), with its usage."""
 
-        async def once(client: AsyncOpenAI, model: str) -> Completion:
-            kwargs: dict[str, Any] = {"model": model, "messages": messages}
+        async def once(client: Endpoint, model: str) -> Completion:
+            body: dict[str, Any] = {"model": model, "messages": messages}
             if max_tokens:
-                kwargs["max_tokens"] = max_tokens
-            resp = await client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
-            content = resp.choices[0].message.content if resp.choices else None
-            usage = parse_usage(resp.usage.model_dump()) if resp.usage is not None else None
-            return Completion(content=content or "", usage=usage, model=model, provider_id=resp.id)
+                body["max_tokens"] = max_tokens
+            return _completion(await client.call("POST", "/chat/completions", body), model)
 
         return await self._with_fallback(model, once)
 
@@ -263,29 +259,46 @@ class LLMClient:
         return (await self.complete(messages, max_tokens)).content
 
     async def list_models(self) -> list[str]:
-        page = await self.client.models.list()
-        return [m.id for m in page.data]
+        page = await self.client.call("GET", "/models")
+        data = page.get("data") if isinstance(page, dict) else None
+        if not isinstance(data, list):
+            raise ResponseDataError("not a model list")
+        return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def _completion(raw: object, model: str) -> Completion:
+    """A non-streamed chat completion's JSON: the first choice's text, usage and id."""
+    if not isinstance(raw, dict):
+        raise ResponseDataError("not a chat completion")
+    choices = raw.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    provider_id = raw.get("id")
+    return Completion(
+        content=content if isinstance(content, str) else "",
+        usage=parse_usage(raw.get("usage")),
+        model=model,
+        provider_id=provider_id if isinstance(provider_id, str) else None,
+    )
 
 
 def _kind(exc: Exception) -> str:
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, APITimeoutError):
         return "timed out"
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, APIConnectionError):
         return "connection failed"
     if isinstance(exc, StreamDataError):
         return "malformed stream"
+    if isinstance(exc, ResponseDataError):
+        return "malformed answer"
     if isinstance(exc, StreamErrorEvent):
         return "error in the stream"  # the provider's own words go to no user
     return type(exc).__name__
 
 
-def _describe(exc: openai.APIStatusError) -> str:
-    try:
-        body = exc.response.json()
-        message = body.get("error", {}).get("message") if isinstance(body, dict) else None
-    except Exception:
-        message = None
-    return f"HTTP {exc.status_code}: {message or exc.message}"[:300]
+def _describe(exc: APIStatusError) -> str:
+    return f"HTTP {exc.status_code}: {exc.error_message or exc.message}"[:300]
 
 
 async def _collect(

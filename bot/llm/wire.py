@@ -1,0 +1,255 @@
+"""The OpenAI-compatible endpoint over httpx: one pooled client per endpoint, and the errors.
+
+The openai SDK used to sit here. The bot posts wire-format dicts and parses the answers
+itself, so all it took from the SDK was a configured HTTP client, its request headers and
+its error types; importing it cost ~0.25 s and ~14 MB at start-up. The requests keep the
+headers the SDK sent (some gateways and proxies look at them), its timeout and pool sizes.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import ssl
+import sys
+from typing import Any
+
+import httpx
+import orjson
+
+# What the openai SDK (3.54) put on every request; providers saw these until now.
+SDK_VERSION = "3.54.0"
+
+
+class APIError(Exception):
+    """Any failure talking to the model endpoint."""
+
+    def __init__(self, message: str, *, body: object = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.body = body
+
+
+class APIStatusError(APIError):
+    """A 4xx/5xx answer. `body` is the error object (or text) the provider sent; its words
+    are for the log, never for the model or the user."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int,
+        headers: httpx.Headers,
+        body: object,
+        error_message: object = None,
+    ) -> None:
+        super().__init__(message, body=body)
+        self.status_code = status_code
+        self.headers = headers
+        self.error_message = error_message  # {"error": {"message": ...}} when sent so
+
+
+class APIConnectionError(APIError):
+    def __init__(self, message: str = "Connection error.") -> None:
+        super().__init__(message)
+
+
+class APITimeoutError(APIConnectionError):
+    """A subclass, as in the SDK: a timeout is a connection that did not answer in time."""
+
+    def __init__(self) -> None:
+        super().__init__("Request timed out.")
+
+
+class ResponseDataError(APIError):
+    """A 200 whose body is not what the OpenAI API sends: a broken provider or proxy."""
+
+
+class StreamDataError(ResponseDataError):
+    """The stream carried something that is not a JSON event."""
+
+
+class StreamErrorEvent(APIError):
+    """The provider reported an error inside the stream, after answering 200."""
+
+
+def status_error(status: int, headers: httpx.Headers, raw: bytes) -> APIStatusError:
+    """The error for a 4xx/5xx answer, its message built as the SDK built it (the
+    stream_options check reads it)."""
+    message = f"Error code: {status}"
+    text = raw.decode("utf-8", "replace").strip()
+    body: object = text
+    error_message: object = None
+    try:
+        body = orjson.loads(text)
+    except ValueError:
+        pass
+    else:
+        error = body.get("error", body) if isinstance(body, dict) else None
+        said = error.get("message") if isinstance(error, dict) else None
+        if isinstance(said, str) and said:
+            message += f" - {said}"
+        if isinstance(body, dict):
+            inner = body.get("error")
+            error_message = inner.get("message") if isinstance(inner, dict) else None
+            body = error
+    return APIStatusError(
+        message, status_code=status, headers=headers, body=body, error_message=error_message
+    )
+
+
+def _os_name() -> str:
+    system = platform.system().lower()
+    name = platform.platform().lower()
+    if "iphone" in name or "ipad" in name:
+        return "iOS"
+    known = {"darwin": "MacOS", "windows": "Windows", "freebsd": "FreeBSD", "openbsd": "OpenBSD"}
+    if system in known:
+        return known[system]
+    if "android" in name:
+        return "Android"
+    if system == "linux":
+        return "Linux"
+    return f"Other:{name}" if name else "Unknown"
+
+
+def _arch() -> str:
+    machine = platform.machine().lower()
+    if machine in ("arm64", "aarch64"):
+        return "arm64"
+    if machine in ("arm", "x86_64"):
+        return "arm" if machine == "arm" else "x64"
+    if sys.maxsize <= 2**32:
+        return "x32"
+    return f"other:{machine}" if machine else "unknown"
+
+
+def sdk_headers(api_key: str) -> dict[str, str]:
+    headers = {
+        "Accept": "application/json",
+        "Content-Type": "application/json",
+        "User-Agent": f"AsyncOpenAI/Python {SDK_VERSION}",
+        "X-Stainless-Lang": "python",
+        "X-Stainless-Package-Version": SDK_VERSION,
+        "X-Stainless-OS": _os_name(),
+        "X-Stainless-Arch": _arch(),
+        "X-Stainless-Runtime": platform.python_implementation(),
+        "X-Stainless-Runtime-Version": platform.python_version(),
+        "X-Stainless-Async": "async:asyncio",
+    }
+    # The SDK read these two from the environment; a host that sets them keeps them.
+    from_env = (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID"))
+    for header, var in from_env:
+        if value := os.environ.get(var):
+            headers[header] = value
+    headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def _ssl_context() -> ssl.SSLContext:
+    """The system's CA store (SSL_CERT_FILE/SSL_CERT_DIR honoured), as the SDK's HTTP
+    client used, so a provider behind a locally trusted CA still verifies; certifi's bundle
+    when the system has none."""
+    ctx = ssl.create_default_context()
+    if not ctx.cert_store_stats()["x509_ca"]:
+        import certifi
+
+        ctx.load_verify_locations(certifi.where())
+    return ctx
+
+
+class Endpoint:
+    """One OpenAI-compatible base URL with its key: a pooled httpx client (or the caller's)
+    and the request headers, URL and timeout built once."""
+
+    def __init__(
+        self, base_url: str, api_key: str, timeout: float, http_client: Any = None
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.headers = sdk_headers(api_key)
+        self.timeout = httpx.Timeout(timeout)
+        self.owns_http = http_client is None
+        self.http: httpx.AsyncClient = http_client or httpx.AsyncClient(
+            timeout=self.timeout,
+            # The SDK's pool sizes and redirect rule.
+            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+            follow_redirects=True,
+            verify=_ssl_context(),
+        )
+        # What build_request merges on every call (its URL parsing and header merging were
+        # three quarters of a request's set-up), done once for the hot path.
+        self.timeout_ext = self.timeout.as_dict()
+        self.chat_url = httpx.URL(self.url("/chat/completions"))
+        self.merged_headers = httpx.Headers(self.http.headers)
+        self.merged_headers.update(self.headers)
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def request(self, method: str, path: str, content: bytes | None = None) -> httpx.Request:
+        """The request http.build_request would make; the client still builds it when it
+        holds cookies (a provider that sets them) or query parameters to merge."""
+        http = self.http
+        if path != "/chat/completions" or http.cookies or http.params:
+            return http.build_request(
+                method, self.url(path), content=content, headers=self.headers, timeout=self.timeout
+            )
+        return httpx.Request(
+            method,
+            self.chat_url,
+            content=content,
+            headers=self.merged_headers,
+            extensions={"timeout": self.timeout_ext},
+        )
+
+    async def send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:
+        """Send, with httpx's own failures as our connection and timeout errors; a 4xx/5xx
+        answer raises its status error after its body is read."""
+        try:
+            response = await self.http.send(request, stream=stream)
+        except httpx.TimeoutException as exc:
+            raise APITimeoutError() from exc
+        except httpx.RequestError as exc:
+            raise APIConnectionError() from exc
+        if response.status_code >= 400:
+            raw = b""
+            try:
+                raw = await response.aread()
+            except httpx.RequestError:
+                pass  # the status alone still says what happened
+            finally:
+                await response.aclose()
+            raise status_error(response.status_code, response.headers, raw) from None
+        return response
+
+    async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """One non-streamed request; its JSON answer."""
+        content = encode(body) if body is not None else None
+        request = self.request(method, path, content)
+        response = await self.send(request, stream=True)
+        try:
+            raw = await response.aread()
+        except httpx.TimeoutException as exc:
+            raise APITimeoutError() from exc
+        except httpx.RequestError as exc:
+            raise APIConnectionError() from exc
+        finally:
+            await response.aclose()
+        try:
+            return orjson.loads(raw)
+        except ValueError:
+            raise ResponseDataError("the model provider sent a malformed answer") from None
+
+    async def aclose(self) -> None:
+        if self.owns_http:
+            await self.http.aclose()
+
+
+def encode(body: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON; orjson takes a fifth of json's time on a long history."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # what orjson refuses (non-string keys, huge ints), json still takes
+        import json
+
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
