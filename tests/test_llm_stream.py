@@ -217,7 +217,7 @@ class CookieOpenAI(FakeOpenAI):
         return resp
 
 
-async def test_the_request_carries_the_sdks_headers_and_the_providers_cookie(
+async def test_the_request_carries_our_headers_and_the_providers_cookie(
     tmp_path: Path,
 ) -> None:
     server = await CookieOpenAI().start()
@@ -231,6 +231,6 @@ async def test_the_request_carries_the_sdks_headers_and_the_providers_cookie(
     first, second = server.seen
     assert first["Authorization"] == f"Bearer {KEY}"
     assert first["Content-Type"] == "application/json"
-    assert first["User-Agent"].startswith("AsyncOpenAI/Python")
-    assert "X-Stainless-Lang" in first and "Cookie" not in first
+    assert first["User-Agent"].startswith("Sidekick")
+    assert "Cookie" not in first
     assert second["Cookie"] == "affinity=node-7"

@@ -3,22 +3,17 @@
 The openai SDK used to sit here. The bot posts wire-format dicts and parses the answers
 itself, so all it took from the SDK was a configured HTTP client, its request headers and
 its error types; importing it cost ~0.25 s and ~14 MB at start-up. The requests keep the
-headers the SDK sent (some gateways and proxies look at them), its timeout and pool sizes.
+SDK's timeout, pool sizes and the organisation/project headers; the User-Agent names Sidekick.
 """
 
 from __future__ import annotations
 
 import os
-import platform
 import ssl
-import sys
 from typing import Any
 
 import httpx
 import orjson
-
-# What the openai SDK (3.54) put on every request; providers saw these until now.
-SDK_VERSION = "3.54.0"
 
 
 class APIError(Exception):
@@ -98,46 +93,22 @@ def status_error(status: int, headers: httpx.Headers, raw: bytes) -> APIStatusEr
     )
 
 
-def _os_name() -> str:
-    system = platform.system().lower()
-    name = platform.platform().lower()
-    if "iphone" in name or "ipad" in name:
-        return "iOS"
-    known = {"darwin": "MacOS", "windows": "Windows", "freebsd": "FreeBSD", "openbsd": "OpenBSD"}
-    if system in known:
-        return known[system]
-    if "android" in name:
-        return "Android"
-    if system == "linux":
-        return "Linux"
-    return f"Other:{name}" if name else "Unknown"
+def _user_agent() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"Sidekick/{version('sidekick')} python-httpx/{httpx.__version__}"
+    except Exception:  # run from a source tree that was never installed
+        return f"Sidekick python-httpx/{httpx.__version__}"
 
 
-def _arch() -> str:
-    machine = platform.machine().lower()
-    if machine in ("arm64", "aarch64"):
-        return "arm64"
-    if machine in ("arm", "x86_64"):
-        return "arm" if machine == "arm" else "x64"
-    if sys.maxsize <= 2**32:
-        return "x32"
-    return f"other:{machine}" if machine else "unknown"
-
-
-def sdk_headers(api_key: str) -> dict[str, str]:
+def request_headers(api_key: str) -> dict[str, str]:
     headers = {
         "Accept": "application/json",
         "Content-Type": "application/json",
-        "User-Agent": f"AsyncOpenAI/Python {SDK_VERSION}",
-        "X-Stainless-Lang": "python",
-        "X-Stainless-Package-Version": SDK_VERSION,
-        "X-Stainless-OS": _os_name(),
-        "X-Stainless-Arch": _arch(),
-        "X-Stainless-Runtime": platform.python_implementation(),
-        "X-Stainless-Runtime-Version": platform.python_version(),
-        "X-Stainless-Async": "async:asyncio",
+        "User-Agent": _user_agent(),
     }
-    # The SDK read these two from the environment; a host that sets them keeps them.
+    # The openai SDK read these two from the environment; a host that sets them keeps them.
     from_env = (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID"))
     for header, var in from_env:
         if value := os.environ.get(var):
@@ -166,7 +137,7 @@ class Endpoint:
         self, base_url: str, api_key: str, timeout: float, http_client: Any = None
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.headers = sdk_headers(api_key)
+        self.headers = request_headers(api_key)
         self.timeout = httpx.Timeout(timeout)
         self.owns_http = http_client is None
         self.http: httpx.AsyncClient = http_client or httpx.AsyncClient(
