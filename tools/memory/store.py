@@ -374,12 +374,13 @@ class MemoryStore:
                 scores = await feedback.by_vectors(
                     s, vec, scores, w, lambda v: self._knn_layers(s, user_id, v, pool, wanted)
                 )
-            ranked = await rerank(s, user_id, query, scores, now, wanted, session_id, w, limit)
-            ranked = ranked[:limit]
-            found = await repo.rows(s, user_id, [mid for mid, _ in ranked], now)
-        keep = {r.memory.id: r for r in found}
+            ranked, facts = await rerank(
+                s, user_id, query, scores, now, wanted, session_id, w, limit
+            )
+        ranked = ranked[:limit]
         top = ranked[0][1] if ranked else 1.0
-        return [hit(keep[mid], score / top if top else 0.0) for mid, score in ranked if mid in keep]
+        # Every ranked memory's row came with its facts (alive, this user's): no second read.
+        return [hit(repo.row_of(facts[mid]), score / top if top else 0.0) for mid, score in ranked]
 
     async def _knn_after(
         self, embedding: asyncio.Future[np.ndarray | None], uv: UserVectors, k: int, now: datetime
