@@ -180,32 +180,18 @@ async def doc_freqs(s: AsyncSession, words: Sequence[str]) -> dict[str, tuple[st
     return {str(w): (str(term), int(n)) for w, term, n in rows}
 
 
-async def facts_rows(
-    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime, dated: bool = False
-) -> list[tuple[int, int | None, str, float, datetime, bool, datetime | None, bool]]:
+async def facts_rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime) -> list[Any]:
+    """The columns db/repos/memory_read.py reads on SQLite, in the same order."""
     sql = (
         "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at, "
-        "m.created_at, strpos(m.content, '?') > 0 "
+        "m.created_at, strpos(m.content, '?') > 0, m.content, m.category, m.message_id, "
+        "m.user_id, m.expires_at, s.name, s.started_at "
         "FROM memories m LEFT JOIN sessions s ON s.id = m.session_id "
         "WHERE m.id = ANY(:ids) AND m.user_id = :user "
         "AND (m.expires_at IS NULL OR m.expires_at > :now)"
     )
     params = {"ids": [int(i) for i in ids], "user": user_id, "now": naive_utc(now)}
-    return [
-        (
-            int(mid),
-            sid,
-            str(layer),
-            float(c),
-            upd.replace(tzinfo=UTC),
-            ended is not None,
-            created.replace(tzinfo=UTC) if dated else None,
-            bool(asks),
-        )
-        for mid, sid, layer, c, upd, ended, created, asks in (
-            await s.execute(text(sql), params)
-        ).all()
-    ]
+    return list((await s.execute(text(sql), params)).all())
 
 
 async def user_vectors(s: AsyncSession, user_id: int) -> list[tuple[int, str, int, bytes]]:

@@ -11,10 +11,8 @@ of the same names); everything that is plain SQLAlchemy here serves both.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import (
     BindParameter,
@@ -33,6 +31,12 @@ from db.engine import is_postgres
 from db.models.core import ChatSession
 from db.models.memory import Memory, MemoryMeta
 from db.pg import memory as pg
+from db.repos.memory_read import Facts as Facts
+from db.repos.memory_read import MemoryRow as MemoryRow
+from db.repos.memory_read import Record as Record
+from db.repos.memory_read import facts as facts
+from db.repos.memory_read import row_of as row_of
+from db.repos.memory_read import rows as rows
 from db.repos.memory_words import _owner
 from db.repos.memory_words import bm25 as bm25
 from db.repos.memory_words import doc_freqs as doc_freqs
@@ -44,16 +48,6 @@ NEVER = 253402300799
 
 def epoch(when: datetime | None) -> int:
     return NEVER if when is None else int(when.timestamp())
-
-
-@dataclass(frozen=True)
-class MemoryRow:
-    """A memory with where it came from (session name and start), for tools and /memory."""
-
-    memory: Memory
-    session_name: str | None
-    session_started: datetime | None
-    session_ended: datetime | None
 
 
 async def insert(s: AsyncSession, memory: Memory, embedding: bytes | None) -> int:
@@ -129,25 +123,10 @@ def _alive(now: datetime | BindParameter[datetime]) -> ColumnElement[bool]:
     return or_(Memory.expires_at.is_(None), Memory.expires_at > now)
 
 
-def _owned_by(user_id: int) -> ColumnElement[bool]:
-    """The user filter for lookups by id. Written `user_id + 0` so the planner cannot use
-    ix_memories_user_layer: it would walk all of the user's rows (O(memories)) instead of
-    probing the primary key once per id."""
-    return (Memory.user_id + 0) == user_id
-
-
 def _with_source() -> Select[Memory, str, datetime, datetime | None]:
     return select(Memory, ChatSession.name, ChatSession.started_at, ChatSession.ended_at).outerjoin(
         ChatSession, ChatSession.id == Memory.session_id
     )
-
-
-async def rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime) -> list[MemoryRow]:
-    """These memories of this user that are still alive, with their source session."""
-    if not ids:
-        return []
-    stmt = _with_source().where(_owned_by(user_id), Memory.id.in_(list(ids)), _alive(now))
-    return [MemoryRow(*r) for r in (await s.execute(stmt)).all()]
 
 
 def _count_alive(layer: bool) -> Select[int]:
@@ -217,66 +196,6 @@ async def exact(s: AsyncSession, user_id: int, layer: str, content: str) -> Memo
         Memory.user_id == user_id, Memory.layer == layer, func.lower(Memory.content) == content
     )
     return (await s.execute(stmt.limit(1))).scalar_one_or_none()
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What ranking needs of a memory, without its text: read for every candidate and its
-    neighbours, while the full rows are read only for the few that are returned."""
-
-    id: int
-    session_id: int | None
-    layer: str
-    certainty: float
-    updated_at: datetime
-    session_ended: bool
-    created_at: datetime | None  # read only when asked for (dated=True)
-    asks: bool  # the text holds a question mark
-
-
-async def facts(
-    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime, dated: bool = False
-) -> dict[int, Facts]:
-    """Ranking facts of these memories of this user that are still alive.
-
-    Plain SQL with the ids as one JSON parameter: the ORM's expanding IN of ~500 bound
-    values and its per-row type processing cost 3 of the 4 ms this read took."""
-    if not ids:
-        return {}
-    if is_postgres(s):
-        return {r[0]: Facts(*r) for r in await pg.facts_rows(s, user_id, ids, now, dated)}
-    sql = (
-        "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at, "
-        "m.created_at, instr(m.content, '?') > 0 "
-        "FROM memories m LEFT JOIN sessions s ON s.id = m.session_id "
-        "WHERE m.id IN (SELECT value FROM json_each(:ids)) AND m.user_id + 0 = :user "
-        "AND (m.expires_at IS NULL OR m.expires_at > :now)"
-    )
-    params = {"ids": json.dumps([int(i) for i in ids]), "user": user_id, "now": _stamp(now)}
-    out = {}
-    for mid, sid, layer, certainty, updated, ended, created, asks in (
-        await s.execute(text(sql), params)
-    ).all():
-        out[int(mid)] = Facts(
-            int(mid),
-            sid,
-            layer,
-            float(certainty),
-            _parse(updated),
-            ended is not None,
-            _parse(created) if dated else None,
-            bool(asks),
-        )
-    return out
-
-
-def _parse(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp).replace(tzinfo=UTC)
-
-
-def _stamp(when: datetime) -> str:
-    """A time as SQLAlchemy's SQLite DateTime stores it (UTC, naive), for plain-SQL compares."""
-    return when.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 async def expired_ids(s: AsyncSession, now: datetime) -> list[int]:

@@ -34,8 +34,9 @@ async def rerank(
     session_id: int | None,
     w: RankWeights,
     limit: int,
-) -> list[tuple[int, float]]:
-    """Spread to neighbours, boost the date the query names, weigh: best first."""
+) -> tuple[list[tuple[int, float]], dict[int, repo.Facts]]:
+    """Spread to neighbours, boost the date the query names, weigh: best first; and the
+    facts read (they hold the rows of the memories returned: repo.row_of)."""
     offsets = [d for d, share in w.neighbours.items() if share > 0]
     # Neighbours of only the best candidates (twice `limit`, at least `spread_from`) are
     # read: a weak candidate's share does not lift a neighbour into the answer (LoCoMo
@@ -53,4 +54,4 @@ async def rerank(
         for mid, f in facts.items()
         if mid in scores and visible(f, wanted, session_id)
     }
-    return weigh(on_date(scores, cands, span, w), cands, now, w)
+    return weigh(on_date(scores, cands, span, w), cands, now, w), facts

@@ -26,18 +26,18 @@ from tools.memory.rank import RankWeights, fuse
 from tools.memory.reindex import reembed_all
 from tools.memory.rerank import rerank
 from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
+from tools.memory.search import LAYERS, Search
 from tools.memory.settings import MemorySettings
-from tools.memory.text import fts_match, normalise, query_words, same_words
-from tools.memory.vecindex import UserVectors, VectorCache
+from tools.memory.text import normalise, query_words, same_words
+from tools.memory.vecindex import VectorCache
 from tools.memory.wordcounts import WordCounts
 
 log = logging.getLogger(__name__)
 
-LAYERS = ("long", "mid", "short", "session")
 DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same thing
 
 
-class MemoryStore:
+class MemoryStore(Search):
     def __init__(
         self,
         session_factory: SessionFactory,
@@ -216,38 +216,6 @@ class MemoryStore:
         for uv in self.vcache.users.values():
             uv.remove(ids)
 
-    async def _knn(
-        self, s: Any, user_id: int, vec: np.ndarray, k: int, layer: str | None
-    ) -> list[tuple[int, float]]:
-        """KNN through the in-process copy for big users, sqlite-vec for the others."""
-        now = self._clock()
-        uv = await self._user_vectors(s, user_id)
-        if uv is not None:
-            return uv.knn(vec, k, layer, repo.epoch(now))
-        return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, now)
-
-    async def _user_vectors(self, s: Any, user_id: int) -> UserVectors | None:
-        """The in-process copy of a big user's vectors (loaded on first use), else None."""
-        uv = self.vcache.get(user_id)
-        if uv is None:
-            if user_id not in self._counts:
-                self._counts[user_id] = await repo.count_user(s, user_id)
-            if self._counts[user_id] >= self.vcache.min_rows:
-                uv = UserVectors()
-                for mid, lay, exp, blob in await repo.user_vectors(s, user_id):
-                    uv.add(mid, lay, exp, np.frombuffer(blob, dtype=np.float32))
-                self.vcache.users[user_id] = uv
-        return uv
-
-    async def _knn_layers(
-        self, s: Any, user_id: int, vec: np.ndarray, k: int, wanted: list[str]
-    ) -> list[tuple[int, float]]:
-        """KNN over the wanted layers (one search when they are all wanted), nearest first."""
-        hits: list[tuple[int, float]] = []
-        for layer in [None] if len(wanted) == len(LAYERS) else wanted:
-            hits += await self._knn(s, user_id, vec, k, layer)
-        return sorted(hits, key=lambda t: t[1])
-
     async def _twin(
         self,
         s: Any,
@@ -344,19 +312,7 @@ class MemoryStore:
             embedding = asyncio.ensure_future(self._embed(said or query))
         terms = query_words(query) if self.use_bm25 else []
         async with self._sf() as s:
-            vec_hits: list[tuple[int, float]] = []
-            knn: asyncio.Future[list[tuple[int, float]]] | None = None
-            if embedding is not None:
-                uv = await self._user_vectors(s, user_id)
-                if uv is not None and len(wanted) == len(LAYERS) and self.overlap:
-                    # numpy and SQLite both release the GIL: the embedding and the
-                    # in-process KNN run in threads while BM25 runs in the database's.
-                    knn = asyncio.ensure_future(self._knn_after(embedding, uv, pool, now))
-                elif (vec := await embedding) is not None and self._vectors:
-                    vec_hits = await self._knn_layers(s, user_id, vec, pool, wanted)
-            bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
-            if knn is not None:
-                vec_hits = await knn
+            bm_hits, vec_hits = await self._search(s, user_id, terms, embedding, pool, wanted, now)
             vec = await embedding if embedding is not None else None
             w = self.weights
             scores = fuse(bm_hits, vec_hits, w)
@@ -374,39 +330,13 @@ class MemoryStore:
                 scores = await feedback.by_vectors(
                     s, vec, scores, w, lambda v: self._knn_layers(s, user_id, v, pool, wanted)
                 )
-            ranked = await rerank(s, user_id, query, scores, now, wanted, session_id, w, limit)
-            ranked = ranked[:limit]
-            found = await repo.rows(s, user_id, [mid for mid, _ in ranked], now)
-        keep = {r.memory.id: r for r in found}
+            ranked, facts = await rerank(
+                s, user_id, query, scores, now, wanted, session_id, w, limit
+            )
+        ranked = ranked[:limit]
         top = ranked[0][1] if ranked else 1.0
-        return [hit(keep[mid], score / top if top else 0.0) for mid, score in ranked if mid in keep]
-
-    async def _knn_after(
-        self, embedding: asyncio.Future[np.ndarray | None], uv: UserVectors, k: int, now: datetime
-    ) -> list[tuple[int, float]]:
-        """KNN through the in-process copy once the query's vector is made (none without)."""
-        vec = await embedding
-        if vec is None or not self._vectors:
-            return []
-        return await asyncio.to_thread(uv.knn, vec, k, None, repo.epoch(now))
-
-    async def _bm25(
-        self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]
-    ) -> list[tuple[int, float]]:
-        """BM25 over the rarest query words; unscoped first for a user who owns most of the
-        index (exact when it yields k rows, see repo.bm25), else scoped to the owner."""
-        now = self._clock()
-        kept = await self.words.keep(s, terms)
-        match = fts_match(kept)
-        if user_id not in self._counts:
-            self._counts[user_id] = await repo.count_user(s, user_id)
-        if self._total is None:
-            self._total = await repo.count_all(s)
-        if self._counts[user_id] * 2 >= max(self._total, 1):
-            hits = await repo.bm25(s, user_id, match, k, wanted, now, scoped=False)
-            if len(hits) >= k:
-                return hits
-        return await repo.bm25(s, user_id, match, k, wanted, now)
+        # Every ranked memory's row came with its facts (alive, this user's): no second read.
+        return [hit(repo.row_of(facts[mid]), score / top if top else 0.0) for mid, score in ranked]
 
     # -- maintenance ----------------------------------------------------------------------
 

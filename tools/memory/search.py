@@ -1,0 +1,115 @@
+"""The search phase of a recall: KNN through the in-process copy of a big user's vectors
+(tools/memory/vecindex.py) or sqlite-vec, and BM25 over the rarest query words. A base of
+MemoryStore, which keeps the state declared here in step with its writes."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from db.repos import memory as repo
+from tools.base import Clock
+from tools.memory.text import fts_match
+from tools.memory.vecindex import UserVectors, VectorCache
+from tools.memory.wordcounts import WordCounts
+
+LAYERS = ("long", "mid", "short", "session")
+
+
+class Search:
+    _clock: Clock
+    _vectors: bool | None  # None: not checked yet
+    vcache: VectorCache
+    _counts: dict[int, int]  # memories per user, counted once, then tracked
+    _total: int | None  # memories of all users, likewise
+    words: WordCounts
+    overlap: bool
+
+    async def _search(
+        self,
+        s: Any,
+        user_id: int,
+        terms: list[str],
+        embedding: asyncio.Future[np.ndarray | None] | None,
+        pool: int,
+        wanted: list[str],
+        now: datetime,
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """BM25 hits of the terms and KNN hits of the query's vector (being made), `pool`
+        of each."""
+        vec_hits: list[tuple[int, float]] = []
+        knn: asyncio.Future[list[tuple[int, float]]] | None = None
+        if embedding is not None:
+            uv = await self._user_vectors(s, user_id)
+            if uv is not None and len(wanted) == len(LAYERS) and self.overlap:
+                # numpy and SQLite both release the GIL: the embedding and the
+                # in-process KNN run in threads while BM25 runs in the database's.
+                knn = asyncio.ensure_future(self._knn_after(embedding, uv, pool, now))
+            elif (vec := await embedding) is not None and self._vectors:
+                vec_hits = await self._knn_layers(s, user_id, vec, pool, wanted)
+        bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
+        if knn is not None:
+            vec_hits = await knn
+        return bm_hits, vec_hits
+
+    async def _knn(
+        self, s: Any, user_id: int, vec: np.ndarray, k: int, layer: str | None
+    ) -> list[tuple[int, float]]:
+        """KNN through the in-process copy for big users, sqlite-vec for the others."""
+        now = self._clock()
+        uv = await self._user_vectors(s, user_id)
+        if uv is not None:
+            return uv.knn(vec, k, layer, repo.epoch(now))
+        return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, now)
+
+    async def _user_vectors(self, s: Any, user_id: int) -> UserVectors | None:
+        """The in-process copy of a big user's vectors (loaded on first use), else None."""
+        uv = self.vcache.get(user_id)
+        if uv is None:
+            if user_id not in self._counts:
+                self._counts[user_id] = await repo.count_user(s, user_id)
+            if self._counts[user_id] >= self.vcache.min_rows:
+                uv = UserVectors()
+                for mid, lay, exp, blob in await repo.user_vectors(s, user_id):
+                    uv.add(mid, lay, exp, np.frombuffer(blob, dtype=np.float32))
+                self.vcache.users[user_id] = uv
+        return uv
+
+    async def _knn_layers(
+        self, s: Any, user_id: int, vec: np.ndarray, k: int, wanted: list[str]
+    ) -> list[tuple[int, float]]:
+        """KNN over the wanted layers (one search when they are all wanted), nearest first."""
+        hits: list[tuple[int, float]] = []
+        for layer in [None] if len(wanted) == len(LAYERS) else wanted:
+            hits += await self._knn(s, user_id, vec, k, layer)
+        return sorted(hits, key=lambda t: t[1])
+
+    async def _knn_after(
+        self, embedding: asyncio.Future[np.ndarray | None], uv: UserVectors, k: int, now: datetime
+    ) -> list[tuple[int, float]]:
+        """KNN through the in-process copy once the query's vector is made (none without)."""
+        vec = await embedding
+        if vec is None or not self._vectors:
+            return []
+        return await asyncio.to_thread(uv.knn, vec, k, None, repo.epoch(now))
+
+    async def _bm25(
+        self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]
+    ) -> list[tuple[int, float]]:
+        """BM25 over the rarest query words; unscoped first for a user who owns most of the
+        index (exact when it yields k rows, see repo.bm25), else scoped to the owner."""
+        now = self._clock()
+        kept = await self.words.keep(s, terms)
+        match = fts_match(kept)
+        if user_id not in self._counts:
+            self._counts[user_id] = await repo.count_user(s, user_id)
+        if self._total is None:
+            self._total = await repo.count_all(s)
+        if self._counts[user_id] * 2 >= max(self._total, 1):
+            hits = await repo.bm25(s, user_id, match, k, wanted, now, scoped=False)
+            if len(hits) >= k:
+                return hits
+        return await repo.bm25(s, user_id, match, k, wanted, now)
