@@ -239,3 +239,20 @@ async def run_in_driver(conn: AsyncConnection, fn: Callable[[Any], _T]) -> _T:
     adapt: Any = raw.dbapi_connection
     async with adapt._execute_mutex:
         return await adapt._connection._execute(fn, adapt._connection._conn)  # type: ignore[no-any-return]
+
+
+async def write_in_driver(conn: AsyncConnection, fn: Callable[[Any], _T]) -> _T:
+    """run_in_driver for statements that write: the WriteGate is entered first, as a
+    writing statement through the cursor would, and left once no transaction is open (`fn`
+    may commit)."""
+    raw = await conn.get_raw_connection()
+    adapt: Any = raw.dbapi_connection
+    gate: WriteGate = adapt.gate
+    if not adapt._in_transaction():
+        await gate.enter(adapt)
+    try:
+        async with adapt._execute_mutex:
+            return await adapt._connection._execute(fn, adapt._connection._conn)  # type: ignore[no-any-return]
+    finally:
+        if not adapt._in_transaction():
+            gate.leave(adapt)

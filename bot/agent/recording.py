@@ -14,6 +14,7 @@ from bot.agent.hooks import AgentHooks, ToolRound
 from bot.agent.toolexec import AUDIT_LIMIT
 from db.engine import SessionFactory
 from db.repos import core as repo
+from db.repos import last_writes
 from tools.base import Clock, RequestContext
 
 # Other writes that belong in the same transaction (a model call's usage row).
@@ -69,15 +70,17 @@ class Recording(AgentHooks):
                 await self.also(s, ctx)
 
     async def on_answer(self, ctx: RequestContext, answer: str) -> None:
+        now = self.clock()
         async with self.session_factory() as s, s.begin():
-            await repo.add_message(
+            if self.also is not None:
+                await self.also(s, ctx)
+            # Last, so that on SQLite the INSERT and the COMMIT are one trip.
+            await last_writes.add_message_commit(
                 s,
                 session_id=ctx.session_id,
                 user_id=ctx.user_id,
                 role="assistant",
                 content=answer,
                 request_id=ctx.request_id,
-                now=self.clock(),
+                now=now,
             )
-            if self.also is not None:
-                await self.also(s, ctx)

@@ -23,6 +23,7 @@ from bot.usage import request as metering
 from bot.usage.meter import Meter
 from db.engine import SessionFactory
 from db.repos import core as repo
+from db.repos import last_writes
 from tools.base import Clock, RequestContext, RequestTools, ToolCall, system_clock
 from tools.model_call import Purpose
 from tools.registry import Registry
@@ -183,8 +184,12 @@ class Agent:
                 session = None
             if session is None:
                 session = await repo.create_session(s, user.id, None, now)
-            message_id = await repo.add_message(
+            # The message, then the newest rows of the history read while the connection
+            # is at hand (the prompt builder reads more only when these do not fill the
+            # budget), ending the transaction: on SQLite one trip with the commit.
+            message_id, rows = await last_writes.add_message_history_commit(
                 s,
+                history_limit=HISTORY_ROWS,
                 session_id=session.id,
                 user_id=user.id,
                 role="user",
@@ -211,12 +216,11 @@ class Agent:
                 settings = self.settings
                 models = metering.allowed_models(settings.llm_model, settings.llm_models)
                 usage = metering.begin(ctx, user, incoming.purpose, models)
-            # The newest rows of the history, read while the connection is at hand; the
-            # prompt builder reads more only when these do not fill the budget.
-            rows = await repo.history_rows(s, session.id, HISTORY_ROWS)
         return ctx, (session.id, *self._wire(rows)), usage
 
-    def _wire(self, rows: Sequence[repo.HistoryRow]) -> tuple[list[dict[str, Any]], list[int], int]:
+    def _wire(
+        self, rows: Sequence[last_writes.AnyHistoryRow]
+    ) -> tuple[list[dict[str, Any]], list[int], int]:
         """History rows as wire messages with their token costs; a stored message never
         changes, so its cost is counted once per process."""
         if len(self._costs) > COST_CACHE_MAX:
