@@ -2,7 +2,8 @@
 tools' TextModel), for fast unit tests of the loop: no HTTP, no SDK, replies in order.
 
 The loopback-HTTP fake (tests/fakes/openai_server.py) stays the e2e tier: it runs the real
-openai SDK and httpx. This one answers in microseconds, so loop logic can be tested in bulk.
+model client (bot/llm, over httpx). This one answers in microseconds, so loop logic can be
+tested in bulk.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Usage, cost, budgets and the fallback model, through the real agent, SQLite and the
-openai SDK against the fake OpenAI server."""
+model client (bot/llm) against the fake OpenAI server."""
 
 from __future__ import annotations
 

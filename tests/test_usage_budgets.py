@@ -1,5 +1,5 @@
 """Budgets (refusal before any model call, the 80% warning once), the fallback model and
-/model, through the real agent, SQLite and the openai SDK against the fake OpenAI server."""
+/model, through the real agent, SQLite and the model client against the fake OpenAI server."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Each chat completion takes the next scripted turn (text, tool calls or an HTTP error);
 with the script empty it answers by `responder` (default: echo the last user message).
-Streaming answers use OpenAI's chunk format exactly, so the real openai SDK parses them.
+Streaming answers use OpenAI's chunk format exactly, as real providers send it.
 `/v1/audio/transcriptions` takes the multipart form Whisper endpoints take and answers
 `{"text": ...}` from `transcripts` (in order; then "transcript of <filename>"), or fails
 with `transcribe_error` (an HTTP status) when set.
