@@ -14,12 +14,11 @@ import httpx
 import orjson
 
 from bot.llm.wire import (
-    APIConnectionError,
-    APITimeoutError,
     Endpoint,
     StreamDataError,
     StreamErrorEvent,
     encode,
+    transport_errors,
 )
 
 __all__ = ["StreamDataError", "StreamErrorEvent", "open_stream"]
@@ -40,26 +39,27 @@ async def _events(response: httpx.Response) -> AsyncGenerator[dict[str, Any]]:
     data: list[bytes] = []
     done = False
     try:
-        async for piece in response.aiter_bytes():
-            if done:
-                continue
-            pending += piece
-            *lines, pending = pending.split(b"\n")
-            for raw in lines:
-                line = raw[:-1] if raw.endswith(b"\r") else raw
-                if line:
-                    if line.startswith(b"data:"):
-                        value = line[5:]
-                        data.append(value[1:] if value.startswith(b" ") else value)
-                    continue  # event:, id:, retry: and :comments carry nothing we use
-                if not data:
+        with transport_errors():
+            async for piece in response.aiter_bytes():
+                if done:
                     continue
-                payload = b"\n".join(data)
-                data = []
-                if payload.startswith(b"[DONE]"):
-                    done = True
-                    break
-                yield _parse(payload)
+                pending += piece
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    line = raw[:-1] if raw.endswith(b"\r") else raw
+                    if line:
+                        if line.startswith(b"data:"):
+                            value = line[5:]
+                            data.append(value[1:] if value.startswith(b" ") else value)
+                        continue  # event:, id:, retry: and :comments carry nothing we use
+                    if not data:
+                        continue
+                    payload = b"\n".join(data)
+                    data = []
+                    if payload.startswith(b"[DONE]"):
+                        done = True
+                        break
+                    yield _parse(payload)
         tail = pending.rstrip(b"\r")
         if not done and tail.startswith(b"data:"):  # a last line without its newline
             data.append(tail[6:] if tail.startswith(b"data: ") else tail[5:])
@@ -67,10 +67,6 @@ async def _events(response: httpx.Response) -> AsyncGenerator[dict[str, Any]]:
             payload = b"\n".join(data)
             if not payload.startswith(b"[DONE]"):
                 yield _parse(payload)
-    except httpx.TimeoutException as exc:
-        raise APITimeoutError() from exc
-    except httpx.RequestError as exc:
-        raise APIConnectionError() from exc
     finally:
         await response.aclose()
 

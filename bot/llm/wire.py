@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -176,12 +178,8 @@ class Endpoint:
     async def send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:
         """Send, with httpx's own failures as our connection and timeout errors; a 4xx/5xx
         answer raises its status error after its body is read."""
-        try:
+        with transport_errors():
             response = await self.http.send(request, stream=stream)
-        except httpx.TimeoutException as exc:
-            raise APITimeoutError() from exc
-        except httpx.RequestError as exc:
-            raise APIConnectionError() from exc
         if response.status_code >= 400:
             raw = b""
             try:
@@ -199,11 +197,8 @@ class Endpoint:
         request = self.request(method, path, content)
         response = await self.send(request, stream=True)
         try:
-            raw = await response.aread()
-        except httpx.TimeoutException as exc:
-            raise APITimeoutError() from exc
-        except httpx.RequestError as exc:
-            raise APIConnectionError() from exc
+            with transport_errors():
+                raw = await response.aread()
         finally:
             await response.aclose()
         try:
@@ -214,6 +209,17 @@ class Endpoint:
     async def aclose(self) -> None:
         if self.owns_http:
             await self.http.aclose()
+
+
+@contextmanager
+def transport_errors() -> Iterator[None]:
+    """httpx's own failures (sending, or reading a body) as our timeout and connection errors."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise APITimeoutError() from exc
+    except httpx.RequestError as exc:
+        raise APIConnectionError() from exc
 
 
 def encode(body: dict[str, Any]) -> bytes:
