@@ -40,7 +40,7 @@ def encoder() -> Encoder:
 
 @lru_cache(maxsize=1)
 def _load() -> Encoder:
-    # tools.bpe gives the same tokens from the same ranks at ~35 MB instead of the Rust
+    # tools.bpe gives the same tokens from the same ranks at ~5 MB instead of the Rust
     # tokenizer's ~130 MB; the Rust one stays the stand-in if `regex` is missing.
     try:
         from tools.bpe import o200k
