@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias, Unpack
 
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -50,26 +50,14 @@ class _Compiled:
     history_fixed: dict[str, Any]  # the statement's own constant parameters (OFFSET 0)
 
 
-_MESSAGE_KEYS = (
-    "session_id",
-    "user_id",
-    "role",
-    "content",
-    "request_id",
-    "tool_calls",
-    "tool_call_id",
-    "tool_name",
-    "telegram_message_id",
-    "kind",
-    "created_at",
-)
 _compiled: _Compiled | None = None
 
 
-def _compile(dialect: Dialect) -> _Compiled:
+def _compile(dialect: Dialect, fields: dict[str, Any]) -> _Compiled:
+    # Every message_params dict has the same keys (all the INSERT's columns).
     global _compiled
     if _compiled is None:
-        ins = repo._ADD_MESSAGE.compile(dialect=dialect, column_keys=list(_MESSAGE_KEYS))
+        ins = repo._ADD_MESSAGE.compile(dialect=dialect, column_keys=list(fields))
         table = repo._MESSAGES
         order = ins.positiontup or []
         processors = tuple((k, table.c[k].type.bind_processor(dialect)) for k in order)
@@ -98,8 +86,8 @@ def _insert_args(c: _Compiled, fields: dict[str, Any]) -> list[Any]:
     return [fields[k] if p is None else p(fields[k]) for k, p in c.insert_params]
 
 
-async def _one_hop(s: AsyncSession) -> tuple[AsyncConnection, _Compiled] | None:
-    """The session's connection and the compiled statements when it is our SQLite adapter's
+async def _one_hop(s: AsyncSession) -> AsyncConnection | None:
+    """The session's connection when it is our SQLite adapter's
     (None on PostgreSQL), with the ORM's pending changes flushed."""
     if s.new or s.dirty or s.deleted:
         await s.flush()
@@ -109,34 +97,21 @@ async def _one_hop(s: AsyncSession) -> tuple[AsyncConnection, _Compiled] | None:
     raw = await conn.get_raw_connection()
     if not isinstance(raw.dbapi_connection, OneHopConnection):
         return None
-    return conn, _compile(conn.dialect)
-
-
-def _fields(**kw: Any) -> dict[str, Any]:
-    fields = {
-        "tool_calls": None,
-        "tool_call_id": None,
-        "tool_name": None,
-        "telegram_message_id": None,
-        "kind": "text",
-    }
-    fields.update(kw)
-    return fields
+    return conn
 
 
 async def add_message_history_commit(
-    s: AsyncSession, *, history_limit: int, **message: Any
+    s: AsyncSession, *, history_limit: int, **message: Unpack[repo.MessageFields]
 ) -> tuple[int, Sequence[AnyHistoryRow]]:
     """Store the message (repo.add_message's keywords), then read the newest
     `history_limit` rows of its session (repo.history_rows), ending the transaction: on
     SQLite committed in the same trip."""
-    found = await _one_hop(s)
-    if found is None:
+    conn = await _one_hop(s)
+    if conn is None:
         message_id = await repo.add_message(s, **message)
         return message_id, await repo.history_rows(s, message["session_id"], history_limit)
-    conn, c = found
-    fields = _fields(**message)
-    fields["created_at"] = fields.pop("now")
+    fields = repo.message_params(message)
+    c = _compile(conn.dialect, fields)
     args = _insert_args(c, fields)
     hist_values = {**c.history_fixed, "session_id": fields["session_id"], "limit": history_limit}
     hist_args = [hist_values[k] for k in c.history_keys]
@@ -156,15 +131,14 @@ async def add_message_history_commit(
     return message_id, rows
 
 
-async def add_message_commit(s: AsyncSession, **message: Any) -> int:
+async def add_message_commit(s: AsyncSession, **message: Unpack[repo.MessageFields]) -> int:
     """Store the message (repo.add_message's keywords) as the transaction's last statement:
     on SQLite the INSERT and the COMMIT in one trip."""
-    found = await _one_hop(s)
-    if found is None:
+    conn = await _one_hop(s)
+    if conn is None:
         return await repo.add_message(s, **message)
-    conn, c = found
-    fields = _fields(**message)
-    fields["created_at"] = fields.pop("now")
+    fields = repo.message_params(message)
+    c = _compile(conn.dialect, fields)
     args = _insert_args(c, fields)
 
     def run(db: Any) -> int:
