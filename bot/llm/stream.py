@@ -21,8 +21,6 @@ from bot.llm.wire import (
     transport_errors,
 )
 
-__all__ = ["StreamDataError", "StreamErrorEvent", "open_stream"]
-
 
 async def open_stream(endpoint: Endpoint, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any]]:
     """POST `body` (stream=True) and, once the status is known to be good, the stream's

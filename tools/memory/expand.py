@@ -38,17 +38,17 @@ class UserWords:
     def __init__(self) -> None:
         self.index: dict[str, int] = {}
         self.vecs = np.zeros((0, 0), dtype=np.float32)
-        self.pending: list[str] = []  # seen, not embedded yet
+        self.pending: dict[str, None] = {}  # seen, not embedded yet (in order)
 
     def note(self, text: str) -> None:
         for w in words(text):
             if _wanted(w) and w not in self.index and w not in self.pending:
-                self.pending.append(w)
+                self.pending[w] = None
 
     async def settle(self, embed: Embed) -> None:
         """Embed the words noted since the last call."""
-        new = list(dict.fromkeys(self.pending))
-        self.pending = []
+        new = list(self.pending)
+        self.pending = {}
         if not new:
             return
         rows = np.asarray(await embed(new), dtype=np.float32)
