@@ -234,3 +234,25 @@ async def test_the_request_carries_our_headers_and_the_providers_cookie(
     assert first["User-Agent"].startswith("Sidekick")
     assert "Cookie" not in first
     assert second["Cookie"] == "affinity=node-7"
+
+
+async def test_the_chat_request_is_the_one_httpx_would_build() -> None:
+    """The hot path builds its request itself; it must equal httpx's own, header for header."""
+    from bot.llm.wire import Endpoint
+
+    endpoint = Endpoint("http://127.0.0.1:9/v1/", KEY, 12.5)
+    try:
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "é"}]}).encode()
+        ours = endpoint.request("POST", "/chat/completions", body)
+        theirs = endpoint.http.build_request(
+            "POST",
+            endpoint.url("/chat/completions"),
+            content=body,
+            headers=endpoint.headers,
+            timeout=endpoint.timeout,
+        )
+        assert ours.headers.raw == theirs.headers.raw
+        assert (ours.method, ours.url, ours.content) == (theirs.method, theirs.url, theirs.content)
+        assert ours.extensions == theirs.extensions
+    finally:
+        await endpoint.aclose()
