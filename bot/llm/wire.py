@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import orjson
 
+from bot.llm.sockets import cheap_idle_checks
+
 
 class APIError(Exception):
     """Any failure talking to the model endpoint."""
@@ -149,6 +151,8 @@ class Endpoint:
             follow_redirects=True,
             verify=_ssl_context(),
         )
+        if self.owns_http:
+            cheap_idle_checks(self.http)
         # What build_request merges on every call (its URL parsing and header merging were
         # three quarters of a request's set-up), done once for the hot path; so are the
         # headers httpx.Request adds for a body (Host first, Content-Length last), whose
