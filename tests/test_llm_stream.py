@@ -234,3 +234,67 @@ async def test_the_request_carries_our_headers_and_the_providers_cookie(
     assert first["User-Agent"].startswith("Sidekick")
     assert "Cookie" not in first
     assert second["Cookie"] == "affinity=node-7"
+
+
+async def test_the_chat_request_is_the_one_httpx_would_build() -> None:
+    """The hot path builds its request itself; it must equal httpx's own, header for header."""
+    from bot.llm.wire import Endpoint
+
+    endpoint = Endpoint("http://127.0.0.1:9/v1/", KEY, 12.5)
+    try:
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "é"}]}).encode()
+        ours = endpoint.request("POST", "/chat/completions", body)
+        theirs = endpoint.http.build_request(
+            "POST",
+            endpoint.url("/chat/completions"),
+            content=body,
+            headers=endpoint.headers,
+            timeout=endpoint.timeout,
+        )
+        assert ours.headers.raw == theirs.headers.raw
+        assert (ours.method, ours.url, ours.content) == (theirs.method, theirs.url, theirs.content)
+        assert ours.extensions == theirs.extensions
+    finally:
+        await endpoint.aclose()
+
+
+async def test_a_connection_the_provider_closed_while_idle_is_not_reused() -> None:
+    """The pool's idle check (bot/llm/sockets.py) must still see a server's hang-up: the
+    second request goes out on a new connection instead of failing on the dead one."""
+    import asyncio
+
+    from bot.llm.stream import open_stream
+    from bot.llm.wire import Endpoint
+
+    connections = 0
+    body = b'data: {"choices":[{"delta":{"content":"ok"}}]}\n\ndata: [DONE]\n\n'
+    answer = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        writer.write(answer)
+        await writer.drain()
+        writer.close()  # keep-alive as far as the client knows, then hung up
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    endpoint = Endpoint(f"http://127.0.0.1:{port}/v1", KEY, 5)
+    try:
+        for _ in range(2):
+            events = await open_stream(endpoint, {"model": "m", "messages": [], "stream": True})
+            got = [event async for event in events]
+            assert got == [{"choices": [{"delta": {"content": "ok"}}]}]
+            await asyncio.sleep(0.05)  # the hang-up reaches the client's socket
+    finally:
+        await endpoint.aclose()
+        server.close()
+        await server.wait_closed()
+    assert connections == 2

@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import orjson
 
+from bot.llm.sockets import cheap_idle_checks
+
 
 class APIError(Exception):
     """Any failure talking to the model endpoint."""
@@ -149,12 +151,19 @@ class Endpoint:
             follow_redirects=True,
             verify=_ssl_context(),
         )
+        if self.owns_http:
+            cheap_idle_checks(self.http)
         # What build_request merges on every call (its URL parsing and header merging were
-        # three quarters of a request's set-up), done once for the hot path.
+        # three quarters of a request's set-up), done once for the hot path; so are the
+        # headers httpx.Request adds for a body (Host first, Content-Length last), whose
+        # one-by-one scans of the header list cost more than the rest of the set-up.
         self.timeout_ext = self.timeout.as_dict()
         self.chat_url = httpx.URL(self.url("/chat/completions"))
-        self.merged_headers = httpx.Headers(self.http.headers)
-        self.merged_headers.update(self.headers)
+        merged = httpx.Headers(self.http.headers)
+        merged.update(self.headers)
+        self.chat_headers = [(b"Host", self.chat_url.netloc), *merged.raw]
+        # A caller's client that sets any of these itself gets httpx's own merging.
+        self.lean = not any(h in merged for h in ("Host", "Content-Length", "Transfer-Encoding"))
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -163,17 +172,22 @@ class Endpoint:
         """The request http.build_request would make; the client still builds it when it
         holds cookies (a provider that sets them) or query parameters to merge."""
         http = self.http
-        if path != "/chat/completions" or http.cookies or http.params:
+        lean = self.lean and content is not None and path == "/chat/completions"
+        if not lean or http.cookies or http.params:
             return http.build_request(
                 method, self.url(path), content=content, headers=self.headers, timeout=self.timeout
             )
-        return httpx.Request(
+        assert content is not None
+        headers = [*self.chat_headers, (b"Content-Length", str(len(content)).encode())]
+        request = httpx.Request(
             method,
             self.chat_url,
-            content=content,
-            headers=self.merged_headers,
+            headers=httpx.Headers(headers),
+            stream=httpx.ByteStream(content),
             extensions={"timeout": self.timeout_ext},
         )
+        request.read()  # as Request(content=...) does: request.content is the body
+        return request
 
     async def send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:
         """Send, with httpx's own failures as our connection and timeout errors; a 4xx/5xx

@@ -10,7 +10,8 @@ every plain message. A command handler registered with
 from __future__ import annotations
 
 from aiogram import Router
-from aiogram.types import BotCommand
+from aiogram.filters import Command
+from aiogram.types import BotCommand, Message
 
 from bot.telegram.routers import (
     chat,
@@ -27,7 +28,7 @@ from bot.telegram.routers import tools as tools_router
 
 
 def build_routers() -> list[Router]:
-    return [
+    routers = [
         start.build_router(),
         sessions.build_router(),
         code.build_router(),
@@ -40,6 +41,35 @@ def build_routers() -> list[Router]:
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]
+    for router in routers:
+        _commands_only(router)
+    return routers
+
+
+def _commands_only(router: Router) -> None:
+    """A router whose message handlers all need a command gets one cheap check in front:
+    without it every plain message went through each Command filter (~15), each splitting
+    the text and raising and catching an exception to say no. The check passes whatever
+    any of them could accept (text or caption holding one of their prefixes), so which
+    handler runs does not change."""
+    handlers = router.message.handlers
+    if not handlers or router.sub_routers:
+        return
+    prefixes: set[str] = set()
+    for handler in handlers:
+        commands = [f.callback for f in handler.filters or () if isinstance(f.callback, Command)]
+        if not commands:
+            return
+        prefixes.update(*(command.prefix for command in commands))
+
+    # Async on purpose, like chat.has_text: sync filters run in a worker thread.
+    async def may_be_command(message: Message) -> bool:
+        text = message.text or message.caption
+        if not text:
+            return False
+        return any(prefix in text for prefix in prefixes)
+
+    router.message.filter(may_be_command)
 
 
 def bot_commands(routers: list[Router]) -> list[BotCommand]:
