@@ -48,17 +48,27 @@ def dot(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
-def gather_dot(mat: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """mat[rows] @ q (as float32), gathered in small blocks."""
-    out = np.empty(len(rows), dtype=np.float32)
+def gather_dot(mat: np.ndarray, rows: np.ndarray | None, q: np.ndarray) -> np.ndarray:
+    """mat[rows] @ q (all rows when None) as float32, in small blocks."""
+    count = mat.shape[0] if rows is None else len(rows)
+    out = np.empty(count, dtype=np.float32)
     raw = np.empty((GATHER_ROWS, mat.shape[1]), dtype=mat.dtype)
     buf = raw if mat.dtype == np.float32 else np.empty(raw.shape, dtype=np.float32)
-    for i in range(0, len(rows), GATHER_ROWS):
-        r = rows[i : i + GATHER_ROWS]
-        np.take(mat, r, axis=0, out=raw[: len(r)])
-        if buf is not raw:
-            buf[: len(r)] = raw[: len(r)]
-        np.dot(buf[: len(r)], q, out=out[i : i + GATHER_ROWS])
+    for i in range(0, count, GATHER_ROWS):
+        if rows is None:
+            block = mat[i : i + GATHER_ROWS]
+            if buf is raw:  # contiguous float32: no copy needed
+                np.dot(block, q, out=out[i : i + GATHER_ROWS])
+                continue
+            buf[: len(block)] = block
+            size = len(block)
+        else:
+            r = rows[i : i + GATHER_ROWS]
+            np.take(mat, r, axis=0, out=raw[: len(r)])
+            if buf is not raw:
+                buf[: len(r)] = raw[: len(r)]
+            size = len(r)
+        np.dot(buf[:size], q, out=out[i : i + GATHER_ROWS])
     return out
 
 
@@ -161,17 +171,19 @@ class UserVectors:
         k = min(k, int(mask.sum()))
         if k <= 0:
             return []
-        if max(BITS_PER_K * k, BITS_MIN) < n and self._bits is not None:
-            rows = nearest_bits(
-                self._bits[:, :n], sign_bits(q), mask, max(BITS_PER_K * k, BITS_MIN)
-            )
-        else:
-            rows = np.flatnonzero(mask)
+        wide = max(BITS_PER_K * k, BITS_MIN)
         short = max(SHORTLIST_PER_K * k, SHORTLIST_MIN)
-        if short < len(rows) and self._head is not None:
-            rough = gather_dot(self._head, rows, q[: self._head.shape[1]]) * self._scale[rows]
-            rows = rows[np.argpartition(-rough, short - 1)[:short]]
-        sims = gather_dot(self._mat, rows, q)
+        head_q = q[: self._head.shape[1]] if self._head is not None else q
+        if wide < n and self._bits is not None:
+            rows = nearest_bits(self._bits[:, :n], sign_bits(q), mask, wide)
+            if short < len(rows) and self._head is not None:
+                rough = gather_dot(self._head, rows, head_q) * self._scale[rows]
+                rows = rows[np.argpartition(-rough, short - 1)[:short]]
+            sims = gather_dot(self._mat, rows, q)
+        else:
+            # Up to `wide` rows: every full row in order (no gather), exact.
+            rows = np.flatnonzero(mask)
+            sims = dot(self._mat[:n], q)[rows]
         k = min(k, len(rows))
         top = np.argpartition(-sims, k - 1)[:k]
         top = top[np.argsort(-sims[top])]
