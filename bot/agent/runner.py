@@ -182,10 +182,11 @@ class Agent:
             "telegram_message_id": incoming.telegram_message_id,
             "kind": incoming.kind,
         }
-        policy = self.settings.session_policy
+        settings = self.settings
 
         def period_over(started: datetime, tz_name: str | None) -> bool:
-            return policy.is_due(started, now, tz_name)
+            # bot/agent/sessions.period_ended's check; run in the driver's thread
+            return settings.session_policy.is_due(started, now, tz_name)
 
         user: User | last_writes.StartUser
         rows: Sequence[last_writes.AnyHistoryRow]
