@@ -61,7 +61,10 @@ class WriteGate:
         lock = self._lock
         if lock.locked():
             try:
-                await asyncio.wait_for(lock.acquire(), self.timeout)
+                # A timeout scope, not wait_for: that wraps the wait in a new task, and with
+                # many chats at once most writers wait here.
+                async with asyncio.timeout(self.timeout):
+                    await lock.acquire()
             except TimeoutError:
                 return
         else:

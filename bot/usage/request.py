@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest
 from bot.llm.client import Completion
 from bot.usage.meter import Meter, Totals, parse_warned
-from db.models.core import User
 from db.repos import usage as repo
 from tools.base import RequestContext
 from tools.model_call import ModelCall, Purpose
@@ -33,7 +32,20 @@ def allowed_models(default: str, configured: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys([m for m in (default, *configured) if m]))
 
 
-def begin(ctx: RequestContext, user: User, purpose: Purpose, models: list[str]) -> RequestUsage:
+class UsageUser(Protocol):
+    """What metering reads of the user's row (a User, or the request start's tuple)."""
+
+    @property
+    def llm_model(self) -> str | None: ...
+    @property
+    def usage_footer(self) -> bool: ...
+    @property
+    def usage_warned(self) -> str | None: ...
+
+
+def begin(
+    ctx: RequestContext, user: UsageUser, purpose: Purpose, models: list[str]
+) -> RequestUsage:
     """Called with the user's row at the start of a request (no extra query)."""
     chosen = user.llm_model if user.llm_model in models else None
     return RequestUsage(

@@ -31,12 +31,12 @@ async def get_or_create_user(
     return user
 
 
-def _user_with_open_session(who: ColumnElement[bool]) -> Select[User, ChatSession, bool]:
+def _user_with_open_session(who: ColumnElement[bool], *columns: Any) -> Select[Any]:
     # Whether the user has any memory row at all (expired ones included): one index probe
     # here spares auto-recall its own session and count for users with none.
     has_memories = exists().where(Memory.user_id == User.id).label("has_memories")
     return (
-        select(User, ChatSession, has_memories)
+        select(*(columns or (User, ChatSession)), has_memories)
         .outerjoin(ChatSession, (ChatSession.user_id == User.id) & ChatSession.ended_at.is_(None))
         .where(who)
         .order_by(User.id, ChatSession.id.desc())
@@ -48,6 +48,22 @@ def _user_with_open_session(who: ColumnElement[bool]) -> Select[User, ChatSessio
 # long as running it.
 _USER_WITH_OPEN_SESSION = _user_with_open_session(User.telegram_id == bindparam("telegram_id"))
 _LOCAL_USER_WITH_OPEN_SESSION = _user_with_open_session(User.telegram_id.is_(None))
+
+# The same read as plain columns, for the request start in one trip
+# (db/repos/last_writes.start_request_commit): what a request needs of the user row (the
+# metering hook's included), the open session's id and start, whether memories exist.
+START_COLUMNS = (
+    User.id,
+    User.name,
+    User.timezone,
+    User.llm_model,
+    User.usage_footer,
+    User.usage_warned,
+    ChatSession.id,
+    ChatSession.started_at,
+)
+START_READ = _user_with_open_session(User.telegram_id == bindparam("telegram_id"), *START_COLUMNS)
+LOCAL_START_READ = _user_with_open_session(User.telegram_id.is_(None), *START_COLUMNS)
 
 
 async def request_start(

@@ -11,12 +11,17 @@ plain statements and the caller's commit does the rest.
 
 Anything the ORM session still holds (a renamed user) is flushed first, so it lands in the
 same transaction as before.
+
+start_request_commit goes one further for a message from a known user in a current
+session (nearly every message): the user and open-session read joins the same trip, so a
+plain message costs two trips (its start, its answer) instead of three.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, NamedTuple, TypeAlias, Unpack
 
 from sqlalchemy.engine import Dialect
@@ -147,3 +152,126 @@ async def add_message_commit(s: AsyncSession, **message: Unpack[repo.MessageFiel
         return message_id
 
     return await write_in_driver(conn, run)
+
+
+@dataclass(frozen=True)
+class _StartRead:
+    sql: str
+    keys: tuple[str, ...]
+    fixed: dict[str, Any]  # the statement's own constant parameters (LIMIT 1)
+    # per selected column: the type's result processor or None
+    processors: tuple[Callable[[Any], Any] | None, ...]
+
+
+_start_reads: dict[bool, _StartRead] = {}
+
+
+def _compile_start(dialect: Dialect, local: bool) -> _StartRead:
+    read = _start_reads.get(local)
+    if read is None:
+        stmt = repo.LOCAL_START_READ if local else repo.START_READ
+        comp = stmt.compile(dialect=dialect)
+        keys = tuple(comp.positiontup or [])
+        fixed = {k: v for k, v in comp.construct_params({"telegram_id": 0}).items()}
+        fixed.pop("telegram_id", None)
+        processors = tuple(
+            col.type.dialect_impl(dialect).result_processor(dialect, None)
+            for col in stmt.selected_columns
+        )
+        read = _start_reads[local] = _StartRead(str(comp), keys, fixed, processors)
+    return read
+
+
+class StartUser(NamedTuple):
+    """What a request needs of its user row (repo.START_COLUMNS): a plain tuple, since an
+    ORM instance built by hand cost as much as the rest of the trip's Python side."""
+
+    id: int
+    telegram_id: int | None
+    name: str
+    timezone: str | None
+    llm_model: str | None
+    usage_footer: bool
+    usage_warned: str | None
+
+
+class Started(NamedTuple):
+    """A request's start done in one trip: the user, the open session's id, whether the
+    user has memories, the stored message's id and the session's newest history rows,
+    oldest first."""
+
+    user: StartUser
+    session_id: int
+    has_memories: bool
+    message_id: int
+    rows: list[HistoryTuple]
+
+
+# Whether a session that started at `started` (aware UTC) has had its period end, for a
+# user in time zone `tz_name`; bot/agent/sessions.period_ended's check.
+PeriodEnded = Callable[[datetime, "str | None"], bool]
+
+
+async def start_request_commit(
+    s: AsyncSession,
+    *,
+    telegram_id: int | None,
+    user_name: str,
+    period_over: PeriodEnded,
+    history_limit: int,
+    **message: Unpack[repo.MessageFields],
+) -> Started | None:
+    """On SQLite, in one trip to the driver's thread: repo.request_start's read, then, when
+    the user exists, keeps their name and has an open session whose period is not over,
+    add_message_history_commit's statements into that session and the COMMIT. None (nothing
+    written, no transaction left open) whenever the request needs more (a new user, a
+    rename, a new session, a failing period check) and on PostgreSQL: the caller then takes
+    the statement-by-statement path, which reads again. `message`'s session_id and user_id
+    are replaced by the ones read."""
+    conn = await _one_hop(s)
+    if conn is None:
+        return None
+    read = _compile_start(conn.dialect, telegram_id is None)
+    read_values = {**read.fixed, "telegram_id": telegram_id}
+    read_args = [read_values[k] for k in read.keys]
+    fields = repo.message_params(message)
+    c = _compile(conn.dialect, fields)
+    hist_fixed = {**c.history_fixed, "limit": history_limit}
+
+    def run(db: Any) -> tuple[list[Any], int, list[HistoryTuple]] | None:
+        cur = db.cursor()
+        try:
+            found = cur.execute(read.sql, read_args).fetchall()
+        finally:
+            cur.close()
+        if not found:
+            return None
+        row = [v if p is None else p(v) for v, p in zip(found[0], read.processors, strict=True)]
+        user_id, name, tz_name, session_id, started = row[0], row[1], row[2], row[6], row[7]
+        if session_id is None or (user_name and name != user_name):
+            return None
+        try:
+            if period_over(started, tz_name):
+                return None
+        except Exception:  # the slow path checks again and logs it
+            return None
+        args = _insert_args(c, {**fields, "session_id": session_id, "user_id": user_id})
+        message_id = _insert(db, c.insert_sql, args)
+        hist_values = {**hist_fixed, "session_id": session_id}
+        cur = db.cursor()
+        try:
+            hist_args = [hist_values[k] for k in c.history_keys]
+            rows = [HistoryTuple(*r) for r in cur.execute(c.history_sql, hist_args).fetchall()]
+        finally:
+            cur.close()
+        db.commit()
+        return row, message_id, rows
+
+    done = await write_in_driver(conn, run)
+    if done is None:
+        return None
+    row, message_id, rows = done
+    rows.reverse()
+    uid, name, tz_name, llm_model, footer, warned, session_id, _, has_memories = row
+    user = StartUser(uid, telegram_id, name, tz_name, llm_model, bool(footer), warned)
+    return Started(user, session_id, bool(has_memories), message_id, rows)
