@@ -80,6 +80,9 @@ async def bulk_fill(
 ) -> None:
     """Fill fast through the same repository statements, in big transactions."""
     rng = random.Random(seed)
+    async with sf() as s, s.begin():  # as MemoryStore does for a first vector of a new size
+        if emb.dim and await repo.vec_dim(s) != emb.dim:
+            await repo.recreate_vec(s, emb.dim)
     for user_id in users:
         done = 0
         while done < per_user:
