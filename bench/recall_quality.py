@@ -22,7 +22,7 @@ from recall_common import T0, Clock, open_db  # noqa: E402
 
 from db.engine import SessionFactory  # noqa: E402
 from db.repos import core  # noqa: E402
-from tools.memory.embeddings import WordLlamaEmbedder  # noqa: E402
+from tools.memory.embeddings import Embedder, WordLlamaEmbedder  # noqa: E402
 from tools.memory.rank import RankWeights  # noqa: E402
 from tools.memory.store import MemoryStore  # noqa: E402
 
@@ -58,6 +58,9 @@ MODES: dict[str, tuple[bool, bool, RankWeights]] = {
     "fb-wide": (True, True, replace(BASE, feedback=0.5, feedback_docs=5, feedback_terms=8)),
     "diverse": (True, True, replace(BASE, diversity=0.9)),
     "vec-words": (True, True, replace(BASE, vector_words=True, vector_norm=True, vector=0.4)),
+    # The vector weight raised (issue 15, for a contextual embedding: --embeddings minilm).
+    "vec-0.5": (True, True, replace(BASE, vector=0.5)),
+    "vec-1.0": (True, True, replace(BASE, vector=1.0)),
     "bm25": (True, False, BASE),
     "vectors": (False, True, BASE),
     "bm25-plain": (True, False, replace(BASE, **OFF)),
@@ -65,11 +68,19 @@ MODES: dict[str, tuple[bool, bool, RankWeights]] = {
 }
 # The weights leave-one-conversation-out chooses from: each part of the ranking off or at
 # a few strengths (BM25/vector balance and neighbour shares were measured flat around BASE).
-GRID = [
-    replace(BASE, date_boost=d, question_self=qs, question_next=qn)
-    for d in (1.0, 2.0, 3.0)
-    for qs, qn in ((1.0, 0.0), (0.85, 0.7), (0.7, 0.8))
-]
+# --vector-weights adds the vector weight to the grid (by default only the shipped one).
+
+
+def make_grid(vector_weights: tuple[float, ...] = (BASE.vector,)) -> list[RankWeights]:
+    return [
+        replace(BASE, date_boost=d, question_self=qs, question_next=qn, vector=v)
+        for d in (1.0, 2.0, 3.0)
+        for qs, qn in ((1.0, 0.0), (0.85, 0.7), (0.7, 0.8))
+        for v in vector_weights
+    ]
+
+
+GRID = make_grid()
 
 
 def turn_text(turn: dict[str, Any]) -> str:
@@ -150,7 +161,7 @@ async def score(
 
 
 async def conversation_rows(
-    conv: dict[str, Any], emb: WordLlamaEmbedder
+    conv: dict[str, Any], emb: Embedder, weight_sets: list[RankWeights]
 ) -> tuple[dict[str, list[Row]], list[list[Row]]]:
     """One conversation in a database of its own (BM25's word statistics are its own, as
     for a user alone): the rows of every mode, and of every weight set of GRID."""
@@ -171,11 +182,27 @@ async def conversation_rows(
             modes[mode] = await score(store, user_id, questions, mode)
         store.use_bm25 = store.use_vectors = True
         grid = []
-        for weights in GRID:
+        for weights in weight_sets:
             store.weights = weights
             grid.append(await score(store, user_id, questions, "hybrid"))
         await engine.dispose()
     return modes, grid
+
+
+class SameQueries:
+    """The embedder with one vector per text remembered: every mode and weight set recalls
+    the same questions, and a contextual model takes milliseconds a question."""
+
+    def __init__(self, emb: Embedder) -> None:
+        self._emb, self._seen = emb, dict[str, np.ndarray]()
+        self.name, self.dim = emb.name, emb.dim
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        if len(texts) != 1:
+            return await self._emb.embed(texts)
+        if texts[0] not in self._seen:
+            self._seen[texts[0]] = await self._emb.embed(texts)
+        return self._seen[texts[0]]
 
 
 def mean_r10(rows: list[Row]) -> float:
@@ -191,17 +218,29 @@ def print_rows(mode: str, rows: list[Row]) -> None:
 
 
 def describe(w: RankWeights) -> str:
-    return f"date x{w.date_boost:g}, question {w.question_self:g}/{w.question_next:g}"
+    return (
+        f"date x{w.date_boost:g}, question {w.question_self:g}/{w.question_next:g}, "
+        f"vector {w.vector:g}"
+    )
 
 
-async def quality(data: Path, quick: bool) -> None:
+async def quality(
+    data: Path,
+    quick: bool,
+    emb: Embedder | None = None,
+    vector_weights: tuple[float, ...] = (BASE.vector,),
+) -> None:
     convs = json.loads(data.read_text())  # noqa: ASYNC240 - a benchmark, read once
     if quick:
         convs = convs[:1]
-    emb = WordLlamaEmbedder()
-    per_conv = [await conversation_rows(conv, emb) for conv in convs]
+    emb = SameQueries(emb or WordLlamaEmbedder())
+    GRID[:] = make_grid(vector_weights)
+    per_conv = [await conversation_rows(conv, emb, GRID) for conv in convs]
     n = sum(len(m["hybrid"]) for m, _ in per_conv)
-    print(f"LoCoMo {data.name}: {len(convs)} conversations, {n} questions (categories 1-4)")
+    print(
+        f"LoCoMo {data.name}: {len(convs)} conversations, {n} questions (categories 1-4), "
+        f"embeddings {emb.name}"
+    )
     print(f"{'mode':8} {'category':8} {'n':>5} " + " ".join(f"{'R@' + str(k):>6}" for k in KS))
     for mode in MODES:
         print_rows(mode, [r for m, _ in per_conv for r in m[mode]])

@@ -15,6 +15,7 @@ import re  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from datetime import timedelta  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -24,7 +25,7 @@ from db.engine import SessionFactory  # noqa: E402
 from db.models.memory import Memory  # noqa: E402
 from db.repos import core  # noqa: E402
 from db.repos import memory as repo  # noqa: E402
-from tools.memory.embeddings import WordLlamaEmbedder  # noqa: E402
+from tools.memory.embeddings import Embedder, WordLlamaEmbedder, normalise_rows  # noqa: E402
 from tools.memory.store import MemoryStore  # noqa: E402
 
 # -- speed ------------------------------------------------------------------------------
@@ -59,9 +60,19 @@ def corpus_words(data: Path) -> list[str]:
     return out or WORDS
 
 
+def fill_vectors(emb: Embedder) -> Callable[[list[str]], np.ndarray]:
+    """How the bulk fill makes the stored vectors: WordLlama embeds the texts (fast); a
+    contextual model would take ~10 min for 100k texts, so its rows are random unit vectors
+    of its dimension (the KNN scan costs the same); the recalls embed their query for real."""
+    if isinstance(emb, WordLlamaEmbedder):
+        return emb.embed_sync
+    rng = np.random.default_rng(0)
+    return lambda texts: normalise_rows(rng.standard_normal((len(texts), emb.dim or 384)))
+
+
 async def bulk_fill(
     sf: SessionFactory,
-    emb: WordLlamaEmbedder,
+    emb: Embedder,
     users: list[int],
     per_user: int,
     seed: int,
@@ -69,12 +80,15 @@ async def bulk_fill(
 ) -> None:
     """Fill fast through the same repository statements, in big transactions."""
     rng = random.Random(seed)
+    async with sf() as s, s.begin():  # as MemoryStore does for a first vector of a new size
+        if emb.dim and await repo.vec_dim(s) != emb.dim:
+            await repo.recreate_vec(s, emb.dim)
     for user_id in users:
         done = 0
         while done < per_user:
             n = min(2000, per_user - done)
             texts = [sentence(rng, vocab) for _ in range(n)]
-            vecs = emb.embed_sync(texts)
+            vecs = fill_vectors(emb)(texts)
             async with sf() as s, s.begin():
                 for t, v in zip(texts, vecs, strict=True):
                     m = Memory(
@@ -117,8 +131,8 @@ async def time_recall(
     return statistics.median(times), float(np.percentile(times, 95)), cpu / len(times) * 1000
 
 
-async def speed(quick: bool, data: Path, backends: list[str]) -> None:
-    emb = WordLlamaEmbedder()
+async def speed(quick: bool, data: Path, backends: list[str], emb: Embedder | None = None) -> None:
+    emb = emb or WordLlamaEmbedder()
     vocab = corpus_words(data)
     sizes = [
         ("10k, 1 user", 1, 10_000),

