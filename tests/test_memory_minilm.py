@@ -16,9 +16,9 @@ from db.migrate import upgrade
 from db.repos import core
 from tests.conftest import make_settings
 from tests.test_memory_store import Clock
-from tools.memory.embeddings import build_embedder
 from tools.errors import ConfigError
 from tools.memory import minilm
+from tools.memory.embeddings import build_embedder
 from tools.memory.minilm import MiniLMEmbedder, minilm_installed
 from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryStore
