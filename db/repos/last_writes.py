@@ -155,8 +155,8 @@ async def add_message_commit(
 ) -> int:
     """Store the message (repo.add_message's keywords), after `usage_rows` (model_usage rows,
     usage.add_usage's keywords), as the transaction's last statements: on SQLite the
-    INSERTs and the COMMIT in one trip. A bare connection (no ORM needed) costs less to set
-    up than a session; with one, the caller's `conn.commit()` does the rest elsewhere."""
+    INSERTs and the COMMIT in one trip. `s` may be a bare connection (lighter than a
+    session); on PostgreSQL the caller's commit (session or `conn.commit()`) ends it."""
     conn = await _one_hop(s)
     usage_batch = _usage_batch(conn, usage_rows) if conn is not None else None
     if conn is None or usage_batch is None:
