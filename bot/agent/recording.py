@@ -12,9 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.hooks import AgentHooks, ToolRound
 from bot.agent.toolexec import AUDIT_LIMIT
-from db.engine import SessionFactory
+from db.engine import SessionFactory, engine_of
 from db.repos import core as repo
 from db.repos import last_writes
+from db.repos import usage as usage_repo
 from tools.base import Clock, RequestContext
 
 # Other writes that belong in the same transaction (a model call's usage row).
@@ -70,17 +71,27 @@ class Recording(AgentHooks):
                 await self.also(s, ctx)
 
     async def on_answer(self, ctx: RequestContext, answer: str) -> None:
-        now = self.clock()
+        message: repo.MessageFields = {
+            "session_id": ctx.session_id,
+            "user_id": ctx.user_id,
+            "role": "assistant",
+            "content": answer,
+            "request_id": ctx.request_id,
+            "now": self.clock(),
+        }
+        if self.also is None:
+            # Nothing for the ORM to do: a bare connection, lighter than a session.
+            async with engine_of(self.session_factory).connect() as conn:
+                await last_writes.add_message_commit(conn, **message)
+                await conn.commit()  # PostgreSQL's; on SQLite the trip above committed
+            return
         async with self.session_factory() as s, s.begin():
-            if self.also is not None:
+            # The usage rows go with the answer, in its trip on SQLite; a failure there
+            # rolls both back, as when they were separate statements of this transaction.
+            usage_rows = usage_repo.defer_rows(s)
+            try:
                 await self.also(s, ctx)
-            # Last, so that on SQLite the INSERT and the COMMIT are one trip.
-            await last_writes.add_message_commit(
-                s,
-                session_id=ctx.session_id,
-                user_id=ctx.user_id,
-                role="assistant",
-                content=answer,
-                request_id=ctx.request_id,
-                now=now,
-            )
+            finally:
+                usage_repo.stop_deferring(s)
+            # Last, so that on SQLite the INSERTs and the COMMIT are one trip.
+            await last_writes.add_message_commit(s, usage_rows=usage_rows, **message)

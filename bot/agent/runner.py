@@ -23,7 +23,7 @@ from bot.config import Settings
 from bot.llm.client import ChatModel, LLMToolCall, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
-from db.engine import SessionFactory
+from db.engine import SessionFactory, engine_of
 from db.models.core import User
 from db.repos import core as repo
 from db.repos import last_writes
@@ -190,38 +190,43 @@ class Agent:
 
         user: User | last_writes.StartUser
         rows: Sequence[last_writes.AnyHistoryRow]
-        async with self.session_factory() as s, s.begin():
-            fast = await last_writes.start_request_commit(
-                s,
-                telegram_id=incoming.telegram_user_id,
-                user_name=incoming.user_name,
-                period_over=period_over,
-                history_limit=HISTORY_ROWS,
-                **message,
-            )
-            if fast is not None:
-                user, session_id, has_memories, message_id, rows = fast
-            else:
+        fast: last_writes.Started | None = None
+        engine = engine_of(self.session_factory)
+        if engine.dialect.name == "sqlite":
+            # No ORM on this path: a bare connection, lighter than a session.
+            async with engine.connect() as conn:
+                fast = await last_writes.start_request_commit(
+                    conn,
+                    telegram_id=incoming.telegram_user_id,
+                    user_name=incoming.user_name,
+                    period_over=period_over,
+                    history_limit=HISTORY_ROWS,
+                    **message,
+                )
+        if fast is not None:
+            user, session_id, has_memories, message_id, rows = fast
+        else:
+            async with self.session_factory() as s, s.begin():
                 user, session_id, has_memories, message_id, rows = await self._start_in_steps(
                     s, incoming, message
                 )
-            ctx = RequestContext(
-                request_id=request_id,
-                user_id=user.id,
-                session_id=session_id,
-                trigger_message_id=message_id,
-                user_name=user.name,
-                telegram_user_id=incoming.telegram_user_id,
-                chat_id=incoming.chat_id,
-                timezone=self.user_timezone(user.timezone),
-                clock=self.clock,
-                has_memories=has_memories,
-            )
-            usage = None
-            if self.meter is not None:
-                settings = self.settings
-                models = metering.allowed_models(settings.llm_model, settings.llm_models)
-                usage = metering.begin(ctx, user, incoming.purpose, models)
+        ctx = RequestContext(
+            request_id=request_id,
+            user_id=user.id,
+            session_id=session_id,
+            trigger_message_id=message_id,
+            user_name=user.name,
+            telegram_user_id=incoming.telegram_user_id,
+            chat_id=incoming.chat_id,
+            timezone=self.user_timezone(user.timezone),
+            clock=self.clock,
+            has_memories=has_memories,
+        )
+        usage = None
+        if self.meter is not None:
+            settings = self.settings
+            models = metering.allowed_models(settings.llm_model, settings.llm_models)
+            usage = metering.begin(ctx, user, incoming.purpose, models)
         return ctx, (session_id, *self._wire(rows)), usage
 
     async def _start_in_steps(

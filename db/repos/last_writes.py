@@ -5,12 +5,17 @@ Each statement through SQLAlchemy is one trip to aiosqlite's thread (db/sqlite_a
 and so is the commit: storing the user's message, reading the history and committing were
 three, storing the answer and committing two. On SQLite these functions run the same
 statements (compiled once from the Core objects in db/repos/core.py, so the SQL and the
-stored values are SQLAlchemy's own) and the COMMIT in one trip; the caller's `s.begin()`
-then finds no transaction open and its commit costs nothing. On PostgreSQL they are the
+stored values are SQLAlchemy's own: the dialect's bind processors, not sqlite3's adapters)
+and the COMMIT in one trip; the caller's `s.begin()` then finds no transaction open and its
+commit costs nothing. On PostgreSQL they are the
 plain statements and the caller's commit does the rest.
 
 Anything the ORM session still holds (a renamed user) is flushed first, so it lands in the
 same transaction as before.
+
+The answer's write carries the request's model_usage rows (add_message_commit's usage_rows)
+in the same trip. Paths that need no ORM pass a bare AsyncConnection instead of a session:
+about half the CPU to set up and close.
 
 start_request_commit goes one further for a message from a known user in a current
 session (nearly every message): the user and open-session read joins the same trip, so a
@@ -28,6 +33,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from db.repos import core as repo
+from db.repos import usage as usage_repo
 from db.sqlite_adapter import OneHopConnection, write_in_driver
 
 
@@ -65,7 +71,9 @@ def _compile(dialect: Dialect, fields: dict[str, Any]) -> _Compiled:
         ins = repo._ADD_MESSAGE.compile(dialect=dialect, column_keys=list(fields))
         table = repo._MESSAGES
         order = ins.positiontup or []
-        processors = tuple((k, table.c[k].type.bind_processor(dialect)) for k in order)
+        processors = tuple(
+            (k, table.c[k].type.dialect_impl(dialect).bind_processor(dialect)) for k in order
+        )
         hist = repo._HISTORY.compile(dialect=dialect)
         keys = tuple(hist.positiontup or [])
         fixed = {
@@ -91,12 +99,15 @@ def _insert_args(c: _Compiled, fields: dict[str, Any]) -> list[Any]:
     return [fields[k] if p is None else p(fields[k]) for k, p in c.insert_params]
 
 
-async def _one_hop(s: AsyncSession) -> AsyncConnection | None:
-    """The session's connection when it is our SQLite adapter's
+async def _one_hop(s: AsyncSession | AsyncConnection) -> AsyncConnection | None:
+    """The session's connection (or the connection itself) when it is our SQLite adapter's
     (None on PostgreSQL), with the ORM's pending changes flushed."""
-    if s.new or s.dirty or s.deleted:
-        await s.flush()
-    conn = await s.connection()
+    if isinstance(s, AsyncConnection):
+        conn = s
+    else:
+        if s.new or s.dirty or s.deleted:
+            await s.flush()
+        conn = await s.connection()
     if conn.dialect.name != "sqlite":
         return None
     raw = await conn.get_raw_connection()
@@ -136,22 +147,66 @@ async def add_message_history_commit(
     return message_id, rows
 
 
-async def add_message_commit(s: AsyncSession, **message: Unpack[repo.MessageFields]) -> int:
-    """Store the message (repo.add_message's keywords) as the transaction's last statement:
-    on SQLite the INSERT and the COMMIT in one trip."""
+async def add_message_commit(
+    s: AsyncSession | AsyncConnection,
+    *,
+    usage_rows: Sequence[dict[str, Any]] = (),
+    **message: Unpack[repo.MessageFields],
+) -> int:
+    """Store the message (repo.add_message's keywords), after `usage_rows` (model_usage rows,
+    usage.add_usage's keywords), as the transaction's last statements: on SQLite the
+    INSERTs and the COMMIT in one trip. `s` may be a bare connection (lighter than a
+    session); on PostgreSQL the caller's commit (session or `conn.commit()`) ends it."""
     conn = await _one_hop(s)
-    if conn is None:
+    usage_batch = _usage_batch(conn, usage_rows) if conn is not None else None
+    if conn is None or usage_batch is None:
+        # PostgreSQL, or usage rows this path does not compile: statement by statement.
+        for row in usage_rows:
+            await usage_repo.insert_usage(s, row)
         return await repo.add_message(s, **message)
     fields = repo.message_params(message)
     c = _compile(conn.dialect, fields)
     args = _insert_args(c, fields)
+    usage_sql, usage_args = usage_batch
 
     def run(db: Any) -> int:
+        if usage_args:
+            db.executemany(usage_sql, usage_args)
         message_id = _insert(db, c.insert_sql, args)
         db.commit()
         return message_id
 
     return await write_in_driver(conn, run)
+
+
+_usage_inserts: dict[tuple[str, ...], tuple[str, tuple[Any, ...]]] = {}
+
+
+def _usage_batch(
+    conn: AsyncConnection, rows: Sequence[dict[str, Any]]
+) -> tuple[str, list[list[Any]]] | None:
+    """The model_usage INSERT compiled for `rows` (all with the same keys, every column
+    given, as Meter.record writes them) and each row's bound values; None when the rows
+    are not of that shape (left to SQLAlchemy, which fills column defaults)."""
+    if not rows:
+        return "", []
+    keys = tuple(rows[0])
+    if any(tuple(r) != keys for r in rows):
+        return None
+    compiled = _usage_inserts.get(keys)
+    if compiled is None:
+        dialect = conn.dialect
+        ins = usage_repo.INSERT.compile(dialect=dialect, column_keys=list(keys))
+        order = tuple(ins.positiontup or [])
+        if not set(order) <= set(keys):  # a column default to compute: not this path
+            return None
+        table = usage_repo.TABLE
+        processors = tuple(
+            (k, table.c[k].type.dialect_impl(dialect).bind_processor(dialect)) for k in order
+        )
+        compiled = _usage_inserts[keys] = (str(ins), processors)
+    sql, params = compiled
+    return sql, [[r[k] if p is None else p(r[k]) for k, p in params] for r in rows]
 
 
 @dataclass(frozen=True)
@@ -213,7 +268,7 @@ PeriodEnded = Callable[[datetime, "str | None"], bool]
 
 
 async def start_request_commit(
-    s: AsyncSession,
+    s: AsyncSession | AsyncConnection,
     *,
     telegram_id: int | None,
     user_name: str,
