@@ -64,6 +64,7 @@ class App:
         except Exception:
             log.warning("warm-up failed", exc_info=True)
         release_tokenizer()
+        heap.freeze()
         heap.trim()
 
     async def close(self) -> None:
@@ -78,6 +79,7 @@ class App:
         await self.llm.close()
         await self.http.aclose()
         await self.engine.dispose()
+        heap.thaw()
 
 
 def _warm_sync() -> None:
