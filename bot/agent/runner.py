@@ -11,20 +11,18 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from bot.agent.archive import Archiver
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
+from bot.agent.message_in import HISTORY_ROWS, store_message
 from bot.agent.prompt import message_cost, system_prompt, to_openai, trim_history
 from bot.agent.recording import Recording
-from bot.agent.sessions import period_ended, start_new_session
+from bot.agent.sessions import start_new_session
 from bot.agent.toolexec import CallOutcome, run_call
 from bot.config import Settings
 from bot.llm.client import ChatModel, LLMToolCall, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
-from db.engine import SessionFactory, engine_of
-from db.models.core import User
+from db.engine import SessionFactory
 from db.repos import core as repo
 from db.repos import last_writes
 from tools.base import Clock, RequestContext, RequestTools, ToolCall, system_clock
@@ -33,7 +31,6 @@ from tools.registry import Registry
 
 log = logging.getLogger(__name__)
 
-HISTORY_ROWS = 64  # newest history rows read with the user's message
 COST_CACHE_MAX = 200_000  # token counts of stored messages kept (about 20 MB at most)
 # History read with the user's message: (session id, wire messages, token costs, rows read).
 Prefetched = tuple[int, list[dict[str, Any]], list[int], int]
@@ -166,10 +163,8 @@ class Agent:
         return await self.meter.refusal(user_id) if self.meter is not None else None
 
     async def _start_request(self, incoming: Incoming) -> Started:
-        """Find the user and session and store the message before any model call, in one
-        transaction: on SQLite one trip with the commit when the user and their current
-        session exist (the common case), else user and open session in one query, the split
-        check in process, then the message and the session's newest history rows."""
+        """Store the message before any model call (bot/agent/message_in.py), then the
+        request's context and usage."""
         now = self.clock()
         request_id = uuid.uuid4().hex[:16]
         message: repo.MessageFields = {
@@ -182,34 +177,13 @@ class Agent:
             "telegram_message_id": incoming.telegram_message_id,
             "kind": incoming.kind,
         }
-        settings = self.settings
-
-        def period_over(started: datetime, tz_name: str | None) -> bool:
-            # bot/agent/sessions.period_ended's check; run in the driver's thread
-            return settings.session_policy.is_due(started, now, tz_name)
-
-        user: User | last_writes.StartUser
-        rows: Sequence[last_writes.AnyHistoryRow]
-        fast: last_writes.Started | None = None
-        engine = engine_of(self.session_factory)
-        if engine.dialect.name == "sqlite":
-            # No ORM on this path: a bare connection, lighter than a session.
-            async with engine.connect() as conn:
-                fast = await last_writes.start_request_commit(
-                    conn,
-                    telegram_id=incoming.telegram_user_id,
-                    user_name=incoming.user_name,
-                    period_over=period_over,
-                    history_limit=HISTORY_ROWS,
-                    **message,
-                )
-        if fast is not None:
-            user, session_id, has_memories, message_id, rows = fast
-        else:
-            async with self.session_factory() as s, s.begin():
-                user, session_id, has_memories, message_id, rows = await self._start_in_steps(
-                    s, incoming, message
-                )
+        user, session_id, has_memories, message_id, rows = await store_message(
+            self.session_factory,
+            self.settings,
+            telegram_user_id=incoming.telegram_user_id,
+            user_name=incoming.user_name,
+            message=message,
+        )
         ctx = RequestContext(
             request_id=request_id,
             user_id=user.id,
@@ -228,36 +202,6 @@ class Agent:
             models = metering.allowed_models(settings.llm_model, settings.llm_models)
             usage = metering.begin(ctx, user, incoming.purpose, models)
         return ctx, (session_id, *self._wire(rows)), usage
-
-    async def _start_in_steps(
-        self, s: AsyncSession, incoming: Incoming, message: repo.MessageFields
-    ) -> tuple[User | last_writes.StartUser, int, bool, int, Sequence[last_writes.AnyHistoryRow]]:
-        """_start_request statement by statement: a new user, a rename, a new session, and
-        PostgreSQL."""
-        now = message["now"]
-        user, session, has_memories = await repo.request_start(s, incoming.telegram_user_id)
-        if user is None:
-            user = await repo.get_or_create_user(
-                s, incoming.telegram_user_id, incoming.user_name, now
-            )
-        elif incoming.user_name and user.name != incoming.user_name:
-            user.name = incoming.user_name
-        # A message after the split time opens a new session even if the scheduler
-        # has not archived the old one yet (bot/agent/sessions.py).
-        if session is not None and await period_ended(
-            s, self.settings, session, user.timezone, now
-        ):
-            session = None
-        if session is None:
-            session = await repo.create_session(s, user.id, None, now)
-        # The message, then the newest rows of the history read while the connection is
-        # at hand (the prompt builder reads more only when these do not fill the budget),
-        # ending the transaction: on SQLite one trip with the commit.
-        fields: repo.MessageFields = {**message, "session_id": session.id, "user_id": user.id}
-        message_id, rows = await last_writes.add_message_history_commit(
-            s, history_limit=HISTORY_ROWS, **fields
-        )
-        return user, session.id, has_memories, message_id, rows
 
     def _wire(
         self, rows: Sequence[last_writes.AnyHistoryRow]
