@@ -153,17 +153,10 @@ class OneHopCursor(AsyncAdapt_aiosqlite_cursor):
             self._adapt_connection._handle_exception(error)
 
     async def _run_async(self, operation: Any, parameters: Any, many: bool) -> None:
-        conn: Any = self._connection
-        adapt: Any = self._adapt_connection
-        gate: WriteGate = adapt.gate
-        if not adapt._in_transaction() and _may_write(operation):
-            await gate.enter(adapt)
-        try:
-            async with adapt._execute_mutex:
-                out: _Outcome = await conn._execute(_run, conn, operation, parameters, many)
-        finally:
-            if not adapt._in_transaction():  # a failed write, or one outside a transaction
-                gate.leave(adapt)
+        adapt: OneHopConnection = self._adapt_connection  # type: ignore[assignment]
+        out: _Outcome = await adapt.in_driver(
+            _run, self._connection, operation, parameters, many, write=_may_write(operation)
+        )
         self._description, self._rowcount, self._lastrowid, rows = out
         self._rows = collections.deque(rows) if rows is not None else collections.deque()
 
@@ -191,6 +184,18 @@ class OneHopConnection(AsyncAdapt_aiosqlite_connection):
     def _leave_gate(self) -> None:
         if not self._in_transaction():
             self.gate.leave(self)
+
+    async def in_driver(self, fn: Callable[..., _T], *args: Any, write: bool) -> _T:
+        """`fn(*args)` in the driver's thread, one trip. A write outside a transaction enters
+        the WriteGate first; the gate is left once no transaction is open (`fn` committed,
+        failed, or wrote outside a transaction)."""
+        if write and not self._in_transaction():
+            await self.gate.enter(self)
+        try:
+            async with self._execute_mutex:
+                return await self._connection._execute(fn, *args)  # type: ignore[no-any-return]
+        finally:
+            self._leave_gate()
 
     def rollback(self) -> None:
         try:
@@ -239,9 +244,8 @@ async def run_in_driver(conn: AsyncConnection, fn: Callable[[Any], _T]) -> _T:
     """`fn(raw sqlite3 connection)` in the driver's thread: several statements for the price
     of one hop (each statement through SQLAlchemy is one)."""
     raw = await conn.get_raw_connection()
-    adapt: Any = raw.dbapi_connection
-    async with adapt._execute_mutex:
-        return await adapt._connection._execute(fn, adapt._connection._conn)  # type: ignore[no-any-return]
+    adapt: OneHopConnection = raw.dbapi_connection  # type: ignore[assignment]
+    return await adapt.in_driver(fn, adapt._connection._conn, write=False)
 
 
 async def write_in_driver(conn: AsyncConnection, fn: Callable[[Any], _T]) -> _T:
@@ -249,13 +253,5 @@ async def write_in_driver(conn: AsyncConnection, fn: Callable[[Any], _T]) -> _T:
     writing statement through the cursor would, and left once no transaction is open (`fn`
     may commit)."""
     raw = await conn.get_raw_connection()
-    adapt: Any = raw.dbapi_connection
-    gate: WriteGate = adapt.gate
-    if not adapt._in_transaction():
-        await gate.enter(adapt)
-    try:
-        async with adapt._execute_mutex:
-            return await adapt._connection._execute(fn, adapt._connection._conn)  # type: ignore[no-any-return]
-    finally:
-        if not adapt._in_transaction():
-            gate.leave(adapt)
+    adapt: OneHopConnection = raw.dbapi_connection  # type: ignore[assignment]
+    return await adapt.in_driver(fn, adapt._connection._conn, write=True)

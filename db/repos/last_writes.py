@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, TypeAlias, Unpack
 
+from sqlalchemy import Table
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
@@ -51,11 +52,15 @@ class HistoryTuple(NamedTuple):
 AnyHistoryRow: TypeAlias = "repo.HistoryRow | HistoryTuple"
 
 
+# (key, bind processor or None) for each of a compiled statement's parameters, in order
+Binds = tuple[tuple[str, Callable[[Any], Any] | None], ...]
+
+
 @dataclass(frozen=True)
 class _Compiled:
     insert_sql: str
     # (key, bind processor or None) in the INSERT's parameter order
-    insert_params: tuple[tuple[str, Callable[[Any], Any] | None], ...]
+    insert_params: Binds
     history_sql: str
     history_keys: tuple[str, ...]
     history_fixed: dict[str, Any]  # the statement's own constant parameters (OFFSET 0)
@@ -64,16 +69,21 @@ class _Compiled:
 _compiled: _Compiled | None = None
 
 
+def _binds(table: Table, order: Sequence[str], dialect: Dialect) -> Binds:
+    """The dialect's own bind processors (not sqlite3's adapters), as SQLAlchemy applies them."""
+    return tuple((k, table.c[k].type.dialect_impl(dialect).bind_processor(dialect)) for k in order)
+
+
+def _bound(binds: Binds, values: dict[str, Any]) -> list[Any]:
+    return [values[k] if p is None else p(values[k]) for k, p in binds]
+
+
 def _compile(dialect: Dialect, fields: dict[str, Any]) -> _Compiled:
     # Every message_params dict has the same keys (all the INSERT's columns).
     global _compiled
     if _compiled is None:
         ins = repo._ADD_MESSAGE.compile(dialect=dialect, column_keys=list(fields))
-        table = repo._MESSAGES
-        order = ins.positiontup or []
-        processors = tuple(
-            (k, table.c[k].type.dialect_impl(dialect).bind_processor(dialect)) for k in order
-        )
+        processors = _binds(repo._MESSAGES, ins.positiontup or [], dialect)
         hist = repo._HISTORY.compile(dialect=dialect)
         keys = tuple(hist.positiontup or [])
         fixed = {
@@ -85,18 +95,28 @@ def _compile(dialect: Dialect, fields: dict[str, Any]) -> _Compiled:
     return _compiled
 
 
-def _insert(db: Any, sql: str, args: list[Any]) -> int:
+def _fetch(db: Any, sql: str, args: list[Any]) -> list[Any]:
     # Every row fetched and the cursor closed: an INSERT ... RETURNING is complete only
     # once stepped to its end, and a COMMIT must find no statement still running.
     cur = db.cursor()
     try:
-        return int(cur.execute(sql, args).fetchall()[0][0])
+        return list(cur.execute(sql, args).fetchall())
     finally:
         cur.close()
 
 
-def _insert_args(c: _Compiled, fields: dict[str, Any]) -> list[Any]:
-    return [fields[k] if p is None else p(fields[k]) for k, p in c.insert_params]
+def _insert(db: Any, c: _Compiled, fields: dict[str, Any]) -> int:
+    return int(_fetch(db, c.insert_sql, _bound(c.insert_params, fields))[0][0])
+
+
+def _history(db: Any, c: _Compiled, session_id: int, limit: int) -> list[HistoryTuple]:
+    """The session's newest `limit` rows (repo.history_rows), oldest first."""
+    values = {**c.history_fixed, "session_id": session_id, "limit": limit}
+    rows = [
+        HistoryTuple(*r) for r in _fetch(db, c.history_sql, [values[k] for k in c.history_keys])
+    ]
+    rows.reverse()
+    return rows
 
 
 async def _one_hop(s: AsyncSession | AsyncConnection) -> AsyncConnection | None:
@@ -128,23 +148,14 @@ async def add_message_history_commit(
         return message_id, await repo.history_rows(s, message["session_id"], history_limit)
     fields = repo.message_params(message)
     c = _compile(conn.dialect, fields)
-    args = _insert_args(c, fields)
-    hist_values = {**c.history_fixed, "session_id": fields["session_id"], "limit": history_limit}
-    hist_args = [hist_values[k] for k in c.history_keys]
 
     def run(db: Any) -> tuple[int, list[HistoryTuple]]:
-        message_id = _insert(db, c.insert_sql, args)
-        cur = db.cursor()
-        try:
-            rows = [HistoryTuple(*r) for r in cur.execute(c.history_sql, hist_args).fetchall()]
-        finally:
-            cur.close()
+        message_id = _insert(db, c, fields)
+        rows = _history(db, c, fields["session_id"], history_limit)
         db.commit()
         return message_id, rows
 
-    message_id, rows = await write_in_driver(conn, run)
-    rows.reverse()
-    return message_id, rows
+    return await write_in_driver(conn, run)
 
 
 async def add_message_commit(
@@ -166,20 +177,19 @@ async def add_message_commit(
         return await repo.add_message(s, **message)
     fields = repo.message_params(message)
     c = _compile(conn.dialect, fields)
-    args = _insert_args(c, fields)
     usage_sql, usage_args = usage_batch
 
     def run(db: Any) -> int:
         if usage_args:
             db.executemany(usage_sql, usage_args)
-        message_id = _insert(db, c.insert_sql, args)
+        message_id = _insert(db, c, fields)
         db.commit()
         return message_id
 
     return await write_in_driver(conn, run)
 
 
-_usage_inserts: dict[tuple[str, ...], tuple[str, tuple[Any, ...]]] = {}
+_usage_inserts: dict[tuple[str, ...], tuple[str, Binds]] = {}
 
 
 def _usage_batch(
@@ -195,18 +205,13 @@ def _usage_batch(
         return None
     compiled = _usage_inserts.get(keys)
     if compiled is None:
-        dialect = conn.dialect
-        ins = usage_repo.INSERT.compile(dialect=dialect, column_keys=list(keys))
+        ins = usage_repo.INSERT.compile(dialect=conn.dialect, column_keys=list(keys))
         order = tuple(ins.positiontup or [])
         if not set(order) <= set(keys):  # a column default to compute: not this path
             return None
-        table = usage_repo.TABLE
-        processors = tuple(
-            (k, table.c[k].type.dialect_impl(dialect).bind_processor(dialect)) for k in order
-        )
-        compiled = _usage_inserts[keys] = (str(ins), processors)
-    sql, params = compiled
-    return sql, [[r[k] if p is None else p(r[k]) for k, p in params] for r in rows]
+        compiled = _usage_inserts[keys] = (str(ins), _binds(usage_repo.TABLE, order, conn.dialect))
+    sql, binds = compiled
+    return sql, [_bound(binds, r) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -291,14 +296,9 @@ async def start_request_commit(
     read_args = [read_values[k] for k in read.keys]
     fields = repo.message_params(message)
     c = _compile(conn.dialect, fields)
-    hist_fixed = {**c.history_fixed, "limit": history_limit}
 
     def run(db: Any) -> tuple[list[Any], int, list[HistoryTuple]] | None:
-        cur = db.cursor()
-        try:
-            found = cur.execute(read.sql, read_args).fetchall()
-        finally:
-            cur.close()
+        found = _fetch(db, read.sql, read_args)
         if not found:
             return None
         row = [v if p is None else p(v) for v, p in zip(found[0], read.processors, strict=True)]
@@ -310,15 +310,8 @@ async def start_request_commit(
                 return None
         except Exception:  # the slow path checks again and logs it
             return None
-        args = _insert_args(c, {**fields, "session_id": session_id, "user_id": user_id})
-        message_id = _insert(db, c.insert_sql, args)
-        hist_values = {**hist_fixed, "session_id": session_id}
-        cur = db.cursor()
-        try:
-            hist_args = [hist_values[k] for k in c.history_keys]
-            rows = [HistoryTuple(*r) for r in cur.execute(c.history_sql, hist_args).fetchall()]
-        finally:
-            cur.close()
+        message_id = _insert(db, c, {**fields, "session_id": session_id, "user_id": user_id})
+        rows = _history(db, c, session_id, history_limit)
         db.commit()
         return row, message_id, rows
 
@@ -326,7 +319,6 @@ async def start_request_commit(
     if done is None:
         return None
     row, message_id, rows = done
-    rows.reverse()
     uid, name, tz_name, llm_model, footer, warned, session_id, _, has_memories = row
     user = StartUser(uid, telegram_id, name, tz_name, llm_model, bool(footer), warned)
     return Started(user, session_id, bool(has_memories), message_id, rows)
