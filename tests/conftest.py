@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.app import App, build_app
 from bot.config import Settings, load_settings
 from bot.llm.client import LLMClient
+from db.engine import create_engine
+from db.migrate import upgrade
 from tests.fakes.openai_server import FakeOpenAI
 
 # `make test-pg` runs the suite with DATABASE_URL naming a throwaway PostgreSQL server: each
@@ -67,6 +70,18 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None
     for url in pg_database():
         monkeypatch.setenv("DATABASE_URL", url)
         yield
+
+
+@pytest.fixture
+async def sqlite_engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    """A migrated SQLite database of its own, for tests of SQLite's own paths (under
+    `make test-pg` too)."""
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 't.db'}")
+    await upgrade(engine)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
 
 
 @pytest.fixture

@@ -5,17 +5,14 @@ and the answer and request start on a bare connection (no session) behave the sa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import create_engine, session_factory
-from db.migrate import upgrade
+from db.engine import session_factory
 from db.models.core import Message
 from db.models.usage import ModelUsage
 from db.repos import core as repo
@@ -25,18 +22,8 @@ from db.repos import usage as usage_repo
 NOW = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 
 
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 't.db'}")
-    await upgrade(engine)
-    try:
-        yield engine
-    finally:
-        await engine.dispose()
-
-
-async def _user_and_session(engine: AsyncEngine) -> tuple[int, int]:
-    async with session_factory(engine)() as s, s.begin():
+async def _user_and_session(sqlite_engine: AsyncEngine) -> tuple[int, int]:
+    async with session_factory(sqlite_engine)() as s, s.begin():
         user = await repo.get_or_create_user(s, 7, "Ann", NOW)
         session = await repo.create_session(s, user.id, "chat", NOW)
         return user.id, session.id
@@ -66,21 +53,21 @@ def _columns(row: ModelUsage) -> tuple[Any, ...]:
     return tuple(getattr(row, c) for c in usage_repo.TABLE.c.keys() if c != "id")
 
 
-async def _messages(engine: AsyncEngine) -> list[str]:
-    async with session_factory(engine)() as s:
+async def _messages(sqlite_engine: AsyncEngine) -> list[str]:
+    async with session_factory(sqlite_engine)() as s:
         return list((await s.execute(select(Message.content).order_by(Message.id))).scalars())
 
 
-async def _usage_rows(engine: AsyncEngine) -> list[ModelUsage]:
-    async with session_factory(engine)() as s:
+async def _usage_rows(sqlite_engine: AsyncEngine) -> list[ModelUsage]:
+    async with session_factory(sqlite_engine)() as s:
         return list((await s.execute(select(ModelUsage).order_by(ModelUsage.id))).scalars())
 
 
 async def test_deferred_usage_rows_are_stored_with_the_answer_as_the_plain_insert(
-    engine: AsyncEngine,
+    sqlite_engine: AsyncEngine,
 ) -> None:
-    uid, sid = await _user_and_session(engine)
-    sf = session_factory(engine)
+    uid, sid = await _user_and_session(sqlite_engine)
+    sf = session_factory(sqlite_engine)
     async with sf() as s, s.begin():
         await usage_repo.add_usage(s, **_usage(uid, sid, "r1"))
     async with sf() as s, s.begin():
@@ -93,20 +80,20 @@ async def test_deferred_usage_rows_are_stored_with_the_answer_as_the_plain_inser
             s, usage_rows=rows, session_id=sid, user_id=uid, role="assistant", content="a",
             request_id="r1", now=NOW,
         )  # fmt: skip
-    plain, first, second = await _usage_rows(engine)
+    plain, first, second = await _usage_rows(sqlite_engine)
     assert _columns(first) == _columns(plain)
     assert first.at == NOW
     assert (second.cost_usd, second.estimated) == (None, False)
-    assert await _messages(engine) == ["a"]
+    assert await _messages(sqlite_engine) == ["a"]
 
 
 async def test_a_failing_usage_row_rolls_back_the_answer_and_lets_the_next_writer_in(
-    engine: AsyncEngine,
+    sqlite_engine: AsyncEngine,
 ) -> None:
     # One transaction as before: a usage row that cannot be stored takes the answer with it
     # (the caller's error path), never an answer stored with its spending silently lost.
-    uid, sid = await _user_and_session(engine)
-    sf = session_factory(engine)
+    uid, sid = await _user_and_session(sqlite_engine)
+    sf = session_factory(sqlite_engine)
     with pytest.raises(Exception, match="FOREIGN KEY"):
         async with sf() as s, s.begin():
             await last_writes.add_message_commit(
@@ -128,16 +115,16 @@ async def test_a_failing_usage_row_rolls_back_the_answer_and_lets_the_next_write
             )  # fmt: skip
 
     await asyncio.wait_for(write(), 2)
-    assert await _messages(engine) == ["kept"]
-    assert [r.request_id for r in await _usage_rows(engine)] == ["r3"]
+    assert await _messages(sqlite_engine) == ["kept"]
+    assert [r.request_id for r in await _usage_rows(sqlite_engine)] == ["r3"]
 
 
 async def test_the_answer_on_a_bare_connection_commits_and_a_failure_releases_the_gate(
-    engine: AsyncEngine,
+    sqlite_engine: AsyncEngine,
 ) -> None:
-    uid, sid = await _user_and_session(engine)
+    uid, sid = await _user_and_session(sqlite_engine)
     with pytest.raises(Exception, match="FOREIGN KEY"):
-        async with engine.connect() as conn:
+        async with sqlite_engine.connect() as conn:
             await last_writes.add_message_commit(
                 conn, session_id=sid + 99, user_id=uid, role="assistant", content="lost",
                 request_id="r1", now=NOW,
@@ -145,7 +132,7 @@ async def test_the_answer_on_a_bare_connection_commits_and_a_failure_releases_th
             await conn.commit()
 
     async def write() -> None:
-        async with engine.connect() as conn:
+        async with sqlite_engine.connect() as conn:
             await last_writes.add_message_commit(
                 conn, session_id=sid, user_id=uid, role="assistant", content="kept",
                 request_id="r2", now=NOW,
@@ -153,14 +140,14 @@ async def test_the_answer_on_a_bare_connection_commits_and_a_failure_releases_th
             await conn.commit()
 
     await asyncio.wait_for(write(), 2)
-    assert await _messages(engine) == ["kept"]
+    assert await _messages(sqlite_engine) == ["kept"]
 
 
 async def test_the_request_start_on_a_bare_connection_stores_the_message(
-    engine: AsyncEngine,
+    sqlite_engine: AsyncEngine,
 ) -> None:
-    uid, sid = await _user_and_session(engine)
-    async with engine.connect() as conn:
+    uid, sid = await _user_and_session(sqlite_engine)
+    async with sqlite_engine.connect() as conn:
         started = await last_writes.start_request_commit(
             conn, telegram_id=7, user_name="Ann", period_over=lambda _s, _tz: False,
             history_limit=64, session_id=0, user_id=0, role="user", content="hi",
@@ -169,21 +156,23 @@ async def test_the_request_start_on_a_bare_connection_stores_the_message(
     assert started is not None
     assert (started.user.id, started.session_id) == (uid, sid)
     assert [r.id for r in started.rows] == [started.message_id]
-    async with engine.connect() as conn:
+    async with sqlite_engine.connect() as conn:
         renamed = await last_writes.start_request_commit(
             conn, telegram_id=7, user_name="Anna", period_over=lambda _s, _tz: False,
             history_limit=64, session_id=0, user_id=0, role="user", content="not stored",
             request_id="r2", now=NOW,
         )  # fmt: skip
     assert renamed is None  # the caller's session path does the rename
-    assert await _messages(engine) == ["hi"]
+    assert await _messages(sqlite_engine) == ["hi"]
 
 
-async def test_a_whole_second_time_is_stored_as_sqlalchemy_stores_it(engine: AsyncEngine) -> None:
+async def test_a_whole_second_time_is_stored_as_sqlalchemy_stores_it(
+    sqlite_engine: AsyncEngine,
+) -> None:
     # The stored text is what budget and history queries compare: sqlite3's own datetime
     # adapter would drop ".000000" and sort such a row before a bound period start.
-    uid, sid = await _user_and_session(engine)
-    sf = session_factory(engine)
+    uid, sid = await _user_and_session(sqlite_engine)
+    sf = session_factory(sqlite_engine)
     whole = NOW.replace(microsecond=0)
     async with sf() as s, s.begin():
         await usage_repo.add_usage(s, **_usage(uid, sid, "plain", at=whole))
@@ -196,7 +185,7 @@ async def test_a_whole_second_time_is_stored_as_sqlalchemy_stores_it(engine: Asy
             s, usage_rows=[_usage(uid, sid, "trip", at=whole)], session_id=sid, user_id=uid,
             role="assistant", content="trip", request_id="trip", now=whole,
         )  # fmt: skip
-    async with engine.connect() as conn:
+    async with sqlite_engine.connect() as conn:
         usage_at = (await conn.exec_driver_sql("SELECT DISTINCT at FROM model_usage")).all()
         message_at = (await conn.exec_driver_sql("SELECT DISTINCT created_at FROM messages")).all()
     assert usage_at == [("2026-03-04 05:06:07.000000",)]

@@ -5,16 +5,13 @@ and leave the write gate to the next writer, also when they fail."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import create_engine, session_factory
-from db.migrate import upgrade
+from db.engine import session_factory
 from db.models import User
 from db.models.core import Message
 from db.repos import core as repo
@@ -23,28 +20,18 @@ from db.repos import last_writes
 NOW = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 
 
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 't.db'}")
-    await upgrade(engine)
-    try:
-        yield engine
-    finally:
-        await engine.dispose()
-
-
-async def _user_and_session(engine: AsyncEngine) -> tuple[int, int]:
-    async with session_factory(engine)() as s, s.begin():
+async def _user_and_session(sqlite_engine: AsyncEngine) -> tuple[int, int]:
+    async with session_factory(sqlite_engine)() as s, s.begin():
         user = await repo.get_or_create_user(s, 7, "Ann", NOW)
         session = await repo.create_session(s, user.id, "chat", NOW)
         return user.id, session.id
 
 
 async def test_message_and_history_are_stored_and_read_as_the_plain_statements(
-    engine: AsyncEngine,
+    sqlite_engine: AsyncEngine,
 ) -> None:
-    uid, sid = await _user_and_session(engine)
-    sf = session_factory(engine)
+    uid, sid = await _user_and_session(sqlite_engine)
+    sf = session_factory(sqlite_engine)
     async with sf() as s, s.begin():
         first = await repo.add_message(
             s, session_id=sid, user_id=uid, role="assistant", content="", request_id="r0",
@@ -66,9 +53,11 @@ async def test_message_and_history_are_stored_and_read_as_the_plain_statements(
     assert stored.created_at == NOW
 
 
-async def test_a_history_limit_keeps_the_newest_rows_oldest_first(engine: AsyncEngine) -> None:
-    uid, sid = await _user_and_session(engine)
-    sf = session_factory(engine)
+async def test_a_history_limit_keeps_the_newest_rows_oldest_first(
+    sqlite_engine: AsyncEngine,
+) -> None:
+    uid, sid = await _user_and_session(sqlite_engine)
+    sf = session_factory(sqlite_engine)
     ids = []
     for n in range(3):
         async with sf() as s, s.begin():
@@ -85,9 +74,11 @@ async def test_a_history_limit_keeps_the_newest_rows_oldest_first(engine: AsyncE
     assert [r.content for r in rows] == ["2", "3"]
 
 
-async def test_a_pending_orm_change_is_committed_with_the_message(engine: AsyncEngine) -> None:
-    uid, sid = await _user_and_session(engine)
-    sf = session_factory(engine)
+async def test_a_pending_orm_change_is_committed_with_the_message(
+    sqlite_engine: AsyncEngine,
+) -> None:
+    uid, sid = await _user_and_session(sqlite_engine)
+    sf = session_factory(sqlite_engine)
     async with sf() as s, s.begin():
         user = await s.get(User, uid)
         assert user is not None
@@ -99,9 +90,11 @@ async def test_a_pending_orm_change_is_committed_with_the_message(engine: AsyncE
         assert (await s.get(User, uid)).name == "Anna"  # type: ignore[union-attr]
 
 
-async def test_a_failed_write_rolls_back_and_lets_the_next_writer_in(engine: AsyncEngine) -> None:
-    uid, sid = await _user_and_session(engine)
-    sf = session_factory(engine)
+async def test_a_failed_write_rolls_back_and_lets_the_next_writer_in(
+    sqlite_engine: AsyncEngine,
+) -> None:
+    uid, sid = await _user_and_session(sqlite_engine)
+    sf = session_factory(sqlite_engine)
     with pytest.raises(Exception, match="FOREIGN KEY"):
         async with sf() as s, s.begin():
             user = await s.get(User, uid)

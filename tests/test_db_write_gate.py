@@ -4,38 +4,27 @@ writer the gate cannot serve in time still gets SQLite's own answer."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import create_engine, session_factory
-from db.migrate import upgrade
+from db.engine import session_factory
 from db.models import User
 from db.models.base import utcnow
 from db.sqlite_adapter import WriteGate
 
 
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 't.db'}")
-    await upgrade(engine)
-    try:
-        yield engine
-    finally:
-        await engine.dispose()
-
-
-async def _users(engine: AsyncEngine) -> list[int]:
-    async with session_factory(engine)() as s:
+async def _users(sqlite_engine: AsyncEngine) -> list[int]:
+    async with session_factory(sqlite_engine)() as s:
         ids = (await s.execute(select(User.telegram_id).order_by(User.id))).scalars()
         return [i for i in ids if i is not None]
 
 
-async def test_a_second_writer_waits_for_the_first_transaction_to_end(engine: AsyncEngine) -> None:
-    sf = session_factory(engine)
+async def test_a_second_writer_waits_for_the_first_transaction_to_end(
+    sqlite_engine: AsyncEngine,
+) -> None:
+    sf = session_factory(sqlite_engine)
     first_wrote = asyncio.Event()
     release = asyncio.Event()
 
@@ -57,11 +46,13 @@ async def test_a_second_writer_waits_for_the_first_transaction_to_end(engine: As
     assert not t2.done()  # queued behind the open transaction
     release.set()
     await asyncio.gather(t1, t2)
-    assert await _users(engine) == [1, 2]
+    assert await _users(sqlite_engine) == [1, 2]
 
 
-async def test_a_rolled_back_transaction_lets_the_next_writer_in(engine: AsyncEngine) -> None:
-    sf = session_factory(engine)
+async def test_a_rolled_back_transaction_lets_the_next_writer_in(
+    sqlite_engine: AsyncEngine,
+) -> None:
+    sf = session_factory(sqlite_engine)
     with pytest.raises(RuntimeError):
         async with sf() as s, s.begin():
             s.add(User(telegram_id=1, name="a", created_at=utcnow()))
@@ -69,11 +60,11 @@ async def test_a_rolled_back_transaction_lets_the_next_writer_in(engine: AsyncEn
             raise RuntimeError("crash mid-transaction")
     async with sf() as s, s.begin():
         s.add(User(telegram_id=2, name="b", created_at=utcnow()))
-    assert await _users(engine) == [2]
+    assert await _users(sqlite_engine) == [2]
 
 
-async def test_many_concurrent_writers_all_commit(engine: AsyncEngine) -> None:
-    sf = session_factory(engine)
+async def test_many_concurrent_writers_all_commit(sqlite_engine: AsyncEngine) -> None:
+    sf = session_factory(sqlite_engine)
 
     async def write(i: int) -> None:
         async with sf() as s, s.begin():
@@ -84,16 +75,16 @@ async def test_many_concurrent_writers_all_commit(engine: AsyncEngine) -> None:
             await s.execute(text("select 1"))
 
     await asyncio.gather(*(write(i) for i in range(40)))
-    assert sorted(await _users(engine)) == list(range(40))
+    assert sorted(await _users(sqlite_engine)) == list(range(40))
 
 
-async def test_reads_do_not_wait_for_an_open_write(engine: AsyncEngine) -> None:
-    sf = session_factory(engine)
+async def test_reads_do_not_wait_for_an_open_write(sqlite_engine: AsyncEngine) -> None:
+    sf = session_factory(sqlite_engine)
     async with sf() as writer, writer.begin():
         writer.add(User(telegram_id=1, name="a", created_at=utcnow()))
         await writer.flush()
         async with asyncio.timeout(2):
-            assert await _users(engine) == []  # WAL: the reader sees the last commit
+            assert await _users(sqlite_engine) == []  # WAL: the reader sees the last commit
 
 
 async def test_a_writer_that_waited_too_long_goes_on_to_sqlite() -> None:
