@@ -11,8 +11,9 @@ import asyncio
 import functools
 import importlib.util
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import numpy as np
@@ -45,24 +46,38 @@ def wordllama_installed() -> bool:
 
 
 _LOADING = threading.Lock()
+_T = TypeVar("_T")
 
 
+def loaded_once(load: Callable[..., _T]) -> Callable[..., _T]:
+    """`load` run once per process per arguments and its model shared (the models are
+    read-only). The lock: a request that needs a model while the warm-up thread loads it
+    waits for that load instead of starting a second one."""
+    cached = functools.cache(load)
+
+    def once(*args: Any) -> _T:
+        with _LOADING:
+            return cached(*args)
+
+    return once
+
+
+def package_folder(name: str) -> Path | None:
+    """The installed folder of package `name` (where wheels keep their weights), without
+    importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+@loaded_once
 def _load_wordllama(dim: int) -> Any:
-    # The lock: a request that needs the model while the warm-up thread loads it waits for
-    # that load instead of starting a second one.
-    with _LOADING:
-        return _load_wordllama_once(dim)
-
-
-@functools.cache
-def _load_wordllama_once(dim: int) -> Any:
-    """Load once per process (it takes a fraction of a second) and share: the model is
-    read-only. The wheel's own folder holds weights/ and tokenizers/: MappedWordLlama reads
-    them in place (the table memory-mapped, not copied); if that fails, WordLlama.load with
+    """The wheel's own folder holds weights/ and tokenizers/: MappedWordLlama reads them in
+    place (the table memory-mapped, not copied); if that fails, WordLlama.load with
     cache_dir pointing there, downloads forbidden (plain load() would look in ~/.cache)."""
-    spec = importlib.util.find_spec("wordllama")
-    assert spec is not None and spec.submodule_search_locations
-    folder = Path(next(iter(spec.submodule_search_locations)))
+    folder = package_folder("wordllama")
+    assert folder is not None
     try:
         return MappedWordLlama(folder, dim)
     except Exception:

@@ -24,7 +24,6 @@ import contextlib
 import functools
 import importlib.util
 import json
-import threading
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from tools.errors import ConfigError
-from tools.memory.embeddings import normalise_rows
+from tools.memory.embeddings import loaded_once, normalise_rows, package_folder
 
 PACKAGE = "all_minilm_l6_v2"
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
@@ -51,10 +50,10 @@ def minilm_installed() -> bool:
 
 
 def _model_zip() -> Path:
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_folder(PACKAGE)
+    if folder is None:
         raise ConfigError(MISSING)
-    return Path(next(iter(spec.submodule_search_locations))) / "model.zip"
+    return folder / "model.zip"
 
 
 def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -190,17 +189,9 @@ def _one_blas_thread() -> contextlib.AbstractContextManager[Any]:
     return controller.limit(limits=1, user_api="blas")  # type: ignore[no-any-return]
 
 
-_LOADING = threading.Lock()
-
-
-@functools.cache
-def _load_once() -> MiniLM:
-    return MiniLM(_model_zip())
-
-
+@loaded_once
 def load_minilm() -> MiniLM:
-    with _LOADING:  # a request during the warm-up waits for that load, not a second one
-        return _load_once()
+    return MiniLM(_model_zip())
 
 
 class MiniLMEmbedder:
