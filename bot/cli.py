@@ -14,11 +14,13 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bot import heap
-from bot.config import Settings, load_settings, require
+from bot.config import Settings, missing, settings_and_errors, unknown_names
 from bot.errors import ConfigError, SidekickError
 from bot.logs import setup_logging
+from bot.preflight import where_am_i
 
 CHAT_LOG = "chat.log"  # in DATA_DIR
+RUN_LOG = "sidekick.log"  # in DATA_DIR, rotated
 ENV_HELP = (
     "Settings come from the environment and .env (in SIDEKICK_HOME if set, else the current "
     "directory); see README.md for every variable."
@@ -114,12 +116,10 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
     if command in ("run", "chat"):  # long-lived: before any thread starts
         heap.one_arena()
     if command == "run":
-        require(settings, "telegram_bot_token", "llm_model")
         from bot.telegram.main import run_bot
 
         asyncio.run(run_bot(settings))
     elif command == "chat":
-        require(settings, "llm_model")
         from bot.terminal import run_chat
 
         asyncio.run(run_chat(settings, as_user=args.as_user))
@@ -167,19 +167,40 @@ def _sqlite_url(url: str) -> str:
     )
 
 
+# What each command needs set before it starts.
+REQUIRED = {"run": ("telegram_bot_token", "llm_model"), "chat": ("llm_model",)}
+
+
+def configure(args: argparse.Namespace, command: str) -> Settings:
+    """Settings, or one ConfigError listing every problem found (bad values, missing ones, the
+    file system's), after one warning line per misspelled variable name."""
+    from bot.preflight import problems
+
+    for line in unknown_names(args.env_file):
+        print(f"sidekick: warning: {line}", file=sys.stderr)
+    settings, errors = settings_and_errors(env_file=args.env_file)
+    named = {line.split(":")[0] for line in errors}  # a bad value is not also "not set"
+    errors += [
+        m for m in missing(settings, *REQUIRED.get(command, ())) if m.split()[0] not in named
+    ]
+    errors += problems(settings)  # before anything is opened: nothing is left half-open
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return settings
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command or "run"
     try:
-        settings = load_settings(env_file=args.env_file)
-        from bot.preflight import preflight
-
-        preflight(settings)  # before anything is opened, so a bad setting cannot leave it open
+        settings = configure(args, command)
+        where_am_i(args.env_file, command, settings)
         # The terminal chat keeps its screen for the conversation: its log goes to a file.
         log_file = settings.data_dir / CHAT_LOG if command == "chat" else None
         if command == "chat" and settings.mcp_log_file is None:
             settings.mcp_log_file = settings.data_dir / "mcp.log"
-        setup_logging(settings.log_level, settings.secrets(), file=log_file)
+        rotating = settings.data_dir / RUN_LOG if command == "run" else None
+        setup_logging(settings.log_level, settings.secrets(), file=log_file, rotating=rotating)
         return _run(command, args, settings)
     except ConfigError as exc:
         for line in str(exc).splitlines():

@@ -7,6 +7,7 @@ Blank values (`TIMEZONE=`) mean unset.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from pathlib import Path
@@ -154,15 +155,45 @@ def sidekick_home() -> Path:
 
 def load_settings(env_file: Path | None = None, **overrides: object) -> Settings:
     """Build settings or raise ConfigError naming every variable at fault, one per line."""
+    settings, errors = settings_and_errors(env_file, **overrides)
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return settings
+
+
+def env_path(env_file: Path | None = None) -> Path:
+    """The .env that is read: --env-file, else .env in SIDEKICK_HOME (or here)."""
+    return env_file or sidekick_home() / ".env"
+
+
+def settings_and_errors(
+    env_file: Path | None = None, **overrides: object
+) -> tuple[Settings, list[str]]:
+    """Settings with every invalid value put back to its default, and one line per value at
+    fault: the caller adds its own checks on the rest, so a person sees every problem at once
+    instead of one per run."""
     home = sidekick_home()
     if env_file is not None and not env_file.is_file():
         raise ConfigError(f"--env-file: {env_file} is not a readable file")
     if home != Path(".") and not home.is_dir():
         raise ConfigError(f"SIDEKICK_HOME: {home} is not a directory")
-    try:
-        settings = Settings(_env_file=env_file or home / ".env", **overrides)  # type: ignore[arg-type, call-arg]
-    except ValidationError as exc:
-        raise ConfigError("\n".join(_describe(err) for err in exc.errors())) from None
+    errors: list[str] = []
+    fallback: dict[str, object] = {}
+    while True:
+        try:
+            settings = Settings(_env_file=env_path(env_file), **{**overrides, **fallback})  # type: ignore[arg-type, call-arg]
+            break
+        except ValidationError as exc:
+            bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+            errors += [_describe(err) for err in exc.errors()]
+            if not bad or bad <= fallback.keys() or not bad <= Settings.model_fields.keys():
+                raise ConfigError("\n".join(errors)) from None
+            # The default of a field that failed; a model-level rule that still fails
+            # after this ends the loop above.
+            fallback |= {
+                name: Settings.model_fields[name].get_default(call_default_factory=True)
+                for name in bad
+            }
     # Relative paths mean "in SIDEKICK_HOME", so the bot finds its data from any directory.
     if not settings.data_dir.is_absolute():
         settings.data_dir = home / settings.data_dir
@@ -170,7 +201,57 @@ def load_settings(env_file: Path | None = None, **overrides: object) -> Settings
         path = getattr(settings, name)
         if path is not None and not path.is_absolute():
             setattr(settings, name, home / path)
-    return settings
+    return settings, errors
+
+
+def known_names() -> set[str]:
+    """Every variable Sidekick reads, upper-cased."""
+    return {name.upper() for name in Settings.model_fields}
+
+
+# Read by docker-compose.yml or the shell, not by Sidekick: never "unknown".
+NOT_SETTINGS = frozenset({"SEARXNG_SECRET", "POSTGRES_PASSWORD", "SIDEKICK_HOME"})
+
+
+def unknown_names(env_file: Path | None = None) -> list[str]:
+    """One line per variable that looks meant for Sidekick but is not a setting: every unknown
+    name in .env (with the closest real name if there is one), and environment variables only
+    when they are close to a real name, so the rest of the environment is left alone."""
+    from dotenv import dotenv_values
+
+    known = known_names()
+    path = env_path(env_file)
+    in_file = [k.upper() for k in dotenv_values(path)] if path.is_file() else []
+    out: list[str] = []
+    for name in sorted(set(in_file) - known - NOT_SETTINGS):
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        hint = f"; did you mean {close[0]}?" if close else " (ignored)"
+        out.append(f"{path}: {name} is not a setting{hint}")
+    prefixes = {name.split("_")[0] for name in known}
+    for name in sorted({k.upper() for k in os.environ} - known - NOT_SETTINGS - set(in_file)):
+        if name.split("_")[0] not in prefixes:
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        if close:
+            out.append(f"environment: {name} is not a setting; did you mean {close[0]}?")
+    return out
+
+
+def missing(settings: Settings, *names: str) -> list[str]:
+    """One line per named setting that is empty, with how to set it."""
+    hints = {
+        "telegram_bot_token": "get one from @BotFather and put TELEGRAM_BOT_TOKEN=... in .env",
+        "llm_model": "set LLM_MODEL, e.g. gpt-4o-mini or llama3.1",
+        "allowed_user_ids": "set ALLOWED_USER_IDS to your numeric Telegram id",
+    }
+    out = []
+    for name in names:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        if not value:
+            out.append(f"{name.upper()} is not set: {hints.get(name, 'set it in .env')}")
+    return out
 
 
 def _describe(err: Any) -> str:
@@ -180,15 +261,7 @@ def _describe(err: Any) -> str:
 
 
 def require(settings: Settings, *names: str) -> None:
-    """Raise ConfigError for the first named setting that is empty."""
-    hints = {
-        "telegram_bot_token": "get one from @BotFather and put TELEGRAM_BOT_TOKEN=... in .env",
-        "llm_model": "set LLM_MODEL, e.g. gpt-4o-mini or llama3.1",
-        "allowed_user_ids": "set ALLOWED_USER_IDS to your numeric Telegram id",
-    }
-    for name in names:
-        value = getattr(settings, name)
-        if isinstance(value, SecretStr):
-            value = value.get_secret_value()
-        if not value:
-            raise ConfigError(f"{name.upper()} is not set: {hints.get(name, 'set it in .env')}")
+    """Raise ConfigError naming every named setting that is empty."""
+    found = missing(settings, *names)
+    if found:
+        raise ConfigError("\n".join(found))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import re
 import sys
 from pathlib import Path
@@ -30,11 +31,22 @@ class Scrubber(logging.Filter):
         return True
 
 
+# The bot's own log file: a few rotated files, so a bot left running for months cannot fill
+# the disk, yet the last days are there after a crash (stderr may be gone with its terminal).
+ROTATE_BYTES = 5_000_000
+ROTATE_KEEP = 3
+
+
 def setup_logging(
-    level: str, secrets: list[str], file: Path | None = None, console_level: str | None = None
+    level: str,
+    secrets: list[str],
+    file: Path | None = None,
+    console_level: str | None = None,
+    rotating: Path | None = None,
 ) -> None:
     """Log lines to stderr, or with `file` to that file and only `console_level` and up to
-    stderr (the terminal chat keeps its screen for the conversation)."""
+    stderr (the terminal chat keeps its screen for the conversation). With `rotating`, every
+    line also goes to that file, rotated."""
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     scrubber = Scrubber(secrets)
     console = logging.StreamHandler(sys.stderr)
@@ -42,6 +54,12 @@ def setup_logging(
     if file is not None:
         console.setLevel(console_level or "ERROR")
         handlers.append(logging.FileHandler(file, encoding="utf-8"))
+    if rotating is not None:
+        handlers.append(
+            logging.handlers.RotatingFileHandler(
+                rotating, maxBytes=ROTATE_BYTES, backupCount=ROTATE_KEEP, encoding="utf-8"
+            )
+        )
     for handler in handlers:
         handler.setFormatter(fmt)
         handler.addFilter(scrubber)

@@ -6,6 +6,7 @@ half-built app behind (an undisposed engine keeps its worker thread, and the pro
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 
@@ -48,3 +49,40 @@ def preflight(settings: Settings) -> None:
     found = problems(settings)
     if found:
         raise ConfigError("\n".join(found))
+
+
+# Commands that make their database by design: migrate and restore always, run and chat on
+# first start (they say so).
+CREATES_DATABASE = frozenset({"migrate", "restore", "run", "chat"})
+
+
+def sqlite_file(settings: Settings) -> Path | None:
+    """The SQLite file the settings point at, or None for PostgreSQL / in-memory."""
+    url = make_url(settings.db_url)
+    if not url.drivername.startswith("sqlite") or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database).resolve()
+
+
+def where_am_i(env_file: Path | None, command: str, settings: Settings) -> None:
+    """Say which .env and database a command uses when it runs outside the project folder (no
+    .env where it looks for one), and refuse to make a new empty database there by accident:
+    `sidekick usage` run from another folder would otherwise report on an empty one."""
+    from bot.config import env_path
+
+    env = env_path(env_file)
+    database = sqlite_file(settings)
+    new = database is not None and not database.exists()
+    if not env.is_file():
+        print(
+            f"sidekick: no {env.resolve()}: settings from the environment only; "
+            f"database {database or 'from DATABASE_URL'}",
+            file=sys.stderr,
+        )
+        if new and command not in CREATES_DATABASE:
+            raise ConfigError(
+                f"no database at {database}: run this in the folder that holds your .env, "
+                "or set SIDEKICK_HOME / --env-file (`sidekick migrate` creates a new one)"
+            )
+    if new and command in ("run", "chat"):
+        print(f"sidekick: first start: creating a new database at {database}", file=sys.stderr)

@@ -11,7 +11,7 @@ import pytest
 
 from bot.app import build_app
 from bot.errors import ConfigError
-from tests.conftest import make_settings
+from tests.conftest import make_settings, sqlite_only
 from tests.test_config import sidekick
 
 GOOD = {"LLM_MODEL": "m", "TELEGRAM_BOT_TOKEN": "123456:AAAA-bbbb_cccc", "LLM_API_KEY": "sk-x"}
@@ -165,3 +165,42 @@ async def test_telegram_unreachable_at_start_is_not_a_configuration_error(
     finally:
         await rt.shutdown()
     assert not isinstance(info.value, ConfigError)
+
+
+def test_five_errors_in_one_env_file_in_one_run(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(
+        "LOG_LEVEL=loud\nTIMEZONE=Mars/Base\nAGENT_MAX_TURNS=0\nTELEGRAM_BOT_TOKEN=nope\n"
+        "MCP_CONFIG=absent.json\n"
+    )
+    proc = sidekick(tmp_path, "bot.cli", "run")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    named = {line.split(": ")[2] for line in proc.stderr.strip().splitlines()}
+    assert {"AGENT_MAX_TURNS", "LOG_LEVEL", "TIMEZONE", "TELEGRAM_BOT_TOKEN"} <= named
+    assert "MCP_CONFIG" in proc.stderr  # the file-system check ran too
+    assert "LLM_MODEL is not set" in proc.stderr  # and the required ones
+
+
+def test_misspelled_names_get_did_you_mean(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("LLM_MODLE=m\nSEARXNG_ULR=http://x\nSEARXNG_SECRET=s\n")
+    env = {"DAILY_BUDGET_USDD": "1", "TELEGRAM_TOKEN": "x", "LANG": "C.UTF-8", "LLAMA_X": "1"}
+    proc = sidekick(tmp_path, "bot.cli", "migrate", **env)
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr
+    assert "LLM_MODLE is not a setting; did you mean LLM_MODEL?" in err
+    assert "SEARXNG_ULR is not a setting; did you mean SEARXNG_URL?" in err
+    assert "DAILY_BUDGET_USDD is not a setting; did you mean DAILY_BUDGET_USD?" in err
+    assert "TELEGRAM_TOKEN is not a setting; did you mean TELEGRAM_BOT_TOKEN?" in err
+    # Unrelated environment variables and compose's own keys are left alone.
+    assert "LANG" not in err and "LLAMA_X" not in err and "SEARXNG_SECRET" not in err
+
+
+@sqlite_only
+def test_outside_the_project_folder_no_database_is_made_silently(tmp_path: Path) -> None:
+    proc = sidekick(tmp_path, "bot.cli", "usage")
+    assert proc.returncode == 2
+    assert "no database at" in proc.stderr and "settings from the environment only" in proc.stderr
+    assert not (tmp_path / "data" / "sidekick.db").exists()
+    (tmp_path / ".env").write_text("LLM_MODEL=m\n")  # the project folder: usage works there
+    proc = sidekick(tmp_path, "bot.cli", "usage")
+    assert proc.returncode == 0, proc.stderr
+    assert "environment only" not in proc.stderr
