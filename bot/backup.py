@@ -1,0 +1,272 @@
+"""`sidekick backup`: the database and the data folder's files in one .tar.gz, verified.
+
+SQLite is copied with its online backup API, page by page under the database's own locks,
+so a running bot can keep writing meanwhile; PostgreSQL through `pg_dump`. The archive holds
+`backup.json` (what is inside: tables with their row counts, files), the database
+(`sidekick.db` or `sidekick.pgdump`) and the data folder's own files under `data/` (inputs,
+the vision cache, chat history) without the database, its journals, the backups and logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import sqlite3
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from bot.config import Settings
+from bot.errors import SidekickError
+from bot.preflight import sqlite_file
+from scheduler.setup import JobSpec
+from tools.base import CheckResult
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "backup.json"
+SQLITE_NAME = "sidekick.db"
+PG_NAME = "sidekick.pgdump"
+PREFIX = "sidekick-"
+SUFFIX = ".tar.gz"
+# Not user files: the database is copied through its API, journals and logs are not data,
+# and a backup must not hold the earlier backups.
+SKIP_SUFFIXES = ("-wal", "-shm", "-journal", ".log")
+
+
+class BackupError(SidekickError):
+    """A backup or restore that could not be made or did not verify."""
+
+
+@dataclass(frozen=True)
+class Verified:
+    path: Path
+    tables: dict[str, int]
+    files: int
+
+
+def backups_dir(settings: Settings) -> Path:
+    return settings.data_dir / "backups"
+
+
+def archive_path(settings: Settings, target: Path | None, now: datetime) -> Path:
+    """`target` if it names an archive, inside it if it is a folder, else DATA_DIR/backups."""
+    name = f"{PREFIX}{now.strftime('%Y%m%d-%H%M%S')}{SUFFIX}"
+    if target is None:
+        return backups_dir(settings) / name
+    if target.is_dir() or not target.name.endswith(SUFFIX):
+        return target / name
+    return target
+
+
+def table_counts(db: Path) -> dict[str, int]:
+    """Rows per ordinary table; raises BackupError unless the integrity check says ok."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        check = conn.execute("PRAGMA integrity_check").fetchall()
+        if check != [("ok",)]:
+            raise BackupError(f"{db}: integrity check failed: {check[:3]}")
+        # Virtual tables (sqlite-vec) need their extension to be read; their rows live in
+        # ordinary shadow tables, which are counted.
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"
+            )
+        ]
+        return {n: conn.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0] for n in names}
+    finally:
+        conn.close()
+
+
+def copy_sqlite(source: Path, target: Path) -> None:
+    """The online backup API: consistent even while the bot writes (WAL or not)."""
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    dst = sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+
+
+def libpq_url(url: str) -> str:
+    """The URL pg_dump understands (no +asyncpg driver part), password included."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def pg_tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        raise BackupError(f"{name} not found: install the PostgreSQL client (postgresql-client)")
+    return found
+
+
+def user_files(data_dir: Path, skip: set[Path]) -> list[Path]:
+    if not data_dir.is_dir():
+        return []
+    out = []
+    for path in sorted(data_dir.rglob("*")):
+        rel = path.relative_to(data_dir)
+        if path.is_dir() or rel.parts[0] == "backups" or path.resolve() in skip:
+            continue
+        if path.name.endswith(SKIP_SUFFIXES) or ".log." in path.name:
+            continue
+        out.append(path)
+    return out
+
+
+def make_backup(
+    settings: Settings, target: Path | None = None, now: datetime | None = None
+) -> Path:
+    """Write one archive and return its path."""
+    now = now or datetime.now(UTC)
+    out = archive_path(settings, target, now)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    database = sqlite_file(settings)
+    manifest: dict[str, object] = {"created": now.isoformat(), "format": 1}
+    with tempfile.TemporaryDirectory(prefix="sidekick-backup-") as tmp:
+        staged = Path(tmp)
+        if database is not None:
+            if not database.exists():
+                raise BackupError(f"no database at {database}")
+            copy_sqlite(database, staged / SQLITE_NAME)
+            manifest |= {"database": "sqlite", "tables": table_counts(staged / SQLITE_NAME)}
+        else:
+            dump = [pg_tool("pg_dump"), "--format=custom", "--no-owner"]
+            run_tool([*dump, f"--file={staged / PG_NAME}", libpq_url(settings.db_url)])
+            manifest |= {"database": "postgresql", "tables": {}}
+        skip = {p.resolve() for p in (database, out) if p is not None}
+        files = user_files(settings.data_dir, skip)
+        manifest["files"] = [str(p.relative_to(settings.data_dir)) for p in files]
+        (staged / MANIFEST).write_text(json.dumps(manifest, indent=1))
+        partial = out.with_name(out.name + ".partial")
+        with tarfile.open(partial, "w:gz") as tar:
+            tar.add(staged / MANIFEST, MANIFEST)
+            for name in (SQLITE_NAME, PG_NAME):
+                if (staged / name).exists():
+                    tar.add(staged / name, name)
+            for path in files:
+                tar.add(path, f"data/{path.relative_to(settings.data_dir)}")
+        partial.chmod(0o600)  # it holds every conversation
+        partial.replace(out)  # a crash leaves a .partial, never a half archive by the real name
+    return out
+
+
+def run_tool(argv: list[str]) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        # The URL may hold the password: name the tool, not its arguments.
+        raise BackupError(f"{Path(argv[0]).name} failed: {proc.stderr.strip()[-500:]}")
+
+
+def read_manifest(tar: tarfile.TarFile) -> dict[str, object]:
+    member = tar.extractfile(MANIFEST)
+    if member is None:
+        raise BackupError(f"not a Sidekick backup: no {MANIFEST}")
+    data: dict[str, object] = json.loads(member.read())
+    return data
+
+
+def verify(archive: Path) -> Verified:
+    """Open the archive's database copy: integrity check, and the row counts and files the
+    manifest says it holds."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar, tempfile.TemporaryDirectory() as tmp:
+            manifest = read_manifest(tar)
+            names = set(tar.getnames())
+            files = [str(f) for f in manifest.get("files", [])]  # type: ignore[attr-defined]
+            absent = [f for f in files if f"data/{f}" not in names]
+            if absent:
+                raise BackupError(f"{archive}: files missing from the archive: {absent[:3]}")
+            if manifest.get("database") == "sqlite":
+                counts = table_counts(extract_one(tar, SQLITE_NAME, Path(tmp)))
+                if counts != manifest.get("tables"):
+                    raise BackupError(f"{archive}: row counts differ from the manifest")
+            else:
+                dump = extract_one(tar, PG_NAME, Path(tmp))
+                run_tool([pg_tool("pg_restore"), "--list", str(dump)])
+                counts = {}
+    except (tarfile.TarError, OSError, EOFError, KeyError, json.JSONDecodeError) as exc:
+        raise BackupError(f"{archive}: cannot read it: {exc}") from None
+    return Verified(archive, counts, len(files))
+
+
+def extract_one(tar: tarfile.TarFile, name: str, folder: Path) -> Path:
+    """One member to folder/name by its bytes (no paths or links from the archive are
+    followed; tarfile's extraction filters are missing from some 3.11 builds)."""
+    member = tar.extractfile(name)
+    if member is None:
+        raise BackupError(f"{name} in the archive is not a file")
+    out = folder / Path(name).name
+    with out.open("wb") as f:
+        shutil.copyfileobj(member, f)
+    return out
+
+
+def archives(settings: Settings) -> list[Path]:
+    """The scheduled backups, oldest first (their names sort by time)."""
+    folder = backups_dir(settings)
+    return sorted(folder.glob(f"{PREFIX}*{SUFFIX}")) if folder.is_dir() else []
+
+
+def daily_backup(settings: Settings, now: datetime | None = None) -> Path | None:
+    """BACKUP_KEEP > 0: one verified backup a day into DATA_DIR/backups, keeping the newest
+    BACKUP_KEEP. Asked hourly, it derives from the newest archive whether one is due, so a
+    bot restarted every hour still backs up once a day, and a missed day is caught up."""
+    if settings.backup_keep <= 0:
+        return None
+    now = now or datetime.now(UTC)
+    existing = archives(settings)
+    if existing and now - modified(existing[-1]) < timedelta(hours=23):
+        return None
+    made = make_backup(settings, now=now)
+    verify(made)
+    for old in archives(settings)[: -settings.backup_keep]:
+        old.unlink()
+    log.info("daily backup %s (keeping %d)", made, settings.backup_keep)
+    return made
+
+
+def modified(path: Path) -> datetime:
+    """When a backup was made: the UTC time in its name, else the file's time."""
+    stamp = path.name.removeprefix(PREFIX).removesuffix(SUFFIX)
+    try:
+        return datetime.strptime(stamp, "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC)
+
+
+def backup_jobs(settings: Settings) -> list[JobSpec]:
+    """The scheduler's hourly "is a backup due" job, when BACKUP_KEEP is on."""
+    if settings.backup_keep <= 0:
+        return []
+
+    async def daily() -> None:
+        await asyncio.to_thread(daily_backup, settings)
+
+    return [("daily-backup", "one verified backup a day (BACKUP_KEEP)", timedelta(hours=1), daily)]
+
+
+def backup_status(settings: Settings, now: datetime | None = None) -> CheckResult:
+    """For doctor: off, or the newest backup and whether it is recent."""
+    if settings.backup_keep <= 0:
+        return CheckResult(
+            "backup", True, "daily backups off (BACKUP_KEEP=0); `sidekick backup` makes one"
+        )
+    existing = archives(settings)
+    if not existing:
+        return CheckResult("backup", True, f"daily, keeping {settings.backup_keep}; none made yet")
+    age = (now or datetime.now(UTC)) - modified(existing[-1])
+    detail = f"daily, keeping {settings.backup_keep}; newest {existing[-1]} ({age.days} day(s) old)"
+    if age > timedelta(days=2):
+        return CheckResult("backup", False, detail, "is the bot running? see DATA_DIR/sidekick.log")
+    return CheckResult("backup", True, detail)
