@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
-from tests.fakes.telegram_server import FakeTelegram, message_update  # noqa: E402
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.telegram_server import FakeTelegram, message_update
 
 USER = 4242
 DEADLINE_S = 180.0  # first start in a fresh container: migrations and the embedder's load
