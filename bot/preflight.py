@@ -70,6 +70,8 @@ def where_am_i(env_file: Path | None, command: str, settings: Settings) -> None:
     `sidekick usage` run from another folder would otherwise report on an empty one."""
     from bot.config import env_path
 
+    # The terminal chat talks to the person on stdout (its stderr is for failures only).
+    out = sys.stdout if command == "chat" else sys.stderr
     env = env_path(env_file)
     database = sqlite_file(settings)
     new = database is not None and not database.exists()
@@ -77,7 +79,7 @@ def where_am_i(env_file: Path | None, command: str, settings: Settings) -> None:
         print(
             f"sidekick: no {env.resolve()}: settings from the environment only; "
             f"database {database or 'from DATABASE_URL'}",
-            file=sys.stderr,
+            file=out,
         )
         if new and command not in CREATES_DATABASE:
             raise ConfigError(
@@ -85,4 +87,4 @@ def where_am_i(env_file: Path | None, command: str, settings: Settings) -> None:
                 "or set SIDEKICK_HOME / --env-file (`sidekick migrate` creates a new one)"
             )
     if new and command in ("run", "chat"):
-        print(f"sidekick: first start: creating a new database at {database}", file=sys.stderr)
+        print(f"sidekick: first start: creating a new database at {database}", file=out)
