@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sqlite3
 import tarfile
 import threading
@@ -9,10 +11,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from bot.backup import BackupError, daily_backup, make_backup, verify
 from bot.config import load_settings
 from bot.ops_commands import operations_results, unit_text
+from bot.restore import restore
+from db.engine import create_engine
+from tests.conftest import pg_only, sqlite_only
 from tests.test_config import sidekick
 
 
@@ -71,6 +77,7 @@ def test_backup_verify_restore_round_trip(tmp_path: Path) -> None:
     assert rows(other / "data" / "sidekick.db", "users") == 1
 
 
+@sqlite_only
 def test_backup_while_the_database_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,6 +107,7 @@ def test_backup_while_the_database_is_written(
         assert verify(archive).tables["users"] >= 1
 
 
+@sqlite_only
 def test_a_damaged_archive_does_not_verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     migrated(tmp_path)
@@ -110,6 +118,7 @@ def test_a_damaged_archive_does_not_verify(tmp_path: Path, monkeypatch: pytest.M
         verify(archive)
 
 
+@sqlite_only
 def test_daily_backups_keep_the_newest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     migrated(tmp_path)
@@ -144,3 +153,27 @@ def test_service_unit_restarts_but_not_on_a_configuration_error(tmp_path: Path) 
     assert "Restart=on-failure" in proc.stdout and "RestartPreventExitStatus=2" in proc.stdout
     assert f"WorkingDirectory={tmp_path.resolve()}" in proc.stdout
     assert "RestartPreventExitStatus=2" in unit_text(None, system=True)
+
+
+@pg_only
+async def test_postgresql_backup_through_pg_dump_and_restore(tmp_path: Path) -> None:
+    url = os.environ["DATABASE_URL"]
+    (tmp_path / ".env").write_text("LLM_MODEL=m\n")
+    proc = sidekick(tmp_path, "bot.cli", "migrate", DATABASE_URL=url)
+    assert proc.returncode == 0, proc.stderr
+    engine = create_engine(url)
+    insert = "INSERT INTO users (id, telegram_id, name, created_at) VALUES (7, 7, 'pg', now())"
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text(insert))
+        settings = load_settings()
+        archive = await asyncio.to_thread(make_backup, settings, tmp_path / "pg.tar.gz")
+        assert (await asyncio.to_thread(verify, archive)).path == archive
+        async with engine.begin() as conn:
+            await conn.execute(text("DELETE FROM users"))
+        await engine.dispose()  # pg_restore --clean drops the tables: no open sessions on them
+        await asyncio.to_thread(restore, settings, archive, True)
+        async with engine.connect() as conn:
+            assert (await conn.execute(text("SELECT name FROM users"))).all() == [("pg",)]
+    finally:
+        await engine.dispose()
