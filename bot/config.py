@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.llm.settings import ModelSettings
@@ -188,13 +188,14 @@ def settings_and_errors(
         except ValidationError as exc:
             bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
             errors += [_describe(err) for err in exc.errors()]
-            if not bad or bad <= fallback.keys() or not bad <= Settings.model_fields.keys():
+            fields = field_names()
+            if not bad or bad <= fallback.keys() or not bad <= fields.keys():
                 raise ConfigError("\n".join(errors)) from None
-            # The default of a field that failed; a model-level rule that still fails
-            # after this ends the loop above.
+            # The default of a field that failed, under the name it failed by (its alias
+            # when it has one); a model-level rule that still fails ends the loop above.
             fallback |= {
-                name: Settings.model_fields[name].get_default(call_default_factory=True)
-                for name in bad
+                loc: Settings.model_fields[fields[loc]].get_default(call_default_factory=True)
+                for loc in bad
             }
     # Relative paths mean "in SIDEKICK_HOME", so the bot finds its data from any directory.
     if not settings.data_dir.is_absolute():
@@ -206,9 +207,21 @@ def settings_and_errors(
     return settings, errors
 
 
+def field_names() -> dict[str, str]:
+    """Each name a setting is read by (field name or alias, as in error locations) and the
+    field it fills."""
+    out: dict[str, str] = {}
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        out |= {c: name for c in [name, *choices] if isinstance(c, str)}
+    return out
+
+
 def known_names() -> set[str]:
-    """Every variable Sidekick reads, upper-cased."""
-    return {name.upper() for name in Settings.model_fields}
+    """Every variable Sidekick reads, upper-cased: field names and their aliases (an old name
+    kept working through AliasChoices is not "unknown")."""
+    return {name.upper() for name in field_names()}
 
 
 # Read by docker-compose.yml or the shell, not by Sidekick: never "unknown".
