@@ -38,16 +38,20 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 130" INT TERM
 
+# Debian packages this needs, as root, saying so first (apt's lists are refreshed only when
+# the first try fails).
+apt_install() {
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || {
+    say "missing $*: install it (e.g. sudo apt-get install $*) and run again" >&2; exit 1; }
+  say "installing Debian's $* with apt-get (as root)"
+  apt-get install -y -qq "$@" >>"$work/apt.log" 2>&1 \
+    || { apt-get update -qq >>"$work/apt.log" 2>&1 && apt-get install -y -qq "$@" >>"$work/apt.log" 2>&1; } \
+    || { tail -20 "$work/apt.log" >&2; exit 1; }
+}
+
 # 1. The engine.
 if ! command -v dockerd >/dev/null 2>&1 && ! docker info >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "installing Debian's docker.io with apt-get (as root)"
-    apt-get install -y -qq docker.io >"$work/apt.log" 2>&1 \
-      || { apt-get update -qq && apt-get install -y -qq docker.io >"$work/apt.log" 2>&1; }
-  else
-    say "no Docker here: install it (e.g. sudo apt-get install docker.io) and run again" >&2
-    exit 1
-  fi
+  apt_install docker.io
 fi
 if ! docker info >/dev/null 2>&1; then
   say "starting dockerd for this run (data root $work/root, no iptables)"
@@ -65,8 +69,7 @@ if ! docker image inspect "$base" >/dev/null 2>&1 \
    && ! timeout 60 docker pull -q "$base" >/dev/null 2>&1; then
   tarball=$cache/bookworm-minbase.tar.gz
   if [ ! -s "$tarball" ]; then
-    command -v debootstrap >/dev/null 2>&1 || {
-      say "installing debootstrap with apt-get (as root)"; apt-get install -y -qq debootstrap >"$work/apt.log" 2>&1; }
+    command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap
     say "$base cannot be pulled: making a Debian bookworm base with debootstrap (cached in $cache)"
     mkdir -p "$cache"
     debootstrap --variant=minbase bookworm "$work/rootfs" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
@@ -95,7 +98,7 @@ say "image built in $(( $(date +%s) - t0 ))s ($(docker image inspect -f '{{.Size
 if docker compose version >/dev/null 2>&1; then compose=(docker compose);
 elif command -v docker-compose >/dev/null 2>&1; then compose=(docker-compose);
 else
-  [ "$(id -u)" = 0 ] && { say "installing Debian's docker-compose with apt-get (as root)"; apt-get install -y -qq docker-compose >"$work/apt.log" 2>&1; }
+  apt_install docker-compose
   compose=(docker-compose)
 fi
 mkdir -p "$work/compose/docker"
