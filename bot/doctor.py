@@ -16,7 +16,7 @@ from db.engine import is_postgres, sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult, Doctor, ToolModule
 from tools.discovery.doctor import check_tools
-from tools.registry import TOOLS, doctor_checks
+from tools.registry import doctor_checks
 
 Check = Callable[[App], Awaitable[list[CheckResult]]]
 
@@ -206,7 +206,7 @@ async def check_reminders(app: App) -> list[CheckResult]:
     return await reminder_checks(app.session_factory, app.deps.clock())
 
 
-def all_checks(tools: tuple[ToolModule, ...] = TOOLS) -> list[Check]:
+def all_checks(tools: tuple[ToolModule, ...] | None = None) -> list[Check]:
     """Every check, in order; the app's features add theirs here, a tool declares its own
     (tools/registry.py lists it)."""
     return [

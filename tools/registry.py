@@ -94,10 +94,10 @@ class Registry:
         return RequestTools({**self.extension_tools(), **self.tools})
 
 
-def build_registry(deps: ToolDeps, modules: tuple[ToolModule, ...] = TOOLS) -> Registry:
+def build_registry(deps: ToolDeps, modules: tuple[ToolModule, ...] | None = None) -> Registry:
     """Every listed tool the settings make usable, then MCP servers and discovery."""
     registry = Registry([])
-    for module in modules:
+    for module in TOOLS if modules is None else modules:
         try:
             tool = module.build(deps)
         except Unavailable as why:
@@ -112,9 +112,10 @@ def build_registry(deps: ToolDeps, modules: tuple[ToolModule, ...] = TOOLS) -> R
     return registry
 
 
-def doctor_checks(modules: tuple[ToolModule, ...] = TOOLS) -> list[tuple[str, Doctor]]:
+def doctor_checks(modules: tuple[ToolModule, ...] | None = None) -> list[tuple[str, Doctor]]:
     """(tool name, its check) for every listed tool that declares one, in TOOLS order."""
-    return [(m.name, m.doctor) for m in modules if m.doctor is not None]
+    listed = TOOLS if modules is None else modules
+    return [(m.name, m.doctor) for m in listed if m.doctor is not None]
 
 
 def install_extensions(registry: Registry, deps: ToolDeps) -> None:

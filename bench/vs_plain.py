@@ -1,0 +1,138 @@
+"""Sidekick side by side with a plain aiogram + SQLite bot (bench/plain_bot.py), both as real
+processes against the same local fakes (tests/fakes: Bot API, instant model), in alternated
+rounds in one run, so both see the same machine load. Per bot and round:
+
+- start -> first getUpdates (process start until it polls);
+- per-message latency: messages one at a time, push to reply, p50;
+- throughput: C chats x M messages pushed at once, messages per second until the last reply.
+
+Printed: the median over rounds of each, and Sidekick's ratio to the plain bot.
+
+Usage: python bench/vs_plain.py [--rounds 3] [--sequential 60] [--chats 20] [--messages 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from startup import PollClock  # noqa: E402
+
+from tests.fakes.openai_server import FakeOpenAI, Text  # noqa: E402
+from tests.fakes.telegram_server import message_update  # noqa: E402
+
+WARM_UP = 5
+BOTS = {
+    "sidekick": [sys.executable, "-m", "bot"],
+    "plain": [sys.executable, str(ROOT / "bench" / "plain_bot.py")],
+}
+
+
+def env_for(tmp: Path, tg: PollClock, llm: FakeOpenAI, chats: int) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp),
+        "DATA_DIR": str(tmp / "data"),
+        "DB_PATH": str(tmp / "plain.db"),
+        "TELEGRAM_BOT_TOKEN": tg.token,
+        "TELEGRAM_API_URL": tg.base_url,
+        "ALLOWED_USER_IDS": ",".join(str(1000 + i) for i in range(chats)),
+        "LLM_BASE_URL": llm.base_url,
+        "LLM_API_KEY": "sk-bench",
+        "LLM_MODEL": "fake-model",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+async def one_run(name: str, sequential: int, chats: int, messages: int) -> dict[str, float]:
+    tg = await PollClock().start()
+    llm = await FakeOpenAI(responder=lambda body: Text("ok", chunk=10_000)).start()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        t0 = time.time()
+        proc = await asyncio.create_subprocess_exec(
+            *BOTS[name], cwd=ROOT, env=env_for(tmp, tg, llm, chats),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            while not tg.poll_starts:
+                if proc.returncode is not None or time.time() - t0 > 120:
+                    raise RuntimeError(f"{name} did not start polling")
+                await asyncio.sleep(0.005)
+            start = tg.poll_starts[0] - t0
+            latencies = []
+            for i in range(WARM_UP + sequential):
+                before = len(tg.messages)
+                t1 = time.perf_counter()
+                await tg.push(message_update(1000 + i % chats, f"hello {i}", message_id=i + 1))
+                await tg.wait_for(lambda n=before: len(tg.messages) > n, timeout=120)
+                if i >= WARM_UP:
+                    latencies.append(time.perf_counter() - t1)
+            before = len(tg.messages)
+            t2 = time.perf_counter()
+            for n in range(messages):
+                for c in range(chats):
+                    await tg.push(message_update(1000 + c, f"burst {n}", message_id=10_000 + n))
+            total = chats * messages
+            await tg.wait_for(lambda: len(tg.messages) >= before + total, timeout=600)
+            rate = total / (time.perf_counter() - t2)
+        finally:
+            proc.terminate()
+            _, err = await proc.communicate()
+    await tg.stop()
+    await llm.stop()
+    if b"Traceback" in err:
+        print(f"{name} stderr:\n{err.decode()[-1500:]}", file=sys.stderr)
+    return {"start": start, "p50": statistics.median(latencies), "rate": rate}
+
+
+async def run(rounds: int, sequential: int, chats: int, messages: int) -> None:
+    got: dict[str, list[dict[str, float]]] = {name: [] for name in BOTS}
+    for r in range(rounds):
+        order = list(BOTS) if r % 2 == 0 else list(reversed(BOTS))
+        for name in order:
+            fig = await one_run(name, sequential, chats, messages)
+            got[name].append(fig)
+            print(
+                f"round {r + 1} {name:<8} start {fig['start']:5.2f} s  "
+                f"p50 {fig['p50'] * 1000:6.1f} ms  {fig['rate']:6.0f} msg/s",
+                flush=True,
+            )
+
+    def med(name: str, key: str) -> float:
+        return statistics.median(f[key] for f in got[name])
+
+    sk, pl = "sidekick", "plain"
+    print(f"\nmedian of {rounds} alternated rounds ({chats} chats x {messages} burst, "
+          f"{sequential} sequential); load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(f"  messages/s        sidekick {med(sk, 'rate'):7.0f}   plain {med(pl, 'rate'):7.0f}"
+          f"   ratio {med(sk, 'rate') / med(pl, 'rate'):.2f}x (goal >= 0.9x)")  # fmt: skip
+    print(f"  latency p50 (ms)  sidekick {med(sk, 'p50') * 1000:7.1f}   plain "
+          f"{med(pl, 'p50') * 1000:7.1f}   ratio {med(sk, 'p50') / med(pl, 'p50'):.2f}x "
+          "(goal <= 1x)")  # fmt: skip
+    print(f"  start -> polling  sidekick {med(sk, 'start'):7.2f}   plain {med(pl, 'start'):7.2f}"
+          f"   ratio {med(sk, 'start') / med(pl, 'start'):.2f}x (goal <= 1x)")  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--sequential", type=int, default=60)
+    p.add_argument("--chats", type=int, default=20)
+    p.add_argument("--messages", type=int, default=5)
+    args = p.parse_args()
+    asyncio.run(run(args.rounds, args.sequential, args.chats, args.messages))
+
+
+if __name__ == "__main__":
+    main()
