@@ -74,6 +74,7 @@ bench: install
 	$(BIN)/python bench/session_split.py
 	$(BIN)/python bench/media.py
 	$(BIN)/python bench/reminders.py
+	$(BIN)/python bench/vs_plain.py
 
 lint: install
 	$(BIN)/ruff check .

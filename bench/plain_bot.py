@@ -38,6 +38,7 @@ class Store:
     def __init__(self, path: str) -> None:
         self.db = sqlite3.connect(path, check_same_thread=False)
         self.db.execute("pragma journal_mode=wal")
+        self.db.execute("pragma synchronous=normal")  # the usual pairing with WAL
         self.db.executescript(SCHEMA)
         self.lock = asyncio.Lock()
 
