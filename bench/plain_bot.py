@@ -118,7 +118,9 @@ async def main() -> None:
     store = Store(os.environ.get("DB_PATH", "plain_bot.db"))
     model = Model()
     allowed = {int(x) for x in os.environ.get("ALLOWED_USER_IDS", "").split(",") if x.strip()}
-    api = TelegramAPIServer.from_base(os.environ.get("TELEGRAM_API_URL", "https://api.telegram.org"))
+    api = TelegramAPIServer.from_base(
+        os.environ.get("TELEGRAM_API_URL", "https://api.telegram.org")
+    )
     bot = Bot(os.environ["TELEGRAM_BOT_TOKEN"], session=AiohttpSession(api=api))
     try:
         await build(store, model, allowed).start_polling(bot)
