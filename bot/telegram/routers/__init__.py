@@ -5,7 +5,7 @@ To add a feature: write `bot/telegram/routers/<feature>.py` with `build_router()
 several), and add one line to `build_routers` BEFORE `chat.build_router()`, which catches
 every plain message. Commands are declared once in bot/commands.py (menu, /help, aliases);
 a handler names its row with `flags={"command": "name"}` and filters on
-`Command(*names("name"))`.
+`on_command("name")`.
 """
 
 from __future__ import annotations

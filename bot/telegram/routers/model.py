@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from aiogram import Router
-from aiogram.filters import Command, CommandObject
+from aiogram.filters import CommandObject
 from aiogram.types import Message
 
 from bot.app import App
 from bot.command_texts import model_reply
-from bot.commands import names
+from bot.telegram.commands import on_command
 from bot.telegram.render import send_plain
 
 
 def build_router() -> Router:
     router = Router(name="model")
 
-    @router.message(Command(*names("model")), flags={"command": "model"})
+    @router.message(on_command("model"), flags={"command": "model"})
     async def on_model(message: Message, command: CommandObject, app: App) -> None:
         assert message.bot is not None and message.from_user is not None
         user = message.from_user

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Literal
 
 from aiogram import Bot, Router
-from aiogram.filters import Command, CommandObject
+from aiogram.filters import CommandObject
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
 
 from bot.app import App
 from bot.command_texts import history_text, quiet_command, upcoming_text
-from bot.commands import names
+from bot.telegram.commands import on_command
 from bot.telegram.render import send_chunk, send_plain
 from bot.telegram.user import ChatUser, use_user
 from db.models.schedule import ScheduledJob
@@ -45,7 +45,7 @@ def _buttons(found: list[ScheduledJob]) -> InlineKeyboardMarkup | None:
 def build_router() -> Router:
     router = use_user(Router(name="reminders"))
 
-    @router.message(Command(*names("reminders")), flags={"command": "reminders"})
+    @router.message(on_command("reminders"), flags={"command": "reminders"})
     async def on_reminders(
         message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
     ) -> None:
@@ -55,7 +55,7 @@ def build_router() -> Router:
         text, shown = await upcoming_text(app, user.id, user.tz)
         await send_chunk(bot, message.chat.id, text, [], _buttons(shown))
 
-    @router.message(Command(*names("quiet")), flags={"command": "quiet"})
+    @router.message(on_command("quiet"), flags={"command": "quiet"})
     async def on_quiet(
         message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
     ) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from aiogram import Bot, Router
-from aiogram.filters import Command, CommandStart
 from aiogram.types import Message
 
-from bot.commands import help_lines, names
+from bot.commands import help_lines
+from bot.telegram.commands import on_command
 from bot.telegram.render import send_markdown
 
 
@@ -20,12 +20,12 @@ def help_text() -> str:
 def build_router() -> Router:
     router = Router(name="start")
 
-    @router.message(CommandStart(), flags={"command": "start"})
+    @router.message(on_command("start"), flags={"command": "start"})
     async def on_start(message: Message, bot: Bot) -> None:
         name = message.from_user.first_name if message.from_user else "there"
         await send_markdown(bot, message.chat.id, f"Hi {name}! " + help_text())
 
-    @router.message(Command(*names("help")), flags={"command": "help"})
+    @router.message(on_command("help"), flags={"command": "help"})
     async def on_help(message: Message, bot: Bot) -> None:
         await send_markdown(bot, message.chat.id, help_text())
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from aiogram import Bot, Router
-from aiogram.filters import Command
 from aiogram.types import Message
 
 from bot.app import App
 from bot.command_texts import context_command, tools_command
-from bot.commands import names
+from bot.telegram.commands import on_command
 from bot.telegram.render import send_plain
 from bot.telegram.user import ChatUser, use_user
 
@@ -16,11 +15,11 @@ from bot.telegram.user import ChatUser, use_user
 def build_router() -> Router:
     router = use_user(Router(name="tools"))
 
-    @router.message(Command(*names("tools")), flags={"command": "tools"})
+    @router.message(on_command("tools"), flags={"command": "tools"})
     async def on_tools(message: Message, bot: Bot, app: App, user: ChatUser) -> None:
         await send_plain(bot, message.chat.id, tools_command(app, user.id))
 
-    @router.message(Command(*names("context")), flags={"command": "context"})
+    @router.message(on_command("context"), flags={"command": "context"})
     async def on_context(message: Message, bot: Bot, app: App, user: ChatUser) -> None:
         await send_plain(bot, message.chat.id, await context_command(app, user.id, user.tz))
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from aiogram import Bot, Router
-from aiogram.filters import Command, CommandObject
+from aiogram.filters import CommandObject
 from aiogram.types import Message
 
 from bot.app import App
 from bot.command_texts import usage_command
-from bot.commands import names
+from bot.telegram.commands import on_command
 from bot.telegram.render import send_plain
 from bot.telegram.user import ChatUser, use_user
 
@@ -16,7 +16,7 @@ from bot.telegram.user import ChatUser, use_user
 def build_router() -> Router:
     router = use_user(Router(name="usage"))
 
-    @router.message(Command(*names("usage")), flags={"command": "usage"})
+    @router.message(on_command("usage"), flags={"command": "usage"})
     async def on_usage(
         message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
     ) -> None:
