@@ -8,7 +8,6 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from bot.app import App
-from bot.usage.meter import Meter
 from bot.usage.report import last_request_line, session_text, usage_text
 from bot.usage.request import allowed_models
 from db.models.schedule import ScheduledJob
@@ -34,7 +33,10 @@ USAGE = "Usage: /usage, /usage session, /usage footer on|off"
 RESET_WORDS = {"default", "reset"}
 
 
-async def usage_reply(meter: Meter, app: App, user_id: int, args: str) -> str:
+async def usage_command(app: App, user_id: int, args: str) -> str:
+    meter = app.agent.meter
+    if meter is None:
+        return "Usage recording is off."
     words = args.lower().split()
     if not words:
         return await usage_text(meter, user_id)
@@ -47,13 +49,6 @@ async def usage_reply(meter: Meter, app: App, user_id: int, args: str) -> str:
             return "From now on each answer ends with its tokens and cost."
         return "The usage footer is off."
     return USAGE
-
-
-async def usage_command(app: App, user_id: int, args: str) -> str:
-    meter = app.agent.meter
-    if meter is None:
-        return "Usage recording is off."
-    return await usage_reply(meter, app, user_id, args)
 
 
 async def context_command(app: App, user_id: int, tz: ZoneInfo) -> str:
