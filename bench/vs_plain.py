@@ -5,7 +5,8 @@ rounds in one run, so both see the same machine load. Per bot and round:
 - start -> first getUpdates (process start until it polls), on the database an untimed first
   start made (the usual start: migrations and schema are already there);
 - per-message latency: messages one at a time, push to reply, p50;
-- throughput: C chats x M messages pushed at once, messages per second until the last reply.
+- throughput: C chats x M messages pushed at once, messages per second until the last reply;
+- the bot process's CPU time per message over both (steadier than wall time under load).
 
 Printed: the median over rounds of each, and Sidekick's ratio to the plain bot.
 
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from startup import PollClock  # noqa: E402
+from startup import PollClock, cpu_s  # noqa: E402
 
 from tests.fakes.openai_server import FakeOpenAI, Text  # noqa: E402
 from tests.fakes.telegram_server import message_update  # noqa: E402
@@ -100,7 +101,10 @@ async def one_run(
             if not sequential:
                 return None
             latencies = []
+            cpu0 = 0.0
             for i in range(WARM_UP + sequential):
+                if i == WARM_UP:
+                    cpu0 = cpu_s(bot.proc.pid)
                 before = len(tg.messages)
                 t1 = time.perf_counter()
                 await tg.push(message_update(1000 + i % chats, f"hi {i}", message_id=base + i))
@@ -116,12 +120,13 @@ async def one_run(
             total = chats * messages
             await tg.wait_for(lambda: len(tg.messages) >= before + total, timeout=600)
             rate = total / (time.perf_counter() - t2)
+            cpu = (cpu_s(bot.proc.pid) - cpu0) / (sequential + total)
         finally:
             await stop(name, bot)
     finally:
         await tg.stop()
         await llm.stop()
-    return {"start": bot.start, "p50": statistics.median(latencies), "rate": rate}
+    return {"start": bot.start, "p50": statistics.median(latencies), "rate": rate, "cpu": cpu}
 
 
 async def run(rounds: int, sequential: int, chats: int, messages: int) -> None:
@@ -139,7 +144,8 @@ async def run(rounds: int, sequential: int, chats: int, messages: int) -> None:
                 got[name].append(fig)
                 print(
                     f"round {r + 1} {name:<8} start {fig['start']:5.2f} s  "
-                    f"p50 {fig['p50'] * 1000:6.1f} ms  {fig['rate']:6.0f} msg/s",
+                    f"p50 {fig['p50'] * 1000:6.1f} ms  {fig['rate']:6.0f} msg/s  "
+                    f"CPU {fig['cpu'] * 1000:5.2f} ms/msg",
                     flush=True,
                 )
     report(got, rounds, sequential, chats, messages)
@@ -161,6 +167,9 @@ def report(
           "(goal <= 1x)")  # fmt: skip
     print(f"  start -> polling  sidekick {med(sk, 'start'):7.2f}   plain {med(pl, 'start'):7.2f}"
           f"   ratio {med(sk, 'start') / med(pl, 'start'):.2f}x (goal <= 1x)")  # fmt: skip
+    print(f"  CPU per message   sidekick {med(sk, 'cpu') * 1000:7.2f}   plain "
+          f"{med(pl, 'cpu') * 1000:7.2f}   ratio {med(sk, 'cpu') / med(pl, 'cpu'):.2f}x "
+          "(the steadier figure on a busy machine)")  # fmt: skip
 
 
 def main() -> None:
