@@ -123,6 +123,7 @@ bench: install-dev
 	$(BIN)/python bench/session_split.py
 	$(BIN)/python bench/media.py
 	$(BIN)/python bench/reminders.py
+	$(BIN)/python bench/vs_plain.py
 
 lint: install-dev
 	$(BIN)/ruff check .

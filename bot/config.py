@@ -136,17 +136,14 @@ class Settings(
         return f"sqlite+aiosqlite:///{(self.data_dir / 'sidekick.db').resolve()}"
 
     def secrets(self) -> list[str]:
-        """Every secret value, so logs and replies can be scrubbed of them."""
-        values = [
-            self.telegram_bot_token,
-            self.llm_api_key,
-            self.embeddings_api_key,
-            self.brave_api_key,
-            self.webhook_secret,
-            self.transcribe_api_key,
-            self.llm_fallback_api_key,
+        """Every secret value (every SecretStr setting, the tools' included), so logs and
+        replies can be scrubbed of them."""
+        values = (getattr(self, name) for name in type(self).model_fields)
+        return [
+            v.get_secret_value()
+            for v in values
+            if isinstance(v, SecretStr) and v.get_secret_value()
         ]
-        return [v.get_secret_value() for v in values if v and v.get_secret_value()]
 
 
 def sidekick_home() -> Path:

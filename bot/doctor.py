@@ -15,11 +15,9 @@ from bot.media.doctor import check_media
 from bot.ops_commands import check_operations
 from db.engine import is_postgres, sqlite_module
 from db.migrate import pending
-from tools.base import CheckResult
-from tools.code.doctor import check_code
+from tools.base import CheckResult, Doctor, ToolModule
 from tools.discovery.doctor import check_tools
-from tools.memory.doctor import check_memory
-from tools.search.doctor import check_search
+from tools.registry import doctor_checks
 
 Check = Callable[[App], Awaitable[list[CheckResult]]]
 
@@ -189,20 +187,18 @@ async def check_scheduler(app: App) -> list[CheckResult]:
     return await scheduler_checks(app.settings, app.session_factory, app.deps.clock())
 
 
-async def check_search_tool(app: App) -> list[CheckResult]:
-    return await check_search(app.settings, app.http)
-
-
-async def check_code_tool(app: App) -> list[CheckResult]:
-    return await check_code(app.deps)
-
-
 async def check_extension_tools(app: App) -> list[CheckResult]:
     return await check_tools(app.registry)
 
 
-async def check_memory_tool(app: App) -> list[CheckResult]:
-    return await check_memory(app.deps)
+def tool_check(name: str, check: Doctor) -> Check:
+    """A tool's own doctor check (declared in its ToolModule), run on the app's deps."""
+
+    async def run(app: App) -> list[CheckResult]:
+        return await check(app.deps)
+
+    run.__name__ = f"check_{name}"  # what a crash line names
+    return run
 
 
 async def check_reminders(app: App) -> list[CheckResult]:
@@ -211,8 +207,9 @@ async def check_reminders(app: App) -> list[CheckResult]:
     return await reminder_checks(app.session_factory, app.deps.clock())
 
 
-def all_checks() -> list[Check]:
-    """Every check, in order; each feature adds its own here."""
+def all_checks(tools: tuple[ToolModule, ...] | None = None) -> list[Check]:
+    """Every check, in order; the app's features add theirs here, a tool declares its own
+    (tools/registry.py lists it)."""
     return [
         check_settings,
         check_database,
@@ -221,10 +218,8 @@ def all_checks() -> list[Check]:
         check_scheduler,
         check_reminders,
         check_usage,
-        check_search_tool,
-        check_code_tool,
+        *(tool_check(name, check) for name, check in doctor_checks(tools)),
         check_extension_tools,
-        check_memory_tool,
         check_media,
         check_operations,  # .env permissions, backups
     ]

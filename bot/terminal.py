@@ -106,31 +106,59 @@ async def read_line(source: LineSource, prompt: str) -> str | None:
     return await future
 
 
+class Status:
+    """The one line shown between Enter and the answer's first text ("thinking…", then the
+    tool being run): a model on a CPU may take a minute to say anything. Only on a
+    terminal, where it can be erased; piped output gets the answer alone."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+        self.shown = False
+
+    def show(self, text: str) -> None:
+        if self.live:
+            sys.stdout.write(f"\r{text}\033[K")
+            sys.stdout.flush()
+            self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stdout.write("\r\033[K")
+            self.shown = False
+
+
 async def answer(app: App, who: Who, line: str) -> None:
     """Stream the agent's answer to stdout."""
     printed = 0
+    status = Status(sys.stdout.isatty())
+    status.show("thinking…")
 
     async def on_text(text: str) -> None:
         nonlocal printed
+        status.clear()
         sys.stdout.write(text[printed:])
         sys.stdout.flush()
         printed = len(text)
 
     async def on_tools(names: list[str]) -> None:
         nonlocal printed
+        status.clear()
         sys.stdout.write(f"\n[running {', '.join(names)}]\n")
         printed = 0
+        status.show(f"running {', '.join(names)}, then thinking…")
 
     try:
         reply = await app.agent.handle(
             Incoming(line, telegram_user_id=who.telegram_user_id, user_name=who.name),
             Events(on_text=on_text, on_tools=on_tools),
         )
+        status.clear()
         # Streamed text is on screen already; the notes under it (usage) are not.
         sys.stdout.write(reply.text if printed == 0 else reply.notes)
         sys.stdout.write("\n")
         await reply.delivered()
     except Exception as exc:
+        status.clear()
         print(f"\n{user_text(exc)}")
 
 

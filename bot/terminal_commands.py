@@ -1,4 +1,5 @@
-"""The terminal chat's slash commands, answered locally like the Telegram bot's commands.
+"""The terminal chat's slash commands: the rows of the shared table (bot/commands.py) that
+the terminal answers, with the same replies as Telegram's (bot/command_texts.py).
 
 Each returns the text to print, or None when the line is not one of ours (it then goes to
 the model, as in Telegram, where only known commands are intercepted).
@@ -8,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo
 
+from bot import command_texts as texts
 from bot.app import App
+from bot.commands import find, help_lines
 from bot.session_texts import new_session, new_session_text, sessions_text, timezone_text
 from db.repos import core as core_repo
-from tools.discovery.report import tools_text
 from tools.memory.store import LAYERS, MemoryHit
-from tools.registry import discovery, mcp_manager
 
 MEMORY_USAGE = (
     "Usage: /memory [long|mid|short|session] · /memory search <text> · /memory forget <id>"
@@ -33,17 +35,21 @@ class Who:
 Handler = Callable[[App, Who, str], Awaitable[str]]
 
 
-async def _user_id(app: App, who: Who) -> int:
+async def _user(app: App, who: Who) -> tuple[int, ZoneInfo]:
+    """users.id and the user's time zone, as Telegram's routers get them (bot/telegram/user.py)."""
     async with app.session_factory() as s, s.begin():
         user = await core_repo.get_or_create_user(
             s, who.telegram_user_id, who.name, app.deps.clock()
         )
-        return user.id
+        return user.id, app.settings.session_policy.zone(user.timezone)
+
+
+async def _user_id(app: App, who: Who) -> int:
+    return (await _user(app, who))[0]
 
 
 async def cmd_help(app: App, who: Who, arg: str) -> str:
-    lines = [f"/{name} — {about}" for name, (about, _) in COMMANDS.items()]
-    lines.append("/quit — leave (or Ctrl-D; Ctrl-C leaves at once)")
+    lines = [*help_lines(terminal=True), "/quit — leave (or Ctrl-D; Ctrl-C leaves at once)"]
     return "Anything else you type goes to the assistant.\n\n" + "\n".join(lines)
 
 
@@ -61,10 +67,28 @@ async def cmd_timezone(app: App, who: Who, arg: str) -> str:
 
 
 async def cmd_tools(app: App, who: Who, arg: str) -> str:
-    disc = discovery(app.registry)
-    if disc is None:
-        return "Tools: " + ", ".join(app.registry.names())
-    return tools_text(disc, await _user_id(app, who), mcp_manager(app.registry))
+    return texts.tools_command(app, await _user_id(app, who))
+
+
+async def cmd_context(app: App, who: Who, arg: str) -> str:
+    return await texts.context_command(app, *await _user(app, who))
+
+
+async def cmd_usage(app: App, who: Who, arg: str) -> str:
+    return await texts.usage_command(app, await _user_id(app, who), arg)
+
+
+async def cmd_model(app: App, who: Who, arg: str) -> str:
+    return await texts.model_reply(app, who.telegram_user_id, who.name, arg)
+
+
+async def cmd_reminders(app: App, who: Who, arg: str) -> str:
+    user_id, tz = await _user(app, who)
+    return await texts.reminders_command(app, user_id, tz, arg)
+
+
+async def cmd_quiet(app: App, who: Who, arg: str) -> str:
+    return await texts.quiet_command(app, await _user_id(app, who), arg, app.deps.clock())
 
 
 def _memory_line(h: MemoryHit) -> str:
@@ -97,15 +121,21 @@ async def cmd_memory(app: App, who: Who, arg: str) -> str:
     return MEMORY_USAGE
 
 
-COMMANDS: dict[str, tuple[str, Handler]] = {
-    "help": ("list the commands", cmd_help),
-    "new": ("[name] end this conversation and start a new one", cmd_new),
-    "sessions": ("your recent sessions with their summaries", cmd_sessions),
-    "memory": ("what I remember about you: list, search <text>, forget <id>", cmd_memory),
-    "tools": ("the tools I can use and their token cost", cmd_tools),
-    "timezone": ("[Area/City] show or set your time zone", cmd_timezone),
+# The terminal's answer to each row of bot/commands.py it answers (terminal=True).
+HANDLERS: dict[str, Handler] = {
+    "start": cmd_help,
+    "help": cmd_help,
+    "newsession": cmd_new,
+    "sessions": cmd_sessions,
+    "timezone": cmd_timezone,
+    "memory": cmd_memory,
+    "tools": cmd_tools,
+    "context": cmd_context,
+    "usage": cmd_usage,
+    "model": cmd_model,
+    "reminders": cmd_reminders,
+    "quiet": cmd_quiet,
 }
-ALIASES = {"newsession": "new", "start": "help"}
 
 
 async def run_command(app: App, who: Who, line: str) -> str | None:
@@ -113,7 +143,9 @@ async def run_command(app: App, who: Who, line: str) -> str | None:
     if not line.startswith("/"):
         return None
     word, _, arg = line[1:].partition(" ")
-    word = ALIASES.get(word.lower(), word.lower())
-    if word not in COMMANDS:
+    command = find(word)
+    if command is None:
         return None
-    return await COMMANDS[word][1](app, who, arg)
+    if not command.terminal:
+        return f"/{command.name} is answered in Telegram only."
+    return await HANDLERS[command.name](app, who, arg.strip())

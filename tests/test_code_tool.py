@@ -148,14 +148,18 @@ def test_extract_code(reply: str, code: str) -> None:
     assert extract_code(reply) == code
 
 
-async def test_bun_missing_is_a_clear_tool_error(env: Env) -> None:
-    from tools.base import ToolDeps
+async def test_bun_missing_leaves_the_tool_out_and_says_why(env: Env) -> None:
+    from tools.base import ToolDeps, Unavailable
+    from tools.registry import build_registry
 
     s = env.settings.model_copy(update={"bun_path": "/nonexistent/bun"})
     d = env.deps
-    tool = build(ToolDeps(s, d.session_factory, d.http, d.llm, d.clock, d.closers))
-    with pytest.raises(ToolError, match="BUN_PATH"):
-        await tool.run(CodeParams(action="execute", code="1"), env.call())
+    deps = ToolDeps(s, d.session_factory, d.http, d.llm, d.clock, d.closers)
+    with pytest.raises(Unavailable, match="BUN_PATH"):
+        build(deps)
+    registry = build_registry(deps)
+    assert "code" not in registry.names() and "BUN_PATH" in registry.unusable["code"]
+    assert not any("code:" in line for line in registry.prompt_lines())
 
 
 async def test_doctor_reports_bun_sandbox_and_a_trial_run(env: Env) -> None:

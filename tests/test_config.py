@@ -34,6 +34,27 @@ def test_secrets_are_hidden_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
     assert set(s.secrets()) == {"123456:ABCDEFsecretsecretsecretsecretsecret", "sk-verysecret"}
 
 
+def test_every_secret_setting_is_scrubbed() -> None:
+    """secrets() reads the SecretStr fields themselves: a new key setting (a tool's too)
+    is covered without a line anywhere."""
+    from pydantic import SecretStr
+
+    from bot.config import Settings
+
+    secret_fields = [
+        name
+        for name, field in Settings.model_fields.items()
+        if SecretStr in getattr(field.annotation, "__args__", (field.annotation,))
+    ]
+    assert {"llm_api_key", "brave_api_key", "embeddings_api_key", "webhook_secret"} <= set(
+        secret_fields
+    )
+    values = {name: f"secret-{i}-value" for i, name in enumerate(secret_fields)}
+    values["telegram_bot_token"] = "123456:TOKENsecretTOKEN"
+    s = load_settings(**values)
+    assert set(s.secrets()) == set(values.values())
+
+
 @pytest.mark.parametrize(
     ("name", "value", "expected"),
     [

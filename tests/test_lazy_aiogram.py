@@ -107,3 +107,22 @@ def test_aiogram_imported_before_is_left_as_it_is() -> None:
     )
     assert got["mode"] == "eager" and got["untouched"] is False
     assert got["out"] == EXPECTED
+
+
+def test_the_real_start_path_takes_the_lazy_path() -> None:
+    """What `python -m bot` imports, in its order, up to a built Dispatcher: if anything on
+    the way imported aiogram before bot.telegram (say bot/app.py or bot/cli.py), the lazy
+    path would be skipped silently, costing seconds and memory at every start."""
+    got = run(
+        "import json\n"
+        "import bot.__main__, bot.cli, bot.app, bot.telegram.main\n"
+        "from bot.telegram.dispatcher import build_dispatcher\n"
+        "from bot.telegram.routers import build_routers\n"
+        "build_routers()\n"
+        "from bot.telegram.lazy_types import mode\n"
+        "from aiogram.types import Sticker\n"
+        "untouched = not Sticker.__pydantic_complete__\n"
+    )
+    assert got["mode"] == "lazy"
+    assert got["untouched"] is True
+    assert got["out"] == EXPECTED

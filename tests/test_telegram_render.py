@@ -12,7 +12,7 @@ from bot.errors import ConfigError
 from bot.telegram.main import listen_address, webhook_secret
 from bot.telegram.middlewares import refusal_text
 from bot.telegram.render import MAX_UTF16, render, split_plain, tail, utf16_len
-from bot.telegram.routers import bot_commands, build_routers
+from bot.telegram.routers import bot_commands, build_routers, declared_commands
 
 
 def check(chunks: list[tuple[str, list]]) -> None:
@@ -81,10 +81,12 @@ def test_refusal_names_the_id_and_the_env_line() -> None:
     assert re.search(r"^ALLOWED_USER_IDS=987654$", text, re.M)
 
 
-def test_commands_come_from_router_flags() -> None:
-    names = [c.command for c in bot_commands(build_routers())]
-    assert {"start", "help", "newsession"} <= set(names)
+def test_the_menu_is_the_shared_command_table() -> None:
+    names = [c.command for c in bot_commands()]
+    assert {"start", "help", "newsession", "usage", "reminders"} <= set(names)
+    assert "new" not in names  # an alias answers, but the menu shows the name once
     assert len(names) == len(set(names))
+    assert sorted(declared_commands(build_routers())) == sorted(names)
 
 
 def test_webhook_secret_is_stable_and_telegram_safe() -> None:

@@ -134,3 +134,46 @@ async def test_mcp_servers_stderr_goes_to_a_file_not_the_chat(
     assert status == 0, err
     assert "chatter from the server" not in out + err
     assert "chatter from the server" in (tmp_path / "data" / "mcp.log").read_text()
+
+
+async def test_the_terminal_shows_it_is_thinking_until_the_first_text(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """On a terminal (a pty here), "thinking…" stands between Enter and the first token, the
+    tool being run while it runs, and both are erased when the answer's text starts."""
+    import pty
+
+    from tests.fakes.openai_server import Calls
+
+    fake_llm.add(
+        Calls([("schedule", {"action": "list"})]),
+        Text("Nothing is scheduled.", delay=0.05),
+    )
+    master, slave = pty.openpty()
+    pipe = asyncio.subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "chat",
+        cwd=tmp_path, env=chat_env(tmp_path, fake_llm), stdin=pipe, stdout=slave, stderr=pipe,
+    )  # fmt: skip
+    os.close(slave)
+    assert proc.stdin is not None
+    proc.stdin.write(b"what is planned?\n")
+    proc.stdin.close()
+    await asyncio.wait_for(proc.wait(), 120)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the pty is closed once the child is gone and it is drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    out = b"".join(chunks).decode()
+    assert proc.returncode == 0
+    thinking = out.index("thinking…")
+    running = out.index("running schedule, then thinking…")
+    answer = out.index("Nothing is scheduled.")
+    assert thinking < running < answer
+    assert out[:answer].endswith("\r\x1b[K")  # erased right before the text

@@ -18,7 +18,7 @@ from tests.fakes.openai_server import Calls, FakeOpenAI, Text, Turn
 from tests.tools_helpers import build_tools_app, tool_names, tool_results, write_mcp_config
 from tools.tokens import count_payload
 
-CORE = {"memory", "search", "code"}
+CORE = {"memory", "code", "schedule"}  # search has no backend here: not offered
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ async def test_small_catalog_is_shown_whole(tmp_path: Path, fake_llm: FakeOpenAI
         await app.agent.handle(Incoming("hi", telegram_user_id=1))
         names = tool_names(fake_llm.requests[0])
         assert "web_fetch" in names and CORE <= set(names)
-        assert "tool_search" not in names
+        assert "tool_search" not in names and "search" not in names
     finally:
         await app.close()
 

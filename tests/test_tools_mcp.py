@@ -94,7 +94,7 @@ async def test_broken_server_does_not_stop_the_bot(tmp_path: Path, fake_llm: Fak
         assert not status["missing"].up and status["missing"].error
         assert not status["quits"].up
         checks = {c.name: c for c in await check_tools(app.registry)}
-        assert checks["tools"].ok and "4 core + 61 extension tools" in checks["tools"].detail
+        assert checks["tools"].ok and "3 core + 61 extension tools" in checks["tools"].detail
         assert checks["MCP fake"].ok and checks["MCP fake"].detail == "up, 60 tools"
         assert not checks["MCP missing"].ok and "MCP_CONFIG" in checks["MCP missing"].fix
         fake_llm.add(Text("still here"))

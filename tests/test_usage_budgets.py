@@ -145,7 +145,7 @@ async def test_fallback_model_answers_after_the_primarys_503s(
 async def test_user_model_is_sent_and_stays_after_restart(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
-    from bot.telegram.routers.model import model_reply
+    from bot.command_texts import model_reply
 
     settings = make_settings(tmp_path, fake_llm, llm_models="fake-model, big-model")
     app = await start(settings)

@@ -23,14 +23,15 @@ from pydantic import BaseModel
 from db.engine import SessionFactory
 from tools.errors import ConfigError, ProviderError, ToolError
 from tools.model_call import ModelCall
-from tools.settings import ToolSettings
 
-if TYPE_CHECKING:  # the store is built by the wiring; only its type is named here
+if TYPE_CHECKING:  # built by the wiring (and, for the settings, from the registry)
     from tools.memory.store import MemoryStore
+    from tools.settings import ToolSettings
 
 __all__ = ["ConfigError", "ProviderError", "ToolError"]
 
 P = TypeVar("P", bound=BaseModel)
+S = TypeVar("S", bound=BaseModel)
 ToolOutput = str | dict[str, Any] | list[Any]
 Clock = Callable[[], datetime]
 
@@ -182,6 +183,38 @@ class ToolDeps:
     memory: MemoryStore | None = None
     # Where tools keep files between requests (DATA_DIR): the code tool's inputs.
     data_dir: Path = Path("./data")
+
+    def settings_for(self, model: type[S]) -> S:
+        """A tool's own settings slice, typed: the settings hold every tool's (the registry
+        derives their union), so a tool needs no line anywhere else to read its own."""
+        if not isinstance(self.settings, model):
+            raise TypeError(f"the settings do not include {model.__name__}: is the tool listed?")
+        return self.settings
+
+
+class Unavailable(Exception):
+    """Raised by a tool's `build` when the settings leave it unusable (search without a
+    backend, no bun): the registry leaves it out of what the model is offered, and says why
+    in the log and /tools."""
+
+
+Doctor = Callable[[ToolDeps], Awaitable[list[CheckResult]]]
+
+
+@dataclass(frozen=True)
+class ToolModule:
+    """Everything a tool declares, in its own tool.py; tools/registry.py lists these, one
+    line each, and derives the settings union, the doctor's checks and the system prompt's
+    tool list from them."""
+
+    name: str
+    build: Callable[[ToolDeps], Tool[Any]]  # may raise Unavailable
+    prompt: str  # the one line the system prompt says about the tool
+    settings: type[BaseModel] | None = None  # its settings slice (env var = field name)
+    doctor: Doctor | None = None
+    # Extensions (web_fetch) are shown while they fit TOOL_TOKEN_BUDGET, else found through
+    # tool_search; core tools are always shown.
+    extension: bool = False
 
 
 @dataclass

@@ -1,7 +1,10 @@
-"""The one list of tools: the core tools in the order the model sees them, then the
-extensions (web_fetch, MCP servers) and the discovery that shows them within a budget.
+"""The one list of tools (TOOLS: core tools in the order the model sees them, then
+extensions), and what is derived from it: the registry a request's tools come from, the
+settings union (tools/settings.py), the doctor's tool checks and the system prompt's tool
+list. MCP servers and the discovery that shows extensions within a budget come after.
 
-Adding a tool: a folder under tools/ with `build(deps) -> Tool`, and one line below.
+Adding a tool: a folder under tools/ whose tool.py declares `TOOL = ToolModule(...)`
+(CONTRIBUTING.md), and one line in TOOLS.
 """
 
 from __future__ import annotations
@@ -10,20 +13,38 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TextIO
 
-from tools.base import RequestContext, RequestPlanner, RequestTools, Tool, ToolDeps, ToolSource
-from tools.code.tool import build as code_tool
+from tools.base import (
+    Doctor,
+    RequestContext,
+    RequestPlanner,
+    RequestTools,
+    Tool,
+    ToolDeps,
+    ToolModule,
+    ToolSource,
+    Unavailable,
+)
+from tools.code import tool as code
 from tools.discovery.index import EmbedFn
 from tools.discovery.service import Discovery
 from tools.discovery.usage import UsageStore
-from tools.fetch.policy import Policy
-from tools.fetch.tool import build_tool as build_web_fetch
+from tools.fetch import tool as fetch
 from tools.mcp.config import load_config
 from tools.mcp.manager import McpManager
-from tools.memory.tool import build as memory_tool
-from tools.schedule.tool import build as schedule_tool
-from tools.search.tool import build as search_tool
+from tools.mcp.settings import ExtensionSettings
+from tools.memory import tool as memory
+from tools.schedule import tool as schedule
+from tools.search import tool as search
 
 log = logging.getLogger(__name__)
+
+TOOLS: tuple[ToolModule, ...] = (
+    search.TOOL,
+    code.TOOL,
+    memory.TOOL,
+    schedule.TOOL,
+    fetch.TOOL,
+)
 
 
 class Registry:
@@ -38,6 +59,10 @@ class Registry:
         self.extensions: dict[str, Tool[Any]] = {}
         self.sources: list[ToolSource] = []
         self.planner: RequestPlanner | None = None
+        # Listed tools the settings leave unusable: not offered; name -> what enables it.
+        self.unusable: dict[str, str] = {}
+        # What the system prompt says about each offered tool, in TOOLS order.
+        self.prompt: dict[str, str] = {}
 
     def extension_tools(self) -> dict[str, Tool[Any]]:
         out = dict(self.extensions)
@@ -59,25 +84,42 @@ class Registry:
     def names(self) -> list[str]:
         return list(self.tools)
 
+    def prompt_lines(self) -> list[str]:
+        """One line per offered tool of ours, for the system prompt."""
+        return list(self.prompt.values())
+
     def for_request(self, ctx: RequestContext, text: str) -> RequestTools:
         if self.planner is not None:
             return self.planner.for_request(ctx, text)
         return RequestTools({**self.extension_tools(), **self.tools})
 
 
-def build_registry(deps: ToolDeps) -> Registry:
-    """Every tool Sidekick offers."""
-    registry = Registry(
-        [search_tool(deps), code_tool(deps), memory_tool(deps), schedule_tool(deps)]
-    )
+def build_registry(deps: ToolDeps, modules: tuple[ToolModule, ...] | None = None) -> Registry:
+    """Every listed tool the settings make usable, then MCP servers and discovery."""
+    registry = Registry([])
+    for module in TOOLS if modules is None else modules:
+        try:
+            tool = module.build(deps)
+        except Unavailable as why:
+            registry.unusable[module.name] = str(why)
+            log.info("tool %s not offered: %s", module.name, why)
+            continue
+        if tool.name in registry.tools or tool.name in registry.extensions:
+            raise ValueError(f"two tools named {tool.name!r}")
+        (registry.extensions if module.extension else registry.tools)[tool.name] = tool
+        registry.prompt[tool.name] = module.prompt
     install_extensions(registry, deps)
     return registry
 
 
+def doctor_checks(modules: tuple[ToolModule, ...] | None = None) -> list[tuple[str, Doctor]]:
+    """(tool name, its check) for every listed tool that declares one, in TOOLS order."""
+    listed = TOOLS if modules is None else modules
+    return [(m.name, m.doctor) for m in listed if m.doctor is not None]
+
+
 def install_extensions(registry: Registry, deps: ToolDeps) -> None:
-    s = deps.settings
-    web_fetch = build_web_fetch(deps.http, Policy(allow_private=s.fetch_private_networks == "on"))
-    registry.extensions[web_fetch.name] = web_fetch
+    s = deps.settings_for(ExtensionSettings)
     configs = load_config(s.mcp_config)
     errlog = None
     if configs and s.mcp_log_file is not None:

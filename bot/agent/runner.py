@@ -237,7 +237,8 @@ class Agent:
             elif section:
                 sections.append(section)
         now: datetime = ctx.now().astimezone(ctx.timezone)
-        return PromptParts(system_prompt(ctx.user_name, now, sections), sections, history)
+        prompt = system_prompt(ctx.user_name, now, sections, self.registry.prompt_lines())
+        return PromptParts(prompt, sections, history)
 
     async def _history(
         self,

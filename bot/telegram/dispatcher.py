@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from dataclasses import dataclass
@@ -78,8 +79,9 @@ def build_dispatcher(
     existing = list(outer)
     for mw in existing:
         outer.unregister(mw)
+    outer.register(inflight)  # first: counts every update task, even one an album holds
     outer.register(AlbumMiddleware(album_window))  # before ordering: see bot/telegram/album.py
-    outer.register(ChatOrderMiddleware(inflight))
+    outer.register(ChatOrderMiddleware())
     locks = Locks.for_database(app.engine)
     if locks.shared:  # PostgreSQL: several workers may serve the bot (bot/telegram/workers.py)
         outer.register(WorkerOrderMiddleware(locks, app.session_factory, app.deps.clock))
@@ -92,7 +94,7 @@ def build_dispatcher(
     dp.startup.register(_on_startup)
     dp["app"] = app
     dp["draft_interval"] = draft_interval
-    dp["commands"] = bot_commands(routers)
+    dp["commands"] = bot_commands()
     dp["inflight"] = inflight
     dp["locks"] = locks
     return dp
@@ -106,20 +108,30 @@ class Runtime:
     bot: Bot
     dp: Dispatcher
     inflight: InFlight
+    polling: bool = False
+    stopping: bool = False
 
     async def poll(self, polling_timeout: int = 30) -> None:
-        await self.bot.delete_webhook(drop_pending_updates=False)
-        await self.dp.start_polling(
-            self.bot,
-            polling_timeout=polling_timeout,
-            handle_signals=False,  # run_bot owns the signals
-            close_bot_session=False,  # shutdown closes it after in-flight work ends
-        )
+        self.polling = True
+        try:
+            await self.bot.delete_webhook(drop_pending_updates=False)
+            if self.stopping:  # shut down while the webhook was being removed
+                return
+            await self.dp.start_polling(
+                self.bot,
+                polling_timeout=polling_timeout,
+                handle_signals=False,  # run_bot owns the signals
+                close_bot_session=False,  # shutdown closes it after in-flight work ends
+            )
+        finally:
+            self.polling = False
 
     async def drain(self, grace: float) -> int:
         """Let in-flight updates finish for `grace` seconds, then cancel the rest."""
-        handling: set[asyncio.Task[Any]] = getattr(self.dp, "_handle_update_tasks", set())
-        tasks = {t for t in (*self.inflight.tasks, *handling) if t is not asyncio.current_task()}
+        # A task the last poll created takes its first step (where InFlight counts it) on
+        # the loop's next pass: let it.
+        await asyncio.sleep(0)
+        tasks = {t for t in self.inflight.tasks if t is not asyncio.current_task()}
         if not tasks:
             return 0
         log.info("waiting up to %.0f s for %d message(s) in progress", grace, len(tasks))
@@ -133,8 +145,12 @@ class Runtime:
 
     async def shutdown(self, grace: float = SHUTDOWN_GRACE_S) -> None:
         """Stop taking updates, drain, close the bot session and the App."""
-        if self.dp._running_lock.locked():  # polling is running
-            await self.dp.stop_polling()
+        self.stopping = True
+        if self.polling:
+            # "Polling is not started": poll() is still removing the webhook and will
+            # return on its own, as `stopping` is set.
+            with contextlib.suppress(RuntimeError):
+                await self.dp.stop_polling()
         try:
             await self.drain(grace)
         finally:

@@ -28,8 +28,12 @@ def refusal_text(user_id: int) -> str:
     )
 
 
-class InFlight:
-    """The update-handling tasks running now, so shutdown can wait for them."""
+class InFlight(BaseMiddleware):
+    """The update-handling tasks running now, so shutdown can wait for them.
+
+    Registered outermost: a task registers itself in its first step, before anything in
+    it can wait (an album held open, a chat's turn), so no update escapes the count.
+    """
 
     def __init__(self) -> None:
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -47,6 +51,16 @@ class InFlight:
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        task = asyncio.current_task()
+        if task is None:
+            return await handler(event, data)
+        self.add(task)
+        try:
+            return await handler(event, data)
+        finally:
+            self.discard(task)
 
 
 def chat_key(update: Update) -> int | None:
@@ -97,31 +111,23 @@ class ChatOrderMiddleware(BaseMiddleware):
     first-in first-out, and the tasks reach the lock in the order polling created them.
     """
 
-    def __init__(self, inflight: InFlight) -> None:
-        self.inflight = inflight
+    def __init__(self) -> None:
         self.locks: dict[int, asyncio.Lock] = {}
         self.users: dict[int, int] = {}
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
-        task = asyncio.current_task()
-        if task is not None:
-            self.inflight.add(task)
+        key = chat_key(event) if isinstance(event, Update) else None
+        if key is None:
+            return await handler(event, data)
+        lock = self.locks.get(key)
+        if lock is None:
+            lock = self.locks[key] = asyncio.Lock()
+        self.users[key] = self.users.get(key, 0) + 1
         try:
-            key = chat_key(event) if isinstance(event, Update) else None
-            if key is None:
+            async with lock:
                 return await handler(event, data)
-            lock = self.locks.get(key)
-            if lock is None:
-                lock = self.locks[key] = asyncio.Lock()
-            self.users[key] = self.users.get(key, 0) + 1
-            try:
-                async with lock:
-                    return await handler(event, data)
-            finally:
-                # Forget idle chats so the dict does not grow with every chat ever seen.
-                self.users[key] -= 1
-                if not self.users[key]:
-                    del self.users[key], self.locks[key]
         finally:
-            if task is not None:
-                self.inflight.discard(task)
+            # Forget idle chats so the dict does not grow with every chat ever seen.
+            self.users[key] -= 1
+            if not self.users[key]:
+                del self.users[key], self.locks[key]

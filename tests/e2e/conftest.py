@@ -154,8 +154,7 @@ class TG:
         # yield once so the newest task registers itself, then wait for all of them.
         await asyncio.sleep(0)
         rt = self.runtime
-        handling: set[asyncio.Task[Any]] = getattr(rt.dp, "_handle_update_tasks", set())
-        tasks = {*rt.inflight.tasks, *handling}
+        tasks = set(rt.inflight.tasks)
         if tasks:
             await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout)
         await asyncio.wait_for(rt.inflight.wait_idle(), timeout)

@@ -61,6 +61,14 @@ async def test_start_and_help_list_commands(tg: TG) -> None:
     assert tg.llm.requests == []
 
 
+async def test_new_is_an_alias_of_newsession(tg: TG) -> None:
+    await tg.send(OWNER, "/new Errands")
+    assert "Started a new session: Errands." in (await tg.reply(OWNER)).text
+    await tg.send(OWNER, "/NEW")  # commands are matched in any case, like Telegram's menu
+    assert "Started a new session" in (await tg.reply(OWNER)).text
+    assert tg.llm.requests == []
+
+
 async def test_non_text_message_gets_a_short_reply(tg: TG) -> None:
     await tg.send(OWNER, None, sticker={"file_id": "s", "file_unique_id": "u", "width": 1,
                                         "height": 1, "is_animated": False, "is_video": False,

@@ -79,10 +79,15 @@ async def test_fallback_to_brave_when_searxng_refuses_json(make_tg: Any, searx: 
     assert KEY not in result
 
 
-async def test_unconfigured_search_tells_the_model_how_to_enable_it(tg: TG) -> None:
-    tg.llm.add(Calls([("search", {"query": "news today"})]), Text("Search is not set up."))
+async def test_unconfigured_search_is_not_offered(tg: TG) -> None:
+    """Without a backend the model is not shown search at all; /tools says how to enable it."""
+    tg.llm.add(Text("I cannot search the web here."))
     await tg.send(OWNER, "what's in the news?")
-    assert (await tg.reply(OWNER)).text == "Search is not set up."
-    result = tool_results(tg.llm.requests[1])[0]
-    assert result.startswith("Error: Web search is not configured")
-    assert "SEARXNG_URL" in result and "BRAVE_API_KEY" in result
+    assert (await tg.reply(OWNER)).text == "I cannot search the web here."
+    offered = [t["function"]["name"] for t in tg.llm.requests[0]["tools"]]
+    assert "search" not in offered and "memory" in offered
+    system = tg.llm.requests[0]["messages"][0]["content"]
+    assert "- search:" not in system and "- memory:" in system
+    await tg.send(OWNER, "/tools")
+    tools = (await tg.reply(OWNER)).text or ""
+    assert "search" in tools and "SEARXNG_URL" in tools and "BRAVE_API_KEY" in tools

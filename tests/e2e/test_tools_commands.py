@@ -19,7 +19,8 @@ async def test_tools_lists_groups_with_costs(
     text = (await tg.reply(OWNER)).text
     assert "budget 3800 tokens" in text and "o200k_base" in text
     core = re.search(r"Core, always shown — \d+ tools, (\d+) tokens: (.*)", text)
-    assert core and {"memory", "search", "code"} <= set(core.group(2).split(", "))
+    assert core and {"memory", "code", "schedule"} <= set(core.group(2).split(", "))
+    assert "search: set SEARXNG_URL or BRAVE_API_KEY" in text  # no backend: not offered
     assert "Direct — 0 tools" in text
     disc = re.search(r"Discoverable through tool_search — (\d+) tools, (\d+) tokens", text)
     assert disc and int(disc.group(1)) == 61  # 60 MCP tools + web_fetch

@@ -10,7 +10,17 @@ from pydantic import BaseModel, Field
 
 from db.engine import SessionFactory
 from db.repos import code as repo
-from tools.base import Clock, ConfigError, Tool, ToolCall, ToolDeps, ToolError
+from tools.base import (
+    CheckResult,
+    Clock,
+    ConfigError,
+    Tool,
+    ToolCall,
+    ToolDeps,
+    ToolError,
+    ToolModule,
+    Unavailable,
+)
 from tools.code.bun import locate_bun, probe_bun
 from tools.code.categories import classify
 from tools.code.files import INPUT_DIR, OUTPUT_DIR, InputStore, user_key
@@ -18,6 +28,7 @@ from tools.code.jobs import JobManager
 from tools.code.modes import INSTALL_BWRAP, choose_mode, protection
 from tools.code.runner import CodeRunner, RunResult
 from tools.code.sandbox import Mode
+from tools.code.settings import CodeSettings
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +70,7 @@ class CodeService:
     """What the tool and the doctor check share: the runner and the tracing."""
 
     def __init__(self, deps: ToolDeps) -> None:
-        s = deps.settings
+        s = deps.settings_for(CodeSettings)
         self.sf: SessionFactory = deps.session_factory
         self.clock: Clock = deps.clock
         self.default_timeout = s.code_timeout_ms
@@ -148,6 +159,8 @@ class CodeService:
 
 def build(deps: ToolDeps) -> Tool[CodeParams]:
     service = CodeService(deps)
+    if service.runner is None:
+        raise Unavailable(service.problem or "bun cannot run here")
 
     async def run(p: CodeParams, call: ToolCall) -> dict[str, Any]:
         if p.action == "execute":
@@ -195,3 +208,18 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
         params=CodeParams,
         run=run,
     )
+
+
+async def doctor(deps: ToolDeps) -> list[CheckResult]:
+    from tools.code.doctor import check_code  # it imports this module
+
+    return await check_code(deps)
+
+
+TOOL = ToolModule(
+    name="code",
+    build=build,
+    prompt="code: run JavaScript/TypeScript (Bun) for calculations, data wrangling and API calls.",
+    settings=CodeSettings,
+    doctor=doctor,
+)

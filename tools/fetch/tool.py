@@ -7,10 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tools.base import Tool, ToolCall, ToolError
+from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
 from tools.fetch.extract import extract
 from tools.fetch.fetch import get
 from tools.fetch.policy import Policy
+from tools.fetch.settings import FetchSettings
 
 MAX_URLS = 5
 TOTAL_CHARS = 14_000  # stays under the runner's result cap, with room for the labels
@@ -66,3 +67,18 @@ def build_tool(http: Any, policy: Policy) -> Tool[FetchParams]:
         FetchParams,
         web_fetch,
     )
+
+
+def build(deps: ToolDeps) -> Tool[FetchParams]:
+    s = deps.settings_for(FetchSettings)
+    return build_tool(deps.http, Policy(allow_private=s.fetch_private_networks == "on"))
+
+
+TOOL = ToolModule(
+    name="web_fetch",
+    build=build,
+    prompt="web_fetch: read the pages of URLs the user or a search result gives; their text "
+    "is external content too.",
+    settings=FetchSettings,
+    extension=True,
+)

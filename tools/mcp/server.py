@@ -17,12 +17,12 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, TextIO
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.caching import CacheMode
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from tools.base import Tool, ToolError
@@ -217,11 +217,19 @@ class McpServer:
         )
 
 
+# The SDK's own defaults for its transports.
+HTTP_TIMEOUT_S = 30.0
+HTTP_READ_TIMEOUT_S = 300.0
+
+
 @contextlib.asynccontextmanager
 async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    # The SDK leaves a client it was given open, so this one is closed here with it.
+    # Headers go on a client of our own, as `streamable_http_client` documents (httpx2 is
+    # the client type of the SDK's public signature); the SDK leaves a client it was given
+    # open, so this one is closed here with it. A server may hold a stream open: long reads.
+    timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
     async with (
-        create_mcp_http_client(headers=headers or None) as http,
+        httpx2.AsyncClient(headers=headers or None, timeout=timeout) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams

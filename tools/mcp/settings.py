@@ -1,9 +1,8 @@
-"""Extension tools' settings: MCP servers, web_fetch and the tool list's token budget."""
+"""Extension tools' settings: MCP servers and the tool list's token budget."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -15,4 +14,3 @@ class ExtensionSettings(BaseModel):
     # DATA_DIR/mcp.log so servers' chatter stays out of the conversation).
     mcp_log_file: Path | None = None
     tool_token_budget: int = Field(default=3800, ge=200)
-    fetch_private_networks: Literal["on", "off"] = "off"

@@ -6,7 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tools.base import Tool, ToolCall, ToolDeps, ToolError
+from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule, Unavailable
+from tools.memory.doctor import check_memory
+from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryStore
 
 NEW_SESSION = "__NEW_SESSION__"
@@ -43,10 +45,11 @@ class MemoryParams(BaseModel):
 
 
 def build(deps: ToolDeps) -> Tool[MemoryParams]:
+    store = deps.memory
+    if store is None:
+        raise Unavailable("no memory store (check EMBEDDINGS)")
+
     async def run(p: MemoryParams, call: ToolCall) -> Any:
-        store = deps.memory
-        if store is None:
-            raise ToolError("memory is not available")
         ctx = call.ctx
         if p.action == "store":
             return await _store(store, p, call)
@@ -113,3 +116,13 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
         message_id=call.ctx.trigger_message_id,
     )
     return f"updated #{result.id}" if result.updated else f"stored #{result.id}"
+
+
+TOOL = ToolModule(
+    name="memory",
+    build=build,
+    prompt="memory: remember what matters about the user (facts, preferences, goals) and "
+    "recall it.",
+    settings=MemorySettings,
+    doctor=check_memory,
+)

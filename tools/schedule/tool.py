@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from tools.base import Tool, ToolCall, ToolDeps, ToolError
+from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
 from tools.schedule import jobs
 from tools.schedule.parse import Fields, build_spec
 from tools.schedule.times import describe, local_text
@@ -76,3 +76,10 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
         params=ScheduleParams,
         run=run,
     )
+
+
+TOOL = ToolModule(
+    name="schedule",
+    build=build,
+    prompt="schedule: reminders and tasks at a time or on a repeat, in the user's time zone.",
+)

@@ -3,16 +3,17 @@
 To add a feature: write `bot/telegram/routers/<feature>.py` with `build_router() -> Router`
 (a new Router each call: a router can only be attached to one Dispatcher, and tests build
 several), and add one line to `build_routers` BEFORE `chat.build_router()`, which catches
-every plain message. A command handler registered with
-`flags={"command": ("name", "what it does")}` shows up in /help and in Telegram's menu.
+every plain message. Commands are declared once in bot/commands.py (menu, /help, aliases);
+a handler names its row with `flags={"command": "name"}` and filters on
+`on_command("name")`.
 """
 
 from __future__ import annotations
 
 from aiogram import Router
-from aiogram.filters import Command
 from aiogram.types import BotCommand, Message
 
+from bot.commands import COMMANDS
 from bot.telegram.routers import (
     chat,
     code,
@@ -47,39 +48,35 @@ def build_routers() -> list[Router]:
 
 
 def _commands_only(router: Router) -> None:
-    """A router whose message handlers all need a command gets one cheap check in front:
+    """A router whose message handlers all answer commands gets one cheap check in front:
     without it every plain message went through each Command filter (~15), each splitting
-    the text and raising and catching an exception to say no. The check passes whatever
-    any of them could accept (text or caption holding one of their prefixes), so which
-    handler runs does not change."""
+    the text and raising and catching an exception to say no. A command is a text or
+    caption starting with "/" (aiogram's default prefix, the only one we use), so which
+    handler runs does not change. Which handlers answer commands is what they declare
+    (`flags={"command": ...}`), not read back out of aiogram's filters."""
     handlers = router.message.handlers
     if not handlers or router.sub_routers:
         return
-    prefixes: set[str] = set()
-    for handler in handlers:
-        commands = [f.callback for f in handler.filters or () if isinstance(f.callback, Command)]
-        if not commands:
-            return
-        prefixes.update(*(command.prefix for command in commands))
+    if not all(handler.flags.get("command") for handler in handlers):
+        return
 
     # Async on purpose, like chat.has_text: sync filters run in a worker thread.
     async def may_be_command(message: Message) -> bool:
         text = message.text or message.caption
-        if not text:
-            return False
-        return any(prefix in text for prefix in prefixes)
+        return text is not None and text.startswith("/")
 
     router.message.filter(may_be_command)
 
 
-def bot_commands(routers: list[Router]) -> list[BotCommand]:
-    """Every command declared with the `command` flag, in router order."""
-    out: list[BotCommand] = []
+def bot_commands() -> list[BotCommand]:
+    """Telegram's command menu: every command of the shared table, in its order."""
+    return [BotCommand(command=c.name, description=c.about) for c in COMMANDS]
+
+
+def declared_commands(routers: list[Router]) -> list[str]:
+    """The command each message handler says it answers (`flags={"command": name}`)."""
+    out: list[str] = []
     for router in routers:
         for r in router.chain_tail:
-            for handler in r.message.handlers:
-                declared = handler.flags.get("command")
-                if declared:
-                    name, description = declared
-                    out.append(BotCommand(command=name, description=description))
+            out += [h.flags["command"] for h in r.message.handlers if h.flags.get("command")]
     return out

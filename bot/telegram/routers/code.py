@@ -6,7 +6,7 @@ import logging
 
 from aiogram import Bot, Router
 from aiogram.exceptions import TelegramAPIError
-from aiogram.filters import Command, CommandObject
+from aiogram.filters import CommandObject
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import (
     BufferedInputFile,
@@ -19,6 +19,7 @@ from aiogram.types import (
 
 from bot.app import App
 from bot.telegram import code_report as report
+from bot.telegram.commands import on_command
 from bot.telegram.render import send_chunk, send_plain, with_retry
 from bot.telegram.user import ChatUser, use_user
 from db.repos import code as repo
@@ -50,10 +51,7 @@ def _file_button(execution_id: int) -> InlineKeyboardMarkup:
 def build_router() -> Router:
     router = use_user(Router(name="code"))
 
-    @router.message(
-        Command("codestats"),
-        flags={"command": ("codestats", "[days] your code runs: successes, failures, timing")},
-    )
+    @router.message(on_command("codestats"), flags={"command": "codestats"})
     async def on_codestats(
         message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
     ) -> None:
@@ -66,10 +64,7 @@ def build_router() -> Router:
             st = await repo.stats(s, user.id, report.window_start(now, days))
         await _send(bot, message.chat.id, report.stats_message(st, days), None)
 
-    @router.message(
-        Command("codefailures"),
-        flags={"command": ("codefailures", "[n] your last failed code runs, with code and errors")},
-    )
+    @router.message(on_command("codefailures"), flags={"command": "codefailures"})
     async def on_codefailures(
         message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
     ) -> None:

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from aiogram import Bot, Router
-from aiogram.filters import Command, CommandObject
+from aiogram.filters import CommandObject
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
 
 from bot.app import App
+from bot.telegram.commands import on_command
 from bot.telegram.render import send_chunk, send_plain
 from bot.telegram.user import ChatUser, use_user
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
@@ -69,10 +70,7 @@ async def _page(
 def build_router() -> Router:
     router = use_user(Router(name="memory"))
 
-    @router.message(
-        Command("memory"),
-        flags={"command": ("memory", "what I remember about you: list, search, forget")},
-    )
+    @router.message(on_command("memory"), flags={"command": "memory"})
     async def on_memory(
         message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
     ) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from aiogram import Bot, Router
-from aiogram.filters import Command, CommandObject
+from aiogram.filters import CommandObject
 from aiogram.types import Message
 
 from bot.app import App
 from bot.session_texts import new_session, new_session_text, sessions_text, timezone_text
+from bot.telegram.commands import on_command
 from bot.telegram.render import send_plain
 from bot.telegram.user import ChatUser, use_user
 
@@ -17,10 +18,7 @@ MAX_NAME = 100
 def build_router() -> Router:
     router = use_user(Router(name="sessions"))
 
-    @router.message(
-        Command("newsession"),
-        flags={"command": ("newsession", "[name] end this conversation and start a new one")},
-    )
+    @router.message(on_command("newsession"), flags={"command": "newsession"})
     async def on_newsession(
         message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
     ) -> None:
@@ -33,18 +31,12 @@ def build_router() -> Router:
         created = await new_session(app, user.telegram_id, user.name, name)
         await send_plain(bot, message.chat.id, new_session_text(created))
 
-    @router.message(
-        Command("sessions"),
-        flags={"command": ("sessions", "your recent sessions with their summaries")},
-    )
+    @router.message(on_command("sessions"), flags={"command": "sessions"})
     async def on_sessions(message: Message, bot: Bot, app: App, user: ChatUser) -> None:
         text = await sessions_text(app, user.telegram_id, user.name)
         await send_plain(bot, message.chat.id, text)
 
-    @router.message(
-        Command("timezone"),
-        flags={"command": ("timezone", "[Area/City] show or set your time zone")},
-    )
+    @router.message(on_command("timezone"), flags={"command": "timezone"})
     async def on_timezone(
         message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
     ) -> None:

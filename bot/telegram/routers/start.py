@@ -3,30 +3,30 @@
 from __future__ import annotations
 
 from aiogram import Bot, Router
-from aiogram.filters import Command, CommandStart
-from aiogram.types import BotCommand, Message
+from aiogram.types import Message
 
+from bot.commands import help_lines
+from bot.telegram.commands import on_command
 from bot.telegram.render import send_markdown
 
 
-def help_text(commands: list[BotCommand]) -> str:
-    lines = [f"/{c.command} — {c.description}" for c in commands]
+def help_text() -> str:
     return (
         "I'm Sidekick, your assistant. Just write to me; I remember our conversation.\n\n"
-        "Commands:\n" + "\n".join(lines)
+        "Commands:\n" + "\n".join(help_lines(terminal=False))
     )
 
 
 def build_router() -> Router:
     router = Router(name="start")
 
-    @router.message(CommandStart(), flags={"command": ("start", "say hello")})
-    async def on_start(message: Message, bot: Bot, commands: list[BotCommand]) -> None:
+    @router.message(on_command("start"), flags={"command": "start"})
+    async def on_start(message: Message, bot: Bot) -> None:
         name = message.from_user.first_name if message.from_user else "there"
-        await send_markdown(bot, message.chat.id, f"Hi {name}! " + help_text(commands))
+        await send_markdown(bot, message.chat.id, f"Hi {name}! " + help_text())
 
-    @router.message(Command("help"), flags={"command": ("help", "list the commands")})
-    async def on_help(message: Message, bot: Bot, commands: list[BotCommand]) -> None:
-        await send_markdown(bot, message.chat.id, help_text(commands))
+    @router.message(on_command("help"), flags={"command": "help"})
+    async def on_help(message: Message, bot: Bot) -> None:
+        await send_markdown(bot, message.chat.id, help_text())
 
     return router

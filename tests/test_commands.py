@@ -1,0 +1,55 @@
+"""One command table for both adapters: Telegram answers every row, the terminal every row
+it claims, /help is the same list, and an alias answers like the name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.app import App
+from bot.commands import COMMANDS, find, help_lines
+from bot.terminal_commands import HANDLERS, Who, run_command
+
+ME = Who(None, "ann")
+
+
+def test_the_terminal_answers_every_row_it_claims() -> None:
+    assert set(HANDLERS) == {c.name for c in COMMANDS if c.terminal}
+
+
+def test_help_is_the_same_list_in_both_adapters() -> None:
+    telegram = help_lines(terminal=False)
+    terminal = help_lines(terminal=True)
+    assert len(telegram) == len(terminal) == len(COMMANDS)
+    for t, local in zip(telegram, terminal, strict=True):
+        assert local.startswith(t)  # the terminal only adds "in Telegram" where it must
+    assert any("/newsession" in line and "/new" in line.split("also")[-1] for line in telegram)
+
+
+def test_aliases_and_case_find_the_command() -> None:
+    assert find("new") is find("NewSession") is find("newsession")
+    assert find("nosuch") is None
+
+
+async def test_the_terminal_answers_telegram_commands(app: App, tmp_path: Path) -> None:
+    help_text = await run_command(app, ME, "/help")
+    assert help_text is not None
+    for c in COMMANDS:
+        assert f"/{c.name} " in help_text
+    created = await run_command(app, ME, "/new errands")
+    assert created is not None and "errands" in created
+    assert (await run_command(app, ME, "/newsession")) is not None
+    usage = await run_command(app, ME, "/usage")
+    assert usage is not None and "today" in usage.lower()
+    model = await run_command(app, ME, "/model")
+    assert model is not None and "fake-model" in model
+    reminders = await run_command(app, ME, "/reminders")
+    assert reminders is not None and "No reminders" in reminders
+    assert await run_command(app, ME, "/reminders history") == "No reminder has run yet."
+    quiet = await run_command(app, ME, "/quiet 22:00-07:00")
+    assert quiet is not None and "22:00-07:00" in quiet
+    assert "22:00-07:00" in (await run_command(app, ME, "/quiet") or "")
+    context = await run_command(app, ME, "/context")
+    assert context is not None and context.startswith(("No request", "Context accounting"))
+    assert await run_command(app, ME, "/codestats") == "/codestats is answered in Telegram only."
+    assert await run_command(app, ME, "/nosuch thing") is None
+    assert await run_command(app, ME, "plain text") is None
