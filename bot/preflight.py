@@ -6,6 +6,7 @@ half-built app behind (an undisposed engine keeps its worker thread, and the pro
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -45,6 +46,9 @@ def problems(settings: Settings) -> list[str]:
 
 def preflight(settings: Settings) -> None:
     """Raise one ConfigError listing every problem, one per line."""
+    # Everything the bot creates from here on (the database and its WAL and SHM, uploads,
+    # logs) is for its own account only: other local accounts must not read the users' data.
+    os.umask(0o077)
     found = problems(settings)
     if found:
         raise ConfigError("\n".join(found))

@@ -13,7 +13,6 @@ import contextlib
 import logging
 import math
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -36,6 +35,7 @@ from tools.code.sandbox import (
     prepare_workdir,
     uid_block,
 )
+from tools.code.tree import remove_tree
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,12 @@ class CodeRunner:
         try:
             # Modes that put a tmpfs over the work dir get input/ and output/ bound in.
             io = files.io_dir(workdir) if self.mode in ("bwrap", *CONFINED) else workdir
-            await asyncio.to_thread(files.stage, io, inputs, uid)
+            try:
+                if io != workdir:
+                    files.private_dir(io)
+                await asyncio.to_thread(files.stage, io, inputs, uid)
+            except OSError as exc:
+                return RunResult("", "", None, 0.0, sandbox_error=f"could not stage: {exc}")
             plan = build_plan(
                 self.mode,
                 self.bun,
@@ -156,15 +161,20 @@ class CodeRunner:
                 namespaces=self.namespaces,
             )
             result = await self._execute(plan, code, timeout_ms, io / files.OUTPUT_DIR)
-            result.outputs = await asyncio.to_thread(files.collect, workdir)
+            try:
+                result.outputs = await asyncio.to_thread(files.collect, workdir)
+            except (OSError, ValueError, RecursionError) as exc:  # the run is still reported
+                log.warning("could not collect the files of a run: %s", exc)
+                result.outputs = files.Collected(skipped=[f"output/: not read ({exc})"])
             return result
         finally:
             if plan is not None and plan.stdin_prefix:
                 self._prewarm(plan)
             if uid is not None and self._needs_sweep():
                 await self._kill_uid(uid)
-            shutil.rmtree(workdir, ignore_errors=True)
-            shutil.rmtree(files.io_dir(workdir), ignore_errors=True)
+            # In a thread (a big tree takes a while); shielded so a cancelled request
+            # still leaves nothing behind.
+            await asyncio.shield(asyncio.to_thread(remove_tree, workdir.parent))
 
     def _needs_sweep(self) -> bool:
         """Without a PID namespace, processes may outlive bun (setsid, double fork)."""

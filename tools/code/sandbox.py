@@ -302,16 +302,23 @@ def _with_limits(argv: list[str], env: dict[str, str], workdir: Path, limits: Li
 
 
 def prepare_workdir(base: Path | None, uid: int | None, mode: Mode) -> Path:
-    """A fresh private directory the run may write to. Outside bwrap it also holds the
-    run's HOME and TMPDIR; inside, HOME is the work dir itself and /tmp a private tmpfs."""
+    """A fresh private directory the run may write to, `<run>/work`, where `<run>` is a
+    new folder that only we can create entries in: `<run>/work.io` (files.io_dir) cannot
+    be made first by another local account. Outside bwrap the work dir also holds the
+    run's HOME and TMPDIR; inside, HOME is the work dir itself and /tmp a private tmpfs.
+    Remove it with `tree.remove_tree(path.parent)`."""
     import tempfile
 
-    path = Path(tempfile.mkdtemp(prefix="sidekick-code-", dir=base))
+    run = Path(tempfile.mkdtemp(prefix="sidekick-code-", dir=base))
+    if uid is not None:
+        os.chmod(run, 0o711)  # the run's uid passes through to work/, sees nothing else
+    path = run / "work"
+    os.mkdir(path, 0o700)
     dirs = [path]
     if mode in ("basic", "off"):  # confine.py makes these itself, after its mounts
         dirs += [path / ".home", path / ".tmp"]
         for d in dirs[1:]:
-            d.mkdir()
+            d.mkdir(0o700)
     if uid is not None:
         for d in dirs:
             os.chown(d, uid, uid)

@@ -114,6 +114,9 @@ class CodeService:
             res = RunResult("", "cancelled: the request ended before the run", None, 0.0)
             await asyncio.shield(self._trace(code, timeout_ms, call, res, "killed"))
             raise
+        except Exception as exc:  # every run is traced, also one the host side failed
+            log.exception("code run failed on the host side")
+            res = RunResult("", "", None, 0.0, sandbox_error=f"the run failed: {exc!r}"[:500])
         category = classify(res)
         row_id = await self._trace(code, timeout_ms, call, res, category)
         return row_id, res, category
