@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.media import extract, images
+from bot.media import extract, images, isolated
 from bot.media.errors import MediaError
 from bot.media.settings import MediaSettings
 from bot.media.transcribe import Transcriber
@@ -160,13 +160,9 @@ class MediaService:
     async def _document(self, item: MediaItem, key: str, path: Path) -> str:
         size = (await asyncio.to_thread(path.stat)).st_size
         async with self._work:
-            try:
-                async with asyncio.timeout(self.settings.media_timeout_s):
-                    got = await asyncio.to_thread(
-                        extract.extract_file, path, item.name, item.mime, self.max_pages
-                    )
-            except TimeoutError:
-                raise MediaError(f"Reading {item.name} took too long; I gave up.") from None
+            got = await isolated.extract_file(
+                path, item.name, item.mime, self.max_pages, self.settings.media_timeout_s
+            )
         if got.kind in ("pdf", "docx") and not got.text.strip():
             return (
                 f"[Attachment: {item.name} ({_describe(got, size)}): no text in it "
