@@ -21,6 +21,7 @@ HOW_TO_ENABLE = (
     "OpenAI-compatible speech-to-text endpoint such as OpenAI, Groq or a local "
     "faster-whisper-server"
 )
+VOICE_OFF = f"Voice messages are off here. To turn them on, {HOW_TO_ENABLE}."
 
 
 class Transcriber:
@@ -38,9 +39,13 @@ class Transcriber:
         self.model = model
         self.timeout_s = timeout_s
 
+    @property
+    def enabled(self) -> bool:
+        return self.base_url is not None
+
     async def transcribe(self, data: bytes, filename: str, mime: str) -> str:
         if self.base_url is None:
-            raise MediaError(f"Voice messages are off here. To turn them on, {HOW_TO_ENABLE}.")
+            raise MediaError(VOICE_OFF)
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
             resp = await self.http.post(
