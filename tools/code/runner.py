@@ -22,6 +22,7 @@ from pathlib import Path
 from tools.code import files
 from tools.code.bun import BunInfo
 from tools.code.diskuse import usage
+from tools.code.egress import EgressProxy
 from tools.code.modes import probe_kernel
 from tools.code.sandbox import (
     CONFINED,
@@ -31,6 +32,7 @@ from tools.code.sandbox import (
     Plan,
     build_plan,
     drop_uid_argv,
+    egress_capable,
     own_task_count,
     prepare_workdir,
     uid_block,
@@ -87,6 +89,7 @@ class CodeRunner:
         max_concurrent: int,
         workbase: Path | None = None,
         namespaces: bool | None = None,
+        egress: EgressProxy | None = None,
     ) -> None:
         self.bun = bun
         # confine.py modes: use namespaces where the kernel has them (False: tests of
@@ -97,6 +100,10 @@ class CodeRunner:
         self.mode = mode
         self.network = network
         self.workbase = workbase
+        # The network through the egress proxy: where the mode gives the run a network
+        # namespace of its own (bwrap, confine.py with namespaces). Elsewhere it cannot
+        # be held to the rule, and protection() says so.
+        self.egress = egress if network and egress_capable(mode, namespaces) else None
         self._slots: asyncio.Queue[int] = asyncio.Queue()
         for i in range(min(max_concurrent, 32)):
             self._slots.put_nowait(i)
@@ -118,6 +125,8 @@ class CodeRunner:
         for task in list(self._warming):
             task.cancel()
         await asyncio.gather(*self._warming, return_exceptions=True)
+        if self.egress is not None:
+            await self.egress.close()
         while self._warm:
             proc = self._warm.pop()
             with contextlib.suppress(ProcessLookupError):
@@ -159,6 +168,7 @@ class CodeRunner:
                 limits=limits,
                 uid=uid,
                 namespaces=self.namespaces,
+                egress=await self.egress.start() if self.egress else None,
             )
             result = await self._execute(plan, code, timeout_ms, io / files.OUTPUT_DIR)
             try:
@@ -338,16 +348,40 @@ async def _poll_exit(proc: asyncio.subprocess.Process, exited: asyncio.Event) ->
 
 
 async def _spawn(plan: Plan) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        *plan.argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=plan.cwd,
-        env=plan.env,
-        preexec_fn=plan.preexec,
-        start_new_session=True,
-    )
+    if not plan.piped_args:
+        return await asyncio.create_subprocess_exec(
+            *plan.argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=plan.cwd,
+            env=plan.env,
+            preexec_fn=plan.preexec,
+            start_new_session=True,
+        )
+    data = b"".join(arg.encode() + b"\0" for arg in plan.piped_args)
+    read_fd, write_fd = os.pipe()
+    try:
+        # A few KB: it fits in the pipe's buffer, so this write cannot block.
+        with open(write_fd, "wb", closefd=True) as w:
+            w.write(data)
+        at = plan.args_at
+        return await asyncio.create_subprocess_exec(
+            *plan.argv[:at],
+            "--args",
+            str(read_fd),
+            *plan.argv[at:],
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=plan.cwd,
+            env=plan.env,
+            preexec_fn=plan.preexec,
+            start_new_session=True,
+            pass_fds=(read_fd,),
+        )
+    finally:
+        os.close(read_fd)
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
