@@ -63,7 +63,8 @@ def probe(port: int) -> str:
     return f"""
 for (const url of ["http://127.0.0.1:{port}/a", "http://169.254.169.254/latest/meta-data/",
                    "http://[::ffff:127.0.0.1]:{port}/b", "http://[64:ff9b::7f00:1]:{port}/c"]) {{
-  try {{ const r = await fetch(url); console.log("fetch " + r.status + " " + (await r.text()).trim()); }}
+  try {{ const r = await fetch(url); const t = (await r.text()).trim();
+        console.log(`fetch ${{r.status}} ${{t}}`); }}
   catch (e) {{ console.log("fetch error " + (e.code || e.name)); }}
 }}
 try {{ await Bun.connect({{ hostname: "127.0.0.1", port: {port}, socket: {{ data() {{}} }} }});

@@ -363,8 +363,10 @@ async def _spawn(plan: Plan) -> asyncio.subprocess.Process:
     read_fd, write_fd = os.pipe()
     try:
         # A few KB: it fits in the pipe's buffer, so this write cannot block.
-        with open(write_fd, "wb", closefd=True) as w:
-            w.write(data)
+        try:
+            os.write(write_fd, data)
+        finally:
+            os.close(write_fd)
         at = plan.args_at
         return await asyncio.create_subprocess_exec(
             *plan.argv[:at],
