@@ -134,3 +134,35 @@ async def test_the_child_reads_good_documents_and_reports_bad_ones(tmp_path: Pat
     note.write_bytes(b"plain words")
     got = await isolated.extract_file(note, "n.txt", None, 10, timeout_s=60)
     assert (got.kind, got.text) == ("text", "plain words")
+
+
+async def test_a_dripping_transcription_ends_at_one_deadline() -> None:
+    # Each read gets a byte well within httpx's per-read timeout: only a deadline for the
+    # whole call stops it, with the one sentence for the user.
+    import httpx
+    from aiohttp import web
+
+    from bot.media.transcribe import Transcriber
+
+    async def drip(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        while True:
+            await resp.write(b" ")
+            await asyncio.sleep(0.2)
+
+    app = web.Application()
+    app.router.add_post("/v1/audio/transcriptions", drip)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with httpx.AsyncClient() as http:
+            t = Transcriber(http, f"http://127.0.0.1:{port}/v1", None, "whisper-1", timeout_s=1)
+            with pytest.raises(MediaError, match="took too long"):
+                await asyncio.wait_for(t.transcribe(b"OggS", "v.ogg", "audio/ogg"), 60)
+    finally:
+        await runner.cleanup()
