@@ -50,5 +50,22 @@ def preflight(settings: Settings) -> None:
     # logs) is for its own account only: other local accounts must not read the users' data.
     os.umask(0o077)
     found = problems(settings)
+    if not found:
+        _tighten(settings)
     if found:
         raise ConfigError("\n".join(found))
+
+
+def _tighten(settings: Settings) -> None:
+    """A SQLite database (and its WAL and SHM) made before the umask rule: owner only."""
+    if not settings.db_url.startswith("sqlite"):
+        return
+    database = make_url(settings.db_url).database or ":memory:"
+    if database == ":memory:":
+        return
+    for path in (database, f"{database}-wal", f"{database}-shm"):
+        try:
+            if os.stat(path).st_mode & 0o077:
+                os.chmod(path, 0o600)
+        except OSError:
+            continue  # not there (yet): created under the umask

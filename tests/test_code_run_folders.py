@@ -155,6 +155,11 @@ data = Path({str(tmp_path)!r}) / "data"
 os.umask(0o022)
 preflight(Settings(telegram_bot_token="1:x", data_dir=data,
                    database_url="sqlite+aiosqlite:///" + str(data / "db" / "bot.db")))
+old = data / "db" / "old.db"  # made by an earlier version, readable by others
+old.parent.mkdir(parents=True, exist_ok=True); old.touch(); old.chmod(0o644)
+preflight(Settings(telegram_bot_token="1:x", data_dir=data,
+                   database_url="sqlite+aiosqlite:///" + str(old)))
+print("old.db", oct(stat.S_IMODE(os.stat(old).st_mode)))
 db = sqlite3.connect(data / "db" / "bot.db")
 db.execute("pragma journal_mode=wal"); db.execute("create table t (x)"); db.commit()
 for p in (data, data / "db", data / "db" / "bot.db", data / "db" / "bot.db-wal",
@@ -167,6 +172,7 @@ for p in (data, data / "db", data / "db" / "bot.db", data / "db" / "bot.db-wal",
     assert res.returncode == 0, res.stderr
     modes = dict(line.split() for line in res.stdout.splitlines())
     assert modes == {
+        "old.db": "0o600",
         "data": "0o700",
         "db": "0o700",
         "bot.db": "0o600",
