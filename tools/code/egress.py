@@ -34,6 +34,7 @@ HEAD_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 64  # at once, over every run of the runner
 CHUNK = 65536
+AFTER_CLOSE_S = 5.0
 
 
 class EgressProxy:
@@ -81,7 +82,9 @@ class EgressProxy:
             async with self._slots:
                 await self._serve(reader, writer)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
-            pass
+            pass  # the run went away, or sent no proxy request in time
+        except Exception:  # one connection's failure never stops the proxy
+            log.exception("egress proxy: a connection failed")
         finally:
             self._tasks.discard(task)
             writer.close()
@@ -119,7 +122,7 @@ class EgressProxy:
                 await writer.drain()
             else:
                 up_writer.write(forward)
-            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+            await _splice(reader, writer, up_reader, up_writer)
         finally:
             up_writer.close()
 
@@ -132,6 +135,28 @@ async def _connect(
             async with asyncio.timeout(CONNECT_TIMEOUT_S):
                 return await asyncio.open_connection(str(ip), port)
     return None
+
+
+async def _splice(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    up_reader: asyncio.StreamReader,
+    up_writer: asyncio.StreamWriter,
+) -> None:
+    """Both directions until both end; once the run's side has ended (it exited, or
+    was killed), the server gets a short while to finish, not forever."""
+    outward = asyncio.create_task(_pipe(reader, up_writer))
+    inward = asyncio.create_task(_pipe(up_reader, writer))
+    try:
+        await asyncio.wait({outward, inward}, return_when=asyncio.FIRST_COMPLETED)
+        if outward.done():
+            await asyncio.wait({inward}, timeout=AFTER_CLOSE_S)
+        else:
+            await outward
+    finally:
+        for task in (outward, inward):
+            task.cancel()
+        await asyncio.gather(outward, inward, return_exceptions=True)
 
 
 async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
