@@ -11,6 +11,10 @@ blocks TCP when the network is off), plus namespaces where the kernel allows the
 environment, work dir and rlimits, and as root a throwaway uid whose every process is
 killed after the run; the whole filesystem stays readable. `off` (CODE_SANDBOX=off):
 clean environment and work dir only. See modes.py for choosing one.
+
+With the network on, the modes that give the run a network namespace (bwrap, confine.py
+with namespaces) hold it to public addresses through the egress proxy (egress.py) unless
+CODE_PRIVATE_NETWORKS=on; the others leave the host's network open, and say so.
 """
 
 from __future__ import annotations
