@@ -37,6 +37,7 @@ from tools.code.sandbox import (
     prepare_workdir,
     uid_block,
 )
+from tools.code.spawn import spawn as _spawn
 from tools.code.tree import remove_tree
 
 log = logging.getLogger(__name__)
@@ -345,45 +346,6 @@ async def _poll_exit(proc: asyncio.subprocess.Process, exited: asyncio.Event) ->
     while proc.returncode is None:  # noqa: ASYNC110
         await asyncio.sleep(0.02)
     exited.set()
-
-
-async def _spawn(plan: Plan) -> asyncio.subprocess.Process:
-    if not plan.piped_args:
-        return await asyncio.create_subprocess_exec(
-            *plan.argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=plan.cwd,
-            env=plan.env,
-            preexec_fn=plan.preexec,
-            start_new_session=True,
-        )
-    data = b"".join(arg.encode() + b"\0" for arg in plan.piped_args)
-    read_fd, write_fd = os.pipe()
-    try:
-        # A few KB: it fits in the pipe's buffer, so this write cannot block.
-        try:
-            os.write(write_fd, data)
-        finally:
-            os.close(write_fd)
-        at = plan.args_at
-        return await asyncio.create_subprocess_exec(
-            *plan.argv[:at],
-            "--args",
-            str(read_fd),
-            *plan.argv[at:],
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=plan.cwd,
-            env=plan.env,
-            preexec_fn=plan.preexec,
-            start_new_session=True,
-            pass_fds=(read_fd,),
-        )
-    finally:
-        os.close(read_fd)
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
