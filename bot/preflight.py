@@ -6,6 +6,7 @@ half-built app behind (an undisposed engine keeps its worker thread, and the pro
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -46,7 +47,12 @@ def problems(settings: Settings) -> list[str]:
 
 def preflight(settings: Settings) -> None:
     """Raise one ConfigError listing every problem, one per line."""
+    # Everything the bot creates from here on (the database and its WAL and SHM, uploads,
+    # logs) is for its own account only: other local accounts must not read the users' data.
+    os.umask(0o077)
     found = problems(settings)
+    if not found:
+        _tighten(settings)
     if found:
         raise ConfigError("\n".join(found))
 
@@ -88,3 +94,18 @@ def where_am_i(env_file: Path | None, command: str, settings: Settings) -> None:
             )
     if new and command in ("run", "chat"):
         print(f"sidekick: first start: creating a new database at {database}", file=out)
+
+
+def _tighten(settings: Settings) -> None:
+    """A SQLite database (and its WAL and SHM) made before the umask rule: owner only."""
+    if not settings.db_url.startswith("sqlite"):
+        return
+    database = make_url(settings.db_url).database or ":memory:"
+    if database == ":memory:":
+        return
+    for path in (database, f"{database}-wal", f"{database}-shm"):
+        try:
+            if os.stat(path).st_mode & 0o077:
+                os.chmod(path, 0o600)
+        except OSError:
+            continue  # not there (yet): created under the umask

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from collections.abc import AsyncIterator
 from typing import Any
@@ -171,3 +172,58 @@ async def test_connection_goes_to_the_checked_address(site: str, http: httpx.Asy
     out = await fetch(tool, f"http://pinned.example:{port}/host")
     assert f"host header pinned.example:{port}" in out
     assert lookups == ["pinned.example"]
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "::7f00:1",  # IPv4-compatible loopback
+        "::a9fe:a9fe",  # IPv4-compatible link-local (the metadata address)
+        "64:ff9b::7f00:1",  # NAT64 well-known prefix
+        "64:ff9b::a00:1",
+        "64:ff9b:1::808:808",  # local-use NAT64: never public
+        "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+        "2002:a9fe:a9fe::",  # 6to4 of 169.254.169.254
+        "2002:c0a8:101::1",  # 6to4 of 192.168.1.1
+        "::ffff:127.0.0.1",  # IPv4-mapped
+        "::ffff:0:7f00:1",  # IPv4-translated (SIIT)
+        "::ffff:0:a9fe:a9fe",
+        "fec0::1",  # site-local
+    ],
+)
+async def test_ipv4_inside_ipv6_is_judged_as_ipv4(spelling: str, http: httpx.AsyncClient) -> None:
+    tool = build_tool(http, Policy(allow_private=False))
+    with pytest.raises(ToolError, match="private, loopback or link-local"):
+        await fetch(tool, f"http://[{spelling}]:9/")
+
+
+def test_public_ipv4_inside_ipv6_stays_allowed() -> None:
+    for spelling in ("64:ff9b::808:808", "2002:808:808::1", "::ffff:8.8.8.8", "2606:4700::1"):
+        assert Policy().allowed(ipaddress.ip_address(spelling)), spelling
+
+
+async def test_a_dripping_page_ends_at_one_total_deadline(http: httpx.AsyncClient) -> None:
+    # Every read gets a byte well within httpx's per-read timeout, so only a deadline for
+    # the whole fetch stops it; the tool says so in one line.
+    async def drip(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        while True:
+            await resp.write(b"x")
+            await asyncio.sleep(0.2)
+
+    app = web.Application()
+    app.router.add_get("/drip", drip)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    server = web.TCPSite(runner, "127.0.0.1", 0)
+    await server.start()
+    port = server._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        tool = build_tool(http, Policy(allow_private=True), deadline_s=1.5)
+        with pytest.raises(ToolError) as caught:
+            await asyncio.wait_for(fetch(tool, f"http://127.0.0.1:{port}/drip"), 60)
+        line = str(caught.value)
+        assert "still loading after 1.5 s in all; stopped" in line and "\n" not in line
+    finally:
+        await runner.cleanup()

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.media import extract, images
+from bot.media import extract, images, isolated
 from bot.media.errors import MediaError
 from bot.media.settings import MediaSettings
-from bot.media.transcribe import Transcriber
+from bot.media.transcribe import VOICE_OFF, Transcriber
 from tools.code.files import INPUT_DIR, InputStore
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,7 @@ NO_VISION = (
     "This model cannot see images, so I only read the caption. To send photos, use a "
     "vision model and set LLM_VISION=on (or auto)."
 )
+VISION_OFF = "Images are turned off here (LLM_VISION=off), so I only read the caption."
 
 
 HIDDEN = "not shown to the model]"
@@ -115,9 +116,12 @@ class MediaService:
             )
         )
         if is_image and not self.vision_enabled():
-            if NO_VISION not in out.notices:
-                out.notices.append(NO_VISION)
+            notice = VISION_OFF if self.settings.llm_vision == "off" else NO_VISION
+            if notice not in out.notices:
+                out.notices.append(notice)
             return f"[{item.kind}: {item.name}, file_id={item.file_id}; {HIDDEN}"
+        if item.kind in AUDIO_KINDS and not self.transcriber.enabled:
+            raise MediaError(VOICE_OFF)  # before the download: nothing would use it
         path = self.inputs.scratch(key)
         try:
             await self._fetch(fetch, item, path)
@@ -160,13 +164,9 @@ class MediaService:
     async def _document(self, item: MediaItem, key: str, path: Path) -> str:
         size = (await asyncio.to_thread(path.stat)).st_size
         async with self._work:
-            try:
-                async with asyncio.timeout(self.settings.media_timeout_s):
-                    got = await asyncio.to_thread(
-                        extract.extract_file, path, item.name, item.mime, self.max_pages
-                    )
-            except TimeoutError:
-                raise MediaError(f"Reading {item.name} took too long; I gave up.") from None
+            got = await isolated.extract_file(
+                path, item.name, item.mime, self.max_pages, self.settings.media_timeout_s
+            )
         if got.kind in ("pdf", "docx") and not got.text.strip():
             return (
                 f"[Attachment: {item.name} ({_describe(got, size)}): no text in it "

@@ -1,7 +1,8 @@
 """Text out of documents: PDF (pypdf), DOCX (its XML), and plain text, CSV, JSON, code.
 
 Bounded everywhere: pages, characters, and DOCX's uncompressed XML size (a zip bomb stays
-a small read). Runs in a worker thread; the caller bounds the time.
+a small read, parsed as a stream). PDF and DOCX are read in a child process under CPU,
+memory and time limits (isolated.py); this module is what runs in it.
 """
 
 from __future__ import annotations
@@ -94,31 +95,49 @@ def _pdf(path: Path, max_pages: int) -> Extracted:
 
 
 def _docx(path: Path) -> Extracted:
+    """Paragraph by paragraph as the XML streams in, each dropped once read: a small file
+    can hold tens of MB of tiny elements, hundreds of MB as one tree."""
+    paragraphs: list[str] = []
+    size = 0
     try:
         with zipfile.ZipFile(path) as z:
             info = z.getinfo("word/document.xml")
             if info.file_size > MAX_DOCX_XML_BYTES:
                 raise MediaError("This DOCX is too large to read.")
-            with z.open(info) as f:
-                xml = f.read(MAX_DOCX_XML_BYTES + 1)
-        root = ElementTree.fromstring(xml)
+            with z.open(info) as f:  # reads stop at the declared size
+                open_elements: list[ElementTree.Element] = []
+                for event, node in ElementTree.iterparse(f, events=("start", "end")):
+                    if event == "start":
+                        open_elements.append(node)
+                        continue
+                    open_elements.pop()
+                    if node.tag != f"{_W}p":
+                        continue
+                    text = _paragraph(node)
+                    paragraphs.append(text)
+                    size += len(text) + 1
+                    if open_elements:
+                        open_elements[-1].remove(node)
+                    if size > MAX_CHARS:
+                        break
     except MediaError:
         raise
     except (zipfile.BadZipFile, KeyError, ElementTree.ParseError, OSError):
         raise MediaError("I could not read this DOCX (it seems damaged).") from None
-    paragraphs = []
-    for p in root.iter(f"{_W}p"):
-        bits = []
-        for node in p.iter():
-            if node.tag == f"{_W}t" and node.text:
-                bits.append(node.text)
-            elif node.tag == f"{_W}tab":
-                bits.append("\t")
-            elif node.tag in (f"{_W}br", f"{_W}cr"):
-                bits.append("\n")
-        paragraphs.append("".join(bits))
     text = "\n".join(paragraphs).strip()
     return Extracted("docx", text[:MAX_CHARS], truncated=len(text) > MAX_CHARS)
+
+
+def _paragraph(p: ElementTree.Element) -> str:
+    bits = []
+    for node in p.iter():
+        if node.tag == f"{_W}t" and node.text:
+            bits.append(node.text)
+        elif node.tag == f"{_W}tab":
+            bits.append("\t")
+        elif node.tag in (f"{_W}br", f"{_W}cr"):
+            bits.append("\n")
+    return "".join(bits)
 
 
 def _looks_like_text(data: bytes) -> bool:

@@ -7,6 +7,7 @@ Every failure becomes a MediaError whose text is one sentence for the user.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import httpx
@@ -21,6 +22,7 @@ HOW_TO_ENABLE = (
     "OpenAI-compatible speech-to-text endpoint such as OpenAI, Groq or a local "
     "faster-whisper-server"
 )
+VOICE_OFF = f"Voice messages are off here. To turn them on, {HOW_TO_ENABLE}."
 
 
 class Transcriber:
@@ -38,19 +40,26 @@ class Transcriber:
         self.model = model
         self.timeout_s = timeout_s
 
+    @property
+    def enabled(self) -> bool:
+        return self.base_url is not None
+
     async def transcribe(self, data: bytes, filename: str, mime: str) -> str:
         if self.base_url is None:
-            raise MediaError(f"Voice messages are off here. To turn them on, {HOW_TO_ENABLE}.")
+            raise MediaError(VOICE_OFF)
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
-            resp = await self.http.post(
-                f"{self.base_url}/audio/transcriptions",
-                headers=headers,
-                files={"file": (filename, data, mime)},
-                data={"model": self.model, "response_format": "json"},
-                timeout=httpx.Timeout(self.timeout_s, connect=10.0),
-            )
-        except httpx.TimeoutException:
+            # httpx's timeouts are per read; a server that drips its answer is held to
+            # one deadline for the whole call.
+            async with asyncio.timeout(self.timeout_s):
+                resp = await self.http.post(
+                    f"{self.base_url}/audio/transcriptions",
+                    headers=headers,
+                    files={"file": (filename, data, mime)},
+                    data={"model": self.model, "response_format": "json"},
+                    timeout=httpx.Timeout(self.timeout_s, connect=10.0),
+                )
+        except (httpx.TimeoutException, TimeoutError):
             log.warning("transcription timed out after %.0f s", self.timeout_s)
             raise MediaError(
                 "The speech-to-text service took too long, so I could not hear your voice "

@@ -26,8 +26,19 @@ async def addressed(message: Message, bot: Bot, mode: str) -> bool:
     return bool(me.username) and f"@{me.username}".lower() in text.lower()
 
 
-def without_mention(text: str, username: str | None) -> str:
-    """The text with the bot's @mention taken out (the model needs only the request)."""
+def without_mention(text: str, username: str | None, keep_if_empty: bool = True) -> str:
+    """The text with the bot's @mention taken out (the model needs only the request); a
+    text that was only the mention stays as it was unless `keep_if_empty` is False (a
+    caption: the file is the request)."""
     if not username:
         return text
-    return re.sub(rf"@{re.escape(username)}\b", "", text, flags=re.IGNORECASE).strip() or text
+    left = re.sub(rf"@{re.escape(username)}\b", "", text, flags=re.IGNORECASE).strip()
+    return left or (text if keep_if_empty else "")
+
+
+async def addressed_any(messages: list[Message], bot: Bot, mode: str) -> bool:
+    """Whether any part of an album (or the one message) is addressed to the bot."""
+    for message in messages:
+        if await addressed(message, bot, mode):
+            return True
+    return False

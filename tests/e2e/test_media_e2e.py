@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.media.attachments import NO_VISION
+from bot.media.attachments import NO_VISION, VISION_OFF
+from bot.media.transcribe import VOICE_OFF
 from db.models.core import Message
 from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.fakes.openai_server import Calls, Error, Text
@@ -91,12 +92,13 @@ async def test_photo_without_vision_answers_the_caption(make_tg: Any) -> None:
     file_id = tg.server.add_file(TINY_PNG)
     await tg.send(OWNER, None, **photo(file_id, len(TINY_PNG), caption="Nice, right?"))
     notice, answer = await tg.replies(OWNER, 2)
-    assert notice.text == NO_VISION
+    # The owner turned images off: not "this model cannot see images", one line.
+    assert notice.text == VISION_OFF and "\n" not in notice.text
     assert answer.text.startswith("echo: Nice, right?")
     assert "base64" not in json.dumps(tg.llm.requests[0])
     assert tg.server.downloads == []  # nothing fetched that the model cannot use
     await tg.send(OWNER, None, **photo(file_id, len(TINY_PNG)))  # no caption: just the sentence
-    assert (await tg.reply(OWNER)).text == NO_VISION
+    assert (await tg.reply(OWNER)).text == VISION_OFF
     await tg.idle()
     assert len(tg.llm.requests) == 1
 
@@ -318,3 +320,44 @@ async def test_image_file_goes_to_the_model_and_svg_is_text(make_tg: Any) -> Non
     heic = tg.server.add_file(b"\0\0\0\x18ftypheic" + b"\0" * 64)
     await tg.send(OWNER, None, **document(heic, 76, "IMG_1.HEIC", "image/heic"))
     assert "could not read this image" in (await tg.reply(OWNER)).text
+
+
+GROUP = -100777
+
+
+async def test_group_media_is_answered_only_when_addressed(make_tg: Any) -> None:
+    tg: TG = await make_tg(llm_vision="on")
+    png = tg.server.add_file(TINY_PNG)
+    ogg = tg.server.add_file(b"OggS" + b"\0" * 100)
+    txt = tg.server.add_file(b"the minutes of the meeting")
+    tg.llm.transcripts.append("a voice note for the group")
+    # People sharing files with each other: nothing downloaded, nothing answered.
+    await tg.send(OWNER, None, chat_id=GROUP, **photo(png, len(TINY_PNG), caption="our trip"))
+    await tg.send(OWNER, None, chat_id=GROUP, **voice(ogg, 104))
+    await tg.send(OWNER, None, chat_id=GROUP, **document(txt, 26, "minutes.txt", "text/plain"))
+    await tg.idle()
+    assert tg.unread(GROUP) == [] and tg.server.downloads == [] and tg.llm.requests == []
+    # Addressed in the caption: answered, and the model reads the caption without it.
+    caption = "@Sidekick_Test_Bot summarise this"
+    doc = document(txt, 26, "minutes.txt", "text/plain", caption=caption)
+    await tg.send(OWNER, None, chat_id=GROUP, **doc)
+    answer = await tg.reply(GROUP)
+    assert answer.text.startswith("echo: summarise this")
+    sent = json.dumps(tg.llm.requests[-1])
+    assert "the minutes of the meeting" in sent and "Sidekick_Test_Bot" not in sent
+    # A reply to the bot addresses it too.
+    bot_message = {"message_id": 1, "date": 0, "chat": {"id": GROUP, "type": "supergroup"},
+                   "from": {"id": tg.server.bot_id, "is_bot": True, "first_name": "Sidekick"},
+                   "text": answer.text}  # fmt: skip
+    await tg.send(OWNER, None, chat_id=GROUP, reply_to_message=bot_message, **voice(ogg, 104))
+    quote, _ = await tg.replies(GROUP, 2)
+    assert quote.text == "🎤 a voice note for the group"
+
+
+async def test_voice_is_not_downloaded_when_transcription_is_off(make_tg: Any) -> None:
+    tg: TG = await make_tg(transcribe_base_url="off")
+    file_id = tg.server.add_file(b"OggS" + b"\0" * 100)
+    await tg.send(OWNER, None, **voice(file_id, 104))
+    assert (await tg.reply(OWNER)).text == VOICE_OFF
+    await tg.idle()
+    assert tg.server.downloads == [] and tg.llm.requests == []

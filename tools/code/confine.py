@@ -42,6 +42,7 @@ CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
+SIOCSIFFLAGS = 0x8914
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41}
 # statvfs flags that a bind remount inside a user namespace must keep (they are locked).
 KEEP_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096
@@ -132,8 +133,8 @@ def _write(path: str, text: str) -> None:
 
 
 def enter_namespaces(net: bool, uid: int | None) -> bool:
-    """New mount, PID, IPC (and network when off) namespaces; a user namespace first when
-    we are not root. False when the kernel refuses them."""
+    """New mount, PID, IPC (and network when off or through the egress proxy) namespaces;
+    a user namespace first when we are not root. False when the kernel refuses them."""
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
     if not net:
         flags |= CLONE_NEWNET
@@ -147,6 +148,19 @@ def enter_namespaces(net: bool, uid: int | None) -> bool:
         _write("/proc/self/gid_map", f"{real_gid} {real_gid} 1")
         return True
     return unshare(flags)
+
+
+def loopback_up() -> None:
+    """A new network namespace starts with `lo` down; egress.js listens on it."""
+    import _socket
+    import fcntl
+
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+    try:  # struct ifreq: the name, then the flags (IFF_UP | IFF_LOOPBACK | IFF_RUNNING)
+        ifreq = b"lo".ljust(16, b"\0") + (0x1 | 0x8 | 0x40).to_bytes(2, sys.byteorder)
+        fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, ifreq.ljust(40, b"\0"))
+    finally:
+        sock.close()
 
 
 def mount(src: str | None, dst: str, fstype: str | None, flags: int, data: str | None) -> None:
@@ -200,6 +214,12 @@ def build_view(root: str, plan: dict[str, Any]) -> None:
     os.makedirs(root + "/opt/bun")
     open(root + plan["bun_inside"], "w").close()
     bind_ro(plan["bun"], root + plan["bun_inside"])
+    if plan["egress"]:  # the proxy's socket folder and the relay bun preloads
+        os.makedirs(root + plan["egress_inside"])
+        bind_ro(plan["egress"], root + plan["egress_inside"])
+        os.makedirs(root + os.path.dirname(plan["egress_js_inside"]))
+        open(root + plan["egress_js_inside"], "w").close()
+        bind_ro(plan["egress_js"], root + plan["egress_js_inside"])
     for d in ("/proc", "/tmp", "/work"):
         os.makedirs(root + d)
     if not mount_proc(root + "/proc"):
@@ -279,9 +299,14 @@ def confine(plan: dict[str, Any]) -> None:
     if mode == "landlock" and abi < 1:
         raise Refused("this kernel has no Landlock")
     set_limits(plan["limits"])
-    namespaced = plan["namespaces"] and enter_namespaces(net, uid)
+    # Through the egress proxy, the network is a namespace of our own like when it is off.
+    namespaced = plan["namespaces"] and enter_namespaces(net and not plan["egress"], uid)
     if mode == "namespace" and not namespaced:
         raise Refused("the kernel refused the user/mount namespaces")
+    if plan["egress"]:
+        if not namespaced:
+            raise Refused("the egress rule needs a network namespace, which the kernel refused")
+        loopback_up()
     if not net and not namespaced and abi < 4:
         raise Refused("CODE_NETWORK=off needs a network namespace or Landlock ABI 4")
     # The new PID namespace starts with our first child; without one, the parent
@@ -304,6 +329,8 @@ def confine(plan: dict[str, Any]) -> None:
     if mode == "namespace":
         build_view(work, plan)
         work, argv[0] = "/work", plan["bun_inside"]
+        if plan["egress"]:
+            argv[argv.index(plan["egress_js"])] = plan["egress_js_inside"]
     else:
         if namespaced:
             tmpfs(work, plan["work_bytes"], uid)
@@ -323,6 +350,8 @@ def confine(plan: dict[str, Any]) -> None:
         rules += [(d, FS_READ_FILE | FS_WRITE_FILE) for d in DEVICES_RW]
         rules += [(d, FS_READ_FILE) for d in DEVICES_RO]
         rules += [(plan["bun"], FS_EXECUTE | FS_READ_FILE), (work, fs_rights(abi))]
+        if plan["egress"]:  # its folder holds only the relay and the proxy's socket
+            rules.append((plan["egress"], FS_READ_FILE | FS_READ_DIR))
         if has_proc:  # our own /proc, holding only the sandbox's processes
             rules.append(("/proc", FS_READ_FILE | FS_READ_DIR))
         else:  # the host's: only bun's own entry (which bun aborts without)

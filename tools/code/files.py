@@ -19,6 +19,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.code.tree import walk_files
+
 INPUT_DIR = "input"
 OUTPUT_DIR = "output"
 MAX_OUTPUT_FILES = 10
@@ -27,6 +29,7 @@ MAX_OUTPUT_TOTAL_BYTES = 50 * 1024 * 1024
 KEEP_INPUT_FILES = 10  # per user: older uploads are dropped
 MAX_INPUT_TOTAL_BYTES = 100 * 1024 * 1024  # per user (copied into every run)
 STALE_DOWNLOAD_S = 3600  # a ".dl-" file this old is left from a crash
+PRIVATE_DIR = 0o700
 
 
 @dataclass(frozen=True)
@@ -69,13 +72,13 @@ class InputStore:
     def scratch(self, key: str) -> Path:
         """A fresh hidden path in the user's folder for a download in progress."""
         folder = self.dir_for(key)
-        folder.mkdir(parents=True, exist_ok=True)
+        self._make(folder)
         return folder / f".dl-{uuid.uuid4().hex}"
 
     def add(self, key: str, name: str, src: Path) -> str:
         """Move `src` in as `name` (sanitised); returns the name used."""
         folder = self.dir_for(key)
-        folder.mkdir(parents=True, exist_ok=True)
+        self._make(folder)
         name = safe_name(name)
         os.replace(src, folder / name)
         self._prune(folder)
@@ -83,8 +86,17 @@ class InputStore:
 
     def write(self, key: str, name: str, data: bytes) -> str:
         tmp = self.scratch(key)
-        tmp.write_bytes(data)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         return self.add(key, name, tmp)
+
+    def _make(self, folder: Path) -> None:
+        """The uploads folder and the user's folder in it, private (the users' files)."""
+        for d in (self.base, folder):
+            d.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+            if stat.S_IMODE(d.stat().st_mode) & 0o077:
+                os.chmod(d, PRIVATE_DIR)  # made before this rule, or under a loose umask
 
     def _prune(self, folder: Path) -> None:
         now = time.time()
@@ -112,16 +124,23 @@ def io_dir(workdir: Path) -> Path:
     return workdir.with_name(workdir.name + ".io")
 
 
-def stage(workdir: Path, inputs: Path | None, uid: int | None) -> None:
-    """Create input/ (copies of the user's files) and an empty output/ in `workdir`."""
-    workdir.mkdir(exist_ok=True)
-    made = [workdir / INPUT_DIR, workdir / OUTPUT_DIR]
+def private_dir(path: Path) -> None:
+    """Create `path` for this process only, refusing one that exists: a folder another
+    local account made first (in a shared /tmp) could be read or filled by it."""
+    os.mkdir(path, PRIVATE_DIR)
+    os.chmod(path, PRIVATE_DIR)  # whatever the umask
+
+
+def stage(io: Path, inputs: Path | None, uid: int | None) -> None:
+    """Create input/ (copies of the user's files) and an empty output/ in `io`, both new
+    and private (FileExistsError when either is there already)."""
+    made = [io / INPUT_DIR, io / OUTPUT_DIR]
     for d in made:
-        d.mkdir(exist_ok=True)
+        private_dir(d)
     if inputs is not None and inputs.is_dir():
         for src in inputs.iterdir():
             if src.is_file() and not src.is_symlink() and not src.name.startswith("."):
-                dst = workdir / INPUT_DIR / src.name
+                dst = io / INPUT_DIR / src.name
                 shutil.copyfile(src, dst)
                 made.append(dst)
     if uid is not None:
@@ -130,8 +149,9 @@ def stage(workdir: Path, inputs: Path | None, uid: int | None) -> None:
 
 
 def collect(workdir: Path) -> Collected:
-    """The regular files under output/ (recursively), within the limits: in the io dir
-    beside the work dir when the sandbox bound it in, else in the work dir itself."""
+    """The regular files under output/ (walked within tree.py's bounds), within the
+    limits: in the io dir beside the work dir when the sandbox bound it in, else in the
+    work dir itself."""
     out = Collected()
     root = io_dir(workdir) / OUTPUT_DIR
     if not root.exists():
@@ -139,25 +159,24 @@ def collect(workdir: Path) -> Collected:
     if not root.is_dir() or root.is_symlink():
         return out
     total = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        for fname in sorted(filenames):
-            path = Path(dirpath) / fname
-            rel = str(path.relative_to(root))
-            try:
-                data = _read_regular(path)
-            except ValueError as exc:
-                out.skipped.append(f"{rel}: {exc}")
-                continue
-            if len(out.files) >= MAX_OUTPUT_FILES:
-                out.skipped.append(f"{rel}: more than {MAX_OUTPUT_FILES} files")
-            elif len(data) > MAX_OUTPUT_FILE_BYTES:  # grew while we read it
-                out.skipped.append(f"{rel}: over {MAX_OUTPUT_FILE_BYTES // 2**20} MB")
-            elif total + len(data) > MAX_OUTPUT_TOTAL_BYTES:
-                out.skipped.append(f"{rel}: over {MAX_OUTPUT_TOTAL_BYTES // 2**20} MB in all")
-            else:
-                total += len(data)
-                out.files.append(OutFile(safe_name(fname), data))
+    found = walk_files(str(root))
+    for item in found.files:
+        rel = item.rel
+        try:
+            data = _read_regular(Path(item.path))
+        except ValueError as exc:
+            out.skipped.append(f"{rel}: {exc}")
+            continue
+        if len(out.files) >= MAX_OUTPUT_FILES:
+            out.skipped.append(f"{rel}: more than {MAX_OUTPUT_FILES} files")
+        elif len(data) > MAX_OUTPUT_FILE_BYTES:  # grew while we read it
+            out.skipped.append(f"{rel}: over {MAX_OUTPUT_FILE_BYTES // 2**20} MB")
+        elif total + len(data) > MAX_OUTPUT_TOTAL_BYTES:
+            out.skipped.append(f"{rel}: over {MAX_OUTPUT_TOTAL_BYTES // 2**20} MB in all")
+        else:
+            total += len(data)
+            out.files.append(OutFile(safe_name(rel.rpartition("/")[2]), data))
+    out.skipped.extend(found.left_out)
     return out
 
 

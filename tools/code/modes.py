@@ -60,14 +60,21 @@ def choose_mode(setting: str, network: bool = True) -> tuple[Mode | None, str]:
     )
 
 
-def protection(mode: Mode, network: bool) -> str:
+def protection(mode: Mode, network: bool, private_networks: bool = False) -> str:
     """What the mode guards, for the startup log and `sidekick doctor`."""
     k = probe_kernel() if mode in ("landlock", "namespace") else Kernel(0, False)
-    net = "on" if network else "off"
+    if not network:
+        net = "off"
+    elif private_networks:
+        net = "on, every address (CODE_PRIVATE_NETWORKS=on)"
+    elif mode == "bwrap" or (mode in ("landlock", "namespace") and k.namespaces):
+        net = "public addresses only (own network namespace, out through the egress proxy)"
+    else:
+        net = "on, every address (the public-only rule needs a network namespace)"
     if mode == "bwrap":
         files = "files: only system dirs and a private 128 MiB /work and /tmp"
         procs = "processes: own PID namespace"
-        net = "on" if network else "off (empty network namespace)"
+        net = net if network else "off (empty network namespace)"
     elif mode == "landlock":
         files = "files: Landlock, reads only runtime paths, writes only its work dir"
         files += ", a 128 MiB tmpfs" if k.namespaces else ", killed past 128 MiB"
@@ -77,11 +84,11 @@ def protection(mode: Mode, network: bool) -> str:
     elif mode == "namespace":
         files = "files: mount namespace with only system dirs and a private 128 MiB /work and /tmp"
         procs = "processes: own PID namespace"
-        net = "on" if network else "off (empty network namespace)"
+        net = net if network else "off (empty network namespace)"
     elif mode == "basic":
         files = "files: NOT protected, the code can read whatever the bot's user can"
         procs = "processes: rlimits, a throwaway uid when root"
-        net = "on" if network else "off only when root (network namespace)"
+        net = net if network else "off only when root (network namespace)"
     else:
         return "nothing: no limits, the code can read and write what the bot can"
     return f"{files}; network {net}; {procs}; limits: CPU, memory, file size, open files"

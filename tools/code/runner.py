@@ -13,7 +13,6 @@ import contextlib
 import logging
 import math
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from tools.code import files
 from tools.code.bun import BunInfo
 from tools.code.diskuse import usage
+from tools.code.egress import EgressProxy
 from tools.code.modes import probe_kernel
 from tools.code.sandbox import (
     CONFINED,
@@ -32,10 +32,13 @@ from tools.code.sandbox import (
     Plan,
     build_plan,
     drop_uid_argv,
+    egress_capable,
     own_task_count,
     prepare_workdir,
     uid_block,
 )
+from tools.code.spawn import spawn as _spawn
+from tools.code.tree import remove_tree
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,7 @@ class CodeRunner:
         max_concurrent: int,
         workbase: Path | None = None,
         namespaces: bool | None = None,
+        egress: EgressProxy | None = None,
     ) -> None:
         self.bun = bun
         # confine.py modes: use namespaces where the kernel has them (False: tests of
@@ -97,6 +101,10 @@ class CodeRunner:
         self.mode = mode
         self.network = network
         self.workbase = workbase
+        # The network through the egress proxy: where the mode gives the run a network
+        # namespace of its own (bwrap, confine.py with namespaces). Elsewhere it cannot
+        # be held to the rule, and protection() says so.
+        self.egress = egress if network and egress_capable(mode, namespaces) else None
         self._slots: asyncio.Queue[int] = asyncio.Queue()
         for i in range(min(max_concurrent, 32)):
             self._slots.put_nowait(i)
@@ -118,6 +126,8 @@ class CodeRunner:
         for task in list(self._warming):
             task.cancel()
         await asyncio.gather(*self._warming, return_exceptions=True)
+        if self.egress is not None:
+            await self.egress.close()
         while self._warm:
             proc = self._warm.pop()
             with contextlib.suppress(ProcessLookupError):
@@ -145,7 +155,12 @@ class CodeRunner:
         try:
             # Modes that put a tmpfs over the work dir get input/ and output/ bound in.
             io = files.io_dir(workdir) if self.mode in ("bwrap", *CONFINED) else workdir
-            await asyncio.to_thread(files.stage, io, inputs, uid)
+            try:
+                if io != workdir:
+                    files.private_dir(io)
+                await asyncio.to_thread(files.stage, io, inputs, uid)
+            except OSError as exc:
+                return RunResult("", "", None, 0.0, sandbox_error=f"could not stage: {exc}")
             plan = build_plan(
                 self.mode,
                 self.bun,
@@ -154,17 +169,23 @@ class CodeRunner:
                 limits=limits,
                 uid=uid,
                 namespaces=self.namespaces,
+                egress=await self.egress.start() if self.egress else None,
             )
             result = await self._execute(plan, code, timeout_ms, io / files.OUTPUT_DIR)
-            result.outputs = await asyncio.to_thread(files.collect, workdir)
+            try:
+                result.outputs = await asyncio.to_thread(files.collect, workdir)
+            except (OSError, ValueError, RecursionError) as exc:  # the run is still reported
+                log.warning("could not collect the files of a run: %s", exc)
+                result.outputs = files.Collected(skipped=[f"output/: not read ({exc})"])
             return result
         finally:
             if plan is not None and plan.stdin_prefix:
                 self._prewarm(plan)
             if uid is not None and self._needs_sweep():
                 await self._kill_uid(uid)
-            shutil.rmtree(workdir, ignore_errors=True)
-            shutil.rmtree(files.io_dir(workdir), ignore_errors=True)
+            # In a thread (a big tree takes a while); shielded so a cancelled request
+            # still leaves nothing behind.
+            await asyncio.shield(asyncio.to_thread(remove_tree, workdir.parent))
 
     def _needs_sweep(self) -> bool:
         """Without a PID namespace, processes may outlive bun (setsid, double fork)."""
@@ -325,19 +346,6 @@ async def _poll_exit(proc: asyncio.subprocess.Process, exited: asyncio.Event) ->
     while proc.returncode is None:  # noqa: ASYNC110
         await asyncio.sleep(0.02)
     exited.set()
-
-
-async def _spawn(plan: Plan) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        *plan.argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=plan.cwd,
-        env=plan.env,
-        preexec_fn=plan.preexec,
-        start_new_session=True,
-    )
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:

@@ -11,10 +11,15 @@ blocks TCP when the network is off), plus namespaces where the kernel allows the
 environment, work dir and rlimits, and as root a throwaway uid whose every process is
 killed after the run; the whole filesystem stays readable. `off` (CODE_SANDBOX=off):
 clean environment and work dir only. See modes.py for choosing one.
+
+With the network on, the modes that give the run a network namespace (bwrap, confine.py
+with namespaces) hold it to public addresses through the egress proxy (egress.py) unless
+CODE_PRIVATE_NETWORKS=on; the others leave the host's network open, and say so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import marshal
@@ -29,6 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from tools.code.bun import BunInfo
+from tools.code.egress import PROXY_PORT, RELAY_JS, SOCKET_NAME
 from tools.code.files import INPUT_DIR, OUTPUT_DIR, io_dir
 
 log = logging.getLogger(__name__)
@@ -53,6 +59,8 @@ TASKS_PER_RUN = 128  # bun itself uses ~10-20 threads; room for a few child proc
 
 WORK_IN_SANDBOX = "/work"
 BUN_IN_SANDBOX = "/opt/bun/bun"
+EGRESS_IN_SANDBOX = "/run/sidekick"  # the egress proxy's socket folder (egress.py)
+EGRESS_JS_IN_SANDBOX = "/opt/sidekick/egress.js"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_FILES = (
     "/etc/resolv.conf",
@@ -88,6 +96,27 @@ class Plan:
     cwd: str
     preexec: Callable[[], None] | None
     stdin_prefix: bytes = b""  # what confine.py reads before the program: its plan
+    # bwrap's options and command, handed over on a pipe (`--args FD`) rather than on
+    # its command line, which the code could read as /proc/1/cmdline (host paths).
+    piped_args: tuple[str, ...] = ()
+    args_at: int = 0  # where `--args FD` goes in argv: before the command
+
+
+def egress_env(socket_folder: str) -> dict[str, str]:
+    """Bun's fetch through egress.js to the proxy (both spellings: tools differ)."""
+    proxy = f"http://127.0.0.1:{PROXY_PORT}"
+    return {
+        "HTTP_PROXY": proxy,
+        "HTTPS_PROXY": proxy,
+        "http_proxy": proxy,
+        "https_proxy": proxy,
+        "SIDEKICK_EGRESS_SOCKET": f"{socket_folder}/{SOCKET_NAME}",
+    }
+
+
+def egress_argv(bun: BunInfo, path: str, egress_js: str) -> list[str]:
+    """`bun run --preload egress.js <flags> -`."""
+    return [path, "run", "--preload", egress_js, *bun.run_flags, "-"]
 
 
 def clean_env(home: str, tmp: str) -> dict[str, str]:
@@ -102,6 +131,12 @@ def clean_env(home: str, tmp: str) -> dict[str, str]:
         "DO_NOT_TRACK": "1",
         "TZ": "UTC",
     }
+
+
+def egress_capable(mode: Mode, namespaces: bool) -> bool:
+    """Whether runs in `mode` get a network namespace of their own, so that the egress
+    proxy can be their only way out."""
+    return mode == "bwrap" or (mode in CONFINED and namespaces)
 
 
 def bwrap_path() -> str | None:
@@ -191,7 +226,8 @@ def drop_uid_argv(uid: int | None) -> list[str]:
 
 def _system_binds() -> list[str]:
     # bwrap makes missing parent dirs 0700: the throwaway uid could not enter /etc, /opt.
-    out = [arg for d in ("/etc", "/opt", "/opt/bun") for arg in ("--perms", "0755", "--dir", d)]
+    dirs = ("/etc", "/opt", "/opt/bun", "/opt/sidekick", "/run")
+    out = [arg for d in dirs for arg in ("--perms", "0755", "--dir", d)]
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
             out += ["--symlink", os.readlink(d), d]
@@ -211,11 +247,16 @@ def build_plan(
     limits: Limits,
     uid: int | None,
     namespaces: bool = True,
+    egress: Path | None = None,
 ) -> Plan:
     """The command, environment and pre-exec hook for one run in `workdir`. `namespaces`:
-    whether confine.py should try them (False tests the Landlock-only path)."""
+    whether confine.py should try them (False tests the Landlock-only path). `egress`:
+    the proxy's socket folder, when the network goes through it (bwrap and namespaced
+    confine.py modes; see egress.py)."""
     if mode == "bwrap":
         env = clean_env(WORK_IN_SANDBOX, "/tmp")
+        if network and egress is not None:
+            env |= egress_env(EGRESS_IN_SANDBOX)
         argv = [bwrap_path() or "bwrap", *_system_binds()]
         argv += ["--ro-bind", bun.path, BUN_IN_SANDBOX]
         size = str(WORK_SIZE_BYTES)
@@ -228,15 +269,25 @@ def build_plan(
         argv += ["--bind", str(io / OUTPUT_DIR), f"{WORK_IN_SANDBOX}/{OUTPUT_DIR}"]
         argv += ["--chdir", WORK_IN_SANDBOX]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        if not network:
+        bun_argv = bun.argv(BUN_IN_SANDBOX)
+        if not network or egress is not None:
+            # Only loopback in here (which bwrap brings up): with egress, the way out
+            # is the proxy's socket.
             argv.append("--unshare-net")
+        if network and egress is not None:
+            argv += ["--ro-bind", str(egress), EGRESS_IN_SANDBOX]
+            argv += ["--ro-bind", str(egress / RELAY_JS.name), EGRESS_JS_IN_SANDBOX]
+            bun_argv = egress_argv(bun, BUN_IN_SANDBOX, EGRESS_JS_IN_SANDBOX)
         argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
         for key, value in env.items():
             argv += ["--setenv", key, value]
-        argv += [*drop_uid_argv(uid), *bun.argv(BUN_IN_SANDBOX)]
-        return _with_limits(argv, env, workdir, limits)
+        command = [*drop_uid_argv(uid), *bun_argv]
+        plan = _with_limits([argv[0], *command], env, workdir, limits)
+        at = len(plan.argv) - len(command)
+        return dataclasses.replace(plan, piped_args=tuple(argv[1:]), args_at=at)
     if mode in CONFINED:
-        return confined_plan(mode, bun, workdir, network, limits, uid, namespaces)
+        egress = egress if network else None
+        return confined_plan(mode, bun, workdir, network, limits, uid, namespaces, egress)
     env = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
     prefix: list[str] = []
     if mode == "basic" and not network:
@@ -259,10 +310,12 @@ def confined_plan(
     limits: Limits,
     uid: int | None,
     namespaces: bool,
+    egress: Path | None = None,
 ) -> Plan:
     """`python -I -S confine.py <plan>`: one small process applies limits, namespaces and
     Landlock or the mount view, then execs bun (see confine.py)."""
     inside = mode == "namespace"
+    relay = egress / RELAY_JS.name if egress else RELAY_JS
     plan: dict[str, object] = {
         "mode": mode,
         "work": str(workdir),
@@ -272,7 +325,11 @@ def confined_plan(
         "namespaces": namespaces,
         "bun": bun.path,
         "bun_inside": BUN_IN_SANDBOX,
-        "bun_argv": bun.argv(),
+        "bun_argv": egress_argv(bun, bun.path, str(relay)) if egress else bun.argv(),
+        "egress": str(egress) if egress else None,
+        "egress_inside": EGRESS_IN_SANDBOX,
+        "egress_js": str(relay),
+        "egress_js_inside": EGRESS_JS_IN_SANDBOX,
         "system_dirs": list(SYSTEM_DIRS),
         "etc_files": [*ETC_FILES, "/etc/ld.so.cache"],
         "tmp_bytes": WORK_SIZE_BYTES,
@@ -286,9 +343,12 @@ def confined_plan(
         },
     }
     if inside:
-        plan["env"] = clean_env(WORK_IN_SANDBOX, "/tmp")
+        env = clean_env(WORK_IN_SANDBOX, "/tmp")
+        env |= egress_env(EGRESS_IN_SANDBOX) if egress else {}
     else:
-        plan["env"] = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
+        env = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
+        env |= egress_env(str(egress)) if egress else {}
+    plan["env"] = env
     data = marshal.dumps(plan)
     # The same command for every run, so the runner can start one ahead of time.
     return Plan(LAUNCHER_ARGV, {}, "/", None, b"%08x" % len(data) + data)
@@ -302,16 +362,23 @@ def _with_limits(argv: list[str], env: dict[str, str], workdir: Path, limits: Li
 
 
 def prepare_workdir(base: Path | None, uid: int | None, mode: Mode) -> Path:
-    """A fresh private directory the run may write to. Outside bwrap it also holds the
-    run's HOME and TMPDIR; inside, HOME is the work dir itself and /tmp a private tmpfs."""
+    """A fresh private directory the run may write to, `<run>/work`, where `<run>` is a
+    new folder that only we can create entries in: `<run>/work.io` (files.io_dir) cannot
+    be made first by another local account. Outside bwrap the work dir also holds the
+    run's HOME and TMPDIR; inside, HOME is the work dir itself and /tmp a private tmpfs.
+    Remove it with `tree.remove_tree(path.parent)`."""
     import tempfile
 
-    path = Path(tempfile.mkdtemp(prefix="sidekick-code-", dir=base))
+    run = Path(tempfile.mkdtemp(prefix="sidekick-code-", dir=base))
+    if uid is not None:
+        os.chmod(run, 0o711)  # the run's uid passes through to work/, sees nothing else
+    path = run / "work"
+    os.mkdir(path, 0o700)
     dirs = [path]
     if mode in ("basic", "off"):  # confine.py makes these itself, after its mounts
         dirs += [path / ".home", path / ".tmp"]
         for d in dirs[1:]:
-            d.mkdir()
+            d.mkdir(0o700)
     if uid is not None:
         for d in dirs:
             os.chown(d, uid, uid)

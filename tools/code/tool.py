@@ -23,14 +23,19 @@ from tools.base import (
 )
 from tools.code.bun import locate_bun, probe_bun
 from tools.code.categories import classify
+from tools.code.egress import EgressProxy
 from tools.code.files import INPUT_DIR, OUTPUT_DIR, InputStore, user_key
 from tools.code.jobs import JobManager
 from tools.code.modes import INSTALL_BWRAP, choose_mode, protection
 from tools.code.runner import CodeRunner, RunResult
 from tools.code.sandbox import Mode
 from tools.code.settings import CodeSettings
+from tools.fetch.policy import Policy
 
 log = logging.getLogger(__name__)
+
+# web_fetch's rule for the code's network; the refusal names the setting that opens it.
+CODE_EGRESS = Policy(allow_private=False, setting="CODE_PRIVATE_NETWORKS")
 
 MAX_TIMEOUT_MS = 120_000
 STDOUT_FOR_MODEL = 4000
@@ -77,7 +82,8 @@ class CodeService:
         network = s.code_network == "on"
         mode, self.mode_reason = choose_mode(s.code_sandbox, network)
         self.mode: Mode | Literal["refused"] = mode or "refused"
-        self.protects = protection(mode, network) if mode else "nothing runs"
+        private_ok = s.code_private_networks == "on"
+        self.protects = protection(mode, network, private_ok) if mode else "nothing runs"
         self.runner: CodeRunner | None = None
         self.problem: str | None = None
         try:
@@ -91,7 +97,11 @@ class CodeService:
                 log.warning("code tool: %s", self.mode_reason)
             else:
                 self.runner = CodeRunner(
-                    bun, mode, network=network, max_concurrent=s.code_max_concurrent
+                    bun,
+                    mode,
+                    network=network,
+                    max_concurrent=s.code_max_concurrent,
+                    egress=None if private_ok else EgressProxy(CODE_EGRESS),
                 )
                 log.info(
                     "code tool: bun %s at %s; sandbox %s (%s); protects %s%s",
@@ -125,6 +135,9 @@ class CodeService:
             res = RunResult("", "cancelled: the request ended before the run", None, 0.0)
             await asyncio.shield(self._trace(code, timeout_ms, call, res, "killed"))
             raise
+        except Exception as exc:  # every run is traced, also one the host side failed
+            log.exception("code run failed on the host side")
+            res = RunResult("", "", None, 0.0, sandbox_error=f"the run failed: {exc!r}"[:500])
         category = classify(res)
         row_id = await self._trace(code, timeout_ms, call, res, category)
         return row_id, res, category

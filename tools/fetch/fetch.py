@@ -1,8 +1,9 @@
 """GET one URL: redirects followed by hand (each hop checked and pinned to the address
-that was checked), body read up to a cap."""
+that was checked), body read up to a cap, all of it within one deadline."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -14,6 +15,9 @@ from tools.fetch.policy import IP, Policy
 MAX_REDIRECTS = 5
 MAX_BYTES = 3_000_000
 TIMEOUT = httpx.Timeout(20.0, connect=10.0)
+# httpx's timeouts are per read: a server that drips a byte now and then never trips
+# them. This bounds the whole fetch (lookups, redirects, body) instead.
+DEADLINE_S = 30.0
 HEADERS = {
     "User-Agent": "Sidekick/0.1 (personal assistant; web_fetch)",
     "Accept": "text/html,application/xhtml+xml,text/plain,application/json;q=0.9,*/*;q=0.5",
@@ -62,7 +66,19 @@ async def _send_pinned(http: httpx.AsyncClient, url: str, addresses: list[IP]) -
     raise ToolError(f"cannot fetch {url[:200]} ({failure})")
 
 
-async def get(http: httpx.AsyncClient, url: str, policy: Policy) -> Page:
+async def get(
+    http: httpx.AsyncClient, url: str, policy: Policy, deadline_s: float = DEADLINE_S
+) -> Page:
+    try:
+        async with asyncio.timeout(deadline_s):
+            return await _get(http, url, policy)
+    except TimeoutError:
+        raise ToolError(
+            f"{url[:200]} was still loading after {deadline_s:g} s in all; stopped"
+        ) from None
+
+
+async def _get(http: httpx.AsyncClient, url: str, policy: Policy) -> Page:
     current = url
     for _ in range(MAX_REDIRECTS + 1):
         addresses = await policy.check(current)

@@ -22,10 +22,39 @@ async def system_resolve(host: str, port: int) -> list[IP]:
     return [ipaddress.ip_address(info[4][0]) for info in infos]
 
 
+# IPv6 ranges that carry an IPv4 address in their last 32 bits: IPv4-compatible (::/96),
+# SIIT's IPv4-translated (::ffff:0:0/96) and well-known NAT64 (64:ff9b::/96). A host
+# stack or a NAT64 gateway may route them to that IPv4 address, so it is what we judge.
+_EMBEDS_V4_LOW = (
+    ipaddress.IPv6Network("::/96"),
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),
+    ipaddress.IPv6Network("64:ff9b::/96"),
+)
+# Never public whatever they embed: local-use NAT64 (RFC 8215) and deprecated site-local.
+_NEVER_PUBLIC = (ipaddress.IPv6Network("64:ff9b:1::/48"), ipaddress.IPv6Network("fec0::/10"))
+
+
+def unwrap(ip: IP) -> IP:
+    """The IPv4 address an IPv6 address stands for (mapped, compatible, translated, NAT64,
+    6to4), else the address itself."""
+    if isinstance(ip, ipaddress.IPv4Address):
+        return ip
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if any(ip in net for net in _EMBEDS_V4_LOW) and int(ip) & 0xFFFFFFFF > 1:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip
+
+
 def is_public(ip: IP) -> bool:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+    if isinstance(ip, ipaddress.IPv6Address) and any(ip in net for net in _NEVER_PUBLIC):
+        return False
+    if ip.is_multicast or not ip.is_global:
+        return False
+    inner = unwrap(ip)
+    return inner is ip or (inner.is_global and not inner.is_multicast)
 
 
 @dataclass
@@ -34,6 +63,7 @@ class Policy:
     resolve: Resolver = system_resolve
     # For tests: addresses allowed even when private networks are refused.
     extra_allowed: set[IP] = field(default_factory=set)
+    setting: str = "FETCH_PRIVATE_NETWORKS"  # named in the refusal: the way to open it
 
     def allowed(self, ip: IP) -> bool:
         return self.allow_private or ip in self.extra_allowed or is_public(ip)
@@ -67,6 +97,6 @@ class Policy:
         if bad:
             raise ToolError(
                 f"refused {host}: it resolves to a private, loopback or link-local address "
-                f"({bad[0]}); set FETCH_PRIVATE_NETWORKS=on to allow local addresses"
+                f"({bad[0]}); set {self.setting}=on to allow local addresses"
             )
         return addresses

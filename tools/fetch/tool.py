@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
 from tools.fetch.extract import extract
-from tools.fetch.fetch import get
+from tools.fetch.fetch import DEADLINE_S, get
 from tools.fetch.policy import Policy
 from tools.fetch.settings import FetchSettings
 
@@ -34,10 +34,10 @@ def _label(url: str, title: str, text: str, status: int, note: str) -> str:
     return f"{head}\n{text}{note}\n[end of external content]"
 
 
-def build_tool(http: Any, policy: Policy) -> Tool[FetchParams]:
+def build_tool(http: Any, policy: Policy, deadline_s: float = DEADLINE_S) -> Tool[FetchParams]:
     async def one(url: str, limit: int) -> str:
         try:
-            page = await get(http, url.strip(), policy)
+            page = await get(http, url.strip(), policy, deadline_s)
             title, text = await asyncio.to_thread(extract, page)
         except ToolError as exc:
             return f"[{url[:200]}: error: {exc}]"

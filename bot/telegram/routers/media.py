@@ -19,6 +19,7 @@ from bot.media.attachments import NO_VISION, MediaItem, MediaService
 from bot.telegram.album import Album
 from bot.telegram.answer import answer, incoming_from
 from bot.telegram.files import download
+from bot.telegram.groups import GROUP_CHATS, addressed_any, without_mention
 from bot.telegram.render import send_chunk, send_plain, utf16_len
 from tools.code.files import user_key
 
@@ -86,9 +87,17 @@ def build_router() -> Router:
         media: MediaService | None = app.media
         assert media is not None, "the App was built without media handling"
         parts = await album.collect() if album is not None else [message]
+        # In a group, files are for the bot only when addressed, like text (nothing
+        # is downloaded otherwise); the mention is not part of the caption it reads.
+        if not await addressed_any(parts, bot, app.settings.group_replies):
+            return
         items = [i for m in parts if (i := media_item(m, media.max_bytes))]
         if not items:
             return
+        if message.chat.type in GROUP_CHATS:
+            username = (await bot.me()).username
+            for item in items:
+                item.caption = without_mention(item.caption, username, keep_if_empty=False)
         who = message.from_user
         key = user_key(who.id if who else None, 0)
 

@@ -1,0 +1,172 @@
+"""Model code's network follows web_fetch's rule by default: public addresses only, out
+through the egress proxy from a network namespace of its own; CODE_PRIVATE_NETWORKS=on
+opens it. The host's /proc/net and the launcher's command line are not visible."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.test_code_helpers import STRONG_MODES, Env, env
+from tools.code.egress import EgressProxy
+from tools.code.runner import CodeRunner
+from tools.code.sandbox import egress_capable
+from tools.code.tool import CodeService
+from tools.fetch.policy import Policy
+
+__all__ = ["env"]
+
+LOOPBACK = ipaddress.ip_address("127.0.0.1")
+
+
+@pytest.fixture
+async def web() -> AsyncIterator[tuple[int, list[bytes]]]:
+    """A host service on 127.0.0.1 that records every request line it gets."""
+    seen: list[bytes] = []
+
+    async def on_connect(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        line = await r.readline()
+        seen.append(line)
+        while (await r.readline()) not in (b"\r\n", b""):
+            pass
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\nhost-only")
+        await w.drain()
+        w.close()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    yield server.sockets[0].getsockname()[1], seen
+    server.close()
+    await server.wait_closed()
+
+
+def in_mode(env: Env, mode: str, policy: Policy | None) -> CodeService:
+    """`env.in_mode` with the egress proxy the service builds by default (None: none)."""
+    svc = env.in_mode(mode)
+    assert svc.runner is not None
+    old = svc.runner
+    svc.runner = CodeRunner(
+        old.bun,
+        old.mode,
+        network=True,
+        max_concurrent=2,
+        namespaces=old.namespaces,
+        egress=EgressProxy(policy) if policy else None,
+    )
+    env.deps.closers.append(svc.runner.close)
+    return svc
+
+
+def probe(port: int) -> str:
+    return f"""
+for (const url of ["http://127.0.0.1:{port}/a", "http://169.254.169.254/latest/meta-data/",
+                   "http://[::ffff:127.0.0.1]:{port}/b", "http://[64:ff9b::7f00:1]:{port}/c"]) {{
+  try {{ const r = await fetch(url); const t = (await r.text()).trim();
+        console.log(`fetch ${{r.status}} ${{t}}`); }}
+  catch (e) {{ console.log("fetch error " + (e.code || e.name)); }}
+}}
+try {{ await Bun.connect({{ hostname: "127.0.0.1", port: {port}, socket: {{ data() {{}} }} }});
+  console.log("connected"); }} catch (e) {{ console.log("connect " + e.code); }}
+const fs = require("node:fs");
+const tcp = fs.existsSync("/proc/net/tcp") ? fs.readFileSync("/proc/net/tcp", "utf8") : "";
+console.log("host port in /proc/net/tcp: " + tcp.includes(":{port:04X} "));
+"""
+
+
+@pytest.mark.parametrize("mode", STRONG_MODES)
+async def test_code_reaches_no_local_address_by_default(
+    env: Env, mode: str, web: tuple[int, list[bytes]]
+) -> None:
+    port, seen = web
+    svc = in_mode(env, mode, Policy(allow_private=False, setting="CODE_PRIVATE_NETWORKS"))
+    assert svc.runner is not None
+    if not egress_capable(svc.runner.mode, svc.runner.namespaces):
+        pytest.skip("no network namespace in this mode: the rule cannot be held (said so)")
+    _, res, _ = await svc.execute(probe(port), 20000, None)
+    lines = res.stdout.strip().splitlines()
+    assert seen == [], lines  # nothing reached the host's service
+    fetches = [line for line in lines if line.startswith("fetch")]
+    assert len(fetches) == 4, res.stdout + res.stderr
+    for line in fetches:
+        assert line.startswith("fetch 403 sidekick egress: refused"), line
+        assert "CODE_PRIVATE_NETWORKS=on" in line
+    assert "connected" not in lines  # no direct route: only the proxy leads out
+    assert "host port in /proc/net/tcp: false" in lines
+
+
+@pytest.mark.parametrize("mode", STRONG_MODES)
+async def test_allowed_addresses_are_reached_through_the_proxy(
+    env: Env, mode: str, web: tuple[int, list[bytes]]
+) -> None:
+    # The test's service stands in for a public address: allowed by the policy, and
+    # reached through the proxy (the code's own loopback has nothing on that port).
+    port, seen = web
+    svc = in_mode(env, mode, Policy(allow_private=False, extra_allowed={LOOPBACK}))
+    assert svc.runner is not None
+    if not egress_capable(svc.runner.mode, svc.runner.namespaces):
+        pytest.skip("no network namespace in this mode")
+    code = f'const r = await fetch("http://127.0.0.1:{port}/ok?x=1"); console.log(await r.text())'
+    _, res, cat = await svc.execute(code, 20000, None)
+    assert cat is None and res.stdout.strip() == "host-only", res.stdout + res.stderr
+    assert seen == [b"GET /ok?x=1 HTTP/1.1\r\n"]
+
+
+async def test_private_networks_on_opens_it(env: Env, web: tuple[int, list[bytes]]) -> None:
+    port, seen = web
+    svc = env.service(code_private_networks="on")
+    assert svc.runner is not None and svc.runner.egress is None
+    assert "every address (CODE_PRIVATE_NETWORKS=on)" in svc.protects
+    code = f'const r = await fetch("http://127.0.0.1:{port}/direct"); console.log(await r.text())'
+    _, res, _ = await svc.execute(code, 20000, None)
+    assert res.stdout.strip() == "host-only" and seen == [b"GET /direct HTTP/1.1\r\n"]
+
+
+async def test_the_default_service_holds_code_to_public_addresses(env: Env) -> None:
+    svc = env.service()
+    assert svc.runner is not None
+    if egress_capable(svc.runner.mode, svc.runner.namespaces):
+        assert svc.runner.egress is not None
+        assert svc.runner.egress.policy.setting == "CODE_PRIVATE_NETWORKS"
+        assert "public addresses only" in svc.protects
+    else:
+        assert "the public-only rule needs a network namespace" in svc.protects
+
+
+async def test_the_proxy_refuses_connect_to_local_spellings() -> None:
+    proxy = EgressProxy(Policy(allow_private=False))
+    folder = await proxy.start()
+    try:
+        for target in ("127.0.0.1:22", "[::ffff:127.0.0.1]:22", "[::7f00:1]:22", "10.0.0.1:443"):
+            reader, writer = await asyncio.open_unix_connection(folder / "egress.sock")
+            writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+            status = await asyncio.wait_for(reader.readline(), 30)
+            writer.close()
+            assert status.startswith(b"HTTP/1.1 403"), (target, status)
+        reader, writer = await asyncio.open_unix_connection(folder / "egress.sock")
+        writer.write(b"GET file:///etc/passwd HTTP/1.1\r\n\r\n")
+        assert (await asyncio.wait_for(reader.readline(), 30)).startswith(b"HTTP/1.1 400")
+        writer.close()
+    finally:
+        await proxy.close()
+    assert not folder.exists()
+
+
+@pytest.mark.parametrize("mode", STRONG_MODES)
+async def test_the_launchers_command_line_shows_no_host_path(env: Env, mode: str) -> None:
+    svc = env.in_mode(mode)
+    assert svc.runner is not None
+    code = """
+const fs = require("node:fs");
+for (const pid of fs.readdirSync("/proc").filter((p) => /^\\d+$/.test(p))) {
+  try { console.log(fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\\0", " ")); }
+  catch (e) {}
+}
+"""
+    _, res, _ = await svc.execute(code, 20000, None)
+    if mode == "landlock-only":  # no PID namespace: only bun's own entry is readable
+        assert "sidekick-code-" not in res.stdout.replace(str(svc.runner.bun.path), "")
+        return
+    assert res.stdout.strip(), res.stderr
+    assert "sidekick-code-" not in res.stdout and "work.io" not in res.stdout, res.stdout
