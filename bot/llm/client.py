@@ -211,7 +211,7 @@ class LLMClient:
         `body` (and for later calls): stream_options (older servers; usage is then
         estimated), max_tokens (OpenAI's reasoning models want max_completion_tokens)."""
         said = str(exc)
-        if exc.status_code != 400:
+        if exc.status_code not in (400, 422):  # Mistral answers 422 to a field it does not take
             return False
         if "stream_options" in said and body.pop("stream_options", None) is not None:
             log.warning("the model endpoint rejects stream_options; usage will be estimated")

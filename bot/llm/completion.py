@@ -2,7 +2,8 @@
 of the OpenAI stream the server speaks (tests/test_llm_dialects.py replays each):
 
 - tool calls in pieces keyed by `index` (OpenAI, Azure, vLLM, LM Studio, llama.cpp, Groq);
-  whole in one chunk (Ollama, Mistral), without `index` (Gemini): a new id is a new call;
+  whole in one chunk (Ollama, Mistral), without `index` (Gemini): each named entry is a
+  call, and a second call under an index already taken brings an id of its own;
 - the name repeated whole in every delta with the same id (llama-cpp-python): kept once; its
   legacy `function_call` beside `tool_calls` is ignored, and read only when it comes alone;
 - reasoning as `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter, Ollama):
@@ -78,8 +79,9 @@ class Completion:
 
     @property
     def truncated(self) -> bool:
-        """The reply stopped at the output limit (max_tokens), not where the model ended it."""
-        return self.finish_reason == "length"
+        """The reply stopped at the output limit (max_tokens), not where the model ended it
+        (Mistral says `model_length` when the context ran out first)."""
+        return self.finish_reason in ("length", "model_length")
 
     @property
     def cut_note(self) -> str:
@@ -135,8 +137,8 @@ class _Calls:
             call = self.by_index.get(index)
             if call is not None and cid and call.id and cid != call.id:
                 call = None  # another call under the same index (Ollama's parallel calls)
-        elif cid:
-            call = next((c for c in self.calls if c.id == cid), None)
+        elif isinstance((tc.get("function") or {}).get("name"), str):
+            call = None  # no index (Gemini): each named entry is a whole call
         else:
             call = self.calls[-1] if self.calls else None
         if call is None:
@@ -157,8 +159,12 @@ class _Calls:
             call.arguments += arguments
 
     def done(self) -> list[LLMToolCall]:
+        """The calls, each with an id of its own (some servers send none, or one twice)."""
+        seen: set[str] = set()
         for n, call in enumerate(self.calls):
-            call.id = call.id or f"call_{n}"
+            if not call.id or call.id in seen:
+                call.id = f"{call.id or 'call'}_{n}"
+            seen.add(call.id)
         return self.calls
 
 
