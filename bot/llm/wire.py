@@ -76,37 +76,30 @@ class StreamErrorEvent(APIError):
 
 
 def status_error(status: int, headers: httpx.Headers, raw: bytes) -> APIStatusError:
-    """The error for a 4xx/5xx answer, its message built as the SDK built it (the
-    stream_options check reads it)."""
-    message = f"Error code: {status}"
+    """The error for a 4xx/5xx answer, its message built as the SDK built it (the checks
+    for refused fields read it)."""
     text = raw.decode("utf-8", "replace").strip()
-    body: object = text
-    error_message: object = None
     try:
-        body = orjson.loads(text)
+        body: object = orjson.loads(text)
     except ValueError:
-        pass
-    else:
-        error = body.get("error", body) if isinstance(body, dict) else None
-        said = error.get("message") if isinstance(error, dict) else None
-        if isinstance(said, str) and said:
-            message += f" - {said}"
-        if isinstance(body, dict):
-            inner = body.get("error")
-            error_message = inner.get("message") if isinstance(inner, dict) else None
-            body = error
+        body = text
+    error = body.get("error", body) if isinstance(body, dict) else body
+    said = error.get("message") if isinstance(error, dict) else None
+    said = said if isinstance(said, str) and said else None
+    message = f"Error code: {status}" + (f" - {said}" if said else "")
     return APIStatusError(
-        message, status_code=status, headers=headers, body=body, error_message=error_message
+        message, status_code=status, headers=headers, body=error, error_message=said
     )
 
 
 def _user_agent() -> str:
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
-        return f"Sidekick/{version('sidekick')} python-httpx/{httpx.__version__}"
-    except Exception:  # run from a source tree that was never installed
-        return f"Sidekick python-httpx/{httpx.__version__}"
+    try:
+        ours = f"Sidekick/{version('sidekick')}"
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        ours = "Sidekick"
+    return f"{ours} python-httpx/{version('httpx')}"
 
 
 def request_headers(api_key: str) -> dict[str, str]:
@@ -155,19 +148,15 @@ class Endpoint:
             verify=_ssl_context(),
         )
 
-    def url(self, path: str) -> str:
-        return self.base_url + path
-
     async def send(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, url: str = ""
+        self, method: str, path: str, body: dict[str, Any] | None = None
     ) -> httpx.Response:
-        """Send with the body read as a stream; httpx's own failures become our connection
-        and timeout errors, and a 4xx/5xx answer raises its status error once its body is
-        read (and logged, masked)."""
+        """Send `path` (under the base URL, or a whole URL) with the answer's body left as a
+        stream; httpx's own failures become our connection and timeout errors, and a 4xx/5xx
+        answer raises its status error once its body is read (and logged, masked)."""
         content = encode(body) if body is not None else None
-        request = self.http.build_request(
-            method, url or self.url(path), content=content, headers=self.headers
-        )
+        url = path if "://" in path else self.base_url + path
+        request = self.http.build_request(method, url, content=content, headers=self.headers)
         with transport_errors():
             response = await self.http.send(request, stream=True)
         if response.status_code >= 400:
@@ -186,11 +175,9 @@ class Endpoint:
             raise error from None
         return response
 
-    async def call(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, url: str = ""
-    ) -> Any:
+    async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """One non-streamed request; its JSON answer."""
-        response = await self.send(method, path, body, url=url)
+        response = await self.send(method, path, body)
         try:
             with transport_errors():
                 raw = await response.aread()

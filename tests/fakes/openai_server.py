@@ -30,6 +30,7 @@ class Text:
     chunk: int = 7  # characters per streamed delta
     delay: float = 0.0  # seconds between chunks
     usage: dict[str, Any] | None = None
+    finish: str = "stop"  # "length": a reply cut at max_tokens
 
 
 @dataclass
@@ -193,6 +194,7 @@ def _completion(body: dict[str, Any], turn: Turn, usage: dict[str, Any] | None) 
     finish = "stop"
     if isinstance(turn, Text):
         message["content"] = turn.text
+        finish = turn.finish
     elif isinstance(turn, Calls):
         message["content"] = turn.text or None
         message["tool_calls"] = _tool_calls(turn)
@@ -233,7 +235,7 @@ async def _stream(
             if turn.delay:
                 await asyncio.sleep(turn.delay)
             await send({"content": turn.text[i : i + turn.chunk]})
-        await send({}, "stop")
+        await send({}, turn.finish)
     else:
         assert isinstance(turn, Calls)
         if turn.text:
