@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.agent.runner import Incoming
+from bot.app import build_app
 from bot.errors import ProviderError, user_text
+from bot.llm.client import LLMClient
+from tests.conftest import make_settings
 from tests.llm_replay import Replay, client, replaying
 
 
@@ -108,11 +112,11 @@ async def test_dialect(dialect: str, tmp_path: Path, replay: Replay) -> None:
     assert (seen[-1] if seen else "") == want.content  # the reasoning never reaches the user
     got = [(c.id, c.name, json.loads(c.arguments)) for c in out.tool_calls]
     assert got == want.calls
-    assert (out.reasoning, out.reasoning_field) == (want.reasoning, want.reasoning_field)
     assert out.finish_reason == want.finish
     usage = out.usage
     counts = (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens) if usage else None
     assert counts == want.usage
+    assert (out.reasoning, out.reasoning_field) == (want.reasoning, want.reasoning_field)
 
 
 async def test_the_reasoning_goes_back_with_the_tool_call_turn(
@@ -149,3 +153,19 @@ async def test_a_provider_error_inside_a_200_stream(tmp_path: Path, replay: Repl
     out = await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
     assert out.content == "Fast inference matters." and out.fallback_from == "fake-model"
+
+
+async def test_the_agent_sends_the_reasoning_back_with_its_tool_call_turn(
+    tmp_path: Path, replay: Replay
+) -> None:
+    replay.queue += ["dialects/vllm.txt", "dialects/groq.txt"]
+    settings = make_settings(tmp_path, replay)  # type: ignore[arg-type]
+    app = await build_app(settings, llm=LLMClient(settings, retry_base_delay=0.01))
+    try:
+        reply = await app.agent.handle(Incoming("weather in Berlin?", telegram_user_id=42))
+    finally:
+        await app.close()
+    assert reply.text.startswith("Fast inference matters.")
+    turn = next(m for m in replay.requests[1]["messages"] if m.get("tool_calls"))
+    assert turn["reasoning_content"] == "I should call the tool."
+    assert all("reasoning" not in m for m in replay.requests[1]["messages"])
