@@ -13,7 +13,7 @@ import logging
 import random
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from bot.config import Settings
 from bot.errors import ProviderError
@@ -34,6 +34,7 @@ from bot.llm.wire import (
 __all__ = ["ChatModel", "Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # How providers say the prompt does not fit (OpenAI's and Groq's context_length_exceeded,
 # llama.cpp, vLLM, DeepSeek, Mistral, Gemini, LM Studio, Anthropic behind a router).
@@ -206,6 +207,15 @@ class LLMClient:
                 )
                 await asyncio.sleep(delay)
 
+    async def _adapting(self, body: dict[str, Any], send: Callable[[], Awaitable[T]]) -> T:
+        """`send()`, once more after each refused field `_adapted` took out of `body`."""
+        while True:
+            try:
+                return await send()
+            except APIStatusError as exc:
+                if not self._adapted(exc, body):
+                    raise
+
     def _adapted(self, exc: APIStatusError, body: dict[str, Any]) -> bool:
         """Whether a 400 was a server refusing one of our optional fields, now changed in
         `body` (and for later calls): stream_options (older servers; usage is then
@@ -248,13 +258,7 @@ class LLMClient:
             if self.ask_usage:
                 # The provider's own token counts arrive in a last chunk without choices.
                 body["stream_options"] = {"include_usage": True}
-            while True:
-                try:
-                    events = await open_stream(client, body)
-                    break
-                except APIStatusError as exc:
-                    if not self._adapted(exc, body):
-                        raise
+            events = await self._adapting(body, lambda: open_stream(client, body))
             return await collect(events, model, on_text)
 
         return await self._with_fallback(model, once)
@@ -271,13 +275,7 @@ class LLMClient:
 
         async def once(client: Endpoint, model: str) -> Completion:
             body = self._body(model, messages, max_tokens)
-            while True:
-                try:
-                    raw = await client.call("POST", "/chat/completions", body)
-                    break
-                except APIStatusError as exc:
-                    if not self._adapted(exc, body):
-                        raise
+            raw = await self._adapting(body, lambda: client.call("POST", "/chat/completions", body))
             out = from_json(raw, model)
             if out is None:
                 raise ResponseDataError("not a chat completion")

@@ -77,7 +77,7 @@ class ContextSize:
         )
         for method, url, body, read in asks:
             try:
-                found = read(await self.endpoint.call(method, url, body))
+                found = read(await self.endpoint.call(method, url, body, quiet=True))
             except APIError:
                 continue  # this server does not answer that question
             if found:

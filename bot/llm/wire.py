@@ -149,7 +149,7 @@ class Endpoint:
         )
 
     async def send(
-        self, method: str, path: str, body: dict[str, Any] | None = None
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, quiet: bool = False
     ) -> httpx.Response:
         """Send `path` (under the base URL, or a whole URL) with the answer's body left as a
         stream; httpx's own failures become our connection and timeout errors, and a 4xx/5xx
@@ -169,15 +169,20 @@ class Endpoint:
                 await response.aclose()
             error = status_error(response.status_code, response.headers, raw)
             said = raw.decode("utf-8", "replace").strip()[:2000]
-            log.warning(
-                "%s %s answered HTTP %s: %s", method, path, error.status_code, self.mask(said)
+            log.log(
+                logging.DEBUG if quiet else logging.WARNING,
+                "%s %s answered HTTP %s: %s",
+                *(method, path, error.status_code, self.mask(said)),
             )
             raise error from None
         return response
 
-    async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """One non-streamed request; its JSON answer."""
-        response = await self.send(method, path, body)
+    async def call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, quiet: bool = False
+    ) -> Any:
+        """One non-streamed request; its JSON answer (`quiet`: an error status is expected,
+        logged only at debug level)."""
+        response = await self.send(method, path, body, quiet=quiet)
         try:
             with transport_errors():
                 raw = await response.aread()
