@@ -15,7 +15,7 @@ from aiohttp import web
 
 from bot.agent.runner import Incoming
 from bot.app import build_app
-from bot.errors import ProviderError
+from bot.errors import ProviderError, user_text
 from bot.llm.client import LLMClient
 from tests.conftest import make_settings
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
@@ -158,3 +158,36 @@ async def test_context_setting_wins_and_unknown_is_none(
     llm = client(tmp_path, fake_llm)  # an OpenAI-like server: it does not say
     assert await llm.context_tokens() is None
     await llm.close()
+
+
+OVERFLOWS = [
+    # OpenAI (code context_length_exceeded); vLLM and DeepSeek word it the same way
+    "This model's maximum context length is 128000 tokens. However, your messages resulted "
+    "in 130412 tokens. Please reduce the length of the messages.",
+    # Mistral
+    "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 "
+    "maximum context length",
+    # Gemini's OpenAI endpoint
+    "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+]
+
+
+@pytest.mark.parametrize("said", OVERFLOWS)
+async def test_overflow_wordings_are_told_in_one_sentence(
+    tmp_path: Path, fake_llm: FakeOpenAI, said: str
+) -> None:
+    fake_llm.add(Error(400, said))
+    llm = client(tmp_path, fake_llm)
+    with pytest.raises(ProviderError) as info:
+        await llm.stream([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert len(fake_llm.requests) == 1 and "/newsession" in user_text(info.value)
+
+
+async def test_another_400_is_not_an_overflow(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    fake_llm.add(Error(400, "Invalid 'messages[1].content': string too long."))
+    llm = client(tmp_path, fake_llm)
+    with pytest.raises(ProviderError) as info:
+        await llm.stream([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert user_text(info.value) == "The model provider rejected the request (HTTP 400)."
