@@ -279,6 +279,10 @@ class LLMClient:
             out = from_json(raw, model)
             if out is None:
                 raise ResponseDataError("not a chat completion")
+            if out.truncated:  # a summary or program cut short: its caller gets what there is
+                log.info(
+                    "a %s-token completion was cut at its output limit", body.get(self.limit_field)
+                )
             return out
 
         return await self._with_fallback(model, once)

@@ -17,9 +17,10 @@ class ModelSettings(BaseModel):
     llm_fallback_model: str | None = None
     llm_fallback_base_url: str | None = None  # default: LLM_BASE_URL
     llm_fallback_api_key: SecretStr | None = None  # default: LLM_API_KEY
-    # Sent as max_tokens on every call: a degenerate stream (a small model repeating a
-    # newline until its context fills) stops there instead of running for minutes.
-    llm_max_output_tokens: int = Field(default=2048, ge=1)
+    # The max_tokens of every call, and the ceiling of what a caller asks for: a degenerate
+    # stream (a small model repeating a newline until its context fills) stops there. The
+    # default leaves the code generator's own ask whole.
+    llm_max_output_tokens: int = Field(default=4096, ge=1)
     # The model's context in tokens; 0: ask the server (llama.cpp, Ollama) or unknown.
     llm_context_tokens: int = Field(default=0, ge=0)
 
