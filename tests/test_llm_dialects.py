@@ -15,6 +15,7 @@ from bot.agent.runner import Incoming
 from bot.app import build_app
 from bot.errors import ProviderError, user_text
 from bot.llm.client import LLMClient
+from bot.llm.completion import parse_usage
 from tests.conftest import make_settings
 from tests.llm_replay import Replay, client, replaying
 
@@ -169,3 +170,9 @@ async def test_the_agent_sends_the_reasoning_back_with_its_tool_call_turn(
     turn = next(m for m in replay.requests[1]["messages"] if m.get("tool_calls"))
     assert turn["reasoning_content"] == "I should call the tool."
     assert all("reasoning" not in m for m in replay.requests[1]["messages"])
+
+
+def test_cached_input_from_llama_cpp_timings_alone() -> None:
+    """Older llama.cpp builds send no prompt_tokens_details: `timings.cache_n` says it."""
+    usage = parse_usage({"prompt_tokens": 2126, "completion_tokens": 8}, {"cache_n": 5})
+    assert usage is not None and (usage.prompt_tokens, usage.cached_tokens) == (2126, 5)
