@@ -12,6 +12,8 @@ __all__ = ["ConfigError", "ProviderError", "SidekickError", "ToolError", "user_t
 
 
 def provider_text(exc: ProviderError) -> str:
+    if advice := getattr(exc, "advice", None):  # a model call that knows what to do next
+        return str(advice)
     status = exc.status
     if status in (401, 403):
         return (

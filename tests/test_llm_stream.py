@@ -1,8 +1,9 @@
-"""The lean streaming client (bot/llm/stream.py) against broken streams over real HTTP:
+"""The streaming client (bot/llm/stream.py) against broken streams over real HTTP:
 each gives a retry or one plain error, never the API key, and the client keeps working."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from aiohttp import web
 from bot.errors import ProviderError, user_text
 from bot.llm.client import LLMClient
 from tests.conftest import make_settings
-from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
+from tests.fakes.openai_server import Calls, Error, FakeOpenAI, KeepAlive, Text
 
 KEY = "sk-test-secret-key-123456"  # the key make_settings gives the client
 
@@ -180,23 +181,33 @@ async def test_500_then_200_and_the_request_sent(tmp_path: Path, broken_llm: Bro
 async def test_a_last_event_without_its_blank_line(
     tmp_path: Path, broken_llm: BrokenOpenAI
 ) -> None:
-    """A body that ends without [DONE] or the final blank line still gives its text."""
+    """A body that ends without [DONE] or the final blank line gives the text of its whole
+    events; the unterminated last one is dropped, as the SSE spec says."""
     body = _chunk({"content": "Hello"}) + _chunk({}, "stop").rstrip(b"\n")
     broken_llm.broken.append(Broken(body.replace(b"\n\n", b"\r\n\r\n", 1)))
     llm = client(tmp_path, broken_llm)
     out = await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
-    assert out.content == "Hello" and out.finish_reason == "stop"
+    assert out.content == "Hello" and out.finish_reason is None
 
 
-async def test_timeout_is_retried_then_plain(tmp_path: Path, broken_llm: BrokenOpenAI) -> None:
-    broken_llm.add(*[Text("slow", chunk=1, delay=0.5)] * 2)
-    llm = client(tmp_path, broken_llm, llm_timeout_s=0.2, llm_max_retries=1)
-    with pytest.raises(ProviderError) as info:
-        await llm.stream([{"role": "user", "content": "hi"}])
+async def test_keep_alives_forever_end_at_the_deadline(
+    tmp_path: Path, broken_llm: BrokenOpenAI
+) -> None:
+    """LLM_TIMEOUT_S bounds the whole call, retries included, not each read: a server that
+    sends keep-alive comments and never an answer is given up at the deadline, in one line."""
+    broken_llm.add(*[KeepAlive(every=0.05)] * 5)
+    llm = client(tmp_path, broken_llm, llm_timeout_s=1.0)
+    async with asyncio.timeout(60):  # a per-read timeout alone would never fire: fail, not hang
+        with pytest.raises(ProviderError) as info:
+            await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
-    assert len(broken_llm.requests) == 2
-    assert "not answering (timed out)" in user_text(info.value)
+    text = user_text(info.value)
+    assert "LLM_TIMEOUT_S (1 s)" in text and text.count("\n") == 0
+    broken_llm.script.clear()  # the retries the deadline left no time for
+    llm = client(tmp_path, broken_llm)
+    assert (await llm.stream([{"role": "user", "content": "next"}])).content == "echo: next"
+    await llm.close()
 
 
 @dataclass
@@ -236,33 +247,9 @@ async def test_the_request_carries_our_headers_and_the_providers_cookie(
     assert second["Cookie"] == "affinity=node-7"
 
 
-async def test_the_chat_request_is_the_one_httpx_would_build() -> None:
-    """The hot path builds its request itself; it must equal httpx's own, header for header."""
-    from bot.llm.wire import Endpoint
-
-    endpoint = Endpoint("http://127.0.0.1:9/v1/", KEY, 12.5)
-    try:
-        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "é"}]}).encode()
-        ours = endpoint.request("POST", "/chat/completions", body)
-        theirs = endpoint.http.build_request(
-            "POST",
-            endpoint.url("/chat/completions"),
-            content=body,
-            headers=endpoint.headers,
-            timeout=endpoint.timeout,
-        )
-        assert ours.headers.raw == theirs.headers.raw
-        assert (ours.method, ours.url, ours.content) == (theirs.method, theirs.url, theirs.content)
-        assert ours.extensions == theirs.extensions
-    finally:
-        await endpoint.aclose()
-
-
 async def test_a_connection_the_provider_closed_while_idle_is_not_reused() -> None:
-    """The pool's idle check (bot/llm/sockets.py) must still see a server's hang-up: the
-    second request goes out on a new connection instead of failing on the dead one."""
-    import asyncio
-
+    """httpx's pool must see a server's hang-up: the second request goes out on a new
+    connection instead of failing on the dead one."""
     from bot.llm.stream import open_stream
     from bot.llm.wire import Endpoint
 

@@ -296,7 +296,7 @@ class Agent:
             if not completion.tool_calls:
                 answer = completion.content.strip() or "(no answer)"
                 await hooks.on_answer(ctx, answer)
-                notes = metered.extra_lines() if metered is not None else ""
+                notes = completion.cut_note + (metered.extra_lines() if metered else "")
                 return Reply(answer + notes, ctx.request_id, ctx.session_id, used, notes=notes)
             calls = completion.tool_calls
             allowed = calls[: max(0, cap - used)]
@@ -314,6 +314,7 @@ class Agent:
                     "role": "assistant",
                     "content": completion.content or None,
                     "tool_calls": wire_calls,
+                    **completion.turn_fields(),  # the reasoning, where the provider needs it
                 }
             )
             if events.on_tools is not None and allowed:

@@ -9,15 +9,16 @@ carries the provider's token usage when it sent one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 from bot.config import Settings
 from bot.errors import ProviderError
+from bot.llm.completion import Completion, LLMToolCall, OnText, Usage, collect, from_json
+from bot.llm.context import ContextSize
 from bot.llm.stream import open_stream
 from bot.llm.wire import (
     APIConnectionError,
@@ -30,57 +31,38 @@ from bot.llm.wire import (
     StreamErrorEvent,
 )
 
+__all__ = ["ChatModel", "Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
+
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-OnText = Callable[[str], Awaitable[None]]
-
-
-@dataclass
-class LLMToolCall:
-    id: str
-    name: str
-    arguments: str  # raw JSON text, as the model wrote it
-
-
-@dataclass
-class Usage:
-    """Token counts of one call, as the provider reported them (or estimated by us)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
-    estimated: bool = False
+# How providers say the prompt does not fit (OpenAI's and Groq's context_length_exceeded,
+# llama.cpp, vLLM, DeepSeek, Mistral, Gemini, LM Studio, Anthropic behind a router).
+_OVERFLOW = re.compile(
+    r"context[_ ](length|size|window)|maximum context|exceeds? the (available|maximum)"
+    r"|input token count|prompt is too long|too large for model|reduce the length of the messages",
+    re.I,
+)
 
 
-def parse_usage(raw: object) -> Usage | None:
-    """The OpenAI `usage` object (cached and reasoning details when present)."""
-    if not isinstance(raw, dict):
-        return None
+class ContextOverflow(ProviderError):
+    """The provider refused the request as longer than the model's context."""
 
-    def num(d: object, key: str) -> int:
-        value = d.get(key) if isinstance(d, dict) else None
-        return value if isinstance(value, int) and value >= 0 else 0
-
-    return Usage(
-        prompt_tokens=num(raw, "prompt_tokens"),
-        completion_tokens=num(raw, "completion_tokens"),
-        cached_tokens=num(raw.get("prompt_tokens_details"), "cached_tokens"),
-        reasoning_tokens=num(raw.get("completion_tokens_details"), "reasoning_tokens"),
+    advice = (
+        "This conversation no longer fits the model's context: start a fresh one with "
+        "/newsession, or ask the admin to set LLM_CONTEXT_TOKENS (or lower LLM_MAX_OUTPUT_TOKENS)."
     )
 
 
-@dataclass
-class Completion:
-    content: str = ""
-    tool_calls: list[LLMToolCall] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage: Usage | None = None  # None: the provider sent none
-    model: str = ""  # the model that answered (the fallback's name when it did)
-    provider_id: str | None = None  # the provider's completion id
-    # Set when the fallback model answered: why the requested model did not.
-    fallback_from: str | None = None
-    fallback_reason: str | None = None
+class DeadlinePassed(ProviderError):
+    """The whole call (its retries included) took longer than LLM_TIMEOUT_S."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no complete answer within {seconds:g} s", None)
+        self.advice = (
+            f"The model did not finish its answer within LLM_TIMEOUT_S ({seconds:g} s): "
+            "try again, or ask the admin to raise LLM_TIMEOUT_S."
+        )
 
 
 class ChatModel(Protocol):
@@ -118,9 +100,9 @@ def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
 class LLMClient:
     """Chat completions against an OpenAI-compatible endpoint, over httpx (bot/llm/wire.py).
 
-    The streamed chat (every message's hot path) goes through bot/llm/stream.py; plain
-    completions and the model list are one JSON request each. Our messages are already
-    wire-format dicts, so nothing is converted on the way out.
+    The streamed chat goes through bot/llm/stream.py; plain completions and the model list
+    are one JSON request each. Every call asks for at most LLM_MAX_OUTPUT_TOKENS and, its
+    retries included, ends within LLM_TIMEOUT_S.
     """
 
     def __init__(
@@ -134,12 +116,16 @@ class LLMClient:
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none"
         self.model = settings.llm_model
         self.max_retries = settings.llm_max_retries
+        self.deadline = settings.llm_timeout_s
+        self.max_output_tokens = settings.llm_max_output_tokens
         self.retry_base_delay = retry_base_delay
         self.retry_max_delay = retry_max_delay
         self.client = Endpoint(
             settings.llm_base_url, key, settings.llm_timeout_s, http_client=http_client
         )
+        self.context = ContextSize(self.client, settings.llm_context_tokens)
         self.ask_usage = True  # stream_options.include_usage, until a server rejects it
+        self.limit_field = "max_tokens"  # max_completion_tokens where a server asks for it
         self.fallback_model = settings.llm_fallback_model
         self.fallback_client = self.client
         other_url = settings.llm_fallback_base_url
@@ -157,21 +143,38 @@ class LLMClient:
         if self.fallback_client is not self.client:
             await self.fallback_client.aclose()
 
+    async def context_tokens(self, model: str | None = None) -> int | None:
+        """The model's context in tokens: LLM_CONTEXT_TOKENS, else what the server says
+        (llama.cpp, Ollama), else None (unknown)."""
+        return await self.context.tokens(model or self.model)
+
     async def _with_fallback(
         self, model: str | None, what: Callable[[Endpoint, str], Awaitable[Completion]]
     ) -> Completion:
         """The requested model with its retries; then, when it is still failing (not when
-        it refused the request), the fallback model with the same retries."""
+        it refused the request), the fallback model with the same retries. Each model's
+        share ends at the deadline, keep-alive comments or not."""
+
+        async def bounded(client: Endpoint, name: str) -> Completion:
+            try:
+                async with asyncio.timeout(self.deadline):
+                    return await self._with_retries(lambda: what(client, name))
+            except TimeoutError:
+                log.warning("model %s gave no complete answer within %gs", name, self.deadline)
+                raise DeadlinePassed(self.deadline) from None
+
         primary = model or self.model
         try:
-            return await self._with_retries(lambda: what(self.client, primary))
+            return await bounded(self.client, primary)
         except ProviderError as exc:
             transient = exc.status is None or exc.status == 429 or exc.status >= 500
             fallback = self.fallback_model
-            if not transient or not fallback or fallback == primary:
+            if isinstance(exc, ContextOverflow) or not transient or not fallback:
+                raise
+            if fallback == primary:
                 raise
             log.warning("model %s failed (%s); trying the fallback %s", primary, exc, fallback)
-            out = await self._with_retries(lambda: what(self.fallback_client, fallback))
+            out = await bounded(self.fallback_client, fallback)
             out.fallback_from, out.fallback_reason = primary, str(exc)
             return out
 
@@ -181,6 +184,9 @@ class LLMClient:
             try:
                 return await what()
             except APIError as exc:
+                said = f"{exc.message} {exc.body}"
+                if isinstance(exc, APIStatusError | StreamErrorEvent) and _OVERFLOW.search(said):
+                    raise ContextOverflow(_kind(exc), getattr(exc, "status_code", None)) from exc
                 retry, status, after = _retryable(exc)
                 if isinstance(exc, APIStatusError) and not retry:
                     raise ProviderError(_describe(exc), status) from exc
@@ -201,6 +207,38 @@ class LLMClient:
                 )
                 await asyncio.sleep(delay)
 
+    async def _adapting(self, body: dict[str, Any], send: Callable[[], Awaitable[T]]) -> T:
+        """`send()`, once more after each refused field `_adapted` took out of `body`."""
+        while True:
+            try:
+                return await send()
+            except APIStatusError as exc:
+                if not self._adapted(exc, body):
+                    raise
+
+    def _adapted(self, exc: APIStatusError, body: dict[str, Any]) -> bool:
+        """Whether a 400 was a server refusing one of our optional fields, now changed in
+        `body` (and for later calls): stream_options (older servers; usage is then
+        estimated), max_tokens (OpenAI's reasoning models want max_completion_tokens)."""
+        said = str(exc)
+        if exc.status_code not in (400, 422):  # Mistral answers 422 to a field it does not take
+            return False
+        if "stream_options" in said and body.pop("stream_options", None) is not None:
+            log.warning("the model endpoint rejects stream_options; usage will be estimated")
+            self.ask_usage = False
+            return True
+        if "max_completion_tokens" in said and "max_tokens" in body:
+            body["max_completion_tokens"] = body.pop("max_tokens")
+            self.limit_field = "max_completion_tokens"
+            return True
+        return False
+
+    def _body(
+        self, model: str, messages: list[dict[str, Any]], limit: int | None
+    ) -> dict[str, Any]:
+        cap = self.max_output_tokens
+        return {"model": model, "messages": messages, self.limit_field: min(limit or cap, cap)}
+
     async def stream(
         self,
         messages: list[dict[str, Any]],
@@ -213,25 +251,15 @@ class LLMClient:
         text so far after each delta."""
 
         async def once(client: Endpoint, model: str) -> Completion:
-            body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
+            body = self._body(model, messages, None)
+            body["stream"] = True
             if tools:
                 body["tools"] = tools
             if self.ask_usage:
                 # The provider's own token counts arrive in a last chunk without choices.
                 body["stream_options"] = {"include_usage": True}
-            try:
-                events = await open_stream(client, body)
-            except APIStatusError as exc:
-                # An older server that rejects stream_options: go on without (usage is
-                # then estimated), and stop asking.
-                rejected = exc.status_code == 400 and "stream_options" in str(exc)
-                if not rejected or "stream_options" not in body:
-                    raise
-                log.warning("the model endpoint rejects stream_options; usage will be estimated")
-                self.ask_usage = False
-                body.pop("stream_options")
-                events = await open_stream(client, body)
-            return await _collect(events, model, on_text)
+            events = await self._adapting(body, lambda: open_stream(client, body))
+            return await collect(events, model, on_text)
 
         return await self._with_fallback(model, once)
 
@@ -242,13 +270,20 @@ class LLMClient:
         *,
         model: str | None = None,
     ) -> Completion:
-        """A plain, non-streamed completion (summaries, code generation), with its usage."""
+        """A plain, non-streamed completion (summaries, code generation), with its usage;
+        at most `max_tokens` (and never more than LLM_MAX_OUTPUT_TOKENS)."""
 
         async def once(client: Endpoint, model: str) -> Completion:
-            body: dict[str, Any] = {"model": model, "messages": messages}
-            if max_tokens:
-                body["max_tokens"] = max_tokens
-            return _completion(await client.call("POST", "/chat/completions", body), model)
+            body = self._body(model, messages, max_tokens)
+            raw = await self._adapting(body, lambda: client.call("POST", "/chat/completions", body))
+            out = from_json(raw, model)
+            if out is None:
+                raise ResponseDataError("not a chat completion")
+            if out.truncated:  # a summary or program cut short: its caller gets what there is
+                log.info(
+                    "a %s-token completion was cut at its output limit", body.get(self.limit_field)
+                )
+            return out
 
         return await self._with_fallback(model, once)
 
@@ -266,23 +301,6 @@ class LLMClient:
         return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
-def _completion(raw: object, model: str) -> Completion:
-    """A non-streamed chat completion's JSON: the first choice's text, usage and id."""
-    if not isinstance(raw, dict):
-        raise ResponseDataError("not a chat completion")
-    choices = raw.get("choices")
-    first = choices[0] if isinstance(choices, list) and choices else None
-    message = first.get("message") if isinstance(first, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    provider_id = raw.get("id")
-    return Completion(
-        content=content if isinstance(content, str) else "",
-        usage=parse_usage(raw.get("usage")),
-        model=model,
-        provider_id=provider_id if isinstance(provider_id, str) else None,
-    )
-
-
 def _kind(exc: Exception) -> str:
     if isinstance(exc, APITimeoutError):
         return "timed out"
@@ -294,55 +312,10 @@ def _kind(exc: Exception) -> str:
         return "malformed answer"
     if isinstance(exc, StreamErrorEvent):
         return "error in the stream"  # the provider's own words go to no user
+    if isinstance(exc, APIStatusError):
+        return f"HTTP {exc.status_code}"
     return type(exc).__name__
 
 
 def _describe(exc: APIStatusError) -> str:
     return f"HTTP {exc.status_code}: {exc.error_message or exc.message}"[:300]
-
-
-async def _collect(
-    events: AsyncGenerator[dict[str, Any]], model: str, on_text: OnText | None
-) -> Completion:
-    """A stream's events (parsed JSON dicts, not the SDK's chunk objects, which cost more
-    CPU than the rest) added up into one Completion."""
-    out = Completion(model=model)
-    calls: dict[int, LLMToolCall] = {}
-    text: list[str] = []
-    async with contextlib.aclosing(events):
-        async for chunk in events:
-            if usage := chunk.get("usage"):
-                out.usage = parse_usage(usage)
-            if out.provider_id is None and isinstance(chunk.get("id"), str):
-                out.provider_id = chunk["id"]
-            choices = chunk.get("choices")
-            if not choices or not isinstance(choices[0], dict):
-                continue
-            choice = choices[0]
-            delta = choice.get("delta")
-            delta = delta if isinstance(delta, dict) else {}
-            if content := delta.get("content"):
-                text.append(content)
-                if on_text is not None:
-                    await on_text("".join(text))
-            for tc in delta.get("tool_calls") or []:
-                if isinstance(tc, dict):
-                    _add_call_delta(calls, tc)
-            if choice.get("finish_reason"):
-                out.finish_reason = choice["finish_reason"]
-    out.content = "".join(text)
-    out.tool_calls = [calls[i] for i in sorted(calls)]
-    for n, call in enumerate(out.tool_calls):
-        call.id = call.id or f"call_{n}"
-    return out
-
-
-def _add_call_delta(calls: dict[int, LLMToolCall], tc: dict[str, Any]) -> None:
-    """Tool calls arrive in pieces keyed by index: the id once, name and arguments in parts."""
-    call = calls.setdefault(tc.get("index", 0), LLMToolCall(id="", name="", arguments=""))
-    if tc.get("id"):
-        call.id = tc["id"]
-    fn = tc.get("function")
-    if isinstance(fn, dict):
-        call.name += fn.get("name") or ""
-        call.arguments += fn.get("arguments") or ""

@@ -1,11 +1,12 @@
-"""Model choice settings: LLM_MODELS (what /model offers) and the fallback model."""
+"""Model settings: LLM_MODELS (what /model offers), the fallback model, and the bounds of
+one call (output tokens, the context the model holds)."""
 
 from __future__ import annotations
 
 import re
 from typing import Annotated
 
-from pydantic import BaseModel, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
 
@@ -16,6 +17,12 @@ class ModelSettings(BaseModel):
     llm_fallback_model: str | None = None
     llm_fallback_base_url: str | None = None  # default: LLM_BASE_URL
     llm_fallback_api_key: SecretStr | None = None  # default: LLM_API_KEY
+    # The max_tokens of every call, and the ceiling of what a caller asks for: a degenerate
+    # stream (a small model repeating a newline until its context fills) stops there. The
+    # default leaves the code generator's own ask whole.
+    llm_max_output_tokens: int = Field(default=4096, ge=1)
+    # The model's context in tokens; 0: ask the server (llama.cpp, Ollama) or unknown.
+    llm_context_tokens: int = Field(default=0, ge=0)
 
     @field_validator("llm_models", mode="before")
     @classmethod

@@ -2,12 +2,13 @@
 
 The openai SDK used to sit here. The bot posts wire-format dicts and parses the answers
 itself, so all it took from the SDK was a configured HTTP client, its request headers and
-its error types; importing it cost ~0.25 s and ~14 MB at start-up. The requests keep the
-SDK's timeout, pool sizes and the organisation/project headers; the User-Agent names Sidekick.
+its error types, at a large import cost. The requests keep the SDK's timeout, pool sizes
+and the organisation/project headers; the User-Agent names Sidekick.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 from collections.abc import Iterator
@@ -17,7 +18,9 @@ from typing import Any
 import httpx
 import orjson
 
-from bot.llm.sockets import cheap_idle_checks
+from bot.logs import Scrubber
+
+log = logging.getLogger(__name__)
 
 
 class APIError(Exception):
@@ -73,37 +76,30 @@ class StreamErrorEvent(APIError):
 
 
 def status_error(status: int, headers: httpx.Headers, raw: bytes) -> APIStatusError:
-    """The error for a 4xx/5xx answer, its message built as the SDK built it (the
-    stream_options check reads it)."""
-    message = f"Error code: {status}"
+    """The error for a 4xx/5xx answer, its message built as the SDK built it (the checks
+    for refused fields read it)."""
     text = raw.decode("utf-8", "replace").strip()
-    body: object = text
-    error_message: object = None
     try:
-        body = orjson.loads(text)
+        body: object = orjson.loads(text)
     except ValueError:
-        pass
-    else:
-        error = body.get("error", body) if isinstance(body, dict) else None
-        said = error.get("message") if isinstance(error, dict) else None
-        if isinstance(said, str) and said:
-            message += f" - {said}"
-        if isinstance(body, dict):
-            inner = body.get("error")
-            error_message = inner.get("message") if isinstance(inner, dict) else None
-            body = error
+        body = text
+    error = body.get("error", body) if isinstance(body, dict) else body
+    said = error.get("message") if isinstance(error, dict) else None
+    said = said if isinstance(said, str) and said else None
+    message = f"Error code: {status}" + (f" - {said}" if said else "")
     return APIStatusError(
-        message, status_code=status, headers=headers, body=body, error_message=error_message
+        message, status_code=status, headers=headers, body=error, error_message=said
     )
 
 
 def _user_agent() -> str:
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
-        return f"Sidekick/{version('sidekick')} python-httpx/{httpx.__version__}"
-    except Exception:  # run from a source tree that was never installed
-        return f"Sidekick python-httpx/{httpx.__version__}"
+    try:
+        ours = f"Sidekick/{version('sidekick')}"
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        ours = "Sidekick"
+    return f"{ours} python-httpx/{version('httpx')}"
 
 
 def request_headers(api_key: str) -> dict[str, str]:
@@ -135,7 +131,7 @@ def _ssl_context() -> ssl.SSLContext:
 
 class Endpoint:
     """One OpenAI-compatible base URL with its key: a pooled httpx client (or the caller's)
-    and the request headers, URL and timeout built once."""
+    and the request headers."""
 
     def __init__(
         self, base_url: str, api_key: str, timeout: float, http_client: Any = None
@@ -151,49 +147,18 @@ class Endpoint:
             follow_redirects=True,
             verify=_ssl_context(),
         )
-        if self.owns_http:
-            cheap_idle_checks(self.http)
-        # What build_request merges on every call (its URL parsing and header merging were
-        # three quarters of a request's set-up), done once for the hot path; so are the
-        # headers httpx.Request adds for a body (Host first, Content-Length last), whose
-        # one-by-one scans of the header list cost more than the rest of the set-up.
-        self.timeout_ext = self.timeout.as_dict()
-        self.chat_url = httpx.URL(self.url("/chat/completions"))
-        merged = httpx.Headers(self.http.headers)
-        merged.update(self.headers)
-        self.chat_headers = [(b"Host", self.chat_url.netloc), *merged.raw]
-        # A caller's client that sets any of these itself gets httpx's own merging.
-        self.lean = not any(h in merged for h in ("Host", "Content-Length", "Transfer-Encoding"))
 
-    def url(self, path: str) -> str:
-        return self.base_url + path
-
-    def request(self, method: str, path: str, content: bytes | None = None) -> httpx.Request:
-        """The request http.build_request would make; the client still builds it when it
-        holds cookies (a provider that sets them) or query parameters to merge."""
-        http = self.http
-        lean = self.lean and content is not None and path == "/chat/completions"
-        if not lean or http.cookies or http.params:
-            return http.build_request(
-                method, self.url(path), content=content, headers=self.headers, timeout=self.timeout
-            )
-        assert content is not None
-        headers = [*self.chat_headers, (b"Content-Length", str(len(content)).encode())]
-        request = httpx.Request(
-            method,
-            self.chat_url,
-            headers=httpx.Headers(headers),
-            stream=httpx.ByteStream(content),
-            extensions={"timeout": self.timeout_ext},
-        )
-        request.read()  # as Request(content=...) does: request.content is the body
-        return request
-
-    async def send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:
-        """Send, with httpx's own failures as our connection and timeout errors; a 4xx/5xx
-        answer raises its status error after its body is read."""
+    async def send(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, quiet: bool = False
+    ) -> httpx.Response:
+        """Send `path` (under the base URL, or a whole URL) with the answer's body left as a
+        stream; httpx's own failures become our connection and timeout errors, and a 4xx/5xx
+        answer raises its status error once its body is read (and logged, masked)."""
+        content = encode(body) if body is not None else None
+        url = path if "://" in path else self.base_url + path
+        request = self.http.build_request(method, url, content=content, headers=self.headers)
         with transport_errors():
-            response = await self.http.send(request, stream=stream)
+            response = await self.http.send(request, stream=True)
         if response.status_code >= 400:
             raw = b""
             try:
@@ -202,14 +167,22 @@ class Endpoint:
                 pass  # the status alone still says what happened
             finally:
                 await response.aclose()
-            raise status_error(response.status_code, response.headers, raw) from None
+            error = status_error(response.status_code, response.headers, raw)
+            said = raw.decode("utf-8", "replace").strip()[:2000]
+            log.log(
+                logging.DEBUG if quiet else logging.WARNING,
+                "%s %s answered HTTP %s: %s",
+                *(method, path, error.status_code, self.mask(said)),
+            )
+            raise error from None
         return response
 
-    async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """One non-streamed request; its JSON answer."""
-        content = encode(body) if body is not None else None
-        request = self.request(method, path, content)
-        response = await self.send(request, stream=True)
+    async def call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, quiet: bool = False
+    ) -> Any:
+        """One non-streamed request; its JSON answer (`quiet`: an error status is expected,
+        logged only at debug level)."""
+        response = await self.send(method, path, body, quiet=quiet)
         try:
             with transport_errors():
                 raw = await response.aread()
@@ -219,6 +192,10 @@ class Endpoint:
             return orjson.loads(raw)
         except ValueError:
             raise ResponseDataError("the model provider sent a malformed answer") from None
+
+    def mask(self, text: str) -> str:
+        """A provider's words with our key taken out (some echo the request's headers)."""
+        return Scrubber([self.headers["Authorization"][7:]]).scrub(text)
 
     async def aclose(self) -> None:
         if self.owns_http:

@@ -30,6 +30,7 @@ class Text:
     chunk: int = 7  # characters per streamed delta
     delay: float = 0.0  # seconds between chunks
     usage: dict[str, Any] | None = None
+    finish: str = "stop"  # "length": a reply cut at max_tokens
 
 
 @dataclass
@@ -46,7 +47,15 @@ class Error:
     retry_after: float | None = None
 
 
-Turn = Text | Calls | Error
+@dataclass
+class KeepAlive:
+    """A 200 stream of `:` comment lines every `every` seconds and never an answer (a server
+    stuck on its prompt, as llama.cpp sends them while it reads one)."""
+
+    every: float = 0.05
+
+
+Turn = Text | Calls | Error | KeepAlive
 
 
 def echo(body: dict[str, Any]) -> Turn:
@@ -134,6 +143,8 @@ class FakeOpenAI:
             headers = {"retry-after": str(turn.retry_after)} if turn.retry_after else {}
             err = {"error": {"message": turn.message, "type": "server_error", "code": None}}
             return web.json_response(err, status=turn.status, headers=headers)
+        if isinstance(turn, KeepAlive):
+            return await _keep_alive(request, turn)
         usage = _usage(body, turn) if self.send_usage else None
         if not body.get("stream"):
             return web.json_response(_completion(body, turn, usage))
@@ -151,6 +162,17 @@ def _usage(body: dict[str, Any], turn: Turn) -> dict[str, Any]:
     completion = len(out) // 4 + 1
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion}  # fmt: skip
+
+
+async def _keep_alive(request: web.Request, turn: KeepAlive) -> web.StreamResponse:
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    try:
+        while True:  # until the client hangs up
+            await resp.write(b": keep-alive\n\n")
+            await asyncio.sleep(turn.every)
+    except (ConnectionError, asyncio.CancelledError):
+        return resp
 
 
 def _tool_calls(turn: Calls) -> list[dict[str, Any]]:
@@ -172,6 +194,7 @@ def _completion(body: dict[str, Any], turn: Turn, usage: dict[str, Any] | None) 
     finish = "stop"
     if isinstance(turn, Text):
         message["content"] = turn.text
+        finish = turn.finish
     elif isinstance(turn, Calls):
         message["content"] = turn.text or None
         message["tool_calls"] = _tool_calls(turn)
@@ -212,7 +235,7 @@ async def _stream(
             if turn.delay:
                 await asyncio.sleep(turn.delay)
             await send({"content": turn.text[i : i + turn.chunk]})
-        await send({}, "stop")
+        await send({}, turn.finish)
     else:
         assert isinstance(turn, Calls)
         if turn.text:

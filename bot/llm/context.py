@@ -1,0 +1,85 @@
+"""How many tokens the model's context holds: LLM_CONTEXT_TOKENS when set, else what the
+server says where it says it, asked once per model.
+
+- llama.cpp: GET /props (`default_generation_settings.n_ctx`), or the `meta.n_ctx` of its
+  model list;
+- Ollama: POST /api/show, the `num_ctx` it runs with when set, else `model_info`'s
+  `<arch>.context_length`.
+Other servers (and cloud providers) do not say: the answer is None, unknown.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.llm.wire import APIError, Endpoint
+
+log = logging.getLogger(__name__)
+
+
+def _positive(value: object) -> int | None:
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _from_props(raw: Any) -> int | None:
+    settings = raw.get("default_generation_settings") if isinstance(raw, dict) else None
+    return _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
+
+
+def _from_models(raw: Any, model: str) -> int | None:
+    data = raw.get("data") if isinstance(raw, dict) else None
+    for entry in data if isinstance(data, list) else ():
+        if isinstance(entry, dict) and entry.get("id") == model:
+            meta = entry.get("meta")
+            return _positive(meta.get("n_ctx")) if isinstance(meta, dict) else None
+    return None
+
+
+def _from_ollama(raw: Any) -> int | None:
+    if not isinstance(raw, dict):
+        return None
+    for line in str(raw.get("parameters") or "").splitlines():
+        name, _, value = line.strip().partition(" ")
+        if name == "num_ctx" and value.strip().isdigit():
+            return int(value.strip())
+    info = raw.get("model_info")
+    found = (
+        [v for k, v in info.items() if k.endswith(".context_length")]
+        if isinstance(info, dict)
+        else []
+    )
+    return _positive(found[0]) if found else None
+
+
+class ContextSize:
+    def __init__(self, endpoint: Endpoint, configured: int) -> None:
+        self.endpoint = endpoint
+        self.configured = configured
+        self.known: dict[str, int | None] = {}
+
+    async def tokens(self, model: str) -> int | None:
+        if self.configured:
+            return self.configured
+        if model not in self.known:
+            self.known[model] = await self._ask(model)
+            log.info("context of %s: %s tokens", model, self.known[model] or "unknown")
+        return self.known[model]
+
+    async def _ask(self, model: str) -> int | None:
+        # The server's root: /props and /api/show sit beside /v1, not under it.
+        base = self.endpoint.base_url
+        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        asks = (
+            ("GET", root + "/props", None, _from_props),
+            ("GET", base + "/models", None, lambda raw: _from_models(raw, model)),
+            ("POST", root + "/api/show", {"model": model}, _from_ollama),
+        )
+        for method, url, body, read in asks:
+            try:
+                found = read(await self.endpoint.call(method, url, body, quiet=True))
+            except APIError:
+                continue  # this server does not answer that question
+            if found:
+                return found
+        return None
