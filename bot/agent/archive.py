@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.agent.archive_check import MAX_CHARS, check_summary, describe, language_of
+from bot.agent.grounding import check
 from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as core_repo
@@ -247,7 +248,7 @@ class Archiver:
             except Exception as exc:
                 raise SummaryError(f"model failed: {type(exc).__name__}: {exc}") from exc
             text = (text or "").strip()
-            problem = check_summary(text, said) or ""
+            problem = check_summary(text, said) or grounding_problem(text, messages, said)
             if not problem:
                 return text
             request = [
@@ -259,7 +260,37 @@ class Archiver:
                     f"at most 150 words.",
                 },
             ]
-        raise SummaryError(f"summary rejected: {problem}")
+        log.warning("archive summary rejected twice (%s); keeping the user's words", problem)
+        return extractive(messages)
+
+
+def grounding_source(messages: list[Message]) -> tuple[str, bool]:
+    """What a summary may draw on: the user's and Sidekick's words, the results of tool
+    calls that succeeded and the dates the turns were sent; and whether any tool call
+    succeeded (failed calls' arguments and errors are not facts about the user)."""
+    parts, ok = [], False
+    for m in messages:
+        if m.role == "tool":
+            if m.content.startswith("Error:"):
+                continue
+            ok = True
+        parts.append(f"{m.created_at:%Y-%m-%d} {m.content}")
+    return "\n".join(parts), ok
+
+
+def grounding_problem(summary: str, messages: list[Message], said: str) -> str:
+    source, ok = grounding_source(messages)
+    names = language_of(said) != "German"  # German capitalises every noun
+    result = check(summary, source, tool_succeeded=ok, names=names)
+    return "" if result.ok else f"it states what the conversation does not ({result.reason()})"
+
+
+def extractive(messages: list[Message]) -> str:
+    """A summary nothing can be invented in: the user's own first messages, quoted."""
+    said = [m.content.strip() for m in messages if m.role == "user" and m.content.strip()]
+    quoted = "; ".join(f"“{t[:200]}”" for t in said[:3])
+    more = f" (and {len(said) - 3} more messages)" if len(said) > 3 else ""
+    return f"The user wrote: {quoted}{more}."[:MAX_CHARS]
 
 
 def archiver_from(deps: ToolDeps, default_tz: ZoneInfo) -> Archiver | None:
