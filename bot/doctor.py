@@ -204,6 +204,12 @@ async def check_memory_tool(app: App) -> list[CheckResult]:
     return await check_memory(app.deps)
 
 
+async def check_summaries(app: App) -> list[CheckResult]:
+    from bot.agent.compress import doctor_check
+
+    return await doctor_check(app.session_factory, app.settings.summary_review)
+
+
 async def check_reminders(app: App) -> list[CheckResult]:
     from scheduler.reminder_status import reminder_checks
 
@@ -224,6 +230,7 @@ def all_checks() -> list[Check]:
         check_code_tool,
         check_extension_tools,
         check_memory_tool,
+        check_summaries,
         check_media,
     ]
 

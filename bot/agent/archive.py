@@ -239,7 +239,7 @@ class Archiver:
             {"role": "user", "content": "The conversation:\n\n" + transcript(messages)},
         ]
         request = base
-        problem = ""
+        problem = invented = ""
         for _ in range(2):
             try:
                 text = await self.llm.complete_text(
@@ -248,7 +248,9 @@ class Archiver:
             except Exception as exc:
                 raise SummaryError(f"model failed: {type(exc).__name__}: {exc}") from exc
             text = (text or "").strip()
-            problem = check_summary(text, said) or grounding_problem(text, messages, said)
+            problem = check_summary(text, said) or ""
+            invented = "" if problem else grounding_problem(text, messages, said)
+            problem = problem or invented
             if not problem:
                 return text
             request = [
@@ -260,6 +262,10 @@ class Archiver:
                     f"at most 150 words.",
                 },
             ]
+        if not invented:
+            raise SummaryError(f"summary rejected: {problem}")
+        # The model keeps stating what was not said: keep the user's own words instead of
+        # retrying (a memory of invented facts is worse than a plain one).
         log.warning("archive summary rejected twice (%s); keeping the user's words", problem)
         return extractive(messages)
 

@@ -25,7 +25,7 @@ from db.engine import SessionFactory
 from db.models.compressions import SessionCompression
 from db.models.core import Message
 from db.repos import compressions as repo
-from tools.base import Clock, TextModel
+from tools.base import CheckResult, Clock, TextModel
 from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
@@ -250,3 +250,12 @@ class Compressor:
             return f"reviewer failed: {type(exc).__name__}"
         verdict = (verdict or "").strip()
         return None if verdict.upper().startswith("PASS") else f"reviewer: {verdict[:200]}"
+
+
+async def doctor_check(session_factory: SessionFactory, review: Review) -> list[CheckResult]:
+    """One doctor line: how many long-session summaries were used and how many rejected
+    (a rejected one leaves those turns trimmed from the prompt; the log says why)."""
+    async with session_factory() as s:
+        verified, rejected = await repo.counts(s)
+    detail = f"{verified} in use, {rejected} rejected by verification (SUMMARY_REVIEW={review})"
+    return [CheckResult("session summaries", True, detail)]

@@ -67,6 +67,12 @@ async def add(
 
 
 async def rejected_count(s: AsyncSession) -> int:
-    """How many summaries failed verification (doctor shows it)."""
-    stmt = select(func.count()).where(SessionCompression.verified.is_(False))
-    return int((await s.execute(stmt)).scalar_one())
+    """How many summaries failed verification."""
+    return (await counts(s))[1]
+
+
+async def counts(s: AsyncSession) -> tuple[int, int]:
+    """(verified, rejected) summaries, for doctor."""
+    stmt = select(SessionCompression.verified, func.count()).group_by(SessionCompression.verified)
+    found = {bool(v): int(n) for v, n in (await s.execute(stmt)).all()}
+    return found.get(True, 0), found.get(False, 0)
