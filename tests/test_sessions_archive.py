@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from bot.agent.archive import MAX_TRANSCRIPT_CHARS, Archiver, transcript
 from bot.agent.archive_check import check_summary, language_of
+from bot.agent.consolidate import Fact, consolidate
 from db.models.sessions import SessionArchive
 from db.repos import core as core_repo
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
@@ -355,3 +356,27 @@ async def test_a_faithful_summary_of_the_failed_code_run_is_kept(
         result = await env.archiver.archive(sid)
         assert result.status == "archived" and result.summary == faithful
         assert len(summary_requests(fake_llm)) == 1  # accepted on the first try
+
+
+async def test_facts_the_user_stated_become_memories_and_invented_ones_do_not(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    async with make_env(tmp_path, fake_llm, T0) as env:
+        user_id, sid = await env.chat(1, *EN_CHAT)
+        facts = (
+            "\n\nFACTS:\n- plan: Plans a trip to Lisbon in May with their sister."
+            "\n- fact: Was born in 1987 in Porto.\n- preference: Wants a quiet hotel."
+        )
+        fake_llm.add(Text(EN_SUMMARY + facts))
+        result = await env.archiver.archive(sid)
+        assert result.summary == EN_SUMMARY  # the facts are not part of the summary
+        first_user = (await env.messages(sid))[0]
+        (plan,) = await env.memories(user_id, "mid")
+        assert plan.content == "Plans a trip to Lisbon in May with their sister."
+        assert plan.category == "plan" and plan.message_id == first_user.id
+        (pref,) = await env.memories(user_id, "long")  # the birth year was never said
+        assert pref.category == "preference" and "1987" not in pref.content
+        # Stating the same plan again updates the memory instead of adding one.
+        again = [Fact("plan", "Plans a trip to Lisbon in May with their sister.")]
+        assert await consolidate(env.memory, user_id, await env.messages(sid), again, names=True)
+        assert len(await env.memories(user_id, "mid")) == 1

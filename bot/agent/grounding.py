@@ -90,7 +90,7 @@ _RELATIVE = re.compile(
 )
 RELATIVE_DAYS = 10  # how far "next week" / "last weekend" may reach from the session's date
 
-_VERBISH = re.compile(r"(ing|ed|ly)$")
+_VERBISH = re.compile(r"(ing|ed|ly|s)$")  # "Planning", "Asked", "Lives": verbs, not names
 Date = tuple[int | None, int, int]  # (year or None, month, day)
 
 
