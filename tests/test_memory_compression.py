@@ -65,7 +65,9 @@ async def test_a_fact_from_turn_3_reaches_turn_300_through_a_verified_summary(ap
     assert await stored(app) == 600  # every turn is still stored
     assert model.written  # the summaries were written by model calls
     async with app.session_factory() as s:
-        assert await compressions.rejected_count(s) == 0
+        verified, rejected = await compressions.counts(s)
+    # Summaries were rolled forward many times, each one grounded: no false reject.
+    assert verified >= 10 and rejected == 0, (verified, rejected)
 
 
 async def test_a_summary_with_an_invented_name_or_number_is_rejected_and_the_turns_stay(
