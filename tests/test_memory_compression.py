@@ -89,3 +89,27 @@ async def test_a_summary_with_an_invented_name_or_number_is_rejected_and_the_tur
     # The model is told which turns it does not see.
     assert re.search(r"\[not shown\] Turns 1–\d+ of this conversation", system)
     assert await stored(app) == 80
+
+
+async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refuse(
+    app: App,
+) -> None:
+    def reviewer_refuses(messages: list[dict[str, Any]]) -> str:
+        if messages[0]["content"].startswith("You check a summary"):
+            return "FAIL: the turns never say where Ingrid lives."
+        return faithful(messages)
+
+    model = ScriptedModel(writer=reviewer_refuses)
+    agent = agent_for(app, model)
+    agent.settings = agent.settings.model_copy(update={"summary_review": "model"})
+    for i in range(1, 31):
+        model.add(Say(f"ok {i}"))
+        await agent.handle(Incoming(chat(i), telegram_user_id=23))
+    reviews = [m for m in model.written if m[0]["content"].startswith("You check a summary")]
+    assert reviews and len(reviews[0]) == 2  # only the turns and the summary, nothing else
+    assert "Summary:\nThe user said that their sister Ingrid" in reviews[0][1]["content"]
+    async with app.session_factory() as s:
+        rows = list((await s.execute(select(SessionCompression))).scalars())
+    assert rows and not any(r.verified for r in rows)
+    assert (rows[0].reason or "").startswith("reviewer: FAIL")
+    assert "[compressed]" not in model.requests[-1][0]["content"]

@@ -257,5 +257,5 @@ async def doctor_check(session_factory: SessionFactory, review: Review) -> list[
     (a rejected one leaves those turns trimmed from the prompt; the log says why)."""
     async with session_factory() as s:
         verified, rejected = await repo.counts(s)
-    detail = f"{verified} in use, {rejected} rejected by verification (SUMMARY_REVIEW={review})"
+    detail = f"{verified} verified, {rejected} rejected or failed (SUMMARY_REVIEW={review})"
     return [CheckResult("session summaries", True, detail)]
