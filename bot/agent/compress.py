@@ -86,7 +86,7 @@ def tool_succeeded(rows: Sequence[Message]) -> bool:
     return any(m.role == "tool" and not m.content.startswith("Error:") for m in rows)
 
 
-PREFIX_RESERVE = 2500  # the system prompt and tool schemas (measured ~1.7k tokens)
+PREFIX_RESERVE = 2500  # room for the system prompt and the tool schemas
 OUTPUT_RESERVE = 1024  # when LLM_MAX_OUTPUT_TOKENS is not set
 
 
