@@ -156,7 +156,9 @@ class Compressor:
             cut = i
         while cut < len(rows) and rows[cut].role != "user":
             cut += 1
-        return cut if cut < len(rows) else 0
+        # The newest user turn and what follows it are never summarised away.
+        newest = max((i for i, m in enumerate(rows) if m.role == "user"), default=0)
+        return min(cut, newest)
 
     async def _worth_trying(self, session_id: int, upto_id: int) -> bool:
         async with self.session_factory() as s:
