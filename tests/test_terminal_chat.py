@@ -55,7 +55,7 @@ async def test_terminal_chat_round_trip_and_new_session(
     )
     # The new session starts with an empty history: only the new message was sent.
     last = fake_llm.requests[-1]["messages"]
-    assert [m["content"] for m in last[1:]] == ["second"]
+    assert [without_context(m["content"]) for m in last[1:]] == ["second"]
     assert "sk-terminal-secret" not in out + err
 
 
