@@ -78,6 +78,9 @@ class Settings(
     # Agent
     agent_max_turns: int = Field(default=75, ge=1, le=1000)
     history_token_budget: int = Field(default=6000, ge=200)
+    # How a summary standing in for old turns is verified (bot/agent/compress.py): the
+    # grounding check alone, plus a reviewer model call, or not at all.
+    summary_review: Literal["model", "grounding", "off"] = "grounding"
 
     @field_validator("allowed_user_ids", mode="before")
     @classmethod

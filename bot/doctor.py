@@ -201,6 +201,12 @@ def tool_check(name: str, check: Doctor) -> Check:
     return run
 
 
+async def check_summaries(app: App) -> list[CheckResult]:
+    from bot.agent.compress import doctor_check
+
+    return await doctor_check(app.session_factory, app.settings.summary_review)
+
+
 async def check_reminders(app: App) -> list[CheckResult]:
     from scheduler.reminder_status import reminder_checks
 
@@ -220,6 +226,7 @@ def all_checks(tools: tuple[ToolModule, ...] | None = None) -> list[Check]:
         check_usage,
         *(tool_check(name, check) for name, check in doctor_checks(tools)),
         check_extension_tools,
+        check_summaries,
         check_media,
         check_operations,  # .env permissions, backups
     ]

@@ -9,6 +9,7 @@ tested in bulk.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,10 @@ class ScriptedModel:
     script: list[Step] = field(default_factory=list)
     requests: list[list[dict[str, Any]]] = field(default_factory=list)
     tools_seen: list[list[str]] = field(default_factory=list)
+    # Answers plain completions (summaries, reviews) from their messages when set, so a
+    # long chat's script need not know when a summary will be asked for.
+    writer: Callable[[list[dict[str, Any]]], str] | None = None
+    written: list[list[dict[str, Any]]] = field(default_factory=list)
 
     def add(self, *steps: Step) -> None:
         self.script.extend(steps)
@@ -73,4 +78,7 @@ class ScriptedModel:
         *,
         call: object = None,
     ) -> str:
+        if self.writer is not None:
+            self.written.append(messages)
+            return self.writer(messages)
         return (await self.stream(messages)).content

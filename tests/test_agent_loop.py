@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
+from bot.agent.prompt import without_context
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
 from db.models import Message, ToolCallRecord
@@ -69,7 +70,7 @@ async def test_round_trip_stores_both_messages(app: App, fake_llm: FakeOpenAI) -
 async def test_history_is_sent_on_the_next_message(app: App, fake_llm: FakeOpenAI) -> None:
     await app.agent.handle(Incoming("first", telegram_user_id=1))
     await app.agent.handle(Incoming("second", telegram_user_id=1))
-    sent = [m["content"] for m in fake_llm.requests[-1]["messages"][1:]]
+    sent = [without_context(m["content"]) for m in fake_llm.requests[-1]["messages"][1:]]
     assert sent == ["first", "echo: first", "second"]
 
 

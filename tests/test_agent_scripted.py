@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -84,3 +85,22 @@ async def test_a_hook_can_stop_a_request_before_a_model_call(app: App) -> None:
         stored = list((await s.execute(select(Message.role, Message.content))).all())
     assert stored[-1] == ("assistant", "Over budget: no more model calls today.")
     assert [r for r, _ in stored] == ["user", "assistant", "tool", "tool", "assistant"]
+
+
+async def test_consecutive_messages_share_a_byte_identical_prefix(app: App) -> None:
+    """The system prompt, the tools and every earlier turn are the same bytes from one
+    message to the next (a provider's prefix cache reuses them); the time and recalled
+    memories ride in the newest user turn only."""
+    model = ScriptedModel()
+    model.add(Say("one"), Say("two"), Say("three"))
+    agent = scripted(app, model)
+    base = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    for i, text in enumerate(["first", "second", "third"]):
+        agent.clock = lambda i=i: base + timedelta(minutes=7 * i)  # the time changes
+        await agent.handle(Incoming(text, telegram_user_id=11))
+    a, b = model.requests[1], model.requests[2]
+    assert [json.dumps(m) for m in a[:-1]] == [json.dumps(m) for m in b[: len(a) - 1]]
+    assert model.tools_seen[0] == model.tools_seen[1] == model.tools_seen[2]
+    assert b[0]["role"] == "system" and "Now:" not in b[0]["content"]
+    assert "Mon" in b[-1]["content"] and b[-1]["content"].endswith("third")
+    assert b[len(a) - 1] == {"role": "user", "content": "second"}  # stored as the user wrote

@@ -6,6 +6,7 @@ import json
 
 from sqlalchemy import select
 
+from bot.agent.prompt import context_of
 from bot.agent.runner import Incoming
 from bot.app import App
 from db.models import Memory
@@ -140,9 +141,7 @@ async def test_new_session_marker_is_not_stored(app: App, fake_llm: FakeOpenAI) 
     assert "__NEW_SESSION__" not in contents
 
 
-async def test_auto_recall_puts_memories_in_the_system_prompt(
-    app: App, fake_llm: FakeOpenAI
-) -> None:
+async def test_auto_recall_puts_memories_in_the_newest_turn(app: App, fake_llm: FakeOpenAI) -> None:
     assert app.deps.memory is not None
     await app.agent.handle(Incoming("hi", telegram_user_id=5))
     async with app.session_factory() as s:
@@ -159,7 +158,7 @@ async def test_auto_recall_puts_memories_in_the_system_prompt(
         user_id=user_id, layer="short", content="x" * 3000
     )  # too big for the budget: left out
     await app.agent.handle(Incoming("any tips for my cold?", telegram_user_id=5))
-    system = fake_llm.requests[-1]["messages"][0]["content"]
+    system = context_of(fake_llm.requests[-1]["messages"])
     assert "What you remember about the user" in system
     section = system.split("What you remember about the user")[1]
     assert section.index("Name is Ann") < section.index("Has a cold")
@@ -208,7 +207,7 @@ async def test_auto_recall_with_many_memories_keeps_long_term_first(
         await store.store(user_id=user_id, layer="short", content=f"Week {i}: tried {topic}")
     await store.store(user_id=user_id, layer="long", content="Lives in Lyon", category="fact")
     await app.agent.handle(Incoming("how did the rowing go?", telegram_user_id=6))
-    section = fake_llm.requests[-1]["messages"][0]["content"].split(
+    section = context_of(fake_llm.requests[-1]["messages"]).split(
         "What you remember about the user"
     )[1]
     assert "Lives in Lyon" in section and "tried rowing" in section

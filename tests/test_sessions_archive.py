@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,9 @@ from sqlalchemy import select
 
 from bot.agent.archive import MAX_TRANSCRIPT_CHARS, Archiver, transcript
 from bot.agent.archive_check import check_summary, language_of
+from bot.agent.consolidate import Fact, consolidate
 from db.models.sessions import SessionArchive
+from db.repos import core as core_repo
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests
 
@@ -273,3 +276,107 @@ async def test_archive_state_rows_are_per_session(tmp_path: Path, fake_llm: Fake
         async with env.sf() as s:
             rows = list((await s.execute(select(SessionArchive))).scalars())
         assert [r.session_id for r in rows] == [sid]
+
+
+async def add_turns(env: Env, session_id: int, user_id: int, *turns: dict[str, Any]) -> None:
+    async with env.sf() as s, s.begin():
+        for n, turn in enumerate(turns):
+            await core_repo.add_message(
+                s,
+                session_id=session_id,
+                user_id=user_id,
+                request_id=f"t{n}",
+                now=env.clock(),
+                **turn,
+            )
+
+
+async def test_a_name_the_failed_session_never_held_is_not_kept(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """The real small-model case: the only turn failed, the summary invented a name."""
+    async with make_env(tmp_path, fake_llm, T0) as env:
+        user_id, sid = await env.chat(
+            1, "hi, can you remember things for me?", "The model provider rejected the request."
+        )
+        invented = "The user shared their name, 'John Doe', and asked whether Sidekick remembers."
+        fake_llm.add(Text(invented), Text(invented))
+        result = await env.archiver.archive(sid)
+        assert result.status == "archived"
+        assert result.summary is not None and "John Doe" not in result.summary
+        # The model was told what it got wrong before its second try.
+        retry = summary_requests(fake_llm)[1]["messages"][-1]["content"]
+        assert "John Doe" in retry
+        (short,) = await env.memories(user_id, "short")
+        assert "John" not in short.content and "can you remember things" in short.content
+
+
+CODE_TURNS: tuple[dict[str, Any], ...] = (
+    {"role": "user", "content": "What is the 30th Fibonacci number? Use code."},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": json.dumps(
+            [{"id": "c1", "type": "function", "function": {"name": "code", "arguments": "{}"}}]
+        ),
+    },
+    {"role": "tool", "content": "Error: tool code failed: TimeoutError.", "tool_call_id": "c1"},
+    {"role": "assistant", "content": "The code did not run, so I have no number for you."},
+)
+
+
+async def test_a_result_from_code_that_never_ran_is_not_kept(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    async with make_env(tmp_path, fake_llm, T0) as env:
+        user_id, sid = await env.chat(1)
+        await add_turns(env, sid, user_id, *CODE_TURNS)
+        invented = (
+            "The user asked for the 30th Fibonacci number; Sidekick wrote code and executed "
+            "it, revealing 832040."
+        )
+        fake_llm.add(Text(invented), Text(invented))
+        result = await env.archiver.archive(sid)
+        assert result.summary is not None and "832040" not in result.summary
+        (short,) = await env.memories(user_id, "short")
+        assert "832040" not in short.content and "executed" not in short.content
+
+
+async def test_a_faithful_summary_of_the_failed_code_run_is_kept(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    async with make_env(tmp_path, fake_llm, T0) as env:
+        user_id, sid = await env.chat(1)
+        await add_turns(env, sid, user_id, *CODE_TURNS)
+        faithful = (
+            "The user asked for the 30th Fibonacci number. Sidekick tried to compute it with "
+            "code, but the run failed, so no number was given."
+        )
+        fake_llm.add(Text(faithful))
+        result = await env.archiver.archive(sid)
+        assert result.status == "archived" and result.summary == faithful
+        assert len(summary_requests(fake_llm)) == 1  # accepted on the first try
+
+
+async def test_facts_the_user_stated_become_memories_and_invented_ones_do_not(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    async with make_env(tmp_path, fake_llm, T0) as env:
+        user_id, sid = await env.chat(1, *EN_CHAT)
+        facts = (
+            "\n\nFACTS:\n- plan: Plans a trip to Lisbon in May with their sister."
+            "\n- fact: Was born in 1987 in Porto.\n- preference: Wants a quiet hotel."
+        )
+        fake_llm.add(Text(EN_SUMMARY + facts))
+        result = await env.archiver.archive(sid)
+        assert result.summary == EN_SUMMARY  # the facts are not part of the summary
+        first_user = (await env.messages(sid))[0]
+        (plan,) = await env.memories(user_id, "mid")
+        assert plan.content == "Plans a trip to Lisbon in May with their sister."
+        assert plan.category == "plan" and plan.message_id == first_user.id
+        (pref,) = await env.memories(user_id, "long")  # the birth year was never said
+        assert pref.category == "preference" and "1987" not in pref.content
+        # Stating the same plan again updates the memory instead of adding one.
+        again = [Fact("plan", "Plans a trip to Lisbon in May with their sister.")]
+        assert await consolidate(env.memory, user_id, await env.messages(sid), again, names=True)
+        assert len(await env.memories(user_id, "mid")) == 1

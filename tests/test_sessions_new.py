@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 
+from bot.agent.prompt import without_context
 from bot.agent.runner import Agent, Incoming
 from bot.agent.sessions import start_new_session
 from db.repos import core as core_repo
@@ -108,7 +109,7 @@ async def test_the_model_can_start_a_new_session(tmp_path: Path, fake_llm: FakeO
         third = await agent.handle(Incoming("hello again", telegram_user_id=9))
         assert third.session_id != first.session_id
         sent = fake_llm.requests[-1]["messages"]
-        assert [m["content"] for m in sent[1:]] == ["hello again"]
+        assert [without_context(m["content"]) for m in sent[1:]] == ["hello again"]
         # The closed session is summarised by the scheduler's next run.
         fake_llm.add(Text(SUMMARY))
         assert (await env.jobs.split_sessions()).archived == [first.session_id]
@@ -156,7 +157,9 @@ async def test_a_message_after_the_split_time_opens_a_new_session(
         env.clock.now = datetime(2026, 11, 20, 23, 1, tzinfo=UTC)  # 00:01 in Berlin
         nxt = await agent.handle(Incoming("good morning", telegram_user_id=9))
         assert nxt.session_id != first.session_id
-        assert [m["content"] for m in fake_llm.requests[-1]["messages"][1:]] == ["good morning"]
+        assert [without_context(m["content"]) for m in fake_llm.requests[-1]["messages"][1:]] == [
+            "good morning"
+        ]
         old = await env.session(first.session_id)
         assert old.ended_at == env.clock.now
         fake_llm.add(Text(SUMMARY))
@@ -175,7 +178,7 @@ async def test_a_message_after_the_split_time_opens_a_new_session(
         a = await agent.handle(Incoming("still here", telegram_user_id=10))
         b = await agent.handle(Incoming("and again", telegram_user_id=10))
         assert a.session_id == b.session_id
-        sent = [m["content"] for m in fake_llm.requests[-1]["messages"][1:]]
+        sent = [without_context(m["content"]) for m in fake_llm.requests[-1]["messages"][1:]]
         assert sent[0] == "hi from LA" and sent[-1] == "and again"
 
 

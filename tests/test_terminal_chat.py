@@ -9,6 +9,7 @@ import sys
 from asyncio.subprocess import Process
 from pathlib import Path
 
+from bot.agent.prompt import without_context
 from tests.fakes.openai_server import FakeOpenAI, Text
 
 
@@ -54,7 +55,7 @@ async def test_terminal_chat_round_trip_and_new_session(
     )
     # The new session starts with an empty history: only the new message was sent.
     last = fake_llm.requests[-1]["messages"]
-    assert [m["content"] for m in last[1:]] == ["second"]
+    assert [without_context(m["content"]) for m in last[1:]] == ["second"]
     assert "sk-terminal-secret" not in out + err
 
 
@@ -77,7 +78,12 @@ async def test_terminal_commands_are_answered_locally(tmp_path: Path, fake_llm: 
     assert "Your recent sessions" in out or "No sessions yet" in out
     assert "Your time zone: UTC" in out
     # Only the unknown command reached the model; the known ones never did.
-    sent = [m["content"] for r in fake_llm.requests for m in r["messages"] if m["role"] == "user"]
+    sent = [
+        without_context(m["content"])
+        for r in fake_llm.requests
+        for m in r["messages"]
+        if m["role"] == "user"
+    ]
     assert sent == ["/frobnicate the thing"]
     # The prompt is on stdout; log lines (Alembic, code tool) went to DATA_DIR/chat.log.
     assert out.count("you> ") == 7
@@ -94,11 +100,19 @@ async def test_chat_as_a_telegram_user_shares_their_history(
     assert "as Telegram user 4242" in out
     code, _, err = await run_chat(tmp_path, fake_llm, "two as 4242\n", "--as", "4242")
     assert code == 0, err
-    linked = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"]
+    linked = [
+        without_context(m["content"])
+        for m in fake_llm.requests[-1]["messages"]
+        if m["role"] == "user"
+    ]
     assert linked == ["one as 4242", "two as 4242"]
     code, _, err = await run_chat(tmp_path, fake_llm, "the local user\n")
     assert code == 0, err
-    local = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"]
+    local = [
+        without_context(m["content"])
+        for m in fake_llm.requests[-1]["messages"]
+        if m["role"] == "user"
+    ]
     assert local == ["the local user"]
 
 

@@ -2,8 +2,10 @@
 
 tiktoken downloads its BPE files at run time, which a sealed host cannot do; bpe-openai
 carries the same o200k_base ranks in its package data, so counts are exact for GPT-4o
-class models and a close stand-in for other providers' tokenizers. tools.bpe counts with
-those ranks in plain Python (the same tokens at a quarter of the Rust tokenizer's memory).
+class models and a close stand-in for other providers' tokenizers. It is linear in the
+text (a hand-written Python BPE that gave the same tokens was quadratic on one long run
+of a repeated character, and so was removed); the bot loads it only when it counts and
+lets it go after (release).
 """
 
 from __future__ import annotations
@@ -32,35 +34,37 @@ _LOADING = threading.Lock()
 
 @lru_cache(maxsize=1)
 def encoder() -> Encoder:
-    # Loading takes ~0.2 s and ~7 MB; the bot warms it up in a thread. The lock makes a
-    # request that needs it meanwhile wait for that load instead of starting a second one.
+    # The bot warms it up in a thread; the lock makes a request that needs it meanwhile
+    # wait for that load instead of starting a second one.
     with _LOADING:
         return _load()
 
 
-@lru_cache(maxsize=1)
-def _load() -> Encoder:
-    # tools.bpe gives the same tokens from the same ranks at ~5 MB instead of the Rust
-    # tokenizer's ~130 MB; the Rust one stays the stand-in if `regex` is missing.
-    try:
-        from tools.bpe import o200k
+class _Rust:
+    """bpe-openai's encoder, with special-token text counted as plain text (a user may
+    paste "<|endoftext|>"; refusing to count it would fail the request)."""
 
-        return o200k()
-    except Exception:
-        pass
-    try:
+    def __init__(self) -> None:
         import bpe_openai
 
-        enc: Encoder = bpe_openai.get_encoding("o200k_base")
-        return enc
+        self.enc = bpe_openai.get_encoding("o200k_base")
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.enc.encode(text, disallowed_special=()))
+
+
+@lru_cache(maxsize=1)
+def _load() -> Encoder:
+    try:
+        return _Rust()
     except Exception:  # a missing or broken wheel must not stop the bot
         return _Estimate()
 
 
 def release() -> None:
-    """Lets the loaded tokenizer go (~7 MB): the bot counts tokens only now and then (tool
-    costs when the tool set changes, /context, providers that send no usage); the next
-    count loads it again (~0.2 s)."""
+    """Lets the loaded tokenizer go: the bot counts tokens only now and then (tool costs
+    when the tool set changes, /context, providers that send no usage); the next count
+    loads it again."""
     with _LOADING:
         encoder.cache_clear()
         _load.cache_clear()

@@ -25,6 +25,9 @@ from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.agent.archive_check import MAX_CHARS, check_summary, describe, language_of
+from bot.agent.consolidate import PROMPT as FACTS_PROMPT
+from bot.agent.consolidate import Fact, consolidate, split
+from bot.agent.grounding import check
 from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as core_repo
@@ -47,11 +50,14 @@ SUMMARY_CATEGORY = "session"
 BACKOFF_CAP = timedelta(hours=1)
 DEFAULT_NAME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")  # db.repos.core.default_session_name
 
-PROMPT = """You write the memory of a finished conversation between a user and their \
+PROMPT = (
+    """You write the memory of a finished conversation between a user and their \
 assistant, Sidekick, so that Sidekick can recall it in later conversations.
 Write 2 to 6 plain sentences (at most 150 words): what the user wanted, what was decided \
 or found out, what the user shared about themselves, and what is still open.
 Write in {language}. No preamble, no headings, no Markdown."""
+    + FACTS_PROMPT
+)
 
 
 class MemoryWriter(Protocol):
@@ -164,11 +170,16 @@ class Archiver:
 
         if summary is None:
             try:
-                summary = await self.summarise(
+                summary, facts = await self.summarise(
                     messages, said, ModelCall("archive", user_id, session_id)
                 )
             except SummaryError as exc:
                 return await self._failed(session_id, str(exc))
+            try:
+                names = language_of(said) != "German"
+                await consolidate(self.memory, user_id, messages, facts, names=names)
+            except Exception:
+                log.exception("keeping the facts of session %d failed", session_id)
             async with self.session_factory() as s, s.begin():
                 grew = await self._grew(s, session_id, last_id)
                 if grew:
@@ -230,15 +241,16 @@ class Archiver:
 
     async def summarise(
         self, messages: list[Message], said: str, call: ModelCall | None = None
-    ) -> str:
-        """A checked summary; one corrective retry when the first does not pass."""
+    ) -> tuple[str, list[Fact]]:
+        """A checked summary and the facts the model listed after it; one corrective
+        retry when the summary does not pass."""
         language = describe(language_of(said))
         base = [
             {"role": "system", "content": PROMPT.format(language=language)},
             {"role": "user", "content": "The conversation:\n\n" + transcript(messages)},
         ]
         request = base
-        problem = ""
+        problem = invented = ""
         for _ in range(2):
             try:
                 text = await self.llm.complete_text(
@@ -246,10 +258,12 @@ class Archiver:
                 )
             except Exception as exc:
                 raise SummaryError(f"model failed: {type(exc).__name__}: {exc}") from exc
-            text = (text or "").strip()
+            text, facts = split((text or "").strip())
             problem = check_summary(text, said) or ""
+            invented = "" if problem else grounding_problem(text, messages, said)
+            problem = problem or invented
             if not problem:
-                return text
+                return text, facts
             request = [
                 *base,
                 {"role": "assistant", "content": text[: MAX_CHARS * 2]},
@@ -259,7 +273,41 @@ class Archiver:
                     f"at most 150 words.",
                 },
             ]
-        raise SummaryError(f"summary rejected: {problem}")
+        if not invented:
+            raise SummaryError(f"summary rejected: {problem}")
+        # The model keeps stating what was not said: keep the user's own words instead of
+        # retrying (a memory of invented facts is worse than a plain one).
+        log.warning("archive summary rejected twice (%s); keeping the user's words", problem)
+        return extractive(messages), []
+
+
+def grounding_source(messages: list[Message]) -> tuple[str, bool]:
+    """What a summary may draw on: the user's and Sidekick's words, the results of tool
+    calls that succeeded and the dates the turns were sent; and whether any tool call
+    succeeded (failed calls' arguments and errors are not facts about the user)."""
+    parts, ok = [], False
+    for m in messages:
+        if m.role == "tool":
+            if m.content.startswith("Error:"):
+                continue
+            ok = True
+        parts.append(f"{m.created_at:%Y-%m-%d} {m.content}")
+    return "\n".join(parts), ok
+
+
+def grounding_problem(summary: str, messages: list[Message], said: str) -> str:
+    source, ok = grounding_source(messages)
+    names = language_of(said) != "German"  # German capitalises every noun
+    result = check(summary, source, tool_succeeded=ok, names=names)
+    return "" if result.ok else f"it states what the conversation does not ({result.reason()})"
+
+
+def extractive(messages: list[Message]) -> str:
+    """A summary nothing can be invented in: the user's own first messages, quoted."""
+    said = [m.content.strip() for m in messages if m.role == "user" and m.content.strip()]
+    quoted = "; ".join(f"“{t[:200]}”" for t in said[:3])
+    more = f" (and {len(said) - 3} more messages)" if len(said) > 3 else ""
+    return f"The user wrote: {quoted}{more}."[:MAX_CHARS]
 
 
 def archiver_from(deps: ToolDeps, default_tz: ZoneInfo) -> Archiver | None:

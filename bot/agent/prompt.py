@@ -8,25 +8,46 @@ from typing import Any, Protocol
 
 from tools.tokens import estimate_tokens
 
-SYSTEM_PROMPT = """You are Sidekick, {name_part}personal assistant, chatting in Telegram.
-Now: {now} ({tz}).
-
-You have tools: use them when they help, and answer directly when they do not.
+# The stable prefix: identical for every message of a user's sessions, so a provider's
+# prefix cache (llama.cpp, OpenAI, Anthropic, DeepSeek) reuses it and the tool schemas
+# after it. What changes per message goes into the newest user turn (context_block).
+SYSTEM_PROMPT = """You are Sidekick, {name_part}personal assistant in Telegram.
+Use your tools when they help; otherwise answer directly.
 {tools}
-Keep answers short and concrete.
-Use Markdown sparingly: bold, lists, `code` and fenced code blocks."""
+The user's newest message starts with a [context] block (time, recalled memories) that
+Sidekick adds, not the user. Keep answers short and concrete; Markdown sparingly."""
+
+CONTEXT_OPEN = "[context]"
+CONTEXT_CLOSE = "[/context]"
 
 
-def system_prompt(user_name: str, now: datetime, sections: list[str], tools: list[str]) -> str:
-    """`tools`: one line per offered tool, as each declares it (Registry.prompt_lines)."""
-    name_part = f"{user_name}'s " if user_name else "a "
-    text = SYSTEM_PROMPT.format(
-        name_part=name_part,
-        now=now.strftime("%A %Y-%m-%d %H:%M"),
-        tz=now.tzname() or "UTC",
+def system_prompt(user_name: str, tools: list[str]) -> str:
+    """The system prompt: the same bytes for every message of the user's sessions.
+    `tools`: one line per offered tool, as each declares it (Registry.prompt_lines)."""
+    return SYSTEM_PROMPT.format(
+        name_part=f"{user_name}'s " if user_name else "a ",
         tools="\n".join(f"- {line}" for line in tools),
     )
-    return "\n\n".join([text, *[s for s in sections if s]])
+
+
+def context_block(now: datetime, sections: list[str]) -> str:
+    """What changes per message (the time, recalled memories), for the newest user turn."""
+    lines = [f"Now: {now.strftime('%A %Y-%m-%d %H:%M')} ({now.tzname() or 'UTC'})"]
+    lines += [s for s in sections if s]
+    return "\n\n".join([CONTEXT_OPEN, *lines, CONTEXT_CLOSE])
+
+
+def with_context(history: list[dict[str, Any]], block: str) -> list[dict[str, Any]]:
+    """The history with `block` before the newest user message's text (a new dict: the
+    stored turn stays as the user wrote it, so the next request's prefix matches)."""
+    out = list(history)
+    for i in range(len(out) - 1, -1, -1):
+        m = out[i]
+        if m["role"] == "user":
+            text = m["content"] if isinstance(m["content"], str) else ""
+            out[i] = {**m, "content": f"{block}\n\n{text}"}
+            return out
+    return [*out, {"role": "user", "content": block}]
 
 
 class StoredMessage(Protocol):
@@ -84,3 +105,20 @@ def trim_history(
     while len(kept) > 1 and kept[0]["role"] != "user":
         kept.pop(0)
     return kept
+
+
+def without_context(content: Any) -> Any:
+    """A user turn's text as the user wrote it (the context block taken off)."""
+    if isinstance(content, str) and content.startswith(CONTEXT_OPEN):
+        _, sep, rest = content.partition(CONTEXT_CLOSE + "\n\n")
+        return rest if sep else ""
+    return content
+
+
+def context_of(messages: list[dict[str, Any]]) -> str:
+    """The context block the newest user turn carries ('' when none)."""
+    for m in reversed(messages):
+        if m["role"] == "user" and isinstance(m["content"], str):
+            head, sep, _ = m["content"].partition(CONTEXT_CLOSE)
+            return head + sep if head.startswith(CONTEXT_OPEN) else ""
+    return ""

@@ -8,13 +8,20 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 from bot.agent.archive import Archiver
+from bot.agent.compress import Compressor, Fitted, history_budget
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
 from bot.agent.message_in import HISTORY_ROWS, store_message
-from bot.agent.prompt import message_cost, system_prompt, to_openai, trim_history
+from bot.agent.prompt import (
+    context_block,
+    message_cost,
+    system_prompt,
+    to_openai,
+    with_context,
+)
 from bot.agent.recording import Recording
 from bot.agent.sessions import start_new_session
 from bot.agent.toolexec import CallOutcome, run_call
@@ -25,7 +32,7 @@ from bot.usage.meter import Meter
 from db.engine import SessionFactory
 from db.repos import core as repo
 from db.repos import last_writes
-from tools.base import Clock, RequestContext, RequestTools, ToolCall, system_clock
+from tools.base import Clock, RequestContext, RequestTools, TextModel, ToolCall, system_clock
 from tools.model_call import Purpose
 from tools.registry import Registry
 
@@ -225,7 +232,7 @@ class Agent:
         # Recall and history are independent reads: run them side by side.
         provided, history = await asyncio.gather(
             asyncio.gather(*(p(ctx, text) for p in self.context_providers), return_exceptions=True),
-            self._history(ctx.session_id, prefetched),
+            self._history(ctx, prefetched),
         )
         sections: list[str] = []
         for section in provided:
@@ -237,29 +244,29 @@ class Agent:
             elif section:
                 sections.append(section)
         now: datetime = ctx.now().astimezone(ctx.timezone)
-        prompt = system_prompt(ctx.user_name, now, sections, self.registry.prompt_lines())
-        return PromptParts(prompt, sections, history)
+        # Stable system prompt first (cacheable); time and recall ride in the newest turn.
+        block = context_block(now, sections)
+        head = system_prompt(ctx.user_name, self.registry.prompt_lines())
+        system = "\n\n".join(p for p in (head, history.note) if p)
+        return PromptParts(system, sections, with_context(history.history, block))
 
     async def _history(
         self,
-        session_id: int,
+        ctx: RequestContext,
         prefetched: Prefetched | None = None,
-    ) -> list[dict[str, Any]]:
-        """The session's newest messages within the token budget."""
-        budget = self.settings.history_token_budget
-        # Most requests fit in the newest few dozen rows (read by _start_request); read
-        # more only when they all fit.
-        for limit in (HISTORY_ROWS, 1000):
-            if limit == HISTORY_ROWS and prefetched is not None and prefetched[0] == session_id:
-                _, wire, costs, n = prefetched
-            else:
-                async with self.session_factory() as s:
-                    rows = await repo.history_rows(s, session_id, limit)
-                wire, costs, n = self._wire(rows)
-            history = trim_history(wire, budget, costs)
-            if n < limit or len(history) < n:
-                break
-        return history
+    ) -> Fitted:
+        """The session's history within the token budget (bot/agent/compress.py)."""
+        budget = history_budget(self.settings)
+        if prefetched is not None and prefetched[0] == ctx.session_id:
+            _, wire, costs, n = prefetched
+            # The whole session was read and fits: nothing was ever compressed away.
+            if n < HISTORY_ROWS and sum(costs) <= budget:
+                return Fitted("", wire)
+        # The agent's model writes summaries when it can (the scripted and HTTP ones can).
+        writer = cast(TextModel, self.llm) if hasattr(self.llm, "complete_text") else None
+        review = self.settings.summary_review
+        compressor = Compressor(self.session_factory, writer, self.clock, review)
+        return await compressor.fit(ctx.session_id, ctx.user_id, budget)
 
     async def _loop(
         self,

@@ -2,6 +2,7 @@
 
 from db.models.base import Base
 from db.models.code import CodeExecution, CodeJob
+from db.models.compressions import SessionCompression
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.memory import Memory, MemoryMeta
 from db.models.schedule import JobRun, ReminderPrefs, ScheduledJob
@@ -23,6 +24,7 @@ __all__ = [
     "ReminderPrefs",
     "ScheduledJob",
     "SessionArchive",
+    "SessionCompression",
     "TelegramUpdate",
     "ToolCallRecord",
     "ToolUsage",

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import select
 
+from bot.agent.prompt import without_context
 from bot.app import App
 from db.models import ToolCallRecord
 from tests.e2e.conftest import OWNER, TG
@@ -85,5 +86,9 @@ async def test_provider_outage_then_recovery(tg: TG) -> None:
     await tg.send(OWNER, "and now?")
     assert (await tg.reply(OWNER)).text == "echo: and now?"
     # The failed message was stored, so the model sees it in the history afterwards.
-    contents = [m["content"] for m in tg.llm.requests[-1]["messages"] if m["role"] == "user"]
+    contents = [
+        without_context(m["content"])
+        for m in tg.llm.requests[-1]["messages"]
+        if m["role"] == "user"
+    ]
     assert contents == ["are you there?", "and now?"]

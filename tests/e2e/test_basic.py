@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from bot.agent.prompt import without_context
 from db.models import ChatSession, Message
 from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.fakes.openai_server import Text
@@ -16,7 +17,7 @@ async def test_round_trip(tg: TG) -> None:
     assert reply.text == "Hello Ann! 2 < 3 & done"
     assert {"type": "bold", "offset": 6, "length": 3} in reply.entities
     users = [m for m in tg.llm.requests[0]["messages"] if m["role"] == "user"]
-    assert users[-1]["content"] == "hi there"
+    assert without_context(users[-1]["content"]) == "hi there"
     assert any(c.method == "setMyCommands" for c in tg.server.calls)
     names = {c["command"] for c in tg.server.commands}
     assert {"start", "help", "newsession"} <= names
@@ -86,7 +87,11 @@ async def test_newsession_starts_a_named_session_with_fresh_history(tg: TG) -> N
     assert "Trip planning" in confirm.text
     await tg.send(OWNER, "what word?")
     await tg.reply(OWNER)
-    contents = [m["content"] for m in tg.llm.requests[-1]["messages"] if m["role"] != "system"]
+    contents = [
+        without_context(m["content"])
+        for m in tg.llm.requests[-1]["messages"]
+        if m["role"] != "system"
+    ]
     assert contents == ["what word?"]
     async with tg.app.session_factory() as s:
         sessions = list((await s.execute(select(ChatSession).order_by(ChatSession.id))).scalars())
@@ -100,7 +105,11 @@ async def test_history_survives_a_restart(tg: TG) -> None:
     await tg.restart()
     await tg.send(OWNER, "what is my cat called?")
     assert (await tg.reply(OWNER)).text == "echo: what is my cat called?"
-    contents = [m["content"] for m in tg.llm.requests[-1]["messages"] if m["role"] != "system"]
+    contents = [
+        without_context(m["content"])
+        for m in tg.llm.requests[-1]["messages"]
+        if m["role"] != "system"
+    ]
     assert contents == [
         "my cat is called Miso",
         "echo: my cat is called Miso",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from bot.agent.prompt import without_context
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 from tests.fakes.telegram_server import MAX_TEXT, Sent, utf16_len
@@ -109,7 +110,7 @@ async def test_fifty_chats_at_once_keep_their_order(tg: TG) -> None:
     users = list(range(2000, 2050))
 
     def slow_echo(body: dict[str, Any]) -> Text:
-        last = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+        last = without_context([m for m in body["messages"] if m["role"] == "user"][-1]["content"])
         return Text(f"re: {last}", chunk=3)  # several deltas: chats interleave
 
     tg.llm.responder = slow_echo
@@ -122,6 +123,8 @@ async def test_fifty_chats_at_once_keep_their_order(tg: TG) -> None:
     # Each chat's history holds its own messages, in order: no cross-talk between chats.
     last = {}
     for body in tg.llm.requests:
-        users_msgs = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        users_msgs = [
+            without_context(m["content"]) for m in body["messages"] if m["role"] == "user"
+        ]
         last[users_msgs[-1].split()[0]] = users_msgs
     assert last["2007"] == ["2007 message 0", "2007 message 1"]

@@ -7,13 +7,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bot.agent.prompt import without_context
 from tests.e2e.conftest import OWNER, STRANGER, TG
 
 GROUP = -100777
 
 
 def user_texts(tg: TG) -> list[str]:
-    return [m["content"] for m in tg.llm.requests[-1]["messages"] if m["role"] == "user"]
+    return [
+        without_context(m["content"])
+        for m in tg.llm.requests[-1]["messages"]
+        if m["role"] == "user"
+    ]
 
 
 async def test_only_addressed_messages_are_answered(tg: TG) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.agent.prompt import without_context
 from bot.agent.runner import Events, Incoming, Reply
 from bot.app import build_app
 from bot.errors import ConfigError
@@ -60,7 +61,11 @@ async def test_shutdown_cancels_what_does_not_finish_and_restart_keeps_the_data(
     await tg.start()
     await tg.send(OWNER, "again")
     assert (await tg.reply(OWNER)).text == "echo: again"
-    users = [m["content"] for m in tg.llm.requests[-1]["messages"] if m["role"] == "user"]
+    users = [
+        without_context(m["content"])
+        for m in tg.llm.requests[-1]["messages"]
+        if m["role"] == "user"
+    ]
     assert users == ["the stored question", "again"]
 
 

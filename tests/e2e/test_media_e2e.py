@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.agent.prompt import without_context
 from bot.media.attachments import NO_VISION, VISION_OFF
 from bot.media.transcribe import VOICE_OFF
 from db.models.core import Message
@@ -31,7 +32,11 @@ async def user_messages(tg: TG) -> list[Message]:
 
 
 def last_user_content(body: dict[str, Any]) -> Any:
-    return [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    """The newest user turn as the user sent it (without Sidekick's context block)."""
+    content = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    if isinstance(content, list):
+        return [{**p, "text": without_context(p["text"])} if "text" in p else p for p in content]
+    return without_context(content)
 
 
 async def test_voice_is_transcribed_quoted_and_answered(tg: TG) -> None:

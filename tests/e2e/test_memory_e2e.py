@@ -7,6 +7,7 @@ import json
 
 from sqlalchemy import select
 
+from bot.agent.prompt import context_of
 from db.models import Memory
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
@@ -39,8 +40,8 @@ async def test_fact_is_recalled_after_newsession(tg: TG) -> None:
     await tg.send(OWNER, "which antibiotics should I avoid?")
     assert (await tg.reply(OWNER)).text == "You are allergic to penicillin."
     last = tg.llm.requests[-1]["messages"]
-    # Auto-recall put it in the system prompt, and the recall tool found it too.
-    assert "Is allergic to penicillin" in last[0]["content"]
+    # Auto-recall put it in the context block, and the recall tool found it too.
+    assert "Is allergic to penicillin" in context_of(last)
     result = json.loads([m for m in last if m["role"] == "tool"][-1]["content"])
     assert result["memories"][0]["content"] == "Is allergic to penicillin"
     # History was reset: the old conversation is not in the request.

@@ -7,6 +7,7 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from bot.agent.archive import build_jobs
+from bot.agent.prompt import context_of, without_context
 from db.models import ChatSession, User
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
@@ -49,9 +50,11 @@ async def test_after_a_split_history_is_empty_but_the_summary_is_recalled(tg: TG
     await talk(tg, "Which hotel did we talk about for Lisbon?", "The quiet one.")
     request = chat_requests(tg)[-1]["messages"]
     # A new session: the history holds only the new message...
-    assert [m["content"] for m in request[1:]] == ["Which hotel did we talk about for Lisbon?"]
+    assert [without_context(m["content"]) for m in request[1:]] == [
+        "Which hotel did we talk about for Lisbon?"
+    ]
     # ...and the previous session's summary comes back through memory auto-recall.
-    assert SUMMARY in request[0]["content"]
+    assert SUMMARY in context_of(request)
 
 
 async def test_first_message_after_downtime_starts_fresh_before_the_job_runs(tg: TG) -> None:
@@ -62,7 +65,7 @@ async def test_first_message_after_downtime_starts_fresh_before_the_job_runs(tg:
     # Telegram delivers the message queued while the bot was down before any job ran.
     await talk(tg, "good morning!", "Morning!")
     request = chat_requests(tg)[-1]["messages"]
-    assert [m["content"] for m in request[1:]] == ["good morning!"]
+    assert [without_context(m["content"]) for m in request[1:]] == ["good morning!"]
     # The closed session's summary is written by the next run, once.
     jobs = build_jobs(
         settings=app.settings,
@@ -75,7 +78,7 @@ async def test_first_message_after_downtime_starts_fresh_before_the_job_runs(tg:
     assert len((await jobs.split_sessions()).archived) == 1
     assert (await jobs.split_sessions()).total == 0
     await talk(tg, "Which hotel did we want in Lisbon?", "A quiet one.")
-    assert SUMMARY in chat_requests(tg)[-1]["messages"][0]["content"]
+    assert SUMMARY in context_of(chat_requests(tg)[-1]["messages"])
 
 
 async def test_newsession_archives_and_sessions_lists(tg: TG) -> None:
@@ -88,8 +91,8 @@ async def test_newsession_archives_and_sessions_lists(tg: TG) -> None:
 
     await talk(tg, "hello", "hi")
     request = chat_requests(tg)[-1]["messages"]
-    assert [m["content"] for m in request[1:]] == ["hello"]
-    assert SUMMARY in request[0]["content"]
+    assert [without_context(m["content"]) for m in request[1:]] == ["hello"]
+    assert SUMMARY in context_of(request)
 
     await tg.send(OWNER, "/sessions")
     listing = (await tg.reply(OWNER)).text

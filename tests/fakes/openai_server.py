@@ -23,6 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.agent.prompt import without_context
+
 
 @dataclass
 class Text:
@@ -63,7 +65,8 @@ def echo(body: dict[str, Any]) -> Turn:
     content = users[-1]["content"] if users else ""
     if isinstance(content, list):  # text + image parts: echo the text
         content = "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
-    return Text(f"echo: {content}")
+    # What the user wrote, not the per-message context block Sidekick puts before it.
+    return Text(f"echo: {without_context(content)}")
 
 
 @dataclass

@@ -17,22 +17,19 @@ CATEGORIES = {
     "mid": ("goal", "plan", "project"),
 }
 
-DESCRIPTION = """Long-term memory about the user. Layers: long (permanent facts,
-preferences, relationships), mid (goals, plans, projects; kept 90 days), short (recent
-context; 14 days), session (this conversation only).
-- store: remember `content` in `layer` with `category` and `certainty` (0-1). Store one
-  self-contained fact per call, in the third person ("Lives in Berlin"). Storing something
-  already known updates it.
-- recall: find memories relevant to `query` (optionally in one `layer`).
-- list: show memories (optionally of one `layer`).
-- forget: delete memory `memory_id`.
+DESCRIPTION = """Memory about the user. Layers: long (facts, preferences, relationships;
+permanent), mid (goals, plans, projects; 90 days), short (recent context; 14 days),
+session (this conversation).
+- store: `content` in `layer` with `category`; one self-contained fact per call, in the
+  third person ("Lives in Berlin"); storing a known fact updates it.
+- recall: memories relevant to `query`. list: memories. forget: `memory_id`.
 To start a fresh conversation, store content "__NEW_SESSION__" with category "system"."""
 
 
 class MemoryParams(BaseModel):
     action: Literal["store", "recall", "list", "forget"]
     layer: Literal["long", "mid", "short", "session"] | None = Field(
-        None, description="store: required; recall/list: optional filter"
+        None, description="store: required; else a filter"
     )
     content: str | None = Field(None, description="store: the memory text")
     category: str | None = Field(

@@ -1,0 +1,263 @@
+"""History that fits: a long session's oldest turns replaced by a verified summary.
+
+When the newest turns no longer fit the budget, the oldest uncovered range is summarised
+by one model call (rolling: the previous summary is part of what is summarised), the
+summary is verified (the grounding check, then a reviewer call in a fresh context when
+SUMMARY_REVIEW=model) and saved; from then on the model sees "turns i..j (when) are
+summarised: ..." at the end of the system message instead of those turns. The turns stay
+in the messages table and /sessions. A rejected summary is saved as rejected (doctor
+counts them), the turns are trimmed as before, and the model is told which turns it
+does not see: it never meets a gap without knowing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from bot.agent.grounding import Source, check
+from bot.agent.prompt import message_cost, to_openai, trim_history
+from bot.config import Settings
+from db.engine import SessionFactory
+from db.models.compressions import SessionCompression
+from db.models.core import Message
+from db.repos import compressions as repo
+from tools.base import CheckResult, Clock, TextModel
+from tools.model_call import ModelCall
+
+log = logging.getLogger(__name__)
+
+Review = Literal["model", "grounding", "off"]
+
+SUMMARY_MAX_TOKENS = 500
+KEEP_FRACTION = 0.5  # of the budget left to recent turns after a compression
+RETRY_AFTER_MESSAGES = 20  # a rejected range is tried again only once this much has grown
+MAX_TURN_CHARS = 1500
+
+WRITE = """You compress the start of a conversation between a user and their assistant, \
+Sidekick, so Sidekick can continue it without those turns. Write at most 200 words of \
+plain sentences: facts the user stated, decisions, results of tools, open tasks. Keep \
+names, numbers, dates and links exactly as written. Say only what the turns say; \
+if a tool call failed, say it failed. No preamble, no Markdown."""
+
+REVIEW = """You check a summary of conversation turns. Reply PASS if every statement in \
+the summary is supported by the turns, else FAIL and the unsupported statement."""
+
+
+@dataclass
+class Fitted:
+    """What the prompt gets: a note for the system message (the summary, or which turns
+    are not shown) and the turns after it."""
+
+    note: str
+    history: list[dict[str, Any]]
+
+
+def record_text(row: SessionCompression) -> str:
+    when = f"{_at(row.covers_from)} – {_at(row.covers_to)}"
+    return (
+        f"[compressed] Turns {row.first_turn}–{row.last_turn} of this conversation ({when}) "
+        f"are summarised below instead of shown; they are kept in full (/sessions).\n"
+        f"{row.summary}"
+    )
+
+
+def _at(t: datetime) -> str:
+    return t.strftime("%Y-%m-%d %H:%M")
+
+
+def transcript(rows: Sequence[Message], first_turn: int) -> str:
+    lines = []
+    for i, m in enumerate(rows):
+        who = {"user": "User", "assistant": "Sidekick", "tool": "Tool result"}.get(m.role, m.role)
+        text = (m.content or "").strip()
+        if m.role == "assistant" and m.tool_calls and not text:
+            text = f"(calls tools: {m.tool_calls[:300]})"
+        if len(text) > MAX_TURN_CHARS:
+            text = text[:MAX_TURN_CHARS] + " […]"
+        lines.append(f"[{first_turn + i}] {_at(m.created_at)} {who}: {text}")
+    return "\n".join(lines)
+
+
+def tool_succeeded(rows: Sequence[Message]) -> bool:
+    return any(m.role == "tool" and not m.content.startswith("Error:") for m in rows)
+
+
+PREFIX_RESERVE = 2500  # room for the system prompt and the tool schemas
+OUTPUT_RESERVE = 1024  # when LLM_MAX_OUTPUT_TOKENS is not set
+
+
+def history_budget(settings: Settings) -> int:
+    """HISTORY_TOKEN_BUDGET, lowered to what the model's context leaves when it is known
+    (LLM_CONTEXT_TOKENS)."""
+    budget = settings.history_token_budget
+    context = getattr(settings, "llm_context_tokens", None)
+    if isinstance(context, int) and context > 0:
+        out = getattr(settings, "llm_max_output_tokens", None) or OUTPUT_RESERVE
+        budget = min(budget, max(200, context - int(out) - PREFIX_RESERVE))
+    return budget
+
+
+class Compressor:
+    def __init__(
+        self,
+        session_factory: SessionFactory,
+        llm: TextModel | None,
+        clock: Clock,
+        review: Review = "grounding",
+    ) -> None:
+        self.session_factory = session_factory
+        self.llm = llm
+        self.clock = clock
+        self.review = review
+
+    async def fit(self, session_id: int, user_id: int, budget: int) -> Fitted:
+        """The session's history within `budget` tokens, compressing when it must."""
+        async with self.session_factory() as s:
+            done = await repo.latest(s, session_id, verified=True)
+            rows = await repo.messages_after(s, session_id, done.last_message_id if done else 0)
+        note = record_text(done) if done else ""
+        before = done.last_turn if done else 0  # turns ahead of rows[0]
+        wire = [to_openai(m) for m in rows]
+        costs = [message_cost(w) for w in wire]
+        room = budget - (len(note) // 4 + 1)
+        if sum(costs) <= room or not rows:
+            return Fitted(note, wire)
+        cut = self._cut(rows, costs, int(budget * KEEP_FRACTION))
+        if self.llm and cut > 0 and await self._worth_trying(session_id, rows[cut - 1].id):
+            row = await self._compress(session_id, user_id, done, rows[:cut])
+            if row.verified:
+                note, before = record_text(row), row.last_turn
+                rows, wire, costs = rows[cut:], wire[cut:], costs[cut:]
+                room = budget - (len(note) // 4 + 1)
+        kept = trim_history(wire, max(room, 1), costs)
+        dropped = len(wire) - len(kept)
+        if dropped:
+            gap = (
+                f"[not shown] Turns {before + 1}–{before + dropped} of this conversation do "
+                f"not fit the context and are left out here; they are kept in full (/sessions)."
+            )
+            note = f"{note}\n\n{gap}" if note else gap
+        return Fitted(note, kept)
+
+    @staticmethod
+    def _cut(rows: Sequence[Message], costs: list[int], keep: int) -> int:
+        """How many of the oldest rows to summarise: all but the newest that fit `keep`,
+        ending just before a user turn (tool results stay with their call)."""
+        used = 0
+        cut = len(rows)
+        for i in range(len(rows) - 1, -1, -1):
+            if used + costs[i] > keep:
+                break
+            used += costs[i]
+            cut = i
+        while cut < len(rows) and rows[cut].role != "user":
+            cut += 1
+        # The newest user turn and what follows it are never summarised away.
+        newest = max((i for i, m in enumerate(rows) if m.role == "user"), default=0)
+        return min(cut, newest)
+
+    async def _worth_trying(self, session_id: int, upto_id: int) -> bool:
+        async with self.session_factory() as s:
+            failed = await repo.latest(s, session_id)
+        if failed is None or failed.verified:
+            return True
+        # A rejected range: try again only once the session has grown well past it.
+        async with self.session_factory() as s:
+            newer = await repo.messages_after(s, session_id, failed.last_message_id)
+        return sum(1 for m in newer if m.id <= upto_id) >= RETRY_AFTER_MESSAGES
+
+    async def _compress(
+        self,
+        session_id: int,
+        user_id: int,
+        done: SessionCompression | None,
+        rows: Sequence[Message],
+    ) -> SessionCompression:
+        first_turn = done.first_turn if done else 1
+        start = done.last_turn + 1 if done else 1
+        text = transcript(rows, start)
+        before = f"Summary of turns {first_turn}–{start - 1}:\n{done.summary}\n\n" if done else ""
+        source = before + text
+        call = ModelCall("archive", user_id, session_id)
+        summary, reason = "", None
+        try:
+            summary = await self._write(source, call)
+        except Exception as exc:
+            reason = f"model failed: {type(exc).__name__}"
+        if reason is None:
+            reason = await self.verify(summary, source, tool_succeeded(rows), call)
+        async with self.session_factory() as s, s.begin():
+            row = await repo.add(
+                s,
+                session_id=session_id,
+                first_message_id=done.first_message_id if done else rows[0].id,
+                last_message_id=rows[-1].id,
+                first_turn=first_turn,
+                last_turn=start + len(rows) - 1,
+                covers_from=done.covers_from if done else rows[0].created_at,
+                covers_to=rows[-1].created_at,
+                summary=summary,
+                verified=reason is None,
+                reason=reason,
+                now=self.clock(),
+            )
+        if reason is None:
+            log.info("session %d: turns %d–%d compressed", session_id, first_turn, row.last_turn)
+        else:
+            log.warning(
+                "session %d: summary of turns %d–%d rejected (%s); trimming instead",
+                session_id,
+                first_turn,
+                row.last_turn,
+                reason,
+            )
+        return row
+
+    async def _write(self, source: str, call: ModelCall) -> str:
+        assert self.llm is not None  # _compress runs only with a model
+        messages = [
+            {"role": "system", "content": WRITE},
+            {"role": "user", "content": "The turns:\n\n" + source},
+        ]
+        text = await self.llm.complete_text(messages, max_tokens=SUMMARY_MAX_TOKENS, call=call)
+        return (text or "").strip()
+
+    async def verify(
+        self, summary: str, source: str, tool_ok: bool, call: ModelCall | None = None
+    ) -> str | None:
+        """None when the summary may stand in for the turns, else why not."""
+        if not summary:
+            return "empty summary"
+        if self.review == "off":
+            return None
+        grounded = check(summary, Source(source), tool_succeeded=tool_ok)
+        if not grounded.ok:
+            return "grounding: " + grounded.reason()
+        if self.review != "model":
+            return None
+        # A fresh context: the reviewer sees only the turns and the summary.
+        messages = [
+            {"role": "system", "content": REVIEW},
+            {"role": "user", "content": f"Turns:\n{source}\n\nSummary:\n{summary}"},
+        ]
+        if self.llm is None:
+            return "no reviewer model"
+        try:
+            verdict = await self.llm.complete_text(messages, max_tokens=60, call=call)
+        except Exception as exc:
+            return f"reviewer failed: {type(exc).__name__}"
+        verdict = (verdict or "").strip()
+        return None if verdict.upper().startswith("PASS") else f"reviewer: {verdict[:200]}"
+
+
+async def doctor_check(session_factory: SessionFactory, review: Review) -> list[CheckResult]:
+    """One doctor line: how many long-session summaries were used and how many rejected
+    (a rejected one leaves those turns trimmed from the prompt; the log says why)."""
+    async with session_factory() as s:
+        verified, rejected = await repo.counts(s)
+    detail = f"{verified} verified, {rejected} rejected or failed (SUMMARY_REVIEW={review})"
+    return [CheckResult("session summaries", True, detail)]

@@ -1,0 +1,115 @@
+"""Long sessions: the oldest turns are replaced by a verified summary, never silently lost."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import func, select
+
+from bot.agent.runner import Agent, Incoming
+from bot.app import App
+from db.models import Message, SessionCompression
+from db.repos import compressions
+from tests.scripted_model import Say, ScriptedModel
+from tools.registry import Registry
+
+FACT = "My sister Ingrid lives in Tromsø and turns 41 on 3 May."
+
+
+def faithful(messages: list[dict[str, Any]]) -> str:
+    """A scripted summariser that keeps the one fact the turns (or the summary before) hold."""
+    source = messages[-1]["content"]
+    said = "The user said that their sister Ingrid lives in Tromsø and turns 41 on 3 May. "
+    return (said if "Ingrid" in source else "") + "The rest was small talk about the weather."
+
+
+def inventive(messages: list[dict[str, Any]]) -> str:
+    return faithful(messages) + " Ingrid was born in 1987 in Bergen."
+
+
+def agent_for(app: App, model: ScriptedModel, budget: int = 600) -> Agent:
+    agent = app.agent
+    agent.llm = model
+    agent.registry = Registry([])
+    agent.settings = agent.settings.model_copy(update={"history_token_budget": budget})
+    return agent
+
+
+def chat(i: int) -> str:
+    return FACT if i == 3 else f"Message {i}: small talk about the weather, nothing else."
+
+
+async def stored(app: App) -> int:
+    async with app.session_factory() as s:
+        return int((await s.execute(select(func.count()).select_from(Message))).scalar_one())
+
+
+async def test_a_fact_from_turn_3_reaches_turn_300_through_a_verified_summary(app: App) -> None:
+    model = ScriptedModel(writer=faithful)
+    agent = agent_for(app, model)
+    for i in range(1, 301):
+        model.add(Say(f"ok {i}"))
+        await agent.handle(Incoming(chat(i), telegram_user_id=21))
+    last = model.requests[-1]
+    system = last[0]["content"]
+    assert "Ingrid lives in Tromsø and turns 41 on 3 May" in system
+    ranges = re.findall(r"\[compressed\] Turns (\d+)–(\d+) of this conversation \(", system)
+    assert ranges and ranges[0][0] == "1"  # the summary names the range it covers
+    covered = int(ranges[0][1])
+    # What follows the summary starts right after the covered range and ends at turn 300.
+    assert last[1]["content"] == chat(covered // 2 + 1)
+    assert last[-1]["content"].endswith(chat(300))
+    assert all(FACT not in m["content"] for m in last[1:])  # turn 3 itself is gone
+    assert "[not shown]" not in system
+    assert await stored(app) == 600  # every turn is still stored
+    assert model.written  # the summaries were written by model calls
+    async with app.session_factory() as s:
+        verified, rejected = await compressions.counts(s)
+    # Summaries were rolled forward many times, each one grounded: no false reject.
+    assert verified >= 10 and rejected == 0, (verified, rejected)
+
+
+async def test_a_summary_with_an_invented_name_or_number_is_rejected_and_the_turns_stay(
+    app: App,
+) -> None:
+    model = ScriptedModel(writer=inventive)
+    agent = agent_for(app, model)
+    for i in range(1, 41):
+        model.add(Say(f"ok {i}"))
+        await agent.handle(Incoming(chat(i), telegram_user_id=22))
+    async with app.session_factory() as s:
+        rows = list((await s.execute(select(SessionCompression))).scalars())
+        assert await compressions.rejected_count(s) == len(rows) >= 1
+    assert "1987" in (rows[0].reason or "") and "Bergen" in (rows[0].reason or "")
+    # Not retried on every message: one rejected attempt per twenty new messages at most.
+    assert len(rows) <= 1 + (80 - 2 * 10) // 20
+    system = model.requests[-1][0]["content"]
+    assert "Bergen" not in system and "[compressed]" not in system
+    # The model is told which turns it does not see.
+    assert re.search(r"\[not shown\] Turns 1–\d+ of this conversation", system)
+    assert await stored(app) == 80
+
+
+async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refuse(
+    app: App,
+) -> None:
+    def reviewer_refuses(messages: list[dict[str, Any]]) -> str:
+        if messages[0]["content"].startswith("You check a summary"):
+            return "FAIL: the turns never say where Ingrid lives."
+        return faithful(messages)
+
+    model = ScriptedModel(writer=reviewer_refuses)
+    agent = agent_for(app, model)
+    agent.settings = agent.settings.model_copy(update={"summary_review": "model"})
+    for i in range(1, 31):
+        model.add(Say(f"ok {i}"))
+        await agent.handle(Incoming(chat(i), telegram_user_id=23))
+    reviews = [m for m in model.written if m[0]["content"].startswith("You check a summary")]
+    assert reviews and len(reviews[0]) == 2  # only the turns and the summary, nothing else
+    assert "Summary:\nThe user said that their sister Ingrid" in reviews[0][1]["content"]
+    async with app.session_factory() as s:
+        rows = list((await s.execute(select(SessionCompression))).scalars())
+    assert rows and not any(r.verified for r in rows)
+    assert (rows[0].reason or "").startswith("reviewer: FAIL")
+    assert "[compressed]" not in model.requests[-1][0]["content"]

@@ -1,0 +1,46 @@
+"""The grounding check: what a summary names must occur in the turns it covers."""
+
+from __future__ import annotations
+
+from bot.agent.grounding import check
+
+TURNS = (
+    "2026-05-07 User: I paid 1000 euros for the flat at https://flats.example/berlin-12. "
+    "My landlord is called Jonas Weber. Tomorrow I move in; he said 'keys at noon'."
+)
+
+
+def test_a_faithful_paraphrase_passes_in_other_formats() -> None:
+    summary = (
+        "On 7 May 2026 the user said they paid 1,000 euros for a flat "
+        "(https://flats.example/berlin-12) rented from Jonas Weber, moving in on May 8; "
+        "the keys come 'keys at noon'."
+    )
+    assert check(summary, TURNS).ok, check(summary, TURNS).reason()
+
+
+def test_each_kind_of_invented_specific_is_named() -> None:
+    cases = {
+        "numbers": "The user paid 1,200 euros for the flat.",
+        "names": "The landlord, Jonas Schmidt, lives nearby.",
+        "dates": "The user moves in on 2026-06-01.",
+        "links": "The listing is at https://flats.example/munich-3.",
+        "quotes": 'The landlord said "no pets allowed".',
+    }
+    for kind, summary in cases.items():
+        result = check(summary, TURNS)
+        assert not result.ok and kind in result.missing, (kind, result.missing)
+
+
+def test_claiming_code_ran_needs_a_successful_tool_result() -> None:
+    summary = "Sidekick executed the code, revealing the answer."
+    assert check(summary, TURNS, tool_succeeded=True).ok
+    assert "tool results" in check(summary, TURNS, tool_succeeded=False).missing
+
+
+def test_german_nouns_are_not_names_when_names_are_off() -> None:
+    turns = "Ich habe 1000 Euro für die Wohnung bezahlt."
+    summary = "Der Nutzer hat 1000 Euro für eine Wohnung in der Stadt bezahlt."
+    assert not check(summary, turns).ok  # "Nutzer", "Stadt" would read as names
+    assert check(summary, turns, names=False).ok
+    assert not check("Der Nutzer hat 2000 Euro bezahlt.", turns, names=False).ok
