@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 from bot.app import App, build_app
 from bot.config import Settings
 from bot.media.doctor import check_media
+from bot.voice.doctor import check_voice
 from db.engine import is_postgres, sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult
@@ -225,6 +226,7 @@ def all_checks() -> list[Check]:
         check_extension_tools,
         check_memory_tool,
         check_media,
+        check_voice,
     ]
 
 
