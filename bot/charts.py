@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from bot import heap
 from tools.model_call import PURPOSE_LABELS
 
 log = logging.getLogger(__name__)
@@ -127,10 +128,12 @@ async def chart(series: DailySeries) -> bytes | None:
     if series.empty:
         return None
     try:
-        return await asyncio.to_thread(render_png, series)
+        png = await asyncio.to_thread(render_png, series)
     except ImportError:
         log.info("matplotlib is not installed: charts are off (pip install 'sidekick[charts]')")
         return None
     except Exception:  # a chart is a nicety: the text answers regardless
         log.exception("drawing a chart failed")
         return None
+    heap.trim()  # a render's buffers are freed but stay mapped until trimmed
+    return png
