@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from db.models.core import User
 from db.models.usage import ModelUsage
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
@@ -136,3 +137,21 @@ async def test_doctor_probes_without_synthesising(tg: TG) -> None:
     await tg.restart(tts_base_url="off")
     (check,) = await check_voice(tg.app)
     assert check.ok and "off" in check.detail
+
+
+async def test_each_group_member_has_their_own_voice_mode(make_tg: Any) -> None:
+    tg: TG = await make_tg(group_replies="all")
+    group, member = -100777, 2001
+    await tg.send(OWNER, "/voice on", chat_id=group)
+    assert "every answer" in (await tg.reply(group)).text
+    await tg.send(member, "mine is text", chat_id=group)
+    assert (await tg.reply(group)).text == "echo: mine is text"
+    await tg.idle()
+    assert tg.unread(group) == []
+    await tg.send(OWNER, "mine is spoken", chat_id=group)
+    text, spoken = await tg.replies(group, 2)
+    assert text.text == "echo: mine is spoken" and spoken.method == "sendVoice"
+    (row,) = await speech_rows(tg)
+    async with tg.app.session_factory() as s:
+        owner = (await s.execute(select(User).where(User.telegram_id == OWNER))).scalar_one()
+    assert row.user_id == owner.id  # metered to the member who asked
