@@ -106,7 +106,13 @@ def build_voice(
     meter: Meter | None,
 ) -> VoiceReplies:
     base = settings.tts_base_url or llm_base_url
-    key = settings.tts_api_key.get_secret_value() if settings.tts_api_key else llm_api_key
+    # The LLM's key goes only to the LLM's own endpoint, never to another host.
+    same_host = base.rstrip("/") == llm_base_url.rstrip("/")
+    key = (
+        settings.tts_api_key.get_secret_value()
+        if settings.tts_api_key
+        else (llm_api_key if same_host else None)
+    )
     synth = None
     if base.strip().lower() != "off":
         synth = Synthesizer(
