@@ -21,6 +21,7 @@ from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
 from bot.usage.meter import Meter
 from bot.usage.metered import MeteredModel
+from bot.voice.replies import VoiceReplies, build_voice
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from tools.base import Clock, ToolDeps, system_clock
@@ -43,6 +44,7 @@ class App:
     registry: Registry
     agent: Agent
     media: MediaService | None = None  # voice, photos, documents (bot/media)
+    voice: VoiceReplies | None = None  # spoken answers (bot/voice)
     warming: asyncio.Task[None] | None = None
 
     def warm_up(self) -> None:
@@ -151,7 +153,9 @@ async def build_app(
             meter=meter,
         )
         media = build_media(settings, http, vision)
-        app = App(settings, engine, sf, http, llm, deps, registry, agent, media=media)
+        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+        voice = build_voice(settings, settings.llm_base_url, key, http, sf, meter)
+        app = App(settings, engine, sf, http, llm, deps, registry, agent, media=media, voice=voice)
         await registry.start()  # MCP servers up, learned tool usage loaded
         return app
     except BaseException:

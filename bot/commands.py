@@ -38,6 +38,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("model", "show or switch your model"),
     Command("reminders", "your reminders and tasks; /reminders history"),
     Command("quiet", "HH:MM-HH:MM: hold reminders back during those hours"),
+    Command("voice", "on|off|auto: answers as voice messages too", terminal=False),
     Command("codestats", "[days] your code runs: successes, failures, timing", terminal=False),
     Command("codefailures", "[n] your last failed code runs, with code and errors", terminal=False),
 )

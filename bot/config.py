@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bot.llm.settings import ModelSettings
 from bot.media.settings import MediaSettings
 from bot.usage.settings import UsageSettings
+from bot.voice.settings import VoiceSettings
 from scheduler.reminder_settings import ReminderSettings
 from scheduler.settings import SessionSettings
 from tools.errors import ConfigError
@@ -35,6 +36,7 @@ class Settings(
     MediaSettings,
     ModelSettings,
     UsageSettings,
+    VoiceSettings,
 ):
     """Every setting Sidekick reads. Names are the environment variables, upper-cased.
 

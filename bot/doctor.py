@@ -13,6 +13,7 @@ from bot.app import App, build_app
 from bot.config import Settings
 from bot.media.doctor import check_media
 from bot.ops_commands import check_operations
+from bot.voice.doctor import check_voice
 from db.engine import is_postgres, sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult, Doctor, ToolModule
@@ -229,6 +230,7 @@ def all_checks(tools: tuple[ToolModule, ...] | None = None) -> list[Check]:
         check_summaries,
         check_media,
         check_operations,  # .env permissions, backups
+        check_voice,
     ]
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Purpose = Literal["chat", "archive", "code", "scheduled"]
+Purpose = Literal["chat", "archive", "code", "scheduled", "speech"]
 
 PURPOSE_LABELS: dict[str, str] = {
     "chat": "chat",
     "archive": "archive summary",
     "code": "code generation",
     "scheduled": "scheduled task",
+    "speech": "voice replies (characters)",
 }
 
 

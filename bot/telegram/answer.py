@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from aiogram.enums import ChatType
 from aiogram.types import Message
 
@@ -10,6 +12,7 @@ from bot.app import App
 from bot.telegram.files import send_files
 from bot.telegram.render import send_markdown
 from bot.telegram.streaming import ReplyStreamer
+from bot.telegram.voice_reply import send_voice_reply
 
 
 def incoming_from(message: Message, text: str, kind: str = "text") -> Incoming:
@@ -34,9 +37,11 @@ async def answer(message: Message, app: App, incoming: Incoming, draft_interval:
         reply = await app.agent.handle(incoming, Events(streamer.on_text, streamer.on_tools))
     finally:
         await streamer.close()
+    answered_at = time.perf_counter()
     await send_markdown(bot, message.chat.id, reply.text)
     if reply.files:
         # Several runs may write the same name: the last version is the one to send.
         latest = {name: (name, data) for name, data in reply.files}
         await send_files(bot, message.chat.id, list(latest.values()))
+    await send_voice_reply(bot, message.chat.id, app, incoming, reply, answered_at)
     return reply

@@ -32,6 +32,9 @@ DEFAULT_PRICES: dict[str, Price] = {
     "claude-3.5-sonnet": Price(3.00, 15.00, 0.30),
     "claude-3-5-sonnet": Price(3.00, 15.00, 0.30),
     "claude-sonnet-4": Price(3.00, 15.00, 0.30),
+    # Speech: characters are metered as input tokens (USD per 1M characters).
+    "tts-1": Price(15.00, 0.0),
+    "tts-1-hd": Price(30.00, 0.0),
 }
 
 _DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})$")  # gpt-4o-2024-08-06, ...-20241022

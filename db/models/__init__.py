@@ -9,6 +9,7 @@ from db.models.schedule import JobRun, ReminderPrefs, ScheduledJob
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
 from db.models.usage import ModelUsage
+from db.models.voice import VoicePrefs
 from db.models.workers import TelegramUpdate
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "ToolCallRecord",
     "ToolUsage",
     "User",
+    "VoicePrefs",
 ]

@@ -37,7 +37,9 @@ async def test_codestats_counts_the_users_runs(tg: TG) -> None:
     await run_via_model(tg, "let x = ;")
     await run_via_model(tg, "undefinedThing()")
     await tg.send(OWNER, "/codestats")
-    text = (await tg.reply(OWNER)).text
+    chart, reply = await tg.replies(OWNER, 2)
+    assert chart.method == "sendPhoto"
+    text = reply.text
     assert "last 7 days" in text
     assert "Total: 3" in text and "Succeeded: 1 (33%)" in text and "Failed: 2" in text
     assert "p95" in text and "reference 1" in text and "syntax 1" in text

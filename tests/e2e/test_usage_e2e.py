@@ -21,7 +21,9 @@ async def test_usage_is_per_user_and_the_footer_is_optional(
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == "first answer"  # no footer by default
     await tg.send(OWNER, "/usage")
-    mine = (await tg.reply(OWNER)).text
+    chart, text = await tg.replies(OWNER, 2)
+    assert chart.method == "sendPhoto"  # a day of spending: drawn above the text
+    mine = text.text
     assert "1 call · 1,200 tokens in · 300 out · $0.0018" in mine
     assert "fake-model — 1 call" in mine and "chat — 1 call" in mine
     # Others' spending shows only as a share of the shared budget.
@@ -57,7 +59,7 @@ async def test_context_and_usage_agree_on_the_last_request(tg: TG) -> None:
     await tg.send(OWNER, "/context")
     context = (await tg.reply(OWNER)).text
     await tg.send(OWNER, "/usage")
-    report = (await tg.reply(OWNER)).text
+    report = (await tg.replies(OWNER, 2))[1].text  # the chart, then the text
     line = next(x for x in context.splitlines() if x.startswith("Last request"))
     assert "sent 4,321 tokens (provider's count)" in line
     assert line in report.splitlines()

@@ -6,6 +6,9 @@ Streaming answers use OpenAI's chunk format exactly, as real providers send it.
 `/v1/audio/transcriptions` takes the multipart form Whisper endpoints take and answers
 `{"text": ...}` from `transcripts` (in order; then "transcript of <filename>"), or fails
 with `transcribe_error` (an HTTP status) when set.
+`/v1/audio/speech` takes OpenAI's JSON body and answers `speech_audio` (OGG/Opus bytes by
+default; set `speech_audio`/`speech_type` to play an endpoint that sends something else),
+400 without `input`, or `speech_error` when set; `speeches` records each body.
 Like OpenAI, a streamed answer ends with a usage chunk (no choices) when the request asks
 for `stream_options: {include_usage: true}`; `send_usage=False` plays a provider that never
 sends usage. A turn's `usage` dict replaces the default counts (about 4 characters a token).
@@ -84,6 +87,10 @@ class FakeOpenAI:
     transcriptions: list[dict[str, Any]] = field(default_factory=list)  # form fields + bytes
     transcribe_error: int | None = None
     transcribe_delay: float = 0.0
+    speech_audio: bytes = b"OggS\x00\x02fake-opus-voice"
+    speech_type: str = "audio/ogg"
+    speech_error: int | None = None
+    speeches: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
@@ -97,6 +104,7 @@ class FakeOpenAI:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
+        app.router.add_post("/v1/audio/speech", self._speech)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -134,6 +142,17 @@ class FakeOpenAI:
             return web.json_response({"error": {"message": "file and model required"}}, status=400)
         text = self.transcripts.pop(0) if self.transcripts else f"transcript of {form['filename']}"
         return web.json_response({"text": text})
+
+    async def _speech(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        body["authorization"] = request.headers.get("Authorization")
+        self.speeches.append(body)
+        if self.speech_error is not None:
+            err = {"error": {"message": "scripted failure", "type": "server_error"}}
+            return web.json_response(err, status=self.speech_error)
+        if not body.get("input") or not body.get("model"):
+            return web.json_response({"error": {"message": "input and model required"}}, status=400)
+        return web.Response(body=self.speech_audio, content_type=self.speech_type)
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

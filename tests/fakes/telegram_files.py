@@ -1,4 +1,4 @@
-"""The file half of the fake Bot API: getFile, file downloads, sendPhoto, albums.
+"""The file half of the fake Bot API: getFile, file downloads, sendPhoto, sendVoice, albums.
 
 Mixed into FakeTelegram (tests/fakes/telegram_server.py), whose dataclass holds the state
 these methods use: `files` (file_id -> bytes), `downloads`, `file_delay`, `messages`.
@@ -67,6 +67,27 @@ class FileMethods:
         msg = self._message(chat_id, None, photo=photo)
         self.messages.append(
             Sent("sendPhoto", chat_id, msg["message_id"], params.get("caption") or "", [],
+                 params.get("reply_markup"), document=data, filename=filename, at=time.time())
+        )  # fmt: skip
+        return msg
+
+    async def _m_sendVoice(self, params: dict[str, Any], files: dict[str, Any]) -> Any:
+        from tests.fakes.telegram_server import ApiError, Sent
+
+        chat_id = self._chat_id(params)
+        ref = params.get("voice")
+        key = ref.removeprefix("attach://") if isinstance(ref, str) else "voice"
+        if key not in files:
+            raise ApiError(400, "Bad Request: there is no voice in the request")
+        filename, data = files[key]
+        caption = params.get("caption")
+        if caption is not None and len(caption) > 1024:
+            raise ApiError(400, "Bad Request: message caption is too long")
+        voice = {"file_id": f"voice{len(self.messages)}", "file_unique_id": "u", "duration": 1,
+                 "mime_type": "audio/ogg", "file_size": len(data)}  # fmt: skip
+        msg = self._message(chat_id, None, voice=voice)
+        self.messages.append(
+            Sent("sendVoice", chat_id, msg["message_id"], caption or "", [],
                  params.get("reply_markup"), document=data, filename=filename, at=time.time())
         )  # fmt: skip
         return msg

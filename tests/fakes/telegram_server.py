@@ -33,7 +33,7 @@ ENTITY_TYPES = {
     "code", "pre", "text_link", "text_mention", "custom_emoji", "date_time",
 }  # fmt: skip
 JSON_FIELDS = {"entities", "reply_markup", "commands", "allowed_updates", "reply_parameters"}
-SENDS = {"sendMessage", "sendDocument", "sendPhoto"}
+SENDS = {"sendMessage", "sendDocument", "sendPhoto", "sendVoice"}
 
 
 def utf16_len(text: str) -> int:

@@ -24,6 +24,7 @@ from bot.telegram.routers import (
     sessions,
     start,
     usage,
+    voice,
 )
 from bot.telegram.routers import tools as tools_router
 
@@ -39,6 +40,7 @@ def build_routers() -> list[Router]:
         usage.build_router(),
         model.build_router(),
         reminders.build_router(),
+        voice.build_router(),
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]

@@ -1,0 +1,27 @@
+"""A chart for /codestats and /usage: drawn off the loop, sent as a photo above the text."""
+
+from __future__ import annotations
+
+import logging
+
+from aiogram import Bot
+from aiogram.exceptions import TelegramAPIError
+from aiogram.types import BufferedInputFile
+
+from bot.charts import DailySeries, chart
+from bot.telegram.render import with_retry
+
+log = logging.getLogger(__name__)
+
+
+async def send_chart(bot: Bot, chat_id: int, series: DailySeries) -> None:
+    """Sends the chart, or nothing (no data, no matplotlib, Telegram refused): the text
+    that follows carries the same figures either way."""
+    png = await chart(series)
+    if png is None:
+        return
+    photo = BufferedInputFile(png, filename="chart.png")
+    try:
+        await with_retry(lambda: bot.send_photo(chat_id, photo), "sendPhoto")
+    except TelegramAPIError as exc:
+        log.warning("sending a chart failed: %s", exc)

@@ -1,0 +1,121 @@
+"""Whether an answer is spoken, and speaking it: the user's /voice mode, the budget check
+before the call, the characters metered after it (priced from PRICES like any model)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+import httpx
+
+from bot.llm.client import Completion, Usage
+from bot.usage.meter import Meter
+from bot.voice.settings import VoiceSettings
+from bot.voice.speech import SpeechError, Synthesizer
+from bot.voice.spoken import script
+from db.engine import SessionFactory
+from db.repos import voice as repo
+from tools.model_call import ModelCall
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["on", "off", "auto"]
+MODES: tuple[Mode, ...] = ("on", "off", "auto")
+
+
+@dataclass
+class Spoken:
+    audio: bytes
+    cut: bool  # the answer was longer than TTS_MAX_CHARS: the voice says so
+    chars: int
+
+
+class VoiceReplies:
+    def __init__(
+        self,
+        settings: VoiceSettings,
+        synthesizer: Synthesizer | None,
+        session_factory: SessionFactory,
+        meter: Meter | None,
+    ) -> None:
+        self.settings = settings
+        self.synthesizer = synthesizer  # None: TTS_BASE_URL=off
+        self.sf = session_factory
+        self.meter = meter
+        # An endpoint without /audio/speech (a chat-only LLM server behind the default
+        # TTS_BASE_URL) is said once, then voice stays quiet until a restart.
+        self.missing = False
+
+    async def wanted(self, telegram_user_id: int | None, kind: str) -> int | None:
+        """The user's users.id when this answer should be spoken, else None."""
+        if self.synthesizer is None or self.missing or telegram_user_id is None:
+            return None
+        async with self.sf() as s:
+            user_id, mode = await repo.pref_by_telegram_id(s, telegram_user_id)
+        if user_id is None or mode == "off" or (mode == "auto" and kind != "voice"):
+            return None
+        return user_id
+
+    async def speak(self, user_id: int, answer: str, request_id: str | None = None) -> Spoken:
+        """The answer as OGG/Opus; SpeechError (one sentence's worth) when it cannot be."""
+        assert self.synthesizer is not None
+        text, cut = script(answer, self.settings.tts_max_chars)
+        if not text:
+            raise SpeechError("the answer has nothing to read aloud (only code or links)")
+        if self.meter is not None:
+            refusal = await self.meter.refusal(user_id)
+            if refusal is not None:
+                raise SpeechError(refusal.rstrip("."))
+        try:
+            audio = await self.synthesizer.synthesize(text)
+        except SpeechError as exc:
+            self.missing = exc.missing
+            raise
+        await self._record(user_id, len(text), request_id)
+        return Spoken(audio, cut, len(text))
+
+    async def _record(self, user_id: int, chars: int, request_id: str | None) -> None:
+        """Characters count as input tokens: speech is priced per character (PRICES
+        `tts-1=15/0` is OpenAI's $15 per million characters)."""
+        if self.meter is None or self.synthesizer is None:
+            return
+        call = ModelCall("speech", user_id=user_id, request_id=request_id)
+        out = Completion(model=self.synthesizer.model, usage=Usage(prompt_tokens=chars))
+        try:
+            async with self.sf() as s, s.begin():
+                await self.meter.record(s, call, out, [])
+        except Exception:  # the voice is worth more than its usage row
+            log.exception("could not record the usage of a speech call")
+
+    async def mode(self, user_id: int) -> str:
+        async with self.sf() as s:
+            return await repo.mode_of(s, user_id)
+
+    async def set_mode(self, user_id: int, mode: Mode) -> None:
+        async with self.sf() as s, s.begin():
+            await repo.set_mode(s, user_id, mode)
+
+
+def build_voice(
+    settings: VoiceSettings,
+    llm_base_url: str,
+    llm_api_key: str | None,
+    http: httpx.AsyncClient,
+    session_factory: SessionFactory,
+    meter: Meter | None,
+) -> VoiceReplies:
+    base = settings.tts_base_url or llm_base_url
+    # The LLM's key goes only to the LLM's own endpoint, never to another host.
+    same_host = base.rstrip("/") == llm_base_url.rstrip("/")
+    key = (
+        settings.tts_api_key.get_secret_value()
+        if settings.tts_api_key
+        else (llm_api_key if same_host else None)
+    )
+    synth = None
+    if base.strip().lower() != "off":
+        synth = Synthesizer(
+            http, base, key, settings.tts_model, settings.tts_voice, settings.tts_timeout_s
+        )
+    return VoiceReplies(settings, synth, session_factory, meter)

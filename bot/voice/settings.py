@@ -1,0 +1,31 @@
+"""Voice reply settings (TTS_*), composed into bot.config.Settings."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+
+
+class VoiceSettings(BaseModel):
+    # Text to speech: an OpenAI-compatible /audio/speech endpoint. Empty base URL and key
+    # mean "the LLM endpoint's"; TTS_BASE_URL=off turns voice replies off.
+    tts_base_url: str | None = None
+    tts_api_key: SecretStr | None = None
+    tts_model: str = "tts-1"
+    tts_voice: str = "alloy"
+    tts_timeout_s: float = Field(default=60.0, gt=0, le=600)
+    # Longer answers are spoken up to here (at a sentence end) and the voice says so.
+    tts_max_chars: int = Field(default=1500, ge=50, le=4096)
+
+    @field_validator("tts_base_url")
+    @classmethod
+    def _check_tts_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if value.lower() == "off":
+            return "off"
+        if not re.match(r"^https?://", value):
+            raise ValueError("must start with http:// or https:// (or be off)")
+        return value.rstrip("/")

@@ -1,0 +1,115 @@
+"""Text to speech through an OpenAI-compatible `/audio/speech` endpoint.
+
+OpenAI, Kokoro-FastAPI, openedai-speech and speaches take the same JSON body (`model`,
+`input`, `voice`, `response_format`) and answer with the audio bytes. We ask for Opus,
+which they wrap in OGG: exactly what Telegram plays as a voice message. An endpoint that
+answers in another container is reported, not converted (that would need ffmpeg).
+Every failure becomes a SpeechError whose text is one sentence for the user.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+OGG_MAGIC = b"OggS"
+MAX_AUDIO_BYTES = 20 * 1024 * 1024
+
+
+class SpeechError(Exception):
+    """Why there is no voice reply, as one sentence (the text answer is already sent).
+    `missing`: the endpoint has no speech route at all (asking again will not help)."""
+
+    def __init__(self, text: str, *, missing: bool = False) -> None:
+        super().__init__(text)
+        self.missing = missing
+
+
+class Synthesizer:
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        voice: str,
+        timeout_s: float,
+    ) -> None:
+        self.http = http
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.model = model
+        self.voice = voice
+        self.timeout_s = timeout_s
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/audio/speech"
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    async def synthesize(self, text: str) -> bytes:
+        """OGG/Opus bytes of `text` spoken."""
+        body = {"model": self.model, "input": text, "voice": self.voice, "response_format": "opus"}
+        try:
+            resp = await self.http.post(
+                self.url,
+                headers=self._headers(),
+                json=body,
+                timeout=httpx.Timeout(self.timeout_s, connect=10.0),
+            )
+        except httpx.TimeoutException:
+            log.warning("speech synthesis timed out after %.0f s", self.timeout_s)
+            raise SpeechError("the speech service took too long") from None
+        except httpx.HTTPError as exc:
+            log.warning("speech endpoint unreachable: %s", type(exc).__name__)
+            raise SpeechError("the speech service is not reachable right now") from None
+        if resp.status_code in (404, 405):
+            raise SpeechError(
+                f"this endpoint has no text-to-speech (HTTP {resp.status_code}); the admin "
+                "can set TTS_BASE_URL, or TTS_BASE_URL=off",
+                missing=True,
+            )
+        if resp.status_code in (401, 403):
+            raise SpeechError(
+                f"the speech service refused our key (HTTP {resp.status_code}); the admin "
+                "should check TTS_API_KEY"
+            )
+        if resp.status_code >= 400:
+            log.warning("speech synthesis failed: HTTP %s %s", resp.status_code, resp.text[:200])
+            raise SpeechError(f"the speech service failed (HTTP {resp.status_code})")
+        data = resp.content
+        if not data.startswith(OGG_MAGIC):
+            kind = resp.headers.get("content-type", "unknown")
+            log.warning("speech endpoint answered %s, not OGG/Opus", kind)
+            raise SpeechError(
+                f"the speech service sent {kind} audio instead of OGG/Opus, which Telegram "
+                "needs for a voice message"
+            )
+        if len(data) > MAX_AUDIO_BYTES:
+            raise SpeechError("the spoken answer came out too large to send")
+        return data
+
+    async def probe(self) -> tuple[bool, str]:
+        """Is there a speech endpoint? A body without `input`: a 4xx other than
+        401/403/404/405 means the route exists (nothing is synthesised, nothing billed)."""
+        try:
+            resp = await self.http.post(
+                self.url,
+                headers=self._headers(),
+                json={"model": self.model, "voice": self.voice},
+                timeout=15.0,
+            )
+        except httpx.HTTPError as exc:
+            return False, f"{self.url}: {type(exc).__name__}"
+        code = resp.status_code
+        if code in (401, 403, 404, 405) or code >= 500:
+            return False, f"{self.url}: HTTP {code} to a request without input"
+        return True, (
+            f"{self.url} answers (HTTP {code} to a request without input, nothing "
+            f"synthesised; model {self.model}, voice {self.voice})"
+        )

@@ -1,0 +1,17 @@
+"""Per-user voice reply mode (/voice): on, off, or auto (a voice note gets a voice reply)."""
+
+from __future__ import annotations
+
+from sqlalchemy import ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from db.models.base import Base
+
+
+class VoicePrefs(Base):
+    __tablename__ = "voice_prefs"
+
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    mode: Mapped[str] = mapped_column(String(8), default="auto")  # on | off | auto

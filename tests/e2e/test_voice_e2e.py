@@ -1,0 +1,157 @@
+"""Voice replies end to end: a voice note in, the fake speech endpoint's bytes out as
+sendVoice beside the text; /voice modes; failures cost one sentence and never the text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from db.models.core import User
+from db.models.usage import ModelUsage
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Text
+from tests.media_helpers import voice
+
+OGG = b"OggS\x00\x02fake-opus-voice"
+
+
+async def send_voice_note(tg: TG, transcript: str, user: int = OWNER) -> None:
+    file_id = tg.server.add_file(b"OggS" + b"\0" * 100)
+    tg.llm.transcripts.append(transcript)
+    await tg.send(user, None, **voice(file_id, 104))
+
+
+async def speech_rows(tg: TG) -> list[ModelUsage]:
+    async with tg.app.session_factory() as s:
+        rows = await s.execute(select(ModelUsage).where(ModelUsage.purpose == "speech"))
+        return list(rows.scalars())
+
+
+async def test_voice_note_gets_its_text_and_a_voice_reply(tg: TG) -> None:
+    await send_voice_note(tg, "How warm is it?")
+    quote, text, spoken = await tg.replies(OWNER, 3)
+    assert quote.text.startswith("🎤") and text.text == "echo: How warm is it?"
+    assert spoken.method == "sendVoice" and spoken.document == OGG and spoken.text == ""
+    body = tg.llm.speeches[0]
+    assert body["input"] == "echo: How warm is it?" and body["response_format"] == "opus"
+    assert (body["model"], body["voice"]) == ("tts-1", "alloy")
+    assert body["authorization"] == "Bearer sk-test-secret-key-123456"  # the LLM key by default
+    await tg.idle()
+    (row,) = await speech_rows(tg)
+    chars = len("echo: How warm is it?")
+    assert (row.model, row.prompt_tokens, row.completion_tokens) == ("tts-1", chars, 0)
+    assert row.cost_usd is not None and abs(row.cost_usd - chars * 15 / 1_000_000) < 1e-12
+
+
+async def test_text_gets_text_only_in_auto_and_voice_when_on(tg: TG) -> None:
+    await tg.send(OWNER, "hello")
+    assert (await tg.reply(OWNER)).text == "echo: hello"
+    await tg.idle()
+    assert tg.unread(OWNER) == [] and tg.llm.speeches == []
+    await tg.send(OWNER, "/voice on")
+    assert "every answer" in (await tg.reply(OWNER)).text
+    await tg.send(OWNER, "hello again")
+    text, spoken = await tg.replies(OWNER, 2)
+    assert text.text == "echo: hello again" and spoken.method == "sendVoice"
+    await tg.send(OWNER, "/voice off")
+    await tg.reply(OWNER)
+    await send_voice_note(tg, "quiet please")
+    await tg.replies(OWNER, 2)  # the quote and the text
+    await tg.idle()
+    assert tg.unread(OWNER) == [] and len(tg.llm.speeches) == 1
+    await tg.send(OWNER, "/voice")
+    assert (await tg.reply(OWNER)).text.startswith("Voice replies: off.")
+    await tg.send(OWNER, "/voice loud")
+    assert (await tg.reply(OWNER)).text.startswith("Usage: /voice on|off|auto")
+
+
+async def test_speech_endpoint_down_gives_the_text_and_one_sentence(make_tg: Any) -> None:
+    tg: TG = await make_tg(tts_base_url="http://127.0.0.1:9/v1")
+    await send_voice_note(tg, "Are you there?")
+    _quote, text, notice = await tg.replies(OWNER, 3)
+    assert text.text == "echo: Are you there?"
+    assert notice.method == "sendMessage"
+    assert notice.text == (
+        "No voice reply this time: the speech service is not reachable right now; "
+        "the answer is above."
+    )
+    await tg.idle()
+    assert tg.unread(OWNER) == [] and await speech_rows(tg) == []
+
+
+async def test_endpoint_without_speech_is_said_once(tg: TG) -> None:
+    tg.llm.speech_error = 404
+    await send_voice_note(tg, "one")
+    *_, notice = await tg.replies(OWNER, 3)
+    assert "no text-to-speech (HTTP 404)" in notice.text and "TTS_BASE_URL" in notice.text
+    await send_voice_note(tg, "two")
+    await tg.replies(OWNER, 2)
+    await tg.idle()
+    assert tg.unread(OWNER) == [] and len(tg.llm.speeches) == 1
+
+
+async def test_code_and_links_are_not_read_and_long_answers_say_so(make_tg: Any) -> None:
+    tg: TG = await make_tg(tts_max_chars=200)
+    answer = (
+        "Here is **the** fix, see [the docs](https://example.com/docs) or https://x.org.\n\n"
+        "```python\nprint('secret code')\n```\n\n" + "This sentence is long enough. " * 20
+    )
+    tg.llm.add(Text(answer))
+    await send_voice_note(tg, "fix it")
+    *_, spoken = await tg.replies(OWNER, 3)
+    said = tg.llm.speeches[0]["input"]
+    assert said.startswith("Here is the fix, see the docs or")
+    assert "https" not in said and "print" not in said and "**" not in said
+    assert said.endswith("the rest is in the text.") and len(said) <= 200
+    assert spoken.method == "sendVoice" and "the rest is in the text above" in spoken.text
+
+
+async def test_a_used_up_budget_refuses_the_voice_not_the_text(make_tg: Any) -> None:
+    tg: TG = await make_tg(user_daily_token_cap=5)
+    await send_voice_note(tg, "spend it")
+    _quote, text, notice = await tg.replies(OWNER, 3)
+    assert text.text.startswith("echo: spend it")
+    assert notice.text.startswith("No voice reply this time: You have used your 5 tokens")
+    await tg.idle()
+    assert tg.llm.speeches == [] and await speech_rows(tg) == []
+
+
+async def test_non_ogg_audio_is_reported_not_sent(tg: TG) -> None:
+    tg.llm.speech_audio, tg.llm.speech_type = b"ID3mp3data", "audio/mpeg"
+    await send_voice_note(tg, "mp3 please")
+    *_, notice = await tg.replies(OWNER, 3)
+    assert "audio/mpeg" in notice.text and "OGG/Opus" in notice.text
+    assert all(m.method != "sendVoice" for m in tg.server.sent_to(OWNER))
+
+
+async def test_doctor_probes_without_synthesising(tg: TG) -> None:
+    from bot.voice.doctor import check_voice
+
+    (check,) = await check_voice(tg.app)
+    assert check.ok and "nothing synthesised" in check.detail
+    assert tg.llm.speeches and "input" not in tg.llm.speeches[0]
+    await tg.restart(tts_base_url="http://127.0.0.1:9/v1")
+    (check,) = await check_voice(tg.app)
+    assert not check.ok and "ConnectError" in check.detail
+    await tg.restart(tts_base_url="off")
+    (check,) = await check_voice(tg.app)
+    assert check.ok and "off" in check.detail
+
+
+async def test_each_group_member_has_their_own_voice_mode(make_tg: Any) -> None:
+    tg: TG = await make_tg(group_replies="all")
+    group, member = -100777, 2001
+    await tg.send(OWNER, "/voice on", chat_id=group)
+    assert "every answer" in (await tg.reply(group)).text
+    await tg.send(member, "mine is text", chat_id=group)
+    assert (await tg.reply(group)).text == "echo: mine is text"
+    await tg.idle()
+    assert tg.unread(group) == []
+    await tg.send(OWNER, "mine is spoken", chat_id=group)
+    text, spoken = await tg.replies(group, 2)
+    assert text.text == "echo: mine is spoken" and spoken.method == "sendVoice"
+    (row,) = await speech_rows(tg)
+    async with tg.app.session_factory() as s:
+        owner = (await s.execute(select(User).where(User.telegram_id == OWNER))).scalar_one()
+    assert row.user_id == owner.id  # metered to the member who asked
