@@ -73,7 +73,7 @@ async def main():
         rows = await checks["check_throwaway"](app)
         tool = app.registry.tools["throwaway"]
         ran = await tool.run(tool.params(name="Ann"), None)
-        prompt = system_prompt("", datetime.now(UTC), [], app.registry.prompt_lines())
+        prompt = system_prompt("", app.registry.prompt_lines())
         print(json.dumps({
             "greeting": s.throwaway_greeting,
             "scrubbed": "sk-throwaway-secret" in s.secrets(),
