@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.llm.settings import ModelSettings
@@ -73,7 +73,13 @@ class Settings(
     log_level: str = "INFO"
 
     # Agent
-    agent_max_turns: int = Field(default=75, ge=1, le=1000)
+    # Tool calls allowed for one user message (AGENT_MAX_TURNS, its old name, still works).
+    agent_max_tool_calls: int = Field(
+        default=75,
+        ge=1,
+        le=1000,
+        validation_alias=AliasChoices("agent_max_tool_calls", "agent_max_turns"),
+    )
     history_token_budget: int = Field(default=6000, ge=200)
 
     @field_validator("allowed_user_ids", mode="before")

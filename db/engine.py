@@ -1,9 +1,14 @@
 """The async engine: SQLite (the default) or PostgreSQL, picked by the URL.
 
-SQLite gets WAL, busy_timeout, foreign keys and sqlite-vec on every connection. The stdlib
-sqlite3 of pyenv and python.org builds cannot load extensions; there we
-connect through pysqlite3 (the pysqlite3-binary wheel) and tell SQLAlchemy's aiosqlite
-dialect to use its exception classes, so IntegrityError and friends still map.
+SQLite goes through SQLAlchemy's own aiosqlite dialect and gets WAL, busy_timeout, foreign
+keys and sqlite-vec on every connection. The stdlib sqlite3 of pyenv and python.org builds
+cannot load extensions; there we connect through pysqlite3 (the pysqlite3-binary wheel) and
+hand the dialect (its documented `module` argument) a DB-API built from pysqlite3's
+exception classes, so IntegrityError and friends still map.
+
+Concurrent writers wait in SQLite's busy handler (busy_timeout): the driver's deferred
+transactions begin at the first write, so a transaction never holds a read snapshot that a
+later write would have to upgrade (which SQLite refuses at once instead of waiting).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 import aiosqlite
 import sqlite_vec
+from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_dbapi
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
@@ -24,8 +30,6 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-
-from db.sqlite_adapter import OneHopDBAPI
 
 SessionFactory = async_sessionmaker[AsyncSession]
 BUSY_TIMEOUT_S = 10  # how long a SQLite writer waits for the write lock before failing
@@ -56,7 +60,7 @@ def configure_connection(conn: Any) -> None:
     conn.execute("PRAGMA synchronous=NORMAL")
 
 
-def _dbapi(module: types.ModuleType) -> OneHopDBAPI:
+def _dbapi(module: types.ModuleType) -> AsyncAdapt_aiosqlite_dbapi:
     shim = types.ModuleType("aiosqlite_shim")
     shim.__dict__.update(vars(aiosqlite))
     for name in (
@@ -75,7 +79,7 @@ def _dbapi(module: types.ModuleType) -> OneHopDBAPI:
     ):
         if hasattr(module, name):
             setattr(shim, name, getattr(module, name))
-    return OneHopDBAPI(shim, module, write_timeout=BUSY_TIMEOUT_S)
+    return AsyncAdapt_aiosqlite_dbapi(shim, module)
 
 
 def _creator(path: str, module: types.ModuleType) -> Callable[[], Any]:
@@ -129,14 +133,6 @@ def create_engine(url: str) -> AsyncEngine:
 
 def session_factory(engine: AsyncEngine) -> SessionFactory:
     return async_sessionmaker(engine, expire_on_commit=False)
-
-
-def engine_of(factory: SessionFactory) -> AsyncEngine:
-    """The engine a session factory binds, for paths that need a connection and no ORM
-    (a bare connection costs about half the CPU of a session to set up and close)."""
-    engine = factory.kw["bind"]
-    assert isinstance(engine, AsyncEngine), "session factory not bound to an engine"
-    return engine
 
 
 def is_postgres(bind: AsyncEngine | AsyncSession | Connection | AsyncConnection) -> bool:

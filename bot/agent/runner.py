@@ -1,4 +1,9 @@
-"""One request per user message: store it, loop model ↔ tools under a cap, store everything."""
+"""One request per user message: store it, loop model ↔ tools under a cap, store everything.
+
+Storage goes through one seam (db/conversation.py): the turn begins by storing the user's
+message before any model call, each tool round and the answer are recorded in one
+transaction each, with the model calls' usage rows (bot/usage) inside them.
+"""
 
 from __future__ import annotations
 
@@ -9,47 +14,26 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from bot.agent.archive import Archiver
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
-from bot.agent.message_in import HISTORY_ROWS, store_message
 from bot.agent.prompt import message_cost, system_prompt, to_openai, trim_history
-from bot.agent.recording import Recording
 from bot.agent.sessions import start_new_session
 from bot.agent.toolexec import CallOutcome, run_call
 from bot.config import Settings
-from bot.llm.client import ChatModel, LLMToolCall, OnText
+from bot.llm.client import ChatModel, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
+from db.conversation import HISTORY_ROWS, Conversation, SqlConversation, ToolResult, Turn
 from db.engine import SessionFactory
-from db.repos import core as repo
-from db.repos import last_writes
-from tools.base import Clock, RequestContext, RequestTools, ToolCall, system_clock
+from db.repos.core import HistoryRow
+from tools.base import Clock, RequestContext, ToolCall, system_clock
 from tools.model_call import Purpose
 from tools.registry import Registry
 
 log = logging.getLogger(__name__)
 
-COST_CACHE_MAX = 200_000  # token counts of stored messages kept (about 20 MB at most)
-# History read with the user's message: (session id, wire messages, token costs, rows read).
-Prefetched = tuple[int, list[dict[str, Any]], list[int], int]
-Started = tuple[RequestContext, Prefetched, "metering.RequestUsage | None"]
-
-
-def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]] | None) -> None:
-    """Give the newest user message its extra content parts (images), for this call only."""
-    if not parts:
-        return
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if m["role"] == "user":
-            # A new dict: the history dicts are shared with /context's token count.
-            text = m["content"] if isinstance(m["content"], str) else ""
-            messages[i] = {**m, "content": [{"type": "text", "text": text}, *parts]}
-            return
-
-
+COST_CACHE_MAX = 200_000  # token counts of stored messages kept per process
 # A prompt section provider (memory auto-recall, ...): returns text for the system prompt.
 ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
 
@@ -99,6 +83,16 @@ class Events:
     on_tools: Callable[[list[str]], Awaitable[None]] | None = None
 
 
+@dataclass(frozen=True)
+class Prefetched:
+    """History rows of a session as wire messages with their token costs."""
+
+    session_id: int
+    wire: list[dict[str, Any]]
+    costs: list[int]
+    rows: int  # how many rows were read
+
+
 @dataclass
 class Agent:
     settings: Settings
@@ -110,114 +104,143 @@ class Agent:
     # Summarises a closed session into memory; None when memory is off (the scheduler
     # then writes the summary on its next run).
     archiver: Archiver | None = None
-    # Around the loop: recording is always first; /context accounting after.
-    hooks: list[AgentHooks] = field(default_factory=list)
-    # Budgets and usage recording (bot/usage); None: no metering.
-    meter: Meter | None = None
-    # Token estimates of stored messages by id (see _wire).
+    hooks: list[AgentHooks] = field(default_factory=list)  # /context accounting, ...
+    meter: Meter | None = None  # budgets and usage recording (bot/usage); None: no metering
+    conversation: Conversation = field(init=False)
+    # Token estimates of stored messages by id: a stored message never changes.
     _costs: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
-    def user_timezone(self, tz_name: str | None) -> ZoneInfo:
-        return self.settings.session_policy.zone(tz_name)
-
-    def _hooks(self, metered: metering.Metering | None) -> HookChain:
-        also = metered.in_record if metered is not None else None
-        chain: list[AgentHooks] = [Recording(self.session_factory, self.clock, also)]
-        if metered is not None:
-            chain.append(metered)
-        return HookChain([*chain, *self.hooks])
+    def __post_init__(self) -> None:
+        self.conversation = SqlConversation(self.session_factory)
 
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
-        events = events or Events()
-        ctx, prefetched, usage = await self._start_request(incoming)
-        metered = metering.Metering(self.meter, usage) if self.meter and usage else None
-        reply = await self._loop(ctx, incoming.text, events, prefetched, incoming.parts, metered)
-        reply.files = ctx.files_out
-        if ctx.new_session_requested:
-            # The model asked for a fresh start (memory __NEW_SESSION__): close this session
-            # now (the next message opens a new one) and archive it once the reply is out.
-            # The reply is returned whatever happens here.
-            try:
-                started = await start_new_session(
-                    self.session_factory,
-                    self.clock,
-                    telegram_user_id=incoming.telegram_user_id,
-                    user_name=incoming.user_name,
-                )
-            except Exception:
-                log.exception("starting the new session the model asked for failed")
-            else:
-                ended, archiver = started.ended_session_id, self.archiver
-                if ended is not None and archiver is not None:
-
-                    async def archive() -> None:
-                        await archiver.archive(ended)
-
-                    reply.followup = archive
-        return reply
-
-    async def budget_refusal(self, user_id: int | None) -> str | None:
-        """The one sentence to send instead of calling a model when a budget or token cap
-        (of users.id `user_id`) is used up, else None. The metering hook checks it before
-        every model call; callers such as scheduled tasks may ask first."""
-        return await self.meter.refusal(user_id) if self.meter is not None else None
-
-    async def _start_request(self, incoming: Incoming) -> Started:
-        """Store the message before any model call (bot/agent/message_in.py), then the
-        request's context and usage."""
-        now = self.clock()
-        request_id = uuid.uuid4().hex[:16]
-        message: repo.MessageFields = {
-            "session_id": 0,  # set once the session is known
-            "user_id": 0,
-            "role": "user",
-            "content": incoming.text,
-            "request_id": request_id,
-            "now": now,
-            "telegram_message_id": incoming.telegram_message_id,
-            "kind": incoming.kind,
-        }
-        user, session_id, has_memories, message_id, rows = await store_message(
-            self.session_factory,
-            self.settings,
-            telegram_user_id=incoming.telegram_user_id,
+        now, request_id = self.clock(), uuid.uuid4().hex[:16]
+        started = await self.conversation.begin_turn(
+            telegram_id=incoming.telegram_user_id,
             user_name=incoming.user_name,
-            message=message,
+            text=incoming.text,
+            kind=incoming.kind,
+            telegram_message_id=incoming.telegram_message_id,
+            request_id=request_id,
+            now=now,
+            period_over=lambda began, tz_name: self._period_over(began, now, tz_name),
         )
+        user = started.user
         ctx = RequestContext(
             request_id=request_id,
             user_id=user.id,
-            session_id=session_id,
-            trigger_message_id=message_id,
+            session_id=started.session_id,
+            trigger_message_id=started.message_id,
             user_name=user.name,
             telegram_user_id=incoming.telegram_user_id,
             chat_id=incoming.chat_id,
-            timezone=self.user_timezone(user.timezone),
+            timezone=self.settings.session_policy.zone(user.timezone),
             clock=self.clock,
-            has_memories=has_memories,
+            has_memories=started.has_memories,
         )
-        usage = None
+        metered = None
         if self.meter is not None:
-            settings = self.settings
-            models = metering.allowed_models(settings.llm_model, settings.llm_models)
+            models = metering.allowed_models(self.settings.llm_model, self.settings.llm_models)
             usage = metering.begin(ctx, user, incoming.purpose, models)
-        return ctx, (session_id, *self._wire(rows)), usage
+            metered = metering.Metering(self.meter, usage)
+        prefetched = self._wire(started.session_id, started.history)
+        reply = await self._loop(ctx, incoming, events or Events(), prefetched, metered)
+        reply.files = ctx.files_out
+        if ctx.new_session_requested:
+            reply.followup = await self._close_session(incoming)
+        return reply
 
-    def _wire(
-        self, rows: Sequence[last_writes.AnyHistoryRow]
-    ) -> tuple[list[dict[str, Any]], list[int], int]:
-        """History rows as wire messages with their token costs; a stored message never
-        changes, so its cost is counted once per process."""
-        if len(self._costs) > COST_CACHE_MAX:
-            self._costs.clear()
-        wire = [to_openai(m) for m in rows]
-        costs = []
-        for m, w in zip(rows, wire, strict=True):
-            cost = self._costs.get(m.id)
-            if cost is None:
-                cost = self._costs[m.id] = message_cost(w)
-            costs.append(cost)
-        return wire, costs, len(rows)
+    async def _loop(
+        self,
+        ctx: RequestContext,
+        incoming: Incoming,
+        events: Events,
+        prefetched: Prefetched,
+        metered: metering.Metering | None,
+    ) -> Reply:
+        hooks = HookChain([metered, *self.hooks] if metered is not None else self.hooks)
+        turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
+        also = (lambda s: metered.in_record(s, ctx)) if metered is not None else None
+        tools = self.registry.for_request(ctx, incoming.text)
+        parts = await self.build_prompt(ctx, incoming.text, prefetched)
+        messages = [{"role": "system", "content": parts.system}, *parts.history]
+        with_parts(messages, incoming.parts)
+        cap, used, rounds = self.settings.agent_max_tool_calls, 0, 0
+
+        async def answer(text: str, stopped: bool = False, notes: bool = True) -> Reply:
+            await self.conversation.record_answer(turn, self.clock(), text, also)
+            await hooks.on_answer(ctx, text)
+            lines = metered.extra_lines() if metered is not None and notes else ""
+            return Reply(text + lines, ctx.request_id, ctx.session_id, used, stopped, notes=lines)
+
+        while True:
+            req = ModelRequest(ctx, messages, tools.schemas(), parts, rounds)
+            try:
+                await hooks.on_model_request(req)
+            except HookRefusal as refusal:
+                return await answer(str(refusal), notes=False)
+            model = metered.ru.model if metered is not None else None
+            completion = await self.llm.stream(
+                messages, req.tools or None, events.on_text, model=model
+            )
+            await hooks.on_model_response(req, completion)
+            rounds += 1
+            calls = completion.tool_calls
+            if not calls:
+                return await answer(completion.content.strip() or "(no answer)")
+            allowed = calls[: max(0, cap - used)]
+            wire_calls = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in calls
+            ]
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": completion.content or None,
+                    "tool_calls": wire_calls,
+                }
+            )
+            if events.on_tools is not None and allowed:
+                await events.on_tools([c.name for c in allowed])
+            outcomes = await asyncio.gather(
+                *(
+                    run_call(
+                        tools,
+                        c.name,
+                        c.arguments,
+                        ToolCall(ctx=ctx, call_id=c.id, reasoning=completion.content),
+                    )
+                    for c in allowed
+                )
+            )
+            used += len(allowed)
+            note = f"Not run: the limit of {cap} tool calls for this message was reached."
+            outcomes += [CallOutcome(note, False, "tool-call cap reached", 0.0)] * (
+                len(calls) - len(allowed)
+            )
+            results = [
+                ToolResult(c.id, c.name, c.arguments, o.text, o.ok, o.error, o.duration_ms)
+                for c, o in zip(calls, outcomes, strict=True)
+            ]
+            await self.conversation.record_tool_round(
+                turn, self.clock(), completion.content or "", wire_calls, results, also
+            )
+            await hooks.on_tool_round(
+                ToolRound(ctx, completion.content, wire_calls, calls, outcomes)
+            )
+            messages += [
+                {"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in results
+            ]
+            if used >= cap:
+                return await answer(
+                    f"I stopped this task after {used} tool calls (the limit for one message is "
+                    f"{cap}). Tell me to continue if you want me to go on.",
+                    stopped=True,
+                )
 
     async def build_prompt(
         self, ctx: RequestContext, text: str, prefetched: Prefetched | None = None
@@ -240,107 +263,80 @@ class Agent:
         return PromptParts(system_prompt(ctx.user_name, now, sections), sections, history)
 
     async def _history(
-        self,
-        session_id: int,
-        prefetched: Prefetched | None = None,
+        self, session_id: int, prefetched: Prefetched | None
     ) -> list[dict[str, Any]]:
-        """The session's newest messages within the token budget."""
+        """The session's newest messages within the token budget: most requests fit in the
+        rows read with the user's message; more are read only when those all fit."""
         budget = self.settings.history_token_budget
-        # Most requests fit in the newest few dozen rows (read by _start_request); read
-        # more only when they all fit.
         for limit in (HISTORY_ROWS, 1000):
-            if limit == HISTORY_ROWS and prefetched is not None and prefetched[0] == session_id:
-                _, wire, costs, n = prefetched
-            else:
-                async with self.session_factory() as s:
-                    rows = await repo.history_rows(s, session_id, limit)
-                wire, costs, n = self._wire(rows)
-            history = trim_history(wire, budget, costs)
-            if n < limit or len(history) < n:
+            got = prefetched if limit == HISTORY_ROWS else None
+            if got is None or got.session_id != session_id:
+                got = self._wire(session_id, await self.conversation.history(session_id, limit))
+            history = trim_history(got.wire, budget, got.costs)
+            if got.rows < limit or len(history) < got.rows:
                 break
         return history
 
-    async def _loop(
-        self,
-        ctx: RequestContext,
-        text: str,
-        events: Events,
-        prefetched: Prefetched,
-        content_parts: list[dict[str, Any]] | None = None,
-        metered: metering.Metering | None = None,
-    ) -> Reply:
-        hooks = self._hooks(metered)
-        model = metered.ru.model if metered is not None else None
-        tools = self.registry.for_request(ctx, text)
-        parts = await self.build_prompt(ctx, text, prefetched)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": parts.system}]
-        messages += parts.history
-        with_parts(messages, content_parts)
-        cap = self.settings.agent_max_turns
-        used = 0
-        turn = 0
-        while True:
-            req = ModelRequest(ctx, messages, tools.schemas(), parts, turn)
-            try:
-                await hooks.on_model_request(req)
-            except HookRefusal as refusal:
-                answer = str(refusal)
-                await hooks.on_answer(ctx, answer)
-                return Reply(answer, ctx.request_id, ctx.session_id, used)
-            completion = await self.llm.stream(
-                messages, req.tools or None, events.on_text, model=model
-            )
-            await hooks.on_model_response(req, completion)
-            turn += 1
-            if not completion.tool_calls:
-                answer = completion.content.strip() or "(no answer)"
-                await hooks.on_answer(ctx, answer)
-                notes = metered.extra_lines() if metered is not None else ""
-                return Reply(answer + notes, ctx.request_id, ctx.session_id, used, notes=notes)
-            calls = completion.tool_calls
-            allowed = calls[: max(0, cap - used)]
-            refused = calls[len(allowed) :]
-            wire_calls: list[dict[str, Any]] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in calls
-            ]
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": completion.content or None,
-                    "tool_calls": wire_calls,
-                }
-            )
-            if events.on_tools is not None and allowed:
-                await events.on_tools([c.name for c in allowed])
-            outcomes = await asyncio.gather(
-                *(self._run_one(ctx, tools, c, completion.content) for c in allowed)
-            )
-            used += len(allowed)
-            note = f"Not run: the limit of {cap} tool calls for this message was reached."
-            outcomes.extend(CallOutcome(note, False, "tool-call cap reached", 0.0) for _ in refused)
-            await hooks.on_tool_round(
-                ToolRound(ctx, completion.content, wire_calls, calls, outcomes)
-            )
-            for c, outcome in zip(calls, outcomes, strict=True):
-                messages.append({"role": "tool", "tool_call_id": c.id, "content": outcome.text})
-            if used >= cap:
-                answer = (
-                    f"I stopped this task after {used} tool calls (the limit for one message is "
-                    f"{cap}). Tell me to continue if you want me to go on."
-                )
-                await hooks.on_answer(ctx, answer)
-                notes = metered.extra_lines() if metered is not None else ""
-                return Reply(
-                    answer + notes, ctx.request_id, ctx.session_id, used, True, notes=notes
-                )
+    def _wire(self, session_id: int, rows: Sequence[HistoryRow]) -> Prefetched:
+        """History rows as wire messages with their token costs, each counted once."""
+        if len(self._costs) > COST_CACHE_MAX:
+            self._costs.clear()
+        wire = [to_openai(m) for m in rows]
+        costs = []
+        for m, w in zip(rows, wire, strict=True):
+            cost = self._costs.get(m.id)
+            if cost is None:
+                cost = self._costs[m.id] = message_cost(w)
+            costs.append(cost)
+        return Prefetched(session_id, wire, costs, len(rows))
 
-    async def _run_one(
-        self, ctx: RequestContext, tools: RequestTools, c: LLMToolCall, reasoning: str
-    ) -> CallOutcome:
-        call = ToolCall(ctx=ctx, call_id=c.id, reasoning=reasoning)
-        return await run_call(tools, c.name, c.arguments, call)
+    def _period_over(self, started: datetime, now: datetime, tz_name: str | None) -> bool:
+        """Whether the session's period (SESSION_SPLIT) is over. A failing check answers
+        False: the message is answered in the current session rather than not at all."""
+        try:
+            return self.settings.session_policy.is_due(started, now, tz_name)
+        except Exception:
+            log.exception("checking whether the session period ended failed")
+            return False
+
+    async def _close_session(self, incoming: Incoming) -> Callable[[], Awaitable[None]] | None:
+        """The model asked for a fresh start (memory __NEW_SESSION__): close this session now
+        (the next message opens a new one); archiving it waits until the reply is out. The
+        reply is returned whatever happens here."""
+        try:
+            started = await start_new_session(
+                self.session_factory,
+                self.clock,
+                telegram_user_id=incoming.telegram_user_id,
+                user_name=incoming.user_name,
+            )
+        except Exception:
+            log.exception("starting the new session the model asked for failed")
+            return None
+        ended, archiver = started.ended_session_id, self.archiver
+        if ended is None or archiver is None:
+            return None
+
+        async def archive() -> None:
+            await archiver.archive(ended)
+
+        return archive
+
+    async def budget_refusal(self, user_id: int | None) -> str | None:
+        """The one sentence to send instead of calling a model when a budget or token cap
+        (of users.id `user_id`) is used up, else None. The metering hook checks it before
+        every model call; callers such as scheduled tasks may ask first."""
+        return await self.meter.refusal(user_id) if self.meter is not None else None
+
+
+def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]] | None) -> None:
+    """Give the newest user message its extra content parts (images), for this call only."""
+    if not parts:
+        return
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m["role"] == "user":
+            # A new dict: the history dicts are shared with /context's token count.
+            text = m["content"] if isinstance(m["content"], str) else ""
+            messages[i] = {**m, "content": [{"type": "text", "text": text}, *parts]}
+            return

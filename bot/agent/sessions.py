@@ -2,7 +2,8 @@
 model's own request (memory `__NEW_SESSION__`). The scheduled split archives through the
 same Archiver and lets the next message open the new session; a message that arrives
 after the split time but before the scheduler got to it (the bot was down, or the job
-runs a minute later) closes the old session itself, so it never lands in a finished period.
+runs a minute later) closes the old session itself (db/conversation.py), so it never lands
+in a finished period.
 
 The old session is closed and the new one opened in one transaction first, so a message
 arriving while the summary is being written already lands in the new session; then the
@@ -14,14 +15,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
-
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.archive import Archiver, ArchiveResult
-from bot.config import Settings
 from db.engine import SessionFactory
-from db.models.core import ChatSession
 from db.repos import core as repo
 from db.repos import sessions as sessions_repo
 from tools.base import Clock
@@ -61,21 +57,3 @@ async def start_new_session(
     elif out.ended_session_id is not None:
         log.info("session %d closed; its summary is left to the scheduler", out.ended_session_id)
     return out
-
-
-async def period_ended(
-    s: AsyncSession, settings: Settings, session: ChatSession, tz_name: str | None, now: datetime
-) -> bool:
-    """Inside the caller's transaction: when the open `session`'s period (SESSION_SPLIT) is
-    over, close it and return True; the caller then opens a new one and the scheduler
-    writes the old one's summary. A failing check answers False (the message is answered
-    in the current session rather than not at all)."""
-    try:
-        if not settings.session_policy.is_due(session.started_at, now, tz_name):
-            return False
-    except Exception:
-        log.exception("checking whether the session period ended failed")
-        return False
-    await sessions_repo.close_session(s, session.id, now)
-    log.info("session %d: its period ended; the new message opens a new one", session.id)
-    return True

@@ -15,7 +15,6 @@ from tools.base import RequestTools, ToolCall, ToolError, ToolOutput
 log = logging.getLogger(__name__)
 
 RESULT_LIMIT = 16_000  # characters of a result the model sees
-AUDIT_LIMIT = 4_000  # characters of a result kept in the audit table
 
 
 @dataclass
