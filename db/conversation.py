@@ -192,12 +192,12 @@ class SqlConversation:
         results: Sequence[ToolResult],
         also: AlsoWrite | None = None,
     ) -> None:
-        ids = {"session_id": turn.session_id, "user_id": turn.user_id}
         async with self.session_factory() as s, s.begin():
             conn = await s.connection()
             await repo.add_message(
                 conn,
-                **ids,
+                session_id=turn.session_id,
+                user_id=turn.user_id,
                 role="assistant",
                 content=content,
                 request_id=turn.request_id,
@@ -210,7 +210,8 @@ class SqlConversation:
                     [
                         repo.message_params(
                             {
-                                **ids,
+                                "session_id": turn.session_id,
+                                "user_id": turn.user_id,
                                 "role": "tool",
                                 "content": r.text,
                                 "request_id": turn.request_id,
@@ -226,7 +227,8 @@ class SqlConversation:
                     _ADD_TOOL_CALL,
                     [
                         {
-                            **ids,
+                            "session_id": turn.session_id,
+                            "user_id": turn.user_id,
                             "request_id": turn.request_id,
                             "tool_call_id": r.call_id,
                             "tool": r.name,

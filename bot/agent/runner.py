@@ -10,30 +10,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from bot.agent.archive import Archiver
+from bot.agent.history import HistoryWindow, Prefetched
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
-from bot.agent.prompt import message_cost, system_prompt, to_openai, trim_history
-from bot.agent.sessions import start_new_session
-from bot.agent.toolexec import CallOutcome, run_call
+from bot.agent.prompt import system_prompt
+from bot.agent.sessions import close_on_request
+from bot.agent.toolexec import run_round, wire_calls
 from bot.config import Settings
 from bot.llm.client import ChatModel, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
-from db.conversation import HISTORY_ROWS, Conversation, SqlConversation, ToolResult, Turn
+from db.conversation import Conversation, SqlConversation, Turn
 from db.engine import SessionFactory
-from db.repos.core import HistoryRow
-from tools.base import Clock, RequestContext, ToolCall, system_clock
+from tools.base import Clock, RequestContext, system_clock
 from tools.model_call import Purpose
 from tools.registry import Registry
 
 log = logging.getLogger(__name__)
 
-COST_CACHE_MAX = 200_000  # token counts of stored messages kept per process
 # A prompt section provider (memory auto-recall, ...): returns text for the system prompt.
 ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
 
@@ -83,16 +82,6 @@ class Events:
     on_tools: Callable[[list[str]], Awaitable[None]] | None = None
 
 
-@dataclass(frozen=True)
-class Prefetched:
-    """History rows of a session as wire messages with their token costs."""
-
-    session_id: int
-    wire: list[dict[str, Any]]
-    costs: list[int]
-    rows: int  # how many rows were read
-
-
 @dataclass
 class Agent:
     settings: Settings
@@ -107,11 +96,11 @@ class Agent:
     hooks: list[AgentHooks] = field(default_factory=list)  # /context accounting, ...
     meter: Meter | None = None  # budgets and usage recording (bot/usage); None: no metering
     conversation: Conversation = field(init=False)
-    # Token estimates of stored messages by id: a stored message never changes.
-    _costs: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    window: HistoryWindow = field(init=False)
 
     def __post_init__(self) -> None:
         self.conversation = SqlConversation(self.session_factory)
+        self.window = HistoryWindow(self.conversation)
 
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         now, request_id = self.clock(), uuid.uuid4().hex[:16]
@@ -143,11 +132,17 @@ class Agent:
             models = metering.allowed_models(self.settings.llm_model, self.settings.llm_models)
             usage = metering.begin(ctx, user, incoming.purpose, models)
             metered = metering.Metering(self.meter, usage)
-        prefetched = self._wire(started.session_id, started.history)
+        prefetched = self.window.wire(started.session_id, started.history)
         reply = await self._loop(ctx, incoming, events or Events(), prefetched, metered)
         reply.files = ctx.files_out
         if ctx.new_session_requested:
-            reply.followup = await self._close_session(incoming)
+            reply.followup = await close_on_request(
+                self.session_factory,
+                self.clock,
+                self.archiver,
+                telegram_user_id=incoming.telegram_user_id,
+                user_name=incoming.user_name,
+            )
         return reply
 
     async def _loop(
@@ -188,50 +183,18 @@ class Agent:
             calls = completion.tool_calls
             if not calls:
                 return await answer(completion.content.strip() or "(no answer)")
-            allowed = calls[: max(0, cap - used)]
-            wire_calls = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in calls
-            ]
+            wire = wire_calls(calls)
             messages.append(
-                {
-                    "role": "assistant",
-                    "content": completion.content or None,
-                    "tool_calls": wire_calls,
-                }
+                {"role": "assistant", "content": completion.content or None, "tool_calls": wire}
             )
-            if events.on_tools is not None and allowed:
-                await events.on_tools([c.name for c in allowed])
-            outcomes = await asyncio.gather(
-                *(
-                    run_call(
-                        tools,
-                        c.name,
-                        c.arguments,
-                        ToolCall(ctx=ctx, call_id=c.id, reasoning=completion.content),
-                    )
-                    for c in allowed
-                )
-            )
-            used += len(allowed)
-            note = f"Not run: the limit of {cap} tool calls for this message was reached."
-            outcomes += [CallOutcome(note, False, "tool-call cap reached", 0.0)] * (
-                len(calls) - len(allowed)
-            )
-            results = [
-                ToolResult(c.id, c.name, c.arguments, o.text, o.ok, o.error, o.duration_ms)
-                for c, o in zip(calls, outcomes, strict=True)
-            ]
+            if events.on_tools is not None and used < cap:
+                await events.on_tools([c.name for c in calls[: cap - used]])
+            results = await run_round(tools, ctx, calls, completion.content, used=used, cap=cap)
+            used = min(cap, used + len(calls))
             await self.conversation.record_tool_round(
-                turn, self.clock(), completion.content or "", wire_calls, results, also
+                turn, self.clock(), completion.content or "", wire, results, also
             )
-            await hooks.on_tool_round(
-                ToolRound(ctx, completion.content, wire_calls, calls, outcomes)
-            )
+            await hooks.on_tool_round(ToolRound(ctx, completion.content, wire, calls, results))
             messages += [
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in results
             ]
@@ -248,7 +211,7 @@ class Agent:
         # Recall and history are independent reads: run them side by side.
         provided, history = await asyncio.gather(
             asyncio.gather(*(p(ctx, text) for p in self.context_providers), return_exceptions=True),
-            self._history(ctx.session_id, prefetched),
+            self.window.fit(ctx.session_id, self.settings.history_token_budget, prefetched),
         )
         sections: list[str] = []
         for section in provided:
@@ -262,34 +225,6 @@ class Agent:
         now: datetime = ctx.now().astimezone(ctx.timezone)
         return PromptParts(system_prompt(ctx.user_name, now, sections), sections, history)
 
-    async def _history(
-        self, session_id: int, prefetched: Prefetched | None
-    ) -> list[dict[str, Any]]:
-        """The session's newest messages within the token budget: most requests fit in the
-        rows read with the user's message; more are read only when those all fit."""
-        budget = self.settings.history_token_budget
-        for limit in (HISTORY_ROWS, 1000):
-            got = prefetched if limit == HISTORY_ROWS else None
-            if got is None or got.session_id != session_id:
-                got = self._wire(session_id, await self.conversation.history(session_id, limit))
-            history = trim_history(got.wire, budget, got.costs)
-            if got.rows < limit or len(history) < got.rows:
-                break
-        return history
-
-    def _wire(self, session_id: int, rows: Sequence[HistoryRow]) -> Prefetched:
-        """History rows as wire messages with their token costs, each counted once."""
-        if len(self._costs) > COST_CACHE_MAX:
-            self._costs.clear()
-        wire = [to_openai(m) for m in rows]
-        costs = []
-        for m, w in zip(rows, wire, strict=True):
-            cost = self._costs.get(m.id)
-            if cost is None:
-                cost = self._costs[m.id] = message_cost(w)
-            costs.append(cost)
-        return Prefetched(session_id, wire, costs, len(rows))
-
     def _period_over(self, started: datetime, now: datetime, tz_name: str | None) -> bool:
         """Whether the session's period (SESSION_SPLIT) is over. A failing check answers
         False: the message is answered in the current session rather than not at all."""
@@ -298,29 +233,6 @@ class Agent:
         except Exception:
             log.exception("checking whether the session period ended failed")
             return False
-
-    async def _close_session(self, incoming: Incoming) -> Callable[[], Awaitable[None]] | None:
-        """The model asked for a fresh start (memory __NEW_SESSION__): close this session now
-        (the next message opens a new one); archiving it waits until the reply is out. The
-        reply is returned whatever happens here."""
-        try:
-            started = await start_new_session(
-                self.session_factory,
-                self.clock,
-                telegram_user_id=incoming.telegram_user_id,
-                user_name=incoming.user_name,
-            )
-        except Exception:
-            log.exception("starting the new session the model asked for failed")
-            return None
-        ended, archiver = started.ended_session_id, self.archiver
-        if ended is None or archiver is None:
-            return None
-
-        async def archive() -> None:
-            await archiver.archive(ended)
-
-        return archive
 
     async def budget_refusal(self, user_id: int | None) -> str | None:
         """The one sentence to send instead of calling a model when a budget or token cap

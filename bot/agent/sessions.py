@@ -14,6 +14,7 @@ session waits as "summary pending" and the scheduler's next run archives it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.agent.archive import Archiver, ArchiveResult
@@ -57,3 +58,31 @@ async def start_new_session(
     elif out.ended_session_id is not None:
         log.info("session %d closed; its summary is left to the scheduler", out.ended_session_id)
     return out
+
+
+async def close_on_request(
+    session_factory: SessionFactory,
+    clock: Clock,
+    archiver: Archiver | None,
+    *,
+    telegram_user_id: int | None,
+    user_name: str,
+) -> Callable[[], Awaitable[None]] | None:
+    """The model asked for a fresh start (memory __NEW_SESSION__): close the session now
+    (the next message opens a new one) and return the archiving, which waits until the
+    reply is out. Never raises: the reply goes out whatever happens here."""
+    try:
+        started = await start_new_session(
+            session_factory, clock, telegram_user_id=telegram_user_id, user_name=user_name
+        )
+    except Exception:
+        log.exception("starting the new session the model asked for failed")
+        return None
+    ended = started.ended_session_id
+    if ended is None or archiver is None:
+        return None
+
+    async def archive() -> None:
+        await archiver.archive(ended)
+
+    return archive
