@@ -7,21 +7,29 @@ Each call is one unit of work in ONE transaction. The hot statements are Core on
 session's connection (the ORM's unit of work costs more than the statement itself); the
 ORM is used only on rare paths (a new user). Writes another part of the app makes with a
 record (a model call's usage row) come in as `also`, run inside the same transaction.
+
+On SQLite the units of work queue for one another in the event loop: SQLite takes one
+writer at a time anyway, and a writer left to SQLite's busy handler sleeps in growing
+back-off steps long after the lock is free, which with many chats at once bounds how many
+messages a second the bot answers. Other writers (memory, the scheduler) still meet these
+in SQLite's busy handler, as before.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, cast
 
 from sqlalchemy import Table, insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.engine import SessionFactory
+from db.engine import SessionFactory, is_postgres
 from db.models.core import ToolCallRecord, User
 from db.repos import core as repo
 from db.repos import sessions as sessions_repo
@@ -129,6 +137,15 @@ class Conversation(Protocol):
 @dataclass
 class SqlConversation:
     session_factory: SessionFactory
+    _writing: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+
+    @contextlib.asynccontextmanager
+    async def _unit(self) -> AsyncIterator[AsyncSession]:
+        """A session in one transaction; on SQLite, after the units of work before it."""
+        async with self.session_factory() as s:
+            queue = contextlib.nullcontext() if is_postgres(s) else self._writing
+            async with queue, s.begin():
+                yield s
 
     async def begin_turn(
         self,
@@ -142,7 +159,7 @@ class SqlConversation:
         now: datetime,
         period_over: PeriodOver,
     ) -> Started:
-        async with self.session_factory() as s, s.begin():
+        async with self._unit() as s:
             conn = await s.connection()
             read = repo.LOCAL_START_READ if telegram_id is None else repo.START_READ
             row = (await conn.execute(read, {"telegram_id": telegram_id})).first()
@@ -192,7 +209,7 @@ class SqlConversation:
         results: Sequence[ToolResult],
         also: AlsoWrite | None = None,
     ) -> None:
-        async with self.session_factory() as s, s.begin():
+        async with self._unit() as s:
             conn = await s.connection()
             await repo.add_message(
                 conn,
@@ -248,7 +265,7 @@ class SqlConversation:
     async def record_answer(
         self, turn: Turn, now: datetime, answer: str, also: AlsoWrite | None = None
     ) -> None:
-        async with self.session_factory() as s, s.begin():
+        async with self._unit() as s:
             if also is not None:
                 await also(s)
             await repo.add_message(

@@ -21,6 +21,7 @@ from typing import Any
 
 import aiosqlite
 import sqlite_vec
+from sqlalchemy import event
 from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_dbapi
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import (
@@ -124,11 +125,25 @@ def create_engine(url: str) -> AsyncEngine:
     module = sqlite_module()
     # The URL still names the file so SQLAlchemy picks the right pool (a queue pool for
     # files, a static one for :memory:); the connection itself comes from async_creator.
-    return create_async_engine(
+    engine = create_async_engine(
         f"sqlite+aiosqlite:///{database}",
         async_creator=_creator(database, module),
         module=_dbapi(module),
+        pool_reset_on_return=None,  # the "reset" handler below does it
     )
+    event.listen(engine.sync_engine, "reset", _rollback_if_open)
+    return engine
+
+
+def _rollback_if_open(dbapi_connection: Any, record: Any, reset_state: Any) -> None:
+    """A connection going back to the pool is rolled back only when a transaction is open
+    (SQLAlchemy's documented custom reset scheme): the driver's deferred mode opens none
+    for reads, and a rollback of nothing is still a trip to the driver's thread, paid by
+    every read-only session."""
+    if reset_state.terminate_only:
+        return
+    if dbapi_connection.driver_connection.in_transaction:
+        dbapi_connection.rollback()
 
 
 def session_factory(engine: AsyncEngine) -> SessionFactory:
