@@ -1,52 +1,53 @@
 """The conversation seam: what the agent loop needs from storage, in the spirit of
 openai-agents' `Session` — begin a turn, record a tool round, record the answer, read more
 history. `Conversation` is the protocol; `SqlConversation` implements it once with
-SQLAlchemy, for SQLite and PostgreSQL alike.
+SQLAlchemy Core, for SQLite and PostgreSQL alike.
 
-Each call is one unit of work in ONE transaction. The hot statements are Core on the
-session's connection (the ORM's unit of work costs more than the statement itself); the
-ORM is used only on rare paths (a new user). Writes another part of the app makes with a
-record (a model call's usage row) come in as `also`, run inside the same transaction.
-
-On SQLite the units of work queue for one another in the event loop: SQLite takes one
-writer at a time anyway, and a writer left to SQLite's busy handler sleeps in growing
-back-off steps long after the lock is free, which with many chats at once bounds how many
-messages a second the bot answers. Other writers (memory, the scheduler) still meet these
-in SQLite's busy handler, as before.
+Each call is one unit of work in ONE transaction, written once as a plain function over a
+synchronous SQLAlchemy Connection and run
+- on PostgreSQL through the async engine (`AsyncConnection.run_sync`: the same statements
+  on asyncpg);
+- on a SQLite file whole in one thread of its own, with a synchronous engine on the same
+  database. Through the async driver every statement is several hand-offs to the driver's
+  thread and back (open a cursor, execute, fetch, close), and those were most of a
+  message's cost; here a unit of work is one. The units also queue in that thread, one
+  writer at a time as SQLite wants, instead of sleeping in SQLite's busy handler, whose
+  back-off outlasts the lock when many chats write at once. Other writers (memory, the
+  scheduler) still meet them in the busy handler.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy import Table, insert, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.engine import Connection
 
-from db.engine import SessionFactory, is_postgres
-from db.models.core import ToolCallRecord, User
+from db.engine import SessionFactory, engine_of, sqlite_file, sync_sqlite_engine
+from db.models.core import ChatSession, ToolCallRecord, User
 from db.repos import core as repo
-from db.repos import sessions as sessions_repo
+from db.repos import usage as usage_repo
 
 log = logging.getLogger(__name__)
 
 HISTORY_ROWS = 64  # newest history rows read with the user's message
-AUDIT_LIMIT = 4_000  # characters of a tool call's arguments and result kept in the audit table
+AUDIT_LIMIT = 4_000  # characters of a call's arguments and result kept in the audit table
 
-# Writes that belong in a record's transaction (a model call's usage row).
-AlsoWrite = Callable[[AsyncSession], Awaitable[None]]
 # Whether a session that started at `started` (aware UTC) has had its period end, for a
 # user in time zone `tz_name` (SESSION_SPLIT).
 PeriodOver = Callable[[datetime, "str | None"], bool]
+_T = TypeVar("_T")
 
-_TOOL_CALLS = cast(Table, ToolCallRecord.__table__)
-_ADD_TOOL_CALL = insert(_TOOL_CALLS)
+_ADD_TOOL_CALL = insert(cast(Table, ToolCallRecord.__table__))
+_ADD_USER = insert(User).returning(User.id)
+_ADD_SESSION = insert(ChatSession).returning(ChatSession.id)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,15 @@ class ToolResult:
     duration_ms: float
 
 
+@dataclass(frozen=True)
+class UsageWrites:
+    """Model calls' usage rows (usage.add_usage's keywords) to write with a record, and the
+    user's new usage_warned (None: unchanged)."""
+
+    rows: Sequence[dict[str, Any]] = ()
+    warned: str | None = None
+
+
 class Conversation(Protocol):
     async def begin_turn(
         self,
@@ -120,32 +130,46 @@ class Conversation(Protocol):
         content: str,
         wire_calls: list[dict[str, Any]],
         results: Sequence[ToolResult],
-        also: AlsoWrite | None = None,
+        usage: UsageWrites | None = None,
     ) -> None:
         """The assistant's message with its calls, each result, each call's audit row."""
         ...
 
     async def record_answer(
-        self, turn: Turn, now: datetime, answer: str, also: AlsoWrite | None = None
+        self, turn: Turn, now: datetime, answer: str, usage: UsageWrites | None = None
     ) -> None: ...
 
     async def history(self, session_id: int, limit: int) -> Sequence[repo.HistoryRow]:
         """The session's newest `limit` rows, oldest first."""
         ...
 
+    def close(self) -> None: ...
 
-@dataclass
+
 class SqlConversation:
-    session_factory: SessionFactory
-    _writing: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+    def __init__(self, session_factory: SessionFactory) -> None:
+        self._engine = engine_of(session_factory)
+        path = sqlite_file(self._engine)
+        self._sync = sync_sqlite_engine(path) if path is not None else None
+        self._thread = ThreadPoolExecutor(1, "conversation") if path is not None else None
 
-    @contextlib.asynccontextmanager
-    async def _unit(self) -> AsyncIterator[AsyncSession]:
-        """A session in one transaction; on SQLite, after the units of work before it."""
-        async with self.session_factory() as s:
-            queue = contextlib.nullcontext() if is_postgres(s) else self._writing
-            async with queue, s.begin():
-                yield s
+    async def _run(self, unit: Callable[[Connection], _T]) -> _T:
+        """`unit` in one transaction: whole in the SQLite thread, or on the async engine."""
+        if self._sync is None:
+            async with self._engine.begin() as conn:
+                return await conn.run_sync(unit)
+        sync = self._sync
+
+        def in_thread() -> _T:
+            with sync.begin() as conn:
+                return unit(conn)
+
+        return await asyncio.get_running_loop().run_in_executor(self._thread, in_thread)
+
+    def close(self) -> None:
+        if self._sync is not None and self._thread is not None:
+            self._thread.shutdown(wait=True)
+            self._sync.dispose()
 
     async def begin_turn(
         self,
@@ -159,46 +183,49 @@ class SqlConversation:
         now: datetime,
         period_over: PeriodOver,
     ) -> Started:
-        async with self._unit() as s:
-            conn = await s.connection()
+        def unit(c: Connection) -> Started:
             read = repo.LOCAL_START_READ if telegram_id is None else repo.START_READ
-            row = (await conn.execute(read, {"telegram_id": telegram_id})).first()
-            if row is None:  # a new user: the ORM, once
-                u = await repo.get_or_create_user(s, telegram_id, user_name, now)
-                user = TurnUser(
-                    u.id, telegram_id, u.name, u.timezone, u.llm_model, False, u.usage_warned
-                )
-                tz_name, session_id, started, has_memories = u.timezone, None, None, False
+            row = c.execute(read, {"telegram_id": telegram_id}).first()
+            if row is None:
+                values = {"telegram_id": telegram_id, "name": user_name, "created_at": now}
+                uid = c.execute(_ADD_USER, values).scalar_one()
+                user = TurnUser(uid, telegram_id, user_name, None, None, False, None)
+                session_id, started, has_memories = None, None, False
             else:
                 uid, name, tz_name, model, footer, warned, session_id, started, has = row
                 if user_name and name != user_name:
-                    await conn.execute(update(User).where(User.id == uid).values(name=user_name))
+                    c.execute(update(User).where(User.id == uid).values(name=user_name))
                     name = user_name
                 user = TurnUser(uid, telegram_id, name, tz_name, model, bool(footer), warned)
                 has_memories = bool(has)
             # A message after the split time opens a new session even if the scheduler has
             # not archived the old one yet (it writes the old one's summary).
-            if session_id is not None and started is not None and period_over(started, tz_name):
-                await sessions_repo.close_session(s, session_id, now)
-                log.info(
-                    "session %d: its period ended; the new message opens a new one", session_id
+            if session_id is not None and period_over(cast(datetime, started), user.timezone):
+                c.execute(
+                    update(ChatSession)
+                    .where(ChatSession.id == session_id, ChatSession.ended_at.is_(None))
+                    .values(ended_at=now)
                 )
+                log.info("session %d: its period ended; this message opens a new one", session_id)
                 session_id = None
             if session_id is None:
-                session_id = (await repo.create_session(s, user.id, None, now)).id
-            message_id = await repo.add_message(
-                conn,
-                session_id=session_id,
-                user_id=user.id,
-                role="user",
-                content=text,
-                request_id=request_id,
-                now=now,
-                telegram_message_id=telegram_message_id,
-                kind=kind,
-            )
-            rows = await repo.history_rows(conn, session_id, HISTORY_ROWS)
-        return Started(user, session_id, has_memories, message_id, rows)
+                name = repo.default_session_name(now)
+                new = {"user_id": user.id, "name": name, "started_at": now}
+                session_id = c.execute(_ADD_SESSION, new).scalar_one()
+            message: repo.MessageFields = {
+                "session_id": session_id,
+                "user_id": user.id,
+                "role": "user",
+                "content": text,
+                "request_id": request_id,
+                "now": now,
+                "telegram_message_id": telegram_message_id,
+                "kind": kind,
+            }
+            message_id = c.execute(repo.ADD_MESSAGE, repo.message_params(message)).scalar_one()
+            return Started(user, session_id, has_memories, message_id, _history(c, session_id))
+
+        return await self._run(unit)
 
     async def record_tool_round(
         self,
@@ -207,77 +234,83 @@ class SqlConversation:
         content: str,
         wire_calls: list[dict[str, Any]],
         results: Sequence[ToolResult],
-        also: AlsoWrite | None = None,
+        usage: UsageWrites | None = None,
     ) -> None:
-        async with self._unit() as s:
-            conn = await s.connection()
-            await repo.add_message(
-                conn,
-                session_id=turn.session_id,
-                user_id=turn.user_id,
-                role="assistant",
-                content=content,
-                request_id=turn.request_id,
-                now=now,
-                tool_calls=json.dumps(wire_calls),
+        def message(
+            role: str, content: str, calls: str | None = None, result: ToolResult | None = None
+        ) -> dict[str, Any]:
+            return repo.message_params(
+                {
+                    "session_id": turn.session_id,
+                    "user_id": turn.user_id,
+                    "role": role,
+                    "content": content,
+                    "request_id": turn.request_id,
+                    "now": now,
+                    "tool_calls": calls,
+                    "tool_call_id": result.call_id if result else None,
+                    "tool_name": result.name if result else None,
+                }
             )
+
+        def unit(c: Connection) -> None:
+            rows = [message("assistant", content, calls=json.dumps(wire_calls))]
+            rows += [message("tool", r.text, result=r) for r in results]
+            c.execute(repo.ADD_MESSAGES, rows)
             if results:
-                await conn.execute(
-                    repo.ADD_MESSAGES,
-                    [
-                        repo.message_params(
-                            {
-                                "session_id": turn.session_id,
-                                "user_id": turn.user_id,
-                                "role": "tool",
-                                "content": r.text,
-                                "request_id": turn.request_id,
-                                "now": now,
-                                "tool_call_id": r.call_id,
-                                "tool_name": r.name,
-                            }
-                        )
-                        for r in results
-                    ],
-                )
-                await conn.execute(
-                    _ADD_TOOL_CALL,
-                    [
-                        {
-                            "session_id": turn.session_id,
-                            "user_id": turn.user_id,
-                            "request_id": turn.request_id,
-                            "tool_call_id": r.call_id,
-                            "tool": r.name,
-                            "arguments": r.arguments[:AUDIT_LIMIT],
-                            "result": r.text[:AUDIT_LIMIT],
-                            "ok": r.ok,
-                            "error": r.error,
-                            "duration_ms": r.duration_ms,
-                            "created_at": now,
-                        }
-                        for r in results
-                    ],
-                )
-            if also is not None:
-                await also(s)
+                audit = [
+                    {
+                        "session_id": turn.session_id,
+                        "user_id": turn.user_id,
+                        "request_id": turn.request_id,
+                        "tool_call_id": r.call_id,
+                        "tool": r.name,
+                        "arguments": r.arguments[:AUDIT_LIMIT],
+                        "result": r.text[:AUDIT_LIMIT],
+                        "ok": r.ok,
+                        "error": r.error,
+                        "duration_ms": r.duration_ms,
+                        "created_at": now,
+                    }
+                    for r in results
+                ]
+                c.execute(_ADD_TOOL_CALL, audit)
+            _usage(c, turn, usage)
+
+        await self._run(unit)
 
     async def record_answer(
-        self, turn: Turn, now: datetime, answer: str, also: AlsoWrite | None = None
+        self, turn: Turn, now: datetime, answer: str, usage: UsageWrites | None = None
     ) -> None:
-        async with self._unit() as s:
-            if also is not None:
-                await also(s)
-            await repo.add_message(
-                await s.connection(),
-                session_id=turn.session_id,
-                user_id=turn.user_id,
-                role="assistant",
-                content=answer,
-                request_id=turn.request_id,
-                now=now,
-            )
+        message: repo.MessageFields = {
+            "session_id": turn.session_id,
+            "user_id": turn.user_id,
+            "role": "assistant",
+            "content": answer,
+            "request_id": turn.request_id,
+            "now": now,
+        }
+
+        def unit(c: Connection) -> None:
+            _usage(c, turn, usage)
+            c.execute(repo.ADD_MESSAGES, repo.message_params(message))
+
+        await self._run(unit)
 
     async def history(self, session_id: int, limit: int) -> Sequence[repo.HistoryRow]:
-        async with self.session_factory() as s:
-            return await repo.history_rows(s, session_id, limit)
+        return await self._run(lambda c: _history(c, session_id, limit))
+
+
+def _history(c: Connection, session_id: int, limit: int = HISTORY_ROWS) -> list[Any]:
+    rows = list(c.execute(repo.HISTORY, {"session_id": session_id, "limit": limit}).all())
+    rows.reverse()
+    return rows
+
+
+def _usage(c: Connection, turn: Turn, usage: UsageWrites | None) -> None:
+    if usage is None:
+        return
+    if usage.rows:
+        c.execute(usage_repo.INSERT, list(usage.rows))
+    if usage.warned is not None:
+        c.execute(update(User).where(User.id == turn.user_id).values(usage_warned=usage.warned))

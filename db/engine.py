@@ -21,9 +21,10 @@ from typing import Any
 
 import aiosqlite
 import sqlite_vec
+from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy import event
 from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_dbapi
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -83,21 +84,37 @@ def _dbapi(module: types.ModuleType) -> AsyncAdapt_aiosqlite_dbapi:
     return AsyncAdapt_aiosqlite_dbapi(shim, module)
 
 
+def _connect(path: str, module: types.ModuleType) -> Any:
+    # The driver's default (deferred) transaction handling: it issues BEGIN before the
+    # first write, so a SQLAlchemy transaction really commits or rolls back as one
+    # (isolation_level=None would autocommit every statement). Starting at the first
+    # write, not at a read, lets busy_timeout work when chats write at once.
+    conn = module.connect(path, check_same_thread=False)
+    configure_connection(conn)
+    return conn
+
+
 def _creator(path: str, module: types.ModuleType) -> Callable[[], Any]:
     async def create() -> aiosqlite.Connection:
-        def connect() -> Any:
-            # The driver's default (deferred) transaction handling: it issues BEGIN before
-            # the first write, so a SQLAlchemy transaction really commits or rolls back as
-            # one (isolation_level=None would autocommit every statement). Starting at the
-            # first write, not at a read, lets busy_timeout work when chats write at once.
-            conn = module.connect(path, check_same_thread=False)
-            configure_connection(conn)
-            return conn
-
-        conn = aiosqlite.Connection(connect, iter_chunk_size=64)
+        conn = aiosqlite.Connection(lambda: _connect(path, module), iter_chunk_size=64)
         return await conn
 
     return create
+
+
+def sqlite_file(engine: AsyncEngine) -> str | None:
+    """The database file of a SQLite engine (None: PostgreSQL, or SQLite in memory)."""
+    if engine.dialect.name != "sqlite":
+        return None
+    database = engine.url.database
+    return None if not database or database == ":memory:" else database
+
+
+def sync_sqlite_engine(path: str) -> Engine:
+    """A synchronous engine on a SQLite file, with the same connection set-up, for work
+    that runs whole in a thread of its own (db/conversation.py)."""
+    module = sqlite_module()
+    return create_sync_engine("sqlite://", creator=lambda: _connect(path, module), module=module)
 
 
 def postgres_url(url: str) -> str:
@@ -157,3 +174,10 @@ def is_postgres(bind: AsyncEngine | AsyncSession | Connection | AsyncConnection)
         assert engine is not None, "session not bound to an engine"
         return is_postgres(engine)
     return bind.dialect.name == "postgresql"
+
+
+def engine_of(factory: SessionFactory) -> AsyncEngine:
+    """The engine a session factory binds."""
+    engine = factory.kw["bind"]
+    assert isinstance(engine, AsyncEngine), "session factory not bound to an engine"
+    return engine

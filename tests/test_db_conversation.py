@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db.conversation import (
     HISTORY_ROWS,
@@ -22,12 +23,12 @@ from db.conversation import (
     Started,
     ToolResult,
     Turn,
+    UsageWrites,
 )
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.models import ChatSession, Memory, Message, ToolCallRecord, User
 from db.models.usage import ModelUsage
-from db.repos import usage as usage_repo
 from tests.conftest import make_settings
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -149,14 +150,20 @@ async def test_a_tool_round_and_the_answer_are_recorded(engine: AsyncEngine) -> 
         ToolResult("c2", "x", "a" * 5000, "Error: no", False, "no", 0.0),
     ]
 
-    async def usage(s: AsyncSession) -> None:
-        await usage_repo.add_usage(
-            s, at=T0, user_id=turn.user_id, session_id=turn.session_id, request_id="r1",
-            purpose="chat", model="m", prompt_tokens=3, completion_tokens=2,
-        )  # fmt: skip
+    def usage(request: str) -> UsageWrites:
+        row = {
+            "at": T0,
+            "user_id": turn.user_id,
+            "session_id": turn.session_id,
+            "request_id": request,
+            "purpose": "chat",
+            "model": "m",
+            "prompt_tokens": 3,
+        }
+        return UsageWrites([row], warned='{"day": "2026-03-01"}')  # fmt: skip
 
-    await conv.record_tool_round(turn, T0, "let me look", wire, results, usage)
-    await conv.record_answer(turn, T0, "It is sunny.", usage)
+    await conv.record_tool_round(turn, T0, "let me look", wire, results, usage("r1"))
+    await conv.record_answer(turn, T0, "It is sunny.", usage("r1"))
     rows = await conv.history(turn.session_id, 10)
     assert [(m.role, m.content, m.tool_call_id) for m in rows] == [
         ("user", "weather?", None),
@@ -175,6 +182,8 @@ async def test_a_tool_round_and_the_answer_are_recorded(engine: AsyncEngine) -> 
     ]
     assert len(audit[1].arguments) == 4000  # the audit keeps a bounded copy
     assert await count(engine, ModelUsage) == 2
+    async with sf() as s:
+        assert (await s.get(User, turn.user_id)).usage_warned == '{"day": "2026-03-01"}'  # type: ignore[union-attr]
 
 
 async def test_a_failing_write_in_a_record_rolls_back_all_of_it(engine: AsyncEngine) -> None:
@@ -182,13 +191,13 @@ async def test_a_failing_write_in_a_record_rolls_back_all_of_it(engine: AsyncEng
     started = await begin(conv, "q")
     turn = Turn(started.session_id, started.user.id, "r1")
 
-    async def fails(s: AsyncSession) -> None:
-        raise RuntimeError("usage row failed")
+    # A usage row the database refuses (no purpose): the whole record is rolled back.
+    fails = UsageWrites([{"at": T0, "user_id": turn.user_id, "purpose": None, "model": "m"}])
 
     result = ToolResult("c1", "w", "{}", "out", True, None, 1.0)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(IntegrityError):
         await conv.record_tool_round(turn, T0, "", [], [result], fails)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(IntegrityError):
         await conv.record_answer(turn, T0, "lost", fails)
     assert [m.content for m in await conv.history(turn.session_id, 10)] == ["q"]
     assert await count(engine, ToolCallRecord) == 0

@@ -25,7 +25,7 @@ from bot.config import Settings
 from bot.llm.client import ChatModel, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
-from db.conversation import Conversation, SqlConversation, Turn
+from db.conversation import Conversation, SqlConversation, Turn, UsageWrites
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock
 from tools.model_call import Purpose
@@ -102,6 +102,9 @@ class Agent:
         self.conversation = SqlConversation(self.session_factory)
         self.window = HistoryWindow(self.conversation)
 
+    def close(self) -> None:
+        self.conversation.close()
+
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         now, request_id = self.clock(), uuid.uuid4().hex[:16]
         started = await self.conversation.begin_turn(
@@ -155,7 +158,10 @@ class Agent:
     ) -> Reply:
         hooks = HookChain([metered, *self.hooks] if metered is not None else self.hooks)
         turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
-        also = (lambda s: metered.in_record(s, ctx)) if metered is not None else None
+
+        def usage() -> UsageWrites | None:  # the model calls since the last record
+            return metered.usage_writes(ctx) if metered is not None else None
+
         tools = self.registry.for_request(ctx, incoming.text)
         parts = await self.build_prompt(ctx, incoming.text, prefetched)
         messages = [{"role": "system", "content": parts.system}, *parts.history]
@@ -163,7 +169,7 @@ class Agent:
         cap, used, rounds = self.settings.agent_max_tool_calls, 0, 0
 
         async def answer(text: str, stopped: bool = False, notes: bool = True) -> Reply:
-            await self.conversation.record_answer(turn, self.clock(), text, also)
+            await self.conversation.record_answer(turn, self.clock(), text, usage())
             await hooks.on_answer(ctx, text)
             lines = metered.extra_lines() if metered is not None and notes else ""
             return Reply(text + lines, ctx.request_id, ctx.session_id, used, stopped, notes=lines)
@@ -192,7 +198,7 @@ class Agent:
             results = await run_round(tools, ctx, calls, completion.content, used=used, cap=cap)
             used = min(cap, used + len(calls))
             await self.conversation.record_tool_round(
-                turn, self.clock(), completion.content or "", wire, results, also
+                turn, self.clock(), completion.content or "", wire, results, usage()
             )
             await hooks.on_tool_round(ToolRound(ctx, completion.content, wire, calls, results))
             messages += [

@@ -128,7 +128,7 @@ async def create_session(
 # Hot-path statements are built once, on the table (plain Core: the ORM entity form goes
 # through the ORM's bulk-insert and loading machinery).
 _MESSAGES = cast(Table, Message.__table__)
-_ADD_MESSAGE = insert(_MESSAGES).returning(_MESSAGES.c.id)
+ADD_MESSAGE = insert(_MESSAGES).returning(_MESSAGES.c.id)
 ADD_MESSAGES = insert(_MESSAGES)  # several at once (executemany), no ids back
 
 
@@ -149,7 +149,7 @@ class MessageFields(TypedDict):
 
 
 def message_params(message: MessageFields) -> dict[str, Any]:
-    """The bound values of the message INSERT (_ADD_MESSAGE), every column given."""
+    """The bound values of the message INSERT (ADD_MESSAGE), every column given."""
     return {
         "session_id": message["session_id"],
         "user_id": message["user_id"],
@@ -169,11 +169,11 @@ async def add_message(s: AsyncSession | AsyncConnection, **message: Unpack[Messa
     """Store one message and return its id: a plain INSERT ... RETURNING, without the ORM's
     unit of work (on every message's hot path)."""
     params = message_params(message)
-    return int((await s.execute(_ADD_MESSAGE, params)).scalar_one())
+    return int((await s.execute(ADD_MESSAGE, params)).scalar_one())
 
 
 # What the prompt needs of a history row (bot/agent/prompt.py), newest first.
-_HISTORY = (
+HISTORY = (
     select(
         _MESSAGES.c.id,
         _MESSAGES.c.role,
@@ -193,7 +193,7 @@ async def history_rows(
 ) -> Sequence[HistoryRow]:
     """The newest `limit` messages of a session, oldest first, as plain rows with the
     columns a prompt needs (loading them as ORM objects costs several times more)."""
-    rows = list((await s.execute(_HISTORY, {"session_id": session_id, "limit": limit})).all())
+    rows = list((await s.execute(HISTORY, {"session_id": session_id, "limit": limit})).all())
     rows.reverse()
     return rows
 
