@@ -7,13 +7,13 @@ Each call is one unit of work in ONE transaction, written once as a plain functi
 synchronous SQLAlchemy Connection and run
 - on PostgreSQL through the async engine (`AsyncConnection.run_sync`: the same statements
   on asyncpg);
-- on a SQLite file whole in one thread of its own, with a synchronous engine on the same
+- on a SQLite file right on the event loop's thread, with a synchronous engine on the same
   database. Through the async driver every statement is several hand-offs to the driver's
-  thread and back (open a cursor, execute, fetch, close), and those were most of a
-  message's cost; here a unit of work is one. The units also queue in that thread, one
-  writer at a time as SQLite wants, instead of sleeping in SQLite's busy handler, whose
-  back-off outlasts the lock when many chats write at once. Other writers (memory, the
-  scheduler) still meet them in the busy handler.
+  thread and back (open a cursor, execute, fetch, close), each waiting for the GIL while
+  the loop is busy, and those were most of a message's cost; SQLite answers these few
+  indexed statements on a local file faster than one hand-off. The loop never waits for a
+  lock: the connection has no busy timeout, and a unit that finds the database locked is
+  rolled back and tried again after an asynchronous pause.
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy import Table, insert, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
 
-from db.engine import SessionFactory, engine_of, sqlite_file, sync_sqlite_engine
+from db.engine import BUSY_TIMEOUT_S, SessionFactory, engine_of, sqlite_file, sync_sqlite_engine
 from db.models.core import ChatSession, ToolCallRecord, User
 from db.repos import core as repo
 from db.repos import usage as usage_repo
@@ -150,25 +150,30 @@ class SqlConversation:
     def __init__(self, session_factory: SessionFactory) -> None:
         self._engine = engine_of(session_factory)
         path = sqlite_file(self._engine)
-        self._sync = sync_sqlite_engine(path) if path is not None else None
-        self._thread = ThreadPoolExecutor(1, "conversation") if path is not None else None
+        self._sync = sync_sqlite_engine(path, busy_timeout_ms=0) if path is not None else None
 
     async def _run(self, unit: Callable[[Connection], _T]) -> _T:
-        """`unit` in one transaction: whole in the SQLite thread, or on the async engine."""
+        """`unit` in one transaction: on the SQLite file directly, or on the async engine."""
         if self._sync is None:
             async with self._engine.begin() as conn:
                 return await conn.run_sync(unit)
-        sync = self._sync
-
-        def in_thread() -> _T:
-            with sync.begin() as conn:
-                return unit(conn)
-
-        return await asyncio.get_running_loop().run_in_executor(self._thread, in_thread)
+        # A write lock held elsewhere is waited for here, in the event loop (the connection
+        # has no busy timeout of its own): the whole unit is rolled back and tried again.
+        deadline = asyncio.get_running_loop().time() + BUSY_TIMEOUT_S
+        pause = 0.001
+        while True:
+            try:
+                with self._sync.begin() as conn:
+                    return unit(conn)
+            except OperationalError as exc:
+                busy = getattr(exc.orig, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED")
+                if not busy or asyncio.get_running_loop().time() > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.02)
 
     def close(self) -> None:
-        if self._sync is not None and self._thread is not None:
-            self._thread.shutdown(wait=True)
+        if self._sync is not None:
             self._sync.dispose()
 
     async def begin_turn(

@@ -51,13 +51,13 @@ def sqlite_module() -> types.ModuleType:
     return pysqlite3  # type: ignore[no-any-return]
 
 
-def configure_connection(conn: Any) -> None:
+def configure_connection(conn: Any, busy_timeout_ms: int = BUSY_TIMEOUT_S * 1000) -> None:
     """Pragmas and sqlite-vec for one raw DB-API connection."""
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
+    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
 
@@ -84,13 +84,16 @@ def _dbapi(module: types.ModuleType) -> AsyncAdapt_aiosqlite_dbapi:
     return AsyncAdapt_aiosqlite_dbapi(shim, module)
 
 
-def _connect(path: str, module: types.ModuleType) -> Any:
+def _connect(path: str, module: types.ModuleType, busy_timeout_ms: int | None = None) -> Any:
     # The driver's default (deferred) transaction handling: it issues BEGIN before the
     # first write, so a SQLAlchemy transaction really commits or rolls back as one
     # (isolation_level=None would autocommit every statement). Starting at the first
     # write, not at a read, lets busy_timeout work when chats write at once.
     conn = module.connect(path, check_same_thread=False)
-    configure_connection(conn)
+    if busy_timeout_ms is None:
+        configure_connection(conn)
+    else:
+        configure_connection(conn, busy_timeout_ms)
     return conn
 
 
@@ -110,11 +113,15 @@ def sqlite_file(engine: AsyncEngine) -> str | None:
     return None if not database or database == ":memory:" else database
 
 
-def sync_sqlite_engine(path: str) -> Engine:
-    """A synchronous engine on a SQLite file, with the same connection set-up, for work
-    that runs whole in a thread of its own (db/conversation.py)."""
+def sync_sqlite_engine(path: str, busy_timeout_ms: int) -> Engine:
+    """A synchronous engine on a SQLite file, with the same connection set-up, for short
+    units of work run on the event loop's thread (db/conversation.py)."""
     module = sqlite_module()
-    return create_sync_engine("sqlite://", creator=lambda: _connect(path, module), module=module)
+
+    def connect() -> Any:
+        return _connect(path, module, busy_timeout_ms)
+
+    return create_sync_engine("sqlite://", creator=connect, module=module)
 
 
 def postgres_url(url: str) -> str:
