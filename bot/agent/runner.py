@@ -19,7 +19,7 @@ from bot.agent.archive import Archiver
 from bot.agent.history import HistoryWindow, Prefetched
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
 from bot.agent.prompt import system_prompt
-from bot.agent.sessions import close_on_request
+from bot.agent.sessions import close_on_request, period_check
 from bot.agent.toolexec import run_round, wire_calls
 from bot.config import Settings
 from bot.llm.client import ChatModel, OnText
@@ -115,7 +115,7 @@ class Agent:
             telegram_message_id=incoming.telegram_message_id,
             request_id=request_id,
             now=now,
-            period_over=lambda began, tz_name: self._period_over(began, now, tz_name),
+            period_over=period_check(self.settings.session_policy, now),
         )
         user = started.user
         ctx = RequestContext(
@@ -159,7 +159,7 @@ class Agent:
         hooks = HookChain([metered, *self.hooks] if metered is not None else self.hooks)
         turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
 
-        def usage() -> UsageWrites | None:  # the model calls since the last record
+        def usage() -> UsageWrites | None:  # the model calls' rows since the last record
             return metered.usage_writes(ctx) if metered is not None else None
 
         tools = self.registry.for_request(ctx, incoming.text)
@@ -230,15 +230,6 @@ class Agent:
                 sections.append(section)
         now: datetime = ctx.now().astimezone(ctx.timezone)
         return PromptParts(system_prompt(ctx.user_name, now, sections), sections, history)
-
-    def _period_over(self, started: datetime, now: datetime, tz_name: str | None) -> bool:
-        """Whether the session's period (SESSION_SPLIT) is over. A failing check answers
-        False: the message is answered in the current session rather than not at all."""
-        try:
-            return self.settings.session_policy.is_due(started, now, tz_name)
-        except Exception:
-            log.exception("checking whether the session period ended failed")
-            return False
 
     async def budget_refusal(self, user_id: int | None) -> str | None:
         """The one sentence to send instead of calling a model when a budget or token cap

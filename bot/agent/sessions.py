@@ -16,11 +16,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from bot.agent.archive import Archiver, ArchiveResult
+from db.conversation import PeriodOver
 from db.engine import SessionFactory
 from db.repos import core as repo
 from db.repos import sessions as sessions_repo
+from scheduler.policy import SessionPolicy
 from tools.base import Clock
 
 log = logging.getLogger(__name__)
@@ -86,3 +89,18 @@ async def close_on_request(
         await archiver.archive(ended)
 
     return archive
+
+
+def period_check(policy: SessionPolicy, now: datetime) -> PeriodOver:
+    """Whether an open session's period (SESSION_SPLIT) is over at `now`, for the turn that
+    begins then. A failing check answers False: the message is answered in the current
+    session rather than not at all."""
+
+    def over(started: datetime, tz_name: str | None) -> bool:
+        try:
+            return policy.is_due(started, now, tz_name)
+        except Exception:
+            log.exception("checking whether the session period ended failed")
+            return False
+
+    return over
