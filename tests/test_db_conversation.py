@@ -220,3 +220,30 @@ async def test_many_chats_at_once_all_land(sqlite_engine: AsyncEngine) -> None:
     await asyncio.gather(*(chat(tg) for tg in range(30)))
     assert await count(sqlite_engine, User) == 30
     assert await count(sqlite_engine, Message) == 30 * 3 * 4
+
+
+async def test_a_turn_waits_for_a_write_lock_held_elsewhere(sqlite_engine: AsyncEngine) -> None:
+    """On SQLite the unit runs on the event loop's thread: a database locked by another
+    connection is waited for without blocking the loop, then the unit goes through."""
+    sf = session_factory(sqlite_engine)
+    conv = SqlConversation(sf)
+    await begin(conv, "first")
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with sf() as s, s.begin():
+            s.add(User(telegram_id=99, name="other", created_at=T0))
+            await s.flush()  # the write lock is taken
+            holding.set()
+            await release.wait()
+
+    holder = asyncio.create_task(hold())
+    await holding.wait()
+    turn = asyncio.create_task(begin(conv, "second"))
+    await asyncio.sleep(0.05)  # the loop keeps running while the turn waits
+    assert not turn.done()
+    release.set()
+    await holder
+    started = await asyncio.wait_for(turn, 10)
+    assert [m.content for m in started.history] == ["first", "second"]
+    conv.close()
