@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NotRequired, TypeAlias, TypedDict, Unpack, cast
 
@@ -186,16 +185,6 @@ HISTORY = (
     .limit(bindparam("limit"))
 )
 HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None]"
-
-
-async def history_rows(
-    s: AsyncSession | AsyncConnection, session_id: int, limit: int
-) -> Sequence[HistoryRow]:
-    """The newest `limit` messages of a session, oldest first, as plain rows with the
-    columns a prompt needs (loading them as ORM objects costs several times more)."""
-    rows = list((await s.execute(HISTORY, {"session_id": session_id, "limit": limit})).all())
-    rows.reverse()
-    return rows
 
 
 async def session_messages(

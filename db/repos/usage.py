@@ -151,7 +151,3 @@ async def set_model(s: AsyncSession, user_id: int, model: str | None) -> None:
 
 async def set_footer(s: AsyncSession, user_id: int, on: bool) -> None:
     await s.execute(update(User).where(User.id == user_id).values(usage_footer=on))
-
-
-async def set_warned(s: AsyncSession, user_id: int, warned: str | None) -> None:
-    await s.execute(update(User).where(User.id == user_id).values(usage_warned=warned))
