@@ -48,8 +48,8 @@ class App:
     warming: asyncio.Task[None] | None = None
 
     def warm_up(self) -> None:
-        """Loads what the first message needs (embedding model, token counter: ~0.3 s,
-        ~20 MB; bench/startup.py prints each) in a thread, so start-up does not wait for it
+        """Loads what the first message needs (embedding model, token counter;
+        bench/startup.py prints what each costs) in a thread, so start-up does not wait for it
         and the first reply rarely does."""
         if self.warming is None:
             self.warming = asyncio.create_task(self._warm())
@@ -80,6 +80,7 @@ class App:
                 log.exception("closing a tool resource failed")
         await self.llm.close()
         await self.http.aclose()
+        self.agent.close()
         await self.engine.dispose()
         heap.thaw()
 

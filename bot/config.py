@@ -78,7 +78,13 @@ class Settings(
     backup_keep: int = Field(default=0, ge=0, le=1000)
 
     # Agent
-    agent_max_turns: int = Field(default=75, ge=1, le=1000)
+    # Tool calls allowed for one user message (AGENT_MAX_TURNS, its old name, still works).
+    agent_max_tool_calls: int = Field(
+        default=75,
+        ge=1,
+        le=1000,
+        validation_alias=AliasChoices("agent_max_tool_calls", "agent_max_turns"),
+    )
     history_token_budget: int = Field(default=6000, ge=200)
     # How a summary standing in for old turns is verified (bot/agent/compress.py): the
     # grounding check alone, plus a reviewer model call, or not at all.

@@ -1,9 +1,14 @@
 """The async engine: SQLite (the default) or PostgreSQL, picked by the URL.
 
-SQLite gets WAL, busy_timeout, foreign keys and sqlite-vec on every connection. The stdlib
-sqlite3 of pyenv and python.org builds cannot load extensions; there we
-connect through pysqlite3 (the pysqlite3-binary wheel) and tell SQLAlchemy's aiosqlite
-dialect to use its exception classes, so IntegrityError and friends still map.
+SQLite goes through SQLAlchemy's own aiosqlite dialect and gets WAL, busy_timeout, foreign
+keys and sqlite-vec on every connection. The stdlib sqlite3 of pyenv and python.org builds
+cannot load extensions; there we connect through pysqlite3 (the pysqlite3-binary wheel) and
+hand the dialect (its documented `module` argument) a DB-API built from pysqlite3's
+exception classes, so IntegrityError and friends still map.
+
+Concurrent writers wait in SQLite's busy handler (busy_timeout): the driver's deferred
+transactions begin at the first write, so a transaction never holds a read snapshot that a
+later write would have to upgrade (which SQLite refuses at once instead of waiting).
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ from typing import Any
 
 import aiosqlite
 import sqlite_vec
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy import create_engine as create_sync_engine
+from sqlalchemy import event
+from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_dbapi
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -24,8 +32,6 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-
-from db.sqlite_adapter import OneHopDBAPI
 
 SessionFactory = async_sessionmaker[AsyncSession]
 BUSY_TIMEOUT_S = 10  # how long a SQLite writer waits for the write lock before failing
@@ -45,18 +51,18 @@ def sqlite_module() -> types.ModuleType:
     return pysqlite3  # type: ignore[no-any-return]
 
 
-def configure_connection(conn: Any) -> None:
+def configure_connection(conn: Any, busy_timeout_ms: int = BUSY_TIMEOUT_S * 1000) -> None:
     """Pragmas and sqlite-vec for one raw DB-API connection."""
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
+    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
 
 
-def _dbapi(module: types.ModuleType) -> OneHopDBAPI:
+def _dbapi(module: types.ModuleType) -> AsyncAdapt_aiosqlite_dbapi:
     shim = types.ModuleType("aiosqlite_shim")
     shim.__dict__.update(vars(aiosqlite))
     for name in (
@@ -75,24 +81,47 @@ def _dbapi(module: types.ModuleType) -> OneHopDBAPI:
     ):
         if hasattr(module, name):
             setattr(shim, name, getattr(module, name))
-    return OneHopDBAPI(shim, module, write_timeout=BUSY_TIMEOUT_S)
+    return AsyncAdapt_aiosqlite_dbapi(shim, module)
+
+
+def _connect(path: str, module: types.ModuleType, busy_timeout_ms: int | None = None) -> Any:
+    # The driver's default (deferred) transaction handling: it issues BEGIN before the
+    # first write, so a SQLAlchemy transaction really commits or rolls back as one
+    # (isolation_level=None would autocommit every statement). Starting at the first
+    # write, not at a read, lets busy_timeout work when chats write at once.
+    conn = module.connect(path, check_same_thread=False)
+    if busy_timeout_ms is None:
+        configure_connection(conn)
+    else:
+        configure_connection(conn, busy_timeout_ms)
+    return conn
 
 
 def _creator(path: str, module: types.ModuleType) -> Callable[[], Any]:
     async def create() -> aiosqlite.Connection:
-        def connect() -> Any:
-            # The driver's default (deferred) transaction handling: it issues BEGIN before
-            # the first write, so a SQLAlchemy transaction really commits or rolls back as
-            # one (isolation_level=None would autocommit every statement). Starting at the
-            # first write, not at a read, lets busy_timeout work when chats write at once.
-            conn = module.connect(path, check_same_thread=False)
-            configure_connection(conn)
-            return conn
-
-        conn = aiosqlite.Connection(connect, iter_chunk_size=64)
+        conn = aiosqlite.Connection(lambda: _connect(path, module), iter_chunk_size=64)
         return await conn
 
     return create
+
+
+def sqlite_file(engine: AsyncEngine) -> str | None:
+    """The database file of a SQLite engine (None: PostgreSQL, or SQLite in memory)."""
+    if engine.dialect.name != "sqlite":
+        return None
+    database = engine.url.database
+    return None if not database or database == ":memory:" else database
+
+
+def sync_sqlite_engine(path: str, busy_timeout_ms: int) -> Engine:
+    """A synchronous engine on a SQLite file, with the same connection set-up, for short
+    units of work run on the event loop's thread (db/conversation.py)."""
+    module = sqlite_module()
+
+    def connect() -> Any:
+        return _connect(path, module, busy_timeout_ms)
+
+    return create_sync_engine("sqlite://", creator=connect, module=module)
 
 
 def postgres_url(url: str) -> str:
@@ -120,23 +149,29 @@ def create_engine(url: str) -> AsyncEngine:
     module = sqlite_module()
     # The URL still names the file so SQLAlchemy picks the right pool (a queue pool for
     # files, a static one for :memory:); the connection itself comes from async_creator.
-    return create_async_engine(
+    engine = create_async_engine(
         f"sqlite+aiosqlite:///{database}",
         async_creator=_creator(database, module),
         module=_dbapi(module),
+        pool_reset_on_return=None,  # the "reset" handler below does it
     )
+    event.listen(engine.sync_engine, "reset", _rollback_if_open)
+    return engine
+
+
+def _rollback_if_open(dbapi_connection: Any, record: Any, reset_state: Any) -> None:
+    """A connection going back to the pool is rolled back only when a transaction is open
+    (SQLAlchemy's documented custom reset scheme): the driver's deferred mode opens none
+    for reads, and a rollback of nothing is still a trip to the driver's thread, paid by
+    every read-only session."""
+    if reset_state.terminate_only:
+        return
+    if dbapi_connection.driver_connection.in_transaction:
+        dbapi_connection.rollback()
 
 
 def session_factory(engine: AsyncEngine) -> SessionFactory:
     return async_sessionmaker(engine, expire_on_commit=False)
-
-
-def engine_of(factory: SessionFactory) -> AsyncEngine:
-    """The engine a session factory binds, for paths that need a connection and no ORM
-    (a bare connection costs about half the CPU of a session to set up and close)."""
-    engine = factory.kw["bind"]
-    assert isinstance(engine, AsyncEngine), "session factory not bound to an engine"
-    return engine
 
 
 def is_postgres(bind: AsyncEngine | AsyncSession | Connection | AsyncConnection) -> bool:
@@ -146,3 +181,10 @@ def is_postgres(bind: AsyncEngine | AsyncSession | Connection | AsyncConnection)
         assert engine is not None, "session not bound to an engine"
         return is_postgres(engine)
     return bind.dialect.name == "postgresql"
+
+
+def engine_of(factory: SessionFactory) -> AsyncEngine:
+    """The engine a session factory binds."""
+    engine = factory.kw["bind"]
+    assert isinstance(engine, AsyncEngine), "session factory not bound to an engine"
+    return engine

@@ -115,7 +115,7 @@ async def test_bad_calls_become_error_results(app: App, fake_llm: FakeOpenAI) ->
 
 async def test_tool_call_cap_stops_the_task(app: App, fake_llm: FakeOpenAI) -> None:
     agent = agent_with_tools(app)
-    agent.settings = agent.settings.model_copy(update={"agent_max_turns": 3})
+    agent.settings = agent.settings.model_copy(update={"agent_max_tool_calls": 3})
     fake_llm.responder = lambda body: Calls([("add", {"a": 1, "b": 1}), ("add", {"a": 2, "b": 2})])
     reply = await agent.handle(Incoming("loop forever", telegram_user_id=7))
     assert reply.stopped_at_cap and reply.tool_calls == 3

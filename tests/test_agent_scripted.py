@@ -31,7 +31,7 @@ def scripted(app: App, model: ScriptedModel, max_turns: int | None = None) -> Ag
     agent.llm = model
     agent.registry = Registry([Tool("echo", "Echo a word", Echo, echo)])
     if max_turns is not None:
-        agent.settings = agent.settings.model_copy(update={"agent_max_turns": max_turns})
+        agent.settings = agent.settings.model_copy(update={"agent_max_tool_calls": max_turns})
     return agent
 
 

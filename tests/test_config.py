@@ -20,7 +20,7 @@ def test_reads_env_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert s.llm_model == "from-dotenv"
     assert s.allowed_user_ids == frozenset({1, 2, 3})
     assert s.timezone == "Europe/Berlin"
-    assert s.agent_max_turns == 75
+    assert s.agent_max_tool_calls == 75
     assert s.telegram_api_url == "https://api.telegram.org"
     if not ON_PG:  # make test-pg sets DATABASE_URL
         assert s.db_url.endswith("data/sidekick.db")
@@ -60,7 +60,8 @@ def test_every_secret_setting_is_scrubbed() -> None:
     [
         ("ALLOWED_USER_IDS", "12,abc", "ALLOWED_USER_IDS"),
         ("TIMEZONE", "Mars/Olympus", "TIMEZONE"),
-        ("AGENT_MAX_TURNS", "0", "AGENT_MAX_TURNS"),
+        ("AGENT_MAX_TURNS", "0", "AGENT_MAX_TOOL_CALLS"),  # the old name, reported as the new
+        ("AGENT_MAX_TOOL_CALLS", "0", "AGENT_MAX_TOOL_CALLS"),
         ("LLM_BASE_URL", "ftp://x", "LLM_BASE_URL"),
         ("SESSION_SPLIT_TIME", "25:00", "SESSION_SPLIT_TIME"),
         ("CODE_NETWORK", "maybe", "CODE_NETWORK"),
@@ -73,6 +74,14 @@ def test_invalid_values_name_the_variable(
     with pytest.raises(ConfigError) as info:
         load_settings()
     assert str(info.value).startswith(expected)
+
+
+@pytest.mark.parametrize("name", ["AGENT_MAX_TOOL_CALLS", "AGENT_MAX_TURNS"])
+def test_the_tool_call_cap_is_read_under_its_name_and_its_old_one(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv(name, "7")
+    assert load_settings().agent_max_tool_calls == 7
 
 
 def test_require_names_missing_setting() -> None:

@@ -15,7 +15,7 @@ from bot.config import Settings
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core
-from tests.conftest import make_settings
+from tests.conftest import make_settings, sqlite_only
 from tools.memory.embeddings import WordLlamaEmbedder
 from tools.memory.store import MemoryStore
 
@@ -278,6 +278,7 @@ async def test_hybrid_beats_either_half(env: Env) -> None:
     assert hybrid > words_only and hybrid > meaning_only
 
 
+@sqlite_only  # PostgreSQL keeps no in-process copy
 async def test_in_process_vectors_match_sqlite_vec(env: Env) -> None:
     """Big users get KNN from an in-process copy: same answers, same filters, kept in step."""
     from tools.memory.vecindex import VectorCache

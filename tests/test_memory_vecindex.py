@@ -4,6 +4,7 @@ exact search, on random vectors and on WordLlama vectors of real LoCoMo turns.""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -108,3 +109,50 @@ def test_updates_and_removes_reach_every_pass() -> None:
     extra = unit(rng.normal(size=(1, 64)))[0]
     uv.add(5000, "long", 100, extra)
     assert uv.knn(extra, 1, None, 0)[0][0] == 5000
+
+
+async def test_a_memory_written_by_one_worker_is_recalled_by_the_other(tmp_path: Path) -> None:
+    """Two workers (two engines, each with its own store, as two processes have) on one
+    database: what one stores or forgets, the other's recall sees, even once it holds an
+    in-process copy of the user's vectors (SQLite) — on PostgreSQL there is no copy."""
+    from db.engine import create_engine, session_factory
+    from db.migrate import upgrade
+    from db.repos import core
+    from tests.conftest import make_settings
+    from tools.memory.embeddings import WordLlamaEmbedder
+    from tools.memory.store import MemoryStore
+    from tools.memory.vecindex import VectorCache
+
+    settings = make_settings(tmp_path)
+    engines = [create_engine(settings.db_url), create_engine(settings.db_url)]
+    try:
+        await upgrade(engines[0])
+        one, two = (
+            MemoryStore(
+                session_factory(e),
+                WordLlamaEmbedder(),
+                settings,
+                lambda: datetime(2026, 1, 10, 12, 0, tzinfo=UTC),
+                vcache=VectorCache(min_rows=1),  # every user counts as big: the copy is used
+            )
+            for e in engines
+        )
+        async with session_factory(engines[0])() as s, s.begin():
+            user = (await core.get_or_create_user(s, 1, "a", datetime.now(UTC))).id
+
+        async def recalled(store: MemoryStore, query: str) -> list[str]:
+            return [h.content for h in await store.recall(user_id=user, query=query, limit=1)]
+
+        await one.store(user_id=user, layer="long", content="Plays the cello in a quartet")
+        assert await recalled(two, "string instrument") == ["Plays the cello in a quartet"]
+        kayak = await one.store(user_id=user, layer="long", content="Bought a red kayak")
+        assert await recalled(two, "boat for paddling") == ["Bought a red kayak"]
+        assert await one.forget(user_id=user, memory_id=kayak.id)
+        assert await recalled(two, "boat for paddling") != ["Bought a red kayak"]
+        # The second worker's own writes keep its copy in step too.
+        await two.store(user_id=user, layer="long", content="Grows tomatoes on the balcony")
+        assert await recalled(two, "vegetable garden") == ["Grows tomatoes on the balcony"]
+        assert await recalled(one, "vegetable garden") == ["Grows tomatoes on the balcony"]
+    finally:
+        for e in engines:
+            await e.dispose()

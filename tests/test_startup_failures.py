@@ -95,11 +95,11 @@ def test_chat_and_doctor_exit_2_with_one_line(tmp_path: Path, command: str, case
 
 
 def test_every_bad_setting_is_reported_at_once(tmp_path: Path) -> None:
-    env = {"LOG_LEVEL": "loud", "TIMEZONE": "Mars/Base", "AGENT_MAX_TURNS": "0"}
+    env = {"LOG_LEVEL": "loud", "TIMEZONE": "Mars/Base", "AGENT_MAX_TOOL_CALLS": "0"}
     proc = sidekick(tmp_path, "bot.cli", "doctor", **{**GOOD, **env})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     named = [line.split(": ")[2] for line in proc.stderr.strip().splitlines()]
-    assert sorted(named) == ["AGENT_MAX_TURNS", "LOG_LEVEL", "TIMEZONE"]
+    assert sorted(named) == ["AGENT_MAX_TOOL_CALLS", "LOG_LEVEL", "TIMEZONE"]
 
 
 def test_blank_values_mean_unset(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.agent.toolexec import CallOutcome
 from bot.llm.client import Completion, LLMToolCall
+from db.conversation import ToolResult
 from tools.base import RequestContext
 
 
@@ -42,7 +42,7 @@ class ToolRound:
     content: str
     wire_calls: list[dict[str, Any]]
     calls: list[LLMToolCall]
-    outcomes: list[CallOutcome]
+    outcomes: list[ToolResult]
 
 
 class HookRefusal(Exception):

@@ -1,61 +1,37 @@
-"""One request per user message: store it, loop model ↔ tools under a cap, store everything."""
+"""One request per user message: store it, loop model ↔ tools under a cap, store everything.
+
+Storage goes through one seam (db/conversation.py): the turn begins by storing the user's
+message before any model call, each tool round and the answer are recorded in one
+transaction each, with the model calls' usage rows (bot/usage) inside them.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
-from zoneinfo import ZoneInfo
+from typing import Any
 
 from bot.agent.archive import Archiver
-from bot.agent.compress import Compressor, Fitted, history_budget
+from bot.agent.history import HistoryWindow, Prefetched
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
-from bot.agent.message_in import HISTORY_ROWS, store_message
-from bot.agent.prompt import (
-    context_block,
-    message_cost,
-    system_prompt,
-    to_openai,
-    with_context,
-)
-from bot.agent.recording import Recording
-from bot.agent.sessions import start_new_session
-from bot.agent.toolexec import CallOutcome, run_call
+from bot.agent.prompt import context_block, system_prompt, with_context
+from bot.agent.sessions import close_on_request, period_check
+from bot.agent.toolexec import run_round, wire_calls
 from bot.config import Settings
-from bot.llm.client import ChatModel, LLMToolCall, OnText
+from bot.llm.client import ChatModel, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
+from db.conversation import Conversation, SqlConversation, Turn, UsageWrites
 from db.engine import SessionFactory
-from db.repos import core as repo
-from db.repos import last_writes
-from tools.base import Clock, RequestContext, RequestTools, TextModel, ToolCall, system_clock
+from tools.base import Clock, RequestContext, system_clock
 from tools.model_call import Purpose
 from tools.registry import Registry
 
 log = logging.getLogger(__name__)
-
-COST_CACHE_MAX = 200_000  # token counts of stored messages kept (about 20 MB at most)
-# History read with the user's message: (session id, wire messages, token costs, rows read).
-Prefetched = tuple[int, list[dict[str, Any]], list[int], int]
-Started = tuple[RequestContext, Prefetched, "metering.RequestUsage | None"]
-
-
-def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]] | None) -> None:
-    """Give the newest user message its extra content parts (images), for this call only."""
-    if not parts:
-        return
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if m["role"] == "user":
-            # A new dict: the history dicts are shared with /context's token count.
-            text = m["content"] if isinstance(m["content"], str) else ""
-            messages[i] = {**m, "content": [{"type": "text", "text": text}, *parts]}
-            return
-
 
 # A prompt section provider (memory auto-recall, ...): returns text for the system prompt.
 ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
@@ -117,114 +93,134 @@ class Agent:
     # Summarises a closed session into memory; None when memory is off (the scheduler
     # then writes the summary on its next run).
     archiver: Archiver | None = None
-    # Around the loop: recording is always first; /context accounting after.
-    hooks: list[AgentHooks] = field(default_factory=list)
-    # Budgets and usage recording (bot/usage); None: no metering.
-    meter: Meter | None = None
-    # Token estimates of stored messages by id (see _wire).
-    _costs: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    hooks: list[AgentHooks] = field(default_factory=list)  # /context accounting, ...
+    meter: Meter | None = None  # budgets and usage recording (bot/usage); None: no metering
+    conversation: Conversation = field(init=False)
+    window: HistoryWindow = field(init=False)
 
-    def user_timezone(self, tz_name: str | None) -> ZoneInfo:
-        return self.settings.session_policy.zone(tz_name)
+    def __post_init__(self) -> None:
+        self.conversation = SqlConversation(self.session_factory)
+        self.window = HistoryWindow(self.conversation, self.session_factory, self.llm, self.clock)
 
-    def _hooks(self, metered: metering.Metering | None) -> HookChain:
-        also = metered.in_record if metered is not None else None
-        chain: list[AgentHooks] = [Recording(self.session_factory, self.clock, also)]
-        if metered is not None:
-            chain.append(metered)
-        return HookChain([*chain, *self.hooks])
+    def close(self) -> None:
+        self.conversation.close()
 
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
-        events = events or Events()
-        ctx, prefetched, usage = await self._start_request(incoming)
-        metered = metering.Metering(self.meter, usage) if self.meter and usage else None
-        reply = await self._loop(ctx, incoming.text, events, prefetched, incoming.parts, metered)
-        reply.files = ctx.files_out
-        if ctx.new_session_requested:
-            # The model asked for a fresh start (memory __NEW_SESSION__): close this session
-            # now (the next message opens a new one) and archive it once the reply is out.
-            # The reply is returned whatever happens here.
-            try:
-                started = await start_new_session(
-                    self.session_factory,
-                    self.clock,
-                    telegram_user_id=incoming.telegram_user_id,
-                    user_name=incoming.user_name,
-                )
-            except Exception:
-                log.exception("starting the new session the model asked for failed")
-            else:
-                ended, archiver = started.ended_session_id, self.archiver
-                if ended is not None and archiver is not None:
-
-                    async def archive() -> None:
-                        await archiver.archive(ended)
-
-                    reply.followup = archive
-        return reply
-
-    async def budget_refusal(self, user_id: int | None) -> str | None:
-        """The one sentence to send instead of calling a model when a budget or token cap
-        (of users.id `user_id`) is used up, else None. The metering hook checks it before
-        every model call; callers such as scheduled tasks may ask first."""
-        return await self.meter.refusal(user_id) if self.meter is not None else None
-
-    async def _start_request(self, incoming: Incoming) -> Started:
-        """Store the message before any model call (bot/agent/message_in.py), then the
-        request's context and usage."""
-        now = self.clock()
-        request_id = uuid.uuid4().hex[:16]
-        message: repo.MessageFields = {
-            "session_id": 0,  # set once the session is known
-            "user_id": 0,
-            "role": "user",
-            "content": incoming.text,
-            "request_id": request_id,
-            "now": now,
-            "telegram_message_id": incoming.telegram_message_id,
-            "kind": incoming.kind,
-        }
-        user, session_id, has_memories, message_id, rows = await store_message(
-            self.session_factory,
-            self.settings,
-            telegram_user_id=incoming.telegram_user_id,
+        now, request_id = self.clock(), uuid.uuid4().hex[:16]
+        started = await self.conversation.begin_turn(
+            telegram_id=incoming.telegram_user_id,
             user_name=incoming.user_name,
-            message=message,
+            text=incoming.text,
+            kind=incoming.kind,
+            telegram_message_id=incoming.telegram_message_id,
+            request_id=request_id,
+            now=now,
+            period_over=period_check(self.settings.session_policy, now),
         )
+        user = started.user
         ctx = RequestContext(
             request_id=request_id,
             user_id=user.id,
-            session_id=session_id,
-            trigger_message_id=message_id,
+            session_id=started.session_id,
+            trigger_message_id=started.message_id,
             user_name=user.name,
             telegram_user_id=incoming.telegram_user_id,
             chat_id=incoming.chat_id,
-            timezone=self.user_timezone(user.timezone),
+            timezone=self.settings.session_policy.zone(user.timezone),
             clock=self.clock,
-            has_memories=has_memories,
+            has_memories=started.has_memories,
         )
-        usage = None
+        metered = None
         if self.meter is not None:
-            settings = self.settings
-            models = metering.allowed_models(settings.llm_model, settings.llm_models)
+            models = metering.allowed_models(self.settings.llm_model, self.settings.llm_models)
             usage = metering.begin(ctx, user, incoming.purpose, models)
-        return ctx, (session_id, *self._wire(rows)), usage
+            metered = metering.Metering(self.meter, usage)
+        prefetched = self.window.wire(started.session_id, started.history)
+        reply = await self._loop(ctx, incoming, events or Events(), prefetched, metered)
+        reply.files = ctx.files_out
+        if ctx.new_session_requested:
+            reply.followup = await close_on_request(
+                self.session_factory,
+                self.clock,
+                self.archiver,
+                telegram_user_id=incoming.telegram_user_id,
+                user_name=incoming.user_name,
+            )
+        return reply
 
-    def _wire(
-        self, rows: Sequence[last_writes.AnyHistoryRow]
-    ) -> tuple[list[dict[str, Any]], list[int], int]:
-        """History rows as wire messages with their token costs; a stored message never
-        changes, so its cost is counted once per process."""
-        if len(self._costs) > COST_CACHE_MAX:
-            self._costs.clear()
-        wire = [to_openai(m) for m in rows]
-        costs = []
-        for m, w in zip(rows, wire, strict=True):
-            cost = self._costs.get(m.id)
-            if cost is None:
-                cost = self._costs[m.id] = message_cost(w)
-            costs.append(cost)
-        return wire, costs, len(rows)
+    async def _loop(
+        self,
+        ctx: RequestContext,
+        incoming: Incoming,
+        events: Events,
+        prefetched: Prefetched,
+        metered: metering.Metering | None,
+    ) -> Reply:
+        hooks = HookChain([metered, *self.hooks] if metered is not None else self.hooks)
+        turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
+
+        def usage() -> UsageWrites | None:  # the model calls' rows since the last record
+            return metered.usage_writes(ctx) if metered is not None else None
+
+        tools = self.registry.for_request(ctx, incoming.text)
+        parts = await self.build_prompt(ctx, incoming.text, prefetched)
+        messages = [{"role": "system", "content": parts.system}, *parts.history]
+        with_parts(messages, incoming.parts)
+        cap, used, rounds = self.settings.agent_max_tool_calls, 0, 0
+
+        async def answer(
+            text: str, cut: str = "", stopped: bool = False, notes: bool = True
+        ) -> Reply:
+            await self.conversation.record_answer(turn, self.clock(), text, usage())
+            await hooks.on_answer(ctx, text)
+            lines = cut + (metered.extra_lines() if metered is not None and notes else "")
+            return Reply(text + lines, ctx.request_id, ctx.session_id, used, stopped, notes=lines)
+
+        while True:
+            req = ModelRequest(ctx, messages, tools.schemas(), parts, rounds)
+            try:
+                await hooks.on_model_request(req)
+            except HookRefusal as refusal:
+                return await answer(str(refusal), notes=False)
+            model = metered.ru.model if metered is not None else None
+            completion = await self.llm.stream(
+                messages, req.tools or None, events.on_text, model=model
+            )
+            await hooks.on_model_response(req, completion)
+            rounds += 1
+            calls = completion.tool_calls
+            if not calls:
+                return await answer(
+                    (completion.content.strip() or "(no answer)"), completion.cut_note
+                )
+            wire = wire_calls(calls)
+            # turn_fields: the reasoning, where the provider needs it back with the calls.
+            content = completion.content or None
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": content,
+                    "tool_calls": wire,
+                    **completion.turn_fields(),
+                }
+            )
+            if events.on_tools is not None and used < cap:
+                await events.on_tools([c.name for c in calls[: cap - used]])
+            results = await run_round(tools, ctx, calls, completion.content, used=used, cap=cap)
+            used = min(cap, used + len(calls))
+            await self.conversation.record_tool_round(
+                turn, self.clock(), completion.content or "", wire, results, usage()
+            )
+            await hooks.on_tool_round(ToolRound(ctx, completion.content, wire, calls, results))
+            messages += [
+                {"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in results
+            ]
+            if used >= cap:
+                return await answer(
+                    f"I stopped this task after {used} tool calls (the limit for one message is "
+                    f"{cap}). Tell me to continue if you want me to go on.",
+                    stopped=True,
+                )
 
     async def build_prompt(
         self, ctx: RequestContext, text: str, prefetched: Prefetched | None = None
@@ -232,7 +228,7 @@ class Agent:
         # Recall and history are independent reads: run them side by side.
         provided, history = await asyncio.gather(
             asyncio.gather(*(p(ctx, text) for p in self.context_providers), return_exceptions=True),
-            self._history(ctx, prefetched),
+            self.window.fit(ctx, self.settings, prefetched),
         )
         sections: list[str] = []
         for section in provided:
@@ -245,111 +241,26 @@ class Agent:
                 sections.append(section)
         now: datetime = ctx.now().astimezone(ctx.timezone)
         # Stable system prompt first (cacheable); time and recall ride in the newest turn.
-        block = context_block(now, sections)
         head = system_prompt(ctx.user_name, self.registry.prompt_lines())
         system = "\n\n".join(p for p in (head, history.note) if p)
+        block = context_block(now, sections)
         return PromptParts(system, sections, with_context(history.history, block))
 
-    async def _history(
-        self,
-        ctx: RequestContext,
-        prefetched: Prefetched | None = None,
-    ) -> Fitted:
-        """The session's history within the token budget (bot/agent/compress.py)."""
-        budget = history_budget(self.settings)
-        if prefetched is not None and prefetched[0] == ctx.session_id:
-            _, wire, costs, n = prefetched
-            # The whole session was read and fits: nothing was ever compressed away.
-            if n < HISTORY_ROWS and sum(costs) <= budget:
-                return Fitted("", wire)
-        # The agent's model writes summaries when it can (the scripted and HTTP ones can).
-        writer = cast(TextModel, self.llm) if hasattr(self.llm, "complete_text") else None
-        review = self.settings.summary_review
-        compressor = Compressor(self.session_factory, writer, self.clock, review)
-        return await compressor.fit(ctx.session_id, ctx.user_id, budget)
+    async def budget_refusal(self, user_id: int | None) -> str | None:
+        """The one sentence to send instead of calling a model when a budget or token cap
+        (of users.id `user_id`) is used up, else None. The metering hook checks it before
+        every model call; callers such as scheduled tasks may ask first."""
+        return await self.meter.refusal(user_id) if self.meter is not None else None
 
-    async def _loop(
-        self,
-        ctx: RequestContext,
-        text: str,
-        events: Events,
-        prefetched: Prefetched,
-        content_parts: list[dict[str, Any]] | None = None,
-        metered: metering.Metering | None = None,
-    ) -> Reply:
-        hooks = self._hooks(metered)
-        model = metered.ru.model if metered is not None else None
-        tools = self.registry.for_request(ctx, text)
-        parts = await self.build_prompt(ctx, text, prefetched)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": parts.system}]
-        messages += parts.history
-        with_parts(messages, content_parts)
-        cap = self.settings.agent_max_turns
-        used = 0
-        turn = 0
-        while True:
-            req = ModelRequest(ctx, messages, tools.schemas(), parts, turn)
-            try:
-                await hooks.on_model_request(req)
-            except HookRefusal as refusal:
-                answer = str(refusal)
-                await hooks.on_answer(ctx, answer)
-                return Reply(answer, ctx.request_id, ctx.session_id, used)
-            completion = await self.llm.stream(
-                messages, req.tools or None, events.on_text, model=model
-            )
-            await hooks.on_model_response(req, completion)
-            turn += 1
-            if not completion.tool_calls:
-                answer = completion.content.strip() or "(no answer)"
-                await hooks.on_answer(ctx, answer)
-                notes = completion.cut_note + (metered.extra_lines() if metered else "")
-                return Reply(answer + notes, ctx.request_id, ctx.session_id, used, notes=notes)
-            calls = completion.tool_calls
-            allowed = calls[: max(0, cap - used)]
-            refused = calls[len(allowed) :]
-            wire_calls: list[dict[str, Any]] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in calls
-            ]
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": completion.content or None,
-                    "tool_calls": wire_calls,
-                    **completion.turn_fields(),  # the reasoning, where the provider needs it
-                }
-            )
-            if events.on_tools is not None and allowed:
-                await events.on_tools([c.name for c in allowed])
-            outcomes = await asyncio.gather(
-                *(self._run_one(ctx, tools, c, completion.content) for c in allowed)
-            )
-            used += len(allowed)
-            note = f"Not run: the limit of {cap} tool calls for this message was reached."
-            outcomes.extend(CallOutcome(note, False, "tool-call cap reached", 0.0) for _ in refused)
-            await hooks.on_tool_round(
-                ToolRound(ctx, completion.content, wire_calls, calls, outcomes)
-            )
-            for c, outcome in zip(calls, outcomes, strict=True):
-                messages.append({"role": "tool", "tool_call_id": c.id, "content": outcome.text})
-            if used >= cap:
-                answer = (
-                    f"I stopped this task after {used} tool calls (the limit for one message is "
-                    f"{cap}). Tell me to continue if you want me to go on."
-                )
-                await hooks.on_answer(ctx, answer)
-                notes = metered.extra_lines() if metered is not None else ""
-                return Reply(
-                    answer + notes, ctx.request_id, ctx.session_id, used, True, notes=notes
-                )
 
-    async def _run_one(
-        self, ctx: RequestContext, tools: RequestTools, c: LLMToolCall, reasoning: str
-    ) -> CallOutcome:
-        call = ToolCall(ctx=ctx, call_id=c.id, reasoning=reasoning)
-        return await run_call(tools, c.name, c.arguments, call)
+def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]] | None) -> None:
+    """Give the newest user message its extra content parts (images), for this call only."""
+    if not parts:
+        return
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m["role"] == "user":
+            # A new dict: the history dicts are shared with /context's token count.
+            text = m["content"] if isinstance(m["content"], str) else ""
+            messages[i] = {**m, "content": [{"type": "text", "text": text}, *parts]}
+            return

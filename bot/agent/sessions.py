@@ -2,7 +2,8 @@
 model's own request (memory `__NEW_SESSION__`). The scheduled split archives through the
 same Archiver and lets the next message open the new session; a message that arrives
 after the split time but before the scheduler got to it (the bot was down, or the job
-runs a minute later) closes the old session itself, so it never lands in a finished period.
+runs a minute later) closes the old session itself (db/conversation.py), so it never lands
+in a finished period.
 
 The old session is closed and the new one opened in one transaction first, so a message
 arriving while the summary is being written already lands in the new session; then the
@@ -13,17 +14,16 @@ session waits as "summary pending" and the scheduler's next run archives it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from bot.agent.archive import Archiver, ArchiveResult
-from bot.config import Settings
+from db.conversation import PeriodOver
 from db.engine import SessionFactory
-from db.models.core import ChatSession
 from db.repos import core as repo
 from db.repos import sessions as sessions_repo
+from scheduler.policy import SessionPolicy
 from tools.base import Clock
 
 log = logging.getLogger(__name__)
@@ -63,19 +63,44 @@ async def start_new_session(
     return out
 
 
-async def period_ended(
-    s: AsyncSession, settings: Settings, session: ChatSession, tz_name: str | None, now: datetime
-) -> bool:
-    """Inside the caller's transaction: when the open `session`'s period (SESSION_SPLIT) is
-    over, close it and return True; the caller then opens a new one and the scheduler
-    writes the old one's summary. A failing check answers False (the message is answered
-    in the current session rather than not at all)."""
+async def close_on_request(
+    session_factory: SessionFactory,
+    clock: Clock,
+    archiver: Archiver | None,
+    *,
+    telegram_user_id: int | None,
+    user_name: str,
+) -> Callable[[], Awaitable[None]] | None:
+    """The model asked for a fresh start (memory __NEW_SESSION__): close the session now
+    (the next message opens a new one) and return the archiving, which waits until the
+    reply is out. Never raises: the reply goes out whatever happens here."""
     try:
-        if not settings.session_policy.is_due(session.started_at, now, tz_name):
-            return False
+        started = await start_new_session(
+            session_factory, clock, telegram_user_id=telegram_user_id, user_name=user_name
+        )
     except Exception:
-        log.exception("checking whether the session period ended failed")
-        return False
-    await sessions_repo.close_session(s, session.id, now)
-    log.info("session %d: its period ended; the new message opens a new one", session.id)
-    return True
+        log.exception("starting the new session the model asked for failed")
+        return None
+    ended = started.ended_session_id
+    if ended is None or archiver is None:
+        return None
+
+    async def archive() -> None:
+        await archiver.archive(ended)
+
+    return archive
+
+
+def period_check(policy: SessionPolicy, now: datetime) -> PeriodOver:
+    """Whether an open session's period (SESSION_SPLIT) is over at `now`, for the turn that
+    begins then. A failing check answers False: the message is answered in the current
+    session rather than not at all."""
+
+    def over(started: datetime, tz_name: str | None) -> bool:
+        try:
+            return policy.is_due(started, now, tz_name)
+        except Exception:
+            log.exception("checking whether the session period ended failed")
+            return False
+
+    return over

@@ -1,7 +1,9 @@
-"""Runs one tool call: parse, validate, run, and turn every failure into text for the model."""
+"""Runs a round of tool calls: parse, validate, run, and turn every failure into text for
+the model; calls over the request's cap are answered with a note instead of being run."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -10,12 +12,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tools.base import RequestTools, ToolCall, ToolError, ToolOutput
+from bot.llm.client import LLMToolCall
+from db.conversation import ToolResult
+from tools.base import RequestContext, RequestTools, ToolCall, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)
 
 RESULT_LIMIT = 16_000  # characters of a result the model sees
-AUDIT_LIMIT = 4_000  # characters of a result kept in the audit table
 
 
 @dataclass
@@ -76,3 +79,39 @@ async def run_call(tools: RequestTools, name: str, raw_args: str, call: ToolCall
         msg = f"tool {name} failed: {type(exc).__name__}"
         return done(f"Error: {msg}. It may work with other arguments.", msg)
     return done(render(output))
+
+
+def wire_calls(calls: list[LLMToolCall]) -> list[dict[str, Any]]:
+    """The assistant message's tool calls as the OpenAI wire shape."""
+    return [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in calls
+    ]
+
+
+async def run_round(
+    tools: RequestTools,
+    ctx: RequestContext,
+    calls: list[LLMToolCall],
+    reasoning: str,
+    *,
+    used: int,
+    cap: int,
+) -> list[ToolResult]:
+    """Calls run at once while the request has room under `cap` (`used` so far); the rest
+    are answered that the cap was reached."""
+    ran = await asyncio.gather(
+        *(
+            run_call(
+                tools, c.name, c.arguments, ToolCall(ctx=ctx, call_id=c.id, reasoning=reasoning)
+            )
+            for c in calls[: max(0, cap - used)]
+        )
+    )
+    note = f"Not run: the limit of {cap} tool calls for this message was reached."
+    capped = CallOutcome(note, False, "tool-call cap reached", 0.0)
+    outcomes = [*ran, *[capped] * (len(calls) - len(ran))]
+    return [
+        ToolResult(c.id, c.name, c.arguments, o.text, o.ok, o.error, o.duration_ms)
+        for c, o in zip(calls, outcomes, strict=True)
+    ]

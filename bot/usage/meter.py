@@ -217,6 +217,34 @@ class Meter:
         )
         return usage, cost
 
+    def usage_row(
+        self,
+        call: ModelCall,
+        out: Completion,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> tuple[dict[str, Any], Usage, float | None]:
+        """The call's model_usage row (usage.add_usage's keywords) for the caller to write
+        in the transaction that stores its answer; the totals count it now."""
+        usage, cost = self.usage_of(out, messages, tools)
+        row = {
+            "at": self.clock(),
+            "user_id": call.user_id,
+            "session_id": call.session_id,
+            "request_id": call.request_id,
+            "provider_id": (out.provider_id or "")[:200] or None,
+            "purpose": call.purpose,
+            "model": out.model[:200],
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cached_tokens": usage.cached_tokens,
+            "reasoning_tokens": usage.reasoning_tokens,
+            "estimated": usage.estimated,
+            "cost_usd": cost,
+        }
+        self._add(call.user_id, usage.prompt_tokens + usage.completion_tokens, cost)
+        return row, usage, cost
+
     async def record(
         self,
         s: AsyncSession,
@@ -226,24 +254,8 @@ class Meter:
         tools: list[dict[str, Any]] | None = None,
     ) -> tuple[Usage, float | None]:
         """Add the call's usage row inside the caller's transaction; keep the totals."""
-        usage, cost = self.usage_of(out, messages, tools)
-        await repo.add_usage(
-            s,
-            at=self.clock(),
-            user_id=call.user_id,
-            session_id=call.session_id,
-            request_id=call.request_id,
-            provider_id=(out.provider_id or "")[:200] or None,
-            purpose=call.purpose,
-            model=out.model[:200],
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cached_tokens=usage.cached_tokens,
-            reasoning_tokens=usage.reasoning_tokens,
-            estimated=usage.estimated,
-            cost_usd=cost,
-        )
-        self._add(call.user_id, usage.prompt_tokens + usage.completion_tokens, cost)
+        row, usage, cost = self.usage_row(call, out, messages, tools)
+        await repo.add_usage(s, **row)
         return usage, cost
 
     def warnings(self, user_id: int, warned: dict[str, str]) -> list[str]:

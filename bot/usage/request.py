@@ -7,12 +7,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest
 from bot.llm.client import Completion
 from bot.usage.meter import Meter, Totals, parse_warned
-from db.repos import usage as repo
+from db.conversation import UsageWrites
 from tools.base import RequestContext
 from tools.model_call import ModelCall, Purpose
 
@@ -59,7 +57,7 @@ def begin(
 @dataclass
 class Metering(AgentHooks):
     """One request's metering, as agent hooks: the budget check before each model call,
-    and each call's usage row written inside the transaction that records its answer."""
+    and each call's usage row handed to the transaction that records its answer."""
 
     meter: Meter
     ru: RequestUsage
@@ -77,28 +75,33 @@ class Metering(AgentHooks):
         # A copy: the loop appends to the same list after the call.
         self.pending.append((list(req.messages), req.tools, completion))
 
-    async def in_record(self, s: AsyncSession, ctx: RequestContext) -> None:
-        """Called by the recording hook inside its transaction."""
+    def usage_writes(self, ctx: RequestContext) -> UsageWrites:
+        """The usage rows of the calls made since the last record, and the user's budget
+        warnings, for the transaction that records their answer (db/conversation.py)."""
+        rows: list[dict[str, Any]] = []
+        warned = False
         for messages, tools, out in self.pending:
-            await after_call(self.meter, s, ctx, self.ru, out, messages, tools or None)
+            row, warns = after_call(self.meter, ctx, self.ru, out, messages, tools or None)
+            rows.append(row)
+            warned = warned or warns
         self.pending.clear()
+        return UsageWrites(rows, json.dumps(self.ru.warned) if warned else None)
 
     def extra_lines(self) -> str:
         return extra_lines(self.ru)
 
 
-async def after_call(
+def after_call(
     meter: Meter,
-    s: AsyncSession,
     ctx: RequestContext,
     ru: RequestUsage,
     out: Completion,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
-) -> None:
-    """Inside the transaction that stores the call's answer: its usage row, and a budget
-    warning (once per period) stored on the user."""
-    usage, cost = await meter.record(s, ru.call, out, messages, tools)
+) -> tuple[dict[str, Any], bool]:
+    """One call's usage row, and whether a budget warning (once per period) was added, for
+    the transaction that stores the call's answer to write."""
+    row, usage, cost = meter.usage_row(ru.call, out, messages, tools)
     ru.totals.add(usage, cost)
     if out.fallback_from:
         why = f" ({out.fallback_reason})" if out.fallback_reason else ""
@@ -106,9 +109,8 @@ async def after_call(
         if note not in ru.notes:
             ru.notes.append(note)
     warnings = meter.warnings(ctx.user_id, ru.warned)
-    if warnings:
-        ru.notes.extend(warnings)
-        await repo.set_warned(s, ctx.user_id, json.dumps(ru.warned))
+    ru.notes.extend(warnings)
+    return row, bool(warnings)
 
 
 def extra_lines(ru: RequestUsage) -> str:

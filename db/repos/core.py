@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NotRequired, TypeAlias, TypedDict, Unpack, cast
 
 from sqlalchemy import ColumnElement, Row, Select, Table, bindparam, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from db.models.core import ChatSession, Message, ToolCallRecord, User
+from db.models.core import ChatSession, Message, User
 from db.models.memory import Memory
 
 
@@ -36,7 +35,7 @@ def _user_with_open_session(who: ColumnElement[bool], *columns: Any) -> Select[A
     # here spares auto-recall its own session and count for users with none.
     has_memories = exists().where(Memory.user_id == User.id).label("has_memories")
     return (
-        select(*(columns or (User, ChatSession)), has_memories)
+        select(*columns, has_memories)
         .outerjoin(ChatSession, (ChatSession.user_id == User.id) & ChatSession.ended_at.is_(None))
         .where(who)
         .order_by(User.id, ChatSession.id.desc())
@@ -44,14 +43,9 @@ def _user_with_open_session(who: ColumnElement[bool], *columns: Any) -> Select[A
     )
 
 
-# Built once: every message starts with this read, and building the statement took as
-# long as running it.
-_USER_WITH_OPEN_SESSION = _user_with_open_session(User.telegram_id == bindparam("telegram_id"))
-_LOCAL_USER_WITH_OPEN_SESSION = _user_with_open_session(User.telegram_id.is_(None))
-
-# The same read as plain columns, for the request start in one trip
-# (db/repos/last_writes.start_request_commit): what a request needs of the user row (the
-# metering hook's included), the open session's id and start, whether memories exist.
+# Every message starts with this read (db/conversation.py), built once: what a request
+# needs of the user row (the metering hook's included), the open session's id and start,
+# whether memories exist, as plain columns (loading ORM objects costs more than the read).
 START_COLUMNS = (
     User.id,
     User.name,
@@ -64,20 +58,12 @@ START_COLUMNS = (
 )
 START_READ = _user_with_open_session(User.telegram_id == bindparam("telegram_id"), *START_COLUMNS)
 LOCAL_START_READ = _user_with_open_session(User.telegram_id.is_(None), *START_COLUMNS)
-
-
-async def request_start(
-    s: AsyncSession, telegram_id: int | None
-) -> tuple[User | None, ChatSession | None, bool]:
-    """The user with this Telegram id (the local user when None), their open session and
-    whether they have any memory row, in one round trip; (None, None, False) when there is
-    no such user yet."""
-    if telegram_id is None:
-        result = await s.execute(_LOCAL_USER_WITH_OPEN_SESSION)
-    else:
-        result = await s.execute(_USER_WITH_OPEN_SESSION, {"telegram_id": telegram_id})
-    row = result.first()
-    return (row[0], row[1], bool(row[2])) if row else (None, None, False)
+_USER_WITH_OPEN_SESSION = _user_with_open_session(
+    User.telegram_id == bindparam("telegram_id"), User, ChatSession
+)
+_LOCAL_USER_WITH_OPEN_SESSION = _user_with_open_session(
+    User.telegram_id.is_(None), User, ChatSession
+)
 
 
 async def user_with_open_session(
@@ -85,8 +71,12 @@ async def user_with_open_session(
 ) -> tuple[User | None, ChatSession | None]:
     """The user with this Telegram id (the local user when None) and their open session,
     in one round trip; (None, None) when there is no such user yet."""
-    user, session, _ = await request_start(s, telegram_id)
-    return user, session
+    if telegram_id is None:
+        result = await s.execute(_LOCAL_USER_WITH_OPEN_SESSION)
+    else:
+        result = await s.execute(_USER_WITH_OPEN_SESSION, {"telegram_id": telegram_id})
+    row = result.first()
+    return (row[0], row[1]) if row else (None, None)
 
 
 async def get_user(s: AsyncSession, user_id: int) -> User | None:
@@ -135,13 +125,14 @@ async def create_session(
 
 
 # Hot-path statements are built once, on the table (plain Core: the ORM entity form goes
-# through the ORM's bulk-insert and loading machinery), each about 0.1 ms CPU cheaper.
+# through the ORM's bulk-insert and loading machinery).
 _MESSAGES = cast(Table, Message.__table__)
-_ADD_MESSAGE = insert(_MESSAGES).returning(_MESSAGES.c.id)
+ADD_MESSAGE = insert(_MESSAGES).returning(_MESSAGES.c.id)
+ADD_MESSAGES = insert(_MESSAGES)  # several at once (executemany), no ids back
 
 
 class MessageFields(TypedDict):
-    """One message row's values, as add_message and db/repos/last_writes.py take them."""
+    """One message row's values, as add_message takes them."""
 
     session_id: int
     user_id: int
@@ -157,7 +148,7 @@ class MessageFields(TypedDict):
 
 
 def message_params(message: MessageFields) -> dict[str, Any]:
-    """The bound values of the message INSERT (_ADD_MESSAGE), every column given."""
+    """The bound values of the message INSERT (ADD_MESSAGE), every column given."""
     return {
         "session_id": message["session_id"],
         "user_id": message["user_id"],
@@ -175,13 +166,13 @@ def message_params(message: MessageFields) -> dict[str, Any]:
 
 async def add_message(s: AsyncSession | AsyncConnection, **message: Unpack[MessageFields]) -> int:
     """Store one message and return its id: a plain INSERT ... RETURNING, without the ORM's
-    unit of work (about half the CPU of add + flush, on every message's hot path)."""
+    unit of work (on every message's hot path)."""
     params = message_params(message)
-    return int((await s.execute(_ADD_MESSAGE, params)).scalar_one())
+    return int((await s.execute(ADD_MESSAGE, params)).scalar_one())
 
 
 # What the prompt needs of a history row (bot/agent/prompt.py), newest first.
-_HISTORY = (
+HISTORY = (
     select(
         _MESSAGES.c.id,
         _MESSAGES.c.role,
@@ -196,14 +187,6 @@ _HISTORY = (
 HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None]"
 
 
-async def history_rows(s: AsyncSession, session_id: int, limit: int) -> Sequence[HistoryRow]:
-    """The newest `limit` messages of a session, oldest first, as plain rows with the
-    columns a prompt needs: a third of the CPU of loading them as ORM objects."""
-    rows = list((await s.execute(_HISTORY, {"session_id": session_id, "limit": limit})).all())
-    rows.reverse()
-    return rows
-
-
 async def session_messages(
     s: AsyncSession, session_id: int, limit: int | None = None
 ) -> list[Message]:
@@ -214,36 +197,3 @@ async def session_messages(
     rows = list((await s.execute(stmt)).scalars())
     rows.reverse()
     return rows
-
-
-async def add_tool_call(
-    s: AsyncSession,
-    *,
-    request_id: str,
-    session_id: int | None,
-    user_id: int | None,
-    tool_call_id: str,
-    tool: str,
-    arguments: str,
-    result: str,
-    ok: bool,
-    error: str | None,
-    duration_ms: float,
-    now: datetime,
-) -> ToolCallRecord:
-    rec = ToolCallRecord(
-        request_id=request_id,
-        session_id=session_id,
-        user_id=user_id,
-        tool_call_id=tool_call_id,
-        tool=tool,
-        arguments=arguments,
-        result=result,
-        ok=ok,
-        error=error,
-        duration_ms=duration_ms,
-        created_at=now,
-    )
-    s.add(rec)
-    await s.flush()
-    return rec

@@ -2,9 +2,8 @@
 candidates (with the columns a returned memory shows, so the recall's answer needs no
 second read) and the rows of a few memories. Re-exported by db/repos/memory.py.
 
-Plain SQL with the ids as one JSON parameter: the ORM's expanding IN of ~500 bound values,
-its per-row type processing and its instances cost 3 of the 4 ms the facts read took, and
-half a millisecond more for the ten rows a recall returns."""
+Plain SQL with the ids as one JSON parameter: the ORM's expanding IN of hundreds of bound
+values, its per-row type processing and its instances cost most of the facts read."""
 
 from __future__ import annotations
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.engine import is_postgres
 from db.pg import memory as pg
-from db.sqlite_adapter import run_in_driver
 
 
 def _owner(user_id: int) -> str:
@@ -51,7 +49,7 @@ async def bm25(
         params.update({f"l{i}": v for i, v in enumerate(layers)})
     # FTS5 first (confined to the user by the owner column), then the row filters by primary
     # key. `user_id + 0` keeps the planner off ix_memories_user_layer: with it, it walks all
-    # of the user's rows and probes the hits for each (47 ms instead of 8 at 100k memories).
+    # of the user's rows and probes the hits for each, several times slower for big users.
     sql = (
         "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(memory_fts, 1.0, 0.3, 0.0) AS r "
         "FROM memory_fts WHERE memory_fts MATCH :q ORDER BY r LIMIT :inner) "
@@ -77,8 +75,7 @@ async def doc_freqs(s: AsyncSession, words: Sequence[str]) -> dict[str, tuple[st
         return {}
     if is_postgres(s):
         return await pg.doc_freqs(s, words)
-    conn = await s.connection()
-    found = await run_in_driver(conn, lambda raw: _vocab_rows(raw, words))
+    found = await _vocab_rows(s, words)
     out = {}
     for i, w in enumerate(words):
         ts = found.get(i + 1, [])
@@ -97,33 +94,23 @@ _TERM_TABLES = (
 )
 
 
-def _vocab_rows(raw: Any, words: Sequence[str]) -> dict[int, list[tuple[str, int]]]:
-    """Word number -> its FTS5 terms and their counts, in the driver's thread: one hop where
-    the three statements through SQLAlchemy and the rollback of the transaction the DELETE
-    opened were four (~4 ms of a recall at 100k memories on a busy machine; the SQL itself
-    takes ~0.2 ms).
-
-    Outside a transaction the temp-table writes autocommit: a read-only recall then opens
-    no transaction (and pays no rollback). The temp tables live as long as the connection."""
-    autocommit = not raw.in_transaction
-    level = raw.isolation_level
-    if autocommit:
-        raw.isolation_level = None
-    try:
-        for ddl in _TERM_TABLES:
-            raw.execute(ddl)
-        raw.execute("DELETE FROM temp.memory_query_tok")
-        raw.executemany(
-            "INSERT INTO temp.memory_query_tok(rowid, w) VALUES (?, ?)",
-            [(i + 1, w) for i, w in enumerate(words)],
-        )
-        rows = raw.execute(
+async def _vocab_rows(s: AsyncSession, words: Sequence[str]) -> dict[int, list[tuple[str, int]]]:
+    """Word number -> its FTS5 terms and their counts. The temp tables live as long as the
+    connection; writing them takes no lock on the main database, so a recall does not
+    block writers."""
+    for ddl in _TERM_TABLES:
+        await s.execute(text(ddl))
+    await s.execute(text("DELETE FROM temp.memory_query_tok"))
+    await s.execute(
+        text("INSERT INTO temp.memory_query_tok(rowid, w) VALUES (:i, :w)"),
+        [{"i": i + 1, "w": w} for i, w in enumerate(words)],
+    )
+    rows = await s.execute(
+        text(
             "SELECT q.doc, q.term, coalesce(t.doc, 0) FROM temp.memory_query_terms q "
             "LEFT JOIN temp.memory_fts_terms t ON t.term = q.term"
-        ).fetchall()
-    finally:
-        if autocommit:
-            raw.isolation_level = level
+        )
+    )
     found: dict[int, list[tuple[str, int]]] = {}
     for doc, term, n in rows:
         found.setdefault(int(doc), []).append((str(term), int(n)))

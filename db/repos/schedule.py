@@ -152,7 +152,7 @@ async def claim(s: AsyncSession, runs: list[dict[str, Any]], jobs: list[dict[str
         # before; never twice. Both dialects spell it the same through their insert().
         table = cast(Table, JobRun.__table__)
         if is_postgres(s):
-            # Imported here: the PostgreSQL dialect costs ~0.1 s and ~2 MB at start-up,
+            # Imported here: the PostgreSQL dialect costs start-up time and memory,
             # which a SQLite bot never needs (on PostgreSQL the engine has loaded it).
             from sqlalchemy.dialects.postgresql import insert as pg_insert
 

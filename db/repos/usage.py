@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Table, case, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import User
 from db.models.usage import ModelUsage
@@ -15,37 +15,11 @@ from db.models.usage import ModelUsage
 TABLE: Table = ModelUsage.__table__  # type: ignore[assignment]
 INSERT = insert(TABLE)
 
-_DEFERRED = "usage.deferred_rows"
-
-
-def defer_rows(s: AsyncSession) -> list[dict[str, Any]]:
-    """From now on add_usage on `s` appends its row to the list returned instead of writing
-    it: the caller writes them with its own last statements (db/repos/last_writes
-    .add_message_commit's usage_rows), in the same transaction and trip as the answer."""
-    rows: list[dict[str, Any]] = []
-    s.info[_DEFERRED] = rows
-    return rows
-
-
-def stop_deferring(s: AsyncSession) -> None:
-    s.info.pop(_DEFERRED, None)
-
 
 async def add_usage(s: AsyncSession, **values: Any) -> None:
-    """One model call, in the transaction that stores the answer: a Core INSERT on the
-    session's connection (the ORM's insert().values() path cost ~1 ms of CPU per row;
-    this one ~0.2 ms, measured with bench/overhead.py's usage on/off figures), or kept
-    for the answer's own write when the caller asked for that (defer_rows)."""
-    deferred: list[dict[str, Any]] | None = s.info.get(_DEFERRED)
-    if deferred is not None:
-        deferred.append(values)
-        return
-    await insert_usage(s, values)
-
-
-async def insert_usage(s: AsyncSession | AsyncConnection, values: dict[str, Any]) -> None:
-    conn = s if isinstance(s, AsyncConnection) else await s.connection()
-    await conn.execute(INSERT, values)
+    """One model call's row, in the caller's transaction (the one that stores the answer):
+    a Core INSERT on the session's connection, cheaper than the ORM's insert path."""
+    await (await s.connection()).execute(INSERT, values)
 
 
 @dataclass
@@ -177,7 +151,3 @@ async def set_model(s: AsyncSession, user_id: int, model: str | None) -> None:
 
 async def set_footer(s: AsyncSession, user_id: int, on: bool) -> None:
     await s.execute(update(User).where(User.id == user_id).values(usage_footer=on))
-
-
-async def set_warned(s: AsyncSession, user_id: int, warned: str | None) -> None:
-    await s.execute(update(User).where(User.id == user_id).values(usage_warned=warned))

@@ -1,6 +1,6 @@
 """The search phase of a recall: KNN through the in-process copy of a big user's vectors
-(tools/memory/vecindex.py) or sqlite-vec, and BM25 over the rarest query words. A base of
-MemoryStore, which keeps the state declared here in step with its writes."""
+(tools/memory/vecindex.py, SQLite), sqlite-vec or pgvector, and BM25 over the rarest query
+words. A base of MemoryStore, which keeps the state declared here in step with its writes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from db.engine import is_postgres
 from db.repos import memory as repo
 from tools.base import Clock
 from tools.memory.text import fts_match
@@ -66,15 +67,24 @@ class Search:
         return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, now)
 
     async def _user_vectors(self, s: Any, user_id: int) -> UserVectors | None:
-        """The in-process copy of a big user's vectors (loaded on first use), else None."""
+        """The in-process copy of a big user's vectors on SQLite (loaded on first use, and
+        again after anyone else wrote the index), else None."""
+        if is_postgres(s):  # pgvector's index answers: no per-process copy to go stale
+            return None
+        if user_id not in self._counts:
+            self._counts[user_id] = await repo.count_user(s, user_id)
+        if self._counts[user_id] < self.vcache.min_rows:
+            return None
+        self.vcache.seen(await repo.generation(s))
         uv = self.vcache.get(user_id)
         if uv is None:
-            if user_id not in self._counts:
-                self._counts[user_id] = await repo.count_user(s, user_id)
-            if self._counts[user_id] >= self.vcache.min_rows:
-                uv = UserVectors()
-                for mid, lay, exp, blob in await repo.user_vectors(s, user_id):
-                    uv.add(mid, lay, exp, np.frombuffer(blob, dtype=np.float32))
+            seen = self.vcache.generation
+            uv = UserVectors()
+            for mid, lay, exp, blob in await repo.user_vectors(s, user_id):
+                uv.add(mid, lay, exp, np.frombuffer(blob, dtype=np.float32))
+            # Kept only when no write of ours committed while the rows were read: the
+            # copy could have missed it.
+            if self.vcache.generation == seen:
                 self.vcache.users[user_id] = uv
         return uv
 

@@ -163,7 +163,8 @@ class MemoryStore(Search):
                     message_id=message_id,
                     now=now,
                 )
-        self._cached(memory.user_id, memory.id, layer, memory.expires_at, vec if emb else None)
+            generation = await repo.written(s)
+        self._cached(generation, memory, vec if emb else None)
         self.expander.note(user_id, content)
         if result.updated:
             self._counts[user_id] -= 1  # not one more memory after all
@@ -199,22 +200,21 @@ class MemoryStore(Search):
         )
         return StoreResult(await repo.insert(s, memory, emb), False), memory
 
-    def _cached(
-        self, user_id: int, mid: int, layer: str, expires: datetime | None, vec: Any
-    ) -> None:
-        """Keep the in-process vector copy (if this user has one) in step with a write."""
-        self._counts[user_id] = self._counts.get(user_id, 0) + 1
+    def _cached(self, generation: int, memory: Memory, vec: Any) -> None:
+        """Keep the in-process vector copies in step with a committed write."""
+        self._counts[memory.user_id] = self._counts.get(memory.user_id, 0) + 1
         if self._total is not None:
             self._total += 1
         self.words.note_writes()
-        uv = self.vcache.get(user_id)
+        uv = self.vcache.get(memory.user_id) if self.vcache.wrote(generation) else None
         if uv is not None and vec is not None:
-            uv.add(mid, layer, repo.epoch(expires), vec)
+            uv.add(memory.id, memory.layer, repo.epoch(memory.expires_at), vec)
 
-    def _uncache(self, ids: list[int]) -> None:
+    def _uncache(self, generation: int, ids: list[int]) -> None:
         self.words.note_writes(len(ids))
-        for uv in self.vcache.users.values():
-            uv.remove(ids)
+        if self.vcache.wrote(generation):
+            for uv in self.vcache.users.values():
+                uv.remove(ids)
 
     async def _twin(
         self,
@@ -247,7 +247,8 @@ class MemoryStore(Search):
             if await repo.get(s, user_id, memory_id) is None:
                 return False
             gone = await repo.delete_ids(s, [memory_id]) > 0
-        self._uncache([memory_id])
+            generation = await repo.written(s)
+        self._uncache(generation, [memory_id])
         return gone
 
     async def clear_session(self, *, user_id: int, session_id: int) -> int:
@@ -255,7 +256,9 @@ class MemoryStore(Search):
         async with self._sf() as s, s.begin():
             ids = await repo.session_ids(s, user_id, session_id)
             n = await repo.delete_ids(s, ids)
-        self._uncache(ids)
+            generation = await repo.written(s) if ids else None
+        if generation is not None:
+            self._uncache(generation, ids)
         return n
 
     async def sweep(self, now: datetime | None = None) -> int:
@@ -263,7 +266,9 @@ class MemoryStore(Search):
         async with self._sf() as s, s.begin():
             ids = await repo.expired_ids(s, now or self._clock())
             n = await repo.delete_ids(s, ids)
-        self._uncache(ids)
+            generation = await repo.written(s) if ids else None
+        if generation is not None:
+            self._uncache(generation, ids)
         return n
 
     # -- reads ----------------------------------------------------------------------------

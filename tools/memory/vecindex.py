@@ -1,11 +1,15 @@
-"""An in-process copy of one user's vectors for fast KNN on large memories.
+"""An in-process copy of one user's vectors for fast KNN on large memories (SQLite only).
 
-sqlite-vec's vec0 scan costs about 0.4 µs a row on this hardware (38 ms at 100k memories of
-one user); a numpy matrix product over the same float32 rows takes a few ms. memory_vec stays
-the durable index: a user's rows are loaded from it on first use once they have at least
-`min_rows` memories (5k: about 5 MB a user; recall at 10k went from 15 to 9 ms against
-20k), and the store keeps the copy in step with its own writes. Writes by
-another process (`sidekick memory reindex`) are not seen: restart the bot after a reindex.
+sqlite-vec's vec0 reads every row of the user on every query, so its KNN grows with the
+user's memories much faster than the narrowing passes below over a copy in numpy arrays;
+from a few thousand memories on, the copy pays for its load. memory_vec stays the durable
+index: a user's rows are loaded from it on first use once they have at least `min_rows`
+memories. Every vector-index write counts up a generation in the database
+(db/repos/memory.py); the copies hold the generation they reflect, the store applies its
+own writes to them, and a write by anyone else (another process, another engine) drops
+them to be reloaded.
+
+PostgreSQL keeps no copy: pgvector's HNSW index answers, and several workers share it.
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 LAYER_CODES = {"long": 0, "mid": 1, "short": 2, "session": 3}
-# KNN narrows in three passes, each reading little memory (the old first pass, 128 float32
-# dimensions of every row, read 51 MB a query at 100k rows: memory bandwidth, ~2 ms CPU).
+# KNN narrows in three passes, each reading little memory (a first pass over the float32
+# rows is bound by memory bandwidth at large sizes).
 # 1. The sign bits of every row (32 bytes a row at 256 dimensions) by Hamming distance
 #    to the query's: the best `BITS_PER_K * k` (at least BITS_MIN) rows; on 100k WordLlama
 #    rows of LoCoMo words they hold 99.99% of the exact 50 nearest (5,000: 99.87%).
@@ -27,12 +31,9 @@ BITS_PER_K = 200
 BITS_MIN = 10_000
 SHORTLIST_PER_K = 8
 SHORTLIST_MIN = 2000
-# Rows of HEAD values per matrix-vector product: OpenBLAS runs a product over more than
-# ~460k values on all cores, which on a small shared machine waits for busy cores (KNN at
-# 100k memories p50 6.7 ms, p95 20 ms, against 1.8 / 1.9 ms in blocks this size;
-# bench/memory_recall.py).
-# Wider rows go in proportionally fewer: the full-width pass over the shortlist (2000 rows
-# of 256) was one 512k product, and KNN took 14-16 ms instead of 3-4 on a busy machine.
+# Rows of HEAD values per matrix-vector product: OpenBLAS runs a large product on all
+# cores, which on a small shared machine waits for busy cores.
+# Wider rows go in proportionally fewer, for the same reason.
 BLOCK_ROWS = 2048
 # Rows gathered at a time for a shortlist's products: a small reused buffer that stays in
 # cache, where `mat[rows]` wrote (and page-faulted) a fresh copy of the whole shortlist.
@@ -191,12 +192,34 @@ class UserVectors:
 
 
 class VectorCache:
+    """The copies of big users' vectors, all reflecting the database's vector-index writes
+    up to `generation` (db/repos/memory.generation)."""
+
     def __init__(self, min_rows: int = 5_000) -> None:
         self.min_rows = min_rows
         self.users: dict[int, UserVectors] = {}
+        self.generation = -1  # none seen yet
 
     def get(self, user_id: int) -> UserVectors | None:
         return self.users.get(user_id)
 
+    def seen(self, generation: int) -> None:
+        """Before a read: the database is at `generation`; copies behind it are dropped
+        (someone else wrote) and reload on use."""
+        if generation != self.generation:
+            self.users.clear()
+            self.generation = generation
+
+    def wrote(self, generation: int) -> bool:
+        """After one of our own writes committed at `generation`: True when the copies saw
+        everything before it (the caller then applies the write to them); otherwise
+        another write came between, and they are dropped."""
+        if generation == self.generation + 1:
+            self.generation = generation
+            return True
+        self.clear()
+        return False
+
     def clear(self) -> None:
         self.users.clear()
+        self.generation = -1

@@ -1,0 +1,70 @@
+"""The history window of a prompt: a session's messages within the token budget.
+
+Most requests fit in the rows read with the user's message (db/conversation.py's
+HISTORY_ROWS); a session that outgrows them goes to the Compressor (bot/agent/compress.py),
+which summarises its oldest range (verified) rather than dropping it. A stored message
+never changes, so its token cost is counted once per process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from bot.agent.compress import Compressor, Fitted, history_budget
+from bot.agent.prompt import message_cost, to_openai
+from bot.config import Settings
+from db.conversation import HISTORY_ROWS, Conversation
+from db.engine import SessionFactory
+from db.repos.core import HistoryRow
+from tools.base import Clock, RequestContext, TextModel
+
+COST_CACHE_MAX = 200_000  # token counts of stored messages kept per process
+
+
+@dataclass(frozen=True)
+class Prefetched:
+    """History rows of a session as wire messages with their token costs."""
+
+    session_id: int
+    wire: list[dict[str, Any]]
+    costs: list[int]
+    rows: int  # how many rows were read
+
+
+@dataclass
+class HistoryWindow:
+    conversation: Conversation
+    session_factory: SessionFactory
+    llm: object  # writes the summaries when it can (TextModel)
+    clock: Clock
+    _costs: dict[int, int] = field(default_factory=dict, repr=False)
+
+    def wire(self, session_id: int, rows: Sequence[HistoryRow]) -> Prefetched:
+        """History rows as wire messages with their token costs."""
+        if len(self._costs) > COST_CACHE_MAX:
+            self._costs.clear()
+        wire = [to_openai(m) for m in rows]
+        costs = []
+        for m, w in zip(rows, wire, strict=True):
+            cost = self._costs.get(m.id)
+            if cost is None:
+                cost = self._costs[m.id] = message_cost(w)
+            costs.append(cost)
+        return Prefetched(session_id, wire, costs, len(rows))
+
+    async def fit(
+        self, ctx: RequestContext, settings: Settings, prefetched: Prefetched | None = None
+    ) -> Fitted:
+        """The session's history within the budget, oldest first, with the note on what an
+        earlier summary covers or what is not shown."""
+        budget = history_budget(settings)
+        got = prefetched
+        # The whole session was read with the message and fits: nothing was compressed away.
+        if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
+            if sum(got.costs) <= budget:
+                return Fitted("", got.wire)
+        writer = cast(TextModel, self.llm) if hasattr(self.llm, "complete_text") else None
+        compressor = Compressor(self.session_factory, writer, self.clock, settings.summary_review)
+        return await compressor.fit(ctx.session_id, ctx.user_id, budget)
