@@ -37,7 +37,6 @@ class Prefetched:
 class HistoryWindow:
     conversation: Conversation
     session_factory: SessionFactory
-    llm: object  # writes the summaries when it can (TextModel)
     clock: Clock
     _costs: dict[int, int] = field(default_factory=dict, repr=False)
 
@@ -55,16 +54,20 @@ class HistoryWindow:
         return Prefetched(session_id, wire, costs, len(rows))
 
     async def fit(
-        self, ctx: RequestContext, settings: Settings, prefetched: Prefetched | None = None
+        self,
+        ctx: RequestContext,
+        settings: Settings,
+        llm: object,
+        prefetched: Prefetched | None = None,
     ) -> Fitted:
         """The session's history within the budget, oldest first, with the note on what an
-        earlier summary covers or what is not shown."""
+        earlier summary covers or what is not shown. `llm` writes summaries when it can."""
         budget = history_budget(settings)
         got = prefetched
         # The whole session was read with the message and fits: nothing was compressed away.
         if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
             if sum(got.costs) <= budget:
                 return Fitted("", got.wire)
-        writer = cast(TextModel, self.llm) if hasattr(self.llm, "complete_text") else None
+        writer = cast(TextModel, llm) if hasattr(llm, "complete_text") else None
         compressor = Compressor(self.session_factory, writer, self.clock, settings.summary_review)
         return await compressor.fit(ctx.session_id, ctx.user_id, budget)

@@ -100,7 +100,7 @@ class Agent:
 
     def __post_init__(self) -> None:
         self.conversation = SqlConversation(self.session_factory)
-        self.window = HistoryWindow(self.conversation, self.session_factory, self.llm, self.clock)
+        self.window = HistoryWindow(self.conversation, self.session_factory, self.clock)
 
     def close(self) -> None:
         self.conversation.close()
@@ -228,7 +228,7 @@ class Agent:
         # Recall and history are independent reads: run them side by side.
         provided, history = await asyncio.gather(
             asyncio.gather(*(p(ctx, text) for p in self.context_providers), return_exceptions=True),
-            self.window.fit(ctx, self.settings, prefetched),
+            self.window.fit(ctx, self.settings, self.llm, prefetched),
         )
         sections: list[str] = []
         for section in provided:
