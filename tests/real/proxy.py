@@ -145,7 +145,8 @@ class RecordingProxy:
         try:
             x.status = upstream_response.status_code
             out = web.StreamResponse(status=x.status)
-            out.content_type = upstream_response.headers.get("content-type", "").split(";")[0]
+            kind = upstream_response.headers.get("content-type", "").split(";")[0]
+            out.content_type = kind or "application/octet-stream"
             await out.prepare(request)
             async for chunk in upstream_response.aiter_raw():
                 x.raw += chunk

@@ -59,7 +59,7 @@ class LlamaServer:
         self._out = log.open("wb")
         self.proc = subprocess.Popen(cmd, stdout=self._out, stderr=subprocess.STDOUT, env=env)
 
-    def wait_ready(self, timeout: float = START_TIMEOUT) -> LlamaServer:  # noqa: ASYNC109
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> LlamaServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -77,7 +77,7 @@ class LlamaServer:
         with urllib.request.urlopen(f"{self.url}{path}", timeout=60) as r:
             return json.load(r)
 
-    def post(self, path: str, body: dict[str, Any], timeout: float = 600) -> Any:  # noqa: ASYNC109
+    def post(self, path: str, body: dict[str, Any], timeout: float = 600) -> Any:
         req = urllib.request.Request(
             f"{self.url}{path}", json.dumps(body).encode(), {"Content-Type": "application/json"}
         )

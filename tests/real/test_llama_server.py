@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from db.models import Memory
+from db.repos.core import get_or_create_user
 from tests.e2e.conftest import OWNER, TG
 from tests.real.proxy import Exchange, RecordingProxy
 
@@ -101,6 +102,8 @@ async def test_openai_embeddings_recall_through_llama_server(
 ) -> None:
     memory = bot.app.deps.memory
     assert memory is not None
+    async with bot.app.session_factory() as s, s.begin():  # the user the bot will find
+        user = (await get_or_create_user(s, OWNER, "Ana", bot.app.deps.clock())).id
     facts = [
         "Is allergic to penicillin",
         "Has a cat called Tom",
@@ -110,7 +113,7 @@ async def test_openai_embeddings_recall_through_llama_server(
         "Works as a carpenter",
     ]
     for fact in facts:
-        await memory.store(user_id=OWNER, layer="mid", content=fact)
+        await memory.store(user_id=user, layer="mid", content=fact)
     stored = proxy.embeddings()
     assert stored and all(x.status == 200 for x in stored)
     embedded = [i for x in stored for i in ([x.request["input"]] if isinstance(
@@ -118,7 +121,7 @@ async def test_openai_embeddings_recall_through_llama_server(
     assert set(facts) <= set(embedded)
     # No word in common with the fact: only the vectors can find it.
     question = "Which antibiotics should I avoid?"
-    hits = await memory.recall(user_id=OWNER, query=question, layers=["mid"], limit=3)
+    hits = await memory.recall(user_id=user, query=question, layers=["mid"], limit=3)
     assert hits and hits[0].content == facts[0], [h.content for h in hits]
 
     await ask(bot, question + " Answer in one short sentence.")
@@ -130,7 +133,7 @@ async def test_openai_embeddings_recall_through_llama_server(
 async def test_the_second_message_reuses_the_prompt_prefix(bot: TG, proxy: RecordingProxy) -> None:
     await ask(bot, "Say hi in two words.")
     await ask(bot, "Now say bye in two words.")
-    first, second = proxy.chats()
+    _, second = proxy.chats()
     t = second.timings
     assert t["cache_n"] + t["prompt_n"] == second.answer["usage"]["prompt_tokens"]
     assert second.reuse() >= MIN_REUSE, (
