@@ -50,12 +50,12 @@ async def test_chat_streams_and_records_the_servers_usage(bot: TG, proxy: Record
     (x,) = proxy.chats()
     assert x.status == 200 and x.request["stream"] is True
     # The answer arrived in many chunks, and the user watched it grow (drafts) before the
-    # final message; the final message holds the model's streamed words.
+    # final message; the final message holds the model's streamed words (and maybe a note).
     words = streamed_text(x)
     assert len([e for e in x.events if e.get("choices")]) > 3, x.raw[:500]
     drafts = [c.params.get("text") or "" for c in bot.server.drafts]
     assert len(drafts) >= 2, drafts
-    assert plain(text) == plain(words) and plain(words), (text, words)
+    assert plain(words) and plain(words) in plain(text), (text, words)
     # llama.cpp's usage chunk (choices: [], usage, timings) is what Sidekick recorded.
     usage = x.answer["usage"]
     cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
