@@ -86,7 +86,10 @@ async def test_a_forced_tool_call_in_llama_cpps_stream_runs_the_tool(
     sent = rest[0].request["messages"]
     (asked,) = [m for m in sent if m["role"] == "assistant" and m.get("tool_calls")]
     assert [(c["id"], c["function"]["name"]) for c in asked["tool_calls"]] == [(call_id, "memory")]
-    args = json.loads(asked["tool_calls"][0]["function"]["arguments"])
+    # ... with the arguments Sidekick put together from the pieces, byte for byte.
+    pieces = "".join(d.get("function", {}).get("arguments") or "" for d in deltas)
+    assert asked["tool_calls"][0]["function"]["arguments"] == pieces
+    args = json.loads(pieces)
     (result,) = [m for m in sent if m["role"] == "tool"]
     assert result["tool_call_id"] == call_id
     assert "unknown tool" not in result["content"]
