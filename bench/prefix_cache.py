@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import logging
+import signal
 import sys
 import tempfile
 import time
@@ -94,6 +95,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20)
     args = parser.parse_args()
     logging.disable(logging.WARNING)
+    # SIGTERM unwinds like Ctrl-C does, so the server below is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     found = manifest()
     if found is None:
         raise SystemExit("llama-server is not installed: run `python scripts/real_llm.py`")

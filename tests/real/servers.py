@@ -7,10 +7,13 @@ process on a free loopback port; `stop()` always ends it (terminate, then kill).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -41,6 +44,13 @@ def manifest() -> dict[str, str] | None:
     return data
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: Linux ends it when the process that started it dies, even
+    by SIGKILL (a killed test run must not leave a server eating both cores)."""
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,7 +67,10 @@ class LlamaServer:
                "--alias", alias, *args]  # fmt: skip
         env = {**os.environ, "LD_LIBRARY_PATH": str(Path(binary).parent)}
         self._out = log.open("wb")
-        self.proc = subprocess.Popen(cmd, stdout=self._out, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(
+            cmd, stdout=self._out, stderr=subprocess.STDOUT, env=env,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )  # fmt: skip
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> LlamaServer:
         deadline = time.monotonic() + timeout
