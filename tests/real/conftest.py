@@ -1,0 +1,118 @@
+"""The real tier: Sidekick against llama.cpp's own `llama-server` (`make test-real`).
+
+Not part of `make test`: every test here is skipped unless SIDEKICK_REAL=1 (which
+`make test-real` sets after scripts/real_llm.py installed the server and the models).
+
+Fixtures
+    chat_server   llama-server with Qwen2.5-Coder-0.5B-Instruct (one per session)
+    embed_server  llama-server --embeddings with all-MiniLM-L6-v2 (one per session)
+    proxy         tests/real/proxy.py in front of both: records every exchange
+    bot           the real App + Telegram adapter (against tests/fakes/telegram_server.py),
+                  its model and its EMBEDDINGS=openai both reached through `proxy`
+
+The server processes are ended by the fixtures' finalizers, whatever the tests did.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.config import Settings
+from tests.conftest import make_settings
+from tests.e2e.conftest import ALLOWED, TG
+from tests.fakes.telegram_server import FakeTelegram
+from tests.real.proxy import RecordingProxy
+from tests.real.servers import LlamaServer, manifest, start_chat, start_embed
+
+HERE = Path(__file__).parent
+ENABLED = os.environ.get("SIDEKICK_REAL") == "1"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    skip = pytest.mark.skip(reason="the real-server tier: run `make test-real`")
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.e2e)
+            if not ENABLED:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def installed() -> dict[str, str]:
+    found = manifest()
+    if found is None:
+        pytest.fail("llama-server and the models are not installed: run `make test-real`")
+    return found
+
+
+@pytest.fixture(scope="session")
+def chat_server(
+    installed: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LlamaServer]:
+    server = start_chat(installed, tmp_path_factory.mktemp("llama") / "chat-server.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def embed_server(
+    installed: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LlamaServer]:
+    server = start_embed(installed, tmp_path_factory.mktemp("llama") / "embed-server.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def proxy(
+    chat_server: LlamaServer, embed_server: LlamaServer
+) -> AsyncIterator[RecordingProxy]:
+    recorder = await RecordingProxy(chat_server.url, embed_server.url).start()
+    try:
+        yield recorder
+    finally:
+        await recorder.stop()
+
+
+def real_settings(tmp_path: Path, proxy: RecordingProxy, server: FakeTelegram,
+                  installed: dict[str, str], **extra: Any) -> Settings:  # fmt: skip
+    values: dict[str, Any] = {
+        "telegram_bot_token": server.token,
+        "telegram_api_url": server.base_url,
+        "allowed_user_ids": ",".join(map(str, ALLOWED)),
+        "llm_base_url": proxy.base_url,
+        "llm_api_key": "sk-real-tier-not-a-secret",
+        "llm_model": installed["chat_model_name"],
+        # CPU inference is slow: one try, and no retry that would double a minute-long call.
+        "llm_max_retries": 0,
+        "embeddings": "openai",
+        "embeddings_base_url": proxy.base_url,
+        "embeddings_model": installed["embed_model_name"],
+        **extra,
+    }
+    if "llm_max_output_tokens" in Settings.model_fields:  # once the client bounds output
+        values.setdefault("llm_max_output_tokens", 96)
+    return make_settings(tmp_path, None, **values)
+
+
+@pytest.fixture
+async def bot(
+    tmp_path: Path, proxy: RecordingProxy, installed: dict[str, str]
+) -> AsyncIterator[TG]:
+    server = await FakeTelegram().start()
+    tg = TG(server, None, real_settings(tmp_path, proxy, server, installed))  # type: ignore[arg-type]
+    try:
+        await tg.start()
+        yield tg
+    finally:
+        await tg.stop(grace=5.0)
+        await server.stop()

@@ -1,0 +1,157 @@
+"""The real tier's own proxy between Sidekick and llama-server: it passes every byte of
+the answer through as it arrives (streams stay streams) and records each exchange.
+
+It changes a chat request in two cases only, and records that it did:
+- `max_tokens` when the request has none (CPU inference: short answers keep the tier fast);
+- `force_tool(name)`: the next chat request that ends with the user's turn must call that
+  tool. Small models do not call tools on their own, and this llama-server build takes
+  `tool_choice` only as a string ("required"; a `{"function": ...}` object is ignored), and
+  its grammar for Qwen2.5's template is lazy: it starts at a `<tool_call>` tag the 0.5B
+  model does not write by itself. So the proxy offers only that tool, sets
+  `tool_choice: "required"`, `parallel_tool_calls: false`, and starts the assistant's turn
+  with `<tool_call>\n` (llama-server continues a trailing assistant message). What comes
+  back is llama.cpp's own tool-call stream, parsed by its own parser.
+/v1/embeddings goes to the embedding server when one is given.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from aiohttp import web
+
+from tests.real.servers import free_port
+
+
+@dataclass
+class Exchange:
+    path: str
+    request: Any  # the JSON body as forwarded
+    status: int = 0
+    raw: bytes = b""
+    changed: list[str] = field(default_factory=list)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The `data:` chunks of a streamed answer."""
+        out = []
+        for line in self.raw.decode("utf-8", "replace").splitlines():
+            if line.startswith("data: {"):
+                out.append(json.loads(line[6:]))
+        return out
+
+    @property
+    def answer(self) -> dict[str, Any]:
+        """The final figures: the last chunk with `usage` (streamed) or the JSON answer."""
+        if self.raw.lstrip().startswith(b"{"):
+            body: dict[str, Any] = json.loads(self.raw)
+            return body
+        with_usage = [e for e in self.events if "usage" in e]
+        return with_usage[-1] if with_usage else {}
+
+    @property
+    def timings(self) -> dict[str, Any]:
+        t: dict[str, Any] = self.answer.get("timings") or {}
+        return t
+
+    def reuse(self) -> float:
+        """Share of the prompt llama-server took from its cache (cache_n of all prompt
+        tokens; prompt_n counts only the ones it processed)."""
+        t = self.timings
+        total = t["cache_n"] + t["prompt_n"]
+        return float(t["cache_n"]) / total if total else 0.0
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return [
+            tc
+            for e in self.events
+            for c in e.get("choices") or []
+            for tc in (c.get("delta") or {}).get("tool_calls") or []
+        ]
+
+    def finish_reason(self) -> str | None:
+        for e in reversed(self.events):
+            for c in e.get("choices") or []:
+                if c.get("finish_reason"):
+                    return str(c["finish_reason"])
+        return None
+
+
+class RecordingProxy:
+    def __init__(self, chat_url: str, embed_url: str | None = None, max_tokens: int = 96):
+        self.chat_url = chat_url
+        self.embed_url = embed_url
+        self.max_tokens = max_tokens
+        self.exchanges: list[Exchange] = []
+        self._force: str | None = None
+        self._runner: web.AppRunner | None = None
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+
+    def force_tool(self, name: str) -> None:
+        self._force = name
+
+    def chats(self) -> list[Exchange]:
+        return [x for x in self.exchanges if x.path.endswith("/chat/completions")]
+
+    def embeddings(self) -> list[Exchange]:
+        return [x for x in self.exchanges if x.path.endswith("/embeddings")]
+
+    async def start(self) -> RecordingProxy:
+        app = web.Application(client_max_size=64 << 20)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self._client.aclose()
+
+    def _rewrite(self, body: dict[str, Any], changed: list[str]) -> None:
+        if "max_tokens" not in body and "max_completion_tokens" not in body:
+            body["max_tokens"] = self.max_tokens
+            changed.append("max_tokens")
+        messages = body.get("messages") or []
+        if self._force and messages and messages[-1].get("role") == "user":
+            name, self._force = self._force, None
+            body["tools"] = [t for t in body.get("tools") or [] if t["function"]["name"] == name]
+            assert body["tools"], f"Sidekick offered no tool named {name!r}"
+            body["tool_choice"] = "required"
+            body["parallel_tool_calls"] = False
+            body["messages"] = [*messages, {"role": "assistant", "content": "<tool_call>\n"}]
+            changed.append(f"forced:{name}")
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        raw = await request.read()
+        body = json.loads(raw) if raw else None
+        x = Exchange(path=path, request=body)
+        self.exchanges.append(x)
+        if path.endswith("/chat/completions") and isinstance(body, dict):
+            self._rewrite(body, x.changed)
+        upstream = self.embed_url if path.endswith("/embeddings") and self.embed_url else None
+        url = (upstream or self.chat_url) + path
+        headers = {"Content-Type": "application/json"}
+        content = json.dumps(body).encode() if body is not None else None
+        req = self._client.build_request(request.method, url, content=content, headers=headers)
+        upstream_response = await self._client.send(req, stream=True)
+        try:
+            x.status = upstream_response.status_code
+            out = web.StreamResponse(status=x.status)
+            kind = upstream_response.headers.get("content-type", "").split(";")[0]
+            out.content_type = kind or "application/octet-stream"
+            await out.prepare(request)
+            async for chunk in upstream_response.aiter_raw():
+                x.raw += chunk
+                await out.write(chunk)
+            await out.write_eof()
+            return out
+        finally:
+            await upstream_response.aclose()
