@@ -29,6 +29,7 @@ from db.repos.schedule import PendingRun, Recipient
 from scheduler.periods import parse_hhmm
 from scheduler.reminder_settings import ReminderSettings
 from tools.base import Clock
+from tools.errors import public_text
 from tools.schedule.jobs import spec_of
 from tools.schedule.times import catch_up, local_text, quiet_until
 
@@ -331,8 +332,12 @@ class ReminderJobs:
             log.exception("delivering after scheduled task run %d failed", run.run_id)
 
     async def _task_failed(self, run: PendingRun, exc: Exception) -> None:
-        reason = _short(exc)
-        log.warning("scheduled task #%d (run %d) failed: %s", run.job_id, run.run_id, reason)
+        # The notice, the ledger and /reminders history get the chat's masked text: a
+        # provider's own error text may echo the request's headers.
+        reason = public_text(exc)
+        log.warning(
+            "scheduled task #%d (run %d) failed: %s", run.job_id, run.run_id, _short(exc)
+        )
         now = self.clock()
         async with self.session_factory() as s, s.begin():
             if await repo.previous_run_failed(s, run.job_id, run.run_id):
@@ -340,7 +345,8 @@ class ReminderJobs:
                 await self._finish_in(s, run, "failed", now, reason)
                 return
             notice = (
-                f"⚠️ Your scheduled task #{run.job_id} failed: {reason}. It stays scheduled; "
+                f"⚠️ Your scheduled task #{run.job_id} failed: {reason.rstrip('.')}. It stays "
+                "scheduled; "
                 "I'll only tell you again after it has worked once."
             )
             await repo.set_run_text(s, run.run_id, notice, outcome="failed")

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+from bot.reminders import task_runner
+from bot.telegram.reminder_delivery import TelegramDelivery
 from scheduler.reminder_settings import ReminderSettings
 from scheduler.reminders import ReminderJobs
 from scheduler.setup import Scheduler
-from bot.reminders import task_runner
-from bot.telegram.reminder_delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import MINUTE, Clock, Env
 
