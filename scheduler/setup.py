@@ -49,7 +49,7 @@ class JobInfo:
     next_run: datetime | None
 
 
-class AlignedInterval(IntervalTrigger):
+class AlignedInterval(IntervalTrigger):  # type: ignore[misc]  # APScheduler 3 is untyped
     """An interval whose runs stay on the grid of `start_date` (whole minutes).
 
     IntervalTrigger adds the interval to the previous run time, so the startup run (at
