@@ -17,6 +17,7 @@ from aiogram.exceptions import (
 )
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from bot.agent.archive import build_jobs
 from bot.app import build_app
@@ -25,9 +26,13 @@ from bot.errors import ConfigError, ProviderError
 from bot.reminders import build_reminders
 from bot.telegram.dispatcher import Runtime, build_runtime
 from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.workers import UpdateOnceMiddleware
 from scheduler.setup import Scheduler, start_scheduler
 
 log = logging.getLogger(__name__)
+
+WEBHOOK_IDLE_S = 30.0  # a connection without a complete request is closed after this
+WEBHOOK_READ_S = 30.0  # a request's body must have arrived by then
 
 
 def webhook_secret(settings: Settings) -> str:
@@ -40,9 +45,11 @@ def webhook_secret(settings: Settings) -> str:
 
 
 def listen_address(value: str) -> tuple[str, int]:
+    """WEBHOOK_LISTEN as (host, port); a bare port listens on loopback only (the reverse
+    proxy is on the same host): all interfaces only when a host such as 0.0.0.0 is named."""
     host, _, port = value.rpartition(":")
     try:
-        return host or "0.0.0.0", int(port)
+        return host or "127.0.0.1", int(port)
     except ValueError:
         raise ConfigError(f"WEBHOOK_LISTEN: expected host:port, got {value!r}") from None
 
@@ -79,15 +86,36 @@ async def check_token(rt: Runtime, stop: asyncio.Event | None = None, attempts: 
     return False
 
 
+@web.middleware
+async def read_deadline(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A webhook call must arrive whole in time: the body is read inside the handler (the
+    update is then handled in the background), so a body dripped byte by byte ends here."""
+    try:
+        async with asyncio.timeout(WEBHOOK_READ_S):
+            return await handler(request)
+    except TimeoutError:
+        log.warning("webhook: a request did not arrive within %.0f s; dropped", WEBHOOK_READ_S)
+        raise web.HTTPRequestTimeout() from None
+
+
 async def serve_webhook(rt: Runtime, stop: asyncio.Event) -> None:
     settings = rt.app.settings
     assert settings.webhook_url
     host, port = listen_address(settings.webhook_listen)
     secret = webhook_secret(settings)
-    web_app = web.Application()
+    web_app = web.Application(middlewares=[read_deadline])
     path = urlparse(settings.webhook_url).path or "/"
     SimpleRequestHandler(rt.dp, rt.bot, secret_token=secret).register(web_app, path=path)
-    runner = web.AppRunner(web_app, access_log=None)
+    if not rt.locks.shared:
+        # On SQLite too a retried update id is answered once (PostgreSQL workers claim it
+        # in WorkerOrderMiddleware, which also orders chats across workers).
+        rt.dp.update.outer_middleware.register(
+            UpdateOnceMiddleware(rt.app.session_factory, rt.app.deps.clock)
+        )
+    # A connection that sends no complete request within this time is closed (aiohttp's
+    # idle timeout also runs before the first request): half-open and byte-dripping
+    # clients cannot pile up.
+    runner = web.AppRunner(web_app, access_log=None, keepalive_timeout=WEBHOOK_IDLE_S)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     try:
