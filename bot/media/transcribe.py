@@ -7,6 +7,7 @@ Every failure becomes a MediaError whose text is one sentence for the user.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import httpx
@@ -43,14 +44,17 @@ class Transcriber:
             raise MediaError(f"Voice messages are off here. To turn them on, {HOW_TO_ENABLE}.")
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
-            resp = await self.http.post(
-                f"{self.base_url}/audio/transcriptions",
-                headers=headers,
-                files={"file": (filename, data, mime)},
-                data={"model": self.model, "response_format": "json"},
-                timeout=httpx.Timeout(self.timeout_s, connect=10.0),
-            )
-        except httpx.TimeoutException:
+            # httpx's timeout is per read: a service dripping bytes would hold the chat for
+            # good. TRANSCRIBE_TIMEOUT_S is the whole call's deadline.
+            async with asyncio.timeout(self.timeout_s):
+                resp = await self.http.post(
+                    f"{self.base_url}/audio/transcriptions",
+                    headers=headers,
+                    files={"file": (filename, data, mime)},
+                    data={"model": self.model, "response_format": "json"},
+                    timeout=httpx.Timeout(self.timeout_s, connect=10.0),
+                )
+        except (httpx.TimeoutException, TimeoutError):
             log.warning("transcription timed out after %.0f s", self.timeout_s)
             raise MediaError(
                 "The speech-to-text service took too long, so I could not hear your voice "
