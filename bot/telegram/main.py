@@ -25,6 +25,7 @@ from bot.config import Settings, require
 from bot.errors import ConfigError, ProviderError
 from bot.reminders import build_reminders
 from bot.telegram.dispatcher import Runtime, build_runtime
+from bot.telegram.outbox import Outbox
 from bot.telegram.reminder_delivery import TelegramDelivery
 from bot.telegram.workers import UpdateOnceMiddleware
 from scheduler.setup import Scheduler, start_scheduler
@@ -175,8 +176,15 @@ async def run_bot(settings: Settings) -> None:
                 llm=app.llm,
                 clock=app.deps.clock,
             )
+        outbox = Outbox(rt.bot, app.session_factory, app.deps.clock)
+        if not rt.locks.shared:
+            # One process serves the bot: a message without an answer from before now was
+            # left by a kill or stop mid-answer (several workers cannot tell that apart
+            # from another worker's message in progress).
+            await outbox.ask_about_unanswered(app.deps.clock())
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
-        scheduler = start_scheduler(session_jobs, [reminders.job_spec()], guard)
+        jobs = [reminders.job_spec(), outbox.job_spec()]
+        scheduler = start_scheduler(session_jobs, jobs, guard)
         if settings.webhook_url:
             await serve_webhook(rt, stop)
         else:

@@ -4,6 +4,7 @@ from db.models.base import Base
 from db.models.code import CodeExecution, CodeJob
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.memory import Memory, MemoryMeta
+from db.models.outbox import OutboxMessage
 from db.models.schedule import JobRun, ReminderPrefs, ScheduledJob
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
@@ -20,6 +21,7 @@ __all__ = [
     "MemoryMeta",
     "Message",
     "ModelUsage",
+    "OutboxMessage",
     "ReminderPrefs",
     "ScheduledJob",
     "SessionArchive",
