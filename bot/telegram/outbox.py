@@ -57,6 +57,13 @@ def restart_notice(text: str) -> str:
     )
 
 
+def _notice(u: repo.Unanswered, now: datetime) -> dict[str, Any]:
+    return {"chat_id": u.chat_id, "user_id": u.user_id,
+            "telegram_message_id": u.telegram_message_id, "kind": "notice",
+            "text": restart_notice(u.text), "entities": None, "created_at": now,
+            "deliver_after": now, "attempts": 0}  # fmt: skip
+
+
 class Outbox:
     def __init__(self, bot: Bot, sf: SessionFactory, clock: Clock) -> None:
         self.bot = bot
@@ -102,23 +109,7 @@ class Outbox:
         """Queue a notice for each message a restart left unanswered; how many."""
         async with self.sf() as s, s.begin():
             found = await repo.unanswered(s, started - RESTART_WINDOW, started)
-            await repo.add(
-                s,
-                [
-                    {
-                        "chat_id": u.chat_id,
-                        "user_id": u.user_id,
-                        "telegram_message_id": u.telegram_message_id,
-                        "kind": "notice",
-                        "text": restart_notice(u.text),
-                        "entities": None,
-                        "created_at": started,
-                        "deliver_after": started,
-                        "attempts": 0,
-                    }  # fmt: skip
-                    for u in found
-                ],
-            )
+            await repo.add(s, [_notice(u, started) for u in found])
         if found:
             log.warning("%d message(s) got no answer before the restart: told", len(found))
         return len(found)
