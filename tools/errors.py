@@ -9,6 +9,8 @@ never passed on, only the HTTP status is.
 
 from __future__ import annotations
 
+import errno
+
 
 class SidekickError(Exception):
     """Base of Sidekick's own errors."""
@@ -52,10 +54,59 @@ def provider_text(exc: ProviderError) -> str:
     return f"The model provider is not answering ({what}); try again in a minute."
 
 
+# What the database driver says, by what happened (SQLite's and PostgreSQL's wording).
+_STORAGE = {
+    "busy": ("database is locked", "database is busy", "database table is locked"),
+    "full": ("database or disk is full", "no space left on device", "disk full", "disk i/o error"),
+    "gone": (
+        "unable to open database file",
+        "readonly database",
+        "no such table",
+        "database disk image is malformed",
+    ),
+}
+STORAGE_TEXT = {
+    "busy": (
+        "My database was busy for too long, so I could not take your message; please send "
+        "it again in a minute."
+    ),
+    "full": (
+        "The server's disk is full, so I could not save your message or answer it; the admin "
+        "has to free some space. Please send it again later."
+    ),
+    "gone": (
+        "My database is not usable right now (the admin can see why in the log), so I could "
+        "not take your message; please send it again later."
+    ),
+}
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """ "busy", "full" or "gone" when `exc` (or what caused it) is the database failing."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            return "full"
+        text = str(e).lower()
+        if type(e).__name__ in ("OperationalError", "DatabaseError", "DiskFullError"):
+            for problem, needles in _STORAGE.items():
+                if any(n in text for n in needles):
+                    return problem
+        todo += [e.__cause__, e.__context__, getattr(e, "orig", None)]
+    return None
+
+
 def public_text(exc: BaseException) -> str:
     """The short text a user sees (or a table keeps) for any error; details go to the log."""
     if isinstance(exc, ProviderError):
         return provider_text(exc)
+    if (problem := storage_problem(exc)) is not None:
+        return STORAGE_TEXT[problem]
     if isinstance(exc, SidekickError):
         return str(exc)
     return GENERIC

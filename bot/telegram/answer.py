@@ -5,6 +5,7 @@ kept in the outbox and sent when Telegram is back (bot/telegram/outbox.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 
@@ -18,9 +19,11 @@ from bot.telegram.files import send_files
 from bot.telegram.outbox import TRANSIENT, Outbox
 from bot.telegram.render import render, send_chunk
 from bot.telegram.streaming import ReplyStreamer
+from tools.errors import storage_problem
 
 log = logging.getLogger(__name__)
 
+BUSY_WAIT_S = 5.0
 FILES_LOST = "(The files of this answer could not be sent while Telegram was down; ask again.)"
 
 
@@ -44,7 +47,7 @@ async def answer(message: Message, app: App, incoming: Incoming, draft_interval:
     streamer = ReplyStreamer(bot, chat, drafts=message.chat.type == ChatType.PRIVATE,
                              interval=draft_interval)  # fmt: skip
     try:
-        reply = await app.agent.handle(incoming, Events(streamer.on_text, streamer.on_tools))
+        reply = await _handle(app, incoming, streamer)
     except Exception:
         # The error handler tells the user; remember that, so a restart does not ask them
         # to send this message again.
@@ -61,6 +64,21 @@ async def answer(message: Message, app: App, incoming: Incoming, draft_interval:
         latest = {name: (name, data) for name, data in reply.files}
         await send_files(bot, chat, list(latest.values()))
     return reply
+
+
+async def _handle(app: App, incoming: Incoming, streamer: ReplyStreamer) -> Reply:
+    """The agent's answer. A database busy past its timeout before the model said or did
+    anything (the message was not stored yet) is waited out once: the message is kept and
+    answered without the user noticing; otherwise the error line says what happened."""
+    events = Events(streamer.on_text, streamer.on_tools)
+    try:
+        return await app.agent.handle(incoming, events)
+    except Exception as exc:
+        if storage_problem(exc) != "busy" or streamer.started:
+            raise
+        log.warning("database busy before the turn began; trying once more in %g s", BUSY_WAIT_S)
+    await asyncio.sleep(BUSY_WAIT_S)
+    return await app.agent.handle(incoming, events)
 
 
 async def deliver(bot: Bot, outbox: Outbox, chat: int, about: int | None, reply: Reply) -> bool:
