@@ -8,6 +8,7 @@ import functools
 import hashlib
 import logging
 import signal
+from pathlib import Path
 from urllib.parse import urlparse
 
 from aiogram.exceptions import (
@@ -28,6 +29,7 @@ from bot.telegram.dispatcher import Runtime, build_runtime
 from bot.telegram.outbox import Outbox
 from bot.telegram.reminder_delivery import TelegramDelivery
 from bot.telegram.workers import UpdateOnceMiddleware
+from scheduler.dbfile import DatabaseFileWatch
 from scheduler.setup import Scheduler, start_scheduler
 
 log = logging.getLogger(__name__)
@@ -184,6 +186,12 @@ async def run_bot(settings: Settings) -> None:
             await outbox.ask_about_unanswered(app.deps.clock())
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
         jobs = [reminders.job_spec(), outbox.job_spec()]
+        if app.engine.dialect.name == "sqlite" and app.engine.url.database not in (
+            None,
+            "",
+            ":memory:",
+        ):
+            jobs.append(DatabaseFileWatch(Path(app.engine.url.database)).job_spec())
         scheduler = start_scheduler(session_jobs, jobs, guard)
         if settings.webhook_url:
             await serve_webhook(rt, stop)
