@@ -114,7 +114,8 @@ async def test_a_failing_usage_row_rolls_back_the_answer_and_lets_the_next_write
                 role="assistant", content="kept", request_id="r3", now=NOW,
             )  # fmt: skip
 
-    await asyncio.wait_for(write(), 2)
+    # Under the 10 s write-gate wait: a gate left held would take that long.
+    await asyncio.wait_for(write(), 8)
     assert await _messages(sqlite_engine) == ["kept"]
     assert [r.request_id for r in await _usage_rows(sqlite_engine)] == ["r3"]
 
@@ -139,7 +140,8 @@ async def test_the_answer_on_a_bare_connection_commits_and_a_failure_releases_th
             )  # fmt: skip
             await conn.commit()
 
-    await asyncio.wait_for(write(), 2)
+    # Under the 10 s write-gate wait: a gate left held would take that long.
+    await asyncio.wait_for(write(), 8)
     assert await _messages(sqlite_engine) == ["kept"]
 
 

@@ -111,7 +111,8 @@ async def test_a_failed_write_rolls_back_and_lets_the_next_writer_in(
                 s, session_id=sid, user_id=uid, role="user", content="y", request_id="r", now=NOW
             )
 
-    await asyncio.wait_for(write(), 2)
+    # Under the 10 s write-gate wait: a gate left held would take that long.
+    await asyncio.wait_for(write(), 8)
     async with sf() as s:
         assert (await s.get(User, uid)).name == "Ann"  # type: ignore[union-attr]
         contents = (await s.execute(select(Message.content))).scalars().all()

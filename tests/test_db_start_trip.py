@@ -138,7 +138,8 @@ async def test_nothing_is_written_when_the_request_needs_more(
                     now=NOW,
                 )  # fmt: skip
 
-        await asyncio.wait_for(write(), 2)
+        # Under the 10 s write-gate wait: a gate left held would take that long.
+        await asyncio.wait_for(write(), 8)
         assert await _message_count(sqlite_engine) == 1
 
 
@@ -161,7 +162,8 @@ async def test_a_failed_insert_rolls_back_and_lets_the_next_writer_in(
         )
     with pytest.raises(Exception, match="boom refused"):
         await _start(sqlite_engine, content="boom")
-    await asyncio.wait_for(_start(sqlite_engine, content="fine"), 2)
+    # Under the 10 s write-gate wait: a gate left held would take that long.
+    await asyncio.wait_for(_start(sqlite_engine, content="fine"), 8)
     async with session_factory(sqlite_engine)() as s:
         contents = (await s.execute(select(Message.content))).scalars().all()
     assert list(contents) == ["fine"]
