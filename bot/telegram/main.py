@@ -18,7 +18,6 @@ from aiogram.exceptions import (
 )
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
-from aiohttp.typedefs import Handler
 
 from bot.agent.archive import build_jobs
 from bot.app import build_app
@@ -28,6 +27,7 @@ from bot.reminders import build_reminders
 from bot.telegram.dispatcher import Runtime, build_runtime
 from bot.telegram.outbox import Outbox
 from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.webhook_guard import guards
 from bot.telegram.workers import UpdateOnceMiddleware
 from scheduler.dbfile import DatabaseFileWatch
 from scheduler.setup import Scheduler, start_scheduler
@@ -35,7 +35,6 @@ from scheduler.setup import Scheduler, start_scheduler
 log = logging.getLogger(__name__)
 
 WEBHOOK_IDLE_S = 30.0  # a connection without a complete request is closed after this
-WEBHOOK_READ_S = 30.0  # a request's body must have arrived by then
 
 
 def webhook_secret(settings: Settings) -> str:
@@ -89,24 +88,12 @@ async def check_token(rt: Runtime, stop: asyncio.Event | None = None, attempts: 
     return False
 
 
-@web.middleware
-async def read_deadline(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """A webhook call must arrive whole in time: the body is read inside the handler (the
-    update is then handled in the background), so a body dripped byte by byte ends here."""
-    try:
-        async with asyncio.timeout(WEBHOOK_READ_S):
-            return await handler(request)
-    except TimeoutError:
-        log.warning("webhook: a request did not arrive within %.0f s; dropped", WEBHOOK_READ_S)
-        raise web.HTTPRequestTimeout() from None
-
-
 async def serve_webhook(rt: Runtime, stop: asyncio.Event) -> None:
     settings = rt.app.settings
     assert settings.webhook_url
     host, port = listen_address(settings.webhook_listen)
     secret = webhook_secret(settings)
-    web_app = web.Application(middlewares=[read_deadline])
+    web_app = web.Application(middlewares=guards(secret))
     path = urlparse(settings.webhook_url).path or "/"
     SimpleRequestHandler(rt.dp, rt.bot, secret_token=secret).register(web_app, path=path)
     if not rt.locks.shared:

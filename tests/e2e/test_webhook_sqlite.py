@@ -4,6 +4,8 @@ completes its request is closed, and a bare WEBHOOK_LISTEN port binds loopback o
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -110,3 +112,19 @@ async def test_a_half_open_connection_is_closed(short_idle: float, hook: Hook) -
             assert await reader.read() == b""  # closed by the server
     finally:
         writer.close()
+
+
+async def test_a_malformed_update_is_skipped_without_its_text_in_the_log(
+    hook: Hook, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad = {"update_id": 9, **message_update(OWNER, "my bank PIN is 4711")}
+    bad["message"]["date"] = "not a date"  # type: ignore[index]
+    with caplog.at_level(logging.DEBUG):
+        assert await hook.post(bad) == 200  # answered: Telegram would resend it otherwise
+        assert await hook.post({"update_id": 10, **message_update(OWNER, "after it")}) == 200
+        await hook.server.wait_for(lambda: bool(hook.server.sent_to(OWNER)))
+        await hook.rt.drain(10)
+        gc.collect()  # an unretrieved task exception would be logged now
+    assert [m.text for m in hook.server.sent_to(OWNER)] == ["echo: after it"]
+    assert "4711" not in caplog.text
+    assert "skipped a malformed update: update_id 9" in caplog.text
