@@ -335,9 +335,7 @@ class ReminderJobs:
         # The notice, the ledger and /reminders history get the chat's masked text: a
         # provider's own error text may echo the request's headers.
         reason = public_text(exc)
-        log.warning(
-            "scheduled task #%d (run %d) failed: %s", run.job_id, run.run_id, _short(exc)
-        )
+        log.warning("scheduled task #%d (run %d) failed: %s", run.job_id, run.run_id, _short(exc))
         now = self.clock()
         async with self.session_factory() as s, s.begin():
             if await repo.previous_run_failed(s, run.job_id, run.run_id):
