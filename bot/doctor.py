@@ -246,9 +246,29 @@ def format_table(results: list[CheckResult]) -> str:
     return "\n".join(lines)
 
 
+def database_was_missing(settings: Settings) -> CheckResult | None:
+    """Before the app opens (and so creates) the database: a SQLite file that is missing
+    from a data folder that holds other things was deleted (or DATA_DIR moved)."""
+    parsed = make_url(settings.db_url)
+    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database).resolve()
+    others = [p for p in path.parent.iterdir()] if path.parent.is_dir() else []
+    if path.exists() or not others:
+        return None  # there, or a first start
+    return CheckResult(
+        "database file",
+        False,
+        f"{path} was missing (a new empty one was made now); the data folder is not new",
+        "restore it from a backup; a bot still running writes to the deleted file: copy it "
+        "back from /proc/<pid>/fd before stopping the bot",
+    )
+
+
 async def run_doctor(settings: Settings) -> int:
+    missing = database_was_missing(settings)
     app = await build_app(settings)
-    results: list[CheckResult] = []
+    results: list[CheckResult] = [missing] if missing is not None else []
     try:
         for check in all_checks():
             try:

@@ -29,6 +29,7 @@ from db.repos.schedule import PendingRun, Recipient
 from scheduler.periods import parse_hhmm
 from scheduler.reminder_settings import ReminderSettings
 from tools.base import Clock
+from tools.errors import public_text
 from tools.schedule.jobs import spec_of
 from tools.schedule.times import catch_up, local_text, quiet_until
 
@@ -72,6 +73,13 @@ def message_text(run: PendingRun) -> str:
     if run.kind == "reminder" and run.outcome == "sent":
         return f"⏰ {run.text}{note}"
     return f"{run.text}{note}"
+
+
+def on_the_minute(when: datetime) -> datetime:
+    """The whole minute `when` falls in. Ticks run on whole minutes; a retry time counted
+    from the moment the failed send ended (seconds past the tick) would miss the tick it was
+    meant for and wait one more minute."""
+    return when.replace(second=0, microsecond=0)
 
 
 def _short(exc: BaseException) -> str:
@@ -245,7 +253,7 @@ class ReminderJobs:
                 return True
             wait = min(timedelta(minutes=2 ** (attempts - 1)), MAX_BACKOFF)
             await self._record({"id": run.run_id, "attempts": attempts, "error": _short(exc),
-                                "deliver_after": self.clock() + wait})  # fmt: skip
+                                "deliver_after": on_the_minute(self.clock()) + wait})  # fmt: skip
             report.retrying += 1
             return False
         await self._finish(run, run.outcome, message_id=message_id, attempts=run.attempts + 1)
@@ -324,8 +332,10 @@ class ReminderJobs:
             log.exception("delivering after scheduled task run %d failed", run.run_id)
 
     async def _task_failed(self, run: PendingRun, exc: Exception) -> None:
-        reason = _short(exc)
-        log.warning("scheduled task #%d (run %d) failed: %s", run.job_id, run.run_id, reason)
+        # The notice, the ledger and /reminders history get the chat's masked text: a
+        # provider's own error text may echo the request's headers.
+        reason = public_text(exc)
+        log.warning("scheduled task #%d (run %d) failed: %s", run.job_id, run.run_id, _short(exc))
         now = self.clock()
         async with self.session_factory() as s, s.begin():
             if await repo.previous_run_failed(s, run.job_id, run.run_id):
@@ -333,7 +343,8 @@ class ReminderJobs:
                 await self._finish_in(s, run, "failed", now, reason)
                 return
             notice = (
-                f"⚠️ Your scheduled task #{run.job_id} failed: {reason}. It stays scheduled; "
+                f"⚠️ Your scheduled task #{run.job_id} failed: {reason.rstrip('.')}. It stays "
+                "scheduled; "
                 "I'll only tell you again after it has worked once."
             )
             await repo.set_run_text(s, run.run_id, notice, outcome="failed")

@@ -49,6 +49,25 @@ class JobInfo:
     next_run: datetime | None
 
 
+class AlignedInterval(IntervalTrigger):  # type: ignore[misc]  # APScheduler 3 is untyped
+    """An interval whose runs stay on the grid of `start_date` (whole minutes).
+
+    IntervalTrigger adds the interval to the previous run time, so the startup run (at
+    whatever second the bot started) would drag every later run off the minute: a reminder
+    due at 09:00 then fired up to a minute late. Here the next run is the first grid point
+    after the previous run, whenever that run happened."""
+
+    def get_next_fire_time(
+        self, previous_fire_time: datetime | None, now: datetime
+    ) -> datetime | None:
+        if previous_fire_time is not None:
+            # At least a second past the previous run, so a run on the grid point itself is
+            # not scheduled again for the same instant.
+            now = max(now, previous_fire_time + timedelta(seconds=1))
+        fire: datetime | None = super().get_next_fire_time(None, now)
+        return fire
+
+
 class Scheduler:
     """Owns the AsyncIOScheduler; start() inside the running event loop, stop() at exit."""
 
@@ -126,7 +145,7 @@ class Scheduler:
         for job_id, description, every, fn in self._specs:
             aps.add_job(
                 self._tracked(job_id, fn),
-                IntervalTrigger(seconds=every.total_seconds(), start_date=minute, timezone=UTC),
+                AlignedInterval(seconds=every.total_seconds(), start_date=minute, timezone=UTC),
                 id=job_id,
                 name=description,
                 next_run_time=now,  # run at startup: catch up on whatever is due

@@ -118,7 +118,8 @@ async def test_another_runs_work_dir_is_out_of_reach(env: Env, mode: str, runs_d
         )
     )
     try:
-        for _ in range(500):  # until run A has its dir (and, on the host's disk, its file)
+        # Until run A has its dir (and, on the host's disk, its file); a minute at most.
+        for _ in range(3000):
             dirs = [d / "work" for d in runs_dir.iterdir() if (d / "work").is_dir()]  # noqa: ASYNC240
             if dirs and (mode != "landlock-only" or (dirs[0] / "a.txt").exists()):
                 break

@@ -192,7 +192,7 @@ async def test_the_real_scheduler_catches_up_at_startup(
         scheduler.start()
         try:
             assert scheduler.running
-            for _ in range(500):  # the startup run archives the due session
+            for _ in range(6000):  # the startup run archives the due session (within a minute)
                 if (await env.session(sid)).ended_at is not None:
                     break
                 await asyncio.sleep(0.01)

@@ -101,6 +101,6 @@ def test_webhook_secret_is_stable_and_telegram_safe() -> None:
 
 def test_listen_address() -> None:
     assert listen_address("0.0.0.0:8080") == ("0.0.0.0", 8080)
-    assert listen_address(":9000") == ("0.0.0.0", 9000)
+    assert listen_address(":9000") == ("127.0.0.1", 9000)  # no host named: loopback only
     with pytest.raises(ConfigError, match="WEBHOOK_LISTEN"):
         listen_address("localhost")

@@ -188,3 +188,18 @@ async def test_spending_of_another_process_counts_within_a_minute(
     finally:
         await bot.close()
         await chat.close()
+
+
+async def test_a_warning_past_the_cap_says_used_up_not_a_percentage(
+    tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    app = await start(make_settings(tmp_path, fake_llm, user_daily_token_cap=1000), clock)
+    try:
+        fake_llm.add(Text("long answer", usage=usage(2000, 500)))  # one call, 250% of the cap
+        text = (await app.agent.handle(ask("q"))).text
+        assert text == (
+            "long answer\n\nℹ️ Heads-up: you have used up your tokens for today (2,500 of 1,000)."
+        )
+        assert "%" not in text
+    finally:
+        await app.close()

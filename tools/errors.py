@@ -1,9 +1,15 @@
 """The few error types a tool (or anything below the app) may raise.
 
-Each has one meaning; `bot/errors.py` is the one place that turns them into user text.
+Each has one meaning. `public_text` is the one function that turns any of them (or any
+other exception) into text a user may see or a table may keep: the chat's error reply, a
+scheduled task's failure notice, the run ledger behind `/reminders history`, the code jobs
+table. A provider's own error text can echo the request (its headers, the API key): it is
+never passed on, only the HTTP status is.
 """
 
 from __future__ import annotations
+
+import errno
 
 
 class SidekickError(Exception):
@@ -24,3 +30,85 @@ class ProviderError(SidekickError):
 
 class ToolError(Exception):
     """A tool failed in a way the model should hear about: the text goes back as the result."""
+
+
+GENERIC = "Something went wrong on my side; the details are in the log. Please try again."
+
+
+def provider_text(exc: ProviderError) -> str:
+    if advice := getattr(exc, "advice", None):  # a model call that knows what to do next
+        return str(advice)
+    status = exc.status
+    if status in (401, 403):
+        return (
+            f"The model provider refused our credentials (HTTP {status}); "
+            "the admin should check LLM_API_KEY."
+        )
+    if status == 404:
+        return (
+            "The model provider does not know this model or URL (HTTP 404); "
+            "the admin should check LLM_MODEL and LLM_BASE_URL."
+        )
+    if status is not None and 400 <= status < 500 and status != 429:
+        return f"The model provider rejected the request (HTTP {status})."
+    # Without a status the message is our own ("timeout", "connection"), never the body.
+    what = f"HTTP {status}" if status else str(exc)
+    return f"The model provider is not answering ({what}); try again in a minute."
+
+
+# What the database driver says, by what happened (SQLite's and PostgreSQL's wording).
+_STORAGE = {
+    "busy": ("database is locked", "database is busy", "database table is locked"),
+    "full": ("database or disk is full", "no space left on device", "disk full", "disk i/o error"),
+    "gone": (
+        "unable to open database file",
+        "readonly database",
+        "no such table",
+        "database disk image is malformed",
+    ),
+}
+STORAGE_TEXT = {
+    "busy": (
+        "My database was busy for too long, so I could not take your message; please send "
+        "it again in a minute."
+    ),
+    "full": (
+        "The server's disk is full, so I could not save your message or answer it; the admin "
+        "has to free some space. Please send it again later."
+    ),
+    "gone": (
+        "My database is not usable right now (the admin can see why in the log), so I could "
+        "not take your message; please send it again later."
+    ),
+}
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """ "busy", "full" or "gone" when `exc` (or what caused it) is the database failing."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            return "full"
+        text = str(e).lower()
+        if type(e).__name__ in ("OperationalError", "DatabaseError", "DiskFullError"):
+            for problem, needles in _STORAGE.items():
+                if any(n in text for n in needles):
+                    return problem
+        todo += [e.__cause__, e.__context__, getattr(e, "orig", None)]
+    return None
+
+
+def public_text(exc: BaseException) -> str:
+    """The short text a user sees (or a table keeps) for any error; details go to the log."""
+    if isinstance(exc, ProviderError):
+        return provider_text(exc)
+    if (problem := storage_problem(exc)) is not None:
+        return STORAGE_TEXT[problem]
+    if isinstance(exc, SidekickError):
+        return str(exc)
+    return GENERIC

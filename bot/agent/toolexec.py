@@ -62,6 +62,11 @@ async def run_call(tools: RequestTools, name: str, raw_args: str, call: ToolCall
     except json.JSONDecodeError as exc:
         msg = f"arguments are not valid JSON ({exc.msg} at character {exc.pos})"
         return done(f"Error: {msg}. Call {name} again with a JSON object.", msg)
+    except RecursionError:
+        # json.loads recurses once per level: thousands of nested arrays raise this, which
+        # is no JSONDecodeError and used to fail the whole turn.
+        msg = "arguments are nested too deeply"
+        return done(f"Error: {msg}. Call {name} again with a flat JSON object.", msg)
     if not isinstance(args, dict):
         msg = "arguments must be a JSON object"
         return done(f"Error: {msg}.", msg)

@@ -49,8 +49,8 @@ class Transcriber:
             raise MediaError(VOICE_OFF)
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
-            # httpx's timeouts are per read; a server that drips its answer is held to
-            # one deadline for the whole call.
+            # httpx's timeout is per read: a service dripping bytes would hold the chat for
+            # good. TRANSCRIBE_TIMEOUT_S is the whole call's deadline.
             async with asyncio.timeout(self.timeout_s):
                 resp = await self.http.post(
                     f"{self.base_url}/audio/transcriptions",

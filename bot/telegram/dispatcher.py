@@ -11,7 +11,6 @@ from typing import Any
 
 from aiogram import Bot, Dispatcher
 from aiogram import methods as m
-from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.methods.base import Response
 from aiogram.types import BotCommand
@@ -23,6 +22,7 @@ from bot.telegram.errors import on_error
 from bot.telegram.middlewares import AccessMiddleware, ChatOrderMiddleware, InFlight
 from bot.telegram.render import with_retry
 from bot.telegram.routers import bot_commands, build_routers
+from bot.telegram.session import SkippingSession
 from bot.telegram.workers import WorkerOrderMiddleware
 from db.locks import Locks
 
@@ -53,7 +53,7 @@ def build_bot(settings: Settings) -> Bot:
     """A Bot on TELEGRAM_API_URL; no default parse_mode (we always send entities)."""
     assert settings.telegram_bot_token is not None
     _pin_response_models()
-    session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
+    session = SkippingSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
     return Bot(settings.telegram_bot_token.get_secret_value(), session=session)
 
 

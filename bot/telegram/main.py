@@ -8,6 +8,7 @@ import functools
 import hashlib
 import logging
 import signal
+from pathlib import Path
 from urllib.parse import urlparse
 
 from aiogram.exceptions import (
@@ -25,10 +26,16 @@ from bot.config import Settings, require
 from bot.errors import ConfigError, ProviderError
 from bot.reminders import build_reminders
 from bot.telegram.dispatcher import Runtime, build_runtime
+from bot.telegram.outbox import Outbox
 from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.webhook_guard import guards
+from bot.telegram.workers import UpdateOnceMiddleware
+from scheduler.dbfile import DatabaseFileWatch
 from scheduler.setup import Scheduler, start_scheduler
 
 log = logging.getLogger(__name__)
+
+WEBHOOK_IDLE_S = 30.0  # a connection without a complete request is closed after this
 
 
 def webhook_secret(settings: Settings) -> str:
@@ -41,9 +48,11 @@ def webhook_secret(settings: Settings) -> str:
 
 
 def listen_address(value: str) -> tuple[str, int]:
+    """WEBHOOK_LISTEN as (host, port); a bare port listens on loopback only (the reverse
+    proxy is on the same host): all interfaces only when a host such as 0.0.0.0 is named."""
     host, _, port = value.rpartition(":")
     try:
-        return host or "0.0.0.0", int(port)
+        return host or "127.0.0.1", int(port)
     except ValueError:
         raise ConfigError(f"WEBHOOK_LISTEN: expected host:port, got {value!r}") from None
 
@@ -85,10 +94,19 @@ async def serve_webhook(rt: Runtime, stop: asyncio.Event) -> None:
     assert settings.webhook_url
     host, port = listen_address(settings.webhook_listen)
     secret = webhook_secret(settings)
-    web_app = web.Application()
+    web_app = web.Application(middlewares=guards(secret))
     path = urlparse(settings.webhook_url).path or "/"
     SimpleRequestHandler(rt.dp, rt.bot, secret_token=secret).register(web_app, path=path)
-    runner = web.AppRunner(web_app, access_log=None)
+    if not rt.locks.shared:
+        # On SQLite too a retried update id is answered once (PostgreSQL workers claim it
+        # in WorkerOrderMiddleware, which also orders chats across workers).
+        rt.dp.update.outer_middleware.register(
+            UpdateOnceMiddleware(rt.app.session_factory, rt.app.deps.clock)
+        )
+    # A connection that sends no complete request within this time is closed (aiohttp's
+    # idle timeout also runs before the first request): half-open and byte-dripping
+    # clients cannot pile up.
+    runner = web.AppRunner(web_app, access_log=None, keepalive_timeout=WEBHOOK_IDLE_S)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     try:
@@ -148,10 +166,21 @@ async def run_bot(settings: Settings) -> None:
                 llm=app.llm,
                 clock=app.deps.clock,
             )
+        outbox = Outbox(rt.bot, app.session_factory, app.deps.clock)
+        if not rt.locks.shared:
+            # One process serves the bot: a message without an answer from before now was
+            # left by a kill or stop mid-answer (several workers cannot tell that apart
+            # from another worker's message in progress).
+            await outbox.ask_about_unanswered(app.deps.clock())
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
-        scheduler = start_scheduler(
-            session_jobs, [reminders.job_spec(), *backup_jobs(settings)], guard
-        )
+        jobs = [reminders.job_spec(), outbox.job_spec(), *backup_jobs(settings)]
+        if app.engine.dialect.name == "sqlite" and app.engine.url.database not in (
+            None,
+            "",
+            ":memory:",
+        ):
+            jobs.append(DatabaseFileWatch(Path(app.engine.url.database)).job_spec())
+        scheduler = start_scheduler(session_jobs, jobs, guard)
         if settings.webhook_url:
             await serve_webhook(rt, stop)
         else:

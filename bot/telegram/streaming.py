@@ -39,8 +39,10 @@ class ReplyStreamer:
         self._draft: asyncio.Task[Any] | None = None
         self._typing: asyncio.Task[Any] | None = None
         self.drafts_sent = 0
+        self.started = False  # the model has said or done something for this request
 
     async def on_text(self, text: str) -> None:
+        self.started = True
         self._stop_typing()
         if not self.drafts or not text.strip() or text == self._last_text:
             return
@@ -53,6 +55,7 @@ class ReplyStreamer:
         self._draft = asyncio.create_task(self._send_draft(text))
 
     async def on_tools(self, names: list[str]) -> None:
+        self.started = True
         if self._typing is None or self._typing.done():
             self._typing = asyncio.create_task(self._type())
 

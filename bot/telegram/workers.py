@@ -67,3 +67,27 @@ class WorkerOrderMiddleware(BaseMiddleware):
                 await asyncio.sleep(WAIT_S)
         finally:
             await updates.finish(self.sf, event.update_id)
+
+
+class UpdateOnceMiddleware(BaseMiddleware):
+    """One webhook process (SQLite): the update id is claimed before handling, so an update
+    Telegram sends again (it retries a call that timed out or failed) is answered once,
+    also across a restart. Chat order needs nothing more here: ChatOrderMiddleware has it."""
+
+    def __init__(self, sf: SessionFactory, clock: Clock) -> None:
+        self.sf = sf
+        self.clock = clock
+        self._claims = 0
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        if not isinstance(event, Update):
+            return await handler(event, data)
+        now = self.clock()
+        if not await updates.claim(self.sf, event.update_id, chat_key(event), now):
+            log.info("update %d came again (a webhook retry): answered once", event.update_id)
+            return None
+        self._claims += 1
+        if self._claims % PRUNE_EVERY == 0:
+            await updates.prune(self.sf, now - KEEP_CLAIMS)
+        # No `finish` write: only workers ordering a chat across processes read `done`.
+        return await handler(event, data)

@@ -271,18 +271,21 @@ class Meter:
         return out
 
     def _warning_text(self, limit: Limit) -> str:
-        pct = min(100, int(limit.share * 100))
+        # One call can overshoot the cap: past it the line says "used up" with the real
+        # figures, never a percentage above 100 nor a "100%" that the figures contradict.
+        over = limit.used >= limit.cap
+        pct = min(99, int(limit.share * 100))
         if limit.key in ("day", "month"):
             period = "today's" if limit.key == "day" else "this month's"
-            return (
-                f"Heads-up: {pct}% of {period} model budget is used "
-                f"({usd(limit.used)} of {usd(limit.cap)})."
-            )
+            amount = f"({usd(limit.used)} of {usd(limit.cap)})"
+            if over:
+                return f"Heads-up: {period} model budget is used up {amount}."
+            return f"Heads-up: {pct}% of {period} model budget is used {amount}."
         period = "today" if limit.key == "user_day" else "this month"
-        return (
-            f"Heads-up: you have used {pct}% of your tokens for {period} "
-            f"({int(limit.used):,} of {int(limit.cap):,})."
-        )
+        amount = f"({int(limit.used):,} of {int(limit.cap):,})"
+        if over:
+            return f"Heads-up: you have used up your tokens for {period} {amount}."
+        return f"Heads-up: you have used {pct}% of your tokens for {period} {amount}."
 
 
 def parse_warned(raw: str | None) -> dict[str, str]:

@@ -5,6 +5,7 @@ from db.models.code import CodeExecution, CodeJob
 from db.models.compressions import SessionCompression
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.memory import Memory, MemoryMeta
+from db.models.outbox import OutboxMessage
 from db.models.schedule import JobRun, ReminderPrefs, ScheduledJob
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
@@ -22,6 +23,7 @@ __all__ = [
     "MemoryMeta",
     "Message",
     "ModelUsage",
+    "OutboxMessage",
     "ReminderPrefs",
     "ScheduledJob",
     "SessionArchive",

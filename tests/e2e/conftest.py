@@ -12,12 +12,12 @@ The `TG` object
     await tg.send_update(update) pushes any raw update dict (without update_id).
     await tg.press(user_id, data, message_id=None, chat_id=None): a callback_query on one of
         the bot's messages (default: the newest one in that chat that has a reply_markup).
-    await tg.replies(chat_id, n=1, timeout=10) -> the next n messages the bot sent to that
+    await tg.replies(chat_id, n=1, timeout=WAIT_S) -> the next n messages the bot sent to that
         chat (a cursor per chat advances; each message is returned once). TimeoutError if
         fewer arrive.
     await tg.reply(chat_id) -> the next single message (tests.fakes.telegram_server.Sent:
         .text, .entities, .reply_markup, .document, .filename, .message_id).
-    await tg.idle(timeout=10): every pushed update was fetched and fully handled (use it
+    await tg.idle(timeout=WAIT_S): every pushed update was fetched and fully handled (use it
         before asserting that something did NOT happen).
     await tg.restart(**overrides): stop the bot like SIGTERM does (drain, close the App), build
         a new App + Dispatcher on the same DATA_DIR and start polling again.
@@ -46,6 +46,9 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram, Sent, callback_update, message_update
 
 OWNER = 1001
+# Every wait is event-driven: this only bounds a hang, so it is generous (a loaded machine
+# takes seconds for what takes milliseconds alone).
+WAIT_S = 60.0
 STRANGER = 666
 ALLOWED = [OWNER, *range(2000, 2100)]
 
@@ -135,20 +138,20 @@ class TG:
         query_id = f"cb{len(self.server.calls)}"
         return await self.server.push(callback_update(user_id, data, message, query_id=query_id))
 
-    async def replies(self, chat_id: int, n: int = 1, timeout: float = 10.0) -> list[Sent]:  # noqa: ASYNC109
+    async def replies(self, chat_id: int, n: int = 1, timeout: float = WAIT_S) -> list[Sent]:  # noqa: ASYNC109
         start = self._cursor.get(chat_id, 0)
         await self.server.wait_for(lambda: len(self.server.sent_to(chat_id)) >= start + n, timeout)
         self._cursor[chat_id] = start + n
         return self.server.sent_to(chat_id)[start : start + n]
 
-    async def reply(self, chat_id: int, timeout: float = 10.0) -> Sent:  # noqa: ASYNC109
+    async def reply(self, chat_id: int, timeout: float = WAIT_S) -> Sent:  # noqa: ASYNC109
         return (await self.replies(chat_id, 1, timeout))[0]
 
     def unread(self, chat_id: int) -> list[Sent]:
         """Messages sent to the chat that no replies() call returned yet."""
         return self.server.sent_to(chat_id)[self._cursor.get(chat_id, 0) :]
 
-    async def idle(self, timeout: float = 10.0) -> None:  # noqa: ASYNC109
+    async def idle(self, timeout: float = WAIT_S) -> None:  # noqa: ASYNC109
         await self.server.wait_for(self.server.all_confirmed, timeout)
         # The confirming getUpdates is sent after polling created the handler tasks;
         # yield once so the newest task registers itself, then wait for all of them.

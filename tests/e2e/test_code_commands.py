@@ -77,7 +77,7 @@ async def test_the_button_sends_the_whole_run_as_a_file(tg: TG) -> None:
     msg = await tg.reply(OWNER)
     assert msg.reply_markup is not None
     await tg.press(OWNER, msg.reply_markup["inline_keyboard"][0][0]["callback_data"])
-    doc = await tg.reply(OWNER, timeout=3)
+    doc = await tg.reply(OWNER)
     assert doc.method == "sendDocument" and doc.filename and doc.filename.endswith(".txt")
     assert doc.document is not None
     body = doc.document.decode()

@@ -150,7 +150,7 @@ class FakeTelegram(FileMethods):
     def sent_to(self, chat_id: int) -> list[Sent]:
         return [m for m in self.messages if m.chat_id == chat_id]
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:  # noqa: ASYNC109
         """Wait until `predicate()` holds (re-checked after every request); TimeoutError if not."""
         assert self._changed is not None
 

@@ -11,6 +11,7 @@ from typing import Any
 from db.engine import SessionFactory
 from db.repos import code as repo
 from tools.base import Clock, RequestContext, TextModel
+from tools.errors import public_text
 from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ class JobManager:
             raise
         except Exception as exc:
             log.warning("code job %s failed: %s", job_id, type(exc).__name__)
-            error = f"{type(exc).__name__}: {exc}"[:500]
+            error = public_text(exc)  # a provider's error text may echo the API key
         finally:
             try:
                 async with self.sf.begin() as s:

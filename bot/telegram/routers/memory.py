@@ -15,6 +15,7 @@ from bot.telegram.user import ChatUser, use_user
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
 
 PAGE = 5
+MAX_ID = 10**18 - 1  # 18 digits: within a signed 64-bit database integer
 USAGE = "Usage: /memory [long|mid|short|session] · /memory search <text> · /memory forget <id>"
 
 
@@ -23,6 +24,16 @@ def _line(h: MemoryHit) -> str:
     cat = f" · {h.category}" if h.category else ""
     rel = f" · {h.relevance:.2f}" if h.relevance is not None else ""
     return f"#{h.id} [{h.layer}{cat}{rel}] {content}\n    from {h.source()}"
+
+
+def memory_id(text: str) -> int | None:
+    """`#12` or `12` as a memory id; None for anything else. Only ASCII digits (str.isdigit
+    also takes "²", which int() refuses) and no more than a database integer holds (a
+    longer number overflowed the driver and failed the command)."""
+    digits = text.removeprefix("#")
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 18:
+        return None
+    return int(digits)
 
 
 class MemPage(CallbackData, prefix="mempage"):
@@ -88,8 +99,7 @@ def build_router() -> Router:
             hits = await store.recall(user_id=user.id, query=rest, limit=10)
             text = "\n\n".join(_line(h) for h in hits) if hits else "Nothing matches."
             await send_plain(bot, chat, text)
-        elif verb == "forget" and rest.lstrip("#").isdigit():
-            mid = int(rest.lstrip("#"))
+        elif verb == "forget" and (mid := memory_id(rest)) is not None:
             ok = await store.forget(user_id=user.id, memory_id=mid)
             await send_plain(bot, chat, f"Forgot #{mid}." if ok else f"There is no memory #{mid}.")
         else:
@@ -112,7 +122,7 @@ def build_router() -> Router:
         query: CallbackQuery, callback_data: MemForget, bot: Bot, app: App, user: ChatUser
     ) -> None:
         store, mid, step = app.deps.memory, callback_data.memory_id, callback_data.step
-        if store is None or step not in ("f", "y", "n"):
+        if store is None or step not in ("f", "y", "n") or not 0 < mid <= MAX_ID:
             await query.answer("That button is not valid any more.", show_alert=True)
             return
         hit = await store.get(user_id=user.id, memory_id=mid)

@@ -1,0 +1,172 @@
+"""Answers are not lost to a Telegram outage, nor messages to a restart.
+
+- An answer Telegram does not take (5xx, 429, network, after `with_retry`'s tries) is
+  queued in the outbox with what was not sent yet; a per-minute job (and the startup run)
+  delivers queued messages when Telegram is back, each chat's in order. A row counts as
+  sent only with the message id Telegram returned (as reminder runs do).
+- At start-up (one process serving the bot: SQLite), every user message of the last
+  hours with no answer after it (the bot was killed or stopped mid-answer) gets a notice:
+  "Sorry — I was restarted before I could answer ...; please send it again." The message
+  is not re-run on its own: its turn may have half-happened (a reminder set, code run, a
+  file sent), and an answer minutes or hours late to a question the user may have given
+  up on is worse than a clear line that lets them decide.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from aiogram import Bot
+from aiogram.exceptions import (
+    TelegramBadRequest,
+    TelegramForbiddenError,
+    TelegramNetworkError,
+    TelegramRetryAfter,
+    TelegramServerError,
+)
+from aiogram.types import MessageEntity
+
+from bot.telegram.render import Chunk
+from db.engine import SessionFactory
+from db.repos import outbox as repo
+from tools.base import Clock
+
+log = logging.getLogger(__name__)
+
+EVERY = timedelta(minutes=1)
+RESTART_WINDOW = timedelta(hours=6)  # older unanswered messages are not brought up again
+MAX_ATTEMPTS = 60  # one a minute at first, then backing off: Telegram outages are short
+MAX_BACKOFF = timedelta(minutes=30)
+QUOTE_CHARS = 80
+
+# The Telegram errors that say "not now" rather than "never".
+TRANSIENT = (TelegramNetworkError, TelegramServerError, TelegramRetryAfter)
+
+
+def restart_notice(text: str) -> str:
+    quote = " ".join(text.split())
+    if len(quote) > QUOTE_CHARS:
+        quote = quote[: QUOTE_CHARS - 1] + "…"
+    return (
+        f"Sorry — I was restarted before I could answer your message “{quote}”; "
+        "please send it again."
+    )
+
+
+def _notice(u: repo.Unanswered, now: datetime) -> dict[str, Any]:
+    return {"chat_id": u.chat_id, "user_id": u.user_id,
+            "telegram_message_id": u.telegram_message_id, "kind": "notice",
+            "text": restart_notice(u.text), "entities": None, "created_at": now,
+            "deliver_after": now, "attempts": 0}  # fmt: skip
+
+
+class Outbox:
+    def __init__(self, bot: Bot, sf: SessionFactory, clock: Clock) -> None:
+        self.bot = bot
+        self.sf = sf
+        self.clock = clock
+
+    async def queue(self, chat_id: int, about: int | None, chunks: list[Chunk]) -> None:
+        """Keep the chunks Telegram did not take, to send when it is back."""
+        now = self.clock()
+        rows = [
+            {
+                "chat_id": chat_id,
+                "telegram_message_id": about,
+                "kind": "answer",
+                "text": text,
+                "entities": json.dumps([e.model_dump(exclude_none=True) for e in entities]),
+                "created_at": now,
+                "deliver_after": now,
+                "attempts": 0,
+            }
+            for text, entities in chunks
+        ]
+        async with self.sf() as s, s.begin():
+            await repo.add(s, rows)
+        log.warning(
+            "Telegram did not take an answer to chat %d: %d message(s) queued, sent when it "
+            "is back",
+            chat_id,
+            len(rows),
+        )
+
+    async def settled(self, chat_id: int, about: int) -> None:
+        """Record that the user's message got a reply another way (the error line), so a
+        restart does not ask them to send it again."""
+        now = self.clock()
+        row = {"chat_id": chat_id, "telegram_message_id": about, "kind": "settled",
+               "text": "", "created_at": now, "deliver_after": now, "attempts": 0,
+               "sent_at": now}  # fmt: skip
+        async with self.sf() as s, s.begin():
+            await repo.add(s, [row])
+
+    async def ask_about_unanswered(self, started: datetime) -> int:
+        """Queue a notice for each message a restart left unanswered; how many."""
+        async with self.sf() as s, s.begin():
+            found = await repo.unanswered(s, started - RESTART_WINDOW, started)
+            await repo.add(s, [_notice(u, started) for u in found])
+        if found:
+            log.warning("%d message(s) got no answer before the restart: told", len(found))
+        return len(found)
+
+    def job_spec(self) -> tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]:
+        return ("outbox", "deliver answers Telegram did not take", EVERY, self.deliver)
+
+    async def deliver(self) -> int:
+        """Send what is owed and due, each chat in order; how many went out."""
+        now = self.clock()
+        async with self.sf() as s:
+            owed = await repo.pending(s, now)
+        stopped: set[int] = set()  # a chat whose earlier message is still owed waits
+        sent = 0
+        for row in owed:
+            if row.chat_id in stopped:
+                continue
+            if await self._send(row):
+                sent += 1
+            else:
+                stopped.add(row.chat_id)
+        if sent:
+            log.info("outbox: %d queued message(s) delivered", sent)
+        return sent
+
+    async def _send(self, row: repo.Owed) -> bool:
+        entities = [MessageEntity(**e) for e in json.loads(row.entities or "[]")]
+        try:
+            msg = await self.bot.send_message(
+                row.chat_id, row.text, entities=entities or None, parse_mode=None
+            )
+        except TelegramBadRequest:
+            if entities:  # the formatting was refused: the same text, plain, next time
+                await self._record(row.id, entities=None)
+                return False
+            return await self._give_up(row, "Telegram refused the message (400)")
+        except TelegramForbiddenError:
+            return await self._give_up(row, "the user blocked the bot (403)")
+        except TRANSIENT as exc:
+            attempts = row.attempts + 1
+            if attempts >= MAX_ATTEMPTS:
+                await self._give_up(row, f"{type(exc).__name__} after {attempts} attempts")
+                return False
+            wait = min(EVERY * 2 ** max(0, attempts - 5), MAX_BACKOFF)
+            now = self.clock().replace(second=0, microsecond=0)  # on the minute: see ticks
+            await self._record(row.id, attempts=attempts, error=type(exc).__name__,
+                               deliver_after=now + wait)  # fmt: skip
+            return False
+        await self._record(row.id, sent_at=self.clock(), message_id=msg.message_id,
+                           attempts=row.attempts + 1, error=None)  # fmt: skip
+        return True
+
+    async def _give_up(self, row: repo.Owed, error: str) -> bool:
+        log.warning("outbox: message %d to chat %d given up: %s", row.id, row.chat_id, error)
+        await self._record(row.id, sent_at=self.clock(), error=error)
+        return True  # the chat's next message may go
+
+    async def _record(self, row_id: int, **values: Any) -> None:
+        async with self.sf() as s, s.begin():
+            await repo.settle(s, row_id, **values)

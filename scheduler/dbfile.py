@@ -1,0 +1,62 @@
+"""Noticing a SQLite database file deleted (or replaced) under the running bot.
+
+SQLite keeps writing to the open file after it is unlinked: everything goes on working
+until the restart, which finds an empty database and every user's history gone. A
+per-minute look at the path (its inode against the one opened at start) logs a warning
+the moment it happens, once, while the data can still be saved (copy it back from
+/proc/<pid>/fd before restarting)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+EVERY = timedelta(minutes=1)
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+class DatabaseFileWatch:
+    def __init__(self, path: Path) -> None:
+        self.path = path.resolve()
+        self.opened = _inode(self.path)
+        self.warned = False
+
+    def problem(self) -> str | None:
+        now = _inode(self.path)
+        if now is None:
+            return "was deleted"
+        if self.opened is not None and now != self.opened:
+            return "was replaced by another file"
+        return None
+
+    async def check(self) -> str | None:
+        problem = self.problem()
+        if problem is None:
+            self.warned = False
+        elif not self.warned:
+            self.warned = True
+            log.warning(
+                "the database file %s %s while the bot runs: new data goes to a file that "
+                "a restart will not find. Stop nothing yet: copy the open file back from "
+                "/proc/%d/fd (ls -l shows which) or restore a backup, then restart",
+                self.path,
+                problem,
+                os.getpid(),
+            )
+        return problem
+
+    def job_spec(self) -> tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]:
+        return ("database-file", "notice a deleted database file", EVERY, self.check)

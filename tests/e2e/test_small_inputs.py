@@ -1,0 +1,66 @@
+"""Small inputs that used to crash a whole turn or command now fail only that one item:
+deeply nested JSON in a tool call's arguments, a huge number in /memory forget, and a
+malformed update from a Telegram-compatible server (polling goes on for everyone)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Calls, Text
+
+DEEP = '{"action": "list", "x": ' + "[" * 10_000 + "]" * 10_000 + "}"
+
+
+def tool_results(tg: TG) -> list[str]:
+    return [m["content"] for m in tg.llm.requests[-1]["messages"] if m.get("role") == "tool"]
+
+
+async def test_deeply_nested_tool_arguments_fail_only_that_call(tg: TG) -> None:
+    tg.llm.add(Calls([("memory", DEEP), ("memory", {"action": "list"})]), Text("done"))
+    await tg.send(OWNER, "list my memories")
+    assert (await tg.reply(OWNER)).text == "done"
+    first, second = tool_results(tg)
+    assert first.startswith("Error: arguments are nested too deeply") and len(first) < 300
+    assert not second.startswith("Error")  # the other call of the same turn ran
+
+
+@pytest.mark.parametrize(
+    "arg", ["99999999999999999999999", "#99999999999999999999999", "²", "-1", "1e9"]
+)
+async def test_memory_forget_with_a_bad_number_is_a_usage_line(tg: TG, arg: str) -> None:
+    await tg.send(OWNER, f"/memory forget {arg}")
+    reply = await tg.reply(OWNER)
+    assert reply.text.startswith("Usage: /memory") and "\n" not in reply.text
+
+
+async def test_memory_forget_with_a_long_id_in_range_says_there_is_none(tg: TG) -> None:
+    await tg.send(OWNER, "/memory forget 999999999999999999")
+    assert (await tg.reply(OWNER)).text == "There is no memory #999999999999999999."
+
+
+async def test_a_malformed_update_is_skipped_without_users_texts_in_the_log(
+    tg: TG, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret_text = "my bank PIN is 4711"
+    bad = {
+        "message": {
+            "message_id": 5,
+            "date": "not a date",  # fails validation
+            "chat": {"id": OWNER, "type": "private"},
+            "from": {"id": OWNER, "is_bot": False, "first_name": "T"},
+            "text": secret_text,
+        }
+    }
+    tg.llm.add(Text("still here"))
+    with caplog.at_level(logging.DEBUG):
+        await tg.send_update(bad)
+        await tg.send(OWNER, "hello")
+        assert (await tg.reply(OWNER)).text == "still here"
+    assert secret_text not in caplog.text
+    skipped = [r for r in caplog.records if "skipped a malformed update" in r.getMessage()]
+    assert len(skipped) == 1
+    assert json.dumps(bad)[:20] not in caplog.text

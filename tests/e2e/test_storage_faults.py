@@ -1,0 +1,91 @@
+"""A database busy for longer than its timeout: a message not yet stored is kept and
+answered once the lock is gone; when it stays busy the user hears what happened (not a
+generic error) and the next message works without a restart. Disk full and a database
+gone are named the same way."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from bot.telegram import answer
+from db import engine
+from tests.e2e.conftest import OWNER, TG
+from tools.errors import STORAGE_TEXT, public_text
+
+
+class Seen(logging.Handler):
+    def __init__(self, needle: str) -> None:
+        super().__init__()
+        self.needle = needle
+        self.event = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.needle in record.getMessage():
+            self.event.set()
+
+
+@pytest.fixture
+async def locked_tg(make_tg: Callable[..., Awaitable[TG]], monkeypatch: pytest.MonkeyPatch) -> TG:
+    monkeypatch.setattr(engine, "BUSY_TIMEOUT_S", 1)  # the lock wait, short for the test
+    monkeypatch.setattr(answer, "BUSY_WAIT_S", 0.5, raising=False)
+    return await make_tg()
+
+
+def lock(tg: TG) -> sqlite3.Connection:
+    path = tg.app.engine.url.database
+    assert path
+    # Another writer, through the same SQLite library as the bot's (two copies of SQLite
+    # in one process do not see each other's locks).
+    other: sqlite3.Connection = engine.sqlite_module().connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    return other
+
+
+async def test_a_busy_database_is_waited_out_once_and_the_message_kept(locked_tg: TG) -> None:
+    tg = locked_tg
+    seen = Seen("database busy before the turn began")
+    logging.getLogger("bot.telegram.answer").addHandler(seen)
+    holder = lock(tg)
+    try:
+        await tg.send(OWNER, "kept through the lock")
+        await asyncio.wait_for(seen.event.wait(), 60)
+        holder.execute("COMMIT")  # the lock goes away while the bot waits
+        assert (await tg.reply(OWNER, timeout=60)).text == "echo: kept through the lock"
+    finally:
+        logging.getLogger("bot.telegram.answer").removeHandler(seen)
+        holder.close()
+
+
+async def test_a_database_busy_for_long_says_so_and_recovers_by_itself(locked_tg: TG) -> None:
+    tg = locked_tg
+    holder = lock(tg)
+    try:
+        await tg.send(OWNER, "during the lock")
+        assert (await tg.reply(OWNER, timeout=60)).text == STORAGE_TEXT["busy"]
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    await tg.send(OWNER, "after the lock")
+    assert (await tg.reply(OWNER, timeout=60)).text == "echo: after the lock"
+
+
+@pytest.mark.parametrize(
+    ("message", "problem"),
+    [
+        ("database or disk is full", "full"),
+        ("disk I/O error", "full"),
+        ("unable to open database file", "gone"),
+        ("attempt to write a readonly database", "gone"),
+    ],
+)
+def test_storage_failures_are_named(message: str, problem: str) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    exc = OperationalError("INSERT ...", {}, sqlite3.OperationalError(message))
+    assert public_text(exc) == STORAGE_TEXT[problem]
+    assert public_text(OSError(28, "No space left on device")) == STORAGE_TEXT["full"]
