@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 from bot.agent.archive_check import MAX_CHARS, check_summary, describe, language_of
 from bot.agent.consolidate import PROMPT as FACTS_PROMPT
-from bot.agent.consolidate import Fact, consolidate, split
+from bot.agent.consolidate import Fact, FactWriter, consolidate, split
 from bot.agent.grounding import check
 from db.engine import SessionFactory
 from db.models.core import Message
@@ -60,20 +60,8 @@ Write in {language}. No preamble, no headings, no Markdown."""
 )
 
 
-class MemoryWriter(Protocol):
+class MemoryWriter(FactWriter, Protocol):
     """The part of the memory store archiving uses."""
-
-    async def store(
-        self,
-        *,
-        user_id: int,
-        layer: str,
-        content: str,
-        category: str | None = None,
-        certainty: float = 1.0,
-        session_id: int | None = None,
-        message_id: int | None = None,
-    ) -> Any: ...
 
     async def clear_session(self, *, user_id: int, session_id: int) -> Any: ...
 

@@ -10,6 +10,19 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 TELEGRAM_DOWNLOAD_LIMIT_MB = 20  # getFile serves files up to 20 MB
 
 
+def off_or_url(value: str | None) -> str | None:
+    """An endpoint setting: empty = unset (None), `off`, or an http(s) URL without its
+    trailing slash."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    if value.lower() == "off":
+        return "off"
+    if not re.match(r"^https?://", value):
+        raise ValueError("must start with http:// or https:// (or be off)")
+    return value.rstrip("/")
+
+
 class MediaSettings(BaseModel):
     # Speech to text: an OpenAI-compatible /audio/transcriptions endpoint. Empty base URL
     # and key mean "the LLM endpoint's"; TRANSCRIBE_BASE_URL=off turns voice off.
@@ -31,11 +44,4 @@ class MediaSettings(BaseModel):
     @field_validator("transcribe_base_url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        value = value.strip()
-        if value.lower() == "off":
-            return "off"
-        if not re.match(r"^https?://", value):
-            raise ValueError("must start with http:// or https:// (or be off)")
-        return value.rstrip("/")
+        return off_or_url(value)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, Field, SecretStr, field_validator
+
+from bot.media.settings import off_or_url
 
 
 class VoiceSettings(BaseModel):
@@ -21,11 +21,4 @@ class VoiceSettings(BaseModel):
     @field_validator("tts_base_url")
     @classmethod
     def _check_tts_url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        value = value.strip()
-        if value.lower() == "off":
-            return "off"
-        if not re.match(r"^https?://", value):
-            raise ValueError("must start with http:// or https:// (or be off)")
-        return value.rstrip("/")
+        return off_or_url(value)
