@@ -62,7 +62,10 @@ async def test_chat_streams_and_records_the_servers_usage(bot: TG, proxy: Record
     expected = f"1 call · {usage['prompt_tokens']:,} tokens in" + (
         f" ({cached:,} cached)" if cached else ""
     )
-    report = await ask(bot, "/usage")
+    await bot.send(OWNER, "/usage")
+    chart, answer = await bot.replies(OWNER, 2, timeout=WAIT)  # a chart above the text
+    assert chart.method == "sendPhoto"
+    report = answer.text
     assert expected + f" · {usage['completion_tokens']:,} out" in report, (usage, report)
     assert "estimated" not in report
     assert len(proxy.chats()) == 1  # /usage was answered locally
