@@ -11,7 +11,7 @@ import pytest
 
 from bot.doctor import database_was_missing
 from scheduler.dbfile import DatabaseFileWatch
-from tests.conftest import make_settings
+from tests.conftest import make_settings, sqlite_only
 
 
 async def test_a_deleted_database_file_is_logged_once(
@@ -33,6 +33,7 @@ async def test_a_deleted_database_file_is_logged_once(
     opened.close()
 
 
+@sqlite_only  # a database file
 def test_doctor_names_a_database_missing_from_a_used_folder(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     data = Path(settings.data_dir)

@@ -14,6 +14,7 @@ import pytest
 
 from bot.telegram import answer
 from db import engine
+from tests.conftest import sqlite_only
 from tests.e2e.conftest import OWNER, TG
 from tools.errors import STORAGE_TEXT, public_text
 
@@ -46,6 +47,7 @@ def lock(tg: TG) -> sqlite3.Connection:
     return other
 
 
+@sqlite_only  # a SQLite file's lock; PostgreSQL locks rows
 async def test_a_busy_database_is_waited_out_once_and_the_message_kept(locked_tg: TG) -> None:
     tg = locked_tg
     seen = Seen("database busy before the turn began")
@@ -61,6 +63,7 @@ async def test_a_busy_database_is_waited_out_once_and_the_message_kept(locked_tg
         holder.close()
 
 
+@sqlite_only
 async def test_a_database_busy_for_long_says_so_and_recovers_by_itself(locked_tg: TG) -> None:
     tg = locked_tg
     holder = lock(tg)

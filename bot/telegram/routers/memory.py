@@ -15,7 +15,7 @@ from bot.telegram.user import ChatUser, use_user
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
 
 PAGE = 5
-MAX_ID = 10**18 - 1  # 18 digits: within a signed 64-bit database integer
+MAX_ID = 2**31 - 1  # memories.id is an INTEGER: 32 bits on PostgreSQL
 USAGE = "Usage: /memory [long|mid|short|session] · /memory search <text> · /memory forget <id>"
 
 
@@ -31,9 +31,10 @@ def memory_id(text: str) -> int | None:
     also takes "²", which int() refuses) and no more than a database integer holds (a
     longer number overflowed the driver and failed the command)."""
     digits = text.removeprefix("#")
-    if not digits.isascii() or not digits.isdigit() or len(digits) > 18:
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 10:
         return None
-    return int(digits)
+    number = int(digits)
+    return number if number <= MAX_ID else None
 
 
 class MemPage(CallbackData, prefix="mempage"):
