@@ -113,3 +113,23 @@ async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refus
     assert rows and not any(r.verified for r in rows)
     assert (rows[0].reason or "").startswith("reviewer: FAIL")
     assert "[compressed]" not in model.requests[-1][0]["content"]
+
+
+async def test_the_servers_context_size_bounds_the_history(app: App) -> None:
+    # A model whose server says its context holds 4,096 tokens (llama.cpp's /props): the
+    # answer's share is capped at a quarter, so the history gets what is left after the
+    # prefix, not HISTORY_TOKEN_BUDGET and not nothing.
+    from bot.agent.compress import PREFIX_RESERVE, history_budget
+    from bot.agent.history import context_of
+
+    class SmallContext(ScriptedModel):
+        async def context_tokens(self, model: str | None = None) -> int:
+            return 4096
+
+    settings = app.agent.settings.model_copy(
+        update={"history_token_budget": 100_000, "llm_max_output_tokens": 4096}
+    )
+    assert await context_of(SmallContext()) == 4096
+    assert await context_of(ScriptedModel()) is None  # a client that cannot tell
+    assert history_budget(settings, 4096) == 4096 - 1024 - PREFIX_RESERVE
+    assert history_budget(settings, None) == 100_000

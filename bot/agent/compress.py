@@ -90,14 +90,18 @@ PREFIX_RESERVE = 2500  # room for the system prompt and the tool schemas
 OUTPUT_RESERVE = 1024  # when LLM_MAX_OUTPUT_TOKENS is not set
 
 
-def history_budget(settings: Settings) -> int:
+def history_budget(settings: Settings, context: int | None = None) -> int:
     """HISTORY_TOKEN_BUDGET, lowered to what the model's context leaves when it is known
-    (LLM_CONTEXT_TOKENS)."""
+    (`context`: LLM_CONTEXT_TOKENS or what the server says). The answer's share is capped at
+    a quarter of the context: LLM_MAX_OUTPUT_TOKENS is a ceiling, and a 4k-context model
+    with the 4k default would otherwise leave no room for history."""
     budget = settings.history_token_budget
-    context = getattr(settings, "llm_context_tokens", None)
+    if context is None:
+        context = getattr(settings, "llm_context_tokens", None)
     if isinstance(context, int) and context > 0:
         out = getattr(settings, "llm_max_output_tokens", None) or OUTPUT_RESERVE
-        budget = min(budget, max(200, context - int(out) - PREFIX_RESERVE))
+        out = min(int(out), context // 4)
+        budget = min(budget, max(200, context - out - PREFIX_RESERVE))
     return budget
 
 

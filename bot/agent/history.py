@@ -8,6 +8,7 @@ never changes, so its token cost is counted once per process.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -20,6 +21,8 @@ from db.engine import SessionFactory
 from db.repos.core import HistoryRow
 from tools.base import Clock, RequestContext, TextModel
 
+log = logging.getLogger(__name__)
+
 COST_CACHE_MAX = 200_000  # token counts of stored messages kept per process
 
 
@@ -31,6 +34,20 @@ class Prefetched:
     wire: list[dict[str, Any]]
     costs: list[int]
     rows: int  # how many rows were read
+
+
+async def context_of(llm: object) -> int | None:
+    """The model's context in tokens where the client knows it (LLM_CONTEXT_TOKENS, or what
+    llama.cpp / Ollama say, asked once per model), else None."""
+    ask = getattr(llm, "context_tokens", None)
+    if ask is None:
+        return None
+    try:
+        found = await ask()
+    except Exception:  # a probe that fails leaves the configured budget
+        log.warning("could not read the model's context size", exc_info=True)
+        return None
+    return found if isinstance(found, int) else None
 
 
 @dataclass
@@ -62,7 +79,7 @@ class HistoryWindow:
     ) -> Fitted:
         """The session's history within the budget, oldest first, with the note on what an
         earlier summary covers or what is not shown. `llm` writes summaries when it can."""
-        budget = history_budget(settings)
+        budget = history_budget(settings, await context_of(llm))
         got = prefetched
         # The whole session was read with the message and fits: nothing was compressed away.
         if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
