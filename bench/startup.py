@@ -253,8 +253,12 @@ WARM = {  # each loads the piece, keeps it (as the bot does) and uses it once
     "embedder (WordLlama, mapped)": (
         f"from tools.memory.embeddings import WordLlamaEmbedder as E; E().embed_sync({TEXTS})"
     ),
-    "token counter (o200k, bpe-openai)": (
+    "token counter (o200k, tools.bpe)": (
         f"from tools.tokens import encoder; [encoder().encode(t) for t in {TEXTS}]"
+    ),
+    "(bpe-openai Rust tokenizer, unused)": (
+        "import bpe_openai; e = bpe_openai.get_encoding('o200k_base');"
+        f" [e.encode(t) for t in {TEXTS}]"
     ),
     "(WordLlama package, unused)": (
         "import wordllama; from pathlib import Path; m = wordllama.WordLlama.load(dim=256,"

