@@ -26,6 +26,11 @@ def make_pdf(pages: list[str]) -> bytes:
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    return pdf_file(objects)
+
+
+def pdf_file(objects: list[bytes]) -> bytes:
+    """A PDF of these object bodies (1 is the catalog), with its xref table and trailer."""
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")
     offsets = []

@@ -17,7 +17,7 @@ import pytest
 
 from bot.media import extract, isolated
 from bot.media.errors import MediaError
-from tests.media_helpers import make_docx, make_pdf
+from tests.media_helpers import make_docx, make_pdf, pdf_file
 
 W = b'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
 
@@ -34,20 +34,7 @@ def slow_pdf(ops: int) -> bytes:
         b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for i, body in enumerate(objects, 1):
-        offsets.append(out.tell())
-        out.write(f"{i} 0 obj\n".encode() + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
-    for off in offsets:
-        out.write(f"{off:010d} 00000 n \n".encode())
-    out.write(
-        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    )
-    return out.getvalue()
+    return pdf_file(objects)
 
 
 def docx_bomb(xml_bytes: int) -> bytes:
