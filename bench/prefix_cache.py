@@ -66,7 +66,12 @@ async def session(server: LlamaServer, messages: int, name: str) -> list[Exchang
     try:
         with tempfile.TemporaryDirectory() as tmp:
             settings = make_settings(
-                Path(tmp), None, llm_base_url=proxy.base_url, llm_model=name, llm_max_retries=0
+                Path(tmp),
+                None,
+                llm_base_url=proxy.base_url,
+                llm_model=name,
+                llm_max_retries=0,
+                llm_max_output_tokens=8,  # short answers: the prompt is what is measured
             )
             app = await build_app(settings, llm=LLMClient(settings))
             try:
