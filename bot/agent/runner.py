@@ -33,7 +33,8 @@ from tools.registry import Registry
 
 log = logging.getLogger(__name__)
 
-# A prompt section provider (memory auto-recall, ...): returns text for the system prompt.
+# A prompt section provider (memory auto-recall, ...): its text goes in the newest user
+# turn's [context] block, after the cacheable prefix.
 ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
 
 
