@@ -37,24 +37,51 @@ ABANDONED = timedelta(minutes=2)
 WAIT_S = 0.05  # pause before looking again for an earlier update in another worker's hands
 
 
-class WorkerOrderMiddleware(BaseMiddleware):
-    def __init__(self, locks: Locks, sf: SessionFactory, clock: Clock) -> None:
-        self.locks = locks
+class UpdateOnceMiddleware(BaseMiddleware):
+    """One webhook process (SQLite): the update id is claimed before handling, so an update
+    Telegram sends again (it retries a call that timed out or failed) is answered once,
+    also across a restart. Chat order needs nothing more here: ChatOrderMiddleware has it."""
+
+    def __init__(self, sf: SessionFactory, clock: Clock) -> None:
         self.sf = sf
         self.clock = clock
         self._claims = 0
 
-    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
-        if not isinstance(event, Update):
-            return await handler(event, data)
+    async def claim(self, event: Update) -> bool:
+        """Take the update for this process; False when it was taken before (a retry, or
+        another worker's). Old claims are pruned now and then."""
         now = self.clock()
-        key = chat_key(event)
-        if not await updates.claim(self.sf, event.update_id, key, now):
+        if not await updates.claim(self.sf, event.update_id, chat_key(event), now):
             log.info("update %d was already taken (a retry or another worker's)", event.update_id)
-            return None
+            return False
         self._claims += 1
         if self._claims % PRUNE_EVERY == 0:
             await updates.prune(self.sf, now - KEEP_CLAIMS)
+        return True
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        if not isinstance(event, Update):
+            return await handler(event, data)
+        if not await self.claim(event):
+            return None
+        # No `finish` write: only workers ordering a chat across processes read `done`.
+        return await handler(event, data)
+
+
+class WorkerOrderMiddleware(UpdateOnceMiddleware):
+    """Several workers (PostgreSQL): claimed once as above, then a chat's updates in order
+    across processes."""
+
+    def __init__(self, locks: Locks, sf: SessionFactory, clock: Clock) -> None:
+        super().__init__(sf, clock)
+        self.locks = locks
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        if not isinstance(event, Update):
+            return await handler(event, data)
+        if not await self.claim(event):
+            return None
+        key = chat_key(event)
         try:
             if key is None:
                 return await handler(event, data)
@@ -67,27 +94,3 @@ class WorkerOrderMiddleware(BaseMiddleware):
                 await asyncio.sleep(WAIT_S)
         finally:
             await updates.finish(self.sf, event.update_id)
-
-
-class UpdateOnceMiddleware(BaseMiddleware):
-    """One webhook process (SQLite): the update id is claimed before handling, so an update
-    Telegram sends again (it retries a call that timed out or failed) is answered once,
-    also across a restart. Chat order needs nothing more here: ChatOrderMiddleware has it."""
-
-    def __init__(self, sf: SessionFactory, clock: Clock) -> None:
-        self.sf = sf
-        self.clock = clock
-        self._claims = 0
-
-    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
-        if not isinstance(event, Update):
-            return await handler(event, data)
-        now = self.clock()
-        if not await updates.claim(self.sf, event.update_id, chat_key(event), now):
-            log.info("update %d came again (a webhook retry): answered once", event.update_id)
-            return None
-        self._claims += 1
-        if self._claims % PRUNE_EVERY == 0:
-            await updates.prune(self.sf, now - KEEP_CLAIMS)
-        # No `finish` write: only workers ordering a chat across processes read `done`.
-        return await handler(event, data)
