@@ -82,17 +82,6 @@ class SummaryError(Exception):
     """The model failed or its summary did not pass the checks."""
 
 
-def _memory_id(stored: Any) -> int | None:
-    """The id in whatever the memory store returned (an id, a row, a dict)."""
-    if isinstance(stored, int) and not isinstance(stored, bool):
-        return stored
-    if isinstance(stored, dict):
-        value = stored.get("id")
-        return value if isinstance(value, int) else None
-    value = getattr(stored, "id", None)
-    return value if isinstance(value, int) else None
-
-
 def transcript(messages: list[Message]) -> str:
     """User and assistant text, oldest first; the middle is cut when it is very long."""
     lines = []
@@ -192,7 +181,7 @@ class Archiver:
                     message_id=last_id or None,
                 )
                 async with self.session_factory() as s, s.begin():
-                    await repo.save_memory_id(s, session_id, _memory_id(stored))
+                    await repo.save_memory_id(s, session_id, stored.id)
             await self._finish(user_id, session_id)
         except Exception as exc:
             log.exception("storing the summary of session %d failed", session_id)
