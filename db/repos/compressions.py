@@ -66,11 +66,6 @@ async def add(
     return row
 
 
-async def rejected_count(s: AsyncSession) -> int:
-    """How many summaries failed verification."""
-    return (await counts(s))[1]
-
-
 async def counts(s: AsyncSession) -> tuple[int, int]:
     """(verified, rejected) summaries, for doctor."""
     stmt = select(SessionCompression.verified, func.count()).group_by(SessionCompression.verified)

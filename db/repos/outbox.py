@@ -58,11 +58,6 @@ async def pending(s: AsyncSession, now: datetime, limit: int = 500) -> list[Owed
     return [Owed(*row) for row in (await s.execute(stmt)).all()]
 
 
-async def anything_owed(s: AsyncSession) -> bool:
-    stmt = select(exists().where(OutboxMessage.sent_at.is_(None)))
-    return bool((await s.execute(stmt)).scalar())
-
-
 async def settle(s: AsyncSession, row_id: int, **values: Any) -> None:
     """Record the outcome of one delivery attempt (sent_at + message_id when it arrived;
     attempts/error/deliver_after for a retry; sent_at and error when given up)."""

@@ -15,9 +15,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-META_TOOLS = ("tool_search", "tool_explain")
-
-
 class DiscoveringTools(RequestTools):
     """Per request: which schemas the model sees; grows as tools are explained."""
 
