@@ -24,16 +24,17 @@ import itertools
 import logging
 import marshal
 import os
-import resource
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
 from tools.code.bun import BunInfo
+from tools.code.confine import set_limits
 from tools.code.egress import PROXY_PORT, RELAY_JS, SOCKET_NAME
 from tools.code.files import INPUT_DIR, OUTPUT_DIR, io_dir
 
@@ -202,21 +203,6 @@ def rlimit_argv(limits: Limits) -> list[str] | None:
     return [*argv, "--"]
 
 
-def rlimit_setter(limits: Limits) -> Callable[[], None]:
-    """Runs in the child between fork and exec (only when prlimit is missing)."""
-
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-        resource.setrlimit(resource.RLIMIT_AS, (limits.address_space, limits.address_space))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if limits.nproc is not None:
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
-
-    return apply
-
-
 def drop_uid_argv(uid: int | None) -> list[str]:
     if uid is None:
         return []
@@ -334,13 +320,7 @@ def confined_plan(
         "etc_files": [*ETC_FILES, "/etc/ld.so.cache"],
         "tmp_bytes": WORK_SIZE_BYTES,
         "work_bytes": WORK_SIZE_BYTES,
-        "limits": {
-            "cpu_s": limits.cpu_s,
-            "nproc": limits.nproc,
-            "address_space": limits.address_space,
-            "file_size": limits.file_size,
-            "open_files": limits.open_files,
-        },
+        "limits": dataclasses.asdict(limits),
     }
     if inside:
         env = clean_env(WORK_IN_SANDBOX, "/tmp")
@@ -357,7 +337,8 @@ def confined_plan(
 def _with_limits(argv: list[str], env: dict[str, str], workdir: Path, limits: Limits) -> Plan:
     prefix = rlimit_argv(limits)
     if prefix is None:
-        return Plan(argv, env, str(workdir), rlimit_setter(limits))
+        # Runs in the child between fork and exec (only when prlimit is missing).
+        return Plan(argv, env, str(workdir), partial(set_limits, dataclasses.asdict(limits)))
     return Plan([*prefix, *argv], env, str(workdir), None)
 
 
