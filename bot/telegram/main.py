@@ -58,10 +58,8 @@ def listen_address(value: str) -> tuple[str, int]:
 
 
 async def check_token(rt: Runtime, stop: asyncio.Event | None = None, attempts: int = 5) -> bool:
-    """getMe: a bad token or an unreachable TELEGRAM_API_URL is one clear line, not a traceback.
-
-    Returns False when a stop signal came while waiting for Telegram.
-    """
+    """getMe: a bad token or an unreachable TELEGRAM_API_URL is one clear line, not a
+    traceback. False when a stop signal came while waiting for Telegram."""
     url = rt.app.settings.telegram_api_url
     for attempt in range(1, attempts + 1):
         try:
@@ -174,12 +172,9 @@ async def run_bot(settings: Settings) -> None:
             await outbox.ask_about_unanswered(app.deps.clock())
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
         jobs = [reminders.job_spec(), outbox.job_spec(), *backup_jobs(settings)]
-        if app.engine.dialect.name == "sqlite" and app.engine.url.database not in (
-            None,
-            "",
-            ":memory:",
-        ):
-            jobs.append(DatabaseFileWatch(Path(app.engine.url.database)).job_spec())
+        db_file = app.engine.url.database
+        if app.engine.dialect.name == "sqlite" and db_file not in (None, "", ":memory:"):
+            jobs.append(DatabaseFileWatch(Path(db_file)).job_spec())
         scheduler = start_scheduler(session_jobs, jobs, guard)
         if settings.webhook_url:
             await serve_webhook(rt, stop)
