@@ -29,29 +29,16 @@ async def check_settings(app: App) -> list[CheckResult]:
     if not s.llm_model:
         out.append(CheckResult("LLM_MODEL", False, "not set", "set LLM_MODEL in .env"))
     if not s.telegram_bot_token:
-        out.append(
-            CheckResult(
-                "TELEGRAM_BOT_TOKEN",
-                False,
-                "not set",
-                "get a token from @BotFather; put it in .env",
-            )
-        )
+        fix = "get a token from @BotFather; put it in .env"
+        out.append(CheckResult("TELEGRAM_BOT_TOKEN", False, "not set", fix))
     if not s.allowed_user_ids:
-        out.append(
-            CheckResult(
-                "ALLOWED_USER_IDS",
-                False,
-                "empty: nobody will be served",
-                "message the bot; it replies with your id and the line to add",
-            )
-        )
+        fix = "message the bot; it replies with your id and the line to add"
+        out.append(CheckResult("ALLOWED_USER_IDS", False, "empty: nobody will be served", fix))
     return out
 
 
 def database_file(url: str) -> str:
     """The file a person can look for (the URL's path, absolute), or the URL itself."""
-
     parsed = make_url(url)
     if not parsed.drivername.startswith("sqlite"):
         return parsed.render_as_string()  # a server URL may hold a password: masked
@@ -75,27 +62,18 @@ async def check_database(app: App) -> list[CheckResult]:
             row = (await conn.execute(text(probe))).one()
         todo = await pending(app.engine)
     except Exception as exc:
-        return [
-            CheckResult(
-                "database",
-                False,
-                f"{type(exc).__name__}: {exc}",
-                "check DATA_DIR / DATABASE_URL and file permissions",
-            )
-        ]
+        fix = "check DATA_DIR / DATABASE_URL and file permissions"
+        return [CheckResult("database", False, f"{type(exc).__name__}: {exc}", fix)]
+    if pg:
+        vectors = CheckResult("pgvector", True, f"pgvector {row[1]} on PostgreSQL {row[0]}")
+    else:
+        found = f"vec {row[1]} on SQLite {row[0]} via {module.__name__}"
+        vectors = CheckResult("sqlite-vec", True, found)
+    state = "up to date" if not todo else f"pending: {todo}"
     return [
         CheckResult("database", True, database_file(app.settings.db_url)),
-        CheckResult("pgvector", True, f"pgvector {row[1]} on PostgreSQL {row[0]}")
-        if pg
-        else CheckResult(
-            "sqlite-vec", True, f"vec {row[1]} on SQLite {row[0]} via {module.__name__}"
-        ),
-        CheckResult(
-            "migrations",
-            not todo,
-            "up to date" if not todo else f"pending: {todo}",
-            "run `sidekick migrate`",
-        ),
+        vectors,
+        CheckResult("migrations", not todo, state, "run `sidekick migrate`"),
     ]
 
 
@@ -134,14 +112,10 @@ async def check_llm(app: App) -> list[CheckResult]:
     known = model in models or not models
     detail = f"{len(models)} models listed"
     shown = ", ".join(sorted(models)[:12]) + (" …" if len(models) > 12 else "")
+    found = model if known else f"model {model!r} not found"
     return [
         CheckResult("LLM endpoint", True, detail),
-        CheckResult(
-            "LLM_MODEL",
-            known,
-            model if known else f"model {model!r} not found",
-            f"these exist: {shown}",
-        ),
+        CheckResult("LLM_MODEL", known, found, f"these exist: {shown}"),
     ]
 
 
@@ -154,20 +128,12 @@ async def check_telegram(app: App) -> list[CheckResult]:
         resp = await app.http.get(url)
         data = resp.json()
     except Exception as exc:
-        return [
-            CheckResult(
-                "Telegram", False, type(exc).__name__, "check TELEGRAM_API_URL and the network"
-            )
-        ]
+        fix = "check TELEGRAM_API_URL and the network"
+        return [CheckResult("Telegram", False, type(exc).__name__, fix)]
     if not data.get("ok"):
-        return [
-            CheckResult(
-                "Telegram",
-                False,
-                f"getMe: {data.get('description', resp.status_code)}",
-                "the token is wrong or revoked: get a new one from @BotFather",
-            )
-        ]
+        detail = f"getMe: {data.get('description', resp.status_code)}"
+        fix = "the token is wrong or revoked: get a new one from @BotFather"
+        return [CheckResult("Telegram", False, detail, fix)]
     return [CheckResult("Telegram", True, f"@{data['result'].get('username')}")]
 
 
@@ -253,8 +219,7 @@ def database_was_missing(settings: Settings) -> CheckResult | None:
     if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
         return None
     path = Path(parsed.database).resolve()
-    others = [p for p in path.parent.iterdir()] if path.parent.is_dir() else []
-    if path.exists() or not others:
+    if path.exists() or not path.parent.is_dir() or not any(path.parent.iterdir()):
         return None  # there, or a first start
     return CheckResult(
         "database file",
