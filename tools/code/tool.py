@@ -215,12 +215,7 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
             raise ToolError("status needs `job_id` (returned by generate)")
         return await service.jobs.status(p.job_id, call.ctx.user_id)
 
-    return Tool(
-        name="code",
-        description=DESCRIPTION,
-        params=CodeParams,
-        run=run,
-    )
+    return Tool("code", DESCRIPTION, CodeParams, run)
 
 
 async def doctor(deps: ToolDeps) -> list[CheckResult]:

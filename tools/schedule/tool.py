@@ -70,12 +70,7 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
             f" #{job.id}: " + jobs.job_line(job, now)
         )
 
-    return Tool(
-        name="schedule",
-        description=DESCRIPTION,
-        params=ScheduleParams,
-        run=run,
-    )
+    return Tool("schedule", DESCRIPTION, ScheduleParams, run)
 
 
 TOOL = ToolModule(
