@@ -41,36 +41,29 @@ def _not_waiting(now: datetime) -> ColumnElement[bool]:
     return or_(SessionArchive.retry_at.is_(None), SessionArchive.retry_at <= now)
 
 
-async def open_candidates(s: AsyncSession, now: datetime) -> list[Candidate]:
-    """Open sessions not in a retry backoff; the caller decides which periods have ended."""
+async def _candidates(s: AsyncSession, *where: ColumnElement[bool]) -> list[Candidate]:
     stmt = (
         select(ChatSession, User.timezone)
         .join(User, User.id == ChatSession.user_id)
         .outerjoin(SessionArchive, SessionArchive.session_id == ChatSession.id)
-        .where(ChatSession.ended_at.is_(None), _not_waiting(now))
+        .where(*where)
         .order_by(ChatSession.id)
     )
-    return [_candidate(c, tz) for c, tz in (await s.execute(stmt)).all()]
+    return [
+        Candidate(c.id, c.user_id, c.name, c.started_at, c.ended_at, tz)
+        for c, tz in (await s.execute(stmt)).all()
+    ]
+
+
+async def open_candidates(s: AsyncSession, now: datetime) -> list[Candidate]:
+    """Open sessions not in a retry backoff; the caller decides which periods have ended."""
+    return await _candidates(s, ChatSession.ended_at.is_(None), _not_waiting(now))
 
 
 async def unarchived_ended(s: AsyncSession, now: datetime) -> list[Candidate]:
     """Sessions already closed whose summary is still to be written (not in backoff)."""
-    stmt = (
-        select(ChatSession, User.timezone)
-        .join(User, User.id == ChatSession.user_id)
-        .outerjoin(SessionArchive, SessionArchive.session_id == ChatSession.id)
-        .where(
-            ChatSession.ended_at.is_not(None),
-            SessionArchive.archived_at.is_(None),
-            _not_waiting(now),
-        )
-        .order_by(ChatSession.id)
-    )
-    return [_candidate(c, tz) for c, tz in (await s.execute(stmt)).all()]
-
-
-def _candidate(c: ChatSession, tz: str | None) -> Candidate:
-    return Candidate(c.id, c.user_id, c.name, c.started_at, c.ended_at, tz)
+    ended = ChatSession.ended_at.is_not(None)
+    return await _candidates(s, ended, SessionArchive.archived_at.is_(None), _not_waiting(now))
 
 
 async def get_session(s: AsyncSession, session_id: int) -> ChatSession | None:
@@ -158,17 +151,8 @@ async def recent_sessions(s: AsyncSession, user_id: int, limit: int = 10) -> lis
     )
     out = []
     for c, n, arch in (await s.execute(stmt)).all():
-        out.append(
-            SessionLine(
-                session_id=c.id,
-                name=c.name,
-                started_at=c.started_at,
-                ended_at=c.ended_at,
-                messages=int(n),
-                summary=arch.summary if arch else None,
-                archived=bool(arch and arch.archived_at),
-            )
-        )
+        summary, archived = (arch.summary, arch.archived_at is not None) if arch else (None, False)
+        out.append(SessionLine(c.id, c.name, c.started_at, c.ended_at, int(n), summary, archived))
     return out
 
 
