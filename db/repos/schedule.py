@@ -115,10 +115,8 @@ async def due_jobs(s: AsyncSession, now: datetime, *, local: bool) -> list[DueJo
         )
         .order_by(ScheduledJob.next_run_at, ScheduledJob.id)
     )
-    out = []
-    for job, qs, qe in (await s.execute(stmt)).all():
-        out.append(DueJob(job, Quiet(qs, qe) if qs and qe else None))
-    return out
+    rows = (await s.execute(stmt)).all()
+    return [DueJob(job, Quiet(qs, qe) if qs and qe else None) for job, qs, qe in rows]
 
 
 async def earliest(s: AsyncSession) -> tuple[datetime | None, datetime | None]:
