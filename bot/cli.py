@@ -206,7 +206,7 @@ REQUIRED = {"run": ("telegram_bot_token", "llm_model"), "chat": ("llm_model",)}
 def configure(args: argparse.Namespace, command: str) -> Settings:
     """Settings, or one ConfigError listing every problem found (bad values, missing ones, the
     file system's), after one warning line per misspelled variable name."""
-    from bot.preflight import problems
+    from bot.preflight import preflight
 
     for line in unknown_names(args.env_file):
         print(f"sidekick: warning: {line}", file=sys.stderr)
@@ -215,7 +215,7 @@ def configure(args: argparse.Namespace, command: str) -> Settings:
     errors += [
         m for m in missing(settings, *REQUIRED.get(command, ())) if m.split()[0] not in named
     ]
-    errors += problems(settings)  # before anything is opened: nothing is left half-open
+    errors += preflight(settings)  # before anything is opened: nothing is left half-open
     if errors:
         raise ConfigError("\n".join(errors))
     return settings

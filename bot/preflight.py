@@ -29,7 +29,11 @@ def writable(folder: Path, name: str) -> str | None:
     return None
 
 
-def problems(settings: Settings) -> list[str]:
+def preflight(settings: Settings) -> list[str]:
+    """Every problem found, one per line. Everything the bot creates from here on (the
+    database and its WAL and SHM, uploads, logs) is for its own account only: other local
+    accounts must not read the users' data."""
+    os.umask(0o077)
     out: list[str] = []
     if settings.database_url and settings.database_url.startswith("sqlite"):
         database = make_url(settings.database_url).database or ":memory:"
@@ -42,19 +46,10 @@ def problems(settings: Settings) -> list[str]:
         load_config(settings.mcp_config)
     except ConfigError as exc:
         out.append(str(exc))
-    return [p for p in out if p]
-
-
-def preflight(settings: Settings) -> None:
-    """Raise one ConfigError listing every problem, one per line."""
-    # Everything the bot creates from here on (the database and its WAL and SHM, uploads,
-    # logs) is for its own account only: other local accounts must not read the users' data.
-    os.umask(0o077)
-    found = problems(settings)
+    found = [p for p in out if p]
     if not found:
         _tighten(settings)
-    if found:
-        raise ConfigError("\n".join(found))
+    return found
 
 
 # Commands that make their database by design (migrate and restore always, run and chat on

@@ -145,20 +145,21 @@ def test_the_uploads_folders_are_private(tmp_path: Path) -> None:
 
 
 def test_the_database_its_wal_and_the_data_folder_are_private(tmp_path: Path) -> None:
-    # preflight runs first in every command; after it, what the bot creates is its own.
+    # Every command's settings pass the preflight; after it, what the bot creates is its own.
     script = f"""
-import os, sqlite3, stat
+import argparse, os, sqlite3, stat
 from pathlib import Path
-from bot.config import Settings
-from bot.preflight import preflight
+from bot.cli import configure
 data = Path({str(tmp_path)!r}) / "data"
 os.umask(0o022)
-preflight(Settings(telegram_bot_token="1:x", data_dir=data,
-                   database_url="sqlite+aiosqlite:///" + str(data / "db" / "bot.db")))
+def configured(db):
+    os.environ.update(TELEGRAM_BOT_TOKEN="1:x", LLM_MODEL="m", DATA_DIR=str(data),
+                      DATABASE_URL="sqlite+aiosqlite:///" + str(db))
+    configure(argparse.Namespace(env_file=None), "run")
+configured(data / "db" / "bot.db")
 old = data / "db" / "old.db"  # made by an earlier version, readable by others
 old.parent.mkdir(parents=True, exist_ok=True); old.touch(); old.chmod(0o644)
-preflight(Settings(telegram_bot_token="1:x", data_dir=data,
-                   database_url="sqlite+aiosqlite:///" + str(old)))
+configured(old)
 print("old.db", oct(stat.S_IMODE(os.stat(old).st_mode)))
 db = sqlite3.connect(data / "db" / "bot.db")
 db.execute("pragma journal_mode=wal"); db.execute("create table t (x)"); db.commit()
@@ -166,8 +167,10 @@ for p in (data, data / "db", data / "db" / "bot.db", data / "db" / "bot.db-wal",
           data / "db" / "bot.db-shm"):
     print(p.name, oct(stat.S_IMODE(os.stat(p).st_mode)))
 """
+    env = {k: v for k, v in os.environ.items() if k not in ("MCP_CONFIG", "MCP_LOG_FILE")}
+    env["SIDEKICK_HOME"] = str(tmp_path)  # no .env there: the settings above only
     res = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
     )
     assert res.returncode == 0, res.stderr
     modes = dict(line.split() for line in res.stdout.splitlines())
