@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import fields
 from datetime import datetime
 
 from bot.usage.meter import Meter, period_starts, usd
@@ -18,14 +19,8 @@ REQUEST_PURPOSES = ("chat", "scheduled")
 def _sum(groups: list[Group]) -> Group:
     total = Group("", "", 0, 0, 0, 0, 0, 0, 0.0, 0)
     for g in groups:
-        total.calls += g.calls
-        total.prompt_tokens += g.prompt_tokens
-        total.completion_tokens += g.completion_tokens
-        total.cached_tokens += g.cached_tokens
-        total.reasoning_tokens += g.reasoning_tokens
-        total.estimated_calls += g.estimated_calls
-        total.cost_usd += g.cost_usd
-        total.unpriced_calls += g.unpriced_calls
+        for name in [f.name for f in fields(Group)][2:]:  # every figure, after model and purpose
+            setattr(total, name, getattr(total, name) + getattr(g, name))
     return total
 
 
@@ -155,26 +150,16 @@ async def doctor_checks(meter: Meter, models: list[str]) -> list[CheckResult]:
             f"{usd(lim.cap)} ({100 * lim.share:.0f}%)"
             for lim in limits
         )
-        out.append(
-            CheckResult(
-                "budget",
-                not over,
-                state + (" — used up: no model is called" if over else ""),
-                "raise DAILY_BUDGET_USD / MONTHLY_BUDGET_USD, or wait for the next period",
-            )
-        )
+        state += " — used up: no model is called" if over else ""
+        fix = "raise DAILY_BUDGET_USD / MONTHLY_BUDGET_USD, or wait for the next period"
+        out.append(CheckResult("budget", not over, state, fix))
     else:
         out.append(CheckResult("budget", True, "no USD budget set (DAILY/MONTHLY_BUDGET_USD)"))
     unpriced = [m for m in models if meter.prices.lookup(m) is None]
     if unpriced:
         usd_budget = bool(meter.settings.daily_budget_usd or meter.settings.monthly_budget_usd)
-        out.append(
-            CheckResult(
-                "prices",
-                not usd_budget,
-                f"no price for {', '.join(unpriced)}: counted in tokens only"
-                + ("; the USD budget cannot see their cost" if usd_budget else ""),
-                "add them to PRICES (model=input/output[/cached] USD per 1M tokens)",
-            )
-        )
+        detail = f"no price for {', '.join(unpriced)}: counted in tokens only"
+        detail += "; the USD budget cannot see their cost" if usd_budget else ""
+        fix = "add them to PRICES (model=input/output[/cached] USD per 1M tokens)"
+        out.append(CheckResult("prices", not usd_budget, detail, fix))
     return out
