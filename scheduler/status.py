@@ -31,19 +31,13 @@ async def scheduler_checks(
             f"SESSION_SPLIT={policy.split} at {settings.session_split_time}; next split "
             f"{local:%Y-%m-%d %H:%M %Z} ({settings.timezone})"
         )
-    split_every = SPLIT_EVERY.total_seconds() / 60
-    sweep_every = SWEEP_EVERY.total_seconds() / 60
+    split_every = _every(SPLIT_EVERY.total_seconds() / 60)
+    sweep_every = _every(SWEEP_EVERY.total_seconds() / 60)
+    split = f"next run: at bot start, then {split_every}; {split_detail}"
+    sweep = f"next run: at bot start, then {sweep_every}; deletes expired memories"
     out = [
-        CheckResult(
-            "job session-split",
-            True,
-            f"next run: at bot start, then {_every(split_every)}; {split_detail}",
-        ),
-        CheckResult(
-            "job memory-sweep",
-            True,
-            f"next run: at bot start, then {_every(sweep_every)}; deletes expired memories",
-        ),
+        CheckResult("job session-split", True, split),
+        CheckResult("job memory-sweep", True, sweep),
     ]
     async with session_factory() as s:
         open_ = await repo.open_candidates(s, now)
@@ -58,13 +52,10 @@ async def scheduler_checks(
     out.append(CheckResult("sessions", True, detail))
     if failing:
         worst = failing[0]
-        out.append(
-            CheckResult(
-                "session archiving",
-                False,
-                f"{len(failing)} session(s) failed {FAILING_AFTER}+ times; last error of "
-                f"#{worst[0]}: {worst[1]}",
-                "check the model endpoint (LLM_*); archiving retries by itself, nothing is lost",
-            )
+        detail = (
+            f"{len(failing)} session(s) failed {FAILING_AFTER}+ times; last error of "
+            f"#{worst[0]}: {worst[1]}"
         )
+        fix = "check the model endpoint (LLM_*); archiving retries by itself, nothing is lost"
+        out.append(CheckResult("session archiving", False, detail, fix))
     return out
