@@ -16,24 +16,14 @@ TEST_QUERY = "weather"
 async def check_search(s: SearchSettings, http: httpx.AsyncClient) -> list[CheckResult]:
     backends = make_backends(s, http, Spacer(s.brave_rate_per_second))
     if not backends:
-        return [
-            CheckResult(
-                "search",
-                True,
-                "not configured (optional): set SEARXNG_URL or BRAVE_API_KEY to enable it",
-            )
-        ]
+        off = "not configured (optional): set SEARXNG_URL or BRAVE_API_KEY to enable it"
+        return [CheckResult("search", True, off)]
     out: list[CheckResult] = []
     if s.search_provider and s.search_provider != backends[0].name:
         wanted = "SEARXNG_URL" if s.search_provider == "searxng" else "BRAVE_API_KEY"
-        out.append(
-            CheckResult(
-                "SEARCH_PROVIDER",
-                False,
-                f"{s.search_provider} chosen but {wanted} is not set; using {backends[0].name}",
-                f"set {wanted}, or change SEARCH_PROVIDER",
-            )
-        )
+        detail = f"{s.search_provider} chosen but {wanted} is not set; using {backends[0].name}"
+        fix = f"set {wanted}, or change SEARCH_PROVIDER"
+        out.append(CheckResult("SEARCH_PROVIDER", False, detail, fix))
     for i, backend in enumerate(backends):
         role = "primary" if i == 0 else "fallback"
         name = f"search: {backend.name} ({role})"
@@ -42,12 +32,7 @@ async def check_search(s: SearchSettings, http: httpx.AsyncClient) -> list[Check
         except BackendError as exc:
             out.append(CheckResult(name, False, exc.detail, exc.fix))
             continue
-        out.append(
-            CheckResult(
-                name,
-                bool(hits),
-                f"{backend.label}: {len(hits)} results for {TEST_QUERY!r}",
-                "the backend answered but found nothing: check its engines (SearXNG) or plan",
-            )
-        )
+        detail = f"{backend.label}: {len(hits)} results for {TEST_QUERY!r}"
+        fix = "the backend answered but found nothing: check its engines (SearXNG) or plan"
+        out.append(CheckResult(name, bool(hits), detail, fix))
     return out
