@@ -8,9 +8,11 @@ UTF-16 code units, as Telegram counts them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
+
+from telegramify_markdown.entity import utf16_len
 
 from db.models.code import CodeExecution
 from db.repos.code import CodeStats
@@ -21,10 +23,6 @@ MAX_DAYS = 365
 MAX_FAILURES = 20
 STATS_USAGE = f"Usage: /codestats [days] (a whole number 1-{MAX_DAYS}, default 7)"
 FAILURES_USAGE = f"Usage: /codefailures [n] (a whole number 1-{MAX_FAILURES}, default 5)"
-
-
-def utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
 
 
 @dataclass
@@ -124,6 +122,4 @@ def full_report(row: CodeExecution, tz: ZoneInfo) -> tuple[str, bytes]:
 
 
 def window_start(now: datetime, days: int) -> datetime:
-    from datetime import timedelta
-
     return now - timedelta(days=days)

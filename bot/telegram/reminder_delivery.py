@@ -8,27 +8,17 @@ records it. 403 (the user blocked the bot) and 400 (chat gone) are final.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 
 from aiogram import Bot
-from aiogram.exceptions import (
-    TelegramBadRequest,
-    TelegramForbiddenError,
-    TelegramNetworkError,
-    TelegramRetryAfter,
-    TelegramServerError,
-)
+from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError
 from aiogram.types import MessageEntity
 
-from bot.telegram.render import Chunk, render, split_plain
+from bot.telegram.render import Chunk, render, split_plain, with_retry
 from db.repos.schedule import Recipient
 from scheduler.reminders import DeliveryRejected, RecipientBlocked
 
-log = logging.getLogger(__name__)
-
 ATTEMPTS = 4
-MAX_RETRY_AFTER_S = 60.0
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -50,28 +40,19 @@ class TelegramDelivery:
         return ids[0]
 
     async def _send(self, chat: int, text: str, entities: list[MessageEntity]) -> int:
-        for attempt in range(1, self.attempts + 1):
-            try:
-                msg = await self.bot.send_message(
+        try:
+            msg = await with_retry(
+                lambda: self.bot.send_message(
                     chat, text, entities=entities or None, parse_mode=None
-                )
-                return msg.message_id
-            except TelegramForbiddenError as exc:
-                raise RecipientBlocked(str(exc)) from exc
-            except TelegramBadRequest as exc:
-                if entities:  # the formatting was refused: the same text, plain
-                    entities = []
-                    continue
-                raise DeliveryRejected(str(exc)) from exc
-            except TelegramRetryAfter as exc:
-                if attempt == self.attempts:
-                    raise
-                delay = min(float(exc.retry_after), MAX_RETRY_AFTER_S)
-                log.warning("reminder to chat %d: Telegram asked to wait %.0f s (429)", chat, delay)
-                await self.sleep(delay)
-            except (TelegramNetworkError, TelegramServerError) as exc:
-                if attempt == self.attempts:
-                    raise
-                log.warning("reminder to chat %d: %s; retrying", chat, type(exc).__name__)
-                await self.sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
-        raise AssertionError("unreachable")
+                ),
+                f"reminder to chat {chat}",
+                attempts=self.attempts,
+                sleep=self.sleep,
+            )
+        except TelegramForbiddenError as exc:
+            raise RecipientBlocked(str(exc)) from exc
+        except TelegramBadRequest as exc:
+            if entities:  # the formatting was refused: the same text, plain
+                return await self._send(chat, text, [])
+            raise DeliveryRejected(str(exc)) from exc
+        return msg.message_id

@@ -58,22 +58,28 @@ def tail(markdown: str, limit: int = MAX_UTF16) -> Chunk:
     return chunks[-1]
 
 
-async def with_retry(call: Callable[[], Awaitable[T]], what: str = "telegram call") -> T:
+async def with_retry(
+    call: Callable[[], Awaitable[T]],
+    what: str = "telegram call",
+    *,
+    attempts: int = MAX_ATTEMPTS,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> T:
     """Run a Bot API call, waiting out 429 and retrying network/5xx errors, bounded."""
-    for attempt in range(1, MAX_ATTEMPTS + 1):
+    for attempt in range(1, attempts + 1):
         try:
             return await call()
         except TelegramRetryAfter as exc:
-            if attempt == MAX_ATTEMPTS:
+            if attempt == attempts:
                 raise
             delay = min(float(exc.retry_after), MAX_RETRY_AFTER_S)
             log.warning("%s: Telegram asked to wait %.0f s (429)", what, delay)
-            await asyncio.sleep(delay)
+            await sleep(delay)
         except (TelegramNetworkError, TelegramServerError) as exc:
-            if attempt == MAX_ATTEMPTS:
+            if attempt == attempts:
                 raise
             log.warning("%s failed (%s); retrying", what, type(exc).__name__)
-            await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
+            await sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
     raise AssertionError("unreachable")
 
 
