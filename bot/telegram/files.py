@@ -28,15 +28,12 @@ async def download(bot: Bot, item: MediaItem, dest: Path, max_bytes: int) -> Non
     """getFile, then stream the file to `dest`, stopping past `max_bytes`."""
     try:
         info = await with_retry(lambda: bot.get_file(item.file_id), "getFile")
-    except TelegramBadRequest as exc:
-        if "too big" in str(exc).lower():
+    except TelegramAPIError as exc:
+        if isinstance(exc, TelegramBadRequest) and "too big" in str(exc).lower():
             raise MediaError(
                 f"{item.name} is over the 20 MB that bots may download from Telegram; "
                 "please send a smaller file."
             ) from None
-        log.warning("getFile failed: %s", exc)
-        raise MediaError(f"Telegram would not give me {item.name}; please send it again.") from None
-    except TelegramAPIError as exc:
         log.warning("getFile failed: %s", exc)
         raise MediaError(f"Telegram would not give me {item.name}; please send it again.") from None
     if info.file_size is not None and info.file_size > max_bytes:
