@@ -79,19 +79,12 @@ class Scheduler:
     ) -> None:
         self.jobs = jobs
         self._guard = guard
-        self._specs: list[JobSpec] = (
-            []
-            if jobs is None
-            else [
-                (
-                    "session-split",
-                    "archive sessions whose period ended, and pending summaries",
-                    SPLIT_EVERY,
-                    jobs.split_sessions,
-                ),
-                ("memory-sweep", "delete expired memories", SWEEP_EVERY, jobs.sweep_memories),
-            ]
-        )
+        self._specs: list[JobSpec] = []
+        if jobs is not None:
+            split = "archive sessions whose period ended, and pending summaries"
+            self._specs.append(("session-split", split, SPLIT_EVERY, jobs.split_sessions))
+            sweep = ("memory-sweep", "delete expired memories", SWEEP_EVERY, jobs.sweep_memories)
+            self._specs.append(sweep)
         self._specs.extend(extra)  # e.g. reminders (scheduler/reminders.py)
         self._aps: AsyncIOScheduler | None = None
         self._running: set[asyncio.Task[Any]] = set()
@@ -131,14 +124,8 @@ class Scheduler:
         # APScheduler logs two INFO lines per run ("Running job", "executed successfully"):
         # every minute, forever. Our jobs log what they did; keep its warnings and errors.
         logging.getLogger("apscheduler").setLevel(logging.WARNING)
-        aps = AsyncIOScheduler(
-            timezone=UTC,
-            job_defaults={
-                "coalesce": True,
-                "misfire_grace_time": MISFIRE_GRACE_S,
-                "max_instances": 1,
-            },
-        )
+        defaults = {"coalesce": True, "misfire_grace_time": MISFIRE_GRACE_S, "max_instances": 1}
+        aps = AsyncIOScheduler(timezone=UTC, job_defaults=defaults)
         now = datetime.now(UTC)
         # Runs land on whole minutes (a reminder for 09:00 fires at 09:00:00, not 09:00:59).
         minute = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
