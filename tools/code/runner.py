@@ -263,13 +263,9 @@ class CodeRunner:
         finally:
             if proc.returncode is None:
                 self._stop(proc.pid)
-            for task in (
-                *readers,
-                feeder,
-                *([poller] if poller else []),
-                *([disk] if disk else []),
-            ):
-                task.cancel()
+            for task in (*readers, feeder, poller, disk):
+                if task is not None:
+                    task.cancel()
             if pidfd is not None:
                 loop.remove_reader(pidfd)
                 os.close(pidfd)

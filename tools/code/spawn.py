@@ -11,31 +11,21 @@ from tools.code.sandbox import Plan
 
 
 async def spawn(plan: Plan) -> asyncio.subprocess.Process:
-    if not plan.piped_args:
-        return await asyncio.create_subprocess_exec(
-            *plan.argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=plan.cwd,
-            env=plan.env,
-            preexec_fn=plan.preexec,
-            start_new_session=True,
-        )
-    data = b"".join(arg.encode() + b"\0" for arg in plan.piped_args)
-    read_fd, write_fd = os.pipe()
-    try:
-        # A few KB: it fits in the pipe's buffer, so this write cannot block.
+    argv, read_fd = plan.argv, None
+    if plan.piped_args:
+        read_fd, write_fd = os.pipe()
         try:
-            os.write(write_fd, data)
+            # A few KB: it fits in the pipe's buffer, so this write cannot block.
+            os.write(write_fd, b"".join(arg.encode() + b"\0" for arg in plan.piped_args))
+        except BaseException:
+            os.close(read_fd)
+            raise
         finally:
             os.close(write_fd)
-        at = plan.args_at
+        argv = [*argv[: plan.args_at], "--args", str(read_fd), *argv[plan.args_at :]]
+    try:
         return await asyncio.create_subprocess_exec(
-            *plan.argv[:at],
-            "--args",
-            str(read_fd),
-            *plan.argv[at:],
+            *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -43,7 +33,8 @@ async def spawn(plan: Plan) -> asyncio.subprocess.Process:
             env=plan.env,
             preexec_fn=plan.preexec,
             start_new_session=True,
-            pass_fds=(read_fd,),
+            pass_fds=() if read_fd is None else (read_fd,),
         )
     finally:
-        os.close(read_fd)
+        if read_fd is not None:
+            os.close(read_fd)
