@@ -74,13 +74,9 @@ def to_openai(msg: StoredMessage) -> dict[str, Any]:
     return {"role": "user", "content": msg.content}
 
 
-def _cost(m: dict[str, Any]) -> int:
-    return estimate_tokens(json.dumps(m, ensure_ascii=False))
-
-
 def message_cost(m: dict[str, Any]) -> int:
     """A wire message's token estimate, as trim_history counts it."""
-    return _cost(m)
+    return estimate_tokens(json.dumps(m, ensure_ascii=False))
 
 
 def trim_history(
@@ -96,7 +92,7 @@ def trim_history(
     used = 0
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        cost = costs[i] if costs is not None else _cost(m)
+        cost = costs[i] if costs is not None else message_cost(m)
         if kept and used + cost > budget:
             break
         kept.append(m)
