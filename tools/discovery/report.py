@@ -77,30 +77,17 @@ def doctor_checks(disc: Discovery | None, mcp: McpManager | None) -> list[CheckR
         cat = disc.catalog()
         plan = disc.plan(-1, cat)
         shown = list(cat.core) + plan.direct
-        first = count_payload([(cat.core.get(n) or cat.extensions[n]).schema() for n in shown]) + (
-            cat.meta_cost if plan.meta else 0
-        )
+        first = count_payload([(cat.core.get(n) or cat.extensions[n]).schema() for n in shown])
+        first += cat.meta_cost if plan.meta else 0
         detail = (
             f"{len(cat.core)} core + {len(cat.extensions)} extension tools; "
             f"first call ~{first} of {disc.budget} tokens ({tokenizer_name()})"
             + (", the rest via tool_search" if plan.meta else "")
         )
-        out.append(
-            CheckResult(
-                "tools",
-                first <= disc.budget,
-                detail,
-                "raise TOOL_TOKEN_BUDGET: the core tools alone do not fit",
-            )
-        )
-    if mcp is not None:
-        for st in mcp.status():
-            out.append(
-                CheckResult(
-                    f"MCP {st.name}",
-                    st.up,
-                    f"up, {st.tools} tools" if st.up else (st.error or "not running"),
-                    "check its command/url in MCP_CONFIG; run the command by hand to see errors",
-                )
-            )
+        fix = "raise TOOL_TOKEN_BUDGET: the core tools alone do not fit"
+        out.append(CheckResult("tools", first <= disc.budget, detail, fix))
+    fix = "check its command/url in MCP_CONFIG; run the command by hand to see errors"
+    for st in mcp.status() if mcp is not None else []:
+        state = f"up, {st.tools} tools" if st.up else (st.error or "not running")
+        out.append(CheckResult(f"MCP {st.name}", st.up, state, fix))
     return out

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 class DiscoveringTools(RequestTools):
     """Per request: which schemas the model sees; grows as tools are explained."""
 
