@@ -75,16 +75,11 @@ def short_date(value: object) -> str | None:
 
 
 def dedupe(hits: list[Hit], limit: int) -> list[Hit]:
-    seen: set[str] = set()
-    out: list[Hit] = []
+    """The first hit of each URL, in order, at most `limit`."""
+    first: dict[str, Hit] = {}
     for hit in hits:
-        if hit.url in seen:
-            continue
-        seen.add(hit.url)
-        out.append(hit)
-        if len(out) >= limit:
-            break
-    return out
+        first.setdefault(hit.url, hit)
+    return list(first.values())[:limit]
 
 
 def hit_from(raw: object, snippet_field: str, date_fields: tuple[str, ...]) -> Hit | None:
@@ -98,9 +93,5 @@ def hit_from(raw: object, snippet_field: str, date_fields: tuple[str, ...]) -> H
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         return None
     date = next((d for d in (short_date(raw.get(f)) for f in date_fields) if d), None)
-    return Hit(
-        title=text.title(raw.get("title")) or url,
-        url=url,
-        snippet=text.snippet(raw.get(snippet_field)),
-        date=date,
-    )
+    title = text.title(raw.get("title")) or url
+    return Hit(title, url, text.snippet(raw.get(snippet_field)), date)
