@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -33,34 +34,9 @@ async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> Seq
     return list((await s.execute(stmt)).scalars())
 
 
-async def add(
-    s: AsyncSession,
-    *,
-    session_id: int,
-    first_message_id: int,
-    last_message_id: int,
-    first_turn: int,
-    last_turn: int,
-    covers_from: datetime,
-    covers_to: datetime,
-    summary: str,
-    verified: bool,
-    reason: str | None,
-    now: datetime,
-) -> SessionCompression:
-    row = SessionCompression(
-        session_id=session_id,
-        first_message_id=first_message_id,
-        last_message_id=last_message_id,
-        first_turn=first_turn,
-        last_turn=last_turn,
-        covers_from=covers_from,
-        covers_to=covers_to,
-        summary=summary,
-        verified=verified,
-        reason=reason,
-        created_at=now,
-    )
+async def add(s: AsyncSession, *, now: datetime, **fields: Any) -> SessionCompression:
+    """One compression row (its columns as keywords), created `now`."""
+    row = SessionCompression(**fields, created_at=now)
     s.add(row)
     await s.flush()
     return row
