@@ -38,21 +38,17 @@ ROTATE_KEEP = 3
 
 
 def setup_logging(
-    level: str,
-    secrets: list[str],
-    file: Path | None = None,
-    console_level: str | None = None,
-    rotating: Path | None = None,
+    level: str, secrets: list[str], file: Path | None = None, rotating: Path | None = None
 ) -> None:
-    """Log lines to stderr, or with `file` to that file and only `console_level` and up to
-    stderr (the terminal chat keeps its screen for the conversation). With `rotating`, every
-    line also goes to that file, rotated."""
+    """Log lines to stderr, or with `file` to that file and only errors to stderr (the
+    terminal chat keeps its screen for the conversation). With `rotating`, every line also
+    goes to that file, rotated."""
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     scrubber = Scrubber(secrets)
     console = logging.StreamHandler(sys.stderr)
     handlers: list[logging.Handler] = [console]
     if file is not None:
-        console.setLevel(console_level or "ERROR")
+        console.setLevel(logging.ERROR)
         handlers.append(logging.FileHandler(file, encoding="utf-8"))
     if rotating is not None:
         handlers.append(
@@ -66,15 +62,6 @@ def setup_logging(
     root = logging.getLogger()
     root.handlers[:] = handlers
     root.setLevel(level.upper())
-    noisy_loggers = (
-        "httpx",
-        "httpx2",
-        "httpcore",
-        "httpcore2",
-        "aiogram.event",
-        "openai",
-        "apscheduler",
-        "alembic",
-    )
-    for noisy in noisy_loggers:
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    noisy = ("httpx", "httpx2", "httpcore", "httpcore2", "aiogram.event", "apscheduler", "alembic")
+    for name in noisy:
+        logging.getLogger(name).setLevel(logging.WARNING)
