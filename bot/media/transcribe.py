@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 import httpx
 
@@ -25,20 +26,16 @@ HOW_TO_ENABLE = (
 VOICE_OFF = f"Voice messages are off here. To turn them on, {HOW_TO_ENABLE}."
 
 
+@dataclass
 class Transcriber:
-    def __init__(
-        self,
-        http: httpx.AsyncClient,
-        base_url: str | None,
-        api_key: str | None,
-        model: str,
-        timeout_s: float,
-    ) -> None:
-        self.http = http
-        self.base_url = base_url.rstrip("/") if base_url else None
-        self.api_key = api_key
-        self.model = model
-        self.timeout_s = timeout_s
+    http: httpx.AsyncClient
+    base_url: str | None  # None: voice messages are off
+    api_key: str | None
+    model: str
+    timeout_s: float
+
+    def __post_init__(self) -> None:
+        self.base_url = self.base_url.rstrip("/") if self.base_url else None
 
     @property
     def enabled(self) -> bool:

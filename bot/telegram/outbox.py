@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -64,11 +65,11 @@ def _notice(u: repo.Unanswered, now: datetime) -> dict[str, Any]:
             "deliver_after": now, "attempts": 0}  # fmt: skip
 
 
+@dataclass
 class Outbox:
-    def __init__(self, bot: Bot, sf: SessionFactory, clock: Clock) -> None:
-        self.bot = bot
-        self.sf = sf
-        self.clock = clock
+    bot: Bot
+    sf: SessionFactory
+    clock: Clock
 
     async def queue(self, chat_id: int, about: int | None, chunks: list[Chunk]) -> None:
         """Keep the chunks Telegram did not take, to send when it is back."""

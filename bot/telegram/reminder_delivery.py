@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError
@@ -22,11 +23,12 @@ ATTEMPTS = 4
 Sleep = Callable[[float], Awaitable[None]]
 
 
+@dataclass
 class TelegramDelivery:
-    def __init__(self, bot: Bot, *, sleep: Sleep = asyncio.sleep, attempts: int = ATTEMPTS) -> None:
-        self.bot = bot
-        self.sleep = sleep
-        self.attempts = attempts
+    bot: Bot
+    _: KW_ONLY
+    sleep: Sleep = asyncio.sleep
+    attempts: int = ATTEMPTS
 
     async def __call__(self, recipient: Recipient, text: str, markdown: bool) -> int:
         """Send the text (split if long); the id of its first message."""

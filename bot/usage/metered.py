@@ -4,6 +4,7 @@ recorded after, in its own transaction (these calls are off the chat's hot path)
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from bot.llm.client import LLMClient
@@ -15,10 +16,10 @@ log = logging.getLogger(__name__)
 UNATTRIBUTED = ModelCall("chat")
 
 
+@dataclass
 class MeteredModel:
-    def __init__(self, llm: LLMClient, meter: Meter) -> None:
-        self.llm = llm
-        self.meter = meter
+    llm: LLMClient
+    meter: Meter
 
     async def complete_text(
         self,

@@ -10,6 +10,7 @@ Every failure becomes a SpeechError whose text is one sentence for the user.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import httpx
 
@@ -28,22 +29,17 @@ class SpeechError(Exception):
         self.missing = missing
 
 
+@dataclass
 class Synthesizer:
-    def __init__(
-        self,
-        http: httpx.AsyncClient,
-        base_url: str,
-        api_key: str | None,
-        model: str,
-        voice: str,
-        timeout_s: float,
-    ) -> None:
-        self.http = http
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.model = model
-        self.voice = voice
-        self.timeout_s = timeout_s
+    http: httpx.AsyncClient
+    base_url: str
+    api_key: str | None
+    model: str
+    voice: str
+    timeout_s: float
+
+    def __post_init__(self) -> None:
+        self.base_url = self.base_url.rstrip("/")
 
     @property
     def url(self) -> str:

@@ -60,11 +60,11 @@ def user_key(telegram_user_id: int | None, user_id: int) -> str:
     return f"tg{telegram_user_id}" if telegram_user_id is not None else f"u{user_id}"
 
 
+@dataclass
 class InputStore:
     """The uploads of each user, newest kept, bounded in count and bytes."""
 
-    def __init__(self, base: Path) -> None:
-        self.base = base
+    base: Path
 
     def dir_for(self, key: str) -> Path:
         return self.base / key

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from tools.base import ToolError
@@ -22,10 +23,10 @@ NOT_CONFIGURED = (
 )
 
 
+@dataclass
 class SearchService:
-    def __init__(self, backends: list[Backend], cache: TTLCache[dict[str, Any]]) -> None:
-        self.backends = backends
-        self.cache = cache
+    backends: list[Backend]
+    cache: TTLCache[dict[str, Any]]
 
     async def search(self, query: Query) -> dict[str, Any]:
         if not self.backends:
