@@ -58,11 +58,17 @@ def restart_notice(text: str) -> str:
     )
 
 
+def _row(
+    chat_id: int, about: int | None, kind: str, text: str, now: datetime, **extra: Any
+) -> dict[str, Any]:
+    """One outbox row, due now; `about`: the user's message it concerns."""
+    return {"chat_id": chat_id, "telegram_message_id": about, "kind": kind, "text": text,
+            "created_at": now, "deliver_after": now, "attempts": 0, **extra}  # fmt: skip
+
+
 def _notice(u: repo.Unanswered, now: datetime) -> dict[str, Any]:
-    return {"chat_id": u.chat_id, "user_id": u.user_id,
-            "telegram_message_id": u.telegram_message_id, "kind": "notice",
-            "text": restart_notice(u.text), "entities": None, "created_at": now,
-            "deliver_after": now, "attempts": 0}  # fmt: skip
+    text = restart_notice(u.text)
+    return _row(u.chat_id, u.telegram_message_id, "notice", text, now, user_id=u.user_id)
 
 
 @dataclass
@@ -74,19 +80,10 @@ class Outbox:
     async def queue(self, chat_id: int, about: int | None, chunks: list[Chunk]) -> None:
         """Keep the chunks Telegram did not take, to send when it is back."""
         now = self.clock()
-        rows = [
-            {
-                "chat_id": chat_id,
-                "telegram_message_id": about,
-                "kind": "answer",
-                "text": text,
-                "entities": json.dumps([e.model_dump(exclude_none=True) for e in entities]),
-                "created_at": now,
-                "deliver_after": now,
-                "attempts": 0,
-            }
-            for text, entities in chunks
-        ]
+        rows = []
+        for text, entities in chunks:
+            kept = json.dumps([e.model_dump(exclude_none=True) for e in entities])
+            rows.append(_row(chat_id, about, "answer", text, now, entities=kept))
         async with self.sf() as s, s.begin():
             await repo.add(s, rows)
         log.warning(
@@ -100,11 +97,8 @@ class Outbox:
         """Record that the user's message got a reply another way (the error line), so a
         restart does not ask them to send it again."""
         now = self.clock()
-        row = {"chat_id": chat_id, "telegram_message_id": about, "kind": "settled",
-               "text": "", "created_at": now, "deliver_after": now, "attempts": 0,
-               "sent_at": now}  # fmt: skip
         async with self.sf() as s, s.begin():
-            await repo.add(s, [row])
+            await repo.add(s, [_row(chat_id, about, "settled", "", now, sent_at=now)])
 
     async def ask_about_unanswered(self, started: datetime) -> int:
         """Queue a notice for each message a restart left unanswered; how many."""
