@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +20,6 @@ from bot.media.errors import MediaError
 from bot.media.settings import MediaSettings
 from bot.media.transcribe import VOICE_OFF, Transcriber
 from tools.code.files import INPUT_DIR, InputStore
-
-log = logging.getLogger(__name__)
 
 AUDIO_KINDS = ("voice", "audio", "video_note")
 EXCERPT_CHARS = 2000  # of a long document, shown inline

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,8 +25,6 @@ from db.engine import SessionFactory
 from db.repos import usage as repo
 from tools.base import Clock
 from tools.model_call import ModelCall
-
-log = logging.getLogger(__name__)
 
 WARN_AT = 0.8
 RELOAD_AFTER = timedelta(minutes=1)

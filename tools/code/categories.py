@@ -7,20 +7,6 @@ import signal
 
 from tools.code.runner import RunResult
 
-CATEGORIES = (
-    "syntax",
-    "import",
-    "type",
-    "reference",
-    "timeout",
-    "network",
-    "runtime",
-    "memory",
-    "output_limit",
-    "killed",
-    "sandbox",
-)
-
 # Bun's parser prints `error: Unexpected ;` or `error: Expected "(" but found ...`,
 # never the word SyntaxError; SyntaxError: is the runtime's (eval, new Function).
 _SYNTAX = re.compile(
