@@ -30,6 +30,7 @@ from tools.code.modes import INSTALL_BWRAP, choose_mode, protection
 from tools.code.runner import CodeRunner, RunResult
 from tools.code.sandbox import Mode
 from tools.code.settings import CodeSettings
+from tools.effects import NONE, Effects, effects
 from tools.fetch.policy import Policy
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class CodeService:
         self.sf: SessionFactory = deps.session_factory
         self.clock: Clock = deps.clock
         self.default_timeout = s.code_timeout_ms
-        network = s.code_network == "on"
+        network = self.network = s.code_network == "on"
         mode, self.mode_reason = choose_mode(s.code_sandbox, network)
         self.mode: Mode | Literal["refused"] = mode or "refused"
         private_ok = s.code_private_networks == "on"
@@ -215,11 +216,13 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
             raise ToolError("status needs `job_id` (returned by generate)")
         return await service.jobs.status(p.job_id, call.ctx.user_id)
 
+    ran: Effects = effects(writes=("execution", "internet") if service.network else ("execution",))
     return Tool(
         name="code",
         description=DESCRIPTION,
         params=CodeParams,
         run=run,
+        effects=lambda p: ran if p.action == "execute" else NONE,
     )
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
+from tools.effects import effects
 from tools.schedule import jobs
 from tools.schedule.parse import Fields, build_spec
 from tools.schedule.times import describe, local_text
@@ -19,6 +20,7 @@ wall-clock fields: `at` (YYYY-MM-DD HH:MM, HH:MM, tomorrow HH:MM), `in_minutes`,
 (30m, 2h; `at` = first run) or `daily_at` HH:MM with `days` (weekdays, weekends,
 mon,wed,fri). Never convert to UTC. On an error (time passed or unclear), ask the user or
 follow its hint. list: ids and next runs. cancel/pause/resume: by `job_id`."""
+WRITES = effects(writes=("memory",))
 
 
 class ScheduleParams(BaseModel):
@@ -75,6 +77,9 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
         description=DESCRIPTION,
         params=ScheduleParams,
         run=run,
+        # Reminders and tasks are kept for the user like memories; a task's own tool calls
+        # are gated when it runs.
+        effects=lambda p: effects(reads=("memory",)) if p.action == "list" else WRITES,
     )
 
 
