@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from bot.agent.approvals import Choice, Question
 from bot.agent.runner import Events, Incoming
 from bot.app import App, build_app
 from bot.config import Settings, require
@@ -25,6 +26,8 @@ from bot.terminal_commands import Who, run_command
 from scheduler.setup import Scheduler
 
 PROMPT = "you> "
+ASK = "Allow? y = once, a = always for this tool, n = no: "
+CHOICES: dict[str, Choice] = {"y": "once", "yes": "once", "a": "always", "always": "always"}
 HISTORY_FILE = "chat_history"  # in DATA_DIR
 HISTORY_LINES = 1000
 
@@ -106,6 +109,40 @@ async def read_line(source: LineSource, prompt: str) -> str | None:
     return await future
 
 
+class TerminalAsker:
+    """Approvals in the terminal: y (once), a (always), anything else no. A question during an
+    answer reads the next line itself; one from a scheduled task while the prompt waits
+    takes the line the prompt reads (`take`), so two reads never race for stdin."""
+
+    def __init__(self, source: LineSource) -> None:
+        self.source = source
+        self.idle = False  # the prompt is waiting for a line
+        self.pending: asyncio.Future[str] | None = None
+        self.lock = asyncio.Lock()
+
+    async def __call__(self, q: Question) -> Choice:
+        async with self.lock:
+            sys.stdout.write(f"\n🔐 May I do this?\n{q.action}\n({q.effects})\n")
+            if self.idle:
+                self.pending = asyncio.get_running_loop().create_future()
+                sys.stdout.write(ASK)
+                sys.stdout.flush()
+                try:
+                    line: str | None = await self.pending
+                finally:
+                    self.pending = None
+            else:
+                line = await read_line(self.source, ASK)
+        return CHOICES.get((line or "").strip().lower(), "deny")
+
+    def take(self, line: str) -> bool:
+        """Give the prompt's line to a waiting question; False when none waits."""
+        if self.pending is None or self.pending.done():
+            return False
+        self.pending.set_result(line)
+        return True
+
+
 class Status:
     """The one line shown between Enter and the answer's first text ("thinking…", then the
     tool being run): a model on a CPU may take a minute to say anything. Only on a
@@ -178,6 +215,9 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
             scheduler.start()
         with line_editing(settings.data_dir / HISTORY_FILE):
             source = LineSource()
+            asker = TerminalAsker(source)
+            if app.agent.approvals is not None:
+                app.agent.approvals.asker = asker
             linked = f" as Telegram user {as_user}" if as_user is not None else ""
             print(
                 f"Sidekick in the terminal{linked}. /help lists the commands, "
@@ -186,7 +226,11 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
             )
             while True:
                 print(flush=True)
+                asker.idle = True
                 line = await read_line(source, PROMPT)
+                asker.idle = False
+                if line is not None and asker.take(line):
+                    continue
                 if line is None or line.strip() in {"/quit", "/exit"}:
                     break
                 line = line.strip()
