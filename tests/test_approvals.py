@@ -1,0 +1,126 @@
+"""What a tool declares (MCP annotations included), the policy that reads it, the gate's
+bookkeeping, and the terminal's y/n."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from bot.agent.approvals import DENIED, NOBODY, Question, action_text, needs_approval
+from bot.app import App
+from db.repos import approvals as repo
+from db.repos import core
+from tests.fakes.openai_server import Calls, FakeOpenAI, Text
+from tests.test_terminal_chat import run_chat
+from tests.tools_helpers import write_mcp_config
+from tools.base import RequestContext, Tool, ToolCall
+from tools.effects import Effects, effects, from_mcp
+from tools.mcp.convert import build_tool
+from tools.memory.tool import MEMORY_EFFECTS, MemoryParams
+
+CODE_NET = effects(writes=("execution", "internet"))
+CODE = effects(writes=("execution",))
+
+
+def hints(**kw: Any) -> types.ToolAnnotations:
+    return types.ToolAnnotations(**kw)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        (None, effects(writes=("internet",))),  # says nothing: it writes
+        (hints(), effects(writes=("internet",))),
+        (hints(read_only_hint=True), effects(reads=("internet",))),
+        (hints(read_only_hint=True, open_world_hint=False), effects(reads=("files",))),
+        (hints(read_only_hint=False, open_world_hint=False), effects(writes=("files",))),
+        (hints(destructive_hint=False), effects(writes=("internet",))),
+    ],
+)
+def test_mcp_effects_come_from_the_annotations(
+    annotations: types.ToolAnnotations | None, expected: Effects
+) -> None:
+    remote = types.Tool(name="t", input_schema={"type": "object"}, annotations=annotations)
+
+    async def call(name: str, args: dict[str, Any]) -> types.CallToolResult:
+        raise AssertionError("not called")
+
+    assert build_tool("srv", remote, call).effects == expected == from_mcp(annotations)
+
+
+@pytest.mark.parametrize(
+    ("fx", "scheduled", "deletions", "risky"),
+    [
+        (CODE_NET, False, 0, True),  # code with network access
+        (CODE, False, 0, False),  # code without: only in a scheduled task
+        (CODE, True, 0, True),
+        (effects(writes=("internet",)), False, 0, True),  # an MCP tool that writes
+        (effects(writes=("files",)), False, 0, True),
+        (effects(reads=("internet", "files")), True, 5, False),  # reading never asks
+        (MEMORY_EFFECTS["store"], True, 3, False),
+        (MEMORY_EFFECTS["forget"], False, 0, False),  # the first forget of a message
+        (MEMORY_EFFECTS["forget"], False, 1, True),  # the second
+    ],
+)
+def test_the_risky_policy(fx: Effects, scheduled: bool, deletions: int, risky: bool) -> None:
+    assert needs_approval("risky", fx, scheduled=scheduled, deletions=deletions) is risky
+    assert not needs_approval("off", fx, scheduled=scheduled, deletions=deletions)
+    assert needs_approval("all", fx, scheduled=scheduled, deletions=deletions) is bool(fx.writes)
+
+
+def test_action_text_is_exact_and_bounded() -> None:
+    text = action_text("code", {"action": "execute", "code": "console.log(1)\nx()", "n": None})
+    assert text == "code\naction: execute\ncode: console.log(1)\nx()"
+    long = action_text("code", {"code": "y" * 5000})
+    assert len(long) < 3100 and long.endswith("more characters)")
+
+
+async def test_the_second_forget_of_a_message_asks_and_the_audit_keeps_it(app: App) -> None:
+    gate = app.agent.approvals
+    assert gate is not None
+    asked: list[Question] = []
+
+    async def asker(q: Question) -> Any:
+        asked.append(q)
+        return "deny"
+
+    gate.asker = asker
+
+    async def forget(p: MemoryParams, call: ToolCall) -> str:
+        return "forgot"
+
+    tool = Tool("memory", "", MemoryParams, forget, effects=lambda p: MEMORY_EFFECTS[p.action])
+    ctx = RequestContext("r1", 1, 1, None, user_name="Ann", telegram_user_id=77)
+    async with app.session_factory() as s, s.begin():
+        ctx.user_id = (await core.get_or_create_user(s, 77, "Ann", app.deps.clock())).id
+    call = ToolCall(ctx, "c1")
+    args = {"action": "forget", "memory_id": 1}
+    params = MemoryParams.model_validate(args)
+    assert await gate.check(tool, params, args, call) is None and asked == []
+    assert await gate.check(tool, params, args, call) == DENIED
+    assert asked[0].action == "memory\naction: forget\nmemory_id: 1" and asked[0].user_name == "Ann"
+    [row] = await repo.log(app.session_factory, ctx.user_id)
+    assert (row.decision, row.tool, row.by_telegram_id) == ("denied", "memory", 77)
+    gate.asker = None  # nobody to ask (a bench, a script): not run
+    assert await gate.check(tool, params, args, call) == NOBODY
+
+
+async def test_the_terminal_asks_y_or_n(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    """`sidekick chat` with the fake MCP server (its tools carry no annotations: they write)."""
+    cfg = write_mcp_config(tmp_path)
+    call = Calls([("tool_explain", {"name": "fake__email_send"})])
+    send = Calls([("fake__email_send", {"target": "bob", "query": "sk-terminal-secret"})])
+    fake_llm.add(call, send, Text("Sent it."), call, send, Text("Did not send."))
+    stdin = "mail bob\ny\nmail bob again\nn\n"
+    code, out, err = await run_chat(tmp_path, fake_llm, stdin, MCP_CONFIG=str(cfg))
+    assert code == 0, err
+    assert out.count("May I do this?") == 2 and "fake__email_send" in out
+    assert "sk-terminal-secret" not in out and "[secret]" in out
+    results = [m["content"] for m in fake_llm.requests[2]["messages"] if m["role"] == "tool"]
+    assert results[-1].startswith("email_send ok")
+    results = [m["content"] for m in fake_llm.requests[5]["messages"] if m["role"] == "tool"]
+    assert results[-1] == DENIED
+    assert "Sent it." in out and "Did not send." in out
