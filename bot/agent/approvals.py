@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -16,6 +17,8 @@ from db.engine import SessionFactory
 from db.repos import approvals as repo
 from tools.base import Clock, Tool, ToolCall
 from tools.effects import Effects
+
+log = logging.getLogger(__name__)
 
 Choice = Literal["once", "always", "deny"]
 ACTION_LIMIT = 3000  # characters of the action shown: a Telegram message holds 4096
@@ -31,6 +34,7 @@ DECISIONS: dict[Choice | None, str] = {
 
 @dataclass(frozen=True)
 class Question:
+    key: int  # its row in the audit (db/repos/approvals.py): a press anywhere settles it
     user_id: int  # users.id: grants are theirs
     telegram_user_id: int | None  # who may answer (None: the terminal's local user)
     chat_id: int | None  # where to ask: the chat the message came from
@@ -88,8 +92,9 @@ class Approvals:
         if risky and not await repo.granted(self.sf, ctx.user_id, tool.name):
             if self.asker is None:
                 return NOBODY
-            action = self.scrub(action_text(tool.name, args))
-            q = Question(ctx.user_id, ctx.telegram_user_id, ctx.chat_id, ctx.user_name,
+            action, now = self.scrub(action_text(tool.name, args)), self.clock()
+            key = await repo.ask(self.sf, ctx.user_id, ctx.telegram_user_id, tool.name, action, now)
+            q = Question(key, ctx.user_id, ctx.telegram_user_id, ctx.chat_id, ctx.user_name,
                          tool.name, action, fx.text(), self.timeout_s)  # fmt: skip
             choice: Choice | None = None
             try:
@@ -97,13 +102,12 @@ class Approvals:
                     choice = await self.asker(q)
             except TimeoutError:
                 pass
-            by = ctx.telegram_user_id if choice is not None else None
-            await repo.decide(
-                self.sf, ctx.user_id, by, tool.name, action, DECISIONS[choice], self.clock()
-            )
-            if choice is None:
-                return TIMED_OUT.format(self.timeout_s)
-            if choice == "deny":
-                return DENIED
+            except Exception:  # could not ask (Telegram refused the message): not run
+                log.exception("asking for approval of %s failed", tool.name)
+                choice = "deny"
+            # The first answer stands: a press just before the timeout wins over it.
+            stands = await repo.settle(self.sf, key, DECISIONS[choice], self.clock())
+            if stands not in ("once", "always"):
+                return DENIED if stands == "denied" else TIMED_OUT.format(self.timeout_s)
         ctx.deletions += fx.deletes
         return None

@@ -1,43 +1,41 @@
 """Approvals in Telegram: the question with its three buttons, in the chat the message came
-from, answered only by the member whose message started the call (a stranger's press is a
+from, answered only by the member whose message started the call (anyone else's press is a
 toast and nothing else). The press arrives as its own update, outside the chat's order
-(bot/telegram/middlewares.py, chat_key): that chat's turn is the one waiting for it."""
+(bot/telegram/middlewares.py, chat_key): that chat's turn is the one waiting for it. It is
+settled in the database, so the worker that receives it need not be the one that asked."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
-from dataclasses import dataclass
 
 from aiogram import Bot
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.agent.approvals import Choice, Question
+from bot.agent.approvals import DECISIONS, Choice, Question
 from bot.telegram.render import send_chunk
+from db.engine import SessionFactory
+from db.repos import approvals as repo
+from tools.base import Clock
 
 PREFIX = "appr"
+POLL_S = 1.0  # a press another worker settled is seen within this
 BUTTONS: tuple[tuple[str, Choice], ...] = (
     ("Allow once", "once"), ("Always for this tool", "always"), ("Deny", "deny"),
 )  # fmt: skip
-SAID: dict[Choice | None, str] = {
-    "once": "✅ Allowed once.", "deny": "🚫 Denied.", None: "⌛ No answer in time: not run.",
+SAID = {
+    "once": "✅ Allowed once.", "denied": "🚫 Denied.",
     "always": "✅ Allowed, now and from now on (/approvals revokes it).",
+    repo.PENDING: "⌛ No answer in time: not run.",
 }  # fmt: skip
 CLOSED = "This question is closed."
 NOT_YOURS = "Not yours: only the person who asked can answer this."
 
 
 class Answer(CallbackData, prefix=PREFIX):
-    key: str
+    key: int
     choice: Choice
-
-
-@dataclass
-class Waiting:
-    owner: int | None  # the Telegram id that may answer
-    future: asyncio.Future[Choice]
 
 
 def question_text(q: Question) -> str:
@@ -50,41 +48,46 @@ def question_text(q: Question) -> str:
 
 
 class TelegramAsker:
-    def __init__(self, bot: Bot) -> None:
-        self.bot = bot
-        self.waiting: dict[str, Waiting] = {}
+    def __init__(self, bot: Bot, sf: SessionFactory, clock: Clock) -> None:
+        self.bot, self.sf, self.clock = bot, sf, clock
+        self.wake: dict[int, asyncio.Event] = {}  # questions this process waits for
 
     async def __call__(self, q: Question) -> Choice:
         if q.chat_id is None:
             return "deny"  # nowhere to ask
-        key = secrets.token_hex(6)
-        future: asyncio.Future[Choice] = asyncio.get_running_loop().create_future()
-        self.waiting[key] = Waiting(q.telegram_user_id, future)
-        text, sent, choice = question_text(q), None, None
+        event = self.wake[q.key] = asyncio.Event()
+        text, sent, decision = question_text(q), None, repo.PENDING
         row = [
-            InlineKeyboardButton(text=label, callback_data=Answer(key=key, choice=c).pack())
+            InlineKeyboardButton(text=label, callback_data=Answer(key=q.key, choice=c).pack())
             for label, c in BUTTONS
         ]
+        markup = InlineKeyboardMarkup(inline_keyboard=[row])
         try:
-            sent = await send_chunk(
-                self.bot, q.chat_id, text, [], InlineKeyboardMarkup(inline_keyboard=[row])
-            )
-            choice = await future
-            return choice
+            sent = await send_chunk(self.bot, q.chat_id, text, [], markup)
+            while decision == repo.PENDING:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(POLL_S):
+                        await event.wait()
+                found = await repo.question(self.sf, q.key)
+                decision = found.decision if found is not None else "denied"
+            return "once" if decision == "once" else "always" if decision == "always" else "deny"
         finally:  # also at the timeout: the buttons go, the outcome is said
-            del self.waiting[key]
+            del self.wake[q.key]
             if sent is not None:
                 with contextlib.suppress(Exception):
+                    said = SAID.get(decision, SAID["denied"])
                     await self.bot.edit_message_text(
-                        f"{text}\n\n{SAID[choice]}", chat_id=q.chat_id, message_id=sent
+                        f"{text}\n\n{said}", chat_id=q.chat_id, message_id=sent
                     )
 
-    def answer(self, key: str, presser: int, choice: Choice) -> str:
-        """A button press: the toast to show the presser."""
-        waiting = self.waiting.get(key)
-        if waiting is None or waiting.future.done():
+    async def press(self, key: int, presser: int, choice: Choice) -> str:
+        """A button press (in any worker): settle the question; the toast for the presser."""
+        found = await repo.question(self.sf, key)
+        if found is None or found.decision != repo.PENDING:
             return CLOSED
-        if waiting.owner is not None and presser != waiting.owner:
+        if found.by_telegram_id != presser:
             return NOT_YOURS
-        waiting.future.set_result(choice)
-        return SAID[choice]
+        stands = await repo.settle(self.sf, key, DECISIONS[choice], self.clock())
+        if key in self.wake:
+            self.wake[key].set()
+        return SAID[stands] if stands == DECISIONS[choice] else CLOSED

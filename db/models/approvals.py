@@ -1,5 +1,5 @@
 """Approvals: the tools a user allowed for good ("Always for this tool"), and the audit of
-every decision (allowed once or always, denied, timed out, revoked)."""
+every question and decision (allowed once or always, denied, timed out, revoked)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,11 @@ class ApprovalDecision(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    by_telegram_id: Mapped[int | None] = mapped_column(BigInteger)  # None: the terminal, nobody
+    # Who may answer, then who did (None: the terminal's local user; nobody, at a timeout).
+    by_telegram_id: Mapped[int | None] = mapped_column(BigInteger)
     tool: Mapped[str] = mapped_column(String(64))
     action: Mapped[str] = mapped_column(Text)  # what was asked, secrets masked
-    decision: Mapped[str] = mapped_column(String(16))  # once|always|denied|timeout|revoked
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # pending (asked, no answer yet) | once | always | denied | timeout | revoked
+    decision: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)  # asked
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

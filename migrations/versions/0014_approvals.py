@@ -36,6 +36,7 @@ def upgrade() -> None:
         sa.Column("action", sa.Text(), nullable=False),
         sa.Column("decision", sa.String(length=16), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("decided_at", sa.DateTime(), nullable=True),
         sa.ForeignKeyConstraint(["user_id"], ["users.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
     )

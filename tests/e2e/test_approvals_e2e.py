@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from bot.agent.approvals import DENIED
 from bot.app import App
-from bot.telegram.approval_ask import NOT_YOURS
+from bot.telegram.approval_ask import CLOSED, NOT_YOURS, Answer, TelegramAsker
 from db.models import ApprovalDecision
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import make_env
@@ -176,3 +176,16 @@ async def test_a_scheduled_task_asks_before_running_code_and_waits(tg: TG) -> No
     await tg.press(OWNER, button(question, "Allow once"))
     assert "Crunched." in await asyncio.wait_for(tick, 60)
     assert posted == ["from chat", "from the task"]
+
+
+async def test_a_press_another_worker_receives_settles_the_question(tg: TG) -> None:
+    posted: list[str] = []
+    with_post_tool(tg.app, posted)
+    question = await ask_to_post(tg, "via another worker")
+    key = Answer.unpack(button(question, "Allow once")).key
+    other = TelegramAsker(tg.runtime.bot, tg.app.session_factory, tg.app.deps.clock)
+    assert await other.press(key, 2001, "once") == NOT_YOURS
+    assert await other.press(key, OWNER, "once") == "✅ Allowed once."
+    assert (await tg.reply(OWNER)).text == "Done."  # the asking worker saw it in the database
+    assert posted == ["via another worker"]
+    assert await other.press(key, OWNER, "deny") == CLOSED

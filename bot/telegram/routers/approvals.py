@@ -41,7 +41,7 @@ def build_router() -> Router:
             await query.answer(CLOSED)
             return
         await query.answer(
-            asker.answer(callback_data.key, query.from_user.id, callback_data.choice)
+            await asker.press(callback_data.key, query.from_user.id, callback_data.choice)
         )
 
     @router.message(on_command("approvals"), flags={"command": "approvals"})
