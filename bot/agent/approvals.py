@@ -35,7 +35,6 @@ DECISIONS: dict[Choice | None, str] = {
 @dataclass(frozen=True)
 class Question:
     key: int  # its row in the audit (db/repos/approvals.py): a press anywhere settles it
-    user_id: int  # users.id: grants are theirs
     telegram_user_id: int | None  # who may answer (None: the terminal's local user)
     chat_id: int | None  # where to ask: the chat the message came from
     user_name: str
@@ -94,14 +93,17 @@ class Approvals:
                 return NOBODY
             action, now = self.scrub(action_text(tool.name, args)), self.clock()
             key = await repo.ask(self.sf, ctx.user_id, ctx.telegram_user_id, tool.name, action, now)
-            q = Question(key, ctx.user_id, ctx.telegram_user_id, ctx.chat_id, ctx.user_name,
-                         tool.name, action, fx.text(), self.timeout_s)  # fmt: skip
+            q = Question(key, ctx.telegram_user_id, ctx.chat_id, ctx.user_name, tool.name, action,
+                         fx.text(), self.timeout_s)  # fmt: skip
             choice: Choice | None = None
             try:
                 async with asyncio.timeout(self.timeout_s):
                     choice = await self.asker(q)
             except TimeoutError:
                 pass
+            except asyncio.CancelledError:  # the request ended (shutdown): so does the question
+                await asyncio.shield(repo.settle(self.sf, key, DECISIONS[None], self.clock()))
+                raise
             except Exception:  # could not ask (Telegram refused the message): not run
                 log.exception("asking for approval of %s failed", tool.name)
                 choice = "deny"
