@@ -59,10 +59,10 @@ async def decisions(app: App) -> list[tuple[str, str, int | None]]:
         return [(r.decision, r.tool, r.by_telegram_id) for r in rows]
 
 
-async def ask_to_post(tg: TG, body: str, chat: int = OWNER) -> Sent:
-    """The model calls `post`; the question the bot sends first."""
+async def ask_to_post(tg: TG, body: str, chat: int = OWNER, user: int = OWNER) -> Sent:
+    """`user` asks, the model calls `post`; the question the bot sends first."""
     tg.llm.add(Calls([("post", {"url": "https://example.org/x", "body": body})]), Text("Done."))
-    await tg.send(OWNER, "post it", chat_id=None if chat == OWNER else chat)
+    await tg.send(user, "post it", chat_id=None if chat == user else chat)
     question = await tg.reply(chat)
     assert question.reply_markup, question.text
     return question
@@ -138,7 +138,7 @@ async def test_always_then_revoked_with_approvals(tg: TG) -> None:
     assert [d for d, _, _ in await decisions(tg.app)] == ["always", "revoked", "denied"]
 
 
-async def test_only_the_member_who_asked_can_answer_in_a_group(
+async def test_in_a_group_only_the_member_who_asked_answers_and_grants_stay_theirs(
     make_tg: Callable[..., Awaitable[TG]],
 ) -> None:
     tg = await make_tg(group_replies="all")
@@ -154,10 +154,15 @@ async def test_only_the_member_who_asked_can_answer_in_a_group(
 
     await tg.server.wait_for(lambda: NOT_YOURS in toasts())
     assert posted == [] and tg.unread(group) == [] and "Allowed" not in question.text
-    await tg.press(OWNER, button(question, "Allow once"), chat_id=group)
+    await tg.press(OWNER, button(question, "Always"), chat_id=group)
     assert (await tg.reply(group)).text == "Done."
     assert posted == ["from the group"]
-    assert await decisions(tg.app) == [("once", "post", OWNER)]
+    # The other member is asked: OWNER's grant is OWNER's.
+    theirs = await ask_to_post(tg, "the other member's", chat=group, user=other)
+    await tg.press(other, button(theirs, "Deny"), chat_id=group)
+    assert (await tg.reply(group)).text == "Done."
+    assert posted == ["from the group"]
+    assert await decisions(tg.app) == [("always", "post", OWNER), ("denied", "post", other)]
 
 
 async def test_a_scheduled_task_asks_before_running_code_and_waits(tg: TG) -> None:
