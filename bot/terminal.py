@@ -68,6 +68,9 @@ class LineSource:
     def __init__(self) -> None:
         self.tty = sys.stdin.isatty()
         self.pending = b""
+        # The line being read: a reader given up on (an approval question that timed out)
+        # leaves it to the next one, so two threads never read at once.
+        self.reading: asyncio.Future[str | None] | None = None
 
     def read(self, prompt: str) -> str | None:
         if self.tty:
@@ -90,6 +93,8 @@ class LineSource:
 async def read_line(source: LineSource, prompt: str) -> str | None:
     """One line (None at end of input), read in a daemon thread: a read that never returns
     must not keep the process alive after Ctrl-C."""
+    if source.reading is not None:
+        return await _take(source, source.reading)
     loop = asyncio.get_running_loop()
     future: asyncio.Future[str | None] = loop.create_future()
 
@@ -106,7 +111,14 @@ async def read_line(source: LineSource, prompt: str) -> str | None:
             loop.call_soon_threadsafe(deliver, value)
 
     threading.Thread(target=work, name="chat-input", daemon=True).start()
-    return await future
+    source.reading = future
+    return await _take(source, future)
+
+
+async def _take(source: LineSource, future: asyncio.Future[str | None]) -> str | None:
+    line = await asyncio.shield(future)
+    source.reading = None
+    return line
 
 
 class TerminalAsker:
@@ -132,7 +144,12 @@ class TerminalAsker:
                 finally:
                     self.pending = None
             else:
-                line = await read_line(self.source, ASK)
+                try:
+                    line = await read_line(self.source, ASK)
+                except asyncio.CancelledError:
+                    sys.stdout.write(f"\n(No answer in time: not run.)\n{PROMPT}")
+                    sys.stdout.flush()
+                    raise
         return CHOICES.get((line or "").strip().lower(), "deny")
 
     def take(self, line: str) -> bool:

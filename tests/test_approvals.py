@@ -3,6 +3,7 @@ bookkeeping, and the terminal's y/n."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from bot.app import App
 from db.repos import approvals as repo
 from db.repos import core
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
-from tests.test_terminal_chat import run_chat
+from tests.test_terminal_chat import chat_env, run_chat, start_chat
 from tests.tools_helpers import write_mcp_config
 from tools.base import RequestContext, Tool, ToolCall
 from tools.effects import Effects, effects, from_mcp
@@ -124,3 +125,36 @@ async def test_the_terminal_asks_y_or_n(tmp_path: Path, fake_llm: FakeOpenAI) ->
     results = [m["content"] for m in fake_llm.requests[5]["messages"] if m["role"] == "tool"]
     assert results[-1] == DENIED
     assert "Sent it." in out and "Did not send." in out
+
+
+async def test_the_terminal_question_times_out_and_the_next_line_goes_to_the_chat(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    cfg = write_mcp_config(tmp_path)
+    call = Calls([("tool_explain", {"name": "fake__email_send"})])
+    fake_llm.add(call, Calls([("fake__email_send", {"target": "bob"})]), Text("Not sent."))
+    env = chat_env(tmp_path, fake_llm, MCP_CONFIG=str(cfg), APPROVAL_TIMEOUT_S="0.5")
+    proc = await start_chat(tmp_path, env)
+    assert proc.stdin is not None and proc.stdout is not None
+    out = b""
+
+    async def until(text: bytes) -> None:
+        nonlocal out
+        while text not in out:
+            chunk = await asyncio.wait_for(proc.stdout.read(4096), 60)  # type: ignore[union-attr]
+            assert chunk, out.decode()
+            out += chunk
+
+    try:
+        proc.stdin.write(b"mail bob\n")
+        await until(b"Not sent.")  # the question went unanswered
+        assert b"No answer in time" in out
+        proc.stdin.write(b"hello after\n")  # not swallowed by the question's read
+        await until(b"echo: hello after")
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert "did not answer" in str(fake_llm.requests[2]["messages"][-1]["content"])
