@@ -68,9 +68,9 @@ class LineSource:
     def __init__(self) -> None:
         self.tty = sys.stdin.isatty()
         self.pending = b""
-        # The line being read: a reader given up on (an approval question that timed out)
-        # leaves it to the next one, so two threads never read at once.
-        self.reading: asyncio.Future[str | None] | None = None
+        # A read its reader gave up on (an approval question that timed out): the next
+        # reader takes its line, so two threads never read at once and no line is lost.
+        self.abandoned: asyncio.Future[str | None] | None = None
 
     def read(self, prompt: str) -> str | None:
         if self.tty:
@@ -93,10 +93,14 @@ class LineSource:
 async def read_line(source: LineSource, prompt: str) -> str | None:
     """One line (None at end of input), read in a daemon thread: a read that never returns
     must not keep the process alive after Ctrl-C."""
-    if source.reading is not None:
-        return await _take(source, source.reading)
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[str | None] = loop.create_future()
+    future: asyncio.Future[str | None] | None = source.abandoned
+    source.abandoned = None
+    if future is not None:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        return await _take(source, future)
+    future = loop.create_future()
 
     def deliver(value: str | None) -> None:
         if not future.done():
@@ -111,14 +115,16 @@ async def read_line(source: LineSource, prompt: str) -> str | None:
             loop.call_soon_threadsafe(deliver, value)
 
     threading.Thread(target=work, name="chat-input", daemon=True).start()
-    source.reading = future
     return await _take(source, future)
 
 
 async def _take(source: LineSource, future: asyncio.Future[str | None]) -> str | None:
-    line = await asyncio.shield(future)
-    source.reading = None
-    return line
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:  # the thread still reads: its line goes to the next reader
+        if not future.done():
+            source.abandoned = future
+        raise
 
 
 class TerminalAsker:
@@ -135,21 +141,20 @@ class TerminalAsker:
     async def __call__(self, q: Question) -> Choice:
         async with self.lock:
             sys.stdout.write(f"\n🔐 May I do this?\n{q.action}\n({q.effects})\n")
-            if self.idle:
-                self.pending = asyncio.get_running_loop().create_future()
-                sys.stdout.write(ASK)
-                sys.stdout.flush()
-                try:
-                    line: str | None = await self.pending
-                finally:
-                    self.pending = None
-            else:
-                try:
+            try:
+                if not self.idle:
                     line = await read_line(self.source, ASK)
-                except asyncio.CancelledError:
-                    sys.stdout.write(f"\n(No answer in time: not run.)\n{PROMPT}")
+                else:
+                    self.pending = asyncio.get_running_loop().create_future()
+                    sys.stdout.write(ASK)
                     sys.stdout.flush()
-                    raise
+                    line = await self.pending
+            except asyncio.CancelledError:
+                sys.stdout.write("\n(No answer in time: not run.)\n")
+                sys.stdout.flush()
+                raise
+            finally:
+                self.pending = None
         return CHOICES.get((line or "").strip().lower(), "deny")
 
     def take(self, line: str) -> bool:
@@ -226,15 +231,15 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
     # a user linked with --as gets theirs in Telegram, from the bot.
     reminders = build_reminders(app, TerminalDelivery(), local=True) if as_user is None else None
     scheduler = Scheduler(None, [reminders.job_spec()]) if reminders is not None else None
+    source = LineSource()
+    asker = TerminalAsker(source)  # before the first tick: a task it starts may ask
+    if app.agent.approvals is not None:
+        app.agent.approvals.asker = asker
     try:
         if reminders is not None and scheduler is not None:
             await reminders.tick()  # what came due while the chat was closed, before the prompt
             scheduler.start()
         with line_editing(settings.data_dir / HISTORY_FILE):
-            source = LineSource()
-            asker = TerminalAsker(source)
-            if app.agent.approvals is not None:
-                app.agent.approvals.asker = asker
             linked = f" as Telegram user {as_user}" if as_user is not None else ""
             print(
                 f"Sidekick in the terminal{linked}. /help lists the commands, "
@@ -243,7 +248,8 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
             )
             while True:
                 print(flush=True)
-                asker.idle = True
+                async with asker.lock:  # a question reading its answer goes first
+                    asker.idle = True
                 line = await read_line(source, PROMPT)
                 asker.idle = False
                 if line is not None and asker.take(line):

@@ -4,14 +4,20 @@ bookkeeping, and the terminal's y/n."""
 from __future__ import annotations
 
 import asyncio
+import os
+from asyncio.subprocess import Process
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
+from sqlalchemy import update
 
 from bot.agent.approvals import DENIED, NOBODY, Question, action_text, needs_approval
 from bot.app import App
+from db.engine import create_engine, session_factory
+from db.models.schedule import ScheduledJob
 from db.repos import approvals as repo
 from db.repos import core
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
@@ -127,6 +133,14 @@ async def test_the_terminal_asks_y_or_n(tmp_path: Path, fake_llm: FakeOpenAI) ->
     assert "Sent it." in out and "Did not send." in out
 
 
+async def read_until(proc: Process, out: bytearray, text: bytes) -> None:
+    assert proc.stdout is not None
+    while text not in out:
+        chunk = await asyncio.wait_for(proc.stdout.read(4096), 60)
+        assert chunk, out.decode()
+        out += chunk
+
+
 async def test_the_terminal_question_times_out_and_the_next_line_goes_to_the_chat(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -136,21 +150,13 @@ async def test_the_terminal_question_times_out_and_the_next_line_goes_to_the_cha
     env = chat_env(tmp_path, fake_llm, MCP_CONFIG=str(cfg), APPROVAL_TIMEOUT_S="0.5")
     proc = await start_chat(tmp_path, env)
     assert proc.stdin is not None and proc.stdout is not None
-    out = b""
-
-    async def until(text: bytes) -> None:
-        nonlocal out
-        while text not in out:
-            chunk = await asyncio.wait_for(proc.stdout.read(4096), 60)  # type: ignore[union-attr]
-            assert chunk, out.decode()
-            out += chunk
-
+    out = bytearray()
     try:
         proc.stdin.write(b"mail bob\n")
-        await until(b"Not sent.")  # the question went unanswered
+        await read_until(proc, out, b"Not sent.")  # the question went unanswered
         assert b"No answer in time" in out
         proc.stdin.write(b"hello after\n")  # not swallowed by the question's read
-        await until(b"echo: hello after")
+        await read_until(proc, out, b"echo: hello after")
         proc.stdin.close()
         await asyncio.wait_for(proc.wait(), 60)
     finally:
@@ -158,3 +164,32 @@ async def test_the_terminal_question_times_out_and_the_next_line_goes_to_the_cha
             proc.kill()
             await proc.wait()
     assert "did not answer" in str(fake_llm.requests[2]["messages"][-1]["content"])
+
+
+async def test_a_scheduled_task_in_the_terminal_asks_at_the_prompt_and_waits(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    cfg = write_mcp_config(tmp_path)
+    args = {"action": "create", "kind": "task", "text": "mail bob the report", "in_minutes": 5}
+    fake_llm.add(Calls([("schedule", args)]), Text("Scheduled."))
+    code, out, err = await run_chat(tmp_path, fake_llm, "mail bob in 5 minutes\n")
+    assert code == 0 and "Scheduled." in out, err
+    url = os.environ.get("DATABASE_URL") or f"sqlite+aiosqlite:///{tmp_path / 'data/sidekick.db'}"
+    engine = create_engine(url)
+    async with session_factory(engine)() as s, s.begin():
+        due = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
+        await s.execute(update(ScheduledJob).values(first_at=due, next_run_at=due))
+    await engine.dispose()
+
+    call = Calls([("tool_explain", {"name": "fake__email_send"})])
+    fake_llm.add(call, Calls([("fake__email_send", {"target": "bob"})]), Text("Mailed bob."))
+    proc = await start_chat(tmp_path, chat_env(tmp_path, fake_llm, MCP_CONFIG=str(cfg)))
+    assert proc.stdin is not None and proc.stdout is not None
+    out = bytearray()
+    await read_until(proc, out, b"Allow?")  # the task started at startup waits for the answer
+    proc.stdin.write(b"y\n")
+    await read_until(proc, out, b"Mailed bob.")
+    proc.stdin.write(b"/quit\n")
+    await asyncio.wait_for(proc.wait(), 60)
+    results = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[-1].startswith("email_send ok")
