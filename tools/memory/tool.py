@@ -26,9 +26,9 @@ session (this conversation).
 - recall: memories relevant to `query`. list: memories. forget: `memory_id`.
 To start a fresh conversation, store content "__NEW_SESSION__" with category "system"."""
 
-_READS, _WRITES = effects(reads=("memory",)), effects(writes=("memory",))
-MEMORY_EFFECTS = {"store": _WRITES, "recall": _READS, "list": _READS}
-MEMORY_EFFECTS["forget"] = effects(writes=("memory",), deletes=True)
+_READS = effects(reads=("memory",))
+MEMORY_EFFECTS = {"recall": _READS, "list": _READS, "store": effects(writes=("memory",)),
+                  "forget": effects(writes=("memory",), deletes=True)}  # fmt: skip
 
 
 class MemoryParams(BaseModel):
