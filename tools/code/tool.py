@@ -218,10 +218,10 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
 
     ran: Effects = effects(writes=("execution", "internet") if service.network else ("execution",))
     return Tool(
-        name="code",
-        description=DESCRIPTION,
-        params=CodeParams,
-        run=run,
+        "code",
+        DESCRIPTION,
+        CodeParams,
+        run,
         effects=lambda p: ran if p.action == "execute" else NONE,
     )
 

@@ -20,7 +20,9 @@ wall-clock fields: `at` (YYYY-MM-DD HH:MM, HH:MM, tomorrow HH:MM), `in_minutes`,
 (30m, 2h; `at` = first run) or `daily_at` HH:MM with `days` (weekdays, weekends,
 mon,wed,fri). Never convert to UTC. On an error (time passed or unclear), ask the user or
 follow its hint. list: ids and next runs. cancel/pause/resume: by `job_id`."""
-WRITES = effects(writes=("memory",))
+# Reminders and tasks are kept for the user like memories; a task's own tool calls are gated
+# when it runs.
+READS, WRITES = effects(reads=("memory",)), effects(writes=("memory",))
 
 
 class ScheduleParams(BaseModel):
@@ -72,15 +74,8 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
             f" #{job.id}: " + jobs.job_line(job, now)
         )
 
-    return Tool(
-        name="schedule",
-        description=DESCRIPTION,
-        params=ScheduleParams,
-        run=run,
-        # Reminders and tasks are kept for the user like memories; a task's own tool calls
-        # are gated when it runs.
-        effects=lambda p: effects(reads=("memory",)) if p.action == "list" else WRITES,
-    )
+    fx = lambda p: READS if p.action == "list" else WRITES  # noqa: E731
+    return Tool("schedule", DESCRIPTION, ScheduleParams, run, effects=fx)
 
 
 TOOL = ToolModule(
