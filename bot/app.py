@@ -12,11 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot import heap
 from bot.agent.accounting import ContextAccounting
+from bot.agent.approvals import Approvals
 from bot.agent.archive import archiver_from
 from bot.agent.hooks import AgentHooks
 from bot.agent.runner import Agent, ContextProvider
 from bot.config import Settings
 from bot.llm.client import LLMClient
+from bot.logs import Scrubber
 from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
 from bot.usage.meter import Meter
@@ -152,6 +154,13 @@ async def build_app(
             archiver=archiver_from(deps, settings.tz),
             hooks=agent_hooks(registry),
             meter=meter,
+            approvals=Approvals(
+                settings.approvals,
+                settings.approval_timeout_s,
+                sf,
+                clock,
+                Scrubber(settings.secrets()).scrub,
+            ),
         )
         media = build_media(settings, http, vision)
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None

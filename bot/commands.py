@@ -37,6 +37,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("usage", "tokens and cost: today, this month, by model"),
     Command("model", "show or switch your model"),
     Command("reminders", "your reminders and tasks; /reminders history"),
+    Command("approvals", "tools you allowed for good; /approvals revoke <tool>"),
     Command("quiet", "HH:MM-HH:MM: hold reminders back during those hours"),
     Command("voice", "on|off|auto: answers as voice messages too", terminal=False),
     Command("codestats", "[days] your code runs: successes, failures, timing", terminal=False),

@@ -89,6 +89,11 @@ class Settings(
     # How a summary standing in for old turns is verified (bot/agent/compress.py): the
     # grounding check alone, plus a reviewer model call, or not at all.
     summary_review: Literal["model", "grounding", "off"] = "grounding"
+    # Which tool calls wait for the user's yes (bot/agent/approvals.py): none, the risky ones
+    # (code with network, MCP tools that write, code in scheduled tasks, a second forget in
+    # one message), or every call that changes something. Unanswered after the timeout: no.
+    approvals: Literal["off", "risky", "all"] = "risky"
+    approval_timeout_s: float = Field(default=120.0, gt=0, le=3600)
 
     @field_validator("allowed_user_ids", mode="before")
     @classmethod

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from bot.agent.approvals import Choice, Question
 from bot.agent.runner import Events, Incoming
 from bot.app import App, build_app
 from bot.config import Settings, require
@@ -25,6 +26,8 @@ from bot.terminal_commands import Who, run_command
 from scheduler.setup import Scheduler
 
 PROMPT = "you> "
+ASK = "Allow? y = once, a = always for this tool, n = no: "
+CHOICES: dict[str, Choice] = {"y": "once", "yes": "once", "a": "always", "always": "always"}
 HISTORY_FILE = "chat_history"  # in DATA_DIR
 HISTORY_LINES = 1000
 
@@ -65,6 +68,9 @@ class LineSource:
     def __init__(self) -> None:
         self.tty = sys.stdin.isatty()
         self.pending = b""
+        # A read its reader gave up on (an approval question that timed out): the next
+        # reader takes its line, so two threads never read at once and no line is lost.
+        self.abandoned: asyncio.Future[str | None] | None = None
 
     def read(self, prompt: str) -> str | None:
         if self.tty:
@@ -88,7 +94,13 @@ async def read_line(source: LineSource, prompt: str) -> str | None:
     """One line (None at end of input), read in a daemon thread: a read that never returns
     must not keep the process alive after Ctrl-C."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[str | None] = loop.create_future()
+    future: asyncio.Future[str | None] | None = source.abandoned
+    source.abandoned = None
+    if future is not None:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        return await _take(source, future)
+    future = loop.create_future()
 
     def deliver(value: str | None) -> None:
         if not future.done():
@@ -103,7 +115,54 @@ async def read_line(source: LineSource, prompt: str) -> str | None:
             loop.call_soon_threadsafe(deliver, value)
 
     threading.Thread(target=work, name="chat-input", daemon=True).start()
-    return await future
+    return await _take(source, future)
+
+
+async def _take(source: LineSource, future: asyncio.Future[str | None]) -> str | None:
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:  # the thread still reads: its line goes to the next reader
+        if not future.done():
+            source.abandoned = future
+        raise
+
+
+class TerminalAsker:
+    """Approvals in the terminal: y (once), a (always), anything else no. A question during an
+    answer reads the next line itself; one from a scheduled task while the prompt waits
+    takes the line the prompt reads (`take`), so two reads never race for stdin."""
+
+    def __init__(self, source: LineSource) -> None:
+        self.source = source
+        self.idle = False  # the prompt is waiting for a line
+        self.pending: asyncio.Future[str] | None = None
+        self.lock = asyncio.Lock()
+
+    async def __call__(self, q: Question) -> Choice:
+        async with self.lock:
+            sys.stdout.write(f"\n🔐 May I do this?\n{q.action}\n({q.effects})\n")
+            try:
+                if not self.idle:
+                    line = await read_line(self.source, ASK)
+                else:
+                    self.pending = asyncio.get_running_loop().create_future()
+                    sys.stdout.write(ASK)
+                    sys.stdout.flush()
+                    line = await self.pending
+            except asyncio.CancelledError:
+                sys.stdout.write("\n(No answer in time: not run.)\n")
+                sys.stdout.flush()
+                raise
+            finally:
+                self.pending = None
+        return CHOICES.get((line or "").strip().lower(), "deny")
+
+    def take(self, line: str) -> bool:
+        """Give the prompt's line to a waiting question; False when none waits."""
+        if self.pending is None or self.pending.done():
+            return False
+        self.pending.set_result(line)
+        return True
 
 
 class Status:
@@ -172,12 +231,15 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
     # a user linked with --as gets theirs in Telegram, from the bot.
     reminders = build_reminders(app, TerminalDelivery(), local=True) if as_user is None else None
     scheduler = Scheduler(None, [reminders.job_spec()]) if reminders is not None else None
+    source = LineSource()
+    asker = TerminalAsker(source)  # before the first tick: a task it starts may ask
+    if app.agent.approvals is not None:
+        app.agent.approvals.asker = asker
     try:
         if reminders is not None and scheduler is not None:
             await reminders.tick()  # what came due while the chat was closed, before the prompt
             scheduler.start()
         with line_editing(settings.data_dir / HISTORY_FILE):
-            source = LineSource()
             linked = f" as Telegram user {as_user}" if as_user is not None else ""
             print(
                 f"Sidekick in the terminal{linked}. /help lists the commands, "
@@ -186,7 +248,12 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
             )
             while True:
                 print(flush=True)
+                async with asker.lock:  # a question reading its answer goes first
+                    asker.idle = True
                 line = await read_line(source, PROMPT)
+                asker.idle = False
+                if line is not None and asker.take(line):
+                    continue
                 if line is None or line.strip() in {"/quit", "/exit"}:
                     break
                 line = line.strip()

@@ -87,6 +87,10 @@ async def cmd_reminders(app: App, who: Who, arg: str) -> str:
     return await texts.reminders_command(app, user_id, tz, arg)
 
 
+async def cmd_approvals(app: App, who: Who, arg: str) -> str:
+    return await texts.approvals_command(app, await _user_id(app, who), who.telegram_user_id, arg)
+
+
 async def cmd_quiet(app: App, who: Who, arg: str) -> str:
     return await texts.quiet_command(app, await _user_id(app, who), arg, app.deps.clock())
 
@@ -135,6 +139,7 @@ HANDLERS: dict[str, Handler] = {
     "model": cmd_model,
     "reminders": cmd_reminders,
     "quiet": cmd_quiet,
+    "approvals": cmd_approvals,
 }
 
 

@@ -25,7 +25,8 @@ def write_mcp_config(tmp_path: Path, *, extras: bool = False, **more: Any) -> Pa
 
 
 async def build_tools_app(tmp_path: Path, fake_llm: FakeOpenAI, **settings: Any) -> App:
-    s = make_settings(tmp_path, fake_llm, **settings)
+    # These tests call MCP tools (they write, unannotated) with no one to ask: APPROVALS=off.
+    s = make_settings(tmp_path, fake_llm, **{"approvals": "off", **settings})
     llm = LLMClient(s, retry_base_delay=0.01, retry_max_delay=0.05)
     return await build_app(s, llm=llm)
 

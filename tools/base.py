@@ -21,6 +21,7 @@ import httpx
 from pydantic import BaseModel
 
 from db.engine import SessionFactory
+from tools.effects import NONE, Declared, Effects
 from tools.errors import ConfigError, ProviderError, ToolError
 from tools.model_call import ModelCall
 
@@ -62,6 +63,8 @@ class RequestContext:
     # False when the user had no memory at all as the request began (read with the user's
     # row), so auto-recall has nothing to look up; None when nobody checked.
     has_memories: bool | None = None
+    scheduled: bool = False  # a scheduled task runs it: the user is not watching
+    deletions: int = 0  # calls let through that delete what the user kept (approvals count)
 
     def now(self) -> datetime:
         return self.clock()
@@ -80,13 +83,18 @@ class ToolCall:
 class Tool(Generic[P]):
     """`params` validates the model's arguments; `parameters` is the JSON schema the model
     is shown: derived from `params` for our tools, given as-is for MCP tools (their server
-    validates against its own schema)."""
+    validates against its own schema). `effects` is what a call does (tools/effects.py),
+    fixed or read from its validated params: the approval gate decides from it alone."""
 
     name: str
     description: str
     params: type[P]
     run: Callable[[P, ToolCall], Awaitable[ToolOutput]]
     parameters: dict[str, Any] = field(default_factory=dict)
+    effects: Declared = NONE
+
+    def effects_of(self, params: P) -> Effects:
+        return self.effects if isinstance(self.effects, Effects) else self.effects(params)
 
     def __post_init__(self) -> None:
         if not self.parameters:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bot.agent.approvals import Approvals
 from bot.agent.archive import Archiver
 from bot.agent.history import HistoryWindow, Prefetched
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
@@ -96,6 +97,7 @@ class Agent:
     archiver: Archiver | None = None
     hooks: list[AgentHooks] = field(default_factory=list)  # /context accounting, ...
     meter: Meter | None = None  # budgets and usage recording (bot/usage); None: no metering
+    approvals: Approvals | None = None  # the gate before risky tool calls; None: never asks
     conversation: Conversation = field(init=False)
     window: HistoryWindow = field(init=False)
 
@@ -130,6 +132,7 @@ class Agent:
             timezone=self.settings.session_policy.zone(user.timezone),
             clock=self.clock,
             has_memories=started.has_memories,
+            scheduled=incoming.purpose == "scheduled",
         )
         metered = None
         if self.meter is not None:
@@ -207,7 +210,9 @@ class Agent:
             )
             if events.on_tools is not None and used < cap:
                 await events.on_tools([c.name for c in calls[: cap - used]])
-            results = await run_round(tools, ctx, calls, completion.content, used=used, cap=cap)
+            results = await run_round(
+                tools, ctx, calls, completion.content, used=used, cap=cap, gate=self.approvals
+            )
             used = min(cap, used + len(calls))
             await self.conversation.record_tool_round(
                 turn, self.clock(), completion.content or "", wire, results, usage()

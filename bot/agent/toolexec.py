@@ -1,5 +1,6 @@
-"""Runs a round of tool calls: parse, validate, run, and turn every failure into text for
-the model; calls over the request's cap are answered with a note instead of being run."""
+"""Runs a round of tool calls: parse, validate, ask the user when the approval gate says so,
+run, and turn every failure into text for the model; calls over the request's cap are
+answered with a note instead of being run."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bot.agent.approvals import Approvals
 from bot.llm.client import LLMToolCall
 from db.conversation import ToolResult
 from tools.base import RequestContext, RequestTools, ToolCall, ToolError, ToolOutput
@@ -46,7 +48,9 @@ def _validation_text(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-async def run_call(tools: RequestTools, name: str, raw_args: str, call: ToolCall) -> CallOutcome:
+async def run_call(
+    tools: RequestTools, name: str, raw_args: str, call: ToolCall, gate: Approvals | None = None
+) -> CallOutcome:
     start = time.perf_counter()
 
     def done(text: str, error: str | None = None) -> CallOutcome:
@@ -75,6 +79,9 @@ async def run_call(tools: RequestTools, name: str, raw_args: str, call: ToolCall
     except ValidationError as exc:
         msg = f"invalid arguments: {_validation_text(exc)}"
         return done(f"Error: {msg}", msg)
+    refusal = await gate.check(tool, params, args, call) if gate is not None else None
+    if refusal is not None:
+        return done(refusal, "not approved")
     try:
         output = await tool.run(params, call)
     except ToolError as exc:
@@ -102,14 +109,13 @@ async def run_round(
     *,
     used: int,
     cap: int,
+    gate: Approvals | None = None,
 ) -> list[ToolResult]:
     """Calls run at once while the request has room under `cap` (`used` so far); the rest
     are answered that the cap was reached."""
     ran = await asyncio.gather(
         *(
-            run_call(
-                tools, c.name, c.arguments, ToolCall(ctx=ctx, call_id=c.id, reasoning=reasoning)
-            )
+            run_call(tools, c.name, c.arguments, ToolCall(ctx, c.id, reasoning), gate)
             for c in calls[: max(0, cap - used)]
         )
     )

@@ -18,6 +18,7 @@ from aiogram.types import BotCommand
 from bot.app import App
 from bot.config import Settings
 from bot.telegram.album import ALBUM_WINDOW_S, AlbumMiddleware
+from bot.telegram.approval_ask import TelegramAsker
 from bot.telegram.errors import on_error
 from bot.telegram.middlewares import AccessMiddleware, ChatOrderMiddleware, InFlight
 from bot.telegram.render import with_retry
@@ -177,4 +178,7 @@ def build_runtime(
         app, draft_interval=draft_interval, inflight=inflight, album_window=album_window
     )
     app.warm_up()  # heavy models load in the background; polling does not wait for them
-    return Runtime(app, bot or build_bot(app.settings), dp, inflight)
+    bot = bot or build_bot(app.settings)
+    if app.agent.approvals is not None:
+        app.agent.approvals.asker = TelegramAsker(bot, app.session_factory, app.deps.clock)
+    return Runtime(app, bot, dp, inflight)

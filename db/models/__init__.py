@@ -1,5 +1,6 @@
 """All ORM models; importing this package registers every table on Base.metadata."""
 
+from db.models.approvals import ApprovalDecision, ApprovalGrant
 from db.models.base import Base
 from db.models.code import CodeExecution, CodeJob
 from db.models.compressions import SessionCompression
@@ -14,6 +15,8 @@ from db.models.voice import VoicePrefs
 from db.models.workers import TelegramUpdate
 
 __all__ = [
+    "ApprovalDecision",
+    "ApprovalGrant",
     "Base",
     "ChatSession",
     "CodeExecution",

@@ -4,12 +4,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 
+import pytest
 from sqlalchemy import select
 
 from db.models.code import CodeExecution
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
+
+
+@pytest.fixture
+async def tg(make_tg: Callable[..., Awaitable[TG]]) -> TG:
+    return await make_tg(approvals="off")  # code with network access, nobody to press Allow
+
 
 HOSTILE = 'const s = "```</pre><b>&amp;"; // `x` < y && z\nconsole.log(s); null.boom;'
 

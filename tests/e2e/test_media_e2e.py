@@ -22,6 +22,12 @@ from tests.fakes.openai_server import Calls, Error, Text
 from tests.fakes.telegram_server import album_updates, message_update
 from tests.media_helpers import document, make_image, make_pdf, photo, voice
 
+
+@pytest.fixture
+async def tg(make_tg: Any) -> TG:
+    return await make_tg(approvals="off")  # code with network access, nobody to press Allow
+
+
 TINY_PNG = make_image(40, 30)
 
 
@@ -162,7 +168,7 @@ async def test_csv_is_analysed_with_code(tg: TG) -> None:
 
 
 async def test_thirty_page_pdf_goes_through_code(make_tg: Any) -> None:
-    tg: TG = await make_tg(document_inline_chars=500)
+    tg: TG = await make_tg(document_inline_chars=500, approvals="off")
     pdf = make_pdf([f"Page {i} revenue {i * 10}" for i in range(1, 31)])
     file_id = tg.server.add_file(pdf)
     code = (

@@ -14,7 +14,7 @@ from tests.tools_helpers import write_mcp_config
 async def test_tools_lists_groups_with_costs(
     make_tg: Callable[..., Awaitable[TG]], tmp_path: Path
 ) -> None:
-    tg = await make_tg(mcp_config=write_mcp_config(tmp_path))
+    tg = await make_tg(mcp_config=write_mcp_config(tmp_path), approvals="off")
     await tg.send(OWNER, "/tools")
     text = (await tg.reply(OWNER)).text
     assert "budget 3800 tokens" in text and "o200k_base" in text

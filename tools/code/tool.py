@@ -30,6 +30,7 @@ from tools.code.modes import INSTALL_BWRAP, choose_mode, protection
 from tools.code.runner import CodeRunner, RunResult
 from tools.code.sandbox import Mode
 from tools.code.settings import CodeSettings
+from tools.effects import NONE, Effects, effects
 from tools.fetch.policy import Policy
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class CodeService:
         self.sf: SessionFactory = deps.session_factory
         self.clock: Clock = deps.clock
         self.default_timeout = s.code_timeout_ms
-        network = s.code_network == "on"
+        network = self.network = s.code_network == "on"
         mode, self.mode_reason = choose_mode(s.code_sandbox, network)
         self.mode: Mode | Literal["refused"] = mode or "refused"
         private_ok = s.code_private_networks == "on"
@@ -215,7 +216,14 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
             raise ToolError("status needs `job_id` (returned by generate)")
         return await service.jobs.status(p.job_id, call.ctx.user_id)
 
-    return Tool("code", DESCRIPTION, CodeParams, run)
+    ran: Effects = effects(writes=("execution", "internet") if service.network else ("execution",))
+    return Tool(
+        "code",
+        DESCRIPTION,
+        CodeParams,
+        run,
+        effects=lambda p: ran if p.action == "execute" else NONE,
+    )
 
 
 async def doctor(deps: ToolDeps) -> list[CheckResult]:

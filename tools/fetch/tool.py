@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
+from tools.effects import effects
 from tools.fetch.extract import extract
 from tools.fetch.fetch import DEADLINE_S, get
 from tools.fetch.policy import Policy
@@ -66,6 +67,7 @@ def build_tool(http: Any, policy: Policy, deadline_s: float = DEADLINE_S) -> Too
         "Use after a search, or when the user gives a link.",
         FetchParams,
         web_fetch,
+        effects=effects(reads=("internet",)),
     )
 
 

@@ -11,6 +11,7 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict
 
 from tools.base import Tool, ToolCall, ToolError, ToolOutput, strip_titles
+from tools.effects import from_mcp
 
 DESCRIPTION_LIMIT = 1000  # characters; some servers ship pages of prose per tool
 _BAD = re.compile(r"[^A-Za-z0-9_-]")
@@ -74,4 +75,5 @@ def build_tool(server: str, remote: types.Tool, call: CallFn) -> Tool[McpArgs]:
         params=McpArgs,
         run=run,
         parameters=clean_schema(remote.input_schema),
+        effects=from_mcp(remote.annotations),
     )

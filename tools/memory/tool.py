@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule, Unavailable
+from tools.effects import effects
 from tools.memory.doctor import check_memory
 from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryStore
@@ -24,6 +25,10 @@ session (this conversation).
   third person ("Lives in Berlin"); storing a known fact updates it.
 - recall: memories relevant to `query`. list: memories. forget: `memory_id`.
 To start a fresh conversation, store content "__NEW_SESSION__" with category "system"."""
+
+_READS = effects(reads=("memory",))
+MEMORY_EFFECTS = {"recall": _READS, "list": _READS, "store": effects(writes=("memory",)),
+                  "forget": effects(writes=("memory",), deletes=True)}  # fmt: skip
 
 
 class MemoryParams(BaseModel):
@@ -79,6 +84,7 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
         description=DESCRIPTION,
         params=MemoryParams,
         run=run,
+        effects=lambda p: MEMORY_EFFECTS[p.action],
     )
 
 

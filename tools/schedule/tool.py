@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
+from tools.effects import effects
 from tools.schedule import jobs
 from tools.schedule.parse import Fields, build_spec
 from tools.schedule.times import describe, local_text
@@ -19,6 +20,9 @@ wall-clock fields: `at` (YYYY-MM-DD HH:MM, HH:MM, tomorrow HH:MM), `in_minutes`,
 (30m, 2h; `at` = first run) or `daily_at` HH:MM with `days` (weekdays, weekends,
 mon,wed,fri). Never convert to UTC. On an error (time passed or unclear), ask the user or
 follow its hint. list: ids and next runs. cancel/pause/resume: by `job_id`."""
+# Reminders and tasks are kept for the user like memories; a task's own tool calls are gated
+# when it runs.
+READS, WRITES = effects(reads=("memory",)), effects(writes=("memory",))
 
 
 class ScheduleParams(BaseModel):
@@ -70,7 +74,13 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
             f" #{job.id}: " + jobs.job_line(job, now)
         )
 
-    return Tool("schedule", DESCRIPTION, ScheduleParams, run)
+    return Tool(
+        "schedule",
+        DESCRIPTION,
+        ScheduleParams,
+        run,
+        effects=lambda p: READS if p.action == "list" else WRITES,
+    )
 
 
 TOOL = ToolModule(

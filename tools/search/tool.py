@@ -8,6 +8,7 @@ import httpx
 from pydantic import BaseModel, Field, field_validator
 
 from tools.base import CheckResult, Tool, ToolCall, ToolDeps, ToolModule, Unavailable
+from tools.effects import effects
 from tools.search.brave import BraveBackend
 from tools.search.cache import TTLCache
 from tools.search.hits import Backend, Query
@@ -81,7 +82,7 @@ def tool_for(service: SearchService) -> Tool[SearchParams]:
         query = Query(p.query, p.type, p.max_results, p.language, p.time_range)
         return await service.search(query)
 
-    return Tool("search", DESCRIPTION, SearchParams, run)
+    return Tool("search", DESCRIPTION, SearchParams, run, effects=effects(reads=("internet",)))
 
 
 def build(deps: ToolDeps) -> Tool[SearchParams]:

@@ -15,6 +15,7 @@ from aiogram.types import BotCommand, Message
 
 from bot.commands import COMMANDS
 from bot.telegram.routers import (
+    approvals,
     chat,
     code,
     media,
@@ -41,6 +42,7 @@ def build_routers() -> list[Router]:
         model.build_router(),
         reminders.build_router(),
         voice.build_router(),
+        approvals.build_router(),
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]

@@ -1,0 +1,195 @@
+"""What a tool declares (MCP annotations included), the policy that reads it, the gate's
+bookkeeping, and the terminal's y/n."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from asyncio.subprocess import Process
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from sqlalchemy import update
+
+from bot.agent.approvals import DENIED, NOBODY, Question, action_text, needs_approval
+from bot.app import App
+from db.engine import create_engine, session_factory
+from db.models.schedule import ScheduledJob
+from db.repos import approvals as repo
+from db.repos import core
+from tests.fakes.openai_server import Calls, FakeOpenAI, Text
+from tests.test_terminal_chat import chat_env, run_chat, start_chat
+from tests.tools_helpers import write_mcp_config
+from tools.base import RequestContext, Tool, ToolCall
+from tools.effects import Effects, effects, from_mcp
+from tools.mcp.convert import build_tool
+from tools.memory.tool import MEMORY_EFFECTS, MemoryParams
+
+CODE_NET = effects(writes=("execution", "internet"))
+CODE = effects(writes=("execution",))
+
+
+def hints(**kw: Any) -> types.ToolAnnotations:
+    return types.ToolAnnotations(**kw)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        (None, effects(writes=("internet",))),  # says nothing: it writes
+        (hints(), effects(writes=("internet",))),
+        (hints(read_only_hint=True), effects(reads=("internet",))),
+        (hints(read_only_hint=True, open_world_hint=False), effects(reads=("files",))),
+        (hints(read_only_hint=False, open_world_hint=False), effects(writes=("files",))),
+        (hints(destructive_hint=False), effects(writes=("internet",))),
+    ],
+)
+def test_mcp_effects_come_from_the_annotations(
+    annotations: types.ToolAnnotations | None, expected: Effects
+) -> None:
+    remote = types.Tool(name="t", input_schema={"type": "object"}, annotations=annotations)
+
+    async def call(name: str, args: dict[str, Any]) -> types.CallToolResult:
+        raise AssertionError("not called")
+
+    assert build_tool("srv", remote, call).effects == expected == from_mcp(annotations)
+
+
+@pytest.mark.parametrize(
+    ("fx", "scheduled", "deletions", "risky"),
+    [
+        (CODE_NET, False, 0, True),  # code with network access
+        (CODE, False, 0, False),  # code without: only in a scheduled task
+        (CODE, True, 0, True),
+        (effects(writes=("internet",)), False, 0, True),  # an MCP tool that writes
+        (effects(writes=("files",)), False, 0, True),
+        (effects(reads=("internet", "files")), True, 5, False),  # reading never asks
+        (MEMORY_EFFECTS["store"], True, 3, False),
+        (MEMORY_EFFECTS["forget"], False, 0, False),  # the first forget of a message
+        (MEMORY_EFFECTS["forget"], False, 1, True),  # the second
+    ],
+)
+def test_the_risky_policy(fx: Effects, scheduled: bool, deletions: int, risky: bool) -> None:
+    assert needs_approval("risky", fx, scheduled=scheduled, deletions=deletions) is risky
+    assert not needs_approval("off", fx, scheduled=scheduled, deletions=deletions)
+    assert needs_approval("all", fx, scheduled=scheduled, deletions=deletions) is bool(fx.writes)
+
+
+def test_action_text_is_exact_and_bounded() -> None:
+    text = action_text("code", {"action": "execute", "code": "console.log(1)\nx()", "n": None})
+    assert text == "code\naction: execute\ncode: console.log(1)\nx()"
+    long = action_text("code", {"code": "y" * 5000})
+    assert len(long) < 3100 and long.endswith("more characters)")
+
+
+async def test_the_second_forget_of_a_message_asks_and_the_audit_keeps_it(app: App) -> None:
+    gate = app.agent.approvals
+    assert gate is not None
+    asked: list[Question] = []
+
+    async def asker(q: Question) -> Any:
+        asked.append(q)
+        return "deny"
+
+    gate.asker = asker
+
+    async def forget(p: MemoryParams, call: ToolCall) -> str:
+        return "forgot"
+
+    tool = Tool("memory", "", MemoryParams, forget, effects=lambda p: MEMORY_EFFECTS[p.action])
+    ctx = RequestContext("r1", 1, 1, None, user_name="Ann", telegram_user_id=77)
+    async with app.session_factory() as s, s.begin():
+        ctx.user_id = (await core.get_or_create_user(s, 77, "Ann", app.deps.clock())).id
+    call = ToolCall(ctx, "c1")
+    args = {"action": "forget", "memory_id": 1}
+    params = MemoryParams.model_validate(args)
+    assert await gate.check(tool, params, args, call) is None and asked == []
+    assert await gate.check(tool, params, args, call) == DENIED
+    assert asked[0].action == "memory\naction: forget\nmemory_id: 1" and asked[0].user_name == "Ann"
+    [row] = await repo.log(app.session_factory, ctx.user_id)
+    assert (row.decision, row.tool, row.by_telegram_id) == ("denied", "memory", 77)
+    gate.asker = None  # nobody to ask (a bench, a script): not run
+    assert await gate.check(tool, params, args, call) == NOBODY
+
+
+async def test_the_terminal_asks_y_or_n(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    """`sidekick chat` with the fake MCP server (its tools carry no annotations: they write)."""
+    cfg = write_mcp_config(tmp_path)
+    call = Calls([("tool_explain", {"name": "fake__email_send"})])
+    send = Calls([("fake__email_send", {"target": "bob", "query": "sk-terminal-secret"})])
+    fake_llm.add(call, send, Text("Sent it."), call, send, Text("Did not send."))
+    stdin = "mail bob\ny\nmail bob again\nn\n"
+    code, out, err = await run_chat(tmp_path, fake_llm, stdin, MCP_CONFIG=str(cfg))
+    assert code == 0, err
+    assert out.count("May I do this?") == 2 and "fake__email_send" in out
+    assert "sk-terminal-secret" not in out and "[secret]" in out
+    results = [m["content"] for m in fake_llm.requests[2]["messages"] if m["role"] == "tool"]
+    assert results[-1].startswith("email_send ok")
+    results = [m["content"] for m in fake_llm.requests[5]["messages"] if m["role"] == "tool"]
+    assert results[-1] == DENIED
+    assert "Sent it." in out and "Did not send." in out
+
+
+async def read_until(proc: Process, out: bytearray, text: bytes) -> None:
+    assert proc.stdout is not None
+    while text not in out:
+        chunk = await asyncio.wait_for(proc.stdout.read(4096), 60)
+        assert chunk, out.decode()
+        out += chunk
+
+
+async def test_the_terminal_question_times_out_and_the_next_line_goes_to_the_chat(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    cfg = write_mcp_config(tmp_path)
+    call = Calls([("tool_explain", {"name": "fake__email_send"})])
+    fake_llm.add(call, Calls([("fake__email_send", {"target": "bob"})]), Text("Not sent."))
+    env = chat_env(tmp_path, fake_llm, MCP_CONFIG=str(cfg), APPROVAL_TIMEOUT_S="0.5")
+    proc = await start_chat(tmp_path, env)
+    assert proc.stdin is not None and proc.stdout is not None
+    out = bytearray()
+    try:
+        proc.stdin.write(b"mail bob\n")
+        await read_until(proc, out, b"Not sent.")  # the question went unanswered
+        assert b"No answer in time" in out
+        proc.stdin.write(b"hello after\n")  # not swallowed by the question's read
+        await read_until(proc, out, b"echo: hello after")
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert "did not answer" in str(fake_llm.requests[2]["messages"][-1]["content"])
+
+
+async def test_a_scheduled_task_in_the_terminal_asks_at_the_prompt_and_waits(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    cfg = write_mcp_config(tmp_path)
+    args = {"action": "create", "kind": "task", "text": "mail bob the report", "in_minutes": 5}
+    fake_llm.add(Calls([("schedule", args)]), Text("Scheduled."))
+    code, out, err = await run_chat(tmp_path, fake_llm, "mail bob in 5 minutes\n")
+    assert code == 0 and "Scheduled." in out, err
+    url = os.environ.get("DATABASE_URL") or f"sqlite+aiosqlite:///{tmp_path / 'data/sidekick.db'}"
+    engine = create_engine(url)
+    async with session_factory(engine)() as s, s.begin():
+        due = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
+        await s.execute(update(ScheduledJob).values(first_at=due, next_run_at=due))
+    await engine.dispose()
+
+    call = Calls([("tool_explain", {"name": "fake__email_send"})])
+    fake_llm.add(call, Calls([("fake__email_send", {"target": "bob"})]), Text("Mailed bob."))
+    proc = await start_chat(tmp_path, chat_env(tmp_path, fake_llm, MCP_CONFIG=str(cfg)))
+    assert proc.stdin is not None and proc.stdout is not None
+    out = bytearray()
+    await read_until(proc, out, b"Allow?")  # the task started at startup waits for the answer
+    proc.stdin.write(b"y\n")
+    await read_until(proc, out, b"Mailed bob.")
+    proc.stdin.write(b"/quit\n")
+    await asyncio.wait_for(proc.wait(), 60)
+    results = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[-1].startswith("email_send ok")
