@@ -116,6 +116,29 @@ async def test_bad_input_gets_clear_errors(app: App, fake_llm: FakeOpenAI) -> No
     assert contents == ["Owns a boat"]  # nothing stored, nothing lost
 
 
+async def test_a_category_without_its_layer_stores_in_the_layer_it_names(
+    app: App, fake_llm: FakeOpenAI
+) -> None:
+    # What a real small model (llama.cpp, forced tool call) sent: a category, no layer.
+    fake_llm.add(
+        Calls(
+            [
+                ("memory", {"action": "store", "content": "Cat is Tom", "category": "fact"}),
+                ("memory", {"action": "store", "content": "Run a marathon", "category": "goal"}),
+                ("memory", {"action": "store", "content": "x", "category": "mood"}),
+            ]
+        ),
+        Text("ok"),
+    )
+    await app.agent.handle(Incoming("my cat is Tom; I want to run a marathon", telegram_user_id=5))
+    r = tool_results(fake_llm, 3)
+    assert r[0].startswith("stored #") and r[1].startswith("stored #")
+    assert "needs `layer`" in r[2]
+    async with app.session_factory() as s:
+        rows = (await s.execute(select(Memory.content, Memory.layer).order_by(Memory.id))).all()
+    assert [tuple(row) for row in rows] == [("Cat is Tom", "long"), ("Run a marathon", "mid")]
+
+
 async def test_new_session_marker_is_not_stored(app: App, fake_llm: FakeOpenAI) -> None:
     fake_llm.add(
         Calls(

@@ -100,7 +100,7 @@ async def test_a_forced_tool_call_in_llama_cpps_stream_runs_the_tool(
     if args.get("action") == "store" and args.get("content"):
         async with bot.app.session_factory() as s:
             stored = list((await s.execute(select(Memory.content))).scalars())
-        assert stored, f"the memory tool was asked to store {args} and stored nothing"
+        assert stored, f"asked to store {args}, stored nothing; the tool said {result['content']!r}"
 
 
 async def test_openai_embeddings_recall_through_llama_server(

@@ -97,21 +97,23 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
         return "A new session will start after this reply."
     if not content:
         raise ToolError("store needs non-empty `content`")
-    if p.layer is None:
+    category = (p.category or "").strip().lower() or None
+    # Small models often name the category and leave out the layer it implies.
+    layer = p.layer or next((k for k, v in CATEGORIES.items() if category in v), None)
+    if layer is None:
         raise ToolError("store needs `layer`: long, mid, short or session")
     if len(content) > 2000:
         raise ToolError("content is too long (max 2000 characters): store one fact per call")
-    allowed = CATEGORIES.get(p.layer)
-    category = (p.category or "").strip().lower() or None
+    allowed = CATEGORIES.get(layer)
     if allowed and category and category not in allowed:
         raise ToolError(
-            f"category {category!r} does not fit layer {p.layer}; use one of: " + ", ".join(allowed)
+            f"category {category!r} does not fit layer {layer}; use one of: " + ", ".join(allowed)
         )
     if category and len(category) > 40:
         raise ToolError("category is too long (max 40 characters)")
     result = await store.store(
         user_id=call.ctx.user_id,
-        layer=p.layer,
+        layer=layer,
         content=content,
         category=category,
         certainty=p.certainty,
