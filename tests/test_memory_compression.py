@@ -91,6 +91,27 @@ async def test_a_summary_with_an_invented_name_or_number_is_rejected_and_the_tur
     assert await stored(app) == 80
 
 
+async def test_after_rejections_the_next_summary_still_covers_a_bounded_range(app: App) -> None:
+    # Rejected summaries leave a long uncovered range behind; when a faithful summary is
+    # possible again it covers the oldest part first, in a call no larger than the budget.
+    writer = {"fn": inventive}
+    model = ScriptedModel(writer=lambda messages: writer["fn"](messages))
+    agent = agent_for(app, model, budget=400)
+    for i in range(1, 121):
+        if i == 80:
+            writer["fn"] = faithful
+        model.add(Say(f"ok {i}"))
+        await agent.handle(Incoming(chat(i), telegram_user_id=24))
+    calls = [m for m in model.written if m[0]["content"].startswith("You compress")]
+    assert all(len(m[1]["content"]) // 4 <= 400 + 50 for m in calls)
+    async with app.session_factory() as s:
+        verified, rejected = await compressions.counts(s)
+    assert rejected >= 2 and verified >= 2
+    system = model.requests[-1][0]["content"]
+    assert "Ingrid lives in Tromsø" in system and "[compressed] Turns 1–" in system
+    assert await stored(app) == 240
+
+
 async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refuse(
     app: App,
 ) -> None:

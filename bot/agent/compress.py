@@ -130,8 +130,8 @@ class Compressor:
         room = budget - (len(note) // 4 + 1)
         if sum(costs) <= room or not rows:
             return Fitted(note, wire)
-        cut = self._cut(rows, costs, int(budget * KEEP_FRACTION))
-        if self.llm and cut > 0 and await self._worth_trying(session_id, rows[cut - 1].id):
+        cut = self._cut(rows, costs, int(budget * KEEP_FRACTION), budget)
+        if self.llm and cut > 0 and await self._worth_trying(session_id, rows):
             row = await self._compress(session_id, user_id, done, rows[:cut])
             if row.verified:
                 note, before = record_text(row), row.last_turn
@@ -148,9 +148,12 @@ class Compressor:
         return Fitted(note, kept)
 
     @staticmethod
-    def _cut(rows: Sequence[Message], costs: list[int], keep: int) -> int:
-        """How many of the oldest rows to summarise: all but the newest that fit `keep`,
-        ending just before a user turn (tool results stay with their call)."""
+    def _cut(rows: Sequence[Message], costs: list[int], keep: int, chunk: int) -> int:
+        """How many of the oldest rows to summarise: all but the newest that fit `keep`, and
+        no more than a transcript of about `chunk` tokens (after rejected summaries the
+        uncovered range keeps growing; the summary call must still fit the model, and what
+        is left goes in the next message's summary), ending just before a user turn (tool
+        results stay with their call)."""
         used = 0
         cut = len(rows)
         for i in range(len(rows) - 1, -1, -1):
@@ -158,21 +161,27 @@ class Compressor:
                 break
             used += costs[i]
             cut = i
+        size, limit = 0, 1
+        for i in range(cut):
+            size += min(costs[i], MAX_TURN_CHARS // 4)  # what transcript() keeps of a turn
+            if size > chunk:
+                break
+            limit = i + 1
+        cut = min(cut, limit)
         while cut < len(rows) and rows[cut].role != "user":
             cut += 1
         # The newest user turn and what follows it are never summarised away.
         newest = max((i for i, m in enumerate(rows) if m.role == "user"), default=0)
         return min(cut, newest)
 
-    async def _worth_trying(self, session_id: int, upto_id: int) -> bool:
+    async def _worth_trying(self, session_id: int, rows: Sequence[Message]) -> bool:
         async with self.session_factory() as s:
             failed = await repo.latest(s, session_id)
         if failed is None or failed.verified:
             return True
-        # A rejected range: try again only once the session has grown well past it.
-        async with self.session_factory() as s:
-            newer = await repo.messages_after(s, session_id, failed.last_message_id)
-        return sum(1 for m in newer if m.id <= upto_id) >= RETRY_AFTER_MESSAGES
+        # A rejected summary: try again only once the session has grown well since.
+        grown = sum(1 for m in rows if m.created_at > failed.created_at)
+        return grown >= RETRY_AFTER_MESSAGES
 
     async def _compress(
         self,
