@@ -3,16 +3,19 @@
 OpenAI, Kokoro-FastAPI, openedai-speech and speaches take the same JSON body (`model`,
 `input`, `voice`, `response_format`) and answer with the audio bytes. We ask for Opus,
 which they wrap in OGG: exactly what Telegram plays as a voice message. An endpoint that
-answers in another container is reported, not converted (that would need ffmpeg).
+answers in another container (MP3, WAV...) is converted (bot/voice/convert.py).
 Every failure becomes a SpeechError whose text is one sentence for the user.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
 import httpx
+
+from bot.voice.convert import ConvertError, to_ogg_opus
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +82,18 @@ class Synthesizer:
             log.warning("speech synthesis failed: HTTP %s %s", resp.status_code, resp.text[:200])
             raise SpeechError(f"the speech service failed (HTTP {resp.status_code})")
         data = resp.content
+        if len(data) > MAX_AUDIO_BYTES:
+            raise SpeechError("the spoken answer came out too large to send")
         if not data.startswith(OGG_MAGIC):
             kind = resp.headers.get("content-type", "unknown")
-            log.warning("speech endpoint answered %s, not OGG/Opus", kind)
-            raise SpeechError(
-                f"the speech service sent {kind} audio instead of OGG/Opus, which Telegram "
-                "needs for a voice message"
-            )
+            try:
+                data = await asyncio.to_thread(to_ogg_opus, data)
+            except ConvertError as exc:
+                log.warning("speech endpoint answered %s, not convertible: %s", kind, exc)
+                raise SpeechError(
+                    f"the speech service sent {kind} audio that could not be turned into "
+                    "OGG/Opus, which Telegram needs for a voice message"
+                ) from None
         if len(data) > MAX_AUDIO_BYTES:
             raise SpeechError("the spoken answer came out too large to send")
         return data

@@ -3,8 +3,13 @@ sendVoice beside the text; /voice modes; failures cost one sentence and never th
 
 from __future__ import annotations
 
+import io
+import math
+import struct
+import wave
 from typing import Any
 
+import av
 from sqlalchemy import select
 
 from db.models.core import User
@@ -117,8 +122,30 @@ async def test_a_used_up_budget_refuses_the_voice_not_the_text(make_tg: Any) -> 
     assert tg.llm.speeches == [] and await speech_rows(tg) == []
 
 
-async def test_non_ogg_audio_is_reported_not_sent(tg: TG) -> None:
-    tg.llm.speech_audio, tg.llm.speech_type = b"ID3mp3data", "audio/mpeg"
+def wav_tone(seconds: float = 0.5, rate: int = 22_050) -> bytes:
+    """What a speech server that cannot give Opus sends: 16-bit stereo PCM in a WAV file."""
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(2), w.setsampwidth(2), w.setframerate(rate)
+        samples = (int(8000 * math.sin(i / 8)) for i in range(int(seconds * rate)))
+        w.writeframes(b"".join(struct.pack("<hh", s, 0) for s in samples))
+    return buf.getvalue()
+
+
+async def test_wav_audio_is_sent_as_an_ogg_opus_voice(tg: TG) -> None:
+    tg.llm.speech_audio, tg.llm.speech_type = wav_tone(), "audio/wav"
+    await send_voice_note(tg, "wav please")
+    *_, spoken = await tg.replies(OWNER, 3)
+    assert spoken.method == "sendVoice" and spoken.document is not None
+    assert spoken.document.startswith(b"OggS") and b"OpusHead" in spoken.document[:100]
+    with av.open(io.BytesIO(spoken.document)) as got:
+        (stream,) = got.streams.audio
+        assert (stream.codec_context.name, stream.rate, stream.channels) == ("opus", 48_000, 1)
+        assert got.duration is not None and 0.4 < got.duration / 1e6 < 0.7
+
+
+async def test_audio_that_cannot_be_converted_is_reported_not_sent(tg: TG) -> None:
+    tg.llm.speech_audio, tg.llm.speech_type = b"ID3 but no frames", "audio/mpeg"
     await send_voice_note(tg, "mp3 please")
     *_, notice = await tg.replies(OWNER, 3)
     assert "audio/mpeg" in notice.text and "OGG/Opus" in notice.text
