@@ -1,5 +1,4 @@
-"""Text embeddings: WordLlama offline (the default), MiniLM offline (tools/memory/minilm.py)
-or any OpenAI-compatible /v1/embeddings.
+"""Text embeddings: WordLlama offline (the default) or any OpenAI-compatible /v1/embeddings.
 
 Every embedder returns L2-normalised float32 rows, so cosine distance is meaningful and the
 index built by one embedder is only valid for that embedder (`name`, `dim`).
@@ -22,6 +21,14 @@ from pydantic import SecretStr
 from tools.errors import ConfigError, ProviderError
 from tools.mapped_weights import MappedWordLlama
 from tools.memory.settings import MemorySettings
+
+# The in-process MiniLM went: llama-server gives the same vectors (README, "Memory").
+MINILM_MOVED = (
+    "EMBEDDINGS=minilm is gone: serve all-MiniLM-L6-v2 with llama-server "
+    "(llama-server -m all-minilm-l6-v2.gguf --embeddings --pooling mean) and set "
+    "EMBEDDINGS=openai, EMBEDDINGS_BASE_URL=http://<host>:<port>/v1 "
+    "and EMBEDDINGS_MODEL=all-minilm-l6-v2"
+)
 
 
 class Embedder(Protocol):
@@ -161,11 +168,6 @@ def build_embedder(
             key.get_secret_value() if key else "",
         )
     if settings.embeddings == "minilm":
-        # Imported here: minilm imports normalise_rows from this module.
-        from tools.memory.minilm import MISSING, MiniLMEmbedder, minilm_installed
-
         # Said at start-up, not on the first memory a user stores.
-        if not minilm_installed():
-            raise ConfigError(MISSING)
-        return MiniLMEmbedder()
+        raise ConfigError(MINILM_MOVED)
     return WordLlamaEmbedder()
