@@ -48,7 +48,7 @@ def normalise_rows(x: Any) -> np.ndarray:
 
 
 def wordllama_installed() -> bool:
-    """Whether the wheel is there, without importing it (that costs ~0.5 s)."""
+    """Whether the wheel is there, without importing it (slow)."""
     return importlib.util.find_spec("wordllama") is not None
 
 
@@ -102,7 +102,7 @@ class WordLlamaEmbedder:
         self.name = f"wordllama:l2_supercat:{dim}"
 
     def load(self) -> None:
-        """Loads the model now (~50 MB, a fraction of a second); else the first embed does.
+        """Loads the model now; else the first embed does.
         The bot starts polling without it and warms it up in the background."""
         _load_wordllama(self._dim)
 
@@ -112,7 +112,7 @@ class WordLlamaEmbedder:
         return normalise_rows(_load_wordllama(self._dim).embed(texts, norm=True))
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        # A few texts take well under a millisecond; only big batches go to a thread.
+        # A few texts are quick; only big batches go to a thread.
         if len(texts) <= 32:
             return self.embed_sync(texts)
         return await asyncio.to_thread(self.embed_sync, texts)
