@@ -10,9 +10,8 @@ import asyncio
 import functools
 import importlib.util
 import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import httpx
 import numpy as np
@@ -53,44 +52,30 @@ def wordllama_installed() -> bool:
 
 
 _LOADING = threading.Lock()
-_T = TypeVar("_T")
 
 
-def loaded_once(load: Callable[..., _T]) -> Callable[..., _T]:
-    """`load` run once per process per arguments and its model shared (the models are
-    read-only). The lock: a request that needs a model while the warm-up thread loads it
-    waits for that load instead of starting a second one."""
-    cached = functools.cache(load)
-
-    def once(*args: Any) -> _T:
-        with _LOADING:
-            return cached(*args)
-
-    return once
-
-
-def package_folder(name: str) -> Path | None:
-    """The installed folder of package `name` (where wheels keep their weights), without
-    importing it."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-@loaded_once
-def _load_wordllama(dim: int) -> Any:
+@functools.cache
+def _read_wordllama(dim: int) -> Any:
     """The wheel's own folder holds weights/ and tokenizers/: MappedWordLlama reads them in
     place (the table memory-mapped, not copied); if that fails, WordLlama.load with
     cache_dir pointing there, downloads forbidden (plain load() would look in ~/.cache)."""
-    folder = package_folder("wordllama")
-    assert folder is not None
+    spec = importlib.util.find_spec("wordllama")
+    assert spec is not None and spec.submodule_search_locations
+    folder = Path(next(iter(spec.submodule_search_locations)))
     try:
         return MappedWordLlama(folder, dim)
     except Exception:
         from wordllama import WordLlama
 
         return WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
+
+
+def _load_wordllama(dim: int) -> Any:
+    """Loaded once per process and shared (read-only). The lock: a request that needs the
+    model while the warm-up thread loads it waits for that load instead of starting a
+    second one."""
+    with _LOADING:
+        return _read_wordllama(dim)
 
 
 class WordLlamaEmbedder:
