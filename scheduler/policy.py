@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, time
 from zoneinfo import ZoneInfo
 
-from scheduler.periods import Split, is_due, next_boundary, parse_hhmm, user_tz
+from scheduler.periods import Split, is_due, parse_hhmm, period_end, user_tz
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class SessionPolicy:
 
     def next_split(self, now: datetime, zone: ZoneInfo) -> datetime | None:
         """The next split instant (UTC) in `zone`, or None when sessions are not split."""
-        return next_boundary(now, zone, self.split, self.at)
+        return period_end(now, zone, self.split, self.at)
 
     def describe(self) -> str:
         """'every day at 04:00', 'every week (Mondays) at 00:00', 'never'."""

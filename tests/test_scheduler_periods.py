@@ -9,10 +9,8 @@ import pytest
 
 from scheduler.periods import (
     is_due,
-    next_boundary,
     parse_hhmm,
     period_end,
-    period_start,
 )
 
 BERLIN = ZoneInfo("Europe/Berlin")  # DST 2026: Mar 29 02:00→03:00, Oct 25 03:00→02:00
@@ -58,10 +56,9 @@ def test_daily_across_spring_forward() -> None:
     s2 = local(BERLIN, 2026, 3, 29, 12, 0)
     assert period_end(s1, BERLIN, "daily", MIDNIGHT) == utc(2026, 3, 28, 23, 0)
     assert period_end(s2, BERLIN, "daily", MIDNIGHT) == utc(2026, 3, 29, 22, 0)
-    start = period_start(utc(2026, 3, 29, 21, 59), BERLIN, "daily", MIDNIGHT)
-    end = next_boundary(utc(2026, 3, 29, 21, 59), BERLIN, "daily", MIDNIGHT)
-    assert start is not None and end is not None
-    assert (end - start).total_seconds() == 23 * 3600
+    start = utc(2026, 3, 28, 23, 0)
+    end = period_end(start, BERLIN, "daily", MIDNIGHT)
+    assert end is not None and (end - start).total_seconds() == 23 * 3600
     # A split time inside the skipped hour (02:30 does not exist that night) still
     # happens once, right after the gap: 03:30 CEST = 01:30Z.
     at = time(2, 30)
@@ -73,8 +70,8 @@ def test_daily_across_spring_forward() -> None:
 
 def test_daily_across_fall_back() -> None:
     # Oct 25 2026 in Berlin lasts 25 hours; 02:30 happens twice: the split is the first.
-    start = period_start(utc(2026, 10, 25, 22, 0), BERLIN, "daily", MIDNIGHT)
-    end = next_boundary(utc(2026, 10, 25, 12, 0), BERLIN, "daily", MIDNIGHT)
+    start = period_end(utc(2026, 10, 24, 12, 0), BERLIN, "daily", MIDNIGHT)
+    end = period_end(utc(2026, 10, 25, 12, 0), BERLIN, "daily", MIDNIGHT)
     assert start == utc(2026, 10, 24, 22, 0) and end == utc(2026, 10, 25, 23, 0)
     assert (end - start).total_seconds() == 25 * 3600
     at = time(2, 30)
@@ -89,8 +86,8 @@ def test_weekly_starts_monday_and_spans_dst() -> None:
     # Week of Mon Oct 19 2026 → Mon Oct 26 (with the fall-back inside): 169 hours.
     s = local(NEW_YORK, 2026, 10, 28, 9, 0)  # a Wednesday
     assert period_end(s, NEW_YORK, "weekly", MIDNIGHT) == local(NEW_YORK, 2026, 11, 2, 0, 0)
-    start = period_start(utc(2026, 11, 1, 12, 0), NEW_YORK, "weekly", MIDNIGHT)
-    end = next_boundary(utc(2026, 11, 1, 12, 0), NEW_YORK, "weekly", MIDNIGHT)
+    start = period_end(local(NEW_YORK, 2026, 10, 25, 9, 0), NEW_YORK, "weekly", MIDNIGHT)
+    end = period_end(utc(2026, 11, 1, 12, 0), NEW_YORK, "weekly", MIDNIGHT)
     assert start == local(NEW_YORK, 2026, 10, 26, 0, 0)
     assert end == utc(2026, 11, 2, 5, 0)  # EST after the change
     assert start is not None and end is not None
@@ -106,7 +103,6 @@ def test_weekly_starts_monday_and_spans_dst() -> None:
 def test_none_never_splits() -> None:
     s = utc(2020, 1, 1)
     assert period_end(s, BERLIN, "none", MIDNIGHT) is None
-    assert period_start(s, BERLIN, "none", MIDNIGHT) is None
     assert not is_due(s, utc(2030, 1, 1), BERLIN, "none", MIDNIGHT)
 
 
@@ -117,7 +113,7 @@ def test_same_instant_differs_per_zone() -> None:
     assert not is_due(started, now, NEW_YORK, "daily", MIDNIGHT)
 
 
-def test_period_start_never_after_now_and_end_always_after() -> None:
+def test_end_always_after_now_and_periods_last_a_day_or_week() -> None:
     # Every 17 minutes over both 2026 DST changes in two zones, for two split times.
     for tz in (BERLIN, NEW_YORK):
         for at in (MIDNIGHT, time(2, 30)):
@@ -125,11 +121,11 @@ def test_period_start_never_after_now_and_end_always_after() -> None:
                 for base in (utc(2026, 3, 6), utc(2026, 10, 23)):
                     for i in range(0, 60 * 24 * 4, 17):
                         now = base + timedelta(minutes=i)
-                        start = period_start(now, tz, split, at)  # type: ignore[arg-type]
                         end = period_end(now, tz, split, at)  # type: ignore[arg-type]
-                        assert start is not None and end is not None
-                        assert start <= now < end
-                        hours = (end - start).total_seconds() / 3600
+                        assert end is not None and now < end
+                        after = period_end(end, tz, split, at)  # type: ignore[arg-type]
+                        assert after is not None
+                        hours = (after - end).total_seconds() / 3600
                         assert 22 <= hours <= 26 if split == "daily" else 167 <= hours <= 169
 
 

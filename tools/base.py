@@ -116,7 +116,7 @@ class Tool(Generic[P]):
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """A compact JSON schema: no titles, $defs inlined (some providers reject $ref).
 
-    Cached per model (pydantic rebuilds it in ~1 ms each time, on every model call);
+    Cached per model (pydantic rebuilds it each time, on every model call);
     the returned dict is shared, so callers must not mutate it.
     """
     raw = model.model_json_schema()

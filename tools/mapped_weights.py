@@ -1,11 +1,10 @@
 """WordLlama embeddings with the table read straight from its safetensors file
 (memory-mapped) instead of copied into the process.
 
-WordLlama converts its float16 table (32000 x 256) to a float32 copy in memory: ~32 MB
-per process, all of it resident. Mapped, the file's pages are shared with the page cache
-(and any other worker) and only the rows texts actually use are ever read. Rows are
-handed out as float32, converted on lookup; float16 -> float32 is exact, so every
-embedding comes out bit for bit as before.
+WordLlama converts its float16 table to a float32 copy in memory, all of it resident.
+Mapped, the file's pages are shared with the page cache (and any other worker) and only
+the rows texts actually use are ever read. Rows are converted to float32 on lookup;
+float16 -> float32 is exact, so every embedding comes out bit for bit as before.
 """
 
 from __future__ import annotations
@@ -31,25 +30,10 @@ def map_f16_tensor(path: Path, key: str) -> np.memmap[Any, np.dtype[np.float16]]
     return np.memmap(path, dtype="<f2", mode="r", offset=8 + size + start, shape=(rows, cols))
 
 
-class Float32Rows:
-    """What WordLlama's inference reads of its table (`shape`, `table[ids]`), as float32."""
-
-    def __init__(self, table: np.memmap[Any, np.dtype[np.float16]]) -> None:
-        self._table = table
-        self.shape: tuple[int, ...] = table.shape
-        self.dtype = np.dtype(np.float32)
-
-    def __getitem__(self, index: Any) -> np.ndarray:
-        return np.asarray(self._table[index], dtype=np.float32)
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-
 class MappedWordLlama:
     """WordLlama's `embed(texts, norm=True)` on the mapped table and the wheel's own
-    tokenizer file, without importing the wordllama package (~15 MB: requests, its
-    trainers and compiled algorithms, none of which embedding needs). The steps are
+    tokenizer file, without importing the wordllama package (requests, its trainers and
+    compiled algorithms, none of which embedding needs). The steps are
     WordLlamaInference.embed's (wordllama 0.4), batch by batch, so the numbers are the same
     bit for bit; tests/test_mapped_weights.py compares them with the package's own."""
 
@@ -58,8 +42,8 @@ class MappedWordLlama:
     def __init__(self, folder: Path, dim: int, config: str = "l2_supercat") -> None:
         from tokenizers import Tokenizer
 
-        self.embedding = Float32Rows(
-            map_f16_tensor(folder / "weights" / f"{config}_{dim}.safetensors", "embedding.weight")
+        self.table = map_f16_tensor(
+            folder / "weights" / f"{config}_{dim}.safetensors", "embedding.weight"
         )
         self.tokenizer = Tokenizer.from_file(
             str(folder / "tokenizers" / f"{config}_tokenizer_config.json")
@@ -68,7 +52,7 @@ class MappedWordLlama:
         self.tokenizer.no_truncation()
 
     def embed(self, texts: list[str], norm: bool = False) -> np.ndarray:
-        out = np.empty((len(texts), self.embedding.shape[1]), dtype=np.float32)
+        out = np.empty((len(texts), self.table.shape[1]), dtype=np.float32)
         for i in range(0, len(texts), self.BATCH):
             chunk = texts[i : i + self.BATCH]
             encoded = self.tokenizer.encode_batch(
@@ -76,8 +60,8 @@ class MappedWordLlama:
             )
             ids = np.array([e.ids for e in encoded], dtype=np.int32)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
-            np.clip(ids, 0, self.embedding.shape[0] - 1, out=ids)
-            x = self.embedding[ids]
+            np.clip(ids, 0, self.table.shape[0] - 1, out=ids)
+            x = np.asarray(self.table[ids], dtype=np.float32)
             mask_sum = np.maximum(mask.sum(axis=1, keepdims=True), 1.0).astype(np.float32)
             summed = np.sum(x * mask[..., np.newaxis], axis=1, dtype=np.float32)
             pooled: np.ndarray = summed / mask_sum

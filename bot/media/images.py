@@ -16,7 +16,7 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".
 
 def prepare(data: bytes, max_side: int) -> tuple[str, tuple[int, int]]:
     """A data URI the model can read, and the size sent. Raises MediaError on a bad image."""
-    # Imported on the first image, not at start-up: ~2 MB and ~20 ms most bots never need.
+    # Imported on the first image, not at start-up: most bots never need it.
     from PIL import Image, UnidentifiedImageError
 
     try:

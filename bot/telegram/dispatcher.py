@@ -39,8 +39,8 @@ def _pin_response_models() -> tuple[Any, ...]:
 
     aiogram builds `Response[method.__returning__]` for every API reply; pydantic caches
     parametrized generics only weakly, so without a strong reference the model is rebuilt
-    over and over (~2 ms per call, measured by bench/overhead.py). Pinning the ones we use
-    makes each reply parse in microseconds.
+    over and over (bench/overhead.py shows the cost). Pinning the ones we use keeps it
+    built.
     """
     used = (
         m.SendMessage, m.SendMessageDraft, m.SendChatAction, m.SendDocument, m.EditMessageText,

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 # None until install() ran: "lazy", or "eager" (fallback, or aiogram was already imported).
 mode: str | None = None
 # The self-check's Response[Message]: pydantic holds parametrized models only weakly, and
-# rebuilding it for the bot's own pinned set (dispatcher.py) would cost ~0.1 s more.
+# rebuilding it for the bot's own pinned set (dispatcher.py) would cost start-up time.
 _kept: list[Any] = []
 
 SAMPLE_UPDATE: dict[str, Any] = {
@@ -106,7 +106,7 @@ def _import_lazily() -> dict[str, Any] | None:
         result: bool | None = original.__func__(cls, **kwargs)
         return result
 
-    # The methods (~190) would each be built as their class is made (~0.05 s in all):
+    # The methods would each be built as their class is made:
     # deferred like the types, by their common base's config, before any method exists.
     init_subclass = BaseModel.__dict__["__pydantic_init_subclass__"]
 

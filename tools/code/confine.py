@@ -79,14 +79,8 @@ def landlock_abi() -> int:
 
 
 def fs_rights(abi: int) -> int:
-    rights = FS_ABI1
-    if abi >= 2:
-        rights |= FS_REFER
-    if abi >= 3:
-        rights |= FS_TRUNCATE
-    if abi >= 5:
-        rights |= FS_IOCTL_DEV
-    return rights
+    later = ((2, FS_REFER), (3, FS_TRUNCATE), (5, FS_IOCTL_DEV))
+    return FS_ABI1 | sum(right for since, right in later if abi >= since)
 
 
 def landlock(abi: int, rules: list[tuple[str, int]], *, block_tcp: bool) -> None:
@@ -108,9 +102,7 @@ def landlock(abi: int, rules: list[tuple[str, int]], *, block_tcp: bool) -> None
             except OSError:
                 continue  # e.g. /lib32 on a machine without it
             try:
-                allowed = rights & handled
-                if not os.path.isdir(path):
-                    allowed &= FILE_RIGHTS
+                allowed = rights & handled & (-1 if os.path.isdir(path) else FILE_RIGHTS)
                 rule = ctypes.create_string_buffer(
                     allowed.to_bytes(8, "little") + pfd.to_bytes(4, "little", signed=True)
                 )
@@ -123,15 +115,6 @@ def landlock(abi: int, rules: list[tuple[str, int]], *, block_tcp: bool) -> None
         os.close(fd)
 
 
-def unshare(flags: int) -> bool:
-    return int(_libc.unshare(flags)) == 0
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w") as f:
-        f.write(text)
-
-
 def enter_namespaces(net: bool, uid: int | None) -> bool:
     """New mount, PID, IPC (and network when off or through the egress proxy) namespaces;
     a user namespace first when we are not root. False when the kernel refuses them."""
@@ -140,14 +123,15 @@ def enter_namespaces(net: bool, uid: int | None) -> bool:
         flags |= CLONE_NEWNET
     if os.geteuid() != 0:
         real_uid, real_gid = os.getuid(), os.getgid()
-        if not unshare(CLONE_NEWUSER | flags):
+        if _libc.unshare(CLONE_NEWUSER | flags) != 0:
             return False
         # Map only ourselves: the code stays our uid, with no capability on the host.
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{real_uid} {real_uid} 1")
-        _write("/proc/self/gid_map", f"{real_gid} {real_gid} 1")
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{real_uid} {real_uid} 1"),
+                           ("gid_map", f"{real_gid} {real_gid} 1")):  # fmt: skip
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
         return True
-    return unshare(flags)
+    return int(_libc.unshare(flags)) == 0
 
 
 def loopback_up() -> None:
@@ -179,12 +163,26 @@ def tmpfs(dst: str, size: int, uid: int | None, mode: str = "0700") -> None:
     mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}{owner}")
 
 
+def make_dirs(parent: str, names: tuple[str, ...], uid: int | None) -> None:
+    for d in names:
+        os.makedirs(os.path.join(parent, d), exist_ok=True)
+        if uid is not None:
+            os.chown(os.path.join(parent, d), uid, uid)
+
+
+def mount_point(path: str, is_dir: bool) -> str:
+    """An empty directory or file at path to mount onto (its parents made)."""
+    if is_dir:
+        os.makedirs(path)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "w").close()
+    return path
+
+
 def bind_io(io: str, work: str, uid: int | None) -> None:
     """The user's files read-only at work/input, and work/output kept past the run."""
-    for d in ("input", "output"):
-        os.makedirs(os.path.join(work, d))
-        if uid is not None:
-            os.chown(os.path.join(work, d), uid, uid)
+    make_dirs(work, ("input", "output"), uid)
     bind_ro(os.path.join(io, "input"), os.path.join(work, "input"))
     mount(os.path.join(io, "output"), os.path.join(work, "output"), None, MS_BIND, None)
 
@@ -193,33 +191,21 @@ def build_view(root: str, plan: dict[str, Any]) -> None:
     """A new root holding only the system dirs, the /etc files bun needs, a few devices,
     a fresh /proc, bun, and size-capped /tmp and /work; then pivot into it."""
     tmpfs(root, 1024 * 1024, None, "0755")
+    os.makedirs(root + "/etc")
     for d in plan["system_dirs"]:
         if os.path.islink(d):
             os.symlink(os.readlink(d), root + d)
         elif os.path.isdir(d):
-            os.makedirs(root + d)
-            bind_ro(d, root + d)
-    os.makedirs(root + "/etc")
+            bind_ro(d, mount_point(root + d, True))
     for f in plan["etc_files"]:
-        if os.path.isdir(f):
-            os.makedirs(root + f)
-            bind_ro(f, root + f)
-        elif os.path.exists(f):
-            open(root + f, "w").close()
-            bind_ro(f, root + f)
-    os.makedirs(root + "/dev")
+        if os.path.exists(f):
+            bind_ro(f, mount_point(root + f, os.path.isdir(f)))
     for dev in (*DEVICES_RW, *DEVICES_RO):
-        open(root + dev, "w").close()
-        mount(dev, root + dev, None, MS_BIND, None)
-    os.makedirs(root + "/opt/bun")
-    open(root + plan["bun_inside"], "w").close()
-    bind_ro(plan["bun"], root + plan["bun_inside"])
+        mount(dev, mount_point(root + dev, False), None, MS_BIND, None)
+    bind_ro(plan["bun"], mount_point(root + plan["bun_inside"], False))
     if plan["egress"]:  # the proxy's socket folder and the relay bun preloads
-        os.makedirs(root + plan["egress_inside"])
-        bind_ro(plan["egress"], root + plan["egress_inside"])
-        os.makedirs(root + os.path.dirname(plan["egress_js_inside"]))
-        open(root + plan["egress_js_inside"], "w").close()
-        bind_ro(plan["egress_js"], root + plan["egress_js_inside"])
+        bind_ro(plan["egress"], mount_point(root + plan["egress_inside"], True))
+        bind_ro(plan["egress_js"], mount_point(root + plan["egress_js_inside"], False))
     for d in ("/proc", "/tmp", "/work"):
         os.makedirs(root + d)
     if not mount_proc(root + "/proc"):
@@ -242,9 +228,9 @@ def mount_proc(dst: str) -> bool:
     is partly masked (some containers); then there is no /proc at all."""
     try:
         mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        return True
     except OSError:
         return False
-    return True
 
 
 def set_limits(lim: dict[str, Any]) -> None:
@@ -256,13 +242,6 @@ def set_limits(lim: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if lim["nproc"] is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (lim["nproc"], lim["nproc"]))
-
-
-def drop_uid(uid: int | None) -> None:
-    if uid is not None:
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
 
 
 def relay(pid: int, watch: tuple[str, int] | None) -> None:
@@ -293,6 +272,14 @@ def relay(pid: int, watch: tuple[str, int] | None) -> None:
     os._exit(os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128)
 
 
+def fork_relayed(watch: tuple[str, int] | None) -> None:
+    """Fork: the parent relays the child's end (and never returns); the child goes on."""
+    pid = os.fork()
+    if pid:
+        relay(pid, watch)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def confine(plan: dict[str, Any]) -> None:
     mode, work, uid, net = plan["mode"], plan["work"], plan["uid"], plan["network"]
     abi = landlock_abi() if mode == "landlock" else 0
@@ -313,17 +300,11 @@ def confine(plan: dict[str, Any]) -> None:
     # watches the work dir's size instead of a size-capped tmpfs.
     if not namespaced:
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    pid = os.fork()
-    if pid:
-        relay(pid, None if namespaced else (work, plan["work_bytes"]))
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    fork_relayed(None if namespaced else (work, plan["work_bytes"]))
     if namespaced:
         # We are the namespace's init. bun must not be: the kernel drops signals an init
         # sends itself (process.kill(process.pid) would do nothing), so we stay as pid 1.
-        pid = os.fork()
-        if pid:
-            relay(pid, None)
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        fork_relayed(None)
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     argv, has_proc = list(plan["bun_argv"]), False
     if mode == "namespace":
@@ -339,11 +320,11 @@ def confine(plan: dict[str, Any]) -> None:
         else:  # no mounts: the files move into the work dir (the runner looks there too)
             for d in ("input", "output"):
                 os.rename(os.path.join(plan["io"], d), os.path.join(work, d))
-        for d in (".home", ".tmp"):
-            os.makedirs(os.path.join(work, d), exist_ok=True)
-            if uid is not None:
-                os.chown(os.path.join(work, d), uid, uid)
-    drop_uid(uid)
+        make_dirs(work, (".home", ".tmp"), uid)
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
     os.chdir(work)
     if mode == "landlock":
         rules = [(p, READ_EXEC) for p in (*plan["system_dirs"], *plan["etc_files"])]
@@ -399,8 +380,7 @@ def read_plan(fd: int) -> dict[str, Any]:
             out += chunk
         return out
 
-    plan: dict[str, Any] = marshal.loads(exactly(int(exactly(8), 16)))
-    return plan
+    return marshal.loads(exactly(int(exactly(8), 16)))  # type: ignore[no-any-return]
 
 
 def main() -> None:

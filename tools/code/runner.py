@@ -112,7 +112,7 @@ class CodeRunner:
         self._nproc_base = 0 if os.geteuid() == 0 else own_task_count()
         self._uid_base = uid_block()
         # confine.py launchers started ahead and waiting for a plan: a Python start-up
-        # (~10 ms) per run, paid between runs instead of during one.
+        # per run, paid between runs instead of during one.
         self._warm: list[asyncio.subprocess.Process] = []
         self._warming: set[asyncio.Task[None]] = set()
         self._max_warm = self._slots.qsize()

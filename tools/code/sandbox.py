@@ -43,11 +43,9 @@ log = logging.getLogger(__name__)
 Mode = Literal["bwrap", "landlock", "namespace", "basic", "off"]
 CONFINED: tuple[Mode, ...] = ("landlock", "namespace")  # run through confine.py
 
-# Measured with bun 1.4.2 (see bench/code_exec.py --memory): below ~350 MiB of address
-# space bun aborts at start; from there up to ~2.1 GiB it runs with its JIT disabled
-# (a 3e7-step loop takes 0.25 s instead of 0.04 s); around 2.2 GiB it aborts again;
-# from ~2.3 GiB the JIT works. 3 GiB keeps the JIT and stops a memory bomb at
-# `RangeError: Out of memory` after ~1.2-1.6 GB of resident memory.
+# bun aborts at start with too little address space and runs without its JIT with a bit
+# more (bench/code_exec.py --memory finds the thresholds): 3 GiB keeps the JIT and still
+# stops a memory bomb at `RangeError: Out of memory`.
 ADDRESS_SPACE_BYTES = 3 * 1024**3
 FILE_SIZE_BYTES = 64 * 1024**2
 OPEN_FILES = 256
@@ -56,7 +54,7 @@ WORK_SIZE_BYTES = 128 * 1024**2
 # Per-run uid when we are root: RLIMIT_NPROC counts every task (threads too) of the
 # real uid, and is ignored for root, so each concurrent slot gets its own uid.
 SLOT_UID_BASE = 61000
-TASKS_PER_RUN = 128  # bun itself uses ~10-20 threads; room for a few child processes
+TASKS_PER_RUN = 128  # bun's own threads, and room for a few child processes
 
 WORK_IN_SANDBOX = "/work"
 BUN_IN_SANDBOX = "/opt/bun/bun"
@@ -186,7 +184,7 @@ def rlimit_argv(limits: Limits) -> list[str] | None:
     """`prlimit ... --` (util-linux) setting the limits, or None when it is missing.
 
     Preferred over a pre-exec hook: any preexec_fn makes Python fork() instead of
-    vfork(), and forking a bot with a few hundred MB of heap costs ~9 ms per run."""
+    vfork(), and forking the bot's whole heap costs time on every run."""
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         return None

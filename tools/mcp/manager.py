@@ -35,7 +35,7 @@ class McpManager:
         errlog: TextIO | None = None,
     ) -> None:
         self.servers: list[McpServer] = []
-        if configs:  # the MCP SDK costs ~0.5 s and ~40 MB to import: only when used
+        if configs:  # the MCP SDK is slow and large to import: only when used
             from tools.mcp.server import McpServer, quiet_sdk_parse_errors
 
             self.servers = [McpServer(c, call_timeout, health_interval, errlog) for c in configs]

@@ -1,5 +1,4 @@
-"""Text embeddings: WordLlama offline (the default), MiniLM offline (tools/memory/minilm.py)
-or any OpenAI-compatible /v1/embeddings.
+"""Text embeddings: WordLlama offline (the default) or any OpenAI-compatible /v1/embeddings.
 
 Every embedder returns L2-normalised float32 rows, so cosine distance is meaningful and the
 index built by one embedder is only valid for that embedder (`name`, `dim`).
@@ -11,9 +10,8 @@ import asyncio
 import functools
 import importlib.util
 import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import httpx
 import numpy as np
@@ -22,6 +20,14 @@ from pydantic import SecretStr
 from tools.errors import ConfigError, ProviderError
 from tools.mapped_weights import MappedWordLlama
 from tools.memory.settings import MemorySettings
+
+# The in-process MiniLM went: llama-server gives the same vectors (README, "Memory").
+MINILM_MOVED = (
+    "EMBEDDINGS=minilm is gone: serve all-MiniLM-L6-v2 with llama-server "
+    "(llama-server -m all-minilm-l6-v2.gguf --embeddings --pooling mean) and set "
+    "EMBEDDINGS=openai, EMBEDDINGS_BASE_URL=http://<host>:<port>/v1 "
+    "and EMBEDDINGS_MODEL=all-minilm-l6-v2"
+)
 
 
 class Embedder(Protocol):
@@ -41,49 +47,35 @@ def normalise_rows(x: Any) -> np.ndarray:
 
 
 def wordllama_installed() -> bool:
-    """Whether the wheel is there, without importing it (that costs ~0.5 s)."""
+    """Whether the wheel is there, without importing it (slow)."""
     return importlib.util.find_spec("wordllama") is not None
 
 
 _LOADING = threading.Lock()
-_T = TypeVar("_T")
 
 
-def loaded_once(load: Callable[..., _T]) -> Callable[..., _T]:
-    """`load` run once per process per arguments and its model shared (the models are
-    read-only). The lock: a request that needs a model while the warm-up thread loads it
-    waits for that load instead of starting a second one."""
-    cached = functools.cache(load)
-
-    def once(*args: Any) -> _T:
-        with _LOADING:
-            return cached(*args)
-
-    return once
-
-
-def package_folder(name: str) -> Path | None:
-    """The installed folder of package `name` (where wheels keep their weights), without
-    importing it."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-@loaded_once
-def _load_wordllama(dim: int) -> Any:
+@functools.cache
+def _read_wordllama(dim: int) -> Any:
     """The wheel's own folder holds weights/ and tokenizers/: MappedWordLlama reads them in
     place (the table memory-mapped, not copied); if that fails, WordLlama.load with
     cache_dir pointing there, downloads forbidden (plain load() would look in ~/.cache)."""
-    folder = package_folder("wordllama")
-    assert folder is not None
+    spec = importlib.util.find_spec("wordllama")
+    assert spec is not None and spec.submodule_search_locations
+    folder = Path(next(iter(spec.submodule_search_locations)))
     try:
         return MappedWordLlama(folder, dim)
     except Exception:
         from wordllama import WordLlama
 
         return WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
+
+
+def _load_wordllama(dim: int) -> Any:
+    """Loaded once per process and shared (read-only). The lock: a request that needs the
+    model while the warm-up thread loads it waits for that load instead of starting a
+    second one."""
+    with _LOADING:
+        return _read_wordllama(dim)
 
 
 class WordLlamaEmbedder:
@@ -95,7 +87,7 @@ class WordLlamaEmbedder:
         self.name = f"wordllama:l2_supercat:{dim}"
 
     def load(self) -> None:
-        """Loads the model now (~50 MB, a fraction of a second); else the first embed does.
+        """Loads the model now; else the first embed does.
         The bot starts polling without it and warms it up in the background."""
         _load_wordllama(self._dim)
 
@@ -105,7 +97,7 @@ class WordLlamaEmbedder:
         return normalise_rows(_load_wordllama(self._dim).embed(texts, norm=True))
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        # A few texts take well under a millisecond; only big batches go to a thread.
+        # A few texts are quick; only big batches go to a thread.
         if len(texts) <= 32:
             return self.embed_sync(texts)
         return await asyncio.to_thread(self.embed_sync, texts)
@@ -161,11 +153,6 @@ def build_embedder(
             key.get_secret_value() if key else "",
         )
     if settings.embeddings == "minilm":
-        # Imported here: minilm imports normalise_rows from this module.
-        from tools.memory.minilm import MISSING, MiniLMEmbedder, minilm_installed
-
         # Said at start-up, not on the first memory a user stores.
-        if not minilm_installed():
-            raise ConfigError(MISSING)
-        return MiniLMEmbedder()
+        raise ConfigError(MINILM_MOVED)
     return WordLlamaEmbedder()

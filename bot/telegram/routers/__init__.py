@@ -53,7 +53,7 @@ def build_routers() -> list[Router]:
 
 def _commands_only(router: Router) -> None:
     """A router whose message handlers all answer commands gets one cheap check in front:
-    without it every plain message went through each Command filter (~15), each splitting
+    without it every plain message went through each Command filter, each splitting
     the text and raising and catching an exception to say no. A command is a text or
     caption starting with "/" (aiogram's default prefix, the only one we use), so which
     handler runs does not change. Which handlers answer commands is what they declare
