@@ -1,7 +1,7 @@
-"""The plain bot Sidekick is compared with (bench/vs_plain.py): aiogram long polling, SQLite
-history, one OpenAI-style chat call per message, as a weekend project would write it.
-
-No openai SDK (not a dependency here): the call is the same JSON over httpx, non-streaming.
+"""The plain bot Sidekick is compared with (bench/vs_plain.py), as issue 25 defines it: aiogram
+long polling, SQLite history, one chat completion per message through the official openai SDK
+(AsyncOpenAI at the fake's base URL, non-streaming), as a weekend project would write it.
+The SDK is a dev dependency only (pyproject's dev extra); the bot itself does not use it.
 Settings from the environment: TELEGRAM_BOT_TOKEN, TELEGRAM_API_URL, LLM_BASE_URL,
 LLM_API_KEY, LLM_MODEL, DB_PATH, ALLOWED_USER_IDS (comma-separated).
 
@@ -15,7 +15,7 @@ import os
 import sqlite3
 import time
 
-import httpx
+import openai
 from aiogram import Bot, Dispatcher, F
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
@@ -81,18 +81,20 @@ class Store:
 
 class Model:
     def __init__(self) -> None:
-        self.http = httpx.AsyncClient(
-            base_url=os.environ["LLM_BASE_URL"].rstrip("/"),
-            headers={"Authorization": f"Bearer {os.environ.get('LLM_API_KEY', '')}"},
+        self.client = openai.AsyncOpenAI(
+            base_url=os.environ["LLM_BASE_URL"],
+            api_key=os.environ.get("LLM_API_KEY") or "none",
             timeout=120,
         )
         self.model = os.environ["LLM_MODEL"]
 
     async def reply(self, history: list[dict[str, str]]) -> str:
-        body = {"model": self.model, "messages": [{"role": "system", "content": SYSTEM}, *history]}
-        resp = await self.http.post("/chat/completions", json=body)
-        resp.raise_for_status()
-        return str(resp.json()["choices"][0]["message"]["content"] or "")
+        messages = [{"role": "system", "content": SYSTEM}, *history]
+        done = await self.client.chat.completions.create(
+            model=self.model,
+            messages=messages,  # type: ignore[arg-type]
+        )
+        return done.choices[0].message.content or ""
 
 
 def build(store: Store, model: Model, allowed: set[int]) -> Dispatcher:
@@ -105,7 +107,7 @@ def build(store: Store, model: Model, allowed: set[int]) -> Dispatcher:
         user_id, history = await store.begin(user.id, user.full_name, message.text)
         try:
             text = await model.reply(history)
-        except httpx.HTTPError as exc:
+        except openai.OpenAIError as exc:
             await message.answer(f"The model is not answering: {type(exc).__name__}")
             return
         await store.answer(user_id, text)
@@ -125,7 +127,7 @@ async def main() -> None:
     try:
         await build(store, model, allowed).start_polling(bot)
     finally:
-        await model.http.aclose()
+        await model.client.close()
         store.db.close()
 
 

@@ -1,6 +1,7 @@
-"""Sidekick side by side with a plain aiogram + SQLite bot (bench/plain_bot.py), both as real
-processes against the same local fakes (tests/fakes: Bot API, instant model), in alternated
-rounds in one run, so both see the same machine load. Per bot and round:
+"""Sidekick side by side with a plain aiogram + openai SDK + SQLite bot (bench/plain_bot.py,
+the reference issue 25 names), both as real processes against the same local fakes
+(tests/fakes: Bot API, instant model), in alternated rounds in one run, so both see the same
+machine load. Per bot and round:
 
 - start -> first getUpdates (process start until it polls), on the database an untimed first
   start made (the usual start: migrations and schema are already there);

@@ -61,6 +61,7 @@ class TurnUser:
     llm_model: str | None
     usage_footer: bool
     usage_warned: str | None
+    voice_mode: str | None = None  # /voice: None when never set (the default applies)
 
 
 @dataclass(frozen=True)
@@ -197,11 +198,11 @@ class SqlConversation:
                 user = TurnUser(uid, telegram_id, user_name, None, None, False, None)
                 session_id, started, has_memories = None, None, False
             else:
-                uid, name, tz_name, model, footer, warned, session_id, started, has = row
+                uid, name, tz_name, model, footer, warned, session_id, started, voice, has = row
                 if user_name and name != user_name:
                     c.execute(update(User).where(User.id == uid).values(name=user_name))
                     name = user_name
-                user = TurnUser(uid, telegram_id, name, tz_name, model, bool(footer), warned)
+                user = TurnUser(uid, telegram_id, name, tz_name, model, bool(footer), warned, voice)
                 has_memories = bool(has)
             # A message after the split time opens a new session even if the scheduler has
             # not archived the old one yet (it writes the old one's summary).

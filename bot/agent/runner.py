@@ -65,6 +65,10 @@ class Reply:
     followup: Callable[[], Awaitable[None]] | None = None
     files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
     notes: str = ""  # lines under the answer (fallback, budget warning, usage footer)
+    user_id: int | None = None  # users.id of who asked
+    # Their /voice mode, read with the turn's start (None: never set); the adapter decides
+    # from it whether to speak the answer.
+    voice_mode: str | None = None
 
     async def delivered(self) -> None:
         """The adapter calls this once the reply is out."""
@@ -142,6 +146,7 @@ class Agent:
         prefetched = self.window.wire(started.session_id, started.history)
         reply = await self._loop(ctx, incoming, events or Events(), prefetched, metered)
         reply.files = ctx.files_out
+        reply.user_id, reply.voice_mode = user.id, user.voice_mode
         if ctx.new_session_requested:
             reply.followup = await close_on_request(
                 self.session_factory,

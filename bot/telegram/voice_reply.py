@@ -33,10 +33,10 @@ async def send_voice_reply(
 ) -> None:
     """`answered_at`: perf_counter when the answer's last token arrived."""
     voice = app.voice
-    if voice is None:
+    user_id = reply.user_id
+    if voice is None or incoming.telegram_user_id is None or user_id is None:
         return
-    user_id = await voice.wanted(incoming.telegram_user_id, incoming.kind)
-    if user_id is None:
+    if not voice.wanted(reply.voice_mode, incoming.kind):
         return
     try:
         await bot.send_chat_action(chat_id, "record_voice")

@@ -47,15 +47,13 @@ class VoiceReplies:
         # TTS_BASE_URL) is said once, then voice stays quiet until a restart.
         self.missing = False
 
-    async def wanted(self, telegram_user_id: int | None, kind: str) -> int | None:
-        """The user's users.id when this answer should be spoken, else None."""
-        if self.synthesizer is None or self.missing or telegram_user_id is None:
-            return None
-        async with self.sf() as s:
-            user_id, mode = await repo.pref_by_telegram_id(s, telegram_user_id)
-        if user_id is None or mode == "off" or (mode == "auto" and kind != "voice"):
-            return None
-        return user_id
+    def wanted(self, mode: str | None, kind: str) -> bool:
+        """Whether an answer to a message of this kind is spoken, for a user whose /voice
+        mode is `mode` (None: never set, the default), as read with the turn's start."""
+        if self.synthesizer is None or self.missing:
+            return False
+        mode = mode or repo.DEFAULT_MODE
+        return not (mode == "off" or (mode == "auto" and kind != "voice"))
 
     async def speak(self, user_id: int, answer: str, request_id: str | None = None) -> Spoken:
         """The answer as OGG/Opus; SpeechError (one sentence's worth) when it cannot be."""

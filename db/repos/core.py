@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from db.models.core import ChatSession, Message, User
 from db.models.memory import Memory
+from db.models.voice import VoicePrefs
 
 
 async def get_or_create_user(
@@ -45,7 +46,9 @@ def _user_with_open_session(who: ColumnElement[bool], *columns: Any) -> Select[A
 
 # Every message starts with this read (db/conversation.py), built once: what a request
 # needs of the user row (the metering hook's included), the open session's id and start,
-# whether memories exist, as plain columns (loading ORM objects costs more than the read).
+# the user's /voice mode (NULL: never set; the adapter decides from it whether to speak the
+# answer, without a read of its own), whether memories exist, as plain columns (loading
+# ORM objects costs more than the read).
 START_COLUMNS = (
     User.id,
     User.name,
@@ -55,6 +58,7 @@ START_COLUMNS = (
     User.usage_warned,
     ChatSession.id,
     ChatSession.started_at,
+    select(VoicePrefs.mode).where(VoicePrefs.user_id == User.id).scalar_subquery(),
 )
 START_READ = _user_with_open_session(User.telegram_id == bindparam("telegram_id"), *START_COLUMNS)
 LOCAL_START_READ = _user_with_open_session(User.telegram_id.is_(None), *START_COLUMNS)
