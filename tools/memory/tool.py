@@ -99,7 +99,7 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
         raise ToolError("store needs non-empty `content`")
     category = (p.category or "").strip().lower() or None
     # Small models often name the category and leave out the layer it implies.
-    layer = p.layer or next((k for k, v in CATEGORIES.items() if category in v), None)
+    layer: str | None = p.layer or next((k for k, v in CATEGORIES.items() if category in v), None)
     if layer is None:
         raise ToolError("store needs `layer`: long, mid, short or session")
     if len(content) > 2000:
