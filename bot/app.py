@@ -15,7 +15,8 @@ from bot.agent.accounting import ContextAccounting
 from bot.agent.approvals import Approvals
 from bot.agent.archive import archiver_from
 from bot.agent.hooks import AgentHooks
-from bot.agent.runner import Agent, ContextProvider
+from bot.agent.prompt import ContextProvider
+from bot.agent.runner import Agent
 from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.logs import Scrubber

@@ -14,7 +14,7 @@ from bot.agent.runner import Incoming
 from bot.agent.toolexec import run_call
 from bot.app import App, build_app
 from bot.config import Settings
-from bot.llm.client import LLMClient
+from bot.llm.client import LLMClient, LLMToolCall
 from tests.conftest import make_settings
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.fakes.search_server import FakeSearch, Reply, fixture
@@ -222,7 +222,9 @@ async def test_bad_arguments_get_a_clear_error(
     tmp_path: Path, searx: FakeSearch, http: httpx.AsyncClient, args: str, words: str
 ) -> None:
     tool = search_tool(make_settings(tmp_path, searxng_url=searx.root), http)
-    outcome = await run_call(RequestTools({"search": tool}), "search", args, call())
+    outcome = await run_call(
+        RequestTools({"search": tool}), LLMToolCall("c1", "search", args), call()
+    )
     assert not outcome.ok and outcome.text.startswith("Error:")
     assert words in outcome.text
     assert searx.requests == []

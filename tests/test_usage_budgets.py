@@ -177,13 +177,15 @@ async def test_spending_of_another_process_counts_within_a_minute(
 ) -> None:
     settings = make_settings(tmp_path, fake_llm, prices=PRICED, daily_budget_usd=0.005)
     bot, chat = await start(settings, clock), await start(settings, clock)
+    meter = bot.agent.meter
+    assert meter is not None
     try:
-        assert await bot.agent.budget_refusal(None) is None  # totals read now
+        assert await meter.refusal(None) is None  # totals read now
         fake_llm.add(Text("costly", usage=usage(4000, 1000)))  # $0.006
         await chat.agent.handle(ask("from the terminal"))
-        assert await bot.agent.budget_refusal(None) is None  # not re-read yet
+        assert await meter.refusal(None) is None  # not re-read yet
         clock.advance(minutes=1)
-        refusal = await bot.agent.budget_refusal(None)
+        refusal = await meter.refusal(None)
         assert refusal is not None and refusal.startswith("Today's model budget")
     finally:
         await bot.close()

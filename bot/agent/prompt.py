@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Protocol
 
+from tools.base import RequestContext
 from tools.tokens import estimate_tokens
+
+log = logging.getLogger(__name__)
+
+# A prompt section provider (memory auto-recall, ...): its text goes in the newest user
+# turn's [context] block, after the cacheable prefix.
+ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
 
 # The stable prefix: identical for every message of a user's sessions, so a provider's
 # prefix cache (llama.cpp, OpenAI, Anthropic, DeepSeek) reuses it and the tool schemas
@@ -30,6 +40,23 @@ def system_prompt(user_name: str, tools: list[str]) -> str:
     )
 
 
+async def provided_sections(
+    providers: list[ContextProvider], ctx: RequestContext, text: str
+) -> list[str]:
+    """The providers' sections, side by side; one that fails is logged and left out."""
+    provided = await asyncio.gather(*(p(ctx, text) for p in providers), return_exceptions=True)
+    sections: list[str] = []
+    for section in provided:
+        if isinstance(section, BaseException):
+            log.error(
+                "context provider failed; answering without it",
+                exc_info=(type(section), section, section.__traceback__),
+            )
+        elif section:
+            sections.append(section)
+    return sections
+
+
 def context_block(now: datetime, sections: list[str]) -> str:
     """What changes per message (the time, recalled memories), for the newest user turn."""
     lines = [f"Now: {now.strftime('%A %Y-%m-%d %H:%M')} ({now.tzname() or 'UTC'})"]
@@ -48,6 +75,19 @@ def with_context(history: list[dict[str, Any]], block: str) -> list[dict[str, An
             out[i] = {**m, "content": f"{block}\n\n{text}"}
             return out
     return [*out, {"role": "user", "content": block}]
+
+
+def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:
+    """Give the newest user message its extra content parts (images), for this call only."""
+    if not parts:
+        return
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m["role"] == "user":
+            # A new dict: the history dicts are shared with /context's token count.
+            text = m["content"] if isinstance(m["content"], str) else ""
+            messages[i] = {**m, "content": [{"type": "text", "text": text}, *parts]}
+            return
 
 
 class StoredMessage(Protocol):

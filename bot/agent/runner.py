@@ -12,31 +12,33 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from bot.agent.approvals import Approvals
 from bot.agent.archive import Archiver
 from bot.agent.history import HistoryWindow, Prefetched
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
-from bot.agent.prompt import context_block, system_prompt, with_context
+from bot.agent.prompt import (
+    ContextProvider,
+    context_block,
+    provided_sections,
+    system_prompt,
+    with_context,
+    with_parts,
+)
 from bot.agent.sessions import close_on_request, period_check
 from bot.agent.toolexec import run_round, wire_calls
 from bot.config import Settings
 from bot.llm.client import ChatModel, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
-from db.conversation import Conversation, SqlConversation, Turn, UsageWrites
+from db.conversation import Conversation, Turn, UsageWrites
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock
 from tools.model_call import Purpose
 from tools.registry import Registry
 
 log = logging.getLogger(__name__)
-
-# A prompt section provider (memory auto-recall, ...): its text goes in the newest user
-# turn's [context] block, after the cacheable prefix.
-ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
 
 
 @dataclass
@@ -106,8 +108,8 @@ class Agent:
     window: HistoryWindow = field(init=False)
 
     def __post_init__(self) -> None:
-        self.conversation = SqlConversation(self.session_factory)
-        self.window = HistoryWindow(self.conversation, self.session_factory, self.clock)
+        self.conversation = Conversation(self.session_factory)
+        self.window = HistoryWindow(self.session_factory, self.clock)
 
     def close(self) -> None:
         self.conversation.close()
@@ -141,8 +143,7 @@ class Agent:
         metered = None
         if self.meter is not None:
             models = metering.allowed_models(self.settings.llm_model, self.settings.llm_models)
-            usage = metering.begin(ctx, user, incoming.purpose, models)
-            metered = metering.Metering(self.meter, usage)
+            metered = metering.begin(self.meter, ctx, user, incoming.purpose, models)
         prefetched = self.window.wire(started.session_id, started.history)
         reply = await self._loop(ctx, incoming, events or Events(), prefetched, metered)
         reply.files = ctx.files_out
@@ -176,6 +177,7 @@ class Agent:
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
         cap, used, rounds = self.settings.agent_max_tool_calls, 0, 0
+        model = metered.ru.model if metered is not None else None  # the user's /model pick
 
         async def answer(
             text: str, cut: str = "", stopped: bool = False, notes: bool = True
@@ -191,7 +193,6 @@ class Agent:
                 await hooks.on_model_request(req)
             except HookRefusal as refusal:
                 return await answer(str(refusal), notes=False)
-            model = metered.ru.model if metered is not None else None
             completion = await self.llm.stream(
                 messages, req.tools or None, events.on_text, model=model
             )
@@ -204,11 +205,10 @@ class Agent:
                 )
             wire = wire_calls(calls)
             # turn_fields: the reasoning, where the provider needs it back with the calls.
-            content = completion.content or None
             messages.append(
                 {
                     "role": "assistant",
-                    "content": content,
+                    "content": completion.content or None,
                     "tool_calls": wire,
                     **completion.turn_fields(),
                 }
@@ -234,44 +234,16 @@ class Agent:
                 )
 
     async def build_prompt(
-        self, ctx: RequestContext, text: str, prefetched: Prefetched | None = None
+        self, ctx: RequestContext, text: str, prefetched: Prefetched
     ) -> PromptParts:
         # Recall and history are independent reads: run them side by side.
-        provided, history = await asyncio.gather(
-            asyncio.gather(*(p(ctx, text) for p in self.context_providers), return_exceptions=True),
+        sections, history = await asyncio.gather(
+            provided_sections(self.context_providers, ctx, text),
             self.window.fit(ctx, self.settings, self.llm, prefetched),
         )
-        sections: list[str] = []
-        for section in provided:
-            if isinstance(section, BaseException):
-                log.error(
-                    "context provider failed; answering without it",
-                    exc_info=(type(section), section, section.__traceback__),
-                )
-            elif section:
-                sections.append(section)
-        now: datetime = ctx.now().astimezone(ctx.timezone)
+        now = ctx.now().astimezone(ctx.timezone)
         # Stable system prompt first (cacheable); time and recall ride in the newest turn.
         head = system_prompt(ctx.user_name, self.registry.prompt_lines())
         system = "\n\n".join(p for p in (head, history.note) if p)
         block = context_block(now, sections)
         return PromptParts(system, sections, with_context(history.history, block))
-
-    async def budget_refusal(self, user_id: int | None) -> str | None:
-        """The one sentence to send instead of calling a model when a budget or token cap
-        (of users.id `user_id`) is used up, else None. The metering hook checks it before
-        every model call; callers such as scheduled tasks may ask first."""
-        return await self.meter.refusal(user_id) if self.meter is not None else None
-
-
-def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]] | None) -> None:
-    """Give the newest user message its extra content parts (images), for this call only."""
-    if not parts:
-        return
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if m["role"] == "user":
-            # A new dict: the history dicts are shared with /context's token count.
-            text = m["content"] if isinstance(m["content"], str) else ""
-            messages[i] = {**m, "content": [{"type": "text", "text": text}, *parts]}
-            return

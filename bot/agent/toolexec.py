@@ -8,7 +8,6 @@ import asyncio
 import json
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,14 +20,6 @@ from tools.base import RequestContext, RequestTools, ToolCall, ToolError, ToolOu
 log = logging.getLogger(__name__)
 
 RESULT_LIMIT = 16_000  # characters of a result the model sees
-
-
-@dataclass
-class CallOutcome:
-    text: str  # what goes back to the model
-    ok: bool
-    error: str | None
-    duration_ms: float
 
 
 def render(output: ToolOutput) -> str:
@@ -49,13 +40,13 @@ def _validation_text(exc: ValidationError) -> str:
 
 
 async def run_call(
-    tools: RequestTools, name: str, raw_args: str, call: ToolCall, gate: Approvals | None = None
-) -> CallOutcome:
-    start = time.perf_counter()
+    tools: RequestTools, c: LLMToolCall, call: ToolCall, gate: Approvals | None = None
+) -> ToolResult:
+    name, raw_args, start = c.name, c.arguments, time.perf_counter()
 
-    def done(text: str, error: str | None = None) -> CallOutcome:
+    def done(text: str, error: str | None = None) -> ToolResult:  # text: what the model sees
         ms = (time.perf_counter() - start) * 1000
-        return CallOutcome(text=text, ok=error is None, error=error, duration_ms=ms)
+        return ToolResult(c.id, name, raw_args, text, error is None, error, ms)
 
     tool = tools.get(name)
     if tool is None:
@@ -115,14 +106,13 @@ async def run_round(
     are answered that the cap was reached."""
     ran = await asyncio.gather(
         *(
-            run_call(tools, c.name, c.arguments, ToolCall(ctx, c.id, reasoning), gate)
+            run_call(tools, c, ToolCall(ctx, c.id, reasoning), gate)
             for c in calls[: max(0, cap - used)]
         )
     )
     note = f"Not run: the limit of {cap} tool calls for this message was reached."
-    capped = CallOutcome(note, False, "tool-call cap reached", 0.0)
-    outcomes = [*ran, *[capped] * (len(calls) - len(ran))]
-    return [
-        ToolResult(c.id, c.name, c.arguments, o.text, o.ok, o.error, o.duration_ms)
-        for c, o in zip(calls, outcomes, strict=True)
+    capped = [
+        ToolResult(c.id, c.name, c.arguments, note, False, "tool-call cap reached", 0.0)
+        for c in calls[len(ran) :]
     ]
+    return [*ran, *capped]

@@ -42,16 +42,17 @@ class UsageUser(Protocol):
 
 
 def begin(
-    ctx: RequestContext, user: UsageUser, purpose: Purpose, models: list[str]
-) -> RequestUsage:
+    meter: Meter, ctx: RequestContext, user: UsageUser, purpose: Purpose, models: list[str]
+) -> Metering:
     """Called with the user's row at the start of a request (no extra query)."""
     chosen = user.llm_model if user.llm_model in models else None
-    return RequestUsage(
+    usage = RequestUsage(
         call=ModelCall(purpose, ctx.user_id, ctx.session_id, ctx.request_id),
         model=chosen,
         footer=bool(user.usage_footer),
         warned=parse_warned(user.usage_warned),
     )
+    return Metering(meter, usage)
 
 
 @dataclass
