@@ -1,6 +1,7 @@
 """The conversation seam: what the agent loop needs from storage, in the spirit of
 openai-agents' `Session` — begin a turn, record a tool round, record the answer, read more
-history. `Conversation` does it with SQLAlchemy Core, for SQLite and PostgreSQL alike.
+history. `Conversation` is the protocol; `SqlConversation` implements it once with
+SQLAlchemy Core, for SQLite and PostgreSQL alike.
 
 Each call is one unit of work in ONE transaction, written once as a plain function over a
 synchronous SQLAlchemy Connection and run
@@ -23,7 +24,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy import Table, insert, update
 from sqlalchemy.engine import Connection
@@ -106,7 +107,47 @@ class UsageWrites:
     warned: str | None = None
 
 
-class Conversation:
+class Conversation(Protocol):
+    async def begin_turn(
+        self,
+        *,
+        telegram_id: int | None,
+        user_name: str,
+        text: str,
+        kind: str,
+        telegram_message_id: int | None,
+        request_id: str,
+        now: datetime,
+        period_over: PeriodOver,
+    ) -> Started:
+        """Find (or make) the user and their current session, store their message and
+        read the session's newest history."""
+        ...
+
+    async def record_tool_round(
+        self,
+        turn: Turn,
+        now: datetime,
+        content: str,
+        wire_calls: list[dict[str, Any]],
+        results: Sequence[ToolResult],
+        usage: UsageWrites | None = None,
+    ) -> None:
+        """The assistant's message with its calls, each result, each call's audit row."""
+        ...
+
+    async def record_answer(
+        self, turn: Turn, now: datetime, answer: str, usage: UsageWrites | None = None
+    ) -> None: ...
+
+    async def history(self, session_id: int, limit: int) -> Sequence[repo.HistoryRow]:
+        """The session's newest `limit` rows, oldest first."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SqlConversation:
     def __init__(self, session_factory: SessionFactory) -> None:
         self._engine = engine_of(session_factory)
         path = sqlite_file(self._engine)
@@ -148,9 +189,6 @@ class Conversation:
         now: datetime,
         period_over: PeriodOver,
     ) -> Started:
-        """Find (or make) the user and their current session, store their message and
-        read the session's newest history."""
-
         def unit(c: Connection) -> Started:
             read = repo.LOCAL_START_READ if telegram_id is None else repo.START_READ
             row = c.execute(read, {"telegram_id": telegram_id}).first()
@@ -204,8 +242,6 @@ class Conversation:
         results: Sequence[ToolResult],
         usage: UsageWrites | None = None,
     ) -> None:
-        """The assistant's message with its calls, each result, each call's audit row."""
-
         def message(
             role: str, content: str, calls: str | None = None, result: ToolResult | None = None
         ) -> dict[str, Any]:
@@ -268,7 +304,6 @@ class Conversation:
         await self._run(unit)
 
     async def history(self, session_id: int, limit: int) -> Sequence[repo.HistoryRow]:
-        """The session's newest `limit` rows, oldest first."""
         return await self._run(lambda c: _history(c, session_id, limit))
 
 

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from db.conversation import (
     HISTORY_ROWS,
     Conversation,
+    SqlConversation,
     Started,
     ToolResult,
     Turn,
@@ -71,7 +72,7 @@ async def count(engine: AsyncEngine, model: Any) -> int:
 async def test_a_first_message_makes_the_user_and_session_then_reuses_them(
     engine: AsyncEngine,
 ) -> None:
-    conv = Conversation(session_factory(engine))
+    conv = SqlConversation(session_factory(engine))
     first = await begin(conv, "hello", telegram_message_id=11, kind="voice")
     assert first.user.name == "Ann" and first.user.telegram_id == 7
     assert not first.has_memories and not first.user.usage_footer
@@ -88,7 +89,7 @@ async def test_a_first_message_makes_the_user_and_session_then_reuses_them(
 
 
 async def test_the_history_holds_the_newest_rows(engine: AsyncEngine) -> None:
-    conv = Conversation(session_factory(engine))
+    conv = SqlConversation(session_factory(engine))
     for i in range(HISTORY_ROWS + 5):
         last = await begin(conv, f"m{i}")
     assert len(last.history) == HISTORY_ROWS
@@ -99,7 +100,7 @@ async def test_the_history_holds_the_newest_rows(engine: AsyncEngine) -> None:
 
 
 async def test_a_new_name_is_kept_and_an_empty_one_changes_nothing(engine: AsyncEngine) -> None:
-    conv = Conversation(session_factory(engine))
+    conv = SqlConversation(session_factory(engine))
     await begin(conv, "a")
     assert (await begin(conv, "b", name="Anna")).user.name == "Anna"
     assert (await begin(conv, "c", name="")).user.name == "Anna"
@@ -108,7 +109,7 @@ async def test_a_new_name_is_kept_and_an_empty_one_changes_nothing(engine: Async
 
 
 async def test_the_local_user_and_memories_are_seen(engine: AsyncEngine) -> None:
-    conv = Conversation(session_factory(engine))
+    conv = SqlConversation(session_factory(engine))
     local = await begin(conv, "hi", tg=None, name="me")
     assert local.user.telegram_id is None
     async with session_factory(engine)() as s, s.begin():
@@ -120,7 +121,7 @@ async def test_the_local_user_and_memories_are_seen(engine: AsyncEngine) -> None
 async def test_a_message_after_the_period_closes_the_session_and_opens_a_new_one(
     engine: AsyncEngine,
 ) -> None:
-    conv = Conversation(session_factory(engine))
+    conv = SqlConversation(session_factory(engine))
     first = await begin(conv, "yesterday")
     seen: list[tuple[datetime, str | None]] = []
 
@@ -140,7 +141,7 @@ async def test_a_message_after_the_period_closes_the_session_and_opens_a_new_one
 
 async def test_a_tool_round_and_the_answer_are_recorded(engine: AsyncEngine) -> None:
     sf = session_factory(engine)
-    conv = Conversation(sf)
+    conv = SqlConversation(sf)
     started = await begin(conv, "weather?")
     turn = Turn(started.session_id, started.user.id, "r1")
     wire = [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]
@@ -186,7 +187,7 @@ async def test_a_tool_round_and_the_answer_are_recorded(engine: AsyncEngine) -> 
 
 
 async def test_a_failing_write_in_a_record_rolls_back_all_of_it(engine: AsyncEngine) -> None:
-    conv = Conversation(session_factory(engine))
+    conv = SqlConversation(session_factory(engine))
     started = await begin(conv, "q")
     turn = Turn(started.session_id, started.user.id, "r1")
 
@@ -206,7 +207,7 @@ async def test_a_failing_write_in_a_record_rolls_back_all_of_it(engine: AsyncEng
 
 async def test_many_chats_at_once_all_land(sqlite_engine: AsyncEngine) -> None:
     """SQLite's busy timeout queues the writers; none fails with "database is locked"."""
-    conv = Conversation(session_factory(sqlite_engine))
+    conv = SqlConversation(session_factory(sqlite_engine))
 
     async def chat(tg: int) -> None:
         for n in range(3):
@@ -225,7 +226,7 @@ async def test_a_turn_waits_for_a_write_lock_held_elsewhere(sqlite_engine: Async
     """On SQLite the unit runs on the event loop's thread: a database locked by another
     connection is waited for without blocking the loop, then the unit goes through."""
     sf = session_factory(sqlite_engine)
-    conv = Conversation(sf)
+    conv = SqlConversation(sf)
     await begin(conv, "first")
     holding, release = asyncio.Event(), asyncio.Event()
 

@@ -32,7 +32,7 @@ from bot.config import Settings
 from bot.llm.client import ChatModel, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
-from db.conversation import Conversation, Turn, UsageWrites
+from db.conversation import Conversation, SqlConversation, Turn, UsageWrites
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock
 from tools.model_call import Purpose
@@ -108,8 +108,8 @@ class Agent:
     window: HistoryWindow = field(init=False)
 
     def __post_init__(self) -> None:
-        self.conversation = Conversation(self.session_factory)
-        self.window = HistoryWindow(self.session_factory, self.clock)
+        self.conversation = SqlConversation(self.session_factory)
+        self.window = HistoryWindow(self.conversation, self.session_factory, self.clock)
 
     def close(self) -> None:
         self.conversation.close()
