@@ -16,7 +16,7 @@ from typing import Any, cast
 from bot.agent.compress import Compressor, Fitted, history_budget
 from bot.agent.prompt import message_cost, to_openai
 from bot.config import Settings
-from db.conversation import HISTORY_ROWS, Conversation
+from db.conversation import HISTORY_ROWS
 from db.engine import SessionFactory
 from db.repos.core import HistoryRow
 from tools.base import Clock, RequestContext, TextModel
@@ -52,7 +52,6 @@ async def context_of(llm: object) -> int | None:
 
 @dataclass
 class HistoryWindow:
-    conversation: Conversation
     session_factory: SessionFactory
     clock: Clock
     _costs: dict[int, int] = field(default_factory=dict, repr=False)

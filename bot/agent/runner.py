@@ -109,7 +109,7 @@ class Agent:
 
     def __post_init__(self) -> None:
         self.conversation = SqlConversation(self.session_factory)
-        self.window = HistoryWindow(self.conversation, self.session_factory, self.clock)
+        self.window = HistoryWindow(self.session_factory, self.clock)
 
     def close(self) -> None:
         self.conversation.close()
