@@ -61,9 +61,10 @@ class AlignedInterval(IntervalTrigger):  # type: ignore[misc]  # APScheduler 3 i
         self, previous_fire_time: datetime | None, now: datetime
     ) -> datetime | None:
         if previous_fire_time is not None:
-            # At least a second past the previous run, so a run on the grid point itself is
-            # not scheduled again for the same instant.
-            now = max(now, previous_fire_time + timedelta(seconds=1))
+            # Strictly after the previous run, so a run on the grid point itself is not
+            # scheduled again for the same instant; no more than that, or a startup run in
+            # the last second before a minute would skip that minute's tick.
+            now = max(now, previous_fire_time + timedelta(microseconds=1))
         fire: datetime | None = super().get_next_fire_time(None, now)
         return fire
 

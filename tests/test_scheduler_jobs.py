@@ -205,3 +205,16 @@ async def test_the_real_scheduler_catches_up_at_startup(
         assert not scheduler.running
         assert len(await env.memories(uid, "short")) == 1
         await scheduler.stop()  # a second stop is harmless
+
+
+def test_the_minute_grid_after_a_startup_run_and_after_a_run_on_the_grid() -> None:
+    from scheduler.setup import AlignedInterval
+
+    minute = datetime(2026, 11, 27, 5, 0, tzinfo=UTC)
+    trigger = AlignedInterval(seconds=60, start_date=minute, timezone=UTC)
+    at = datetime(2026, 11, 27, 5, 11, 59, 500_000, tzinfo=UTC)  # started just before 05:12
+    assert trigger.get_next_fire_time(at, at + timedelta(milliseconds=10)) == at.replace(
+        minute=12, second=0, microsecond=0
+    )
+    on_grid = datetime(2026, 11, 27, 5, 12, tzinfo=UTC)  # the same instant is not run twice
+    assert trigger.get_next_fire_time(on_grid, on_grid) == on_grid + timedelta(minutes=1)
