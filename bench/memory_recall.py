@@ -19,7 +19,7 @@ Usage: python bench/memory_recall.py [--data ../shared/data/locomo_dev3.json]
                                      [--quality-only | --speed-only] [--quick]
                                      [--embeddings wordllama|minilm] [--vector-weights 0.2,0.5]
                                      [--query question|evidence|content|expand]
-                                     [--rerank none|maxsim|minilm|mmr]
+                                     [--rerank none|words|minilm|mmr]
 """
 
 from __future__ import annotations
@@ -75,10 +75,10 @@ async def main() -> int:
     )
     p.add_argument(
         "--rerank",
-        choices=["none", "maxsim", "minilm", "mmr"],
+        choices=["none", "words", "minilm", "mmr"],
         default="none",
-        help="a second stage over the top 50, its weight chosen by leave-one-out "
-        "(bench/recall_rerank.py)",
+        help="a second stage over the top 50, its weight chosen by leave-one-out: words = "
+        "the shipped word-match stage's weight in the grid (bench/recall_rerank.py)",
     )
     args = p.parse_args()
     emb = MiniLMEmbedder() if args.embeddings == "minilm" else WordLlamaEmbedder()

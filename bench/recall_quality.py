@@ -36,21 +36,31 @@ OFF = {
     "question_next": 0.0,
     "date_boost": 1.0,
     "feedback": 0.0,
+    "word_match": 0.0,
 }
+WORDS_OFF = replace(BASE, word_match=0.0)
 # name: (BM25 on, vectors on, weights). hybrid is the shipped default; the no-* rows each
-# take one part of it out (dates, questions), the feedback row adds pseudo-relevance
-# feedback (off by default: a third more CPU a recall), "before" is the ranking before
-# dates and questions (issue 15); the *-plain rows are the baselines:
-# BM25 alone, and reciprocal-rank fusion of BM25 and vectors (k = 60).
+# take one part of it out (dates, questions, the word-match stage), the feedback row adds
+# pseudo-relevance feedback (off by default: a third more CPU a recall), "before" is the
+# ranking before dates and questions (issue 15); bm25 and vectors are each half alone and
+# the *-plain rows the baselines: BM25 alone, and reciprocal-rank fusion of BM25 and
+# vectors (k = 60); none of these has the word-match stage.
 MODES: dict[str, tuple[bool, bool, RankWeights]] = {
     "hybrid": (True, True, BASE),
     "no-dates": (True, True, replace(BASE, date_boost=1.0)),
     "no-quest": (True, True, replace(BASE, question_self=1.0, question_next=0.0)),
+    # The word-match stage over the top 50 (tools/memory/wordmatch.py) off: the ranking
+    # before it (issue 27).
+    "no-words": (True, True, WORDS_OFF),
     "feedback": (True, True, replace(BASE, feedback=0.3)),
     # Query expansion by the nearest words in the embedding (tools/memory/expand.py): off,
     # chosen by leave-one-out it helped categories 1 and 3 but not the whole (see RankWeights).
     "expand": (True, True, replace(BASE, expand=0.2)),
-    "before": (True, True, replace(BASE, date_boost=1.0, question_self=1.0, question_next=0.0)),
+    "before": (
+        True,
+        True,
+        replace(WORDS_OFF, date_boost=1.0, question_self=1.0, question_next=0.0),
+    ),
     # Tried for issue 15, not kept (each within noise or worse on the left-out figure):
     # cosines rescaled over the candidates, a Rocchio vector round, a wider word feedback
     # round, a penalty on the n-th memory of one session (for multi-session answers), and
@@ -63,22 +73,28 @@ MODES: dict[str, tuple[bool, bool, RankWeights]] = {
     # The vector weight raised (issue 15, for a contextual embedding: --embeddings minilm).
     "vec-0.5": (True, True, replace(BASE, vector=0.5)),
     "vec-1.0": (True, True, replace(BASE, vector=1.0)),
-    "bm25": (True, False, BASE),
-    "vectors": (False, True, BASE),
+    "bm25": (True, False, WORDS_OFF),
+    "vectors": (False, True, WORDS_OFF),
     "bm25-plain": (True, False, replace(BASE, **OFF)),
     "rrf-plain": (True, True, replace(BASE, **OFF)),
 }
 # The weights leave-one-conversation-out chooses from: each part of the ranking off or at
 # a few strengths (BM25/vector balance and neighbour shares were measured flat around BASE).
-# --vector-weights adds the vector weight to the grid (by default only the shipped one).
+# --vector-weights adds the vector weight to the grid (by default only the shipped one),
+# --rerank words the word-match stage's weight (by default only the shipped one).
+WORD_WEIGHTS = (0.0, 0.6, 0.9, 1.2, 1.5, 2.0)
 
 
-def make_grid(vector_weights: tuple[float, ...] = (BASE.vector,)) -> list[RankWeights]:
+def make_grid(
+    vector_weights: tuple[float, ...] = (BASE.vector,),
+    word_weights: tuple[float, ...] = (BASE.word_match,),
+) -> list[RankWeights]:
     return [
-        replace(BASE, date_boost=d, question_self=qs, question_next=qn, vector=v)
+        replace(BASE, date_boost=d, question_self=qs, question_next=qn, vector=v, word_match=m)
         for d in (1.0, 2.0, 3.0)
         for qs, qn in ((1.0, 0.0), (0.85, 0.7), (0.7, 0.8))
         for v in vector_weights
+        for m in word_weights
     ]
 
 
@@ -278,7 +294,7 @@ def print_rows(mode: str, rows: list[Row]) -> None:
 def describe(w: RankWeights) -> str:
     return (
         f"date x{w.date_boost:g}, question {w.question_self:g}/{w.question_next:g}, "
-        f"vector {w.vector:g}"
+        f"vector {w.vector:g}, words {w.word_match:g}"
     )
 
 
@@ -295,7 +311,9 @@ async def quality(
         convs = convs[:1]
     emb = SameQueries(emb or WordLlamaEmbedder())
     stage = make_stage(stage_name, emb)
-    GRID[:] = make_grid(vector_weights)
+    GRID[:] = make_grid(
+        vector_weights, WORD_WEIGHTS if stage_name == "words" else (BASE.word_match,)
+    )
     params = stage.params if stage is not None else (0.0,)
     points = [(w, p) for w in GRID for p in params]
 
@@ -309,7 +327,7 @@ async def quality(
         f"LoCoMo {data.name}: {len(convs)} conversations, {n} questions (categories 1-4), "
         f"embeddings {emb.name}"
         + (f", query {how}" if how != "question" else "")
-        + (f", rerank {stage_name}" if stage is not None else "")
+        + (f", rerank {stage_name}" if stage_name != "none" else "")
     )
     print(f"{'mode':8} {'category':8} {'n':>5} " + " ".join(f"{'R@' + str(k):>6}" for k in KS))
     for mode in MODES:
@@ -343,6 +361,6 @@ async def quality(
         range(len(points)), key=lambda g: mean_r10([r for j in every for r in per_conv[j][1][g]])
     )
     print(f"  best on all conversations (the shipped defaults): {describe_point(best)}")
-    if stage is not None or how != "question":
+    if stage_name != "none" or how != "question":
         print_rows("best-all", [r for j in every for r in per_conv[j][1][best]])
     print_rows("left-out", left_out)

