@@ -18,6 +18,8 @@ The parts live beside this file: recall_quality.py, recall_speed.py, recall_comm
 Usage: python bench/memory_recall.py [--data ../shared/data/locomo_dev3.json]
                                      [--quality-only | --speed-only] [--quick]
                                      [--embeddings wordllama|minilm] [--vector-weights 0.2,0.5]
+                                     [--query question|evidence|content|expand]
+                                     [--rerank none|words|minilm|mmr]
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import logging
 import sys
 from pathlib import Path
 
-from recall_quality import quality
+from recall_quality import QUERIES, quality
 from recall_speed import speed
 
 from tools.memory.embeddings import WordLlamaEmbedder
@@ -63,6 +65,21 @@ async def main() -> int:
         default="",
         help="comma-separated vector weights added to the leave-one-out grid (e.g. 0.2,0.5,1)",
     )
+    p.add_argument(
+        "--query",
+        choices=QUERIES,
+        default="question",
+        help="what each question is recalled with: evidence = its evidence turns' text "
+        "(the upper bound of a rewritten query), content = its content words, expand = "
+        "plus the nearest words of the memories (tools/memory/expand.py)",
+    )
+    p.add_argument(
+        "--rerank",
+        choices=["none", "words", "minilm", "mmr"],
+        default="none",
+        help="a second stage over the top 50, its weight chosen by leave-one-out: words = "
+        "the shipped word-match stage's weight in the grid (bench/recall_rerank.py)",
+    )
     args = p.parse_args()
     emb = MiniLMEmbedder() if args.embeddings == "minilm" else WordLlamaEmbedder()
     weights = tuple(float(w) for w in args.vector_weights.split(",") if w) or (RankWeights.vector,)
@@ -70,7 +87,7 @@ async def main() -> int:
     logging.getLogger("alembic").setLevel(logging.WARNING)
     if not args.speed_only:
         if args.data.exists():
-            await quality(args.data.resolve(), args.quick, emb, weights)
+            await quality(args.data.resolve(), args.quick, emb, weights, args.query, args.rerank)
         else:
             print(
                 f"LoCoMo data not found at {args.data}: skipping the quality part "

@@ -19,12 +19,14 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 from recall_common import T0, Clock, open_db  # noqa: E402
+from recall_rerank import Stage, make_stage  # noqa: E402
 
 from db.engine import SessionFactory  # noqa: E402
 from db.repos import core  # noqa: E402
 from tools.memory.embeddings import Embedder, WordLlamaEmbedder  # noqa: E402
 from tools.memory.rank import RankWeights  # noqa: E402
 from tools.memory.store import MemoryStore  # noqa: E402
+from tools.memory.text import query_words  # noqa: E402
 
 KS = (5, 10, 50)
 BASE = RankWeights()
@@ -34,21 +36,31 @@ OFF = {
     "question_next": 0.0,
     "date_boost": 1.0,
     "feedback": 0.0,
+    "word_match": 0.0,
 }
+WORDS_OFF = replace(BASE, word_match=0.0)
 # name: (BM25 on, vectors on, weights). hybrid is the shipped default; the no-* rows each
-# take one part of it out (dates, questions), the feedback row adds pseudo-relevance
-# feedback (off by default: a third more CPU a recall), "before" is the ranking before
-# dates and questions (issue 15); the *-plain rows are the baselines:
-# BM25 alone, and reciprocal-rank fusion of BM25 and vectors (k = 60).
+# take one part of it out (dates, questions, the word-match stage), the feedback row adds
+# pseudo-relevance feedback (off by default: a third more CPU a recall), "before" is the
+# ranking before dates and questions (issue 15); bm25 and vectors are each half alone and
+# the *-plain rows the baselines: BM25 alone, and reciprocal-rank fusion of BM25 and
+# vectors (k = 60); none of these has the word-match stage.
 MODES: dict[str, tuple[bool, bool, RankWeights]] = {
     "hybrid": (True, True, BASE),
     "no-dates": (True, True, replace(BASE, date_boost=1.0)),
     "no-quest": (True, True, replace(BASE, question_self=1.0, question_next=0.0)),
+    # The word-match stage over the top 50 (tools/memory/wordmatch.py) off: the ranking
+    # before it (issue 27).
+    "no-words": (True, True, WORDS_OFF),
     "feedback": (True, True, replace(BASE, feedback=0.3)),
     # Query expansion by the nearest words in the embedding (tools/memory/expand.py): off,
     # chosen by leave-one-out it helped categories 1 and 3 but not the whole (see RankWeights).
     "expand": (True, True, replace(BASE, expand=0.2)),
-    "before": (True, True, replace(BASE, date_boost=1.0, question_self=1.0, question_next=0.0)),
+    "before": (
+        True,
+        True,
+        replace(WORDS_OFF, date_boost=1.0, question_self=1.0, question_next=0.0),
+    ),
     # Tried for issue 15, not kept (each within noise or worse on the left-out figure):
     # cosines rescaled over the candidates, a Rocchio vector round, a wider word feedback
     # round, a penalty on the n-th memory of one session (for multi-session answers), and
@@ -61,22 +73,28 @@ MODES: dict[str, tuple[bool, bool, RankWeights]] = {
     # The vector weight raised (issue 15, for a contextual embedding: --embeddings minilm).
     "vec-0.5": (True, True, replace(BASE, vector=0.5)),
     "vec-1.0": (True, True, replace(BASE, vector=1.0)),
-    "bm25": (True, False, BASE),
-    "vectors": (False, True, BASE),
+    "bm25": (True, False, WORDS_OFF),
+    "vectors": (False, True, WORDS_OFF),
     "bm25-plain": (True, False, replace(BASE, **OFF)),
     "rrf-plain": (True, True, replace(BASE, **OFF)),
 }
 # The weights leave-one-conversation-out chooses from: each part of the ranking off or at
 # a few strengths (BM25/vector balance and neighbour shares were measured flat around BASE).
-# --vector-weights adds the vector weight to the grid (by default only the shipped one).
+# --vector-weights adds the vector weight to the grid (by default only the shipped one),
+# --rerank words the word-match stage's weight (by default only the shipped one).
+WORD_WEIGHTS = (0.0, 0.6, 0.9, 1.2, 1.5, 2.0)
 
 
-def make_grid(vector_weights: tuple[float, ...] = (BASE.vector,)) -> list[RankWeights]:
+def make_grid(
+    vector_weights: tuple[float, ...] = (BASE.vector,),
+    word_weights: tuple[float, ...] = (BASE.word_match,),
+) -> list[RankWeights]:
     return [
-        replace(BASE, date_boost=d, question_self=qs, question_next=qn, vector=v)
+        replace(BASE, date_boost=d, question_self=qs, question_next=qn, vector=v, word_match=m)
         for d in (1.0, 2.0, 3.0)
         for qs, qn in ((1.0, 0.0), (0.85, 0.7), (0.7, 0.8))
         for v in vector_weights
+        for m in word_weights
     ]
 
 
@@ -130,6 +148,50 @@ async def load_conversation(
     return user_id, ids
 
 
+# The query each question is recalled with (--query): the question itself; the text of its
+# evidence turns (the upper bound of a query the model rewrites: the very words to find);
+# the question and its gold answer (a milder oracle: a query naming what the answer says);
+# the question's content words only (stop and question words dropped); or the question
+# with the words of the user's memories nearest to its words added (expand.py).
+QUERIES = ("question", "evidence", "answer", "content", "expand")
+
+
+async def make_queries(
+    store: MemoryStore, user_id: int, conv: dict[str, Any], ids: dict[str, int], how: str
+) -> list[tuple[int, str, set[int]]]:
+    c = conv["conversation"]
+    turns = {
+        t["dia_id"]: turn_text(t)
+        for k, v in c.items()
+        if re.fullmatch(r"session_\d+", k)
+        for t in v
+    }
+    out = []
+    for qa in conv["qa"]:
+        cat = qa.get("category")
+        evidence = [e for e in evidence_ids(qa.get("evidence", [])) if e in ids]
+        wanted = {ids[e] for e in evidence}
+        if cat not in (1, 2, 3, 4) or not wanted:
+            continue
+        query = str(qa["question"])
+        if how == "evidence":
+            query = " ".join(turns[e] for e in dict.fromkeys(evidence))
+        elif how == "answer":
+            query = f"{query} {qa.get('answer', '')}"
+        elif how == "content":
+            query = " ".join(query_words(query)) or query
+        elif how == "expand":
+
+            async def texts() -> list[str]:
+                return list(turns.values())
+
+            uw = await store.expander.load(user_id, texts)
+            near = await store.expander.expand(uw, query_words(query), 3, 0.4)
+            query = " ".join([query, *near])
+        out.append((int(cat), query, wanted))
+    return out
+
+
 async def rrf_plain(store: MemoryStore, user_id: int, question: str) -> list[int]:
     """Reciprocal-rank fusion (k = 60) of the BM25-only and vectors-only rankings."""
     store.use_bm25, store.use_vectors = True, False
@@ -156,26 +218,30 @@ async def score(
         else:
             hits = await store.recall(user_id=user_id, query=question, limit=50)
             got = [h.id for h in hits]
-        out.append((cat, [len(wanted & set(got[:k])) / len(wanted) for k in KS]))
+        out.append((cat, recall_rows(wanted, got)))
     return out
 
 
+def recall_rows(wanted: set[int], got: list[int]) -> list[float]:
+    return [len(wanted & set(got[:k])) / len(wanted) for k in KS]
+
+
 async def conversation_rows(
-    conv: dict[str, Any], emb: Embedder, weight_sets: list[RankWeights]
+    conv: dict[str, Any],
+    emb: Embedder,
+    weight_sets: list[RankWeights],
+    how: str = "question",
+    stage: Stage | None = None,
 ) -> tuple[dict[str, list[Row]], list[list[Row]]]:
     """One conversation in a database of its own (BM25's word statistics are its own, as
-    for a user alone): the rows of every mode, and of every weight set of GRID."""
+    for a user alone): the rows of every mode, and of every weight set of GRID (times every
+    parameter of the rerank stage, when one is given)."""
     with tempfile.TemporaryDirectory() as tmp:
         engine, sf, settings = await open_db(Path(tmp))
         clk = Clock()
         store = MemoryStore(sf, emb, settings, clk)
         user_id, ids = await load_conversation(sf, store, conv, 1000, clk)
-        questions = []
-        for qa in conv["qa"]:
-            cat = qa.get("category")
-            wanted = {ids[e] for e in evidence_ids(qa.get("evidence", [])) if e in ids}
-            if cat in (1, 2, 3, 4) and wanted:
-                questions.append((int(cat), str(qa["question"]), wanted))
+        questions = await make_queries(store, user_id, conv, ids, how)
         modes = {}
         for mode, (b, v, weights) in MODES.items():
             store.use_bm25, store.use_vectors, store.weights = b, v, weights
@@ -184,7 +250,15 @@ async def conversation_rows(
         grid = []
         for weights in weight_sets:
             store.weights = weights
-            grid.append(await score(store, user_id, questions, "hybrid"))
+            if stage is None:
+                grid.append(await score(store, user_id, questions, "hybrid"))
+                continue
+            per_param: list[list[Row]] = [[] for _ in stage.params]
+            for cat, question, wanted in questions:
+                hits = await store.recall(user_id=user_id, query=question, limit=50)
+                for i, got in enumerate(await stage.order(question, hits)):
+                    per_param[i].append((cat, recall_rows(wanted, got)))
+            grid += per_param
         await engine.dispose()
     return modes, grid
 
@@ -220,7 +294,7 @@ def print_rows(mode: str, rows: list[Row]) -> None:
 def describe(w: RankWeights) -> str:
     return (
         f"date x{w.date_boost:g}, question {w.question_self:g}/{w.question_next:g}, "
-        f"vector {w.vector:g}"
+        f"vector {w.vector:g}, words {w.word_match:g}"
     )
 
 
@@ -229,17 +303,31 @@ async def quality(
     quick: bool,
     emb: Embedder | None = None,
     vector_weights: tuple[float, ...] = (BASE.vector,),
+    how: str = "question",
+    stage_name: str = "none",
 ) -> None:
     convs = json.loads(data.read_text())  # noqa: ASYNC240 - a benchmark, read once
     if quick:
         convs = convs[:1]
     emb = SameQueries(emb or WordLlamaEmbedder())
-    GRID[:] = make_grid(vector_weights)
-    per_conv = [await conversation_rows(conv, emb, GRID) for conv in convs]
+    stage = make_stage(stage_name, emb)
+    GRID[:] = make_grid(
+        vector_weights, WORD_WEIGHTS if stage_name == "words" else (BASE.word_match,)
+    )
+    params = stage.params if stage is not None else (0.0,)
+    points = [(w, p) for w in GRID for p in params]
+
+    def describe_point(g: int) -> str:
+        w, p = points[g]
+        return describe(w) + (f", {stage_name} {p:g}" if stage is not None else "")
+
+    per_conv = [await conversation_rows(conv, emb, GRID, how, stage) for conv in convs]
     n = sum(len(m["hybrid"]) for m, _ in per_conv)
     print(
         f"LoCoMo {data.name}: {len(convs)} conversations, {n} questions (categories 1-4), "
         f"embeddings {emb.name}"
+        + (f", query {how}" if how != "question" else "")
+        + (f", rerank {stage_name}" if stage_name != "none" else "")
     )
     print(f"{'mode':8} {'category':8} {'n':>5} " + " ".join(f"{'R@' + str(k):>6}" for k in KS))
     for mode in MODES:
@@ -254,7 +342,7 @@ async def quality(
     for i, conv in enumerate(convs):
         others = [j for j in range(len(convs)) if j != i]
         best = max(
-            range(len(GRID)),
+            range(len(points)),
             key=lambda g: mean_r10([r for j in others for r in per_conv[j][1][g]]),
         )
         rows = per_conv[i][1][best]
@@ -264,13 +352,15 @@ async def quality(
         name = conv.get("sample_id", f"#{i}")
         print(
             f"  left out {name:8} R@10 {folds[-1][1]:.3f} (shipped {inside:.3f}) "
-            f"with {describe(GRID[best])}"
+            f"with {describe_point(best)}"
         )
     ins, out = np.mean([f[0] for f in folds]), np.mean([f[1] for f in folds])
     print(f"  mean of the conversations' R@10: in-sample {ins:.3f}, left-out {out:.3f}")
     every = range(len(convs))
     best = max(
-        range(len(GRID)), key=lambda g: mean_r10([r for j in every for r in per_conv[j][1][g]])
+        range(len(points)), key=lambda g: mean_r10([r for j in every for r in per_conv[j][1][g]])
     )
-    print(f"  best on all conversations (the shipped defaults): {describe(GRID[best])}")
+    print(f"  best on all conversations (the shipped defaults): {describe_point(best)}")
+    if stage_name != "none" or how != "question":
+        print_rows("best-all", [r for j in every for r in per_conv[j][1][best]])
     print_rows("left-out", left_out)

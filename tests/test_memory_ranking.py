@@ -85,8 +85,11 @@ async def test_a_question_hands_its_score_to_the_answer_after_it(env: Env) -> No
             user_id=env.users[0], layer="long", content=text, session_id=env.sessions[0]
         )
     query = "How often does John work out at the gym with the kids?"
-    # Explicit strengths: the test is about the mechanism, not the tuned defaults.
-    env.store.weights = replace(env.store.weights, question_self=0.5, question_next=0.9)
+    # Explicit strengths: the test is about the mechanism, not the tuned defaults (nor the
+    # word-match stage, which matches the question's own words).
+    env.store.weights = replace(
+        env.store.weights, question_self=0.5, question_next=0.9, word_match=0.0
+    )
     got = [h.content for h in await env.store.recall(user_id=env.users[0], query=query)]
     assert got.index(answer) < got.index(question)
     env.store.weights = replace(env.store.weights, question_self=1.0, question_next=0.0)

@@ -64,6 +64,10 @@ class Facts:
     asks: bool  # the text holds a question mark
     source: tuple[Any, ...] = ()
 
+    @property
+    def content(self) -> str:
+        return str(self.source[3])
+
 
 # After the facts: content, category, message_id, user_id, created_at, expires_at,
 # session name, started_at and ended_at (raw: ISO text on SQLite, datetimes on PostgreSQL).

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,7 +20,7 @@ from db.models.memory import Memory
 from db.repos import memory as repo
 from tools.base import Clock
 from tools.memory import feedback
-from tools.memory.embeddings import Embedder
+from tools.memory.embeddings import Embedder, WordLlamaEmbedder, wordllama_installed
 from tools.memory.expand import Expander, by_neighbours
 from tools.memory.health import REINDEX_HINT, index_status
 from tools.memory.rank import RankWeights, fuse
@@ -31,6 +32,7 @@ from tools.memory.settings import MemorySettings
 from tools.memory.text import normalise, query_words, same_words
 from tools.memory.vecindex import VectorCache
 from tools.memory.wordcounts import WordCounts
+from tools.memory.wordmatch import WordVectors, matches, rescore
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,7 @@ class MemoryStore(Search):
         self.embedder = embedder
         self._settings = settings
         self._clock = clock
-        self.weights = weights or RankWeights()
+        self.weights = weights or replace(RankWeights(), word_match=settings.memory_rerank_words)
         self._vectors: bool | None = None  # None: not checked yet
         self._write_lock = asyncio.Lock()
         self.vcache = vcache or VectorCache()
@@ -59,6 +61,9 @@ class MemoryStore(Search):
         self._total: int | None = None  # memories of all users, likewise
         self.words = WordCounts()  # BM25 keeps the rarest query words (wordcounts.py)
         self.expander = Expander(embedder.embed)  # used only when weights.expand > 0
+        # The word-match stage's word vectors: always from the static embedder (a word's
+        # vector is a table lookup), whichever embedder makes the memories' vectors.
+        self.word_vectors = word_vectors(embedder)
         # Recall modes for the benchmark: both halves, or one alone.
         self.use_bm25 = True
         self.use_vectors = True
@@ -338,10 +343,31 @@ class MemoryStore(Search):
             ranked, facts = await rerank(
                 s, user_id, query, scores, now, wanted, session_id, w, limit
             )
+        if w.word_match > 0 and self.word_vectors is not None and len(ranked) > 1:
+            ranked = await self._word_match(query, ranked, facts, w)
         ranked = ranked[:limit]
         top = ranked[0][1] if ranked else 1.0
         # Every ranked memory's row came with its facts (alive, this user's): no second read.
         return [hit(repo.row_of(facts[mid]), score / top if top else 0.0) for mid, score in ranked]
+
+    async def _word_match(
+        self,
+        query: str,
+        ranked: list[tuple[int, float]],
+        facts: dict[int, repo.Facts],
+        w: RankWeights,
+    ) -> list[tuple[int, float]]:
+        """The best `w.word_match_top` in the word-match stage's order, the rest after them
+        (tools/memory/wordmatch.py); the order as it was if the word vectors fail."""
+        assert self.word_vectors is not None
+        head, tail = ranked[: w.word_match_top], ranked[w.word_match_top :]
+        try:
+            match = await matches(self.word_vectors, query, [facts[m].content for m, _ in head])
+        except Exception as exc:
+            log.warning("word match failed (%s); recall keeps the fused order", exc)
+            return ranked
+        top = head[0][1] or 1.0
+        return rescore(head, match, w.word_match) + [(m, s / top) for m, s in tail]
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -351,6 +377,16 @@ class MemoryStore(Search):
         self._vectors = True
         self.vcache.clear()
         return done
+
+
+def word_vectors(embedder: Embedder) -> WordVectors | None:
+    """The word-match stage's vectors: the embedder's own when it is WordLlama, else
+    WordLlama's when its wheel is installed (it is a run dependency), else none."""
+    if isinstance(embedder, WordLlamaEmbedder):
+        return WordVectors(embedder.embed)
+    if wordllama_installed():
+        return WordVectors(WordLlamaEmbedder().embed)
+    return None
 
 
 __all__ = ["LAYERS", "IndexStatus", "MemoryHit", "MemoryPage", "MemoryStore", "StoreResult"]
