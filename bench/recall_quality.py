@@ -70,7 +70,7 @@ MODES: dict[str, tuple[bool, bool, RankWeights]] = {
     "fb-wide": (True, True, replace(BASE, feedback=0.5, feedback_docs=5, feedback_terms=8)),
     "diverse": (True, True, replace(BASE, diversity=0.9)),
     "vec-words": (True, True, replace(BASE, vector_words=True, vector_norm=True, vector=0.4)),
-    # The vector weight raised (issue 15, for a contextual embedding: --embeddings minilm).
+    # The vector weight raised (issue 15, for a contextual embedding: --embeddings endpoint).
     "vec-0.5": (True, True, replace(BASE, vector=0.5)),
     "vec-1.0": (True, True, replace(BASE, vector=1.0)),
     "bm25": (True, False, WORDS_OFF),

