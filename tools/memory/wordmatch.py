@@ -35,7 +35,7 @@ class WordVectors:
     """Unit vectors of single words, made on first sight and kept (at most `limit`; when
     full, the oldest half is dropped)."""
 
-    def __init__(self, embed: Embed, limit: int = 200_000) -> None:
+    def __init__(self, embed: Embed, limit: int = 20_000) -> None:
         self._embed = embed
         self.limit = limit
         self.seen: dict[str, np.ndarray] = {}
