@@ -163,9 +163,9 @@ def tmpfs(dst: str, size: int, uid: int | None, mode: str = "0700") -> None:
     mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}{owner}")
 
 
-def make_dirs(parent: str, names: tuple[str, ...], uid: int | None) -> None:
+def make_dirs(parent: str, names: tuple[str, ...], uid: int | None, exist_ok: bool) -> None:
     for d in names:
-        os.makedirs(os.path.join(parent, d), exist_ok=True)
+        os.makedirs(os.path.join(parent, d), exist_ok=exist_ok)
         if uid is not None:
             os.chown(os.path.join(parent, d), uid, uid)
 
@@ -182,7 +182,7 @@ def mount_point(path: str, is_dir: bool) -> str:
 
 def bind_io(io: str, work: str, uid: int | None) -> None:
     """The user's files read-only at work/input, and work/output kept past the run."""
-    make_dirs(work, ("input", "output"), uid)
+    make_dirs(work, ("input", "output"), uid, exist_ok=False)  # never an existing path
     bind_ro(os.path.join(io, "input"), os.path.join(work, "input"))
     mount(os.path.join(io, "output"), os.path.join(work, "output"), None, MS_BIND, None)
 
@@ -320,7 +320,7 @@ def confine(plan: dict[str, Any]) -> None:
         else:  # no mounts: the files move into the work dir (the runner looks there too)
             for d in ("input", "output"):
                 os.rename(os.path.join(plan["io"], d), os.path.join(work, d))
-        make_dirs(work, (".home", ".tmp"), uid)
+        make_dirs(work, (".home", ".tmp"), uid, exist_ok=True)
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
