@@ -135,3 +135,19 @@ def test_rescore_adds_the_weighted_match_to_the_relative_score() -> None:
     # Equal matches change nothing but a constant: the order stays.
     assert [m for m, _ in rescore(ranked, np.array([0.3, 0.3, 0.3]), 5.0)] == [1, 2, 3]
     assert rescore([], np.zeros(0), 1.0) == []
+    # Only the first len(match) are reordered; the rest follow, relative to the best.
+    assert rescore(ranked, np.array([0.0, 1.0]), 1.0) == [
+        (2, pytest.approx(1.5)), (1, pytest.approx(1.0)), (3, pytest.approx(0.25))
+    ]  # fmt: skip
+
+
+async def test_a_full_cache_keeps_the_words_the_call_reads_back() -> None:
+    async def embed(ws: list[str]) -> np.ndarray:
+        return np.ones((len(ws), 4), dtype=np.float32)
+
+    vectors = WordVectors(embed, limit=4)
+    await vectors.of(["violin", "guitar", "piano", "drums"])
+    # Full: the oldest word is wanted again beside two new ones, and must still be there.
+    await vectors.of(["violin", "cello", "flute"])
+    assert vectors.matrix(["violin", "cello", "flute"]).shape == (3, 4)
+    assert len(vectors.seen) <= 4

@@ -368,14 +368,13 @@ class MemoryStore(Search):
         """The best `w.word_match_top` in the word-match stage's order, the rest after them
         (tools/memory/wordmatch.py); the order as it was if the word vectors fail."""
         assert self.word_vectors is not None
-        head, tail = ranked[: w.word_match_top], ranked[w.word_match_top :]
+        head = [facts[m].content for m, _ in ranked[: w.word_match_top]]
         try:
-            match = await matches(self.word_vectors, query, [facts[m].content for m, _ in head])
+            match = await matches(self.word_vectors, query, head)
         except Exception as exc:
             log.warning("word match failed (%s); recall keeps the fused order", exc)
             return ranked
-        top = head[0][1] or 1.0
-        return rescore(head, match, w.word_match) + [(m, s / top) for m, s in tail]
+        return rescore(ranked, match, w.word_match)
 
     # -- maintenance ----------------------------------------------------------------------
 

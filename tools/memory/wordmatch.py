@@ -33,7 +33,7 @@ def content_words(text: str) -> list[str]:
 
 class WordVectors:
     """Unit vectors of single words, made on first sight and kept (at most `limit`; when
-    full, the oldest half is dropped)."""
+    full, the oldest half of those not wanted now is dropped)."""
 
     def __init__(self, embed: Embed, limit: int = 20_000) -> None:
         self._embed = embed
@@ -41,15 +41,20 @@ class WordVectors:
         self.seen: dict[str, np.ndarray] = {}
 
     async def of(self, wanted: Sequence[str]) -> None:
-        new = [w for w in dict.fromkeys(wanted) if w not in self.seen]
+        wanted = list(dict.fromkeys(wanted))
+        new = [w for w in wanted if w not in self.seen]
         if not new:
             return
         rows = np.asarray(await self._embed(new), dtype=np.float32)
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         if len(self.seen) + len(new) > self.limit:
-            keep = list(self.seen)[len(self.seen) // 2 :]
-            self.seen = {w: self.seen[w] for w in keep}
+            # The words this call reads back (matrix) stay, whatever their age.
+            now = set(wanted)
+            old = [w for w in self.seen if w not in now]
+            over = len(self.seen) + len(new) - self.limit
+            drop = set(old[: max(len(old) // 2, over)])
+            self.seen = {w: v for w, v in self.seen.items() if w not in drop}
         for w, row in zip(new, rows / norms, strict=True):
             self.seen[w] = row
 
@@ -77,11 +82,11 @@ async def matches(vectors: WordVectors, query: str, texts: Sequence[str]) -> np.
 def rescore(
     ranked: Sequence[tuple[int, float]], match: np.ndarray, weight: float
 ) -> list[tuple[int, float]]:
-    """`ranked` (best first) in a new order: score / best score + weight x match (ties keep
-    their order)."""
+    """`ranked` (best first) with scores relative to the best: its first len(match) in a
+    new order by score + weight x match (ties keep their order), the rest after them."""
     if not ranked:
         return []
     top = ranked[0][1] or 1.0
-    new = [(mid, s / top + weight * float(m)) for (mid, s), m in zip(ranked, match, strict=True)]
-    order = sorted(range(len(new)), key=lambda i: (-new[i][1], i))
-    return [new[i] for i in order]
+    head = [(mid, s / top + weight * float(m)) for (mid, s), m in zip(ranked, match, strict=False)]
+    order = sorted(range(len(head)), key=lambda i: (-head[i][1], i))
+    return [head[i] for i in order] + [(mid, s / top) for mid, s in ranked[len(head) :]]
