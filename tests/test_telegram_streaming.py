@@ -23,7 +23,7 @@ async def test_an_answer_ready_within_the_hold_sends_no_draft() -> None:
     await asyncio.sleep(0.06)  # the model took longer than the interval to start
     await streamer.on_text("the whole answer")
     await streamer.close()  # and it was complete at once
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.1)  # past the hold: a draft that survived would be out by now
     assert bot.drafts == [] and streamer.drafts_sent == 0
 
 
@@ -33,6 +33,8 @@ async def test_a_held_draft_shows_the_newest_text() -> None:
     await asyncio.sleep(0.06)
     await streamer.on_text("Hello")
     await streamer.on_text("Hello, wor")  # during the hold
-    await asyncio.sleep(0.1)
+    async with asyncio.timeout(60):  # the hold ends, then the draft goes (however loaded)
+        while not bot.drafts:
+            await asyncio.sleep(0.01)
     await streamer.close()
     assert bot.drafts == ["Hello, wor"] and streamer.drafts_sent == 1
