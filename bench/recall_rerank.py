@@ -65,7 +65,7 @@ class VectorCache:
 
 
 class Cosine:
-    """minilm: a second embedder's cosine."""
+    """endpoint: a second embedder's cosine (e.g. MiniLM served by llama-server)."""
 
     params = (0.0, 0.1, 0.2, 0.4, 0.8)
 
