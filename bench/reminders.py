@@ -32,10 +32,10 @@ from bot.telegram.reminder_delivery import TelegramDelivery
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.models.core import User
-from db.models.schedule import ScheduledJob
-from db.repos.schedule import Recipient
-from scheduler.reminder_settings import ReminderSettings
-from scheduler.reminders import ReminderJobs
+from tools.reminders.models import ScheduledJob
+from db.repos.core import Recipient
+from tools.reminders.settings import ReminderSettings
+from tools.reminders.firing import ReminderJobs
 from tests.conftest import make_settings
 from tests.fakes.telegram_server import FakeTelegram
 

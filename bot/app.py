@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -16,8 +18,9 @@ from bot.agent.approvals import Approvals
 from bot.agent.archive import archiver_from
 from bot.agent.hooks import AgentHooks
 from bot.agent.prompt import ContextProvider
-from bot.agent.runner import Agent
+from bot.agent.runner import Agent, Incoming
 from bot.config import Settings
+from bot.features import FEATURES, tool_modules
 from bot.llm.client import LLMClient
 from bot.logs import Scrubber
 from bot.media.attachments import MediaService
@@ -27,13 +30,22 @@ from bot.usage.metered import MeteredModel
 from bot.voice.replies import VoiceReplies, build_voice
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
+from db.repos.core import Recipient
+from scheduler.setup import JobSpec
 from tools.base import Clock, ToolDeps, system_clock
+from tools.feature import Deliver, Feature, Part
 from tools.memory.recall_context import build_provider as recall_provider
 from tools.memory.setup import build_memory
 from tools.registry import Registry, build_registry, discovery
 from tools.tokens import release as release_tokenizer
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+TASK_PREFIX = (
+    "[Scheduled task the user set up earlier; they are not waiting in the chat. Do it now "
+    "and write the answer for them.]\n"
+)
 
 
 @dataclass
@@ -49,6 +61,53 @@ class App:
     media: MediaService | None = None  # voice, photos, documents (bot/media)
     voice: VoiceReplies | None = None  # spoken answers (bot/voice)
     warming: asyncio.Task[None] | None = None
+    features: tuple[Feature, ...] = FEATURES
+    # Set by the adapter that runs (start_features): where unprompted messages go.
+    deliver_to: Deliver | None = None
+    local: bool = False  # the terminal chat: only its local user is served
+    parts: list[Part] = field(default_factory=list)
+
+    async def deliver(self, recipient: Recipient, text: str, markdown: bool) -> int:
+        if self.deliver_to is None:
+            raise RuntimeError("no adapter runs: nothing can be delivered")
+        return await self.deliver_to(recipient, text, markdown)
+
+    async def ask(self, recipient: Recipient, prompt: str) -> str:
+        reply = await self.agent.handle(
+            Incoming(
+                TASK_PREFIX + prompt,
+                telegram_user_id=recipient.telegram_id,
+                user_name=recipient.name,
+                chat_id=recipient.telegram_id,
+                purpose="scheduled",  # metered and budgeted like chat, reported apart
+            )
+        )
+        return reply.text
+
+    def part(self, kind: type[T]) -> T:
+        found = next((p for p in self.parts if isinstance(p, kind)), None)
+        if found is None:
+            raise LookupError(f"no feature built a {kind.__name__} (start_features first)")
+        return found
+
+    def start_features(self, deliver: Deliver, *, local: bool = False) -> list[JobSpec]:
+        """The adapter's start: features build their parts, and their jobs come back as the
+        scheduler's job specs."""
+        self.deliver_to, self.local = deliver, local
+        self.parts = [build(self) for f in self.features for build in f.parts]
+        return [
+            (job.id, job.about, job.every, functools.partial(job.run, self))
+            for f in self.features
+            for job in f.jobs
+        ]
+
+    async def stop_features(self) -> None:
+        parts, self.parts = self.parts, []
+        for part in reversed(parts):
+            try:
+                await part.stop()
+            except Exception:
+                log.exception("stopping %s failed", type(part).__name__)
 
     def warm_up(self) -> None:
         """Loads what the first message needs (embedding model, token counter;
@@ -73,6 +132,7 @@ class App:
         heap.trim()
 
     async def close(self) -> None:
+        await self.stop_features()
         if self.warming is not None:  # a thread cannot be cancelled: let it finish
             with contextlib.suppress(Exception):
                 await self.warming
@@ -100,11 +160,11 @@ def _warm_sync() -> None:
         log.warning("warm-up failed", exc_info=True)
 
 
-def context_providers(deps: ToolDeps) -> list[ContextProvider]:
+def context_providers(settings: Settings, deps: ToolDeps) -> list[ContextProvider]:
     """Sections the runtime adds to every system prompt (memory auto-recall, ...)."""
     providers: list[ContextProvider] = []
     if deps.memory is not None:
-        providers.append(recall_provider(deps.memory, deps.settings.memory_recall_tokens))
+        providers.append(recall_provider(deps.memory, settings.memory_recall_tokens))
     return providers
 
 
@@ -143,7 +203,7 @@ async def build_app(
         deps.memory = await build_memory(
             settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key
         )
-        registry = build_registry(deps)
+        registry = build_registry(deps, tool_modules())
         vision = vision_gate(settings, llm)
         agent = Agent(
             settings=settings,
@@ -151,7 +211,7 @@ async def build_app(
             llm=vision,
             registry=registry,
             clock=clock,
-            context_providers=context_providers(deps),
+            context_providers=context_providers(settings, deps),
             archiver=archiver_from(deps, settings.tz),
             hooks=agent_hooks(registry),
             meter=meter,

@@ -3,33 +3,17 @@ routers send them, the terminal prints them. No aiogram here: the terminal does 
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from bot.app import App
 from bot.usage.report import last_request_line, session_text, usage_text
 from bot.usage.request import allowed_models
-from db.models.schedule import ScheduledJob
 from db.repos import approvals as approvals_repo
 from db.repos import core as core_repo
-from db.repos import schedule as schedule_repo
 from db.repos import usage as usage_repo
-from scheduler.periods import parse_hhmm
 from tools.discovery.report import context_text, tools_text
 from tools.registry import discovery, mcp_manager
-from tools.schedule import jobs
-from tools.schedule.times import local_text
 
-HISTORY = 15
-STATUS_MARK = {
-    "sent": "✅",
-    "failed": "❌",
-    "delivery_failed": "📭",
-    "skipped": "⏭",
-    "pending": "⏳",
-}
-QUIET_USAGE = "Usage: /quiet 22:00-07:00 (reminders wait until it ends) · /quiet off · /quiet"
 USAGE = "Usage: /usage, /usage session, /usage footer on|off"
 RESET_WORDS = {"default", "reset"}
 APPROVALS_USAGE = "Usage: /approvals · /approvals revoke <tool>"
@@ -89,75 +73,6 @@ async def model_reply(app: App, telegram_user_id: int | None, name: str, args: s
             return f"I don't know the model {wanted!r}. Pick one of: {', '.join(models)}."
         await usage_repo.set_model(db, user.id, None if match == s.llm_model else match)
         return f"Your model is now {match}."
-
-
-async def upcoming_text(app: App, user_id: int, tz: ZoneInfo) -> tuple[str, list[ScheduledJob]]:
-    now = app.deps.clock()
-    found = await jobs.listing(app.session_factory, user_id)
-    if not found:
-        return (
-            "No reminders or tasks. Ask me, e.g. “remind me tomorrow at 9 to call Anna” or "
-            "“every weekday at 8 send me the weather”.",
-            [],
-        )
-    lines = [f"Your reminders and tasks (times in {tz.key}):"]
-    lines += [jobs.job_line(j, now) for j in found[:30]]
-    if len(found) > 30:
-        lines.append(f"… and {len(found) - 30} more")
-    return "\n".join(lines), found[:30]
-
-
-async def history_text(app: App, user_id: int, tz: ZoneInfo) -> str:
-    now = app.deps.clock()
-    async with app.session_factory() as s:
-        runs = await schedule_repo.history(s, user_id, HISTORY)
-    if not runs:
-        return "No reminder has run yet."
-    out = [f"Last {len(runs)} runs (times in {tz.key}):"]
-    for r in runs:
-        text = r.text if len(r.text) <= 60 else r.text[:59] + "…"
-        line = f"{STATUS_MARK.get(r.status, '?')} #{r.job_id} {local_text(r.due_at, tz, now)} "
-        line += f"{r.status} · {text}"
-        if r.error and r.status != "sent":
-            line += f" — {r.error[:120]}"
-        out.append(line)
-    return "\n".join(out)
-
-
-def _quiet_text(quiet: schedule_repo.Quiet | None) -> str:
-    if quiet is None:
-        return "No quiet hours. " + QUIET_USAGE
-    return (
-        f"Quiet hours: {quiet.start}-{quiet.end} in your time zone. Reminders due then "
-        "arrive when they end; scheduled tasks still run on time. /quiet off removes them."
-    )
-
-
-async def quiet_command(app: App, user_id: int, arg: str, now: datetime) -> str:
-    arg = arg.strip().lower()
-    async with app.session_factory() as s, s.begin():
-        if not arg:
-            return _quiet_text(await schedule_repo.get_quiet(s, user_id))
-        if arg in ("off", "none", "no"):
-            await schedule_repo.set_quiet(s, user_id, None)
-            return "Quiet hours off: reminders arrive on time, day and night."
-        m = re.fullmatch(r"(\d{1,2}:\d{2})\s*[-–]\s*(\d{1,2}:\d{2})", arg)
-        try:
-            start, end = (parse_hhmm(m.group(1)), parse_hhmm(m.group(2))) if m else (None, None)
-        except ValueError:
-            start = end = None
-        if start is None or end is None or start == end:
-            return QUIET_USAGE
-        quiet = schedule_repo.Quiet(f"{start:%H:%M}", f"{end:%H:%M}")
-        await schedule_repo.set_quiet(s, user_id, quiet)
-        return _quiet_text(quiet)
-
-
-async def reminders_command(app: App, user_id: int, tz: ZoneInfo, args: str) -> str:
-    if args.strip().lower() == "history":
-        return await history_text(app, user_id, tz)
-    text, _ = await upcoming_text(app, user_id, tz)
-    return text
 
 
 def tools_command(app: App, user_id: int) -> str:

@@ -1,15 +1,20 @@
 """The slash commands, one table for both adapters: Telegram's menu and /help, and the
 terminal chat's /help and dispatch, all read it, so the two cannot drift apart.
 
-Adding a command: a row here, then its handler in each adapter that answers it (a router
-in bot/telegram/routers/ with `flags={"command": name}`, and bot/terminal_commands.py);
-tests/test_commands.py fails while one of them is missing. Adapter-neutral reply texts
-live in bot/command_texts.py and bot/session_texts.py.
+A feature declares its commands with their handlers (tools/feature.py's Command): both
+adapters render those, and nothing else is needed. The rows of `APP_COMMANDS` are still
+answered by each adapter's own handler (a router in bot/telegram/routers/ with
+`flags={"command": name}`, and bot/terminal_commands.py) until their feature declares them;
+tests/test_commands.py fails while one of those is missing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from bot.features import FEATURES, feature_commands
+from tools.feature import Command as FeatureCommand
+from tools.feature import Feature
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class Command:
         return (self.name, *self.aliases)
 
 
-COMMANDS: tuple[Command, ...] = (
+APP_COMMANDS: tuple[Command, ...] = (
     Command("start", "say hello"),
     Command("help", "list the commands"),
     Command("newsession", "[name] end this conversation and start a new one", ("new",)),
@@ -36,30 +41,35 @@ COMMANDS: tuple[Command, ...] = (
     Command("context", "token split of your last request"),
     Command("usage", "tokens and cost: today, this month, by model"),
     Command("model", "show or switch your model"),
-    Command("reminders", "your reminders and tasks; /reminders history"),
     Command("approvals", "tools you allowed for good; /approvals revoke <tool>"),
-    Command("quiet", "HH:MM-HH:MM: hold reminders back during those hours"),
     Command("voice", "on|off|auto: answers as voice messages too", terminal=False),
     Command("codestats", "[days] your code runs: successes, failures, timing", terminal=False),
     Command("codefailures", "[n] your last failed code runs, with code and errors", terminal=False),
 )
-BY_NAME = {name: c for c in COMMANDS for name in c.names}
+APP_BY_NAME = {name: c for c in APP_COMMANDS for name in c.names}
+AnyCommand = Command | FeatureCommand
 
 
-def find(word: str) -> Command | None:
+def commands(features: tuple[Feature, ...] = FEATURES) -> tuple[AnyCommand, ...]:
+    """Every command, in menu order: the app's own, then each listed feature's."""
+    return (*APP_COMMANDS, *feature_commands(features))
+
+
+def find(word: str, features: tuple[Feature, ...] = FEATURES) -> AnyCommand | None:
     """The command a word names (its name or an alias, any case), or None."""
-    return BY_NAME.get(word.lower())
+    word = word.lower()
+    return next((c for c in commands(features) if word in c.names), None)
 
 
 def names(name: str) -> tuple[str, ...]:
-    """A command's name and aliases: what a Telegram filter must match."""
-    return BY_NAME[name].names
+    """An app command's name and aliases: what a Telegram filter must match."""
+    return APP_BY_NAME[name].names
 
 
-def help_lines(*, terminal: bool) -> list[str]:
+def help_lines(*, terminal: bool, features: tuple[Feature, ...] = FEATURES) -> list[str]:
     """The /help list, the same in both adapters (the terminal says which it cannot answer)."""
     lines = []
-    for c in COMMANDS:
+    for c in commands(features):
         also = f" (also /{', /'.join(c.aliases)})" if c.aliases else ""
         where = " — in Telegram" if terminal and not c.terminal else ""
         lines.append(f"/{c.name} — {c.about}{also}{where}")

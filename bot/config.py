@@ -11,28 +11,60 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.features import FEATURES
 from bot.llm.settings import ModelSettings
 from bot.media.settings import MediaSettings
 from bot.usage.settings import UsageSettings
 from bot.voice.settings import VoiceSettings
-from scheduler.reminder_settings import ReminderSettings
 from scheduler.settings import SessionSettings
 from tools.errors import ConfigError
-from tools.settings import ToolSettings
+from tools.mcp.settings import ExtensionSettings
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
+def settings_union() -> type[BaseModel]:
+    """One flat model inheriting every listed feature's settings slice (field names =
+    variables), plus the extension machinery's own (MCP, the tool list's budget)."""
+    slices = dict.fromkeys(f.settings for f in FEATURES if f.settings is not None)
+    bases: tuple[type[BaseModel], ...] = (*slices, ExtensionSettings)
+    doc = "The union of the features' settings."
+    return type("FeatureSettings", bases, {"__doc__": doc, "__module__": __name__})
+
+
+if TYPE_CHECKING:
+    # mypy cannot follow a class made at run time. It sees the slices bot/ reads by
+    # attribute; a feature reads its own through ToolDeps.settings_for(Model), and
+    # tests/test_config.py checks that this view and the list agree.
+    from tools.code.settings import CodeSettings
+    from tools.fetch.settings import FetchSettings
+    from tools.memory.settings import MemorySettings
+    from tools.reminders.settings import ReminderSettings
+    from tools.search.settings import SearchSettings
+
+    class FeatureSettings(
+        CodeSettings,
+        MemorySettings,
+        SearchSettings,
+        ReminderSettings,
+        FetchSettings,
+        ExtensionSettings,
+    ):
+        """The union of the features' settings."""
+
+else:
+    FeatureSettings = settings_union()
+
+
 class Settings(
     BaseSettings,
-    ToolSettings,
+    FeatureSettings,
     SessionSettings,
-    ReminderSettings,
     MediaSettings,
     ModelSettings,
     UsageSettings,

@@ -11,13 +11,16 @@ from sqlalchemy.engine import make_url
 
 from bot.app import App, build_app
 from bot.config import Settings
+from bot.features import FEATURES, tool_modules
 from bot.media.doctor import check_media
 from bot.ops_commands import check_operations
 from bot.voice.doctor import check_voice
 from db.engine import is_postgres, sqlite_module
 from db.migrate import pending
-from tools.base import CheckResult, Doctor, ToolModule
+from tools.base import CheckResult, Doctor
 from tools.discovery.doctor import check_tools
+from tools.feature import Doctor as FeatureDoctor
+from tools.feature import Feature
 from tools.registry import doctor_checks
 
 Check = Callable[[App], Awaitable[list[CheckResult]]]
@@ -174,24 +177,27 @@ async def check_summaries(app: App) -> list[CheckResult]:
     return await doctor_check(app.session_factory, app.settings.summary_review)
 
 
-async def check_reminders(app: App) -> list[CheckResult]:
-    from scheduler.reminder_status import reminder_checks
+def feature_check(feature: Feature, check: FeatureDoctor) -> Check:
+    """A feature's own doctor check (declared in its Feature), run on the app."""
 
-    return await reminder_checks(app.session_factory, app.deps.clock())
+    async def run(app: App) -> list[CheckResult]:
+        return await check(app)
+
+    run.__name__ = f"check_{feature.name}"  # what a crash line names
+    return run
 
 
-def all_checks(tools: tuple[ToolModule, ...] | None = None) -> list[Check]:
-    """Every check, in order; the app's features add theirs here, a tool declares its own
-    (tools/registry.py lists it)."""
+def all_checks(features: tuple[Feature, ...] = FEATURES) -> list[Check]:
+    """Every check, in order: the app's own, then what each listed feature declares."""
     return [
         check_settings,
         check_database,
         check_llm,
         check_telegram,
         check_scheduler,
-        check_reminders,
+        *(feature_check(f, f.doctor) for f in features if f.doctor is not None),
         check_usage,
-        *(tool_check(name, check) for name, check in doctor_checks(tools)),
+        *(tool_check(name, check) for name, check in doctor_checks(tool_modules(features))),
         check_extension_tools,
         check_summaries,
         check_media,
@@ -235,7 +241,7 @@ async def run_doctor(settings: Settings) -> int:
     app = await build_app(settings)
     results: list[CheckResult] = [missing] if missing is not None else []
     try:
-        for check in all_checks():
+        for check in all_checks(app.features):
             try:
                 results.extend(await check(app))
             except Exception as exc:

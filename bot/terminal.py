@@ -15,14 +15,15 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from bot.agent.approvals import Choice, Question
 from bot.agent.runner import Events, Incoming
 from bot.app import App, build_app
 from bot.config import Settings, require
 from bot.errors import user_text
-from bot.reminders import TerminalDelivery, build_reminders
 from bot.terminal_commands import Who, run_command
+from db.repos.core import Recipient
 from scheduler.setup import Scheduler
 
 PROMPT = "you> "
@@ -186,6 +187,21 @@ class Status:
             self.shown = False
 
 
+class TerminalDelivery:
+    """`sidekick chat`: reminders of the local user printed into the chat; the id is a
+    local counter (there is no Telegram message)."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+        self.sent = 0
+
+    async def __call__(self, recipient: Recipient, text: str, markdown: bool) -> int:
+        self.out.write(f"\n{text}\nyou> ")
+        self.out.flush()
+        self.sent += 1
+        return self.sent
+
+
 async def answer(app: App, who: Who, line: str) -> None:
     """Stream the agent's answer to stdout."""
     printed = 0
@@ -229,15 +245,16 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
     app.warm_up()  # the embedding model and tokenizer load while the user types
     # Reminders of the local user arrive here while the chat runs (missed ones at start);
     # a user linked with --as gets theirs in Telegram, from the bot.
-    reminders = build_reminders(app, TerminalDelivery(), local=True) if as_user is None else None
-    scheduler = Scheduler(None, [reminders.job_spec()]) if reminders is not None else None
+    jobs = app.start_features(TerminalDelivery(), local=True) if as_user is None else []
+    scheduler = Scheduler(None, jobs) if jobs else None
     source = LineSource()
     asker = TerminalAsker(source)  # before the first tick: a task it starts may ask
     if app.agent.approvals is not None:
         app.agent.approvals.asker = asker
     try:
-        if reminders is not None and scheduler is not None:
-            await reminders.tick()  # what came due while the chat was closed, before the prompt
+        if scheduler is not None:
+            # What came due while the chat was closed, before the prompt.
+            await asyncio.gather(*(run() for *_, run in jobs))
             scheduler.start()
         with line_editing(settings.data_dir / HISTORY_FILE):
             linked = f" as Telegram user {as_user}" if as_user is not None else ""
@@ -270,6 +287,4 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
     finally:
         if scheduler is not None:
             await scheduler.stop()
-        if reminders is not None:
-            await reminders.stop()
         await app.close()

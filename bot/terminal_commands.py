@@ -16,6 +16,8 @@ from bot.app import App
 from bot.commands import find, help_lines
 from bot.session_texts import new_session, new_session_text, sessions_text, timezone_text
 from db.repos import core as core_repo
+from tools import feature
+from tools.feature import Command as FeatureCommand
 from tools.memory.store import LAYERS, MemoryHit
 
 MEMORY_USAGE = (
@@ -49,7 +51,10 @@ async def _user_id(app: App, who: Who) -> int:
 
 
 async def cmd_help(app: App, who: Who, arg: str) -> str:
-    lines = [*help_lines(terminal=True), "/quit — leave (or Ctrl-D; Ctrl-C leaves at once)"]
+    lines = [
+        *help_lines(terminal=True, features=app.features),
+        "/quit — leave (or Ctrl-D; Ctrl-C leaves at once)",
+    ]
     return "Anything else you type goes to the assistant.\n\n" + "\n".join(lines)
 
 
@@ -82,17 +87,8 @@ async def cmd_model(app: App, who: Who, arg: str) -> str:
     return await texts.model_reply(app, who.telegram_user_id, who.name, arg)
 
 
-async def cmd_reminders(app: App, who: Who, arg: str) -> str:
-    user_id, tz = await _user(app, who)
-    return await texts.reminders_command(app, user_id, tz, arg)
-
-
 async def cmd_approvals(app: App, who: Who, arg: str) -> str:
     return await texts.approvals_command(app, await _user_id(app, who), who.telegram_user_id, arg)
-
-
-async def cmd_quiet(app: App, who: Who, arg: str) -> str:
-    return await texts.quiet_command(app, await _user_id(app, who), arg, app.deps.clock())
 
 
 def _memory_line(h: MemoryHit) -> str:
@@ -125,7 +121,8 @@ async def cmd_memory(app: App, who: Who, arg: str) -> str:
     return MEMORY_USAGE
 
 
-# The terminal's answer to each row of bot/commands.py it answers (terminal=True).
+# The terminal's answer to each row of bot/commands.py's APP_COMMANDS it answers
+# (terminal=True); a feature's commands bring their own.
 HANDLERS: dict[str, Handler] = {
     "start": cmd_help,
     "help": cmd_help,
@@ -137,8 +134,6 @@ HANDLERS: dict[str, Handler] = {
     "context": cmd_context,
     "usage": cmd_usage,
     "model": cmd_model,
-    "reminders": cmd_reminders,
-    "quiet": cmd_quiet,
     "approvals": cmd_approvals,
 }
 
@@ -148,9 +143,14 @@ async def run_command(app: App, who: Who, line: str) -> str | None:
     if not line.startswith("/"):
         return None
     word, _, arg = line[1:].partition(" ")
-    command = find(word)
+    command = find(word, app.features)
     if command is None:
         return None
     if not command.terminal:
         return f"/{command.name} is answered in Telegram only."
+    if isinstance(command, FeatureCommand):
+        user_id, tz = await _user(app, who)
+        user = feature.Who(user_id, who.telegram_user_id, who.name, tz)
+        answer = await command.run(feature.CommandCall(app, user, arg.strip()))
+        return answer if isinstance(answer, str) else answer.text
     return await HANDLERS[command.name](app, who, arg.strip())

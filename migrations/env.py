@@ -8,10 +8,10 @@ import os
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from db.models import Base
+from bot.features import metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = metadata()
 
 
 def _run(connection: Connection) -> None:

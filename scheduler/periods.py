@@ -14,7 +14,6 @@ is its first occurrence.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -23,14 +22,6 @@ Split = Literal["daily", "weekly", "none"]
 
 # Weekly periods start on Monday (ISO weeks).
 WEEK_START = 0
-
-
-def parse_hhmm(value: str) -> time:
-    """'4:05' / '04:05' → time(4, 5); ValueError otherwise."""
-    m = re.fullmatch(r"\s*([01]?\d|2[0-3]):([0-5]\d)\s*", value)
-    if not m:
-        raise ValueError(f"not a HH:MM time: {value!r}")
-    return time(int(m.group(1)), int(m.group(2)))
 
 
 def user_tz(name: str | None, default: ZoneInfo) -> ZoneInfo:

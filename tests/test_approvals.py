@@ -17,7 +17,6 @@ from sqlalchemy import update
 from bot.agent.approvals import DENIED, NOBODY, Question, action_text, needs_approval
 from bot.app import App
 from db.engine import create_engine, session_factory
-from db.models.schedule import ScheduledJob
 from db.repos import approvals as repo
 from db.repos import core
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
@@ -27,6 +26,7 @@ from tools.base import RequestContext, Tool, ToolCall
 from tools.effects import Effects, effects, from_mcp
 from tools.mcp.convert import build_tool
 from tools.memory.tool import MEMORY_EFFECTS, MemoryParams
+from tools.reminders.models import ScheduledJob
 
 CODE_NET = effects(writes=("execution", "internet"))
 CODE = effects(writes=("execution",))

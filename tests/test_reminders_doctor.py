@@ -6,14 +6,14 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from bot.app import App
-from bot.doctor import all_checks, check_reminders
+from bot.doctor import all_checks
 from db.repos import core as core_repo
-from tools.schedule import jobs
-from tools.schedule.parse import Fields, build_spec
+from tools.reminders import jobs
+from tools.reminders.parse import Fields, build_spec
 
 
 async def test_doctor_counts_jobs_and_shows_the_next_due_run(app: App) -> None:
-    assert check_reminders in all_checks()
+    [check_reminders] = [c for c in all_checks(app.features) if c.__name__ == "check_reminders"]
     [line] = await check_reminders(app)
     assert line.ok and line.detail.startswith("0 active, 0 paused job(s); next due run none")
     now = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)

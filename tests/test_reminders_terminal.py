@@ -11,9 +11,9 @@ from sqlalchemy import select, update
 
 from db.engine import create_engine, session_factory
 from db.models.core import User
-from db.models.schedule import JobRun, ScheduledJob
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.test_terminal_chat import run_chat
+from tools.reminders.models import JobRun, ScheduledJob
 
 
 async def test_a_reminder_made_in_the_terminal_arrives_at_the_next_start(

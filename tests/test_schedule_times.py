@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tools.base import ToolError
-from tools.schedule.parse import Fields, build_spec, parse_at, parse_days, parse_every
-from tools.schedule.times import (
+from tools.reminders.parse import Fields, build_spec, parse_at, parse_days, parse_every
+from tools.reminders.times import (
     WORKDAYS,
     Spec,
     catch_up,

@@ -9,9 +9,9 @@ import pytest
 
 from scheduler.periods import (
     is_due,
-    parse_hhmm,
     period_end,
 )
+from tools.reminders.times import parse_hhmm
 
 BERLIN = ZoneInfo("Europe/Berlin")  # DST 2026: Mar 29 02:00→03:00, Oct 25 03:00→02:00
 NEW_YORK = ZoneInfo("America/New_York")  # DST 2026: Mar 8, Nov 1

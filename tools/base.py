@@ -25,9 +25,8 @@ from tools.effects import NONE, Declared, Effects
 from tools.errors import ConfigError, ProviderError, ToolError
 from tools.model_call import ModelCall
 
-if TYPE_CHECKING:  # built by the wiring (and, for the settings, from the registry)
+if TYPE_CHECKING:  # built by the wiring
     from tools.memory.store import MemoryStore
-    from tools.settings import ToolSettings
 
 __all__ = ["ConfigError", "ProviderError", "ToolError"]
 
@@ -180,7 +179,7 @@ class TextModel(Protocol):
 class ToolDeps:
     """Long-lived resources shared by every request; tools close over what they need."""
 
-    settings: ToolSettings
+    settings: BaseModel  # the app's settings: every feature's slice (settings_for)
     session_factory: SessionFactory
     http: httpx.AsyncClient
     llm: TextModel
@@ -193,8 +192,9 @@ class ToolDeps:
     data_dir: Path = Path("./data")
 
     def settings_for(self, model: type[S]) -> S:
-        """A tool's own settings slice, typed: the settings hold every tool's (the registry
-        derives their union), so a tool needs no line anywhere else to read its own."""
+        """A feature's own settings slice, typed: the settings hold every listed feature's
+        (bot/config.py derives their union), so a feature needs no line elsewhere to read
+        its own."""
         if not isinstance(self.settings, model):
             raise TypeError(f"the settings do not include {model.__name__}: is the tool listed?")
         return self.settings

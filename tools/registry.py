@@ -1,10 +1,7 @@
-"""The one list of tools (TOOLS: core tools in the order the model sees them, then
-extensions), and what is derived from it: the registry a request's tools come from, the
-settings union (tools/settings.py), the doctor's tool checks and the system prompt's tool
-list. MCP servers and the discovery that shows extensions within a budget come after.
-
-Adding a tool: a folder under tools/ whose tool.py declares `TOOL = ToolModule(...)`
-(CONTRIBUTING.md), and one line in TOOLS.
+"""The registry a request's tools come from: every listed feature's tools (bot/features.py
+names them, core tools in the order the model sees them, then extensions), the system
+prompt's tool lines, then MCP servers and the discovery that shows extensions within a
+budget.
 """
 
 from __future__ import annotations
@@ -24,27 +21,14 @@ from tools.base import (
     ToolSource,
     Unavailable,
 )
-from tools.code import tool as code
 from tools.discovery.index import EmbedFn
 from tools.discovery.service import Discovery
 from tools.discovery.usage import UsageStore
-from tools.fetch import tool as fetch
 from tools.mcp.config import load_config
 from tools.mcp.manager import McpManager
 from tools.mcp.settings import ExtensionSettings
-from tools.memory import tool as memory
-from tools.schedule import tool as schedule
-from tools.search import tool as search
 
 log = logging.getLogger(__name__)
-
-TOOLS: tuple[ToolModule, ...] = (
-    search.TOOL,
-    code.TOOL,
-    memory.TOOL,
-    schedule.TOOL,
-    fetch.TOOL,
-)
 
 
 class Registry:
@@ -61,7 +45,7 @@ class Registry:
         self.planner: RequestPlanner | None = None
         # Listed tools the settings leave unusable: not offered; name -> what enables it.
         self.unusable: dict[str, str] = {}
-        # What the system prompt says about each offered tool, in TOOLS order.
+        # What the system prompt says about each offered tool, in the features' order.
         self.prompt: dict[str, str] = {}
 
     def extension_tools(self) -> dict[str, Tool[Any]]:
@@ -94,10 +78,10 @@ class Registry:
         return RequestTools({**self.extension_tools(), **self.tools})
 
 
-def build_registry(deps: ToolDeps, modules: tuple[ToolModule, ...] | None = None) -> Registry:
+def build_registry(deps: ToolDeps, modules: tuple[ToolModule, ...]) -> Registry:
     """Every listed tool the settings make usable, then MCP servers and discovery."""
     registry = Registry([])
-    for module in TOOLS if modules is None else modules:
+    for module in modules:
         try:
             tool = module.build(deps)
         except Unavailable as why:
@@ -112,10 +96,9 @@ def build_registry(deps: ToolDeps, modules: tuple[ToolModule, ...] | None = None
     return registry
 
 
-def doctor_checks(modules: tuple[ToolModule, ...] | None = None) -> list[tuple[str, Doctor]]:
-    """(tool name, its check) for every listed tool that declares one, in TOOLS order."""
-    listed = TOOLS if modules is None else modules
-    return [(m.name, m.doctor) for m in listed if m.doctor is not None]
+def doctor_checks(modules: tuple[ToolModule, ...]) -> list[tuple[str, Doctor]]:
+    """(tool name, its check) for every listed tool that declares one, in list order."""
+    return [(m.name, m.doctor) for m in modules if m.doctor is not None]
 
 
 def install_extensions(registry: Registry, deps: ToolDeps) -> None:

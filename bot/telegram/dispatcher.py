@@ -89,13 +89,13 @@ def build_dispatcher(
     for mw in existing:  # aiogram's error handling and user context
         outer.register(mw)
     outer.register(AccessMiddleware(app.settings.allowed_user_ids))
-    routers = build_routers()
+    routers = build_routers(app.features)
     dp.include_routers(*routers)
     dp.errors.register(on_error)
     dp.startup.register(_on_startup)
     dp["app"] = app
     dp["draft_interval"] = draft_interval
-    dp["commands"] = bot_commands()
+    dp["commands"] = bot_commands(app.features)
     dp["inflight"] = inflight
     dp["locks"] = locks
     return dp

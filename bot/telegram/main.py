@@ -24,7 +24,6 @@ from bot.app import build_app
 from bot.backup import backup_jobs
 from bot.config import Settings, require
 from bot.errors import ConfigError, ProviderError
-from bot.reminders import build_reminders
 from bot.telegram.dispatcher import Runtime, build_runtime
 from bot.telegram.outbox import Outbox
 from bot.telegram.reminder_delivery import TelegramDelivery
@@ -144,7 +143,6 @@ async def run_bot(settings: Settings) -> None:
     app = await build_app(settings)
     rt: Runtime | None = None
     scheduler: Scheduler | None = None
-    reminders = None
     try:
         rt = build_runtime(app)  # inside: a Bot that cannot be built must not leave app open
         stop = asyncio.Event()
@@ -154,7 +152,6 @@ async def run_bot(settings: Settings) -> None:
                 loop.add_signal_handler(sig, stop.set)
         if not await check_token(rt, stop):
             return
-        reminders = build_reminders(app, TelegramDelivery(rt.bot))
         session_jobs = None
         if app.deps.memory is not None:  # session split and memory sweep (scheduler/)
             session_jobs = build_jobs(
@@ -171,7 +168,8 @@ async def run_bot(settings: Settings) -> None:
             # from another worker's message in progress).
             await outbox.ask_about_unanswered(app.deps.clock())
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
-        jobs = [reminders.job_spec(), outbox.job_spec(), *backup_jobs(settings)]
+        jobs = app.start_features(TelegramDelivery(rt.bot))
+        jobs += [outbox.job_spec(), *backup_jobs(settings)]
         db_file = app.engine.url.database
         if app.engine.dialect.name == "sqlite" and db_file not in (None, "", ":memory:"):
             jobs.append(DatabaseFileWatch(Path(db_file)).job_spec())
@@ -184,8 +182,6 @@ async def run_bot(settings: Settings) -> None:
     finally:
         if scheduler is not None:
             await scheduler.stop()
-        if reminders is not None:
-            await reminders.stop()
         if rt is not None:
             await rt.shutdown()
         else:

@@ -16,8 +16,8 @@ from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError
 from aiogram.types import MessageEntity
 
 from bot.telegram.render import Chunk, render, split_plain, with_retry
-from db.repos.schedule import Recipient
-from scheduler.reminders import DeliveryRejected, RecipientBlocked
+from db.repos.core import Recipient
+from tools.reminders.firing import DeliveryRejected, RecipientBlocked
 
 ATTEMPTS = 4
 Sleep = Callable[[float], Awaitable[None]]

@@ -1,4 +1,5 @@
-"""All ORM models; importing this package registers every table on Base.metadata."""
+"""The core tables (and those of features not yet in their own folder); a feature in its
+own folder declares its tables in its Feature, and bot/features.py registers them all."""
 
 from db.models.approvals import ApprovalDecision, ApprovalGrant
 from db.models.base import Base
@@ -7,7 +8,6 @@ from db.models.compressions import SessionCompression
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.memory import Memory, MemoryMeta
 from db.models.outbox import OutboxMessage
-from db.models.schedule import JobRun, ReminderPrefs, ScheduledJob
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
 from db.models.usage import ModelUsage
@@ -21,14 +21,11 @@ __all__ = [
     "ChatSession",
     "CodeExecution",
     "CodeJob",
-    "JobRun",
     "Memory",
     "MemoryMeta",
     "Message",
     "ModelUsage",
     "OutboxMessage",
-    "ReminderPrefs",
-    "ScheduledJob",
     "SessionArchive",
     "SessionCompression",
     "TelegramUpdate",

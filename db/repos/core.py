@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NotRequired, TypeAlias, TypedDict, Unpack, cast
 
@@ -11,6 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from db.models.core import ChatSession, Message, User
 from db.models.memory import Memory
 from db.models.voice import VoicePrefs
+
+
+@dataclass(frozen=True)
+class Recipient:
+    """Who a message the user did not just ask for goes to (a reminder, a notice)."""
+
+    user_id: int
+    telegram_id: int | None
+    name: str = ""
 
 
 async def get_or_create_user(

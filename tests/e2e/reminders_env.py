@@ -10,16 +10,15 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 
-from bot.reminders import task_runner
 from bot.telegram.reminder_delivery import TelegramDelivery
-from db.models.schedule import JobRun, ScheduledJob
 from db.repos import core as core_repo
 from db.repos import sessions as sessions_repo
-from scheduler.reminder_settings import ReminderSettings
-from scheduler.reminders import ReminderJobs
 from tests.e2e.conftest import TG
-from tools.schedule import jobs
-from tools.schedule.parse import Fields, build_spec
+from tools.reminders import jobs
+from tools.reminders.firing import ReminderJobs
+from tools.reminders.models import JobRun, ScheduledJob
+from tools.reminders.parse import Fields, build_spec
+from tools.reminders.settings import ReminderSettings
 
 
 @dataclass
@@ -99,7 +98,7 @@ def make_env(tg: TG, start: datetime, **settings: Any) -> Env:
     reminders = ReminderJobs(
         session_factory=tg.app.session_factory,
         deliver=TelegramDelivery(tg.runtime.bot, sleep=sleep),
-        run_task=task_runner(tg.app),
+        run_task=tg.app.ask,
         clock=clock,
         settings=ReminderSettings(**settings),
     )

@@ -9,12 +9,12 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 
-from db.models.schedule import ScheduledJob
-from scheduler.reminders import ReminderJobs
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import make_env
 from tests.fakes.openai_server import Calls, Text
-from tools.schedule.times import WORKDAYS
+from tools.reminders.firing import ReminderJobs
+from tools.reminders.models import ScheduledJob
+from tools.reminders.times import WORKDAYS
 
 NY = ZoneInfo("America/New_York")
 OTHER = 2000

@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from db.models.schedule import ScheduledJob
-from scheduler.reminder_status import reminder_checks
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import MINUTE, make_env
 from tests.fakes.openai_server import Error, Text
 from tools.base import ToolError
-from tools.schedule import jobs
+from tools.reminders import jobs
+from tools.reminders.doctor import reminder_checks
+from tools.reminders.models import ScheduledJob
 
 BERLIN = "Europe/Berlin"
 # Friday 2026-11-20, 05:00 UTC = 06:00 in Berlin.
@@ -131,7 +131,7 @@ async def test_blocked_bot_pauses_the_users_jobs_and_logs_once(
     daily = await env.job(user, BERLIN, "vitamins", daily_at="06:30")
     other = await env.job(user, BERLIN, "water", at="2026-11-20 06:30")
     tg.server.fail_next("sendMessage", 403)
-    with caplog.at_level(logging.WARNING, logger="scheduler.reminders"):
+    with caplog.at_level(logging.WARNING, logger="tools.reminders.firing"):
         assert await env.tick_at(FRIDAY + timedelta(minutes=30)) == []
         for day in range(1, 4):
             assert await env.tick_at(FRIDAY + timedelta(days=day, minutes=30)) == []

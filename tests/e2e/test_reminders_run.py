@@ -16,8 +16,8 @@ from db.repos import core as core_repo
 from tests.e2e.conftest import OWNER
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram
-from tools.schedule import jobs
-from tools.schedule.times import Spec, local_text
+from tools.reminders import jobs
+from tools.reminders.times import Spec, local_text
 
 
 async def test_sidekick_run_delivers_a_missed_reminder_at_startup(

@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from bot.reminders import task_runner
 from bot.telegram.reminder_delivery import TelegramDelivery
-from scheduler.reminder_settings import ReminderSettings
-from scheduler.reminders import ReminderJobs
 from scheduler.setup import Scheduler
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import MINUTE, Clock, Env
+from tools.reminders.firing import ReminderJobs
+from tools.reminders.settings import ReminderSettings
 
 BERLIN = "Europe/Berlin"
 FRIDAY = datetime(2026, 11, 20, 5, 0, tzinfo=UTC)
@@ -50,7 +49,7 @@ async def test_a_delivery_retry_goes_out_on_the_next_tick_not_one_later(tg: TG) 
     reminders = ReminderJobs(
         session_factory=tg.app.session_factory,
         deliver=TelegramDelivery(tg.runtime.bot, sleep=sleep),
-        run_task=task_runner(tg.app),
+        run_task=tg.app.ask,
         clock=clock,
         settings=ReminderSettings(reminder_delivery_attempts=3),
     )

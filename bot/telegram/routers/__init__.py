@@ -1,10 +1,11 @@
 """The bot's routers, one per feature, in the order aiogram tries them.
 
-To add a feature: write `bot/telegram/routers/<feature>.py` with `build_router() -> Router`
-(a new Router each call: a router can only be attached to one Dispatcher, and tests build
-several), and add one line to `build_routers` BEFORE `chat.build_router()`, which catches
-every plain message. Commands are declared once in bot/commands.py (menu, /help, aliases);
-a handler names its row with `flags={"command": "name"}` and filters on
+A feature's commands and buttons need no router: features.build_router renders what the
+features declare (tools/feature.py). The routers here answer what is Telegram's own (media,
+groups' /start, charts) and the commands of bot/commands.py's APP_COMMANDS; each
+`build_router()` makes a new Router (a router can be attached to one Dispatcher only, and
+tests build several), and all come BEFORE `chat.build_router()`, which catches every plain
+message. A handler names its command with `flags={"command": "name"}` and filters on
 `on_command("name")`.
 """
 
@@ -13,7 +14,8 @@ from __future__ import annotations
 from aiogram import Router
 from aiogram.types import BotCommand, Message
 
-from bot.commands import COMMANDS
+from bot.commands import commands
+from bot.features import FEATURES
 from bot.telegram.routers import (
     approvals,
     chat,
@@ -21,16 +23,17 @@ from bot.telegram.routers import (
     media,
     memory,
     model,
-    reminders,
     sessions,
     start,
     usage,
     voice,
 )
+from bot.telegram.routers import features as features_router
 from bot.telegram.routers import tools as tools_router
+from tools.feature import Feature
 
 
-def build_routers() -> list[Router]:
+def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
     routers = [
         start.build_router(),
         sessions.build_router(),
@@ -40,7 +43,7 @@ def build_routers() -> list[Router]:
         media.build_router(),
         usage.build_router(),
         model.build_router(),
-        reminders.build_router(),
+        features_router.build_router(features),
         voice.build_router(),
         approvals.build_router(),
         # Feature routers go here, above the catch-all.
@@ -72,9 +75,9 @@ def _commands_only(router: Router) -> None:
     router.message.filter(may_be_command)
 
 
-def bot_commands() -> list[BotCommand]:
+def bot_commands(features: tuple[Feature, ...] = FEATURES) -> list[BotCommand]:
     """Telegram's command menu: every command of the shared table, in its order."""
-    return [BotCommand(command=c.name, description=c.about) for c in COMMANDS]
+    return [BotCommand(command=c.name, description=c.about) for c in commands(features)]
 
 
 def declared_commands(routers: list[Router]) -> list[str]:

@@ -5,15 +5,16 @@ from __future__ import annotations
 from aiogram import Bot, Router
 from aiogram.types import Message
 
+from bot.app import App
 from bot.commands import help_lines
 from bot.telegram.commands import on_command
 from bot.telegram.render import send_markdown
 
 
-def help_text() -> str:
+def help_text(app: App) -> str:
     return (
         "I'm Sidekick, your assistant. Just write to me; I remember our conversation.\n\n"
-        "Commands:\n" + "\n".join(help_lines(terminal=False))
+        "Commands:\n" + "\n".join(help_lines(terminal=False, features=app.features))
     )
 
 
@@ -21,12 +22,12 @@ def build_router() -> Router:
     router = Router(name="start")
 
     @router.message(on_command("start"), flags={"command": "start"})
-    async def on_start(message: Message, bot: Bot) -> None:
+    async def on_start(message: Message, bot: Bot, app: App) -> None:
         name = message.from_user.first_name if message.from_user else "there"
-        await send_markdown(bot, message.chat.id, f"Hi {name}! " + help_text())
+        await send_markdown(bot, message.chat.id, f"Hi {name}! " + help_text(app))
 
     @router.message(on_command("help"), flags={"command": "help"})
-    async def on_help(message: Message, bot: Bot) -> None:
-        await send_markdown(bot, message.chat.id, help_text())
+    async def on_help(message: Message, bot: Bot, app: App) -> None:
+        await send_markdown(bot, message.chat.id, help_text(app))
 
     return router

@@ -22,7 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.engine import is_postgres
 from db.models.core import User
-from db.models.schedule import JobRun, ReminderPrefs, ScheduledJob
+from db.repos.core import Recipient
+from tools.reminders.models import JobRun, ReminderPrefs, ScheduledJob
 
 LIVE = ("active", "paused")
 
@@ -30,13 +31,6 @@ LIVE = ("active", "paused")
 def _audience(local: bool) -> ColumnElement[bool]:
     """Telegram users, or the terminal's local user (no Telegram id)."""
     return User.telegram_id.is_(None) if local else User.telegram_id.is_not(None)
-
-
-@dataclass(frozen=True)
-class Recipient:
-    user_id: int
-    telegram_id: int | None
-    name: str = ""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ Intervals (`every`) are elapsed time, so they are untouched by DST.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
@@ -177,3 +178,11 @@ def quiet_until(now: datetime, tz: ZoneInfo, start: time, end: time) -> datetime
         inside = t >= start or t < end
         end_day = local.date() + timedelta(days=1) if t >= start else local.date()
     return local_instant(end_day, end, tz) if inside else None
+
+
+def parse_hhmm(value: str) -> time:
+    """'4:05' / '04:05' → time(4, 5); ValueError otherwise."""
+    m = re.fullmatch(r"\s*([01]?\d|2[0-3]):([0-5]\d)\s*", value)
+    if not m:
+        raise ValueError(f"not a HH:MM time: {value!r}")
+    return time(int(m.group(1)), int(m.group(2)))

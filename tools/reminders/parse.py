@@ -14,7 +14,7 @@ from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from tools.base import ToolError
-from tools.schedule.times import (
+from tools.reminders.times import (
     ALL_DAYS,
     WEEKDAYS,
     WEEKEND,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from db.engine import SessionFactory
-from db.repos import schedule as repo
 from tools.base import CheckResult
+from tools.reminders import repo as repo
 
 RECENT = timedelta(days=7)
 

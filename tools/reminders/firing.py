@@ -10,7 +10,8 @@ Every minute (and once at startup) `tick()`:
    returned; transient failures retry with backoff, a blocked bot (403) pauses the
    user's jobs.
 
-This module never imports bot/: the wiring passes `deliver` and `run_task` in.
+This module never imports bot/: the app passes `deliver` and `run_task` in (tools/feature.py's
+Host: the adapter's delivery, the agent).
 """
 
 from __future__ import annotations
@@ -24,14 +25,15 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from db.engine import SessionFactory
-from db.repos import schedule as repo
-from db.repos.schedule import PendingRun, Recipient
-from scheduler.periods import parse_hhmm
-from scheduler.reminder_settings import ReminderSettings
+from db.repos.core import Recipient
 from tools.base import Clock
 from tools.errors import public_text
-from tools.schedule.jobs import spec_of
-from tools.schedule.times import catch_up, local_text, quiet_until
+from tools.feature import Deliver
+from tools.reminders import repo as repo
+from tools.reminders.jobs import spec_of
+from tools.reminders.repo import PendingRun
+from tools.reminders.settings import ReminderSettings
+from tools.reminders.times import catch_up, local_text, parse_hhmm, quiet_until
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +50,6 @@ class DeliveryRejected(Exception):
     """The message was refused for good (e.g. 400 chat not found): retrying cannot help."""
 
 
-# (recipient, text, markdown) -> the message id it arrived as; raises on failure.
-Deliver = Callable[[Recipient, str, bool], Awaitable[int]]
 # (recipient, prompt) -> the assistant's answer; raises when the task fails.
 RunTask = Callable[[Recipient, str], Awaitable[str]]
 
@@ -101,10 +101,6 @@ class ReminderJobs:
     _writer: asyncio.Task[None] | None = field(default=None, init=False)
     _unwritten: list[dict[str, Any]] = field(default_factory=list, init=False)
     _computing: dict[int, asyncio.Task[None]] = field(default_factory=dict, init=False)
-
-    def job_spec(self) -> tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]:
-        """The per-minute job for scheduler/setup.py's Scheduler."""
-        return ("reminders", "deliver due reminders and scheduled tasks", EVERY, self.tick)
 
     async def tick(self) -> TickReport:
         """The per-minute job: claim what is due, start tasks, deliver what is ready."""

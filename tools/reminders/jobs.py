@@ -8,10 +8,10 @@ from typing import Literal
 from zoneinfo import ZoneInfo
 
 from db.engine import SessionFactory
-from db.models.schedule import ScheduledJob
-from db.repos import schedule as repo
 from tools.base import ToolError
-from tools.schedule.times import Spec, describe, first_run, local_text, next_after
+from tools.reminders import repo as repo
+from tools.reminders.models import ScheduledJob
+from tools.reminders.times import Spec, describe, first_run, local_text, next_after
 
 Change = Literal["cancel", "pause", "resume"]
 MAX_LIVE_JOBS = 200

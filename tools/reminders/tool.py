@@ -9,9 +9,9 @@ from pydantic import BaseModel
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
 from tools.effects import effects
-from tools.schedule import jobs
-from tools.schedule.parse import Fields, build_spec
-from tools.schedule.times import describe, local_text
+from tools.reminders import jobs
+from tools.reminders.parse import Fields, build_spec
+from tools.reminders.times import describe, local_text
 
 DESCRIPTION = """Reminders and scheduled tasks, in the user's time zone.
 create: kind=reminder sends `text` at the time; kind=task runs `text` as your instruction

@@ -1,0 +1,46 @@
+"""The one list of features. Everything the app has per feature is derived from it: the
+tools the model is offered (tools/registry.py builds them in this order), the tables
+Alembic knows, the command menu and both /help's, the scheduler's jobs, the doctor's checks.
+
+Adding a feature: a folder that declares `FEATURE = Feature(...)` (tools/feature.py;
+CONTRIBUTING.md shows one with a tool, a table, a command and a job), and one line here.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import MetaData
+
+from db.models import Base
+from tools.base import ToolModule
+from tools.code import tool as code
+from tools.feature import Command, Feature
+from tools.fetch import tool as fetch
+from tools.memory import tool as memory
+from tools.reminders.feature import FEATURE as reminders
+from tools.search import tool as search
+
+FEATURES: tuple[Feature, ...] = (
+    Feature("search", settings=search.TOOL.settings, tools=(search.TOOL,)),
+    Feature("code", settings=code.TOOL.settings, tools=(code.TOOL,)),
+    Feature("memory", settings=memory.TOOL.settings, tools=(memory.TOOL,)),
+    reminders,
+    Feature("fetch", settings=fetch.TOOL.settings, tools=(fetch.TOOL,)),
+)
+
+
+def tool_modules(features: tuple[Feature, ...] = FEATURES) -> tuple[ToolModule, ...]:
+    """Every feature's tools, in the list's order (the order the model sees them)."""
+    return tuple(t for f in features for t in f.tools)
+
+
+def feature_commands(features: tuple[Feature, ...] = FEATURES) -> tuple[Command, ...]:
+    return tuple(c for f in features for c in f.commands)
+
+
+def metadata(features: tuple[Feature, ...] = FEATURES) -> MetaData:
+    """Alembic's metadata: the core tables and every listed feature's."""
+    for feature in features:
+        for model in feature.models:
+            if model.__table__.metadata is not Base.metadata:
+                raise TypeError(f"{feature.name}: {model.__name__} is not on db.models' Base")
+    return Base.metadata

@@ -1,0 +1,74 @@
+"""Every feature's commands and buttons (tools/feature.py), rendered for Telegram: one
+handler per command, one for the buttons of all features (callback data
+"<feature>:<data>"), so a feature needs no router of its own."""
+
+from __future__ import annotations
+
+from aiogram import Bot, F, Router
+from aiogram.filters import Command as CommandFilter
+from aiogram.filters import CommandObject
+from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
+
+from bot.app import App
+from bot.telegram.render import send_chunk
+from bot.telegram.user import ChatUser, use_user
+from tools.feature import Answer, Command, CommandCall, Feature, Who, button_data
+
+
+def _markup(feature: Feature, answer: Answer) -> InlineKeyboardMarkup | None:
+    if not answer.buttons:
+        return None
+    rows = [
+        [
+            InlineKeyboardButton(text=b.label, callback_data=button_data(feature, b.data))
+            for b in row
+        ]
+        for row in answer.buttons
+    ]
+    return InlineKeyboardMarkup(inline_keyboard=rows)
+
+
+def _who(user: ChatUser, chat_id: int) -> Who:
+    return Who(user.id, user.telegram_id, user.name, user.tz, chat_id)
+
+
+def _answer_command(router: Router, feature: Feature, declared: Command) -> None:
+    matches = CommandFilter(*declared.names, ignore_case=True)
+
+    @router.message(matches, flags={"command": declared.name})
+    async def on_command_message(
+        message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
+    ) -> None:
+        call = CommandCall(app, _who(user, message.chat.id), command.args or "")
+        got = await declared.run(call)
+        answer = Answer(got) if isinstance(got, str) else got
+        await send_chunk(bot, message.chat.id, answer.text, [], _markup(feature, answer))
+
+
+def _answer_presses(router: Router, feature: Feature) -> None:
+    press = feature.press
+    if press is None:
+        return
+
+    @router.callback_query(F.data.startswith(f"{feature.name}:"))
+    async def on_press(query: CallbackQuery, bot: Bot, app: App, user: ChatUser) -> None:
+        data = (query.data or "").split(":", 1)[1]
+        chat_id = query.message.chat.id if query.message is not None else user.telegram_id
+        pressed = await press(CommandCall(app, _who(user, chat_id), data))
+        await query.answer(pressed.toast, show_alert=pressed.alert)
+        if pressed.answer is not None and query.message is not None:
+            await bot.edit_message_text(
+                pressed.answer.text,
+                chat_id=query.message.chat.id,
+                message_id=query.message.message_id,
+                reply_markup=_markup(feature, pressed.answer),
+            )
+
+
+def build_router(features: tuple[Feature, ...]) -> Router:
+    router = use_user(Router(name="features"))
+    for feature in features:
+        for command in feature.commands:
+            _answer_command(router, feature, command)
+        _answer_presses(router, feature)
+    return router

@@ -1,0 +1,155 @@
+"""What a feature is: one declaration in its own folder, listed once in bot/features.py.
+
+A feature declares its settings slice, its tools, its tables, its commands (rendered by both
+Telegram and the terminal), its buttons, its scheduled jobs, its long-lived parts and its
+doctor check. The app derives everything else from the list: the settings class, Alembic's
+metadata, the command menu and both /help's, the scheduler's jobs, the doctor and the
+system prompt's tool lines. CONTRIBUTING.md walks through adding one.
+
+This module sits below bot/: a feature under tools/ reaches the running app only through
+`Host`, a typed protocol the app implements, never by importing bot/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Protocol, TypeVar
+from zoneinfo import ZoneInfo
+
+from pydantic import BaseModel
+
+from db.repos.core import Recipient
+from tools.base import CheckResult, ToolDeps, ToolModule
+
+T = TypeVar("T")
+
+# (recipient, text, markdown) -> the id of the message it arrived as; raises on failure.
+Deliver = Callable[[Recipient, str, bool], Awaitable[int]]
+
+
+class Part(Protocol):
+    """A long-lived object a feature builds once per process (a job runner, a cache); the
+    app stops every part at shutdown, in reverse order of building."""
+
+    async def stop(self) -> None: ...
+
+
+class Host(Protocol):
+    """What a feature's commands, jobs and parts may use of the running app."""
+
+    @property
+    def deps(self) -> ToolDeps: ...
+
+    def part(self, kind: type[T]) -> T:
+        """The one part of that type some feature built (raises LookupError if none)."""
+        ...
+
+    @property
+    def local(self) -> bool:
+        """True in the terminal chat, which serves its local user only (no Telegram id)."""
+        ...
+
+    async def deliver(self, recipient: Recipient, text: str, markdown: bool) -> int:
+        """Send a message the user did not ask for just now (a reminder), through whichever
+        adapter runs: Telegram, or the terminal for its local user."""
+        ...
+
+    async def ask(self, recipient: Recipient, prompt: str) -> str:
+        """Run a prompt through the agent for that user, as a scheduled task; the answer."""
+        ...
+
+
+@dataclass(frozen=True)
+class Button:
+    label: str
+    data: str  # handed back to the feature's `press` (Telegram allows 64 bytes in all)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A command's reply: text (plain), and buttons where the adapter can show them (the
+    terminal shows the text alone)."""
+
+    text: str
+    buttons: tuple[tuple[Button, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class Who:
+    """The user a command or button press is for, as both adapters resolve them."""
+
+    user_id: int  # users.id
+    telegram_id: int | None
+    name: str
+    tz: ZoneInfo
+    chat_id: int | None = None
+
+
+@dataclass(frozen=True)
+class CommandCall:
+    host: Host
+    who: Who
+    args: str  # what follows the command (for a button press: the button's data)
+
+
+CommandRun = Callable[[CommandCall], Awaitable[Answer | str]]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One slash command: Telegram's menu and /help, and the terminal's, list it."""
+
+    name: str
+    about: str
+    run: CommandRun
+    aliases: tuple[str, ...] = ()
+    # False: only Telegram answers it (the terminal says so).
+    terminal: bool = True
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Pressed:
+    """What a button press did: a short toast, and the message's new content (None: keep)."""
+
+    toast: str
+    answer: Answer | None = None
+    alert: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    """A periodic job; the scheduler runs it on a grid of `every` (whole minutes), once at
+    start-up too (the catch-up after downtime), one worker at a time."""
+
+    id: str
+    about: str
+    every: timedelta
+    run: Callable[[Host], Awaitable[Any]]
+
+
+Doctor = Callable[[Host], Awaitable[list[CheckResult]]]
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    settings: type[BaseModel] | None = None  # its settings slice (env var = field name)
+    tools: tuple[ToolModule, ...] = ()
+    models: tuple[type[Any], ...] = ()  # its tables (Alembic's metadata is their union)
+    commands: tuple[Command, ...] = ()
+    # Presses of the buttons its answers carry (CommandCall.args = the button's data).
+    press: Callable[[CommandCall], Awaitable[Pressed]] | None = None
+    jobs: tuple[Job, ...] = ()
+    parts: tuple[Callable[[Host], Part], ...] = ()  # built when the adapter starts
+    doctor: Doctor | None = None
+
+
+def button_data(feature: Feature, data: str) -> str:
+    """The callback data of a feature's button: routed back to it by its name."""
+    return f"{feature.name}:{data}"

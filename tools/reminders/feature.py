@@ -1,0 +1,49 @@
+"""Reminders and scheduled tasks: the `schedule` tool, its tables, /reminders and /quiet,
+and the per-minute job that fires what is due (tools/reminders/firing.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tools.feature import Command, Feature, Host, Job
+from tools.reminders import commands, doctor
+from tools.reminders.firing import EVERY, ReminderJobs
+from tools.reminders.models import JobRun, ReminderPrefs, ScheduledJob
+from tools.reminders.settings import ReminderSettings
+from tools.reminders.tool import TOOL
+
+
+def firing(host: Host) -> ReminderJobs:
+    deps = host.deps
+    return ReminderJobs(
+        session_factory=deps.session_factory,
+        deliver=host.deliver,
+        run_task=host.ask,
+        clock=deps.clock,
+        settings=deps.settings_for(ReminderSettings),
+        local=host.local,
+    )
+
+
+async def fire_due(host: Host) -> Any:
+    return await host.part(ReminderJobs).tick()
+
+
+async def check(host: Host) -> list[Any]:
+    return await doctor.reminder_checks(host.deps.session_factory, host.deps.clock())
+
+
+FEATURE = Feature(
+    name="reminders",
+    settings=ReminderSettings,
+    tools=(TOOL,),
+    models=(ScheduledJob, JobRun, ReminderPrefs),
+    commands=(
+        Command("reminders", "your reminders and tasks; /reminders history", commands.reminders),
+        Command("quiet", "HH:MM-HH:MM: hold reminders back during those hours", commands.quiet),
+    ),
+    press=commands.press,
+    jobs=(Job("reminders", "deliver due reminders and scheduled tasks", EVERY, fire_due),),
+    parts=(firing,),
+    doctor=check,
+)
