@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 
 from alembic import context
 from sqlalchemy.engine import Connection
@@ -14,10 +15,18 @@ config = context.config
 target_metadata = metadata()
 
 
+def _ours(name: str | None, type_: str, parent_names: Mapping[str, str | None]) -> bool:
+    """What autogenerate compares: the tables the models declare. The memory index's
+    FTS5 and vec0 tables (and their shadow tables) are made by raw SQL in their
+    migrations, so a revision must never propose to drop them."""
+    return type_ != "table" or name in target_metadata.tables
+
+
 def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
+        include_name=_ours,
         render_as_batch=True,  # SQLite cannot ALTER most things; batch mode copies tables
     )
     with context.begin_transaction():

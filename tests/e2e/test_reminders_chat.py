@@ -115,9 +115,14 @@ async def test_reminders_list_cancel_button_and_history(tg: TG) -> None:
     assert "#1 reminder · once at " in listing.text and "buy milk" in listing.text
     assert "#2 reminder · every 2 hours · next " in listing.text
     buttons = [b["callback_data"] for row in listing.reply_markup["inline_keyboard"] for b in row]
-    assert buttons == ["rem:pause:1", "rem:cancel:1", "rem:pause:2", "rem:cancel:2"]
+    assert buttons == [
+        "reminders:pause:1",
+        "reminders:cancel:1",
+        "reminders:pause:2",
+        "reminders:cancel:2",
+    ]
 
-    await tg.press(OWNER, "rem:cancel:1")
+    await tg.press(OWNER, "reminders:cancel:1")
     await tg.idle()
     assert [j.status for j in await all_jobs(tg)] == ["cancelled", "active"]
     answers = [c.params for c in tg.server.calls if c.method == "answerCallbackQuery"]
@@ -125,10 +130,10 @@ async def test_reminders_list_cancel_button_and_history(tg: TG) -> None:
     edited = tg.server.sent_to(OWNER)[-1]
     assert "buy milk" not in edited.text and "stretch" in edited.text
 
-    await tg.press(OWNER, "rem:pause:2")
+    await tg.press(OWNER, "reminders:pause:2")
     await tg.idle()
     assert "paused" in tg.server.sent_to(OWNER)[-1].text
-    await tg.press(OWNER, "rem:resume:2")
+    await tg.press(OWNER, "reminders:resume:2")
     await tg.idle()
     assert [j.status for j in await all_jobs(tg)] == ["cancelled", "active"]
 
@@ -154,7 +159,7 @@ async def test_another_users_job_is_refused_by_tool_and_button(tg: TG) -> None:
     await tg.idle()
     mine = tg.server.sent_to(OTHER)[-1]
     assert mine.text.startswith("No reminders or tasks.") and mine.reply_markup is None
-    await tg.press(OTHER, "rem:cancel:1", message_id=mine.message_id)
+    await tg.press(OTHER, "reminders:cancel:1", message_id=mine.message_id)
     await tg.idle()
     answers = [c.params for c in tg.server.calls if c.method == "answerCallbackQuery"]
     assert answers[-1].get("text") == "There is no reminder #1."

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from bot.telegram.reminder_delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import MINUTE, make_env
 from tests.fakes.openai_server import Error, Text
@@ -236,17 +237,16 @@ async def test_a_run_claimed_before_a_crash_is_delivered_once_after_restart(
 async def test_the_real_scheduler_delivers_at_startup(tg: TG) -> None:
     from scheduler.setup import Scheduler
 
-    env = make_env(tg, datetime.now(UTC))
+    env = make_env(tg, datetime.now(UTC) - timedelta(hours=3))  # the bot was down since
     user = await env.user(OWNER, BERLIN)
     job = await env.job(user, BERLIN, "late one", in_minutes=1)
-    env.clock.set(env.clock() + timedelta(hours=3))  # the bot was down when it came due
-    scheduler = Scheduler(None, [env.reminders.job_spec()])
+    # The features' jobs, as `sidekick run` starts them.
+    scheduler = Scheduler(None, tg.app.start_features(TelegramDelivery(tg.runtime.bot)))
     assert [j.id for j in scheduler.job_infos()] == ["reminders"]
     scheduler.start()
     try:
         await tg.server.wait_for(lambda: len(tg.server.messages) >= 1)
     finally:
         await scheduler.stop()
-        await env.reminders.stop()
     assert tg.server.messages[0].text.startswith("⏰ late one\n(late: was due ")
     assert [r.status for r in await env.runs(job.id)] == ["sent"]
