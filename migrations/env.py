@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import MutableMapping
+from typing import Any
 
 from alembic import context
 from sqlalchemy.engine import Connection
@@ -15,7 +16,7 @@ config = context.config
 target_metadata = metadata()
 
 
-def _ours(name: str | None, type_: str, parent_names: Mapping[str, str | None]) -> bool:
+def _ours(name: str | None, type_: str, parent_names: MutableMapping[Any, str | None]) -> bool:
     """What autogenerate compares: the tables the models declare. The memory index's
     FTS5 and vec0 tables (and their shadow tables) are made by raw SQL in their
     migrations, so a revision must never propose to drop them."""
