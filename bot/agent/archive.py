@@ -33,15 +33,15 @@ from datetime import timedelta
 from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
-from bot.agent.grounding import Source, check
+from bot.agent.grounding import check
 from bot.agent.summary import (
     CHARS_PER_TOKEN,
     DEFAULT_BUDGET,
-    MAX_CHARS,
     Ask,
     Fact,
     Summariser,
-    language_of,
+    checks_names,
+    grounding_source,
     said,
 )
 from db.engine import SessionFactory
@@ -175,7 +175,7 @@ class Archiver:
             except SummaryError as exc:
                 return await self._failed(session_id, str(exc))
             try:
-                names = language_of(words) != "German"
+                names = checks_names(words)
                 await consolidate(self.memory, user_id, messages, facts, names=names)
             except Exception:
                 log.exception("keeping the facts of session %d failed", session_id)
@@ -256,10 +256,10 @@ class Archiver:
 
 def extractive(messages: list[Message]) -> str:
     """A summary nothing can be invented in: the user's own first messages, quoted."""
-    said = [m.content.strip() for m in messages if m.role == "user" and m.content.strip()]
-    quoted = "; ".join(f"“{t[:200]}”" for t in said[:3])
-    more = f" (and {len(said) - 3} more messages)" if len(said) > 3 else ""
-    return f"The user wrote: {quoted}{more}."[:MAX_CHARS]
+    theirs = [m.content.strip() for m in messages if m.role == "user" and m.content.strip()]
+    quoted = "; ".join(f"“{t[:200]}”" for t in theirs[:3])
+    more = f" (and {len(theirs) - 3} more messages)" if len(theirs) > 3 else ""
+    return f"The user wrote: {quoted}{more}."[: WRITE.max_chars]
 
 
 def source_message(fact: str, theirs: list[Message]) -> Message | None:
@@ -278,7 +278,7 @@ async def consolidate(
 ) -> int:
     """Store the facts grounded in the user's own messages; how many were stored."""
     theirs = [m for m in messages if m.role == "user" and m.content.strip()]
-    source = Source("\n".join(f"{m.created_at:%Y-%m-%d} {m.content}" for m in theirs))
+    source, _ = grounding_source(theirs)  # a fact about the user: in the user's own words
     stored = 0
     for fact in facts:
         grounded = check(fact.content, source, names=names)

@@ -2,9 +2,9 @@
 
 When the newest turns no longer fit the budget, the oldest uncovered range is summarised
 by the summary service (bot/agent/summary.py; rolling: the previous summary is part of
-what is summarised), verified there (the grounding check, then a reviewer call in a fresh
-context when SUMMARY_REVIEW=model) and saved; from then on the model sees "turns i..j (when) are
-summarised: ..." at the end of the system message instead of those turns. The turns stay
+what is summarised; verified there: the grounding check, then a reviewer call in a fresh
+context when SUMMARY_REVIEW=model) and saved; from then on the model sees "turns i..j
+(when) are summarised: ..." at the end of the system message instead of those turns. The turns stay
 in the messages table and /sessions. A rejected summary is saved as rejected (doctor
 counts them), the turns are trimmed as before, and the model is told which turns it
 does not see: it never meets a gap without knowing.

@@ -35,6 +35,7 @@ Review = Literal["model", "grounding", "off"]
 
 MIN_CHARS = 20
 MAX_CHARS = 1500
+CHARS_PER_WORD = 10  # an instruction's "at most N words" is checked as N * 10 characters
 MAX_TURN_CHARS = 2000  # of one turn in a transcript
 CHARS_PER_TOKEN = 4  # the size rule's measure: what a summary call reads, in tokens
 DEFAULT_BUDGET = 6000  # tokens of turns one summary call reads (HISTORY_TOKEN_BUDGET's default)
@@ -124,13 +125,13 @@ def describe(label: str | None) -> str:
     return label
 
 
-def check_summary(summary: str, conversation: str) -> str | None:
+def check_summary(summary: str, conversation: str, max_chars: int = MAX_CHARS) -> str | None:
     """None when the summary may be kept, else the reason it may not."""
     text = summary.strip()
     if len(text) < MIN_CHARS:
         return "the summary is empty or too short"
-    if len(text) > MAX_CHARS:
-        return f"the summary is too long ({len(text)} characters, at most {MAX_CHARS})"
+    if len(text) > max_chars:
+        return f"the summary is too long ({len(text)} characters, at most {max_chars})"
     want, got = script_of(conversation), script_of(text)
     if want and got and want != got:
         return f"the summary is in {got.title()} script, the conversation in {want.title()}"
@@ -169,6 +170,10 @@ class Ask:
     tools: bool = False
     facts: bool = False
 
+    @property
+    def max_chars(self) -> int:
+        return self.words * CHARS_PER_WORD
+
 
 @dataclass
 class Fact:
@@ -197,8 +202,15 @@ def said(messages: Sequence[Message]) -> str:
     return "\n".join(m.content for m in messages if m.role == "user" and m.content.strip())
 
 
+def checks_names(words: str) -> bool:
+    """Whether capitalised words are read as names (German capitalises every noun)."""
+    return language_of(words) != "German"
+
+
 def _stamp(m: Message) -> str:
-    return f"{m.created_at:%Y-%m-%d %H:%M} " if m.created_at is not None else ""
+    # The day only: a summary may resolve "tomorrow", but the hours and minutes of every
+    # turn would let nearly any small number pass the grounding check.
+    return f"{m.created_at:%Y-%m-%d} " if m.created_at is not None else ""
 
 
 def turn_line(m: Message, *, tools: bool) -> str | None:
@@ -296,16 +308,16 @@ class Summariser:
                 )
             except Exception as exc:
                 problem = f"model failed: {type(exc).__name__}: {exc}"
-                return Summary(result.text, problem=problem, failed=True)
+                return Summary("", problem=problem[:300], failed=True)
             text = (text or "").strip()
             text, facts = split_facts(text) if ask.facts else (text, [])
-            result = await self.verify(text, turns, words, source, tool_ok, call)
+            result = await self.verify(ask, text, turns, words, source, tool_ok, call)
             result.facts = facts
             if result.ok:
                 return result
             request = [
                 *base,
-                {"role": "assistant", "content": text[: MAX_CHARS * 2]},
+                {"role": "assistant", "content": text[: ask.max_chars * 2]},
                 {
                     "role": "user",
                     "content": f"That will not do: {result.problem}. Write it again, in "
@@ -316,6 +328,7 @@ class Summariser:
 
     async def verify(
         self,
+        ask: Ask,
         text: str,
         turns: str,
         words: str,
@@ -324,11 +337,10 @@ class Summariser:
         call: ModelCall | None = None,
     ) -> Summary:
         """The summary, with why it may not be kept when it may not."""
-        problem = check_summary(text, words)
+        problem = check_summary(text, words, ask.max_chars)
         if problem or self.review == "off":
             return Summary(text, problem=problem)
-        names = language_of(words) != "German"  # German capitalises every noun
-        grounded = check(text, source, tool_succeeded=tool_ok, names=names)
+        grounded = check(text, source, tool_succeeded=tool_ok, names=checks_names(words))
         if not grounded.ok:
             why = f"it states what the turns do not ({grounded.reason()})"
             return Summary(text, problem=why, invented=True)
