@@ -16,7 +16,6 @@ matters (a model answering in English about a German conversation) without a mod
 
 from __future__ import annotations
 
-import logging
 import re
 import unicodedata
 from collections import Counter
@@ -28,8 +27,6 @@ from bot.agent.grounding import Source, check
 from db.models.core import Message
 from tools.base import TextModel
 from tools.model_call import ModelCall
-
-log = logging.getLogger(__name__)
 
 Review = Literal["model", "grounding", "off"]
 
