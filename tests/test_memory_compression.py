@@ -112,6 +112,29 @@ async def test_after_rejections_the_next_summary_still_covers_a_bounded_range(ap
     assert await stored(app) == 240
 
 
+async def test_a_rejected_summary_is_asked_for_again_naming_what_was_invented(app: App) -> None:
+    # The one summary service archive uses too: a summary that fails the grounding check is
+    # asked for once more with the problem named, and a faithful second try is kept.
+    def corrected(messages: list[dict[str, Any]]) -> str:
+        if messages[-1]["content"].startswith("That will not do"):
+            return faithful(messages[:2])
+        return inventive(messages)
+
+    model = ScriptedModel(writer=corrected)
+    agent = agent_for(app, model)
+    for i in range(1, 31):
+        model.add(Say(f"ok {i}"))
+        await agent.handle(Incoming(chat(i), telegram_user_id=25))
+    retries = [m for m in model.written if m[-1]["content"].startswith("That will not do")]
+    assert retries and "1987" in retries[0][-1]["content"] and "Bergen" in retries[0][-1]["content"]
+    assert "Bergen" not in retries[0][0]["content"]  # the same instruction, asked again
+    async with app.session_factory() as s:
+        verified, rejected = await compressions.counts(s)
+    assert verified >= 1 and rejected == 0, (verified, rejected)
+    system = model.requests[-1][0]["content"]
+    assert "Ingrid lives in Tromsø" in system and "Bergen" not in system
+
+
 async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refuse(
     app: App,
 ) -> None:

@@ -44,3 +44,11 @@ def test_german_nouns_are_not_names_when_names_are_off() -> None:
     assert not check(summary, turns).ok  # "Nutzer", "Stadt" would read as names
     assert check(summary, turns, names=False).ok
     assert not check("Der Nutzer hat 2000 Euro bezahlt.", turns, names=False).ok
+
+
+def test_a_unit_after_a_degree_sign_is_not_a_name_but_its_number_is_checked() -> None:
+    turns = "2026-05-07 User: I am flying to Porto tomorrow, it should be 20 degrees there."
+    assert check("The user flies to Porto, where it will be 20 °C.", turns).ok
+    assert check("The user flies to Porto, where it will be 20°C.", turns).ok
+    invented = check("The user flies to Porto, where it is sunny, around 24 °C.", turns)
+    assert invented.missing == {"numbers": ["24"]}, invented.missing

@@ -9,9 +9,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.agent.archive import MAX_TRANSCRIPT_CHARS, Archiver, transcript
-from bot.agent.archive_check import check_summary, language_of
-from bot.agent.consolidate import Fact, consolidate
+from bot.agent.archive import MAX_TRANSCRIPT_CHARS, Archiver, consolidate
+from bot.agent.summary import Fact, check_summary, language_of, transcript
 from db.models.sessions import SessionArchive
 from db.repos import core as core_repo
 from tests.fakes.openai_server import Error, FakeOpenAI, Text

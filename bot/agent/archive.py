@@ -1,5 +1,7 @@
-"""Archiving a session: summarise it with the model, keep the summary as a `short` memory,
-drop the session's `session`-layer memories, and mark it ended and archived.
+"""Archiving a session: summarise it (bot/agent/summary.py, the service compression uses
+too), keep the summary as a `short` memory and the lasting facts the user stated as
+long/mid memories, drop the session's `session`-layer memories, and mark it ended and
+archived.
 
 Every step is idempotent and its result is saved before the next one starts, so a run
 that fails half-way (model down, process killed) is simply repeated later and still
@@ -13,6 +15,13 @@ yields exactly one summary memory:
 When the model fails, nothing is marked: a scheduled split leaves the session open and
 the next run retries (with backoff). A session closed on request (/newsession) stays
 closed and only its summary is retried.
+
+Consolidation: the summariser is asked, in the same call, for the facts, preferences and
+plans the user stated ("FACTS:" after the summary). Each one becomes a long-term (fact,
+preference, relationship) or mid-term (goal, plan, project) memory only if the grounding
+check finds its specifics in the user's own messages; it points at the user message it
+came from, and the memory store's de-duplication turns a repeat into an update. A memory
+of something the user never said is worse than no memory.
 """
 
 from __future__ import annotations
@@ -24,10 +33,17 @@ from datetime import timedelta
 from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
-from bot.agent.archive_check import MAX_CHARS, check_summary, describe, language_of
-from bot.agent.consolidate import PROMPT as FACTS_PROMPT
-from bot.agent.consolidate import Fact, FactWriter, consolidate, split
 from bot.agent.grounding import check
+from bot.agent.summary import (
+    CHARS_PER_TOKEN,
+    DEFAULT_BUDGET,
+    Ask,
+    Fact,
+    Summariser,
+    checks_names,
+    grounding_source,
+    said,
+)
 from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as core_repo
@@ -42,22 +58,46 @@ log = logging.getLogger(__name__)
 
 Status = Literal["archived", "already", "empty", "failed", "grew", "missing"]
 
-MAX_MESSAGE_CHARS = 2000
-MAX_TRANSCRIPT_CHARS = 24000
-HEAD_CHARS = 4000
-SUMMARY_MAX_TOKENS = 600
+# What one archive summary reads at most: the summary service's size rule at its default.
+MAX_TRANSCRIPT_CHARS = DEFAULT_BUDGET * CHARS_PER_TOKEN
 SUMMARY_CATEGORY = "session"
 BACKOFF_CAP = timedelta(hours=1)
 DEFAULT_NAME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")  # db.repos.core.default_session_name
 
-PROMPT = (
-    """You write the memory of a finished conversation between a user and their \
+WRITE = Ask(
+    instruction="""You write the memory of a finished conversation between a user and their \
 assistant, Sidekick, so that Sidekick can recall it in later conversations.
 Write 2 to 6 plain sentences (at most 150 words): what the user wanted, what was decided \
 or found out, what the user shared about themselves, and what is still open.
-Write in {language}. No preamble, no headings, no Markdown."""
-    + FACTS_PROMPT
+Write in {language}. No preamble, no headings, no Markdown.""",
+    lead="The conversation:\n\n",
+    words=150,
+    facts=True,
 )
+
+LAYER_OF = {
+    "fact": "long",
+    "preference": "long",
+    "relationship": "long",
+    "goal": "mid",
+    "plan": "mid",
+    "project": "mid",
+}
+_WORDS = re.compile(r"\w{3,}")
+
+
+class FactWriter(Protocol):
+    async def store(
+        self,
+        *,
+        user_id: int,
+        layer: str,
+        content: str,
+        category: str | None = None,
+        certainty: float = 1.0,
+        session_id: int | None = None,
+        message_id: int | None = None,
+    ) -> Any: ...
 
 
 class MemoryWriter(FactWriter, Protocol):
@@ -80,24 +120,6 @@ class ArchiveResult:
 
 class SummaryError(Exception):
     """The model failed or its summary did not pass the checks."""
-
-
-def transcript(messages: list[Message]) -> str:
-    """User and assistant text, oldest first; the middle is cut when it is very long."""
-    lines = []
-    for m in messages:
-        if m.role not in ("user", "assistant") or not (m.content or "").strip():
-            continue
-        who = "User" if m.role == "user" else "Sidekick"
-        text = m.content.strip()
-        if len(text) > MAX_MESSAGE_CHARS:
-            text = text[:MAX_MESSAGE_CHARS] + " […]"
-        lines.append(f"{who}: {text}")
-    full = "\n\n".join(lines)
-    if len(full) <= MAX_TRANSCRIPT_CHARS:
-        return full
-    tail = MAX_TRANSCRIPT_CHARS - HEAD_CHARS
-    return full[:HEAD_CHARS] + "\n\n[… part of the conversation omitted …]\n\n" + full[-tail:]
 
 
 class Archiver:
@@ -135,8 +157,8 @@ class Archiver:
             summary = state.summary
             memory_id = state.memory_id
         last_id = messages[-1].id if messages else 0
-        said = "\n".join(m.content for m in messages if m.role == "user" and m.content.strip())
-        if not said:
+        words = said(messages)
+        if not words:
             try:
                 await self._finish(user_id, session_id)
             except Exception as exc:
@@ -148,12 +170,12 @@ class Archiver:
         if summary is None:
             try:
                 summary, facts = await self.summarise(
-                    messages, said, ModelCall("archive", user_id, session_id)
+                    messages, ModelCall("archive", user_id, session_id)
                 )
             except SummaryError as exc:
                 return await self._failed(session_id, str(exc))
             try:
-                names = language_of(said) != "German"
+                names = checks_names(words)
                 await consolidate(self.memory, user_id, messages, facts, names=names)
             except Exception:
                 log.exception("keeping the facts of session %d failed", session_id)
@@ -216,75 +238,65 @@ class Archiver:
         )
         return ArchiveResult(session_id, "failed", error=error)
 
-    async def summarise(
-        self, messages: list[Message], said: str, call: ModelCall | None = None
-    ) -> tuple[str, list[Fact]]:
-        """A checked summary and the facts the model listed after it; one corrective
-        retry when the summary does not pass."""
-        language = describe(language_of(said))
-        base = [
-            {"role": "system", "content": PROMPT.format(language=language)},
-            {"role": "user", "content": "The conversation:\n\n" + transcript(messages)},
-        ]
-        request = base
-        problem = invented = ""
-        for _ in range(2):
-            try:
-                text = await self.llm.complete_text(
-                    request, max_tokens=SUMMARY_MAX_TOKENS, call=call
-                )
-            except Exception as exc:
-                raise SummaryError(f"model failed: {type(exc).__name__}: {exc}") from exc
-            text, facts = split((text or "").strip())
-            problem = check_summary(text, said) or ""
-            invented = "" if problem else grounding_problem(text, messages, said)
-            problem = problem or invented
-            if not problem:
-                return text, facts
-            request = [
-                *base,
-                {"role": "assistant", "content": text[: MAX_CHARS * 2]},
-                {
-                    "role": "user",
-                    "content": f"That will not do: {problem}. Write it again, in {language}, "
-                    f"at most 150 words.",
-                },
-            ]
-        if not invented:
-            raise SummaryError(f"summary rejected: {problem}")
+    async def summarise(self, messages: list[Message], call: ModelCall) -> tuple[str, list[Fact]]:
+        """A checked summary and the facts the model listed after it."""
+        summary = await Summariser(self.llm).summarise(WRITE, messages, call)
+        if summary.ok:
+            return summary.text, summary.facts
+        if not summary.invented:
+            failed = "" if summary.failed else "summary rejected: "
+            raise SummaryError(f"{failed}{summary.problem}")
         # The model keeps stating what was not said: keep the user's own words instead of
         # retrying (a memory of invented facts is worse than a plain one).
-        log.warning("archive summary rejected twice (%s); keeping the user's words", problem)
+        log.warning(
+            "archive summary rejected twice (%s); keeping the user's words", summary.problem
+        )
         return extractive(messages), []
-
-
-def grounding_source(messages: list[Message]) -> tuple[str, bool]:
-    """What a summary may draw on: the user's and Sidekick's words, the results of tool
-    calls that succeeded and the dates the turns were sent; and whether any tool call
-    succeeded (failed calls' arguments and errors are not facts about the user)."""
-    parts, ok = [], False
-    for m in messages:
-        if m.role == "tool":
-            if m.content.startswith("Error:"):
-                continue
-            ok = True
-        parts.append(f"{m.created_at:%Y-%m-%d} {m.content}")
-    return "\n".join(parts), ok
-
-
-def grounding_problem(summary: str, messages: list[Message], said: str) -> str:
-    source, ok = grounding_source(messages)
-    names = language_of(said) != "German"  # German capitalises every noun
-    result = check(summary, source, tool_succeeded=ok, names=names)
-    return "" if result.ok else f"it states what the conversation does not ({result.reason()})"
 
 
 def extractive(messages: list[Message]) -> str:
     """A summary nothing can be invented in: the user's own first messages, quoted."""
-    said = [m.content.strip() for m in messages if m.role == "user" and m.content.strip()]
-    quoted = "; ".join(f"“{t[:200]}”" for t in said[:3])
-    more = f" (and {len(said) - 3} more messages)" if len(said) > 3 else ""
-    return f"The user wrote: {quoted}{more}."[:MAX_CHARS]
+    theirs = [m.content.strip() for m in messages if m.role == "user" and m.content.strip()]
+    quoted = "; ".join(f"“{t[:200]}”" for t in theirs[:3])
+    more = f" (and {len(theirs) - 3} more messages)" if len(theirs) > 3 else ""
+    return f"The user wrote: {quoted}{more}."[: WRITE.max_chars]
+
+
+def source_message(fact: str, theirs: list[Message]) -> Message | None:
+    """The user message sharing the most words with the fact."""
+    words = {w.lower() for w in _WORDS.findall(fact)}
+    best, score = None, 0
+    for m in theirs:
+        overlap = len(words & {w.lower() for w in _WORDS.findall(m.content)})
+        if overlap > score:
+            best, score = m, overlap
+    return best
+
+
+async def consolidate(
+    memory: FactWriter, user_id: int, messages: list[Message], facts: list[Fact], *, names: bool
+) -> int:
+    """Store the facts grounded in the user's own messages; how many were stored."""
+    theirs = [m for m in messages if m.role == "user" and m.content.strip()]
+    source, _ = grounding_source(theirs)  # a fact about the user: in the user's own words
+    stored = 0
+    for fact in facts:
+        grounded = check(fact.content, source, names=names)
+        origin = source_message(fact.content, theirs)
+        if not grounded.ok or origin is None:
+            why = grounded.reason() or "no user message says it"
+            log.info("fact not kept (%s): %.80s", why, fact.content)
+            continue
+        await memory.store(
+            user_id=user_id,
+            layer=LAYER_OF[fact.category],
+            content=fact.content,
+            category=fact.category,
+            certainty=0.9,  # the model's reading of the user's words, not the words
+            message_id=origin.id,
+        )
+        stored += 1
+    return stored
 
 
 def archiver_from(deps: ToolDeps, default_tz: ZoneInfo) -> Archiver | None:

@@ -1,10 +1,10 @@
 """History that fits: a long session's oldest turns replaced by a verified summary.
 
 When the newest turns no longer fit the budget, the oldest uncovered range is summarised
-by one model call (rolling: the previous summary is part of what is summarised), the
-summary is verified (the grounding check, then a reviewer call in a fresh context when
-SUMMARY_REVIEW=model) and saved; from then on the model sees "turns i..j (when) are
-summarised: ..." at the end of the system message instead of those turns. The turns stay
+by the summary service (bot/agent/summary.py; rolling: the previous summary is part of
+what is summarised; verified there: the grounding check, then a reviewer call in a fresh
+context when SUMMARY_REVIEW=model) and saved; from then on the model sees "turns i..j
+(when) are summarised: ..." at the end of the system message instead of those turns. The turns stay
 in the messages table and /sessions. A rejected summary is saved as rejected (doctor
 counts them), the turns are trimmed as before, and the model is told which turns it
 does not see: it never meets a gap without knowing.
@@ -16,10 +16,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from bot.agent.grounding import Source, check
 from bot.agent.prompt import message_cost, to_openai, trim_history
+from bot.agent.summary import Ask, Review, Summariser, line_cost
 from bot.config import Settings
 from db.engine import SessionFactory
 from db.models.compressions import SessionCompression
@@ -30,21 +30,19 @@ from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
 
-Review = Literal["model", "grounding", "off"]
-
-SUMMARY_MAX_TOKENS = 500
 KEEP_FRACTION = 0.5  # of the budget left to recent turns after a compression
 RETRY_AFTER_MESSAGES = 20  # a rejected range is tried again only once this much has grown
-MAX_TURN_CHARS = 1500
 
-WRITE = """You compress the start of a conversation between a user and their assistant, \
-Sidekick, so Sidekick can continue it without those turns. Write at most 200 words of \
-plain sentences: facts the user stated, decisions, results of tools, open tasks. Keep \
-names, numbers, dates and links exactly as written. Say only what the turns say; \
-if a tool call failed, say it failed. No preamble, no Markdown."""
-
-REVIEW = """You check a summary of conversation turns. Reply PASS if every statement in \
-the summary is supported by the turns, else FAIL and the unsupported statement."""
+WRITE = Ask(
+    instruction="""You compress the start of a conversation between a user and their \
+assistant, Sidekick, so Sidekick can continue it without those turns. Write at most 200 \
+words of plain sentences: facts the user stated, decisions, results of tools, open tasks. \
+Keep names, numbers, dates and links exactly as written. Say only what the turns say; \
+if a tool call failed, say it failed. Write in {language}. No preamble, no Markdown.""",
+    lead="The turns:\n\n",
+    words=200,
+    tools=True,  # the summary stands in for the turns: what tools returned must survive
+)
 
 
 @dataclass
@@ -67,23 +65,6 @@ def record_text(row: SessionCompression) -> str:
 
 def _at(t: datetime) -> str:
     return t.strftime("%Y-%m-%d %H:%M")
-
-
-def transcript(rows: Sequence[Message], first_turn: int) -> str:
-    lines = []
-    for i, m in enumerate(rows):
-        who = {"user": "User", "assistant": "Sidekick", "tool": "Tool result"}.get(m.role, m.role)
-        text = (m.content or "").strip()
-        if m.role == "assistant" and m.tool_calls and not text:
-            text = f"(calls tools: {m.tool_calls[:300]})"
-        if len(text) > MAX_TURN_CHARS:
-            text = text[:MAX_TURN_CHARS] + " […]"
-        lines.append(f"[{first_turn + i}] {_at(m.created_at)} {who}: {text}")
-    return "\n".join(lines)
-
-
-def tool_succeeded(rows: Sequence[Message]) -> bool:
-    return any(m.role == "tool" and not m.content.startswith("Error:") for m in rows)
 
 
 PREFIX_RESERVE = 2500  # room for the system prompt and the tool schemas
@@ -132,7 +113,8 @@ class Compressor:
             return Fitted(note, wire)
         cut = self._cut(rows, costs, int(budget * KEEP_FRACTION), budget)
         if self.llm and cut > 0 and await self._worth_trying(session_id, rows):
-            row = await self._compress(session_id, user_id, done, rows[:cut])
+            summariser = Summariser(self.llm, self.review, budget)
+            row = await self._compress(summariser, session_id, user_id, done, rows[:cut])
             if row.verified:
                 note, before = record_text(row), row.last_turn
                 rows, wire, costs = rows[cut:], wire[cut:], costs[cut:]
@@ -150,10 +132,10 @@ class Compressor:
     @staticmethod
     def _cut(rows: Sequence[Message], costs: list[int], keep: int, chunk: int) -> int:
         """How many of the oldest rows to summarise: all but the newest that fit `keep`, and
-        no more than a transcript of about `chunk` tokens (after rejected summaries the
-        uncovered range keeps growing; the summary call must still fit the model, and what
-        is left goes in the next message's summary), ending just before a user turn (tool
-        results stay with their call)."""
+        no more than the summary service reads in one call, `chunk` tokens by its size rule
+        (after rejected summaries the uncovered range keeps growing; the summary call must
+        still fit the model, and what is left goes in the next message's summary), ending
+        just before a user turn (tool results stay with their call)."""
         used = 0
         cut = len(rows)
         for i in range(len(rows) - 1, -1, -1):
@@ -163,7 +145,7 @@ class Compressor:
             cut = i
         size, limit = 0, 1
         for i in range(cut):
-            size += min(costs[i], MAX_TURN_CHARS // 4)  # what transcript() keeps of a turn
+            size += line_cost(rows[i], tools=WRITE.tools)
             if size > chunk:
                 break
             limit = i + 1
@@ -185,6 +167,7 @@ class Compressor:
 
     async def _compress(
         self,
+        summariser: Summariser,
         session_id: int,
         user_id: int,
         done: SessionCompression | None,
@@ -192,17 +175,10 @@ class Compressor:
     ) -> SessionCompression:
         first_turn = done.first_turn if done else 1
         start = done.last_turn + 1 if done else 1
-        text = transcript(rows, start)
         before = f"Summary of turns {first_turn}–{start - 1}:\n{done.summary}\n\n" if done else ""
-        source = before + text
         call = ModelCall("archive", user_id, session_id)
-        summary, reason = "", None
-        try:
-            summary = await self._write(source, call)
-        except Exception as exc:
-            reason = f"model failed: {type(exc).__name__}"
-        if reason is None:
-            reason = await self.verify(summary, source, tool_succeeded(rows), call)
+        summary = await summariser.summarise(WRITE, rows, call, before=before)
+        reason = summary.problem
         async with self.session_factory() as s, s.begin():
             row = await repo.add(
                 s,
@@ -213,7 +189,7 @@ class Compressor:
                 last_turn=start + len(rows) - 1,
                 covers_from=done.covers_from if done else rows[0].created_at,
                 covers_to=rows[-1].created_at,
-                summary=summary,
+                summary=summary.text,
                 verified=reason is None,
                 reason=reason,
                 now=self.clock(),
@@ -229,42 +205,6 @@ class Compressor:
                 reason,
             )
         return row
-
-    async def _write(self, source: str, call: ModelCall) -> str:
-        assert self.llm is not None  # _compress runs only with a model
-        messages = [
-            {"role": "system", "content": WRITE},
-            {"role": "user", "content": "The turns:\n\n" + source},
-        ]
-        text = await self.llm.complete_text(messages, max_tokens=SUMMARY_MAX_TOKENS, call=call)
-        return (text or "").strip()
-
-    async def verify(
-        self, summary: str, source: str, tool_ok: bool, call: ModelCall | None = None
-    ) -> str | None:
-        """None when the summary may stand in for the turns, else why not."""
-        if not summary:
-            return "empty summary"
-        if self.review == "off":
-            return None
-        grounded = check(summary, Source(source), tool_succeeded=tool_ok)
-        if not grounded.ok:
-            return "grounding: " + grounded.reason()
-        if self.review != "model":
-            return None
-        # A fresh context: the reviewer sees only the turns and the summary.
-        messages = [
-            {"role": "system", "content": REVIEW},
-            {"role": "user", "content": f"Turns:\n{source}\n\nSummary:\n{summary}"},
-        ]
-        if self.llm is None:
-            return "no reviewer model"
-        try:
-            verdict = await self.llm.complete_text(messages, max_tokens=60, call=call)
-        except Exception as exc:
-            return f"reviewer failed: {type(exc).__name__}"
-        verdict = (verdict or "").strip()
-        return None if verdict.upper().startswith("PASS") else f"reviewer: {verdict[:200]}"
 
 
 async def doctor_check(session_factory: SessionFactory, review: Review) -> list[CheckResult]:

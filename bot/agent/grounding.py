@@ -6,8 +6,8 @@ revealing 832040"), a date, a link. So every name (capitalised word), number, da
 and quoted string in the summary must occur in the source turns, compared after
 normalising case and format ("1,000" = "1000", "2023-05-07" = "7 May 2023"), and a
 summary that says code ran needs a tool result that succeeded. Paraphrase passes;
-only the checkable specifics are checked. The model reviewer (bot/agent/review.py) is the
-second, costlier opinion.
+only the checkable specifics are checked. The model reviewer (bot/agent/summary.py,
+SUMMARY_REVIEW=model) is the second, costlier opinion.
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ _MONTH_DAY = re.compile(
 )
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[,\u202f\u00a0 ]\d{3})*(?:\.\d+)?(?![\w])|\d+")
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
-_CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][\w'’-]*", re.UNICODE)
+# A capital after "°" is a unit (°C, °F), not a name; the number before it is checked.
+_CAPITALISED = re.compile(r"(?<![\w'’°-])[A-Z][\w'’-]*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;\n]\s*$")
 _RAN = re.compile(
     r"\b(executed|execut(?:es|ing)|ran (?:it|the|a|this|that)|running it|the (?:code|script) "
