@@ -11,6 +11,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from bot.agent.prompt import without_context
@@ -76,13 +77,21 @@ async def test_a_long_chat_is_compressed_and_a_fact_from_its_first_message_survi
     assert sent[0] == chat(covered // 2 + 1)  # right after what the summary covers
 
 
-async def test_llama_cpp_context_size_from_props_bounds_every_prompt(
-    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+@pytest.mark.parametrize(
+    ("said_by", "overrides"),
+    [("props", {}), ("setting", {"llm_context_tokens": 4096})],
+)
+async def test_the_context_size_bounds_every_prompt(
+    make_tg: Callable[..., Awaitable[TG]],
+    fake_llm: FakeOpenAI,
+    said_by: str,
+    overrides: dict[str, Any],
 ) -> None:
-    # llama-server started with -c 4096: it says so in /props and refuses longer prompts.
-    fake_llm.n_ctx = 4096
+    # llama-server started with -c 4096: it refuses longer prompts, and says its size in
+    # /props; or a proxy hides /props and the operator set LLM_CONTEXT_TOKENS instead.
+    fake_llm.n_ctx, fake_llm.props = 4096, said_by == "props"
     fake_llm.responder = summariser
-    tg = await make_tg()  # HISTORY_TOKEN_BUDGET and LLM_CONTEXT_TOKENS as shipped
+    tg = await make_tg(**overrides)  # HISTORY_TOKEN_BUDGET as shipped
     await talk(tg, 24, pad=8)
 
     assert fake_llm.refused == []

@@ -154,6 +154,7 @@ class FakeOpenAI:
     speech_error: int | None = None
     speeches: list[dict[str, Any]] = field(default_factory=list)
     n_ctx: int | None = None  # llama-server's context size (`-c`); None: a server that won't say
+    props: bool = True  # False: refuses past n_ctx but does not say it (a proxy in front)
     refused: list[dict[str, Any]] = field(default_factory=list)  # requests refused as too long
 
     @property
@@ -186,7 +187,7 @@ class FakeOpenAI:
         return web.json_response({"object": "list", "data": data})
 
     async def _props(self, request: web.Request) -> web.Response:
-        if self.n_ctx is None:
+        if self.n_ctx is None or not self.props:
             raise web.HTTPNotFound()
         return web.json_response(props(self.n_ctx, self.models[0]))
 
