@@ -191,7 +191,10 @@ async def build_app(
         http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
         llm = llm or LLMClient(settings)
         meter = Meter(settings, sf, clock, settings.tz)
-        metered = MeteredModel(llm, meter)  # summaries and code generation: budgets and usage
+        # One model for everything, each wrapper a whole ChatModel: plain completions
+        # (summaries, code generation) are metered, the chat's images pass the vision gate,
+        # and the agent reaches the context size and the summariser through both.
+        metered = MeteredModel(llm, meter)
         deps = ToolDeps(
             settings=settings,
             session_factory=sf,
@@ -204,7 +207,7 @@ async def build_app(
             settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key
         )
         registry = build_registry(deps, tool_modules())
-        vision = vision_gate(settings, llm)
+        vision = vision_gate(settings, metered)
         agent = Agent(
             settings=settings,
             session_factory=sf,

@@ -42,6 +42,7 @@ class ScriptedModel:
     # long chat's script need not know when a summary will be asked for.
     writer: Callable[[list[dict[str, Any]]], str] | None = None
     written: list[list[dict[str, Any]]] = field(default_factory=list)
+    context: int | None = None  # what context_tokens() says (None: a server that won't say)
 
     def add(self, *steps: Step) -> None:
         self.script.extend(steps)
@@ -71,6 +72,19 @@ class ScriptedModel:
         ]
         return Completion(tool_calls=calls, finish_reason="tool_calls")
 
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        model: str | None = None,
+        call: object = None,
+    ) -> Completion:
+        if self.writer is not None:
+            self.written.append(messages)
+            return Completion(content=self.writer(messages), finish_reason="stop")
+        return await self.stream(messages)
+
     async def complete_text(
         self,
         messages: list[dict[str, Any]],
@@ -78,7 +92,7 @@ class ScriptedModel:
         *,
         call: object = None,
     ) -> str:
-        if self.writer is not None:
-            self.written.append(messages)
-            return self.writer(messages)
-        return (await self.stream(messages)).content
+        return (await self.complete(messages, max_tokens)).content
+
+    async def context_tokens(self, model: str | None = None) -> int | None:
+        return self.context

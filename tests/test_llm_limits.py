@@ -87,14 +87,19 @@ async def test_a_provider_error_body_is_logged_once_masked(
 class ContextServer:
     """/props as llama.cpp answers it, or /api/show as Ollama does (and a 404 for the other)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, loading: int = 0) -> None:
         self.kind = kind
+        self.loading = loading  # requests answered 503 first, as llama-server loading a model
         self.asked: list[str] = []
         self.runner: web.AppRunner | None = None
         self.base_url = ""
 
     async def _props(self, request: web.Request) -> web.Response:
         self.asked.append(request.path)
+        if self.loading:
+            self.loading -= 1
+            err = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
+            return web.json_response(err, status=503)
         if self.kind != "llama.cpp":
             return web.json_response({"error": "not found"}, status=404)
         return web.json_response({"default_generation_settings": {"n_ctx": 4096}})
@@ -138,6 +143,16 @@ async def test_context_from_llama_cpp_props_once(tmp_path: Path, llama: ContextS
     assert await llm.context_tokens() == 4096
     await llm.close()
     assert llama.asked == ["/props"]  # asked once per model
+
+
+async def test_a_server_still_loading_its_model_is_asked_again(tmp_path: Path) -> None:
+    async with ContextServer("llama.cpp", loading=1) as server:
+        llm = client(tmp_path, server)
+        assert await llm.context_tokens() is None  # not known yet: not "unknown" for good
+        assert await llm.context_tokens() == 4096
+        assert await llm.context_tokens() == 4096
+        await llm.close()
+    assert server.asked == ["/props", "/props"]
 
 
 async def test_context_from_ollama_show(tmp_path: Path) -> None:

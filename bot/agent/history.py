@@ -11,15 +11,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from bot.agent.compress import Compressor, Fitted, history_budget
 from bot.agent.prompt import message_cost, to_openai
 from bot.config import Settings
+from bot.llm.model import ChatModel
 from db.conversation import HISTORY_ROWS
 from db.engine import SessionFactory
 from db.repos.core import HistoryRow
-from tools.base import Clock, RequestContext, TextModel
+from tools.base import Clock, RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -36,18 +37,14 @@ class Prefetched:
     rows: int  # how many rows were read
 
 
-async def context_of(llm: object) -> int | None:
+async def context_of(llm: ChatModel) -> int | None:
     """The model's context in tokens where the client knows it (LLM_CONTEXT_TOKENS, or what
     llama.cpp / Ollama say, asked once per model), else None."""
-    ask = getattr(llm, "context_tokens", None)
-    if ask is None:
-        return None
     try:
-        found = await ask()
-    except Exception:  # a probe that fails leaves the configured budget
+        return await llm.context_tokens()
+    except Exception:  # a probe that fails leaves the configured budget, not the message
         log.warning("could not read the model's context size", exc_info=True)
         return None
-    return found if isinstance(found, int) else None
 
 
 @dataclass
@@ -73,17 +70,17 @@ class HistoryWindow:
         self,
         ctx: RequestContext,
         settings: Settings,
-        llm: object,
+        llm: ChatModel,
         prefetched: Prefetched | None = None,
     ) -> Fitted:
-        """The session's history within the budget, oldest first, with the note on what an
-        earlier summary covers or what is not shown. `llm` writes summaries when it can."""
+        """The session's history within the budget (HISTORY_TOKEN_BUDGET, lowered to what the
+        model's context leaves), oldest first, with the note on what an earlier summary
+        covers or what is not shown. `llm` writes the summaries."""
         budget = history_budget(settings, await context_of(llm))
         got = prefetched
         # The whole session was read with the message and fits: nothing was compressed away.
         if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
             if sum(got.costs) <= budget:
                 return Fitted("", got.wire)
-        writer = cast(TextModel, llm) if hasattr(llm, "complete_text") else None
-        compressor = Compressor(self.session_factory, writer, self.clock, settings.summary_review)
+        compressor = Compressor(self.session_factory, llm, self.clock, settings.summary_review)
         return await compressor.fit(ctx.session_id, ctx.user_id, budget)

@@ -29,7 +29,7 @@ from bot.agent.prompt import (
 from bot.agent.sessions import close_on_request, period_check
 from bot.agent.toolexec import run_round, wire_calls
 from bot.config import Settings
-from bot.llm.client import ChatModel, OnText
+from bot.llm.model import ChatModel, OnText
 from bot.usage import request as metering
 from bot.usage.meter import Meter
 from db.conversation import Conversation, SqlConversation, Turn, UsageWrites

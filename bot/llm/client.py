@@ -13,7 +13,7 @@ import logging
 import random
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from bot.config import Settings
 from bot.errors import ProviderError
@@ -30,8 +30,9 @@ from bot.llm.wire import (
     StreamDataError,
     StreamErrorEvent,
 )
+from tools.model_call import ModelCall
 
-__all__ = ["ChatModel", "Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
+__all__ = ["Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -65,20 +66,6 @@ class DeadlinePassed(ProviderError):
         )
 
 
-class ChatModel(Protocol):
-    """What the agent (and the vision gate around it) asks of a chat model: one streamed
-    completion. LLMClient is the real one; tests use a scripted in-process model."""
-
-    async def stream(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        on_text: OnText | None = None,
-        *,
-        model: str | None = None,
-    ) -> Completion: ...
-
-
 def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
     """(retry?, HTTP status, server-suggested delay in seconds)."""
     if isinstance(exc, APIStatusError):
@@ -98,11 +85,12 @@ def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
 
 
 class LLMClient:
-    """Chat completions against an OpenAI-compatible endpoint, over httpx (bot/llm/wire.py).
+    """Chat completions against an OpenAI-compatible endpoint, over httpx (bot/llm/wire.py):
+    the ChatModel (bot/llm/model.py) that every wrapper ends at.
 
     The streamed chat goes through bot/llm/stream.py; plain completions and the model list
     are one JSON request each. Every call asks for at most LLM_MAX_OUTPUT_TOKENS and, its
-    retries included, ends within LLM_TIMEOUT_S.
+    retries included, ends within LLM_TIMEOUT_S. Nothing is metered here (MeteredModel does).
     """
 
     def __init__(
@@ -186,7 +174,8 @@ class LLMClient:
             except APIError as exc:
                 said = f"{exc.message} {exc.body}"
                 if isinstance(exc, APIStatusError | StreamErrorEvent) and _OVERFLOW.search(said):
-                    raise ContextOverflow(_kind(exc), getattr(exc, "status_code", None)) from exc
+                    status = exc.status_code if isinstance(exc, APIStatusError) else None
+                    raise ContextOverflow(_kind(exc), status) from exc
                 retry, status, after = _retryable(exc)
                 if isinstance(exc, APIStatusError) and not retry:
                     raise ProviderError(_describe(exc), status) from exc
@@ -269,9 +258,11 @@ class LLMClient:
         max_tokens: int | None = None,
         *,
         model: str | None = None,
+        call: ModelCall | None = None,
     ) -> Completion:
         """A plain, non-streamed completion (summaries, code generation), with its usage;
-        at most `max_tokens` (and never more than LLM_MAX_OUTPUT_TOKENS)."""
+        at most `max_tokens` (and never more than LLM_MAX_OUTPUT_TOKENS). `call` is for a
+        metering wrapper: the client itself sends the same request for anyone."""
 
         async def once(client: Endpoint, model: str) -> Completion:
             body = self._body(model, messages, max_tokens)
@@ -288,10 +279,14 @@ class LLMClient:
         return await self._with_fallback(model, once)
 
     async def complete_text(
-        self, messages: list[dict[str, Any]], max_tokens: int | None = None, **_: Any
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        call: ModelCall | None = None,
     ) -> str:
-        """The text of `complete` (unmetered: the app wraps this client in a Meter)."""
-        return (await self.complete(messages, max_tokens)).content
+        """The text of `complete` (unmetered: the app wraps this client in MeteredModel)."""
+        return (await self.complete(messages, max_tokens, call=call)).content
 
     async def list_models(self) -> list[str]:
         page = await self.client.call("GET", "/models")

@@ -5,7 +5,9 @@ server says where it says it, asked once per model.
   model list;
 - Ollama: POST /api/show, the `num_ctx` it runs with when set, else `model_info`'s
   `<arch>.context_length`.
-Other servers (and cloud providers) do not say: the answer is None, unknown.
+Other servers (and cloud providers) do not say: the answer is None, unknown. A server
+that could not be asked (down, or llama-server's 503 while it loads its model) is asked
+again with the next message rather than taken for one that does not say.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.llm.wire import APIError, Endpoint
+from bot.llm.wire import APIConnectionError, APIError, APIStatusError, Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +63,17 @@ class ContextSize:
     async def tokens(self, model: str) -> int | None:
         if self.configured:
             return self.configured
-        if model not in self.known:
-            self.known[model] = await self._ask(model)
-            log.info("context of %s: %s tokens", model, self.known[model] or "unknown")
-        return self.known[model]
+        if model in self.known:
+            return self.known[model]
+        found, heard = await self._ask(model)
+        if heard:
+            self.known[model] = found
+            log.info("context of %s: %s tokens", model, found or "unknown")
+        return found
 
-    async def _ask(self, model: str) -> int | None:
+    async def _ask(self, model: str) -> tuple[int | None, bool]:
+        """The context size the server says, and whether the server could be asked at all
+        (False: ask again later)."""
         # The server's root: /props and /api/show sit beside /v1, not under it.
         base = self.endpoint.base_url
         root = base[: -len("/v1")] if base.endswith("/v1") else base
@@ -78,8 +85,14 @@ class ContextSize:
         for method, url, body, read in asks:
             try:
                 found = read(await self.endpoint.call(method, url, body, quiet=True))
-            except APIError:
+            except APIConnectionError:
+                return None, False  # down: the other questions would fail the same way
+            except APIStatusError as exc:
+                if exc.status_code == 503:  # llama-server while it loads its model
+                    return None, False
                 continue  # this server does not answer that question
+            except APIError:
+                continue  # nor in a form we read
             if found:
-                return found
-        return None
+                return found, True
+        return None, True

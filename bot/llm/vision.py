@@ -1,10 +1,11 @@
 """Images to the model, and what to do when the model cannot take them.
 
-`VisionGate` wraps the chat model. A request carrying image parts that the provider
-rejects as such (a 4xx that talks about images/vision/content) is sent again with the
-images replaced by a note, so the user still gets an answer. With LLM_VISION=auto the
-refusal is remembered (in memory and in DATA_DIR/vision.json, per model), and later
-photos are not sent at all.
+`VisionGate` wraps the chat model (a ChatModel itself: the agent holds it). A request
+carrying image parts that the provider rejects as such (a 4xx that talks about
+images/vision/content) is sent again with the images replaced by a note, so the user still
+gets an answer. With LLM_VISION=auto the refusal is remembered (in memory and in
+DATA_DIR/vision.json, per model), and later photos are not sent at all. Plain completions
+(summaries, code) and the context size pass through unchanged.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ProviderError
-from bot.llm.client import ChatModel, Completion, OnText
+from bot.llm.completion import Completion, OnText
+from bot.llm.model import ChatModel
+from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +98,28 @@ class VisionGate:
         if self.mode == "auto" and self.supported is None:
             self._remember(True)
         return out
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        model: str | None = None,
+        call: ModelCall | None = None,
+    ) -> Completion:
+        return await self.llm.complete(messages, max_tokens, model=model, call=call)
+
+    async def complete_text(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        call: ModelCall | None = None,
+    ) -> str:
+        return await self.llm.complete_text(messages, max_tokens, call=call)
+
+    async def context_tokens(self, model: str | None = None) -> int | None:
+        return await self.llm.context_tokens(model)
 
     def _load(self) -> bool | None:
         if self.state_file is None:

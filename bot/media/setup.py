@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from bot.config import Settings
-from bot.llm.client import ChatModel
+from bot.llm.model import ChatModel
 from bot.llm.vision import VisionGate
 from bot.media.attachments import MediaService
 from bot.media.transcribe import Transcriber

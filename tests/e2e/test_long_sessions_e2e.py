@@ -1,0 +1,103 @@
+"""Long conversations through the assembled app: the history is compressed into a verified
+summary, and a llama.cpp server's own context size (its /props) bounds every prompt.
+
+The app is the one `sidekick run` builds (bot/app.py), behind the fake Telegram; the model is
+the loopback fake speaking the OpenAI protocol, playing llama-server where a test says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from bot.agent.prompt import without_context
+from db.models import ModelUsage, SessionCompression
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import FakeOpenAI, Text, Turn, echo, prompt_tokens
+
+FACT = "Please note: my locker code is 4711."
+
+
+def chat(i: int, pad: int = 0) -> str:
+    text = FACT if i == 1 else f"Message {i}: small talk about the weather, nothing else."
+    return text + (" The sky is grey and the wind is calm today." * pad)
+
+
+def summariser(body: dict[str, Any]) -> Turn:
+    """A faithful model: a summary request (the app's only plain, non-streamed call here)
+    gets a summary that keeps the one fact the turns, or the summary before them, hold;
+    the chat gets an echo."""
+    if body.get("stream"):
+        return echo(body)
+    source = body["messages"][-1]["content"]
+    fact = "The user said that their locker code is 4711. " if "4711" in source else ""
+    return Text(fact + "The rest was small talk about the weather.")
+
+
+def chat_requests(llm: FakeOpenAI) -> list[list[dict[str, Any]]]:
+    return [r["messages"] for r in llm.requests if r.get("stream")]
+
+
+async def talk(tg: TG, messages: int, pad: int = 0) -> None:
+    """One message at a time, as a person types: each answer arrives before the next one."""
+    for i in range(1, messages + 1):
+        await tg.send(OWNER, chat(i, pad))
+        reply = await tg.reply(OWNER)
+        assert reply.text == f"echo: {chat(i, pad)}", (i, reply.text)
+
+
+async def test_a_long_chat_is_compressed_and_a_fact_from_its_first_message_survives(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.responder = summariser
+    tg = await make_tg(history_token_budget=300)
+    await talk(tg, 30)
+
+    async with tg.app.session_factory() as s:
+        rows = list((await s.execute(select(SessionCompression))).scalars())
+        summary_usage = (
+            await s.execute(select(ModelUsage).where(ModelUsage.purpose == "archive"))
+        ).scalars()
+    assert rows and all(r.verified for r in rows), [(r.verified, r.reason) for r in rows]
+    # The summaries were model calls the app metered like any other (budgets and usage).
+    assert len(list(summary_usage)) == len(rows)
+
+    last = chat_requests(fake_llm)[-1]
+    system = last[0]["content"]
+    assert "[compressed] Turns 1–" in system and "locker code is 4711" in system
+    assert "[not shown]" not in system
+    sent = [without_context(m["content"]) for m in last[1:]]
+    assert FACT not in sent and chat(2) not in sent  # the old turns are no longer sent...
+    assert sent[-1] == chat(30)  # ...the newest are, up to this message
+    covered = int(re.findall(r"\[compressed\] Turns 1–(\d+) ", system)[0])
+    assert sent[0] == chat(covered // 2 + 1)  # right after what the summary covers
+
+
+@pytest.mark.parametrize(
+    ("said_by", "overrides"),
+    [("props", {}), ("setting", {"llm_context_tokens": 4096})],
+)
+async def test_the_context_size_bounds_every_prompt(
+    make_tg: Callable[..., Awaitable[TG]],
+    fake_llm: FakeOpenAI,
+    said_by: str,
+    overrides: dict[str, Any],
+) -> None:
+    # llama-server started with -c 4096: it refuses longer prompts, and says its size in
+    # /props; or a proxy hides /props and the operator set LLM_CONTEXT_TOKENS instead.
+    fake_llm.n_ctx, fake_llm.props = 4096, said_by == "props"
+    fake_llm.responder = summariser
+    tg = await make_tg(**overrides)  # HISTORY_TOKEN_BUDGET as shipped
+    await talk(tg, 24, pad=8)
+
+    assert fake_llm.refused == []
+    prompts = [prompt_tokens(r) for r in fake_llm.requests if "messages" in r]
+    # The conversation outgrew the context: unbounded, the last prompt would not fit.
+    whole = sum(len(chat(i, 8)) * 2 for i in range(1, 25)) // 4
+    assert whole > fake_llm.n_ctx and max(prompts) < fake_llm.n_ctx
+    system = chat_requests(fake_llm)[-1][0]["content"]
+    assert "locker code is 4711" in system  # compressed, not dropped
