@@ -9,6 +9,8 @@ machine load. Both do what a user gets from them:
   streams; the plain bot streams too and shows drafts at the same interval (see its
   docstring); both send the answer once at the end, and the figures wait for that message;
 - one chat's messages are answered in order, chats concurrently (both bots).
+- each bot keeps its database over the rounds, so a burst chat's history grows by
+  `--messages` turns a round, as a user's conversation does (per-round lines show the trend).
 
 Per bot and round:
 
