@@ -1,6 +1,13 @@
 """The plain bot Sidekick is compared with (bench/vs_plain.py), as issue 25 defines it: aiogram
 long polling, SQLite history, one chat completion per message through the official openai SDK
-(AsyncOpenAI at the fake's base URL, non-streaming), as a weekend project would write it.
+(AsyncOpenAI at the fake's base URL), as a weekend project would write it.
+
+It answers the way Sidekick does for a user, so the two are compared on the same work: the
+answer is streamed, and while it streams a draft (sendMessageDraft) shows it, at most one
+every DRAFT_EVERY_S and none before (a short answer skips it; Sidekick's default interval),
+awaited in line as a plain bot would; the answer is then sent once with sendMessage. One
+chat's messages are answered one at a time, in order (each sees the previous answer in its
+history, as in Sidekick); chats run concurrently.
 The SDK is a dev dependency only (pyproject's dev extra); the bot itself does not use it.
 Settings from the environment: TELEGRAM_BOT_TOKEN, TELEGRAM_API_URL, LLM_BASE_URL,
 LLM_API_KEY, LLM_MODEL, DB_PATH, ALLOWED_USER_IDS (comma-separated).
@@ -11,9 +18,12 @@ Usage: python bench/plain_bot.py
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import os
 import sqlite3
 import time
+from collections import defaultdict
 
 import openai
 from aiogram import Bot, Dispatcher, F
@@ -22,6 +32,7 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.types import Message
 
 HISTORY = 20
+DRAFT_EVERY_S = 0.7  # Sidekick's DRAFT_INTERVAL_S
 SYSTEM = "You are a helpful personal assistant. Keep answers short."
 SCHEMA = """
 create table if not exists users (id integer primary key, telegram_id integer unique,
@@ -88,25 +99,48 @@ class Model:
         )
         self.model = os.environ["LLM_MODEL"]
 
-    async def reply(self, history: list[dict[str, str]]) -> str:
+    async def reply(self, history: list[dict[str, str]], on_text) -> str:  # type: ignore[no-untyped-def]
+        """The streamed answer; `on_text` gets the whole text so far after each delta."""
         messages = [{"role": "system", "content": SYSTEM}, *history]
-        done = await self.client.chat.completions.create(
+        stream = await self.client.chat.completions.create(
             model=self.model,
             messages=messages,  # type: ignore[arg-type]
+            stream=True,
         )
-        return done.choices[0].message.content or ""
+        text = ""
+        async for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                text += chunk.choices[0].delta.content
+                await on_text(text)
+        return text
 
 
 def build(store: Store, model: Model, allowed: set[int]) -> Dispatcher:
     dp = Dispatcher()
+    chats: dict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+    draft_ids = itertools.count(1)
 
     @dp.message(F.text, F.from_user.id.in_(allowed))
-    async def on_text(message: Message) -> None:
+    async def on_text(message: Message, bot: Bot) -> None:
         assert message.from_user is not None and message.text is not None
-        user = message.from_user
-        user_id, history = await store.begin(user.id, user.full_name, message.text)
+        async with chats[message.chat.id]:  # aiogram runs updates concurrently
+            await answer(message, bot, message.from_user.id, message.from_user.full_name)
+
+    async def answer(message: Message, bot: Bot, telegram_id: int, name: str) -> None:
+        assert message.text is not None
+        user_id, history = await store.begin(telegram_id, name, message.text)
+        draft_id, last = next(draft_ids), time.monotonic()
+
+        async def draft(text: str) -> None:
+            nonlocal last
+            if time.monotonic() - last < DRAFT_EVERY_S:
+                return
+            last = time.monotonic()
+            with contextlib.suppress(Exception):  # a preview only; the answer follows
+                await bot.send_message_draft(message.chat.id, draft_id, text=text[-4000:])
+
         try:
-            text = await model.reply(history)
+            text = await model.reply(history, draft)
         except openai.OpenAIError as exc:
             await message.answer(f"The model is not answering: {type(exc).__name__}")
             return

@@ -1,17 +1,32 @@
 """Sidekick side by side with a plain aiogram + openai SDK + SQLite bot (bench/plain_bot.py,
 the reference issue 25 names), both as real processes against the same local fakes
-(tests/fakes: Bot API, instant model), in alternated rounds in one run, so both see the same
-machine load. Per bot and round:
+(tests/fakes: Bot API, OpenAI API), in alternated rounds in one run, so both see the same
+machine load. Both do what a user gets from them:
 
-- start -> first getUpdates (process start until it polls), on the database an untimed first
-  start made (the usual start: migrations and schema are already there);
-- per-message latency: messages one at a time, push to reply, p50;
-- throughput: C chats x M messages pushed at once, messages per second until the last reply;
-- the bot process's CPU time per message over both (steadier than wall time under load).
+- the model streams every answer as a real server does: ANSWER in `--chunks` deltas with
+  `--gap` seconds between them (default 40 x 25 ms, about 1 s: 40 tokens/s);
+- Sidekick runs with its defaults, so it shows drafts (sendMessageDraft) while an answer
+  streams; the plain bot streams too and shows drafts at the same interval (see its
+  docstring); both send the answer once at the end, and the figures wait for that message;
+- one chat's messages are answered in order, chats concurrently (both bots).
+- each bot keeps its database over the rounds, so a burst chat's history grows by
+  `--messages` turns a round, as a user's conversation does (per-round lines show the trend).
 
-Printed: the median over rounds of each, and Sidekick's ratio to the plain bot.
+Per bot and round:
 
-Usage: python bench/vs_plain.py [--rounds 5] [--sequential 60] [--chats 20] [--messages 5]
+- start: process start -> first getUpdates, on a database an untimed first start made;
+- one-chat latency: `--latency` messages one at a time in one chat, push -> answer, p50;
+- burst: `--chats` chats x `--messages` messages pushed at once, messages/s until the last
+  answer;
+- CPU seconds per message of the bot process (/proc, user + system) over the latency run and
+  the burst (steadier than wall time under load);
+- RSS of the bot process after the burst.
+
+Printed: each round, then the median over rounds of each figure and Sidekick's ratio to the
+plain bot (a ratio <= 1 is better for every figure but messages/s).
+
+Usage: python bench/vs_plain.py [--rounds 5] [--quick] [--chats 4] [--messages 50]
+                                [--latency 10] [--chunks 40] [--gap 0.025]
 """
 
 from __future__ import annotations
@@ -30,12 +45,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from startup import PollClock, cpu_s  # noqa: E402
+from startup import PollClock, cpu_s, rss_mb  # noqa: E402
 
 from tests.fakes.openai_server import FakeOpenAI, Text  # noqa: E402
 from tests.fakes.telegram_server import message_update  # noqa: E402
 
-WARM_UP = 5
+WARM_UP = 3  # one-chat messages before the timed ones (first-use imports, caches)
+# A short answer of the kind an assistant gives (about 200 characters, 5 a delta).
+ANSWER = (
+    "Sure. Tomorrow looks clear in the morning with some clouds after noon, around 18 "
+    "degrees. If you go out in the evening take a light jacket; rain is possible after "
+    "eight. Anything else you want me to check for you?"
+)
 
 
 @dataclass
@@ -44,10 +65,20 @@ class Bot:
     start: float  # seconds from process start to its first getUpdates
 
 
+@dataclass
+class Load:
+    chats: int
+    messages: int
+    latency: int
+    chunks: int
+    gap: float
+
+
 BOTS = {
     "sidekick": [sys.executable, "-m", "bot"],
     "plain": [sys.executable, str(ROOT / "bench" / "plain_bot.py")],
 }
+USER = 1000  # the one-chat latency run's chat; the burst's chats are USER + 1 ...
 
 
 def env_for(tmp: Path, tg: PollClock, llm: FakeOpenAI, chats: int) -> dict[str, str]:
@@ -58,12 +89,18 @@ def env_for(tmp: Path, tg: PollClock, llm: FakeOpenAI, chats: int) -> dict[str, 
         "DB_PATH": str(tmp / "plain.db"),
         "TELEGRAM_BOT_TOKEN": tg.token,
         "TELEGRAM_API_URL": tg.base_url,
-        "ALLOWED_USER_IDS": ",".join(str(1000 + i) for i in range(chats)),
+        "ALLOWED_USER_IDS": ",".join(str(USER + i) for i in range(chats + 1)),
         "LLM_BASE_URL": llm.base_url,
         "LLM_API_KEY": "sk-bench",
         "LLM_MODEL": "fake-model",
         "LOG_LEVEL": "WARNING",
     }
+
+
+def streamed(load: Load) -> Text:
+    """ANSWER in `load.chunks` deltas, `load.gap` seconds apart."""
+    size = -(-len(ANSWER) // load.chunks)
+    return Text(ANSWER, chunk=size, delay=load.gap)
 
 
 async def start(name: str, home: Path, tg: PollClock, llm: FakeOpenAI, chats: int) -> Bot:
@@ -88,99 +125,123 @@ async def stop(name: str, bot: Bot) -> None:
         print(f"{name} stderr:\n{err.decode()[-1500:]}", file=sys.stderr)
 
 
-async def one_run(
-    name: str, home: Path, base: int, sequential: int, chats: int, messages: int
-) -> dict[str, float] | None:
-    """One start, `sequential` messages one at a time, then the burst (none of it when
-    `sequential` is 0: a start that only makes the database). Message ids count from
-    `base`, so runs on the same database never repeat one."""
+def answers(tg: PollClock) -> int:
+    return sum(m.method == "sendMessage" for m in tg.messages)
+
+
+async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[str, float] | None:
+    """One start, the one-chat latency run, then the burst (none of it without `load`: a
+    start that only makes the database). Message ids count from `base`, so runs on the
+    same database never repeat one."""
     tg = await PollClock().start()
-    llm = await FakeOpenAI(responder=lambda body: Text("ok", chunk=10_000)).start()
+    chats = load.chats if load else 1
+    llm = await FakeOpenAI(responder=lambda body: streamed(load) if load else Text("ok")).start()
     try:
         bot = await start(name, home, tg, llm, chats)
         try:
-            if not sequential:
+            if load is None:
                 return None
             latencies = []
             cpu0 = 0.0
-            for i in range(WARM_UP + sequential):
+            for i in range(WARM_UP + load.latency):
                 if i == WARM_UP:
                     cpu0 = cpu_s(bot.proc.pid)
-                before = len(tg.messages)
+                    drafts0 = len(tg.drafts)
+                before = answers(tg)
                 t1 = time.perf_counter()
-                await tg.push(message_update(1000 + i % chats, f"hi {i}", message_id=base + i))
-                await tg.wait_for(lambda n=before: len(tg.messages) > n, timeout=120)
+                await tg.push(message_update(USER, f"hi {i}", message_id=base + i))
+                await tg.wait_for(lambda n=before: answers(tg) > n, timeout=120)
                 if i >= WARM_UP:
                     latencies.append(time.perf_counter() - t1)
-            before = len(tg.messages)
+            before = answers(tg)
+            total = load.chats * load.messages
             t2 = time.perf_counter()
-            for n in range(messages):
-                for c in range(chats):
-                    mid = base + 10_000 + n
-                    await tg.push(message_update(1000 + c, f"burst {n}", message_id=mid))
-            total = chats * messages
-            await tg.wait_for(lambda: len(tg.messages) >= before + total, timeout=600)
+            for n in range(load.messages):
+                for c in range(load.chats):
+                    msg = message_update(USER + 1 + c, f"burst {n}", message_id=base + 1000 + n)
+                    await tg.push(msg)
+            await tg.wait_for(lambda: answers(tg) >= before + total, timeout=1800)
             rate = total / (time.perf_counter() - t2)
-            cpu = (cpu_s(bot.proc.pid) - cpu0) / (sequential + total)
+            handled = load.latency + total
+            cpu = (cpu_s(bot.proc.pid) - cpu0) / handled
+            rss = rss_mb(bot.proc.pid)
+            drafts = (len(tg.drafts) - drafts0) / handled
         finally:
             await stop(name, bot)
     finally:
         await tg.stop()
         await llm.stop()
-    return {"start": bot.start, "p50": statistics.median(latencies), "rate": rate, "cpu": cpu}
+    return {
+        "start": bot.start,
+        "p50": statistics.median(latencies),
+        "rate": rate,
+        "cpu": cpu,
+        "rss": rss,
+        "drafts": drafts,
+    }
 
 
-async def run(rounds: int, sequential: int, chats: int, messages: int) -> None:
+async def run(rounds: int, load: Load) -> None:
     got: dict[str, list[dict[str, float]]] = {name: [] for name in BOTS}
     with tempfile.TemporaryDirectory() as d:
         homes = {name: Path(d) / name for name in BOTS}
         for name, home in homes.items():
             home.mkdir()
-            await one_run(name, home, 0, 0, chats, messages)  # makes the database
+            await one_run(name, home, 0, None)  # makes the database
         for r in range(rounds):
             for name in list(BOTS) if r % 2 == 0 else list(reversed(BOTS)):
-                base = (r + 1) * 100_000
-                fig = await one_run(name, homes[name], base, sequential, chats, messages)
+                fig = await one_run(name, homes[name], (r + 1) * 100_000, load)
                 assert fig is not None
                 got[name].append(fig)
                 print(
                     f"round {r + 1} {name:<8} start {fig['start']:5.2f} s  "
-                    f"p50 {fig['p50'] * 1000:6.1f} ms  {fig['rate']:6.0f} msg/s  "
-                    f"CPU {fig['cpu'] * 1000:5.2f} ms/msg",
+                    f"p50 {fig['p50'] * 1000:6.0f} ms  {fig['rate']:5.2f} msg/s  "
+                    f"CPU {fig['cpu'] * 1000:5.1f} ms/msg  RSS {fig['rss']:5.0f} MB  "
+                    f"drafts {fig['drafts']:.2f}/msg  load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
-    report(got, rounds, sequential, chats, messages)
+    report(got, rounds, load)
 
 
-def report(
-    got: dict[str, list[dict[str, float]]], rounds: int, sequential: int, chats: int, messages: int
-) -> None:
+def report(got: dict[str, list[dict[str, float]]], rounds: int, load: Load) -> None:
     def med(name: str, key: str) -> float:
         return statistics.median(f[key] for f in got[name])
 
-    sk, pl = "sidekick", "plain"
-    print(f"\nmedian of {rounds} alternated rounds ({chats} chats x {messages} burst, "
-          f"{sequential} sequential); load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    print(f"  messages/s        sidekick {med(sk, 'rate'):7.0f}   plain {med(pl, 'rate'):7.0f}"
-          f"   ratio {med(sk, 'rate') / med(pl, 'rate'):.2f}x (goal >= 0.9x)")  # fmt: skip
-    print(f"  latency p50 (ms)  sidekick {med(sk, 'p50') * 1000:7.1f}   plain "
-          f"{med(pl, 'p50') * 1000:7.1f}   ratio {med(sk, 'p50') / med(pl, 'p50'):.2f}x "
-          "(goal <= 1x)")  # fmt: skip
-    print(f"  start -> polling  sidekick {med(sk, 'start'):7.2f}   plain {med(pl, 'start'):7.2f}"
-          f"   ratio {med(sk, 'start') / med(pl, 'start'):.2f}x (goal <= 1x)")  # fmt: skip
-    print(f"  CPU per message   sidekick {med(sk, 'cpu') * 1000:7.2f}   plain "
-          f"{med(pl, 'cpu') * 1000:7.2f}   ratio {med(sk, 'cpu') / med(pl, 'cpu'):.2f}x "
-          "(the steadier figure on a busy machine)")  # fmt: skip
+    print(
+        f"\nmedian of {rounds} alternated rounds: answers streamed in {load.chunks} deltas "
+        f"{load.gap * 1000:.0f} ms apart, drafts on; burst {load.chats} chats x "
+        f"{load.messages} messages at once; one-chat latency over {load.latency} messages; "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+    rows = [
+        ("latency p50 (ms)", "p50", 1000, ".0f", "lower is better"),
+        ("start -> polling (s)", "start", 1, ".2f", "lower is better"),
+        ("RSS after run (MB)", "rss", 1, ".0f", "lower is better"),
+        ("messages/s (burst)", "rate", 1, ".2f", "higher is better"),
+        ("CPU per message (ms)", "cpu", 1000, ".1f", "lower is better"),
+        ("drafts per message", "drafts", 1, ".2f", "both bots show drafts"),
+    ]
+    print(f"  {'':<22}{'sidekick':>10}{'plain':>10}{'ratio':>8}")
+    for label, key, scale, fmt, note in rows:
+        sk, pl = med("sidekick", key), med("plain", key)
+        ratio = f"{sk / pl:.2f}x" if pl else "-"
+        print(f"  {label:<22}{sk * scale:>10{fmt}}{pl * scale:>10{fmt}}{ratio:>8}  {note}")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--sequential", type=int, default=60)
-    p.add_argument("--chats", type=int, default=20)
-    p.add_argument("--messages", type=int, default=5)
+    p.add_argument("--quick", action="store_true", help="2 rounds, 10 burst and 5 timed messages")
+    p.add_argument("--chats", type=int, default=4)
+    p.add_argument("--messages", type=int, default=50, help="per chat in the burst")
+    p.add_argument("--latency", type=int, default=10, help="one-chat messages timed")
+    p.add_argument("--chunks", type=int, default=40, help="deltas per streamed answer")
+    p.add_argument("--gap", type=float, default=0.025, help="seconds between deltas")
+    if "--quick" in sys.argv:  # new defaults; options given beside it still win
+        p.set_defaults(rounds=2, messages=10, latency=5)
     args = p.parse_args()
-    asyncio.run(run(args.rounds, args.sequential, args.chats, args.messages))
+    load = Load(args.chats, args.messages, args.latency, args.chunks, args.gap)
+    asyncio.run(run(args.rounds, load))
 
 
 if __name__ == "__main__":
