@@ -18,14 +18,13 @@ import resource
 import select
 import sys
 
-# Start-up time is the overhead of every run: `typing` and `signal` (which imports enum)
-# would cost more than the rest of this module together.
+import signal
+
+# Start-up time is the overhead of every run: `typing` would cost more than the rest of
+# this module together.
 MYPY = False
 if MYPY:
-    import signal
     from typing import Any
-else:
-    import _signal as signal
 
 # Run by launch.py (its folder on sys.path, no packages); imported by the tests.
 try:
@@ -136,10 +135,10 @@ def enter_namespaces(net: bool, uid: int | None) -> bool:
 
 def loopback_up() -> None:
     """A new network namespace starts with `lo` down; egress.js listens on it."""
-    import _socket
     import fcntl
+    import socket
 
-    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:  # struct ifreq: the name, then the flags (IFF_UP | IFF_LOOPBACK | IFF_RUNNING)
         ifreq = b"lo".ljust(16, b"\0") + (0x1 | 0x8 | 0x40).to_bytes(2, sys.byteorder)
         fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, ifreq.ljust(40, b"\0"))

@@ -5,12 +5,7 @@ Standard library only: confine.py imports it under `python -I -S`."""
 from __future__ import annotations
 
 import os
-
-MYPY = False  # `signal` imports enum: more start-up than this whole module
-if MYPY:
-    import signal
-else:
-    import _signal as signal
+import signal
 
 
 def end_orphans() -> None:
