@@ -16,9 +16,8 @@ import marshal
 import os
 import resource
 import select
-import sys
-
 import signal
+import sys
 
 # Start-up time is the overhead of every run: `typing` would cost more than the rest of
 # this module together.

@@ -249,14 +249,11 @@ class CodeRunner:
             _, pending = await asyncio.wait(readers, timeout=EXIT_GRACE_S)
             if pending:
                 # Something that outlived bun still holds a pipe (same process group,
-                # or escaped it in basic mode): kill what we can, then stop listening.
+                # or escaped it in basic mode): kill what we can, then stop listening
+                # (the readers are cancelled below). The pipes close when their last
+                # holder dies; until then a full pipe stalls it, and proc.wait() is bounded.
                 _killpg(proc.pid)
-                _, pending = await asyncio.wait(readers, timeout=EXIT_GRACE_S)
-                if pending:
-                    transport = getattr(proc, "_transport", None)
-                    if transport is not None:
-                        transport.close()
-                    await asyncio.wait(readers, timeout=EXIT_GRACE_S)
+                await asyncio.wait(readers, timeout=EXIT_GRACE_S)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), FINAL_WAIT_S)
             duration = (time.perf_counter() - start) * 1000
