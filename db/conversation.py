@@ -6,12 +6,13 @@ SQLAlchemy Core, for SQLite and PostgreSQL alike.
 Each record is one unit of work in ONE transaction on the app's async engine (aiosqlite or
 asyncpg), so no database work runs on the event loop's thread. On SQLite a writer that
 finds the write lock taken waits in SQLite's busy handler, on the driver's thread
-(db/engine.py sets busy_timeout on every connection). A turn's start reads before it
-writes, so it begins with BEGIN IMMEDIATE: the wait for the lock happens at that BEGIN,
-where the busy handler applies, and the read and the writes after it are one snapshot
-(a deferred transaction that read first would have to upgrade its read to a write, which
-SQLite refuses at once, without waiting). The other records only write, and the driver's
-own BEGIN before their first write takes the lock the same way.
+(db/engine.py sets busy_timeout on every connection), and no retry loop is needed: the
+driver opens the transaction (a deferred BEGIN) right before the unit's first write, so
+that write is the transaction's first statement and SQLite waits for the lock there. A
+deferred transaction that read first and wrote later would instead have to upgrade a read
+snapshot, which SQLite refuses at once, without waiting. So a turn's start reads its user
+and session outside the transaction (as it always did; one chat's messages are handled in
+order) and its writes are the transaction.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any, Protocol, TypeVar, cast
 from sqlalchemy import Table, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from db.engine import SessionFactory, engine_of, is_postgres
+from db.engine import SessionFactory, engine_of
 from db.models.core import ChatSession, ToolCallRecord, User
 from db.repos import core as repo
 from db.repos import usage as usage_repo
@@ -146,15 +147,10 @@ class SqlConversation:
 
     def __init__(self, session_factory: SessionFactory) -> None:
         self._engine = engine_of(session_factory)
-        self._sqlite = not is_postgres(self._engine)
 
-    async def _run(
-        self, unit: Callable[[AsyncConnection], Awaitable[_T]], *, immediate: bool = False
-    ) -> _T:
-        """`unit` in one transaction; `immediate`: it reads before it writes (see above)."""
+    async def _run(self, unit: Callable[[AsyncConnection], Awaitable[_T]]) -> _T:
+        """`unit` in one transaction."""
         async with self._engine.begin() as conn:
-            if immediate and self._sqlite:
-                await conn.exec_driver_sql("BEGIN IMMEDIATE")
             return await unit(conn)
 
     async def begin_turn(
@@ -215,7 +211,7 @@ class SqlConversation:
                 user, session_id, has_memories, message_id, await _history(c, session_id)
             )
 
-        return await self._run(unit, immediate=True)
+        return await self._run(unit)
 
     async def record_tool_round(
         self,

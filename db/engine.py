@@ -11,8 +11,7 @@ raises them as SQLAlchemy's own (IntegrityError and friends).
 Concurrent writers wait in SQLite's busy handler (busy_timeout), on the driver's thread:
 the driver's deferred transactions begin at the first write, so a transaction never holds
 a read snapshot that a later write would have to upgrade (which SQLite refuses at once
-instead of waiting); a unit that must read first begins with BEGIN IMMEDIATE
-(db/conversation.py).
+instead of waiting).
 """
 
 from __future__ import annotations

@@ -259,19 +259,19 @@ async def test_two_engines_on_one_file_both_write_under_contention(
     try:
         conv = SqlConversation(session_factory(other))
         await begin(conv, "first")
-        beginning = asyncio.Event()
+        writing = asyncio.Event()
 
         def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-            if statement.startswith("BEGIN IMMEDIATE"):
-                beginning.set()
+            if statement.startswith("INSERT INTO messages"):  # the turn's first write
+                writing.set()
 
         event.listen(other.sync_engine, "before_cursor_execute", seen)
         async with session_factory(sqlite_engine)() as s, s.begin():
             s.add(User(telegram_id=99, name="other", created_at=T0))
             await s.flush()  # this engine's connection holds the write lock
             turn = asyncio.create_task(begin(conv, "second"))
-            await asyncio.wait_for(beginning.wait(), 60)
-            # Held on while the other engine's BEGIN meets the lock; without a busy
+            await asyncio.wait_for(writing.wait(), 60)
+            # Held on while the other engine's write meets the lock; without a busy
             # timeout the turn has failed by now.
             await asyncio.sleep(0.3)
         started = await asyncio.wait_for(turn, 60)
