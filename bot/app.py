@@ -143,7 +143,6 @@ class App:
                 log.exception("closing a tool resource failed")
         await self.llm.close()
         await self.http.aclose()
-        self.agent.close()
         await self.engine.dispose()
         heap.thaw()
 

@@ -3,34 +3,31 @@ openai-agents' `Session` — begin a turn, record a tool round, record the answe
 history. `Conversation` is the protocol; `SqlConversation` implements it once with
 SQLAlchemy Core, for SQLite and PostgreSQL alike.
 
-Each call is one unit of work in ONE transaction, written once as a plain function over a
-synchronous SQLAlchemy Connection and run
-- on PostgreSQL through the async engine (`AsyncConnection.run_sync`: the same statements
-  on asyncpg);
-- on a SQLite file right on the event loop's thread, with a synchronous engine on the same
-  database. Through the async driver every statement is several hand-offs to the driver's
-  thread and back (open a cursor, execute, fetch, close), each waiting for the GIL while
-  the loop is busy, and those were most of a message's cost; SQLite answers these few
-  indexed statements on a local file faster than one hand-off. The loop never waits for a
-  lock: the connection has no busy timeout, and a unit that finds the database locked is
-  rolled back and tried again after an asynchronous pause.
+Each record is one unit of work in ONE transaction on the app's async engine (aiosqlite or
+asyncpg), so no database work runs on the event loop's thread. On SQLite a writer that
+finds the write lock taken waits in SQLite's busy handler, on the driver's thread
+(db/engine.py sets busy_timeout on every connection), and no retry loop is needed: the
+driver opens the transaction (a deferred BEGIN) right before the unit's first write, so
+that write is the transaction's first statement and SQLite waits for the lock there. A
+deferred transaction that read first and wrote later would instead have to upgrade a read
+snapshot, which SQLite refuses at once, without waiting. So a turn's start reads its user
+and session outside the transaction (as it always did; one chat's messages are handled in
+order) and its writes are the transaction.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy import Table, insert, update
-from sqlalchemy.engine import Connection
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from db.engine import BUSY_TIMEOUT_S, SessionFactory, engine_of, sqlite_file, sync_sqlite_engine
+from db.engine import SessionFactory, engine_of
 from db.models.core import ChatSession, ToolCallRecord, User
 from db.repos import core as repo
 from db.repos import usage as usage_repo
@@ -144,38 +141,17 @@ class Conversation(Protocol):
         """The session's newest `limit` rows, oldest first."""
         ...
 
-    def close(self) -> None: ...
-
 
 class SqlConversation:
+    """Holds nothing of its own: the engine belongs to whoever built the session factory."""
+
     def __init__(self, session_factory: SessionFactory) -> None:
         self._engine = engine_of(session_factory)
-        path = sqlite_file(self._engine)
-        self._sync = sync_sqlite_engine(path, busy_timeout_ms=0) if path is not None else None
 
-    async def _run(self, unit: Callable[[Connection], _T]) -> _T:
-        """`unit` in one transaction: on the SQLite file directly, or on the async engine."""
-        if self._sync is None:
-            async with self._engine.begin() as conn:
-                return await conn.run_sync(unit)
-        # A write lock held elsewhere is waited for here, in the event loop (the connection
-        # has no busy timeout of its own): the whole unit is rolled back and tried again.
-        deadline = asyncio.get_running_loop().time() + BUSY_TIMEOUT_S
-        pause = 0.001
-        while True:
-            try:
-                with self._sync.begin() as conn:
-                    return unit(conn)
-            except OperationalError as exc:
-                busy = getattr(exc.orig, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED")
-                if not busy or asyncio.get_running_loop().time() > deadline:
-                    raise
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.02)
-
-    def close(self) -> None:
-        if self._sync is not None:
-            self._sync.dispose()
+    async def _run(self, unit: Callable[[AsyncConnection], Awaitable[_T]]) -> _T:
+        """`unit` in one transaction."""
+        async with self._engine.begin() as conn:
+            return await unit(conn)
 
     async def begin_turn(
         self,
@@ -189,25 +165,25 @@ class SqlConversation:
         now: datetime,
         period_over: PeriodOver,
     ) -> Started:
-        def unit(c: Connection) -> Started:
+        async def unit(c: AsyncConnection) -> Started:
             read = repo.LOCAL_START_READ if telegram_id is None else repo.START_READ
-            row = c.execute(read, {"telegram_id": telegram_id}).first()
+            row = (await c.execute(read, {"telegram_id": telegram_id})).first()
             if row is None:
                 values = {"telegram_id": telegram_id, "name": user_name, "created_at": now}
-                uid = c.execute(_ADD_USER, values).scalar_one()
+                uid = (await c.execute(_ADD_USER, values)).scalar_one()
                 user = TurnUser(uid, telegram_id, user_name, None, None, False, None)
                 session_id, started, has_memories = None, None, False
             else:
                 uid, name, tz_name, model, footer, warned, session_id, started, voice, has = row
                 if user_name and name != user_name:
-                    c.execute(update(User).where(User.id == uid).values(name=user_name))
+                    await c.execute(update(User).where(User.id == uid).values(name=user_name))
                     name = user_name
                 user = TurnUser(uid, telegram_id, name, tz_name, model, bool(footer), warned, voice)
                 has_memories = bool(has)
             # A message after the split time opens a new session even if the scheduler has
             # not archived the old one yet (it writes the old one's summary).
             if session_id is not None and period_over(cast(datetime, started), user.timezone):
-                c.execute(
+                await c.execute(
                     update(ChatSession)
                     .where(ChatSession.id == session_id, ChatSession.ended_at.is_(None))
                     .values(ended_at=now)
@@ -217,7 +193,7 @@ class SqlConversation:
             if session_id is None:
                 name = repo.default_session_name(now)
                 new = {"user_id": user.id, "name": name, "started_at": now}
-                session_id = c.execute(_ADD_SESSION, new).scalar_one()
+                session_id = (await c.execute(_ADD_SESSION, new)).scalar_one()
             message: repo.MessageFields = {
                 "session_id": session_id,
                 "user_id": user.id,
@@ -228,8 +204,12 @@ class SqlConversation:
                 "telegram_message_id": telegram_message_id,
                 "kind": kind,
             }
-            message_id = c.execute(repo.ADD_MESSAGE, repo.message_params(message)).scalar_one()
-            return Started(user, session_id, has_memories, message_id, _history(c, session_id))
+            message_id = (
+                await c.execute(repo.ADD_MESSAGE, repo.message_params(message))
+            ).scalar_one()
+            return Started(
+                user, session_id, has_memories, message_id, await _history(c, session_id)
+            )
 
         return await self._run(unit)
 
@@ -259,10 +239,10 @@ class SqlConversation:
                 }
             )
 
-        def unit(c: Connection) -> None:
+        async def unit(c: AsyncConnection) -> None:
             rows = [message("assistant", content, calls=json.dumps(wire_calls))]
             rows += [message("tool", r.text, result=r) for r in results]
-            c.execute(repo.ADD_MESSAGES, rows)
+            await c.execute(repo.ADD_MESSAGES, rows)
             if results:
                 audit = [
                     {
@@ -280,8 +260,8 @@ class SqlConversation:
                     }
                     for r in results
                 ]
-                c.execute(_ADD_TOOL_CALL, audit)
-            _usage(c, turn, usage)
+                await c.execute(_ADD_TOOL_CALL, audit)
+            await _usage(c, turn, usage)
 
         await self._run(unit)
 
@@ -297,26 +277,29 @@ class SqlConversation:
             "now": now,
         }
 
-        def unit(c: Connection) -> None:
-            _usage(c, turn, usage)
-            c.execute(repo.ADD_MESSAGES, repo.message_params(message))
+        async def unit(c: AsyncConnection) -> None:
+            await _usage(c, turn, usage)
+            await c.execute(repo.ADD_MESSAGES, repo.message_params(message))
 
         await self._run(unit)
 
     async def history(self, session_id: int, limit: int) -> Sequence[repo.HistoryRow]:
-        return await self._run(lambda c: _history(c, session_id, limit))
+        async with self._engine.connect() as conn:
+            return await _history(conn, session_id, limit)
 
 
-def _history(c: Connection, session_id: int, limit: int = HISTORY_ROWS) -> list[Any]:
-    rows = list(c.execute(repo.HISTORY, {"session_id": session_id, "limit": limit}).all())
+async def _history(c: AsyncConnection, session_id: int, limit: int = HISTORY_ROWS) -> list[Any]:
+    rows = list((await c.execute(repo.HISTORY, {"session_id": session_id, "limit": limit})).all())
     rows.reverse()
     return rows
 
 
-def _usage(c: Connection, turn: Turn, usage: UsageWrites | None) -> None:
+async def _usage(c: AsyncConnection, turn: Turn, usage: UsageWrites | None) -> None:
     if usage is None:
         return
     if usage.rows:
-        c.execute(usage_repo.INSERT, list(usage.rows))
+        await c.execute(usage_repo.INSERT, list(usage.rows))
     if usage.warned is not None:
-        c.execute(update(User).where(User.id == turn.user_id).values(usage_warned=usage.warned))
+        await c.execute(
+            update(User).where(User.id == turn.user_id).values(usage_warned=usage.warned)
+        )

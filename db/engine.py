@@ -1,14 +1,17 @@
 """The async engine: SQLite (the default) or PostgreSQL, picked by the URL.
 
 SQLite goes through SQLAlchemy's own aiosqlite dialect and gets WAL, busy_timeout, foreign
-keys and sqlite-vec on every connection. The stdlib sqlite3 of pyenv and python.org builds
-cannot load extensions; there we connect through pysqlite3 (the pysqlite3-binary wheel) and
-hand the dialect (its documented `module` argument) a DB-API built from pysqlite3's
-exception classes, so IntegrityError and friends still map.
+keys and sqlite-vec on every connection. Each connection is made by the engine's
+`async_creator` (SQLAlchemy's public hook for a driver connection of one's own): an
+aiosqlite connection over the sqlite3 module that can load extensions. The stdlib sqlite3
+of pyenv and python.org builds cannot; there it is pysqlite3 (the pysqlite3-binary wheel),
+whose exceptions SQLAlchemy does not know as the driver's, so a `handle_error` listener
+raises them as SQLAlchemy's own (IntegrityError and friends).
 
-Concurrent writers wait in SQLite's busy handler (busy_timeout): the driver's deferred
-transactions begin at the first write, so a transaction never holds a read snapshot that a
-later write would have to upgrade (which SQLite refuses at once instead of waiting).
+Concurrent writers wait in SQLite's busy handler (busy_timeout), on the driver's thread:
+the driver's deferred transactions begin at the first write, so a transaction never holds
+a read snapshot that a later write would have to upgrade (which SQLite refuses at once
+instead of waiting).
 """
 
 from __future__ import annotations
@@ -16,15 +19,15 @@ from __future__ import annotations
 import sqlite3
 import types
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 import sqlite_vec
-from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy import event
-from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_dbapi
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Connection, ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -51,77 +54,60 @@ def sqlite_module() -> types.ModuleType:
     return pysqlite3  # type: ignore[no-any-return]
 
 
-def configure_connection(conn: Any, busy_timeout_ms: int = BUSY_TIMEOUT_S * 1000) -> None:
-    """Pragmas and sqlite-vec for one raw DB-API connection."""
+def configure_connection(conn: Any) -> None:
+    """Pragmas and sqlite-vec for one raw DB-API connection (BUSY_TIMEOUT_S read now, so a
+    test can shorten it)."""
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+    conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
 
 
-def _dbapi(module: types.ModuleType) -> AsyncAdapt_aiosqlite_dbapi:
-    shim = types.ModuleType("aiosqlite_shim")
-    shim.__dict__.update(vars(aiosqlite))
-    for name in (
-        "DatabaseError",
-        "Error",
-        "IntegrityError",
-        "NotSupportedError",
-        "OperationalError",
-        "ProgrammingError",
-        "sqlite_version",
-        "sqlite_version_info",
-        "Warning",
-        "InterfaceError",
-        "DataError",
-        "InternalError",
-    ):
-        if hasattr(module, name):
-            setattr(shim, name, getattr(module, name))
-    return AsyncAdapt_aiosqlite_dbapi(shim, module)
-
-
-def _connect(path: str, module: types.ModuleType, busy_timeout_ms: int | None = None) -> Any:
+def _connect(path: str, module: types.ModuleType) -> Any:
     # The driver's default (deferred) transaction handling: it issues BEGIN before the
     # first write, so a SQLAlchemy transaction really commits or rolls back as one
     # (isolation_level=None would autocommit every statement). Starting at the first
     # write, not at a read, lets busy_timeout work when chats write at once.
     conn = module.connect(path, check_same_thread=False)
-    if busy_timeout_ms is None:
-        configure_connection(conn)
-    else:
-        configure_connection(conn, busy_timeout_ms)
+    configure_connection(conn)
     return conn
 
 
-def _creator(path: str, module: types.ModuleType) -> Callable[[], Any]:
-    async def create() -> aiosqlite.Connection:
-        conn = aiosqlite.Connection(lambda: _connect(path, module), iter_chunk_size=64)
-        return await conn
-
-    return create
+async def _aiosqlite_connection(path: str, module: types.ModuleType) -> aiosqlite.Connection:
+    # aiosqlite.connect() would open the stdlib module; its Connection takes any connector.
+    return await aiosqlite.Connection(partial(_connect, path, module), iter_chunk_size=64)
 
 
-def sqlite_file(engine: AsyncEngine) -> str | None:
-    """The database file of a SQLite engine (None: PostgreSQL, or SQLite in memory)."""
-    if engine.dialect.name != "sqlite":
+def _wrap_foreign_errors(module: types.ModuleType) -> Callable[[ExceptionContext], Any]:
+    """A `handle_error` listener that raises `module`'s driver errors as SQLAlchemy's own,
+    as SQLAlchemy does for the stdlib sqlite3's (most specific class first)."""
+    pairs: list[tuple[type[BaseException], type[sa_exc.DBAPIError]]] = [
+        (module.IntegrityError, sa_exc.IntegrityError),
+        (module.OperationalError, sa_exc.OperationalError),
+        (module.ProgrammingError, sa_exc.ProgrammingError),
+        (module.NotSupportedError, sa_exc.NotSupportedError),
+        (module.DataError, sa_exc.DataError),
+        (module.InternalError, sa_exc.InternalError),
+        (module.InterfaceError, sa_exc.InterfaceError),
+        (module.DatabaseError, sa_exc.DatabaseError),
+        (module.Error, sa_exc.DBAPIError),
+    ]
+
+    def wrap(ctx: ExceptionContext) -> sa_exc.DBAPIError | None:
+        orig = ctx.original_exception
+        if ctx.sqlalchemy_exception is not None or not isinstance(orig, Exception):
+            return None  # already SQLAlchemy's, or not the driver's
+        for driver_class, ours in pairs:
+            if isinstance(orig, driver_class):
+                return ours(
+                    ctx.statement, ctx.parameters, orig, connection_invalidated=ctx.is_disconnect
+                )
         return None
-    database = engine.url.database
-    return None if not database or database == ":memory:" else database
 
-
-def sync_sqlite_engine(path: str, busy_timeout_ms: int) -> Engine:
-    """A synchronous engine on a SQLite file, with the same connection set-up, for short
-    units of work run on the event loop's thread (db/conversation.py)."""
-    module = sqlite_module()
-
-    def connect() -> Any:
-        return _connect(path, module, busy_timeout_ms)
-
-    return create_sync_engine("sqlite://", creator=connect, module=module)
+    return wrap
 
 
 def postgres_url(url: str) -> str:
@@ -151,11 +137,12 @@ def create_engine(url: str) -> AsyncEngine:
     # files, a static one for :memory:); the connection itself comes from async_creator.
     engine = create_async_engine(
         f"sqlite+aiosqlite:///{database}",
-        async_creator=_creator(database, module),
-        module=_dbapi(module),
+        async_creator=partial(_aiosqlite_connection, database, module),
         pool_reset_on_return=None,  # the "reset" handler below does it
     )
     event.listen(engine.sync_engine, "reset", _rollback_if_open)
+    if module is not sqlite3:
+        event.listen(engine.sync_engine, "handle_error", _wrap_foreign_errors(module))
     return engine
 
 

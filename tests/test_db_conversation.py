@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -223,8 +223,8 @@ async def test_many_chats_at_once_all_land(sqlite_engine: AsyncEngine) -> None:
 
 
 async def test_a_turn_waits_for_a_write_lock_held_elsewhere(sqlite_engine: AsyncEngine) -> None:
-    """On SQLite the unit runs on the event loop's thread: a database locked by another
-    connection is waited for without blocking the loop, then the unit goes through."""
+    """On SQLite a database locked by another connection is waited for on the driver's
+    thread, without blocking the loop, then the unit goes through."""
     sf = session_factory(sqlite_engine)
     conv = SqlConversation(sf)
     await begin(conv, "first")
@@ -246,4 +246,36 @@ async def test_a_turn_waits_for_a_write_lock_held_elsewhere(sqlite_engine: Async
     await holder
     started = await asyncio.wait_for(turn, 10)
     assert [m.content for m in started.history] == ["first", "second"]
-    conv.close()
+
+
+async def test_two_engines_on_one_file_both_write_under_contention(
+    sqlite_engine: AsyncEngine,
+) -> None:
+    """Two engines on one SQLite file (two workers', or a tool's beside the agent's): a
+    record that meets the other's open write transaction waits in the busy handler and
+    lands once the lock is gone; without a busy timeout it would fail at once with
+    "database is locked"."""
+    other = create_engine(sqlite_engine.url.render_as_string())
+    try:
+        conv = SqlConversation(session_factory(other))
+        await begin(conv, "first")
+        writing = asyncio.Event()
+
+        def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            if statement.startswith("INSERT INTO messages"):  # the turn's first write
+                writing.set()
+
+        event.listen(other.sync_engine, "before_cursor_execute", seen)
+        async with session_factory(sqlite_engine)() as s, s.begin():
+            s.add(User(telegram_id=99, name="other", created_at=T0))
+            await s.flush()  # this engine's connection holds the write lock
+            turn = asyncio.create_task(begin(conv, "second"))
+            await asyncio.wait_for(writing.wait(), 60)
+            # Held on while the other engine's write meets the lock; without a busy
+            # timeout the turn has failed by now.
+            await asyncio.sleep(0.3)
+        started = await asyncio.wait_for(turn, 60)
+        assert [m.content for m in started.history] == ["first", "second"]
+        assert await count(sqlite_engine, User) == 2  # both writers' rows
+    finally:
+        await other.dispose()

@@ -111,9 +111,6 @@ class Agent:
         self.conversation = SqlConversation(self.session_factory)
         self.window = HistoryWindow(self.session_factory, self.clock)
 
-    def close(self) -> None:
-        self.conversation.close()
-
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         now, request_id = self.clock(), uuid.uuid4().hex[:16]
         started = await self.conversation.begin_turn(
