@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -262,8 +262,11 @@ async def test_hybrid_beats_either_half(env: Env) -> None:
     for f in HYBRID_FACTS:
         await put(env, f)
 
+    base = env.store.weights
+
     async def mrr(bm25: bool, vectors: bool) -> float:
-        env.store.use_bm25, env.store.use_vectors = bm25, vectors
+        # A half weighted 0 is not searched.
+        env.store.weights = replace(base, bm25=base.bm25 * bm25, vector=base.vector * vectors)
         total = 0.0
         for query, answer in HYBRID_QUERIES:
             got = await contents(env, query, limit=5)
@@ -356,7 +359,7 @@ async def test_doc_freqs_stem_like_the_index(env: Env) -> None:
 
 
 async def test_pruned_bm25_finds_rare_words_and_answers_common_ones(env: Env) -> None:
-    env.store.use_vectors = False  # the BM25 half alone
+    env.store.weights = replace(env.store.weights, vector=0.0)  # the BM25 half alone
     env.store.words.budget = 3
 
     async def put_alone(content: str, user: int = 0) -> None:
@@ -382,7 +385,7 @@ async def test_pruned_bm25_finds_rare_words_and_answers_common_ones(env: Env) ->
 async def test_word_counts_refresh_after_writes(env: Env) -> None:
     from tools.memory import wordcounts
 
-    env.store.use_vectors = False
+    env.store.weights = replace(env.store.weights, vector=0.0)
     env.store.words.budget = 3
     await put(env, "Tea with lemon")
     await contents(env, "tea lemon")

@@ -27,7 +27,6 @@ class Search:
     _counts: dict[int, int]  # memories per user, counted once, then tracked
     _total: int | None  # memories of all users, likewise
     words: WordCounts
-    overlap: bool
 
     async def _search(
         self,
@@ -45,7 +44,7 @@ class Search:
         knn: asyncio.Future[list[tuple[int, float]]] | None = None
         if embedding is not None:
             uv = await self._user_vectors(s, user_id)
-            if uv is not None and len(wanted) == len(LAYERS) and self.overlap:
+            if uv is not None and len(wanted) == len(LAYERS):
                 # numpy and SQLite both release the GIL: the embedding and the
                 # in-process KNN run in threads while BM25 runs in the database's.
                 knn = asyncio.ensure_future(self._knn_after(embedding, uv, pool, now))

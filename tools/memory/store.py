@@ -19,9 +19,7 @@ from db.engine import SessionFactory, is_postgres
 from db.models.memory import Memory
 from db.repos import memory as repo
 from tools.base import Clock
-from tools.memory import feedback
 from tools.memory.embeddings import Embedder, WordLlamaEmbedder, wordllama_installed
-from tools.memory.expand import Expander, by_neighbours
 from tools.memory.health import REINDEX_HINT, index_status
 from tools.memory.rank import RankWeights, fuse
 from tools.memory.reindex import reembed_all
@@ -67,14 +65,9 @@ class MemoryStore(Search):
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
         self._total: int | None = None  # memories of all users, likewise
         self.words = WordCounts()  # BM25 keeps the rarest query words (wordcounts.py)
-        self.expander = Expander(embedder.embed)  # used only when weights.expand > 0
         # The word-match stage's word vectors: always from the static embedder (a word's
         # vector is a table lookup), whichever embedder makes the memories' vectors.
         self.word_vectors = word_vectors(embedder)
-        # Recall modes for the benchmark: both halves, or one alone.
-        self.use_bm25 = True
-        self.use_vectors = True
-        self.overlap = True
 
     # -- index health -------------------------------------------------------------------
 
@@ -89,7 +82,7 @@ class MemoryStore(Search):
             status = await self.index_status()
             if not status.ok:
                 log.warning("memory index %s; recall uses words only", status.detail)
-        return bool(self._vectors) and self.use_vectors
+        return bool(self._vectors)
 
     async def _embed(self, text: str) -> np.ndarray | None:
         """One embedding, or None when vectors are off or the embedder failed."""
@@ -177,7 +170,6 @@ class MemoryStore(Search):
                 )
             generation = await repo.written(s)
         self._cached(generation, memory, vec if emb else None)
-        self.expander.note(user_id, content)
         if result.updated:
             self._counts[user_id] -= 1  # not one more memory after all
             if self._total is not None:
@@ -322,31 +314,15 @@ class MemoryStore(Search):
         wanted = [x for x in LAYERS if x in layers] if layers else list(LAYERS)
         pool = max(50, limit * 3)
         now = self._clock()
-        # The query's vector from its content words only when asked (vector_words).
-        said = " ".join(query_words(query)) if self.weights.vector_words else ""
+        w = self.weights
+        # A half weighted 0 is not searched at all (words only, meaning only).
         embedding = None
-        if self.use_vectors and await self._vectors_ok():
-            embedding = asyncio.ensure_future(self._embed(said or query))
-        terms = query_words(query) if self.use_bm25 else []
+        if w.vector > 0 and await self._vectors_ok():
+            embedding = asyncio.ensure_future(self._embed(query))
+        terms = query_words(query) if w.bm25 > 0 else []
         async with self._sf() as s:
             bm_hits, vec_hits = await self._search(s, user_id, terms, embedding, pool, wanted, now)
-            vec = await embedding if embedding is not None else None
-            w = self.weights
             scores = fuse(bm_hits, vec_hits, w)
-            if w.feedback > 0 and bm_hits:
-                scores = await feedback.by_words(
-                    s, user_id, now, self.words, terms, scores, w,
-                    lambda t: self._bm25(s, user_id, t, pool, wanted),
-                )  # fmt: skip
-            if w.expand > 0 and terms:
-                scores = await by_neighbours(
-                    s, user_id, self.expander, self.words, terms, scores, w,
-                    lambda t: self._bm25(s, user_id, t, pool, wanted),
-                )  # fmt: skip
-            if w.feedback_vec > 0 and vec_hits and vec is not None:
-                scores = await feedback.by_vectors(
-                    s, vec, scores, w, lambda v: self._knn_layers(s, user_id, v, pool, wanted)
-                )
             ranked, facts = await rerank(
                 s, user_id, query, scores, now, wanted, session_id, w, limit
             )
