@@ -98,61 +98,9 @@ async def test_a_question_hands_its_score_to_the_answer_after_it(env: Env) -> No
     assert got.index(question) < got.index(answer)
 
 
-def test_shortlisted_knn_keeps_the_nearest_and_the_filters(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The in-process KNN compares leading dimensions first, then full rows of a shortlist."""
-    import random
-
-    import numpy as np
-
-    from tools.memory import vecindex
-    from tools.memory.embeddings import WordLlamaEmbedder
-
-    monkeypatch.setattr(vecindex, "SHORTLIST_MIN", 300)  # a tenth of the rows
-    rng = random.Random(5)
-    words = """dog cat garden coffee tea berlin paris meeting project budget doctor dentist
-    sister brother mother father friend birthday gift concert guitar piano running marathon
-    swimming book novel movie series recipe pasta curry bakery office laptop phone car bike
-    train flight hotel beach mountain hiking camping painting photo camera school exam job
-    interview salary rent flat house kitchen plants allergy vitamin gym yoga chess football
-    tennis weekend holiday christmas summer winter spring""".split()
-    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) for _ in range(3000)]
-    emb = WordLlamaEmbedder()
-    mat = emb.embed_sync(texts)
-    uv = vecindex.UserVectors()
-    for i, v in enumerate(mat):
-        uv.add(i + 1, "long" if i % 2 else "short", 10 if i % 7 == 0 else 100, v)
-    overlap = []
-    for t in texts[:30]:
-        q = emb.embed_sync([t])[0]
-        got = [m for m, _ in uv.knn(q, 20, None, 50)]
-        alive = np.array([i % 7 != 0 for i in range(len(texts))])
-        sims = np.where(alive, mat @ q, -np.inf)
-        exact = [int(i) + 1 for i in np.argsort(-sims)[:20]]
-        assert got[0] == exact[0]
-        overlap.append(len(set(got) & set(exact)) / 20)
-        assert all((m - 1) % 7 != 0 for m in got)  # expired rows never come back
-        longs = uv.knn(q, 20, "long", 50)
-        assert longs and all((m - 1) % 2 == 1 for m, _ in longs)
-    assert float(np.mean(overlap)) >= 0.95
-
-
-def test_blocked_dot_equals_the_plain_product() -> None:
-    import numpy as np
-
-    from tools.memory.vecindex import BLOCK_ROWS, dot
-
-    rng = np.random.default_rng(3)
-    mat = rng.standard_normal((2 * BLOCK_ROWS + 17, 64)).astype(np.float32)
-    q = rng.standard_normal(64).astype(np.float32)
-    assert np.allclose(dot(mat, q), mat @ q, atol=1e-4)
-
-
-async def test_recall_is_the_same_in_every_execution_mode(env: Env) -> None:
-    """The KNN thread beside BM25 and neighbours of the best candidates only change how a
-    recall runs, not what it finds."""
-    env.store.vcache.min_rows = 1  # the in-process copy, as for a big user
+async def test_neighbours_of_the_best_candidates_find_what_all_would(env: Env) -> None:
+    """Reading the neighbours of the best candidates only changes how a recall runs, not
+    what it finds."""
     texts = [f"note {i}: {w} with the {x}" for i, (w, x) in enumerate(
         [("hiking", "dog"), ("coffee", "sister"), ("pottery", "kids"), ("chess", "father")] * 5
     )]  # fmt: skip

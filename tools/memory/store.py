@@ -28,7 +28,6 @@ from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult
 from tools.memory.search import LAYERS, Search
 from tools.memory.settings import MemorySettings
 from tools.memory.text import normalise, query_words, same_words
-from tools.memory.vecindex import VectorCache
 from tools.memory.wordcounts import WordCounts
 from tools.memory.wordmatch import WordVectors, matches, rescore
 
@@ -45,7 +44,6 @@ class MemoryStore(Search):
         settings: MemorySettings,
         clock: Clock,
         weights: RankWeights | None = None,
-        vcache: VectorCache | None = None,
     ) -> None:
         self._sf = session_factory
         self.embedder = embedder
@@ -61,7 +59,6 @@ class MemoryStore(Search):
         self._words_on_pg = weights is not None or given is not None
         self._vectors: bool | None = None  # None: not checked yet
         self._write_lock = asyncio.Lock()
-        self.vcache = vcache or VectorCache()
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
         self._total: int | None = None  # memories of all users, likewise
         self.words = WordCounts()  # BM25 keeps the rarest query words (wordcounts.py)
@@ -168,8 +165,7 @@ class MemoryStore(Search):
                     message_id=message_id,
                     now=now,
                 )
-            generation = await repo.written(s)
-        self._cached(generation, memory, vec if emb else None)
+        self._counted(memory.user_id)
         if result.updated:
             self._counts[user_id] -= 1  # not one more memory after all
             if self._total is not None:
@@ -204,21 +200,12 @@ class MemoryStore(Search):
         )
         return StoreResult(await repo.insert(s, memory, emb), False), memory
 
-    def _cached(self, generation: int, memory: Memory, vec: Any) -> None:
-        """Keep the in-process vector copies in step with a committed write."""
-        self._counts[memory.user_id] = self._counts.get(memory.user_id, 0) + 1
+    def _counted(self, user_id: int) -> None:
+        """Keep the counts BM25 reads in step with a committed write."""
+        self._counts[user_id] = self._counts.get(user_id, 0) + 1
         if self._total is not None:
             self._total += 1
         self.words.note_writes()
-        uv = self.vcache.get(memory.user_id) if self.vcache.wrote(generation) else None
-        if uv is not None and vec is not None:
-            uv.add(memory.id, memory.layer, repo.epoch(memory.expires_at), vec)
-
-    def _uncache(self, generation: int, ids: list[int]) -> None:
-        self.words.note_writes(len(ids))
-        if self.vcache.wrote(generation):
-            for uv in self.vcache.users.values():
-                uv.remove(ids)
 
     async def _twin(
         self,
@@ -251,8 +238,7 @@ class MemoryStore(Search):
             if await repo.get(s, user_id, memory_id) is None:
                 return False
             gone = await repo.delete_ids(s, [memory_id]) > 0
-            generation = await repo.written(s)
-        self._uncache(generation, [memory_id])
+        self.words.note_writes()
         return gone
 
     async def clear_session(self, *, user_id: int, session_id: int) -> int:
@@ -260,9 +246,7 @@ class MemoryStore(Search):
         async with self._sf() as s, s.begin():
             ids = await repo.session_ids(s, user_id, session_id)
             n = await repo.delete_ids(s, ids)
-            generation = await repo.written(s) if ids else None
-        if generation is not None:
-            self._uncache(generation, ids)
+        self.words.note_writes(len(ids))
         return n
 
     async def sweep(self, now: datetime | None = None) -> int:
@@ -270,9 +254,7 @@ class MemoryStore(Search):
         async with self._sf() as s, s.begin():
             ids = await repo.expired_ids(s, now or self._clock())
             n = await repo.delete_ids(s, ids)
-            generation = await repo.written(s) if ids else None
-        if generation is not None:
-            self._uncache(generation, ids)
+        self.words.note_writes(len(ids))
         return n
 
     # -- reads ----------------------------------------------------------------------------
@@ -358,7 +340,6 @@ class MemoryStore(Search):
         """Re-embed every memory with the configured embedder and rebuild both indexes."""
         done = await reembed_all(self._sf, self.embedder, progress)
         self._vectors = True
-        self.vcache.clear()
         return done
 
 
