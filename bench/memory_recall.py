@@ -18,7 +18,7 @@ The parts live beside this file: recall_quality.py, recall_speed.py, recall_comm
 Usage: python bench/memory_recall.py [--data ../shared/data/locomo_dev3.json]
                                      [--quality-only | --speed-only] [--quick]
                                      [--embeddings wordllama|endpoint] [--vector-weights 0.2,0.5]
-                                     [--query question|evidence|content|expand]
+                                     [--query question|evidence|answer|content]
                                      [--rerank none|words|endpoint|mmr]
 """
 
@@ -71,8 +71,8 @@ async def main() -> int:
         choices=QUERIES,
         default="question",
         help="what each question is recalled with: evidence = its evidence turns' text "
-        "(the upper bound of a rewritten query), content = its content words, expand = "
-        "plus the nearest words of the memories (tools/memory/expand.py)",
+        "(the upper bound of a rewritten query), answer = plus its gold answer, "
+        "content = its content words",
     )
     p.add_argument(
         "--rerank",

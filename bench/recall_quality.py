@@ -35,48 +35,34 @@ OFF = {
     "question_self": 1.0,
     "question_next": 0.0,
     "date_boost": 1.0,
-    "feedback": 0.0,
     "word_match": 0.0,
 }
 WORDS_OFF = replace(BASE, word_match=0.0)
-# name: (BM25 on, vectors on, weights). hybrid is the shipped default; the no-* rows each
-# take one part of it out (dates, questions, the word-match stage), the feedback row adds
-# pseudo-relevance feedback (off by default: a third more CPU a recall), "before" is the
-# ranking before dates and questions (issue 15); bm25 and vectors are each half alone and
-# the *-plain rows the baselines: BM25 alone, and reciprocal-rank fusion of BM25 and
-# vectors (k = 60); none of these has the word-match stage.
-MODES: dict[str, tuple[bool, bool, RankWeights]] = {
-    "hybrid": (True, True, BASE),
-    "no-dates": (True, True, replace(BASE, date_boost=1.0)),
-    "no-quest": (True, True, replace(BASE, question_self=1.0, question_next=0.0)),
+BM25_ONLY = replace(WORDS_OFF, vector=0.0)
+VECTORS_ONLY = replace(WORDS_OFF, bm25=0.0)
+# name: weights. hybrid is the shipped default; the no-* rows each take one part of it out
+# (dates, questions, the word-match stage), "before" is the ranking before dates and
+# questions (issue 15); bm25 and vectors are each half alone (the other weighted 0) and the
+# *-plain rows the baselines: BM25 alone, and reciprocal-rank fusion of BM25 and vectors
+# (k = 60); none of these has the word-match stage. Tried for issue 15 and 27 and not kept
+# (pseudo-relevance feedback, query expansion, rescaled cosines, a Rocchio vector round, a
+# session-diversity penalty, the query embedded from its content words): each within noise
+# or worse on the left-out figure, and removed with their code.
+MODES: dict[str, RankWeights] = {
+    "hybrid": BASE,
+    "no-dates": replace(BASE, date_boost=1.0),
+    "no-quest": replace(BASE, question_self=1.0, question_next=0.0),
     # The word-match stage over the top 50 (tools/memory/wordmatch.py) off: the ranking
     # before it (issue 27).
-    "no-words": (True, True, WORDS_OFF),
-    "feedback": (True, True, replace(BASE, feedback=0.3)),
-    # Query expansion by the nearest words in the embedding (tools/memory/expand.py): off,
-    # chosen by leave-one-out it helped categories 1 and 3 but not the whole (see RankWeights).
-    "expand": (True, True, replace(BASE, expand=0.2)),
-    "before": (
-        True,
-        True,
-        replace(WORDS_OFF, date_boost=1.0, question_self=1.0, question_next=0.0),
-    ),
-    # Tried for issue 15, not kept (each within noise or worse on the left-out figure):
-    # cosines rescaled over the candidates, a Rocchio vector round, a wider word feedback
-    # round, a penalty on the n-th memory of one session (for multi-session answers), and
-    # the query embedded from its content words only (with rescaled cosines).
-    "vec-norm": (True, True, replace(BASE, vector_norm=True, vector=0.3)),
-    "fb-vec": (True, True, replace(BASE, feedback_vec=0.1)),
-    "fb-wide": (True, True, replace(BASE, feedback=0.5, feedback_docs=5, feedback_terms=8)),
-    "diverse": (True, True, replace(BASE, diversity=0.9)),
-    "vec-words": (True, True, replace(BASE, vector_words=True, vector_norm=True, vector=0.4)),
+    "no-words": WORDS_OFF,
+    "before": replace(WORDS_OFF, date_boost=1.0, question_self=1.0, question_next=0.0),
     # The vector weight raised (issue 15, for a contextual embedding: --embeddings endpoint).
-    "vec-0.5": (True, True, replace(BASE, vector=0.5)),
-    "vec-1.0": (True, True, replace(BASE, vector=1.0)),
-    "bm25": (True, False, WORDS_OFF),
-    "vectors": (False, True, WORDS_OFF),
-    "bm25-plain": (True, False, replace(BASE, **OFF)),
-    "rrf-plain": (True, True, replace(BASE, **OFF)),
+    "vec-0.5": replace(BASE, vector=0.5),
+    "vec-1.0": replace(BASE, vector=1.0),
+    "bm25": BM25_ONLY,
+    "vectors": VECTORS_ONLY,
+    "bm25-plain": replace(BM25_ONLY, **OFF),
+    "rrf-plain": replace(BASE, **OFF),
 }
 # The weights leave-one-conversation-out chooses from: each part of the ranking off or at
 # a few strengths (BM25/vector balance and neighbour shares were measured flat around BASE).
@@ -151,9 +137,8 @@ async def load_conversation(
 # The query each question is recalled with (--query): the question itself; the text of its
 # evidence turns (the upper bound of a query the model rewrites: the very words to find);
 # the question and its gold answer (a milder oracle: a query naming what the answer says);
-# the question's content words only (stop and question words dropped); or the question
-# with the words of the user's memories nearest to its words added (expand.py).
-QUERIES = ("question", "evidence", "answer", "content", "expand")
+# or the question's content words only (stop and question words dropped).
+QUERIES = ("question", "evidence", "answer", "content")
 
 
 async def make_queries(
@@ -180,24 +165,18 @@ async def make_queries(
             query = f"{query} {qa.get('answer', '')}"
         elif how == "content":
             query = " ".join(query_words(query)) or query
-        elif how == "expand":
-
-            async def texts() -> list[str]:
-                return list(turns.values())
-
-            uw = await store.expander.load(user_id, texts)
-            near = await store.expander.expand(uw, query_words(query), 3, 0.4)
-            query = " ".join([query, *near])
         out.append((int(cat), query, wanted))
     return out
 
 
 async def rrf_plain(store: MemoryStore, user_id: int, question: str) -> list[int]:
     """Reciprocal-rank fusion (k = 60) of the BM25-only and vectors-only rankings."""
-    store.use_bm25, store.use_vectors = True, False
+    fused = store.weights
+    store.weights = replace(fused, vector=0.0)
     words = [h.id for h in await store.recall(user_id=user_id, query=question, limit=100)]
-    store.use_bm25, store.use_vectors = False, True
+    store.weights = replace(fused, bm25=0.0)
     meaning = [h.id for h in await store.recall(user_id=user_id, query=question, limit=100)]
+    store.weights = fused
     score: dict[int, float] = defaultdict(float)
     for ranked in (words, meaning):
         for rank, mid in enumerate(ranked):
@@ -243,10 +222,9 @@ async def conversation_rows(
         user_id, ids = await load_conversation(sf, store, conv, 1000, clk)
         questions = await make_queries(store, user_id, conv, ids, how)
         modes = {}
-        for mode, (b, v, weights) in MODES.items():
-            store.use_bm25, store.use_vectors, store.weights = b, v, weights
+        for mode, weights in MODES.items():
+            store.weights = weights
             modes[mode] = await score(store, user_id, questions, mode)
-        store.use_bm25 = store.use_vectors = True
         grid = []
         for weights in weight_sets:
             store.weights = weights

@@ -93,7 +93,6 @@ async def _copy_memory_index(src: AsyncEngine, dst: AsyncEngine) -> None:
                 row = await d.get(Memory, m.id)
                 assert row is not None
                 await memory_repo.replace(d, row, vectors.get(m.id))
-            await memory_repo.written(d)
         after = batch[-1].id
 
 

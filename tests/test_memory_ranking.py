@@ -1,5 +1,5 @@
 """Recall ranking parts: dates named in the query, questions handing off to their answers,
-pseudo-relevance feedback; on the real store (SQLite, FTS5, WordLlama)."""
+neighbours of the best candidates; on the real store (SQLite, FTS5, WordLlama)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,8 @@ async def test_a_date_in_the_query_favours_memories_of_that_day(env: Env) -> Non
 
 
 async def test_a_question_hands_its_score_to_the_answer_after_it(env: Env) -> None:
-    env.store.use_vectors = False  # words only, so the expected order is certain
+    # Words only (the vector half weighted 0), so the expected order is certain.
+    env.store.weights = replace(env.store.weights, vector=0.0)
     question = "Mel: How often do you and the kids work out at the gym together?"
     answer = "John: Three times a week, it keeps us on track."
     for text in ["Mel: The gym opened a new pool", question, answer, "Mel: Nice!"]:
@@ -97,95 +98,9 @@ async def test_a_question_hands_its_score_to_the_answer_after_it(env: Env) -> No
     assert got.index(question) < got.index(answer)
 
 
-async def test_feedback_finds_what_the_first_hits_point_to(env: Env) -> None:
-    env.store.use_vectors = False
-    facts = [
-        "Maria started aerial yoga at the Lotus studio on Elm street",
-        "Coffee with Anna on Friday",
-        "The Lotus studio on Elm street also runs kundalini classes",
-        "Bought new running shoes",
-    ]
-    for text in facts:  # no session: neighbours do not spread
-        await env.store.store(user_id=env.users[0], layer="long", content=text)
-    query = "which yoga does Maria do"
-
-    async def found() -> list[str]:
-        return [h.content for h in await env.store.recall(user_id=env.users[0], query=query)]
-
-    assert facts[2] not in await found()  # feedback is off by default
-    env.store.weights = replace(env.store.weights, feedback=0.3)
-    got = await found()
-    assert got[0] == facts[0] and facts[2] in got
-    assert "Coffee with Anna on Friday" not in got
-
-
-def test_shortlisted_knn_keeps_the_nearest_and_the_filters(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The in-process KNN compares leading dimensions first, then full rows of a shortlist."""
-    import random
-
-    import numpy as np
-
-    from tools.memory import vecindex
-    from tools.memory.embeddings import WordLlamaEmbedder
-
-    monkeypatch.setattr(vecindex, "SHORTLIST_MIN", 300)  # a tenth of the rows
-    rng = random.Random(5)
-    words = """dog cat garden coffee tea berlin paris meeting project budget doctor dentist
-    sister brother mother father friend birthday gift concert guitar piano running marathon
-    swimming book novel movie series recipe pasta curry bakery office laptop phone car bike
-    train flight hotel beach mountain hiking camping painting photo camera school exam job
-    interview salary rent flat house kitchen plants allergy vitamin gym yoga chess football
-    tennis weekend holiday christmas summer winter spring""".split()
-    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) for _ in range(3000)]
-    emb = WordLlamaEmbedder()
-    mat = emb.embed_sync(texts)
-    uv = vecindex.UserVectors()
-    for i, v in enumerate(mat):
-        uv.add(i + 1, "long" if i % 2 else "short", 10 if i % 7 == 0 else 100, v)
-    overlap = []
-    for t in texts[:30]:
-        q = emb.embed_sync([t])[0]
-        got = [m for m, _ in uv.knn(q, 20, None, 50)]
-        alive = np.array([i % 7 != 0 for i in range(len(texts))])
-        sims = np.where(alive, mat @ q, -np.inf)
-        exact = [int(i) + 1 for i in np.argsort(-sims)[:20]]
-        assert got[0] == exact[0]
-        overlap.append(len(set(got) & set(exact)) / 20)
-        assert all((m - 1) % 7 != 0 for m in got)  # expired rows never come back
-        longs = uv.knn(q, 20, "long", 50)
-        assert longs and all((m - 1) % 2 == 1 for m, _ in longs)
-    assert float(np.mean(overlap)) >= 0.95
-
-
-def test_blocked_dot_equals_the_plain_product() -> None:
-    import numpy as np
-
-    from tools.memory.vecindex import BLOCK_ROWS, dot
-
-    rng = np.random.default_rng(3)
-    mat = rng.standard_normal((2 * BLOCK_ROWS + 17, 64)).astype(np.float32)
-    q = rng.standard_normal(64).astype(np.float32)
-    assert np.allclose(dot(mat, q), mat @ q, atol=1e-4)
-
-
-def test_rescaled_cosines_and_session_diversity() -> None:
-    from tools.memory.rank import Candidate, RankWeights, diversify, fuse
-
-    w = RankWeights(vector=1.0, vector_norm=True)
-    assert fuse([], [(1, 0.2), (2, 0.3), (3, 0.4)], w) == pytest.approx({1: 1.0, 2: 0.5, 3: 0.0})
-    cands = {i: Candidate(i, "long", 1.0, NOW, 1 if i < 3 else 2) for i in (1, 2, 3)}
-    ranked = [(1, 1.0), (2, 0.9), (3, 0.8)]
-    assert diversify(ranked, cands, 1.0) == ranked
-    # The second memory of session 1 drops below the first of session 2.
-    assert [m for m, _ in diversify(ranked, cands, 0.5)] == [1, 3, 2]
-
-
-async def test_recall_is_the_same_in_every_execution_mode(env: Env) -> None:
-    """The KNN thread beside BM25, neighbours of the best candidates only, and the vector
-    feedback round change how a recall runs or adds to it, never drops the best match."""
-    env.store.vcache.min_rows = 1  # the in-process copy, as for a big user
+async def test_neighbours_of_the_best_candidates_find_what_all_would(env: Env) -> None:
+    """Reading the neighbours of the best candidates only changes how a recall runs, not
+    what it finds."""
     texts = [f"note {i}: {w} with the {x}" for i, (w, x) in enumerate(
         [("hiking", "dog"), ("coffee", "sister"), ("pottery", "kids"), ("chess", "father")] * 5
     )]  # fmt: skip
@@ -199,13 +114,7 @@ async def test_recall_is_the_same_in_every_execution_mode(env: Env) -> None:
         return [h.id for h in await env.store.recall(user_id=env.users[0], query=q, limit=limit)]
 
     first = await ids()
-    env.store.overlap = False
-    assert await ids() == first
     env.store.weights = replace(env.store.weights, spread_from=0)
     assert await ids() == first
     env.store.weights = replace(env.store.weights, spread_from=1)  # 2 x limit spread
     assert await ids(limit=1) == first[:1]
-    env.store.weights = replace(env.store.weights, spread_from=0)
-    env.store.weights = replace(env.store.weights, feedback_vec=0.2)
-    got = await ids()
-    assert got[0] == first[0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,7 +15,7 @@ from bot.config import Settings
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core
-from tests.conftest import make_settings, sqlite_only
+from tests.conftest import make_settings
 from tools.memory.embeddings import WordLlamaEmbedder
 from tools.memory.store import MemoryStore
 
@@ -262,8 +262,11 @@ async def test_hybrid_beats_either_half(env: Env) -> None:
     for f in HYBRID_FACTS:
         await put(env, f)
 
+    base = env.store.weights
+
     async def mrr(bm25: bool, vectors: bool) -> float:
-        env.store.use_bm25, env.store.use_vectors = bm25, vectors
+        # A half weighted 0 is not searched.
+        env.store.weights = replace(base, bm25=base.bm25 * bm25, vector=base.vector * vectors)
         total = 0.0
         for query, answer in HYBRID_QUERIES:
             got = await contents(env, query, limit=5)
@@ -276,57 +279,6 @@ async def test_hybrid_beats_either_half(env: Env) -> None:
         await mrr(False, True),
     )
     assert hybrid > words_only and hybrid > meaning_only
-
-
-@sqlite_only  # PostgreSQL keeps no in-process copy
-async def test_in_process_vectors_match_sqlite_vec(env: Env) -> None:
-    """Big users get KNN from an in-process copy: same answers, same filters, kept in step."""
-    from tools.memory.vecindex import VectorCache
-
-    for f in HYBRID_FACTS:
-        await put(env, f)
-    fast = MemoryStore(
-        env.sf, WordLlamaEmbedder(), env.settings, env.clock, vcache=VectorCache(min_rows=0)
-    )
-    for query, _ in HYBRID_QUERIES:
-        slow_ids = [h.id for h in await env.store.recall(user_id=env.users[0], query=query)]
-        fast_ids = [h.id for h in await fast.recall(user_id=env.users[0], query=query)]
-        assert fast_ids == slow_ids
-    assert env.users[0] in fast.vcache.users
-    # Writes through the store reach the copy: new, updated, forgotten, expired.
-    new = await fast.store(user_id=env.users[0], layer="short", content="Bought a kayak")
-    again = await fast.store(user_id=env.users[0], layer="short", content="bought a kayak")
-    assert again.updated and again.id == new.id
-    hits = await fast.recall(user_id=env.users[0], query="boat for paddling", limit=1)
-    assert [h.id for h in hits] == [new.id]
-    env.clock.now += timedelta(days=20)
-    assert await fast.recall(user_id=env.users[0], query="kayak", layers=["short"]) == []
-    assert await fast.sweep() == 1
-    assert new.id not in fast.vcache.users[env.users[0]].ids
-    assert await fast.forget(user_id=env.users[0], memory_id=1)
-    assert 1 not in fast.vcache.users[env.users[0]].ids
-    # Another user's vectors are never in this user's copy.
-    await put(env, "Plays the cello in a quartet", user=1)
-    assert [h.content for h in await fast.recall(user_id=env.users[1], query="cello")] == [
-        "Plays the cello in a quartet"
-    ]
-
-
-def test_user_vectors_grow_update_and_remove() -> None:
-    from tools.memory.vecindex import UserVectors
-
-    uv = UserVectors(capacity=2)
-    eye = np.eye(4, dtype=np.float32)
-    for i in range(4):
-        uv.add(i + 1, "long" if i % 2 == 0 else "mid", 100, eye[i])
-    assert uv.knn(eye[2], 1, None, 0) == [(3, 0.0)]
-    assert [m for m, _ in uv.knn(eye[2], 4, "mid", 0)] in ([2, 4], [4, 2])
-    uv.add(3, "long", 100, eye[0])  # updated in place: now points where #1 does
-    assert {m for m, _ in uv.knn(eye[0], 2, None, 0)} == {1, 3}
-    uv.remove([1])
-    assert [m for m, _ in uv.knn(eye[0], 1, None, 0)] == [3]
-    assert uv.knn(eye[0], 5, None, 100) == []  # all expired at t=100
-    assert sorted(uv.ids) == [2, 3, 4]
 
 
 def test_prune_keeps_the_rarest_words_within_budget() -> None:
@@ -356,7 +308,7 @@ async def test_doc_freqs_stem_like_the_index(env: Env) -> None:
 
 
 async def test_pruned_bm25_finds_rare_words_and_answers_common_ones(env: Env) -> None:
-    env.store.use_vectors = False  # the BM25 half alone
+    env.store.weights = replace(env.store.weights, vector=0.0)  # the BM25 half alone
     env.store.words.budget = 3
 
     async def put_alone(content: str, user: int = 0) -> None:
@@ -382,7 +334,7 @@ async def test_pruned_bm25_finds_rare_words_and_answers_common_ones(env: Env) ->
 async def test_word_counts_refresh_after_writes(env: Env) -> None:
     from tools.memory import wordcounts
 
-    env.store.use_vectors = False
+    env.store.weights = replace(env.store.weights, vector=0.0)
     env.store.words.budget = 3
     await put(env, "Tea with lemon")
     await contents(env, "tea lemon")

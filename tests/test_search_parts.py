@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from tools.search.cache import TTLCache
 from tools.search.hits import Hit, Query, dedupe, short_date
-from tools.search.ratelimit import Spacer
 from tools.search.text import clip, plain, snippet
 
 
@@ -79,60 +75,3 @@ def test_dedupe_keeps_first_of_each_url_up_to_limit() -> None:
     hits = [Hit("a", "https://a", ""), Hit("a2", "https://a", ""), Hit("b", "https://b", "")]
     assert [h.title for h in dedupe(hits, 5)] == ["a", "b"]
     assert [h.title for h in dedupe(hits, 1)] == ["a"]
-
-
-def test_cache_expires_after_ttl() -> None:
-    clock = FakeClock()
-    cache: TTLCache[str] = TTLCache(size=4, ttl=600, clock=clock)
-    cache.put("k", "v")
-    clock.now += 599
-    assert cache.get("k") == "v"
-    clock.now += 1
-    assert cache.get("k") is None
-    assert len(cache) == 0
-
-
-def test_cache_is_bounded_and_drops_least_recently_used() -> None:
-    cache: TTLCache[int] = TTLCache(size=3, ttl=600, clock=FakeClock())
-    for i in range(3):
-        cache.put(i, i)
-    assert cache.get(0) == 0  # 0 is now the most recently used
-    cache.put(3, 3)
-    assert len(cache) == 3
-    assert cache.get(1) is None
-    assert [cache.get(k) for k in (0, 2, 3)] == [0, 2, 3]
-
-
-async def test_spacer_spaces_back_to_back_calls() -> None:
-    clock = FakeClock()
-    spacer = Spacer(1.0, clock=clock, sleep=clock.sleep)
-    for _ in range(3):
-        await spacer.acquire()
-    assert clock.sleeps == pytest.approx([1.0, 1.0])
-
-
-async def test_spacer_does_not_wait_when_calls_are_far_apart() -> None:
-    clock = FakeClock()
-    spacer = Spacer(2.0, clock=clock, sleep=clock.sleep)
-    await spacer.acquire()
-    clock.now += 0.2
-    await spacer.acquire()
-    clock.now += 5
-    await spacer.acquire()
-    assert clock.sleeps == pytest.approx([0.3])
-
-
-async def test_spacer_serialises_concurrent_callers() -> None:
-    clock = FakeClock()
-    spacer = Spacer(4.0, clock=clock, sleep=clock.sleep)
-    await asyncio.gather(*(spacer.acquire() for _ in range(4)))
-    assert clock.sleeps == pytest.approx([0.25, 0.25, 0.25])
-
-
-async def test_spacer_hold_delays_the_next_call() -> None:
-    clock = FakeClock()
-    spacer = Spacer(1.0, clock=clock, sleep=clock.sleep)
-    await spacer.acquire()
-    spacer.hold(3.0)
-    await spacer.acquire()
-    assert clock.sleeps == pytest.approx([3.0])

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from cachetools import TTLCache
 
 from bot.agent.runner import Incoming
 from bot.agent.toolexec import run_call
@@ -20,8 +21,7 @@ from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.fakes.search_server import FakeSearch, Reply, fixture
 from tests.test_search_parts import FakeClock
 from tools.base import RequestContext, RequestTools, Tool, ToolCall, ToolError
-from tools.search.cache import TTLCache
-from tools.search.ratelimit import Spacer
+from tools.search.brave import plan_rate
 from tools.search.tool import SearchParams, make_backends, make_service, tool_for
 
 KEY = "BSA-secret-key-abcdef123"
@@ -64,9 +64,9 @@ def search_tool(
     settings: Settings, http: httpx.AsyncClient, clock: FakeClock | None = None
 ) -> Tool[SearchParams]:
     clock = clock or FakeClock()
-    spacer = Spacer(settings.brave_rate_per_second, clock=clock, sleep=clock.sleep)
-    cache: TTLCache[dict[str, Any]] = TTLCache(256, 600, clock=clock)
-    return tool_for(make_service(settings, http, spacer=spacer, cache=cache))
+    # The cache's time is the fake clock; the plan rate one no test waits for.
+    cache: TTLCache[Any, dict[str, Any]] = TTLCache(256, 600, timer=clock)
+    return tool_for(make_service(settings, http, limiter=plan_rate(1000.0), cache=cache))
 
 
 def call() -> ToolCall:
@@ -99,7 +99,7 @@ def test_schema_has_the_documented_parameters(tmp_path: Path, http: httpx.AsyncC
 async def test_primary_choice(
     tmp_path: Path, searx: FakeSearch, brave: FakeSearch, http: httpx.AsyncClient
 ) -> None:
-    spacer = Spacer(1.0)
+    spacer = plan_rate(1.0)
     names = [b.name for b in make_backends(both(tmp_path, searx, brave), http, spacer)]
     assert names == ["searxng", "brave"]
     chosen = both(tmp_path, searx, brave, search_provider="brave")

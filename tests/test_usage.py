@@ -113,7 +113,7 @@ async def test_a_model_without_a_price_counts_tokens_only(app: App, fake_llm: Fa
     (row,) = await rows(app)
     assert row.cost_usd is None and row.prompt_tokens == 100
     text = await usage_text(app.agent.meter, row.user_id)  # type: ignore[arg-type]
-    assert "100 tokens in · 10 out · no price (tokens only)" in text
+    assert "100 tokens in · 10 out · price unknown (tokens only)" in text
     assert "$" not in text
 
 
@@ -148,11 +148,15 @@ async def test_usage_report_by_model_and_purpose_per_user(
 
 
 def test_prices_parse_and_lookup(tmp_path: Path) -> None:
-    table = PriceTable(parse_prices("my-model=1/2; other=0.5/1/0.1"))
+    table = PriceTable(parse_prices("my-model=1/2; other=0.5/1/0.1; gpt-4o-mini=0.15/0.6"))
     assert table.cost("my-model", 1_000_000, 1_000_000) == pytest.approx(3.0)
     assert table.cost("other", 1_000_000, 0, cached=1_000_000) == pytest.approx(0.1)
-    assert table.lookup("gpt-4o-mini-2024-07-18") == table.lookup("openai/gpt-4o-mini")
-    assert table.lookup("gpt-4o-mini") is not table.lookup("gpt-4o")
+    # Found under a provider prefix or a dated snapshot name too.
+    mini = table.lookup("gpt-4o-mini")
+    assert mini is not None and mini.input == pytest.approx(0.15)
+    assert table.lookup("gpt-4o-mini-2024-07-18") == mini == table.lookup("openai/gpt-4o-mini")
+    # Only what PRICES names has a price: no table of our own to go stale.
+    assert table.lookup("gpt-4o") is None and PriceTable.from_setting(None).lookup("gpt-4o") is None
     assert table.lookup("llama3.1") is None and table.cost("llama3.1", 10, 10) is None
     path = tmp_path / "prices.json"
     path.write_text(json.dumps({"local": {"input": 0, "output": 0}, "x": [1, 2, 0.5]}))
@@ -235,7 +239,7 @@ async def test_doctor_shows_todays_spend_and_budget_state(
         assert not budget.ok and "today $0.0012 of $0.001 (120%)" in budget.detail
         assert "used up" in budget.detail and "DAILY_BUDGET_USD" in budget.fix
         prices = checks["prices"]
-        assert not prices.ok and "no price for llama3" in prices.detail
+        assert not prices.ok and "price unknown for llama3" in prices.detail
     finally:
         await app.close()
 

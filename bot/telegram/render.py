@@ -22,6 +22,13 @@ from aiogram.exceptions import (
 from aiogram.types import InlineKeyboardMarkup, Message, MessageEntity
 from telegramify_markdown import convert, split_entities
 from telegramify_markdown.entity import utf16_len
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +65,18 @@ def tail(markdown: str, limit: int = MAX_UTF16) -> Chunk:
     return chunks[-1]
 
 
+def _wait(state: RetryCallState) -> float:
+    """Telegram's retry_after for a 429 (capped), else 0.5 s doubling up to 8 s."""
+    exc = state.outcome.exception() if state.outcome else None
+    if isinstance(exc, TelegramRetryAfter):
+        return min(float(exc.retry_after), MAX_RETRY_AFTER_S)
+    return float(_BACKOFF(state))
+
+
+_BACKOFF = wait_exponential(multiplier=0.5, max=8.0)
+_RETRIED = (TelegramRetryAfter, TelegramNetworkError, TelegramServerError)
+
+
 async def with_retry(
     call: Callable[[], Awaitable[T]],
     what: str = "telegram call",
@@ -66,21 +85,28 @@ async def with_retry(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> T:
     """Run a Bot API call, waiting out 429 and retrying network/5xx errors, bounded."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return await call()
-        except TelegramRetryAfter as exc:
-            if attempt == attempts:
-                raise
-            delay = min(float(exc.retry_after), MAX_RETRY_AFTER_S)
+
+    def note(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        delay = state.next_action.sleep if state.next_action else 0.0
+        if isinstance(exc, TelegramRetryAfter):
             log.warning("%s: Telegram asked to wait %.0f s (429)", what, delay)
-            await sleep(delay)
-        except (TelegramNetworkError, TelegramServerError) as exc:
-            if attempt == attempts:
-                raise
+        else:
             log.warning("%s failed (%s); retrying", what, type(exc).__name__)
-            await sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
-    raise AssertionError("unreachable")
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(attempts),
+        retry=retry_if_exception_type(_RETRIED),
+        wait=_wait,
+        sleep=sleep,
+        before_sleep=note,
+        reraise=True,
+    )
+
+    async def once() -> T:  # tenacity awaits only what a coroutine function returns
+        return await call()
+
+    return await retrying(once)
 
 
 async def send_chunk(

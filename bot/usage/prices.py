@@ -1,8 +1,8 @@
 """Prices per model (USD per 1M input / output / cached-input tokens) and a call's cost.
 
-Defaults cover a few common models at their providers' published list prices (2025);
-PRICES adds or overrides entries. A model with no price costs "unknown" (tokens only):
-a price is never guessed.
+The prices are the user's PRICES setting: providers change theirs, and a table kept here
+went stale. A model with no price is shown as "price unknown" (tokens only): a price is
+never guessed. Speech is metered in characters, priced as input tokens (tts-1=15/0).
 """
 
 from __future__ import annotations
@@ -19,23 +19,6 @@ class Price:
     output: float
     cached: float | None = None  # cached input; None: billed like other input
 
-
-DEFAULT_PRICES: dict[str, Price] = {
-    "gpt-4o": Price(2.50, 10.00, 1.25),
-    "gpt-4o-mini": Price(0.15, 0.60, 0.075),
-    "gpt-4.1": Price(2.00, 8.00, 0.50),
-    "gpt-4.1-mini": Price(0.40, 1.60, 0.10),
-    "gpt-4.1-nano": Price(0.10, 0.40, 0.025),
-    "gpt-5": Price(1.25, 10.00, 0.125),
-    "gpt-5-mini": Price(0.25, 2.00, 0.025),
-    "o4-mini": Price(1.10, 4.40, 0.275),
-    "claude-3.5-sonnet": Price(3.00, 15.00, 0.30),
-    "claude-3-5-sonnet": Price(3.00, 15.00, 0.30),
-    "claude-sonnet-4": Price(3.00, 15.00, 0.30),
-    # Speech: characters are metered as input tokens (USD per 1M characters).
-    "tts-1": Price(15.00, 0.0),
-    "tts-1-hd": Price(30.00, 0.0),
-}
 
 _DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})$")  # gpt-4o-2024-08-06, ...-20241022
 
@@ -83,8 +66,8 @@ def parse_prices(value: str) -> dict[str, Price]:
 
 
 class PriceTable:
-    def __init__(self, overrides: dict[str, Price] | None = None) -> None:
-        self.prices = {**DEFAULT_PRICES, **(overrides or {})}
+    def __init__(self, prices: dict[str, Price] | None = None) -> None:
+        self.prices = dict(prices or {})
 
     @classmethod
     def from_setting(cls, value: str | None) -> PriceTable:

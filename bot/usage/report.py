@@ -32,10 +32,10 @@ def figures(g: Group) -> str:
     reasoning = f" ({g.reasoning_tokens:,} reasoning)" if g.reasoning_tokens else ""
     parts.append(f"{g.completion_tokens:,} out{reasoning}")
     if g.unpriced_calls == g.calls:
-        parts.append("no price (tokens only)")
+        parts.append("price unknown (tokens only)")
     elif g.unpriced_calls:
         plural = "s" if g.unpriced_calls != 1 else ""
-        parts.append(f"{usd(g.cost_usd)} + {g.unpriced_calls} call{plural} without a price")
+        parts.append(f"{usd(g.cost_usd)} + {g.unpriced_calls} call{plural} at an unknown price")
     else:
         parts.append(usd(g.cost_usd))
     if g.estimated_calls:
@@ -158,7 +158,7 @@ async def doctor_checks(meter: Meter, models: list[str]) -> list[CheckResult]:
     unpriced = [m for m in models if meter.prices.lookup(m) is None]
     if unpriced:
         usd_budget = bool(meter.settings.daily_budget_usd or meter.settings.monthly_budget_usd)
-        detail = f"no price for {', '.join(unpriced)}: counted in tokens only"
+        detail = f"price unknown for {', '.join(unpriced)}: counted in tokens only"
         detail += "; the USD budget cannot see their cost" if usd_budget else ""
         fix = "add them to PRICES (model=input/output[/cached] USD per 1M tokens)"
         out.append(CheckResult("prices", not usd_budget, detail, fix))

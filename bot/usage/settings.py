@@ -8,8 +8,8 @@ from bot.usage.prices import parse_prices
 
 
 class UsageSettings(BaseModel):
-    # Extra or overriding prices: "model=in/out[/cached],..." (USD per 1M tokens) or the
-    # path of a JSON file; see bot/usage/prices.py.
+    # The models' prices: "model=in/out[/cached],..." (USD per 1M tokens) or the path of a
+    # JSON file; see bot/usage/prices.py. A model without one is "price unknown".
     prices: str | None = None
     daily_budget_usd: float | None = Field(default=None, gt=0)
     monthly_budget_usd: float | None = Field(default=None, gt=0)

@@ -194,18 +194,6 @@ async def facts_rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: dat
     return list((await s.execute(text(sql), params)).all())
 
 
-async def user_vectors(s: AsyncSession, user_id: int) -> list[tuple[int, str, int, bytes]]:
-    sql = (
-        "SELECT memory_id, layer, expires_at, CAST(embedding AS real[]) FROM memory_vec "
-        "WHERE user_id = :u"
-    )
-    rows = (await s.execute(text(sql), {"u": user_id})).all()
-    return [
-        (int(r[0]), str(r[1]), int(r[2]), np.asarray(r[3], dtype=np.float32).tobytes())
-        for r in rows
-    ]
-
-
 async def recreate_vec(s: AsyncSession, dim: int) -> None:
     await s.execute(text("DROP TABLE IF EXISTS memory_vec"))
     for sql in vec_ddl(dim):

@@ -46,35 +46,6 @@ from db.repos.memory_words import set_fts_language as set_fts_language
 NEVER = 253402300799
 
 
-# A count of the units of work that wrote the vector index (SQLite): the in-process vector
-# copies (tools/memory/vecindex.py) compare it with the count they have seen, so a write by
-# another process (`sidekick memory reindex`, a second engine) is never missed. Every
-# transaction that calls insert, replace, delete_ids or recreate_vec ends with written().
-_GENERATION = "vectors_written"
-_BUMP = text(
-    f"INSERT INTO memory_meta(key, value) VALUES ('{_GENERATION}', '1') ON CONFLICT(key) "
-    "DO UPDATE SET value = CAST(value AS INTEGER) + 1 RETURNING CAST(value AS INTEGER)"
-)
-_READ_GENERATION = text(
-    f"SELECT CAST(value AS INTEGER) FROM memory_meta WHERE key = '{_GENERATION}'"
-)
-
-
-async def written(s: AsyncSession) -> int:
-    """Count this transaction's vector-index writes as one more unit of work; returns the
-    new count (0 on PostgreSQL, which keeps no per-process copy)."""
-    if is_postgres(s):
-        return 0
-    return int((await s.execute(_BUMP)).scalar_one())
-
-
-async def generation(s: AsyncSession) -> int:
-    """How many units of work have written the vector index (0 on PostgreSQL)."""
-    if is_postgres(s):
-        return 0
-    return int((await s.execute(_READ_GENERATION)).scalar_one_or_none() or 0)
-
-
 def epoch(when: datetime | None) -> int:
     return NEVER if when is None else int(when.timestamp())
 
@@ -254,15 +225,6 @@ async def batch_after(s: AsyncSession, after_id: int, size: int) -> list[Memory]
 async def count_user(s: AsyncSession, user_id: int) -> int:
     stmt = select(func.count(Memory.id)).where(Memory.user_id == user_id)
     return int((await s.execute(stmt)).scalar_one())
-
-
-async def user_vectors(s: AsyncSession, user_id: int) -> list[tuple[int, str, int, bytes]]:
-    """Every vector of one user (id, layer, expiry epoch, float32 bytes)."""
-    if is_postgres(s):
-        return await pg.user_vectors(s, user_id)
-    sql = "SELECT memory_id, layer, expires_at, embedding FROM memory_vec WHERE user_id = :u"
-    rows = (await s.execute(text(sql), {"u": user_id})).all()
-    return [(int(r[0]), str(r[1]), int(r[2]), bytes(r[3])) for r in rows]
 
 
 async def count_all(s: AsyncSession) -> int:

@@ -108,5 +108,5 @@ async def test_sidekick_usage_prints_the_report(tg: TG) -> None:
     text = out.decode()
     assert text.startswith("Model usage (everyone)")
     # The price in force when the call was made counts, not today's PRICES.
-    assert "1 call · 777 tokens in · 7 out · no price (tokens only)" in text
+    assert "1 call · 777 tokens in · 7 out · price unknown (tokens only)" in text
     assert re.search(r"Budget today: \$0\.00 of \$2\.00 \(0%\)", text)

@@ -7,6 +7,7 @@ import io
 import math
 import struct
 import wave
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import av
@@ -33,7 +34,10 @@ async def speech_rows(tg: TG) -> list[ModelUsage]:
         return list(rows.scalars())
 
 
-async def test_voice_note_gets_its_text_and_a_voice_reply(tg: TG) -> None:
+async def test_voice_note_gets_its_text_and_a_voice_reply(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(prices="tts-1=15/0")  # speech characters priced as input tokens
     await send_voice_note(tg, "How warm is it?")
     quote, text, spoken = await tg.replies(OWNER, 3)
     assert quote.text.startswith("🎤") and text.text == "echo: How warm is it?"

@@ -12,67 +12,54 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+# The weights recall runs with, measured on LoCoMo (bench/memory_recall.py; see the module
+# docstring).
+BM25_POWER = 1.5  # BM25 score / best BM25 score, raised to this power
+BM25 = 1.0  # weight of that (0: words are not searched)
+VECTOR = 0.2  # weight of the cosine similarity (0: vectors are not searched)
+# Share of a memory's score its neighbours gain (memories stored one after the other in one
+# session: a question often matches one turn while the answer is in the next).
+NEIGHBOURS = {-1: 0.3, 1: 0.5, -2: 0.25, 2: 0.25}
+SPREAD_FROM = 20  # only the best this many (or 2 x limit) spread; 0: all do
+LAYER = {"long": 1.0, "session": 1.0, "mid": 0.95, "short": 0.9}
+# A memory that asks something ("How often do you work out?") is rarely the answer: it keeps
+# this share of its score and gives QUESTION_NEXT of it to the next memory.
+QUESTION_SELF = 0.85
+QUESTION_NEXT = 0.7
+# Memories made within the date the query names (tools/memory/dates.py), or up to
+# DATE_SLACK_DAYS after it (told a few days later), are multiplied by this.
+DATE_BOOST = 3.0
+DATE_SLACK_DAYS = 14.0
+# The word-match stage (tools/memory/wordmatch.py) over the best WORD_MATCH_TOP candidates:
+# each gains this weight times its word-by-word match to the query (a mean cosine), its
+# score taken relative to the best. MEMORY_RERANK_WORDS sets it; 0: off.
+WORD_MATCH = 1.5
+WORD_MATCH_TOP = 50
+CERTAINTY_FLOOR = 0.6  # certainty 0 multiplies by this, 1 by 1.0
+RECENCY_DAYS = 365.0  # half-weight age of the recency bonus
+RECENCY_SHARE = 0.1  # at most this much of the score comes from recency
+
 
 @dataclass(frozen=True)
 class RankWeights:
-    """Defaults measured on LoCoMo (bench/memory_recall.py); see the module docstring."""
+    """The constants above in one value, so that the benchmark can take one part of the
+    ranking out or try it at other strengths (bench/recall_quality.py)."""
 
-    bm25_power: float = 1.5  # BM25 score / best BM25 score, raised to this power
-    vector: float = 0.2  # weight of the cosine similarity
-    # Share of a memory's score its neighbours gain (memories stored one after the other in
-    # one session: a question often matches one turn while the answer is in the next).
-    neighbours: dict[int, float] = field(
-        default_factory=lambda: {-1: 0.3, 1: 0.5, -2: 0.25, 2: 0.25}
-    )
-    spread_from: int = 20  # only the best this many (or 2 x limit) spread; 0: all do
-    layer: dict[str, float] = field(
-        default_factory=lambda: {"long": 1.0, "session": 1.0, "mid": 0.95, "short": 0.9}
-    )
-    # A memory that asks something ("How often do you work out?") is rarely the answer: it
-    # keeps this share of its score and gives `question_next` of it to the next memory.
-    question_self: float = 0.85
-    question_next: float = 0.7
-    # Memories made within the date the query names (tools/memory/dates.py), or up to
-    # `date_slack_days` after it (told a few days later), are multiplied by this.
-    date_boost: float = 3.0
-    date_slack_days: float = 14.0
-    # Pseudo-relevance feedback: a second BM25 round with the words the first hits share,
-    # added with this weight. Off: on LoCoMo it moved recall@10 by under 0.01 and cost a
-    # third more CPU a recall at 100k memories (bench/memory_recall.py, "feedback" row).
-    feedback: float = 0.0
-    feedback_docs: int = 3
-    feedback_terms: int = 5
-    # Vector similarity rescaled to 0..1 over the candidates (the best cosine gets 1): the
-    # offline embedding's cosines sit in a narrow band, so raw they add a near constant.
-    vector_norm: bool = False
-    # Embed only the query's content words (WordLlama averages its tokens: "which", "has"
-    # dilute the vector of "cities visited").
-    vector_words: bool = False
-    # Rocchio in vector space: a second KNN round from the query plus the centroid of the
-    # first round's best memories, its similarities added with this weight (0 = off).
-    feedback_vec: float = 0.0
-    # Query expansion (tools/memory/expand.py): a second BM25 round on up to
-    # `expand_terms` words of the user's memories nearest (cosine >= `expand_floor`, at
-    # most `expand_words` per query word) to the query's words, added with this weight.
-    # Off: on LoCoMo it lifts categories 1 and 3 (left-out R@10 0.398 -> 0.421, 0.263 ->
-    # 0.316) but not the whole (0.762 -> 0.761; category 4 0.880 -> 0.860 when chosen by
-    # leave-one-out), for 14-35 ms more a recall at 100k memories (p50, two noisy runs).
-    expand: float = 0.0
-    expand_words: int = 3
-    expand_floor: float = 0.4
-    expand_terms: int = 12
-    expand_with_query: bool = False  # the second round also holds the query's own words
-    # The n-th memory of one session in the ranking is multiplied by diversity ** n, so
-    # that a question whose answer is spread over sessions is not filled by one session.
-    diversity: float = 1.0
-    # The word-match stage (tools/memory/wordmatch.py) over the best `word_match_top`
-    # candidates: each gains this weight times its word-by-word match to the query (a mean
-    # cosine), its score taken relative to the best. MEMORY_RERANK_WORDS sets it; 0: off.
-    word_match: float = 1.5
-    word_match_top: int = 50
-    certainty_floor: float = 0.6  # certainty 0 multiplies by this, 1 by 1.0
-    recency_days: float = 365.0  # half-weight age of the recency bonus
-    recency_share: float = 0.1  # at most this much of the score comes from recency
+    bm25: float = BM25
+    bm25_power: float = BM25_POWER
+    vector: float = VECTOR
+    neighbours: dict[int, float] = field(default_factory=lambda: dict(NEIGHBOURS))
+    spread_from: int = SPREAD_FROM
+    layer: dict[str, float] = field(default_factory=lambda: dict(LAYER))
+    question_self: float = QUESTION_SELF
+    question_next: float = QUESTION_NEXT
+    date_boost: float = DATE_BOOST
+    date_slack_days: float = DATE_SLACK_DAYS
+    word_match: float = WORD_MATCH
+    word_match_top: int = WORD_MATCH_TOP
+    certainty_floor: float = CERTAINTY_FLOOR
+    recency_days: float = RECENCY_DAYS
+    recency_share: float = RECENCY_SHARE
 
 
 @dataclass(frozen=True)
@@ -98,13 +85,9 @@ def fuse(
     if bm25_hits:
         best = max(s for _, s in bm25_hits) or 1.0
         for mid, s in bm25_hits:
-            out[mid] = max(s / best, 0.0) ** w.bm25_power
-    sims = [(mid, max(0.0, 1.0 - dist)) for mid, dist in vec_hits]
-    if w.vector_norm and sims:
-        hi, lo = max(s for _, s in sims), min(s for _, s in sims)
-        sims = [(mid, (s - lo) / (hi - lo) if hi > lo else 1.0) for mid, s in sims]
-    for mid, sim in sims:
-        out[mid] = out.get(mid, 0.0) + w.vector * sim
+            out[mid] = w.bm25 * max(s / best, 0.0) ** w.bm25_power
+    for mid, dist in vec_hits:
+        out[mid] = out.get(mid, 0.0) + w.vector * max(0.0, 1.0 - dist)
     return out
 
 
@@ -168,22 +151,5 @@ def weigh(
         )
         certainty = w.certainty_floor + (1 - w.certainty_floor) * max(0.0, min(c.certainty, 1.0))
         out.append((mid, s * w.layer.get(c.layer, 1.0) * certainty * recency))
-    out.sort(key=lambda t: (-t[1], -t[0]))
-    return diversify(out, cands, w.diversity)
-
-
-def diversify(
-    ranked: list[tuple[int, float]], cands: dict[int, Candidate], decay: float
-) -> list[tuple[int, float]]:
-    """Scale the n-th memory of each session (in ranked order) by decay ** n."""
-    if decay >= 1.0:
-        return ranked
-    seen: dict[int | None, int] = {}
-    out = []
-    for mid, s in ranked:
-        sid = cands[mid].session_id
-        n = seen.get(sid, 0) if sid is not None else 0
-        seen[sid] = n + 1
-        out.append((mid, s * decay**n))
     out.sort(key=lambda t: (-t[1], -t[0]))
     return out

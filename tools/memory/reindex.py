@@ -34,13 +34,11 @@ async def reembed_all(
                 await repo.replace(s, m, v.astype(np.float32).tobytes())
             after = batch[-1].id
             done += len(batch)
-            await repo.written(s)
         if progress:
             progress(done, total)
     async with sf() as s, s.begin():
         if dim is None:
             probe = await embedder.embed(["probe"])
             await repo.recreate_vec(s, int(probe.shape[1]))
-            await repo.written(s)
         await repo.set_meta(s, {"model": embedder.name})
     return done

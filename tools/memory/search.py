@@ -1,6 +1,6 @@
-"""The search phase of a recall: KNN through the in-process copy of a big user's vectors
-(tools/memory/vecindex.py, SQLite), sqlite-vec or pgvector, and BM25 over the rarest query
-words. A base of MemoryStore, which keeps the state declared here in step with its writes."""
+"""The search phase of a recall: KNN through sqlite-vec or pgvector, and BM25 over the
+rarest query words. A base of MemoryStore, which keeps the state declared here in step with
+its writes."""
 
 from __future__ import annotations
 
@@ -10,11 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from db.engine import is_postgres
 from db.repos import memory as repo
 from tools.base import Clock
 from tools.memory.text import fts_match
-from tools.memory.vecindex import UserVectors, VectorCache
 from tools.memory.wordcounts import WordCounts
 
 LAYERS = ("long", "mid", "short", "session")
@@ -23,11 +21,9 @@ LAYERS = ("long", "mid", "short", "session")
 class Search:
     _clock: Clock
     _vectors: bool | None  # None: not checked yet
-    vcache: VectorCache
     _counts: dict[int, int]  # memories per user, counted once, then tracked
     _total: int | None  # memories of all users, likewise
     words: WordCounts
-    overlap: bool
 
     async def _search(
         self,
@@ -42,51 +38,15 @@ class Search:
         """BM25 hits of the terms and KNN hits of the query's vector (being made), `pool`
         of each."""
         vec_hits: list[tuple[int, float]] = []
-        knn: asyncio.Future[list[tuple[int, float]]] | None = None
-        if embedding is not None:
-            uv = await self._user_vectors(s, user_id)
-            if uv is not None and len(wanted) == len(LAYERS) and self.overlap:
-                # numpy and SQLite both release the GIL: the embedding and the
-                # in-process KNN run in threads while BM25 runs in the database's.
-                knn = asyncio.ensure_future(self._knn_after(embedding, uv, pool, now))
-            elif (vec := await embedding) is not None and self._vectors:
-                vec_hits = await self._knn_layers(s, user_id, vec, pool, wanted)
+        if embedding is not None and (vec := await embedding) is not None and self._vectors:
+            vec_hits = await self._knn_layers(s, user_id, vec, pool, wanted)
         bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
-        if knn is not None:
-            vec_hits = await knn
         return bm_hits, vec_hits
 
     async def _knn(
         self, s: Any, user_id: int, vec: np.ndarray, k: int, layer: str | None
     ) -> list[tuple[int, float]]:
-        """KNN through the in-process copy for big users, sqlite-vec for the others."""
-        now = self._clock()
-        uv = await self._user_vectors(s, user_id)
-        if uv is not None:
-            return uv.knn(vec, k, layer, repo.epoch(now))
-        return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, now)
-
-    async def _user_vectors(self, s: Any, user_id: int) -> UserVectors | None:
-        """The in-process copy of a big user's vectors on SQLite (loaded on first use, and
-        again after anyone else wrote the index), else None."""
-        if is_postgres(s):  # pgvector's index answers: no per-process copy to go stale
-            return None
-        if user_id not in self._counts:
-            self._counts[user_id] = await repo.count_user(s, user_id)
-        if self._counts[user_id] < self.vcache.min_rows:
-            return None
-        self.vcache.seen(await repo.generation(s))
-        uv = self.vcache.get(user_id)
-        if uv is None:
-            seen = self.vcache.generation
-            uv = UserVectors()
-            for mid, lay, exp, blob in await repo.user_vectors(s, user_id):
-                uv.add(mid, lay, exp, np.frombuffer(blob, dtype=np.float32))
-            # Kept only when no write of ours committed while the rows were read: the
-            # copy could have missed it.
-            if self.vcache.generation == seen:
-                self.vcache.users[user_id] = uv
-        return uv
+        return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, self._clock())
 
     async def _knn_layers(
         self, s: Any, user_id: int, vec: np.ndarray, k: int, wanted: list[str]
@@ -96,15 +56,6 @@ class Search:
         for layer in [None] if len(wanted) == len(LAYERS) else wanted:
             hits += await self._knn(s, user_id, vec, k, layer)
         return sorted(hits, key=lambda t: t[1])
-
-    async def _knn_after(
-        self, embedding: asyncio.Future[np.ndarray | None], uv: UserVectors, k: int, now: datetime
-    ) -> list[tuple[int, float]]:
-        """KNN through the in-process copy once the query's vector is made (none without)."""
-        vec = await embedding
-        if vec is None or not self._vectors:
-            return []
-        return await asyncio.to_thread(uv.knn, vec, k, None, repo.epoch(now))
 
     async def _bm25(
         self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]

@@ -19,9 +19,7 @@ from db.engine import SessionFactory, is_postgres
 from db.models.memory import Memory
 from db.repos import memory as repo
 from tools.base import Clock
-from tools.memory import feedback
 from tools.memory.embeddings import Embedder, WordLlamaEmbedder, wordllama_installed
-from tools.memory.expand import Expander, by_neighbours
 from tools.memory.health import REINDEX_HINT, index_status
 from tools.memory.rank import RankWeights, fuse
 from tools.memory.reindex import reembed_all
@@ -30,7 +28,6 @@ from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult
 from tools.memory.search import LAYERS, Search
 from tools.memory.settings import MemorySettings
 from tools.memory.text import normalise, query_words, same_words
-from tools.memory.vecindex import VectorCache
 from tools.memory.wordcounts import WordCounts
 from tools.memory.wordmatch import WordVectors, matches, rescore
 
@@ -47,7 +44,6 @@ class MemoryStore(Search):
         settings: MemorySettings,
         clock: Clock,
         weights: RankWeights | None = None,
-        vcache: VectorCache | None = None,
     ) -> None:
         self._sf = session_factory
         self.embedder = embedder
@@ -63,18 +59,12 @@ class MemoryStore(Search):
         self._words_on_pg = weights is not None or given is not None
         self._vectors: bool | None = None  # None: not checked yet
         self._write_lock = asyncio.Lock()
-        self.vcache = vcache or VectorCache()
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
         self._total: int | None = None  # memories of all users, likewise
         self.words = WordCounts()  # BM25 keeps the rarest query words (wordcounts.py)
-        self.expander = Expander(embedder.embed)  # used only when weights.expand > 0
         # The word-match stage's word vectors: always from the static embedder (a word's
         # vector is a table lookup), whichever embedder makes the memories' vectors.
         self.word_vectors = word_vectors(embedder)
-        # Recall modes for the benchmark: both halves, or one alone.
-        self.use_bm25 = True
-        self.use_vectors = True
-        self.overlap = True
 
     # -- index health -------------------------------------------------------------------
 
@@ -89,7 +79,7 @@ class MemoryStore(Search):
             status = await self.index_status()
             if not status.ok:
                 log.warning("memory index %s; recall uses words only", status.detail)
-        return bool(self._vectors) and self.use_vectors
+        return bool(self._vectors)
 
     async def _embed(self, text: str) -> np.ndarray | None:
         """One embedding, or None when vectors are off or the embedder failed."""
@@ -175,9 +165,7 @@ class MemoryStore(Search):
                     message_id=message_id,
                     now=now,
                 )
-            generation = await repo.written(s)
-        self._cached(generation, memory, vec if emb else None)
-        self.expander.note(user_id, content)
+        self._counted(memory.user_id)
         if result.updated:
             self._counts[user_id] -= 1  # not one more memory after all
             if self._total is not None:
@@ -212,21 +200,12 @@ class MemoryStore(Search):
         )
         return StoreResult(await repo.insert(s, memory, emb), False), memory
 
-    def _cached(self, generation: int, memory: Memory, vec: Any) -> None:
-        """Keep the in-process vector copies in step with a committed write."""
-        self._counts[memory.user_id] = self._counts.get(memory.user_id, 0) + 1
+    def _counted(self, user_id: int) -> None:
+        """Keep the counts BM25 reads in step with a committed write."""
+        self._counts[user_id] = self._counts.get(user_id, 0) + 1
         if self._total is not None:
             self._total += 1
         self.words.note_writes()
-        uv = self.vcache.get(memory.user_id) if self.vcache.wrote(generation) else None
-        if uv is not None and vec is not None:
-            uv.add(memory.id, memory.layer, repo.epoch(memory.expires_at), vec)
-
-    def _uncache(self, generation: int, ids: list[int]) -> None:
-        self.words.note_writes(len(ids))
-        if self.vcache.wrote(generation):
-            for uv in self.vcache.users.values():
-                uv.remove(ids)
 
     async def _twin(
         self,
@@ -259,8 +238,7 @@ class MemoryStore(Search):
             if await repo.get(s, user_id, memory_id) is None:
                 return False
             gone = await repo.delete_ids(s, [memory_id]) > 0
-            generation = await repo.written(s)
-        self._uncache(generation, [memory_id])
+        self.words.note_writes()
         return gone
 
     async def clear_session(self, *, user_id: int, session_id: int) -> int:
@@ -268,9 +246,7 @@ class MemoryStore(Search):
         async with self._sf() as s, s.begin():
             ids = await repo.session_ids(s, user_id, session_id)
             n = await repo.delete_ids(s, ids)
-            generation = await repo.written(s) if ids else None
-        if generation is not None:
-            self._uncache(generation, ids)
+        self.words.note_writes(len(ids))
         return n
 
     async def sweep(self, now: datetime | None = None) -> int:
@@ -278,9 +254,7 @@ class MemoryStore(Search):
         async with self._sf() as s, s.begin():
             ids = await repo.expired_ids(s, now or self._clock())
             n = await repo.delete_ids(s, ids)
-            generation = await repo.written(s) if ids else None
-        if generation is not None:
-            self._uncache(generation, ids)
+        self.words.note_writes(len(ids))
         return n
 
     # -- reads ----------------------------------------------------------------------------
@@ -322,31 +296,15 @@ class MemoryStore(Search):
         wanted = [x for x in LAYERS if x in layers] if layers else list(LAYERS)
         pool = max(50, limit * 3)
         now = self._clock()
-        # The query's vector from its content words only when asked (vector_words).
-        said = " ".join(query_words(query)) if self.weights.vector_words else ""
+        w = self.weights
+        # A half weighted 0 is not searched at all (words only, meaning only).
         embedding = None
-        if self.use_vectors and await self._vectors_ok():
-            embedding = asyncio.ensure_future(self._embed(said or query))
-        terms = query_words(query) if self.use_bm25 else []
+        if w.vector > 0 and await self._vectors_ok():
+            embedding = asyncio.ensure_future(self._embed(query))
+        terms = query_words(query) if w.bm25 > 0 else []
         async with self._sf() as s:
             bm_hits, vec_hits = await self._search(s, user_id, terms, embedding, pool, wanted, now)
-            vec = await embedding if embedding is not None else None
-            w = self.weights
             scores = fuse(bm_hits, vec_hits, w)
-            if w.feedback > 0 and bm_hits:
-                scores = await feedback.by_words(
-                    s, user_id, now, self.words, terms, scores, w,
-                    lambda t: self._bm25(s, user_id, t, pool, wanted),
-                )  # fmt: skip
-            if w.expand > 0 and terms:
-                scores = await by_neighbours(
-                    s, user_id, self.expander, self.words, terms, scores, w,
-                    lambda t: self._bm25(s, user_id, t, pool, wanted),
-                )  # fmt: skip
-            if w.feedback_vec > 0 and vec_hits and vec is not None:
-                scores = await feedback.by_vectors(
-                    s, vec, scores, w, lambda v: self._knn_layers(s, user_id, v, pool, wanted)
-                )
             ranked, facts = await rerank(
                 s, user_id, query, scores, now, wanted, session_id, w, limit
             )
@@ -382,7 +340,6 @@ class MemoryStore(Search):
         """Re-embed every memory with the configured embedder and rebuild both indexes."""
         done = await reembed_all(self._sf, self.embedder, progress)
         self._vectors = True
-        self.vcache.clear()
         return done
 
 

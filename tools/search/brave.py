@@ -2,16 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+from aiolimiter import AsyncLimiter
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from tools.search.fetch import get_json
 from tools.search.hits import BackendError, Hit, Query, dedupe, hit_from
-from tools.search.ratelimit import Spacer
 
 FRESHNESS = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
 MAX_COUNT = 20
+
+
+def plan_rate(rate_per_second: float) -> AsyncLimiter:
+    """One call every 1/rate seconds (Brave's plans allow N requests per second, no burst)."""
+    return AsyncLimiter(1, 1.0 / rate_per_second)
+
+
+class RateLimited(BackendError):
+    """A 429 worth one more try after `wait` seconds."""
+
+    def __init__(self, detail: str, fix: str, wait: float) -> None:
+        super().__init__(detail, fix)
+        self.wait = wait
+
+
+def _told_wait(state: RetryCallState) -> float:
+    exc = state.outcome.exception() if state.outcome else None
+    return exc.wait if isinstance(exc, RateLimited) else 0.0
 
 
 class BraveBackend:
@@ -22,15 +43,17 @@ class BraveBackend:
         http: httpx.AsyncClient,
         api_key: str,
         api_url: str,
-        spacer: Spacer,
+        limiter: AsyncLimiter,
         *,
         timeout: float = 15.0,
         max_wait: float = 5.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.http = http
         self._key = api_key
         self.url = api_url.rstrip("/")
-        self.spacer = spacer
+        self.limiter = limiter
+        self.sleep = sleep
         self.timeout = timeout
         self.max_wait = max_wait  # longest 429 wait we sit through before giving up
         self.label = "Brave Search"
@@ -47,26 +70,17 @@ class BraveBackend:
         if query.time_range:
             params["freshness"] = FRESHNESS[query.time_range]
         headers = {"X-Subscription-Token": self._key, "Accept": "application/json"}
-        for attempt in range(2):
-            await self.spacer.acquire()
-            resp, body = await get_json(
-                self.http,
-                endpoint,
-                params=params,
-                headers=headers,
-                limit_s=self.timeout,
-                label="Brave Search",
-            )
-            if resp.status_code != 429:
-                break
-            wait = self._rate_limited(resp, body)
-            self.spacer.hold(wait)
-            if attempt == 1 or wait > self.max_wait:
-                raise BackendError(
-                    f"Brave Search is rate-limiting ({self._detail(body)}); "
-                    f"it allows the next request in {wait:g} s.",
-                    "lower BRAVE_RATE_PER_SECOND to your plan's rate or upgrade the plan.",
-                )
+        # A 429 is tried once more after the wait the server names, when that is short.
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(2),
+            retry=retry_if_exception_type(RateLimited),
+            wait=_told_wait,
+            sleep=self.sleep,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                resp, body = await self._get(endpoint, params, headers)
         self._raise_for_status(resp, body)
         if not isinstance(body, dict):
             raise BackendError(
@@ -78,6 +92,30 @@ class BraveBackend:
         raw = holder.get("results") if isinstance(holder, dict) else None
         items = raw if isinstance(raw, list) else []
         return dedupe([h for h in map(_hit, items) if h], query.max_results)
+
+    async def _get(
+        self, endpoint: str, params: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[httpx.Response, Any]:
+        async with self.limiter:
+            resp, body = await get_json(
+                self.http,
+                endpoint,
+                params=params,
+                headers=headers,
+                limit_s=self.timeout,
+                label="Brave Search",
+            )
+        if resp.status_code == 429:
+            wait = self._rate_limited(resp, body)
+            fault = (
+                f"Brave Search is rate-limiting ({self._detail(body)}); "
+                f"it allows the next request in {wait:g} s.",
+                "lower BRAVE_RATE_PER_SECOND to your plan's rate or upgrade the plan.",
+            )
+            if wait > self.max_wait:
+                raise BackendError(*fault)
+            raise RateLimited(*fault, wait)
+        return resp, body
 
     def _rate_limited(self, resp: httpx.Response, body: Any) -> float:
         """Seconds to wait (Retry-After or X-RateLimit-Reset); raises when the month is used up."""
@@ -101,7 +139,7 @@ class BraveBackend:
             return max(retry_after[0], 0.0)
         if reset:
             return max(reset[0], 0.0)
-        return self.spacer.interval
+        return self.limiter.time_period / self.limiter.max_rate
 
     def _raise_for_status(self, resp: httpx.Response, body: Any) -> None:
         code = resp.status_code

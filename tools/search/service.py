@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from tools.base import ToolError
-from tools.search.cache import TTLCache
 from tools.search.hits import Backend, BackendError, Query
+
+# Answers by query key: a cachetools.TTLCache (least recently used go first once full,
+# each expires after its time) in the app.
+Cache = MutableMapping[Hashable, dict[str, Any]]
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +30,7 @@ NOT_CONFIGURED = (
 @dataclass
 class SearchService:
     backends: list[Backend]
-    cache: TTLCache[dict[str, Any]]
+    cache: Cache
 
     async def search(self, query: Query) -> dict[str, Any]:
         if not self.backends:
@@ -54,6 +58,6 @@ class SearchService:
                 result["note"] = "the primary backend failed, the fallback answered: " + (
                     " | ".join(failures)
                 )
-            self.cache.put(key, result)
+            self.cache[key] = result
             return result
         raise ToolError("Search failed. " + " | ".join(failures))

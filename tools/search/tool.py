@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import httpx
+from aiolimiter import AsyncLimiter
+from cachetools import TTLCache
 from pydantic import BaseModel, Field, field_validator
 
 from tools.base import CheckResult, Tool, ToolCall, ToolDeps, ToolModule, Unavailable
 from tools.effects import effects
-from tools.search.brave import BraveBackend
-from tools.search.cache import TTLCache
+from tools.search.brave import BraveBackend, plan_rate
 from tools.search.hits import Backend, Query
-from tools.search.ratelimit import Spacer
 from tools.search.searxng import SearxngBackend
-from tools.search.service import SearchService
+from tools.search.service import Cache, SearchService
 from tools.search.settings import SearchSettings
 
 CACHE_SIZE = 256
@@ -50,7 +50,7 @@ class SearchParams(BaseModel):
 
 
 def make_backends(
-    settings: SearchSettings, http: httpx.AsyncClient, spacer: Spacer
+    settings: SearchSettings, http: httpx.AsyncClient, limiter: AsyncLimiter
 ) -> list[Backend]:
     """Configured backends, primary first (SEARCH_PROVIDER, else SearXNG before Brave)."""
     found: dict[str, Backend] = {}
@@ -58,7 +58,7 @@ def make_backends(
         found["searxng"] = SearxngBackend(http, settings.searxng_url)
     key = settings.brave_api_key.get_secret_value() if settings.brave_api_key else ""
     if key.strip():
-        found["brave"] = BraveBackend(http, key.strip(), settings.brave_api_url, spacer)
+        found["brave"] = BraveBackend(http, key.strip(), settings.brave_api_url, limiter)
     order = ["searxng", "brave"]
     if settings.search_provider == "brave":
         order.reverse()
@@ -69,12 +69,12 @@ def make_service(
     settings: SearchSettings,
     http: httpx.AsyncClient,
     *,
-    spacer: Spacer | None = None,
-    cache: TTLCache[dict[str, Any]] | None = None,
+    limiter: AsyncLimiter | None = None,
+    cache: Cache | None = None,
 ) -> SearchService:
-    spacer = spacer or Spacer(settings.brave_rate_per_second)
+    limiter = limiter or plan_rate(settings.brave_rate_per_second)
     cache = cache if cache is not None else TTLCache(CACHE_SIZE, CACHE_TTL_S)
-    return SearchService(make_backends(settings, http, spacer), cache)
+    return SearchService(make_backends(settings, http, limiter), cache)
 
 
 def tool_for(service: SearchService) -> Tool[SearchParams]:
@@ -86,7 +86,7 @@ def tool_for(service: SearchService) -> Tool[SearchParams]:
 
 
 def build(deps: ToolDeps) -> Tool[SearchParams]:
-    # Built once per process, so the cache and the Brave spacing are shared by all requests.
+    # Built once per process, so the cache and the Brave rate limit are shared by all requests.
     service = make_service(deps.settings_for(SearchSettings), deps.http)
     if not service.backends:
         raise Unavailable("set SEARXNG_URL or BRAVE_API_KEY to enable it")
