@@ -17,7 +17,6 @@ from bot.agent.accounting import ContextAccounting
 from bot.agent.approvals import Approvals
 from bot.agent.archive import archiver_from
 from bot.agent.hooks import AgentHooks
-from bot.agent.prompt import ContextProvider
 from bot.agent.runner import Agent, Incoming
 from bot.config import Settings
 from bot.features import FEATURES, tool_modules
@@ -33,8 +32,7 @@ from db.migrate import upgrade
 from db.repos.core import Recipient
 from scheduler.setup import JobSpec
 from tools.base import Clock, ToolDeps, system_clock
-from tools.feature import Deliver, Feature, Part
-from tools.memory.recall_context import build_provider as recall_provider
+from tools.feature import ContextProvider, Deliver, Feature, Part
 from tools.memory.setup import build_memory
 from tools.registry import Registry, build_registry, discovery
 from tools.tokens import release as release_tokenizer
@@ -159,12 +157,10 @@ def _warm_sync() -> None:
         log.warning("warm-up failed", exc_info=True)
 
 
-def context_providers(settings: Settings, deps: ToolDeps) -> list[ContextProvider]:
-    """Sections the runtime adds to every system prompt (memory auto-recall, ...)."""
-    providers: list[ContextProvider] = []
-    if deps.memory is not None:
-        providers.append(recall_provider(deps.memory, settings.memory_recall_tokens))
-    return providers
+def context_providers(features: tuple[Feature, ...], deps: ToolDeps) -> list[ContextProvider]:
+    """Sections the runtime adds to every prompt's [context] block, as the features declare."""
+    built = (build(deps) for f in features for build in f.context)
+    return [p for p in built if p is not None]
 
 
 def agent_hooks(registry: Registry) -> list[AgentHooks]:
@@ -177,7 +173,11 @@ def agent_hooks(registry: Registry) -> list[AgentHooks]:
 
 
 async def build_app(
-    settings: Settings, *, clock: Clock = system_clock, llm: LLMClient | None = None
+    settings: Settings,
+    *,
+    clock: Clock = system_clock,
+    llm: LLMClient | None = None,
+    features: tuple[Feature, ...] = FEATURES,
 ) -> App:
     """Everything, built once. On any failure what was already opened is closed again:
     an engine left open keeps a worker thread, and with it the process, alive."""
@@ -205,7 +205,7 @@ async def build_app(
         deps.memory = await build_memory(
             settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key
         )
-        registry = build_registry(deps, tool_modules())
+        registry = build_registry(deps, tool_modules(features))
         vision = vision_gate(settings, metered)
         agent = Agent(
             settings=settings,
@@ -213,7 +213,7 @@ async def build_app(
             llm=vision,
             registry=registry,
             clock=clock,
-            context_providers=context_providers(settings, deps),
+            context_providers=context_providers(features, deps),
             archiver=archiver_from(deps, settings.tz),
             hooks=agent_hooks(registry),
             meter=meter,
@@ -229,6 +229,7 @@ async def build_app(
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         voice = build_voice(settings, settings.llm_base_url, key, http, sf, meter)
         app = App(settings, engine, sf, http, llm, deps, registry, agent, media=media, voice=voice)
+        app.features = features
         await registry.start()  # MCP servers up, learned tool usage loaded
         return app
     except BaseException:

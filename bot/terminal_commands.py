@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from bot import command_texts as texts
@@ -138,6 +139,18 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+def _printed(app: App, answer: feature.Answer) -> str:
+    """An answer as the terminal shows it: its text; a file is saved under DATA_DIR/files."""
+    if answer.file is None:
+        return answer.text
+    name, content = answer.file
+    folder = app.settings.data_dir / "files"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / Path(name).name
+    path.write_bytes(content)
+    return f"{answer.text}\n(saved {path})"
+
+
 async def run_command(app: App, who: Who, line: str) -> str | None:
     """The reply to a slash command, or None when `line` is not one."""
     if not line.startswith("/"):
@@ -152,5 +165,5 @@ async def run_command(app: App, who: Who, line: str) -> str | None:
         user_id, tz = await _user(app, who)
         user = feature.Who(user_id, who.telegram_user_id, who.name, tz)
         answer = await command.run(feature.CommandCall(app, user, arg.strip()))
-        return answer if isinstance(answer, str) else answer.text
+        return answer if isinstance(answer, str) else _printed(app, answer)
     return await HANDLERS[command.name](app, who, arg.strip())

@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel
 
 from db.repos.core import Recipient
-from tools.base import CheckResult, ToolDeps, ToolModule
+from tools.base import CheckResult, RequestContext, ToolDeps, ToolModule
 
 T = TypeVar("T")
 
@@ -69,11 +69,14 @@ class Button:
 
 @dataclass(frozen=True)
 class Answer:
-    """A command's reply: text (plain), and buttons where the adapter can show them (the
-    terminal shows the text alone)."""
+    """A command's reply: text (plain), and what the adapter shows where it can: buttons,
+    a chart (PNG, sent above the text), a file. The terminal prints the text, and says where
+    it saved a file."""
 
     text: str
     buttons: tuple[tuple[Button, ...], ...] = ()
+    chart: bytes | None = None
+    file: tuple[str, bytes] | None = None  # (name, content)
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,9 @@ class Job:
 
 
 Doctor = Callable[[Host], Awaitable[list[CheckResult]]]
+# A section of the newest user turn's [context] block (memory auto-recall, ...): given the
+# request and the user's text, its text or None.
+ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,9 @@ class Feature:
     press: Callable[[CommandCall], Awaitable[Pressed]] | None = None
     jobs: tuple[Job, ...] = ()
     parts: tuple[Callable[[Host], Part], ...] = ()  # built when the adapter starts
+    # Sections of every prompt's [context] block, built with the agent; a builder may
+    # return None (the feature is off under these settings).
+    context: tuple[Callable[[ToolDeps], ContextProvider | None], ...] = ()
     doctor: Doctor | None = None
 
 

@@ -5,18 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Protocol
 
 from tools.base import RequestContext
+from tools.feature import ContextProvider
 from tools.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
-# A prompt section provider (memory auto-recall, ...): its text goes in the newest user
-# turn's [context] block, after the cacheable prefix.
-ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
+# A prompt section provider (tools/feature.py): its text goes in the newest user turn's
+# [context] block, after the cacheable prefix.
 
 # The stable prefix: identical for every message of a user's sessions, so a provider's
 # prefix cache (llama.cpp, OpenAI, Anthropic, DeepSeek) reuses it and the tool schemas

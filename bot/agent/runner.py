@@ -19,7 +19,6 @@ from bot.agent.archive import Archiver
 from bot.agent.history import HistoryWindow, Prefetched
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
 from bot.agent.prompt import (
-    ContextProvider,
     context_block,
     provided_sections,
     system_prompt,
@@ -35,6 +34,7 @@ from bot.usage.meter import Meter
 from db.conversation import Conversation, SqlConversation, Turn, UsageWrites
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock
+from tools.feature import ContextProvider
 from tools.model_call import Purpose
 from tools.registry import Registry
 

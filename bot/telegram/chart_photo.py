@@ -18,8 +18,11 @@ async def send_chart(bot: Bot, chat_id: int, series: DailySeries) -> None:
     """Sends the chart, or nothing (no data, no matplotlib, Telegram refused): the text
     that follows carries the same figures either way."""
     png = await chart(series)
-    if png is None:
-        return
+    if png is not None:
+        await send_png(bot, chat_id, png)
+
+
+async def send_png(bot: Bot, chat_id: int, png: bytes) -> None:
     photo = BufferedInputFile(png, filename="chart.png")
     try:
         await with_retry(lambda: bot.send_photo(chat_id, photo), "sendPhoto")

@@ -6,7 +6,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from tools.base import RequestContext
+from tools.base import RequestContext, ToolDeps
+from tools.feature import ContextProvider
+from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryHit, MemoryStore
 from tools.tokens import estimate_tokens
 
@@ -73,3 +75,10 @@ def build_provider(
         return "\n".join(lines) if len(lines) > 1 else None
 
     return provide
+
+
+def from_deps(deps: ToolDeps) -> ContextProvider | None:
+    """The feature's context builder: auto-recall when memory is on."""
+    if deps.memory is None:
+        return None
+    return build_provider(deps.memory, deps.settings_for(MemorySettings).memory_recall_tokens)

@@ -7,10 +7,17 @@ from __future__ import annotations
 from aiogram import Bot, F, Router
 from aiogram.filters import Command as CommandFilter
 from aiogram.filters import CommandObject
-from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
+from aiogram.types import (
+    BufferedInputFile,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+)
 
 from bot.app import App
-from bot.telegram.render import send_chunk
+from bot.telegram.chart_photo import send_png
+from bot.telegram.render import send_chunk, with_retry
 from bot.telegram.user import ChatUser, use_user
 from tools.feature import Answer, Command, CommandCall, Feature, Who, button_data
 
@@ -28,6 +35,18 @@ def _markup(feature: Feature, answer: Answer) -> InlineKeyboardMarkup | None:
     return InlineKeyboardMarkup(inline_keyboard=rows)
 
 
+async def send_answer(bot: Bot, chat_id: int, feature: Feature, answer: Answer) -> None:
+    """The chart first (the text under it carries the same figures), the text with its
+    buttons, then the file."""
+    if answer.chart is not None:
+        await send_png(bot, chat_id, answer.chart)
+    await send_chunk(bot, chat_id, answer.text, [], _markup(feature, answer))
+    if answer.file is not None:
+        name, content = answer.file
+        document = BufferedInputFile(content, filename=name)
+        await with_retry(lambda: bot.send_document(chat_id, document), "sendDocument")
+
+
 def _who(user: ChatUser, chat_id: int) -> Who:
     return Who(user.id, user.telegram_id, user.name, user.tz, chat_id)
 
@@ -42,7 +61,7 @@ def _answer_command(router: Router, feature: Feature, declared: Command) -> None
         call = CommandCall(app, _who(user, message.chat.id), command.args or "")
         got = await declared.run(call)
         answer = Answer(got) if isinstance(got, str) else got
-        await send_chunk(bot, message.chat.id, answer.text, [], _markup(feature, answer))
+        await send_answer(bot, message.chat.id, feature, answer)
 
 
 def _answer_presses(router: Router, feature: Feature) -> None:
