@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot import heap
 from bot.agent.accounting import ContextAccounting
+from bot.agent.approvals import TIMEOUT_S as APPROVAL_TIMEOUT_S
 from bot.agent.approvals import Approvals
 from bot.agent.archive import archiver_from
 from bot.agent.hooks import AgentHooks
@@ -28,6 +29,7 @@ from bot.voice.replies import VoiceReplies, build_voice
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from tools.base import Clock, ToolDeps, system_clock
+from tools.memory.recall_context import RECALL_TOKENS
 from tools.memory.recall_context import build_provider as recall_provider
 from tools.memory.setup import build_memory
 from tools.registry import Registry, build_registry, discovery
@@ -104,7 +106,7 @@ def context_providers(deps: ToolDeps) -> list[ContextProvider]:
     """Sections the runtime adds to every system prompt (memory auto-recall, ...)."""
     providers: list[ContextProvider] = []
     if deps.memory is not None:
-        providers.append(recall_provider(deps.memory, deps.settings.memory_recall_tokens))
+        providers.append(recall_provider(deps.memory, RECALL_TOKENS))
     return providers
 
 
@@ -157,7 +159,7 @@ async def build_app(
             meter=meter,
             approvals=Approvals(
                 settings.approvals,
-                settings.approval_timeout_s,
+                APPROVAL_TIMEOUT_S,
                 sf,
                 clock,
                 Scrubber(settings.secrets()).scrub,

@@ -12,18 +12,12 @@ from typing import TextIO
 from bot.agent.runner import Incoming
 from bot.app import App
 from db.repos.schedule import Recipient
-from scheduler.reminder_settings import ReminderSettings
 from scheduler.reminders import Deliver, ReminderJobs, RunTask
 
 TASK_PREFIX = (
     "[Scheduled task the user set up earlier; they are not waiting in the chat. Do it now "
     "and write the answer for them.]\n"
 )
-
-
-def reminder_settings(app: App) -> ReminderSettings:
-    s = app.settings
-    return ReminderSettings(**{name: getattr(s, name) for name in ReminderSettings.model_fields})
 
 
 def task_runner(app: App) -> RunTask:
@@ -48,7 +42,6 @@ def build_reminders(app: App, deliver: Deliver, *, local: bool = False) -> Remin
         deliver=deliver,
         run_task=task_runner(app),
         clock=app.deps.clock,
-        settings=reminder_settings(app),
         local=local,
     )
 

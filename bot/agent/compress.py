@@ -3,7 +3,7 @@
 When the newest turns no longer fit the budget, the oldest uncovered range is summarised
 by one model call (rolling: the previous summary is part of what is summarised), the
 summary is verified (the grounding check, then a reviewer call in a fresh context when
-SUMMARY_REVIEW=model) and saved; from then on the model sees "turns i..j (when) are
+SUMMARY_REVIEW is "model") and saved; from then on the model sees "turns i..j (when) are
 summarised: ..." at the end of the system message instead of those turns. The turns stay
 in the messages table and /sessions. A rejected summary is saved as rejected (doctor
 counts them), the turns are trimmed as before, and the model is told which turns it
@@ -87,6 +87,13 @@ def tool_succeeded(rows: Sequence[Message]) -> bool:
 
 
 PREFIX_RESERVE = 2500  # room for the system prompt and the tool schemas
+# Tokens of session history sent with each message when the model's context is not known:
+# a few dozen turns, within any current model's context next to the prefix and the answer.
+HISTORY_TOKEN_BUDGET = 6000
+# How a summary standing in for old turns is verified: the grounding check alone (its
+# default, no extra model call), plus a reviewer model call ("model"), or not at all ("off").
+# Not a setting: no operator needed it, and a summary that is not checked can lose facts.
+SUMMARY_REVIEW: Review = "grounding"
 OUTPUT_RESERVE = 1024  # when LLM_MAX_OUTPUT_TOKENS is not set
 
 
@@ -95,7 +102,7 @@ def history_budget(settings: Settings, context: int | None = None) -> int:
     (`context`: LLM_CONTEXT_TOKENS or what the server says). The answer's share is capped at
     a quarter of the context: LLM_MAX_OUTPUT_TOKENS is a ceiling, and a 4k-context model
     with the 4k default would otherwise leave no room for history."""
-    budget = settings.history_token_budget
+    budget = HISTORY_TOKEN_BUDGET
     if context is None:
         context = getattr(settings, "llm_context_tokens", None)
     if isinstance(context, int) and context > 0:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from bot.agent import compress
 from bot.agent.compress import Compressor, Fitted, history_budget
 from bot.agent.prompt import message_cost, to_openai
 from bot.config import Settings
@@ -85,5 +86,5 @@ class HistoryWindow:
             if sum(got.costs) <= budget:
                 return Fitted("", got.wire)
         writer = cast(TextModel, llm) if hasattr(llm, "complete_text") else None
-        compressor = Compressor(self.session_factory, writer, self.clock, settings.summary_review)
+        compressor = Compressor(self.session_factory, writer, self.clock, compress.SUMMARY_REVIEW)
         return await compressor.fit(ctx.session_id, ctx.user_id, budget)

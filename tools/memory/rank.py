@@ -67,7 +67,7 @@ class RankWeights:
     diversity: float = 1.0
     # The word-match stage (tools/memory/wordmatch.py) over the best `word_match_top`
     # candidates: each gains this weight times its word-by-word match to the query (a mean
-    # cosine), its score taken relative to the best. MEMORY_RERANK_WORDS sets it; 0: off.
+    # cosine), its score taken relative to the best; 0: off.
     word_match: float = 1.5
     word_match_top: int = 50
     certainty_floor: float = 0.6  # certainty 0 multiplies by this, 1 by 1.0

@@ -12,6 +12,9 @@ from tools.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
+# Prompt tokens for auto-recalled memories: the long-term facts and the few best matches,
+# a small share of the history's budget.
+RECALL_TOKENS = 500
 LONG_LIMIT = 20  # long-term memories always offered, most certain first
 HEADER = "What you remember about the user (memory ids in brackets; use them to forget):"
 

@@ -10,6 +10,11 @@ from tools.search.fetch import get_json
 from tools.search.hits import BackendError, Hit, Query, dedupe, hit_from
 from tools.search.ratelimit import Spacer
 
+# The Brave Search API; a constant (tests point it at a local fake by patching it).
+API_URL = "https://api.search.brave.com/res/v1"
+# Requests per second: the free plan's rate, which every paid plan also allows; calls are
+# spaced to it so a burst of searches is not answered with 429.
+RATE_PER_SECOND = 1.0
 FRESHNESS = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
 MAX_COUNT = 20
 
@@ -65,13 +70,13 @@ class BraveBackend:
                 raise BackendError(
                     f"Brave Search is rate-limiting ({self._detail(body)}); "
                     f"it allows the next request in {wait:g} s.",
-                    "lower BRAVE_RATE_PER_SECOND to your plan's rate or upgrade the plan.",
+                    "wait a moment, or check the plan's monthly quota in the Brave dashboard.",
                 )
         self._raise_for_status(resp, body)
         if not isinstance(body, dict):
             raise BackendError(
                 f"Brave Search at {endpoint} did not answer with JSON (HTTP {resp.status_code}).",
-                "check BRAVE_API_URL (default https://api.search.brave.com/res/v1).",
+                "a proxy or captive portal may stand between this host and the Brave API.",
             )
         # News results sit flat in "results"; web results in "web.results".
         holder = body if query.kind == "news" else body.get("web") or {}

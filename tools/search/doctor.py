@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 
 from tools.base import CheckResult
+from tools.search import brave
 from tools.search.hits import BackendError, Query
 from tools.search.ratelimit import Spacer
 from tools.search.settings import SearchSettings
@@ -14,7 +15,7 @@ TEST_QUERY = "weather"
 
 
 async def check_search(s: SearchSettings, http: httpx.AsyncClient) -> list[CheckResult]:
-    backends = make_backends(s, http, Spacer(s.brave_rate_per_second))
+    backends = make_backends(s, http, Spacer(brave.RATE_PER_SECOND))
     if not backends:
         off = "not configured (optional): set SEARXNG_URL or BRAVE_API_KEY to enable it"
         return [CheckResult("search", True, off)]
