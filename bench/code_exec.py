@@ -136,9 +136,7 @@ async def main(runs: int, heap_mb: int) -> None:
             runner = make_runner(bun, mode, slots)
             rate = await throughput(runner, max(40, runs), 4)
             await runner.close()
-            print(
-                f"4 concurrent requests, {mode:13s} CODE_MAX_CONCURRENT={slots}: {rate:6.1f} runs/s"
-            )
+            print(f"4 concurrent requests, {mode:13s} MAX_CONCURRENT={slots}: {rate:6.1f} runs/s")
 
 
 def memory(bun_path: str) -> None:

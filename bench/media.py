@@ -90,12 +90,14 @@ async def run(items: int) -> None:
         photo_id, voice_id = tg.add_file(jpeg), tg.add_file(ogg)
         results: dict[str, list[float]] = {"photo": [], "resized": [], "voice": []}
         assert app.media is not None
-        as_is, resized = settings, settings.model_copy(update={"image_max_side": 2048})
+        from bot.media import attachments
+
+        default_side = attachments.IMAGE_MAX_SIDE
         msg_id = 0
         for i in range(items + 3):
             for kind in results:
                 msg_id += 1
-                app.media.settings = resized if kind == "resized" else as_is
+                attachments.IMAGE_MAX_SIDE = 2048 if kind == "resized" else default_side
                 fields = (
                     voice(voice_id, len(ogg), duration=60)
                     if kind == "voice"

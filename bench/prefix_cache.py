@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.agent.runner import Incoming
 from bot.app import build_app
+from bot.llm import client as llm_client
 from bot.llm.client import LLMClient
 from tests.conftest import make_settings
 from tests.real.proxy import Exchange, RecordingProxy
@@ -70,9 +71,9 @@ async def session(server: LlamaServer, messages: int, name: str) -> list[Exchang
                 None,
                 llm_base_url=proxy.base_url,
                 llm_model=name,
-                llm_max_retries=0,
                 llm_max_output_tokens=8,  # short answers: the prompt is what is measured
             )
+            llm_client.MAX_RETRIES = 0  # one try: a retry would double a slow CPU call
             app = await build_app(settings, llm=LLMClient(settings))
             try:
                 for i in range(messages):

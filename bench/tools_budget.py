@@ -34,6 +34,7 @@ from bot.config import load_settings  # noqa: E402
 from tools.base import RequestContext, Tool, ToolCall  # noqa: E402
 from tools.discovery.index import ToolIndex  # noqa: E402
 from tools.discovery.meta import ExplainParams  # noqa: E402
+from tools.discovery.service import TOOL_TOKEN_BUDGET  # noqa: E402
 from tools.mcp.convert import McpArgs  # noqa: E402
 from tools.memory.embeddings import WordLlamaEmbedder  # noqa: E402
 from tools.registry import discovery  # noqa: E402
@@ -74,7 +75,7 @@ async def payloads() -> None:
             disc = discovery(app.registry)
             assert disc is not None
             core = len(app.registry.tools)
-            budget = settings.tool_token_budget
+            budget = TOOL_TOKEN_BUDGET
             print(f"tokenizer {tokenizer_name()}, TOOL_TOKEN_BUDGET {budget}, {core} core tools")
             print(f"{'tools':>6} {'first call':>11} {'max after 3 explains':>21} {'all shown':>10}")
             tools = catalog()

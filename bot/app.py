@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot import heap
 from bot.agent.accounting import ContextAccounting
+from bot.agent.approvals import TIMEOUT_S as APPROVAL_TIMEOUT_S
 from bot.agent.approvals import Approvals
 from bot.agent.archive import archiver_from
 from bot.agent.hooks import AgentHooks
@@ -219,7 +220,7 @@ async def build_app(
             meter=meter,
             approvals=Approvals(
                 settings.approvals,
-                settings.approval_timeout_s,
+                APPROVAL_TIMEOUT_S,
                 sf,
                 clock,
                 Scrubber(settings.secrets()).scrub,

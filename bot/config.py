@@ -44,14 +44,12 @@ if TYPE_CHECKING:
     from tools.code.settings import CodeSettings
     from tools.fetch.settings import FetchSettings
     from tools.memory.settings import MemorySettings
-    from tools.reminders.settings import ReminderSettings
     from tools.search.settings import SearchSettings
 
     class FeatureSettings(
         CodeSettings,
         MemorySettings,
         SearchSettings,
-        ReminderSettings,
         FetchSettings,
         ExtensionSettings,
     ):
@@ -99,8 +97,8 @@ class Settings(
     llm_base_url: str = "https://api.openai.com/v1"
     llm_api_key: SecretStr | None = None
     llm_model: str = ""
+    # Seconds one whole call may take, its retries included (raise it for a slow local model).
     llm_timeout_s: float = Field(default=120.0, gt=0)
-    llm_max_retries: int = Field(default=4, ge=0, le=10)
 
     # Storage and logs
     data_dir: Path = Path("./data")
@@ -109,23 +107,10 @@ class Settings(
     # Daily backups into DATA_DIR/backups, keeping this many (0: off).
     backup_keep: int = Field(default=0, ge=0, le=1000)
 
-    # Agent
-    # Tool calls allowed for one user message (AGENT_MAX_TURNS, its old name, still works).
-    agent_max_tool_calls: int = Field(
-        default=75,
-        ge=1,
-        le=1000,
-        validation_alias=AliasChoices("agent_max_tool_calls", "agent_max_turns"),
-    )
-    history_token_budget: int = Field(default=6000, ge=200)
-    # How a summary standing in for old turns is verified (bot/agent/compress.py): the
-    # grounding check alone, plus a reviewer model call, or not at all.
-    summary_review: Literal["model", "grounding", "off"] = "grounding"
     # Which tool calls wait for the user's yes (bot/agent/approvals.py): none, the risky ones
     # (code with network, MCP tools that write, code in scheduled tasks, a second forget in
     # one message), or every call that changes something. Unanswered after the timeout: no.
     approvals: Literal["off", "risky", "all"] = "risky"
-    approval_timeout_s: float = Field(default=120.0, gt=0, le=3600)
 
     @field_validator("allowed_user_ids", mode="before")
     @classmethod
@@ -270,7 +255,22 @@ def known_names() -> set[str]:
 
 
 # Read by docker-compose.yml or the shell, not by Sidekick: never "unknown".
-NOT_SETTINGS = frozenset({"SEARXNG_SECRET", "POSTGRES_PASSWORD", "SIDEKICK_HOME"})
+NOT_SETTINGS = frozenset({"SEARXNG_SECRET", "POSTGRES_PASSWORD", "SIDEKICK_HOME", "LB_BIND"})
+
+# Former settings, now named constants beside the code that uses them (their defaults kept):
+# a .env written for an older release still starts, with one warning line for each.
+RETIRED = frozenset(
+    {
+        "AGENT_MAX_TOOL_CALLS", "AGENT_MAX_TURNS", "APPROVAL_TIMEOUT_S", "BRAVE_API_URL",
+        "BRAVE_RATE_PER_SECOND", "CODE_MAX_CONCURRENT", "CODE_TIMEOUT_MS",
+        "DOCUMENT_INLINE_CHARS", "DOCUMENT_MAX_PAGES", "HISTORY_TOKEN_BUDGET",
+        "IMAGE_MAX_SIDE", "LLM_MAX_RETRIES", "MCP_TIMEOUT_S", "MEDIA_MAX_MB",
+        "MEDIA_TIMEOUT_S", "MEMORY_MID_DAYS", "MEMORY_RECALL_TOKENS", "MEMORY_RERANK_WORDS",
+        "MEMORY_SHORT_DAYS", "REMINDER_CONCURRENCY", "REMINDER_DELIVERY_ATTEMPTS",
+        "REMINDER_MISFIRE_HOURS", "SUMMARY_REVIEW", "TOOL_TOKEN_BUDGET",
+        "TRANSCRIBE_TIMEOUT_S", "TTS_MAX_CHARS", "TTS_TIMEOUT_S",
+    }
+)  # fmt: skip
 
 
 def unknown_names(env_file: Path | None = None) -> list[str]:
@@ -283,12 +283,17 @@ def unknown_names(env_file: Path | None = None) -> list[str]:
     path = env_path(env_file)
     in_file = [k.upper() for k in dotenv_values(path)] if path.is_file() else []
     out: list[str] = []
-    for name in sorted(set(in_file) - known - NOT_SETTINGS):
+    retired = RETIRED - known  # a name taken up again is a setting, not a former one
+    in_env = {k.upper() for k in os.environ}
+    for name in sorted((set(in_file) | in_env) & retired):
+        where = path if name in in_file else "environment"
+        out.append(f"{where}: {name} is no longer a setting (its default is built in); remove it")
+    for name in sorted(set(in_file) - known - NOT_SETTINGS - retired):
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
         hint = f"; did you mean {close[0]}?" if close else " (ignored)"
         out.append(f"{path}: {name} is not a setting{hint}")
     prefixes = {name.split("_")[0] for name in known}
-    for name in sorted({k.upper() for k in os.environ} - known - NOT_SETTINGS - set(in_file)):
+    for name in sorted(in_env - known - NOT_SETTINGS - retired - set(in_file)):
         if name.split("_")[0] not in prefixes:
             continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)

@@ -172,9 +172,9 @@ def tool_check(name: str, check: Doctor) -> Check:
 
 
 async def check_summaries(app: App) -> list[CheckResult]:
-    from bot.agent.compress import doctor_check
+    from bot.agent.compress import SUMMARY_REVIEW, doctor_check
 
-    return await doctor_check(app.session_factory, app.settings.summary_review)
+    return await doctor_check(app.session_factory, SUMMARY_REVIEW)
 
 
 def feature_check(feature: Feature, check: FeatureDoctor) -> Check:

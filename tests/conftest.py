@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.app import App, build_app
 from bot.config import Settings, load_settings
+from bot.llm import client as llm_client
 from bot.llm.client import LLMClient
 from db.engine import create_engine
 from db.migrate import upgrade
@@ -62,6 +63,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None
     """No test reads the developer's .env or environment settings (but DATABASE_URL points at
     a database of the test's own under make test-pg)."""
     monkeypatch.chdir(tmp_path)
+    # Two retries instead of four: a test of a failing model fails over sooner.
+    monkeypatch.setattr(llm_client, "MAX_RETRIES", 2)
     for name in list(Settings.model_fields):
         monkeypatch.delenv(name.upper(), raising=False)
     if not ON_PG:
@@ -97,7 +100,6 @@ def make_settings(tmp_path: Path, fake_llm: FakeOpenAI | None = None, **extra: A
         "llm_base_url": fake_llm.base_url if fake_llm else "http://127.0.0.1:9/v1",
         "llm_api_key": "sk-test-secret-key-123456",
         "llm_model": "fake-model",
-        "llm_max_retries": 2,
         **extra,
     }
     return load_settings(**values)

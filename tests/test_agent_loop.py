@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
+from bot.agent import runner
 from bot.agent.prompt import without_context
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
@@ -113,9 +115,11 @@ async def test_bad_calls_become_error_results(app: App, fake_llm: FakeOpenAI) ->
     assert [a.ok for a in audit] == [False] * 5
 
 
-async def test_tool_call_cap_stops_the_task(app: App, fake_llm: FakeOpenAI) -> None:
+async def test_tool_call_cap_stops_the_task(
+    app: App, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "MAX_TOOL_CALLS", 3)
     agent = agent_with_tools(app)
-    agent.settings = agent.settings.model_copy(update={"agent_max_tool_calls": 3})
     fake_llm.responder = lambda body: Calls([("add", {"a": 1, "b": 1}), ("add", {"a": 2, "b": 2})])
     reply = await agent.handle(Incoming("loop forever", telegram_user_id=7))
     assert reply.stopped_at_cap and reply.tool_calls == 3

@@ -6,9 +6,11 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 from sqlalchemy import select
 
+from bot.agent import runner
 from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest, ToolRound
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
@@ -26,12 +28,10 @@ async def echo(p: Echo, call: ToolCall) -> dict[str, Any]:
     return {"echoed": p.word, "user": call.ctx.user_id}
 
 
-def scripted(app: App, model: ScriptedModel, max_turns: int | None = None) -> Agent:
+def scripted(app: App, model: ScriptedModel) -> Agent:
     agent = app.agent
     agent.llm = model
     agent.registry = Registry([Tool("echo", "Echo a word", Echo, echo)])
-    if max_turns is not None:
-        agent.settings = agent.settings.model_copy(update={"agent_max_tool_calls": max_turns})
     return agent
 
 
@@ -48,10 +48,13 @@ async def test_tool_results_go_back_and_are_recorded_by_the_runtime(app: App) ->
     assert [r.tool for r in records] == ["echo", "echo"]
 
 
-async def test_the_turn_cap_ends_a_model_that_never_stops(app: App) -> None:
+async def test_the_turn_cap_ends_a_model_that_never_stops(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "MAX_TOOL_CALLS", 3)
     model = ScriptedModel()
     model.add(*[Call([("echo", {"word": str(i)})]) for i in range(10)], Say("summary"))
-    reply = await scripted(app, model, max_turns=3).handle(Incoming("loop", telegram_user_id=7))
+    reply = await scripted(app, model).handle(Incoming("loop", telegram_user_id=7))
     assert reply.stopped_at_cap
     assert len(model.requests) <= 4  # three tool rounds, then at most one closing answer
 

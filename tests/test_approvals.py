@@ -147,8 +147,10 @@ async def test_the_terminal_question_times_out_and_the_next_line_goes_to_the_cha
     cfg = write_mcp_config(tmp_path)
     call = Calls([("tool_explain", {"name": "fake__email_send"})])
     fake_llm.add(call, Calls([("fake__email_send", {"target": "bob"})]), Text("Not sent."))
-    env = chat_env(tmp_path, fake_llm, MCP_CONFIG=str(cfg), APPROVAL_TIMEOUT_S="0.5")
-    proc = await start_chat(tmp_path, env)
+    env = chat_env(tmp_path, fake_llm, MCP_CONFIG=str(cfg))
+    proc = await start_chat(
+        tmp_path, env, prelude="import bot.agent.approvals as a; a.TIMEOUT_S = 0.5"
+    )
     assert proc.stdin is not None and proc.stdout is not None
     out = bytearray()
     try:

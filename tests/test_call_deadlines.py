@@ -1,5 +1,5 @@
 """One total deadline per call: a speech-to-text service that answers with a slow drip
-of bytes (each read well within the per-read timeout) is cut at TRANSCRIBE_TIMEOUT_S, and
+of bytes (each read well within the per-read timeout) is cut at the transcription deadline, and
 the user hears it in one line."""
 
 from __future__ import annotations

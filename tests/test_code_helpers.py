@@ -89,9 +89,7 @@ class Env:
 async def env(tmp_path: Path, fake_llm: FakeOpenAI) -> AsyncIterator[Env]:
     import httpx
 
-    settings = make_settings(
-        tmp_path, fake_llm, telegram_bot_token=SECRET_TOKEN, code_timeout_ms=5000
-    )
+    settings = make_settings(tmp_path, fake_llm, telegram_bot_token=SECRET_TOKEN)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     engine = create_engine(settings.db_url)
     await upgrade(engine)

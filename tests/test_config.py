@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from bot.config import load_settings, require
+from bot.config import RETIRED, known_names, load_settings, require, unknown_names
 from bot.errors import ConfigError
 from tests.conftest import ON_PG, sqlite_only
 
@@ -20,7 +22,7 @@ def test_reads_env_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert s.llm_model == "from-dotenv"
     assert s.allowed_user_ids == frozenset({1, 2, 3})
     assert s.timezone == "Europe/Berlin"
-    assert s.agent_max_tool_calls == 75
+    assert s.approvals == "risky"
     assert s.telegram_api_url == "https://api.telegram.org"
     if not ON_PG:  # make test-pg sets DATABASE_URL
         assert s.db_url.endswith("data/sidekick.db")
@@ -60,8 +62,8 @@ def test_every_secret_setting_is_scrubbed() -> None:
     [
         ("ALLOWED_USER_IDS", "12,abc", "ALLOWED_USER_IDS"),
         ("TIMEZONE", "Mars/Olympus", "TIMEZONE"),
-        ("AGENT_MAX_TURNS", "0", "AGENT_MAX_TOOL_CALLS"),  # the old name, reported as the new
-        ("AGENT_MAX_TOOL_CALLS", "0", "AGENT_MAX_TOOL_CALLS"),
+        ("BACKUP_KEEP", "-1", "BACKUP_KEEP"),
+        ("APPROVALS", "sometimes", "APPROVALS"),
         ("LLM_BASE_URL", "ftp://x", "LLM_BASE_URL"),
         ("SESSION_SPLIT_TIME", "25:00", "SESSION_SPLIT_TIME"),
         ("CODE_NETWORK", "maybe", "CODE_NETWORK"),
@@ -76,12 +78,38 @@ def test_invalid_values_name_the_variable(
     assert str(info.value).startswith(expected)
 
 
-@pytest.mark.parametrize("name", ["AGENT_MAX_TOOL_CALLS", "AGENT_MAX_TURNS"])
-def test_the_tool_call_cap_is_read_under_its_name_and_its_old_one(
-    monkeypatch: pytest.MonkeyPatch, name: str
+def test_a_former_setting_is_one_warning_not_an_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(name, "7")
-    assert load_settings().agent_max_tool_calls == 7
+    """A .env from an older release, naming knobs that are now constants, still loads."""
+    for name in RETIRED:
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / ".env").write_text("LLM_MODEL=m\nMEMORY_SHORT_DAYS=7\nAGENT_MAX_TURNS=0\n")
+    monkeypatch.setenv("LLM_MAX_RETRIES", "9")
+    assert load_settings().llm_model == "m"
+    assert unknown_names() == [
+        f"{Path('.env')}: AGENT_MAX_TURNS is no longer a setting (its default is built in); "
+        "remove it",
+        "environment: LLM_MAX_RETRIES is no longer a setting (its default is built in); remove it",
+        f"{Path('.env')}: MEMORY_SHORT_DAYS is no longer a setting (its default is built in); "
+        "remove it",
+    ]
+
+
+def test_the_retired_names_are_not_settings() -> None:
+    assert not RETIRED & known_names()
+
+
+def test_the_readme_table_lists_exactly_the_settings() -> None:
+    """README.md's settings table documents each variable once, and exactly those the code
+    reads (field names and their aliases), so the table cannot drift from the code."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| Variable | Default | Meaning |") :].splitlines()[2:]
+    rows = [line for line in itertools.takewhile(lambda line: line.startswith("|"), table)]
+    # Each row names one variable, or two joined with " / " (a pair documented together).
+    names = [n for row in rows for n in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split(" | ")[0])]
+    assert len(names) == len(set(names)), "a variable is documented twice"
+    assert set(names) - {"SIDEKICK_HOME"} == known_names()
 
 
 def test_require_names_missing_setting() -> None:

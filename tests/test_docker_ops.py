@@ -14,7 +14,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
-# The keys the README's Docker section lists for .env.
+# The keys the Docker section (docs/operations.md) lists for .env.
 DOCUMENTED = {
     "TELEGRAM_BOT_TOKEN",
     "ALLOWED_USER_IDS",
@@ -30,16 +30,16 @@ def test_default_compose_needs_only_the_documented_keys() -> None:
     # a required ${VAR:?} anywhere is required for the default `up -d`.
     required = set(re.findall(r"\$\{(\w+):?\?", text))
     assert required <= DOCUMENTED, required - DOCUMENTED
-    readme = (ROOT / "README.md").read_text()
-    assert all(key in readme for key in DOCUMENTED)
+    docs = (ROOT / "docs" / "operations.md").read_text()
+    assert all(key in docs for key in DOCUMENTED)
 
 
-def test_lb_is_loopback_and_the_volume_has_the_name_the_readme_gives() -> None:
+def test_lb_is_loopback_and_the_volume_has_the_name_the_docs_give() -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     assert compose["services"]["lb"]["ports"] == ["${LB_BIND:-127.0.0.1}:8080:8080"]
     assert compose["volumes"]["sidekick-data"]["name"] == "sidekick-data"
-    readme = (ROOT / "README.md").read_text()
-    assert "sidekick-data" in readme and "docker compose logs -f" in readme
+    docs = (ROOT / "docs" / "operations.md").read_text()
+    assert "sidekick-data" in docs and "docker compose logs -f" in docs
 
 
 def test_dockerfile_base_and_certificates_are_build_arguments() -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bot.app import build_app
 from bot.doctor import check_database, check_llm
+from bot.llm import client as llm_client
 from tests.conftest import make_settings, sqlite_only
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -36,8 +39,9 @@ async def test_unknown_model_lists_the_ones_that_exist(
     assert model.fix == "these exist: fake-model, other-model"
 
 
-async def test_unreachable_llm_says_so(tmp_path: Path) -> None:
-    app = await build_app(make_settings(tmp_path, None, llm_max_retries=0))
+async def test_unreachable_llm_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(llm_client, "MAX_RETRIES", 0)
+    app = await build_app(make_settings(tmp_path, None))
     try:
         (result,) = await check_llm(app)
     finally:

@@ -57,7 +57,7 @@ async def test_gives_up_with_plain_message(settings: Settings, fake_llm: FakeOpe
     with pytest.raises(ProviderError) as info:
         await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
-    assert len(fake_llm.requests) == settings.llm_max_retries + 1
+    assert len(fake_llm.requests) == llm.max_retries + 1
     assert user_text(info.value) == (
         "The model provider is not answering (HTTP 502); try again in a minute."
     )
@@ -74,12 +74,14 @@ async def test_client_errors_are_not_retried(settings: Settings, fake_llm: FakeO
     assert "LLM_API_KEY" in text and "sk-test" not in text
 
 
-async def test_unreachable_endpoint(tmp_path: object) -> None:
+async def test_unreachable_endpoint(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
     from pathlib import Path
 
+    from bot.llm import client as llm_client
     from tests.conftest import make_settings
 
-    settings = make_settings(Path(str(tmp_path)), None, llm_max_retries=1)
+    monkeypatch.setattr(llm_client, "MAX_RETRIES", 1)
+    settings = make_settings(Path(str(tmp_path)), None)
     llm = client(settings)
     with pytest.raises(ProviderError) as info:
         await llm.stream([{"role": "user", "content": "hi"}])

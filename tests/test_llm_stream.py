@@ -104,7 +104,7 @@ async def test_truncated_every_time_is_one_plain_error(
     llm = client(tmp_path, broken_llm)
     with pytest.raises(ProviderError) as info:
         await llm.stream([{"role": "user", "content": "hi"}])
-    assert len(broken_llm.requests) == 3  # llm_max_retries=2
+    assert len(broken_llm.requests) == 3  # MAX_RETRIES=2 (tests/conftest.py)
     assert user_text(info.value) == (
         "The model provider is not answering (connection failed); try again in a minute."
     )

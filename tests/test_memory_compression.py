@@ -5,14 +5,24 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
+from bot.agent import compress
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
 from db.models import Message, SessionCompression
 from db.repos import compressions
 from tests.scripted_model import Say, ScriptedModel
 from tools.registry import Registry
+
+
+@pytest.fixture(autouse=True)
+def _constants(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests below set the history budget and the review mode: restored after each."""
+    monkeypatch.setattr(compress, "HISTORY_TOKEN_BUDGET", compress.HISTORY_TOKEN_BUDGET)
+    monkeypatch.setattr(compress, "SUMMARY_REVIEW", compress.SUMMARY_REVIEW)
+
 
 FACT = "My sister Ingrid lives in Tromsø and turns 41 on 3 May."
 
@@ -32,7 +42,7 @@ def agent_for(app: App, model: ScriptedModel, budget: int = 600) -> Agent:
     agent = app.agent
     agent.llm = model
     agent.registry = Registry([])
-    agent.settings = agent.settings.model_copy(update={"history_token_budget": budget})
+    compress.HISTORY_TOKEN_BUDGET = budget  # put back by the autouse fixture below
     return agent
 
 
@@ -145,7 +155,7 @@ async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refus
 
     model = ScriptedModel(writer=reviewer_refuses)
     agent = agent_for(app, model)
-    agent.settings = agent.settings.model_copy(update={"summary_review": "model"})
+    compress.SUMMARY_REVIEW = "model"
     for i in range(1, 31):
         model.add(Say(f"ok {i}"))
         await agent.handle(Incoming(chat(i), telegram_user_id=23))
@@ -170,9 +180,8 @@ async def test_the_servers_context_size_bounds_the_history(app: App) -> None:
         async def context_tokens(self, model: str | None = None) -> int:
             return 4096
 
-    settings = app.agent.settings.model_copy(
-        update={"history_token_budget": 100_000, "llm_max_output_tokens": 4096}
-    )
+    compress.HISTORY_TOKEN_BUDGET = 100_000
+    settings = app.agent.settings.model_copy(update={"llm_max_output_tokens": 4096})
     assert await context_of(SmallContext()) == 4096
     assert await context_of(ScriptedModel()) is None  # a client that cannot tell
     assert history_budget(settings, 4096) == 4096 - 1024 - PREFIX_RESERVE

@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import ON_PG, make_settings
+from tests.conftest import ON_PG
 from tests.test_memory_store import Env, make_env, put
 from tools.memory.embeddings import WordLlamaEmbedder
 from tools.memory.rank import RankWeights
+from tools.memory.store import MemoryStore
 from tools.memory.wordmatch import WordVectors, content_words, matches, rescore
 
 QUERY = "Which musical instruments does Melanie have?"
@@ -36,8 +37,9 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
 
 @pytest.fixture
 async def staged(tmp_path: Path) -> AsyncIterator[Env]:
-    """MEMORY_RERANK_WORDS set: the stage runs on either database."""
-    e, engine = await make_env(tmp_path, memory_rerank_words=RankWeights().word_match)
+    """Weights given: the stage runs on either database."""
+    e, engine = await make_env(tmp_path)
+    e.store = MemoryStore(e.sf, WordLlamaEmbedder(), e.settings, e.clock, weights=RankWeights())
     yield e
     await engine.dispose()  # type: ignore[attr-defined]
 
@@ -50,7 +52,7 @@ async def test_a_memory_naming_what_the_question_means_outranks_shared_words(env
     async def first() -> int:
         return (await env.store.recall(user_id=env.users[0], query=QUERY))[0].id
 
-    if ON_PG:  # MEMORY_RERANK_WORDS unset: the stage does not run on PostgreSQL (store.py)
+    if ON_PG:  # no weights given: the stage does not run on PostgreSQL (store.py)
         assert await first() in ids
         return
     # Only the name is a shared word: without the stage another memory wins, with it the
@@ -61,8 +63,10 @@ async def test_a_memory_naming_what_the_question_means_outranks_shared_words(env
     assert await first() == answer
 
 
-async def test_the_setting_turns_the_stage_off(tmp_path: Path) -> None:
-    e, engine = await make_env(tmp_path, memory_rerank_words=0.0)
+async def test_a_zero_weight_turns_the_stage_off(tmp_path: Path) -> None:
+    e, engine = await make_env(tmp_path)
+    off = replace(RankWeights(), word_match=0.0)
+    e.store = MemoryStore(e.sf, WordLlamaEmbedder(), e.settings, e.clock, weights=off)
     try:
         assert e.store.weights.word_match == 0.0
         ids = [await put(e, t) for t in OTHERS]
@@ -71,7 +75,6 @@ async def test_the_setting_turns_the_stage_off(tmp_path: Path) -> None:
         assert hits[0].id in ids
     finally:
         await engine.dispose()  # type: ignore[attr-defined]
-    assert make_settings(tmp_path).memory_rerank_words is None  # unset: by backend
 
 
 async def test_failing_word_vectors_leave_the_fused_order(staged: Env) -> None:

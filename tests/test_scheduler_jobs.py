@@ -165,7 +165,7 @@ async def test_sweep_removes_expired_memories(
     tmp_path: Path, fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
     t0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-    async with make_env(tmp_path, fake_llm, t0, memory_short_days=14) as env:
+    async with make_env(tmp_path, fake_llm, t0) as env:
         uid, _ = await env.chat(1, "hi")
         await env.memory.store(user_id=uid, layer="short", content="dentist on Friday")
         await env.memory.store(user_id=uid, layer="long", content="lives in Lisbon")

@@ -289,7 +289,7 @@ async def test_brave_429_twice_reports_rate_limit(
     server.serve(WEB, limited())
     with pytest.raises(BackendError) as err:
         await brave(http, server, clock).search(Query("x"))
-    assert "rate-limiting" in str(err.value) and "BRAVE_RATE_PER_SECOND" in str(err.value)
+    assert "rate-limiting" in str(err.value) and "quota" in str(err.value)
     assert server.count(WEB) == 2
 
 

@@ -11,6 +11,7 @@ import pytest
 from bot.doctor import all_checks, format_table
 from tests.conftest import make_settings
 from tests.fakes.search_server import FakeSearch, Reply, fixture
+from tools.search import brave
 from tools.search.doctor import check_search
 
 KEY = "BSA-doctor-key-987654"
@@ -18,10 +19,11 @@ WEB = "/res/v1/web/search"
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeSearch]:
+async def server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeSearch]:
     fake = await FakeSearch().start()
     fake.serve("/search", Reply(fixture("searxng_web.json")))
     fake.serve(WEB, Reply(fixture("brave_web.json")))
+    monkeypatch.setattr(brave, "API_URL", fake.root + "/res/v1")
     yield fake
     await fake.stop()
 
@@ -45,9 +47,7 @@ async def test_not_configured_is_fine_and_says_how(tmp_path: Path, http: httpx.A
 async def test_both_backends_queried_once_each(
     tmp_path: Path, http: httpx.AsyncClient, server: FakeSearch
 ) -> None:
-    settings = make_settings(
-        tmp_path, searxng_url=server.root, brave_api_key=KEY, brave_api_url=server.root + "/res/v1"
-    )
+    settings = make_settings(tmp_path, searxng_url=server.root, brave_api_key=KEY)
     rows = await check_search(settings, http)
     assert [(r.name, r.ok) for r in rows] == [
         ("search: searxng (primary)", True),

@@ -21,6 +21,7 @@ from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.fakes.search_server import FakeSearch, Reply, fixture
 from tests.test_search_parts import FakeClock
 from tools.base import RequestContext, RequestTools, Tool, ToolCall, ToolError
+from tools.search import brave as brave_api
 from tools.search.brave import plan_rate
 from tools.search.tool import SearchParams, make_backends, make_service, tool_for
 
@@ -37,8 +38,9 @@ async def searx() -> AsyncIterator[FakeSearch]:
 
 
 @pytest.fixture
-async def brave() -> AsyncIterator[FakeSearch]:
+async def brave(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeSearch]:
     fake = await FakeSearch().start()
+    monkeypatch.setattr(brave_api, "API_URL", fake.root + "/res/v1")
     fake.serve(WEB, Reply(fixture("brave_web.json")))
     yield fake
     await fake.stop()
@@ -55,7 +57,6 @@ def both(tmp_path: Path, searx: FakeSearch, brave: FakeSearch, **extra: Any) -> 
         tmp_path,
         searxng_url=searx.root,
         brave_api_key=KEY,
-        brave_api_url=brave.root + "/res/v1",
         **extra,
     )
 

@@ -95,11 +95,11 @@ def test_chat_and_doctor_exit_2_with_one_line(tmp_path: Path, command: str, case
 
 
 def test_every_bad_setting_is_reported_at_once(tmp_path: Path) -> None:
-    env = {"LOG_LEVEL": "loud", "TIMEZONE": "Mars/Base", "AGENT_MAX_TOOL_CALLS": "0"}
+    env = {"LOG_LEVEL": "loud", "TIMEZONE": "Mars/Base", "BACKUP_KEEP": "-1"}
     proc = sidekick(tmp_path, "bot.cli", "doctor", **{**GOOD, **env})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     named = [line.split(": ")[2] for line in proc.stderr.strip().splitlines()]
-    assert sorted(named) == ["AGENT_MAX_TOOL_CALLS", "LOG_LEVEL", "TIMEZONE"]
+    assert sorted(named) == ["BACKUP_KEEP", "LOG_LEVEL", "TIMEZONE"]
 
 
 def test_blank_values_mean_unset(tmp_path: Path) -> None:
@@ -169,13 +169,13 @@ async def test_telegram_unreachable_at_start_is_not_a_configuration_error(
 
 def test_five_errors_in_one_env_file_in_one_run(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text(
-        "LOG_LEVEL=loud\nTIMEZONE=Mars/Base\nAGENT_MAX_TOOL_CALLS=0\nTELEGRAM_BOT_TOKEN=nope\n"
+        "LOG_LEVEL=loud\nTIMEZONE=Mars/Base\nBACKUP_KEEP=-1\nTELEGRAM_BOT_TOKEN=nope\n"
         "MCP_CONFIG=absent.json\n"
     )
     proc = sidekick(tmp_path, "bot.cli", "run")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     named = {line.split(": ")[2] for line in proc.stderr.strip().splitlines()}
-    assert {"AGENT_MAX_TOOL_CALLS", "LOG_LEVEL", "TIMEZONE", "TELEGRAM_BOT_TOKEN"} <= named
+    assert {"BACKUP_KEEP", "LOG_LEVEL", "TIMEZONE", "TELEGRAM_BOT_TOKEN"} <= named
     assert "MCP_CONFIG" in proc.stderr  # the file-system check ran too
     assert "LLM_MODEL is not set" in proc.stderr  # and the required ones
 

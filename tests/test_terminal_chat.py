@@ -26,18 +26,22 @@ def chat_env(tmp_path: Path, fake_llm: FakeOpenAI, **extra: str) -> dict[str, st
     }
 
 
-async def start_chat(tmp_path: Path, env: dict[str, str], *args: str) -> Process:
+async def start_chat(tmp_path: Path, env: dict[str, str], *args: str, prelude: str = "") -> Process:
+    """`sidekick chat` in a child process; `prelude` (Python) runs first in it, e.g. to set
+    a module constant that is no setting (a shorter timeout)."""
     pipe = asyncio.subprocess.PIPE
+    main = f"{prelude}\nfrom bot.cli import main\nraise SystemExit(main(['chat', *{args!r}]))"
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "chat", *args,
+        sys.executable, "-c", main,
         cwd=tmp_path, env=env, stdin=pipe, stdout=pipe, stderr=pipe,
     )  # fmt: skip
 
 
 async def run_chat(
-    tmp_path: Path, fake_llm: FakeOpenAI, stdin: str, *args: str, **extra: str
+    tmp_path: Path, fake_llm: FakeOpenAI, stdin: str, *args: str, prelude: str = "", **extra: str
 ) -> tuple[int, str, str]:
-    proc = await start_chat(tmp_path, chat_env(tmp_path, fake_llm, **extra), *args)
+    env = chat_env(tmp_path, fake_llm, **extra)
+    proc = await start_chat(tmp_path, env, *args, prelude=prelude)
     out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), 120)
     return proc.returncode or 0, out.decode(), err.decode()
 
@@ -63,7 +67,9 @@ async def test_terminal_chat_survives_provider_outage(tmp_path: Path, fake_llm: 
     from tests.fakes.openai_server import Error
 
     fake_llm.add(Error(503), Error(503), Text("back again"))
-    code, out, err = await run_chat(tmp_path, fake_llm, "one\ntwo\n", LLM_MAX_RETRIES="1")
+    code, out, err = await run_chat(
+        tmp_path, fake_llm, "one\ntwo\n", prelude="import bot.llm.client as c; c.MAX_RETRIES = 1"
+    )
     assert code == 0, err
     assert "not answering (HTTP 503)" in out and "back again" in out
     assert "Traceback" not in out

@@ -10,22 +10,25 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.agent import runner
 from bot.agent.runner import Incoming
 from bot.app import App
 from db.models import ToolUsage
 from tests.fakes.mcp_catalog import TOOLS
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text, Turn
 from tests.tools_helpers import build_tools_app, tool_names, tool_results, write_mcp_config
+from tools.discovery import service as discovery
 from tools.tokens import count_payload
 
 CORE = {"memory", "code", "schedule"}  # search has no backend here: not offered
 
 
 @pytest.fixture
-async def mcp_app(tmp_path: Path, fake_llm: FakeOpenAI) -> AsyncIterator[App]:
-    app = await build_tools_app(
-        tmp_path, fake_llm, mcp_config=write_mcp_config(tmp_path), agent_max_turns=400
-    )
+async def mcp_app(
+    tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[App]:
+    monkeypatch.setattr(runner, "MAX_TOOL_CALLS", 400)
+    app = await build_tools_app(tmp_path, fake_llm, mcp_config=write_mcp_config(tmp_path))
     yield app
     await app.close()
 
@@ -69,7 +72,7 @@ async def test_every_tool_reachable_within_budget(mcp_app: App, fake_llm: FakeOp
     assert len(state["done"]) == 60
     for (name, _), result in zip(TOOLS, state["done"], strict=True):
         assert result.startswith(f"{name} ok"), result
-    budget = mcp_app.settings.tool_token_budget
+    budget = discovery.TOOL_TOKEN_BUDGET
     payloads = [count_payload(b["tools"]) for b in fake_llm.requests]
     assert max(payloads) <= budget
     first = tool_names(fake_llm.requests[0])
@@ -134,9 +137,10 @@ async def test_small_catalog_is_shown_whole(tmp_path: Path, fake_llm: FakeOpenAI
 
 
 async def test_tiny_budget_still_keeps_core_and_discovery(
-    tmp_path: Path, fake_llm: FakeOpenAI
+    tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = await build_tools_app(tmp_path, fake_llm, tool_token_budget=200)
+    monkeypatch.setattr(discovery, "TOOL_TOKEN_BUDGET", 200)
+    app = await build_tools_app(tmp_path, fake_llm)
     try:
         fake_llm.add(Calls([("tool_search", {"query": "read a web page"})]), Text("ok"))
         await app.agent.handle(Incoming("read https://example.org", telegram_user_id=1))

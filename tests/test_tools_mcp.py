@@ -20,6 +20,7 @@ from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.tools_helpers import FAKE_SERVER, build_tools_app, tool_results, write_mcp_config
 from tools.base import ToolError
 from tools.discovery.doctor import check_tools
+from tools.mcp import manager as mcp_module
 from tools.mcp.config import HttpServer, StdioServer, load_config, parse_config
 from tools.mcp.convert import render_result
 from tools.mcp.manager import McpManager
@@ -31,8 +32,9 @@ async def extras_app(
     tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[App]:
     monkeypatch.setenv("SIDEKICK_TEST_SECRET", "hunter2")  # must not reach the server
+    monkeypatch.setattr(mcp_module, "CALL_TIMEOUT_S", 5.0)
     cfg = write_mcp_config(tmp_path, extras=True)
-    app = await build_tools_app(tmp_path, fake_llm, mcp_config=cfg, mcp_timeout_s=5)
+    app = await build_tools_app(tmp_path, fake_llm, mcp_config=cfg)
     yield app
     await app.close()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from bot.llm import client as llm_client
 from db.models import User
 from tests.conftest import make_settings
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
@@ -119,10 +120,10 @@ async def test_fallback_model_answers_after_the_primarys_503s(
     )
     app = await start(settings)
     try:
-        fake_llm.add(*[Error(503)] * (settings.llm_max_retries + 1))
+        fake_llm.add(*[Error(503)] * (llm_client.MAX_RETRIES + 1))
         backup.add(Text("from the backup", usage=usage(100, 10)))
         reply = await app.agent.handle(ask("hello"))
-        assert len(fake_llm.requests) == settings.llm_max_retries + 1
+        assert len(fake_llm.requests) == llm_client.MAX_RETRIES + 1
         assert backup.requests[0]["model"] == "backup-model"
         assert reply.text == (
             "from the backup\n\nℹ️ fake-model is not answering (HTTP 503); "

@@ -21,9 +21,11 @@ from tools.base import (
     ToolSource,
     Unavailable,
 )
+from tools.discovery import service as discovery_service
 from tools.discovery.index import EmbedFn
 from tools.discovery.service import Discovery
 from tools.discovery.usage import UsageStore
+from tools.mcp import manager as mcp_module
 from tools.mcp.config import load_config
 from tools.mcp.manager import McpManager
 from tools.mcp.settings import ExtensionSettings
@@ -107,13 +109,14 @@ def install_extensions(registry: Registry, deps: ToolDeps) -> None:
     errlog = None
     if configs and s.mcp_log_file is not None:
         errlog = open(s.mcp_log_file, "a", encoding="utf-8")  # closed after the servers stop
-    mcp = McpManager(configs, call_timeout=s.mcp_timeout_s, errlog=errlog)
+    mcp = McpManager(configs, mcp_module.CALL_TIMEOUT_S, errlog=errlog)
     registry.sources.append(mcp)
     deps.closers.append(mcp.stop)
     if errlog is not None:
         deps.closers.insert(0, _closer(errlog))  # closers run in reverse: after mcp.stop
     usage = UsageStore(deps.session_factory, deps.clock)
-    registry.planner = Discovery(registry, usage, s.tool_token_budget, memory_embedder(deps))
+    budget = discovery_service.TOOL_TOKEN_BUDGET
+    registry.planner = Discovery(registry, usage, budget, memory_embedder(deps))
 
 
 def _closer(file: TextIO) -> Callable[[], Awaitable[None]]:

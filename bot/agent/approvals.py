@@ -1,7 +1,7 @@
 """The approval gate: before a tool call the policy calls risky (APPROVALS), the user whose
 message started it is shown the exact action and answers Allow once / Always for this tool /
 Deny, in whichever adapter asks (the `asker`: Telegram buttons, the terminal's y/n). No
-answer within APPROVAL_TIMEOUT_S is a no. The model gets the outcome as the tool's result;
+answer within TIMEOUT_S is a no. The model gets the outcome as the tool's result;
 every decision goes to the audit (db/repos/approvals.py)."""
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from tools.effects import Effects
 log = logging.getLogger(__name__)
 
 Choice = Literal["once", "always", "deny"]
+# Seconds a question waits for the user; no answer is a no. Two minutes: time to read the
+# action, short enough that the request (and the chat's queue behind it) does not hang.
+TIMEOUT_S = 120.0
 ACTION_LIMIT = 3000  # characters of the action shown: a Telegram message holds 4096
 # What is risky whatever else the call does: it reaches out of Sidekick's own data.
 OUTWARD = frozenset({"internet", "files", "messages"})

@@ -68,6 +68,13 @@ def _at(t: datetime) -> str:
 
 
 PREFIX_RESERVE = 2500  # room for the system prompt and the tool schemas
+# Tokens of session history sent with each message when the model's context is not known:
+# a few dozen turns, within any current model's context next to the prefix and the answer.
+HISTORY_TOKEN_BUDGET = 6000
+# How a summary standing in for old turns is verified: the grounding check alone (its
+# default, no extra model call), plus a reviewer model call ("model"), or not at all ("off").
+# Not a setting: no operator needed it, and a summary that is not checked can lose facts.
+SUMMARY_REVIEW: Review = "grounding"
 OUTPUT_RESERVE = 1024  # when LLM_MAX_OUTPUT_TOKENS is not set
 
 
@@ -76,7 +83,7 @@ def history_budget(settings: Settings, context: int | None = None) -> int:
     (`context`: LLM_CONTEXT_TOKENS or what the server says). The answer's share is capped at
     a quarter of the context: LLM_MAX_OUTPUT_TOKENS is a ceiling, and a 4k-context model
     with the 4k default would otherwise leave no room for history."""
-    budget = settings.history_token_budget
+    budget = HISTORY_TOKEN_BUDGET
     if context is None:
         context = getattr(settings, "llm_context_tokens", None)
     if isinstance(context, int) and context > 0:

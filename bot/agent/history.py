@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.agent import compress
 from bot.agent.compress import Compressor, Fitted, history_budget
 from bot.agent.prompt import message_cost, to_openai
 from bot.config import Settings
@@ -82,5 +83,5 @@ class HistoryWindow:
         if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
             if sum(got.costs) <= budget:
                 return Fitted("", got.wire)
-        compressor = Compressor(self.session_factory, llm, self.clock, settings.summary_review)
+        compressor = Compressor(self.session_factory, llm, self.clock, compress.SUMMARY_REVIEW)
         return await compressor.fit(ctx.session_id, ctx.user_id, budget)

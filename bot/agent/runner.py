@@ -40,6 +40,10 @@ from tools.registry import Registry
 
 log = logging.getLogger(__name__)
 
+# Tool calls allowed for one user message: room for a long research task (several searches,
+# fetches and code runs), while a model stuck calling the same tool stops within minutes.
+MAX_TOOL_CALLS = 75
+
 
 @dataclass
 class Incoming:
@@ -173,7 +177,7 @@ class Agent:
         parts = await self.build_prompt(ctx, incoming.text, prefetched)
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
-        cap, used, rounds = self.settings.agent_max_tool_calls, 0, 0
+        cap, used, rounds = MAX_TOOL_CALLS, 0, 0
         model = metered.ru.model if metered is not None else None  # the user's /model pick
 
         async def answer(

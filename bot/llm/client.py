@@ -35,6 +35,10 @@ from tools.model_call import ModelCall
 __all__ = ["Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
 
 log = logging.getLogger(__name__)
+# Retries of one call on 429, 5xx, timeouts and connection errors, with backoff (0.5 s
+# doubling to 8 s): about 15 s of a provider's hiccup is ridden out before the fallback
+# model (or one sentence to the user) takes over.
+MAX_RETRIES = 4
 T = TypeVar("T")
 
 # How providers say the prompt does not fit (OpenAI's and Groq's context_length_exceeded,
@@ -103,7 +107,7 @@ class LLMClient:
     ) -> None:
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none"
         self.model = settings.llm_model
-        self.max_retries = settings.llm_max_retries
+        self.max_retries = MAX_RETRIES
         self.deadline = settings.llm_timeout_s
         self.max_output_tokens = settings.llm_max_output_tokens
         self.retry_base_delay = retry_base_delay

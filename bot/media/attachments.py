@@ -17,12 +17,24 @@ from typing import Any
 
 from bot.media import extract, images, isolated
 from bot.media.errors import MediaError
-from bot.media.settings import MediaSettings
+from bot.media.settings import TELEGRAM_DOWNLOAD_LIMIT_MB, MediaSettings
 from bot.media.transcribe import VOICE_OFF, Transcriber
 from tools.code.files import INPUT_DIR, InputStore
 
 AUDIO_KINDS = ("voice", "audio", "video_note")
 EXCERPT_CHARS = 2000  # of a long document, shown inline
+# Limits of what is downloaded and read; fixed (they were MEDIA_*/IMAGE_*/DOCUMENT_*
+# variables no operator needed to change).
+MEDIA_MAX_MB = TELEGRAM_DOWNLOAD_LIMIT_MB  # the Bot API's getFile serves no more
+# One download, or reading one document: a 20 MB file on a slow line.
+MEDIA_TIMEOUT_S = 60.0
+# Telegram photos are at most 2560 px and pass as they are; bigger images (sent as files)
+# are downscaled. Providers scale further on their side.
+IMAGE_MAX_SIDE = 2560
+# Document text given whole to the model up to this size (about 2k tokens); a longer one
+# goes in as its first part and whole to the code tool.
+DOCUMENT_INLINE_CHARS = 8000
+DOCUMENT_MAX_PAGES = 300  # PDF pages read: a long report, not a scanned archive
 NO_VISION = (
     "This model cannot see images, so I only read the caption. To send photos, use a "
     "vision model and set LLM_VISION=on (or auto)."
@@ -70,8 +82,8 @@ class MediaService:
         self.inputs = inputs
         self.vision_enabled = vision_enabled
         self.vision_supported = vision_supported  # for doctor: None = not known yet
-        self.max_bytes = int(settings.media_max_mb * 1024 * 1024)
-        self.max_pages = settings.document_max_pages
+        self.max_bytes = int(MEDIA_MAX_MB * 1024 * 1024)
+        self.max_pages = DOCUMENT_MAX_PAGES
         self._work = asyncio.Semaphore(2)  # CPU-bound decoding/extraction at once
 
     def too_big(self, item: MediaItem) -> str | None:
@@ -80,7 +92,7 @@ class MediaService:
             return None
         return (
             f"{item.name} is {item.size / 2**20:.1f} MB, over the "
-            f"{self.settings.media_max_mb:g} MB that I can download from Telegram; "
+            f"{MEDIA_MAX_MB:g} MB that I can download from Telegram; "
             "please send a smaller file."
         )
 
@@ -138,7 +150,7 @@ class MediaService:
 
     async def _fetch(self, fetch: Fetch, item: MediaItem, path: Path) -> None:
         try:
-            async with asyncio.timeout(self.settings.media_timeout_s):
+            async with asyncio.timeout(MEDIA_TIMEOUT_S):
                 await fetch(item, path, self.max_bytes)
         except TimeoutError:
             raise MediaError(
@@ -155,14 +167,14 @@ class MediaService:
     async def _image(self, path: Path) -> str:
         async with self._work:
             data = await asyncio.to_thread(path.read_bytes)
-            uri, _ = await asyncio.to_thread(images.prepare, data, self.settings.image_max_side)
+            uri, _ = await asyncio.to_thread(images.prepare, data, IMAGE_MAX_SIDE)
         return uri
 
     async def _document(self, item: MediaItem, key: str, path: Path) -> str:
         size = (await asyncio.to_thread(path.stat)).st_size
         async with self._work:
             got = await isolated.extract_file(
-                path, item.name, item.mime, self.max_pages, self.settings.media_timeout_s
+                path, item.name, item.mime, self.max_pages, MEDIA_TIMEOUT_S
             )
         if got.kind in ("pdf", "docx") and not got.text.strip():
             return (
@@ -180,7 +192,7 @@ class MediaService:
         head = f"[Attachment: {item.name} ({_describe(got, size)})"
         if got.kind == "binary":
             return f"{head}: no text extracted; the file is at {where} for the code tool]"
-        limit = self.settings.document_inline_chars
+        limit = DOCUMENT_INLINE_CHARS
         if len(got.text) <= limit and not got.truncated:
             return f"{head}; also at {where} for the code tool]\n{got.text}\n[end of {item.name}]"
         excerpt = got.text[: min(EXCERPT_CHARS, limit)]

@@ -8,7 +8,7 @@ from bot.config import Settings
 from bot.llm.model import ChatModel
 from bot.llm.vision import VisionGate
 from bot.media.attachments import MediaService
-from bot.media.transcribe import Transcriber
+from bot.media.transcribe import TIMEOUT_S, Transcriber
 from tools.code.files import InputStore
 
 
@@ -26,7 +26,7 @@ def build_media(settings: Settings, http: httpx.AsyncClient, vision: VisionGate)
         None if base.strip().lower() == "off" else base,
         key.get_secret_value() if key else None,
         settings.transcribe_model,
-        settings.transcribe_timeout_s,
+        TIMEOUT_S,
     )
     inputs = InputStore(settings.data_dir / "inputs")
     return MediaService(settings, transcriber, inputs, vision.enabled, lambda: vision.supported)

@@ -18,6 +18,8 @@ from bot.media.errors import MediaError
 log = logging.getLogger(__name__)
 
 MAX_TRANSCRIPT_CHARS = 100_000
+# One transcription: a long voice note on a CPU whisper server takes about a minute.
+TIMEOUT_S = 120.0
 HOW_TO_ENABLE = (
     "set TRANSCRIBE_BASE_URL (and TRANSCRIBE_API_KEY, TRANSCRIBE_MODEL) to an "
     "OpenAI-compatible speech-to-text endpoint such as OpenAI, Groq or a local "
@@ -47,7 +49,7 @@ class Transcriber:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
             # httpx's timeout is per read: a service dripping bytes would hold the chat for
-            # good. TRANSCRIBE_TIMEOUT_S is the whole call's deadline.
+            # good. TIMEOUT_S is the whole call's deadline.
             async with asyncio.timeout(self.timeout_s):
                 resp = await self.http.post(
                     f"{self.base_url}/audio/transcriptions",

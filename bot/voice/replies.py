@@ -22,12 +22,16 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["on", "off", "auto"]
 MODES: tuple[Mode, ...] = ("on", "off", "auto")
+# Longer answers are spoken up to here (at a sentence end) and the voice says the rest is in
+# the text: about a minute and a half of speech, well inside the API's 4096-character limit.
+MAX_CHARS = 1500
+TIMEOUT_S = 60.0  # one synthesis of MAX_CHARS on a CPU Kokoro server takes ~20 s
 
 
 @dataclass
 class Spoken:
     audio: bytes
-    cut: bool  # the answer was longer than TTS_MAX_CHARS: the voice says so
+    cut: bool  # the answer was longer than MAX_CHARS: the voice says so
     chars: int
 
 
@@ -58,7 +62,7 @@ class VoiceReplies:
     async def speak(self, user_id: int, answer: str, request_id: str | None = None) -> Spoken:
         """The answer as OGG/Opus; SpeechError (one sentence's worth) when it cannot be."""
         assert self.synthesizer is not None
-        text, cut = script(answer, self.settings.tts_max_chars)
+        text, cut = script(answer, MAX_CHARS)
         if not text:
             raise SpeechError("the answer has nothing to read aloud (only code or links)")
         if self.meter is not None:
@@ -113,7 +117,5 @@ def build_voice(
     )
     synth = None
     if base.strip().lower() != "off":
-        synth = Synthesizer(
-            http, base, key, settings.tts_model, settings.tts_voice, settings.tts_timeout_s
-        )
+        synth = Synthesizer(http, base, key, settings.tts_model, settings.tts_voice, TIMEOUT_S)
     return VoiceReplies(settings, synth, session_factory, meter)

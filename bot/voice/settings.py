@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, SecretStr, field_validator
 
 from bot.media.settings import off_or_url
 
@@ -14,9 +14,6 @@ class VoiceSettings(BaseModel):
     tts_api_key: SecretStr | None = None
     tts_model: str = "tts-1"
     tts_voice: str = "alloy"
-    tts_timeout_s: float = Field(default=60.0, gt=0, le=600)
-    # Longer answers are spoken up to here (at a sentence end) and the voice says so.
-    tts_max_chars: int = Field(default=1500, ge=50, le=4096)
 
     @field_validator("tts_base_url")
     @classmethod

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import select
 
+from bot.agent import runner
 from bot.agent.prompt import without_context
 from bot.app import App
 from db.models import ToolCallRecord
@@ -48,8 +49,9 @@ async def test_tool_call_round_trip_shows_typing(tg: TG) -> None:
     assert any(c.params.get("action") == "typing" for c in tg.server.actions)
 
 
-async def test_tool_call_cap_stops_the_task(make_tg: Any) -> None:
-    tg: TG = await make_tg(agent_max_turns=3)
+async def test_tool_call_cap_stops_the_task(make_tg: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(runner, "MAX_TOOL_CALLS", 3)
+    tg: TG = await make_tg()
     with_add_tool(tg.app)
     tg.llm.responder = lambda body: Calls([("add", {"a": 1, "b": 1})])
     await tg.send(OWNER, "loop forever")

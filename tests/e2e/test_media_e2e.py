@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.agent.prompt import without_context
+from bot.media import attachments
 from bot.media.attachments import NO_VISION, VISION_OFF
 from bot.media.transcribe import VOICE_OFF
 from db.models.core import Message
@@ -167,8 +168,9 @@ async def test_csv_is_analysed_with_code(tg: TG) -> None:
     assert (await user_messages(tg))[-1].kind == "document"
 
 
-async def test_thirty_page_pdf_goes_through_code(make_tg: Any) -> None:
-    tg: TG = await make_tg(document_inline_chars=500, approvals="off")
+async def test_thirty_page_pdf_goes_through_code(make_tg: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(attachments, "DOCUMENT_INLINE_CHARS", 500)
+    tg: TG = await make_tg(approvals="off")
     pdf = make_pdf([f"Page {i} revenue {i * 10}" for i in range(1, 31)])
     file_id = tg.server.add_file(pdf)
     code = (
@@ -213,8 +215,9 @@ async def test_oversize_file_is_refused_before_download(tg: TG) -> None:
     assert tg.server.getfile_calls() == [] and tg.llm.requests == []
 
 
-async def test_file_over_the_limit_without_a_declared_size(make_tg: Any) -> None:
-    tg: TG = await make_tg(media_max_mb=0.001)  # about 1 KB
+async def test_file_over_the_limit_without_a_declared_size(make_tg: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(attachments, "MEDIA_MAX_MB", 0.001)  # about 1 KB
+    tg: TG = await make_tg()
     file_id = tg.server.add_file(b"y" * 5000)
     await tg.send(OWNER, None, **document(file_id, None, "notes.txt", "text/plain"))
     reply = await tg.reply(OWNER)
@@ -292,8 +295,9 @@ async def test_docx_and_context_after_a_photo(make_tg: Any) -> None:
     assert "history" in reply.text.lower()
 
 
-async def test_slow_download_is_cut_off(make_tg: Any) -> None:
-    tg: TG = await make_tg(media_timeout_s=0.3)
+async def test_slow_download_is_cut_off(make_tg: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(attachments, "MEDIA_TIMEOUT_S", 0.3)
+    tg: TG = await make_tg()
     tg.server.file_delay = 5.0
     file_id = tg.server.add_file(b"a,b\n1,2\n")
     await tg.send(OWNER, None, **document(file_id, 8, "t.csv", "text/csv", caption="sum it"))

@@ -58,7 +58,7 @@ async def test_recurring_run_beyond_the_misfire_window_is_skipped_not_sent(tg: T
     assert got == ["⏰ passport\n(late: was due Fri 2026-11-20 09:00)"]  # one-shots never drop
     [run] = await env.runs(weekly.id)
     assert run.status == "skipped" and run.message_id is None
-    assert "REMINDER_MISFIRE_HOURS=12" in (run.error or "")
+    assert "by more than 12 hours" in (run.error or "")
     assert (await env.get_job(weekly.id)).next_run_at == datetime(2026, 11, 27, 8, tzinfo=UTC)
     assert [r.status for r in await env.runs(once.id)] == ["sent"]
 
@@ -156,7 +156,7 @@ async def test_task_runs_the_agent_and_a_failing_task_tells_once(tg: TG) -> None
     day1 = datetime(2026, 11, 20, 6, 0, tzinfo=UTC)
     assert await env.tick_at(day1) == ["Sunny, 12°C."]  # Markdown rendered as entities
     assert tg.server.messages[-1].entities[0]["type"] == "bold"
-    fail = [Error(500, "upstream broke")] * 3  # the client retries twice (LLM_MAX_RETRIES=2)
+    fail = [Error(500, "upstream broke")] * 3  # the client retries twice (MAX_RETRIES=2 in tests)
     tg.llm.add(*fail)
     [notice] = await env.tick_at(day1 + timedelta(days=1))
     assert notice.startswith(f"⚠️ Your scheduled task #{job.id} failed: ")

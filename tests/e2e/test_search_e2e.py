@@ -11,15 +11,17 @@ import pytest
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
 from tests.fakes.search_server import FakeSearch, Reply, fixture
+from tools.search import brave
 
 KEY = "BSA-e2e-secret-key-42"
 
 
 @pytest.fixture
-async def searx() -> AsyncIterator[FakeSearch]:
+async def searx(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeSearch]:
     fake = await FakeSearch().start()
     fake.serve("/search", Reply(fixture("searxng_web.json")))
     fake.serve("/res/v1/web/search", Reply(fixture("brave_web.json")))
+    monkeypatch.setattr(brave, "API_URL", fake.root + "/res/v1")
     yield fake
     await fake.stop()
 
@@ -68,9 +70,7 @@ async def test_second_identical_search_comes_from_the_cache(
 
 async def test_fallback_to_brave_when_searxng_refuses_json(make_tg: Any, searx: FakeSearch) -> None:
     searx.serve("/search", Reply("<html>Forbidden</html>", status=403))
-    tg: TG = await make_tg(
-        searxng_url=searx.root, brave_api_key=KEY, brave_api_url=searx.root + "/res/v1"
-    )
+    tg: TG = await make_tg(searxng_url=searx.root, brave_api_key=KEY)
     tg.llm.add(Calls([("search", {"query": "sourdough starter"})]), Text("Feed it daily."))
     await tg.send(OWNER, "how do I keep a starter?")
     assert (await tg.reply(OWNER)).text == "Feed it daily."

@@ -13,6 +13,7 @@ from typing import Any
 import av
 from sqlalchemy import select
 
+from bot.voice import replies
 from db.models.core import User
 from db.models.usage import ModelUsage
 from tests.e2e.conftest import OWNER, TG
@@ -100,8 +101,11 @@ async def test_endpoint_without_speech_is_said_once(tg: TG) -> None:
     assert tg.unread(OWNER) == [] and len(tg.llm.speeches) == 1
 
 
-async def test_code_and_links_are_not_read_and_long_answers_say_so(make_tg: Any) -> None:
-    tg: TG = await make_tg(tts_max_chars=200)
+async def test_code_and_links_are_not_read_and_long_answers_say_so(
+    make_tg: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(replies, "MAX_CHARS", 200)
+    tg: TG = await make_tg()
     answer = (
         "Here is **the** fix, see [the docs](https://example.com/docs) or https://x.org.\n\n"
         "```python\nprint('secret code')\n```\n\n" + "This sentence is long enough. " * 20

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from bot.config import Settings
+from bot.llm import client as llm_client
 from tests.conftest import make_settings
 from tests.e2e.conftest import ALLOWED, TG
 from tests.fakes.telegram_server import FakeTelegram
@@ -83,6 +84,12 @@ async def proxy(
         await recorder.stop()
 
 
+@pytest.fixture(autouse=True)
+def _one_try(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPU inference is slow: one try, and no retry that would double a minute-long call."""
+    monkeypatch.setattr(llm_client, "MAX_RETRIES", 0)
+
+
 def real_settings(tmp_path: Path, proxy: RecordingProxy, server: FakeTelegram,
                   installed: dict[str, str], **extra: Any) -> Settings:  # fmt: skip
     values: dict[str, Any] = {
@@ -92,8 +99,6 @@ def real_settings(tmp_path: Path, proxy: RecordingProxy, server: FakeTelegram,
         "llm_base_url": proxy.base_url,
         "llm_api_key": "sk-real-tier-not-a-secret",
         "llm_model": installed["chat_model_name"],
-        # CPU inference is slow: one try, and no retry that would double a minute-long call.
-        "llm_max_retries": 0,
         "embeddings": "openai",
         "embeddings_base_url": proxy.base_url,
         "embeddings_model": installed["embed_model_name"],

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 OnOff = Literal["on", "off"]
 
 
 class CodeSettings(BaseModel):
     bun_path: str | None = None
-    code_timeout_ms: int = Field(default=30000, ge=100, le=120000)
     code_network: OnOff = "on"
     # With the network on, code reaches public addresses only (web_fetch's rule); on: all.
     code_private_networks: OnOff = "off"
     code_sandbox: Literal["on", "off", "unsafe-basic"] = "on"
-    code_max_concurrent: int = Field(default=2, ge=1, le=32)

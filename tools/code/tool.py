@@ -39,6 +39,11 @@ log = logging.getLogger(__name__)
 CODE_EGRESS = Policy(allow_private=False, setting="CODE_PRIVATE_NETWORKS")
 
 MAX_TIMEOUT_MS = 120_000
+# A run's limit when the model names none: long enough for a fetch and some parsing, short
+# enough that a stuck loop does not hold the chat (the model may ask for up to MAX_TIMEOUT_MS).
+DEFAULT_TIMEOUT_MS = 30_000
+# Runs at once (more wait in a queue): each may take a core and up to 3 GiB of address space.
+MAX_CONCURRENT = 2
 STDOUT_FOR_MODEL = 4000
 STDERR_FOR_MODEL = 2000
 
@@ -79,7 +84,7 @@ class CodeService:
         s = deps.settings_for(CodeSettings)
         self.sf: SessionFactory = deps.session_factory
         self.clock: Clock = deps.clock
-        self.default_timeout = s.code_timeout_ms
+        self.default_timeout = DEFAULT_TIMEOUT_MS
         network = self.network = s.code_network == "on"
         mode, self.mode_reason = choose_mode(s.code_sandbox, network)
         self.mode: Mode | Literal["refused"] = mode or "refused"
@@ -101,7 +106,7 @@ class CodeService:
                     bun,
                     mode,
                     network=network,
-                    max_concurrent=s.code_max_concurrent,
+                    max_concurrent=MAX_CONCURRENT,
                     egress=None if private_ok else EgressProxy(CODE_EGRESS),
                 )
                 log.info(

@@ -84,7 +84,7 @@ def doctor_checks(disc: Discovery | None, mcp: McpManager | None) -> list[CheckR
             f"first call ~{first} of {disc.budget} tokens ({tokenizer_name()})"
             + (", the rest via tool_search" if plan.meta else "")
         )
-        fix = "raise TOOL_TOKEN_BUDGET: the core tools alone do not fit"
+        fix = "the core tools alone do not fit TOOL_TOKEN_BUDGET (tools/discovery/service.py)"
         out.append(CheckResult("tools", first <= disc.budget, detail, fix))
     fix = "check its command/url in MCP_CONFIG; run the command by hand to see errors"
     for st in mcp.status() if mcp is not None else []:

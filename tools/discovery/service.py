@@ -1,4 +1,4 @@
-"""Chooses each request's tools: core always, extensions while they fit TOOL_TOKEN_BUDGET."""
+"""Chooses each request's tools: core always, extensions while they fit the budget."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ from tools.discovery.request import DiscoveringTools
 from tools.discovery.usage import UsageStore
 from tools.tokens import count_schema
 
+# Tokens (o200k_base) the tool schemas may take in one model call: the core tools and a few
+# extensions (~1.5k) with room to spare, a small share of an 8k local model's context. Past
+# it, the extensions are found through tool_search.
+TOOL_TOKEN_BUDGET = 3800
 # Tokens between tool entries in the JSON array (comma, brackets), per tool.
 PER_TOOL_OVERHEAD = 1
 

@@ -25,6 +25,11 @@ class ServerStatus:
     error: str | None
 
 
+# One MCP tool call's limit before it becomes an error result: a slow API behind a server,
+# not a stuck server, which the health probe restarts.
+CALL_TIMEOUT_S = 60.0
+
+
 class McpManager:
     def __init__(
         self,

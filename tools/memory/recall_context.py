@@ -8,12 +8,14 @@ from collections.abc import Awaitable, Callable
 
 from tools.base import RequestContext, ToolDeps
 from tools.feature import ContextProvider
-from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryHit, MemoryStore
 from tools.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
+# Prompt tokens for auto-recalled memories: the long-term facts and the few best matches,
+# a small share of the history's budget.
+RECALL_TOKENS = 500
 LONG_LIMIT = 20  # long-term memories always offered, most certain first
 HEADER = "What you remember about the user (memory ids in brackets; use them to forget):"
 
@@ -81,4 +83,4 @@ def from_deps(deps: ToolDeps) -> ContextProvider | None:
     """The feature's context builder: auto-recall when memory is on."""
     if deps.memory is None:
         return None
-    return build_provider(deps.memory, deps.settings_for(MemorySettings).memory_recall_tokens)
+    return build_provider(deps.memory, RECALL_TOKENS)

@@ -1,6 +1,6 @@
 """MemoryStore: store, recall (hybrid), list, forget, clear a session, sweep, reindex.
 
-Long memories never expire, mid and short ones after MEMORY_MID_DAYS / MEMORY_SHORT_DAYS,
+Long memories never expire, mid and short ones after MID_DAYS / SHORT_DAYS,
 session ones when their session ends. Every query is scoped to one user.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,6 +33,10 @@ from tools.memory.wordmatch import WordVectors, matches, rescore
 log = logging.getLogger(__name__)
 
 DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same thing
+# Lifetimes: a goal or plan matters for a season, recent context for two weeks (session
+# summaries are short memories, so two weeks of them stay recallable).
+MID_DAYS = 90
+SHORT_DAYS = 14
 
 
 class MemoryStore(Search):
@@ -49,14 +52,12 @@ class MemoryStore(Search):
         self.embedder = embedder
         self._settings = settings
         self._clock = clock
-        given = settings.memory_rerank_words
-        self.weights = weights or (
-            RankWeights() if given is None else replace(RankWeights(), word_match=given)
-        )
-        # Unset, the word-match stage runs on SQLite only: its weight was chosen on SQLite's
-        # BM25 scores, and PostgreSQL's ts_rank spreads them wider, so the same weight there
-        # overturned a date match (tests/test_memory_ranking.py) until it is measured there.
-        self._words_on_pg = weights is not None or given is not None
+        self.weights = weights or RankWeights()
+        # Without given weights, the word-match stage runs on SQLite only: its weight was
+        # chosen on SQLite's BM25 scores, and PostgreSQL's ts_rank spreads them wider, so the
+        # same weight there overturned a date match (tests/test_memory_ranking.py) until it
+        # is measured there.
+        self._words_on_pg = weights is not None
         self._vectors: bool | None = None  # None: not checked yet
         self._write_lock = asyncio.Lock()
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
@@ -112,9 +113,9 @@ class MemoryStore(Search):
 
     def expiry(self, layer: str, now: datetime) -> datetime | None:
         if layer == "mid":
-            return now + timedelta(days=self._settings.memory_mid_days)
+            return now + timedelta(days=MID_DAYS)
         if layer == "short":
-            return now + timedelta(days=self._settings.memory_short_days)
+            return now + timedelta(days=SHORT_DAYS)
         return None
 
     async def store(

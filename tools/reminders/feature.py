@@ -9,7 +9,6 @@ from tools.feature import Command, Feature, Host, Job
 from tools.reminders import commands, doctor
 from tools.reminders.firing import EVERY, ReminderJobs
 from tools.reminders.models import JobRun, ReminderPrefs, ScheduledJob
-from tools.reminders.settings import ReminderSettings
 from tools.reminders.tool import TOOL
 
 
@@ -20,7 +19,6 @@ def firing(host: Host) -> ReminderJobs:
         deliver=host.deliver,
         run_task=host.ask,
         clock=deps.clock,
-        settings=deps.settings_for(ReminderSettings),
         local=host.local,
     )
 
@@ -35,7 +33,6 @@ async def check(host: Host) -> list[Any]:
 
 FEATURE = Feature(
     name="reminders",
-    settings=ReminderSettings,
     tools=(TOOL,),
     models=(ScheduledJob, JobRun, ReminderPrefs),
     commands=(

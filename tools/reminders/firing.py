@@ -157,8 +157,8 @@ class ReminderJobs:
                 if spec.kind != "at" and now - c.due > window:
                     run.update(status="skipped", finished_at=now, text=None)
                     run["error"] = (
-                        f"missed (due {when}) by more than REMINDER_MISFIRE_HOURS="
-                        f"{self.settings.reminder_misfire_hours:g}"
+                        f"missed (due {when}) by more than "
+                        f"{self.settings.reminder_misfire_hours:g} hours"
                     )
                     report.skipped += 1
                 else:

@@ -13,6 +13,11 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from tools.search.fetch import get_json
 from tools.search.hits import BackendError, Hit, Query, dedupe, hit_from
 
+# The Brave Search API; a constant (tests point it at a local fake by patching it).
+API_URL = "https://api.search.brave.com/res/v1"
+# Requests per second: the free plan's rate, which every paid plan also allows; calls are
+# spaced to it so a burst of searches is not answered with 429.
+RATE_PER_SECOND = 1.0
 FRESHNESS = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
 MAX_COUNT = 20
 
@@ -85,7 +90,7 @@ class BraveBackend:
         if not isinstance(body, dict):
             raise BackendError(
                 f"Brave Search at {endpoint} did not answer with JSON (HTTP {resp.status_code}).",
-                "check BRAVE_API_URL (default https://api.search.brave.com/res/v1).",
+                "a proxy or captive portal may stand between this host and the Brave API.",
             )
         # News results sit flat in "results"; web results in "web.results".
         holder = body if query.kind == "news" else body.get("web") or {}
@@ -110,7 +115,7 @@ class BraveBackend:
             fault = (
                 f"Brave Search is rate-limiting ({self._detail(body)}); "
                 f"it allows the next request in {wait:g} s.",
-                "lower BRAVE_RATE_PER_SECOND to your plan's rate or upgrade the plan.",
+                "wait a moment, or check the plan's monthly quota in the Brave dashboard.",
             )
             if wait > self.max_wait:
                 raise BackendError(*fault)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from tools.base import CheckResult
-from tools.search.brave import plan_rate
+from tools.search.brave import RATE_PER_SECOND, plan_rate
 from tools.search.hits import BackendError, Query
 from tools.search.settings import SearchSettings
 from tools.search.tool import make_backends
@@ -14,7 +14,7 @@ TEST_QUERY = "weather"
 
 
 async def check_search(s: SearchSettings, http: httpx.AsyncClient) -> list[CheckResult]:
-    backends = make_backends(s, http, plan_rate(s.brave_rate_per_second))
+    backends = make_backends(s, http, plan_rate(RATE_PER_SECOND))
     if not backends:
         off = "not configured (optional): set SEARXNG_URL or BRAVE_API_KEY to enable it"
         return [CheckResult("search", True, off)]

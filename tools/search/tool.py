@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from tools.base import CheckResult, Tool, ToolCall, ToolDeps, ToolModule, Unavailable
 from tools.effects import effects
+from tools.search import brave
 from tools.search.brave import BraveBackend, plan_rate
 from tools.search.hits import Backend, Query
 from tools.search.searxng import SearxngBackend
@@ -58,7 +59,7 @@ def make_backends(
         found["searxng"] = SearxngBackend(http, settings.searxng_url)
     key = settings.brave_api_key.get_secret_value() if settings.brave_api_key else ""
     if key.strip():
-        found["brave"] = BraveBackend(http, key.strip(), settings.brave_api_url, limiter)
+        found["brave"] = BraveBackend(http, key.strip(), brave.API_URL, limiter)
     order = ["searxng", "brave"]
     if settings.search_provider == "brave":
         order.reverse()
@@ -72,7 +73,7 @@ def make_service(
     limiter: AsyncLimiter | None = None,
     cache: Cache | None = None,
 ) -> SearchService:
-    limiter = limiter or plan_rate(settings.brave_rate_per_second)
+    limiter = limiter or plan_rate(brave.RATE_PER_SECOND)
     cache = cache if cache is not None else TTLCache(CACHE_SIZE, CACHE_TTL_S)
     return SearchService(make_backends(settings, http, limiter), cache)
 
