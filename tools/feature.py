@@ -75,6 +75,7 @@ class Answer:
 
     text: str
     buttons: tuple[tuple[Button, ...], ...] = ()
+    markdown: bool = False  # Telegram renders it (bold, code blocks); the terminal prints it
     chart: bytes | None = None
     file: tuple[str, bytes] | None = None  # (name, content)
 

@@ -17,7 +17,7 @@ from aiogram.types import (
 
 from bot.app import App
 from bot.telegram.chart_photo import send_png
-from bot.telegram.render import send_chunk, with_retry
+from bot.telegram.render import Chunk, render, send_chunk, split_plain, with_retry
 from bot.telegram.user import ChatUser, use_user
 from tools.feature import Answer, Command, CommandCall, Feature, Who, button_data
 
@@ -40,7 +40,14 @@ async def send_answer(bot: Bot, chat_id: int, feature: Feature, answer: Answer) 
     buttons, then the file."""
     if answer.chart is not None:
         await send_png(bot, chat_id, answer.chart)
-    await send_chunk(bot, chat_id, answer.text, [], _markup(feature, answer))
+    chunks: list[Chunk] = (
+        render(answer.text)
+        if answer.markdown
+        else [(t, []) for t in split_plain(answer.text) or ["(empty)"]]
+    )
+    for i, (text, entities) in enumerate(chunks):  # buttons go under the last part
+        markup = _markup(feature, answer) if i == len(chunks) - 1 else None
+        await send_chunk(bot, chat_id, text, entities, markup)
     if answer.file is not None:
         name, content = answer.file
         document = BufferedInputFile(content, filename=name)
