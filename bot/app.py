@@ -13,7 +13,6 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot import heap
-from bot.agent.accounting import ContextAccounting
 from bot.agent.approvals import TIMEOUT_S as APPROVAL_TIMEOUT_S
 from bot.agent.approvals import Approvals
 from bot.agent.archive import archiver_from
@@ -25,6 +24,7 @@ from bot.llm.client import LLMClient
 from bot.logs import Scrubber
 from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
+from bot.usage.accounting import ContextAccounting
 from bot.usage.meter import Meter
 from bot.usage.metered import MeteredModel
 from bot.voice.replies import VoiceReplies, build_voice
@@ -84,10 +84,16 @@ class App:
         return reply.text
 
     def part(self, kind: type[T]) -> T:
-        found = next((p for p in self.parts if isinstance(p, kind)), None)
+        found = next((p for p in (*self.parts, *self.built()) if isinstance(p, kind)), None)
         if found is None:
             raise LookupError(f"no feature built a {kind.__name__} (start_features first)")
         return found
+
+    def built(self) -> tuple[object, ...]:
+        """What build_app made that features reach through `part` like their own parts: the
+        usage Meter (the agent and the model wrapper need it before any adapter starts, so
+        no feature can build it later) and the tool registry (/context reads its planner)."""
+        return tuple(p for p in (self.agent.meter, self.registry) if p is not None)
 
     def start_features(self, deliver: Deliver, *, local: bool = False) -> list[JobSpec]:
         """The adapter's start: features build their parts, and their jobs come back as the

@@ -140,17 +140,6 @@ async def check_telegram(app: App) -> list[CheckResult]:
     return [CheckResult("Telegram", True, f"@{data['result'].get('username')}")]
 
 
-async def check_usage(app: App) -> list[CheckResult]:
-    from bot.usage.report import doctor_checks
-    from bot.usage.request import allowed_models
-
-    if app.agent.meter is None:
-        return []
-    s = app.settings
-    models = allowed_models(s.llm_model, (*s.llm_models, s.llm_fallback_model or ""))
-    return await doctor_checks(app.agent.meter, models)
-
-
 async def check_scheduler(app: App) -> list[CheckResult]:
     from scheduler.status import scheduler_checks
 
@@ -196,7 +185,6 @@ def all_checks(features: tuple[Feature, ...] = FEATURES) -> list[Check]:
         check_telegram,
         check_scheduler,
         *(feature_check(f, f.doctor) for f in features if f.doctor is not None),
-        check_usage,
         *(tool_check(name, check) for name, check in doctor_checks(tool_modules(features))),
         check_extension_tools,
         check_summaries,

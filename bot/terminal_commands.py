@@ -76,18 +76,6 @@ async def cmd_tools(app: App, who: Who, arg: str) -> str:
     return texts.tools_command(app, await _user_id(app, who))
 
 
-async def cmd_context(app: App, who: Who, arg: str) -> str:
-    return await texts.context_command(app, *await _user(app, who))
-
-
-async def cmd_usage(app: App, who: Who, arg: str) -> str:
-    return await texts.usage_command(app, await _user_id(app, who), arg)
-
-
-async def cmd_model(app: App, who: Who, arg: str) -> str:
-    return await texts.model_reply(app, who.telegram_user_id, who.name, arg)
-
-
 async def cmd_approvals(app: App, who: Who, arg: str) -> str:
     return await texts.approvals_command(app, await _user_id(app, who), who.telegram_user_id, arg)
 
@@ -132,9 +120,6 @@ HANDLERS: dict[str, Handler] = {
     "timezone": cmd_timezone,
     "memory": cmd_memory,
     "tools": cmd_tools,
-    "context": cmd_context,
-    "usage": cmd_usage,
-    "model": cmd_model,
     "approvals": cmd_approvals,
 }
 

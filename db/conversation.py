@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, cast
 
-from sqlalchemy import Table, insert, update
+from sqlalchemy import Insert, Table, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from db.engine import SessionFactory, engine_of
 from db.models.core import ChatSession, ToolCallRecord, User
 from db.repos import core as repo
-from db.repos import usage as usage_repo
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +96,11 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class UsageWrites:
-    """Model calls' usage rows (usage.add_usage's keywords) to write with a record, and the
-    user's new usage_warned (None: unchanged)."""
+    """Model calls' usage rows to write with a record, and the user's new usage_warned
+    (None: unchanged). The usage feature owns its table (bot/usage/repo.py), so it hands
+    over its INSERT with the rows: db/ knows no feature's table."""
 
+    insert: Insert
     rows: Sequence[dict[str, Any]] = ()
     warned: str | None = None
 
@@ -298,7 +299,7 @@ async def _usage(c: AsyncConnection, turn: Turn, usage: UsageWrites | None) -> N
     if usage is None:
         return
     if usage.rows:
-        await c.execute(usage_repo.INSERT, list(usage.rows))
+        await c.execute(usage.insert, list(usage.rows))
     if usage.warned is not None:
         await c.execute(
             update(User).where(User.id == turn.user_id).values(usage_warned=usage.warned)

@@ -16,6 +16,8 @@ from sqlalchemy import event, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.usage import repo as usage_repo
+from bot.usage.models import ModelUsage
 from db.conversation import (
     HISTORY_ROWS,
     Conversation,
@@ -28,7 +30,6 @@ from db.conversation import (
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.models import ChatSession, Memory, Message, ToolCallRecord, User
-from db.models.usage import ModelUsage
 from tests.conftest import make_settings
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -160,7 +161,7 @@ async def test_a_tool_round_and_the_answer_are_recorded(engine: AsyncEngine) -> 
             "model": "m",
             "prompt_tokens": 3,
         }
-        return UsageWrites([row], warned='{"day": "2026-03-01"}')  # fmt: skip
+        return UsageWrites(usage_repo.INSERT, [row], warned='{"day": "2026-03-01"}')  # fmt: skip
 
     await conv.record_tool_round(turn, T0, "let me look", wire, results, usage("r1"))
     await conv.record_answer(turn, T0, "It is sunny.", usage("r1"))
@@ -192,7 +193,9 @@ async def test_a_failing_write_in_a_record_rolls_back_all_of_it(engine: AsyncEng
     turn = Turn(started.session_id, started.user.id, "r1")
 
     # A usage row the database refuses (no purpose): the whole record is rolled back.
-    fails = UsageWrites([{"at": T0, "user_id": turn.user_id, "purpose": None, "model": "m"}])
+    fails = UsageWrites(
+        usage_repo.INSERT, [{"at": T0, "user_id": turn.user_id, "purpose": None, "model": "m"}]
+    )
 
     result = ToolResult("c1", "w", "{}", "out", True, None, 1.0)
     with pytest.raises(IntegrityError):

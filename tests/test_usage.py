@@ -17,9 +17,10 @@ from bot.app import App, build_app
 from bot.config import Settings
 from bot.errors import ConfigError
 from bot.llm.client import LLMClient
+from bot.usage.models import ModelUsage
 from bot.usage.prices import PriceTable, parse_prices
 from bot.usage.report import usage_text
-from db.models import ModelUsage, User
+from db.models import User
 from tests.conftest import make_settings
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.sessions_env import FakeClock
@@ -224,8 +225,9 @@ async def test_code_generation_is_recorded_for_the_request_that_started_it(
 async def test_doctor_shows_todays_spend_and_budget_state(
     tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:
-    from bot.doctor import check_usage
+    from bot.usage.feature import FEATURE
 
+    assert FEATURE.doctor is not None
     settings = make_settings(
         tmp_path, fake_llm, prices="fake-model=1/2", daily_budget_usd=0.001, llm_models="llama3"
     )
@@ -233,7 +235,7 @@ async def test_doctor_shows_todays_spend_and_budget_state(
     try:
         fake_llm.add(Text("ok", usage=usage(1000, 100)))
         await app.agent.handle(ask("hello"))
-        checks = {c.name: c for c in await check_usage(app)}
+        checks = {c.name: c for c in await FEATURE.doctor(app)}
         assert checks["usage today"].detail == "1 call · 1,000 tokens in · 100 out · $0.0012"
         budget = checks["budget"]
         assert not budget.ok and "today $0.0012 of $0.001 (120%)" in budget.detail

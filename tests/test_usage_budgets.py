@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from bot.app import App
 from bot.llm import client as llm_client
+from bot.terminal_commands import Who, run_command
 from db.models import User
 from tests.conftest import make_settings
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
@@ -146,14 +148,17 @@ async def test_fallback_model_answers_after_the_primarys_503s(
 async def test_user_model_is_sent_and_stays_after_restart(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
-    from bot.command_texts import model_reply
+    async def model_reply(app: App, args: str) -> str:  # /model, as user 42 types it
+        reply = await run_command(app, Who(42, "Ann"), f"/model {args}".strip())
+        assert reply is not None
+        return reply
 
     settings = make_settings(tmp_path, fake_llm, llm_models="fake-model, big-model")
     app = await start(settings)
     try:
-        assert "Your model: fake-model" in await model_reply(app, 42, "Ann", "")
-        assert await model_reply(app, 42, "Ann", "BIG-model") == "Your model is now big-model."
-        assert "I don't know the model 'gpt-9'" in await model_reply(app, 42, "Ann", "gpt-9")
+        assert "Your model: fake-model" in await model_reply(app, "")
+        assert await model_reply(app, "BIG-model") == "Your model is now big-model."
+        assert "I don't know the model 'gpt-9'" in await model_reply(app, "gpt-9")
     finally:
         await app.close()
     app = await start(settings)
@@ -161,7 +166,7 @@ async def test_user_model_is_sent_and_stays_after_restart(
         await app.agent.handle(ask("hi"))
         await app.agent.handle(ask("hi", user=43))
         assert [r["model"] for r in fake_llm.requests] == ["big-model", "fake-model"]
-        assert "→ big-model" in await model_reply(app, 42, "Ann", "")
+        assert "→ big-model" in await model_reply(app, "")
     finally:
         await app.close()
     # The owner drops the model from LLM_MODELS: back to LLM_MODEL, no error.

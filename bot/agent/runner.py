@@ -30,6 +30,7 @@ from bot.agent.toolexec import run_round, wire_calls
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
 from bot.usage import request as metering
+from bot.usage.commands import allowed_models
 from bot.usage.meter import Meter
 from db.conversation import Conversation, SqlConversation, Turn, UsageWrites
 from db.engine import SessionFactory
@@ -143,7 +144,7 @@ class Agent:
         )
         metered = None
         if self.meter is not None:
-            models = metering.allowed_models(self.settings.llm_model, self.settings.llm_models)
+            models = allowed_models(self.settings.llm_model, self.settings.llm_models)
             metered = metering.begin(self.meter, ctx, user, incoming.purpose, models)
         prefetched = self.window.wire(started.session_id, started.history)
         reply = await self._loop(ctx, incoming, events or Events(), prefetched, metered)

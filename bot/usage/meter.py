@@ -17,12 +17,12 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.llm.client import Completion, Usage
+from bot.llm.completion import Completion, Usage
+from bot.usage import repo
 from bot.usage.estimate import estimate
 from bot.usage.prices import PriceTable
 from bot.usage.settings import UsageSettings
 from db.engine import SessionFactory
-from db.repos import usage as repo
 from tools.base import Clock
 from tools.model_call import ModelCall
 

@@ -6,10 +6,10 @@ from collections import defaultdict
 from dataclasses import fields
 from datetime import datetime
 
+from bot.usage import repo
 from bot.usage.meter import Meter, period_starts, usd
+from bot.usage.repo import Group
 from db.repos import core as core_repo
-from db.repos import usage as repo
-from db.repos.usage import Group
 from tools.base import CheckResult
 from tools.model_call import PURPOSE_LABELS
 

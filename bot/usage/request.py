@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest
 from bot.llm.client import Completion
+from bot.usage import repo
 from bot.usage.meter import Meter, Totals, parse_warned
 from db.conversation import UsageWrites
 from tools.base import RequestContext
@@ -23,11 +24,6 @@ class RequestUsage:
     warned: dict[str, str]
     totals: Totals = field(default_factory=Totals)
     notes: list[str] = field(default_factory=list)  # fallback notices, budget warnings
-
-
-def allowed_models(default: str, configured: tuple[str, ...]) -> list[str]:
-    """What /model offers: LLM_MODEL first, then LLM_MODELS."""
-    return list(dict.fromkeys([m for m in (default, *configured) if m]))
 
 
 class UsageUser(Protocol):
@@ -86,7 +82,7 @@ class Metering(AgentHooks):
             rows.append(row)
             warned = warned or warns
         self.pending.clear()
-        return UsageWrites(rows, json.dumps(self.ru.warned) if warned else None)
+        return UsageWrites(repo.INSERT, rows, json.dumps(self.ru.warned) if warned else None)
 
     def extra_lines(self) -> str:
         return extra_lines(self.ru)

@@ -10,7 +10,6 @@ from db.models.memory import Memory, MemoryMeta
 from db.models.outbox import OutboxMessage
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
-from db.models.usage import ModelUsage
 from db.models.voice import VoicePrefs
 from db.models.workers import TelegramUpdate
 
@@ -24,7 +23,6 @@ __all__ = [
     "Memory",
     "MemoryMeta",
     "Message",
-    "ModelUsage",
     "OutboxMessage",
     "SessionArchive",
     "SessionCompression",

@@ -1,4 +1,5 @@
-"""The rows the /codestats and /usage charts are drawn from (bucketed by day in bot/)."""
+"""The rows the /codestats chart is drawn from (bucketed by day in bot/); /usage's are in
+bot/usage/repo.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.code import CodeExecution
-from db.models.usage import ModelUsage
 
 
 async def code_runs(
@@ -19,19 +19,3 @@ async def code_runs(
         CodeExecution.created_at, CodeExecution.success, CodeExecution.error_category
     ).where(CodeExecution.user_id == user_id, CodeExecution.created_at >= since)
     return [(r[0], bool(r[1]), r[2]) for r in (await s.execute(stmt)).all()]
-
-
-async def usage_rows(
-    s: AsyncSession, user_id: int | None, since: datetime
-) -> list[tuple[datetime, str, int, float | None]]:
-    """(when, purpose, tokens in + out, USD or None) of model calls since `since`;
-    `user_id` None: everyone's."""
-    stmt = select(
-        ModelUsage.at,
-        ModelUsage.purpose,
-        ModelUsage.prompt_tokens + ModelUsage.completion_tokens,
-        ModelUsage.cost_usd,
-    ).where(ModelUsage.at >= since)
-    if user_id is not None:
-        stmt = stmt.where(ModelUsage.user_id == user_id)
-    return [(r[0], str(r[1]), int(r[2] or 0), r[3]) for r in (await s.execute(stmt)).all()]

@@ -13,9 +13,9 @@ from typing import Any
 import av
 from sqlalchemy import select
 
+from bot.usage.models import ModelUsage
 from bot.voice import replies
 from db.models.core import User
-from db.models.usage import ModelUsage
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 from tests.media_helpers import voice

@@ -22,10 +22,8 @@ from bot.telegram.routers import (
     code,
     media,
     memory,
-    model,
     sessions,
     start,
-    usage,
     voice,
 )
 from bot.telegram.routers import features as features_router
@@ -41,8 +39,6 @@ def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
         tools_router.build_router(),
         memory.build_router(),
         media.build_router(),
-        usage.build_router(),
-        model.build_router(),
         features_router.build_router(features),
         voice.build_router(),
         approvals.build_router(),

@@ -1,4 +1,5 @@
-"""Model usage rows: recording a call, period totals, and users' model and footer choices."""
+"""Model usage rows: recording a call, period totals, the /usage chart's rows, and users'
+model and footer choices."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 from sqlalchemy import Table, case, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.usage.models import ModelUsage
 from db.models.core import User
-from db.models.usage import ModelUsage
 
 TABLE: Table = ModelUsage.__table__  # type: ignore[assignment]
 INSERT = insert(TABLE)
@@ -151,3 +152,19 @@ async def set_model(s: AsyncSession, user_id: int, model: str | None) -> None:
 
 async def set_footer(s: AsyncSession, user_id: int, on: bool) -> None:
     await s.execute(update(User).where(User.id == user_id).values(usage_footer=on))
+
+
+async def usage_rows(
+    s: AsyncSession, user_id: int | None, since: datetime
+) -> list[tuple[datetime, str, int, float | None]]:
+    """(when, purpose, tokens in + out, USD or None) of model calls since `since`, for the
+    /usage chart (bucketed by day in bot/charts.py); `user_id` None: everyone's."""
+    stmt = select(
+        ModelUsage.at,
+        ModelUsage.purpose,
+        ModelUsage.prompt_tokens + ModelUsage.completion_tokens,
+        ModelUsage.cost_usd,
+    ).where(ModelUsage.at >= since)
+    if user_id is not None:
+        stmt = stmt.where(ModelUsage.user_id == user_id)
+    return [(r[0], str(r[1]), int(r[2] or 0), r[3]) for r in (await s.execute(stmt)).all()]
