@@ -161,7 +161,7 @@ async def test_audio_that_cannot_be_converted_is_reported_not_sent(tg: TG) -> No
 
 
 async def test_doctor_probes_without_synthesising(tg: TG) -> None:
-    from bot.voice.doctor import check_voice
+    from bot.voice.doctor import check as check_voice
 
     (check,) = await check_voice(tg.app)
     assert check.ok and "nothing synthesised" in check.detail
