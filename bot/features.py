@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from sqlalchemy import MetaData
 
+from bot.media.feature import FEATURE as media
+from bot.voice.feature import FEATURE as voice
 from db.models import Base
 from tools.base import ToolModule
 from tools.code import tool as code
@@ -31,6 +33,8 @@ FEATURES: tuple[Feature, ...] = (
     ),
     reminders,
     Feature("fetch", settings=fetch.TOOL.settings, tools=(fetch.TOOL,)),
+    media,
+    voice,
 )
 
 

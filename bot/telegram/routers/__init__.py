@@ -26,7 +26,6 @@ from bot.telegram.routers import (
     sessions,
     start,
     usage,
-    voice,
 )
 from bot.telegram.routers import features as features_router
 from bot.telegram.routers import tools as tools_router
@@ -44,7 +43,6 @@ def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
         usage.build_router(),
         model.build_router(),
         features_router.build_router(features),
-        voice.build_router(),
         approvals.build_router(),
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
