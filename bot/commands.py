@@ -39,7 +39,6 @@ APP_COMMANDS: tuple[Command, ...] = (
     Command("memory", "what I remember about you: list, search, forget"),
     Command("tools", "the tools I can use and their token cost"),
     Command("approvals", "tools you allowed for good; /approvals revoke <tool>"),
-    Command("voice", "on|off|auto: answers as voice messages too", terminal=False),
     Command("codestats", "[days] your code runs: successes, failures, timing", terminal=False),
     Command("codefailures", "[n] your last failed code runs, with code and errors", terminal=False),
 )

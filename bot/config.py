@@ -18,8 +18,6 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.features import FEATURES
 from bot.llm.settings import ModelSettings
-from bot.media.settings import MediaSettings
-from bot.voice.settings import VoiceSettings
 from scheduler.settings import SessionSettings
 from tools.errors import ConfigError
 from tools.mcp.settings import ExtensionSettings
@@ -40,7 +38,9 @@ if TYPE_CHECKING:
     # mypy cannot follow a class made at run time. It sees the slices bot/ reads by
     # attribute; a feature reads its own through ToolDeps.settings_for(Model), and
     # tests/test_config.py checks that this view and the list agree.
+    from bot.media.settings import MediaSettings
     from bot.usage.settings import UsageSettings
+    from bot.voice.settings import VoiceSettings
     from tools.code.settings import CodeSettings
     from tools.fetch.settings import FetchSettings
     from tools.memory.settings import MemorySettings
@@ -51,6 +51,8 @@ if TYPE_CHECKING:
         MemorySettings,
         SearchSettings,
         FetchSettings,
+        MediaSettings,
+        VoiceSettings,
         UsageSettings,
         ExtensionSettings,
     ):
@@ -64,9 +66,7 @@ class Settings(
     BaseSettings,
     FeatureSettings,
     SessionSettings,
-    MediaSettings,
     ModelSettings,
-    VoiceSettings,
 ):
     """Every setting Sidekick reads. Names are the environment variables, upper-cased.
 

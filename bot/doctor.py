@@ -12,9 +12,7 @@ from sqlalchemy.engine import make_url
 from bot.app import App, build_app
 from bot.config import Settings
 from bot.features import FEATURES, tool_modules
-from bot.media.doctor import check_media
 from bot.ops_commands import check_operations
-from bot.voice.doctor import check_voice
 from db.engine import is_postgres, sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult, Doctor
@@ -188,9 +186,7 @@ def all_checks(features: tuple[Feature, ...] = FEATURES) -> list[Check]:
         *(tool_check(name, check) for name, check in doctor_checks(tool_modules(features))),
         check_extension_tools,
         check_summaries,
-        check_media,
         check_operations,  # .env permissions, backups
-        check_voice,
     ]
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from sqlalchemy import MetaData
 
+from bot.media.feature import FEATURE as media
 from bot.usage.feature import FEATURE as usage
+from bot.voice.feature import FEATURE as voice
 from db.models import Base
 from tools.base import ToolModule
 from tools.code import tool as code
@@ -32,6 +34,8 @@ FEATURES: tuple[Feature, ...] = (
     ),
     reminders,
     Feature("fetch", settings=fetch.TOOL.settings, tools=(fetch.TOOL,)),
+    media,
+    voice,
     usage,
 )
 

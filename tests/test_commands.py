@@ -53,5 +53,6 @@ async def test_the_terminal_answers_telegram_commands(app: App, tmp_path: Path) 
     context = await run_command(app, ME, "/context")
     assert context is not None and context.startswith(("No request", "Context accounting"))
     assert await run_command(app, ME, "/codestats") == "/codestats is answered in Telegram only."
+    assert await run_command(app, ME, "/voice on") == "/voice is answered in Telegram only."
     assert await run_command(app, ME, "/nosuch thing") is None
     assert await run_command(app, ME, "plain text") is None

@@ -51,6 +51,17 @@ def without_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def remembered(state_file: Path | None, model: str) -> bool | None:
+    """What LLM_VISION=auto learned of this model (None: not known yet)."""
+    if state_file is None:
+        return None
+    try:
+        value = json.loads(state_file.read_text()).get(model)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, bool) else None
+
+
 class VisionGate:
     def __init__(self, llm: ChatModel, mode: str, model: str, state_file: Path | None) -> None:
         self.llm = llm
@@ -122,13 +133,7 @@ class VisionGate:
         return await self.llm.context_tokens(model)
 
     def _load(self) -> bool | None:
-        if self.state_file is None:
-            return None
-        try:
-            value = json.loads(self.state_file.read_text()).get(self.model)
-        except (OSError, ValueError, AttributeError):
-            return None
-        return value if isinstance(value, bool) else None
+        return remembered(self.state_file, self.model)
 
     def _remember(self, supported: bool) -> None:
         self.supported = supported

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from bot.app import App
+from bot.llm.vision import remembered
+from bot.media.settings import VISION_FILE
+from bot.media.transcribe import transcriber
 from tools.base import CheckResult
+from tools.feature import Host
 
 HINT = (
     "set TRANSCRIBE_BASE_URL / TRANSCRIBE_API_KEY / TRANSCRIBE_MODEL to a speech-to-text "
@@ -11,18 +14,25 @@ HINT = (
 )
 
 
-async def check_media(app: App) -> list[CheckResult]:
-    if app.media is None:
-        return []
-    ok, detail = await app.media.transcriber.probe()
+async def check_media(host: Host) -> list[CheckResult]:
+    # The endpoint defaults to the LLM's (LLM_BASE_URL, LLM_API_KEY), which only the whole
+    # settings hold. bot.config derives them from the feature list, which imports this
+    # module: a module-level import would be a circle.
+    from bot.config import Settings
+
+    settings = host.deps.settings_for(Settings)
+    stt = transcriber(settings, settings.llm_base_url, settings.llm_api_key, host.deps.http)
+    ok, detail = await stt.probe()
     out = [CheckResult("transcription", ok, detail, HINT)]
-    mode = app.settings.llm_vision
+    mode = settings.llm_vision
     if mode == "auto":
+        # What the running bot learned is in DATA_DIR (it remembers a refusal there).
+        learned = remembered(settings.data_dir / VISION_FILE, settings.llm_model)
         state = {
             None: "not known yet (learned on the first photo)",
             True: "the model reads images",
             False: "the model refused images: they are not sent",
-        }[app.media.vision_supported()]
+        }[learned]
         out.append(CheckResult("vision", True, f"LLM_VISION=auto: {state}"))
     else:
         out.append(CheckResult("vision", True, f"LLM_VISION={mode}"))

@@ -1,4 +1,5 @@
-"""Media settings (voice, images, documents), composed into bot.config.Settings."""
+"""Media settings (voice, images, documents): the media feature's slice of the settings
+(bot/media/feature.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Literal
 from pydantic import BaseModel, SecretStr, field_validator
 
 TELEGRAM_DOWNLOAD_LIMIT_MB = 20  # getFile serves files up to 20 MB
+# In DATA_DIR: what LLM_VISION=auto learned of each model (bot/llm/vision.py).
+VISION_FILE = "vision.json"
 
 
 def off_or_url(value: str | None) -> str | None:

@@ -12,8 +12,10 @@ import logging
 from dataclasses import dataclass
 
 import httpx
+from pydantic import SecretStr
 
 from bot.media.errors import MediaError
+from bot.media.settings import MediaSettings
 
 log = logging.getLogger(__name__)
 
@@ -110,3 +112,22 @@ class Transcriber:
         if resp.status_code in (401, 403, 404, 405) or resp.status_code >= 500:
             return False, f"{url}: HTTP {resp.status_code}"
         return True, f"{url} answers (model {self.model})"
+
+
+def transcriber(
+    settings: MediaSettings,
+    llm_base_url: str,
+    llm_api_key: SecretStr | None,
+    http: httpx.AsyncClient,
+) -> Transcriber:
+    """The transcription endpoint the settings name; empty base URL and key mean the LLM
+    endpoint's, TRANSCRIBE_BASE_URL=off turns voice messages off."""
+    base = settings.transcribe_base_url or llm_base_url
+    key = settings.transcribe_api_key or llm_api_key
+    return Transcriber(
+        http,
+        None if base.strip().lower() == "off" else base,
+        key.get_secret_value() if key else None,
+        settings.transcribe_model,
+        TIMEOUT_S,
+    )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from bot.app import App
+from bot.voice.speech import synthesizer
 from tools.base import CheckResult
+from tools.feature import Host
 
 HINT = (
     "set TTS_BASE_URL / TTS_API_KEY / TTS_MODEL / TTS_VOICE to an OpenAI-compatible "
@@ -11,10 +12,15 @@ HINT = (
 )
 
 
-async def check_voice(app: App) -> list[CheckResult]:
-    if app.voice is None:
-        return []
-    synth = app.voice.synthesizer
+async def check(host: Host) -> list[CheckResult]:
+    # The endpoint defaults to the LLM's (LLM_BASE_URL, LLM_API_KEY), which only the whole
+    # settings hold. bot.config derives them from the feature list, which imports this
+    # module: a module-level import would be a circle.
+    from bot.config import Settings
+
+    settings = host.deps.settings_for(Settings)
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    synth = synthesizer(settings, settings.llm_base_url, key, host.deps.http)
     if synth is None:
         return [CheckResult("voice replies", True, "off (TTS_BASE_URL=off): answers are text")]
     ok, detail = await synth.probe()

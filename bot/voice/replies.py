@@ -5,27 +5,23 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Literal
 
 import httpx
 
 from bot.llm.client import Completion, Usage
 from bot.usage.meter import Meter
+from bot.voice import repo
 from bot.voice.settings import VoiceSettings
-from bot.voice.speech import SpeechError, Synthesizer
+from bot.voice.speech import SpeechError, Synthesizer, synthesizer
 from bot.voice.spoken import script
 from db.engine import SessionFactory
-from db.repos import voice as repo
 from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
 
-Mode = Literal["on", "off", "auto"]
-MODES: tuple[Mode, ...] = ("on", "off", "auto")
 # Longer answers are spoken up to here (at a sentence end) and the voice says the rest is in
 # the text: about a minute and a half of speech, well inside the API's 4096-character limit.
 MAX_CHARS = 1500
-TIMEOUT_S = 60.0  # one synthesis of MAX_CHARS on a CPU Kokoro server takes ~20 s
 
 
 @dataclass
@@ -90,14 +86,6 @@ class VoiceReplies:
         except Exception:  # the voice is worth more than its usage row
             log.exception("could not record the usage of a speech call")
 
-    async def mode(self, user_id: int) -> str:
-        async with self.sf() as s:
-            return await repo.mode_of(s, user_id)
-
-    async def set_mode(self, user_id: int, mode: Mode) -> None:
-        async with self.sf() as s, s.begin():
-            await repo.set_mode(s, user_id, mode)
-
 
 def build_voice(
     settings: VoiceSettings,
@@ -107,15 +95,5 @@ def build_voice(
     session_factory: SessionFactory,
     meter: Meter | None,
 ) -> VoiceReplies:
-    base = settings.tts_base_url or llm_base_url
-    # The LLM's key goes only to the LLM's own endpoint, never to another host.
-    same_host = base.rstrip("/") == llm_base_url.rstrip("/")
-    key = (
-        settings.tts_api_key.get_secret_value()
-        if settings.tts_api_key
-        else (llm_api_key if same_host else None)
-    )
-    synth = None
-    if base.strip().lower() != "off":
-        synth = Synthesizer(http, base, key, settings.tts_model, settings.tts_voice, TIMEOUT_S)
+    synth = synthesizer(settings, llm_base_url, llm_api_key, http)
     return VoiceReplies(settings, synth, session_factory, meter)

@@ -1,4 +1,5 @@
-"""Voice reply settings (TTS_*), composed into bot.config.Settings."""
+"""Voice reply settings (TTS_*): the voice feature's slice of the settings
+(bot/voice/feature.py)."""
 
 from __future__ import annotations
 
@@ -19,3 +20,8 @@ class VoiceSettings(BaseModel):
     @classmethod
     def _check_tts_url(cls, value: str | None) -> str | None:
         return off_or_url(value)
+
+
+def speech_off(settings: VoiceSettings) -> bool:
+    """TTS_BASE_URL=off: no answer is spoken, and /voice says so."""
+    return settings.tts_base_url == "off"

@@ -16,11 +16,15 @@ from dataclasses import dataclass
 import httpx
 
 from bot.voice.convert import ConvertError, to_ogg_opus
+from bot.voice.settings import VoiceSettings
 
 log = logging.getLogger(__name__)
 
 OGG_MAGIC = b"OggS"
 MAX_AUDIO_BYTES = 20 * 1024 * 1024
+# One synthesis of the longest spoken answer (replies.MAX_CHARS) on a CPU Kokoro server
+# takes ~20 s.
+TIMEOUT_S = 60.0
 
 
 class SpeechError(Exception):
@@ -117,3 +121,20 @@ class Synthesizer:
             f"{self.url} answers (HTTP {code} to a request without input, nothing "
             f"synthesised; model {self.model}, voice {self.voice})"
         )
+
+
+def synthesizer(
+    settings: VoiceSettings, llm_base_url: str, llm_api_key: str | None, http: httpx.AsyncClient
+) -> Synthesizer | None:
+    """The speech endpoint the settings name (None: TTS_BASE_URL=off)."""
+    base = settings.tts_base_url or llm_base_url
+    # The LLM's key goes only to the LLM's own endpoint, never to another host.
+    same_host = base.rstrip("/") == llm_base_url.rstrip("/")
+    key = (
+        settings.tts_api_key.get_secret_value()
+        if settings.tts_api_key
+        else (llm_api_key if same_host else None)
+    )
+    if base.strip().lower() == "off":
+        return None
+    return Synthesizer(http, base, key, settings.tts_model, settings.tts_voice, TIMEOUT_S)

@@ -161,8 +161,12 @@ async def test_audio_that_cannot_be_converted_is_reported_not_sent(tg: TG) -> No
 
 
 async def test_doctor_probes_without_synthesising(tg: TG) -> None:
-    from bot.voice.doctor import check_voice
+    from bot.doctor import all_checks
+    from bot.voice.doctor import check as check_voice
 
+    # The voice and media lines come from their features' declarations.
+    names = [c.__name__ for c in all_checks(tg.app.features)]
+    assert {"check_voice", "check_media"} <= set(names)
     (check,) = await check_voice(tg.app)
     assert check.ok and "nothing synthesised" in check.detail
     assert tg.llm.speeches and "input" not in tg.llm.speeches[0]

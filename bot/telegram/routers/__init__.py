@@ -24,7 +24,6 @@ from bot.telegram.routers import (
     memory,
     sessions,
     start,
-    voice,
 )
 from bot.telegram.routers import features as features_router
 from bot.telegram.routers import tools as tools_router
@@ -40,7 +39,6 @@ def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
         memory.build_router(),
         media.build_router(),
         features_router.build_router(features),
-        voice.build_router(),
         approvals.build_router(),
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST

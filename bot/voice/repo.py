@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.voice import VoicePrefs
 
+Mode = Literal["on", "off", "auto"]
+MODES: tuple[Mode, ...] = ("on", "off", "auto")
 DEFAULT_MODE = "auto"
 
 
@@ -14,7 +18,7 @@ async def mode_of(s: AsyncSession, user_id: int) -> str:
     return row.mode if row is not None else DEFAULT_MODE
 
 
-async def set_mode(s: AsyncSession, user_id: int, mode: str) -> None:
+async def set_mode(s: AsyncSession, user_id: int, mode: Mode) -> None:
     row = await s.get(VoicePrefs, user_id)
     if row is None:
         s.add(VoicePrefs(user_id=user_id, mode=mode))
