@@ -21,7 +21,6 @@ from bot.llm.settings import ModelSettings
 from bot.media.settings import MediaSettings
 from bot.usage.settings import UsageSettings
 from bot.voice.settings import VoiceSettings
-from scheduler.settings import SessionSettings
 from tools.errors import ConfigError
 from tools.mcp.settings import ExtensionSettings
 
@@ -41,12 +40,14 @@ if TYPE_CHECKING:
     # mypy cannot follow a class made at run time. It sees the slices bot/ reads by
     # attribute; a feature reads its own through ToolDeps.settings_for(Model), and
     # tests/test_config.py checks that this view and the list agree.
+    from bot.sessions.settings import SessionSettings
     from tools.code.settings import CodeSettings
     from tools.fetch.settings import FetchSettings
     from tools.memory.settings import MemorySettings
     from tools.search.settings import SearchSettings
 
     class FeatureSettings(
+        SessionSettings,
         CodeSettings,
         MemorySettings,
         SearchSettings,
@@ -62,7 +63,6 @@ else:
 class Settings(
     BaseSettings,
     FeatureSettings,
-    SessionSettings,
     MediaSettings,
     ModelSettings,
     UsageSettings,
@@ -70,7 +70,7 @@ class Settings(
 ):
     """Every setting Sidekick reads. Names are the environment variables, upper-cased.
 
-    The tools' settings (tools/*/settings.py), the scheduler's (scheduler/*settings.py) and
+    The features' settings (tools/*/settings.py, bot/sessions/settings.py) and
     the app's feature slices (bot/media, bot/llm, bot/usage settings.py) are inherited flat,
     so each variable keeps its name; this class adds the rest.
     """

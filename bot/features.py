@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import MetaData
 
+from bot.sessions.feature import FEATURE as sessions
 from db.models import Base
 from tools.base import ToolModule
 from tools.code import tool as code
@@ -21,6 +22,7 @@ from tools.reminders.feature import FEATURE as reminders
 from tools.search import tool as search
 
 FEATURES: tuple[Feature, ...] = (
+    sessions,
     Feature("search", settings=search.TOOL.settings, tools=(search.TOOL,)),
     Feature("code", settings=code.TOOL.settings, tools=(code.TOOL,)),
     Feature(

@@ -15,7 +15,8 @@ import pytest
 from sqlalchemy import select
 
 from bot.agent.prompt import without_context
-from db.models import ModelUsage, SessionCompression
+from bot.sessions.models import SessionCompression
+from db.models import ModelUsage
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text, Turn, echo, prompt_tokens
 
