@@ -33,7 +33,7 @@ from datetime import timedelta
 from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
-from bot.sessions import repo as repo
+from bot.sessions import repo
 from bot.sessions.grounding import check
 from bot.sessions.periods import user_tz
 from bot.sessions.summary import (

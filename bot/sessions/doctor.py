@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.sessions import compress, compress_repo
-from bot.sessions import repo as repo
+from bot.sessions import compress, compress_repo, repo
 from bot.sessions.settings import SessionSettings
 from bot.sessions.split import EVERY as SPLIT_EVERY
 from db.engine import SessionFactory

@@ -16,8 +16,6 @@ from bot.sessions.split import EVERY, SessionSplit
 from tools.base import CheckResult
 from tools.feature import Command, Feature, Host, Job
 
-SPLIT_ABOUT = "archive sessions whose period ended, and pending summaries"
-
 
 def split(host: Host) -> SessionSplit:
     deps = host.deps

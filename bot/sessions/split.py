@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from bot.sessions import repo as repo
+from bot.sessions import repo
 from bot.sessions.settings import SessionSettings
 from db.engine import SessionFactory
 from tools.base import Clock
