@@ -16,7 +16,6 @@ from bot import heap
 from bot.agent.accounting import ContextAccounting
 from bot.agent.approvals import TIMEOUT_S as APPROVAL_TIMEOUT_S
 from bot.agent.approvals import Approvals
-from bot.agent.archive import archiver_from
 from bot.agent.hooks import AgentHooks
 from bot.agent.runner import Agent, Incoming
 from bot.config import Settings
@@ -25,6 +24,7 @@ from bot.llm.client import LLMClient
 from bot.logs import Scrubber
 from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
+from bot.sessions.archive import archiver_from
 from bot.usage.meter import Meter
 from bot.usage.metered import MeteredModel
 from bot.voice.replies import VoiceReplies, build_voice

@@ -33,9 +33,6 @@ class Command:
 APP_COMMANDS: tuple[Command, ...] = (
     Command("start", "say hello"),
     Command("help", "list the commands"),
-    Command("newsession", "[name] end this conversation and start a new one", ("new",)),
-    Command("sessions", "your recent sessions with their summaries"),
-    Command("timezone", "[Area/City] show or set your time zone"),
     Command("memory", "what I remember about you: list, search, forget"),
     Command("tools", "the tools I can use and their token cost"),
     Command("context", "token split of your last request"),

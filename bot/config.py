@@ -19,7 +19,6 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bot.features import FEATURES
 from bot.llm.settings import ModelSettings
 from bot.usage.settings import UsageSettings
-from scheduler.settings import SessionSettings
 from tools.errors import ConfigError
 from tools.mcp.settings import ExtensionSettings
 
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     # attribute; a feature reads its own through ToolDeps.settings_for(Model), and
     # tests/test_config.py checks that this view and the list agree.
     from bot.media.settings import MediaSettings
+    from bot.sessions.settings import SessionSettings
     from bot.voice.settings import VoiceSettings
     from tools.code.settings import CodeSettings
     from tools.fetch.settings import FetchSettings
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from tools.search.settings import SearchSettings
 
     class FeatureSettings(
+        SessionSettings,
         CodeSettings,
         MemorySettings,
         SearchSettings,
@@ -64,13 +65,12 @@ else:
 class Settings(
     BaseSettings,
     FeatureSettings,
-    SessionSettings,
     ModelSettings,
     UsageSettings,
 ):
     """Every setting Sidekick reads. Names are the environment variables, upper-cased.
 
-    The tools' settings (tools/*/settings.py), the scheduler's (scheduler/*settings.py) and
+    The features' settings (tools/*/settings.py, bot/sessions/settings.py) and
     the app's feature slices (bot/media, bot/llm, bot/usage settings.py) are inherited flat,
     so each variable keeps its name; this class adds the rest.
     """

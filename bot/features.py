@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import MetaData
 
 from bot.media.feature import FEATURE as media
+from bot.sessions.feature import FEATURE as sessions
 from bot.voice.feature import FEATURE as voice
 from db.models import Base
 from tools.base import ToolModule
@@ -23,6 +24,7 @@ from tools.reminders.feature import FEATURE as reminders
 from tools.search import tool as search
 
 FEATURES: tuple[Feature, ...] = (
+    sessions,
     Feature("search", settings=search.TOOL.settings, tools=(search.TOOL,)),
     Feature("code", settings=code.TOOL.settings, tools=(code.TOOL,)),
     Feature(

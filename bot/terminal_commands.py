@@ -15,7 +15,6 @@ from zoneinfo import ZoneInfo
 from bot import command_texts as texts
 from bot.app import App
 from bot.commands import find, help_lines
-from bot.session_texts import new_session, new_session_text, sessions_text, timezone_text
 from db.repos import core as core_repo
 from tools import feature
 from tools.feature import Command as FeatureCommand
@@ -57,19 +56,6 @@ async def cmd_help(app: App, who: Who, arg: str) -> str:
         "/quit — leave (or Ctrl-D; Ctrl-C leaves at once)",
     ]
     return "Anything else you type goes to the assistant.\n\n" + "\n".join(lines)
-
-
-async def cmd_new(app: App, who: Who, arg: str) -> str:
-    created = await new_session(app, who.telegram_user_id, who.name, arg.strip() or None)
-    return new_session_text(created)
-
-
-async def cmd_sessions(app: App, who: Who, arg: str) -> str:
-    return await sessions_text(app, who.telegram_user_id, who.name)
-
-
-async def cmd_timezone(app: App, who: Who, arg: str) -> str:
-    return await timezone_text(app, who.telegram_user_id, who.name, arg)
 
 
 async def cmd_tools(app: App, who: Who, arg: str) -> str:
@@ -127,9 +113,6 @@ async def cmd_memory(app: App, who: Who, arg: str) -> str:
 HANDLERS: dict[str, Handler] = {
     "start": cmd_help,
     "help": cmd_help,
-    "newsession": cmd_new,
-    "sessions": cmd_sessions,
-    "timezone": cmd_timezone,
     "memory": cmd_memory,
     "tools": cmd_tools,
     "context": cmd_context,

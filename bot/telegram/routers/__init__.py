@@ -23,7 +23,6 @@ from bot.telegram.routers import (
     media,
     memory,
     model,
-    sessions,
     start,
     usage,
 )
@@ -35,7 +34,6 @@ from tools.feature import Feature
 def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
     routers = [
         start.build_router(),
-        sessions.build_router(),
         code.build_router(),
         tools_router.build_router(),
         memory.build_router(),
