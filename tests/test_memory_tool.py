@@ -9,8 +9,8 @@ from sqlalchemy import select
 from bot.agent.prompt import context_of
 from bot.agent.runner import Incoming
 from bot.app import App
-from db.models import Memory
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
+from tools.memory.models import Memory
 
 
 def tool_results(fake_llm: FakeOpenAI, count: int | None = None) -> list[str]:
@@ -244,7 +244,7 @@ async def test_doctor_reports_backend_and_reindex(app: App) -> None:
     assert [(r.name, r.ok) for r in lines] == [("embeddings", True), ("memory index", True)]
     assert "wordllama" in lines[0].detail and "256 dimensions" in lines[0].detail
     # Another model recorded in the index: doctor says to reindex, recall still answers.
-    from db.repos import memory as repo
+    from tools.memory import repo
 
     async with app.session_factory() as s, s.begin():
         await repo.set_meta(s, {"model": "openai:text-embedding-3-small"})
@@ -253,8 +253,8 @@ async def test_doctor_reports_backend_and_reindex(app: App) -> None:
 
 
 async def test_reindex_cli_rebuilds_the_index(app: App) -> None:
-    from bot.memory_cli import reindex
-    from db.repos import memory as repo
+    from bot.cli import memory_reindex
+    from tools.memory import repo
 
     assert app.deps.memory is not None
     async with app.session_factory() as s, s.begin():
@@ -265,7 +265,7 @@ async def test_reindex_cli_rebuilds_the_index(app: App) -> None:
     app.deps.memory._vectors = None  # re-read the (now stale) index state
     await app.deps.memory.store(user_id=user.id, layer="long", content="Has a cat named Miso")
     assert not (await app.deps.memory.index_status()).ok
-    await reindex(app.settings)
+    await memory_reindex(app.settings)
     assert (await app.deps.memory.index_status()).ok
     hits = await app.deps.memory.recall(user_id=user.id, query="what pet do I have")
     assert [h.content for h in hits] == ["Has a cat named Miso"]

@@ -6,7 +6,6 @@ from db.models.base import Base
 from db.models.code import CodeExecution, CodeJob
 from db.models.compressions import SessionCompression
 from db.models.core import ChatSession, Message, ToolCallRecord, User
-from db.models.memory import Memory, MemoryMeta
 from db.models.outbox import OutboxMessage
 from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
@@ -21,8 +20,6 @@ __all__ = [
     "ChatSession",
     "CodeExecution",
     "CodeJob",
-    "Memory",
-    "MemoryMeta",
     "Message",
     "ModelUsage",
     "OutboxMessage",
