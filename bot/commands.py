@@ -36,7 +36,6 @@ APP_COMMANDS: tuple[Command, ...] = (
     Command("newsession", "[name] end this conversation and start a new one", ("new",)),
     Command("sessions", "your recent sessions with their summaries"),
     Command("timezone", "[Area/City] show or set your time zone"),
-    Command("memory", "what I remember about you: list, search, forget"),
     Command("tools", "the tools I can use and their token cost"),
     Command("context", "token split of your last request"),
     Command("usage", "tokens and cost: today, this month, by model"),

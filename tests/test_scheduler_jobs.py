@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -16,6 +17,7 @@ import pytest
 from scheduler.setup import Scheduler
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
 from tests.sessions_env import make_env, summary_requests
+from tools.memory.feature import FEATURE as MEMORY
 
 BERLIN = ZoneInfo("Europe/Berlin")
 SUMMARY = "The user talked about their garden and the tomatoes that did not grow this year."
@@ -169,11 +171,14 @@ async def test_sweep_removes_expired_memories(
         uid, _ = await env.chat(1, "hi")
         await env.memory.store(user_id=uid, layer="short", content="dentist on Friday")
         await env.memory.store(user_id=uid, layer="long", content="lives in Lisbon")
+        # The job the memory feature declares, run on what it reads of the app.
+        [job] = [j for j in MEMORY.jobs if j.id == "memory-sweep"]
+        host: Any = SimpleNamespace(deps=SimpleNamespace(memory=env.memory, clock=env.clock))
         env.clock.advance(days=13)
-        assert await env.jobs.sweep_memories() == 0
+        assert await job.run(host) == 0
         env.clock.advance(days=2)
-        with caplog.at_level(logging.INFO, logger="scheduler.jobs"):
-            assert await env.jobs.sweep_memories() == 1
+        with caplog.at_level(logging.INFO, logger="tools.memory.sweep"):
+            assert await job.run(host) == 1
         assert [m.content for m in await env.memories(uid)] == ["lives in Lisbon"]
         assert "1 expired memories removed" in caplog.text
 
