@@ -269,3 +269,29 @@ async def test_reindex_cli_rebuilds_the_index(app: App) -> None:
     assert (await app.deps.memory.index_status()).ok
     hits = await app.deps.memory.recall(user_id=user.id, query="what pet do I have")
     assert [h.content for h in hits] == ["Has a cat named Miso"]
+
+
+async def test_terminal_memory_command_pages_and_forgets(app: App) -> None:
+    """/memory in the terminal: the same answer as Telegram's, without its buttons, so a
+    page number turns the pages."""
+    from bot.terminal_commands import Who, run_command
+    from db.repos import core
+
+    assert app.deps.memory is not None
+    async with app.session_factory() as s, s.begin():
+        user = await core.get_or_create_user(s, None, "me", app.deps.clock())
+    for i in range(7):
+        await app.deps.memory.store(user_id=user.id, layer="long", content=f"Fact number {i}")
+    me = Who(None, "me")
+    first = await run_command(app, me, "/memory")
+    assert first is not None and first.startswith("long memories, page 1/2 (7 in all):")
+    assert "Fact number 6" in first and "Fact number 1" not in first  # newest first
+    second = await run_command(app, me, "/memory long 2")
+    assert second is not None and second.startswith("long memories, page 2/2")
+    assert "Fact number 1" in second and "Fact number 0" in second
+    assert await run_command(app, me, "/memory long 3") == "No page 3 of long."
+    assert await run_command(app, me, "/memory forget #1") == "Forgot #1."
+    assert await run_command(app, me, "/memory forget 1") == "There is no memory #1."
+    assert (await run_command(app, me, "/memory mid")) == "No mid memories."
+    usage = await run_command(app, me, "/memory forever")
+    assert usage is not None and usage.startswith("Usage: /memory")
