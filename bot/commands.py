@@ -33,7 +33,6 @@ class Command:
 APP_COMMANDS: tuple[Command, ...] = (
     Command("start", "say hello"),
     Command("help", "list the commands"),
-    Command("memory", "what I remember about you: list, search, forget"),
     Command("tools", "the tools I can use and their token cost"),
     Command("context", "token split of your last request"),
     Command("usage", "tokens and cost: today, this month, by model"),

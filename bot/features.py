@@ -18,8 +18,7 @@ from tools.base import ToolModule
 from tools.code import tool as code
 from tools.feature import Command, Feature
 from tools.fetch import tool as fetch
-from tools.memory import recall_context
-from tools.memory import tool as memory
+from tools.memory.feature import FEATURE as memory
 from tools.reminders.feature import FEATURE as reminders
 from tools.search import tool as search
 
@@ -27,12 +26,7 @@ FEATURES: tuple[Feature, ...] = (
     sessions,
     Feature("search", settings=search.TOOL.settings, tools=(search.TOOL,)),
     Feature("code", settings=code.TOOL.settings, tools=(code.TOOL,)),
-    Feature(
-        "memory",
-        settings=memory.TOOL.settings,
-        tools=(memory.TOOL,),
-        context=(recall_context.from_deps,),
-    ),
+    memory,
     reminders,
     Feature("fetch", settings=fetch.TOOL.settings, tools=(fetch.TOOL,)),
     media,

@@ -18,12 +18,6 @@ from bot.commands import find, help_lines
 from db.repos import core as core_repo
 from tools import feature
 from tools.feature import Command as FeatureCommand
-from tools.memory.store import LAYERS, MemoryHit
-
-MEMORY_USAGE = (
-    "Usage: /memory [long|mid|short|session] · /memory search <text> · /memory forget <id>"
-)
-MEMORY_PAGE = 10
 
 
 @dataclass(frozen=True)
@@ -78,42 +72,11 @@ async def cmd_approvals(app: App, who: Who, arg: str) -> str:
     return await texts.approvals_command(app, await _user_id(app, who), who.telegram_user_id, arg)
 
 
-def _memory_line(h: MemoryHit) -> str:
-    content = h.content if len(h.content) <= 300 else h.content[:299] + "…"
-    cat = f" · {h.category}" if h.category else ""
-    return f"#{h.id} [{h.layer}{cat}] {content}\n    from {h.source()}"
-
-
-async def cmd_memory(app: App, who: Who, arg: str) -> str:
-    store = app.deps.memory
-    if store is None:
-        return "Memory is not available."
-    user_id = await _user_id(app, who)
-    verb, _, rest = arg.strip().partition(" ")
-    verb, rest = verb.lower(), rest.strip()
-    if verb in ("", *LAYERS):
-        layer = verb or "long"
-        found = await store.page(user_id=user_id, layer=layer, limit=MEMORY_PAGE)
-        if not found.items:
-            return f"No {layer} memories. Other layers: {', '.join(LAYERS)}."
-        head = f"{layer} memories ({len(found.items)} of {found.total}):"
-        return "\n\n".join([head, *(_memory_line(h) for h in found.items)])
-    if verb == "search" and rest:
-        hits = await store.recall(user_id=user_id, query=rest, limit=10)
-        return "\n\n".join(_memory_line(h) for h in hits) if hits else "Nothing matches."
-    if verb == "forget" and rest.lstrip("#").isdigit():
-        mid = int(rest.lstrip("#"))
-        ok = await store.forget(user_id=user_id, memory_id=mid)
-        return f"Forgot #{mid}." if ok else f"There is no memory #{mid}."
-    return MEMORY_USAGE
-
-
 # The terminal's answer to each row of bot/commands.py's APP_COMMANDS it answers
 # (terminal=True); a feature's commands bring their own.
 HANDLERS: dict[str, Handler] = {
     "start": cmd_help,
     "help": cmd_help,
-    "memory": cmd_memory,
     "tools": cmd_tools,
     "context": cmd_context,
     "usage": cmd_usage,

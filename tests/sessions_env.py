@@ -20,10 +20,10 @@ from bot.sessions.split import SessionSplit
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from db.models import ChatSession, Message
-from db.models.memory import Memory
 from db.repos import core as repo
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
+from tools.memory.models import Memory
 from tools.memory.setup import build_memory
 from tools.memory.store import MemoryStore
 

@@ -5,7 +5,6 @@ from db.models.approvals import ApprovalDecision, ApprovalGrant
 from db.models.base import Base
 from db.models.code import CodeExecution, CodeJob
 from db.models.core import ChatSession, Message, ToolCallRecord, User
-from db.models.memory import Memory, MemoryMeta
 from db.models.outbox import OutboxMessage
 from db.models.tool_usage import ToolUsage
 from db.models.usage import ModelUsage
@@ -19,8 +18,6 @@ __all__ = [
     "ChatSession",
     "CodeExecution",
     "CodeJob",
-    "Memory",
-    "MemoryMeta",
     "Message",
     "ModelUsage",
     "OutboxMessage",
