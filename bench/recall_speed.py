@@ -22,10 +22,10 @@ import numpy as np  # noqa: E402
 from recall_common import T0, clock, open_db  # noqa: E402
 
 from db.engine import SessionFactory  # noqa: E402
-from db.models.memory import Memory  # noqa: E402
 from db.repos import core  # noqa: E402
-from db.repos import memory as repo  # noqa: E402
+from tools.memory import repo  # noqa: E402
 from tools.memory.embeddings import Embedder, WordLlamaEmbedder, normalise_rows  # noqa: E402
+from tools.memory.models import Memory  # noqa: E402
 from tools.memory.store import MemoryStore  # noqa: E402
 
 # -- speed ------------------------------------------------------------------------------

@@ -28,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
-from bot.agent.archive import build_jobs
 from bot.llm.client import LLMClient
+from bot.sessions.archive import Archiver
+from bot.sessions.split import SessionSplit
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core as repo
@@ -63,9 +64,8 @@ async def main(users: int, messages: int) -> None:
         async with httpx.AsyncClient() as http:
             llm = LLMClient(settings, retry_base_delay=0.01)
             memory = await build_memory(settings, sf, http, clock)
-            jobs = build_jobs(
-                settings=settings, session_factory=sf, memory=memory, llm=llm, clock=clock
-            )
+            archiver = Archiver(sf, memory, llm, clock, default_tz=settings.tz)
+            jobs = SessionSplit(settings, sf, archiver, clock)
             t = time.perf_counter()
             async with sf() as s, s.begin():
                 for u in range(users):

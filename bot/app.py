@@ -15,7 +15,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot import heap
 from bot.agent.approvals import TIMEOUT_S as APPROVAL_TIMEOUT_S
 from bot.agent.approvals import Approvals
-from bot.agent.archive import archiver_from
 from bot.agent.hooks import AgentHooks
 from bot.agent.runner import Agent, Incoming
 from bot.config import Settings
@@ -24,6 +23,7 @@ from bot.llm.client import LLMClient
 from bot.logs import Scrubber
 from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
+from bot.sessions.archive import archiver_from
 from bot.usage.accounting import ContextAccounting
 from bot.usage.meter import Meter
 from bot.usage.metered import MeteredModel

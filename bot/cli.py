@@ -168,19 +168,33 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
 
         return run_ops_command(command, args, settings)
     elif command == "memory":
-        from bot.memory_cli import reindex
-
-        asyncio.run(reindex(settings))
+        asyncio.run(memory_reindex(settings))
     return 0
 
 
+async def memory_reindex(settings: Settings) -> None:
+    """`sidekick memory reindex`: re-embed every memory with the configured embedder."""
+    from bot.app import build_app
+    from tools.memory.reindex import reindex_command
+
+    app = await build_app(settings)
+    try:
+        await reindex_command(app.deps.memory)
+    finally:
+        await app.close()
+
+
 async def _copy(source: str | None, target: str | None) -> int:
+    from bot.features import metadata
     from db.copy import CopyError, copy_database
+    from tools.memory.copy import INDEX as MEMORY_INDEX
 
     if not source or not target:
         raise ConfigError("migrate: give both --from URL and --to URL")
     try:
-        counts = await copy_database(_sqlite_url(source), _sqlite_url(target))
+        counts = await copy_database(
+            _sqlite_url(source), _sqlite_url(target), metadata(), (MEMORY_INDEX,)
+        )
     except CopyError as exc:
         print(f"sidekick: copy failed: {exc}", file=sys.stderr)
         return 1

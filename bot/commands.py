@@ -33,10 +33,6 @@ class Command:
 APP_COMMANDS: tuple[Command, ...] = (
     Command("start", "say hello"),
     Command("help", "list the commands"),
-    Command("newsession", "[name] end this conversation and start a new one", ("new",)),
-    Command("sessions", "your recent sessions with their summaries"),
-    Command("timezone", "[Area/City] show or set your time zone"),
-    Command("memory", "what I remember about you: list, search, forget"),
     Command("tools", "the tools I can use and their token cost"),
     Command("approvals", "tools you allowed for good; /approvals revoke <tool>"),
     Command("codestats", "[days] your code runs: successes, failures, timing", terminal=False),

@@ -18,7 +18,6 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.features import FEATURES
 from bot.llm.settings import ModelSettings
-from scheduler.settings import SessionSettings
 from tools.errors import ConfigError
 from tools.mcp.settings import ExtensionSettings
 
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     # attribute; a feature reads its own through ToolDeps.settings_for(Model), and
     # tests/test_config.py checks that this view and the list agree.
     from bot.media.settings import MediaSettings
+    from bot.sessions.settings import SessionSettings
     from bot.usage.settings import UsageSettings
     from bot.voice.settings import VoiceSettings
     from tools.code.settings import CodeSettings
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from tools.search.settings import SearchSettings
 
     class FeatureSettings(
+        SessionSettings,
         CodeSettings,
         MemorySettings,
         SearchSettings,
@@ -65,12 +66,11 @@ else:
 class Settings(
     BaseSettings,
     FeatureSettings,
-    SessionSettings,
     ModelSettings,
 ):
     """Every setting Sidekick reads. Names are the environment variables, upper-cased.
 
-    The tools' settings (tools/*/settings.py), the scheduler's (scheduler/*settings.py) and
+    The features' settings (tools/*/settings.py, bot/sessions/settings.py) and
     the app's feature slices (bot/media, bot/llm, bot/usage settings.py) are inherited flat,
     so each variable keeps its name; this class adds the rest.
     """

@@ -138,12 +138,6 @@ async def check_telegram(app: App) -> list[CheckResult]:
     return [CheckResult("Telegram", True, f"@{data['result'].get('username')}")]
 
 
-async def check_scheduler(app: App) -> list[CheckResult]:
-    from scheduler.status import scheduler_checks
-
-    return await scheduler_checks(app.settings, app.session_factory, app.deps.clock())
-
-
 async def check_extension_tools(app: App) -> list[CheckResult]:
     return await check_tools(app.registry)
 
@@ -156,12 +150,6 @@ def tool_check(name: str, check: Doctor) -> Check:
 
     run.__name__ = f"check_{name}"  # what a crash line names
     return run
-
-
-async def check_summaries(app: App) -> list[CheckResult]:
-    from bot.agent.compress import SUMMARY_REVIEW, doctor_check
-
-    return await doctor_check(app.session_factory, SUMMARY_REVIEW)
 
 
 def feature_check(feature: Feature, check: FeatureDoctor) -> Check:
@@ -181,11 +169,9 @@ def all_checks(features: tuple[Feature, ...] = FEATURES) -> list[Check]:
         check_database,
         check_llm,
         check_telegram,
-        check_scheduler,
         *(feature_check(f, f.doctor) for f in features if f.doctor is not None),
         *(tool_check(name, check) for name, check in doctor_checks(tool_modules(features))),
         check_extension_tools,
-        check_summaries,
         check_operations,  # .env permissions, backups
     ]
 

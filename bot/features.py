@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import MetaData
 
 from bot.media.feature import FEATURE as media
+from bot.sessions.feature import FEATURE as sessions
 from bot.usage.feature import FEATURE as usage
 from bot.voice.feature import FEATURE as voice
 from db.models import Base
@@ -18,20 +19,15 @@ from tools.base import ToolModule
 from tools.code import tool as code
 from tools.feature import Command, Feature
 from tools.fetch import tool as fetch
-from tools.memory import recall_context
-from tools.memory import tool as memory
+from tools.memory.feature import FEATURE as memory
 from tools.reminders.feature import FEATURE as reminders
 from tools.search import tool as search
 
 FEATURES: tuple[Feature, ...] = (
+    sessions,
     Feature("search", settings=search.TOOL.settings, tools=(search.TOOL,)),
     Feature("code", settings=code.TOOL.settings, tools=(code.TOOL,)),
-    Feature(
-        "memory",
-        settings=memory.TOOL.settings,
-        tools=(memory.TOOL,),
-        context=(recall_context.from_deps,),
-    ),
+    memory,
     reminders,
     Feature("fetch", settings=fetch.TOOL.settings, tools=(fetch.TOOL,)),
     media,

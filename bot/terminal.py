@@ -246,7 +246,7 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
     # Reminders of the local user arrive here while the chat runs (missed ones at start);
     # a user linked with --as gets theirs in Telegram, from the bot.
     jobs = app.start_features(TerminalDelivery(), local=True) if as_user is None else []
-    scheduler = Scheduler(None, jobs) if jobs else None
+    scheduler = Scheduler(jobs) if jobs else None
     source = LineSource()
     asker = TerminalAsker(source)  # before the first tick: a task it starts may ask
     if app.agent.approvals is not None:

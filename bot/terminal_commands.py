@@ -15,16 +15,9 @@ from zoneinfo import ZoneInfo
 from bot import command_texts as texts
 from bot.app import App
 from bot.commands import find, help_lines
-from bot.session_texts import new_session, new_session_text, sessions_text, timezone_text
 from db.repos import core as core_repo
 from tools import feature
 from tools.feature import Command as FeatureCommand
-from tools.memory.store import LAYERS, MemoryHit
-
-MEMORY_USAGE = (
-    "Usage: /memory [long|mid|short|session] · /memory search <text> · /memory forget <id>"
-)
-MEMORY_PAGE = 10
 
 
 @dataclass(frozen=True)
@@ -59,19 +52,6 @@ async def cmd_help(app: App, who: Who, arg: str) -> str:
     return "Anything else you type goes to the assistant.\n\n" + "\n".join(lines)
 
 
-async def cmd_new(app: App, who: Who, arg: str) -> str:
-    created = await new_session(app, who.telegram_user_id, who.name, arg.strip() or None)
-    return new_session_text(created)
-
-
-async def cmd_sessions(app: App, who: Who, arg: str) -> str:
-    return await sessions_text(app, who.telegram_user_id, who.name)
-
-
-async def cmd_timezone(app: App, who: Who, arg: str) -> str:
-    return await timezone_text(app, who.telegram_user_id, who.name, arg)
-
-
 async def cmd_tools(app: App, who: Who, arg: str) -> str:
     return texts.tools_command(app, await _user_id(app, who))
 
@@ -80,45 +60,11 @@ async def cmd_approvals(app: App, who: Who, arg: str) -> str:
     return await texts.approvals_command(app, await _user_id(app, who), who.telegram_user_id, arg)
 
 
-def _memory_line(h: MemoryHit) -> str:
-    content = h.content if len(h.content) <= 300 else h.content[:299] + "…"
-    cat = f" · {h.category}" if h.category else ""
-    return f"#{h.id} [{h.layer}{cat}] {content}\n    from {h.source()}"
-
-
-async def cmd_memory(app: App, who: Who, arg: str) -> str:
-    store = app.deps.memory
-    if store is None:
-        return "Memory is not available."
-    user_id = await _user_id(app, who)
-    verb, _, rest = arg.strip().partition(" ")
-    verb, rest = verb.lower(), rest.strip()
-    if verb in ("", *LAYERS):
-        layer = verb or "long"
-        found = await store.page(user_id=user_id, layer=layer, limit=MEMORY_PAGE)
-        if not found.items:
-            return f"No {layer} memories. Other layers: {', '.join(LAYERS)}."
-        head = f"{layer} memories ({len(found.items)} of {found.total}):"
-        return "\n\n".join([head, *(_memory_line(h) for h in found.items)])
-    if verb == "search" and rest:
-        hits = await store.recall(user_id=user_id, query=rest, limit=10)
-        return "\n\n".join(_memory_line(h) for h in hits) if hits else "Nothing matches."
-    if verb == "forget" and rest.lstrip("#").isdigit():
-        mid = int(rest.lstrip("#"))
-        ok = await store.forget(user_id=user_id, memory_id=mid)
-        return f"Forgot #{mid}." if ok else f"There is no memory #{mid}."
-    return MEMORY_USAGE
-
-
 # The terminal's answer to each row of bot/commands.py's APP_COMMANDS it answers
 # (terminal=True); a feature's commands bring their own.
 HANDLERS: dict[str, Handler] = {
     "start": cmd_help,
     "help": cmd_help,
-    "newsession": cmd_new,
-    "sessions": cmd_sessions,
-    "timezone": cmd_timezone,
-    "memory": cmd_memory,
     "tools": cmd_tools,
     "approvals": cmd_approvals,
 }

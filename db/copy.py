@@ -2,28 +2,38 @@
 (typically SQLite to PostgreSQL), then check every table's row count.
 
 Plain tables are copied row by row through their SQLAlchemy Table objects (so a new store's
-tables come along with nothing to add here); the memory indexes, which are not plain tables
-(sqlite-vec/FTS5 on SQLite, pgvector/tsvector on PostgreSQL), are rebuilt in the target from
-the source's stored vectors and the memories' text."""
+tables come along with nothing to add here); what is not a plain table (the memory feature's
+sqlite-vec/FTS5 or pgvector/tsvector indexes) is an `Index` its feature hands in, rebuilt in
+the target after the tables (tools/memory/copy.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Integer, Table, delete, func, select, text
+from sqlalchemy import Integer, MetaData, Table, delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import create_engine, is_postgres, session_factory
+from db.engine import create_engine, is_postgres
 from db.migrate import upgrade
-from db.models import Base, Memory
-from db.repos import memory as memory_repo
 
 BATCH = 1000
 
 
 class CopyError(Exception):
     """The copy cannot start or its counts do not match (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Index:
+    """Data outside the plain tables, e.g. a feature's virtual tables: `rebuild(source,
+    target)` fills it in the target once the plain tables are there; its `tables` are then
+    counted on both sides. `seeded` are plain tables a migration fills with defaults, which
+    give way to the source's rows."""
+
+    tables: tuple[str, ...]
+    rebuild: Callable[[AsyncEngine, AsyncEngine], Awaitable[None]]
+    seeded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,9 +50,9 @@ async def _count(engine: AsyncEngine, table: Table | str) -> int:
         return int((await conn.execute(select(func.count()).select_from(table))).scalar_one())
 
 
-async def _copy_table(src: AsyncEngine, dst: AsyncEngine, table: Table) -> None:
+async def _copy_table(src: AsyncEngine, dst: AsyncEngine, table: Table, seeded: bool) -> None:
     async with src.connect() as sconn, dst.begin() as dconn:
-        if table.name == "memory_meta":  # the target's own defaults give way to the source's
+        if seeded:  # the target's own defaults give way to the source's
             await dconn.execute(delete(table))
         result = await sconn.stream(select(table))
         async for rows in result.partitions(BATCH):
@@ -73,52 +83,35 @@ async def _reset_sequences(dst: AsyncEngine, tables: list[Table]) -> None:
                 )
 
 
-async def _copy_memory_index(src: AsyncEngine, dst: AsyncEngine) -> None:
-    ssf, dsf = session_factory(src), session_factory(dst)
-    async with ssf() as s:
-        dim = await memory_repo.vec_dim(s)
-    if dim is not None:
-        async with dsf() as d, d.begin():
-            if await memory_repo.vec_dim(d) != dim:
-                await memory_repo.recreate_vec(d, dim)
-    after = 0
-    while True:
-        async with ssf() as s:
-            batch = await memory_repo.batch_after(s, after, BATCH)
-            vectors = await memory_repo.vectors_of(s, [m.id for m in batch])
-        if not batch:
-            return
-        async with dsf() as d, d.begin():
-            for m in batch:
-                row = await d.get(Memory, m.id)
-                assert row is not None
-                await memory_repo.replace(d, row, vectors.get(m.id))
-        after = batch[-1].id
-
-
 async def copy_database(
-    source_url: str, target_url: str, say: Callable[[str], None] = print
+    source_url: str,
+    target_url: str,
+    tables: MetaData,
+    indexes: Sequence[Index] = (),
+    say: Callable[[str], None] = print,
 ) -> list[TableCount]:
-    """Copy everything from source to an empty, migrated target; returns the counts, raises
-    CopyError when the target is not empty or a count differs."""
+    """Copy everything from source to an empty, migrated target: the plain tables of
+    `tables` (every listed feature's: bot/features.py's metadata()), then `indexes`; returns
+    the counts, raises CopyError when the target is not empty or a count differs."""
     src, dst = create_engine(source_url), create_engine(target_url)
     try:
         await upgrade(src)
         await upgrade(dst)
-        tables = list(Base.metadata.sorted_tables)
-        for table in tables:
-            if table.name != "memory_meta" and await _count(dst, table):
+        plain = list(tables.sorted_tables)
+        seeded = {name for index in indexes for name in index.seeded}
+        for table in plain:
+            if table.name not in seeded and await _count(dst, table):
                 raise CopyError(f"the target is not empty (table {table.name} has rows)")
-        for table in tables:
-            await _copy_table(src, dst, table)
+        for table in plain:
+            await _copy_table(src, dst, table, table.name in seeded)
             say(f"copied {table.name}")
-        await _reset_sequences(dst, tables)
-        await _copy_memory_index(src, dst)
-        counts = [
-            TableCount(t.name, await _count(src, t), await _count(dst, t)) for t in tables
-        ] + [
+        await _reset_sequences(dst, plain)
+        for index in indexes:
+            await index.rebuild(src, dst)
+        counts = [TableCount(t.name, await _count(src, t), await _count(dst, t)) for t in plain] + [
             TableCount(t, await _count(src, t), await _count(dst, t))
-            for t in ("memory_vec", "memory_fts")
+            for index in indexes
+            for t in index.tables
         ]
         wrong = [c for c in counts if c.source != c.target]
         if wrong:

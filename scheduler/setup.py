@@ -1,12 +1,12 @@
-"""The APScheduler 3 AsyncIOScheduler that runs the session split and the memory sweep.
+"""The APScheduler 3 AsyncIOScheduler that runs the jobs it is given: what the features
+declare (tools/feature.py's Job, turned into job specs by App.start_features) and the
+adapter's own (the outbox, backups).
 
-Design: the jobs derive what is due from the database (open sessions whose period has
-ended, closed sessions still without a summary, memories past their lifetime), so they
-need no persistent job store and nothing depends on APScheduler remembering a missed
-run. Both jobs run once right at startup (that is the downtime catch-up) and then on a
-short interval: a split lands within a minute of SESSION_SPLIT_TIME in every user's own
-time zone, whatever the zone, without one cron job per zone. The in-memory job store is
-rebuilt at each start, so the `replace_existing=True` trap (a persisted job whose
+Design: the jobs derive what is due from the database (a session whose period has ended,
+a reminder come due), so they need no persistent job store and nothing depends on
+APScheduler remembering a missed run. Every job runs once right at startup (that is the
+downtime catch-up) and then on its interval, on a grid of whole minutes. The in-memory job
+store is rebuilt at each start, so the `replace_existing=True` trap (a persisted job whose
 next_run_time is reset, silently dropping the missed run) cannot happen.
 `coalesce=True` folds runs missed while the event loop was stalled into one, the misfire
 grace time lets a late run still happen, and `max_instances=1` keeps runs from overlapping.
@@ -25,16 +25,12 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from scheduler.jobs import SessionJobs
-
 log = logging.getLogger(__name__)
 
 Guard = Callable[[str], AbstractAsyncContextManager[bool]]
 
-SPLIT_EVERY = timedelta(minutes=1)
-SWEEP_EVERY = timedelta(hours=1)
 MISFIRE_GRACE_S = 15 * 60
-STOP_GRACE_S = 5.0  # then cancel: every archive step is idempotent, a restart redoes it
+STOP_GRACE_S = 5.0  # then cancel: every job's steps are idempotent, a restart redoes them
 
 
 # (id, description, every, what to run): one periodic job.
@@ -72,21 +68,9 @@ class AlignedInterval(IntervalTrigger):  # type: ignore[misc]  # APScheduler 3 i
 class Scheduler:
     """Owns the AsyncIOScheduler; start() inside the running event loop, stop() at exit."""
 
-    def __init__(
-        self,
-        jobs: SessionJobs | None,
-        extra: Sequence[JobSpec] = (),
-        guard: Guard | None = None,
-    ) -> None:
-        self.jobs = jobs
+    def __init__(self, specs: Sequence[JobSpec], guard: Guard | None = None) -> None:
         self._guard = guard
-        self._specs: list[JobSpec] = []
-        if jobs is not None:
-            split = "archive sessions whose period ended, and pending summaries"
-            self._specs.append(("session-split", split, SPLIT_EVERY, jobs.split_sessions))
-            sweep = ("memory-sweep", "delete expired memories", SWEEP_EVERY, jobs.sweep_memories)
-            self._specs.append(sweep)
-        self._specs.extend(extra)  # e.g. reminders (scheduler/reminders.py)
+        self._specs: list[JobSpec] = list(specs)
         self._aps: AsyncIOScheduler | None = None
         self._running: set[asyncio.Task[Any]] = set()
 
@@ -175,12 +159,10 @@ class Scheduler:
         return out
 
 
-def start_scheduler(
-    jobs: SessionJobs | None, extra: Sequence[JobSpec] = (), guard: Guard | None = None
-) -> Scheduler:
+def start_scheduler(specs: Sequence[JobSpec], guard: Guard | None = None) -> Scheduler:
     """Build and start the scheduler (call from inside the running event loop). `guard(job
     id)` is entered around every run and yields whether this process may run it now (a lock
     shared by the workers: a due job runs once, not once per worker)."""
-    scheduler = Scheduler(jobs, extra, guard)
+    scheduler = Scheduler(specs, guard)
     scheduler.start()
     return scheduler

@@ -13,17 +13,17 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.agent.archive import Archiver
 from bot.config import Settings
 from bot.llm.client import LLMClient
+from bot.sessions.archive import Archiver
+from bot.sessions.split import SessionSplit
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from db.models import ChatSession, Message
-from db.models.memory import Memory
 from db.repos import core as repo
-from scheduler.jobs import SessionJobs
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
+from tools.memory.models import Memory
 from tools.memory.setup import build_memory
 from tools.memory.store import MemoryStore
 
@@ -51,7 +51,7 @@ class Env:
     memory: MemoryStore
     llm: LLMClient
     archiver: Archiver
-    jobs: SessionJobs
+    jobs: SessionSplit
 
     async def chat(
         self, telegram_id: int, *texts: str, timezone: str | None = None
@@ -110,7 +110,7 @@ async def make_env(
     llm = LLMClient(settings, retry_base_delay=0.01, retry_max_delay=0.02)
     memory = await build_memory(settings, sf, http, clock)
     archiver = Archiver(sf, memory, llm, clock, default_tz=settings.tz)
-    jobs = SessionJobs(settings, sf, archiver, memory, clock)
+    jobs = SessionSplit(settings, sf, archiver, clock)
     try:
         yield Env(settings, engine, sf, clock, memory, llm, archiver, jobs)
     finally:

@@ -29,8 +29,9 @@ from db.conversation import (
 )
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
-from db.models import ChatSession, Memory, Message, ToolCallRecord, User
+from db.models import ChatSession, Message, ToolCallRecord, User
 from tests.conftest import make_settings
+from tools.memory.models import Memory
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

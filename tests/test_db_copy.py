@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from bot.features import metadata
 from db.copy import CopyError, copy_database
 from db.engine import create_engine, session_factory
-from db.repos import memory as repo
 from tests.conftest import ON_PG
 from tests.test_memory_store import make_env, put
+from tools.memory import repo
+from tools.memory.copy import INDEX
 from tools.memory.embeddings import WordLlamaEmbedder
 from tools.memory.store import MemoryStore
 
@@ -52,13 +54,13 @@ async def test_copy_round_trips_with_counts_and_recall(tmp_path: Path) -> None:
     source = await filled(tmp_path)
     target = os.environ["DATABASE_URL"] if ON_PG else sqlite(tmp_path / "target.db")
     said: list[str] = []
-    counts = await copy_database(source, target, said.append)
+    counts = await copy_database(source, target, metadata(), (INDEX,), said.append)
     by_table = {c.table: c for c in counts}
     assert by_table["memories"].target == 3 and by_table["memory_vec"].target == 3
     assert by_table["users"].target >= 2 and all(c.source == c.target for c in counts)
     assert "copied memories" in said
     back = sqlite(tmp_path / "back.db")
-    again = await copy_database(target, back)
+    again = await copy_database(target, back, metadata(), (INDEX,))
     assert {c.table: c.target for c in again} == {c.table: c.target for c in counts}
     # The copied vectors and words still find the memory, and new rows get fresh ids.
     assert "Sister Anna lives in Toronto" in await found(
@@ -72,9 +74,9 @@ async def test_copy_round_trips_with_counts_and_recall(tmp_path: Path) -> None:
 async def test_copy_refuses_a_target_with_data(tmp_path: Path) -> None:
     source = await filled(tmp_path)
     target = sqlite(tmp_path / "target.db")
-    await copy_database(source, target)
+    await copy_database(source, target, metadata(), (INDEX,))
     with pytest.raises(CopyError, match="not empty"):
-        await copy_database(source, target)
+        await copy_database(source, target, metadata(), (INDEX,))
 
 
 def test_cli_copy_prints_the_verified_counts(tmp_path: Path) -> None:

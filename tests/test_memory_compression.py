@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from bot.agent import compress
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
-from db.models import Message, SessionCompression
-from db.repos import compressions
+from bot.sessions import compress
+from bot.sessions import compress_repo as compressions
+from bot.sessions.models import SessionCompression
+from db.models import Message
 from tests.scripted_model import Say, ScriptedModel
 from tools.registry import Registry
 
@@ -173,8 +174,8 @@ async def test_the_servers_context_size_bounds_the_history(app: App) -> None:
     # A model whose server says its context holds 4,096 tokens (llama.cpp's /props): the
     # answer's share is capped at a quarter, so the history gets what is left after the
     # prefix, not HISTORY_TOKEN_BUDGET and not nothing.
-    from bot.agent.compress import PREFIX_RESERVE, history_budget
     from bot.agent.history import context_of
+    from bot.sessions.compress import PREFIX_RESERVE, history_budget
 
     class SmallContext(ScriptedModel):
         async def context_tokens(self, model: str | None = None) -> int:

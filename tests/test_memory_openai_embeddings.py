@@ -16,8 +16,8 @@ from aiohttp import web
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core
-from db.repos import memory as repo
 from tests.conftest import make_settings
+from tools.memory import repo
 from tools.memory.embeddings import OpenAIEmbedder, build_embedder
 from tools.memory.store import MemoryStore
 

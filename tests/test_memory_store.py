@@ -294,7 +294,7 @@ def test_prune_keeps_the_rarest_words_within_budget() -> None:
 
 
 async def test_doc_freqs_stem_like_the_index(env: Env) -> None:
-    from db.repos import memory as repo
+    from tools.memory import repo
 
     for i in range(3):
         await put(env, f"Went running with the club, lap {i} of the park")

@@ -9,8 +9,8 @@ from sqlalchemy import select
 from bot.agent.prompt import context_of
 from bot.agent.runner import Incoming
 from bot.app import App
-from db.models import Memory
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
+from tools.memory.models import Memory
 
 
 def tool_results(fake_llm: FakeOpenAI, count: int | None = None) -> list[str]:
@@ -244,7 +244,7 @@ async def test_doctor_reports_backend_and_reindex(app: App) -> None:
     assert [(r.name, r.ok) for r in lines] == [("embeddings", True), ("memory index", True)]
     assert "wordllama" in lines[0].detail and "256 dimensions" in lines[0].detail
     # Another model recorded in the index: doctor says to reindex, recall still answers.
-    from db.repos import memory as repo
+    from tools.memory import repo
 
     async with app.session_factory() as s, s.begin():
         await repo.set_meta(s, {"model": "openai:text-embedding-3-small"})
@@ -253,8 +253,8 @@ async def test_doctor_reports_backend_and_reindex(app: App) -> None:
 
 
 async def test_reindex_cli_rebuilds_the_index(app: App) -> None:
-    from bot.memory_cli import reindex
-    from db.repos import memory as repo
+    from bot.cli import memory_reindex
+    from tools.memory import repo
 
     assert app.deps.memory is not None
     async with app.session_factory() as s, s.begin():
@@ -265,7 +265,33 @@ async def test_reindex_cli_rebuilds_the_index(app: App) -> None:
     app.deps.memory._vectors = None  # re-read the (now stale) index state
     await app.deps.memory.store(user_id=user.id, layer="long", content="Has a cat named Miso")
     assert not (await app.deps.memory.index_status()).ok
-    await reindex(app.settings)
+    await memory_reindex(app.settings)
     assert (await app.deps.memory.index_status()).ok
     hits = await app.deps.memory.recall(user_id=user.id, query="what pet do I have")
     assert [h.content for h in hits] == ["Has a cat named Miso"]
+
+
+async def test_terminal_memory_command_pages_and_forgets(app: App) -> None:
+    """/memory in the terminal: the same answer as Telegram's, without its buttons, so a
+    page number turns the pages."""
+    from bot.terminal_commands import Who, run_command
+    from db.repos import core
+
+    assert app.deps.memory is not None
+    async with app.session_factory() as s, s.begin():
+        user = await core.get_or_create_user(s, None, "me", app.deps.clock())
+    for i in range(7):
+        await app.deps.memory.store(user_id=user.id, layer="long", content=f"Fact number {i}")
+    me = Who(None, "me")
+    first = await run_command(app, me, "/memory")
+    assert first is not None and first.startswith("long memories, page 1/2 (7 in all):")
+    assert "Fact number 6" in first and "Fact number 1" not in first  # newest first
+    second = await run_command(app, me, "/memory long 2")
+    assert second is not None and second.startswith("long memories, page 2/2")
+    assert "Fact number 1" in second and "Fact number 0" in second
+    assert await run_command(app, me, "/memory long 3") == "No page 3 of long."
+    assert await run_command(app, me, "/memory forget #1") == "Forgot #1."
+    assert await run_command(app, me, "/memory forget 1") == "There is no memory #1."
+    assert (await run_command(app, me, "/memory mid")) == "No mid memories."
+    usage = await run_command(app, me, "/memory forever")
+    assert usage is not None and usage.startswith("Usage: /memory")

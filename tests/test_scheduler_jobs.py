@@ -1,4 +1,4 @@
-"""The split and sweep jobs on an injected clock: per-zone splits, DST, catch-up, retries."""
+"""The split job on an injected clock: per-zone splits, DST, catch-up, retries."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.sessions.split import EVERY
 from scheduler.setup import Scheduler
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
 from tests.sessions_env import make_env, summary_requests
@@ -93,7 +94,7 @@ async def test_weekly_split_waits_for_monday(tmp_path: Path, fake_llm: FakeOpenA
 async def test_none_never_splits_but_pending_summaries_are_written(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
-    from bot.agent.sessions import start_new_session
+    from bot.sessions.lifecycle import start_new_session
 
     fake_llm.responder = summaries()
     t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -133,7 +134,7 @@ async def test_catch_up_after_two_days_down(
         a, sa = await env.chat(1, "first user chat", "ok")
         b, sb = await env.chat(2, "second user chat", "ok")
         env.clock.advance(days=2, hours=3)  # the bot was down over two midnights
-        with caplog.at_level(logging.INFO, logger="scheduler.jobs"):
+        with caplog.at_level(logging.INFO, logger="bot.sessions.split"):
             first = await env.jobs.split_sessions()
             second = await env.jobs.split_sessions()
         assert sorted(first.archived) == [sa, sb] and second.total == 0
@@ -161,23 +162,6 @@ async def test_failed_archive_backs_off_then_succeeds(tmp_path: Path, fake_llm: 
         assert len(await env.memories(uid, "short")) == 1
 
 
-async def test_sweep_removes_expired_memories(
-    tmp_path: Path, fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
-) -> None:
-    t0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-    async with make_env(tmp_path, fake_llm, t0) as env:
-        uid, _ = await env.chat(1, "hi")
-        await env.memory.store(user_id=uid, layer="short", content="dentist on Friday")
-        await env.memory.store(user_id=uid, layer="long", content="lives in Lisbon")
-        env.clock.advance(days=13)
-        assert await env.jobs.sweep_memories() == 0
-        env.clock.advance(days=2)
-        with caplog.at_level(logging.INFO, logger="scheduler.jobs"):
-            assert await env.jobs.sweep_memories() == 1
-        assert [m.content for m in await env.memories(uid)] == ["lives in Lisbon"]
-        assert "1 expired memories removed" in caplog.text
-
-
 async def test_the_real_scheduler_catches_up_at_startup(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -186,9 +170,10 @@ async def test_the_real_scheduler_catches_up_at_startup(
     async with make_env(tmp_path, fake_llm, t0) as env:
         uid, sid = await env.chat(1, "before the downtime", "ok")
         env.clock.advance(days=2)
-        scheduler = Scheduler(env.jobs)
+        split = ("session-split", "archive due sessions", EVERY, env.jobs.split_sessions)
+        scheduler = Scheduler([split])
         infos = {j.id: j for j in scheduler.job_infos()}
-        assert set(infos) == {"session-split", "memory-sweep"}
+        assert set(infos) == {"session-split"}
         scheduler.start()
         try:
             assert scheduler.running

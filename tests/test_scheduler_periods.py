@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from scheduler.periods import (
+from bot.sessions.periods import (
     is_due,
     period_end,
 )

@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.agent.archive import MAX_TRANSCRIPT_CHARS, Archiver, consolidate
-from bot.agent.summary import Fact, check_summary, language_of, transcript
-from db.models.sessions import SessionArchive
+from bot.sessions.archive import MAX_TRANSCRIPT_CHARS, Archiver, consolidate
+from bot.sessions.models import SessionArchive
+from bot.sessions.summary import Fact, check_summary, language_of, transcript
 from db.repos import core as core_repo
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests

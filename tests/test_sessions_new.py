@@ -9,7 +9,7 @@ import httpx
 
 from bot.agent.prompt import without_context
 from bot.agent.runner import Agent, Incoming
-from bot.agent.sessions import start_new_session
+from bot.sessions.lifecycle import start_new_session
 from db.repos import core as core_repo
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests
@@ -199,7 +199,7 @@ async def test_a_named_session_keeps_its_name_in_the_memory(
 async def test_session_listing_counts_what_the_user_sees(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
-    from db.repos import sessions as sessions_repo
+    from bot.sessions import repo as sessions_repo
 
     async with make_env(tmp_path, fake_llm, T0) as env, httpx.AsyncClient() as http:
         agent = agent_for(env, http)

@@ -181,7 +181,7 @@ def test_bad_prices_name_the_setting(tmp_path: Path, value: str) -> None:
 async def test_archive_summaries_and_scheduled_tasks_are_recorded_by_purpose(
     priced: App, fake_llm: FakeOpenAI
 ) -> None:
-    from bot.agent.archive import archiver_from
+    from bot.sessions.archive import archiver_from
 
     fake_llm.add(Text("Sure, noted.", usage=usage(500, 50)))
     reply = await priced.agent.handle(ask("I am planning a trip to Lisbon in May"))

@@ -7,8 +7,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -73,7 +71,6 @@ async def test_a_chat_lock_excludes_the_other_worker(engine: AsyncEngine) -> Non
 @pg_only
 async def test_a_due_job_runs_once_with_two_schedulers(engine: AsyncEngine) -> None:
     locks = [Locks.for_database(engine), Locks.for_database(engine)]
-    jobs: Any = SimpleNamespace(split_sessions=None, sweep_memories=None)
     started, gate = asyncio.Event(), asyncio.Event()
     runs = 0
 
@@ -85,7 +82,7 @@ async def test_a_due_job_runs_once_with_two_schedulers(engine: AsyncEngine) -> N
         return "done"
 
     first, second = (
-        Scheduler(jobs, guard=lambda job, lk=lk: lk.try_hold("job", job))._tracked("split", split)  # type: ignore[misc]
+        Scheduler([], guard=lambda job, lk=lk: lk.try_hold("job", job))._tracked("split", split)  # type: ignore[misc]
         for lk in locks
     )
     try:

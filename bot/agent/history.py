@@ -1,7 +1,7 @@
 """The history window of a prompt: a session's messages within the token budget.
 
 Most requests fit in the rows read with the user's message (db/conversation.py's
-HISTORY_ROWS); a session that outgrows them goes to the Compressor (bot/agent/compress.py),
+HISTORY_ROWS); a session that outgrows them goes to the Compressor (bot/sessions/compress.py),
 which summarises its oldest range (verified) rather than dropping it. A stored message
 never changes, so its token cost is counted once per process.
 """
@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.agent import compress
-from bot.agent.compress import Compressor, Fitted, history_budget
 from bot.agent.prompt import message_cost, to_openai
 from bot.config import Settings
 from bot.llm.model import ChatModel
+from bot.sessions import compress
+from bot.sessions.compress import Compressor, Fitted, history_budget
 from db.conversation import HISTORY_ROWS
 from db.engine import SessionFactory
 from db.repos.core import HistoryRow

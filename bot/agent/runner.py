@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.agent.approvals import Approvals
-from bot.agent.archive import Archiver
 from bot.agent.history import HistoryWindow, Prefetched
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
 from bot.agent.prompt import (
@@ -25,10 +24,11 @@ from bot.agent.prompt import (
     with_context,
     with_parts,
 )
-from bot.agent.sessions import close_on_request, period_check
 from bot.agent.toolexec import run_round, wire_calls
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
+from bot.sessions.archive import Archiver
+from bot.sessions.lifecycle import close_on_request, period_check
 from bot.usage import request as metering
 from bot.usage.commands import allowed_models
 from bot.usage.meter import Meter
@@ -103,9 +103,7 @@ class Agent:
     registry: Registry
     clock: Clock = system_clock
     context_providers: list[ContextProvider] = field(default_factory=list)
-    # Summarises a closed session into memory; None when memory is off (the scheduler
-    # then writes the summary on its next run).
-    archiver: Archiver | None = None
+    archiver: Archiver | None = None  # a closed session into memory; None: memory is off
     hooks: list[AgentHooks] = field(default_factory=list)  # /context accounting, ...
     meter: Meter | None = None  # budgets and usage recording (bot/usage); None: no metering
     approvals: Approvals | None = None  # the gate before risky tool calls; None: never asks

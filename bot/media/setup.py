@@ -14,9 +14,7 @@ from tools.code.files import InputStore
 
 
 def vision_gate(settings: Settings, llm: ChatModel) -> VisionGate:
-    return VisionGate(
-        llm, settings.llm_vision, settings.llm_model, settings.data_dir / VISION_FILE
-    )
+    return VisionGate(llm, settings.llm_vision, settings.llm_model, settings.data_dir / VISION_FILE)
 
 
 def build_media(settings: Settings, http: httpx.AsyncClient, vision: VisionGate) -> MediaService:

@@ -19,7 +19,6 @@ from aiogram.exceptions import (
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
 
-from bot.agent.archive import build_jobs
 from bot.app import build_app
 from bot.backup import backup_jobs
 from bot.config import Settings, require
@@ -152,15 +151,6 @@ async def run_bot(settings: Settings) -> None:
                 loop.add_signal_handler(sig, stop.set)
         if not await check_token(rt, stop):
             return
-        session_jobs = None
-        if app.deps.memory is not None:  # session split and memory sweep (scheduler/)
-            session_jobs = build_jobs(
-                settings=settings,
-                session_factory=app.session_factory,
-                memory=app.deps.memory,
-                llm=app.llm,
-                clock=app.deps.clock,
-            )
         outbox = Outbox(rt.bot, app.session_factory, app.deps.clock)
         if not rt.locks.shared:
             # One process serves the bot: a message without an answer from before now was
@@ -173,7 +163,7 @@ async def run_bot(settings: Settings) -> None:
         db_file = app.engine.url.database
         if app.engine.dialect.name == "sqlite" and db_file not in (None, "", ":memory:"):
             jobs.append(DatabaseFileWatch(Path(db_file)).job_spec())
-        scheduler = start_scheduler(session_jobs, jobs, guard)
+        scheduler = start_scheduler(jobs, guard)
         if settings.webhook_url:
             await serve_webhook(rt, stop)
         else:

@@ -4,11 +4,8 @@ own folder declares its tables in its Feature, and bot/features.py registers the
 from db.models.approvals import ApprovalDecision, ApprovalGrant
 from db.models.base import Base
 from db.models.code import CodeExecution, CodeJob
-from db.models.compressions import SessionCompression
 from db.models.core import ChatSession, Message, ToolCallRecord, User
-from db.models.memory import Memory, MemoryMeta
 from db.models.outbox import OutboxMessage
-from db.models.sessions import SessionArchive
 from db.models.tool_usage import ToolUsage
 from db.models.voice import VoicePrefs
 from db.models.workers import TelegramUpdate
@@ -20,12 +17,8 @@ __all__ = [
     "ChatSession",
     "CodeExecution",
     "CodeJob",
-    "Memory",
-    "MemoryMeta",
     "Message",
     "OutboxMessage",
-    "SessionArchive",
-    "SessionCompression",
     "TelegramUpdate",
     "ToolCallRecord",
     "ToolUsage",

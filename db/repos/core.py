@@ -6,11 +6,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NotRequired, TypeAlias, TypedDict, Unpack, cast
 
-from sqlalchemy import ColumnElement, Row, Select, Table, bindparam, exists, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    Select,
+    Table,
+    bindparam,
+    column,
+    exists,
+    insert,
+    select,
+    table,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from db.models.core import ChatSession, Message, User
-from db.models.memory import Memory
 from db.models.voice import VoicePrefs
 
 
@@ -41,10 +52,15 @@ async def get_or_create_user(
     return user
 
 
+# The memory feature's table (tools/memory/models.py), named rather than imported: db/ sits
+# below the features. Only its user_id column is read, which migration 0003 fixed.
+_MEMORIES = table("memories", column("user_id"))
+
+
 def _user_with_open_session(who: ColumnElement[bool], *columns: Any) -> Select[Any]:
     # Whether the user has any memory row at all (expired ones included): one index probe
     # here spares auto-recall its own session and count for users with none.
-    has_memories = exists().where(Memory.user_id == User.id).label("has_memories")
+    has_memories = exists().where(_MEMORIES.c.user_id == User.id).label("has_memories")
     return (
         select(*columns, has_memories)
         .outerjoin(ChatSession, (ChatSession.user_id == User.id) & ChatSession.ended_at.is_(None))

@@ -49,7 +49,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("key"),
     )
     if op.get_bind().dialect.name == "postgresql":
-        from db.pg.memory_ddl import create_indexes
+        from tools.memory.pg_ddl import create_indexes
 
         create_indexes(op.execute, DEFAULT_DIM)
         return

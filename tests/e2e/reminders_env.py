@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 
+from bot.sessions import repo as sessions_repo
 from bot.telegram.reminder_delivery import TelegramDelivery
 from db.repos import core as core_repo
-from db.repos import sessions as sessions_repo
 from tests.e2e.conftest import TG
 from tools.reminders import jobs
 from tools.reminders.firing import ReminderJobs

@@ -15,8 +15,9 @@ import pytest
 from sqlalchemy import select
 
 from bot.agent.prompt import without_context
+from bot.sessions import compress
+from bot.sessions.models import SessionCompression
 from bot.usage.models import ModelUsage
-from db.models import SessionCompression
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text, Turn, echo, prompt_tokens
 
@@ -52,10 +53,12 @@ async def talk(tg: TG, messages: int, pad: int = 0) -> None:
 
 
 async def test_a_long_chat_is_compressed_and_a_fact_from_its_first_message_survives(
-    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake_llm.responder = summariser
-    tg = await make_tg(history_token_budget=300)
+    # HISTORY_TOKEN_BUDGET is a constant beside the compressor now, no longer a setting.
+    monkeypatch.setattr(compress, "HISTORY_TOKEN_BUDGET", 300)
+    tg = await make_tg()
     await talk(tg, 30)
 
     async with tg.app.session_factory() as s:

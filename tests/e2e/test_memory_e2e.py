@@ -1,16 +1,20 @@
 """Memory through the real Dispatcher: a fact survives /newsession, /memory lists, searches
-and forgets (with a confirm step), and nobody can touch another user's memories."""
+and forgets (with a confirm step), nobody can touch another user's memories, and the
+hourly sweep the app schedules deletes expired ones."""
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from bot.agent.prompt import context_of
-from db.models import Memory
+from bot.telegram.reminder_delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
+from tests.fakes.telegram_server import Sent
+from tools.memory.models import Memory
 
 OTHER = 2001
 
@@ -25,6 +29,12 @@ async def store_via_model(tg: TG, user: int, content: str, category: str = "fact
 async def memory_contents(tg: TG) -> list[str]:
     async with tg.app.session_factory() as s:
         return list((await s.execute(select(Memory.content).order_by(Memory.id))).scalars())
+
+
+async def shown(tg: TG, message_id: int) -> Sent:
+    """The message as it is now (a button press edits it in place)."""
+    await tg.idle()
+    return next(m for m in tg.server.sent_to(OWNER) if m.message_id == message_id)
 
 
 async def test_fact_is_recalled_after_newsession(tg: TG) -> None:
@@ -59,15 +69,21 @@ async def test_memory_list_forget_with_confirm(tg: TG) -> None:
     rows = listing.reply_markup["inline_keyboard"]
     forget_porto = next(b for r in rows for b in r if b["text"] == "🗑 Forget #1")
     await tg.press(OWNER, forget_porto["callback_data"], message_id=listing.message_id)
-    confirm = await tg.reply(OWNER)
+    confirm = await shown(tg, listing.message_id)
     assert confirm.text.startswith("Forget this?") and "Lives in Porto" in confirm.text
     assert await memory_contents(tg) == ["Lives in Porto", "Likes green tea"]  # not yet
-    await tg.press(OWNER, "mem:y:1", message_id=confirm.message_id)
-    assert (await tg.reply(OWNER)).text == "Forgot #1."
+    await tg.press(OWNER, "memory:y:1", message_id=confirm.message_id)
+    assert (await shown(tg, confirm.message_id)).text == "Forgot #1."
     assert await memory_contents(tg) == ["Likes green tea"]
 
     await tg.send(OWNER, "/memory mid")
     assert (await tg.reply(OWNER)).text == "No mid memories."
+
+    # The layer buttons turn the list into another layer's, in place.
+    await tg.send(OWNER, "/memory")
+    listing = await tg.reply(OWNER)
+    await tg.press(OWNER, "memory:page:mid:0", message_id=listing.message_id)
+    assert (await shown(tg, listing.message_id)).text == "No mid memories."
 
 
 async def test_search_forget_and_bad_input(tg: TG) -> None:
@@ -81,7 +97,7 @@ async def test_search_forget_and_bad_input(tg: TG) -> None:
     # Another user's id: neither the command nor a forged button can delete it.
     await tg.send(OWNER, "/memory forget 2")
     assert (await tg.reply(OWNER)).text == "There is no memory #2."
-    await tg.press(OWNER, "mem:y:2", message_id=1)
+    await tg.press(OWNER, "memory:y:2", message_id=1)
     await tg.idle()
     assert await memory_contents(tg) == ["Plays chess on Sundays", "Owns a sailing boat"]
 
@@ -91,3 +107,17 @@ async def test_search_forget_and_bad_input(tg: TG) -> None:
     await tg.send(OWNER, "/memory forget #1")
     assert (await tg.reply(OWNER)).text == "Forgot #1."
     assert await memory_contents(tg) == ["Owns a sailing boat"]
+
+
+async def test_the_scheduled_sweep_deletes_expired_memories(tg: TG) -> None:
+    await store_via_model(tg, OWNER, "Dentist on Friday")
+    await store_via_model(tg, OWNER, "Lives in Porto")
+    async with tg.app.session_factory() as s, s.begin():
+        past = tg.app.deps.clock() - timedelta(minutes=1)
+        await s.execute(update(Memory).where(Memory.id == 1).values(expires_at=past))
+    jobs = tg.app.start_features(TelegramDelivery(tg.runtime.bot))  # as `sidekick run` does
+    [sweep] = [run for job_id, *_, run in jobs if job_id == "memory-sweep"]
+    assert await sweep() == 1
+    assert await memory_contents(tg) == ["Lives in Porto"]
+    await tg.send(OWNER, "/memory")
+    assert "Dentist" not in (await tg.reply(OWNER)).text

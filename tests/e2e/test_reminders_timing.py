@@ -23,7 +23,7 @@ async def test_the_minute_tick_stays_on_whole_minutes_after_the_startup_run() ->
     async def job() -> None:
         ran.set()
 
-    scheduler = Scheduler(None, [("tick", "a minute job", timedelta(minutes=1), job)])
+    scheduler = Scheduler([("tick", "a minute job", timedelta(minutes=1), job)])
     scheduler.start()
     try:
         await asyncio.wait_for(ran.wait(), 60)  # the startup run

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import select, update
 
-from bot.agent.archive import build_jobs
 from bot.agent.prompt import context_of, without_context
+from bot.telegram.reminder_delivery import TelegramDelivery
 from db.models import ChatSession, User
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
@@ -16,6 +18,12 @@ SUMMARY = (
     "The user is planning a trip to Lisbon in May with their sister and wants a quiet "
     "hotel near the river; the booking is still open."
 )
+
+
+def split_job(tg: TG) -> Callable[[], Awaitable[Any]]:
+    """The session-split job as `sidekick run` schedules it: from the features' job specs."""
+    specs = tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+    return next(run for job_id, _, _, run in specs if job_id == "session-split")
 
 
 def chat_requests(tg: TG) -> list[dict]:  # type: ignore[type-arg]
@@ -35,17 +43,11 @@ async def test_after_a_split_history_is_empty_but_the_summary_is_recalled(tg: TG
     # The bot was down over midnight: the session started two days ago.
     async with app.session_factory() as s, s.begin():
         await s.execute(update(ChatSession).values(started_at=app.deps.clock() - timedelta(days=2)))
-    jobs = build_jobs(
-        settings=app.settings,
-        session_factory=app.session_factory,
-        memory=app.deps.memory,
-        llm=app.llm,
-        clock=app.deps.clock,
-    )
+    split = split_job(tg)
     tg.llm.add(Text(SUMMARY))
-    report = await jobs.split_sessions()
+    report = await split()
     assert len(report.archived) == 1
-    assert (await jobs.split_sessions()).total == 0  # once, not twice
+    assert (await split()).total == 0  # once, not twice
 
     await talk(tg, "Which hotel did we talk about for Lisbon?", "The quiet one.")
     request = chat_requests(tg)[-1]["messages"]
@@ -67,16 +69,10 @@ async def test_first_message_after_downtime_starts_fresh_before_the_job_runs(tg:
     request = chat_requests(tg)[-1]["messages"]
     assert [without_context(m["content"]) for m in request[1:]] == ["good morning!"]
     # The closed session's summary is written by the next run, once.
-    jobs = build_jobs(
-        settings=app.settings,
-        session_factory=app.session_factory,
-        memory=app.deps.memory,
-        llm=app.llm,
-        clock=app.deps.clock,
-    )
+    split = split_job(tg)
     tg.llm.add(Text(SUMMARY))
-    assert len((await jobs.split_sessions()).archived) == 1
-    assert (await jobs.split_sessions()).total == 0
+    assert len((await split()).archived) == 1
+    assert (await split()).total == 0
     await talk(tg, "Which hotel did we want in Lisbon?", "A quiet one.")
     assert SUMMARY in context_of(chat_requests(tg)[-1]["messages"])
 

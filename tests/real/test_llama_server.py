@@ -11,10 +11,10 @@ import re
 import pytest
 from sqlalchemy import select
 
-from db.models import Memory
 from db.repos.core import get_or_create_user
 from tests.e2e.conftest import OWNER, TG
 from tests.real.proxy import Exchange, RecordingProxy
+from tools.memory.models import Memory
 
 pytestmark = pytest.mark.timeout(1200)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from db.engine import SessionFactory
-from db.repos import memory as repo
+from tools.memory import repo
 from tools.memory.embeddings import Embedder
 from tools.memory.results import IndexStatus
 

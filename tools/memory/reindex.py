@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from db.engine import SessionFactory
-from db.repos import memory as repo
+from tools.memory import repo
 from tools.memory.embeddings import Embedder
+
+if TYPE_CHECKING:
+    from tools.memory.store import MemoryStore
 
 BATCH = 256
 
@@ -42,3 +47,16 @@ async def reembed_all(
             await repo.recreate_vec(s, int(probe.shape[1]))
         await repo.set_meta(s, {"model": embedder.name})
     return done
+
+
+async def reindex_command(store: MemoryStore | None) -> None:
+    """`sidekick memory reindex` on the app's store, its progress on stderr."""
+    if store is None:
+        print("memory is not configured", file=sys.stderr)
+        return
+
+    def progress(done: int, total: int) -> None:
+        print(f"\rre-embedded {done}/{total}", end="", file=sys.stderr, flush=True)
+
+    done = await store.reindex(progress)
+    print(f"\nmemory index rebuilt with {store.embedder.name}: {done} memories", flush=True)

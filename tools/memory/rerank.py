@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from db.repos import memory as repo
+from tools.memory import repo
 from tools.memory.dates import query_span
 from tools.memory.rank import Candidate, RankWeights, on_date, spread, weigh
 

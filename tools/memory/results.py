@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from db.repos import memory as repo
+from tools.memory import repo
 
 
 @dataclass(frozen=True)

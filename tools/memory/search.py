@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from db.repos import memory as repo
 from tools.base import Clock
+from tools.memory import repo
 from tools.memory.text import fts_match
 from tools.memory.wordcounts import WordCounts
 

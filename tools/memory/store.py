@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from db.engine import SessionFactory, is_postgres
-from db.models.memory import Memory
-from db.repos import memory as repo
 from tools.base import Clock
+from tools.memory import repo
 from tools.memory.embeddings import Embedder, WordLlamaEmbedder, wordllama_installed
 from tools.memory.health import REINDEX_HINT, index_status
+from tools.memory.models import Memory
 from tools.memory.rank import RankWeights, fuse
 from tools.memory.reindex import reembed_all
 from tools.memory.rerank import rerank

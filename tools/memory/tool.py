@@ -8,7 +8,6 @@ from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule, Unavailable
 from tools.effects import effects
-from tools.memory.doctor import check_memory
 from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryStore
 
@@ -129,5 +128,4 @@ TOOL = ToolModule(
     prompt="memory: remember what matters about the user (facts, preferences, goals) and "
     "recall it.",
     settings=MemorySettings,
-    doctor=check_memory,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from db.repos import memory as repo
+from tools.memory import repo
 from tools.memory.text import prune, words
 
 # Counts are read again after this many writes through the store.

@@ -21,8 +21,6 @@ from bot.telegram.routers import (
     chat,
     code,
     media,
-    memory,
-    sessions,
     start,
 )
 from bot.telegram.routers import features as features_router
@@ -33,10 +31,8 @@ from tools.feature import Feature
 def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
     routers = [
         start.build_router(),
-        sessions.build_router(),
         code.build_router(),
         tools_router.build_router(),
-        memory.build_router(),
         media.build_router(),
         features_router.build_router(features),
         approvals.build_router(),

@@ -5,14 +5,22 @@ A memory is three rows written in one transaction: `memories` (the truth), `memo
 `owner` column so a MATCH stays inside one user). sqlite-vec cannot UPDATE a partition
 key nor INSERT OR REPLACE, so changes are delete-then-insert; KNN uses `k = ?`.
 
-On PostgreSQL the same functions run db/pg/memory.py instead (pgvector and tsvector tables
-of the same names); everything that is plain SQLAlchemy here serves both.
+On PostgreSQL the same functions run tools/memory/pg.py instead (pgvector and tsvector
+tables of the same names); everything that is plain SQLAlchemy here serves both.
+
+The reads by id (a recall's ranking facts and the rows it returns) are plain SQL with the
+ids as one JSON parameter: the ORM's expanding IN of hundreds of bound values, its per-row
+type processing and its instances cost most of the facts read.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import (
     BindParameter,
@@ -29,18 +37,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.engine import is_postgres
 from db.models.core import ChatSession
-from db.models.memory import Memory, MemoryMeta
-from db.pg import memory as pg
-from db.repos.memory_read import Facts as Facts
-from db.repos.memory_read import MemoryRow as MemoryRow
-from db.repos.memory_read import Record as Record
-from db.repos.memory_read import facts as facts
-from db.repos.memory_read import row_of as row_of
-from db.repos.memory_read import rows as rows
-from db.repos.memory_words import _owner
-from db.repos.memory_words import bm25 as bm25
-from db.repos.memory_words import doc_freqs as doc_freqs
-from db.repos.memory_words import set_fts_language as set_fts_language
+from tools.memory import pg
+from tools.memory.models import Memory, MemoryMeta
 
 # vec0 metadata columns take no NULL: "never expires" is the last second of year 9999.
 NEVER = 253402300799
@@ -258,8 +256,6 @@ async def vec_dim(s: AsyncSession) -> int | None:
     ).scalar_one_or_none()
     if not row:
         return None
-    import re
-
     m = re.search(r"float\[(\d+)\]", row)
     return int(m.group(1)) if m else None
 
@@ -292,3 +288,250 @@ async def contents(s: AsyncSession, user_id: int) -> list[str]:
     """The text of every memory of one user (expired ones too: for a word list)."""
     stmt = select(Memory.content).where(Memory.user_id == user_id)
     return list((await s.execute(stmt)).scalars())
+
+
+# The reads by id: a recall's candidates and the rows it returns.
+
+
+@dataclass(frozen=True)
+class Record:
+    """A memory's columns as plain values, read without an ORM instance."""
+
+    id: int
+    user_id: int
+    layer: str
+    content: str
+    category: str | None
+    certainty: float
+    session_id: int | None
+    message_id: int | None
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """A memory with where it came from (session name and start), for tools and /memory."""
+
+    memory: Memory | Record
+    session_name: str | None
+    session_started: datetime | None
+    session_ended: datetime | None
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What ranking needs of a memory: read for every candidate and its neighbours. The
+    rest of its row (`source`, raw values) is turned into a MemoryRow by row_of() only for
+    the few memories a recall returns."""
+
+    id: int
+    session_id: int | None
+    layer: str
+    certainty: float
+    updated_at: datetime
+    session_ended: bool
+    created_at: datetime | None  # parsed only when asked for (dated=True)
+    asks: bool  # the text holds a question mark
+    source: tuple[Any, ...] = ()
+
+    @property
+    def content(self) -> str:
+        return str(self.source[3])
+
+
+# After the facts: content, category, message_id, user_id, created_at, expires_at,
+# session name, started_at and ended_at (raw: ISO text on SQLite, datetimes on PostgreSQL).
+_SQLITE = (
+    "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at, "
+    "m.created_at, instr(m.content, '?') > 0, m.content, m.category, m.message_id, "
+    "m.user_id, m.expires_at, s.name, s.started_at "
+    "FROM memories m LEFT JOIN sessions s ON s.id = m.session_id "
+    "WHERE m.id IN (SELECT value FROM json_each(:ids)) AND m.user_id + 0 = :user "
+    "AND (m.expires_at IS NULL OR m.expires_at > :now)"
+)
+
+
+async def _read(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime) -> list[Any]:
+    if is_postgres(s):
+        return await pg.facts_rows(s, user_id, ids, now)
+    params = {"ids": json.dumps([int(i) for i in ids]), "user": user_id, "now": _stamp(now)}
+    return list((await s.execute(text(_SQLITE), params)).all())
+
+
+async def facts(
+    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime, dated: bool = False
+) -> dict[int, Facts]:
+    """Ranking facts of these memories of this user that are still alive."""
+    if not ids:
+        return {}
+    out = {}
+    for mid, sid, layer, certainty, updated, ended, created, asks, *rest in await _read(
+        s, user_id, ids, now
+    ):
+        out[int(mid)] = Facts(
+            int(mid),
+            sid,
+            layer,
+            float(certainty),
+            _when(updated),
+            ended is not None,
+            _when(created) if dated else None,
+            bool(asks),
+            (created, updated, ended, *rest),
+        )
+    return out
+
+
+def row_of(f: Facts) -> MemoryRow:
+    """The full row of a memory whose facts were read."""
+    created, _, ended, content, category, message_id, user_id, expires, name, started = f.source
+    record = Record(
+        f.id,
+        int(user_id),
+        f.layer,
+        content,
+        category,
+        f.certainty,
+        f.session_id,
+        message_id,
+        f.created_at or _when(created),
+        f.updated_at,
+        _maybe(expires),
+    )
+    return MemoryRow(record, name, _maybe(started), _maybe(ended))
+
+
+async def rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime) -> list[MemoryRow]:
+    """These memories of this user that are still alive, with their source session, by id."""
+    found = await facts(s, user_id, ids, now)
+    return [row_of(found[mid]) for mid in sorted(found)]
+
+
+def _when(value: str | datetime) -> datetime:
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+
+def _maybe(value: str | datetime | None) -> datetime | None:
+    return None if value is None else _when(value)
+
+
+def _stamp(when: datetime) -> str:
+    """A time as SQLAlchemy's SQLite DateTime stores it (UTC, naive), for plain-SQL compares."""
+    return when.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+# Word search: BM25 over memory_fts (FTS5) or, on PostgreSQL, its tsvector table, and the
+# document counts that prune common query words.
+
+
+def _owner(user_id: int) -> str:
+    return f"u{user_id}"
+
+
+async def bm25(
+    s: AsyncSession,
+    user_id: int,
+    match: str,
+    k: int,
+    layers: Sequence[str] | None,
+    now: datetime,
+    scoped: bool = True,
+) -> list[tuple[int, float]]:
+    """Best BM25 matches of one user (higher score is better); `match` is an FTS5 query.
+
+    `scoped=False` leaves the owner term out of the MATCH (the user is still filtered on
+    the rows): for a user who owns most of the index, reading the owner's posting list
+    costs more than it saves. Scores are the same either way (owner has weight 0), so when
+    at least `k` rows come back they are exactly the user's best `k`; fewer means the
+    caller must ask again scoped."""
+    if is_postgres(s):  # the user filter is a plain column there: no scoping needed
+        return await pg.full_text(s, user_id, match, k, layers, now)
+    layer_sql = ""
+    params: dict[str, object] = {
+        "q": f"owner : {_owner(user_id)} AND ({match})" if scoped else match,
+        "k": k,
+        "user": user_id,
+        "now": now.astimezone(UTC).replace(tzinfo=None),
+    }
+    if layers:
+        names = [f":l{i}" for i in range(len(layers))]
+        layer_sql = f" AND m.layer IN ({','.join(names)})"
+        params.update({f"l{i}": v for i, v in enumerate(layers)})
+    # FTS5 first (confined to the user by the owner column), then the row filters by primary
+    # key. `user_id + 0` keeps the planner off ix_memories_user_layer: with it, it walks all
+    # of the user's rows and probes the hits for each, several times slower for big users.
+    sql = (
+        "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(memory_fts, 1.0, 0.3, 0.0) AS r "
+        "FROM memory_fts WHERE memory_fts MATCH :q ORDER BY r LIMIT :inner) "
+        "SELECT h.id, -h.r AS score FROM hits h JOIN memories m ON m.id = h.id "
+        "WHERE m.user_id + 0 = :user AND (m.expires_at IS NULL OR m.expires_at > :now)"
+        + layer_sql
+        + " ORDER BY score DESC LIMIT :k"
+    )
+    params["inner"] = k * 4
+    return [(int(r[0]), float(r[1])) for r in (await s.execute(text(sql), params)).all()]
+
+
+# The tokenizer of memory_fts (migration 0003): query words are stemmed the same way.
+_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+async def doc_freqs(s: AsyncSession, words: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """word -> (its FTS5 term, how many memories of all users contain it).
+
+    The words go through a temp FTS5 table with memory_fts's tokenizer (so "running" is
+    looked up as "run"), then the counts come from an fts5vocab view of memory_fts."""
+    if not words:
+        return {}
+    if is_postgres(s):
+        return await pg.doc_freqs(s, words)
+    found = await _vocab_rows(s, words)
+    out = {}
+    for i, w in enumerate(words):
+        ts = found.get(i + 1, [])
+        # A word FTS5 splits in several tokens is a phrase: at most as common as its rarest.
+        out[w] = (" ".join(t for t, _ in ts), min((n for _, n in ts), default=0))
+    return out
+
+
+_TERM_TABLES = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_query_tok USING fts5(w, "
+    f"tokenize='{_TOKENIZER}')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_query_terms "
+    "USING fts5vocab(temp, memory_query_tok, 'instance')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_fts_terms "
+    "USING fts5vocab(main, memory_fts, 'row')",
+)
+
+
+async def _vocab_rows(s: AsyncSession, words: Sequence[str]) -> dict[int, list[tuple[str, int]]]:
+    """Word number -> its FTS5 terms and their counts. The temp tables live as long as the
+    connection; writing them takes no lock on the main database, so a recall does not
+    block writers."""
+    for ddl in _TERM_TABLES:
+        await s.execute(text(ddl))
+    await s.execute(text("DELETE FROM temp.memory_query_tok"))
+    await s.execute(
+        text("INSERT INTO temp.memory_query_tok(rowid, w) VALUES (:i, :w)"),
+        [{"i": i + 1, "w": w} for i, w in enumerate(words)],
+    )
+    rows = await s.execute(
+        text(
+            "SELECT q.doc, q.term, coalesce(t.doc, 0) FROM temp.memory_query_terms q "
+            "LEFT JOIN temp.memory_fts_terms t ON t.term = q.term"
+        )
+    )
+    found: dict[int, list[tuple[str, int]]] = {}
+    for doc, term, n in rows:
+        found.setdefault(int(doc), []).append((str(term), int(n)))
+    return found
+
+
+async def set_fts_language(s: AsyncSession, lang: str) -> bool:
+    """PostgreSQL: rebuild the tsvectors with this text search configuration if it changed
+    (True then). SQLite's FTS5 tokenizer is fixed by migration 0003: nothing to do."""
+    return await pg.set_language(s, lang) if is_postgres(s) else False

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, time
 from zoneinfo import ZoneInfo
 
-from scheduler.periods import Split, is_due, period_end, user_tz
+from bot.sessions.periods import Split, is_due, period_end, user_tz
 from tools.reminders.times import parse_hhmm
 
 

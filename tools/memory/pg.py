@@ -1,6 +1,6 @@
 """The memory indexes' SQL on PostgreSQL: pgvector KNN, tsvector full-text search, upkeep.
 
-Called by db/repos/memory.py with the same arguments as its SQLite code, so the store above
+Called by tools/memory/repo.py with the same arguments as its SQLite code, so the store above
 does not know which database it runs on. Vectors travel as float32 bytes like on SQLite and
 are turned into pgvector's text form here (no driver codec needed)."""
 
@@ -15,7 +15,7 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.pg.memory_ddl import DEFAULT_LANGUAGE, vec_ddl
+from tools.memory.pg_ddl import DEFAULT_LANGUAGE, vec_ddl
 
 _VEC = "CAST(CAST(:emb AS text) AS vector)"
 _CFG = "CAST(CAST(:lang AS text) AS regconfig)"
@@ -181,7 +181,7 @@ async def doc_freqs(s: AsyncSession, words: Sequence[str]) -> dict[str, tuple[st
 
 
 async def facts_rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime) -> list[Any]:
-    """The columns db/repos/memory_read.py reads on SQLite, in the same order."""
+    """The columns tools/memory/repo.py reads on SQLite, in the same order."""
     sql = (
         "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at, "
         "m.created_at, strpos(m.content, '?') > 0, m.content, m.category, m.message_id, "

@@ -1,5 +1,5 @@
-"""Session and time-zone texts shared by Telegram's /newsession, /sessions, /timezone and the
-terminal chat (no aiogram here: the terminal does not load it)."""
+"""/newsession [name] (also /new), /sessions and /timezone [Area/City]: the same replies in
+Telegram and the terminal chat, which both render these commands."""
 
 from __future__ import annotations
 
@@ -9,28 +9,51 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from bot.agent.archive import archiver_from
-from bot.agent.sessions import NewSession, start_new_session
-from bot.app import App
+from bot.sessions import repo
+from bot.sessions.archive import archiver_from
+from bot.sessions.lifecycle import NewSession, start_new_session
+from bot.sessions.settings import SessionSettings
 from db.repos import core as core_repo
-from db.repos import sessions as repo
+from tools.feature import CommandCall, Host
 
 LIST_LIMIT = 10
 SUMMARY_LINE = 140
 RESET_WORDS = {"default", "reset"}
+MAX_NAME = 100
+
+
+def _settings(host: Host) -> SessionSettings:
+    return host.deps.settings_for(SessionSettings)
+
+
+async def newsession(call: CommandCall) -> str:
+    name = call.args.strip() or None
+    if name is not None and len(name) > MAX_NAME:
+        return f"Session names are at most {MAX_NAME} characters."
+    created = await new_session(call.host, call.who.telegram_id, call.who.name, name)
+    return new_session_text(created)
+
+
+async def sessions(call: CommandCall) -> str:
+    return await sessions_text(call.host, call.who.telegram_id, call.who.name)
+
+
+async def timezone(call: CommandCall) -> str:
+    return await timezone_text(call.host, call.who.telegram_id, call.who.name, call.args)
 
 
 async def new_session(
-    app: App, telegram_user_id: int | None, user_name: str, name: str | None
+    host: Host, telegram_user_id: int | None, user_name: str, name: str | None
 ) -> NewSession:
-    """The one place the bot starts a new session: close, open, archive the old one."""
+    """The one place a command starts a new session: close, open, archive the old one."""
+    deps = host.deps
     return await start_new_session(
-        app.session_factory,
-        app.deps.clock,
+        deps.session_factory,
+        deps.clock,
         telegram_user_id=telegram_user_id,
         user_name=user_name,
         name=name,
-        archiver=archiver_from(app.deps, app.settings.tz),
+        archiver=archiver_from(deps, _settings(host).tz),
     )
 
 
@@ -66,19 +89,19 @@ def _fmt(dt: datetime, tz: ZoneInfo) -> str:
     return dt.astimezone(tz).strftime("%Y-%m-%d %H:%M")
 
 
-def split_line(app: App, tz: ZoneInfo, now: datetime) -> str:
-    policy = app.settings.session_policy
+def split_line(settings: SessionSettings, tz: ZoneInfo, now: datetime) -> str:
+    policy = settings.session_policy
     nxt = policy.next_split(now, tz)
     if nxt is None:
         return "Sessions are not split by time (SESSION_SPLIT=none)."
     return f"Sessions split {policy.describe()}; next: {_fmt(nxt, tz)}."
 
 
-async def sessions_text(app: App, telegram_user_id: int | None, user_name: str) -> str:
-    now = app.deps.clock()
-    async with app.session_factory() as s, s.begin():
+async def sessions_text(host: Host, telegram_user_id: int | None, user_name: str) -> str:
+    settings, now = _settings(host), host.deps.clock()
+    async with host.deps.session_factory() as s, s.begin():
         user = await core_repo.get_or_create_user(s, telegram_user_id, user_name, now)
-        tz = app.settings.session_policy.zone(user.timezone)
+        tz = settings.session_policy.zone(user.timezone)
         lines = await repo.recent_sessions(s, user.id, LIST_LIMIT)
     if not lines:
         return "No sessions yet: just write to me and one starts."
@@ -98,31 +121,31 @@ async def sessions_text(app: App, telegram_user_id: int | None, user_name: str) 
             out.append(f"  {first}")
         elif line.ended_at is not None and not line.archived:
             out.append("  (summary pending)")
-    out.append("\n" + split_line(app, tz, now))
+    out.append("\n" + split_line(settings, tz, now))
     return "\n".join(out)
 
 
-async def timezone_text(app: App, telegram_user_id: int | None, user_name: str, arg: str) -> str:
-    now = app.deps.clock()
-    default = app.settings.timezone
+async def timezone_text(host: Host, telegram_user_id: int | None, user_name: str, arg: str) -> str:
+    settings, now = _settings(host), host.deps.clock()
+    default = settings.timezone
     arg = arg.strip()
-    async with app.session_factory() as s, s.begin():
+    async with host.deps.session_factory() as s, s.begin():
         user = await core_repo.get_or_create_user(s, telegram_user_id, user_name, now)
         if not arg:
-            tz = app.settings.session_policy.zone(user.timezone)
+            tz = settings.session_policy.zone(user.timezone)
             source = "your own" if user.timezone else "the default (TIMEZONE)"
             return (
                 f"Your time zone: {tz.key} ({source}). Local time now: {_fmt(now, tz)}.\n"
-                f"{split_line(app, tz, now)}\n"
+                f"{split_line(settings, tz, now)}\n"
                 "Change it with /timezone Area/City, e.g. /timezone America/New_York; "
                 "/timezone default goes back to the default."
             )
         if arg.lower() in RESET_WORDS:
             await repo.set_user_timezone(s, user.id, None)
-            tz = app.settings.tz
+            tz = settings.tz
             return (
                 f"Time zone reset to the default, {default}. Local time now: {_fmt(now, tz)}.\n"
-                f"{split_line(app, tz, now)}"
+                f"{split_line(settings, tz, now)}"
             )
         name = canonical_zone(arg)
         if name is None:
@@ -133,4 +156,5 @@ async def timezone_text(app: App, telegram_user_id: int | None, user_name: str, 
             return text + " Use an IANA name like Europe/Berlin or America/New_York."
         await repo.set_user_timezone(s, user.id, name)
     tz = ZoneInfo(name)
-    return f"Time zone set to {name}. Local time now: {_fmt(now, tz)}.\n{split_line(app, tz, now)}"
+    split = split_line(settings, tz, now)
+    return f"Time zone set to {name}. Local time now: {_fmt(now, tz)}.\n{split}"

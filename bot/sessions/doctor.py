@@ -1,13 +1,14 @@
-"""What `sidekick doctor` says about the scheduler: the jobs, their next runs, what is due."""
+"""What `sidekick doctor` says about sessions: the split job and the next split, what is
+due, archives that keep failing, and the long-session summaries."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from bot.sessions import compress, compress_repo, repo
+from bot.sessions.settings import SessionSettings
+from bot.sessions.split import EVERY as SPLIT_EVERY
 from db.engine import SessionFactory
-from db.repos import sessions as repo
-from scheduler.settings import SessionSettings
-from scheduler.setup import SPLIT_EVERY, SWEEP_EVERY
 from tools.base import CheckResult
 
 FAILING_AFTER = 3  # attempts before doctor calls an archive failing
@@ -17,7 +18,7 @@ def _every(minutes: float) -> str:
     return f"every {minutes:g} min" if minutes < 60 else f"every {minutes / 60:g} h"
 
 
-async def scheduler_checks(
+async def session_checks(
     settings: SessionSettings, session_factory: SessionFactory, now: datetime
 ) -> list[CheckResult]:
     policy = settings.session_policy
@@ -32,13 +33,8 @@ async def scheduler_checks(
             f"{local:%Y-%m-%d %H:%M %Z} ({settings.timezone})"
         )
     split_every = _every(SPLIT_EVERY.total_seconds() / 60)
-    sweep_every = _every(SWEEP_EVERY.total_seconds() / 60)
     split = f"next run: at bot start, then {split_every}; {split_detail}"
-    sweep = f"next run: at bot start, then {sweep_every}; deletes expired memories"
-    out = [
-        CheckResult("job session-split", True, split),
-        CheckResult("job memory-sweep", True, sweep),
-    ]
+    out = [CheckResult("job session-split", True, split)]
     async with session_factory() as s:
         open_ = await repo.open_candidates(s, now)
         pending = await repo.unarchived_ended(s, now)
@@ -59,3 +55,13 @@ async def scheduler_checks(
         fix = "check the model endpoint (LLM_*); archiving retries by itself, nothing is lost"
         out.append(CheckResult("session archiving", False, detail, fix))
     return out
+
+
+async def summaries_check(session_factory: SessionFactory) -> list[CheckResult]:
+    """One line: how many long-session summaries were used and how many rejected (a
+    rejected one leaves those turns trimmed from the prompt; the log says why)."""
+    async with session_factory() as s:
+        verified, rejected = await compress_repo.counts(s)
+    review = compress.SUMMARY_REVIEW
+    detail = f"{verified} verified, {rejected} rejected or failed (SUMMARY_REVIEW={review})"
+    return [CheckResult("session summaries", True, detail)]

@@ -1,4 +1,4 @@
-"""Archiving a session: summarise it (bot/agent/summary.py, the service compression uses
+"""Archiving a session: summarise it (bot/sessions/summary.py, the service compression uses
 too), keep the summary as a `short` memory and the lasting facts the user stated as
 long/mid memories, drop the session's `session`-layer memories, and mark it ended and
 archived.
@@ -33,8 +33,10 @@ from datetime import timedelta
 from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
-from bot.agent.grounding import check
-from bot.agent.summary import (
+from bot.sessions import repo
+from bot.sessions.grounding import check
+from bot.sessions.periods import user_tz
+from bot.sessions.summary import (
     CHARS_PER_TOKEN,
     DEFAULT_BUDGET,
     Ask,
@@ -47,10 +49,6 @@ from bot.agent.summary import (
 from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as core_repo
-from db.repos import sessions as repo
-from scheduler.jobs import SessionJobs, Sweeper
-from scheduler.periods import user_tz
-from scheduler.settings import SessionSettings
 from tools.base import Clock, TextModel, ToolDeps
 from tools.model_call import ModelCall
 
@@ -304,20 +302,3 @@ def archiver_from(deps: ToolDeps, default_tz: ZoneInfo) -> Archiver | None:
     if deps.memory is None:
         return None
     return Archiver(deps.session_factory, deps.memory, deps.llm, deps.clock, default_tz=default_tz)
-
-
-class MemoryStoreLike(MemoryWriter, Sweeper, Protocol):
-    """A memory store: writes summaries, clears session memories, sweeps expired ones."""
-
-
-def build_jobs(
-    *,
-    settings: SessionSettings,
-    session_factory: SessionFactory,
-    memory: MemoryStoreLike,
-    llm: TextModel,
-    clock: Clock,
-) -> SessionJobs:
-    """The scheduler's session jobs, given the one archiving path the commands use too."""
-    archiver = Archiver(session_factory, memory, llm, clock, default_tz=settings.tz)
-    return SessionJobs(settings, session_factory, archiver, memory, clock)

@@ -1,7 +1,7 @@
 """History that fits: a long session's oldest turns replaced by a verified summary.
 
 When the newest turns no longer fit the budget, the oldest uncovered range is summarised
-by the summary service (bot/agent/summary.py; rolling: the previous summary is part of
+by the summary service (bot/sessions/summary.py; rolling: the previous summary is part of
 what is summarised; verified there: the grounding check, then a reviewer call in a fresh
 context when SUMMARY_REVIEW=model) and saved; from then on the model sees "turns i..j
 (when) are summarised: ..." at the end of the system message instead of those turns. The turns stay
@@ -16,17 +16,19 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.agent.prompt import message_cost, to_openai, trim_history
-from bot.agent.summary import Ask, Review, Summariser, line_cost
-from bot.config import Settings
+from bot.sessions import compress_repo as repo
+from bot.sessions.models import SessionCompression
+from bot.sessions.summary import Ask, Review, Summariser, line_cost
 from db.engine import SessionFactory
-from db.models.compressions import SessionCompression
 from db.models.core import Message
-from db.repos import compressions as repo
-from tools.base import CheckResult, Clock, TextModel
+from tools.base import Clock, TextModel
 from tools.model_call import ModelCall
+
+if TYPE_CHECKING:  # bot/config.py lists the features, this one among them
+    from bot.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -212,12 +214,3 @@ class Compressor:
                 reason,
             )
         return row
-
-
-async def doctor_check(session_factory: SessionFactory, review: Review) -> list[CheckResult]:
-    """One doctor line: how many long-session summaries were used and how many rejected
-    (a rejected one leaves those turns trimmed from the prompt; the log says why)."""
-    async with session_factory() as s:
-        verified, rejected = await repo.counts(s)
-    detail = f"{verified} verified, {rejected} rejected or failed (SUMMARY_REVIEW={review})"
-    return [CheckResult("session summaries", True, detail)]

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, field_validator
 
 if TYPE_CHECKING:
-    from scheduler.policy import SessionPolicy
+    from bot.sessions.policy import SessionPolicy
 
 
 class SessionSettings(BaseModel):
@@ -41,6 +41,6 @@ class SessionSettings(BaseModel):
     @property
     def session_policy(self) -> SessionPolicy:
         """Asked on every message: parsed once per distinct (zone, period, time)."""
-        from scheduler.policy import policy_for  # policy.py imports this module
+        from bot.sessions.policy import policy_for  # policy.py imports this module
 
         return policy_for(self.timezone, self.session_split, self.session_split_time)

@@ -1,10 +1,10 @@
 """Summarise these turns, then verify: the one service behind archive and compression.
 
-A closed session's summary (bot/agent/archive.py, kept as a memory) and a long session's
-oldest turns (bot/agent/compress.py, standing in for them in the prompt) are written the
+A closed session's summary (bot/sessions/archive.py, kept as a memory) and a long session's
+oldest turns (bot/sessions/compress.py, standing in for them in the prompt) are written the
 same way: one transcript of the turns, one model call with the caller's instruction and
 one size rule, and one verification: not empty, not too long, in the conversation's
-language, and grounded (bot/agent/grounding.py: every name, number, date, link and quote
+language, and grounded (bot/sessions/grounding.py: every name, number, date, link and quote
 it states occurs in the turns); with SUMMARY_REVIEW=model also a reviewer call in a fresh
 context. A summary that fails is asked for once more, naming the problem. The callers
 keep only what differs: the instruction, and where the result goes.
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.agent.grounding import Source, check
+from bot.sessions.grounding import Source, check
 from db.models.core import Message
 from tools.base import TextModel
 from tools.model_call import ModelCall

@@ -8,8 +8,8 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.sessions.models import SessionArchive
 from db.models.core import ChatSession, Message, User
-from db.models.sessions import SessionArchive
 
 
 @dataclass

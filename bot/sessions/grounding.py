@@ -6,7 +6,7 @@ revealing 832040"), a date, a link. So every name (capitalised word), number, da
 and quoted string in the summary must occur in the source turns, compared after
 normalising case and format ("1,000" = "1000", "2023-05-07" = "7 May 2023"), and a
 summary that says code ran needs a tool result that succeeded. Paraphrase passes;
-only the checkable specifics are checked. The model reviewer (bot/agent/summary.py,
+only the checkable specifics are checked. The model reviewer (bot/sessions/summary.py,
 SUMMARY_REVIEW=model) is the second, costlier opinion.
 """
 

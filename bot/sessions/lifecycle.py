@@ -18,12 +18,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.agent.archive import Archiver, ArchiveResult
+from bot.sessions import repo as sessions_repo
+from bot.sessions.archive import Archiver, ArchiveResult
+from bot.sessions.policy import SessionPolicy
 from db.conversation import PeriodOver
 from db.engine import SessionFactory
 from db.repos import core as repo
-from db.repos import sessions as sessions_repo
-from scheduler.policy import SessionPolicy
 from tools.base import Clock
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,6 @@
-"""What the scheduler runs. Each job works out what is due from the data, so a run missed
-while the bot was down is made up by the next one (at startup), exactly once.
+"""The session split: the job that archives every session whose period (SESSION_SPLIT) has
+ended, and closed sessions still without a summary. It works out what is due from the data,
+so a run missed while the bot was down is made up by the next one (at startup), exactly once.
 """
 
 from __future__ import annotations
@@ -7,19 +8,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
+from bot.sessions import repo
+from bot.sessions.settings import SessionSettings
 from db.engine import SessionFactory
-from db.repos import sessions as repo
-from scheduler.settings import SessionSettings
 from tools.base import Clock
 
 log = logging.getLogger(__name__)
 
-
-class Sweeper(Protocol):
-    async def sweep(self, now: datetime | None = None) -> int: ...
+# A split lands within a minute of SESSION_SPLIT_TIME in every user's own time zone,
+# whatever the zone, without one cron job per zone.
+EVERY = timedelta(minutes=1)
 
 
 class ArchiveOutcome(Protocol):
@@ -53,11 +54,14 @@ def _ids(ids: list[int], shown: int = 20) -> str:
 
 
 @dataclass
-class SessionJobs:
+class SessionSplit:
+    """The split job's state across runs (a feature part: built once per process)."""
+
     settings: SessionSettings
     session_factory: SessionFactory
-    archiver: SessionArchiver
-    memory: Sweeper
+    # None when memory is off: there is nowhere to archive to, so sessions are left alone
+    # (a new message still closes one whose period ended).
+    archiver: SessionArchiver | None
     clock: Clock
     concurrency: int = 4
     _ran: bool = field(default=False, init=False)
@@ -77,12 +81,15 @@ class SessionJobs:
         failing session does not stop the others."""
         now = self.clock()
         report = SplitReport()
+        archiver = self.archiver
+        if archiver is None:
+            return report
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(c: repo.Candidate) -> None:
             async with gate:
                 try:
-                    result = await self.archiver.archive(c.session_id)
+                    result = await archiver.archive(c.session_id)
                 except Exception:
                     log.exception("archiving session %d crashed", c.session_id)
                     report.failed.append(c.session_id)
@@ -113,9 +120,5 @@ class SessionJobs:
         self._ran = True
         return report
 
-    async def sweep_memories(self) -> int:
-        """Delete memories past their lifetime."""
-        removed = await self.memory.sweep(self.clock())
-        # Hourly, so always at INFO: the log shows the sweep runs.
-        log.info("memory sweep: %d expired memories removed", removed)
-        return removed
+    async def stop(self) -> None:
+        """Nothing to release: a run cut short is redone by the next start."""

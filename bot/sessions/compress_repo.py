@@ -1,4 +1,4 @@
-"""Reading and writing session compressions (db/models/compressions.py)."""
+"""Reading and writing session compressions (bot/sessions/models.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models.compressions import SessionCompression
+from bot.sessions.models import SessionCompression
 from db.models.core import Message
 
 

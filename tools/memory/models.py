@@ -1,7 +1,7 @@
 """Memories: one row per remembered thing, with its source (session, message) and lifetime.
 
 The embedding lives in the sqlite-vec table `memory_vec` and the words in the FTS5 table
-`memory_fts` (both virtual tables created by migration 0003, written by db/repos/memory.py
+`memory_fts` (both virtual tables created by migration 0003, written by tools/memory/repo.py
 in the same transaction as the row here).
 """
 

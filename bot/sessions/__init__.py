@@ -1,0 +1,1 @@
+"""Sessions: the daily split, archiving into memory, history compression, their commands."""

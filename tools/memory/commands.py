@@ -1,0 +1,112 @@
+"""/memory: the user's memories by layer, paged, each with a (confirmed) forget button where
+the adapter shows buttons; /memory search <text>; /memory forget <id>. Every line says
+where the memory came from. Both adapters render these answers; the terminal, which has no
+buttons, turns pages with /memory <layer> <page>."""
+
+from __future__ import annotations
+
+from tools.feature import Answer, Button, CommandCall, Pressed
+from tools.memory.store import LAYERS, MemoryHit, MemoryStore
+
+PAGE = 5
+MAX_ID = 2**31 - 1  # memories.id is an INTEGER: 32 bits on PostgreSQL
+USAGE = (
+    "Usage: /memory [long|mid|short|session] [page] · /memory search <text> · /memory forget <id>"
+)
+OFF = "Memory is not available."
+STALE = "That button is not valid any more."
+
+
+def _line(h: MemoryHit) -> str:
+    content = h.content if len(h.content) <= 300 else h.content[:299] + "…"
+    cat = f" · {h.category}" if h.category else ""
+    rel = f" · {h.relevance:.2f}" if h.relevance is not None else ""
+    return f"#{h.id} [{h.layer}{cat}{rel}] {content}\n    from {h.source()}"
+
+
+def memory_id(text: str) -> int | None:
+    """`#12` or `12` as a memory id; None for anything else. Only ASCII digits (str.isdigit
+    also takes "²", which int() refuses) and no more than a database integer holds (a
+    longer number overflowed the driver and failed the command)."""
+    digits = text.removeprefix("#")
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 10:
+        return None
+    number = int(digits)
+    return number if number <= MAX_ID else None
+
+
+def _number(text: str) -> int | None:
+    """A page number (ASCII digits, a few of them: the offset stays a small integer)."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else None
+
+
+async def _page(store: MemoryStore, user_id: int, layer: str, page: int) -> Answer:
+    found = await store.page(user_id=user_id, layer=layer, offset=page * PAGE, limit=PAGE)
+    pages = max(1, -(-found.total // PAGE))
+    if not found.items:
+        text = f"No {layer} memories." if page == 0 else f"No page {page + 1} of {layer}."
+    else:
+        head = f"{layer} memories, page {page + 1}/{pages} ({found.total} in all):"
+        text = "\n\n".join([head, *(_line(h) for h in found.items)])
+    rows: list[tuple[Button, ...]] = [
+        (Button(f"🗑 Forget #{h.id}", f"f:{h.id}"),) for h in found.items
+    ]
+    nav = []
+    if page > 0:
+        nav.append(Button("◀ Prev", f"page:{layer}:{page - 1}"))
+    if page + 1 < pages:
+        nav.append(Button("Next ▶", f"page:{layer}:{page + 1}"))
+    if nav:
+        rows.append(tuple(nav))
+    rows.append(tuple(Button(("• " if x == layer else "") + x, f"page:{x}:0") for x in LAYERS))
+    return Answer(text, tuple(rows))
+
+
+async def memory(call: CommandCall) -> Answer | str:
+    store, user_id = call.host.deps.memory, call.who.user_id
+    if store is None:
+        return OFF
+    verb, _, rest = call.args.strip().partition(" ")
+    verb, rest = verb.lower(), rest.strip()
+    if verb in ("", *LAYERS):
+        page = _number(rest)
+        return await _page(store, user_id, verb or "long", max(page - 1, 0) if page else 0)
+    if verb == "search" and rest:
+        hits = await store.recall(user_id=user_id, query=rest, limit=10)
+        return "\n\n".join(_line(h) for h in hits) if hits else "Nothing matches."
+    if verb == "forget" and (mid := memory_id(rest)) is not None:
+        ok = await store.forget(user_id=user_id, memory_id=mid)
+        return f"Forgot #{mid}." if ok else f"There is no memory #{mid}."
+    return USAGE
+
+
+async def _turn_page(store: MemoryStore, user_id: int, data: str) -> Pressed:
+    layer, _, number = data.partition(":")
+    page = _number(number)
+    if layer not in LAYERS or page is None:
+        return Pressed(STALE, alert=True)
+    return Pressed("", await _page(store, user_id, layer, page))
+
+
+async def press(call: CommandCall) -> Pressed:
+    """A button under /memory: another page or layer, or forget (f: ask to confirm, y:
+    forget it, n: keep it). The message shows the answer in place of the list."""
+    store, user_id = call.host.deps.memory, call.who.user_id
+    step, _, rest = call.args.partition(":")
+    if store is None:
+        return Pressed(STALE, alert=True)
+    if step == "page":
+        return await _turn_page(store, user_id, rest)
+    mid = memory_id(rest)
+    if step not in ("f", "y", "n") or mid is None or mid == 0:
+        return Pressed(STALE, alert=True)
+    hit = await store.get(user_id=user_id, memory_id=mid)
+    if hit is None:
+        return Pressed(f"There is no memory #{mid}.", alert=True)
+    if step == "f":
+        confirm = (Button("Yes, forget it", f"y:{mid}"), Button("Keep it", f"n:{mid}"))
+        return Pressed("", Answer(f"Forget this?\n\n{_line(hit)}", (confirm,)))
+    if step == "y":
+        await store.forget(user_id=user_id, memory_id=mid)
+        return Pressed(f"Forgot #{mid}.", Answer(f"Forgot #{mid}."))
+    return Pressed(f"Kept #{mid}.", Answer(f"Kept #{mid}."))

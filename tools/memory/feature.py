@@ -1,0 +1,33 @@
+"""Memory: long/mid/short/session memories (sqlite-vec + FTS5, or pgvector + tsvector),
+the `memory` tool, auto-recall into the prompt's context block, /memory with its forget
+buttons, and the hourly sweep of expired memories."""
+
+from __future__ import annotations
+
+from tools.base import CheckResult
+from tools.feature import Command, Feature, Host, Job
+from tools.memory import commands, recall_context
+from tools.memory.doctor import check_memory
+from tools.memory.models import Memory, MemoryMeta
+from tools.memory.settings import MemorySettings
+from tools.memory.sweep import EVERY, sweep
+from tools.memory.tool import TOOL
+
+
+async def check(host: Host) -> list[CheckResult]:
+    return await check_memory(host.deps)
+
+
+FEATURE = Feature(
+    name="memory",
+    settings=MemorySettings,
+    tools=(TOOL,),
+    models=(Memory, MemoryMeta),
+    commands=(
+        Command("memory", "what I remember about you: list, search, forget", commands.memory),
+    ),
+    press=commands.press,
+    jobs=(Job("memory-sweep", "delete expired memories", EVERY, sweep),),
+    context=(recall_context.from_deps,),
+    doctor=check,
+)
