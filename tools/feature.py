@@ -43,7 +43,9 @@ class Host(Protocol):
     def deps(self) -> ToolDeps: ...
 
     def part(self, kind: type[T]) -> T:
-        """The one part of that type some feature built (raises LookupError if none)."""
+        """The one part of that type some feature built, or that the app built for the
+        features before any adapter starts (the usage Meter, the tool Registry); raises
+        LookupError if none."""
         ...
 
     @property
