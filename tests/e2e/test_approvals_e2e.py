@@ -106,11 +106,12 @@ async def test_no_answer_in_time_is_a_no(make_tg: Callable[..., Awaitable[TG]]) 
     posted: list[str] = []
     with_post_tool(tg.app, posted)
     question = await ask_to_post(tg, "late")
+    allow = button(question, "Allow once")  # the outcome's edit takes the buttons away
     assert (await tg.reply(OWNER)).text == "Done."
     assert posted == [] and "did not answer" in tool_result(tg.llm.requests[1])
     await tg.server.wait_for(lambda: "No answer in time" in question.text)
     assert await decisions(tg.app) == [("timeout", "post", None)]
-    await tg.press(OWNER, button(question, "Allow once"))  # too late: nothing happens
+    await tg.press(OWNER, allow, message_id=question.message_id)  # too late: nothing happens
     await tg.idle()
     assert posted == [] and tg.unread(OWNER) == []
 
