@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import MetaData
 
+from bot.approvals.feature import FEATURE as approvals
 from db.models import Base
 from tools.base import ToolModule
 from tools.code import tool as code
@@ -31,6 +32,7 @@ FEATURES: tuple[Feature, ...] = (
     ),
     reminders,
     Feature("fetch", settings=fetch.TOOL.settings, tools=(fetch.TOOL,)),
+    approvals,
 )
 
 

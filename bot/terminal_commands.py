@@ -88,10 +88,6 @@ async def cmd_model(app: App, who: Who, arg: str) -> str:
     return await texts.model_reply(app, who.telegram_user_id, who.name, arg)
 
 
-async def cmd_approvals(app: App, who: Who, arg: str) -> str:
-    return await texts.approvals_command(app, await _user_id(app, who), who.telegram_user_id, arg)
-
-
 def _memory_line(h: MemoryHit) -> str:
     content = h.content if len(h.content) <= 300 else h.content[:299] + "…"
     cat = f" · {h.category}" if h.category else ""
@@ -135,7 +131,6 @@ HANDLERS: dict[str, Handler] = {
     "context": cmd_context,
     "usage": cmd_usage,
     "model": cmd_model,
-    "approvals": cmd_approvals,
 }
 
 

@@ -45,7 +45,7 @@ def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
         model.build_router(),
         features_router.build_router(features),
         voice.build_router(),
-        approvals.build_router(),
+        approvals.build_router(),  # approval buttons sent before approvals was a feature
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]
