@@ -8,7 +8,6 @@ from zoneinfo import ZoneInfo
 from bot.app import App
 from bot.usage.report import last_request_line, session_text, usage_text
 from bot.usage.request import allowed_models
-from db.repos import approvals as approvals_repo
 from db.repos import core as core_repo
 from db.repos import usage as usage_repo
 from tools.discovery.report import context_text, tools_text
@@ -16,7 +15,6 @@ from tools.registry import discovery, mcp_manager
 
 USAGE = "Usage: /usage, /usage session, /usage footer on|off"
 RESET_WORDS = {"default", "reset"}
-APPROVALS_USAGE = "Usage: /approvals · /approvals revoke <tool>"
 
 
 async def usage_command(app: App, user_id: int, args: str) -> str:
@@ -88,22 +86,3 @@ def tools_command(app: App, user_id: int) -> str:
             f"• {name}: {why}" for name, why in off.items()
         )
     return text
-
-
-async def approvals_command(app: App, user_id: int, telegram_id: int | None, args: str) -> str:
-    """The user's "always" grants, or revoking one (`revoke <tool>`)."""
-    verb, _, tool = args.strip().partition(" ")
-    sf, mode = app.session_factory, app.settings.approvals
-    if verb.lower() == "revoke" and tool.strip():
-        gone = await approvals_repo.revoke(sf, user_id, telegram_id, tool.strip(), app.deps.clock())
-        return f"Revoked: {gone} asks again." if gone else f"No grant for {tool.strip()!r}."
-    if verb:
-        return APPROVALS_USAGE
-    grants = await approvals_repo.grants(sf, user_id)
-    head = f"Approvals: {mode}" + (" (nothing asks)" if mode == "off" else "")
-    if not grants:
-        return f"{head}. You have allowed no tool for good.\n{APPROVALS_USAGE}"
-    lines = [f"• {g.tool} (since {g.created_at:%Y-%m-%d})" for g in grants]
-    return (
-        f"{head}. Allowed for good, without asking:\n" + "\n".join(lines) + f"\n{APPROVALS_USAGE}"
-    )

@@ -37,7 +37,6 @@ APP_COMMANDS: tuple[Command, ...] = (
     Command("context", "token split of your last request"),
     Command("usage", "tokens and cost: today, this month, by model"),
     Command("model", "show or switch your model"),
-    Command("approvals", "tools you allowed for good; /approvals revoke <tool>"),
     Command("codestats", "[days] your code runs: successes, failures, timing", terminal=False),
     Command("codefailures", "[n] your last failed code runs, with code and errors", terminal=False),
 )

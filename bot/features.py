@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import MetaData
 
+from bot.approvals.feature import FEATURE as approvals
 from bot.media.feature import FEATURE as media
 from bot.sessions.feature import FEATURE as sessions
 from bot.voice.feature import FEATURE as voice
@@ -31,6 +32,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("fetch", settings=fetch.TOOL.settings, tools=(fetch.TOOL,)),
     media,
     voice,
+    approvals,
 )
 
 

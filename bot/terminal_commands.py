@@ -68,10 +68,6 @@ async def cmd_model(app: App, who: Who, arg: str) -> str:
     return await texts.model_reply(app, who.telegram_user_id, who.name, arg)
 
 
-async def cmd_approvals(app: App, who: Who, arg: str) -> str:
-    return await texts.approvals_command(app, await _user_id(app, who), who.telegram_user_id, arg)
-
-
 # The terminal's answer to each row of bot/commands.py's APP_COMMANDS it answers
 # (terminal=True); a feature's commands bring their own.
 HANDLERS: dict[str, Handler] = {
@@ -81,7 +77,6 @@ HANDLERS: dict[str, Handler] = {
     "context": cmd_context,
     "usage": cmd_usage,
     "model": cmd_model,
-    "approvals": cmd_approvals,
 }
 
 

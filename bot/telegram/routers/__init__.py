@@ -39,7 +39,7 @@ def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
         usage.build_router(),
         model.build_router(),
         features_router.build_router(features),
-        approvals.build_router(),
+        approvals.build_router(),  # approval buttons sent before approvals was a feature
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]
