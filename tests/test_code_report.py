@@ -7,9 +7,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.telegram import code_report as report
-from db.models.code import CodeExecution
-from db.repos.code import CodeStats, percentile
+from tools.code import commands as report
+from tools.code.models import CodeExecution
+from tools.code.repo import CodeStats, percentile
 
 
 def row(**kw: object) -> CodeExecution:

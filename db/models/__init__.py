@@ -3,7 +3,6 @@ own folder declares its tables in its Feature, and bot/features.py registers the
 
 from db.models.approvals import ApprovalDecision, ApprovalGrant
 from db.models.base import Base
-from db.models.code import CodeExecution, CodeJob
 from db.models.compressions import SessionCompression
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.memory import Memory, MemoryMeta
@@ -19,8 +18,6 @@ __all__ = [
     "ApprovalGrant",
     "Base",
     "ChatSession",
-    "CodeExecution",
-    "CodeJob",
     "Memory",
     "MemoryMeta",
     "Message",

@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable
 import pytest
 from sqlalchemy import select
 
-from db.models.code import CodeExecution
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
+from tools.code.models import CodeExecution
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from db.engine import SessionFactory
-from db.repos import code as repo
 from tools.base import (
     CheckResult,
     Clock,
@@ -21,6 +20,7 @@ from tools.base import (
     ToolModule,
     Unavailable,
 )
+from tools.code import repo
 from tools.code.bun import locate_bun, probe_bun
 from tools.code.categories import classify
 from tools.code.egress import EgressProxy

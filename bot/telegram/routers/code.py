@@ -18,14 +18,12 @@ from aiogram.types import (
 )
 
 from bot.app import App
-from bot.charts import runs_series
-from bot.telegram import code_report as report
 from bot.telegram.chart_photo import send_chart
 from bot.telegram.commands import on_command
 from bot.telegram.render import send_chunk, send_plain, with_retry
 from bot.telegram.user import ChatUser, use_user
-from db.repos import charts as charts_repo
-from db.repos import code as repo
+from tools.code import commands as report
+from tools.code import repo
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +64,8 @@ def build_router() -> Router:
         async with app.session_factory() as s:
             since = report.window_start(now, days)
             st = await repo.stats(s, user.id, since)
-            runs = await charts_repo.code_runs(s, user.id, since)
-        await send_chart(bot, message.chat.id, runs_series(runs, now, user.tz, days))
+            runs = await repo.code_runs(s, user.id, since)
+        await send_chart(bot, message.chat.id, report.runs_series(runs, now, user.tz, days))
         await _send(bot, message.chat.id, report.stats_message(st, days), None)
 
     @router.message(on_command("codefailures"), flags={"command": "codefailures"})

@@ -1,4 +1,4 @@
-"""/codestats and /codefailures as text plus Telegram entities, built directly.
+"""/codestats and /codefailures as text plus Telegram entities, built directly; the chart.
 
 No Markdown on the way: code goes into `pre` entities by offset, so backticks, `<`, `&`
 or a stray fence in the user's code cannot break the message. Offsets and lengths are
@@ -14,8 +14,9 @@ from zoneinfo import ZoneInfo
 
 from telegramify_markdown.entity import utf16_len
 
-from db.models.code import CodeExecution
-from db.repos.code import CodeStats
+from tools.charts import DailySeries, bucket, day_range
+from tools.code.models import CodeExecution
+from tools.code.repo import CodeStats
 
 CODE_PREVIEW = 500
 STDERR_PREVIEW = 300
@@ -23,6 +24,7 @@ MAX_DAYS = 365
 MAX_FAILURES = 20
 STATS_USAGE = f"Usage: /codestats [days] (a whole number 1-{MAX_DAYS}, default 7)"
 FAILURES_USAGE = f"Usage: /codefailures [n] (a whole number 1-{MAX_FAILURES}, default 5)"
+OUTCOME_COLOURS = {"succeeded": "#4caf50", "failed": "#e53935", "timed out": "#fb8c00"}
 
 
 @dataclass
@@ -123,3 +125,18 @@ def full_report(row: CodeExecution, tz: ZoneInfo) -> tuple[str, bytes]:
 
 def window_start(now: datetime, days: int) -> datetime:
     return now - timedelta(days=days)
+
+
+def runs_series(
+    rows: list[tuple[datetime, bool, str | None]], now: datetime, tz: ZoneInfo, days: int
+) -> DailySeries:
+    """Code runs per day split by outcome."""
+
+    def outcome(ok: bool, category: str | None) -> str:
+        return "succeeded" if ok else "timed out" if category == "timeout" else "failed"
+
+    span = day_range(now, tz, days)
+    parts = bucket(span, tz, ((at, outcome(ok, cat), 1.0) for at, ok, cat in rows))
+    ordered = {k: parts[k] for k in OUTCOME_COLOURS if k in parts}
+    return DailySeries(f"Code runs per day (last {days} days)", "runs", span, ordered,
+                       dict(OUTCOME_COLOURS))  # fmt: skip
