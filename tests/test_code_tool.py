@@ -149,6 +149,7 @@ def test_extract_code(reply: str, code: str) -> None:
 
 
 async def test_bun_missing_leaves_the_tool_out_and_says_why(env: Env) -> None:
+    from bot.features import tool_modules
     from tools.base import ToolDeps, Unavailable
     from tools.registry import build_registry
 
@@ -157,7 +158,7 @@ async def test_bun_missing_leaves_the_tool_out_and_says_why(env: Env) -> None:
     deps = ToolDeps(s, d.session_factory, d.http, d.llm, d.clock, d.closers)
     with pytest.raises(Unavailable, match="BUN_PATH"):
         build(deps)
-    registry = build_registry(deps)
+    registry = build_registry(deps, tool_modules())
     assert "code" not in registry.names() and "BUN_PATH" in registry.unusable["code"]
     assert not any("code:" in line for line in registry.prompt_lines())
 
