@@ -14,7 +14,7 @@ from bot.media.feature import FEATURE as media
 from bot.voice.feature import FEATURE as voice
 from db.models import Base
 from tools.base import ToolModule
-from tools.code import tool as code
+from tools.code.feature import FEATURE as code
 from tools.feature import Command, Feature
 from tools.fetch import tool as fetch
 from tools.memory import recall_context
@@ -24,7 +24,7 @@ from tools.search import tool as search
 
 FEATURES: tuple[Feature, ...] = (
     Feature("search", settings=search.TOOL.settings, tools=(search.TOOL,)),
-    Feature("code", settings=code.TOOL.settings, tools=(code.TOOL,)),
+    code,
     Feature(
         "memory",
         settings=memory.TOOL.settings,

@@ -10,7 +10,6 @@ from pydantic import BaseModel, Field
 
 from db.engine import SessionFactory
 from tools.base import (
-    CheckResult,
     Clock,
     ConfigError,
     Tool,
@@ -231,16 +230,9 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
     )
 
 
-async def doctor(deps: ToolDeps) -> list[CheckResult]:
-    from tools.code.doctor import check_code  # it imports this module
-
-    return await check_code(deps)
-
-
 TOOL = ToolModule(
     name="code",
     build=build,
     prompt="code: run JavaScript/TypeScript (Bun) for calculations, data wrangling and API calls.",
     settings=CodeSettings,
-    doctor=doctor,
 )

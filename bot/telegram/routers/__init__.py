@@ -19,7 +19,6 @@ from bot.features import FEATURES
 from bot.telegram.routers import (
     approvals,
     chat,
-    code,
     media,
     memory,
     model,
@@ -36,7 +35,6 @@ def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
     routers = [
         start.build_router(),
         sessions.build_router(),
-        code.build_router(),
         tools_router.build_router(),
         memory.build_router(),
         media.build_router(),
