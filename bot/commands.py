@@ -37,8 +37,6 @@ APP_COMMANDS: tuple[Command, ...] = (
     Command("context", "token split of your last request"),
     Command("usage", "tokens and cost: today, this month, by model"),
     Command("model", "show or switch your model"),
-    Command("codestats", "[days] your code runs: successes, failures, timing", terminal=False),
-    Command("codefailures", "[n] your last failed code runs, with code and errors", terminal=False),
 )
 APP_BY_NAME = {name: c for c in APP_COMMANDS for name in c.names}
 AnyCommand = Command | FeatureCommand

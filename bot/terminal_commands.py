@@ -81,15 +81,17 @@ HANDLERS: dict[str, Handler] = {
 
 
 def _printed(app: App, answer: feature.Answer) -> str:
-    """An answer as the terminal shows it: its text; a file is saved under DATA_DIR/files."""
-    if answer.file is None:
-        return answer.text
-    name, content = answer.file
-    folder = app.settings.data_dir / "files"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / Path(name).name
-    path.write_bytes(content)
-    return f"{answer.text}\n(saved {path})"
+    """An answer as the terminal shows it: its text (and the messages that follow it); a
+    file is saved under DATA_DIR/files."""
+    text = answer.text
+    if answer.file is not None:
+        name, content = answer.file
+        folder = app.settings.data_dir / "files"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / Path(name).name
+        path.write_bytes(content)
+        text += f"\n(saved {path})"
+    return "\n\n".join([text, *(_printed(app, then) for then in answer.more)])
 
 
 async def run_command(app: App, who: Who, line: str) -> str | None:

@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import select
 
-from db.models.code import CodeExecution, CodeJob
-from db.repos import code as repo
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
 from tests.test_code_helpers import Env, env
 from tools.base import ToolError
+from tools.code import repo
 from tools.code.jobs import extract_code
+from tools.code.models import CodeExecution, CodeJob
 from tools.code.tool import CodeParams, build
 
 __all__ = ["env"]

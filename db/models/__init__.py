@@ -2,7 +2,6 @@
 own folder declares its tables in its Feature, and bot/features.py registers them all."""
 
 from db.models.base import Base
-from db.models.code import CodeExecution, CodeJob
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.outbox import OutboxMessage
 from db.models.tool_usage import ToolUsage
@@ -13,8 +12,6 @@ from db.models.workers import TelegramUpdate
 __all__ = [
     "Base",
     "ChatSession",
-    "CodeExecution",
-    "CodeJob",
     "Message",
     "ModelUsage",
     "OutboxMessage",

@@ -1,4 +1,4 @@
-"""The rows the /codestats and /usage charts are drawn from (bucketed by day in bot/)."""
+"""The rows the /usage chart is drawn from (bucketed by day in tools/charts.py)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models.code import CodeExecution
 from db.models.usage import ModelUsage
-
-
-async def code_runs(
-    s: AsyncSession, user_id: int, since: datetime
-) -> list[tuple[datetime, bool, str | None]]:
-    """(when, succeeded, error category) of the user's runs since `since`."""
-    stmt = select(
-        CodeExecution.created_at, CodeExecution.success, CodeExecution.error_category
-    ).where(CodeExecution.user_id == user_id, CodeExecution.created_at >= since)
-    return [(r[0], bool(r[1]), r[2]) for r in (await s.execute(stmt)).all()]
 
 
 async def usage_rows(

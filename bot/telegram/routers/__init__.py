@@ -19,7 +19,6 @@ from bot.features import FEATURES
 from bot.telegram.routers import (
     approvals,
     chat,
-    code,
     media,
     model,
     start,
@@ -33,7 +32,6 @@ from tools.feature import Feature
 def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
     routers = [
         start.build_router(),
-        code.build_router(),
         tools_router.build_router(),
         media.build_router(),
         usage.build_router(),

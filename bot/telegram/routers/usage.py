@@ -9,13 +9,13 @@ from aiogram.filters import CommandObject
 from aiogram.types import Message
 
 from bot.app import App
-from bot.charts import usage_series
 from bot.command_texts import usage_command
 from bot.telegram.chart_photo import send_chart
 from bot.telegram.commands import on_command
 from bot.telegram.render import send_plain
 from bot.telegram.user import ChatUser, use_user
 from db.repos import charts as charts_repo
+from tools.charts import usage_series
 
 CHART_DAYS = 14
 
