@@ -30,12 +30,12 @@ from aiohttp import web
 import bot.telegram  # noqa: F401  (before aiogram, as in the bot)
 from bot import heap
 from bot.app import build_app
-from bot.charts import chart, usage_series
 from bot.config import load_settings
 from bot.telegram.dispatcher import build_runtime
 from tests.fakes.openai_server import FakeOpenAI, Text
 from tests.fakes.telegram_server import FakeTelegram, message_update
 from tests.media_helpers import voice
+from tools.charts import chart, usage_series
 
 ANSWER = "The weather is mild today, with a light breeze from the west. " * 6
 

@@ -13,10 +13,11 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot import heap
-from bot.agent.approvals import TIMEOUT_S as APPROVAL_TIMEOUT_S
-from bot.agent.approvals import Approvals
 from bot.agent.hooks import AgentHooks
 from bot.agent.runner import Agent, Incoming
+from bot.approvals.gate import TIMEOUT_S as APPROVAL_TIMEOUT_S
+from bot.approvals.gate import Approvals
+from bot.approvals.settings import ApprovalSettings
 from bot.config import Settings
 from bot.features import FEATURES, tool_modules
 from bot.llm.client import LLMClient
@@ -225,7 +226,7 @@ async def build_app(
             hooks=agent_hooks(registry),
             meter=meter,
             approvals=Approvals(
-                settings.approvals,
+                deps.settings_for(ApprovalSettings).approvals,
                 APPROVAL_TIMEOUT_S,
                 sf,
                 clock,

@@ -34,9 +34,6 @@ APP_COMMANDS: tuple[Command, ...] = (
     Command("start", "say hello"),
     Command("help", "list the commands"),
     Command("tools", "the tools I can use and their token cost"),
-    Command("approvals", "tools you allowed for good; /approvals revoke <tool>"),
-    Command("codestats", "[days] your code runs: successes, failures, timing", terminal=False),
-    Command("codefailures", "[n] your last failed code runs, with code and errors", terminal=False),
 )
 APP_BY_NAME = {name: c for c in APP_COMMANDS for name in c.names}
 AnyCommand = Command | FeatureCommand

@@ -107,11 +107,6 @@ class Settings(
     # Daily backups into DATA_DIR/backups, keeping this many (0: off).
     backup_keep: int = Field(default=0, ge=0, le=1000)
 
-    # Which tool calls wait for the user's yes (bot/agent/approvals.py): none, the risky ones
-    # (code with network, MCP tools that write, code in scheduled tasks, a second forget in
-    # one message), or every call that changes something. Unanswered after the timeout: no.
-    approvals: Literal["off", "risky", "all"] = "risky"
-
     @field_validator("allowed_user_ids", mode="before")
     @classmethod
     def _split_ids(cls, value: object) -> object:

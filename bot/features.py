@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from sqlalchemy import MetaData
 
+from bot.approvals.feature import FEATURE as approvals
 from bot.media.feature import FEATURE as media
 from bot.sessions.feature import FEATURE as sessions
 from bot.usage.feature import FEATURE as usage
 from bot.voice.feature import FEATURE as voice
 from db.models import Base
 from tools.base import ToolModule
-from tools.code import tool as code
+from tools.code.feature import FEATURE as code
 from tools.feature import Command, Feature
 from tools.fetch import tool as fetch
 from tools.memory.feature import FEATURE as memory
@@ -26,12 +27,13 @@ from tools.search import tool as search
 FEATURES: tuple[Feature, ...] = (
     sessions,
     Feature("search", settings=search.TOOL.settings, tools=(search.TOOL,)),
-    Feature("code", settings=code.TOOL.settings, tools=(code.TOOL,)),
+    code,
     memory,
     reminders,
     Feature("fetch", settings=fetch.TOOL.settings, tools=(fetch.TOOL,)),
     media,
     voice,
+    approvals,
     usage,
 )
 

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from bot.agent.approvals import Choice, Question
 from bot.agent.runner import Events, Incoming
 from bot.app import App, build_app
+from bot.approvals.gate import Choice, Question
 from bot.config import Settings, require
 from bot.errors import user_text
 from bot.terminal_commands import Who, run_command

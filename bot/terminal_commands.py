@@ -56,30 +56,27 @@ async def cmd_tools(app: App, who: Who, arg: str) -> str:
     return texts.tools_command(app, await _user_id(app, who))
 
 
-async def cmd_approvals(app: App, who: Who, arg: str) -> str:
-    return await texts.approvals_command(app, await _user_id(app, who), who.telegram_user_id, arg)
-
-
 # The terminal's answer to each row of bot/commands.py's APP_COMMANDS it answers
 # (terminal=True); a feature's commands bring their own.
 HANDLERS: dict[str, Handler] = {
     "start": cmd_help,
     "help": cmd_help,
     "tools": cmd_tools,
-    "approvals": cmd_approvals,
 }
 
 
 def _printed(app: App, answer: feature.Answer) -> str:
-    """An answer as the terminal shows it: its text; a file is saved under DATA_DIR/files."""
-    if answer.file is None:
-        return answer.text
-    name, content = answer.file
-    folder = app.settings.data_dir / "files"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / Path(name).name
-    path.write_bytes(content)
-    return f"{answer.text}\n(saved {path})"
+    """An answer as the terminal shows it: its text (and the messages that follow it); a
+    file is saved under DATA_DIR/files."""
+    text = answer.text
+    if answer.file is not None:
+        name, content = answer.file
+        folder = app.settings.data_dir / "files"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / Path(name).name
+        path.write_bytes(content)
+        text += f"\n(saved {path})"
+    return "\n\n".join([text, *(_printed(app, then) for then in answer.more)])
 
 
 async def run_command(app: App, who: Who, line: str) -> str | None:

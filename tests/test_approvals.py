@@ -14,10 +14,11 @@ import mcp_types as types
 import pytest
 from sqlalchemy import update
 
-from bot.agent.approvals import DENIED, NOBODY, Question, action_text, needs_approval
 from bot.app import App
+from bot.approvals import repo
+from bot.approvals.gate import DENIED, NOBODY, Question, action_text, needs_approval
+from bot.approvals.questions import Doorbell
 from db.engine import create_engine, session_factory
-from db.repos import approvals as repo
 from db.repos import core
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.test_terminal_chat import chat_env, run_chat, start_chat
@@ -149,7 +150,7 @@ async def test_the_terminal_question_times_out_and_the_next_line_goes_to_the_cha
     fake_llm.add(call, Calls([("fake__email_send", {"target": "bob"})]), Text("Not sent."))
     env = chat_env(tmp_path, fake_llm, MCP_CONFIG=str(cfg))
     proc = await start_chat(
-        tmp_path, env, prelude="import bot.agent.approvals as a; a.TIMEOUT_S = 0.5"
+        tmp_path, env, prelude="import bot.approvals.gate as a; a.TIMEOUT_S = 0.5"
     )
     assert proc.stdin is not None and proc.stdout is not None
     out = bytearray()
@@ -195,3 +196,11 @@ async def test_a_scheduled_task_in_the_terminal_asks_at_the_prompt_and_waits(
     await asyncio.wait_for(proc.wait(), 60)
     results = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"]
     assert results[-1].startswith("email_send ok")
+
+
+async def test_a_press_in_this_process_wakes_the_questions_waiting_for_it() -> None:
+    bell = Doorbell()
+    with bell.waiting(7) as first, bell.waiting(7) as second, bell.waiting(8) as other:
+        bell.ring(7)
+        assert first.is_set() and second.is_set() and not other.is_set()
+    bell.ring(7)  # nobody waits any more: nothing to wake

@@ -1,11 +1,12 @@
-"""Day buckets of the /codestats and /usage charts (bot/charts.py)."""
+"""Day buckets of the /codestats and /usage charts (tools/charts.py)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.charts import render_png, runs_series, usage_series
+from tools.charts import render_png, usage_series
+from tools.code.commands import runs_series
 
 NOW = datetime(2026, 11, 25, 1, 30, tzinfo=UTC)
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -1,15 +1,19 @@
-"""Formatting of /codestats and /codefailures: entities by UTF-16 offset, hostile text intact."""
+"""Formatting of /codestats and /codefailures: Markdown as Telegram's adapter renders it
+(entities by UTF-16 offset), hostile text intact."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
+from telegramify_markdown.entity import utf16_len
 
-from bot.telegram import code_report as report
-from db.models.code import CodeExecution
-from db.repos.code import CodeStats, percentile
+from bot.telegram.render import render
+from tools.code import commands as report
+from tools.code.models import CodeExecution
+from tools.code.repo import CodeStats, percentile
 
 
 def row(**kw: object) -> CodeExecution:
@@ -30,7 +34,24 @@ def row(**kw: object) -> CodeExecution:
     return CodeExecution(**base)
 
 
-def entity_text(r: report.Rendered, ent: dict[str, object]) -> str:
+@dataclass
+class Shown:
+    """One message as Telegram shows it."""
+
+    text: str
+    entities: list[dict[str, object]]
+
+
+def shown(markdown: str) -> Shown:
+    [(text, entities)] = render(markdown)  # one message
+    return Shown(text, [e.model_dump(exclude_none=True) for e in entities])
+
+
+def failure_message(r: CodeExecution, tz: ZoneInfo) -> Shown:
+    return shown(report.failure_text(r, tz))
+
+
+def entity_text(r: Shown, ent: dict[str, object]) -> str:
     raw = r.text.encode("utf-16-le")
     start, length = int(ent["offset"]), int(ent["length"])  # type: ignore[call-overload]
     return raw[start * 2 : (start + length) * 2].decode("utf-16-le")
@@ -46,7 +67,7 @@ def entity_text(r: report.Rendered, ent: dict[str, object]) -> str:
     ],
 )
 def test_failure_blocks_hold_exactly_the_code(code: str) -> None:
-    r = report.failure_message(row(code=code, stderr="é😀 <err> & `x`"), ZoneInfo("UTC"))
+    r = failure_message(row(code=code, stderr="é😀 <err> & `x`"), ZoneInfo("UTC"))
     pres = [e for e in r.entities if e["type"] == "pre"]
     assert len(pres) == 2 and pres[0]["language"] == "typescript"
     expected = code if code.strip() else "(empty)"
@@ -56,29 +77,29 @@ def test_failure_blocks_hold_exactly_the_code(code: str) -> None:
 
 
 def test_long_code_and_stderr_are_cut_for_the_preview() -> None:
-    r = report.failure_message(row(code="a" * 2000, stderr="b" * 2000), ZoneInfo("UTC"))
+    r = failure_message(row(code="a" * 2000, stderr="b" * 2000), ZoneInfo("UTC"))
     pres = [e for e in r.entities if e["type"] == "pre"]
     assert entity_text(r, pres[0]) == "a" * 500 + "…"
     assert entity_text(r, pres[1]) == "b" * 300 + "…"
-    assert report.utf16_len(r.text) < 4096
+    assert utf16_len(r.text) < 4096
 
 
 def test_failure_time_is_in_the_users_zone() -> None:
-    r = report.failure_message(row(), ZoneInfo("Asia/Tokyo"))
+    r = failure_message(row(), ZoneInfo("Asia/Tokyo"))
     assert "2026-01-02 12:04" in r.text and "type" in r.text and "exit 1" in r.text
 
 
 def test_no_failures_is_one_friendly_message() -> None:
-    msgs = report.failures_messages([], ZoneInfo("UTC"))
-    assert len(msgs) == 1 and "No failed" in msgs[0].text and msgs[0].execution_id is None
+    msg = report.failures_answer([], ZoneInfo("UTC"))
+    assert not msg.more and "No failed" in msg.text and not msg.buttons
 
 
 def test_stats_text() -> None:
     st = CodeStats(10, 7, 3, 20.0, 55.0, [("syntax", 2), ("timeout", 1)])
-    r = report.stats_message(st, 1)
+    r = shown(report.stats_text(st, 1))
     assert "last 1 day\n" in r.text and "Total: 10" in r.text and "(70%)" in r.text
     assert "average 20 ms, p95 55 ms" in r.text and "syntax 2, timeout 1" in r.text
-    assert "No runs" in report.stats_message(CodeStats(0, 0, 0, None, None, []), 7).text
+    assert "No runs" in report.stats_text(CodeStats(0, 0, 0, None, None, []), 7)
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from db.models import CodeExecution
 from tests.test_code_helpers import STRONG_MODES, Env, env
 from tools.code import files, tree
+from tools.code.models import CodeExecution
 from tools.code.sandbox import prepare_workdir
 
 __all__ = ["env"]

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from db.models.code import CodeExecution
 from tests.conftest import ON_PG
 from tests.test_code_helpers import (
     MODES,
@@ -21,6 +20,7 @@ from tests.test_code_helpers import (
     leftovers,
     needs_bwrap,
 )
+from tools.code.models import CodeExecution
 from tools.code.tool import CodeService
 
 __all__ = ["env"]

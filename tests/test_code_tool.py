@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import select
 
-from db.models.code import CodeExecution, CodeJob
-from db.repos import code as repo
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
 from tests.test_code_helpers import Env, env
 from tools.base import ToolError
+from tools.code import repo
 from tools.code.jobs import extract_code
+from tools.code.models import CodeExecution, CodeJob
 from tools.code.tool import CodeParams, build
 
 __all__ = ["env"]
@@ -149,6 +149,7 @@ def test_extract_code(reply: str, code: str) -> None:
 
 
 async def test_bun_missing_leaves_the_tool_out_and_says_why(env: Env) -> None:
+    from bot.features import tool_modules
     from tools.base import ToolDeps, Unavailable
     from tools.registry import build_registry
 
@@ -157,7 +158,7 @@ async def test_bun_missing_leaves_the_tool_out_and_says_why(env: Env) -> None:
     deps = ToolDeps(s, d.session_factory, d.http, d.llm, d.clock, d.closers)
     with pytest.raises(Unavailable, match="BUN_PATH"):
         build(deps)
-    registry = build_registry(deps)
+    registry = build_registry(deps, tool_modules())
     assert "code" not in registry.names() and "BUN_PATH" in registry.unusable["code"]
     assert not any("code:" in line for line in registry.prompt_lines())
 

@@ -42,6 +42,8 @@ async def test_every_tool_reachable_within_budget(mcp_app: App, fake_llm: FakeOp
     state: dict[str, Any] = {"step": "search", "misses": [], "done": []}
 
     def respond(body: dict[str, Any]) -> Turn:
+        if not body.get("tools"):  # the long session's history is being compressed
+            return Text("The user had tools found, explained and called.")
         wanted = [f"fake__{name}" for name, _ in chunk]
         results = tool_results(body)[-len(chunk) :]
         step = state["step"]
@@ -73,7 +75,7 @@ async def test_every_tool_reachable_within_budget(mcp_app: App, fake_llm: FakeOp
     for (name, _), result in zip(TOOLS, state["done"], strict=True):
         assert result.startswith(f"{name} ok"), result
     budget = discovery.TOOL_TOKEN_BUDGET
-    payloads = [count_payload(b["tools"]) for b in fake_llm.requests]
+    payloads = [count_payload(b["tools"]) for b in fake_llm.requests if b.get("tools")]
     assert max(payloads) <= budget
     first = tool_names(fake_llm.requests[0])
     assert CORE <= set(first) and {"tool_search", "tool_explain"} <= set(first)

@@ -1,6 +1,6 @@
 """What a tool call does to the world, as its tool declares it (`Tool.effects`): what it reads
 and writes (the internet, files, code execution, memory, messages to others) and whether it
-deletes what the user kept. The approval gate (bot/agent/approvals.py) decides from this
+deletes what the user kept. The approval gate (bot/approvals/gate.py) decides from this
 alone, so a tool states it once, next to its code; MCP tools state it through their
 annotations, and an MCP tool that says nothing is taken to write."""
 

@@ -80,6 +80,9 @@ class Answer:
     markdown: bool = False  # Telegram renders it (bold, code blocks); the terminal prints it
     chart: bytes | None = None
     file: tuple[str, bytes] | None = None  # (name, content)
+    # Messages that follow this one, each with its own buttons (one per item of a list whose
+    # items would not share one message: /codefailures).
+    more: tuple[Answer, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,8 @@ class Command:
 
 @dataclass(frozen=True)
 class Pressed:
-    """What a button press did: a short toast, and the message's new content (None: keep)."""
+    """What a button press did: a short toast, and the message's new content (None, or an
+    answer without text: keep it); the answer's file, if any, is sent as well."""
 
     toast: str
     answer: Answer | None = None

@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.agent.approvals import Approvals
 from bot.agent.history import HistoryWindow, Prefetched
 from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
 from bot.agent.prompt import (
@@ -25,6 +24,7 @@ from bot.agent.prompt import (
     with_parts,
 )
 from bot.agent.toolexec import run_round, wire_calls
+from bot.approvals.gate import Approvals
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
 from bot.sessions.archive import Archiver

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.agent.approvals import Approvals
+from bot.approvals.gate import Approvals
 from bot.llm.client import LLMToolCall
 from db.conversation import ToolResult
 from tools.base import RequestContext, RequestTools, ToolCall, ToolError, ToolOutput

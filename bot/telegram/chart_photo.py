@@ -1,4 +1,4 @@
-"""A chart for /codestats and /usage: drawn off the loop, sent as a photo above the text."""
+"""A chart (tools/charts.py): drawn off the loop, sent as a photo above the text."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from aiogram import Bot
 from aiogram.exceptions import TelegramAPIError
 from aiogram.types import BufferedInputFile
 
-from bot.charts import DailySeries, chart
+from bot import heap
 from bot.telegram.render import with_retry
+from tools.charts import DailySeries, chart
 
 log = logging.getLogger(__name__)
 
@@ -28,3 +29,4 @@ async def send_png(bot: Bot, chat_id: int, png: bytes) -> None:
         await with_retry(lambda: bot.send_photo(chat_id, photo), "sendPhoto")
     except TelegramAPIError as exc:
         log.warning("sending a chart failed: %s", exc)
+    heap.trim()  # the render's buffers are freed but stay mapped until trimmed

@@ -180,5 +180,5 @@ def build_runtime(
     app.warm_up()  # heavy models load in the background; polling does not wait for them
     bot = bot or build_bot(app.settings)
     if app.agent.approvals is not None:
-        app.agent.approvals.asker = TelegramAsker(bot, app.session_factory, app.deps.clock)
+        app.agent.approvals.asker = TelegramAsker(bot, app.session_factory)
     return Runtime(app, bot, dp, inflight)

@@ -10,7 +10,7 @@ from typing import Any
 from aiogram import BaseMiddleware, Bot
 from aiogram.types import TelegramObject, Update, User
 
-from bot.telegram.approval_ask import PREFIX as APPROVAL
+from bot.telegram.approval_ask import answers_a_question
 from bot.telegram.groups import addressed
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ def chat_key(update: Update) -> int | None:
     if update.edited_message is not None:
         return update.edited_message.chat.id
     if update.callback_query is not None:
-        if (update.callback_query.data or "").startswith(f"{APPROVAL}:"):
+        if answers_a_question(update.callback_query.data or ""):
             return None  # the chat's turn is waiting for this very press: no queue
         msg = update.callback_query.message
         return msg.chat.id if msg is not None else update.callback_query.from_user.id

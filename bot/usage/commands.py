@@ -7,11 +7,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from bot.charts import chart, usage_series
 from bot.usage import repo
 from bot.usage.meter import Meter
 from bot.usage.report import last_request_line, session_text, usage_text
 from db.repos import core as core_repo
+from tools.charts import chart, usage_series
 from tools.discovery.report import context_text
 from tools.feature import Answer, CommandCall, Host
 from tools.registry import Registry, discovery

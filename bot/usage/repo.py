@@ -158,7 +158,7 @@ async def usage_rows(
     s: AsyncSession, user_id: int | None, since: datetime
 ) -> list[tuple[datetime, str, int, float | None]]:
     """(when, purpose, tokens in + out, USD or None) of model calls since `since`, for the
-    /usage chart (bucketed by day in bot/charts.py); `user_id` None: everyone's."""
+    /usage chart (bucketed by day in tools/charts.py); `user_id` None: everyone's."""
     stmt = select(
         ModelUsage.at,
         ModelUsage.purpose,

@@ -1,9 +1,7 @@
 """The core tables (and those of features not yet in their own folder); a feature in its
 own folder declares its tables in its Feature, and bot/features.py registers them all."""
 
-from db.models.approvals import ApprovalDecision, ApprovalGrant
 from db.models.base import Base
-from db.models.code import CodeExecution, CodeJob
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.outbox import OutboxMessage
 from db.models.tool_usage import ToolUsage
@@ -11,12 +9,8 @@ from db.models.voice import VoicePrefs
 from db.models.workers import TelegramUpdate
 
 __all__ = [
-    "ApprovalDecision",
-    "ApprovalGrant",
     "Base",
     "ChatSession",
-    "CodeExecution",
-    "CodeJob",
     "Message",
     "OutboxMessage",
     "TelegramUpdate",

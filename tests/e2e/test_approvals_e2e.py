@@ -12,10 +12,10 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import select
 
-from bot.agent.approvals import DENIED
 from bot.app import App
-from bot.telegram.approval_ask import CLOSED, NOT_YOURS, Answer, TelegramAsker
-from db.models import ApprovalDecision
+from bot.approvals.gate import DENIED
+from bot.approvals.models import ApprovalDecision
+from bot.approvals.questions import CLOSED, NOT_YOURS, answer
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import make_env
 from tests.fakes.openai_server import Calls, Text
@@ -106,11 +106,12 @@ async def test_no_answer_in_time_is_a_no(make_tg: Callable[..., Awaitable[TG]]) 
     posted: list[str] = []
     with_post_tool(tg.app, posted)
     question = await ask_to_post(tg, "late")
+    allow = button(question, "Allow once")  # the outcome's edit takes the buttons away
     assert (await tg.reply(OWNER)).text == "Done."
     assert posted == [] and "did not answer" in tool_result(tg.llm.requests[1])
     await tg.server.wait_for(lambda: "No answer in time" in question.text)
     assert await decisions(tg.app) == [("timeout", "post", None)]
-    await tg.press(OWNER, button(question, "Allow once"))  # too late: nothing happens
+    await tg.press(OWNER, allow, message_id=question.message_id)  # too late: nothing happens
     await tg.idle()
     assert posted == [] and tg.unread(OWNER) == []
 
@@ -130,7 +131,8 @@ async def test_always_then_revoked_with_approvals(tg: TG) -> None:
     listing = await tg.reply(OWNER)
     assert "• post" in listing.text
     await tg.press(OWNER, button(listing, "Revoke post"))
-    after = await tg.reply(OWNER)
+    await tg.server.wait_for(lambda: "allowed no tool" in listing.text)  # the list, anew
+    after = listing
     assert "allowed no tool" in after.text and not after.reply_markup
     third = await ask_to_post(tg, "third")  # asks again
     await tg.press(OWNER, button(third, "Deny"))
@@ -188,10 +190,37 @@ async def test_a_press_another_worker_receives_settles_the_question(tg: TG) -> N
     posted: list[str] = []
     with_post_tool(tg.app, posted)
     question = await ask_to_post(tg, "via another worker")
-    key = Answer.unpack(button(question, "Allow once")).key
-    other = TelegramAsker(tg.runtime.bot, tg.app.session_factory, tg.app.deps.clock)
-    assert await other.press(key, 2001, "once") == NOT_YOURS
-    assert await other.press(key, OWNER, "once") == "✅ Allowed once."
+    data = button(question, "Allow once")
+    assert data.startswith("approvals:answer:")
+    key = int(data.split(":")[2])
+    sf, clock = tg.app.session_factory, tg.app.deps.clock  # what another worker's press does
+    assert await answer(sf, clock, key, 2001, "once") == NOT_YOURS
+    assert await answer(sf, clock, key, OWNER, "once") == "✅ Allowed once."
     assert (await tg.reply(OWNER)).text == "Done."  # the asking worker saw it in the database
     assert posted == ["via another worker"]
-    assert await other.press(key, OWNER, "deny") == CLOSED
+    assert await answer(sf, clock, key, OWNER, "deny") == CLOSED
+
+
+async def test_buttons_sent_before_approvals_was_a_feature_still_answer(tg: TG) -> None:
+    """A question the previous version asked ("appr:<question>:<choice>", perhaps pressed
+    after a newer worker took over) and its /approvals list ("apprv:<grant>")."""
+    posted: list[str] = []
+    with_post_tool(tg.app, posted)
+
+    def toasts() -> list[str]:
+        calls = tg.server.calls
+        return [c.params.get("text", "") for c in calls if c.method == "answerCallbackQuery"]
+
+    question = await ask_to_post(tg, "old question")
+    key = int(button(question, "Always").split(":")[2])
+    await tg.press(OWNER, f"appr:{key}:always", message_id=question.message_id)
+    assert (await tg.reply(OWNER)).text == "Done."
+    assert posted == ["old question"] and "Allowed, now and from now on" in question.text
+    await tg.send(OWNER, "/approvals")
+    listing = await tg.reply(OWNER)
+    grant = int(button(listing, "Revoke post").split(":")[2])
+    await tg.press(OWNER, f"apprv:{grant}", message_id=listing.message_id)
+    after = await tg.reply(OWNER)  # as these buttons did: the list anew, in a message
+    assert "allowed no tool" in after.text and not after.reply_markup
+    assert "Revoked: post asks again." in toasts()
+    assert [d for d, _, _ in await decisions(tg.app)] == ["always", "revoked"]

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from db.models.code import CodeExecution
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 from tests.test_usage import usage
+from tools.code.models import CodeExecution
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -1,5 +1,6 @@
 """The code tool through the real Dispatcher: the model runs code, /codestats and
-/codefailures report it, the button sends the full run as a file."""
+/codefailures report it (in Telegram and the terminal), the button sends the full run as a
+file."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from collections.abc import Awaitable, Callable
 import pytest
 from sqlalchemy import select
 
-from db.models.code import CodeExecution
+from bot.terminal_commands import Who, run_command
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
+from tools.code.commands import FAILURES_USAGE
+from tools.code.models import CodeExecution
 
 
 @pytest.fixture
@@ -101,7 +104,45 @@ async def test_someone_elses_run_is_not_sent(tg: TG) -> None:
     await tg.send(2002, "/codefailures 3")
     mine = await tg.reply(2002)
     assert "null.y" in mine.text and "null.x" not in mine.text
-    await tg.press(2002, f"codefile:{owners_run}")  # a forged button: the owner's run id
-    await tg.press(2002, "codefile:not-a-number")
+    await tg.press(2002, f"code:file:{owners_run}")  # a forged button: the owner's run id
+    await tg.press(2002, "code:file:not-a-number")
     await tg.idle()
     assert all(m.method != "sendDocument" for m in tg.server.sent_to(2002))
+
+
+async def test_each_failure_is_a_message_with_its_own_button(tg: TG) -> None:
+    await run_via_model(tg, "null.first")
+    await run_via_model(tg, "null.second")
+    await tg.send(OWNER, "/codefailures")
+    newest, older = await tg.replies(OWNER, 2)
+    assert "null.second" in newest.text and "null.first" not in newest.text
+    assert "null.first" in older.text
+    assert newest.reply_markup is not None and older.reply_markup is not None
+    await tg.press(OWNER, older.reply_markup["inline_keyboard"][0][0]["callback_data"])
+    doc = await tg.reply(OWNER)
+    assert doc.document is not None and "null.first" in doc.document.decode()
+    assert "null.second" not in doc.document.decode()
+
+
+async def test_a_refused_file_is_told_in_the_alert(tg: TG) -> None:
+    await run_via_model(tg, "null.z")
+    await tg.send(OWNER, "/codefailures")
+    msg = await tg.reply(OWNER)
+    assert msg.reply_markup is not None
+    tg.server.fail_next("sendDocument", 400)
+    await tg.press(OWNER, msg.reply_markup["inline_keyboard"][0][0]["callback_data"])
+    await tg.idle()
+    answers = [c.params for c in tg.server.calls if c.method == "answerCallbackQuery"]
+    assert "did not take the file" in answers[-1].get("text", "")
+    assert all(m.method != "sendDocument" for m in tg.server.sent_to(OWNER))
+    assert tg.server.sent_to(OWNER)[-1].text == msg.text  # the message stays as it was
+
+
+async def test_the_terminal_answers_both_commands(tg: TG) -> None:
+    await run_via_model(tg, HOSTILE)
+    me = Who(OWNER, "Owner")
+    stats = await run_command(tg.app, me, "/codestats")
+    assert stats is not None and "Total: 1" in stats and "Failed: 1" in stats
+    failures = await run_command(tg.app, me, "/codefailures")
+    assert failures is not None and HOSTILE in failures and "TypeError" in failures
+    assert await run_command(tg.app, me, "/codefailures 0") == FAILURES_USAGE

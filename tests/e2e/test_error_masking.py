@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
-from db.models.code import CodeJob
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import make_env
 from tests.fakes.openai_server import Calls, Error, Text
+from tools.code.models import CodeJob
 from tools.errors import ProviderError, public_text
 
 BERLIN = "Europe/Berlin"

@@ -358,8 +358,8 @@ class FakeTelegram(FileMethods):
         self._check_text(params.get("text"), params.get("entities"))
         target = self._find(chat_id, int(params.get("message_id") or 0))
         target.text, target.entities = params["text"], params.get("entities") or []
-        if "reply_markup" in params:
-            target.reply_markup = params.get("reply_markup")
+        # As Telegram does: an edit without a keyboard takes the message's keyboard away.
+        target.reply_markup = params.get("reply_markup")
         return self._message(chat_id, target.text) | {"message_id": target.message_id}
 
     async def _m_editMessageReplyMarkup(self, params: dict[str, Any], files: dict[str, Any]) -> Any:

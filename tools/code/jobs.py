@@ -9,8 +9,8 @@ import uuid
 from typing import Any
 
 from db.engine import SessionFactory
-from db.repos import code as repo
 from tools.base import Clock, RequestContext, TextModel
+from tools.code import repo
 from tools.errors import public_text
 from tools.model_call import ModelCall
 

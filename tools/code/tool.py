@@ -9,9 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from db.engine import SessionFactory
-from db.repos import code as repo
 from tools.base import (
-    CheckResult,
     Clock,
     ConfigError,
     Tool,
@@ -21,6 +19,7 @@ from tools.base import (
     ToolModule,
     Unavailable,
 )
+from tools.code import repo
 from tools.code.bun import locate_bun, probe_bun
 from tools.code.categories import classify
 from tools.code.egress import EgressProxy
@@ -231,16 +230,9 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
     )
 
 
-async def doctor(deps: ToolDeps) -> list[CheckResult]:
-    from tools.code.doctor import check_code  # it imports this module
-
-    return await check_code(deps)
-
-
 TOOL = ToolModule(
     name="code",
     build=build,
     prompt="code: run JavaScript/TypeScript (Bun) for calculations, data wrangling and API calls.",
     settings=CodeSettings,
-    doctor=doctor,
 )

@@ -19,7 +19,6 @@ from bot.features import FEATURES
 from bot.telegram.routers import (
     approvals,
     chat,
-    code,
     media,
     start,
 )
@@ -31,11 +30,10 @@ from tools.feature import Feature
 def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
     routers = [
         start.build_router(),
-        code.build_router(),
         tools_router.build_router(),
         media.build_router(),
         features_router.build_router(features),
-        approvals.build_router(),
+        approvals.build_router(),  # approval buttons sent before approvals was a feature
         # Feature routers go here, above the catch-all.
         chat.build_router(),  # catch-all for plain messages: keep it LAST
     ]

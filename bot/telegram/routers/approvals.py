@@ -1,69 +1,59 @@
-"""Approval buttons (Allow once / Always / Deny, bot/telegram/approval_ask.py) and
-/approvals: the user's "always" grants, each with a revoke button."""
+"""Buttons sent before approvals became a feature, still in users' chats: a question's
+("appr:<question>:<choice>", bot/telegram/approval_ask.py) and the revoke buttons under an
+old /approvals ("apprv:<grant>"). Both go to the feature's press like today's buttons
+("approvals:..." through the features router); an old revoke button gets the new list as
+a message of its own, as it did."""
 
 from __future__ import annotations
 
 from aiogram import Bot, Router
-from aiogram.filters import CommandObject
 from aiogram.filters.callback_data import CallbackData
-from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
+from aiogram.types import CallbackQuery
 
 from bot.app import App
-from bot.command_texts import approvals_command
-from bot.telegram.approval_ask import CLOSED, Answer, TelegramAsker
-from bot.telegram.commands import on_command
-from bot.telegram.render import send_chunk
+from bot.approvals.commands import press, revoke_data
+from bot.approvals.feature import FEATURE
+from bot.approvals.gate import Choice
+from bot.approvals.questions import answer_data
+from bot.telegram.approval_ask import OLD_PREFIX
+from bot.telegram.routers.features import send_answer
 from bot.telegram.user import ChatUser, use_user
-from db.repos import approvals as repo
+from tools.feature import CommandCall, Pressed, Who
 
 
-class Revoke(CallbackData, prefix="apprv"):
+class OldAnswer(CallbackData, prefix=OLD_PREFIX):
+    key: int
+    choice: Choice
+
+
+class OldRevoke(CallbackData, prefix="apprv"):
     grant_id: int
 
 
-async def _listing(app: App, user: ChatUser, args: str = "") -> tuple[str, InlineKeyboardMarkup]:
-    text = await approvals_command(app, user.id, user.telegram_id, args)
-    rows = [
-        [InlineKeyboardButton(text=f"Revoke {g.tool}", callback_data=Revoke(grant_id=g.id).pack())]
-        for g in await repo.grants(app.session_factory, user.id)
-    ]
-    return text, InlineKeyboardMarkup(inline_keyboard=rows)
+async def _press(query: CallbackQuery, app: App, user: ChatUser, data: str) -> Pressed:
+    chat = query.message.chat.id if query.message is not None else user.telegram_id
+    who = Who(user.id, user.telegram_id, user.name, user.tz, chat)
+    pressed = await press(CommandCall(app, who, data))
+    await query.answer(pressed.toast, show_alert=pressed.alert)
+    return pressed
 
 
 def build_router() -> Router:
     router = use_user(Router(name="approvals"))
 
-    @router.callback_query(Answer.filter())
-    async def on_answer(query: CallbackQuery, callback_data: Answer, app: App) -> None:
-        gate = app.agent.approvals
-        asker = gate.asker if gate is not None else None
-        if not isinstance(asker, TelegramAsker):
-            await query.answer(CLOSED)
-            return
-        await query.answer(
-            await asker.press(callback_data.key, query.from_user.id, callback_data.choice)
-        )
-
-    @router.message(on_command("approvals"), flags={"command": "approvals"})
-    async def on_approvals(
-        message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
+    @router.callback_query(OldAnswer.filter())
+    async def on_old_answer(
+        query: CallbackQuery, callback_data: OldAnswer, app: App, user: ChatUser
     ) -> None:
-        text, markup = await _listing(app, user, command.args or "")
-        await send_chunk(bot, message.chat.id, text, [], markup if markup.inline_keyboard else None)
+        await _press(query, app, user, answer_data(callback_data.key, callback_data.choice))
 
-    @router.callback_query(Revoke.filter())
-    async def on_revoke(
-        query: CallbackQuery, callback_data: Revoke, bot: Bot, app: App, user: ChatUser
+    @router.callback_query(OldRevoke.filter())
+    async def on_old_revoke(
+        query: CallbackQuery, callback_data: OldRevoke, bot: Bot, app: App, user: ChatUser
     ) -> None:
-        now = app.deps.clock()
-        tool = await repo.revoke(
-            app.session_factory, user.id, user.telegram_id, callback_data.grant_id, now
-        )
-        await query.answer(
-            f"Revoked: {tool} asks again." if tool else "That grant is gone already."
-        )
-        text, markup = await _listing(app, user)
-        chat = query.message.chat.id if query.message is not None else user.telegram_id
-        await send_chunk(bot, chat, text, [], markup if markup.inline_keyboard else None)
+        pressed = await _press(query, app, user, revoke_data(callback_data.grant_id))
+        if pressed.answer is not None:
+            chat = query.message.chat.id if query.message is not None else user.telegram_id
+            await send_answer(bot, chat, FEATURE, pressed.answer)
 
     return router

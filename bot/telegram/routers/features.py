@@ -4,7 +4,10 @@ handler per command, one for the buttons of all features (callback data
 
 from __future__ import annotations
 
+import logging
+
 from aiogram import Bot, F, Router
+from aiogram.exceptions import TelegramAPIError
 from aiogram.filters import Command as CommandFilter
 from aiogram.filters import CommandObject
 from aiogram.types import (
@@ -20,6 +23,8 @@ from bot.telegram.chart_photo import send_png
 from bot.telegram.render import Chunk, render, send_chunk, split_plain, with_retry
 from bot.telegram.user import ChatUser, use_user
 from tools.feature import Answer, Command, CommandCall, Feature, Who, button_data
+
+log = logging.getLogger(__name__)
 
 
 def _markup(feature: Feature, answer: Answer) -> InlineKeyboardMarkup | None:
@@ -37,7 +42,7 @@ def _markup(feature: Feature, answer: Answer) -> InlineKeyboardMarkup | None:
 
 async def send_answer(bot: Bot, chat_id: int, feature: Feature, answer: Answer) -> None:
     """The chart first (the text under it carries the same figures), the text with its
-    buttons, then the file."""
+    buttons, then the file, then the messages that follow."""
     if answer.chart is not None:
         await send_png(bot, chat_id, answer.chart)
     chunks: list[Chunk] = (
@@ -52,6 +57,8 @@ async def send_answer(bot: Bot, chat_id: int, feature: Feature, answer: Answer) 
         name, content = answer.file
         document = BufferedInputFile(content, filename=name)
         await with_retry(lambda: bot.send_document(chat_id, document), "sendDocument")
+    for then in answer.more:
+        await send_answer(bot, chat_id, feature, then)
 
 
 def _who(user: ChatUser, chat_id: int) -> Who:
@@ -81,8 +88,19 @@ def _answer_presses(router: Router, feature: Feature) -> None:
         data = (query.data or "").split(":", 1)[1]
         chat_id = query.message.chat.id if query.message is not None else user.telegram_id
         pressed = await press(CommandCall(app, _who(user, chat_id), data))
+        if pressed.answer is not None and pressed.answer.file is not None:
+            name, content = pressed.answer.file
+            document = BufferedInputFile(content, filename=name)
+            try:  # before the toast, which then tells a refusal
+                await with_retry(lambda: bot.send_document(chat_id, document), "sendDocument")
+            except TelegramAPIError as exc:
+                log.warning("sending %s after a button press failed: %s", name, exc)
+                await query.answer(
+                    "Telegram did not take the file; try again later.", show_alert=True
+                )
+                return
         await query.answer(pressed.toast, show_alert=pressed.alert)
-        if pressed.answer is not None and query.message is not None:
+        if pressed.answer is not None and pressed.answer.text and query.message is not None:
             await bot.edit_message_text(
                 pressed.answer.text,
                 chat_id=query.message.chat.id,

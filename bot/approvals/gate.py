@@ -2,7 +2,7 @@
 message started it is shown the exact action and answers Allow once / Always for this tool /
 Deny, in whichever adapter asks (the `asker`: Telegram buttons, the terminal's y/n). No
 answer within TIMEOUT_S is a no. The model gets the outcome as the tool's result;
-every decision goes to the audit (db/repos/approvals.py)."""
+every decision goes to the audit (bot/approvals/repo.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from bot.approvals import repo
 from db.engine import SessionFactory
-from db.repos import approvals as repo
 from tools.base import Clock, Tool, ToolCall
 from tools.effects import Effects
 
@@ -37,7 +37,7 @@ DECISIONS: dict[Choice | None, str] = {
 
 @dataclass(frozen=True)
 class Question:
-    key: int  # its row in the audit (db/repos/approvals.py): a press anywhere settles it
+    key: int  # its row in the audit (bot/approvals/repo.py): a press anywhere settles it
     telegram_user_id: int | None  # who may answer (None: the terminal's local user)
     chat_id: int | None  # where to ask: the chat the message came from
     user_name: str

@@ -9,8 +9,8 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.approvals.models import ApprovalDecision, ApprovalGrant
 from db.engine import SessionFactory
-from db.models.approvals import ApprovalDecision, ApprovalGrant
 
 ACTION_LIMIT = 2000  # characters of the action kept in the audit
 PENDING = "pending"

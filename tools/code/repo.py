@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models.code import CodeExecution, CodeJob
+from tools.code.models import CodeExecution, CodeJob
 
 
 async def add_execution(s: AsyncSession, **fields: Any) -> CodeExecution:
@@ -74,6 +74,16 @@ async def last_failures(s: AsyncSession, user_id: int, n: int) -> list[CodeExecu
         .limit(n)
     )
     return list((await s.execute(stmt)).scalars())
+
+
+async def code_runs(
+    s: AsyncSession, user_id: int, since: datetime
+) -> list[tuple[datetime, bool, str | None]]:
+    """(when, succeeded, error category) of the user's runs since `since`: the chart's rows."""
+    stmt = select(
+        CodeExecution.created_at, CodeExecution.success, CodeExecution.error_category
+    ).where(CodeExecution.user_id == user_id, CodeExecution.created_at >= since)
+    return [(r[0], bool(r[1]), r[2]) for r in (await s.execute(stmt)).all()]
 
 
 async def add_job(s: AsyncSession, **fields: Any) -> CodeJob:

@@ -1,8 +1,8 @@
-"""Charts for /codestats and /usage: one PNG of a stacked bar per day.
+"""Charts of figures per day (/codestats, /usage): one PNG of a stacked bar per day.
 
 The plotting library is imported only when a chart is drawn, and drawing runs in a worker
 thread (it is CPU work the event loop must not wait on). Without matplotlib the commands
-answer with their text alone.
+answer with their text alone. A feature puts the PNG in its Answer (tools/feature.py).
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bot import heap
 from tools.model_call import PURPOSE_LABELS
 
 log = logging.getLogger(__name__)
 
-OUTCOME_COLOURS = {"succeeded": "#4caf50", "failed": "#e53935", "timed out": "#fb8c00"}
 PALETTE = ("#1e88e5", "#8e24aa", "#43a047", "#f4511e", "#6d4c41", "#00acc1", "#fdd835")
 
 
@@ -45,7 +43,7 @@ def day_range(now: datetime, tz: ZoneInfo, days: int) -> list[date]:
     return [today - timedelta(days=n) for n in range(days - 1, -1, -1)]
 
 
-def _bucket(
+def bucket(
     days: list[date], tz: ZoneInfo, points: Iterable[tuple[datetime, str, float]]
 ) -> dict[str, list[float]]:
     index = {d: i for i, d in enumerate(days)}
@@ -55,21 +53,6 @@ def _bucket(
         if i is not None:
             parts[name][i] += value
     return dict(parts)
-
-
-def runs_series(
-    rows: list[tuple[datetime, bool, str | None]], now: datetime, tz: ZoneInfo, days: int
-) -> DailySeries:
-    """Code runs per day split by outcome."""
-
-    def outcome(ok: bool, category: str | None) -> str:
-        return "succeeded" if ok else "timed out" if category == "timeout" else "failed"
-
-    span = day_range(now, tz, days)
-    parts = _bucket(span, tz, ((at, outcome(ok, cat), 1.0) for at, ok, cat in rows))
-    ordered = {k: parts[k] for k in OUTCOME_COLOURS if k in parts}
-    return DailySeries(f"Code runs per day (last {days} days)", "runs", span, ordered,
-                       dict(OUTCOME_COLOURS))  # fmt: skip
 
 
 def usage_series(
@@ -88,7 +71,7 @@ def usage_series(
     else:
         points = ((at, label(p), float(tokens)) for at, p, tokens, _ in rows)
         unit, what = "tokens", "Tokens"
-    parts = dict(sorted(_bucket(span, tz, points).items()))
+    parts = dict(sorted(bucket(span, tz, points).items()))
     colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(parts)}
     return DailySeries(f"{what} per day by purpose (last {days} days)", unit, span, parts,
                        colours)  # fmt: skip
@@ -135,5 +118,4 @@ async def chart(series: DailySeries) -> bytes | None:
     except Exception:  # a chart is a nicety: the text answers regardless
         log.exception("drawing a chart failed")
         return None
-    heap.trim()  # a render's buffers are freed but stay mapped until trimmed
     return png

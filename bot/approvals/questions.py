@@ -1,0 +1,74 @@
+"""The answer to an approval question, whichever worker receives the press: it is settled in
+the database (the question's row, bot/approvals/repo.py), answerable only by the person
+whose message started the call, and the first answer stands. The asker that waits for it
+(bot/telegram/approval_ask.py) reads the outcome there; the doorbell wakes it at once when
+the press arrives in its own process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import get_args
+
+from bot.approvals import repo
+from bot.approvals.gate import DECISIONS, Choice
+from db.engine import SessionFactory
+from tools.base import Clock
+
+CHOICES: tuple[Choice, ...] = get_args(Choice)
+SAID = {
+    "once": "✅ Allowed once.", "denied": "🚫 Denied.",
+    "always": "✅ Allowed, now and from now on (/approvals revokes it).",
+    repo.PENDING: "⌛ No answer in time: not run.",
+}  # fmt: skip
+CLOSED = "This question is closed."
+NOT_YOURS = "Not yours: only the person who asked can answer this."
+
+
+def answer_data(key: int, choice: Choice) -> str:
+    """A question's button (the feature's press reads it back: bot/approvals/commands.py)."""
+    return f"answer:{key}:{choice}"
+
+
+async def answer(
+    sf: SessionFactory, clock: Clock, key: int, presser: int | None, choice: Choice
+) -> str:
+    """Settle question `key` with the presser's choice; what the presser is told."""
+    found = await repo.question(sf, key)
+    if found is None or found.decision != repo.PENDING:
+        return CLOSED
+    if found.by_telegram_id != presser:
+        return NOT_YOURS
+    stands = await repo.settle(sf, key, DECISIONS[choice], clock())
+    return SAID[stands] if stands == DECISIONS[choice] else CLOSED
+
+
+class Doorbell:
+    """The questions this process waits for. A press received here rings, and the wait
+    looks at the database at once instead of at its next poll. Process-wide, as a press
+    and the wait for it meet in the process whatever app or adapter instance holds them;
+    a ring for a question of another database (tests run several apps) only costs the
+    waiter an early look."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[int, list[asyncio.Event]] = {}
+
+    @contextlib.contextmanager
+    def waiting(self, key: int) -> Iterator[asyncio.Event]:
+        event = asyncio.Event()
+        self._waiting.setdefault(key, []).append(event)
+        try:
+            yield event
+        finally:
+            events = self._waiting[key]
+            events.remove(event)
+            if not events:
+                del self._waiting[key]
+
+    def ring(self, key: int) -> None:
+        for event in self._waiting.get(key, ()):
+            event.set()
+
+
+DOORBELL = Doorbell()

@@ -1,0 +1,34 @@
+"""Code: the `code` tool (JavaScript/TypeScript run by bun in a sandbox, every run traced),
+its tables, /codestats and /codefailures with the button that sends a run as a file, and
+its doctor check (bun, the sandbox, a real trial run)."""
+
+from __future__ import annotations
+
+from tools.base import CheckResult
+from tools.code import commands
+from tools.code.doctor import check_code
+from tools.code.models import CodeExecution, CodeJob
+from tools.code.settings import CodeSettings
+from tools.code.tool import TOOL
+from tools.feature import Command, Feature, Host
+
+STATS = "[days] your code runs: successes, failures, timing"
+FAILURES = "[n] your last failed code runs, with code and errors"
+
+
+async def check(host: Host) -> list[CheckResult]:
+    return await check_code(host.deps)
+
+
+FEATURE = Feature(
+    name="code",
+    settings=CodeSettings,
+    tools=(TOOL,),
+    models=(CodeExecution, CodeJob),
+    commands=(
+        Command("codestats", STATS, commands.codestats),
+        Command("codefailures", FAILURES, commands.codefailures),
+    ),
+    press=commands.press,
+    doctor=check,
+)
