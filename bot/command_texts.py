@@ -10,8 +10,8 @@ from bot.usage.report import last_request_line, session_text, usage_text
 from bot.usage.request import allowed_models
 from db.repos import core as core_repo
 from db.repos import usage as usage_repo
-from tools.discovery.report import context_text, tools_text
-from tools.registry import discovery, mcp_manager
+from tools.discovery.report import context_text
+from tools.registry import discovery
 
 USAGE = "Usage: /usage, /usage session, /usage footer on|off"
 RESET_WORDS = {"default", "reset"}
@@ -71,18 +71,3 @@ async def model_reply(app: App, telegram_user_id: int | None, name: str, args: s
             return f"I don't know the model {wanted!r}. Pick one of: {', '.join(models)}."
         await usage_repo.set_model(db, user.id, None if match == s.llm_model else match)
         return f"Your model is now {match}."
-
-
-def tools_command(app: App, user_id: int) -> str:
-    disc = discovery(app.registry)
-    text = (
-        "Tools: " + ", ".join(app.registry.names())
-        if disc is None
-        else tools_text(disc, user_id, mcp_manager(app.registry))
-    )
-    off = app.registry.unusable
-    if off:
-        text += "\n\nNot offered (not configured):\n" + "\n".join(
-            f"• {name}: {why}" for name, why in off.items()
-        )
-    return text

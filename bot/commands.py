@@ -33,7 +33,6 @@ class Command:
 APP_COMMANDS: tuple[Command, ...] = (
     Command("start", "say hello"),
     Command("help", "list the commands"),
-    Command("tools", "the tools I can use and their token cost"),
     Command("context", "token split of your last request"),
     Command("usage", "tokens and cost: today, this month, by model"),
     Command("model", "show or switch your model"),

@@ -52,10 +52,6 @@ async def cmd_help(app: App, who: Who, arg: str) -> str:
     return "Anything else you type goes to the assistant.\n\n" + "\n".join(lines)
 
 
-async def cmd_tools(app: App, who: Who, arg: str) -> str:
-    return texts.tools_command(app, await _user_id(app, who))
-
-
 async def cmd_context(app: App, who: Who, arg: str) -> str:
     return await texts.context_command(app, *await _user(app, who))
 
@@ -73,7 +69,6 @@ async def cmd_model(app: App, who: Who, arg: str) -> str:
 HANDLERS: dict[str, Handler] = {
     "start": cmd_help,
     "help": cmd_help,
-    "tools": cmd_tools,
     "context": cmd_context,
     "usage": cmd_usage,
     "model": cmd_model,
