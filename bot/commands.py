@@ -33,7 +33,6 @@ class Command:
 APP_COMMANDS: tuple[Command, ...] = (
     Command("start", "say hello"),
     Command("help", "list the commands"),
-    Command("tools", "the tools I can use and their token cost"),
 )
 APP_BY_NAME = {name: c for c in APP_COMMANDS for name in c.names}
 AnyCommand = Command | FeatureCommand

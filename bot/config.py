@@ -19,16 +19,15 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bot.features import FEATURES
 from bot.llm.settings import ModelSettings
 from tools.errors import ConfigError
-from tools.mcp.settings import ExtensionSettings
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def settings_union() -> type[BaseModel]:
     """One flat model inheriting every listed feature's settings slice (field names =
-    variables), plus the extension machinery's own (MCP, the tool list's budget)."""
+    variables)."""
     slices = dict.fromkeys(f.settings for f in FEATURES if f.settings is not None)
-    bases: tuple[type[BaseModel], ...] = (*slices, ExtensionSettings)
+    bases: tuple[type[BaseModel], ...] = tuple(slices)
     doc = "The union of the features' settings."
     return type("FeatureSettings", bases, {"__doc__": doc, "__module__": __name__})
 
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     from bot.voice.settings import VoiceSettings
     from tools.code.settings import CodeSettings
     from tools.fetch.settings import FetchSettings
+    from tools.mcp.settings import ExtensionSettings
     from tools.memory.settings import MemorySettings
     from tools.search.settings import SearchSettings
 

@@ -16,7 +16,6 @@ from bot.ops_commands import check_operations
 from db.engine import is_postgres, sqlite_module
 from db.migrate import pending
 from tools.base import CheckResult, Doctor
-from tools.discovery.doctor import check_tools
 from tools.feature import Doctor as FeatureDoctor
 from tools.feature import Feature
 from tools.registry import doctor_checks
@@ -138,10 +137,6 @@ async def check_telegram(app: App) -> list[CheckResult]:
     return [CheckResult("Telegram", True, f"@{data['result'].get('username')}")]
 
 
-async def check_extension_tools(app: App) -> list[CheckResult]:
-    return await check_tools(app.registry)
-
-
 def tool_check(name: str, check: Doctor) -> Check:
     """A tool's own doctor check (declared in its ToolModule), run on the app's deps."""
 
@@ -171,7 +166,6 @@ def all_checks(features: tuple[Feature, ...] = FEATURES) -> list[Check]:
         check_telegram,
         *(feature_check(f, f.doctor) for f in features if f.doctor is not None),
         *(tool_check(name, check) for name, check in doctor_checks(tool_modules(features))),
-        check_extension_tools,
         check_operations,  # .env permissions, backups
     ]
 

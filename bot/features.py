@@ -18,19 +18,23 @@ from bot.voice.feature import FEATURE as voice
 from db.models import Base
 from tools.base import ToolModule
 from tools.code.feature import FEATURE as code
+from tools.discovery.feature import FEATURE as discovery
 from tools.feature import Command, Feature
-from tools.fetch import tool as fetch
+from tools.fetch.feature import FEATURE as fetch
+from tools.mcp.feature import FEATURE as mcp
 from tools.memory.feature import FEATURE as memory
 from tools.reminders.feature import FEATURE as reminders
-from tools.search import tool as search
+from tools.search.feature import FEATURE as search
 
 FEATURES: tuple[Feature, ...] = (
     sessions,
-    Feature("search", settings=search.TOOL.settings, tools=(search.TOOL,)),
+    search,
     code,
     memory,
     reminders,
-    Feature("fetch", settings=fetch.TOOL.settings, tools=(fetch.TOOL,)),
+    fetch,
+    mcp,
+    discovery,
     media,
     voice,
     approvals,

@@ -1,5 +1,5 @@
 """The terminal chat's slash commands: the rows of the shared table (bot/commands.py) that
-the terminal answers, with the same replies as Telegram's (bot/command_texts.py).
+the terminal answers, with the same replies as Telegram's.
 
 Each returns the text to print, or None when the line is not one of ours (it then goes to
 the model, as in Telegram, where only known commands are intercepted).
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot import command_texts as texts
 from bot.app import App
 from bot.commands import find, help_lines
 from db.repos import core as core_repo
@@ -40,10 +39,6 @@ async def _user(app: App, who: Who) -> tuple[int, ZoneInfo]:
         return user.id, app.settings.session_policy.zone(user.timezone)
 
 
-async def _user_id(app: App, who: Who) -> int:
-    return (await _user(app, who))[0]
-
-
 async def cmd_help(app: App, who: Who, arg: str) -> str:
     lines = [
         *help_lines(terminal=True, features=app.features),
@@ -52,16 +47,11 @@ async def cmd_help(app: App, who: Who, arg: str) -> str:
     return "Anything else you type goes to the assistant.\n\n" + "\n".join(lines)
 
 
-async def cmd_tools(app: App, who: Who, arg: str) -> str:
-    return texts.tools_command(app, await _user_id(app, who))
-
-
 # The terminal's answer to each row of bot/commands.py's APP_COMMANDS it answers
 # (terminal=True); a feature's commands bring their own.
 HANDLERS: dict[str, Handler] = {
     "start": cmd_help,
     "help": cmd_help,
-    "tools": cmd_tools,
 }
 
 

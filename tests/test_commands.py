@@ -50,6 +50,8 @@ async def test_the_terminal_answers_telegram_commands(app: App, tmp_path: Path) 
     quiet = await run_command(app, ME, "/quiet 22:00-07:00")
     assert quiet is not None and "22:00-07:00" in quiet
     assert "22:00-07:00" in (await run_command(app, ME, "/quiet") or "")
+    tools = await run_command(app, ME, "/tools")
+    assert tools is not None and "Core, always shown" in tools
     context = await run_command(app, ME, "/context")
     assert context is not None and context.startswith(("No request", "Context accounting"))
     stats = await run_command(app, ME, "/codestats")

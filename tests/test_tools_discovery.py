@@ -13,11 +13,11 @@ from sqlalchemy import select
 from bot.agent import runner
 from bot.agent.runner import Incoming
 from bot.app import App
-from db.models import ToolUsage
 from tests.fakes.mcp_catalog import TOOLS
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text, Turn
 from tests.tools_helpers import build_tools_app, tool_names, tool_results, write_mcp_config
 from tools.discovery import service as discovery
+from tools.discovery.models import ToolUsage
 from tools.tokens import count_payload
 
 CORE = {"memory", "code", "schedule"}  # search has no backend here: not offered

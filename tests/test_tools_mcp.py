@@ -15,16 +15,18 @@ import pytest
 
 from bot.agent.runner import Incoming
 from bot.app import App
+from bot.doctor import all_checks
 from bot.errors import ConfigError
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.tools_helpers import FAKE_SERVER, build_tools_app, tool_results, write_mcp_config
 from tools.base import ToolError
-from tools.discovery.doctor import check_tools
 from tools.mcp import manager as mcp_module
 from tools.mcp.config import HttpServer, StdioServer, load_config, parse_config
 from tools.mcp.convert import render_result
 from tools.mcp.manager import McpManager
 from tools.registry import mcp_manager
+
+DOCTOR = ("check_discovery", "check_mcp")  # the tool budget's row; one row per server
 
 
 @pytest.fixture
@@ -95,7 +97,9 @@ async def test_broken_server_does_not_stop_the_bot(tmp_path: Path, fake_llm: Fak
         assert status["fake"].up and status["fake"].tools == 60
         assert not status["missing"].up and status["missing"].error
         assert not status["quits"].up
-        checks = {c.name: c for c in await check_tools(app.registry)}
+        ours = [c for c in all_checks(app.features) if c.__name__ in DOCTOR]
+        assert len(ours) == len(DOCTOR)
+        checks = {c.name: c for check in ours for c in await check(app)}
         assert checks["tools"].ok and "3 core + 61 extension tools" in checks["tools"].detail
         assert checks["MCP fake"].ok and checks["MCP fake"].detail == "up, 60 tools"
         assert not checks["MCP missing"].ok and "MCP_CONFIG" in checks["MCP missing"].fix

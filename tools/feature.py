@@ -15,13 +15,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 
 from db.repos.core import Recipient
 from tools.base import CheckResult, RequestContext, ToolDeps, ToolModule
+
+if TYPE_CHECKING:  # the registry imports the extension machinery; a feature needs only the type
+    from tools.registry import Registry
 
 T = TypeVar("T")
 
@@ -41,6 +44,12 @@ class Host(Protocol):
 
     @property
     def deps(self) -> ToolDeps: ...
+
+    @property
+    def registry(self) -> Registry:
+        """The tools the app offers, as built from the features (and MCP servers, discovery):
+        what /tools reports and the doctor counts."""
+        ...
 
     def part(self, kind: type[T]) -> T:
         """The one part of that type some feature built, or that the app built for the

@@ -4,7 +4,6 @@ own folder declares its tables in its Feature, and bot/features.py registers the
 from db.models.base import Base
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.outbox import OutboxMessage
-from db.models.tool_usage import ToolUsage
 from db.models.voice import VoicePrefs
 from db.models.workers import TelegramUpdate
 
@@ -15,7 +14,6 @@ __all__ = [
     "OutboxMessage",
     "TelegramUpdate",
     "ToolCallRecord",
-    "ToolUsage",
     "User",
     "VoicePrefs",
 ]

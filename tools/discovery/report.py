@@ -1,11 +1,10 @@
-"""Plain-text reports for /tools, /context and doctor (no Telegram here)."""
+"""Plain-text reports for /tools and /context (no Telegram here)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from tools.base import CheckResult
 from tools.discovery.service import Discovery
 from tools.mcp.manager import McpManager
 from tools.tokens import count_payload, tokenizer_name
@@ -69,25 +68,3 @@ def context_text(disc: Discovery, user_id: int, tz: ZoneInfo) -> str:
             row(f"Tools ({len(split.tool_names)})", split.tools),
         ]
     )
-
-
-def doctor_checks(disc: Discovery | None, mcp: McpManager | None) -> list[CheckResult]:
-    out: list[CheckResult] = []
-    if disc is not None:
-        cat = disc.catalog()
-        plan = disc.plan(-1, cat)
-        shown = list(cat.core) + plan.direct
-        first = count_payload([(cat.core.get(n) or cat.extensions[n]).schema() for n in shown])
-        first += cat.meta_cost if plan.meta else 0
-        detail = (
-            f"{len(cat.core)} core + {len(cat.extensions)} extension tools; "
-            f"first call ~{first} of {disc.budget} tokens ({tokenizer_name()})"
-            + (", the rest via tool_search" if plan.meta else "")
-        )
-        fix = "the core tools alone do not fit TOOL_TOKEN_BUDGET (tools/discovery/service.py)"
-        out.append(CheckResult("tools", first <= disc.budget, detail, fix))
-    fix = "check its command/url in MCP_CONFIG; run the command by hand to see errors"
-    for st in mcp.status() if mcp is not None else []:
-        state = f"up, {st.tools} tools" if st.up else (st.error or "not running")
-        out.append(CheckResult(f"MCP {st.name}", st.up, state, fix))
-    return out

@@ -11,8 +11,8 @@ from collections import Counter
 from datetime import datetime
 
 from db.engine import SessionFactory
-from db.repos import tool_usage as repo
 from tools.base import Clock
+from tools.discovery import repo
 
 log = logging.getLogger(__name__)
 

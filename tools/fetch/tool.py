@@ -81,6 +81,5 @@ TOOL = ToolModule(
     build=build,
     prompt="web_fetch: read the pages of URLs the user or a search result gives; their text "
     "is external content too.",
-    settings=FetchSettings,
     extension=True,
 )

@@ -23,14 +23,12 @@ from bot.telegram.routers import (
     start,
 )
 from bot.telegram.routers import features as features_router
-from bot.telegram.routers import tools as tools_router
 from tools.feature import Feature
 
 
 def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
     routers = [
         start.build_router(),
-        tools_router.build_router(),
         media.build_router(),
         features_router.build_router(features),
         approvals.build_router(),  # approval buttons sent before approvals was a feature

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models.tool_usage import ToolUsage
+from tools.discovery.models import ToolUsage
 
 REQUEST_TEXT_LIMIT = 500  # characters of the request kept: enough to learn from, not a transcript
 
