@@ -93,8 +93,8 @@ class App:
     def built(self) -> tuple[object, ...]:
         """What build_app made that features reach through `part` like their own parts: the
         usage Meter (the agent and the model wrapper need it before any adapter starts, so
-        no feature can build it later) and the tool registry (/context reads its planner)."""
-        return tuple(p for p in (self.agent.meter, self.registry) if p is not None)
+        no feature can build it later)."""
+        return () if self.agent.meter is None else (self.agent.meter,)
 
     def start_features(self, deliver: Deliver, *, local: bool = False) -> list[JobSpec]:
         """The adapter's start: features build their parts, and their jobs come back as the

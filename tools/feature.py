@@ -53,8 +53,7 @@ class Host(Protocol):
 
     def part(self, kind: type[T]) -> T:
         """The one part of that type some feature built, or that the app built for the
-        features before any adapter starts (the usage Meter, the tool Registry); raises
-        LookupError if none."""
+        features before any adapter starts (the usage Meter); raises LookupError if none."""
         ...
 
     @property

@@ -14,7 +14,7 @@ from db.repos import core as core_repo
 from tools.charts import chart, usage_series
 from tools.discovery.report import context_text
 from tools.feature import Answer, CommandCall, Host
-from tools.registry import Registry, discovery
+from tools.registry import discovery
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -72,7 +72,7 @@ async def usage(call: CommandCall) -> Answer | str:
 
 
 async def context(call: CommandCall) -> str:
-    disc = discovery(call.host.part(Registry))
+    disc = discovery(call.host.registry)
     if disc is None:
         return "Context accounting is off."
     text = context_text(disc, call.who.user_id, call.who.tz)
