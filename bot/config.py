@@ -70,9 +70,9 @@ class Settings(
 ):
     """Every setting Sidekick reads. Names are the environment variables, upper-cased.
 
-    The features' settings (tools/*/settings.py, bot/sessions/settings.py) and
-    the app's feature slices (bot/media, bot/llm, bot/usage settings.py) are inherited flat,
-    so each variable keeps its name; this class adds the rest.
+    The features' settings slices (tools/*/settings.py, bot/*/settings.py: FeatureSettings)
+    and the model's (bot/llm/settings.py) are inherited flat, so each variable keeps its
+    name; this class adds the rest.
     """
 
     model_config = SettingsConfigDict(
