@@ -32,12 +32,12 @@ from bot.telegram.reminder_delivery import TelegramDelivery
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.models.core import User
-from tools.reminders.models import ScheduledJob
 from db.repos.core import Recipient
-from tools.reminders.settings import ReminderSettings
-from tools.reminders.firing import ReminderJobs
 from tests.conftest import make_settings
 from tests.fakes.telegram_server import FakeTelegram
+from tools.reminders.firing import ReminderJobs
+from tools.reminders.models import ScheduledJob
+from tools.reminders.settings import ReminderSettings
 
 ZONES = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "UTC"]
 

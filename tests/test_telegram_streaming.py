@@ -34,7 +34,7 @@ async def test_a_held_draft_shows_the_newest_text() -> None:
     await streamer.on_text("Hello")
     await streamer.on_text("Hello, wor")  # during the hold
     async with asyncio.timeout(60):  # the hold ends, then the draft goes (however loaded)
-        while not bot.drafts:
+        while not bot.drafts:  # noqa: ASYNC110  # polls the fake bot's list of drafts
             await asyncio.sleep(0.01)
     await streamer.close()
     assert bot.drafts == ["Hello, wor"] and streamer.drafts_sent == 1
