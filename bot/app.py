@@ -13,7 +13,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot import heap
-from bot.agent.hooks import AgentHooks
+from bot.agent.hooks import AgentHooks, RequestHooks
 from bot.agent.runner import Agent, Incoming
 from bot.approvals.gate import TIMEOUT_S as APPROVAL_TIMEOUT_S
 from bot.approvals.gate import Approvals
@@ -25,9 +25,12 @@ from bot.logs import Scrubber
 from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
 from bot.sessions.archive import archiver_from
+from bot.sessions.turns import SessionTurns
 from bot.usage.accounting import ContextAccounting
+from bot.usage.commands import allowed_models
 from bot.usage.meter import Meter
 from bot.usage.metered import MeteredModel
+from bot.usage.request import UsageTurns
 from bot.voice.replies import VoiceReplies, build_voice
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
@@ -66,6 +69,7 @@ class App:
     deliver_to: Deliver | None = None
     local: bool = False  # the terminal chat: only its local user is served
     parts: list[Part] = field(default_factory=list)
+    meter: Meter | None = None  # budgets and usage (bot/usage), shared by the agent's hooks
 
     async def deliver(self, recipient: Recipient, text: str, markdown: bool) -> int:
         if self.deliver_to is None:
@@ -94,7 +98,7 @@ class App:
         """What build_app made that features reach through `part` like their own parts: the
         usage Meter (the agent and the model wrapper need it before any adapter starts, so
         no feature can build it later)."""
-        return () if self.agent.meter is None else (self.agent.meter,)
+        return () if self.meter is None else (self.meter,)
 
     def start_features(self, deliver: Deliver, *, local: bool = False) -> list[JobSpec]:
         """The adapter's start: features build their parts, and their jobs come back as the
@@ -180,6 +184,20 @@ def agent_hooks(registry: Registry) -> list[AgentHooks]:
     return hooks
 
 
+def request_hooks(
+    settings: Settings, deps: ToolDeps, meter: Meter
+) -> tuple[SessionTurns, list[RequestHooks]]:
+    """The conversation features' part of every agent request (bot/agent/hooks.py): the
+    sessions' period check and close on request, the usage metering. Wired here rather than
+    declared on Feature: tools/feature.py may not import bot/agent's protocols, and the
+    metering needs the Meter build_app shares with the model wrapper and spoken replies."""
+    sessions = SessionTurns(
+        settings.session_policy, deps.session_factory, deps.clock, archiver_from(deps, settings.tz)
+    )
+    usage = UsageTurns(meter, allowed_models(settings.llm_model, settings.llm_models))
+    return sessions, [sessions, usage]
+
+
 async def build_app(
     settings: Settings,
     *,
@@ -215,6 +233,7 @@ async def build_app(
         )
         registry = build_registry(deps, tool_modules(features))
         vision = vision_gate(settings, metered)
+        sessions, requests = request_hooks(settings, deps, meter)
         agent = Agent(
             settings=settings,
             session_factory=sf,
@@ -222,9 +241,9 @@ async def build_app(
             registry=registry,
             clock=clock,
             context_providers=context_providers(features, deps),
-            archiver=archiver_from(deps, settings.tz),
             hooks=agent_hooks(registry),
-            meter=meter,
+            requests=requests,
+            turn_policy=sessions,
             approvals=Approvals(
                 deps.settings_for(ApprovalSettings).approvals,
                 APPROVAL_TIMEOUT_S,
@@ -237,6 +256,7 @@ async def build_app(
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         voice = build_voice(settings, settings.llm_base_url, key, http, sf, meter)
         app = App(settings, engine, sf, http, llm, deps, registry, agent, media=media, voice=voice)
+        app.meter = meter
         app.features = features
         await registry.start()  # MCP servers up, learned tool usage loaded
         return app

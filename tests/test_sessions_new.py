@@ -10,6 +10,7 @@ import httpx
 from bot.agent.prompt import without_context
 from bot.agent.runner import Agent, Incoming
 from bot.sessions.lifecycle import start_new_session
+from bot.sessions.turns import SessionTurns
 from db.repos import core as core_repo
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests
@@ -84,14 +85,17 @@ def agent_for(env: Env, http: httpx.AsyncClient, *, archive_now: bool = False) -
         clock=env.clock,
         memory=env.memory,
     )
-    return Agent(
+    agent = Agent(
         settings=env.settings,
         session_factory=env.sf,
         llm=env.llm,
         registry=Registry([memory_tool(deps)]),
         clock=env.clock,
-        archiver=env.archiver if archive_now else None,
     )
+    archiver = env.archiver if archive_now else None
+    sessions = SessionTurns(env.settings.session_policy, env.sf, env.clock, archiver)
+    agent.requests, agent.turn_policy = [sessions], sessions
+    return agent
 
 
 async def test_the_model_can_start_a_new_session(tmp_path: Path, fake_llm: FakeOpenAI) -> None:

@@ -183,7 +183,7 @@ async def test_spending_of_another_process_counts_within_a_minute(
 ) -> None:
     settings = make_settings(tmp_path, fake_llm, prices=PRICED, daily_budget_usd=0.005)
     bot, chat = await start(settings, clock), await start(settings, clock)
-    meter = bot.agent.meter
+    meter = bot.meter
     assert meter is not None
     try:
         assert await meter.refusal(None) is None  # totals read now

@@ -2,7 +2,8 @@
 
 Storage goes through one seam (db/conversation.py): the turn begins by storing the user's
 message before any model call, each tool round and the answer are recorded in one
-transaction each, with the model calls' usage rows (bot/usage) inside them.
+transaction each, with the rows features' turn hooks hand over (model calls' usage) inside
+them. Features reach the loop only through bot/agent/hooks.py's declarations (no names).
 """
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.agent.history import HistoryWindow, Prefetched
-from bot.agent.hooks import AgentHooks, HookChain, HookRefusal, ModelRequest, PromptParts, ToolRound
+from bot.agent.hooks import (
+    AgentHooks,
+    HookChain,
+    HookRefusal,
+    ModelRequest,
+    NoPeriods,
+    PromptParts,
+    RequestHooks,
+    ToolRound,
+    TurnChain,
+    TurnPolicy,
+)
 from bot.agent.prompt import (
     context_block,
     provided_sections,
@@ -27,12 +39,7 @@ from bot.agent.toolexec import run_round, wire_calls
 from bot.approvals.gate import Approvals
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
-from bot.sessions.archive import Archiver
-from bot.sessions.lifecycle import close_on_request, period_check
-from bot.usage import request as metering
-from bot.usage.commands import allowed_models
-from bot.usage.meter import Meter
-from db.conversation import Conversation, SqlConversation, Turn, UsageWrites
+from db.conversation import Conversation, SqlConversation, Turn
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock
 from tools.feature import ContextProvider
@@ -66,9 +73,8 @@ class Reply:
     session_id: int
     tool_calls: int = 0
     stopped_at_cap: bool = False
-    # Work that waits until the adapter has delivered the reply (summarising a session the
-    # model ended: a model call the user should not wait for). Left undone, the scheduler
-    # writes that summary on its next run.
+    # Work that waits until the adapter has delivered the reply (TurnHooks.after_answer:
+    # summarising a session the model ended, a model call the user should not wait for).
     followup: Callable[[], Awaitable[None]] | None = None
     files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
     notes: str = ""  # lines under the answer (fallback, budget warning, usage footer)
@@ -103,9 +109,10 @@ class Agent:
     registry: Registry
     clock: Clock = system_clock
     context_providers: list[ContextProvider] = field(default_factory=list)
-    archiver: Archiver | None = None  # a closed session into memory; None: memory is off
     hooks: list[AgentHooks] = field(default_factory=list)  # /context accounting, ...
-    meter: Meter | None = None  # budgets and usage recording (bot/usage); None: no metering
+    # Features' per-request hooks (usage metering, the session closed on request), in order.
+    requests: list[RequestHooks] = field(default_factory=list)
+    turn_policy: TurnPolicy = field(default_factory=NoPeriods)  # when a period is over
     approvals: Approvals | None = None  # the gate before risky tool calls; None: never asks
     conversation: Conversation = field(init=False)
     window: HistoryWindow = field(init=False)
@@ -124,7 +131,7 @@ class Agent:
             telegram_message_id=incoming.telegram_message_id,
             request_id=request_id,
             now=now,
-            period_over=period_check(self.settings.session_policy, now),
+            period_over=self.turn_policy.period_over(now),
         )
         user = started.user
         ctx = RequestContext(
@@ -140,22 +147,12 @@ class Agent:
             has_memories=started.has_memories,
             scheduled=incoming.purpose == "scheduled",
         )
-        metered = None
-        if self.meter is not None:
-            models = allowed_models(self.settings.llm_model, self.settings.llm_models)
-            metered = metering.begin(self.meter, ctx, user, incoming.purpose, models)
+        turns = TurnChain.begin(self.requests, ctx, user, incoming.purpose)
         prefetched = self.window.wire(started.session_id, started.history)
-        reply = await self._loop(ctx, incoming, events or Events(), prefetched, metered)
+        reply = await self._loop(ctx, incoming, events or Events(), prefetched, turns)
         reply.files = ctx.files_out
         reply.user_id, reply.voice_mode = user.id, user.voice_mode
-        if ctx.new_session_requested:
-            reply.followup = await close_on_request(
-                self.session_factory,
-                self.clock,
-                self.archiver,
-                telegram_user_id=incoming.telegram_user_id,
-                user_name=incoming.user_name,
-            )
+        reply.followup = await turns.after_answer(ctx)
         return reply
 
     async def _loop(
@@ -164,27 +161,25 @@ class Agent:
         incoming: Incoming,
         events: Events,
         prefetched: Prefetched,
-        metered: metering.Metering | None,
+        turns: TurnChain,
     ) -> Reply:
-        hooks = HookChain([metered, *self.hooks] if metered is not None else self.hooks)
+        hooks = HookChain([*turns.turns, *self.hooks])
         turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
-
-        def usage() -> UsageWrites | None:  # the model calls' rows since the last record
-            return metered.usage_writes(ctx) if metered is not None else None
-
         tools = self.registry.for_request(ctx, incoming.text)
         parts = await self.build_prompt(ctx, incoming.text, prefetched)
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
         cap, used, rounds = MAX_TOOL_CALLS, 0, 0
-        model = metered.ru.model if metered is not None else None  # the user's /model pick
+        model = turns.model()  # e.g. the user's /model pick
 
         async def answer(
             text: str, cut: str = "", stopped: bool = False, notes: bool = True
         ) -> Reply:
-            await self.conversation.record_answer(turn, self.clock(), text, usage())
+            await self.conversation.record_answer(
+                turn, self.clock(), text, turns.record_writes(ctx)
+            )
             await hooks.on_answer(ctx, text)
-            lines = cut + (metered.extra_lines() if metered is not None and notes else "")
+            lines = cut + (turns.notes() if notes else "")
             return Reply(text + lines, ctx.request_id, ctx.session_id, used, stopped, notes=lines)
 
         while True:
@@ -220,7 +215,12 @@ class Agent:
             )
             used = min(cap, used + len(calls))
             await self.conversation.record_tool_round(
-                turn, self.clock(), completion.content or "", wire, results, usage()
+                turn,
+                self.clock(),
+                completion.content or "",
+                wire,
+                results,
+                turns.record_writes(ctx),
             )
             await hooks.on_tool_round(ToolRound(ctx, completion.content, wire, calls, results))
             messages += [

@@ -1,5 +1,6 @@
 """Metering one agent request: the user's model, the budget check before each model call,
-the usage row with each stored answer, and the lines added under the answer."""
+the usage row with each stored answer, and the lines added under the answer. UsageTurns is
+what the agent is given (bot/app.py): a RequestHooks making each request's Metering."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest
+from bot.agent.hooks import HookRefusal, ModelRequest, TurnHooks
 from bot.llm.client import Completion
 from bot.usage import repo
 from bot.usage.meter import Meter, Totals, parse_warned
@@ -37,6 +38,17 @@ class UsageUser(Protocol):
     def usage_warned(self) -> str | None: ...
 
 
+@dataclass
+class UsageTurns:
+    """Metering for the agent's requests (bot/agent/hooks.py RequestHooks)."""
+
+    meter: Meter
+    models: list[str]  # what /model may pick (LLM_MODEL first, then LLM_MODELS)
+
+    def begin(self, ctx: RequestContext, user: UsageUser, purpose: Purpose) -> Metering:
+        return begin(self.meter, ctx, user, purpose, self.models)
+
+
 def begin(
     meter: Meter, ctx: RequestContext, user: UsageUser, purpose: Purpose, models: list[str]
 ) -> Metering:
@@ -52,9 +64,10 @@ def begin(
 
 
 @dataclass
-class Metering(AgentHooks):
-    """One request's metering, as agent hooks: the budget check before each model call,
-    and each call's usage row handed to the transaction that records its answer."""
+class Metering(TurnHooks):
+    """One request's metering, as its turn hooks: the user's model, the budget check
+    before each model call, each call's usage row handed to the transaction that records
+    its answer, and the notes (fallbacks, budget warnings, the usage footer)."""
 
     meter: Meter
     ru: RequestUsage
@@ -72,7 +85,10 @@ class Metering(AgentHooks):
         # A copy: the loop appends to the same list after the call.
         self.pending.append((list(req.messages), req.tools, completion))
 
-    def usage_writes(self, ctx: RequestContext) -> UsageWrites:
+    def model(self) -> str | None:
+        return self.ru.model  # the user's /model pick
+
+    def record_writes(self, ctx: RequestContext) -> UsageWrites:
         """The usage rows of the calls made since the last record, and the user's budget
         warnings, for the transaction that records their answer (db/conversation.py)."""
         rows: list[dict[str, Any]] = []
@@ -84,7 +100,7 @@ class Metering(AgentHooks):
         self.pending.clear()
         return UsageWrites(repo.INSERT, rows, json.dumps(self.ru.warned) if warned else None)
 
-    def extra_lines(self) -> str:
+    def notes(self) -> str:
         return extra_lines(self.ru)
 
 
