@@ -36,6 +36,7 @@ from timing import TimedLLM, Timing
 from bot.app import build_app
 from bot.config import load_settings
 from bot.telegram.dispatcher import build_runtime
+from bot.usage.request import UsageTurns
 from tests.fakes.openai_server import Text
 from tests.fakes.telegram_server import FakeTelegram, message_update
 
@@ -103,11 +104,13 @@ async def run(chats: int, messages: int, sequential: int) -> None:
         adapter: list[float] = []
         agent: list[float] = []
         by_usage: dict[bool, list[float]] = {True: [], False: []}
-        meter = app.agent.meter
+        # Usage recording off: the agent's request hooks without the usage feature's.
+        metered_hooks = app.agent.requests
+        unmetered = [r for r in metered_hooks if not isinstance(r, UsageTurns)]
         for i in range(sequential + 20):
             user = 1000 + i % chats
             metered = i % 2 == 1
-            app.agent.meter = meter if metered else None
+            app.agent.requests = metered_hooks if metered else unmetered
             metering_ms.clear()
             calls_before, llm_before = len(tg.calls), len(llm.spans)
             sent_before = len(tg.messages)
@@ -133,7 +136,7 @@ async def run(chats: int, messages: int, sequential: int) -> None:
         total = chats * rounds
         bursts: dict[bool, tuple[float, float]] = {}
         for metered in (False, True):
-            app.agent.meter = meter if metered else None
+            app.agent.requests = metered_hooks if metered else unmetered
             sent_before, calls_before, llm_before = len(tg.messages), len(tg.calls), len(llm.spans)
             cpu0 = _cpu()
             t0 = time.perf_counter()
@@ -145,7 +148,7 @@ async def run(chats: int, messages: int, sequential: int) -> None:
             wall = time.perf_counter() - t0
             cpu = _cpu() - cpu0 - server_time(tg, llm, calls_before, llm_before)
             bursts[metered] = (wall, cpu)
-        app.agent.meter = meter
+        app.agent.requests = metered_hooks
 
         await rt.shutdown()
         await asyncio.gather(poll, return_exceptions=True)
