@@ -93,13 +93,6 @@ class Settings(
     # In groups: answer only messages addressed to the bot (mention, reply), or all of them.
     group_replies: Literal["mention", "all"] = "mention"
 
-    # LLM
-    llm_base_url: str = "https://api.openai.com/v1"
-    llm_api_key: SecretStr | None = None
-    llm_model: str = ""
-    # Seconds one whole call may take, its retries included (raise it for a slow local model).
-    llm_timeout_s: float = Field(default=120.0, gt=0)
-
     # Storage and logs
     data_dir: Path = Path("./data")
     database_url: str | None = None
@@ -150,7 +143,7 @@ class Settings(
             )
         return value
 
-    @field_validator("telegram_api_url", "llm_base_url")
+    @field_validator("telegram_api_url")
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         if not re.match(r"^https?://", value):
