@@ -22,16 +22,12 @@ async def check_media(host: Host) -> list[CheckResult]:
     stt = transcriber(settings, model.llm_base_url, model.llm_api_key, host.deps.http)
     ok, detail = await stt.probe()
     out = [CheckResult("transcription", ok, detail, HINT)]
-    mode = settings.llm_vision
-    if mode == "auto":
-        # What the running bot learned is in DATA_DIR (it remembers a refusal there).
-        learned = remembered(host.deps.data_dir / VISION_FILE, model.llm_model)
-        state = {
-            None: "not known yet (learned on the first photo)",
-            True: "the model reads images",
-            False: "the model refused images: they are not sent",
-        }[learned]
-        out.append(CheckResult("vision", True, f"LLM_VISION=auto: {state}"))
-    else:
-        out.append(CheckResult("vision", True, f"LLM_VISION={mode}"))
+    # What the running bot learned is in DATA_DIR (it remembers a refusal there).
+    learned = remembered(host.deps.data_dir / VISION_FILE, model.llm_model)
+    state = {
+        None: "not known yet (learned on the first photo)",
+        True: "the model reads images",
+        False: "the model refused images: they are not sent",
+    }[learned]
+    out.append(CheckResult("vision", True, state))
     return out
