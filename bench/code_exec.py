@@ -96,7 +96,7 @@ def make_runner(bun: BunInfo, mode: str, slots: int) -> CodeRunner:
 async def main(runs: int, heap_mb: int) -> None:
     # A bot-sized heap in this process: what a fork() (any preexec_fn) would have to copy.
     ballast = [bytearray(b"x" * (1024 * 1024)) for _ in range(heap_mb)]
-    bun = probe_bun(locate_bun(os.environ.get("BUN_PATH")))
+    bun = probe_bun(locate_bun())
     print(
         f"bun {bun.version} at {bun.path}; flags {' '.join(bun.run_flags)}; "
         f"{os.cpu_count()} cpus; {len(ballast)} MB ballast heap; {runs} runs per mode"
@@ -168,6 +168,6 @@ if __name__ == "__main__":
     ap.add_argument("--heap-mb", type=int, default=200)
     a = ap.parse_args()
     if a.memory:
-        memory(locate_bun(os.environ.get("BUN_PATH")))
+        memory(locate_bun())
     else:
         asyncio.run(main(a.runs, a.heap_mb))

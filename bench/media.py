@@ -76,7 +76,6 @@ async def run(items: int) -> None:
             llm_base_url=llm.base_url,
             llm_api_key="sk-bench",
             llm_model="fake-model",
-            llm_vision="on",
         )
         app = await build_app(settings)
         rt = build_runtime(app)

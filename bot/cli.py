@@ -243,8 +243,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         where_am_i(args.env_file, command, settings)
         # The terminal chat keeps its screen for the conversation: its log goes to a file.
         log_file = settings.data_dir / CHAT_LOG if command == "chat" else None
-        if command == "chat" and settings.mcp_log_file is None:
-            settings.mcp_log_file = settings.data_dir / "mcp.log"
         rotating = settings.data_dir / RUN_LOG if command == "run" else None
         setup_logging(settings.log_level, settings.secrets(), file=log_file, rotating=rotating)
         return _run(command, args, settings)

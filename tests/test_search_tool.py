@@ -22,6 +22,7 @@ from tests.fakes.search_server import FakeSearch, Reply, fixture
 from tests.test_search_parts import FakeClock
 from tools.base import RequestContext, RequestTools, Tool, ToolCall, ToolError
 from tools.search import brave as brave_api
+from tools.search import tool as search_tool_module
 from tools.search.brave import plan_rate
 from tools.search.tool import SearchParams, make_backends, make_service, tool_for
 
@@ -98,14 +99,19 @@ def test_schema_has_the_documented_parameters(tmp_path: Path, http: httpx.AsyncC
 
 
 async def test_primary_choice(
-    tmp_path: Path, searx: FakeSearch, brave: FakeSearch, http: httpx.AsyncClient
+    tmp_path: Path,
+    searx: FakeSearch,
+    brave: FakeSearch,
+    http: httpx.AsyncClient,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     spacer = plan_rate(1.0)
     names = [b.name for b in make_backends(both(tmp_path, searx, brave), http, spacer)]
     assert names == ["searxng", "brave"]
-    chosen = both(tmp_path, searx, brave, search_provider="brave")
+    monkeypatch.setattr(search_tool_module, "ORDER", ("brave", "searxng"))
+    chosen = both(tmp_path, searx, brave)
     assert [b.name for b in make_backends(chosen, http, spacer)] == ["brave", "searxng"]
-    only_brave = make_settings(tmp_path, brave_api_key=KEY, search_provider="searxng")
+    only_brave = make_settings(tmp_path, brave_api_key=KEY)
     assert [b.name for b in make_backends(only_brave, http, spacer)] == ["brave"]
     only_searx = make_settings(tmp_path, searxng_url=searx.root)
     assert [b.name for b in make_backends(only_searx, http, spacer)] == ["searxng"]
@@ -137,10 +143,15 @@ async def test_fallback_when_primary_fails(
 
 
 async def test_fallback_from_brave_to_searxng(
-    tmp_path: Path, searx: FakeSearch, brave: FakeSearch, http: httpx.AsyncClient
+    tmp_path: Path,
+    searx: FakeSearch,
+    brave: FakeSearch,
+    http: httpx.AsyncClient,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     brave.serve(WEB, Reply(fixture("brave_401.json"), status=401))
-    settings = both(tmp_path, searx, brave, search_provider="brave")
+    monkeypatch.setattr(search_tool_module, "ORDER", ("brave", "searxng"))
+    settings = both(tmp_path, searx, brave)
     out = await run(search_tool(settings, http), query="tides")
     assert out["backend"] == "searxng" and "BRAVE_API_KEY" in out["note"]
 

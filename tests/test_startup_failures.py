@@ -103,7 +103,7 @@ def test_every_bad_setting_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_blank_values_mean_unset(tmp_path: Path) -> None:
-    blanks = {"MCP_CONFIG": "", "LOG_LEVEL": "", "TIMEZONE": "", "SEARCH_PROVIDER": ""}
+    blanks = {"MCP_CONFIG": "", "LOG_LEVEL": "", "TIMEZONE": "", "GROUP_REPLIES": ""}
     proc = sidekick(tmp_path, "bot.cli", "migrate", **blanks)
     assert proc.returncode == 0, proc.stderr
     assert "applied" in proc.stdout

@@ -28,7 +28,7 @@ from tools.discovery.usage import UsageStore
 from tools.mcp import manager as mcp_module
 from tools.mcp.config import load_config
 from tools.mcp.manager import McpManager
-from tools.mcp.settings import ExtensionSettings
+from tools.mcp.settings import MCP_LOG, ExtensionSettings
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +107,9 @@ def install_extensions(registry: Registry, deps: ToolDeps) -> None:
     s = deps.settings_for(ExtensionSettings)
     configs = load_config(s.mcp_config)
     errlog = None
-    if configs and s.mcp_log_file is not None:
-        errlog = open(s.mcp_log_file, "a", encoding="utf-8")  # closed after the servers stop
+    if configs:
+        deps.data_dir.mkdir(parents=True, exist_ok=True)
+        errlog = open(deps.data_dir / MCP_LOG, "a", encoding="utf-8")  # closed after the servers
     mcp = McpManager(configs, mcp_module.CALL_TIMEOUT_S, errlog=errlog)
     registry.sources.append(mcp)
     deps.closers.append(mcp.stop)

@@ -1,5 +1,7 @@
-"""Model settings: LLM_MODELS (what /model offers), the fallback model, and the bounds of
-one call (output tokens, the context the model holds)."""
+"""Model settings: the endpoint and model (LLM_BASE_URL, LLM_API_KEY, LLM_MODEL), LLM_MODELS
+(what /model offers), the fallback model, and the bounds of one call (time, output tokens,
+the context the model holds). A slice below bot/config.py, so the features that talk to the
+LLM endpoint (doctor lines, /model, history budget) read it without importing the config."""
 
 from __future__ import annotations
 
@@ -11,6 +13,11 @@ from pydantic_settings import NoDecode
 
 
 class ModelSettings(BaseModel):
+    llm_base_url: str = "https://api.openai.com/v1"
+    llm_api_key: SecretStr | None = None
+    llm_model: str = ""
+    # Seconds one whole call may take, its retries included (raise it for a slow local model).
+    llm_timeout_s: float = Field(default=120.0, gt=0)
     # Models a user may pick with /model; LLM_MODEL is always among them (the default).
     llm_models: Annotated[tuple[str, ...], NoDecode] = ()
     # Used when the primary model still fails after its retries (429, 5xx, timeouts).
@@ -30,6 +37,13 @@ class ModelSettings(BaseModel):
         if isinstance(value, str):
             return tuple(p for p in (x.strip() for x in value.split(",")) if p)
         return value
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _base_url(cls, value: str) -> str:
+        if not re.match(r"^https?://", value):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
 
     @field_validator("llm_fallback_base_url")
     @classmethod

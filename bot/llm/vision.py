@@ -3,9 +3,9 @@
 `VisionGate` wraps the chat model (a ChatModel itself: the agent holds it). A request
 carrying image parts that the provider rejects as such (a 4xx that talks about
 images/vision/content) is sent again with the images replaced by a note, so the user still
-gets an answer. With LLM_VISION=auto the refusal is remembered (in memory and in
-DATA_DIR/vision.json, per model), and later photos are not sent at all. Plain completions
-(summaries, code) and the context size pass through unchanged.
+gets an answer. In auto mode (bot/media/settings.py VISION_MODE) the refusal is remembered
+(in memory and in DATA_DIR/vision.json, per model), and later photos are not sent at all.
+Plain completions (summaries, code) and the context size pass through unchanged.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def without_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def remembered(state_file: Path | None, model: str) -> bool | None:
-    """What LLM_VISION=auto learned of this model (None: not known yet)."""
+    """What auto mode learned of this model (None: not known yet)."""
     if state_file is None:
         return None
     try:
@@ -138,7 +138,7 @@ class VisionGate:
     def _remember(self, supported: bool) -> None:
         self.supported = supported
         log.info(
-            "model %s %s images (LLM_VISION=auto)",
+            "model %s %s images (remembered)",
             self.model,
             "reads" if supported else "does not read",
         )

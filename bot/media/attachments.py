@@ -36,10 +36,8 @@ IMAGE_MAX_SIDE = 2560
 DOCUMENT_INLINE_CHARS = 8000
 DOCUMENT_MAX_PAGES = 300  # PDF pages read: a long report, not a scanned archive
 NO_VISION = (
-    "This model cannot see images, so I only read the caption. To send photos, use a "
-    "vision model and set LLM_VISION=on (or auto)."
+    "This model cannot see images, so I only read the caption. To send photos, use a vision model."
 )
-VISION_OFF = "Images are turned off here (LLM_VISION=off), so I only read the caption."
 
 
 HIDDEN = "not shown to the model]"
@@ -125,9 +123,8 @@ class MediaService:
             )
         )
         if is_image and not self.vision_enabled():
-            notice = VISION_OFF if self.settings.llm_vision == "off" else NO_VISION
-            if notice not in out.notices:
-                out.notices.append(notice)
+            if NO_VISION not in out.notices:
+                out.notices.append(NO_VISION)
             return f"[{item.kind}: {item.name}, file_id={item.file_id}; {HIDDEN}"
         if item.kind in AUDIO_KINDS and not self.transcriber.enabled:
             raise MediaError(VOICE_OFF)  # before the download: nothing would use it

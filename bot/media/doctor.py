@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from bot.llm.settings import ModelSettings
 from bot.llm.vision import remembered
-from bot.media.settings import VISION_FILE
+from bot.media.settings import VISION_FILE, MediaSettings
 from bot.media.transcribe import transcriber
 from tools.base import CheckResult
 from tools.feature import Host
@@ -15,25 +16,18 @@ HINT = (
 
 
 async def check_media(host: Host) -> list[CheckResult]:
-    # The endpoint defaults to the LLM's (LLM_BASE_URL, LLM_API_KEY), which only the whole
-    # settings hold. bot.config derives them from the feature list, which imports this
-    # module: a module-level import would be a circle.
-    from bot.config import Settings
-
-    settings = host.deps.settings_for(Settings)
-    stt = transcriber(settings, settings.llm_base_url, settings.llm_api_key, host.deps.http)
+    # The endpoint defaults to the LLM's (LLM_BASE_URL, LLM_API_KEY): the model's slice.
+    model = host.deps.settings_for(ModelSettings)
+    settings = host.deps.settings_for(MediaSettings)
+    stt = transcriber(settings, model.llm_base_url, model.llm_api_key, host.deps.http)
     ok, detail = await stt.probe()
     out = [CheckResult("transcription", ok, detail, HINT)]
-    mode = settings.llm_vision
-    if mode == "auto":
-        # What the running bot learned is in DATA_DIR (it remembers a refusal there).
-        learned = remembered(settings.data_dir / VISION_FILE, settings.llm_model)
-        state = {
-            None: "not known yet (learned on the first photo)",
-            True: "the model reads images",
-            False: "the model refused images: they are not sent",
-        }[learned]
-        out.append(CheckResult("vision", True, f"LLM_VISION=auto: {state}"))
-    else:
-        out.append(CheckResult("vision", True, f"LLM_VISION={mode}"))
+    # What the running bot learned is in DATA_DIR (it remembers a refusal there).
+    learned = remembered(host.deps.data_dir / VISION_FILE, model.llm_model)
+    state = {
+        None: "not known yet (learned on the first photo)",
+        True: "the model reads images",
+        False: "the model refused images: they are not sent",
+    }[learned]
+    out.append(CheckResult("vision", True, state))
     return out

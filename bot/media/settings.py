@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 from pydantic import BaseModel, SecretStr, field_validator
 
 TELEGRAM_DOWNLOAD_LIMIT_MB = 20  # getFile serves files up to 20 MB
-# In DATA_DIR: what LLM_VISION=auto learned of each model (bot/llm/vision.py).
+# In DATA_DIR: what the vision gate learned of each model (bot/llm/vision.py).
 VISION_FILE = "vision.json"
+# Images go to the model, and a refusal is remembered for that model (VISION_FILE), so a
+# text-only model is asked once. Not a setting (LLM_VISION was): auto finds out what `on`
+# or `off` made the operator say, and a new LLM_MODEL is tried afresh.
+VISION_MODE = "auto"
 
 
 def off_or_url(value: str | None) -> str | None:
@@ -32,8 +35,6 @@ class MediaSettings(BaseModel):
     transcribe_base_url: str | None = None
     transcribe_api_key: SecretStr | None = None
     transcribe_model: str = "whisper-1"
-    # Images to the model: auto = try, and remember a refusal; on; off.
-    llm_vision: Literal["auto", "on", "off"] = "auto"
 
     @field_validator("transcribe_base_url")
     @classmethod

@@ -8,13 +8,13 @@ from bot.config import Settings
 from bot.llm.model import ChatModel
 from bot.llm.vision import VisionGate
 from bot.media.attachments import MediaService
-from bot.media.settings import VISION_FILE
+from bot.media.settings import VISION_FILE, VISION_MODE
 from bot.media.transcribe import transcriber
 from tools.code.files import InputStore
 
 
 def vision_gate(settings: Settings, llm: ChatModel) -> VisionGate:
-    return VisionGate(llm, settings.llm_vision, settings.llm_model, settings.data_dir / VISION_FILE)
+    return VisionGate(llm, VISION_MODE, settings.llm_model, settings.data_dir / VISION_FILE)
 
 
 def build_media(settings: Settings, http: httpx.AsyncClient, vision: VisionGate) -> MediaService:

@@ -16,9 +16,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.agent.prompt import message_cost, to_openai, trim_history
+from bot.llm.settings import ModelSettings
 from bot.sessions import compress_repo as repo
 from bot.sessions.models import SessionCompression
 from bot.sessions.summary import Ask, Review, Summariser, line_cost
@@ -26,9 +27,6 @@ from db.engine import SessionFactory
 from db.models.core import Message
 from tools.base import Clock, TextModel
 from tools.model_call import ModelCall
-
-if TYPE_CHECKING:  # bot/config.py lists the features, this one among them
-    from bot.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -80,17 +78,16 @@ SUMMARY_REVIEW: Review = "grounding"
 OUTPUT_RESERVE = 1024  # when LLM_MAX_OUTPUT_TOKENS is not set
 
 
-def history_budget(settings: Settings, context: int | None = None) -> int:
+def history_budget(settings: ModelSettings, context: int | None = None) -> int:
     """HISTORY_TOKEN_BUDGET, lowered to what the model's context leaves when it is known
     (`context`: LLM_CONTEXT_TOKENS or what the server says). The answer's share is capped at
     a quarter of the context: LLM_MAX_OUTPUT_TOKENS is a ceiling, and a 4k-context model
     with the 4k default would otherwise leave no room for history."""
     budget = HISTORY_TOKEN_BUDGET
     if context is None:
-        context = getattr(settings, "llm_context_tokens", None)
-    if isinstance(context, int) and context > 0:
-        out = getattr(settings, "llm_max_output_tokens", None) or OUTPUT_RESERVE
-        out = min(int(out), context // 4)
+        context = settings.llm_context_tokens
+    if context > 0:
+        out = min(settings.llm_max_output_tokens or OUTPUT_RESERVE, context // 4)
         budget = min(budget, max(200, context - out - PREFIX_RESERVE))
     return budget
 

@@ -37,9 +37,10 @@ WEBHOOK_IDLE_S = 30.0  # a connection without a complete request is closed after
 
 
 def webhook_secret(settings: Settings) -> str:
-    """WEBHOOK_SECRET, or one derived from the bot token (stable across restarts)."""
-    if settings.webhook_secret and settings.webhook_secret.get_secret_value():
-        return settings.webhook_secret.get_secret_value()
+    """The secret Telegram sends with each webhook call, derived from the bot token: stable
+    across restarts, the same in every worker that shares the token (docs/scaling.md), and
+    new whenever the token is revoked. Not a setting (WEBHOOK_SECRET was): nothing an
+    operator could choose is better than a hash of a secret they already keep."""
     assert settings.telegram_bot_token is not None
     token = settings.telegram_bot_token.get_secret_value()
     return hashlib.sha256(b"sidekick-webhook:" + token.encode()).hexdigest()

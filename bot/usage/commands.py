@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
+from bot.llm.settings import ModelSettings
 from bot.usage import repo
 from bot.usage.meter import Meter
 from bot.usage.report import last_request_line, session_text, usage_text
@@ -15,9 +15,6 @@ from tools.charts import chart, usage_series
 from tools.discovery.report import context_text
 from tools.feature import Answer, CommandCall, Host
 from tools.registry import discovery
-
-if TYPE_CHECKING:
-    from bot.config import Settings
 
 CHART_DAYS = 14
 USAGE = "Usage: /usage, /usage session, /usage footer on|off"
@@ -29,12 +26,9 @@ def allowed_models(default: str, configured: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys([m for m in (default, *configured) if m]))
 
 
-def settings(host: Host) -> Settings:
-    # Imported here: bot.config derives the settings from the feature list, which lists
-    # this feature, so at the top each module would import the other half-made.
-    from bot.config import Settings
-
-    return host.deps.settings_for(Settings)
+def settings(host: Host) -> ModelSettings:
+    """LLM_MODEL and LLM_MODELS: the model's slice of the settings."""
+    return host.deps.settings_for(ModelSettings)
 
 
 def meter_of(host: Host) -> Meter | None:

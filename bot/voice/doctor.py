@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bot.llm.settings import ModelSettings
+from bot.voice.settings import VoiceSettings
 from bot.voice.speech import synthesizer
 from tools.base import CheckResult
 from tools.feature import Host
@@ -13,14 +15,11 @@ HINT = (
 
 
 async def check(host: Host) -> list[CheckResult]:
-    # The endpoint defaults to the LLM's (LLM_BASE_URL, LLM_API_KEY), which only the whole
-    # settings hold. bot.config derives them from the feature list, which imports this
-    # module: a module-level import would be a circle.
-    from bot.config import Settings
-
-    settings = host.deps.settings_for(Settings)
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    synth = synthesizer(settings, settings.llm_base_url, key, host.deps.http)
+    # The endpoint defaults to the LLM's (LLM_BASE_URL, LLM_API_KEY): the model's slice.
+    model = host.deps.settings_for(ModelSettings)
+    key = model.llm_api_key.get_secret_value() if model.llm_api_key else None
+    voice = host.deps.settings_for(VoiceSettings)
+    synth = synthesizer(voice, model.llm_base_url, key, host.deps.http)
     if synth is None:
         return [CheckResult("voice replies", True, "off (TTS_BASE_URL=off): answers are text")]
     ok, detail = await synth.probe()

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from bot.agent.prompt import without_context
 from bot.media import attachments
-from bot.media.attachments import NO_VISION, VISION_OFF
+from bot.media.attachments import NO_VISION
 from bot.media.transcribe import VOICE_OFF
 from db.models.core import Message
 from tests.e2e.conftest import OWNER, STRANGER, TG
@@ -83,7 +83,7 @@ async def test_endpoint_without_transcription_says_how_to_enable(tg: TG) -> None
 
 
 async def test_photo_with_caption_reaches_a_vision_model(make_tg: Any) -> None:
-    tg: TG = await make_tg(llm_vision="on")
+    tg: TG = await make_tg()
     file_id = tg.server.add_file(TINY_PNG)
     await tg.send(OWNER, None, **photo(file_id, len(TINY_PNG), caption="What colour is it?"))
     await tg.reply(OWNER)
@@ -97,22 +97,6 @@ async def test_photo_with_caption_reaches_a_vision_model(make_tg: Any) -> None:
     await tg.send(OWNER, "and now?")
     await tg.reply(OWNER)
     assert "base64" not in json.dumps(tg.llm.requests[1])
-
-
-async def test_photo_without_vision_answers_the_caption(make_tg: Any) -> None:
-    tg: TG = await make_tg(llm_vision="off")
-    file_id = tg.server.add_file(TINY_PNG)
-    await tg.send(OWNER, None, **photo(file_id, len(TINY_PNG), caption="Nice, right?"))
-    notice, answer = await tg.replies(OWNER, 2)
-    # The owner turned images off: not "this model cannot see images", one line.
-    assert notice.text == VISION_OFF and "\n" not in notice.text
-    assert answer.text.startswith("echo: Nice, right?")
-    assert "base64" not in json.dumps(tg.llm.requests[0])
-    assert tg.server.downloads == []  # nothing fetched that the model cannot use
-    await tg.send(OWNER, None, **photo(file_id, len(TINY_PNG)))  # no caption: just the sentence
-    assert (await tg.reply(OWNER)).text == VISION_OFF
-    await tg.idle()
-    assert len(tg.llm.requests) == 1
 
 
 async def test_vision_is_detected_from_the_models_refusal_and_remembered(tg: TG) -> None:
@@ -132,7 +116,7 @@ async def test_vision_is_detected_from_the_models_refusal_and_remembered(tg: TG)
 
 
 async def test_album_is_one_message(make_tg: Any) -> None:
-    tg: TG = await make_tg(llm_vision="on")
+    tg: TG = await make_tg()
     a, b = tg.server.add_file(TINY_PNG), tg.server.add_file(make_image(20, 20, "JPEG"))
     parts = [photo(a, len(TINY_PNG), caption="Compare these"), photo(b, 700)]
     for update in album_updates(OWNER, parts):
@@ -279,7 +263,7 @@ async def test_video_note_and_audio_are_transcribed(tg: TG) -> None:
 async def test_docx_and_context_after_a_photo(make_tg: Any) -> None:
     from tests.media_helpers import make_docx
 
-    tg: TG = await make_tg(llm_vision="on")
+    tg: TG = await make_tg()
     docx = make_docx(["Minutes of the meeting", "Decision: ship on Friday"])
     file_id = tg.server.add_file(docx)
     mime = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -307,7 +291,7 @@ async def test_slow_download_is_cut_off(make_tg: Any, monkeypatch: Any) -> None:
 
 
 async def test_text_right_after_an_album_is_answered_after_it(make_tg: Any) -> None:
-    tg: TG = await make_tg(llm_vision="on")
+    tg: TG = await make_tg()
     a, b = tg.server.add_file(TINY_PNG), tg.server.add_file(TINY_PNG)
     updates = album_updates(OWNER, [photo(a, len(TINY_PNG), caption="two pics"), photo(b, 90)])
     await tg.send_update(updates[0])
@@ -320,7 +304,7 @@ async def test_text_right_after_an_album_is_answered_after_it(make_tg: Any) -> N
 
 
 async def test_image_file_goes_to_the_model_and_svg_is_text(make_tg: Any) -> None:
-    tg: TG = await make_tg(llm_vision="on")
+    tg: TG = await make_tg()
     png = tg.server.add_file(TINY_PNG)
     await tg.send(OWNER, None, **document(png, len(TINY_PNG), "shot.png", "image/png"))
     await tg.reply(OWNER)
@@ -341,7 +325,7 @@ GROUP = -100777
 
 
 async def test_group_media_is_answered_only_when_addressed(make_tg: Any) -> None:
-    tg: TG = await make_tg(llm_vision="on")
+    tg: TG = await make_tg()
     png = tg.server.add_file(TINY_PNG)
     ogg = tg.server.add_file(b"OggS" + b"\0" * 100)
     txt = tg.server.add_file(b"the minutes of the meeting")

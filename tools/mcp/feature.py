@@ -1,4 +1,4 @@
-"""MCP servers as extension tools: MCP_CONFIG names them, MCP_LOG_FILE takes their stderr.
+"""MCP servers as extension tools: MCP_CONFIG names them, DATA_DIR/mcp.log takes their stderr.
 
 tools/registry.py starts them as a tool source of the registry (their tools appear at run
 time); the feature declares the settings and the doctor's row per server."""

@@ -1,4 +1,4 @@
-"""Extension tools' settings: the MCP servers' config file and where their stderr goes."""
+"""Extension tools' settings: the MCP servers' config file."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from pydantic import BaseModel
 
 class ExtensionSettings(BaseModel):
     mcp_config: Path | None = None
-    # Where stdio servers' stderr goes: unset, the bot's own stderr (`sidekick chat` uses
-    # DATA_DIR/mcp.log so servers' chatter stays out of the conversation).
-    mcp_log_file: Path | None = None
+
+
+# Where stdio servers' stderr is appended, in DATA_DIR: a file of its own, so servers'
+# chatter stays out of the terminal chat's screen and out of the bot's log. Not a setting
+# (MCP_LOG_FILE was): DATA_DIR already says where the bot's files go.
+MCP_LOG = "mcp.log"

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-DEFAULT_LANGUAGE = "english"  # PostgreSQL text search configuration (MEMORY_FTS_LANGUAGE)
+# PostgreSQL's text search configuration of memory full-text search. Not a setting
+# (MEMORY_FTS_LANGUAGE was): recall rests on the embeddings, which read every language;
+# full-text search adds exact words, and English stemming is what it was built and tested with.
+DEFAULT_LANGUAGE = "english"
 
 
 def vec_ddl(dim: int) -> list[str]:

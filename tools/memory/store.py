@@ -20,6 +20,7 @@ from tools.memory import repo
 from tools.memory.embeddings import Embedder, WordLlamaEmbedder, wordllama_installed
 from tools.memory.health import REINDEX_HINT, index_status
 from tools.memory.models import Memory
+from tools.memory.pg_ddl import DEFAULT_LANGUAGE
 from tools.memory.rank import RankWeights, fuse
 from tools.memory.reindex import reembed_all
 from tools.memory.rerank import rerank
@@ -71,7 +72,7 @@ class MemoryStore(Search):
 
     async def index_status(self) -> IndexStatus:
         """Whether the stored vectors were made by the configured embedder."""
-        status = await index_status(self._sf, self.embedder, self._settings.memory_fts_language)
+        status = await index_status(self._sf, self.embedder, DEFAULT_LANGUAGE)
         self._vectors = status.ok
         return status
 

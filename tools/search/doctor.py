@@ -19,11 +19,6 @@ async def check_search(s: SearchSettings, http: httpx.AsyncClient) -> list[Check
         off = "not configured (optional): set SEARXNG_URL or BRAVE_API_KEY to enable it"
         return [CheckResult("search", True, off)]
     out: list[CheckResult] = []
-    if s.search_provider and s.search_provider != backends[0].name:
-        wanted = "SEARXNG_URL" if s.search_provider == "searxng" else "BRAVE_API_KEY"
-        detail = f"{s.search_provider} chosen but {wanted} is not set; using {backends[0].name}"
-        fix = f"set {wanted}, or change SEARCH_PROVIDER"
-        out.append(CheckResult("SEARCH_PROVIDER", False, detail, fix))
     for i, backend in enumerate(backends):
         role = "primary" if i == 0 else "fallback"
         name = f"search: {backend.name} ({role})"

@@ -50,20 +50,23 @@ class SearchParams(BaseModel):
         return value
 
 
+# SearXNG first when both are set: it is the operator's own instance, with no quota; Brave
+# (rate-limited, metered) stands behind it. Not a setting (SEARCH_PROVIDER was): setting
+# only the one wanted chooses it, and each still covers for the other when it fails.
+ORDER = ("searxng", "brave")
+
+
 def make_backends(
     settings: SearchSettings, http: httpx.AsyncClient, limiter: AsyncLimiter
 ) -> list[Backend]:
-    """Configured backends, primary first (SEARCH_PROVIDER, else SearXNG before Brave)."""
+    """Configured backends, primary first (ORDER)."""
     found: dict[str, Backend] = {}
     if settings.searxng_url and settings.searxng_url.strip():
         found["searxng"] = SearxngBackend(http, settings.searxng_url)
     key = settings.brave_api_key.get_secret_value() if settings.brave_api_key else ""
     if key.strip():
         found["brave"] = BraveBackend(http, key.strip(), brave.API_URL, limiter)
-    order = ["searxng", "brave"]
-    if settings.search_provider == "brave":
-        order.reverse()
-    return [found[name] for name in order if name in found]
+    return [found[name] for name in ORDER if name in found]
 
 
 def make_service(
