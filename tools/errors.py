@@ -23,6 +23,10 @@ class ConfigError(SidekickError):
 class ProviderError(SidekickError):
     """An outside model endpoint (chat, embeddings) failed after retries."""
 
+    # What the user should do next, when the failure knows (an overflowed context, a call
+    # past its deadline); None: provider_text says what the status means.
+    advice: str | None = None
+
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
@@ -36,8 +40,8 @@ GENERIC = "Something went wrong on my side; the details are in the log. Please t
 
 
 def provider_text(exc: ProviderError) -> str:
-    if advice := getattr(exc, "advice", None):  # a model call that knows what to do next
-        return str(advice)
+    if exc.advice:
+        return exc.advice
     status = exc.status
     if status in (401, 403):
         return (

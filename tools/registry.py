@@ -138,7 +138,7 @@ def memory_embedder(deps: ToolDeps) -> EmbedFn | None:
     if not wordllama_installed():  # the lexical half still works
         log.warning("WordLlama unavailable; tool_search ranks by words only")
         return None
-    embedder = getattr(deps.memory, "embedder", None)
+    embedder = deps.memory.embedder if deps.memory is not None else None
     if isinstance(embedder, WordLlamaEmbedder):
         return embedder.embed_sync
     return WordLlamaEmbedder().embed_sync  # loads the shared model on first use

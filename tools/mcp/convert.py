@@ -45,8 +45,10 @@ def render_result(result: types.CallToolResult) -> ToolOutput:
             parts.append(f"[{block.type} {block.mime_type} omitted]")
         elif isinstance(block, types.EmbeddedResource):
             res = block.resource
-            text = getattr(res, "text", None)
-            parts.append(text if isinstance(text, str) else f"[resource {res.uri} omitted]")
+            if isinstance(res, types.TextResourceContents):
+                parts.append(res.text)
+            else:
+                parts.append(f"[resource {res.uri} omitted]")
         elif isinstance(block, types.ResourceLink):
             parts.append(f"[resource link {block.uri}]")
     text = "\n".join(parts)
