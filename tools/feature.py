@@ -86,7 +86,9 @@ class Answer:
     text: str
     buttons: tuple[tuple[Button, ...], ...] = ()
     markdown: bool = False  # Telegram renders it (bold, code blocks); the terminal prints it
-    chart: bytes | None = None
+    # Draws the chart (PNG, or None: no data, no matplotlib) when the adapter shows one: the
+    # terminal shows none, so it neither reads the chart's rows nor loads matplotlib.
+    chart: Callable[[], Awaitable[bytes | None]] | None = None
     file: tuple[str, bytes] | None = None  # (name, content)
     # Messages that follow this one, each with its own buttons (one per item of a list whose
     # items would not share one message: /codefailures).

@@ -52,8 +52,7 @@ async def usage(call: CommandCall) -> Answer | str:
         return "Usage recording is off."
     words = call.args.lower().split()
     if not words:
-        png = await _chart(meter, user_id)
-        return Answer(await usage_text(meter, user_id), chart=png)
+        return Answer(await usage_text(meter, user_id), chart=lambda: _chart(meter, user_id))
     if words == ["session"]:
         return await session_text(meter, user_id)
     if len(words) == 2 and words[0] == "footer" and words[1] in ("on", "off"):

@@ -147,8 +147,8 @@ async def codestats(call: CommandCall) -> Answer | str:
     async with deps.session_factory() as s:
         st = await repo.stats(s, user_id, since)
         runs = await repo.code_runs(s, user_id, since)
-    png = await chart(runs_series(runs, now, call.who.tz, days))
-    return Answer(stats_text(st, days), markdown=True, chart=png)
+    series = runs_series(runs, now, call.who.tz, days)
+    return Answer(stats_text(st, days), markdown=True, chart=lambda: chart(series))
 
 
 async def codefailures(call: CommandCall) -> Answer | str:

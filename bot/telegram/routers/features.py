@@ -43,8 +43,9 @@ def _markup(feature: Feature, answer: Answer) -> InlineKeyboardMarkup | None:
 async def send_answer(bot: Bot, chat_id: int, feature: Feature, answer: Answer) -> None:
     """The chart first (the text under it carries the same figures), the text with its
     buttons, then the file, then the messages that follow."""
-    if answer.chart is not None:
-        await send_png(bot, chat_id, answer.chart)
+    png = await answer.chart() if answer.chart is not None else None
+    if png is not None:
+        await send_png(bot, chat_id, png)
     chunks: list[Chunk] = (
         render(answer.text)
         if answer.markdown
