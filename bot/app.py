@@ -13,6 +13,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot import heap
+from bot.access.gate import AccessList
 from bot.agent.hooks import AgentHooks, RequestHooks
 from bot.agent.runner import Agent, Incoming
 from bot.approvals.gate import TIMEOUT_S as APPROVAL_TIMEOUT_S
@@ -70,6 +71,7 @@ class App:
     local: bool = False  # the terminal chat: only its local user is served
     parts: list[Part] = field(default_factory=list)
     meter: Meter | None = None  # budgets and usage (bot/usage), shared by the agent's hooks
+    access: AccessList | None = None  # who may talk to the bot (bot/access)
 
     async def deliver(self, recipient: Recipient, text: str, markdown: bool) -> int:
         if self.deliver_to is None:
@@ -97,8 +99,9 @@ class App:
     def built(self) -> tuple[object, ...]:
         """What build_app made that features reach through `part` like their own parts: the
         usage Meter (the agent and the model wrapper need it before any adapter starts, so
-        no feature can build it later)."""
-        return () if self.meter is None else (self.meter,)
+        no feature can build it later) and the AccessList (the adapter checks every update
+        against it; /users changes it)."""
+        return tuple(p for p in (self.meter, self.access) if p is not None)
 
     def start_features(self, deliver: Deliver, *, local: bool = False) -> list[JobSpec]:
         """The adapter's start: features build their parts, and their jobs come back as the
@@ -257,6 +260,7 @@ async def build_app(
         voice = build_voice(settings, settings.llm_base_url, key, http, sf, meter)
         app = App(settings, engine, sf, http, llm, deps, registry, agent, media=media, voice=voice)
         app.meter = meter
+        app.access = AccessList(settings.allowed_user_ids, sf)
         app.features = features
         await registry.start()  # MCP servers up, learned tool usage loaded
         return app

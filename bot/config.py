@@ -13,7 +13,15 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.features import FEATURES
@@ -86,7 +94,8 @@ class Settings(
     # Telegram
     telegram_bot_token: SecretStr | None = None
     telegram_api_url: str = "https://api.telegram.org"
-    allowed_user_ids: Annotated[frozenset[int], NoDecode] = frozenset()
+    # In the order given: the first is the owner (asked to let strangers in, bot/access).
+    allowed_user_ids: Annotated[tuple[int, ...], NoDecode] = ()
     webhook_url: str | None = None
     webhook_listen: str = "127.0.0.1:8080"
     # In groups: answer only messages addressed to the bot (mention, reply), or all of them.
@@ -105,11 +114,13 @@ class Settings(
         if isinstance(value, str):
             parts = [p for p in re.split(r"[,\s]+", value.strip()) if p]
             try:
-                return frozenset(int(p) for p in parts)
+                return tuple(dict.fromkeys(int(p) for p in parts))
             except ValueError as exc:
                 raise ValueError("must be comma-separated numeric Telegram user ids") from exc
         if isinstance(value, int):
-            return frozenset({value})
+            return (value,)
+        if isinstance(value, (set, frozenset)):
+            return tuple(sorted(value))
         return value
 
     @field_validator("telegram_bot_token")
@@ -148,6 +159,14 @@ class Settings(
         if not re.match(r"^https?://", value):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    # The .env these settings were read from (the owner learned from the first message is
+    # written back to it); set by settings_and_errors.
+    _env_source: Path | None = PrivateAttr(default=None)
+
+    @property
+    def env_source(self) -> Path | None:
+        return self._env_source
 
     @property
     def db_url(self) -> str:
@@ -214,6 +233,7 @@ def settings_and_errors(
                 loc: Settings.model_fields[fields[loc]].get_default(call_default_factory=True)
                 for loc in bad
             }
+    settings._env_source = env_path(env_file)
     # Relative paths mean "in SIDEKICK_HOME", so the bot finds its data from any directory.
     if not settings.data_dir.is_absolute():
         settings.data_dir = home / settings.data_dir

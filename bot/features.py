@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import MetaData
 
+from bot.access.feature import FEATURE as access
 from bot.approvals.feature import FEATURE as approvals
 from bot.media.feature import FEATURE as media
 from bot.sessions.feature import FEATURE as sessions
@@ -39,6 +40,7 @@ FEATURES: tuple[Feature, ...] = (
     voice,
     approvals,
     usage,
+    access,
 )
 
 

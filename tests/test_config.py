@@ -20,7 +20,7 @@ def test_reads_env_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.setenv("TIMEZONE", "Europe/Berlin")
     s = load_settings()
     assert s.llm_model == "from-dotenv"
-    assert s.allowed_user_ids == frozenset({1, 2, 3})
+    assert s.allowed_user_ids == (1, 2, 3)
     assert s.timezone == "Europe/Berlin"
     assert s.approvals == "risky"
     assert s.telegram_api_url == "https://api.telegram.org"

@@ -88,7 +88,7 @@ def build_dispatcher(
         outer.register(WorkerOrderMiddleware(locks, app.session_factory, app.deps.clock))
     for mw in existing:  # aiogram's error handling and user context
         outer.register(mw)
-    outer.register(AccessMiddleware(app.settings.allowed_user_ids))
+    outer.register(AccessMiddleware(app))
     routers = build_routers(app.features)
     dp.include_routers(*routers)
     dp.errors.register(on_error)

@@ -138,7 +138,8 @@ async def run_bot(settings: Settings) -> None:
     require(settings, "telegram_bot_token", "llm_model")
     if not settings.allowed_user_ids:
         log.warning(
-            "ALLOWED_USER_IDS is empty: the bot answers nobody but tells each user their id"
+            "ALLOWED_USER_IDS is empty: the first person to message the bot privately becomes "
+            "its owner (unless one was learned before)"
         )
     app = await build_app(settings)
     rt: Runtime | None = None

@@ -5,13 +5,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from aiogram import BaseMiddleware, Bot
-from aiogram.types import TelegramObject, Update, User
+from aiogram.enums import ChatType
+from aiogram.exceptions import TelegramAPIError
+from aiogram.types import Chat, Message, TelegramObject, Update, User
 
+from bot.access import repo as access_repo
+from bot.access.commands import request_answer
+from bot.access.feature import FEATURE as ACCESS
+from bot.access.gate import AccessList
+from bot.access.models import AccessEntry
+from bot.envfile import set_values
 from bot.telegram.approval_ask import answers_a_question
-from bot.telegram.groups import addressed
+from bot.telegram.groups import GROUP_CHATS, addressed
+
+if TYPE_CHECKING:
+    from bot.app import App
 
 log = logging.getLogger(__name__)
 
@@ -78,33 +90,118 @@ def chat_key(update: Update) -> int | None:
     return None
 
 
-class AccessMiddleware(BaseMiddleware):
-    """Only ALLOWED_USER_IDS get served; a stranger gets one reply with their id, once."""
+def asked_text(user_id: int, group: bool) -> str:
+    """A stranger's answer when the owner was asked: their id stays in it (and the line to
+    add), for an owner who is locked out of their own bot."""
+    what = "to admit this group" if group else "to let you in"
+    return (
+        f"This is a private Sidekick bot. I asked its owner {what}; "
+        "you will hear from me here when they answer.\n"
+        f"Your Telegram user id is {user_id}.\n"
+        f"If this is your bot, add ALLOWED_USER_IDS={user_id} to its .env and restart it."
+    )
 
-    def __init__(self, allowed: frozenset[int]) -> None:
-        self.allowed = allowed
-        self.told: set[int] = set()
+
+def owner_text(user_id: int, written: Path | None) -> str:
+    where = (
+        f"I wrote ALLOWED_USER_IDS={user_id} to {written}."
+        if written is not None
+        else f"Add ALLOWED_USER_IDS={user_id} to the bot's .env to keep it so."
+    )
+    return (
+        "You are this bot's owner now: you were the first to message it while "
+        f"ALLOWED_USER_IDS was empty. {where} Anyone else who messages me asks you first."
+    )
+
+
+class AccessMiddleware(BaseMiddleware):
+    """Only ALLOWED_USER_IDS and who the owner let in (bot/access) get served, and everyone in
+    a group the owner admitted. A stranger's message asks the owner (Allow / Deny); the
+    stranger hears so once per outcome. With no owner at all, the first private message's
+    sender becomes it."""
+
+    def __init__(self, app: App) -> None:
+        assert app.access is not None
+        self.app = app
+        self.access: AccessList = app.access
+        self.told: dict[int, str] = {}  # chat id -> the last outcome it was told
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         user: User | None = data.get("event_from_user")
-        if user is not None and user.id in self.allowed:
+        if user is not None and await self.access.allows_user(user.id):
             return await handler(event, data)
         if user is None or not isinstance(event, Update):
             return None
-        log.warning("refused an update from user id %s (not in ALLOWED_USER_IDS)", user.id)
+        chat: Chat | None = data.get("event_chat")
+        if (
+            chat is not None
+            and chat.type in GROUP_CHATS
+            and await self.access.allows_group(chat.id)
+        ):
+            return await handler(event, data)
         bot: Bot = data["bot"]
-        first_time = user.id not in self.told
-        if first_time and len(self.told) < _MAX_REMEMBERED_STRANGERS:
-            self.told.add(user.id)
         if event.callback_query is not None:
+            log.warning("refused a button press from user id %s (not let in)", user.id)
             await bot.answer_callback_query(event.callback_query.id, "Not allowed.")
-        elif event.message is not None and first_time:
-            # In a group, only a stranger who talks to the bot hears why it stays silent.
-            if await addressed(event.message, bot, "mention"):
-                await bot.send_message(event.message.chat.id, refusal_text(user.id))
-            else:
-                self.told.discard(user.id)
+            return None
+        message = event.message
+        if message is None:
+            return None
+        if message.chat.type == ChatType.PRIVATE and await self._learn_owner(bot, user):
+            return await handler(event, data)
+        # In a group, only a stranger who talks to the bot hears why it stays silent.
+        if not await addressed(message, bot, "mention"):
+            return None
+        log.warning("refused an update from user id %s (not let in)", user.id)
+        await self._ask_owner(bot, message, user)
         return None
+
+    async def _learn_owner(self, bot: Bot, user: User) -> bool:
+        app = self.app
+        if not await self.access.learn_owner(user.id, user.full_name, app.deps.clock()):
+            return False
+        env = app.settings.env_source
+        written: Path | None = None
+        if env is not None and env.is_file():
+            try:
+                set_values(env, {"ALLOWED_USER_IDS": str(user.id)})
+                written = env
+            except OSError as exc:
+                log.warning("could not write the owner to %s: %s", env, exc)
+        log.warning("user id %s is the owner now (first private message)", user.id)
+        await bot.send_message(user.id, owner_text(user.id, written))
+        return True
+
+    async def _ask_owner(self, bot: Bot, message: Message, user: User) -> None:
+        group = message.chat.type in GROUP_CHATS
+        chat_id = message.chat.id if group else user.id
+        name = (message.chat.title or "") if group else user.full_name
+        owner = await self.access.owner()
+        now = self.app.deps.clock()
+        sf = self.app.session_factory
+        outcome = "no owner"
+        if owner is not None:
+            kind = "group" if group else "user"
+            outcome = await access_repo.request(sf, chat_id, kind, name, user.id, now)
+        if outcome == "asked":
+            entry = AccessEntry(chat_id=chat_id, kind="group" if group else "user", name=name)
+            asker = f"{user.full_name} (Telegram id {user.id})"
+            # The features' renderer imports this module (through bot/telegram/user.py).
+            from bot.telegram.routers.features import send_answer
+
+            try:
+                assert owner is not None
+                await send_answer(bot, owner, ACCESS, request_answer(entry, asker))
+            except TelegramAPIError as exc:  # the owner never opened a chat with the bot
+                log.warning("could not ask the owner about user id %s: %s", user.id, exc)
+                outcome = "owner unreachable"
+        if outcome == "pending" or self.told.get(chat_id) == outcome:
+            return  # told already
+        if len(self.told) >= _MAX_REMEMBERED_STRANGERS:
+            self.told.clear()
+        self.told[chat_id] = outcome
+        said = asked_text(user.id, group) if outcome == "asked" else refusal_text(user.id)
+        await bot.send_message(message.chat.id, said)
 
 
 class ChatOrderMiddleware(BaseMiddleware):

@@ -1,0 +1,121 @@
+"""The owner's side of pairing: the request message with Allow / Deny, /users with a Remove
+button per person or group let in from the chat, and those buttons' presses."""
+
+from __future__ import annotations
+
+import logging
+
+from bot.access import repo
+from bot.access.gate import AccessList
+from bot.access.models import AccessEntry
+from db.repos.core import Recipient
+from tools.feature import Answer, Button, CommandCall, Pressed
+
+log = logging.getLogger(__name__)
+
+OWNER_ONLY = "Only the bot's owner can do that."
+
+
+def request_answer(entry: AccessEntry, asker: str = "") -> Answer:
+    """What the owner gets when a stranger (or a group) asks to be let in."""
+    if entry.kind == "group":
+        text = (
+            f"{asker or 'Someone'} asks you to admit the group {entry.name or '(no title)'} "
+            f"(chat id {entry.chat_id}): everyone in it could then talk to me there."
+        )
+    else:
+        text = f"{entry.name or 'Someone'} (Telegram id {entry.chat_id}) asks to talk to me."
+    buttons = (Button("Allow", f"allow:{entry.chat_id}"), Button("Deny", f"deny:{entry.chat_id}"))
+    return Answer(text, (buttons,))
+
+
+async def _is_owner(call: CommandCall) -> bool:
+    """The owner (first of ALLOWED_USER_IDS, or learned), or the terminal's local user: the
+    person at the machine."""
+    if call.host.local:
+        return True
+    owner = await call.host.part(AccessList).owner()
+    return owner is not None and call.who.telegram_id == owner
+
+
+def _line(e: AccessEntry) -> str:
+    what = "group" if e.kind == "group" else "id"
+    since = f"since {(e.decided_at or e.asked_at):%Y-%m-%d}"
+    state = {"pending": "asked, waiting for you", "owner": "owner"}.get(e.state, since)
+    return f"• {e.name or '(no name)'} ({what} {e.chat_id}): {state}"
+
+
+async def users(call: CommandCall) -> Answer | str:
+    """/users: the seed list, then everyone let in from the chat, with Remove buttons."""
+    if not await _is_owner(call):
+        return OWNER_ONLY
+    access = call.host.part(AccessList)
+    rows = await repo.entries(call.host.deps.session_factory)
+    lines = [f"• id {i}: in ALLOWED_USER_IDS (.env)" for i in access.seed]
+    lines += [_line(e) for e in rows if e.chat_id not in access.seed]
+    buttons: list[tuple[Button, ...]] = []
+    for e in rows:
+        if e.chat_id in access.seed or e.state == "owner":
+            continue
+        if e.state == "pending":
+            buttons.append((Button(f"Allow {e.name or e.chat_id}", f"allow:{e.chat_id}"),
+                            Button("Deny", f"deny:{e.chat_id}")))  # fmt: skip
+        else:
+            buttons.append((Button(f"Remove {e.name or e.chat_id}", f"remove:{e.chat_id}"),))
+    if not lines:
+        return "Nobody is let in yet. A stranger who messages me asks you here first."
+    foot = "A stranger who messages me asks you first; people in ALLOWED_USER_IDS stay."
+    return Answer("Who may talk to me:\n" + "\n".join(lines) + f"\n{foot}", tuple(buttons))
+
+
+_TOLD = {
+    "allowed": "The owner let you in: go ahead, I'm listening.",
+    "denied": "The owner did not let you in.",
+}
+_GROUP_TOLD = {
+    "allowed": "The owner admitted this group: mention me to talk to me.",
+    "denied": "The owner did not admit this group.",
+}
+
+
+async def _tell(call: CommandCall, entry: AccessEntry, state: str) -> None:
+    told = (_GROUP_TOLD if entry.kind == "group" else _TOLD).get(state)
+    if told is None:
+        return
+    try:
+        await call.host.deliver(Recipient(0, entry.chat_id, entry.name), told, False)
+    except Exception as exc:  # they blocked the bot, left the group: the decision stands
+        log.info("could not tell chat %s of the owner's decision: %s", entry.chat_id, exc)
+
+
+async def press(call: CommandCall) -> Pressed:
+    """`allow:<chat id>`, `deny:<chat id>` under a request or /users; `remove:<chat id>`."""
+    verb, _, key = call.args.partition(":")
+    state = {"allow": "allowed", "deny": "denied", "remove": "removed"}.get(verb)
+    if state is None or not key.lstrip("-").isdigit():
+        return Pressed("That button is out of date.", alert=True)
+    if not await _is_owner(call):
+        return Pressed(OWNER_ONLY, alert=True)
+    access = call.host.part(AccessList)
+    chat_id = int(key)
+    if chat_id in access.seed:
+        return Pressed("That id is in ALLOWED_USER_IDS: remove it from .env.", alert=True)
+    deps = call.host.deps
+    before, changed = await repo.decide(deps.session_factory, chat_id, state,
+                                        call.who.telegram_id, deps.clock())  # fmt: skip
+    access.invalidate()
+    if before is None:
+        return Pressed("That request is gone.", alert=True)
+    who = before.name or str(chat_id)
+    if not changed:
+        return Pressed(f"Already decided: {who} is {before.state}.", await _listing(call))
+    await _tell(call, before, state)
+    if verb == "remove":
+        return Pressed(f"Removed {who}.", await _listing(call))
+    done = {"allowed": "Allowed", "denied": "Denied"}[state]
+    return Pressed(f"{done}: {who}.", Answer(f"{request_answer(before).text}\n→ {done}."))
+
+
+async def _listing(call: CommandCall) -> Answer:
+    got = await users(call)
+    return Answer(got) if isinstance(got, str) else got

@@ -1,0 +1,65 @@
+"""The allow-list the Telegram adapter asks before serving an update: ALLOWED_USER_IDS (the
+seed, from .env) and who the owner let in from the chat (the access table).
+
+The table is read into memory and kept for a short while: a change made here (Allow,
+Remove) drops the copy at once; a change another worker made (several workers on
+PostgreSQL) is seen within REFRESH_S, and a newly allowed person sooner, as an id that is
+not in the copy makes it read again (at most once per MISS_REFRESH_S).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+from bot.access import repo
+from db.engine import SessionFactory
+
+REFRESH_S = 30.0
+MISS_REFRESH_S = 1.0
+
+
+class AccessList:
+    def __init__(self, seed: Sequence[int], sf: SessionFactory) -> None:
+        self.seed = tuple(seed)
+        self._sf = sf
+        self._admitted: repo.Admitted | None = None
+        self._read_at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def _current(self, miss: bool = False) -> repo.Admitted:
+        age = time.monotonic() - self._read_at
+        if self._admitted is None or age > REFRESH_S or (miss and age > MISS_REFRESH_S):
+            async with self._lock:
+                self._admitted = await repo.admitted(self._sf)
+                self._read_at = time.monotonic()
+        return self._admitted
+
+    def invalidate(self) -> None:
+        self._admitted = None
+
+    async def allows_user(self, telegram_id: int) -> bool:
+        if telegram_id in self.seed:
+            return True
+        if telegram_id in (await self._current()).users:
+            return True
+        return telegram_id in (await self._current(miss=True)).users
+
+    async def allows_group(self, chat_id: int) -> bool:
+        if chat_id in (await self._current()).groups:
+            return True
+        return chat_id in (await self._current(miss=True)).groups
+
+    async def owner(self) -> int | None:
+        """The first of ALLOWED_USER_IDS, else the owner learned from the first message."""
+        return self.seed[0] if self.seed else (await self._current()).owner
+
+    async def learn_owner(self, telegram_id: int, name: str, now: datetime) -> bool:
+        """With no owner yet (no seed, none learned): this user becomes it; True if so."""
+        if self.seed or (await self._current(miss=True)).owner is not None:
+            return False
+        learned = await repo.learn_owner(self._sf, telegram_id, name, now)
+        self.invalidate()
+        return learned

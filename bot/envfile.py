@@ -1,0 +1,65 @@
+"""Reading and changing a .env file by hand's rules: every other line (comments, blank
+lines, settings not touched) stays as it was, a changed setting keeps its place, a new one
+goes at the end, and the file is readable by its owner only (it holds the token)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
+
+
+def _unquote(raw: str) -> str:
+    value = raw.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return re.sub(r"\s+#.*$", "", value)  # an unquoted value's trailing comment
+
+
+def read_env(path: Path) -> dict[str, str]:
+    """The settings a .env file sets (names upper-cased; the last line of a name wins)."""
+    if not path.is_file():
+        return {}
+    out: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = _LINE.match(line)
+        if m:
+            out[m.group(1).upper()] = _unquote(m.group(2))
+    return out
+
+
+def _quoted(value: str) -> str:
+    return f'"{value}"' if re.search(r"[\s#'\"]", value) else value
+
+
+def set_values(path: Path, values: dict[str, str | None]) -> None:
+    """Set (or with None, remove) these names in the file, keeping everything else; written
+    whole to a temporary file and renamed over, mode 600."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    todo = dict(values)
+    out: list[str] = []
+    for line in lines:
+        m = _LINE.match(line)
+        name = m.group(1).upper() if m else None
+        if name is None or name not in values:
+            out.append(line)
+        elif name in todo:  # the first line of that name takes the value, others go
+            value = todo.pop(name)
+            if value is not None:
+                out.append(f"{name}={_quoted(value)}")
+    out += [f"{n}={_quoted(v)}" for n, v in todo.items() if v is not None]
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(out) + "\n")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def mask(value: str) -> str:
+    """A secret as it may be shown: its last four characters at most."""
+    if not value:
+        return "(not set)"
+    return "••••" + (value[-4:] if len(value) >= 12 else "")
