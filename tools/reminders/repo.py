@@ -358,3 +358,17 @@ async def overview(s: AsyncSession, since: datetime) -> Overview:
         pending=int(pending),
         delivery_failed=[(i, d, e or "") for i, d, e in failed],
     )
+
+
+async def upcoming(s: AsyncSession, limit: int = 3) -> tuple[int, list[tuple[datetime, str]]]:
+    """How many jobs are active, and the next few runs (time, text): `sidekick status`."""
+    active = ScheduledJob.status == "active"
+    count = await s.scalar(select(func.count()).select_from(ScheduledJob).where(active))
+    stmt = (
+        select(ScheduledJob.next_run_at, ScheduledJob.text)
+        .where(active, ScheduledJob.next_run_at.is_not(None))
+        .order_by(ScheduledJob.next_run_at)
+        .limit(limit)
+    )
+    rows = (await s.execute(stmt)).all()
+    return count or 0, [(at, text) for at, text in rows if at is not None]
