@@ -200,10 +200,16 @@ def database_was_missing(settings: Settings) -> CheckResult | None:
     )
 
 
-async def run_doctor(settings: Settings) -> int:
+async def run_doctor(settings: Settings, fix: bool = False) -> int:
     missing = database_was_missing(settings)
+    fixed: list[CheckResult] = []
+    if fix:  # first, so the checks see the result
+        from bot.doctor_fix import apply_fixes
+
+        fixed = await apply_fixes(settings)
     app = await build_app(settings)
     results: list[CheckResult] = [missing] if missing is not None else []
+    results += fixed
     try:
         for check in all_checks(app.features):
             try:
