@@ -26,7 +26,7 @@ LOCK_CHECK = $(BIN)/python -m pip check 2>/dev/null | grep '^sidekick ' >&2 \
 # pip's output goes to $(LOG); on failure its last lines are shown.
 QUIET = >>$(LOG) 2>&1 || { tail -n 25 $(LOG) >&2; echo "install failed; full log: $(LOG)" >&2; exit 1; }
 
-.PHONY: install install-dev python-check venv bwrap run chat doctor migrate test \
+.PHONY: install install-dev python-check venv bwrap run setup chat doctor migrate test \
         test-pg test-real test-docker bench bench-pg lint lock upgrade clean FORCE
 
 # `make install`: what running needs, nothing else.
@@ -74,12 +74,20 @@ bwrap:
 	  fi; }
 
 # A first `make run` starts from the example, readable by its owner only (it holds the token).
+# On a terminal, `sidekick setup --if-needed` then asks for what the bot cannot start
+# without (token, model, owner; checked as they are typed); with no terminal (CI, a
+# service) nothing asks and a missing setting stops the bot with one line, as before.
 .env:
 	@cp .env.example .env && chmod 600 .env
-	@echo "sidekick: created .env from .env.example (mode 600); fill in TELEGRAM_BOT_TOKEN, ALLOWED_USER_IDS and LLM_*"
+	@echo "sidekick: created .env from .env.example (mode 600); it needs TELEGRAM_BOT_TOKEN, ALLOWED_USER_IDS and LLM_* (make setup asks for them)"
 
 run: install .env
+	@[ ! -t 0 ] || $(BIN)/sidekick setup --if-needed
 	$(BIN)/sidekick run
+
+# Set up or change the token, the model, the owner and search, each checked at once.
+setup: install .env
+	$(BIN)/sidekick setup
 
 chat: install .env
 	$(BIN)/sidekick chat

@@ -1,4 +1,4 @@
-"""The `sidekick` command: run, chat, migrate, doctor, usage, memory.
+"""The `sidekick` command: setup, run, chat, status, logs, migrate, doctor, usage, memory.
 
 Exit status: 0 done, 1 a failure at run time (e.g. Telegram unreachable), 2 a bad setting
 (one line per setting at fault, no traceback), 130 interrupted.
@@ -79,11 +79,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     mig.add_argument("--from", dest="source", help="copy from this database URL (sqlite:///…)")
     mig.add_argument("--to", dest="target", help="into this empty one (postgresql://…)")
-    command(
+    doc = command(
         "doctor",
         "check settings, database, model endpoint and Telegram",
         "Check every part and print ok / FAIL with the fix for each failure. "
         "Exit status 1 when anything failed.",
+    )
+    doc.add_argument(
+        "--fix",
+        action="store_true",
+        help="first fix what needs no decision: file modes, missing folders, migrations, "
+        "bubblewrap",
     )
     use = command(
         "usage",
@@ -115,6 +121,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     res.add_argument("path", type=Path, help="archive made by `sidekick backup`")
     res.add_argument("--force", action="store_true", help="replace the data that is there")
+    setup = command(
+        "setup",
+        "set up or change the bot token, model, owner and search, checking each",
+        "Ask for the settings a first start needs, check each at once (the token with "
+        "Telegram, the model endpoint by listing its models, search with one query) and write "
+        "them to .env (mode 600), keeping its other lines. Run again to change one thing.",
+    )
+    setup.add_argument(
+        "--if-needed",
+        action="store_true",
+        help="only on a terminal, and only when .env has no bot token or model yet",
+    )
+    command(
+        "status",
+        "is the bot running, and what it did today",
+        "Whether the bot runs (and since when), the model and its last answer, messages "
+        "today, deliveries waiting, the next reminders, the last backup and disk use.",
+    )
+    logs = command(
+        "logs",
+        "show the bot's log (DATA_DIR/sidekick.log)",
+        "Print the end of the log `sidekick run` writes (secrets masked); -f follows it.",
+    )
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=50, help="how many lines (default 50)")
     svc = command(
         "service",
         "install a systemd service that keeps the bot running",
@@ -158,7 +189,13 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
     elif command == "doctor":
         from bot.doctor import run_doctor
 
-        return asyncio.run(run_doctor(settings))
+        return asyncio.run(run_doctor(settings, fix=args.fix))
+    elif command in ("status", "logs"):
+        from bot.status import print_logs, print_status
+
+        if command == "logs":
+            return print_logs(settings, args.lines, args.follow)
+        return asyncio.run(print_status(settings))
     elif command == "usage":
         from bot.usage.cli import print_usage
 
@@ -238,12 +275,19 @@ def configure(args: argparse.Namespace, command: str) -> Settings:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command or "run"
+    if command == "setup":  # before the settings are read: they may not be usable yet
+        from bot.config import env_path
+        from bot.setup_wizard import run_setup
+
+        return run_setup(env_path(args.env_file), if_needed=args.if_needed)
     try:
         settings = configure(args, command)
         where_am_i(args.env_file, command, settings)
         # The terminal chat keeps its screen for the conversation: its log goes to a file.
         log_file = settings.data_dir / CHAT_LOG if command == "chat" else None
         rotating = settings.data_dir / RUN_LOG if command == "run" else None
+        if command in ("status", "logs"):  # their output is the screen: no log lines on it
+            settings.log_level = "WARNING"
         setup_logging(settings.log_level, settings.secrets(), file=log_file, rotating=rotating)
         return _run(command, args, settings)
     except ConfigError as exc:
