@@ -51,11 +51,13 @@ async def test_fix_sets_modes_makes_folders_and_migrates(
     env = tmp_path / ".env"
     env.write_text(f"LLM_MODEL=fake-model\nLLM_BASE_URL={fake_llm.base_url}\nBACKUP_KEEP=3\n")
     env.chmod(0o644)
+    # The SQLite file above, also under make test-pg.
+    environ = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     # Not blocking: the fake model answers the doctor's model check from this event loop.
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "doctor", "--fix", cwd=tmp_path,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     out = (await asyncio.wait_for(proc.communicate(), 600))[0].decode()
     assert f"fixed: {env.resolve()} was 644, now 600" in out, out
