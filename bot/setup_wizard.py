@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 from pydantic import SecretStr
 
+from bot.access.gate import owner_code
 from bot.envfile import mask, read_env, set_values
 
 TOKEN_SHAPE = re.compile(r"\d+:[A-Za-z0-9_-]+")
@@ -244,8 +245,8 @@ class Wizard:
         ids = [i for i in re.split(r"[,\s]+", self.get("ALLOWED_USER_IDS")) if i]
         self.p.say(
             "\nThe owner: your numeric Telegram id (@userinfobot tells it). The owner is asked "
-            "when someone else wants to talk to the bot.\nOr type 'learn': the first person "
-            "to message the bot privately becomes its owner (message it yourself, first)."
+            "when someone else wants to talk to the bot.\nOr type 'learn': whoever sends the "
+            "bot its owner code privately becomes its owner (the code is shown next)."
         )
         while True:
             got = self.p.ask("Owner", ids[0] if ids else "learn")
@@ -254,7 +255,9 @@ class Wizard:
             self.p.say("  a Telegram id is a number (or type 'learn')")
         if got == "learn":
             self.save({"ALLOWED_USER_IDS": ",".join(ids[1:]) if ids[1:] else ""})
-            self.p.say("  the bot takes the first private message's sender as its owner")
+            token = self.get("TELEGRAM_BOT_TOKEN")
+            code = owner_code(token) if token else "(printed by `sidekick run` at start)"
+            self.p.say(f"  send the bot this owner code from your Telegram account: {code}")
             return
         rest = [i for i in ids if i != got]
         self.save({"ALLOWED_USER_IDS": ",".join([got, *rest])})

@@ -10,6 +10,9 @@ not in the copy makes it read again (at most once per MISS_REFRESH_S).
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -19,6 +22,15 @@ from db.engine import SessionFactory
 
 REFRESH_S = 30.0
 MISS_REFRESH_S = 1.0
+
+
+def owner_code(token: str) -> str:
+    """The code that makes the first private sender the owner while there is none: derived
+    from the bot token, so every worker and every restart agrees on it and only someone who
+    can read the token (or the bot's start-up line) knows it. Without it, anyone who finds a
+    freshly started bot by its @name would own it. 40 bits: not guessable by messaging."""
+    digest = hmac.new(token.encode(), b"sidekick owner code", hashlib.sha256).digest()
+    return base64.b32encode(digest[:5]).decode().lower()
 
 
 class AccessList:

@@ -19,6 +19,7 @@ from aiogram.exceptions import (
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
 
+from bot.access.gate import owner_code
 from bot.app import build_app
 from bot.backup import backup_jobs
 from bot.config import Settings, require
@@ -138,9 +139,12 @@ async def serve_polling(rt: Runtime, stop: asyncio.Event) -> None:
 async def run_bot(settings: Settings) -> None:
     require(settings, "telegram_bot_token", "llm_model")
     if not settings.allowed_user_ids:
+        token = settings.telegram_bot_token
+        assert token is not None  # required above
         log.warning(
-            "ALLOWED_USER_IDS is empty: the first person to message the bot privately becomes "
-            "its owner (unless one was learned before)"
+            "ALLOWED_USER_IDS is empty: unless an owner was learned before, the first person "
+            "to send the bot the owner code %s privately becomes its owner",
+            owner_code(token.get_secret_value()),
         )
     app = await build_app(settings)
     rt: Runtime | None = None

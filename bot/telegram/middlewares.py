@@ -16,7 +16,7 @@ from aiogram.types import Chat, Message, TelegramObject, Update, User
 from bot.access import repo as access_repo
 from bot.access.commands import request_answer
 from bot.access.feature import FEATURE as ACCESS
-from bot.access.gate import AccessList
+from bot.access.gate import AccessList, owner_code
 from bot.access.models import AccessEntry
 from bot.envfile import set_values
 from bot.telegram.approval_ask import answers_a_question
@@ -102,6 +102,15 @@ def asked_text(user_id: int, group: bool) -> str:
     )
 
 
+def no_owner_text(user_id: int) -> str:
+    return (
+        "This Sidekick bot has no owner yet. If it is yours, send me the owner code: "
+        "`sidekick run` prints it when it starts, and `sidekick setup` shows it.\n"
+        f"Your Telegram user id is {user_id}.\n"
+        f"Or add ALLOWED_USER_IDS={user_id} to its .env and restart it."
+    )
+
+
 def owner_text(user_id: int, written: Path | None) -> str:
     where = (
         f"I wrote ALLOWED_USER_IDS={user_id} to {written}."
@@ -109,22 +118,23 @@ def owner_text(user_id: int, written: Path | None) -> str:
         else f"Add ALLOWED_USER_IDS={user_id} to the bot's .env to keep it so."
     )
     return (
-        "You are this bot's owner now: you were the first to message it while "
-        f"ALLOWED_USER_IDS was empty. {where} Anyone else who messages me asks you first."
+        "You are this bot's owner now: you sent its owner code while ALLOWED_USER_IDS "
+        f"was empty. {where} Anyone else who messages me asks you first."
     )
 
 
 class AccessMiddleware(BaseMiddleware):
     """Only ALLOWED_USER_IDS and who the owner let in (bot/access) get served, and everyone in
     a group the owner admitted. A stranger's message asks the owner (Allow / Deny); the
-    stranger hears so once per outcome. With no owner at all, the first private message's
-    sender becomes it."""
+    stranger hears so once per outcome. With no owner at all, the first private message that
+    carries the owner code (bot/access/gate.py owner_code) makes its sender the owner."""
 
     def __init__(self, app: App) -> None:
         assert app.access is not None
         self.app = app
         self.access: AccessList = app.access
         self.told: dict[int, str] = {}  # chat id -> the last outcome it was told
+        self.asking = asyncio.Lock()
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         user: User | None = data.get("event_from_user")
@@ -147,8 +157,15 @@ class AccessMiddleware(BaseMiddleware):
         message = event.message
         if message is None:
             return None
-        if message.chat.type == ChatType.PRIVATE and await self._learn_owner(bot, user):
-            return await handler(event, data)
+        if message.chat.type == ChatType.PRIVATE and await self.access.owner() is None:
+            if await self._learn_owner(bot, user, message.text or ""):
+                return await handler(event, data)
+            if self.told.get(user.id) != "no owner":
+                if len(self.told) >= _MAX_REMEMBERED_STRANGERS:
+                    self.told.clear()
+                self.told[user.id] = "no owner"
+                await bot.send_message(user.id, no_owner_text(user.id))
+            return None
         # In a group, only a stranger who talks to the bot hears why it stays silent.
         if not await addressed(message, bot, "mention"):
             return None
@@ -156,8 +173,11 @@ class AccessMiddleware(BaseMiddleware):
         await self._ask_owner(bot, message, user)
         return None
 
-    async def _learn_owner(self, bot: Bot, user: User) -> bool:
+    async def _learn_owner(self, bot: Bot, user: User, text: str) -> bool:
         app = self.app
+        token = app.settings.telegram_bot_token
+        if token is None or owner_code(token.get_secret_value()) not in text.lower().split():
+            return False
         if not await self.access.learn_owner(user.id, user.full_name, app.deps.clock()):
             return False
         env = app.settings.env_source
@@ -182,7 +202,11 @@ class AccessMiddleware(BaseMiddleware):
         outcome = "no owner"
         if owner is not None:
             kind = "group" if group else "user"
-            outcome = await access_repo.request(sf, chat_id, kind, name, user.id, now)
+            # One at a time: strangers' chats run concurrently, and two requests counted
+            # at once would both pass the hourly cap (across workers it may overshoot by one
+            # per worker, which a rate limit can bear).
+            async with self.asking:
+                outcome = await access_repo.request(sf, chat_id, kind, name, user.id, now)
         if outcome == "asked":
             entry = AccessEntry(chat_id=chat_id, kind="group" if group else "user", name=name)
             asker = f"{user.full_name} (Telegram id {user.id})"

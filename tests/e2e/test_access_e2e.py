@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bot.access.gate import owner_code
 from bot.access.repo import REQUESTS_PER_HOUR
 from bot.telegram.reminder_delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, STRANGER, TG
@@ -138,10 +139,18 @@ async def test_first_private_message_makes_the_owner(
     env = tmp_path / ".env"  # the tests run in tmp_path: the .env these settings come from
     env.write_text("# my settings\nALLOWED_USER_IDS=\nLOG_LEVEL=INFO\n")
     tg = await make_tg(allowed_user_ids="")
-    await tg.send(5555, "hello bot", **named(5555, "Ann"))
+    token = tg.app.settings.telegram_bot_token
+    assert token is not None
+    code = owner_code(token.get_secret_value())
+    # Without the code nobody becomes the owner: a stranger who finds a new bot first
+    # must not own it.
+    await tg.send(5557, "hello bot", **named(5557, "Eve"))
+    told = await tg.reply(5557)
+    assert "has no owner yet" in told.text and code not in told.text
+    await tg.send(5555, f"hello bot {code}", **named(5555, "Ann"))
     first, answer = await tg.replies(5555, 2)
     assert "You are this bot's owner now" in first.text
-    assert answer.text == "echo: hello bot"
+    assert answer.text == f"echo: hello bot {code}"
     assert env.read_text() == "# my settings\nALLOWED_USER_IDS=5555\nLOG_LEVEL=INFO\n"
     assert stat.S_IMODE(os.stat(env).st_mode) == 0o600
     await tg.send(5556, "me too", **named(5556, "Bob"))
