@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,7 +190,8 @@ class OpenCodeRunner:
         *,
         network: bool,
         egress: EgressProxy | None,
-        uid: int | None = None,
+        uid_base: int | None = None,
+        max_concurrent: int = 2,
     ) -> None:
         self.install = install
         self.bun = bun
@@ -198,15 +200,18 @@ class OpenCodeRunner:
         self.budget = budget
         self.network = network
         self.egress = egress if network else None
-        self.uid = uid
+        # As root: each job its own throwaway uid of the block (RLIMIT_NPROC counts per uid).
+        self._uid_base = uid_base
+        self._uids = itertools.count()
         self._nproc_base = 0 if os.geteuid() == 0 else own_task_count()
+        self._slots = asyncio.Semaphore(max_concurrent)  # each takes 0.5-0.7 GB
 
     async def close(self) -> None:
         await self.relay.close()
         if self.egress is not None:
             await self.egress.close()
 
-    async def plan(self, work: Path) -> Plan:
+    async def plan(self, work: Path, uid: int | None) -> Plan:
         relay = await self.relay.start()
         egress = await self.egress.start() if self.egress is not None else None
         env = clean_env(HOME_IN_SANDBOX, "/tmp")
@@ -248,16 +253,17 @@ class OpenCodeRunner:
         opts += ["--clearenv"]
         for key, value in env.items():
             opts += ["--setenv", key, value]
-        nproc = TASKS if self.uid is not None else self._nproc_base + TASKS
-        limits = [
-            "prlimit",
+        nproc = TASKS if uid is not None else self._nproc_base + TASKS
+        prlimit = shutil.which("prlimit")
+        limits = [] if prlimit is None else [
+            prlimit,
             f"--nproc={nproc}",
             f"--fsize={FILE_SIZE_BYTES}",
             f"--nofile={OPEN_FILES}",
             "--core=0",
             "--",
-        ]
-        command = [*drop_uid_argv(self.uid), BUN_IN_SANDBOX, "run", *self.bun.run_flags,
+        ]  # fmt: skip
+        command = [*drop_uid_argv(uid), BUN_IN_SANDBOX, "run", *self.bun.run_flags,
                    LAUNCHER_IN_SANDBOX]  # fmt: skip
         bwrap = bwrap_path() or "bwrap"
         argv = [*limits, bwrap, *command]
@@ -267,12 +273,18 @@ class OpenCodeRunner:
     async def run(self, work: Path, prompt: str, progress: Progress) -> JobRun:
         """One job to its end; `progress` is updated as OpenCode's events arrive. Cancelled
         (abort, shutdown), it kills the sandbox before it returns."""
-        if self.uid is not None:
-            os.chown(work, self.uid, self.uid)
+        async with self._slots:
+            return await self._run(work, prompt, progress)
+
+    async def _run(self, work: Path, prompt: str, progress: Progress) -> JobRun:
+        uid = None
+        if self._uid_base is not None:
+            uid = self._uid_base + next(self._uids) % 32
+            os.chown(work, uid, uid)
         network = "on (public addresses through a proxy)" if self.network else "off"
         text = INSTRUCTIONS.format(work=WORK_IN_SANDBOX, network=network) + "\n\n" + prompt
         started = time.monotonic()
-        proc = await spawn(await self.plan(work))
+        proc = await spawn(await self.plan(work, uid))
         result = JobRun(None, 0.0, "", progress=progress)
         watcher = asyncio.create_task(self._watch_memory(proc.pid, result))
         errors = asyncio.create_task(_tail(proc.stderr))
