@@ -73,4 +73,4 @@ def delivering(tg: TG) -> TG:
 @pytest.fixture
 async def oc(installed: OpenCodeInstall, make_tg: Callable[..., Awaitable[TG]]) -> TG:  # noqa: F811
     # Code with network access and nobody to press Allow.
-    return delivering(await make_tg(approvals="off"))
+    return delivering(await make_tg(approvals="off", code_generator="opencode"))

@@ -160,7 +160,9 @@ async def test_abort_ends_the_whole_sandbox_and_keeps_the_files(
 async def test_the_time_budget_stops_a_job(
     make_tg: Any, lane: Lane, installed: OpenCodeInstall
 ) -> None:
-    oc = delivering(await make_tg(approvals="off", code_generate_timeout_s=20))
+    oc = delivering(
+        await make_tg(approvals="off", code_generator="opencode", code_generate_timeout_s=20)
+    )
     lane.script += [Calls([("bash", {"command": f"sleep {MARK}", "description": "wait"})])]
     job_id = await start_job(oc, "never ends")
     (text,) = await oc.replies(OWNER, 1, timeout=300)
@@ -188,3 +190,30 @@ async def test_a_shutdown_interrupts_a_job_and_the_restart_reports_it(
     text, document = await oc.replies(OWNER, 2, timeout=60)
     assert f"Code job {job_id} was interrupted" in (text.text or "")
     assert "shut down" in (text.text or "") and document.filename == "notes.md"
+
+
+async def test_a_job_asks_for_approval_like_code_and_the_doctor_names_it(
+    make_tg: Any, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    from tools.code.doctor import check_code
+
+    oc = await make_tg(code_generator=None)  # the default; APPROVALS=risky: code runs ask first
+    oc.llm.add(Calls([("code", {"action": "generate", "task": "anything"})]), Text("Not now."))
+    await oc.send(OWNER, "write me a program")
+    question = await oc.reply(OWNER)
+    assert question.reply_markup and "writes execution" in (question.text or "")
+    deny = next(
+        b["callback_data"]
+        for row in question.reply_markup["inline_keyboard"]
+        for b in row
+        if b["text"] == "Deny"
+    )
+    await oc.press(OWNER, deny)
+    assert (await oc.reply(OWNER)).text == "Not now."
+    async with oc.app.session_factory() as s:
+        assert (await s.execute(select(CodeJob))).first() is None  # nothing started
+    assert lane.requests == []
+    found = {r.name: r for r in await check_code(oc.app.deps)}["code generator"]
+    assert found.ok and found.detail == (
+        f"opencode: OpenCode {installed.version} in {installed.folder}"
+    )
