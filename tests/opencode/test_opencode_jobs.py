@@ -217,3 +217,17 @@ async def test_a_job_asks_for_approval_like_code_and_the_doctor_names_it(
     assert found.ok and found.detail == (
         f"opencode: OpenCode {installed.version} in {installed.folder}"
     )
+
+
+async def test_the_memory_budget_stops_a_job(
+    make_tg: Any, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    # OpenCode alone takes 0.5-0.7 GB resident: under the smallest budget it cannot finish.
+    oc = delivering(
+        await make_tg(approvals="off", code_generator="opencode", code_generate_memory_mb=256)
+    )
+    lane.script += [Calls([("bash", {"command": f"sleep {MARK}", "description": "wait"})])]
+    job_id = await start_job(oc, "too big")
+    (text,) = await oc.replies(OWNER, 1, timeout=300)
+    assert f"Code job {job_id} failed" in (text.text or "") and "over 256 MB" in (text.text or "")
+    assert await until_gone(installed) == []
