@@ -34,7 +34,9 @@ def binary_package() -> str:
         platform.machine().lower()
     )
     if sys.platform != "linux" or arch is None:
-        raise SystemExit(f"OpenCode for the code tool: no build for {sys.platform}/{platform.machine()}")
+        raise SystemExit(
+            f"OpenCode for the code tool: no build for {sys.platform}/{platform.machine()}"
+        )
     musl = "musl" in (platform.libc_ver()[0] or "musl")
     return f"opencode-linux-{arch}" + ("-musl" if musl else "")
 

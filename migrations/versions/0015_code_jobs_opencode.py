@@ -19,9 +19,13 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     with op.batch_alter_table("code_jobs", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("model", sa.String(length=200), nullable=False, server_default=""))
+        batch_op.add_column(
+            sa.Column("model", sa.String(length=200), nullable=False, server_default="")
+        )
         batch_op.add_column(sa.Column("steps", sa.Integer(), nullable=False, server_default="0"))
-        batch_op.add_column(sa.Column("duration_ms", sa.Float(), nullable=False, server_default="0"))
+        batch_op.add_column(
+            sa.Column("duration_ms", sa.Float(), nullable=False, server_default="0")
+        )
         batch_op.add_column(sa.Column("files", sa.Text(), nullable=False, server_default=""))
         batch_op.add_column(sa.Column("summary", sa.Text(), nullable=True))
         batch_op.add_column(sa.Column("delivered_at", sa.DateTime(), nullable=True))
