@@ -6,6 +6,8 @@ OpenCode binary, are tests/opencode.)"""
 from __future__ import annotations
 
 import io
+import os
+import time
 import zipfile
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -95,3 +97,15 @@ async def test_a_job_left_pending_by_an_earlier_run_is_reported_interrupted(tg: 
     async with tg.app.session_factory() as s:
         job = await repo.get_job(s, "job3")
     assert job is not None and job.status == "interrupted"
+
+
+async def test_work_dirs_of_old_jobs_are_removed_at_start(tg: TG) -> None:
+    await add_job(tg, "old", {"a.ts": b"1\n"}, delivered_at=tg.app.deps.clock())
+    await add_job(tg, "new", {"b.ts": b"2\n"}, delivered_at=tg.app.deps.clock())
+    old_dir = job_work(tg.settings.data_dir, "old").parent
+    month_ago = time.time() - 31 * 86400
+    os.utime(old_dir, (month_ago, month_ago))
+    start_delivering(tg)
+    new_file = job_work(tg.settings.data_dir, "new") / "b.ts"
+    await tg.server.wait_for(lambda: not old_dir.exists(), 60)
+    assert new_file.read_bytes() == b"2\n"

@@ -4,7 +4,8 @@ and the files it wrote (each as a document, or one zip archive when there are ma
 A part (built when the adapter starts) that looks for settled, undelivered jobs every
 couple of seconds: the job runs in the tool, which has no adapter to send through, and a
 row is the one thing both see. At start it first marks the pending jobs of an earlier
-run interrupted, so those are reported too, with what they had written.
+run interrupted, so those are reported too, with what they had written, and removes the
+work dirs of jobs older than KEEP_DAYS (`execute` of their files then says so).
 """
 
 from __future__ import annotations
@@ -12,19 +13,22 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import time
 import zipfile
 from pathlib import Path
 
 from db.repos.core import Recipient, get_user
 from tools.code import repo
 from tools.code.files import read_regular
-from tools.code.jobs import OWNER, job_work
+from tools.code.jobs import JOBS_FOLDER, OWNER, job_work
 from tools.code.models import CodeJob
+from tools.code.tree import remove_tree
 from tools.feature import File, Host
 
 log = logging.getLogger(__name__)
 
 POLL_S = 2.0
+KEEP_DAYS = 30
 MAX_SEPARATE = 4  # more files than this go as one archive
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_TOTAL_BYTES = 45 * 1024 * 1024  # under Telegram's 50 MB for a bot's document
@@ -86,6 +90,21 @@ def result_text(job: CodeJob, sent: list[File], left: list[str]) -> str:
     return "\n\n".join(parts)
 
 
+def prune(folder: Path, before: float) -> int:
+    """Remove the job folders last changed before `before` (epoch seconds)."""
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    for entry in folder.iterdir():
+        try:
+            old = entry.is_dir() and not entry.is_symlink() and entry.stat().st_mtime < before
+        except OSError:
+            continue
+        if old and remove_tree(entry):
+            removed += 1
+    return removed
+
+
 class JobDelivery:
     def __init__(self, host: Host) -> None:
         self.host = host
@@ -104,6 +123,7 @@ class JobDelivery:
                 log.info("marked %d code job(s) of an earlier run as interrupted", n)
         except Exception:
             log.exception("could not sweep the code jobs of an earlier run")
+        await asyncio.to_thread(prune, deps.data_dir / JOBS_FOLDER, time.time() - KEEP_DAYS * 86400)
         while True:
             try:
                 await self.deliver_ready()
