@@ -44,7 +44,6 @@ class ModelRelay:
         self._runner: web.AppRunner | None = None
         self._client: httpx.AsyncClient | None = None
         self._lock = asyncio.Lock()
-        self.relayed = 0  # requests passed on (doctor and tests read it)
 
     async def start(self) -> Path:
         """The socket's folder (bound into each job's sandbox), started on first use."""
@@ -104,7 +103,6 @@ class ModelRelay:
                 {"error": {"message": f"the model endpoint is unreachable ({type(exc).__name__})"}},
                 status=502,
             )
-        self.relayed += 1
         try:
             resp = web.StreamResponse(status=answer.status_code)
             for name in KEPT_RESPONSE:
