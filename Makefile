@@ -27,7 +27,8 @@ LOCK_CHECK = $(BIN)/python -m pip check 2>/dev/null | grep '^sidekick ' >&2 \
 QUIET = >>$(LOG) 2>&1 || { tail -n 25 $(LOG) >&2; echo "install failed; full log: $(LOG)" >&2; exit 1; }
 
 .PHONY: install install-dev python-check venv bwrap run setup chat doctor migrate test \
-        test-pg test-real test-docker bench bench-pg lint lock upgrade clean FORCE
+        test-pg test-real test-docker bench bench-pg lint lock upgrade clean FORCE \
+        install-opencode test-opencode
 
 # `make install`: what running needs, nothing else.
 install: python-check $(RUN_STAMP) bwrap
@@ -120,6 +121,16 @@ upgrade: venv
 test-real: install-dev
 	$(BIN)/python scripts/real_llm.py
 	SIDEKICK_REAL=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/real
+
+# OpenCode, the coding agent behind the code tool's `generate` (used once installed, where
+# bubblewrap works): only this machine's binary and its plugin, from the npm registry
+# through npm or the bun the project ships, into $(VENV)/opencode (about 240 MB).
+install-opencode: install
+	@$(BIN)/python scripts/install_opencode.py
+
+# The real OpenCode binary run by the assembled app against the fake model (tests/opencode).
+test-opencode: install-dev install-opencode
+	SIDEKICK_OPENCODE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/opencode
 
 # Figures, not pass/fail. BENCH_ARGS=--quick trims the memory benchmark (its full run
 # fills 100k memories and takes a while).

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -37,8 +38,8 @@ from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from db.repos.core import Recipient
 from scheduler.setup import JobSpec
-from tools.base import Clock, ToolDeps, system_clock
-from tools.feature import ContextProvider, Deliver, Feature, Part
+from tools.base import Clock, ModelEndpoint, ToolDeps, system_clock
+from tools.feature import ContextProvider, Deliver, Feature, File, Part
 from tools.memory.setup import build_memory
 from tools.registry import Registry, build_registry, discovery
 from tools.tokens import release as release_tokenizer
@@ -73,10 +74,12 @@ class App:
     meter: Meter | None = None  # budgets and usage (bot/usage), shared by the agent's hooks
     access: AccessList | None = None  # who may talk to the bot (bot/access)
 
-    async def deliver(self, recipient: Recipient, text: str, markdown: bool) -> int:
+    async def deliver(
+        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+    ) -> int:
         if self.deliver_to is None:
             raise RuntimeError("no adapter runs: nothing can be delivered")
-        return await self.deliver_to(recipient, text, markdown)
+        return await self.deliver_to(recipient, text, markdown, files)
 
     async def ask(self, recipient: Recipient, prompt: str) -> str:
         reply = await self.agent.handle(
@@ -230,6 +233,11 @@ async def build_app(
             llm=metered,
             clock=clock,
             data_dir=settings.data_dir,
+            endpoint=ModelEndpoint(
+                settings.llm_base_url,
+                settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+                settings.llm_model,
+            ),
         )
         deps.memory = await build_memory(
             settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key

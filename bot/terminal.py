@@ -13,7 +13,7 @@ import getpass
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -25,6 +25,7 @@ from bot.errors import user_text
 from bot.terminal_commands import Who, run_command
 from db.repos.core import Recipient
 from scheduler.setup import Scheduler
+from tools.feature import File
 
 PROMPT = "you> "
 ASK = "Allow? y = once, a = always for this tool, n = no: "
@@ -189,13 +190,23 @@ class Status:
 
 class TerminalDelivery:
     """`sidekick chat`: reminders of the local user printed into the chat; the id is a
-    local counter (there is no Telegram message)."""
+    local counter (there is no Telegram message). Files are saved in `folder`
+    (DATA_DIR/files, as the commands' files are) and their paths printed."""
 
-    def __init__(self, out: TextIO = sys.stdout) -> None:
+    def __init__(self, out: TextIO = sys.stdout, folder: Path | None = None) -> None:
         self.out = out
         self.sent = 0
+        self.folder = folder
 
-    async def __call__(self, recipient: Recipient, text: str, markdown: bool) -> int:
+    async def __call__(
+        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+    ) -> int:
+        if files and self.folder is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            for name, content in files:
+                path = self.folder / Path(name).name
+                path.write_bytes(content)
+                text += f"\n(saved {path})"
         self.out.write(f"\n{text}\nyou> ")
         self.out.flush()
         self.sent += 1
@@ -245,7 +256,11 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
     app.warm_up()  # the embedding model and tokenizer load while the user types
     # Reminders of the local user arrive here while the chat runs (missed ones at start);
     # a user linked with --as gets theirs in Telegram, from the bot.
-    jobs = app.start_features(TerminalDelivery(), local=True) if as_user is None else []
+    jobs = (
+        app.start_features(TerminalDelivery(folder=settings.data_dir / "files"), local=True)
+        if as_user is None
+        else []
+    )
     scheduler = Scheduler(jobs) if jobs else None
     source = LineSource()
     asker = TerminalAsker(source)  # before the first tick: a task it starts may ask

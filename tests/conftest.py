@@ -100,6 +100,9 @@ def make_settings(tmp_path: Path, fake_llm: FakeOpenAI | None = None, **extra: A
         "llm_base_url": fake_llm.base_url if fake_llm else "http://127.0.0.1:9/v1",
         "llm_api_key": "sk-test-secret-key-123456",
         "llm_model": "fake-model",
+        # `generate` as one model call, also where OpenCode is installed: its own tier
+        # (tests/opencode) asks for it.
+        "code_generator": "model",
         **extra,
     }
     return load_settings(**values)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -189,3 +191,17 @@ async def test_doctor_reports_bun_sandbox_and_a_trial_run(
     hide_bun(monkeypatch)
     bad = await check_code(env.deps)
     assert [(r.name, r.ok) for r in bad] == [("bun", False)] and "bun not found" in bad[0].detail
+
+
+async def test_doctor_names_the_code_generator_and_why(
+    env: Env, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tools.code.doctor import check_code
+
+    monkeypatch.setenv("SIDEKICK_OPENCODE_DIR", str(tmp_path / "no-opencode"))
+    for asked, ok in ((None, True), ("opencode", False)):
+        settings = env.settings.model_copy(update={"code_generator": asked})
+        deps = dataclasses.replace(env.deps, settings=settings, closers=[])
+        found = {r.name: r for r in await check_code(deps)}["code generator"]
+        assert found.detail.startswith("model: one model call (OpenCode is not installed")
+        assert found.ok is ok and "make install-opencode" in found.fix

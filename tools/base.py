@@ -175,6 +175,16 @@ class TextModel(Protocol):
     ) -> str: ...
 
 
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """The chat model's endpoint, for a tool that lets a program of its own reach the model
+    (the code tool's OpenCode jobs, through a relay that adds the key on the bot's side)."""
+
+    base_url: str
+    api_key: str | None = field(repr=False)
+    model: str
+
+
 @dataclass
 class ToolDeps:
     """Long-lived resources shared by every request; tools close over what they need."""
@@ -190,6 +200,7 @@ class ToolDeps:
     memory: MemoryStore | None = None
     # Where tools keep files between requests (DATA_DIR): the code tool's inputs.
     data_dir: Path = Path("./data")
+    endpoint: ModelEndpoint | None = None  # None: no tool may hand the model on
 
     def settings_for(self, model: type[S]) -> S:
         """A feature's own settings slice, typed: the settings hold every listed feature's

@@ -12,7 +12,7 @@ This module sits below bot/: a feature under tools/ reaches the running app only
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -28,8 +28,17 @@ if TYPE_CHECKING:  # the registry imports the extension machinery; a feature nee
 
 T = TypeVar("T")
 
-# (recipient, text, markdown) -> the id of the message it arrived as; raises on failure.
-Deliver = Callable[[Recipient, str, bool], Awaitable[int]]
+# A file sent with a delivered message: (name, content).
+File = tuple[str, bytes]
+
+
+class Deliver(Protocol):
+    """(recipient, text, markdown, files) -> the id of the message it arrived as; raises on
+    failure. The files follow the text, as documents."""
+
+    async def __call__(
+        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+    ) -> int: ...
 
 
 class Part(Protocol):
@@ -61,9 +70,12 @@ class Host(Protocol):
         """True in the terminal chat, which serves its local user only (no Telegram id)."""
         ...
 
-    async def deliver(self, recipient: Recipient, text: str, markdown: bool) -> int:
-        """Send a message the user did not ask for just now (a reminder), through whichever
-        adapter runs: Telegram, or the terminal for its local user."""
+    async def deliver(
+        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+    ) -> int:
+        """Send a message the user did not ask for just now (a reminder, a finished code
+        job with its files), through whichever adapter runs: Telegram, or the terminal for
+        its local user."""
         ...
 
     async def ask(self, recipient: Recipient, prompt: str) -> str:

@@ -8,15 +8,17 @@ records it. 403 (the user blocked the bot) and 400 (chat gone) are final.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import KW_ONLY, dataclass
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError
 from aiogram.types import MessageEntity
 
+from bot.telegram.files import send_files
 from bot.telegram.render import Chunk, render, split_plain, with_retry
 from db.repos.core import Recipient
+from tools.feature import File
 from tools.reminders.firing import DeliveryRejected, RecipientBlocked
 
 ATTEMPTS = 4
@@ -30,8 +32,10 @@ class TelegramDelivery:
     sleep: Sleep = asyncio.sleep
     attempts: int = ATTEMPTS
 
-    async def __call__(self, recipient: Recipient, text: str, markdown: bool) -> int:
-        """Send the text (split if long); the id of its first message."""
+    async def __call__(
+        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+    ) -> int:
+        """Send the text (split if long), then the files; the id of its first message."""
         if recipient.telegram_id is None:
             raise DeliveryRejected("the local user has no Telegram chat")
         chat = recipient.telegram_id
@@ -39,6 +43,8 @@ class TelegramDelivery:
         ids = []
         for chunk, entities in chunks:
             ids.append(await self._send(chat, chunk, entities))
+        if files:
+            await send_files(self.bot, chat, list(files))
         return ids[0]
 
     async def _send(self, chat: int, text: str, entities: list[MessageEntity]) -> int:

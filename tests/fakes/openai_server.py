@@ -2,7 +2,9 @@
 
 Each chat completion takes the next scripted turn (text, tool calls or an HTTP error);
 with the script empty it answers by `responder` (default: echo the last user message).
-Streaming answers use OpenAI's chunk format exactly, as real providers send it.
+Streaming answers use OpenAI's chunk format exactly, as real providers send it. A `Lane`
+scripts a second client apart (OpenCode, which the bot runs against the same server);
+`authorizations` records each chat request's Authorization header.
 `/v1/audio/transcriptions` takes the multipart form Whisper endpoints take and answers
 `{"text": ...}` from `transcripts` (in order; then "transcript of <filename>"), or fails
 with `transcribe_error` (an HTTP status) when set.
@@ -65,6 +67,22 @@ class KeepAlive:
 
 
 Turn = Text | Calls | Error | KeepAlive
+
+
+@dataclass
+class Lane:
+    """A second client of the same server with a script of its own (the coding agent the
+    bot runs, OpenCode, asking the same model): a request that `matches` takes the lane's
+    next turn, or `after(body)` once its script is used up; the main script never sees it."""
+
+    matches: Callable[[dict[str, Any]], bool]
+    script: list[Turn] = field(default_factory=list)
+    after: Callable[[dict[str, Any]], Turn] = lambda body: Text("done")
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def turn(self, body: dict[str, Any]) -> Turn:
+        self.requests.append(body)
+        return self.script.pop(0) if self.script else self.after(body)
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:
@@ -156,6 +174,9 @@ class FakeOpenAI:
     n_ctx: int | None = None  # llama-server's context size (`-c`); None: a server that won't say
     props: bool = True  # False: refuses past n_ctx but does not say it (a proxy in front)
     refused: list[dict[str, Any]] = field(default_factory=list)  # requests refused as too long
+    lanes: list[Lane] = field(default_factory=list)
+    # The Authorization header of every chat request, in order (None: it had none).
+    authorizations: list[str | None] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
@@ -228,6 +249,7 @@ class FakeOpenAI:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
+        self.authorizations.append(request.headers.get("Authorization"))
         if self.reject_stream_options and "stream_options" in body:
             err = {"error": {"message": "Unrecognized request argument supplied: stream_options"}}
             return web.json_response(err, status=400)
@@ -235,7 +257,11 @@ class FakeOpenAI:
             # llama-server refuses before it reads the prompt: no scripted turn is used up.
             self.refused.append(body)
             return web.json_response(too_long(n, self.n_ctx), status=400)
-        turn = self.script.pop(0) if self.script else self.responder(body)
+        lane = next((lane for lane in self.lanes if lane.matches(body)), None)
+        if lane is not None:
+            turn = lane.turn(body)
+        else:
+            turn = self.script.pop(0) if self.script else self.responder(body)
         if isinstance(turn, Error):
             headers = {"retry-after": str(turn.retry_after)} if turn.retry_after else {}
             err = {"error": {"message": turn.message, "type": "server_error", "code": None}}

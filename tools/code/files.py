@@ -163,7 +163,7 @@ def collect(workdir: Path) -> Collected:
     for item in found.files:
         rel = item.rel
         try:
-            data = _read_regular(Path(item.path))
+            data = read_regular(Path(item.path))
         except ValueError as exc:
             out.skipped.append(f"{rel}: {exc}")
             continue
@@ -180,7 +180,7 @@ def collect(workdir: Path) -> Collected:
     return out
 
 
-def _read_regular(path: Path) -> bytes:
+def read_regular(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:

@@ -1,16 +1,27 @@
-"""`generate` / `status`: code written in the background by a model, tracked in code_jobs."""
+"""`generate` / `status` / `abort`: code written in the background, tracked in code_jobs.
+
+Two generators. OpenCode (opencode.py): a coding agent run in the sandbox, in a work dir
+of its own that outlives the job (DATA_DIR/code-jobs/<id>/work); `status` shows its steps
+while it runs, and delivery.py sends the user its summary and files when it ends. The
+model: one completion returning one program, which `status` hands back.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import re
+import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, TextModel
 from tools.code import repo
+from tools.code.files import safe_name
+from tools.code.opencode import OpenCodeRunner, Progress
+from tools.code.tree import walk_files
 from tools.errors import public_text
 from tools.model_call import ModelCall
 
@@ -24,6 +35,25 @@ CODING_PROMPT = (
 )
 MAX_TOKENS = 4000
 _FENCE = re.compile(r"```[a-zA-Z]*[ \t]*\n(.*?)```", re.DOTALL)
+# This process: a pending job of another owner is an orphan of an earlier run.
+OWNER = uuid.uuid4().hex
+JOBS_FOLDER = "code-jobs"
+MAX_LISTED = 200  # files named in a job's trace
+SHUTDOWN = "the bot shut down before the job finished"
+
+
+def job_work(data_dir: Path, job_id: str) -> Path:
+    """A job's work dir: OpenCode's /work, kept after the job for delivery and `execute`."""
+    return data_dir / JOBS_FOLDER / safe_name(job_id) / "work"
+
+
+def written(work: Path) -> list[str]:
+    """The files a job wrote (paths below its work dir), leaving out hidden ones (.git,
+    OpenCode's own) and anything under a hidden folder."""
+    if not work.is_dir():
+        return []
+    found = walk_files(str(work)).files
+    return [f.rel for f in found if not any(p.startswith(".") for p in f.rel.split("/"))]
 
 
 def extract_code(reply: str) -> str:
@@ -35,13 +65,29 @@ def extract_code(reply: str) -> str:
 class JobManager:
     """Runs generation jobs as asyncio tasks; the rows outlive the process."""
 
-    def __init__(self, session_factory: SessionFactory, llm: TextModel, clock: Clock) -> None:
+    def __init__(
+        self,
+        session_factory: SessionFactory,
+        llm: TextModel,
+        clock: Clock,
+        *,
+        data_dir: Path = Path("./data"),
+        opencode: OpenCodeRunner | None = None,
+    ) -> None:
         self.sf = session_factory
         self.llm = llm
         self.clock = clock
-        self.owner = uuid.uuid4().hex  # this process; pending jobs of others are orphans
+        self.data_dir = data_dir
+        self.opencode = opencode
+        self.owner = OWNER
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.live: dict[str, tuple[Progress, float]] = {}  # running OpenCode jobs
+        self._aborted: set[str] = set()
         self._swept = False
+
+    @property
+    def generator(self) -> str:
+        return "opencode" if self.opencode is not None else "llm"
 
     async def _sweep(self) -> None:
         if not self._swept:
@@ -62,12 +108,20 @@ class JobManager:
                 session_id=ctx.session_id,
                 task=task,
                 context=context,
-                generator="llm",
+                generator=self.generator,
+                model=self.opencode.model if self.opencode else "",
                 owner=self.owner,
                 created_at=self.clock(),
             )
-        call = ModelCall("code", ctx.user_id, ctx.session_id, ctx.request_id)
-        t = asyncio.create_task(self._work(job_id, task, context, call), name=f"code-job-{job_id}")
+        if self.opencode is not None:
+            work = job_work(self.data_dir, job_id)
+            work.mkdir(mode=0o700, parents=True)
+            self.live[job_id] = (Progress(), time.monotonic())
+            job = self._opencode_job(job_id, task, context, work, self.opencode)
+        else:
+            call = ModelCall("code", ctx.user_id, ctx.session_id, ctx.request_id)
+            job = self._work(job_id, task, context, call)
+        t = asyncio.create_task(job, name=f"code-job-{job_id}")
         self.tasks[job_id] = t
         t.add_done_callback(lambda _t: self.tasks.pop(job_id, None))
         return job_id
@@ -87,7 +141,7 @@ class JobManager:
             else:
                 error, code = "the model returned no code", None
         except asyncio.CancelledError:
-            status, error = "interrupted", "the bot shut down before the job finished"
+            status, error = "interrupted", SHUTDOWN
             raise
         except Exception as exc:
             log.warning("code job %s failed: %s", job_id, type(exc).__name__)
@@ -101,6 +155,51 @@ class JobManager:
             except Exception:
                 log.exception("could not store the result of code job %s", job_id)
 
+    async def _opencode_job(
+        self, job_id: str, task: str, context: str, work: Path, runner: OpenCodeRunner
+    ) -> None:
+        progress, _ = self.live[job_id]
+        status, error, started = "failed", None, time.monotonic()
+        prompt = f"Task:\n{task}" + (f"\n\nContext:\n{context}" if context else "")
+        try:
+            run = await runner.run(work, prompt, progress)
+            if run.timed_out:
+                error = f"stopped after its {runner.budget.timeout_s:.0f} s budget"
+            elif run.memory_exceeded:
+                error = f"stopped: it used over {runner.budget.memory_bytes // 2**20} MB"
+            elif run.exit_code == 0 and not progress.error:
+                status = "done"
+            else:
+                lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+                error = progress.error or (lines[-1][:500] if lines else f"exit {run.exit_code}")
+        except asyncio.CancelledError:
+            aborted = job_id in self._aborted
+            status = "aborted" if aborted else "interrupted"
+            error = "aborted on request" if aborted else SHUTDOWN
+            raise
+        except Exception as exc:
+            log.exception("code job %s failed on the host side", job_id)
+            error = public_text(exc)
+        finally:
+            self.live.pop(job_id, None)
+            self._aborted.discard(job_id)
+            files = await asyncio.to_thread(written, work)
+            try:
+                async with self.sf.begin() as s:
+                    await repo.finish_job(
+                        s,
+                        job_id,
+                        status=status,
+                        now=self.clock(),
+                        error=error,
+                        steps=progress.steps,
+                        duration_ms=(time.monotonic() - started) * 1000,
+                        files="\n".join(files[:MAX_LISTED]),
+                        summary=progress.summary or None,
+                    )
+            except Exception:
+                log.exception("could not store the result of code job %s", job_id)
+
     async def status(self, job_id: str, user_id: int) -> dict[str, Any]:
         await self._sweep()
         async with self.sf() as s:
@@ -108,11 +207,41 @@ class JobManager:
         if job is None or job.user_id != user_id:
             return {"job_id": job_id, "status": "unknown", "error": "no such job"}
         out: dict[str, Any] = {"job_id": job.id, "status": job.status}
-        if job.status == "done":
+        live = self.live.get(job.id)
+        if job.status == "pending" and live is not None:
+            progress, started = live
+            out |= {"status": "running", "steps": progress.steps,
+                    "last_action": progress.last_action or "starting",
+                    "elapsed_s": round(time.monotonic() - started)}  # fmt: skip
+        elif job.generator == "opencode" and job.status != "pending":
+            out["files"] = job.files.splitlines()
+            if job.summary:
+                out["summary"] = job.summary
+            if job.error:
+                out["error"] = job.error
+            out["note"] = (
+                "the summary and files are sent to the user by themselves; run a file "
+                "with action=execute, file=<job_id>/<path>"
+            )
+        elif job.status == "done":
             out["code"] = job.code
         elif job.error:
             out["error"] = job.error
         return out
+
+    async def abort(self, job_id: str, user_id: int) -> dict[str, Any]:
+        """End a running job (its whole sandbox); what it wrote is kept and delivered."""
+        async with self.sf() as s:
+            job = await repo.get_job(s, job_id)
+        if job is None or job.user_id != user_id:
+            return {"job_id": job_id, "status": "unknown", "error": "no such job"}
+        task = self.tasks.get(job_id)
+        if job.status != "pending" or task is None:
+            return {"job_id": job_id, "status": job.status, "note": "the job is not running"}
+        self._aborted.add(job_id)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return await self.status(job_id, user_id)
 
     async def close(self) -> None:
         """At shutdown: stop every job and mark it interrupted (a task cancelled before it
@@ -120,9 +249,11 @@ class JobManager:
         jobs = dict(self.tasks)
         for t in jobs.values():
             t.cancel()
+        await asyncio.gather(*jobs.values(), return_exceptions=True)
+        if self.opencode is not None:
+            await self.opencode.close()
         if not jobs:
             return
-        await asyncio.gather(*jobs.values(), return_exceptions=True)
         try:
             async with self.sf.begin() as s:
                 for job_id in jobs:
@@ -131,7 +262,7 @@ class JobManager:
                         job_id,
                         status="interrupted",
                         now=self.clock(),
-                        error="the bot shut down before the job finished",
+                        error=SHUTDOWN,
                     )
         except Exception:
             log.exception("could not mark code jobs as interrupted")

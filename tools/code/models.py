@@ -53,10 +53,19 @@ class CodeJob(Base):
     generator: Mapped[str] = mapped_column(String(20), default="llm")
     status: Mapped[str] = mapped_column(
         String(12), default="pending"
-    )  # pending|done|failed|interrupted
+    )  # pending|done|failed|interrupted|aborted
     code: Mapped[str | None] = mapped_column(Text)
     error: Mapped[str | None] = mapped_column(Text)
     # Which process runs it: a pending job owned by another (earlier) process is orphaned.
     owner: Mapped[str] = mapped_column(String(40), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The trace of an OpenCode job (generator "opencode"): the model it used, its steps,
+    # how long it ran, the files it wrote (paths below its work dir, one a line) and its
+    # summary; delivered_at: when the user was sent the result (None: not yet).
+    model: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    steps: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    duration_ms: Mapped[float] = mapped_column(default=0.0, server_default="0")
+    files: Mapped[str] = mapped_column(Text, default="", server_default="")
+    summary: Mapped[str | None] = mapped_column(Text)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -105,13 +105,82 @@ async def finish_job(
     now: datetime,
     code: str | None = None,
     error: str | None = None,
+    **trace: Any,
 ) -> None:
-    """Settle a pending job; a job already settled (e.g. interrupted) stays as it is."""
+    """Settle a pending job; a job already settled (e.g. interrupted) stays as it is.
+    `trace`: an OpenCode job's steps, duration_ms, files and summary."""
     await s.execute(
         update(CodeJob)
         .where(CodeJob.id == job_id, CodeJob.status == "pending")
-        .values(status=status, code=code, error=error, finished_at=now)
+        .values(status=status, code=code, error=error, finished_at=now, **trace)
     )
+
+
+async def undelivered(s: AsyncSession) -> list[CodeJob]:
+    """Settled OpenCode jobs whose result the user has not been sent yet."""
+    stmt = (
+        select(CodeJob)
+        .where(
+            CodeJob.generator == "opencode",
+            CodeJob.status != "pending",
+            CodeJob.delivered_at.is_(None),
+        )
+        .order_by(CodeJob.finished_at)
+    )
+    return list((await s.execute(stmt)).scalars())
+
+
+async def claim_delivery(s: AsyncSession, job_id: str, now: datetime) -> bool:
+    """Mark the job delivered; False when another worker claimed it first."""
+    res = await s.execute(
+        update(CodeJob)
+        .where(CodeJob.id == job_id, CodeJob.delivered_at.is_(None))
+        .values(delivered_at=now)
+    )
+    return int(res.rowcount or 0) == 1  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class JobStats:
+    total: int
+    done: int
+    avg_ms: float | None
+    avg_steps: float | None
+
+
+async def job_stats(s: AsyncSession, user_id: int, since: datetime) -> JobStats:
+    """The user's OpenCode jobs since `since` (the model generator's have no trace)."""
+    rows = (
+        await s.execute(
+            select(CodeJob.status, CodeJob.duration_ms, CodeJob.steps).where(
+                CodeJob.user_id == user_id,
+                CodeJob.created_at >= since,
+                CodeJob.generator == "opencode",
+                CodeJob.status != "pending",
+            )
+        )
+    ).all()
+    n = len(rows)
+    return JobStats(
+        total=n,
+        done=sum(1 for r in rows if r.status == "done"),
+        avg_ms=sum(float(r.duration_ms) for r in rows) / n if n else None,
+        avg_steps=sum(int(r.steps) for r in rows) / n if n else None,
+    )
+
+
+async def failed_jobs(s: AsyncSession, user_id: int, n: int) -> list[CodeJob]:
+    stmt = (
+        select(CodeJob)
+        .where(
+            CodeJob.user_id == user_id,
+            CodeJob.generator == "opencode",
+            CodeJob.status.in_(("failed", "interrupted")),
+        )
+        .order_by(CodeJob.created_at.desc())
+        .limit(n)
+    )
+    return list((await s.execute(stmt)).scalars())
 
 
 async def interrupt_orphans(s: AsyncSession, owner: str, now: datetime) -> int:

@@ -23,11 +23,13 @@ from tools.code import repo
 from tools.code.bun import locate_bun, probe_bun
 from tools.code.categories import classify
 from tools.code.egress import EgressProxy
-from tools.code.files import INPUT_DIR, OUTPUT_DIR, InputStore, user_key
-from tools.code.jobs import JobManager
+from tools.code.files import INPUT_DIR, OUTPUT_DIR, InputStore, read_regular, user_key
+from tools.code.jobs import JobManager, job_work
 from tools.code.modes import INSTALL_BWRAP, choose_mode, protection
+from tools.code.opencode import Budget, OpenCodeRunner, install_dir, locate_opencode
+from tools.code.relay import ModelRelay
 from tools.code.runner import CodeRunner, RunResult
-from tools.code.sandbox import Mode
+from tools.code.sandbox import Mode, uid_block
 from tools.code.settings import CodeSettings
 from tools.effects import NONE, Effects, effects
 from tools.fetch.policy import Policy
@@ -52,21 +54,26 @@ DESCRIPTION = (
     "results with console.log); only built-ins (Bun APIs, node:* modules, fetch) — npm "
     "packages cannot be installed. Returns success, exit code, stdout, stderr, duration, "
     "execution id and error category. action=generate: `task` (+ optional `context`) returns "
-    "a job_id at once; action=status with that job_id gives pending/done/failed and the code. "
+    "a job_id at once; action=status with that job_id gives its progress or result; "
+    "action=abort ends it. "
     f"Files the user sent are in ./{INPUT_DIR}/; files the code writes to ./{OUTPUT_DIR}/ are "
     "sent to the user (images as photos)."
 )
 
 
 class CodeParams(BaseModel):
-    action: Literal["execute", "generate", "status"]
+    action: Literal["execute", "generate", "status", "abort"]
     code: str | None = Field(default=None, description="ES module source, for execute")
+    file: str | None = Field(
+        default=None,
+        description="for execute instead of code: `<job_id>/<path>`, a file a generate job wrote",
+    )
     timeout_ms: int | None = Field(
         default=None, ge=1, description="for execute; default 30000, capped at 120000"
     )
     task: str | None = Field(default=None, description="what the code should do, for generate")
     context: str | None = Field(default=None, description="extra detail, for generate")
-    job_id: str | None = Field(default=None, description="for status")
+    job_id: str | None = Field(default=None, description="for status and abort")
 
 
 def trim(text: str, limit: int, cut_before: bool) -> str:
@@ -80,7 +87,7 @@ class CodeService:
     """What the tool and the doctor check share: the runner and the tracing."""
 
     def __init__(self, deps: ToolDeps) -> None:
-        s = deps.settings_for(CodeSettings)
+        s = self.settings = deps.settings_for(CodeSettings)
         self.sf: SessionFactory = deps.session_factory
         self.clock: Clock = deps.clock
         self.default_timeout = DEFAULT_TIMEOUT_MS
@@ -118,13 +125,72 @@ class CodeService:
                     "" if mode == "bwrap" else f"; for the full sandbox, {INSTALL_BWRAP}",
                 )
         self.inputs = InputStore(deps.data_dir / "inputs")
-        self.jobs = JobManager(deps.session_factory, deps.llm, deps.clock)
+        self.data_dir = deps.data_dir
+        self.generator, self.generator_reason, opencode = self._generator(deps, s, mode)
+        self.jobs = JobManager(
+            deps.session_factory, deps.llm, deps.clock, data_dir=deps.data_dir, opencode=opencode
+        )
         deps.closers.append(self.jobs.close)
         deps.closers.append(self.close)
+
+    def _generator(
+        self, deps: ToolDeps, s: CodeSettings, mode: Mode | None
+    ) -> tuple[str, str, OpenCodeRunner | None]:
+        """Who writes code for `generate`, why, and OpenCode's runner when it is OpenCode."""
+        if s.code_generator == "model":
+            return "model", "CODE_GENERATOR=model", None
+        install = locate_opencode()
+        problem = None
+        if install is None:
+            problem = f"OpenCode is not installed in {install_dir()} (make install-opencode)"
+        elif self.runner is None:
+            problem = f"code runs are off here ({self.problem})"
+        elif mode != "bwrap":
+            problem = f"OpenCode runs only in bubblewrap, and the sandbox here is {mode}"
+        elif deps.endpoint is None or not deps.endpoint.model:
+            problem = "no model endpoint to relay (LLM_MODEL)"
+        if problem is not None or install is None or self.runner is None:
+            if s.code_generator == "opencode":
+                log.warning("CODE_GENERATOR=opencode, but %s: the model writes code", problem)
+            return "model", f"one model call ({problem})", None
+        assert deps.endpoint is not None
+        network = s.code_network == "on"
+        policy = CODE_EGRESS
+        if s.code_private_networks == "on":
+            policy = Policy(allow_private=True, setting="CODE_PRIVATE_NETWORKS")
+        budget = Budget(s.code_generate_timeout_s, s.code_generate_memory_mb * 2**20)
+        endpoint = deps.endpoint
+        runner = OpenCodeRunner(
+            install,
+            self.runner.bun,
+            ModelRelay(endpoint.base_url, endpoint.api_key),
+            endpoint.model,
+            budget,
+            network=network,
+            egress=EgressProxy(policy) if network else None,
+            uid_base=uid_block(),
+        )
+        return "opencode", f"OpenCode {install.version} in {install.folder}", runner
 
     async def close(self) -> None:
         if self.runner is not None:  # the current one: tests swap it
             await self.runner.close()
+
+    async def job_file(self, ref: str, user_id: int) -> str:
+        """The text of a file a generate job of this user wrote (`<job_id>/<path>`)."""
+        job_id, _, rel = ref.strip().partition("/")
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
+        if not parts or ".." in parts:
+            raise ToolError("file must be `<job_id>/<path>`, a path the job listed")
+        async with self.sf() as s:
+            job = await repo.get_job(s, job_id)
+        if job is None or job.user_id != user_id:
+            raise ToolError(f"no code job {job_id}")
+        try:
+            data = read_regular(job_work(self.data_dir, job.id).joinpath(*parts))
+        except (OSError, ValueError) as exc:
+            raise ToolError(f"job {job_id} has no file {'/'.join(parts)}") from exc
+        return data.decode("utf-8", errors="replace")
 
     async def execute(
         self, code: str, timeout_ms: int, call: ToolCall | None
@@ -182,6 +248,8 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
 
     async def run(p: CodeParams, call: ToolCall) -> dict[str, Any]:
         if p.action == "execute":
+            if p.file and not p.code:
+                p = p.model_copy(update={"code": await service.job_file(p.file, call.ctx.user_id)})
             if not p.code or not p.code.strip():
                 raise ToolError("execute needs `code`: the ES module to run")
             timeout = min(p.timeout_ms or service.default_timeout, MAX_TIMEOUT_MS)
@@ -217,16 +285,22 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
             job_id = await service.jobs.start(call.ctx, p.task, p.context or "")
             return {"job_id": job_id, "status": "pending", "hint": "call action=status with job_id"}
         if not p.job_id:
-            raise ToolError("status needs `job_id` (returned by generate)")
+            raise ToolError(f"{p.action} needs `job_id` (returned by generate)")
+        if p.action == "abort":
+            return await service.jobs.abort(p.job_id, call.ctx.user_id)
         return await service.jobs.status(p.job_id, call.ctx.user_id)
 
+    jobs_run = service.generator == "opencode"
     ran: Effects = effects(writes=("execution", "internet") if service.network else ("execution",))
     return Tool(
         "code",
         DESCRIPTION,
         CodeParams,
         run,
-        effects=lambda p: ran if p.action == "execute" else NONE,
+        # An OpenCode job runs code too (its shell, in the same sandbox): the same rule.
+        effects=lambda p: (
+            ran if p.action == "execute" or (p.action == "generate" and jobs_run) else NONE
+        ),
     )
 
 

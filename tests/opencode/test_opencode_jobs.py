@@ -1,0 +1,233 @@
+"""`generate` through OpenCode, from the assembled app: the real binary in its sandbox,
+driven by the fake model (write a file, run it, finish); the user gets the summary and the
+files unasked; the key never reaches the sandbox; timeout, abort and shutdown leave no
+process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Calls, Lane, Text
+from tests.opencode.conftest import delivering
+from tools.code.jobs import job_work
+from tools.code.models import CodeJob
+from tools.code.opencode import OPENCODE_IN_SANDBOX, OpenCodeInstall
+
+KEY = "sk-test-secret-key-123456"  # tests.conftest.make_settings's LLM_API_KEY
+MARK = "31337"
+# A job takes 5-20 s on a quiet machine; this one may be loaded.
+pytestmark = pytest.mark.timeout(900)  # a sleep no other test starts: what must not outlive a job
+
+
+def tool_results(requests: list[dict[str, Any]]) -> list[str]:
+    return [
+        str(m.get("content"))
+        for body in requests
+        for m in body.get("messages", [])
+        if m.get("role") == "tool"
+    ]
+
+
+async def start_job(oc: TG, task: str) -> str:
+    oc.llm.add(Calls([("code", {"action": "generate", "task": task})]), Text("Started it."))
+    await oc.send(OWNER, "write me a program")
+    assert (await oc.reply(OWNER)).text == "Started it."
+    started = json.loads(tool_results(oc.llm.requests)[-1])
+    assert started["status"] == "pending"
+    return str(started["job_id"])
+
+
+async def ask(oc: TG, args: dict[str, Any]) -> dict[str, Any]:
+    """One tool call by the bot's model; its result as the model saw it."""
+    oc.llm.add(Calls([("code", args)]), Text("ok"))
+    await oc.send(OWNER, "and now?")
+    assert (await oc.reply(OWNER)).text == "ok"
+    result: dict[str, Any] = json.loads(tool_results(oc.llm.requests)[-1])
+    return result
+
+
+def leftovers(install: OpenCodeInstall) -> list[str]:
+    """Processes of a job still alive: OpenCode itself, or the sleep its shell started."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes().split(b"\0")
+            exe = os.readlink(f"/proc/{entry.name}/exe")
+        except OSError:
+            continue
+        if exe in (
+            str(install.binary),
+            OPENCODE_IN_SANDBOX,
+        ) or f"sleep {MARK}".encode() in b" ".join(cmdline):
+            found.append(f"{entry.name}: {b' '.join(cmdline)[:100]!r}")
+    return found
+
+
+async def poll(condition: Callable[[], bool], deadline_s: float = 300.0) -> bool:
+    """Whether `condition` came true in time: processes and files, nothing to await."""
+    end = time.monotonic() + deadline_s
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        await asyncio.sleep(0.2)
+    return True
+
+
+async def until_gone(install: OpenCodeInstall) -> list[str]:
+    await poll(lambda: not leftovers(install), 60.0)
+    return leftovers(install)
+
+
+async def test_a_job_writes_and_runs_a_file_and_the_user_gets_both(
+    oc: TG, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    lane.script += [
+        Calls(
+            [("write", {"filePath": "/work/hello.ts", "content": "console.log('hi ' + 6 * 7)\n"})]
+        ),
+        Calls([("bash", {"command": "env; bun run hello.ts", "description": "run it"})]),
+        Text("I wrote hello.ts; `bun run hello.ts` prints hi 42."),
+    ]
+    job_id = await start_job(oc, "a program that greets with 42")
+
+    text, document = await oc.replies(OWNER, 2, timeout=300)
+    assert f"Code job {job_id} is done (3 steps" in (text.text or "")
+    assert "prints hi 42" in (text.text or "") and "hello.ts" in (text.text or "")
+    assert document.filename == "hello.ts" and document.document == b"console.log('hi ' + 6 * 7)\n"
+
+    # OpenCode ran its file in the sandbox, and its environment held no key: only the relay
+    # adds it, on the way out (every request reached the model with it).
+    bash_output = tool_results(lane.requests)[-1]
+    assert "hi 42" in bash_output and "OPENCODE_CONFIG_CONTENT" in bash_output
+    assert KEY not in json.dumps(lane.requests)
+    assert set(oc.llm.authorizations) == {f"Bearer {KEY}"}
+
+    async with oc.app.session_factory() as s:
+        job = (await s.execute(select(CodeJob))).scalar_one()
+    assert (job.status, job.generator, job.model, job.files) == (
+        "done",
+        "opencode",
+        "fake-model",
+        "hello.ts",
+    )
+    assert job.steps == 3 and job.duration_ms > 0 and job.delivered_at is not None
+    assert (job_work(oc.settings.data_dir, job_id) / "hello.ts").is_file()  # kept
+
+    status = await ask(oc, {"action": "status", "job_id": job_id})
+    assert status["status"] == "done" and status["files"] == ["hello.ts"]
+    ran = await ask(oc, {"action": "execute", "file": f"{job_id}/hello.ts"})
+    assert ran["success"] is True and ran["stdout"] == "hi 42\n"
+
+    await oc.send(OWNER, "/codestats")
+    _chart, stats = await oc.replies(OWNER, 2)
+    assert "Code jobs (OpenCode)" in (stats.text or "") and "Done: 1" in (stats.text or "")
+    assert await until_gone(installed) == []
+
+
+async def test_abort_ends_the_whole_sandbox_and_keeps_the_files(
+    oc: TG, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    lane.script += [
+        Calls([("write", {"filePath": "/work/draft.txt", "content": "half done\n"})]),
+        Calls([("bash", {"command": f"(sleep {MARK} &) ; sleep {MARK}", "description": "wait"})]),
+    ]
+    job_id = await start_job(oc, "something slow")
+    # Running, and at its slow step: the sleeps are up (and the file written).
+    assert await poll(lambda: len(leftovers(installed)) >= 3), "never reached its slow step"
+    status = await ask(oc, {"action": "status", "job_id": job_id})
+    assert status["status"] == "running" and status["steps"] >= 1
+
+    aborted = await ask(oc, {"action": "abort", "job_id": job_id})
+    assert aborted["status"] == "aborted" and aborted["files"] == ["draft.txt"]
+    assert await until_gone(installed) == []
+    text, document = await oc.replies(OWNER, 2, timeout=60)
+    assert f"Code job {job_id} was aborted" in (text.text or "")
+    assert document.filename == "draft.txt"
+
+
+async def test_the_time_budget_stops_a_job(
+    make_tg: Any, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    oc = delivering(
+        await make_tg(approvals="off", code_generator="opencode", code_generate_timeout_s=20)
+    )
+    lane.script += [Calls([("bash", {"command": f"sleep {MARK}", "description": "wait"})])]
+    job_id = await start_job(oc, "never ends")
+    (text,) = await oc.replies(OWNER, 1, timeout=300)
+    assert f"Code job {job_id} failed" in (text.text or "") and "20 s budget" in (text.text or "")
+    assert "It wrote no files." in (text.text or "")
+    assert await until_gone(installed) == []
+    await oc.send(OWNER, "/codefailures")
+    (failure,) = await oc.replies(OWNER, 1)
+    assert f"job {job_id}" in (failure.text or "") and "budget" in (failure.text or "")
+
+
+async def test_a_shutdown_interrupts_a_job_and_the_restart_reports_it(
+    oc: TG, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    lane.script += [
+        Calls([("write", {"filePath": "/work/notes.md", "content": "# notes\n"})]),
+        Calls([("bash", {"command": f"sleep {MARK}", "description": "wait"})]),
+    ]
+    job_id = await start_job(oc, "take notes slowly")
+    notes = job_work(oc.settings.data_dir, job_id) / "notes.md"
+    assert await poll(lambda: bool(leftovers(installed)) and notes.exists()), "never got there"
+    await oc.restart()
+    assert await until_gone(installed) == []
+    delivering(oc)
+    text, document = await oc.replies(OWNER, 2, timeout=60)
+    assert f"Code job {job_id} was interrupted" in (text.text or "")
+    assert "shut down" in (text.text or "") and document.filename == "notes.md"
+
+
+async def test_a_job_asks_for_approval_like_code_and_the_doctor_names_it(
+    make_tg: Any, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    from tools.code.doctor import check_code
+
+    oc = await make_tg(code_generator=None)  # the default; APPROVALS=risky: code runs ask first
+    oc.llm.add(Calls([("code", {"action": "generate", "task": "anything"})]), Text("Not now."))
+    await oc.send(OWNER, "write me a program")
+    question = await oc.reply(OWNER)
+    assert question.reply_markup and "writes execution" in (question.text or "")
+    deny = next(
+        b["callback_data"]
+        for row in question.reply_markup["inline_keyboard"]
+        for b in row
+        if b["text"] == "Deny"
+    )
+    await oc.press(OWNER, deny)
+    assert (await oc.reply(OWNER)).text == "Not now."
+    async with oc.app.session_factory() as s:
+        assert (await s.execute(select(CodeJob))).first() is None  # nothing started
+    assert lane.requests == []
+    found = {r.name: r for r in await check_code(oc.app.deps)}["code generator"]
+    assert found.ok and found.detail == (
+        f"opencode: OpenCode {installed.version} in {installed.folder}"
+    )
+
+
+async def test_the_memory_budget_stops_a_job(
+    make_tg: Any, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    # OpenCode alone takes 0.5-0.7 GB resident: under the smallest budget it cannot finish.
+    oc = delivering(
+        await make_tg(approvals="off", code_generator="opencode", code_generate_memory_mb=256)
+    )
+    lane.script += [Calls([("bash", {"command": f"sleep {MARK}", "description": "wait"})])]
+    job_id = await start_job(oc, "too big")
+    (text,) = await oc.replies(OWNER, 1, timeout=300)
+    assert f"Code job {job_id} failed" in (text.text or "") and "over 256 MB" in (text.text or "")
+    assert await until_gone(installed) == []

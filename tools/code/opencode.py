@@ -1,0 +1,379 @@
+"""OpenCode, found and run: one generation job is `opencode run --format json` in bubblewrap.
+
+What a job gets: its work dir (on the host's disk, kept after the job: the files are
+delivered, `execute` can run them, a restart finds them) at /work; a private HOME and /tmp
+(size-capped tmpfs; OpenCode keeps its database and logs there); the installed config dir
+(`@opencode-ai/plugin` pre-seeded, read-only, so nothing is installed at start); a network
+namespace holding only loopback, where opencode.js opens the way to the model relay
+(relay.py: the key is added on the bot's side, so the sandbox holds no secret) and, when
+the code's network is on, to the egress proxy (egress.py: the same rule as code runs).
+Its shell can do anything inside; nothing outside exists for it. The whole sandbox ends
+with bwrap (own PID namespace, --die-with-parent), which is killed as a process group on
+timeout, abort, the memory budget and shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tools.code.bun import BunInfo
+from tools.code.egress import PROXY_PORT, SOCKET_NAME, EgressProxy
+from tools.code.relay import ModelRelay
+from tools.code.sandbox import (
+    BUN_IN_SANDBOX,
+    EGRESS_IN_SANDBOX,
+    Plan,
+    _system_binds,
+    bwrap_path,
+    clean_env,
+    drop_uid_argv,
+    own_task_count,
+)
+from tools.code.spawn import spawn
+
+log = logging.getLogger(__name__)
+
+LAUNCHER_JS = Path(__file__).with_name("opencode.js")
+OPENCODE_IN_SANDBOX = "/opt/opencode/opencode"
+LAUNCHER_IN_SANDBOX = "/opt/sidekick/opencode.js"
+MODEL_IN_SANDBOX = "/run/sidekick-model"
+HOME_IN_SANDBOX = "/home/job"
+WORK_IN_SANDBOX = "/work"
+MODEL_PORT = 4141  # inside the job's own network namespace
+HOME_BYTES = 512 * 1024**2  # OpenCode's database, logs and caches
+TMP_BYTES = 512 * 1024**2
+TASKS = 512  # OpenCode's threads, bun's, and what its shell starts
+FILE_SIZE_BYTES = 64 * 1024**2
+OPEN_FILES = 4096
+MEMORY_POLL_S = 0.5
+KILL_WAIT_S = 5.0
+STDERR_KEEP = 16 * 1024
+PROVIDER = "sidekick"
+# A job writes its files here; OpenCode is told so in the prompt.
+INSTRUCTIONS = (
+    "You work in {work}, an empty project folder in a sandbox: write every file there "
+    "(relative paths). Bun is at /opt/bun/bun (`/opt/bun/bun run file.ts`) for running "
+    "JavaScript/TypeScript; the network is {network}; nothing can be installed. When done, "
+    "end with a short summary: what you wrote, how to run it, and what you checked."
+)
+
+
+def install_dir() -> Path:
+    """Where `make install-opencode` puts it: beside this Python's packages (.venv/opencode),
+    or SIDEKICK_OPENCODE_DIR (tests, an install shared by several checkouts)."""
+    return Path(os.environ.get("SIDEKICK_OPENCODE_DIR") or Path(sys.prefix) / "opencode")
+
+
+@dataclass(frozen=True)
+class OpenCodeInstall:
+    folder: Path
+    binary: Path
+    config: Path  # the config dir, with @opencode-ai/plugin in node_modules
+    version: str
+
+
+def locate_opencode(folder: Path | None = None) -> OpenCodeInstall | None:
+    """The installed OpenCode, or None when there is none (or half of one)."""
+    folder = folder or install_dir()
+    try:
+        version = (folder / "version").read_text().strip()
+        binary = (folder / "opencode").resolve(strict=True)
+    except OSError:
+        return None
+    config = folder / "config"
+    if not (config / "node_modules" / "@opencode-ai" / "plugin").is_dir():
+        return None
+    return OpenCodeInstall(folder, binary, config, version)
+
+
+@dataclass
+class Progress:
+    """What `status` shows while a job runs, and what its trace keeps."""
+
+    steps: int = 0
+    last_action: str = ""
+    summary: str = ""  # OpenCode's last text
+    error: str = ""
+    first_step_s: float | None = None  # from the job's start
+    peak_rss: int = 0  # bytes, the sandbox's processes together
+    tokens: int = 0
+
+    def read(self, event: dict[str, Any], elapsed: float) -> None:
+        kind = event.get("type")
+        part = event.get("part") or {}
+        if kind == "step_start":
+            self.steps += 1
+            if self.first_step_s is None:
+                self.first_step_s = elapsed
+        elif kind == "tool_use":
+            state = part.get("state") or {}
+            what = state.get("title") or json.dumps(state.get("input") or {})[:120]
+            self.last_action = f"{part.get('tool', 'tool')}: {what}"[:200]
+        elif kind == "text" and part.get("text"):
+            self.summary = str(part["text"]).strip()
+        elif kind == "step_finish":
+            self.tokens += int((part.get("tokens") or {}).get("total") or 0)
+        elif kind == "error":
+            err = event.get("error") or {}
+            data = err.get("data") or {}
+            self.error = str(data.get("message") or err.get("name") or "OpenCode failed")[:500]
+
+
+@dataclass
+class JobRun:
+    exit_code: int | None
+    duration_s: float
+    stderr: str
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    progress: Progress = field(default_factory=Progress)
+
+
+@dataclass(frozen=True)
+class Budget:
+    timeout_s: float
+    memory_bytes: int
+
+
+def opencode_config(model: str, network: bool) -> dict[str, Any]:
+    """Everything OpenCode is told: one provider (the relay, no key), its tools allowed
+    without asking (nobody answers prompts in a job; the sandbox is the limit)."""
+    allow = "allow"
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "model": f"{PROVIDER}/{model}",
+        "small_model": f"{PROVIDER}/{model}",
+        "autoupdate": False,
+        "share": "disabled",
+        "snapshot": False,
+        "provider": {
+            PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Sidekick",
+                "options": {"baseURL": f"http://127.0.0.1:{MODEL_PORT}/v1", "apiKey": "relay"},
+                "models": {model: {"name": model}},
+            }
+        },
+        "permission": {
+            "edit": allow,
+            "bash": allow,
+            "webfetch": allow if network else "deny",
+            "external_directory": "deny",
+            "doom_loop": "deny",
+        },
+    }
+
+
+class OpenCodeRunner:
+    """Starts jobs; shared by every job of the process (the relay and proxy are started
+    once, on first use)."""
+
+    def __init__(
+        self,
+        install: OpenCodeInstall,
+        bun: BunInfo,
+        relay: ModelRelay,
+        model: str,
+        budget: Budget,
+        *,
+        network: bool,
+        egress: EgressProxy | None,
+        uid_base: int | None = None,
+        max_concurrent: int = 2,
+    ) -> None:
+        self.install = install
+        self.bun = bun
+        self.relay = relay
+        self.model = model
+        self.budget = budget
+        self.network = network
+        self.egress = egress if network else None
+        # As root: each job its own throwaway uid of the block (RLIMIT_NPROC counts per uid).
+        self._uid_base = uid_base
+        self._uids = itertools.count()
+        self._nproc_base = 0 if os.geteuid() == 0 else own_task_count()
+        self._slots = asyncio.Semaphore(max_concurrent)  # each takes 0.5-0.7 GB
+
+    async def close(self) -> None:
+        await self.relay.close()
+        if self.egress is not None:
+            await self.egress.close()
+
+    async def plan(self, work: Path, uid: int | None) -> Plan:
+        relay = await self.relay.start()
+        egress = await self.egress.start() if self.egress is not None else None
+        env = clean_env(HOME_IN_SANDBOX, "/tmp")
+        env |= {
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+            "OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config(self.model, self.network)),
+            "SIDEKICK_MODEL_SOCKET": f"{MODEL_IN_SANDBOX}/{self.relay.socket_name}",
+            "SIDEKICK_MODEL_PORT": str(MODEL_PORT),
+            "SIDEKICK_OPENCODE_ARGV": json.dumps([OPENCODE_IN_SANDBOX, "run", "--format", "json"]),
+            "PATH": "/opt/bun:/usr/local/bin:/usr/bin:/bin",
+        }
+        if egress is not None:
+            proxy = f"http://127.0.0.1:{PROXY_PORT}"
+            env |= {"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy,
+                    "https_proxy": proxy, "NO_PROXY": "127.0.0.1,localhost",
+                    "no_proxy": "127.0.0.1,localhost",
+                    "SIDEKICK_EGRESS_SOCKET": f"{EGRESS_IN_SANDBOX}/{SOCKET_NAME}"}  # fmt: skip
+        opts = _system_binds()
+        opts += ["--perms", "0755", "--dir", "/opt/opencode"]
+        opts += ["--ro-bind", self.bun.path, BUN_IN_SANDBOX]
+        opts += ["--ro-bind", str(self.install.binary), OPENCODE_IN_SANDBOX]
+        opts += ["--ro-bind", str(LAUNCHER_JS), LAUNCHER_IN_SANDBOX]
+        opts += ["--proc", "/proc", "--dev", "/dev"]
+        opts += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+        opts += ["--perms", "1777", "--size", str(HOME_BYTES), "--tmpfs", HOME_IN_SANDBOX]
+        opts += ["--perms", "0755", "--dir", f"{HOME_IN_SANDBOX}/.config"]
+        opts += ["--ro-bind", str(self.install.config), f"{HOME_IN_SANDBOX}/.config/opencode"]
+        opts += ["--bind", str(work), WORK_IN_SANDBOX, "--chdir", WORK_IN_SANDBOX]
+        opts += ["--perms", "0755", "--dir", MODEL_IN_SANDBOX]
+        opts += ["--ro-bind", str(relay), MODEL_IN_SANDBOX]
+        if egress is not None:
+            opts += ["--ro-bind", str(egress), EGRESS_IN_SANDBOX]
+        # Always a network namespace of its own: the model is reached through the relay,
+        # anything else through the egress proxy or not at all.
+        opts += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        opts += ["--unshare-net", "--hostname", "sandbox", "--die-with-parent", "--new-session"]
+        opts += ["--clearenv"]
+        for key, value in env.items():
+            opts += ["--setenv", key, value]
+        nproc = TASKS if uid is not None else self._nproc_base + TASKS
+        prlimit = shutil.which("prlimit")
+        limits = [] if prlimit is None else [
+            prlimit,
+            f"--nproc={nproc}",
+            f"--fsize={FILE_SIZE_BYTES}",
+            f"--nofile={OPEN_FILES}",
+            "--core=0",
+            "--",
+        ]  # fmt: skip
+        command = [*drop_uid_argv(uid), BUN_IN_SANDBOX, "run", *self.bun.run_flags,
+                   LAUNCHER_IN_SANDBOX]  # fmt: skip
+        bwrap = bwrap_path() or "bwrap"
+        argv = [*limits, bwrap, *command]
+        return Plan(argv, {"PATH": "/usr/bin:/bin"}, "/", None, piped_args=tuple(opts),
+                    args_at=len(limits) + 1)  # fmt: skip
+
+    async def run(self, work: Path, prompt: str, progress: Progress) -> JobRun:
+        """One job to its end; `progress` is updated as OpenCode's events arrive. Cancelled
+        (abort, shutdown), it kills the sandbox before it returns."""
+        async with self._slots:
+            return await self._run(work, prompt, progress)
+
+    async def _run(self, work: Path, prompt: str, progress: Progress) -> JobRun:
+        uid = None
+        if self._uid_base is not None:
+            uid = self._uid_base + next(self._uids) % 32
+            os.chown(work, uid, uid)
+        network = "on (public addresses through a proxy)" if self.network else "off"
+        text = INSTRUCTIONS.format(work=WORK_IN_SANDBOX, network=network) + "\n\n" + prompt
+        started = time.monotonic()
+        proc = await spawn(await self.plan(work, uid))
+        result = JobRun(None, 0.0, "", progress=progress)
+        watcher = asyncio.create_task(self._watch_memory(proc.pid, result))
+        errors = asyncio.create_task(_tail(proc.stderr))
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(text.encode())
+            with contextlib.suppress(ConnectionError):
+                await proc.stdin.drain()
+            proc.stdin.close()
+            try:
+                async with asyncio.timeout(self.budget.timeout_s):
+                    await _read_events(proc.stdout, progress, started)
+                    await proc.wait()
+            except TimeoutError:
+                result.timed_out = not result.memory_exceeded
+        finally:
+            watcher.cancel()
+            if proc.returncode is None:
+                _kill(proc.pid)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.shield(asyncio.wait_for(proc.wait(), KILL_WAIT_S))
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                result.stderr = await asyncio.wait_for(errors, 1.0)
+        result.exit_code = proc.returncode
+        result.duration_s = time.monotonic() - started
+        return result
+
+    async def _watch_memory(self, pid: int, result: JobRun) -> None:
+        """The budget on resident memory, summed over the sandbox's processes (an address
+        space limit would not do: bun's JIT reserves far more than it uses)."""
+        while True:
+            await asyncio.sleep(MEMORY_POLL_S)
+            rss = await asyncio.to_thread(tree_rss, pid)
+            result.progress.peak_rss = max(result.progress.peak_rss, rss)
+            if rss > self.budget.memory_bytes:
+                result.memory_exceeded = True
+                _kill(pid)
+                return
+
+
+def _kill(pid: int) -> None:
+    # bwrap leads its group (start_new_session); with it dies the sandbox's PID namespace.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _read_events(stream: asyncio.StreamReader, progress: Progress, started: float) -> None:
+    while True:
+        try:
+            line = await stream.readline()
+        except ValueError:  # a line over the reader's limit: skip it
+            await stream.read(1 << 20)
+            continue
+        if not line:
+            return
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            progress.read(event, time.monotonic() - started)
+
+
+async def _tail(stream: asyncio.StreamReader | None) -> str:
+    kept = b""
+    assert stream is not None
+    while chunk := await stream.read(65536):
+        kept = (kept + chunk)[-STDERR_KEEP:]
+    return kept.decode("utf-8", errors="replace")
+
+
+def tree_rss(root: int) -> int:
+    """Resident bytes of `root` and every process below it."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
