@@ -4,6 +4,7 @@ Storage goes through one seam (db/conversation.py): the turn begins by storing t
 message before any model call, each tool round and the answer are recorded in one
 transaction each, with the rows features' turn hooks hand over (model calls' usage) inside
 them. Features reach the loop only through bot/agent/hooks.py's declarations (no names).
+A request a restart cut goes on through the same loop (`resume`), seeded from its records.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from sqlalchemy import func, select
 from bot.app import build_app
 from bot.llm.client import LLMClient
 from bot.telegram.dispatcher import Runtime, build_runtime
-from bot.telegram.resume import continue_cut_turns, continuing_line
+from bot.telegram.resume import RESTART_WINDOW, continue_cut_turns, continuing_line
 from db.models.resume import TurnResume
 from tests.conftest import make_settings, pg_only, sqlite_only
 from tests.e2e.conftest import ALLOWED, OWNER, TG
@@ -86,6 +87,18 @@ async def test_a_turn_cut_after_a_tool_round_goes_on_from_its_record(tg: TG) -> 
     assert [json.loads(c["tool_calls"][0]["function"]["arguments"]) for c in calls] == [REMIND]
     assert last[-1]["role"] == "tool" and "Scheduled reminder" in last[-1]["content"]
     assert await continue_now(tg) == 0
+
+
+async def test_a_message_older_than_the_window_is_left_alone(tg: TG) -> None:
+    tg.llm.add(Calls([("schedule", REMIND)]), KeepAlive())
+    await tg.send(OWNER, "remind me to call mum in 2 hours")
+    await tg.server.wait_for(lambda: len(tg.llm.requests) == 2)
+    await tg.stop(grace=0.2)
+    await tg.start()
+    later = tg.app.deps.clock() + RESTART_WINDOW + timedelta(minutes=1)
+    assert await continue_cut_turns(tg.runtime, later) == 0
+    await tg.idle()
+    assert tg.server.sent_to(OWNER) == [] and len(tg.llm.requests) == 2
 
 
 async def test_a_failed_turn_told_by_the_error_line_is_not_taken_up_again(tg: TG) -> None:
