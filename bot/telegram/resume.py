@@ -108,10 +108,10 @@ async def _take_up(rt: Runtime, cut: Cut) -> None:
         return
     log.info("message %d (chat %d): continuing the turn a stop cut", cut.message_id, cut.chat_id)
     try:
-        await send_plain(rt.bot, cut.chat_id, continuing_line(cut.text))
-    except Exception as exc:  # the answer matters more than the line: go on
-        log.warning("chat %d: the continuing line was not sent (%s)", cut.chat_id, exc)
-    try:
+        try:
+            await send_plain(rt.bot, cut.chat_id, continuing_line(cut.text))
+        except Exception as exc:  # the answer matters more than the line: go on
+            log.warning("chat %d: the continuing line was not sent (%s)", cut.chat_id, exc)
         await _answer(rt, cut)
     except asyncio.CancelledError:
         # A clean shutdown cut it (not a crash): the next start continues it again.

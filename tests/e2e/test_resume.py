@@ -89,6 +89,25 @@ async def test_a_turn_cut_after_a_tool_round_goes_on_from_its_record(tg: TG) -> 
     assert await continue_now(tg) == 0
 
 
+@sqlite_only  # (the stop's cut, as in the first test)
+async def test_a_clean_stop_during_a_continuation_is_not_counted_as_a_crash(tg: TG) -> None:
+    tg.llm.add(Text("x" * 400, chunk=1, delay=0.05))
+    await tg.send(OWNER, "cut once")
+    await tg.server.wait_for(lambda: bool(tg.server.drafts))
+    await tg.stop(grace=0.2)
+    await tg.start()
+    tg.llm.add(Text("y" * 400, chunk=1, delay=0.05))
+    drafts = len(tg.server.drafts)
+    assert await continue_cut_turns(tg.runtime, tg.app.deps.clock()) == 1
+    await tg.server.wait_for(lambda: len(tg.server.drafts) > drafts)
+    await tg.stop(grace=0.2)  # SIGTERM's way: the continuation is cancelled, not killed
+    await tg.start()
+    tg.llm.add(Text("the answer after all"))
+    assert await continue_now(tg) == 1
+    texts = [m.text for m in await tg.replies(OWNER, 3)]
+    assert texts == [continuing_line("cut once")] * 2 + ["the answer after all"]
+
+
 async def test_a_message_older_than_the_window_is_left_alone(tg: TG) -> None:
     tg.llm.add(Calls([("schedule", REMIND)]), KeepAlive())
     await tg.send(OWNER, "remind me to call mum in 2 hours")
