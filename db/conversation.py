@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from db.engine import SessionFactory, engine_of
 from db.models.core import ChatSession, ToolCallRecord, User
 from db.repos import core as repo
+from db.repos import resume
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,19 @@ class Started:
     has_memories: bool
     message_id: int
     history: Sequence[repo.HistoryRow]
+
+
+@dataclass(frozen=True)
+class Unfinished(Started):
+    """A turn a restart cut, as recorded: `history` ends with its last record (the user's
+    message, then each tool round with its results), `tool_calls` says how many calls those
+    rounds made (they count against the request's cap and are never run again)."""
+
+    request_id: str
+    text: str
+    kind: str
+    telegram_message_id: int | None
+    tool_calls: int
 
 
 @dataclass(frozen=True)
@@ -140,6 +154,11 @@ class Conversation(Protocol):
 
     async def history(self, session_id: int, limit: int) -> Sequence[repo.HistoryRow]:
         """The session's newest `limit` rows, oldest first."""
+        ...
+
+    async def unfinished(self, message_id: int) -> Unfinished | None:
+        """The turn of this stored user message as recorded, to continue it; None when
+        there is no such message (or its user is gone)."""
         ...
 
 
@@ -287,6 +306,26 @@ class SqlConversation:
     async def history(self, session_id: int, limit: int) -> Sequence[repo.HistoryRow]:
         async with self._engine.connect() as conn:
             return await _history(conn, session_id, limit)
+
+    async def unfinished(self, message_id: int) -> Unfinished | None:
+        async with self._engine.connect() as c:
+            turn = (await c.execute(resume.TURN, {"message_id": message_id})).first()
+            if turn is None:
+                return None
+            uid, telegram_id, session_id, request_id, text, kind, telegram_message_id = turn
+            row = (await c.execute(repo.USER_READ, {"user_id": uid})).first()
+            if row is None:
+                return None
+            uid, name, tz_name, model, footer, warned, _, _, voice, has = row
+            user = TurnUser(uid, telegram_id, name, tz_name, model, bool(footer), warned, voice)
+            at = {"session_id": session_id, "request_id": request_id, "limit": HISTORY_ROWS}
+            history = list((await c.execute(resume.HISTORY_UNTIL, at)).all())
+            history.reverse()
+            calls = (await c.execute(resume.TOOL_RESULTS, at)).scalar_one()
+        return Unfinished(
+            user, session_id, bool(has), message_id, history,
+            request_id, text, kind, telegram_message_id, int(calls),
+        )  # fmt: skip
 
 
 async def _history(c: AsyncConnection, session_id: int, limit: int = HISTORY_ROWS) -> list[Any]:

@@ -4,6 +4,7 @@ Storage goes through one seam (db/conversation.py): the turn begins by storing t
 message before any model call, each tool round and the answer are recorded in one
 transaction each, with the rows features' turn hooks hand over (model calls' usage) inside
 them. Features reach the loop only through bot/agent/hooks.py's declarations (no names).
+A request a restart cut goes on through the same loop (`resume`), seeded from its records.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from bot.agent.toolexec import run_round, wire_calls
 from bot.approvals.gate import Approvals
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
-from db.conversation import Conversation, SqlConversation, Turn
+from db.conversation import Conversation, SqlConversation, Started, Turn
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock
 from tools.feature import ContextProvider
@@ -133,6 +134,32 @@ class Agent:
             now=now,
             period_over=self.turn_policy.period_over(now),
         )
+        return await self._turn(incoming, request_id, started, events)
+
+    async def resume(
+        self, message_id: int, chat_id: int | None, events: Events | None = None
+    ) -> Reply | None:
+        """Continue the request of a stored user message that a restart cut: the loop starts
+        from what the turn recorded (the message, each tool round with its results) and asks
+        the model again from there, so a recorded tool call is never run again. None when
+        the message is gone."""
+        cut = await self.conversation.unfinished(message_id)
+        if cut is None:
+            return None
+        user = cut.user
+        incoming = Incoming(
+            cut.text, user.telegram_id, user.name, chat_id, cut.telegram_message_id, cut.kind
+        )
+        return await self._turn(incoming, cut.request_id, cut, events, used=cut.tool_calls)
+
+    async def _turn(
+        self,
+        incoming: Incoming,
+        request_id: str,
+        started: Started,
+        events: Events | None,
+        used: int = 0,
+    ) -> Reply:
         user = started.user
         ctx = RequestContext(
             request_id=request_id,
@@ -149,7 +176,7 @@ class Agent:
         )
         turns = TurnChain.begin(self.requests, ctx, user, incoming.purpose)
         prefetched = self.window.wire(started.session_id, started.history)
-        reply = await self._loop(ctx, incoming, events or Events(), prefetched, turns)
+        reply = await self._loop(ctx, incoming, events or Events(), prefetched, turns, used)
         reply.files = ctx.files_out
         reply.user_id, reply.voice_mode = user.id, user.voice_mode
         reply.followup = await turns.after_answer(ctx)
@@ -162,14 +189,16 @@ class Agent:
         events: Events,
         prefetched: Prefetched,
         turns: TurnChain,
+        used: int,
     ) -> Reply:
+        """`used`: tool calls the request made before (a continued turn's recorded ones)."""
         hooks = HookChain([*turns.turns, *self.hooks])
         turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
         tools = self.registry.for_request(ctx, incoming.text)
         parts = await self.build_prompt(ctx, incoming.text, prefetched)
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
-        cap, used, rounds = MAX_TOOL_CALLS, 0, 0
+        cap, rounds = MAX_TOOL_CALLS, 0
         model = turns.model()  # e.g. the user's /model pick
 
         async def answer(

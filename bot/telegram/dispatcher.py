@@ -82,7 +82,8 @@ def build_dispatcher(
         outer.unregister(mw)
     outer.register(inflight)  # first: counts every update task, even one an album holds
     outer.register(AlbumMiddleware(album_window))  # before ordering: see bot/telegram/album.py
-    outer.register(ChatOrderMiddleware())
+    order = ChatOrderMiddleware()
+    outer.register(order)
     locks = Locks.for_database(app.engine)
     if locks.shared:  # PostgreSQL: several workers may serve the bot (bot/telegram/workers.py)
         outer.register(WorkerOrderMiddleware(locks, app.session_factory, app.deps.clock))
@@ -98,6 +99,7 @@ def build_dispatcher(
     dp["commands"] = bot_commands(app.features)
     dp["inflight"] = inflight
     dp["locks"] = locks
+    dp["chat_order"] = order
     return dp
 
 
@@ -164,6 +166,12 @@ class Runtime:
         """Advisory locks shared with other workers (no-ops on SQLite)."""
         locks: Locks = self.dp["locks"]
         return locks
+
+    @property
+    def chat_order(self) -> ChatOrderMiddleware:
+        """One chat's updates one at a time, in this process."""
+        order: ChatOrderMiddleware = self.dp["chat_order"]
+        return order
 
 
 def build_runtime(

@@ -28,6 +28,7 @@ from bot.status import clear_pid, write_pid
 from bot.telegram.dispatcher import Runtime, build_runtime
 from bot.telegram.outbox import Outbox
 from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.resume import continue_cut_turns
 from bot.telegram.webhook_guard import guards
 from bot.telegram.workers import UpdateOnceMiddleware
 from scheduler.dbfile import DatabaseFileWatch
@@ -159,11 +160,8 @@ async def run_bot(settings: Settings) -> None:
         if not await check_token(rt, stop):
             return
         outbox = Outbox(rt.bot, app.session_factory, app.deps.clock)
-        if not rt.locks.shared:
-            # One process serves the bot: a message without an answer from before now was
-            # left by a kill or stop mid-answer (several workers cannot tell that apart
-            # from another worker's message in progress).
-            await outbox.ask_about_unanswered(app.deps.clock())
+        # Before updates are taken: each chat's cut turn goes before its newer messages.
+        await continue_cut_turns(rt, app.deps.clock())
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
         jobs = app.start_features(TelegramDelivery(rt.bot))
         jobs += [outbox.job_spec(), *backup_jobs(settings)]

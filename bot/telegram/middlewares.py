@@ -239,19 +239,35 @@ class ChatOrderMiddleware(BaseMiddleware):
         self.locks: dict[int, asyncio.Lock] = {}
         self.users: dict[int, int] = {}
 
-    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
-        key = chat_key(event) if isinstance(event, Update) else None
-        if key is None:
-            return await handler(event, data)
+    async def enter(self, key: int) -> None:
+        """Wait for the chat's turn (work outside an update takes one too: a turn a restart
+        cut, continued before the chat's newer messages)."""
         lock = self.locks.get(key)
         if lock is None:
             lock = self.locks[key] = asyncio.Lock()
         self.users[key] = self.users.get(key, 0) + 1
         try:
-            async with lock:
-                return await handler(event, data)
+            await lock.acquire()
+        except BaseException:
+            self._forget(key)
+            raise
+
+    def leave(self, key: int) -> None:
+        self.locks[key].release()
+        self._forget(key)
+
+    def _forget(self, key: int) -> None:
+        # Forget idle chats so the dict does not grow with every chat ever seen.
+        self.users[key] -= 1
+        if not self.users[key]:
+            del self.users[key], self.locks[key]
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        key = chat_key(event) if isinstance(event, Update) else None
+        if key is None:
+            return await handler(event, data)
+        await self.enter(key)
+        try:
+            return await handler(event, data)
         finally:
-            # Forget idle chats so the dict does not grow with every chat ever seen.
-            self.users[key] -= 1
-            if not self.users[key]:
-                del self.users[key], self.locks[key]
+            self.leave(key)

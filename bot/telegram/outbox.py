@@ -1,15 +1,10 @@
-"""Answers are not lost to a Telegram outage, nor messages to a restart.
+"""Answers are not lost to a Telegram outage.
 
-- An answer Telegram does not take (5xx, 429, network, after `with_retry`'s tries) is
-  queued in the outbox with what was not sent yet; a per-minute job (and the startup run)
-  delivers queued messages when Telegram is back, each chat's in order. A row counts as
-  sent only with the message id Telegram returned (as reminder runs do).
-- At start-up (one process serving the bot: SQLite), every user message of the last
-  hours with no answer after it (the bot was killed or stopped mid-answer) gets a notice:
-  "Sorry — I was restarted before I could answer ...; please send it again." The message
-  is not re-run on its own: its turn may have half-happened (a reminder set, code run, a
-  file sent), and an answer minutes or hours late to a question the user may have given
-  up on is worse than a clear line that lets them decide.
+An answer Telegram does not take (5xx, 429, network, after `with_retry`'s tries) is
+queued in the outbox with what was not sent yet; a per-minute job (and the startup run)
+delivers queued messages when Telegram is back, each chat's in order. A row counts as
+sent only with the message id Telegram returned (as reminder runs do). (Messages a
+restart left unanswered are continued by bot/telegram/resume.py.)
 """
 
 from __future__ import annotations
@@ -39,23 +34,11 @@ from tools.base import Clock
 log = logging.getLogger(__name__)
 
 EVERY = timedelta(minutes=1)
-RESTART_WINDOW = timedelta(hours=6)  # older unanswered messages are not brought up again
 MAX_ATTEMPTS = 60  # one a minute at first, then backing off: Telegram outages are short
 MAX_BACKOFF = timedelta(minutes=30)
-QUOTE_CHARS = 80
 
 # The Telegram errors that say "not now" rather than "never".
 TRANSIENT = (TelegramNetworkError, TelegramServerError, TelegramRetryAfter)
-
-
-def restart_notice(text: str) -> str:
-    quote = " ".join(text.split())
-    if len(quote) > QUOTE_CHARS:
-        quote = quote[: QUOTE_CHARS - 1] + "…"
-    return (
-        f"Sorry — I was restarted before I could answer your message “{quote}”; "
-        "please send it again."
-    )
 
 
 def _row(
@@ -64,11 +47,6 @@ def _row(
     """One outbox row, due now; `about`: the user's message it concerns."""
     return {"chat_id": chat_id, "telegram_message_id": about, "kind": kind, "text": text,
             "created_at": now, "deliver_after": now, "attempts": 0, **extra}  # fmt: skip
-
-
-def _notice(u: repo.Unanswered, now: datetime) -> dict[str, Any]:
-    text = restart_notice(u.text)
-    return _row(u.chat_id, u.telegram_message_id, "notice", text, now, user_id=u.user_id)
 
 
 @dataclass
@@ -99,15 +77,6 @@ class Outbox:
         now = self.clock()
         async with self.sf() as s, s.begin():
             await repo.add(s, [_row(chat_id, about, "settled", "", now, sent_at=now)])
-
-    async def ask_about_unanswered(self, started: datetime) -> int:
-        """Queue a notice for each message a restart left unanswered; how many."""
-        async with self.sf() as s, s.begin():
-            found = await repo.unanswered(s, started - RESTART_WINDOW, started)
-            await repo.add(s, [_notice(u, started) for u in found])
-        if found:
-            log.warning("%d message(s) got no answer before the restart: told", len(found))
-        return len(found)
 
     def job_spec(self) -> tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]:
         return ("outbox", "deliver answers Telegram did not take", EVERY, self.deliver)

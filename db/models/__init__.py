@@ -4,6 +4,7 @@ own folder declares its tables in its Feature, and bot/features.py registers the
 from db.models.base import Base
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.outbox import OutboxMessage
+from db.models.resume import TurnResume
 from db.models.voice import VoicePrefs
 from db.models.workers import TelegramUpdate
 
@@ -14,6 +15,7 @@ __all__ = [
     "OutboxMessage",
     "TelegramUpdate",
     "ToolCallRecord",
+    "TurnResume",
     "User",
     "VoicePrefs",
 ]

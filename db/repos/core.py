@@ -88,6 +88,8 @@ START_COLUMNS = (
 )
 START_READ = _user_with_open_session(User.telegram_id == bindparam("telegram_id"), *START_COLUMNS)
 LOCAL_START_READ = _user_with_open_session(User.telegram_id.is_(None), *START_COLUMNS)
+# The same by users.id: a turn a restart cut, continued (db/conversation.py).
+USER_READ = _user_with_open_session(User.id == bindparam("user_id"), *START_COLUMNS)
 _USER_WITH_OPEN_SESSION = _user_with_open_session(
     User.telegram_id == bindparam("telegram_id"), User, ChatSession
 )

@@ -1,5 +1,4 @@
-"""The outbox: messages owed to users (db/models/outbox.py), and the user messages a
-restart left without an answer."""
+"""The outbox: messages owed to users (db/models/outbox.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
-from db.models.core import Message, User
 from db.models.outbox import OutboxMessage
 
 
@@ -22,14 +19,6 @@ class Owed:
     text: str
     entities: str | None
     attempts: int
-
-
-@dataclass(frozen=True)
-class Unanswered:
-    user_id: int
-    chat_id: int
-    telegram_message_id: int
-    text: str
 
 
 async def add(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
@@ -62,34 +51,3 @@ async def settle(s: AsyncSession, row_id: int, **values: Any) -> None:
     """Record the outcome of one delivery attempt (sent_at + message_id when it arrived;
     attempts/error/deliver_after for a retry; sent_at and error when given up)."""
     await s.execute(update(OutboxMessage).where(OutboxMessage.id == row_id).values(**values))
-
-
-async def unanswered(s: AsyncSession, since: datetime, before: datetime) -> list[Unanswered]:
-    """Telegram users' messages from [since, before) that got no answer: no assistant
-    message of the same request, and nothing in the outbox about them."""
-    answer = aliased(Message)
-    stmt = (
-        select(Message.user_id, User.telegram_id, Message.telegram_message_id, Message.content)
-        .join(User, User.id == Message.user_id)
-        .where(
-            Message.role == "user",
-            Message.telegram_message_id.is_not(None),
-            User.telegram_id.is_not(None),
-            Message.created_at >= since,
-            Message.created_at < before,
-            ~exists().where(
-                and_(answer.request_id == Message.request_id, answer.role == "assistant")
-            ),
-            ~exists().where(
-                and_(
-                    OutboxMessage.chat_id == User.telegram_id,
-                    OutboxMessage.telegram_message_id == Message.telegram_message_id,
-                )
-            ),
-        )
-        .order_by(Message.id)
-    )
-    return [
-        Unanswered(int(user_id), int(chat_id or 0), int(message_id or 0), text)
-        for user_id, chat_id, message_id, text in (await s.execute(stmt)).all()
-    ]

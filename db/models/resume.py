@@ -1,0 +1,26 @@
+"""Turns a restart cut, as they are continued: how often one was taken up again, and
+whether it was given up. A row is written only at start-up, for a turn found cut; the
+turns that finish (nearly all) never get one."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Integer
+from sqlalchemy.orm import Mapped, mapped_column
+
+from db.models.base import Base, UTCDateTime
+
+
+class TurnResume(Base):
+    __tablename__ = "turn_resumes"
+
+    # The user's message whose turn was cut (messages.id).
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    # Continuations started. The claim that starts one is the write that decides which
+    # worker continues the turn; one cut again counts as a second crash of the turn.
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    given_up_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -1,0 +1,162 @@
+"""kill -9 at points of a turn, with a real `sidekick run` process on the fake Telegram and
+the fake model; the next start continues the turn (bot/telegram/resume.py): one line that it
+continues, then the answer, once, and a tool call the turn recorded is not run again. A turn
+cut twice is not tried a third time: one line tells the user. Runs on PostgreSQL too (the
+child gets DATABASE_URL under `make test-pg`)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from bot.telegram.resume import continuing_line, given_up_line
+from db.engine import create_engine, session_factory
+from tests.conftest import make_settings
+from tests.e2e.conftest import OWNER
+from tests.fakes.openai_server import Calls, FakeOpenAI, KeepAlive, Text
+from tests.fakes.telegram_server import FakeTelegram, message_update
+from tools.reminders.models import ScheduledJob
+
+REMIND = {"action": "create", "text": "call mum", "when": "in 2 hours"}
+ASK = "remind me to call mum in 2 hours"
+WAIT_S = 120.0  # a start of the whole app on a loaded machine takes seconds; this bounds a hang
+
+
+@dataclass
+class Sidekick:
+    """`sidekick run` (python -m bot) on one DATA_DIR, started again after each kill."""
+
+    tmp_path: Path
+    env: dict[str, str]
+    runs: list[Path] = field(default_factory=list)
+    proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        log = self.tmp_path / f"run{len(self.runs) + 1}.log"
+        self.runs.append(log)
+        with log.open("wb") as out:  # a file, not a pipe nobody reads while it runs
+            self.proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "bot", cwd=self.tmp_path, env=self.env,
+                stdout=asyncio.subprocess.DEVNULL, stderr=out,
+            )  # fmt: skip
+
+    async def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        await self.proc.wait()
+
+    async def stop(self) -> str:
+        """SIGTERM and wait for the exit; the run's log."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(self.proc.wait(), WAIT_S) == 0, self.log()
+        return self.log()
+
+    def log(self) -> str:
+        return self.runs[-1].read_text(errors="replace")
+
+
+@pytest.fixture
+async def sidekick(
+    tmp_path: Path, fake_llm: FakeOpenAI, telegram_server: FakeTelegram
+) -> AsyncIterator[Sidekick]:
+    env = {
+        **os.environ,
+        "TELEGRAM_BOT_TOKEN": telegram_server.token,
+        "TELEGRAM_API_URL": telegram_server.base_url,
+        "ALLOWED_USER_IDS": str(OWNER),
+        "LLM_BASE_URL": fake_llm.base_url,
+        "LLM_API_KEY": "sk-test-secret-key-123456",
+        "LLM_MODEL": "fake-model",
+        "DATA_DIR": str(tmp_path / "data"),
+    }
+    bot = Sidekick(tmp_path, env)
+    yield bot
+    if bot.proc is not None and bot.proc.returncode is None:
+        await bot.kill()
+
+
+async def reminders(tmp_path: Path, fake_llm: FakeOpenAI) -> int:
+    engine = create_engine(make_settings(tmp_path, fake_llm).db_url)
+    try:
+        async with session_factory(engine)() as s:
+            return int((await s.execute(select(func.count()).select_from(ScheduledJob))).scalar())
+    finally:
+        await engine.dispose()
+
+
+def texts(server: FakeTelegram) -> list[str | None]:
+    return [m.text for m in server.sent_to(OWNER)]
+
+
+async def test_kill_after_a_recorded_tool_round_continues_without_running_it_again(
+    sidekick: Sidekick, tmp_path: Path, fake_llm: FakeOpenAI, telegram_server: FakeTelegram
+) -> None:
+    server, llm = telegram_server, fake_llm
+    # The reminder is set and the round recorded; the final model call never answers.
+    llm.add(Calls([("schedule", REMIND)]), KeepAlive())
+    await sidekick.start()
+    await server.push(message_update(OWNER, ASK, message_id=1))
+    await server.wait_for(lambda: len(llm.requests) == 2, WAIT_S)
+    await sidekick.kill()
+    assert texts(server) == []
+    llm.add(Text("Done: I'll remind you to call mum at 14:00."))
+    await sidekick.start()
+    await server.wait_for(lambda: len(server.sent_to(OWNER)) >= 2, WAIT_S)
+    log = await sidekick.stop()
+    assert texts(server) == [continuing_line(ASK), "Done: I'll remind you to call mum at 14:00."]
+    assert await reminders(tmp_path, llm) == 1  # the recorded call did not run again
+    assert len(llm.requests) == 3  # the continuation asked the model once, from the record
+    resumed = llm.requests[-1]["messages"]
+    assert resumed[-1]["role"] == "tool" and "Scheduled reminder" in resumed[-1]["content"]
+    assert "Traceback" not in log
+
+
+async def test_kill_mid_answer_continues_with_one_answer(
+    sidekick: Sidekick, fake_llm: FakeOpenAI, telegram_server: FakeTelegram
+) -> None:
+    server, llm = telegram_server, fake_llm
+    llm.add(Text("x" * 400, chunk=1, delay=0.05))  # streams for ~20 s
+    await sidekick.start()
+    await server.push(message_update(OWNER, "a long question", message_id=1))
+    await server.wait_for(lambda: bool(server.drafts), WAIT_S)  # the answer is streaming
+    await sidekick.kill()
+    llm.add(Text("the whole answer"))
+    await sidekick.start()
+    await server.wait_for(lambda: len(server.sent_to(OWNER)) >= 2, WAIT_S)
+    await sidekick.stop()
+    assert texts(server) == [continuing_line("a long question"), "the whole answer"]
+    assert len(llm.requests) == 2
+
+
+async def test_a_turn_cut_twice_is_not_tried_a_third_time(
+    sidekick: Sidekick, fake_llm: FakeOpenAI, telegram_server: FakeTelegram
+) -> None:
+    server, llm = telegram_server, fake_llm
+    llm.add(Text("x" * 400, chunk=1, delay=0.05), Text("y" * 400, chunk=1, delay=0.05))
+    await sidekick.start()
+    await server.push(message_update(OWNER, "the question that kills", message_id=1))
+    await server.wait_for(lambda: bool(server.drafts), WAIT_S)
+    await sidekick.kill()  # first crash: in its first run
+    drafts = len(server.drafts)
+    await sidekick.start()
+    await server.wait_for(lambda: len(server.drafts) > drafts and len(llm.requests) == 2, WAIT_S)
+    await sidekick.kill()  # second crash: in its continuation
+    assert texts(server) == [continuing_line("the question that kills")]
+    await sidekick.start()
+    await server.wait_for(lambda: len(server.sent_to(OWNER)) >= 2, WAIT_S)
+    log = await sidekick.stop()
+    assert texts(server) == [
+        continuing_line("the question that kills"),
+        given_up_line("the question that kills"),
+    ]
+    assert len(llm.requests) == 2  # no third run
+    assert "the bot stopped 2 times while answering it" in log
