@@ -75,7 +75,7 @@ async def test_allowed_once_runs_it_and_asks_again_next_time(tg: TG) -> None:
     assert "https://example.org/x" in question.text and "writes internet" in question.text
     assert SECRET not in question.text and "[secret]" in question.text
     assert [b["text"] for b in question.reply_markup["inline_keyboard"][0]] == [
-        "Allow once", "Always for this tool", "Deny",
+        "Allow once", "Always (in chats)", "Deny",
     ]  # fmt: skip
     assert posted == []  # nothing runs before the answer
     await tg.press(OWNER, button(question, "Allow once"))
