@@ -136,7 +136,9 @@ class TelegramAsker:
         ]
         markup = InlineKeyboardMarkup(inline_keyboard=[row])
         try:
-            with DOORBELL.waiting(q.key) as rung, WAITING.asking(chat):
+            # A scheduled run's question holds no chat turn: the chat's order is not waiting.
+            holds = contextlib.nullcontext() if q.scheduled else WAITING.asking(chat)
+            with DOORBELL.waiting(q.key) as rung, holds:
                 if (whole := action_file(q)) is not None:
                     document = BufferedInputFile(whole[1], filename=whole[0])
                     await with_retry(lambda: self.bot.send_document(chat, document), "sendDocument")
