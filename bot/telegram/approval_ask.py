@@ -70,8 +70,8 @@ def question_text(q: Question) -> str:
     if q.why:
         seen = q.why if len(q.why) <= WHY_CHARS else q.why[: WHY_CHARS - 1] + "…"
         why = (
-            f"\nI read outside content in this turn ({seen}); it may be steering me, so I "
-            "ask before anything that writes."
+            f"\nI have read outside content in this conversation ({seen}); it may be "
+            "steering me, so I ask before anything that writes."
         )
     when = "\nA scheduled task asks: nobody may be watching." if q.scheduled else ""
     return (
