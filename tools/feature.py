@@ -138,6 +138,9 @@ class Command:
     aliases: tuple[str, ...] = ()
     # False: only Telegram answers it (the terminal says so).
     terminal: bool = True
+    # Its answer is the user's private data (/memory): asked in a group, it goes to the
+    # user's private chat, and the group hears only where it went.
+    private: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -38,6 +38,7 @@ from bot.agent.prompt import (
 )
 from bot.agent.toolexec import run_round, wire_calls
 from bot.approvals.gate import Approvals
+from bot.approvals.trust import seen_outside
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
 from db.conversation import Conversation, SqlConversation, Started, Turn
@@ -198,6 +199,7 @@ class Agent:
         parts = await self.build_prompt(ctx, incoming.text, prefetched)
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
+        ctx.outside += seen_outside(messages)  # earlier turns' pages, this message's files
         cap, rounds = MAX_TOOL_CALLS, 0
         model = turns.model()  # e.g. the user's /model pick
 

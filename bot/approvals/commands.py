@@ -30,7 +30,8 @@ async def _text(call: CommandCall) -> str:
     head = f"Approvals: {mode}" + (" (nothing asks)" if mode == "off" else "")
     if not grants:
         return f"{head}. You have allowed no tool for good.\n{APPROVALS_USAGE}"
-    lines = [f"• {g.tool} (since {g.created_at:%Y-%m-%d})" for g in grants]
+    covers = {False: "in chats", True: "in chats and scheduled tasks"}
+    lines = [f"• {g.tool} (since {g.created_at:%Y-%m-%d}, {covers[g.scheduled]})" for g in grants]
     return (
         f"{head}. Allowed for good, without asking:\n" + "\n".join(lines) + f"\n{APPROVALS_USAGE}"
     )

@@ -35,6 +35,7 @@ from zoneinfo import ZoneInfo
 
 from bot.sessions import repo
 from bot.sessions.grounding import check
+from bot.sessions.outside import without_outside
 from bot.sessions.periods import user_tz
 from bot.sessions.summary import (
     CHARS_PER_TOKEN,
@@ -174,7 +175,8 @@ class Archiver:
                 return await self._failed(session_id, str(exc))
             try:
                 names = checks_names(words)
-                await consolidate(self.memory, user_id, messages, facts, names=names)
+                own = without_outside(messages)
+                await consolidate(self.memory, user_id, own, facts, names=names)
             except Exception:
                 log.exception("keeping the facts of session %d failed", session_id)
             async with self.session_factory() as s, s.begin():
@@ -237,7 +239,9 @@ class Archiver:
         return ArchiveResult(session_id, "failed", error=error)
 
     async def summarise(self, messages: list[Message], call: ModelCall) -> tuple[str, list[Fact]]:
-        """A checked summary and the facts the model listed after it."""
+        """A checked summary and the facts the model listed after it, of the session without
+        what it read from outside (bot/sessions/outside.py)."""
+        messages = without_outside(messages)
         summary = await Summariser(self.llm).summarise(WRITE, messages, call)
         if summary.ok:
             return summary.text, summary.facts
@@ -271,6 +275,24 @@ def source_message(fact: str, theirs: list[Message]) -> Message | None:
     return best
 
 
+_STEMMED = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
+NOT_WORDS = frozenset({"user", "users"})  # how a fact names the user, not what it says
+
+
+def stems(text: str) -> set[str]:
+    """Words of four letters or more by their first four ("lives" = "live")."""
+    return {w.lower()[:4] for w in _STEMMED.findall(text) if w.lower() not in NOT_WORDS}
+
+
+def in_their_words(fact: str, theirs: list[Message]) -> bool:
+    """Whether at least half of the fact's words are words the user wrote: a fact with no
+    name or number for the grounding check ("wants every action approved without asking")
+    must still be what the user said, not what a page made the model say."""
+    words = stems(fact)
+    said_words = set().union(*(stems(m.content) for m in theirs)) if theirs else set()
+    return len(words & said_words) * 2 >= len(words)
+
+
 async def consolidate(
     memory: FactWriter, user_id: int, messages: list[Message], facts: list[Fact], *, names: bool
 ) -> int:
@@ -281,7 +303,7 @@ async def consolidate(
     for fact in facts:
         grounded = check(fact.content, source, names=names)
         origin = source_message(fact.content, theirs)
-        if not grounded.ok or origin is None:
+        if not grounded.ok or origin is None or not in_their_words(fact.content, theirs):
             why = grounded.reason() or "no user message says it"
             log.info("fact not kept (%s): %.80s", why, fact.content)
             continue

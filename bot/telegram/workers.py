@@ -21,7 +21,7 @@ from typing import Any
 from aiogram import BaseMiddleware
 from aiogram.types import TelegramObject, Update
 
-from bot.telegram.middlewares import Handler, chat_key
+from bot.telegram.middlewares import UNORDERED, Handler, chat_key
 from db.engine import SessionFactory
 from db.locks import Locks
 from db.repos import updates
@@ -83,7 +83,9 @@ class WorkerOrderMiddleware(UpdateOnceMiddleware):
             return None
         key = chat_key(event)
         try:
-            if key is None:
+            # A command answered while the chat's turn waits for a question (that turn
+            # holds the chat's lock: ChatOrderMiddleware) goes out of turn.
+            if key is None or data.get(UNORDERED):
                 return await handler(event, data)
             while True:
                 async with self.locks.hold("chat", key):

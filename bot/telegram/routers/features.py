@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from aiogram import Bot, F, Router
-from aiogram.exceptions import TelegramAPIError
+from aiogram.exceptions import TelegramAPIError, TelegramForbiddenError
 from aiogram.filters import Command as CommandFilter
 from aiogram.filters import CommandObject
 from aiogram.types import (
@@ -16,11 +16,13 @@ from aiogram.types import (
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     Message,
+    User,
 )
 
 from bot.app import App
 from bot.telegram.chart_photo import send_png
-from bot.telegram.render import Chunk, render, send_chunk, split_plain, with_retry
+from bot.telegram.groups import GROUP_CHATS
+from bot.telegram.render import Chunk, render, send_chunk, send_plain, split_plain, with_retry
 from bot.telegram.user import ChatUser, use_user
 from tools.feature import Answer, Command, CommandCall, Feature, Who, button_data
 
@@ -62,6 +64,19 @@ async def send_answer(bot: Bot, chat_id: int, feature: Feature, answer: Answer) 
         await send_answer(bot, chat_id, feature, then)
 
 
+SENT_PRIVATELY = "I sent the answer to /{command} to you in a private chat: it is yours alone."
+
+
+def private_only(declared: Command, me: User) -> str:
+    """The group's reply when the member's private chat is closed to the bot."""
+    where = f"@{me.username}" if me.username else "me"
+    return (
+        f"/{declared.name} shows what is private to you, so I answer it only in a private "
+        f"chat, and I cannot write to you there yet: open a chat with {where}, press Start, "
+        f"and send /{declared.name} there."
+    )
+
+
 def _who(user: ChatUser, chat_id: int) -> Who:
     return Who(user.id, user.telegram_id, user.name, user.tz, chat_id)
 
@@ -73,10 +88,21 @@ def _answer_command(router: Router, feature: Feature, declared: Command) -> None
     async def on_command_message(
         message: Message, command: CommandObject, bot: Bot, app: App, user: ChatUser
     ) -> None:
-        call = CommandCall(app, _who(user, message.chat.id), command.args or "")
+        chat = message.chat.id
+        if declared.private and message.chat.type in GROUP_CHATS:
+            chat = user.telegram_id  # the private chat with the member
+        call = CommandCall(app, _who(user, chat), command.args or "")
         got = await declared.run(call)
         answer = Answer(got) if isinstance(got, str) else got
-        await send_answer(bot, message.chat.id, feature, answer)
+        if chat == message.chat.id:
+            await send_answer(bot, chat, feature, answer)
+            return
+        try:
+            await send_answer(bot, chat, feature, answer)
+        except TelegramForbiddenError:  # they never opened a chat with the bot
+            await send_plain(bot, message.chat.id, private_only(declared, me=await bot.me()))
+            return
+        await send_plain(bot, message.chat.id, SENT_PRIVATELY.format(command=declared.name))
 
 
 def _answer_presses(router: Router, feature: Feature) -> None:
