@@ -160,7 +160,7 @@ async def run_bot(settings: Settings) -> None:
             await outbox.ask_about_unanswered(app.deps.clock())
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
         jobs = app.start_features(TelegramDelivery(rt.bot))
-        jobs += [outbox.job_spec(), *backup_jobs(settings)]
+        jobs += backup_jobs(settings)  # the outbox has a courier of its own (rt.outbox)
         db_file = app.engine.url.database
         if app.engine.dialect.name == "sqlite" and db_file not in (None, "", ":memory:"):
             jobs.append(DatabaseFileWatch(Path(db_file)).job_spec())
