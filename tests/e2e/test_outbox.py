@@ -5,6 +5,8 @@ message a stop left unanswered gets one notice at the next start."""
 
 from __future__ import annotations
 
+import asyncio
+
 from sqlalchemy import select
 
 from bot.telegram.outbox import Outbox, restart_notice
@@ -29,7 +31,11 @@ async def test_an_answer_during_a_telegram_outage_is_delivered_when_it_is_back(t
     await tg.send(OWNER, "question during the outage")
     assert (await tg.reply(OWNER)).text == "the answer you waited for"
     sent = tg.server.sent_to(OWNER)[0]
-    [row] = await rows(tg)
+    for _ in range(1200):  # a generous minute: the row is settled right after the send
+        [row] = await rows(tg)
+        if row.sent_at is not None:
+            break
+        await asyncio.sleep(0.05)
     assert row.kind == "answer" and row.attempts >= 2 and row.error is None
     assert row.message_id == sent.message_id  # sent only with Telegram's message id
     assert await tg.runtime.outbox.deliver() == 0  # sent once
