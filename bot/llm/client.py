@@ -186,7 +186,7 @@ class LLMClient:
         """`what` on the requested model, tried again on a passing failure (429, 5xx,
         connection, a stall) with backoff: MAX_RETRIES quick retries, then the fallback
         model's as many. Past those, a call someone waits for (`on_wait`: a chat message)
-        tells them once and goes on trying, both models in turn, with a longer backoff;
+        tells them once and goes on trying, both models in turn, at the backoff's ceiling;
         any other call gives up. Everything ends within LLM_TIMEOUT_S."""
         primary = model or self.model
         fallback = self.fallback_model if self.fallback_model != primary else None
@@ -203,9 +203,9 @@ class LLMClient:
                         per_model <= failures < quick or (failures >= quick and failures % 2)
                     )
                     client = self.fallback_client if on_fallback else self.client
+                    name = fallback if on_fallback and fallback else primary
                     try:
-                        out = await what(client, fallback or primary if on_fallback else primary,
-                                         silence)  # fmt: skip
+                        out = await what(client, name, silence)
                     except APIError as exc:
                         retry, retry_after, what_failed, status = self._passing(exc)
                         failure: BaseException = exc
@@ -257,18 +257,18 @@ class LLMClient:
 
     def _backoff(self, failures: int, quick: int, retry_after: float | None) -> float:
         """Seconds before the next try: doubling within each model's quick retries, then
-        (waiting out an outage) doubling up to twice the quick ceiling; a server's
-        Retry-After (capped) wins."""
+        (waiting out an outage) at the ceiling, so an answer comes within seconds of the
+        provider's return; a server's Retry-After (capped) wins."""
         if retry_after:
             return min(retry_after, 30.0)
         per_model = self.max_retries + 1
         if failures < quick:
             if not failures % per_model:
                 return 0.0  # the fallback model takes over at once
-            step, ceiling = failures % per_model - 1, self.retry_max_delay
+            step = failures % per_model - 1
         else:
-            step, ceiling = failures - quick + self.max_retries, 2 * self.retry_max_delay
-        delay = min(ceiling, self.retry_base_delay * 2.0**step)
+            step = failures - quick + self.max_retries
+        delay = min(self.retry_max_delay, self.retry_base_delay * 2.0**step)
         return delay * (0.75 + random.random() / 2)
 
     async def _adapting(self, body: dict[str, Any], send: Callable[[], Awaitable[T]]) -> T:

@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 RESTART_WINDOW = timedelta(hours=6)  # older unanswered messages are not brought up again
 GIVE_UP_AFTER = timedelta(days=1)  # a reply Telegram has not taken for a day is dropped
-PROBE_MAX_S = 10.0  # the longest pause between two tries while Telegram is down
+PROBE_MAX_S = 5.0  # the longest pause between two tries while Telegram is down
 IDLE_S = 60.0  # a look at the outbox now and then, with nothing queued here
 PAGE = 100  # rows a pass reads at once (a queued file's bytes come with its row)
 QUOTE_CHARS = 80
