@@ -233,10 +233,17 @@ async def answer(app: App, who: Who, line: str) -> None:
         printed = 0
         status.show(f"running {', '.join(names)}, then thinking…")
 
+    async def on_wait(notice: str) -> None:
+        nonlocal printed
+        status.clear()
+        sys.stdout.write(f"\n[{notice}]\n")
+        printed = 0
+        status.show("waiting for the model…")
+
     try:
         reply = await app.agent.handle(
             Incoming(line, telegram_user_id=who.telegram_user_id, user_name=who.name),
-            Events(on_text=on_text, on_tools=on_tools),
+            Events(on_text=on_text, on_tools=on_tools, on_wait=on_wait),
         )
         status.clear()
         # Streamed text is on screen already; the notes under it (usage) are not.

@@ -97,10 +97,12 @@ class Reply:
 
 @dataclass
 class Events:
-    """Callbacks an adapter may set: streamed text so far, and tools starting."""
+    """Callbacks an adapter may set: streamed text so far, tools starting, and a line to
+    show while the model is waited for (set: the model's outages are waited out)."""
 
     on_text: OnText | None = None
     on_tools: Callable[[list[str]], Awaitable[None]] | None = None
+    on_wait: OnText | None = None
 
 
 @dataclass
@@ -220,7 +222,7 @@ class Agent:
             except HookRefusal as refusal:
                 return await answer(str(refusal), notes=False)
             completion = await self.llm.stream(
-                messages, req.tools or None, events.on_text, model=model
+                messages, req.tools or None, events.on_text, model=model, on_wait=events.on_wait
             )
             await hooks.on_model_response(req, completion)
             rounds += 1

@@ -171,7 +171,7 @@ class AccessMiddleware(BaseMiddleware):
         if not await addressed(message, bot, "mention"):
             return None
         log.warning("refused an update from user id %s (not let in)", user.id)
-        await self._ask_owner(bot, message, user)
+        await self._ask_owner(bot, message, user, data)
         return None
 
     async def _learn_owner(self, bot: Bot, user: User, text: str) -> bool:
@@ -193,7 +193,9 @@ class AccessMiddleware(BaseMiddleware):
         await bot.send_message(user.id, owner_text(user.id, written))
         return True
 
-    async def _ask_owner(self, bot: Bot, message: Message, user: User) -> None:
+    async def _ask_owner(
+        self, bot: Bot, message: Message, user: User, data: dict[str, Any]
+    ) -> None:
         group = message.chat.type in GROUP_CHATS
         chat_id = message.chat.id if group else user.id
         name = (message.chat.title or "") if group else user.full_name
@@ -216,7 +218,10 @@ class AccessMiddleware(BaseMiddleware):
 
             try:
                 assert owner is not None
-                await send_answer(bot, owner, ACCESS, request_answer(entry, asker))
+                outbox = data["outbox"]
+                await send_answer(
+                    outbox, owner, ACCESS, request_answer(entry, asker), forbidden_raises=True
+                )
             except TelegramAPIError as exc:  # the owner never opened a chat with the bot
                 log.warning("could not ask the owner about user id %s: %s", user.id, exc)
                 outcome = "owner unreachable"

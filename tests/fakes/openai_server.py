@@ -2,6 +2,8 @@
 
 Each chat completion takes the next scripted turn (text, tool calls or an HTTP error);
 with the script empty it answers by `responder` (default: echo the last user message).
+`failing = 500` is an outage window: every chat completion fails so until it is None.
+A Text with `pause` stalls after its first chunk (a stream that goes quiet).
 Streaming answers use OpenAI's chunk format exactly, as real providers send it. A `Lane`
 scripts a second client apart (OpenCode, which the bot runs against the same server);
 `authorizations` records each chat request's Authorization header.
@@ -40,6 +42,7 @@ class Text:
     text: str
     chunk: int = 7  # characters per streamed delta
     delay: float = 0.0  # seconds between chunks
+    pause: float = 0.0  # seconds of silence after the first chunk (a stalled stream)
     usage: dict[str, Any] | None = None
     finish: str = "stop"  # "length": a reply cut at max_tokens
 
@@ -177,6 +180,10 @@ class FakeOpenAI:
     lanes: list[Lane] = field(default_factory=list)
     # The Authorization header of every chat request, in order (None: it had none).
     authorizations: list[str | None] = field(default_factory=list)
+    # While set, every chat completion fails with this status (an outage window), the
+    # script untouched; `failed` counts the requests it refused.
+    failing: int | None = None
+    failed: int = 0
 
     @property
     def base_url(self) -> str:
@@ -257,6 +264,10 @@ class FakeOpenAI:
             # llama-server refuses before it reads the prompt: no scripted turn is used up.
             self.refused.append(body)
             return web.json_response(too_long(n, self.n_ctx), status=400)
+        if self.failing is not None:
+            self.failed += 1
+            err = {"error": {"message": "outage", "type": "server_error", "code": None}}
+            return web.json_response(err, status=self.failing)
         lane = next((lane for lane in self.lanes if lane.matches(body)), None)
         if lane is not None:
             turn = lane.turn(body)
@@ -353,6 +364,8 @@ async def _stream(
         await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
     await send({"role": "assistant", "content": "", "refusal": None})
+    if isinstance(turn, Text) and turn.pause:
+        await asyncio.sleep(turn.pause)
     if isinstance(turn, Text):
         for i in range(0, len(turn.text), max(1, turn.chunk)):
             if turn.delay:
