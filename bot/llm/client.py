@@ -196,6 +196,7 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         started = loop.time()
         failures, told, primary_failure = 0, False, ""
+        last: tuple[str, int | None] | None = None  # the latest passing failure
         try:
             async with asyncio.timeout(self.deadline):
                 while True:
@@ -218,6 +219,7 @@ class LLMClient:
                             out.fallback_from, out.fallback_reason = primary, primary_failure
                         return out
                     failures += 1
+                    last = (what_failed, status)
                     primary_failure = primary_failure if on_fallback else what_failed
                     if failures == per_model and fallback and failures < quick:
                         log.warning("model %s failed (%s); trying the fallback %s",
@@ -239,6 +241,10 @@ class LLMClient:
                     log.info("model provider %s; retry %d in %.2fs", what_failed, failures, delay)
                     await asyncio.sleep(delay)
         except TimeoutError:
+            if last is not None:  # the deadline came mid-try of an outage: the same last line
+                log.warning("model provider still failing at the deadline (%s): stopped "
+                            "waiting", last[0])  # fmt: skip
+                raise OutageOutlasted(last[0], last[1], self.deadline) from None
             log.warning("model %s gave no complete answer within %gs", primary, self.deadline)
             raise DeadlinePassed(self.deadline) from None
 
