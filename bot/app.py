@@ -25,6 +25,7 @@ from bot.logs import Scrubber
 from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
 from bot.sessions.archive import archiver_from
+from bot.sessions.background import BackgroundArchive
 from bot.sessions.turns import SessionTurns
 from bot.usage.accounting import ContextAccounting
 from bot.usage.commands import allowed_models
@@ -70,6 +71,7 @@ class App:
     local: bool = False  # the terminal chat: only its local user is served
     parts: list[Part] = field(default_factory=list)
     meter: Meter | None = None  # budgets and usage (bot/usage), shared by the agent's hooks
+    background: BackgroundArchive | None = None  # summaries /newsession leaves to run
 
     async def deliver(self, recipient: Recipient, text: str, markdown: bool) -> int:
         if self.deliver_to is None:
@@ -97,8 +99,9 @@ class App:
     def built(self) -> tuple[object, ...]:
         """What build_app made that features reach through `part` like their own parts: the
         usage Meter (the agent and the model wrapper need it before any adapter starts, so
-        no feature can build it later)."""
-        return () if self.meter is None else (self.meter,)
+        no feature can build it later), and the background session summaries (/newsession
+        needs them in every adapter, with or without the features' jobs)."""
+        return tuple(p for p in (self.meter, self.background) if p is not None)
 
     def start_features(self, deliver: Deliver, *, local: bool = False) -> list[JobSpec]:
         """The adapter's start: features build their parts, and their jobs come back as the
@@ -143,6 +146,8 @@ class App:
 
     async def close(self) -> None:
         await self.stop_features()
+        if self.background is not None:
+            await self.background.stop()
         if self.warming is not None:  # a thread cannot be cancelled: let it finish
             with contextlib.suppress(Exception):
                 await self.warming
@@ -257,6 +262,7 @@ async def build_app(
         voice = build_voice(settings, settings.llm_base_url, key, http, sf, meter)
         app = App(settings, engine, sf, http, llm, deps, registry, agent, media=media, voice=voice)
         app.meter = meter
+        app.background = BackgroundArchive(archiver_from(deps, settings.tz))
         app.features = features
         await registry.start()  # MCP servers up, learned tool usage loaded
         return app

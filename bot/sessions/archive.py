@@ -26,12 +26,15 @@ of something the user never said is worse than no memory.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
+
+from sqlalchemy.exc import IntegrityError
 
 from bot.sessions import repo
 from bot.sessions.grounding import check
@@ -54,7 +57,8 @@ from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
 
-Status = Literal["archived", "already", "empty", "failed", "grew", "missing"]
+# busy: another writer (the split job, /newsession, another worker) holds the session.
+Status = Literal["archived", "already", "busy", "empty", "failed", "grew", "missing"]
 
 # What one archive summary reads at most: the summary service's size rule at its default.
 MAX_TRANSCRIPT_CHARS = DEFAULT_BUDGET * CHARS_PER_TOKEN
@@ -130,6 +134,7 @@ class Archiver:
         *,
         default_tz: ZoneInfo | None = None,
         retry_base: timedelta = timedelta(minutes=1),
+        lease: timedelta = timedelta(minutes=30),
     ) -> None:
         self.default_tz = default_tz or ZoneInfo("UTC")
         self.session_factory = session_factory
@@ -137,9 +142,40 @@ class Archiver:
         self.llm = llm
         self.clock = clock
         self.retry_base = retry_base
+        # How long a writer may hold a session before another may take over (it died).
+        self.lease = lease
 
     async def archive(self, session_id: int) -> ArchiveResult:
-        """Archive one session (open or already closed); safe to call any number of times."""
+        """Archive one session (open or already closed); safe to call any number of times,
+        from any process: one writer at a time holds the session's lease (the others get
+        "busy"), so a session is never summarised twice at once."""
+        now = self.clock()
+        try:
+            async with self.session_factory() as s, s.begin():
+                if await repo.get_session(s, session_id) is None:
+                    return ArchiveResult(session_id, "missing")
+                state = await repo.archive_row(s, session_id)
+                if state.archived_at is not None:
+                    return ArchiveResult(session_id, "already", state.summary)
+                until = now + self.lease
+                if not await repo.take_lease(s, session_id, "claimed_until", now, until):
+                    return ArchiveResult(session_id, "busy")
+        except IntegrityError:  # another writer created the row just now: it is theirs
+            return ArchiveResult(session_id, "busy")
+        try:
+            return await self._archive(session_id)
+        finally:
+            # Also when cancelled (shutdown): the next writer need not wait for the lease.
+            await asyncio.shield(self._release(session_id))
+
+    async def _release(self, session_id: int) -> None:
+        try:
+            async with self.session_factory() as s, s.begin():
+                await repo.drop_lease(s, session_id, "claimed_until")
+        except Exception:  # the lease runs out by itself
+            log.warning("releasing session %d's summary lease failed", session_id, exc_info=True)
+
+    async def _archive(self, session_id: int) -> ArchiveResult:
         async with self.session_factory() as s:
             session = await repo.get_session(s, session_id)
             if session is None:

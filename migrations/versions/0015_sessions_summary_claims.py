@@ -1,0 +1,28 @@
+"""sessions: one summary writer at a time per session (leases on session_archives)
+
+Revision ID: 0015
+Revises: 0014
+Create Date: 2026-11-28 09:00:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0015"
+down_revision: str | Sequence[str] | None = "0014"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("session_archives", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("claimed_until", sa.DateTime(), nullable=True))
+        batch_op.add_column(sa.Column("compressing_until", sa.DateTime(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("session_archives", schema=None) as batch_op:
+        batch_op.drop_column("compressing_until")
+        batch_op.drop_column("claimed_until")
