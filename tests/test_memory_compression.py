@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from bot.agent.prompt import earlier_of, without_context
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
 from bot.sessions import compress
@@ -63,13 +64,13 @@ async def test_a_fact_from_turn_3_reaches_turn_300_through_a_verified_summary(ap
         model.add(Say(f"ok {i}"))
         await agent.handle(Incoming(chat(i), telegram_user_id=21))
     last = model.requests[-1]
-    system = last[0]["content"]
+    system = earlier_of(last[1]["content"])  # the note at the cut
     assert "Ingrid lives in Tromsø and turns 41 on 3 May" in system
     ranges = re.findall(r"\[compressed\] Turns (\d+)–(\d+) of this conversation \(", system)
     assert ranges and ranges[0][0] == "1"  # the summary names the range it covers
     covered = int(ranges[0][1])
     # What follows the summary starts right after the covered range and ends at turn 300.
-    assert last[1]["content"] == chat(covered // 2 + 1)
+    assert without_context(last[1]["content"]) == chat(covered // 2 + 1)
     assert last[-1]["content"].endswith(chat(300))
     assert all(FACT not in m["content"] for m in last[1:])  # turn 3 itself is gone
     assert "[not shown]" not in system
@@ -95,7 +96,7 @@ async def test_a_summary_with_an_invented_name_or_number_is_rejected_and_the_tur
     assert "1987" in (rows[0].reason or "") and "Bergen" in (rows[0].reason or "")
     # Not retried on every message: one rejected attempt per twenty new messages at most.
     assert len(rows) <= 1 + (80 - 2 * 10) // 20
-    system = model.requests[-1][0]["content"]
+    system = earlier_of(model.requests[-1][1]["content"])
     assert "Bergen" not in system and "[compressed]" not in system
     # The model is told which turns it does not see.
     assert re.search(r"\[not shown\] Turns 1–\d+ of this conversation", system)
@@ -118,7 +119,7 @@ async def test_after_rejections_the_next_summary_still_covers_a_bounded_range(ap
     async with app.session_factory() as s:
         verified, rejected = await compressions.counts(s)
     assert rejected >= 2 and verified >= 2
-    system = model.requests[-1][0]["content"]
+    system = earlier_of(model.requests[-1][1]["content"])
     assert "Ingrid lives in Tromsø" in system and "[compressed] Turns 1–" in system
     assert await stored(app) == 240
 
@@ -142,7 +143,7 @@ async def test_a_rejected_summary_is_asked_for_again_naming_what_was_invented(ap
     async with app.session_factory() as s:
         verified, rejected = await compressions.counts(s)
     assert verified >= 1 and rejected == 0, (verified, rejected)
-    system = model.requests[-1][0]["content"]
+    system = earlier_of(model.requests[-1][1]["content"])
     assert "Ingrid lives in Tromsø" in system and "Bergen" not in system
 
 
@@ -167,7 +168,7 @@ async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refus
         rows = list((await s.execute(select(SessionCompression))).scalars())
     assert rows and not any(r.verified for r in rows)
     assert (rows[0].reason or "").startswith("reviewer: FAIL")
-    assert "[compressed]" not in model.requests[-1][0]["content"]
+    assert "[compressed]" not in earlier_of(model.requests[-1][1]["content"])
 
 
 async def test_the_servers_context_size_bounds_the_history(app: App) -> None:

@@ -1,4 +1,5 @@
-"""sessions: one summary writer at a time per session (leases on session_archives)
+"""sessions: one summary writer at a time per session (leases on session_archives), and
+each user turn's [context] block kept with it (messages.context)
 
 Revision ID: 0015
 Revises: 0014
@@ -20,9 +21,13 @@ def upgrade() -> None:
     with op.batch_alter_table("session_archives", schema=None) as batch_op:
         batch_op.add_column(sa.Column("claimed_until", sa.DateTime(), nullable=True))
         batch_op.add_column(sa.Column("compressing_until", sa.DateTime(), nullable=True))
+    with op.batch_alter_table("messages", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("context", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("messages", schema=None) as batch_op:
+        batch_op.drop_column("context")
     with op.batch_alter_table("session_archives", schema=None) as batch_op:
         batch_op.drop_column("compressing_until")
         batch_op.drop_column("claimed_until")
