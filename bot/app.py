@@ -24,8 +24,9 @@ from bot.llm.client import LLMClient
 from bot.logs import Scrubber
 from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
-from bot.sessions.archive import archiver_from
+from bot.sessions.archive import Archiver, archiver_from
 from bot.sessions.background import BackgroundArchive
+from bot.sessions.summary import SUMMARY_MAX_S
 from bot.sessions.turns import SessionTurns
 from bot.usage.accounting import ContextAccounting
 from bot.usage.commands import allowed_models
@@ -190,15 +191,13 @@ def agent_hooks(registry: Registry) -> list[AgentHooks]:
 
 
 def request_hooks(
-    settings: Settings, deps: ToolDeps, meter: Meter
+    settings: Settings, deps: ToolDeps, meter: Meter, archiver: Archiver | None
 ) -> tuple[SessionTurns, list[RequestHooks]]:
     """The conversation features' part of every agent request (bot/agent/hooks.py): the
     sessions' period check and close on request, the usage metering. Wired here rather than
     declared on Feature: tools/feature.py may not import bot/agent's protocols, and the
     metering needs the Meter build_app shares with the model wrapper and spoken replies."""
-    sessions = SessionTurns(
-        settings.session_policy, deps.session_factory, deps.clock, archiver_from(deps, settings.tz)
-    )
+    sessions = SessionTurns(settings.session_policy, deps.session_factory, deps.clock, archiver)
     usage = UsageTurns(meter, allowed_models(settings.llm_model, settings.llm_models))
     return sessions, [sessions, usage]
 
@@ -238,7 +237,17 @@ async def build_app(
         )
         registry = build_registry(deps, tool_modules(features))
         vision = vision_gate(settings, metered)
-        sessions, requests = request_hooks(settings, deps, meter)
+        # Session summaries run in the background with a time budget of their own, past
+        # LLM_TIMEOUT_S (a slow local server takes minutes): a client of their own whose
+        # deadline is the budget's ceiling, metered like every model call.
+        summary_llm = LLMClient(
+            settings.model_copy(update={"llm_timeout_s": SUMMARY_MAX_S}),
+            retry_base_delay=llm.retry_base_delay,
+            retry_max_delay=llm.retry_max_delay,
+        )
+        deps.closers.append(summary_llm.close)
+        archiver = archiver_from(deps, settings.tz, MeteredModel(summary_llm, meter))
+        sessions, requests = request_hooks(settings, deps, meter, archiver)
         agent = Agent(
             settings=settings,
             session_factory=sf,
@@ -262,7 +271,7 @@ async def build_app(
         voice = build_voice(settings, settings.llm_base_url, key, http, sf, meter)
         app = App(settings, engine, sf, http, llm, deps, registry, agent, media=media, voice=voice)
         app.meter = meter
-        app.background = BackgroundArchive(archiver_from(deps, settings.tz))
+        app.background = BackgroundArchive(archiver)
         app.features = features
         await registry.start()  # MCP servers up, learned tool usage loaded
         return app

@@ -42,8 +42,10 @@ from bot.sessions.periods import user_tz
 from bot.sessions.summary import (
     CHARS_PER_TOKEN,
     DEFAULT_BUDGET,
+    SUMMARY_MAX_S,
     Ask,
     Fact,
+    Pace,
     Summariser,
     checks_names,
     grounding_source,
@@ -134,7 +136,8 @@ class Archiver:
         *,
         default_tz: ZoneInfo | None = None,
         retry_base: timedelta = timedelta(minutes=1),
-        lease: timedelta = timedelta(minutes=30),
+        lease: timedelta = timedelta(seconds=2 * SUMMARY_MAX_S + 60),
+        pace: Pace | None = None,
     ) -> None:
         self.default_tz = default_tz or ZoneInfo("UTC")
         self.session_factory = session_factory
@@ -142,8 +145,10 @@ class Archiver:
         self.llm = llm
         self.clock = clock
         self.retry_base = retry_base
-        # How long a writer may hold a session before another may take over (it died).
+        # How long a writer may hold a session before another may take over (it died):
+        # two summary calls (a rejected summary is asked for once more) at their longest.
         self.lease = lease
+        self.pace = pace or Pace()  # the server's speed, shared by this archiver's calls
 
     async def archive(self, session_id: int) -> ArchiveResult:
         """Archive one session (open or already closed); safe to call any number of times,
@@ -274,7 +279,7 @@ class Archiver:
 
     async def summarise(self, messages: list[Message], call: ModelCall) -> tuple[str, list[Fact]]:
         """A checked summary and the facts the model listed after it."""
-        summary = await Summariser(self.llm).summarise(WRITE, messages, call)
+        summary = await Summariser(self.llm, pace=self.pace).summarise(WRITE, messages, call)
         if summary.ok:
             return summary.text, summary.facts
         if not summary.invented:
@@ -333,8 +338,12 @@ async def consolidate(
     return stored
 
 
-def archiver_from(deps: ToolDeps, default_tz: ZoneInfo) -> Archiver | None:
-    """The archiver for an app's shared resources; None when memory is not available."""
+def archiver_from(
+    deps: ToolDeps, default_tz: ZoneInfo, llm: TextModel | None = None
+) -> Archiver | None:
+    """The archiver for an app's shared resources (`llm`: the model for summaries, default
+    deps.llm); None when memory is not available."""
     if deps.memory is None:
         return None
-    return Archiver(deps.session_factory, deps.memory, deps.llm, deps.clock, default_tz=default_tz)
+    model = llm or deps.llm
+    return Archiver(deps.session_factory, deps.memory, model, deps.clock, default_tz=default_tz)

@@ -7,10 +7,13 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select, update
 
 from bot.agent.prompt import context_of, without_context
+from bot.sessions import summary
 from bot.sessions.background import BackgroundArchive
+from bot.sessions.models import SessionArchive
 from bot.telegram.reminder_delivery import TelegramDelivery
 from db.models import ChatSession, User
 from tests.e2e.conftest import OWNER, TG
@@ -170,3 +173,47 @@ async def test_timezone_show_set_refuse_reset(tg: TG) -> None:
         tz = (await s.execute(select(User.timezone).where(User.telegram_id == OWNER))).scalar()
     assert tz is None
     assert tg.llm.requests == []  # commands never reach the model
+
+
+async def wait_for_summary_call(tg: TG) -> None:
+    for _ in range(1200):
+        if summary_requests(tg):
+            return
+        await asyncio.sleep(0.05)
+
+
+async def test_a_summary_slower_than_the_chat_deadline_is_still_kept(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    """A summary has a time budget of its own, well past LLM_TIMEOUT_S: a slow local model
+    that takes longer than a chat answer may still write it."""
+    tg = await make_tg(llm_timeout_s=1)
+    await talk(tg, "I am planning a trip to Lisbon in May with my sister", "Lovely!")
+    slow = asyncio.Event()
+    tg.llm.add(Text(SUMMARY, after=slow))
+    await tg.send(OWNER, "/newsession")
+    assert "in the background" in (await tg.reply(OWNER)).text
+    await wait_for_summary_call(tg)
+    await asyncio.sleep(2.5)  # past LLM_TIMEOUT_S: a chat call would have been given up
+    slow.set()
+    await tg.app.part(BackgroundArchive).idle()
+    await tg.send(OWNER, "/sessions")
+    assert "The user is planning a trip to Lisbon" in (await tg.reply(OWNER)).text
+
+
+async def test_a_summary_past_its_budget_is_abandoned_and_left_for_later(
+    tg: TG, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(summary, "SUMMARY_MIN_S", 0.5)
+    await talk(tg, "I am planning a trip to Lisbon in May with my sister", "Lovely!")
+    tg.llm.add(Text(SUMMARY, after=asyncio.Event()))  # never answers
+    await tg.send(OWNER, "/newsession")
+    await tg.reply(OWNER)
+    await tg.app.part(BackgroundArchive).idle()
+    async with tg.app.session_factory() as s:
+        [row] = (await s.execute(select(SessionArchive))).scalars().all()
+    assert row.archived_at is None and row.attempts == 1
+    assert "no summary within its 0.5 s budget" in (row.last_error or "")
+    assert row.claimed_until is None  # released: the split job takes it up after the backoff
+    await tg.send(OWNER, "/sessions")
+    assert "(summary pending)" in (await tg.reply(OWNER)).text
