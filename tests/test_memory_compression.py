@@ -188,3 +188,39 @@ async def test_the_servers_context_size_bounds_the_history(app: App) -> None:
     assert await context_of(ScriptedModel()) is None  # a client that cannot tell
     assert history_budget(settings, 4096) == 4096 - 1024 - PREFIX_RESERVE
     assert history_budget(settings, None) == 100_000
+
+
+async def test_a_range_another_writer_is_summarising_is_not_summarised_twice(app: App) -> None:
+    """While one writer holds the session's compression lease (a scheduled task of the same
+    session, another worker), a message trims instead of starting a second summary call
+    for the same range; once the lease is free the range is summarised, once."""
+    from datetime import timedelta
+
+    from bot.sessions import repo as sessions_repo
+    from db.repos import core as core_repo
+
+    model = ScriptedModel(writer=faithful)
+    agent = agent_for(app, model)
+    model.add(Say("ok 1"))
+    await agent.handle(Incoming(chat(1), telegram_user_id=23))
+    async with app.session_factory() as s, s.begin():
+        user = await core_repo.get_or_create_user(s, 23, "", app.deps.clock())
+        session = await core_repo.current_session(s, user.id)
+        assert session is not None
+        await sessions_repo.archive_row(s, session.id)
+        now = app.deps.clock()
+        held = await sessions_repo.take_lease(
+            s, session.id, "compressing_until", now, now + timedelta(hours=1)
+        )
+        assert held
+    for i in range(2, 31):
+        model.add(Say(f"ok {i}"))
+        await agent.handle(Incoming(chat(i), telegram_user_id=23))
+    assert model.written == []  # no summary call while the other writer holds it
+    assert "[not shown]" in earlier_of(model.requests[-1][1]["content"])
+    async with app.session_factory() as s, s.begin():
+        await sessions_repo.drop_lease(s, session.id, "compressing_until")
+    model.add(Say("ok 31"))
+    await agent.handle(Incoming(chat(31), telegram_user_id=23))
+    assert len(model.written) == 1
+    assert "[compressed]" in earlier_of(model.requests[-1][1]["content"])

@@ -14,17 +14,21 @@ does not see: it never meets a gap without knowing.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
+
+from sqlalchemy.exc import IntegrityError
 
 from bot.agent.prompt import message_cost, to_openai, trim_history, with_note
 from bot.llm.settings import ModelSettings
 from bot.sessions import compress_repo as repo
+from bot.sessions import repo as sessions_repo
 from bot.sessions.models import SessionCompression
-from bot.sessions.summary import Ask, Review, Summariser, line_cost
+from bot.sessions.summary import SUMMARY_MAX_S, Ask, Review, Summariser, line_cost
 from db.engine import SessionFactory
 from db.models.core import Message
 from tools.base import Clock, TextModel
@@ -119,9 +123,17 @@ class Compressor:
         if sum(costs) <= room or not rows:
             return Fitted(with_note(wire, note))
         cut = self._cut(rows, costs, int(budget * KEEP_FRACTION), budget)
-        if self.llm and cut > 0 and await self._worth_trying(session_id, rows):
+        if (
+            self.llm
+            and cut > 0
+            and await self._worth_trying(session_id, rows)
+            and await self._claim(session_id)
+        ):
             summariser = Summariser(self.llm, self.review, budget)
-            row = await self._compress(summariser, session_id, user_id, done, rows[:cut])
+            try:
+                row = await self._compress(summariser, session_id, user_id, done, rows[:cut])
+            finally:
+                await asyncio.shield(self._release(session_id))
             if row.verified:
                 note, before = record_text(row), row.last_turn
                 rows, wire, costs = rows[cut:], wire[cut:], costs[cut:]
@@ -135,6 +147,28 @@ class Compressor:
             )
             note = f"{note}\n\n{gap}" if note else gap
         return Fitted(with_note(kept, note))
+
+    async def _claim(self, session_id: int) -> bool:
+        """The session's compression lease: one writer summarises a range at a time (a
+        scheduled task and a chat message of one session, two workers); the other trims
+        this once and finds the summary next time."""
+        now = self.clock()
+        until = now + timedelta(seconds=SUMMARY_MAX_S + 60)
+        try:
+            async with self.session_factory() as s, s.begin():
+                await sessions_repo.archive_row(s, session_id)
+                return await sessions_repo.take_lease(
+                    s, session_id, "compressing_until", now, until
+                )
+        except IntegrityError:  # another writer created the row just now: it is theirs
+            return False
+
+    async def _release(self, session_id: int) -> None:
+        try:
+            async with self.session_factory() as s, s.begin():
+                await sessions_repo.drop_lease(s, session_id, "compressing_until")
+        except Exception:  # the lease runs out by itself
+            log.warning("releasing session %d's compression lease failed", session_id)
 
     @staticmethod
     def _cut(rows: Sequence[Message], costs: list[int], keep: int, chunk: int) -> int:
