@@ -276,7 +276,6 @@ class Agent:
         )
         now = ctx.now().astimezone(ctx.timezone)
         # Stable system prompt first (cacheable); time and recall ride in the newest turn.
-        head = system_prompt(ctx.user_name, self.registry.prompt_lines())
-        system = "\n\n".join(p for p in (head, history.note) if p)
+        system = system_prompt(ctx.user_name, self.registry.prompt_lines())
         block = context_block(now, sections)
         return PromptParts(system, sections, with_context(history.history, block))

@@ -45,6 +45,8 @@ class Text:
     pause: float = 0.0  # seconds of silence after the first chunk (a stalled stream)
     usage: dict[str, Any] | None = None
     finish: str = "stop"  # "length": a reply cut at max_tokens
+    # A slow server: the answer waits until this is set (its request is recorded at once).
+    after: asyncio.Event | None = None
 
 
 @dataclass
@@ -279,6 +281,8 @@ class FakeOpenAI:
             return web.json_response(err, status=turn.status, headers=headers)
         if isinstance(turn, KeepAlive):
             return await _keep_alive(request, turn)
+        if isinstance(turn, Text) and turn.after is not None:
+            await turn.after.wait()
         usage = _usage(body, turn) if self.send_usage else None
         if not body.get("stream"):
             return web.json_response(_completion(body, turn, usage))
