@@ -99,6 +99,25 @@ console.log(readFileSync("own.txt", "utf8"), readFileSync(tmpdir() + "/t.txt", "
 
 
 @pytest.mark.parametrize("mode", STRONG_MODES)
+async def test_runs_work_under_the_bots_umask(env: Env, mode: str) -> None:
+    """The bot runs under umask 077 (bot/preflight.py); as root the code runs as a
+    throwaway uid, which must still reach bun and /etc in the view built for it (the
+    namespace mode's /opt/bun was 0700: "Permission denied: '/opt/bun/bun'")."""
+    code = """
+import { readdirSync, writeFileSync, statSync } from "node:fs";
+writeFileSync("output/made.txt", "x");
+console.log(readdirSync("/etc/ssl/certs").length > 0, statSync("output/made.txt").mode & 0o777);
+"""
+    old = os.umask(0o077)
+    try:
+        _, res, cat = await env.in_mode(mode).execute(code, 10000, None)
+    finally:
+        os.umask(old)
+    assert cat is None, res.stderr
+    assert res.stdout.strip() == "true 384"  # and the code's own files keep umask 077
+
+
+@pytest.mark.parametrize("mode", STRONG_MODES)
 async def test_another_runs_work_dir_is_out_of_reach(env: Env, mode: str, runs_dir: Path) -> None:
     svc = env.in_mode(mode)
     assert svc.runner is not None
