@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -70,7 +74,8 @@ for (const url of ["http://127.0.0.1:{port}/a", "http://169.254.169.254/latest/m
 try {{ await Bun.connect({{ hostname: "127.0.0.1", port: {port}, socket: {{ data() {{}} }} }});
   console.log("connected"); }} catch (e) {{ console.log("connect " + e.code); }}
 const fs = require("node:fs");
-const tcp = fs.existsSync("/proc/net/tcp") ? fs.readFileSync("/proc/net/tcp", "utf8") : "";
+let tcp = "";
+try {{ tcp = fs.readFileSync("/proc/net/tcp", "utf8"); }} catch (e) {{}}
 console.log("host port in /proc/net/tcp: " + tcp.includes(":{port:04X} "));
 """
 
@@ -82,16 +87,19 @@ async def test_code_reaches_no_local_address_by_default(
     port, seen = web
     svc = in_mode(env, mode, Policy(allow_private=False, setting="CODE_PRIVATE_NETWORKS"))
     assert svc.runner is not None
-    if not egress_capable(svc.runner.mode, svc.runner.namespaces):
-        pytest.skip("no network namespace in this mode: the rule cannot be held (said so)")
     _, res, _ = await svc.execute(probe(port), 20000, None)
     lines = res.stdout.strip().splitlines()
     assert seen == [], lines  # nothing reached the host's service
     fetches = [line for line in lines if line.startswith("fetch")]
     assert len(fetches) == 4, res.stdout + res.stderr
-    for line in fetches:
-        assert line.startswith("fetch 403 sidekick egress: refused"), line
-        assert "CODE_PRIVATE_NETWORKS=on" in line
+    if egress_capable(svc.runner.mode, svc.runner.namespaces):
+        for line in fetches:
+            assert line.startswith("fetch 403 sidekick egress: refused"), line
+            assert "CODE_PRIVATE_NETWORKS=on" in line
+    else:  # no network namespace to hold the rule: the network is off, not wide open
+        assert not svc.runner.network
+        assert fetches == ["fetch error FailedToOpenSocket"] * 4, lines
+        assert "connect EACCES" in lines
     assert "connected" not in lines  # no direct route: only the proxy leads out
     assert "host port in /proc/net/tcp: false" in lines
 
@@ -113,6 +121,41 @@ async def test_allowed_addresses_are_reached_through_the_proxy(
     assert seen == [b"GET /ok?x=1 HTTP/1.1\r\n"]
 
 
+@pytest.mark.parametrize("mode", STRONG_MODES)
+async def test_code_reaches_no_host_unix_socket(env: Env, mode: str) -> None:
+    """A Unix socket of the host, open to every account (as /dev/log or a 0666 API
+    socket), is out of reach whatever the mode: only the egress proxy's socket is."""
+    folder = Path(tempfile.mkdtemp(prefix="sidekick-test-sock-"))
+    os.chmod(folder, 0o755)
+    accepted: list[int] = []
+
+    def on_connect(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        w.close()
+
+    server = await asyncio.start_unix_server(on_connect, folder / "api.sock")
+    os.chmod(folder / "api.sock", 0o666)
+    if mode == "landlock":
+        pytest.xfail("Landlock (ABI < 8) does not rule connecting to a Unix socket by path")
+    svc = in_mode(env, mode, Policy(allow_private=False, setting="CODE_PRIVATE_NETWORKS"))
+    code = f"""
+try {{ await Bun.connect({{ unix: "{folder}/api.sock", socket: {{ data() {{}} }} }});
+  console.log("connected"); }} catch (e) {{ console.log("unix " + e.code); }}
+const r = await fetch("http://localhost/", {{ unix: "{folder}/api.sock" }}).catch((e) => e);
+console.log("fetch " + (r.status || r.code));
+"""
+    try:
+        _, res, _ = await svc.execute(code, 20000, None)
+    finally:
+        server.close()
+        await server.wait_closed()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert accepted == [], res.stdout
+    lines = res.stdout.strip().splitlines()
+    assert len(lines) == 2 and "connected" not in lines, res.stdout + res.stderr
+    assert lines[0] in ("unix ENOENT", "unix EACCES"), lines
+
+
 async def test_private_networks_on_opens_it(env: Env, web: tuple[int, list[bytes]]) -> None:
     port, seen = web
     svc = env.service(code_private_networks="on")
@@ -130,8 +173,9 @@ async def test_the_default_service_holds_code_to_public_addresses(env: Env) -> N
         assert svc.runner.egress is not None
         assert svc.runner.egress.policy.setting == "CODE_PRIVATE_NETWORKS"
         assert "public addresses only" in svc.protects
-    else:
-        assert "the public-only rule needs a network namespace" in svc.protects
+    else:  # Landlock alone: the network is off, never every address
+        assert svc.runner.egress is None and not svc.runner.network
+        assert "OFF: the public-only rule needs a network namespace" in svc.protects
 
 
 async def test_the_proxy_refuses_connect_to_local_spellings() -> None:

@@ -42,6 +42,14 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 SIOCSIFFLAGS = 0x8914
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41}
+# For the seccomp filter: the audit arch the kernel reports and the syscall numbers.
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}  # arch, socket
+SYS_IO_URING_SETUP = 425  # same on every arch
+X32_BIT = 0x40000000
+RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
+BPF_LD_ABS, BPF_JEQ, BPF_JGE, BPF_RET = 0x20, 0x15, 0x35, 0x06
+EACCES, EPERM = 13, 1
 # statvfs flags that a bind remount inside a user namespace must keep (they are locked).
 KEEP_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096
 
@@ -111,6 +119,43 @@ def landlock(abi: int, rules: list[tuple[str, int]], *, block_tcp: bool) -> None
         _check(_libc.syscall(SYS_RESTRICT_SELF, fd, 0), "restrict_self")
     finally:
         os.close(fd)
+
+
+def deny_sockets() -> None:
+    """A seccomp filter on this process and its children: socket() fails (EACCES) for
+    every family, so the code opens no TCP, UDP, raw, netlink or Unix socket: without
+    a network namespace nothing else keeps it from the host's 127.0.0.1 services and
+    Unix sockets (Landlock rules TCP ports only, and no Unix socket before ABI 8).
+    io_uring would create sockets past seccomp, so it is denied too, as are x32 calls
+    and any other arch's. Needs no_new_privs (set first by the caller)."""
+    found = SECCOMP_ARCH.get(os.uname().machine)
+    if found is None:
+        raise Refused(f"no socket filter for {os.uname().machine}: the network cannot be off")
+    arch, socket_nr = found
+    deny, eperm = RET_ERRNO | EACCES, RET_ERRNO | EPERM
+    prog = [  # (code, jump if true, jump if false, k); a jump skips that many
+        (BPF_LD_ABS, 0, 0, 4),  # seccomp_data.arch
+        (BPF_JEQ, 1, 0, arch),
+        (BPF_RET, 0, 0, eperm),
+        (BPF_LD_ABS, 0, 0, 0),  # seccomp_data.nr
+        (BPF_JGE, 4, 0, X32_BIT),
+        (BPF_JEQ, 2, 0, socket_nr),
+        (BPF_JEQ, 1, 0, SYS_IO_URING_SETUP),
+        (BPF_RET, 0, 0, RET_ALLOW),
+        (BPF_RET, 0, 0, deny),
+        (BPF_RET, 0, 0, eperm),
+    ]
+    raw = b"".join(
+        code.to_bytes(2, sys.byteorder) + bytes((jt, jf)) + k.to_bytes(4, sys.byteorder)
+        for code, jt, jf, k in prog
+    )
+    filt = ctypes.create_string_buffer(raw, len(raw))
+
+    class Fprog(ctypes.Structure):
+        _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+    fprog = Fprog(len(prog), ctypes.addressof(filt))
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
 def enter_namespaces(net: bool, uid: int | None) -> bool:
@@ -289,6 +334,17 @@ def fork_relayed(watch: tuple[str, int] | None) -> None:
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def own_proc_entry() -> list[tuple[str, int]]:
+    """Rules for our own /proc/<pid>, but for what shows the host's network (net/:
+    its listening ports and Unix sockets) and the task/ dirs holding net/ again.
+    (/proc/self: our pid in the namespace /proc was made for, not getpid())"""
+    top = f"/proc/{os.readlink('/proc/self')}"
+    # A rule on a directory covers everything under it: so none on the entry itself;
+    # nor on its links (root, cwd, exe), which the rule would follow to their targets.
+    paths = [f"{top}/{name}" for name in os.listdir(top) if name not in ("net", "task")]
+    return [(p, FS_READ_FILE | FS_READ_DIR) for p in paths if not os.path.islink(p)]
+
+
 def confine(plan: dict[str, Any]) -> None:
     mode, work, uid, net = plan["mode"], plan["work"], plan["uid"], plan["network"]
     abi = landlock_abi() if mode == "landlock" else 0
@@ -303,8 +359,6 @@ def confine(plan: dict[str, Any]) -> None:
         if not namespaced:
             raise Refused("the egress rule needs a network namespace, which the kernel refused")
         loopback_up()
-    if not net and not namespaced and abi < 4:
-        raise Refused("CODE_NETWORK=off needs a network namespace or Landlock ABI 4")
     # The new PID namespace starts with our first child; without one, the parent
     # watches the work dir's size instead of a size-capped tmpfs.
     if not namespaced:
@@ -345,11 +399,12 @@ def confine(plan: dict[str, Any]) -> None:
         if has_proc:  # our own /proc, holding only the sandbox's processes
             rules.append(("/proc", FS_READ_FILE | FS_READ_DIR))
         else:  # the host's: only bun's own entry (which bun aborts without)
-            # (/proc/self: our pid in the namespace /proc was made for, not getpid())
-            rules.append((f"/proc/{os.readlink('/proc/self')}", FS_READ_FILE | FS_READ_DIR))
+            rules += own_proc_entry()
         landlock(abi, rules, block_tcp=not net and abi >= 4)
     else:
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if not net and not namespaced:  # no empty network namespace holds the network off
+        deny_sockets()
     os.execve(argv[0], argv, plan["env"])
 
 

@@ -99,12 +99,14 @@ class CodeRunner:
             namespaces = mode in CONFINED and probe_kernel().namespaces
         self.namespaces = namespaces
         self.mode = mode
-        self.network = network
-        self.workbase = workbase
         # The network through the egress proxy: where the mode gives the run a network
-        # namespace of its own (bwrap, confine.py with namespaces). Elsewhere it cannot
-        # be held to the rule, and protection() says so.
-        self.egress = egress if network and egress_capable(mode, namespaces) else None
+        # namespace of its own (bwrap, confine.py with namespaces). Elsewhere confine.py
+        # cannot hold the run to that rule, so its network is off (a seccomp filter, see
+        # confine.deny_sockets), never every address; protection() says so.
+        capable = egress_capable(mode, namespaces)
+        self.network = network and (capable or egress is None or mode not in CONFINED)
+        self.workbase = workbase
+        self.egress = egress if self.network and capable else None
         self._slots: asyncio.Queue[int] = asyncio.Queue()
         for i in range(min(max_concurrent, 32)):
             self._slots.put_nowait(i)
