@@ -154,6 +154,7 @@ class CodeRunner:
         limits = Limits(cpu_s=math.ceil(timeout_ms / 1000) + 1, nproc=nproc)
         workdir = prepare_workdir(self.workbase, uid, self.mode)
         plan: Plan | None = None
+        egress: Path | None = None
         try:
             # Modes that put a tmpfs over the work dir get input/ and output/ bound in.
             io = files.io_dir(workdir) if self.mode in ("bwrap", *CONFINED) else workdir
@@ -163,6 +164,8 @@ class CodeRunner:
                 await asyncio.to_thread(files.stage, io, inputs, uid)
             except OSError as exc:
                 return RunResult("", "", None, 0.0, sandbox_error=f"could not stage: {exc}")
+            if self.egress is not None:  # a socket of this run's own: its slots, its uid
+                egress = await self.egress.open(uid)
             plan = build_plan(
                 self.mode,
                 self.bun,
@@ -171,7 +174,7 @@ class CodeRunner:
                 limits=limits,
                 uid=uid,
                 namespaces=self.namespaces,
-                egress=await self.egress.start() if self.egress else None,
+                egress=egress,
             )
             result = await self._execute(plan, code, timeout_ms, io / files.OUTPUT_DIR)
             try:
@@ -181,6 +184,8 @@ class CodeRunner:
                 result.outputs = files.Collected(skipped=[f"output/: not read ({exc})"])
             return result
         finally:
+            if egress is not None and self.egress is not None:
+                await asyncio.shield(self.egress.release(egress))
             if plan is not None and plan.stdin_prefix:
                 self._prewarm(plan)
             if uid is not None and self._needs_sweep():

@@ -309,7 +309,8 @@ def confined_plan(
         "namespaces": namespaces,
         "bun": bun.path,
         "bun_inside": BUN_IN_SANDBOX,
-        "bun_argv": egress_argv(bun, bun.path, str(relay)) if egress else bun.argv(),
+        # Under Landlock, confine.py itself listens where HTTP_PROXY points (serve_egress).
+        "bun_argv": egress_argv(bun, bun.path, str(relay)) if egress and inside else bun.argv(),
         "egress": str(egress) if egress else None,
         "egress_inside": EGRESS_IN_SANDBOX,
         "egress_js": str(relay),
