@@ -522,7 +522,8 @@ def confine(plan: dict[str, Any]) -> None:
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if not net and not namespaced:  # no empty network namespace holds the network off
         deny_sockets()
-    elif mode == "landlock" and namespaced:  # the way out is 127.0.0.1:PROXY_PORT
+    elif mode == "landlock":  # Landlock leaves paths to Unix sockets open; with egress,
+        # the way out is 127.0.0.1:PROXY_PORT (serve_egress)
         deny_sockets(only_unix=True)
     os.execve(argv[0], argv, plan["env"])
 

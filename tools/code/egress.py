@@ -109,6 +109,10 @@ class EgressProxy:
                 await self._serve(reader, writer)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
             pass  # the run went away, or sent no proxy request in time
+        except asyncio.CancelledError:
+            # The run ended (release). Ended here, not re-raised: asyncio's stream server
+            # (3.11) logs a traceback for every handler task that ends cancelled.
+            pass
         except Exception:  # one connection's failure never stops the proxy
             log.exception("egress proxy: a connection failed")
         finally:
