@@ -1,0 +1,47 @@
+"""Released migrations never change: an install that ran one will not run it again, so an edit
+reaches only new databases and the two kinds drift apart (a re-chained 0008 left databases
+stamped past it without its table). A new migration adds its line here when it is released;
+a wrong or missing line fails.
+
+    sha256sum migrations/versions/NNNN_name.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+VERSIONS = Path(__file__).resolve().parents[1] / "migrations" / "versions"
+
+RELEASED = {
+    "0001_core.py": "55717a7e0803ed53767f5dfaa92b48733da73e2eabcc65d0341bd351294cf308",
+    "0002_code.py": "11e23f7648fa0e83d6289b92fa89dfe65982fba1509866da4692cbb86308447a",
+    "0003_memory.py": "d22620239531ffe2368d96218af5e584c3b7d834c7f27a0cec37bb050955e40e",
+    "0004_sessions.py": "66a8216373eee0f67f4ebc26aaa3df60657ed566c0284faf7ff69baa09ff7500",
+    "0005_tool_usage.py": "8956cb9e2dc1880a180e6c4c89f8853486df7aff034fb8d0ea67929742bad380",
+    "0006_merge.py": "c3860337ffc076934b2a207deec33004af2e45816e13d017c7d6cbae4dcc4876",
+    "0007_schedule.py": "889ffecfebbe1539179e668023015a42ccae20c9ce810b98d9cfe8baf138fe0e",
+    "0008_model_usage.py": "b098926a771c52103f05ce2e33ee3815cb3c42cca1419fd40f6627ddf26b0a22",
+    "0009_message_kind.py": "6a5db8b159d9c6a4661940f20dcf05a5047da3eebb30351a296ba1bfdcb51ef0",
+    "0010_workers.py": "ba77f4591e53b889ac01b3471aae29e8c63fd082c484d985e4fd0e66b5eb0609",
+    "0011_compressions_memory.py": "e3e20a5d14bb1f331565928a0fcdd02a5912ecc824d8bc2c541a905f60a2b1d7",  # noqa: E501
+    "0012_voice.py": "4ae12126a473b524ab2995dbe0c1393010612d032ca1e8a4eab054d56002f714",
+    "0013_outbox.py": "8abc4a18237738decfcf8433e9e66652146df95dc502bfc5ff8c9cea722f5b9e",
+    "0014_approvals.py": "5843bea05f6b4f719f842ba051c4c86559101060177ada5933f4ee8d1a288b96",
+    "0015_harden_repair_usage.py": "41f925afe881f23200f2f35f18a7019f274b65070f0e82bbaa4de8e5bdc8fb24",  # noqa: E501
+}
+
+
+def test_released_migrations_are_unchanged() -> None:
+    changed = [
+        name
+        for name, digest in RELEASED.items()
+        if not (VERSIONS / name).exists()
+        or hashlib.sha256((VERSIONS / name).read_bytes()).hexdigest() != digest
+    ]
+    assert not changed, f"released migrations changed or gone: {changed}; add a new one instead"
+
+
+def test_every_migration_is_listed() -> None:
+    unlisted = sorted(p.name for p in VERSIONS.glob("*.py") if p.name not in RELEASED)
+    assert not unlisted, f"add {unlisted} to RELEASED with its sha256"
