@@ -109,9 +109,10 @@ class Transcriber:
             raise MediaError("The speech-to-text service gave an answer I could not read.")
         return text.strip()[:MAX_TRANSCRIPT_CHARS]
 
-    async def probe(self) -> tuple[bool, str]:
+    async def probe(self) -> tuple[bool | None, str]:
         """Is there a transcription endpoint? A form without a file: 4xx other than
-        401/403/404/405 means it exists (nothing is transcribed, nothing is billed)."""
+        401/403/404/405 means it exists (nothing is transcribed, nothing is billed).
+        None: the endpoint has no such route at all (404/405)."""
         if self.base_url is None:
             return True, "off (TRANSCRIBE_BASE_URL=off): voice messages get one sentence"
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -122,7 +123,9 @@ class Transcriber:
             )
         except httpx.HTTPError as exc:
             return False, f"{url}: {type(exc).__name__}"
-        if resp.status_code in (401, 403, 404, 405) or resp.status_code >= 500:
+        if resp.status_code in (404, 405):
+            return None, f"{url}: HTTP {resp.status_code}, no speech-to-text route"
+        if resp.status_code in (401, 403) or resp.status_code >= 500:
             return False, f"{url}: HTTP {resp.status_code}"
         return True, f"{url} answers (model {self.model})"
 

@@ -137,9 +137,10 @@ class Synthesizer:
             raise SpeechError("the spoken answer came out too large to send")
         return data
 
-    async def probe(self) -> tuple[bool, str]:
+    async def probe(self) -> tuple[bool | None, str]:
         """Is there a speech endpoint? A body without `input`: a 4xx other than
-        401/403/404/405 means the route exists (nothing is synthesised, nothing billed)."""
+        401/403/404/405 means the route exists (nothing is synthesised, nothing billed).
+        None: the endpoint has no such route at all (404/405)."""
         try:
             resp = await self.http.post(
                 self.url,
@@ -150,7 +151,9 @@ class Synthesizer:
         except httpx.HTTPError as exc:
             return False, f"{self.url}: {type(exc).__name__}"
         code = resp.status_code
-        if code in (401, 403, 404, 405) or code >= 500:
+        if code in (404, 405):
+            return None, f"{self.url}: HTTP {code}, no text-to-speech route"
+        if code in (401, 403) or code >= 500:
             return False, f"{self.url}: HTTP {code} to a request without input"
         return True, (
             f"{self.url} answers (HTTP {code} to a request without input, nothing "

@@ -264,3 +264,20 @@ async def test_a_huge_transcription_answer_is_not_read_past_the_cap(tg: TG) -> N
     reply = await tg.reply(OWNER)
     assert "far too large to be a transcript" in reply.text
     assert tg.llm.junk_sent < JUNK // 2
+
+
+async def test_doctor_says_not_offered_when_the_model_endpoint_has_no_audio(tg: TG) -> None:
+    """OpenRouter or Ollama as LLM_BASE_URL: no /audio routes. A correct install passes."""
+    from bot.media.doctor import check_media
+    from bot.voice.doctor import check as check_voice
+
+    tg.llm.speech_error = tg.llm.transcribe_error = 404
+    (voice_line,) = await check_voice(tg.app)
+    transcription = (await check_media(tg.app))[0]
+    for line in (voice_line, transcription):
+        assert line.ok and line.detail.startswith("not offered"), line
+    # Named on purpose, an endpoint without the route is a fault.
+    await tg.restart(tts_base_url=tg.llm.base_url, transcribe_base_url=tg.llm.base_url)
+    (voice_line,) = await check_voice(tg.app)
+    assert not voice_line.ok and "HTTP 404" in voice_line.detail
+    assert not (await check_media(tg.app))[0].ok
