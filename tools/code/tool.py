@@ -95,11 +95,9 @@ class CodeService:
             bun = probe_bun(locate_bun())
         except ConfigError as exc:
             self.problem = str(exc)
-            log.warning("code tool unavailable: %s", exc)
         else:
             if mode is None:
                 self.problem = self.mode_reason
-                log.warning("code tool: %s", self.mode_reason)
             else:
                 self.runner = CodeRunner(
                     bun,
@@ -108,19 +106,26 @@ class CodeService:
                     max_concurrent=MAX_CONCURRENT,
                     egress=None if private_ok else EgressProxy(CODE_EGRESS),
                 )
-                log.info(
-                    "code tool: bun %s at %s; sandbox %s (%s); protects %s%s",
-                    bun.version,
-                    bun.path,
-                    mode,
-                    self.mode_reason,
-                    self.protects,
-                    "" if mode == "bwrap" else f"; for the full sandbox, {INSTALL_BWRAP}",
-                )
         self.inputs = InputStore(deps.data_dir / "inputs")
         self.jobs = JobManager(deps.session_factory, deps.llm, deps.clock)
         deps.closers.append(self.jobs.close)
         deps.closers.append(self.close)
+
+    def announce(self) -> None:
+        """The start-up line (the tool's, once: doctor builds a service of its own and says
+        the same in its lines)."""
+        if self.runner is None:
+            log.warning("code tool unavailable: %s", self.problem)
+            return
+        log.info(
+            "code tool: bun %s at %s; sandbox %s (%s); protects %s%s",
+            self.runner.bun.version,
+            self.runner.bun.path,
+            self.mode,
+            self.mode_reason,
+            self.protects,
+            "" if self.mode == "bwrap" else f"; for the full sandbox, {INSTALL_BWRAP}",
+        )
 
     async def close(self) -> None:
         if self.runner is not None:  # the current one: tests swap it
@@ -177,6 +182,7 @@ class CodeService:
 
 def build(deps: ToolDeps) -> Tool[CodeParams]:
     service = CodeService(deps)
+    service.announce()
     if service.runner is None:
         raise Unavailable(service.problem or "bun cannot run here")
 
