@@ -26,7 +26,7 @@ LOCK_CHECK = $(BIN)/python -m pip check 2>/dev/null | grep '^sidekick ' >&2 \
 # pip's output goes to $(LOG); on failure its last lines are shown.
 QUIET = >>$(LOG) 2>&1 || { tail -n 25 $(LOG) >&2; echo "install failed; full log: $(LOG)" >&2; exit 1; }
 
-.PHONY: install install-dev python-check venv bwrap run chat doctor migrate test \
+.PHONY: install install-dev python-check venv bwrap run chat doctor migrate test docker-up docker-backup \
         test-pg test-real test-docker bench bench-pg lint lock upgrade clean FORCE
 
 # `make install`: what running needs, nothing else.
@@ -78,11 +78,24 @@ bwrap:
 	@cp .env.example .env && chmod 600 .env
 	@echo "sidekick: created .env from .env.example (mode 600); fill in TELEGRAM_BOT_TOKEN, ALLOWED_USER_IDS and LLM_*"
 
+# Ctrl-C is how a foreground bot or chat ends: its status 130 is no error of make's.
 run: install .env
-	$(BIN)/sidekick run
+	$(BIN)/sidekick run || [ $$? -eq 130 ]
 
 chat: install .env
-	$(BIN)/sidekick chat
+	$(BIN)/sidekick chat || [ $$? -eq 130 ]
+
+# Docker with whichever Compose the host has: the v2 plugin (`docker compose`), else
+# Debian's docker-compose 1.29 (docker.io ships no plugin). `docker cp` copies the backups
+# out with either (1.29 has no `cp`).
+COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+
+docker-up: .env
+	$(COMPOSE) up -d
+
+docker-backup:
+	$(COMPOSE) exec sidekick sidekick backup --verify
+	docker cp "$$($(COMPOSE) ps -q sidekick):/data/backups" ./backups
 
 doctor: install .env
 	$(BIN)/sidekick doctor
