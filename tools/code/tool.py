@@ -20,12 +20,12 @@ from tools.base import (
     Unavailable,
 )
 from tools.code import repo
-from tools.code.bun import locate_bun, probe_bun
+from tools.code.bun import locate_bun, probe_bun, reachable
 from tools.code.categories import classify
 from tools.code.egress import EgressProxy
 from tools.code.files import INPUT_DIR, OUTPUT_DIR, InputStore, user_key
 from tools.code.jobs import JobManager
-from tools.code.modes import INSTALL_BWRAP, choose_mode, protection
+from tools.code.modes import bwrap_advice, choose_mode, protection
 from tools.code.runner import CodeRunner, RunResult
 from tools.code.sandbox import Mode
 from tools.code.settings import CodeSettings
@@ -92,7 +92,7 @@ class CodeService:
         self.runner: CodeRunner | None = None
         self.problem: str | None = None
         try:
-            bun = probe_bun(locate_bun())
+            bun = probe_bun(reachable(locate_bun()))  # the sandbox's uid runs it
         except ConfigError as exc:
             self.problem = str(exc)
         else:
@@ -124,7 +124,7 @@ class CodeService:
             self.mode,
             self.mode_reason,
             self.protects,
-            "" if self.mode == "bwrap" else f"; for the full sandbox, {INSTALL_BWRAP}",
+            "" if self.mode == "bwrap" else f"; for the full sandbox, {bwrap_advice()}",
         )
 
     async def close(self) -> None:
