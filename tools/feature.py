@@ -126,6 +126,8 @@ class Command:
     aliases: tuple[str, ...] = ()
     # False: only Telegram answers it (the terminal says so).
     terminal: bool = True
+    # What may follow the name, as /help shows it after the name: `[days]`, `HH:MM-HH:MM`.
+    args: str = ""
 
     @property
     def names(self) -> tuple[str, ...]:
