@@ -138,3 +138,19 @@ async def test_timezone_show_set_refuse_reset(tg: TG) -> None:
         tz = (await s.execute(select(User.timezone).where(User.telegram_id == OWNER))).scalar()
     assert tz is None
     assert tg.llm.requests == []  # commands never reach the model
+
+
+def test_a_sessions_date_is_said_once_when_it_starts_and_ends_that_day() -> None:
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from bot.sessions.commands import span
+
+    berlin = ZoneInfo("Europe/Berlin")
+    start, end = (
+        datetime(2026, 11, 28, 8, 0, tzinfo=UTC),
+        datetime(2026, 11, 28, 16, 30, tzinfo=UTC),
+    )
+    assert span(start, end, berlin) == "2026-11-28 09:00–17:30"
+    late = datetime(2026, 11, 28, 23, 30, tzinfo=UTC)  # after midnight in Berlin
+    assert span(start, late, berlin) == "2026-11-28 09:00 → 2026-11-29 00:30"
