@@ -65,9 +65,11 @@ async def main(rows: int) -> None:
         async with sf() as s:
             chart_rows = await repo.usage_rows(s, 1, now - timedelta(days=14))
         t2 = time.perf_counter()
-        print(f"{rows:,} rows: /usage text {t1 - t0:.2f} s, {len(text):,} characters "
-              f"({-(-len(text) // 4096)} Telegram message(s)), {text.count(chr(10)) + 1} lines; "
-              f"chart rows {t2 - t1:.2f} s ({len(chart_rows):,} rows read)")
+        print(
+            f"{rows:,} rows: /usage text {t1 - t0:.2f} s, {len(text):,} characters "
+            f"({-(-len(text) // 4096)} Telegram message(s)), {text.count(chr(10)) + 1} lines; "
+            f"chart rows {t2 - t1:.2f} s ({len(chart_rows):,} rows read)"
+        )
         await engine.dispose()
 
 
