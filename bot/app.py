@@ -21,7 +21,8 @@ from bot.approvals.gate import TIMEOUT_S as APPROVAL_TIMEOUT_S
 from bot.approvals.gate import Approvals
 from bot.approvals.settings import ApprovalSettings
 from bot.config import Settings
-from bot.features import FEATURES, tool_modules
+from bot.errors import ConfigError, schema_text
+from bot.features import FEATURES, metadata, tool_modules
 from bot.llm.client import LLMClient
 from bot.logs import Scrubber
 from bot.media.attachments import MediaService
@@ -37,7 +38,7 @@ from bot.usage.metered import MeteredModel
 from bot.usage.request import UsageTurns
 from bot.voice.replies import VoiceReplies, build_voice
 from db.engine import SessionFactory, create_engine, session_factory
-from db.migrate import upgrade
+from db.migrate import SchemaMismatch, require_schema, upgrade
 from db.repos.core import Recipient
 from scheduler.setup import JobSpec
 from tools.base import Clock, ModelEndpoint, ToolDeps, system_clock
@@ -208,12 +209,28 @@ def request_hooks(
     return sessions, [sessions, usage]
 
 
+async def migrated(
+    engine: AsyncEngine, features: tuple[Feature, ...], *, check: bool = True
+) -> None:
+    """Migrations applied, and the schema checked against the models: a database whose
+    migration stamp lies would otherwise start "up to date" and fail every message.
+    `check=False` (doctor): the difference is reported by its own check instead."""
+    await upgrade(engine)
+    if not check:
+        return
+    try:
+        await require_schema(engine, metadata(features))
+    except SchemaMismatch as exc:
+        raise ConfigError(schema_text(exc)) from None
+
+
 async def build_app(
     settings: Settings,
     *,
     clock: Clock = system_clock,
     llm: LLMClient | None = None,
     features: tuple[Feature, ...] = FEATURES,
+    check_schema: bool = True,
 ) -> App:
     """Everything, built once. On any failure what was already opened is closed again:
     an engine left open keeps a worker thread, and with it the process, alive."""
@@ -221,7 +238,7 @@ async def build_app(
     app: App | None = None
     http: httpx.AsyncClient | None = None
     try:
-        await upgrade(engine)
+        await migrated(engine, features, check=check_schema)
         sf = session_factory(engine)
         http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
         llm = llm or LLMClient(settings)

@@ -22,6 +22,7 @@ from bot.app import App, build_app
 from bot.approvals.gate import Choice, Question
 from bot.config import Settings, require
 from bot.errors import user_text
+from bot.surrogates import scrub
 from bot.terminal_commands import Who, run_command
 from db.repos.core import Recipient
 from scheduler.setup import Scheduler
@@ -77,7 +78,7 @@ class LineSource:
     def read(self, prompt: str) -> str | None:
         if self.tty:
             try:
-                return input(prompt)
+                return scrub(input(prompt))  # undecodable bytes come as surrogates
             except (EOFError, OSError, ValueError):
                 return None
         sys.stdout.write(prompt)

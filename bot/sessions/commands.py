@@ -92,6 +92,15 @@ def _fmt(dt: datetime, tz: ZoneInfo) -> str:
     return dt.astimezone(tz).strftime("%Y-%m-%d %H:%M")
 
 
+def span(start: datetime, end: datetime, tz: ZoneInfo) -> str:
+    """`2026-11-28 09:00–17:30` within one local day (the date said once), else both ends
+    in full: `2026-11-27 22:00 → 2026-11-28 01:10`."""
+    a, b = start.astimezone(tz), end.astimezone(tz)
+    if a.date() == b.date():
+        return f"{a:%Y-%m-%d %H:%M}–{b:%H:%M}"
+    return f"{a:%Y-%m-%d %H:%M} → {b:%Y-%m-%d %H:%M}"
+
+
 def split_line(settings: SessionSettings, tz: ZoneInfo, now: datetime) -> str:
     policy = settings.session_policy
     nxt = policy.next_split(now, tz)
@@ -114,7 +123,7 @@ async def sessions_text(host: Host, telegram_user_id: int | None, user_name: str
         if line.ended_at is None:
             when = f"{start} → now (current)"
         else:
-            when = f"{start} → {_fmt(line.ended_at, tz)}"
+            when = span(line.started_at, line.ended_at, tz)
         plural = "" if line.messages == 1 else "s"
         out.append(f"\n• {line.name} — {when} · {line.messages} message{plural}")
         if line.summary:

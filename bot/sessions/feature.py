@@ -50,12 +50,13 @@ FEATURE = Feature(
     commands=(
         Command(
             "newsession",
-            "[name] end this conversation and start a new one",
+            "end this conversation and start a new one",
             commands.newsession,
             aliases=("new",),
+            args="[name]",
         ),
         Command("sessions", "your recent sessions with their summaries", commands.sessions),
-        Command("timezone", "[Area/City] show or set your time zone", commands.timezone),
+        Command("timezone", "show or set your time zone", commands.timezone, args="[Area/City]"),
     ),
     jobs=(
         Job(

@@ -59,6 +59,9 @@ async def test_start_and_help_list_commands(tg: TG) -> None:
     help_ = await tg.reply(OWNER)
     for command in ("/start", "/help", "/newsession"):
         assert command in help_.text
+    # Each command's arguments right after its name, in one layout.
+    assert "/quiet HH:MM-HH:MM — hold reminders back" in help_.text
+    assert "/codestats [days] — your code runs" in help_.text
     assert tg.llm.requests == []
 
 

@@ -217,3 +217,19 @@ async def test_a_summary_past_its_budget_is_abandoned_and_left_for_later(
     assert row.claimed_until is None  # released: the split job takes it up after the backoff
     await tg.send(OWNER, "/sessions")
     assert "(summary pending)" in (await tg.reply(OWNER)).text
+
+
+def test_a_sessions_date_is_said_once_when_it_starts_and_ends_that_day() -> None:
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from bot.sessions.commands import span
+
+    berlin = ZoneInfo("Europe/Berlin")
+    start, end = (
+        datetime(2026, 11, 28, 8, 0, tzinfo=UTC),
+        datetime(2026, 11, 28, 16, 30, tzinfo=UTC),
+    )
+    assert span(start, end, berlin) == "2026-11-28 09:00–17:30"
+    late = datetime(2026, 11, 28, 23, 30, tzinfo=UTC)  # after midnight in Berlin
+    assert span(start, late, berlin) == "2026-11-28 09:00 → 2026-11-29 00:30"

@@ -13,6 +13,8 @@ with `transcribe_error` (an HTTP status) when set.
 `/v1/audio/speech` takes OpenAI's JSON body and answers `speech_audio` (OGG/Opus bytes by
 default; set `speech_audio`/`speech_type` to play an endpoint that sends something else),
 400 without `input`, or `speech_error` when set; `speeches` records each body.
+`junk_bytes` set: both audio routes answer 200 with that many junk bytes, streamed without
+a Content-Length (a broken or hostile endpoint); `junk_sent` counts what the client took.
 Like OpenAI, a streamed answer ends with a usage chunk (no choices) when the request asks
 for `stream_options: {include_usage: true}`; `send_usage=False` plays a provider that never
 sends usage. A turn's `usage` dict replaces the default counts (about 4 characters a token).
@@ -176,6 +178,8 @@ class FakeOpenAI:
     speech_type: str = "audio/ogg"
     speech_error: int | None = None
     speeches: list[dict[str, Any]] = field(default_factory=list)
+    junk_bytes: int = 0
+    junk_sent: int = 0
     n_ctx: int | None = None  # llama-server's context size (`-c`); None: a server that won't say
     props: bool = True  # False: refuses past n_ctx but does not say it (a proxy in front)
     refused: list[dict[str, Any]] = field(default_factory=list)  # requests refused as too long
@@ -221,7 +225,7 @@ class FakeOpenAI:
             raise web.HTTPNotFound()
         return web.json_response(props(self.n_ctx, self.models[0]))
 
-    async def _transcribe(self, request: web.Request) -> web.Response:
+    async def _transcribe(self, request: web.Request) -> web.StreamResponse:
         form: dict[str, Any] = {"authorization": request.headers.get("Authorization")}
         if request.content_type != "multipart/form-data":
             return web.json_response({"error": {"message": "multipart expected"}}, status=400)
@@ -234,6 +238,8 @@ class FakeOpenAI:
             else:
                 form[part.name or ""] = await part.text()  # type: ignore[union-attr]
         self.transcriptions.append(form)
+        if self.junk_bytes:
+            return await self._junk(request)
         if self.transcribe_delay:
             await asyncio.sleep(self.transcribe_delay)
         if self.transcribe_error is not None:
@@ -244,10 +250,26 @@ class FakeOpenAI:
         text = self.transcripts.pop(0) if self.transcripts else f"transcript of {form['filename']}"
         return web.json_response({"text": text})
 
-    async def _speech(self, request: web.Request) -> web.Response:
+    async def _junk(self, request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        chunk = b"\x17" * 65536
+        try:
+            while self.junk_sent < self.junk_bytes:
+                await resp.write(chunk)
+                self.junk_sent += len(chunk)
+            await resp.write_eof()
+        except (ConnectionError, RuntimeError):
+            pass  # the client stopped reading and closed: what a capped reader does
+        return resp
+
+    async def _speech(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         body["authorization"] = request.headers.get("Authorization")
         self.speeches.append(body)
+        if self.junk_bytes:
+            return await self._junk(request)
         if self.speech_error is not None:
             err = {"error": {"message": "scripted failure", "type": "server_error"}}
             return web.json_response(err, status=self.speech_error)

@@ -17,6 +17,17 @@ from tools.code.sandbox import LAUNCHER_ARGV, Mode, bwrap_path, bwrap_works
 INSTALL_BWRAP = "install bubblewrap (apt-get install bubblewrap)"
 
 
+def bwrap_advice() -> str:
+    """What to do for the full sandbox: install bubblewrap, or, when it is installed but
+    refused here (a container without user namespaces), make it usable."""
+    if bwrap_path() is None:
+        return INSTALL_BWRAP
+    return (
+        "let the installed bubblewrap work (it was refused, see why above: it needs user "
+        "namespaces, or root; in Docker, a seccomp profile that allows them)"
+    )
+
+
 @dataclass(frozen=True)
 class Kernel:
     landlock_abi: int  # 0: no Landlock

@@ -26,9 +26,10 @@ FEATURE = Feature(
     commands=(
         Command(
             "memory",
-            "what I remember about you: list, search, forget",
+            "what I remember about you",
             commands.memory,
             private=True,
+            args="[layer | search <text> | forget <id>]",
         ),
     ),
     press=commands.press,

@@ -40,8 +40,10 @@ FEATURE = Feature(
     tools=(TOOL,),
     models=(ScheduledJob, JobRun, ReminderPrefs),
     commands=(
-        Command("reminders", "your reminders and tasks; /reminders history", commands.reminders),
-        Command("quiet", "HH:MM-HH:MM: hold reminders back during those hours", commands.quiet),
+        Command("reminders", "your reminders and tasks", commands.reminders, args="[history]"),
+        Command(
+            "quiet", "hold reminders back during those hours", commands.quiet, args="HH:MM-HH:MM"
+        ),
     ),
     press=commands.press,
     jobs=(Job(JOB_ID, "deliver due reminders and scheduled tasks", EVERY, fire_due),),
