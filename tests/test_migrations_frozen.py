@@ -29,7 +29,7 @@ RELEASED = {
     "0013_outbox.py": "8abc4a18237738decfcf8433e9e66652146df95dc502bfc5ff8c9cea722f5b9e",
     "0014_approvals.py": "5843bea05f6b4f719f842ba051c4c86559101060177ada5933f4ee8d1a288b96",
     "0015_onboard_access.py": "38459ead564143c641ac5b4b9a7f002e6757a741554ec6de2fad6f3a66efe75e",
-    "0016_code_jobs_opencode.py": "4e80ddd04a441d73b2db61534f967b197e8280ed65990d9fda492c09605e3cf2",  # noqa: E501
+    "0016_code_jobs_opencode.py": "a110fc70666c70fca35081f01bddd6d9e6dacdd7b3432dc4f15d55660ea4f0f7",  # noqa: E501
     "0017_resume_turns.py": "3f545c6d830bf5262f017b9a4c30386039d6dc1081285906c5cc0f1f09f52be1",
     "0018_trust_approval_scope.py": "3cc423cc1fac335c45ff0e2c8ddb3e083370ddc4a20990559a64ac2a391d0e93",  # noqa: E501
     "0019_outages_outbox_files.py": "a3ad663b7e39144f84a1556c0749e98e4d6b559cf56d8b4a04c1479130f5ca0a",  # noqa: E501
