@@ -4,13 +4,12 @@ the answer through as it arrives (streams stay streams) and records each exchang
 It changes a chat request in two cases only, and records that it did:
 - `max_tokens` when the request has none (CPU inference: short answers keep the tier fast);
 - `force_tool(name)`: the next chat request that ends with the user's turn must call that
-  tool. Small models do not call tools on their own, and this llama-server build takes
-  `tool_choice` only as a string ("required"; a `{"function": ...}` object is ignored), and
-  its grammar for Qwen2.5's template is lazy: it starts at a `<tool_call>` tag the 0.5B
-  model does not write by itself. So the proxy offers only that tool, sets
-  `tool_choice: "required"`, `parallel_tool_calls: false`, and starts the assistant's turn
-  with `<tool_call>\n` (llama-server continues a trailing assistant message). What comes
-  back is llama.cpp's own tool-call stream, parsed by its own parser.
+  tool. Small models do not call tools on their own (the 0.5B model writes its calls out as
+  text, and never the `<tool_call>` tag of Qwen2.5's template). So the proxy offers only
+  that tool, sets `parallel_tool_calls: false`, and starts the assistant's turn with
+  `<tool_call>\n` (llama-server continues a trailing assistant message). What comes back is
+  llama.cpp's own tool-call stream, parsed by its own parser. No `tool_choice: "required"`:
+  its grammar makes each token take seconds on this CPU.
 /v1/embeddings goes to the embedding server when one is given.
 """
 
@@ -123,7 +122,6 @@ class RecordingProxy:
             name, self._force = self._force, None
             body["tools"] = [t for t in body.get("tools") or [] if t["function"]["name"] == name]
             assert body["tools"], f"Sidekick offered no tool named {name!r}"
-            body["tool_choice"] = "required"
             body["parallel_tool_calls"] = False
             body["messages"] = [*messages, {"role": "assistant", "content": "<tool_call>\n"}]
             changed.append(f"forced:{name}")

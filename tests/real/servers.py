@@ -79,8 +79,7 @@ class LlamaServer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 if self.proc.returncode == -signal.SIGILL:
-                    # The wheel's CPU backend is built for instructions this CPU lacks (seen:
-                    # a host with AVX2 but no AVX-512); nothing here can run it.
+                    # A CPU without AVX2 (the server's build needs it): nothing here runs it.
                     pytest.skip(
                         f"the prebuilt llama-server cannot run on this CPU: {self.tail(300)}"
                     )
