@@ -37,6 +37,7 @@ class Group:
     estimated_calls: int
     cost_usd: float  # of the priced calls only
     unpriced_calls: int
+    written_calls: int = 0  # tool calls the model wrote out as text
 
 
 async def groups(
@@ -59,6 +60,7 @@ async def groups(
         func.coalesce(func.sum(case((u.estimated, 1), else_=0)), 0),
         func.coalesce(func.sum(u.cost_usd), 0.0),
         func.coalesce(func.sum(case((u.cost_usd.is_(None), 1), else_=0)), 0),
+        func.coalesce(func.sum(u.written_calls), 0),
     ).group_by(u.model, u.purpose)
     if since is not None:
         stmt = stmt.where(u.at >= since)
@@ -79,6 +81,7 @@ async def groups(
             estimated_calls=int(r[7]),
             cost_usd=float(r[8]),
             unpriced_calls=int(r[9]),
+            written_calls=int(r[10]),
         )
         for r in rows
     ]
