@@ -10,6 +10,8 @@ It changes a chat request in two cases only, and records that it did:
   `<tool_call>\n` (llama-server continues a trailing assistant message). What comes back is
   llama.cpp's own tool-call stream, parsed by its own parser. No `tool_choice: "required"`:
   its grammar makes each token take seconds on this CPU.
+- `greedy = True`: chat requests get `temperature: 0`, so a test that needs the model to
+  do one thing does it run after run.
 /v1/embeddings goes to the embedding server when one is given.
 """
 
@@ -86,6 +88,7 @@ class RecordingProxy:
         self.max_tokens = max_tokens
         self.exchanges: list[Exchange] = []
         self._force: str | None = None
+        self.greedy = False
         self._runner: web.AppRunner | None = None
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
         self.port = free_port()
@@ -117,6 +120,9 @@ class RecordingProxy:
         if "max_tokens" not in body and "max_completion_tokens" not in body:
             body["max_tokens"] = self.max_tokens
             changed.append("max_tokens")
+        if self.greedy:
+            body["temperature"] = 0
+            changed.append("greedy")
         messages = body.get("messages") or []
         if self._force and messages and messages[-1].get("role") == "user":
             name, self._force = self._force, None
