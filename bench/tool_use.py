@@ -81,6 +81,25 @@ class Outcome:
     right: bool
     seconds: float
     reply: str
+    sent: bool  # the first reply sent a tool call (not written out as text)
+    first_text: str  # the first reply's text, as today's code would have shown it
+
+    def before(self) -> tuple[bool, bool]:
+        """(tool called, right) had written calls been shown as text (the code before
+        bot/llm/written.py): the first reply is the same request, so only what follows it
+        differs; a written call was the answer the user got."""
+        if self.sent:
+            return self.case.tool in self.called, self.right
+        right = bool(self.case.answer and re.search(self.case.answer, self.first_text, re.I))
+        return False, right
+
+
+def streamed(x: Exchange) -> str:
+    return "".join(
+        (c.get("delta") or {}).get("content") or ""
+        for e in x.events
+        for c in e.get("choices") or []
+    )
 
 
 def tools_called(xs: list[Exchange]) -> tuple[list[str], list[str]]:
@@ -130,9 +149,12 @@ async def run(server: LlamaServer, name: str, cases: list[Case], max_tokens: int
                         (case.answer and re.search(case.answer, text, re.I))
                         or (case.effect and any(re.search(case.effect, r) for r in results))
                     )
-                    done = Outcome(case, called, right, time.monotonic() - started, text)
+                    first = proxy.chats()[before]
+                    done = Outcome(case, called, right, time.monotonic() - started, text,
+                                   bool(first.tool_calls()), streamed(first))  # fmt: skip
                     out.append(done)
                     mark = "tool " + ("yes" if case.tool in called else "no ")
+                    mark += " (sent)" if done.sent else " (text)" if called else ""
                     print(f"  {mark}  right {'yes' if right else 'no '}  {done.seconds:5.0f} s  "
                           f"{case.text[:48]:<48} -> {' '.join(text.split())[:70]!r}",
                           file=sys.stderr, flush=True)  # fmt: skip
@@ -175,6 +197,14 @@ def main() -> None:
     print(f"\nTool use on {name} ({n} everyday requests, {time.monotonic() - started:.0f} s)")
     print(f"  the needed tool called: {called} of {n} ({called / n:.0%})")
     print(f"  right answer or effect: {right} of {n} ({right / n:.0%})")
+    was = [o.before() for o in outcomes]
+    b_called, b_right = sum(c for c, _ in was), sum(r for _, r in was)
+    print(f"  had written calls been shown as text (before): tool {b_called} of {n}, "
+          f"right {b_right} of {n}")  # fmt: skip
+    print(
+        f"  first replies that wrote a call out as text: "
+        f"{sum(not o.sent and o.case.tool in o.called for o in outcomes)} of {n}"
+    )
     if tokens:
         print(f"  empty-chat prompt: {tokens:,} tokens ({tokens - bare:,} of them tool schemas, "
               f"{len(first.get('tools') or [])} tools)")  # fmt: skip
