@@ -8,7 +8,7 @@ with AVX2, so it runs on any current CPU. Prebuilt llama-server binaries on PyPI
 with -march=native for the builder's CPU (AVX-512, AMX) and die with SIGILL elsewhere.
 
     python real_llm_server.py -m MODEL [--host H] [--port P] [--alias NAME] [-c N] [-t N]
-                              [-np N] [-b N] [-ub N] [--jinja] [--embeddings]
+                              [-tb N] [-np N] [-b N] [-ub N] [--jinja] [--embeddings]
                               [--pooling mean|cls|last|none]
     python real_llm_server.py --version
 
@@ -38,7 +38,7 @@ def params(args: argparse.Namespace) -> xlc.CommonParams:
     p.n_batch = args.batch_size
     p.n_ubatch = args.ubatch_size
     p.cpuparams.n_threads = args.threads
-    p.cpuparams_batch.n_threads = args.threads
+    p.cpuparams_batch.n_threads = args.threads_batch or args.threads
     p.use_jinja = args.jinja
     if args.embeddings:
         p.embedding = True
@@ -56,6 +56,7 @@ def main() -> None:
     parser.add_argument("--alias", default="")
     parser.add_argument("-c", "--ctx-size", type=int, default=4096)
     parser.add_argument("-t", "--threads", type=int, default=2)
+    parser.add_argument("-tb", "--threads-batch", type=int, default=0)
     parser.add_argument("-np", "--parallel", type=int, default=1)
     parser.add_argument("-b", "--batch-size", type=int, default=2048)
     parser.add_argument("-ub", "--ubatch-size", type=int, default=512)
