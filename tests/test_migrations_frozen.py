@@ -35,6 +35,7 @@ RELEASED = {
     "0019_outages_outbox_files.py": "a3ad663b7e39144f84a1556c0749e98e4d6b559cf56d8b4a04c1479130f5ca0a",  # noqa: E501
     "0020_sessions_summary_claims.py": "2f9365f46d13da6edcab7d7ad79769a3a651c25fd95c9d51da82944d5128a195",  # noqa: E501
     "0021_harden_repair_usage.py": "459f933fabef79c1c1f2408757c438e25fadbc776f359688c0fa8b63b82d2bfa",  # noqa: E501
+    "0022_usage_written_calls.py": "2e7fbbed5108567c9d9adec06d9fd5929300d9e54837fbc406f8b82462e4e00f",  # noqa: E501
 }
 
 

@@ -38,6 +38,7 @@ class Group:
     estimated_calls: int
     cost_usd: float  # of the priced calls only
     unpriced_calls: int
+    written_calls: int = 0  # tool calls the model wrote out as text
 
 
 async def groups(
@@ -68,6 +69,7 @@ async def groups(
         func.coalesce(func.sum(case((u.estimated, 1), else_=0)), 0),
         cost,
         func.coalesce(func.sum(case((u.cost_usd.is_(None), 1), else_=0)), 0),
+        func.coalesce(func.sum(u.written_calls), 0),
     )
     if keys:
         stmt = stmt.group_by(*keys)
@@ -89,6 +91,7 @@ async def groups(
             estimated_calls=int(r[7] or 0),
             cost_usd=float(r[8] or 0.0),
             unpriced_calls=int(r[9] or 0),
+            written_calls=int(r[10] or 0),
         )
         for r in rows
     ]

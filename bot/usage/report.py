@@ -57,6 +57,9 @@ def figures(g: Group) -> str:
         parts.append(usd(g.cost_usd))
     if g.estimated_calls:
         parts.append(f"{g.estimated_calls} estimated (no usage from the provider)")
+    if g.written_calls:  # a small model's habit: how often it wrote its tool calls as text
+        plural = "s" if g.written_calls != 1 else ""
+        parts.append(f"{g.written_calls} tool call{plural} written as text")
     return " · ".join(parts)
 
 

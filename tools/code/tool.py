@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from db.engine import SessionFactory
 from tools.base import (
@@ -74,6 +74,25 @@ class CodeParams(BaseModel):
     task: str | None = Field(default=None, description="what the code should do, for generate")
     context: str | None = Field(default=None, description="extra detail, for generate")
     job_id: str | None = Field(default=None, description="for status and abort")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_action(cls, data: Any) -> Any:
+        """Small models leave out `action`, or describe a program to write only as its
+        `context`: where the other fields say what is meant, it is that."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if not data.get("action"):
+            if data.get("code"):
+                data["action"] = "execute"
+            elif data.get("task") or data.get("context"):
+                data["action"] = "generate"
+            elif data.get("job_id"):
+                data["action"] = "status"
+        if data.get("action") == "generate" and not data.get("task") and data.get("context"):
+            data["task"] = data.pop("context")
+        return data
 
 
 def trim(text: str, limit: int, cut_before: bool) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule, Unavailable
 from tools.effects import effects, outside_note
@@ -58,6 +58,25 @@ class MemoryParams(BaseModel):
     query: str | None = Field(None, description="recall: what to look for")
     limit: int = Field(10, ge=1, le=50)
     memory_id: int | None = Field(None, description="forget: the id to delete")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_action(cls, data: Any) -> Any:
+        """Small models leave out `action` (and write a recall's query as `content`): where
+        the other fields say which one is meant, it is that one."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if not data.get("action"):
+            if data.get("memory_id") is not None:
+                data["action"] = "forget"
+            elif data.get("content"):
+                data["action"] = "store"
+            elif data.get("query"):
+                data["action"] = "recall"
+        if data.get("action") == "recall" and not data.get("query") and data.get("content"):
+            data["query"] = data.pop("content")
+        return data
 
 
 def build(deps: ToolDeps) -> Tool[MemoryParams]:
