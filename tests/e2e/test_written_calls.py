@@ -83,11 +83,8 @@ async def test_written_calls_in_real_recordings_run(tg: TG) -> None:
     assert result["content"].startswith("Scheduled reminder #1"), result
 
     await tg.send(OWNER, "Compute the 30th Fibonacci number with code.")
-    question = await tg.reply(OWNER)  # running code asks first, as for a call sent as one
-    assert "may I do this?" in (question.text or "")
-    rows = (question.reply_markup or {})["inline_keyboard"]
-    allow = next(b["callback_data"] for r in rows for b in r if b["text"].startswith("Allow once"))
-    await tg.press(OWNER, allow, message_id=question.message_id)
+    # As for a call sent as one: after only the user's own words, code runs without asking
+    # (docs/security.md#approvals).
     assert (await tg.reply(OWNER)).text == "The 30th Fibonacci number is 832040."
     _, results = sent_call(tg, 3)
     assert "832040" in results[-1]["content"], results[-1]
