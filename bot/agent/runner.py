@@ -40,7 +40,6 @@ from bot.agent.toolexec import run_round, wire_calls
 from bot.approvals.gate import Approvals
 from bot.approvals.trust import seen_outside
 from bot.config import Settings
-from bot.llm import written
 from bot.llm.model import ChatModel, OnText
 from db.conversation import Conversation, SqlConversation, Started, Turn
 from db.engine import SessionFactory
@@ -222,13 +221,9 @@ class Agent:
                 await hooks.on_model_request(req)
             except HookRefusal as refusal:
                 return await answer(str(refusal), notes=False)
-            # A small model may write its tool call out as text: never shown, run as the call.
-            offered = written.tool_names(req.tools)
-            on_text = written.holdback(events.on_text, offered)
             completion = await self.llm.stream(
-                messages, req.tools or None, on_text, model=model, on_wait=events.on_wait
+                messages, req.tools or None, events.on_text, model=model, on_wait=events.on_wait
             )
-            written.adopt(completion, offered)
             await hooks.on_model_response(req, completion)
             rounds += 1
             calls = completion.tool_calls

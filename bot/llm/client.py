@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from bot.config import Settings
 from bot.errors import ProviderError
+from bot.llm import written
 from bot.llm.completion import Completion, LLMToolCall, OnText, Usage, collect, from_json
 from bot.llm.context import ContextSize
 from bot.llm.silence import Silence
@@ -321,7 +322,12 @@ class LLMClient:
         """One streamed completion (`model`: default LLM_MODEL); `on_text` gets the whole
         text so far after each delta. With `on_wait` (someone waits for this answer) an
         outage is waited out, and `on_wait` gets the line to show them: once that the
-        provider is not answering, once that a stream went quiet."""
+        provider is not answering, once that a stream went quiet.
+
+        A small model may write a tool call out as text (bot/llm/written.py): naming an
+        offered tool, it becomes the completion's tool call, and its text is never shown."""
+        offered = written.tool_names(tools or [])
+        shown = written.holdback(on_text, offered)
 
         async def once(client: Endpoint, model: str, silence: Silence) -> Completion:
             body = self._body(model, messages, None)
@@ -333,9 +339,11 @@ class LLMClient:
                 body["stream_options"] = {"include_usage": True}
             async with silence.watch():
                 events = await self._adapting(body, lambda: open_stream(client, body))
-                return await collect(_heard(events, silence), model, on_text)
+                return await collect(_heard(events, silence), model, shown)
 
-        return await self._call(model, once, on_wait)
+        completion = await self._call(model, once, on_wait)
+        written.adopt(completion, offered)
+        return completion
 
     async def complete(
         self,
