@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import shutil
+import tempfile
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -94,6 +97,35 @@ async def fake_llm() -> AsyncIterator[FakeOpenAI]:
     await server.stop()
 
 
+_template: Path | None = None
+
+
+def migrated_template() -> Path:
+    """One SQLite database migrated to head, made once per test run: each test's database
+    starts as a copy of it rather than running every migration again (a second or so per
+    test; the migrations themselves are proven by test_migrations_head.py and
+    test_upgrade.py)."""
+    global _template
+    if _template is None:
+        path = Path(tempfile.mkdtemp(prefix="sidekick-template-")) / "sidekick.db"
+
+        async def build() -> None:
+            engine = create_engine(f"sqlite+aiosqlite:///{path}")
+            try:
+                await upgrade(engine)
+            finally:
+                await engine.dispose()
+
+        # make_settings is called inside running event loops too: the template gets its own.
+        worker = threading.Thread(target=lambda: asyncio.run(build()))
+        worker.start()
+        worker.join()
+        if not path.exists():
+            raise RuntimeError("the test database template could not be built")
+        _template = path
+    return _template
+
+
 def make_settings(tmp_path: Path, fake_llm: FakeOpenAI | None = None, **extra: Any) -> Settings:
     values: dict[str, Any] = {
         "data_dir": tmp_path / "data",
@@ -105,7 +137,12 @@ def make_settings(tmp_path: Path, fake_llm: FakeOpenAI | None = None, **extra: A
         "code_generator": "model",
         **extra,
     }
-    return load_settings(**values)
+    settings = load_settings(**values)
+    db_file = settings.data_dir / "sidekick.db"
+    if settings.database_url is None and not db_file.exists():
+        settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        shutil.copyfile(migrated_template(), db_file)
+    return settings
 
 
 @pytest.fixture
