@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import textwrap
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from aiogram import BaseMiddleware
 from aiogram.types import TelegramObject, Update
 
 from bot.telegram.middlewares import REPLAYED, Handler, chat_key
+from bot.telegram.render import send_plain
 from db.engine import SessionFactory
 from db.repos import updates
 from db.repos.updates import Waiting
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 PRUNE_EVERY = 1000  # updates between two deletions of old ones
 KEEP_CLAIMS = timedelta(days=2)  # Telegram stops retrying an update well within this
 MAX_REPLAYS = 1  # an update that took the process down on its replay too is dropped
+QUOTE_CHARS = 80
 
 
 class InboxMiddleware(BaseMiddleware):
@@ -101,6 +104,12 @@ class InboxMiddleware(BaseMiddleware):
             del self.held[chat]
 
 
+def dropped_line(text: str) -> str:
+    short = textwrap.shorten(text, QUOTE_CHARS, placeholder="…")
+    what = f"your message “{short}”" if short else "your last message"
+    return f"I was restarted twice before I could read {what}. Send it again if you still need it."
+
+
 async def waiting(rt: Runtime, since: datetime, before: datetime) -> dict[int, list[Waiting]]:
     """The updates a stop left unhandled, by chat, oldest first. One without a chat (a press
     on a question that was waiting) has nothing left to answer: it is marked done."""
@@ -128,16 +137,28 @@ async def take_up(rt: Runtime, row: Waiting, since: datetime) -> None:
             if await updates.recorded(s, msg.from_user.id, msg.message_id, since):
                 await updates.drop(s, row.update_id)  # its turn began: continued as a turn
                 return
-        if row.replays >= MAX_REPLAYS:
+        given_up = row.replays >= MAX_REPLAYS
+        if given_up:
+            # Exactly one worker marks it (the same compare-and-set), then tells.
+            given_up = await updates.claim_replay(s, row.update_id, row.replays)
             await updates.drop(s, row.update_id)
-            log.error(
-                "update %d (chat %s): the bot stopped while handling it again after a stop; "
-                "dropped (see the log before this start)",
-                row.update_id, row.chat_id,
-            )  # fmt: skip
-            return
-        if not await updates.claim_replay(s, row.update_id, row.replays):
+        elif not await updates.claim_replay(s, row.update_id, row.replays):
             return  # another worker handles it
+    if given_up:
+        log.error(
+            "update %d (chat %s): the bot stopped while handling it again after a stop; "
+            "dropped (see the log before this start)",
+            row.update_id, row.chat_id,
+        )  # fmt: skip
+        if msg is not None and row.chat_id is not None:
+            text = msg.text or msg.caption or ""
+            try:
+                await send_plain(bot, row.chat_id, dropped_line(text))
+            except Exception as exc:
+                log.warning(
+                    "chat %d: could not tell that an update was dropped (%s)", row.chat_id, exc
+                )
+        return
     log.info("update %d (chat %s): handling it after a stop", row.update_id, row.chat_id)
     try:
         await rt.dp.feed_update(bot, update, **{REPLAYED: True})
