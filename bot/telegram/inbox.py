@@ -39,8 +39,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PRUNE_EVERY = 1000  # updates between two deletions of old ones
-KEEP_CLAIMS = timedelta(days=2)  # Telegram stops retrying an update well within this
+# Old rows are deleted at the first update after a start, then hourly: Telegram stops
+# retrying an update within a day, and after a week without updates it may start its ids
+# anew, at random, so a row kept that long could take a new update for one sent again.
+PRUNE_EVERY = timedelta(hours=1)
+KEEP_CLAIMS = timedelta(days=2)
 MAX_REPLAYS = 1  # an update that took the process down on its replay too is dropped
 QUOTE_CHARS = 80
 
@@ -52,7 +55,7 @@ class InboxMiddleware(BaseMiddleware):
     def __init__(self, sf: SessionFactory, clock: Clock) -> None:
         self.sf = sf
         self.clock = clock
-        self._claims = 0
+        self._pruned: datetime | None = None
         # Per chat, the updates this process stored and has not finished (several workers
         # order only the others' updates through the database: bot/telegram/workers.py).
         self.held: dict[int, set[int]] = {}
@@ -62,8 +65,7 @@ class InboxMiddleware(BaseMiddleware):
 
     async def keep(self, event: Update) -> bool:
         """Store the update; False when it was stored before (a webhook retry, another
-        worker's, or fetched again by polling after a kill). Old rows are pruned now and
-        then."""
+        worker's, or fetched again by polling after a kill)."""
         now = self.clock()
         payload = event.model_dump_json(exclude_none=True)
         if not await updates.claim(self.sf, event.update_id, chat_key(event), now, payload):
@@ -71,8 +73,8 @@ class InboxMiddleware(BaseMiddleware):
                 "update %d was already taken (sent again, or another worker's)", event.update_id
             )
             return False
-        self._claims += 1
-        if self._claims % PRUNE_EVERY == 0:
+        if self._pruned is None or now - self._pruned >= PRUNE_EVERY:
+            self._pruned = now
             await updates.prune(self.sf, now - KEEP_CLAIMS)
         return True
 
