@@ -27,8 +27,8 @@ LOCK_CHECK = $(BIN)/python -m pip check 2>/dev/null | grep '^sidekick ' >&2 \
 QUIET = >>$(LOG) 2>&1 || { tail -n 25 $(LOG) >&2; echo "install failed; full log: $(LOG)" >&2; exit 1; }
 
 .PHONY: install install-dev python-check venv bwrap run setup chat doctor migrate test \
-        test-pg test-real test-docker bench bench-pg lint lock upgrade clean FORCE \
-        install-opencode test-opencode
+        docker-up docker-backup test-pg test-real test-docker bench bench-pg lint lock upgrade \
+        clean FORCE install-opencode test-opencode
 
 # `make install`: what running needs, nothing else.
 install: python-check $(RUN_STAMP) bwrap
@@ -82,16 +82,29 @@ bwrap:
 	@cp .env.example .env && chmod 600 .env
 	@echo "sidekick: created .env from .env.example (mode 600); it needs TELEGRAM_BOT_TOKEN, ALLOWED_USER_IDS and LLM_* (make setup asks for them)"
 
+# Ctrl-C is how a foreground bot or chat ends: its status 130 is no error of make's.
 run: install .env
 	@[ ! -t 0 ] || $(BIN)/sidekick setup --if-needed
-	$(BIN)/sidekick run
+	$(BIN)/sidekick run || [ $$? -eq 130 ]
 
 # Set up or change the token, the model, the owner and search, each checked at once.
 setup: install .env
 	$(BIN)/sidekick setup
 
 chat: install .env
-	$(BIN)/sidekick chat
+	$(BIN)/sidekick chat || [ $$? -eq 130 ]
+
+# Docker with whichever Compose the host has: the v2 plugin (`docker compose`), else
+# Debian's docker-compose 1.29 (docker.io ships no plugin). `docker cp` copies the backups
+# out with either (1.29 has no `cp`).
+COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+
+docker-up: .env
+	$(COMPOSE) up -d
+
+docker-backup:
+	$(COMPOSE) exec sidekick sidekick backup --verify
+	docker cp "$$($(COMPOSE) ps -q sidekick):/data/backups" ./backups
 
 doctor: install .env
 	$(BIN)/sidekick doctor

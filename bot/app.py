@@ -21,12 +21,15 @@ from bot.approvals.gate import TIMEOUT_S as APPROVAL_TIMEOUT_S
 from bot.approvals.gate import Approvals
 from bot.approvals.settings import ApprovalSettings
 from bot.config import Settings
-from bot.features import FEATURES, tool_modules
+from bot.errors import ConfigError, schema_text
+from bot.features import FEATURES, metadata, tool_modules
 from bot.llm.client import LLMClient
 from bot.logs import Scrubber
 from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
-from bot.sessions.archive import archiver_from
+from bot.sessions.archive import Archiver, archiver_from
+from bot.sessions.background import BackgroundArchive
+from bot.sessions.summary import SUMMARY_MAX_S
 from bot.sessions.turns import SessionTurns
 from bot.usage.accounting import ContextAccounting
 from bot.usage.commands import allowed_models
@@ -35,7 +38,7 @@ from bot.usage.metered import MeteredModel
 from bot.usage.request import UsageTurns
 from bot.voice.replies import VoiceReplies, build_voice
 from db.engine import SessionFactory, create_engine, session_factory
-from db.migrate import upgrade
+from db.migrate import SchemaMismatch, require_schema, upgrade
 from db.repos.core import Recipient
 from scheduler.setup import JobSpec
 from tools.base import Clock, ModelEndpoint, ToolDeps, system_clock
@@ -73,6 +76,7 @@ class App:
     parts: list[Part] = field(default_factory=list)
     meter: Meter | None = None  # budgets and usage (bot/usage), shared by the agent's hooks
     access: AccessList | None = None  # who may talk to the bot (bot/access)
+    background: BackgroundArchive | None = None  # summaries /newsession leaves to run
 
     async def deliver(
         self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
@@ -102,9 +106,10 @@ class App:
     def built(self) -> tuple[object, ...]:
         """What build_app made that features reach through `part` like their own parts: the
         usage Meter (the agent and the model wrapper need it before any adapter starts, so
-        no feature can build it later) and the AccessList (the adapter checks every update
-        against it; /users changes it)."""
-        return tuple(p for p in (self.meter, self.access) if p is not None)
+        no feature can build it later), the AccessList (the adapter checks every update
+        against it; /users changes it), and the background session summaries (/newsession
+        needs them in every adapter, with or without the features' jobs)."""
+        return tuple(p for p in (self.meter, self.access, self.background) if p is not None)
 
     def start_features(self, deliver: Deliver, *, local: bool = False) -> list[JobSpec]:
         """The adapter's start: features build their parts, and their jobs come back as the
@@ -149,6 +154,8 @@ class App:
 
     async def close(self) -> None:
         await self.stop_features()
+        if self.background is not None:
+            await self.background.stop()
         if self.warming is not None:  # a thread cannot be cancelled: let it finish
             with contextlib.suppress(Exception):
                 await self.warming
@@ -191,17 +198,30 @@ def agent_hooks(registry: Registry) -> list[AgentHooks]:
 
 
 def request_hooks(
-    settings: Settings, deps: ToolDeps, meter: Meter
+    settings: Settings, deps: ToolDeps, meter: Meter, archiver: Archiver | None
 ) -> tuple[SessionTurns, list[RequestHooks]]:
     """The conversation features' part of every agent request (bot/agent/hooks.py): the
     sessions' period check and close on request, the usage metering. Wired here rather than
     declared on Feature: tools/feature.py may not import bot/agent's protocols, and the
     metering needs the Meter build_app shares with the model wrapper and spoken replies."""
-    sessions = SessionTurns(
-        settings.session_policy, deps.session_factory, deps.clock, archiver_from(deps, settings.tz)
-    )
+    sessions = SessionTurns(settings.session_policy, deps.session_factory, deps.clock, archiver)
     usage = UsageTurns(meter, allowed_models(settings.llm_model, settings.llm_models))
     return sessions, [sessions, usage]
+
+
+async def migrated(
+    engine: AsyncEngine, features: tuple[Feature, ...], *, check: bool = True
+) -> None:
+    """Migrations applied, and the schema checked against the models: a database whose
+    migration stamp lies would otherwise start "up to date" and fail every message.
+    `check=False` (doctor): the difference is reported by its own check instead."""
+    await upgrade(engine)
+    if not check:
+        return
+    try:
+        await require_schema(engine, metadata(features))
+    except SchemaMismatch as exc:
+        raise ConfigError(schema_text(exc)) from None
 
 
 async def build_app(
@@ -210,6 +230,7 @@ async def build_app(
     clock: Clock = system_clock,
     llm: LLMClient | None = None,
     features: tuple[Feature, ...] = FEATURES,
+    check_schema: bool = True,
 ) -> App:
     """Everything, built once. On any failure what was already opened is closed again:
     an engine left open keeps a worker thread, and with it the process, alive."""
@@ -217,7 +238,7 @@ async def build_app(
     app: App | None = None
     http: httpx.AsyncClient | None = None
     try:
-        await upgrade(engine)
+        await migrated(engine, features, check=check_schema)
         sf = session_factory(engine)
         http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
         llm = llm or LLMClient(settings)
@@ -244,7 +265,17 @@ async def build_app(
         )
         registry = build_registry(deps, tool_modules(features))
         vision = vision_gate(settings, metered)
-        sessions, requests = request_hooks(settings, deps, meter)
+        # Session summaries run in the background with a time budget of their own, past
+        # LLM_TIMEOUT_S (a slow local server takes minutes): a client of their own whose
+        # deadline is the budget's ceiling, metered like every model call.
+        summary_llm = LLMClient(
+            settings.model_copy(update={"llm_timeout_s": SUMMARY_MAX_S}),
+            retry_base_delay=llm.retry_base_delay,
+            retry_max_delay=llm.retry_max_delay,
+        )
+        deps.closers.append(summary_llm.close)
+        archiver = archiver_from(deps, settings.tz, MeteredModel(summary_llm, meter))
+        sessions, requests = request_hooks(settings, deps, meter, archiver)
         agent = Agent(
             settings=settings,
             session_factory=sf,
@@ -269,6 +300,7 @@ async def build_app(
         app = App(settings, engine, sf, http, llm, deps, registry, agent, media=media, voice=voice)
         app.meter = meter
         app.access = AccessList(settings.allowed_user_ids, sf)
+        app.background = BackgroundArchive(archiver)
         app.features = features
         await registry.start()  # MCP servers up, learned tool usage loaded
         return app

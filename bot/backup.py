@@ -19,7 +19,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from sqlalchemy.engine import make_url
 
@@ -68,23 +68,33 @@ def archive_path(settings: Settings, target: Path | None, now: datetime) -> Path
 
 def table_counts(db: Path) -> dict[str, int]:
     """Rows per ordinary table; raises BackupError unless the integrity check says ok."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        check = conn.execute("PRAGMA integrity_check").fetchall()
-        if check != [("ok",)]:
-            raise BackupError(f"{db}: integrity check failed: {check[:3]}")
-        # Virtual tables (sqlite-vec) need their extension to be read; their rows live in
-        # ordinary shadow tables, which are counted.
-        names = [
-            row[0]
-            for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' "
-                "AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"
-            )
-        ]
-        return {n: conn.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0] for n in names}
-    finally:
-        conn.close()
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            check = conn.execute("PRAGMA integrity_check").fetchall()
+            if check != [("ok",)]:
+                raise BackupError(f"{db.name}: integrity check failed: {check[:3]}")
+            # Virtual tables (sqlite-vec) need their extension to be read; their rows live in
+            # ordinary shadow tables, which are counted.
+            names = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' "
+                    "AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"
+                )
+            ]
+            return {
+                n: conn.execute(f"SELECT count(*) FROM {quoted(n)}").fetchone()[0] for n in names
+            }
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:  # not a database, or damaged past reading
+        raise BackupError(f"{db.name} is not a readable SQLite database ({exc})") from None
+
+
+def quoted(name: str) -> str:
+    """An SQL identifier, whatever characters the name holds."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def copy_sqlite(source: Path, target: Path) -> None:
@@ -168,42 +178,101 @@ def run_tool(argv: list[str]) -> None:
         raise BackupError(f"{Path(argv[0]).name} failed: {proc.stderr.strip()[-500:]}")
 
 
+# Every member of an archive this version restores: a member past this is refused before
+# anything is extracted (a backup's files are a chat's photos and documents, and the database).
+MAX_FILE_BYTES = 1 << 30
+MAX_DATABASE_BYTES = 16 << 30
+
+
 def read_manifest(tar: tarfile.TarFile) -> dict[str, object]:
-    member = tar.extractfile(MANIFEST)
+    """backup.json, checked for the shape `make_backup` writes."""
+    try:
+        member = tar.extractfile(MANIFEST)
+    except KeyError:
+        member = None
     if member is None:
         raise BackupError(f"not a Sidekick backup: no {MANIFEST}")
-    data: dict[str, object] = json.loads(member.read())
+    try:
+        data = json.loads(member.read(1 << 20))
+    except ValueError:
+        raise BackupError(f"{MANIFEST} is not JSON") from None
+    if not isinstance(data, dict) or data.get("format") != 1:
+        raise BackupError(f"{MANIFEST} is not a format-1 Sidekick manifest")
+    if data.get("database") not in ("sqlite", "postgresql"):
+        raise BackupError(f"{MANIFEST}: database is neither sqlite nor postgresql")
+    files, tables = data.get("files", []), data.get("tables", {})
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise BackupError(f"{MANIFEST}: files is not a list of names")
+    if not isinstance(tables, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) for k, v in tables.items()
+    ):
+        raise BackupError(f"{MANIFEST}: tables is not a map of row counts")
+    for name in files:
+        path = PurePosixPath(name)
+        if not name or path.is_absolute() or ".." in path.parts:
+            raise BackupError(f"{MANIFEST}: refusing the path {name[:200]!r}")
     return data
+
+
+def check_members(tar: tarfile.TarFile) -> int:
+    """Every member a regular file (or folder) under a name this version writes, within its
+    size: no links, devices or paths outside. The bytes it would extract."""
+    total = 0
+    for m in tar.getmembers():
+        name = m.name[:200]
+        path = PurePosixPath(m.name)
+        if path.is_absolute() or ".." in path.parts:
+            raise BackupError(f"refusing the path {name!r}")
+        if not (m.isfile() or m.isdir()):
+            raise BackupError(f"{name} is a link or a device, not a file: refused")
+        if m.isdir():
+            continue
+        if m.name in (SQLITE_NAME, PG_NAME):
+            cap = MAX_DATABASE_BYTES
+        elif m.name == MANIFEST or path.parts[0] == "data":
+            cap = MAX_FILE_BYTES
+        else:
+            raise BackupError(f"{name} is not part of a Sidekick backup: refused")
+        if m.size > cap:
+            raise BackupError(f"{name} is {m.size / 2**30:.1f} GiB, over the {cap >> 30} GiB cap")
+        total += m.size
+    return total
 
 
 def verify(archive: Path) -> Verified:
     """Open the archive's database copy: integrity check, and the row counts and files the
-    manifest says it holds."""
+    manifest says it holds; every failure is one line (BackupError)."""
     try:
         with tarfile.open(archive, "r:gz") as tar, tempfile.TemporaryDirectory() as tmp:
             manifest = read_manifest(tar)
+            check_members(tar)
             names = set(tar.getnames())
             files = [str(f) for f in manifest.get("files", [])]  # type: ignore[attr-defined]
             absent = [f for f in files if f"data/{f}" not in names]
             if absent:
-                raise BackupError(f"{archive}: files missing from the archive: {absent[:3]}")
+                raise BackupError(f"files missing from the archive: {absent[:3]}")
             if manifest.get("database") == "sqlite":
                 counts = table_counts(extract_one(tar, SQLITE_NAME, Path(tmp)))
                 if counts != manifest.get("tables"):
-                    raise BackupError(f"{archive}: row counts differ from the manifest")
+                    raise BackupError("row counts differ from the manifest")
             else:
                 dump = extract_one(tar, PG_NAME, Path(tmp))
                 run_tool([pg_tool("pg_restore"), "--list", str(dump)])
                 counts = {}
-    except (tarfile.TarError, OSError, EOFError, KeyError, json.JSONDecodeError) as exc:
-        raise BackupError(f"{archive}: cannot read it: {exc}") from None
+    except BackupError as exc:
+        raise BackupError(f"{archive}: {exc}") from None
+    except (tarfile.TarError, OSError, EOFError, KeyError, ValueError) as exc:
+        raise BackupError(f"{archive}: cannot read it: {type(exc).__name__}: {exc}") from None
     return Verified(archive, counts, len(files))
 
 
 def extract_one(tar: tarfile.TarFile, name: str, folder: Path) -> Path:
     """One member to folder/name by its bytes (no paths or links from the archive are
     followed; tarfile's extraction filters are missing from some 3.11 builds)."""
-    member = tar.extractfile(name)
+    try:
+        member = tar.extractfile(name)
+    except KeyError:
+        member = None
     if member is None:
         raise BackupError(f"{name} in the archive is not a file")
     out = folder / Path(name).name

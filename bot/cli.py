@@ -159,13 +159,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _migrate(settings: Settings) -> None:
+    from bot.app import migrated
+    from bot.features import FEATURES
     from db.engine import create_engine
-    from db.migrate import pending, upgrade
+    from db.migrate import pending
 
     engine = create_engine(settings.db_url)
     try:
         before = await pending(engine)
-        await upgrade(engine)
+        await migrated(engine, FEATURES)  # "up to date" only when the schema says so too
         print(f"database {settings.db_url}: applied {len(before)} migration(s), up to date")
     finally:
         await engine.dispose()

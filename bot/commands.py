@@ -24,6 +24,7 @@ class Command:
     aliases: tuple[str, ...] = ()
     # False: only Telegram answers it (its reply is built for Telegram: entities, buttons).
     terminal: bool = True
+    args: str = ""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -60,5 +61,7 @@ def help_lines(*, terminal: bool, features: tuple[Feature, ...] = FEATURES) -> l
     for c in commands(features):
         also = f" (also /{', /'.join(c.aliases)})" if c.aliases else ""
         where = " — in Telegram" if terminal and not c.terminal else ""
-        lines.append(f"/{c.name} — {c.about}{also}{where}")
+        # One layout for all: `/name args — what it does`.
+        usage = f"/{c.name} {c.args}" if c.args else f"/{c.name}"
+        lines.append(f"{usage} — {c.about}{also}{where}")
     return lines

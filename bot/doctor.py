@@ -11,10 +11,10 @@ from sqlalchemy.engine import make_url
 
 from bot.app import App, build_app
 from bot.config import Settings
-from bot.features import FEATURES, tool_modules
+from bot.features import FEATURES, metadata, tool_modules
 from bot.ops_commands import check_operations
 from db.engine import is_postgres, sqlite_module
-from db.migrate import pending
+from db.migrate import differences, pending
 from tools.base import CheckResult, Doctor
 from tools.feature import Doctor as FeatureDoctor
 from tools.feature import Feature
@@ -69,12 +69,23 @@ async def check_database(app: App) -> list[CheckResult]:
     else:
         found = f"vec {row[1]} on SQLite {row[0]} via {module.__name__}"
         vectors = CheckResult("sqlite-vec", True, found)
-    state = "up to date" if not todo else f"pending: {todo}"
-    return [
-        CheckResult("database", True, database_file(app.settings.db_url)),
-        vectors,
-        CheckResult("migrations", not todo, state, "run `sidekick migrate`"),
-    ]
+    if todo:
+        migrations = CheckResult("migrations", False, f"pending: {todo}", "run `sidekick migrate`")
+    else:
+        migrations = await schema_check(app)
+    return [CheckResult("database", True, database_file(app.settings.db_url)), vectors, migrations]
+
+
+async def schema_check(app: App) -> CheckResult:
+    """All migrations recorded as applied, and the live schema what the models declare
+    (a database whose stamp lies said "up to date" while every message failed)."""
+    async with app.engine.connect() as conn:
+        found = await conn.run_sync(differences, metadata(app.features))
+    if not found:
+        return CheckResult("migrations", True, "up to date; the schema matches the models")
+    shown = "; ".join(found[:8]) + (f"; and {len(found) - 8} more" if len(found) > 8 else "")
+    fix = "restore a backup made by this version (`sidekick restore`), or report these lines"
+    return CheckResult("migrations", False, f"applied, but the schema differs: {shown}", fix)
 
 
 def llm_hint(exc: Exception, base_url: str) -> tuple[str, str]:
@@ -207,7 +218,7 @@ async def run_doctor(settings: Settings, fix: bool = False) -> int:
         from bot.doctor_fix import apply_fixes
 
         fixed = await apply_fixes(settings)
-    app = await build_app(settings)
+    app = await build_app(settings, check_schema=False)  # schema_check reports it in full
     results: list[CheckResult] = [missing] if missing is not None else []
     results += fixed
     try:

@@ -7,6 +7,7 @@ does, without importing bot/.
 
 from __future__ import annotations
 
+from db.migrate import SchemaMismatch
 from tools.errors import (
     ConfigError,
     ProviderError,
@@ -29,3 +30,13 @@ __all__ = [
 def user_text(exc: BaseException) -> str:
     """The short text a user sees for any error; details go to the log only."""
     return public_text(exc)
+
+
+def schema_text(exc: SchemaMismatch) -> str:
+    """One line: what the database lacks, and what to do (migrations cannot add it: the
+    database's stamp says they already did)."""
+    return (
+        f"the database does not match this version's models ({exc}), although its "
+        "migrations are recorded as applied; no process starts on it. Restore a backup made "
+        "by this version (`sidekick restore`), or keep the file and report these lines"
+    )

@@ -1,10 +1,22 @@
 """`sidekick restore PATH`: an archive from `sidekick backup` back into DATA_DIR and the
-database. It verifies the archive first and refuses a target that holds data unless told
-(`--force`): restoring over a live install by accident would lose everything since."""
+database. It refuses a target that holds data unless told (`--force`): restoring over a live
+install by accident would lose everything since.
+
+Everything is checked before anything in the target changes: the archive's members (regular
+files under the names a backup writes, within their sizes, no links or paths outside), its
+manifest's shape, the free space, and the database itself (integrity, a migration stamp this
+version knows, nothing its schema does not have: no triggers, views or tables of its own,
+then brought to head as a start would and compared with the models). It is all extracted
+into a folder beside the target, and only then swapped in by renames: the old files go aside
+until the new ones are in place, and come back if a rename fails. Every refusal is one line.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import shutil
+import sqlite3
 import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -14,6 +26,7 @@ from bot.backup import (
     SQLITE_NAME,
     BackupError,
     Verified,
+    check_members,
     extract_one,
     libpq_url,
     pg_tool,
@@ -26,6 +39,13 @@ from bot.preflight import sqlite_file
 
 # Left alone in DATA_DIR: a restore does not count them as data, nor does it touch them.
 KEPT = frozenset({"backups"})
+STAGING = ".restore-"
+JOURNALS = ("-wal", "-shm", "-journal")
+
+
+def kept(path: Path) -> bool:
+    name = path.name
+    return name in KEPT or name.startswith(STAGING) or name.endswith(".log") or ".log." in name
 
 
 def occupied(settings: Settings) -> list[str]:
@@ -38,9 +58,13 @@ def occupied(settings: Settings) -> list[str]:
         found += [
             str(p)
             for p in sorted(settings.data_dir.iterdir())
-            if p.name not in KEPT and p.resolve() != database and not p.name.endswith(".log")
+            if not kept(p) and p.resolve() != database and not _journal_of(p, database)
         ]
     return found
+
+
+def _journal_of(path: Path, database: Path | None) -> bool:
+    return database is not None and path.name in {database.name + s for s in JOURNALS}
 
 
 def restore(settings: Settings, archive: Path, force: bool = False) -> Verified:
@@ -52,32 +76,185 @@ def restore(settings: Settings, archive: Path, force: bool = False) -> Verified:
             "bot and pass --force to replace it with the backup"
         )
     database = sqlite_file(settings)
-    with tarfile.open(archive, "r:gz") as tar, tempfile.TemporaryDirectory() as tmp:
-        manifest = read_manifest(tar)
-        if (manifest.get("database") == "sqlite") != (database is not None):
-            kind = "SQLite" if database is not None else "PostgreSQL"
-            raise BackupError(
-                f"{archive} holds a {manifest.get('database')} database but DATABASE_URL is "
-                f"{kind}: `sidekick migrate --from/--to` copies between the two"
-            )
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        for name in manifest.get("files", []):  # type: ignore[attr-defined]
-            rel = PurePosixPath(str(name))
-            if rel.is_absolute() or ".." in rel.parts:
-                raise BackupError(f"{archive}: refusing the path {name}")
-            staged = extract_one(tar, f"data/{rel}", Path(tmp))
-            target = settings.data_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(staged, target)
-        if database is not None:
-            staged = extract_one(tar, SQLITE_NAME, Path(tmp))
-            database.parent.mkdir(parents=True, exist_ok=True)
-            # A journal left by the replaced database would be replayed into the restored one.
-            for suffix in ("-wal", "-shm", "-journal"):
-                database.with_name(database.name + suffix).unlink(missing_ok=True)
-            shutil.move(staged, database)
-        else:
-            dump = extract_one(tar, PG_NAME, Path(tmp))
-            restore_pg = [pg_tool("pg_restore"), "--clean", "--if-exists", "--no-owner"]
-            run_tool([*restore_pg, f"--dbname={libpq_url(settings.db_url)}", str(dump)])
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # Beside the target (the same file system: the swap is renames, never copies).
+    staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=settings.data_dir))
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            staged_db = _stage(settings, archive, tar, database, staging)
+        if database is None:
+            _restore_pg(settings, staging)
+        _swap(settings.data_dir, staging / "new", database, staged_db)
+    except (tarfile.TarError, EOFError, KeyError) as exc:
+        raise BackupError(f"{archive}: cannot read it: {type(exc).__name__}") from None
+    except OSError as exc:
+        raise BackupError(f"restoring {archive} failed, the target is as it was: {exc}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return checked
+
+
+def _stage(
+    settings: Settings,
+    archive: Path,
+    tar: tarfile.TarFile,
+    database: Path | None,
+    staging: Path,
+) -> Path | None:
+    """Every file and the database extracted into `staging` and checked; nothing else yet."""
+    manifest = read_manifest(tar)
+    size = check_members(tar)
+    if (manifest.get("database") == "sqlite") != (database is not None):
+        kind = "SQLite" if database is not None else "PostgreSQL"
+        raise BackupError(
+            f"{archive} holds a {manifest.get('database')} database but DATABASE_URL is "
+            f"{kind}: `sidekick migrate --from/--to` copies between the two"
+        )
+    free = shutil.disk_usage(staging).free
+    if size > free:
+        raise BackupError(
+            f"{archive} needs {size / 2**20:.0f} MiB and {settings.data_dir} has "
+            f"{free / 2**20:.0f} MiB free"
+        )
+    new = staging / "new"
+    new.mkdir()
+    for name in manifest.get("files", []):  # type: ignore[attr-defined]
+        rel = PurePosixPath(str(name))
+        target = new / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(extract_one(tar, f"data/{rel}", staging), target)
+    if database is None:
+        extract_one(tar, PG_NAME, staging)
+        return None
+    staged = extract_one(tar, SQLITE_NAME, staging)
+    check_database(staged, staging)
+    return staged
+
+
+def _restore_pg(settings: Settings, staging: Path) -> None:
+    restore_pg = [
+        pg_tool("pg_restore"),
+        "--clean",
+        "--if-exists",
+        "--no-owner",
+        "--single-transaction",
+    ]
+    run_tool([*restore_pg, f"--dbname={libpq_url(settings.db_url)}", str(staging / PG_NAME)])
+
+
+def _swap(data_dir: Path, new: Path, database: Path | None, staged_db: Path | None) -> None:
+    """The old entries aside, the new ones in, by renames; undone if one fails."""
+    aside = new.parent / "old"
+    aside.mkdir()
+    moved: list[tuple[Path, Path]] = []
+
+    def move(src: Path, dst: Path) -> None:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(src, dst)
+        moved.append((src, dst))
+
+    try:
+        if database is not None and staged_db is not None:
+            # A journal left by the replaced database would be replayed into the restored one.
+            for path in [database, *(database.with_name(database.name + s) for s in JOURNALS)]:
+                if path.exists():
+                    move(path, aside / "database" / path.name)
+        for entry in sorted(data_dir.iterdir()):
+            if not kept(entry) and entry != database and not _journal_of(entry, database):
+                move(entry, aside / entry.name)
+        for entry in sorted(new.iterdir()):
+            move(entry, data_dir / entry.name)
+        if database is not None and staged_db is not None:
+            database.parent.mkdir(parents=True, exist_ok=True)
+            move(staged_db, database)
+    except OSError:
+        for src, dst in reversed(moved):
+            if dst.exists() or dst.is_symlink():
+                os.rename(dst, src)
+        raise
+
+
+def check_database(db: Path, scratch: Path) -> None:
+    """BackupError unless `db` is a database this version can run on: made by our migrations
+    (a stamp we know), holding nothing a database made by the same migrations lacks, and,
+    once brought to head, exactly what the models declare. Leaves `db` at head."""
+    revision = _stamp(db)
+    reference = scratch / "reference.db"
+    asyncio.run(_migrate_to(reference, revision))
+    extra = sorted(_objects(db) - _objects(reference))
+    if extra:
+        shown = ", ".join(f"{kind} {name[:60]!r}" for kind, name in extra[:5])
+        raise BackupError(f"the database holds what its schema does not have: {shown}")
+    asyncio.run(_migrate_to(db, None))
+    problems = asyncio.run(_differences(db))
+    if problems:
+        raise BackupError(f"the database does not match the models: {'; '.join(problems[:5])}")
+
+
+def _stamp(db: Path) -> str:
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
+    from db.migrate import alembic_config
+
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        raise BackupError("the database has no migration stamp (empty, or not ours)") from None
+    if len(rows) != 1:
+        raise BackupError(f"the database's migration stamp holds {len(rows)} revisions, not one")
+    revision = str(rows[0][0])
+    try:
+        found = ScriptDirectory.from_config(alembic_config()).get_revision(revision)
+    except CommandError:
+        found = None
+    if found is None:
+        raise BackupError(f"the database is at revision {revision[:40]!r}, unknown to this version")
+    return revision
+
+
+def _objects(db: Path) -> set[tuple[str, str]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {(str(t), str(n)) for t, n in conn.execute("SELECT type, name FROM sqlite_master")}
+    finally:
+        conn.close()
+
+
+async def _migrate_to(db: Path, revision: str | None) -> None:
+    """`db` (made if absent) migrated to `revision` (None: head)."""
+    from alembic import command
+    from sqlalchemy.engine import Connection
+
+    from db.engine import create_engine
+    from db.migrate import alembic_config
+
+    cfg = alembic_config()
+    engine = create_engine(f"sqlite+aiosqlite:///{db}")
+
+    def run(conn: Connection) -> None:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision or "head")
+
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(run)
+    finally:
+        await engine.dispose()
+
+
+async def _differences(db: Path) -> list[str]:
+    from bot.features import metadata
+    from db.engine import create_engine
+    from db.migrate import differences
+
+    engine = create_engine(f"sqlite+aiosqlite:///{db}")
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(differences, metadata())
+    finally:
+        await engine.dispose()

@@ -22,6 +22,7 @@ from bot.app import App, build_app
 from bot.approvals.gate import Choice, Question
 from bot.config import Settings, require
 from bot.errors import user_text
+from bot.surrogates import scrub
 from bot.terminal_commands import Who, run_command
 from db.repos.core import Recipient
 from scheduler.setup import Scheduler
@@ -77,7 +78,7 @@ class LineSource:
     def read(self, prompt: str) -> str | None:
         if self.tty:
             try:
-                return input(prompt)
+                return scrub(input(prompt))  # undecodable bytes come as surrogates
             except (EOFError, OSError, ValueError):
                 return None
         sys.stdout.write(prompt)
@@ -233,10 +234,17 @@ async def answer(app: App, who: Who, line: str) -> None:
         printed = 0
         status.show(f"running {', '.join(names)}, then thinking…")
 
+    async def on_wait(notice: str) -> None:
+        nonlocal printed
+        status.clear()
+        sys.stdout.write(f"\n[{notice}]\n")
+        printed = 0
+        status.show("waiting for the model…")
+
     try:
         reply = await app.agent.handle(
             Incoming(line, telegram_user_id=who.telegram_user_id, user_name=who.name),
-            Events(on_text=on_text, on_tools=on_tools),
+            Events(on_text=on_text, on_tools=on_tools, on_wait=on_wait),
         )
         status.clear()
         # Streamed text is on screen already; the notes under it (usage) are not.

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import text
+from sqlalchemy import Column, Constraint, Index, MetaData, Table, inspect, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -103,3 +103,83 @@ async def pending(engine: AsyncEngine) -> list[str]:
 
     async with engine.connect() as conn:
         return await conn.run_sync(check)
+
+
+class SchemaMismatch(Exception):
+    """The live schema lacks what the models declare: every statement touching it fails."""
+
+    def __init__(self, differences: list[str]) -> None:
+        super().__init__("; ".join(differences))
+        self.differences = differences
+
+
+def missing(conn: Connection, metadata: MetaData) -> list[str]:
+    """The models' tables and columns the database does not have. Cheap (one PRAGMA per
+    table on SQLite, no Alembic), so it runs at every start: a database whose migration stamp
+    lies (it says applied what never ran) is caught before the first message fails on it."""
+    inspector = inspect(conn)
+    have = set(inspector.get_table_names())
+    out: list[str] = []
+    for table in metadata.sorted_tables:
+        if table.name not in have:
+            out.append(f"table {table.name}")
+            continue
+        columns = {c["name"] for c in inspector.get_columns(table.name)}
+        out += [f"column {table.name}.{c.name}" for c in table.columns if c.name not in columns]
+    return out
+
+
+async def require_schema(engine: AsyncEngine, metadata: MetaData) -> None:
+    """SchemaMismatch naming what is missing, after migrations ran."""
+    async with engine.connect() as conn:
+        found = await conn.run_sync(missing, metadata)
+    if found:
+        raise SchemaMismatch([f"missing {what}" for what in found])
+
+
+def differences(conn: Connection, metadata: MetaData) -> list[str]:
+    """Everything Alembic's autogenerate would change to make the database match the models
+    (tables, columns, indexes), each as a few words; the memory index's raw-SQL tables are
+    not the models' and are left out. For doctor: it loads Alembic."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    def ours(name: str | None, type_: str, parent_names: object) -> bool:
+        return type_ != "table" or name in metadata.tables
+
+    context = MigrationContext.configure(conn, opts={"include_name": ours})
+    # A column's modifications come as a list of tuples; everything else as one tuple.
+    steps = [
+        s for d in compare_metadata(context, metadata) for s in (d if isinstance(d, list) else [d])
+    ]
+    absent = {s[1].name for s in steps if s[0] == "add_table" and isinstance(s[1], Table)}
+    out = [
+        _describe(s)
+        for s in steps
+        # A missing table's indexes are missing with it: said once, by the table.
+        if not (s[0] == "add_index" and isinstance(s[1], Index) and s[1].table is not None
+                and s[1].table.name in absent)
+    ]  # fmt: skip
+    return list(dict.fromkeys(out))
+
+
+def _describe(step: tuple[object, ...]) -> str:
+    kind = str(step[0])
+    if kind in ("add_table", "remove_table"):
+        return f"{_verb(kind)} table {_name(step[1])}"
+    if kind in ("add_column", "remove_column"):
+        return f"{_verb(kind)} column {step[2]}.{_name(step[3])}"
+    if kind in ("add_index", "remove_index", "add_constraint", "remove_constraint"):
+        return f"{_verb(kind)} {kind.split('_')[1]} {_name(step[1])}"
+    if kind.startswith("modify_"):  # (kind, schema, table, column, ...)
+        return f"column {step[2]}.{step[3]}: {kind.removeprefix('modify_')} differs"
+    return kind.replace("_", " ")
+
+
+def _verb(kind: str) -> str:
+    return "missing" if kind.startswith("add_") else "not in the models:"
+
+
+def _name(obj: object) -> str:
+    name = obj.name if isinstance(obj, Table | Column | Index | Constraint) else None
+    return str(name) if name else str(obj)

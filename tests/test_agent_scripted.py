@@ -91,9 +91,9 @@ async def test_a_hook_can_stop_a_request_before_a_model_call(app: App) -> None:
 
 
 async def test_consecutive_messages_share_a_byte_identical_prefix(app: App) -> None:
-    """The system prompt, the tools and every earlier turn are the same bytes from one
-    message to the next (a provider's prefix cache reuses them); the time and recalled
-    memories ride in the newest user turn only."""
+    """Each request extends the previous one byte for byte: the system prompt, the tools,
+    every earlier turn with the context block it was sent with, then the answer (a
+    provider's prefix cache re-reads only the new turn)."""
     model = ScriptedModel()
     model.add(Say("one"), Say("two"), Say("three"))
     agent = scripted(app, model)
@@ -102,8 +102,10 @@ async def test_consecutive_messages_share_a_byte_identical_prefix(app: App) -> N
         agent.clock = lambda i=i: base + timedelta(minutes=7 * i)  # the time changes
         await agent.handle(Incoming(text, telegram_user_id=11))
     a, b = model.requests[1], model.requests[2]
-    assert [json.dumps(m) for m in a[:-1]] == [json.dumps(m) for m in b[: len(a) - 1]]
+    answered = [*a, {"role": "assistant", "content": "two"}]
+    assert [json.dumps(m) for m in answered] == [json.dumps(m) for m in b[: len(answered)]]
     assert model.tools_seen[0] == model.tools_seen[1] == model.tools_seen[2]
     assert b[0]["role"] == "system" and "Now:" not in b[0]["content"]
     assert "Mon" in b[-1]["content"] and b[-1]["content"].endswith("third")
-    assert b[len(a) - 1] == {"role": "user", "content": "second"}  # stored as the user wrote
+    # The previous turn keeps the time it was sent at.
+    assert "09:07" in b[len(a) - 1]["content"] and b[len(a) - 1]["content"].endswith("second")

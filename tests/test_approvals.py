@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 from asyncio.subprocess import Process
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,17 @@ def test_mcp_effects_come_from_the_annotations(
     async def call(name: str, args: dict[str, Any]) -> types.CallToolResult:
         raise AssertionError("not called")
 
-    assert build_tool("srv", remote, call).effects == expected == from_mcp(annotations)
+    # Whatever the annotations say, its answer is outside content (another program's).
+    source = "the MCP tool srv/t"
+    expected = replace(expected, outside=source)
+    assert build_tool("srv", remote, call).effects == expected == from_mcp(annotations, source)
 
 
 @pytest.mark.parametrize(
     ("fx", "scheduled", "deletions", "risky"),
     [
-        (CODE_NET, False, 0, True),  # code with network access
+        (CODE_NET, False, 0, False),  # code the user's own words asked for, network or not
+        (CODE_NET, True, 0, True),  # in a scheduled task
         (CODE, False, 0, False),  # code without: only in a scheduled task
         (CODE, True, 0, True),
         (effects(writes=("internet",)), False, 0, True),  # an MCP tool that writes
@@ -77,13 +82,18 @@ def test_the_risky_policy(fx: Effects, scheduled: bool, deletions: int, risky: b
     assert needs_approval("risky", fx, scheduled=scheduled, deletions=deletions) is risky
     assert not needs_approval("off", fx, scheduled=scheduled, deletions=deletions)
     assert needs_approval("all", fx, scheduled=scheduled, deletions=deletions) is bool(fx.writes)
+    # After outside content, every call that writes asks; reading still does not.
+    after = needs_approval("risky", fx, scheduled=scheduled, deletions=deletions, outside=True)
+    assert after is bool(fx.writes)
 
 
-def test_action_text_is_exact_and_bounded() -> None:
+def test_action_text_is_whole_and_shows_what_is_invisible() -> None:
     text = action_text("code", {"action": "execute", "code": "console.log(1)\nx()", "n": None})
     assert text == "code\naction: execute\ncode: console.log(1)\nx()"
-    long = action_text("code", {"code": "y" * 5000})
-    assert len(long) < 3100 and long.endswith("more characters)")
+    long = action_text("code", {"code": "y" * 5000 + "payload()"})
+    assert long.endswith("payload()")  # nothing cut: the adapter sends a long one as a file
+    hidden = action_text("code", {"code": "a\u202eb\u200bc\u2066d\x1be\tf"})
+    assert hidden == "code\ncode: a\\u202eb\\u200bc\\u2066d\\u001be\tf"
 
 
 async def test_the_second_forget_of_a_message_asks_and_the_audit_keeps_it(app: App) -> None:

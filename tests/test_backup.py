@@ -177,3 +177,236 @@ async def test_postgresql_backup_through_pg_dump_and_restore(tmp_path: Path) -> 
             assert (await conn.execute(text("SELECT name FROM users"))).all() == [("pg",)]
     finally:
         await engine.dispose()
+
+
+# Restores that must be refused before anything in the target changes, each with one line.
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A real install's backup (this checkout's code), and its home."""
+    home = tmp_path_factory.mktemp("made")
+    (home / ".env").write_text("LLM_MODEL=m\n")
+    proc = sidekick(home, "bot.cli", "migrate", PYTHONPATH=str(ROOT))
+    assert proc.returncode == 0, proc.stderr
+    db = home / "data" / "sidekick.db"
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(
+            "INSERT INTO users (id, telegram_id, name, created_at) "
+            "VALUES (1, 42, 'a', '2026-01-01')"
+        )
+    conn.close()
+    (home / "data" / "inputs").mkdir()
+    (home / "data" / "inputs" / "photo.jpg").write_bytes(b"new photo")
+    settings = load_settings(env_file=home / ".env", data_dir=home / "data")
+    return make_backup(settings, target=home / "out"), db
+
+
+def target(tmp_path: Path) -> tuple[Path, object]:
+    """An install holding data of its own: what a refused restore must leave as it is."""
+    home = tmp_path / "target"
+    (home / "data" / "inputs").mkdir(parents=True)
+    (home / ".env").write_text("LLM_MODEL=m\n")
+    (home / "data" / "sidekick.db").write_bytes(b"the old database")
+    (home / "data" / "inputs" / "photo.jpg").write_bytes(b"old photo")
+    return home, load_settings(env_file=home / ".env", data_dir=home / "data")
+
+
+def snapshot(home: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(home)): p.read_bytes() for p in sorted(home.rglob("*")) if p.is_file()
+    }
+
+
+def rebuild(src: Path, out: Path, change: object) -> Path:
+    """The archive `src` with `change(tar_out, members)` deciding what goes in."""
+    import io
+    import json as _json
+
+    with tarfile.open(src, "r:gz") as tar:
+        members = {m.name: (m, tar.extractfile(m).read() if m.isfile() else b"") for m in tar}  # type: ignore[union-attr]
+    with tarfile.open(out, "w:gz") as tar:
+        for m, data in change(members, _json).values():  # type: ignore[operator]
+            m.size = len(data) if m.isfile() else 0
+            tar.addfile(m, io.BytesIO(data) if m.isfile() else None)
+    return out
+
+
+def with_db(members: dict, db: bytes, json: object) -> dict:  # type: ignore[type-arg]
+    m, _ = members["sidekick.db"]
+    manifest_m, manifest = members["backup.json"]
+    data = _manifest_for(db, json, manifest)
+    return {**members, "sidekick.db": (m, db), "backup.json": (manifest_m, data)}
+
+
+def _manifest_for(db: bytes, json: object, manifest: bytes) -> bytes:
+    import tempfile as _tempfile
+
+    from bot.backup import table_counts
+
+    loaded = json.loads(manifest)  # type: ignore[attr-defined]
+    with _tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.db"
+        path.write_bytes(db)
+        try:
+            loaded["tables"] = table_counts(path)
+        except BackupError:
+            pass
+    return json.dumps(loaded).encode()  # type: ignore[attr-defined,no-any-return]
+
+
+def db_bytes(good_db: Path, *sql: str) -> bytes:
+    import tempfile as _tempfile
+
+    with _tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.db"
+        path.write_bytes(good_db.read_bytes())
+        conn = sqlite3.connect(path)
+        with conn:
+            for statement in sql:
+                conn.execute(statement)
+        conn.close()
+        return path.read_bytes()
+
+
+def empty_db() -> bytes:
+    import tempfile as _tempfile
+
+    with _tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.db"
+        sqlite3.connect(path).close()
+        return path.read_bytes()
+
+
+def link_member(members: dict, json: object) -> dict:  # type: ignore[type-arg]
+    link = tarfile.TarInfo("data/inputs/passwd")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    return {**members, link.name: (link, b"")}
+
+
+CASES = {
+    "corrupt": (
+        lambda ms, j: with_db(ms, b"SQLite format 3\0" + b"\x99" * 4000, j),
+        "not a readable SQLite database",
+    ),
+    "empty": (lambda ms, j: with_db(ms, empty_db(), j), "no migration stamp"),
+    "trigger": (
+        lambda ms, j: with_db(
+            ms,
+            db_bytes(
+                GOOD_DB[0], "CREATE TRIGGER t AFTER INSERT ON users BEGIN DELETE FROM users; END"
+            ),
+            j,
+        ),
+        "trigger 't'",
+    ),
+    "extra table": (
+        lambda ms, j: with_db(ms, db_bytes(GOOD_DB[0], 'CREATE TABLE "we""ird" (x)'), j),
+        "table 'we\"ird'",
+    ),
+    "missing column": (
+        lambda ms, j: with_db(
+            ms, db_bytes(GOOD_DB[0], "ALTER TABLE users DROP COLUMN usage_warned"), j
+        ),
+        "missing column users.usage_warned",
+    ),
+    "link": (link_member, "is a link or a device"),
+    "manifest list": (
+        lambda ms, j: {**ms, "backup.json": (ms["backup.json"][0], b"[1, 2]")},
+        "not a format-1",
+    ),
+    "manifest files": (
+        lambda ms, j: {
+            **ms,
+            "backup.json": (
+                ms["backup.json"][0],
+                b'{"format": 1, "database": "sqlite", "files": "x"}',
+            ),
+        },
+        "files is not a list",
+    ),
+}
+GOOD_DB: list[Path] = []
+
+
+@sqlite_only
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_bad_archive_is_refused_in_one_line_and_the_target_is_untouched(
+    case: str, good: tuple[Path, Path], tmp_path: Path
+) -> None:
+    archive, good_db = good
+    GOOD_DB[:] = [good_db]
+    change, said = CASES[case]
+    bad = rebuild(archive, tmp_path / "bad.tar.gz", change)
+    home, settings = target(tmp_path)
+    before = snapshot(home)
+    with pytest.raises(BackupError) as caught:
+        restore(settings, bad, force=True)  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert said in message and "\n" not in message, message
+    assert snapshot(home) == before
+
+
+@sqlite_only
+def test_a_2_gib_member_is_refused_before_extraction(
+    good: tuple[Path, Path], tmp_path: Path
+) -> None:
+    archive, _ = good
+    bad = tmp_path / "huge.tar.gz"
+    with tarfile.open(archive, "r:gz") as src, tarfile.open(bad, "w:gz") as out:
+        for m in src:
+            if m.name == "data/inputs/photo.jpg":
+                m.size = 2 << 30  # a sparse stream of zeros: written quickly, 2 GiB declared
+                out.addfile(m, _Zeros(m.size))
+            else:
+                out.addfile(m, src.extractfile(m) if m.isfile() else None)
+    home, settings = target(tmp_path)
+    before = snapshot(home)
+    with pytest.raises(BackupError, match="over the 1 GiB cap"):
+        restore(settings, bad, force=True)  # type: ignore[arg-type]
+    assert snapshot(home) == before
+
+
+class _Zeros:
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        self.left -= n
+        return bytes(n)
+
+
+@sqlite_only
+def test_a_good_restore_replaces_the_files_and_the_database_together(
+    good: tuple[Path, Path], tmp_path: Path
+) -> None:
+    archive, _ = good
+    home, settings = target(tmp_path)
+    (home / "data" / "stale.txt").write_text("not in the backup")
+    (home / "data" / "sidekick.log").write_text("a log line\n")
+    restore(settings, archive, force=True)  # type: ignore[arg-type]
+    data = home / "data"
+    assert (data / "inputs" / "photo.jpg").read_bytes() == b"new photo"
+    assert rows(data / "sidekick.db", "users") == 1
+    assert not (data / "stale.txt").exists()  # replaced by the backup, not merged into it
+    assert (data / "sidekick.log").read_text() == "a log line\n"  # logs are left alone
+    assert not [p for p in data.iterdir() if p.name.startswith(".restore-")]
+
+
+@sqlite_only
+def test_the_cli_says_a_refused_restore_in_one_line(
+    good: tuple[Path, Path], tmp_path: Path
+) -> None:
+    archive, good_db = good
+    GOOD_DB[:] = [good_db]
+    bad = rebuild(archive, tmp_path / "bad.tar.gz", CASES["trigger"][0])
+    home, _ = target(tmp_path)
+    proc = sidekick(home, "bot.cli", "restore", str(bad), "--force", PYTHONPATH=str(ROOT))
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "trigger 't'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert (home / "data" / "sidekick.db").read_bytes() == b"the old database"

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from collections.abc import AsyncIterator
+import os
+import shutil
+import socket
+import stat
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 
 from tests.test_code_helpers import STRONG_MODES, Env, env
-from tools.code.egress import EgressProxy
+from tools.code.egress import RUN_CONNECTIONS, EgressProxy
 from tools.code.runner import CodeRunner
 from tools.code.sandbox import egress_capable
 from tools.code.tool import CodeService
@@ -70,7 +76,8 @@ for (const url of ["http://127.0.0.1:{port}/a", "http://169.254.169.254/latest/m
 try {{ await Bun.connect({{ hostname: "127.0.0.1", port: {port}, socket: {{ data() {{}} }} }});
   console.log("connected"); }} catch (e) {{ console.log("connect " + e.code); }}
 const fs = require("node:fs");
-const tcp = fs.existsSync("/proc/net/tcp") ? fs.readFileSync("/proc/net/tcp", "utf8") : "";
+let tcp = "";
+try {{ tcp = fs.readFileSync("/proc/net/tcp", "utf8"); }} catch (e) {{}}
 console.log("host port in /proc/net/tcp: " + tcp.includes(":{port:04X} "));
 """
 
@@ -82,16 +89,19 @@ async def test_code_reaches_no_local_address_by_default(
     port, seen = web
     svc = in_mode(env, mode, Policy(allow_private=False, setting="CODE_PRIVATE_NETWORKS"))
     assert svc.runner is not None
-    if not egress_capable(svc.runner.mode, svc.runner.namespaces):
-        pytest.skip("no network namespace in this mode: the rule cannot be held (said so)")
     _, res, _ = await svc.execute(probe(port), 20000, None)
     lines = res.stdout.strip().splitlines()
     assert seen == [], lines  # nothing reached the host's service
     fetches = [line for line in lines if line.startswith("fetch")]
     assert len(fetches) == 4, res.stdout + res.stderr
-    for line in fetches:
-        assert line.startswith("fetch 403 sidekick egress: refused"), line
-        assert "CODE_PRIVATE_NETWORKS=on" in line
+    if egress_capable(svc.runner.mode, svc.runner.namespaces):
+        for line in fetches:
+            assert line.startswith("fetch 403 sidekick egress: refused"), line
+            assert "CODE_PRIVATE_NETWORKS=on" in line
+    else:  # no network namespace to hold the rule: the network is off, not wide open
+        assert not svc.runner.network
+        assert fetches == ["fetch error FailedToOpenSocket"] * 4, lines
+        assert "connect EACCES" in lines
     assert "connected" not in lines  # no direct route: only the proxy leads out
     assert "host port in /proc/net/tcp: false" in lines
 
@@ -113,6 +123,39 @@ async def test_allowed_addresses_are_reached_through_the_proxy(
     assert seen == [b"GET /ok?x=1 HTTP/1.1\r\n"]
 
 
+@pytest.mark.parametrize("mode", STRONG_MODES)
+async def test_code_reaches_no_host_unix_socket(env: Env, mode: str) -> None:
+    """A Unix socket of the host, open to every account (as /dev/log or a 0666 API
+    socket), is out of reach whatever the mode: only the egress proxy's socket is."""
+    folder = Path(tempfile.mkdtemp(prefix="sidekick-test-sock-"))
+    os.chmod(folder, 0o755)
+    accepted: list[int] = []
+
+    def on_connect(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        w.close()
+
+    server = await asyncio.start_unix_server(on_connect, folder / "api.sock")
+    os.chmod(folder / "api.sock", 0o666)
+    svc = in_mode(env, mode, Policy(allow_private=False, setting="CODE_PRIVATE_NETWORKS"))
+    code = f"""
+try {{ await Bun.connect({{ unix: "{folder}/api.sock", socket: {{ data() {{}} }} }});
+  console.log("connected"); }} catch (e) {{ console.log("unix " + e.code); }}
+const r = await fetch("http://localhost/", {{ unix: "{folder}/api.sock" }}).catch((e) => e);
+console.log("fetch " + (r.status || r.code));
+"""
+    try:
+        _, res, _ = await svc.execute(code, 20000, None)
+    finally:
+        server.close()
+        await server.wait_closed()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert accepted == [], res.stdout
+    lines = res.stdout.strip().splitlines()
+    assert len(lines) == 2 and "connected" not in lines, res.stdout + res.stderr
+    assert lines[0] in ("unix ENOENT", "unix EACCES"), lines
+
+
 async def test_private_networks_on_opens_it(env: Env, web: tuple[int, list[bytes]]) -> None:
     port, seen = web
     svc = env.service(code_private_networks="on")
@@ -130,13 +173,14 @@ async def test_the_default_service_holds_code_to_public_addresses(env: Env) -> N
         assert svc.runner.egress is not None
         assert svc.runner.egress.policy.setting == "CODE_PRIVATE_NETWORKS"
         assert "public addresses only" in svc.protects
-    else:
-        assert "the public-only rule needs a network namespace" in svc.protects
+    else:  # Landlock alone: the network is off, never every address
+        assert svc.runner.egress is None and not svc.runner.network
+        assert "OFF: the public-only rule needs a network namespace" in svc.protects
 
 
 async def test_the_proxy_refuses_connect_to_local_spellings() -> None:
     proxy = EgressProxy(Policy(allow_private=False))
-    folder = await proxy.start()
+    folder = await proxy.open(None)
     try:
         for target in ("127.0.0.1:22", "[::ffff:127.0.0.1]:22", "[::7f00:1]:22", "10.0.0.1:443"):
             reader, writer = await asyncio.open_unix_connection(folder / "egress.sock")
@@ -170,3 +214,90 @@ for (const pid of fs.readdirSync("/proc").filter((p) => /^\\d+$/.test(p))) {
         return
     assert res.stdout.strip(), res.stderr
     assert "sidekick-code-" not in res.stdout and "work.io" not in res.stdout, res.stdout
+
+
+def idle_connections(path: Path, count: int) -> list[socket.socket]:
+    """Connections that send nothing, as a run's stuck or idle code would hold them."""
+    socks = []
+    for _ in range(count):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(path))
+        sock.setblocking(False)
+        socks.append(sock)
+    return socks
+
+
+def still_open(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) != b""  # data would be an answer: not idle any more
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+async def test_one_runs_idle_connections_do_not_delay_another_runs_fetch() -> None:
+    proxy = EgressProxy(Policy(allow_private=False))
+    a, b = await proxy.open(None), await proxy.open(None)
+    try:
+        # More than a run's slots: run A's code holds every one of them, and more wait.
+        held = idle_connections(a / "egress.sock", RUN_CONNECTIONS + 8)
+        reader, writer = await asyncio.open_unix_connection(b / "egress.sock")
+        writer.write(b"CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: x\r\n\r\n")
+        status = await asyncio.wait_for(reader.readline(), 60)
+        writer.close()
+        # Run B was answered while every connection of run A still held its slot
+        # (the proxy closes one only after HEAD_TIMEOUT_S without a request).
+        assert status.startswith(b"HTTP/1.1 403"), status
+        assert all(still_open(sock) for sock in held)
+        await proxy.release(a)  # the run ended: its connections go with it
+        assert not a.exists()
+        for sock in held:
+            await wait_until(lambda sock=sock: not still_open(sock))  # type: ignore[misc]
+            sock.close()
+    finally:
+        await proxy.close()
+    assert not b.exists()
+
+
+async def wait_until(check: Callable[[], bool]) -> None:
+    for _ in range(600):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in 30 s")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="trying another account needs root")
+async def test_a_runs_socket_is_closed_to_other_accounts() -> None:
+    proxy = EgressProxy(Policy(allow_private=False))
+    uid = 61999  # as the runner gives a run when root
+    folder = await proxy.open(uid)
+    try:
+        for item, mode in ((folder, 0o700), (folder / "egress.sock", 0o600)):
+            st = os.stat(item)
+            assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (uid, mode), item
+        # The run's uid reaches it; another local account (nobody) does not.
+        results = [await asyncio.to_thread(connect_as, who, folder) for who in (uid, 65534)]
+        assert results == ["ok", "EACCES"]
+    finally:
+        await proxy.close()
+
+
+def connect_as(uid: int, folder: Path) -> str:
+    pid = os.fork()
+    if pid == 0:  # the child: become `uid`, try the socket, report by exit code
+        code = 2
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(str(folder / "egress.sock"))
+            code = 0
+        except PermissionError:
+            code = 1
+        finally:
+            os._exit(code)
+    status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return {0: "ok", 1: "EACCES"}.get(status, f"exit {status}")

@@ -59,3 +59,18 @@ async def test_the_terminal_answers_telegram_commands(app: App, tmp_path: Path) 
     assert await run_command(app, ME, "/voice on") == "/voice is answered in Telegram only."
     assert await run_command(app, ME, "/nosuch thing") is None
     assert await run_command(app, ME, "plain text") is None
+
+
+def test_help_shows_each_commands_arguments_after_its_name() -> None:
+    """One layout: `/name args — what it does` (arguments were in the text, each its way)."""
+    import re
+
+    from bot.commands import commands, help_lines
+
+    placeholder = re.compile(r"^(\[|<|[A-Z]{2}|\S+\|\S+)")
+    for c in commands():
+        assert not placeholder.match(c.about), f"/{c.name}: arguments belong in args: {c.about}"
+    lines = help_lines(terminal=False)
+    assert "/quiet HH:MM-HH:MM — hold reminders back during those hours" in lines
+    assert "/timezone [Area/City] — show or set your time zone" in lines
+    assert all(re.match(r"^/[a-z]+( [^—]+)? — [a-z]", line) for line in lines), lines

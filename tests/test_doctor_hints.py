@@ -58,3 +58,28 @@ async def test_database_check_names_the_file(tmp_path: Path, fake_llm: FakeOpenA
         await app.close()
     assert database.ok
     assert database.detail == f"{(tmp_path / 'data' / 'sidekick.db').resolve()} (exists)"
+
+
+async def test_each_start_up_line_is_said_once_in_a_doctor_run(
+    tmp_path: Path, fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The code tool's line came twice: the app's tool and doctor's own trial service."""
+    import logging
+
+    from bot.doctor import all_checks
+
+    with caplog.at_level(logging.INFO):
+        app = await build_app(make_settings(tmp_path, fake_llm))
+        try:
+            for check in all_checks(app.features):
+                await check(app)
+        finally:
+            await app.close()
+    ours = ("bot.", "tools.", "db.", "scheduler.")
+    said = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.INFO and r.name.startswith(ours)
+    ]
+    repeated = {m for m in said if said.count(m) > 1}
+    assert not repeated, repeated

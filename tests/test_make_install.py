@@ -59,3 +59,17 @@ def test_env_is_made_from_the_example_readable_by_its_owner_only(tmp_path: Path)
     (tmp_path / ".env").write_text("LLM_MODEL=mine\n")
     assert make(tmp_path, ".env").returncode == 0  # an existing .env is left alone
     assert (tmp_path / ".env").read_text() == "LLM_MODEL=mine\n"
+
+
+@pytest.mark.parametrize("target", ["run", "chat"])
+def test_ctrl_c_of_the_bot_is_no_error_of_makes(tmp_path: Path, target: str) -> None:
+    """The bot ends with status 130 after Ctrl-C: make said "Error 130" over it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "sidekick"
+    fake.write_text("#!/bin/sh\nexit 130\n")  # what `sidekick run` returns on Ctrl-C
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    proc = make(tmp_path, target, "-o", "install", "-o", ".env", f"BIN={bin_dir}")
+    assert proc.returncode == 0 and "Error" not in proc.stderr, proc.stderr
+    fake.write_text("#!/bin/sh\nexit 1\n")  # a real failure still is one
+    assert make(tmp_path, target, "-o", "install", "-o", ".env", f"BIN={bin_dir}").returncode != 0

@@ -161,6 +161,7 @@ class Refuses:
         on_text: OnText | None = None,
         *,
         model: str | None = None,
+        on_wait: OnText | None = None,
     ) -> Completion:
         self.calls.append(messages)
         if any(isinstance(m["content"], list) for m in messages):

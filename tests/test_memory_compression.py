@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from bot.agent.prompt import earlier_of, without_context
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
 from bot.sessions import compress
@@ -63,13 +64,13 @@ async def test_a_fact_from_turn_3_reaches_turn_300_through_a_verified_summary(ap
         model.add(Say(f"ok {i}"))
         await agent.handle(Incoming(chat(i), telegram_user_id=21))
     last = model.requests[-1]
-    system = last[0]["content"]
+    system = earlier_of(last[1]["content"])  # the note at the cut
     assert "Ingrid lives in Tromsø and turns 41 on 3 May" in system
     ranges = re.findall(r"\[compressed\] Turns (\d+)–(\d+) of this conversation \(", system)
     assert ranges and ranges[0][0] == "1"  # the summary names the range it covers
     covered = int(ranges[0][1])
     # What follows the summary starts right after the covered range and ends at turn 300.
-    assert last[1]["content"] == chat(covered // 2 + 1)
+    assert without_context(last[1]["content"]) == chat(covered // 2 + 1)
     assert last[-1]["content"].endswith(chat(300))
     assert all(FACT not in m["content"] for m in last[1:])  # turn 3 itself is gone
     assert "[not shown]" not in system
@@ -95,7 +96,7 @@ async def test_a_summary_with_an_invented_name_or_number_is_rejected_and_the_tur
     assert "1987" in (rows[0].reason or "") and "Bergen" in (rows[0].reason or "")
     # Not retried on every message: one rejected attempt per twenty new messages at most.
     assert len(rows) <= 1 + (80 - 2 * 10) // 20
-    system = model.requests[-1][0]["content"]
+    system = earlier_of(model.requests[-1][1]["content"])
     assert "Bergen" not in system and "[compressed]" not in system
     # The model is told which turns it does not see.
     assert re.search(r"\[not shown\] Turns 1–\d+ of this conversation", system)
@@ -118,7 +119,7 @@ async def test_after_rejections_the_next_summary_still_covers_a_bounded_range(ap
     async with app.session_factory() as s:
         verified, rejected = await compressions.counts(s)
     assert rejected >= 2 and verified >= 2
-    system = model.requests[-1][0]["content"]
+    system = earlier_of(model.requests[-1][1]["content"])
     assert "Ingrid lives in Tromsø" in system and "[compressed] Turns 1–" in system
     assert await stored(app) == 240
 
@@ -142,7 +143,7 @@ async def test_a_rejected_summary_is_asked_for_again_naming_what_was_invented(ap
     async with app.session_factory() as s:
         verified, rejected = await compressions.counts(s)
     assert verified >= 1 and rejected == 0, (verified, rejected)
-    system = model.requests[-1][0]["content"]
+    system = earlier_of(model.requests[-1][1]["content"])
     assert "Ingrid lives in Tromsø" in system and "Bergen" not in system
 
 
@@ -167,7 +168,7 @@ async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refus
         rows = list((await s.execute(select(SessionCompression))).scalars())
     assert rows and not any(r.verified for r in rows)
     assert (rows[0].reason or "").startswith("reviewer: FAIL")
-    assert "[compressed]" not in model.requests[-1][0]["content"]
+    assert "[compressed]" not in earlier_of(model.requests[-1][1]["content"])
 
 
 async def test_the_servers_context_size_bounds_the_history(app: App) -> None:
@@ -187,3 +188,39 @@ async def test_the_servers_context_size_bounds_the_history(app: App) -> None:
     assert await context_of(ScriptedModel()) is None  # a client that cannot tell
     assert history_budget(settings, 4096) == 4096 - 1024 - PREFIX_RESERVE
     assert history_budget(settings, None) == 100_000
+
+
+async def test_a_range_another_writer_is_summarising_is_not_summarised_twice(app: App) -> None:
+    """While one writer holds the session's compression lease (a scheduled task of the same
+    session, another worker), a message trims instead of starting a second summary call
+    for the same range; once the lease is free the range is summarised, once."""
+    from datetime import timedelta
+
+    from bot.sessions import repo as sessions_repo
+    from db.repos import core as core_repo
+
+    model = ScriptedModel(writer=faithful)
+    agent = agent_for(app, model)
+    model.add(Say("ok 1"))
+    await agent.handle(Incoming(chat(1), telegram_user_id=23))
+    async with app.session_factory() as s, s.begin():
+        user = await core_repo.get_or_create_user(s, 23, "", app.deps.clock())
+        session = await core_repo.current_session(s, user.id)
+        assert session is not None
+        await sessions_repo.archive_row(s, session.id)
+        now = app.deps.clock()
+        held = await sessions_repo.take_lease(
+            s, session.id, "compressing_until", now, now + timedelta(hours=1)
+        )
+        assert held
+    for i in range(2, 31):
+        model.add(Say(f"ok {i}"))
+        await agent.handle(Incoming(chat(i), telegram_user_id=23))
+    assert model.written == []  # no summary call while the other writer holds it
+    assert "[not shown]" in earlier_of(model.requests[-1][1]["content"])
+    async with app.session_factory() as s, s.begin():
+        await sessions_repo.drop_lease(s, session.id, "compressing_until")
+    model.add(Say("ok 31"))
+    await agent.handle(Incoming(chat(31), telegram_user_id=23))
+    assert len(model.written) == 1
+    assert "[compressed]" in earlier_of(model.requests[-1][1]["content"])

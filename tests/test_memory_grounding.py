@@ -52,3 +52,14 @@ def test_a_unit_after_a_degree_sign_is_not_a_name_but_its_number_is_checked() ->
     assert check("The user flies to Porto, where it will be 20°C.", turns).ok
     invented = check("The user flies to Porto, where it is sunny, around 24 °C.", turns)
     assert invented.missing == {"numbers": ["24"]}, invented.missing
+
+
+def test_units_after_a_number_are_not_names_and_invented_facts_are_named() -> None:
+    turns = "2026-05-07 User: what is the weather in Lisbon? The file was 3 MB, the walk 5 km."
+    # Units written with capitals after their number are units (the numbers were said).
+    said = "In Lisbon the user asked about 20 C, a 3 MB file and a 5 KM walk."
+    assert check(said, turns.replace("Lisbon?", "Lisbon? 20 maybe")).ok
+    # An invented place and an invented number are rejected, and named: not the unit.
+    invented = check("It is sunny, around 20 C in Porto. Barcelona won the final.", turns)
+    assert invented.missing == {"numbers": ["20"], "names": ["Porto", "Barcelona"]}
+    assert "Porto, Barcelona" in invented.reason() and "C" not in invented.missing["names"]

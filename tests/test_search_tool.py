@@ -21,6 +21,7 @@ from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.fakes.search_server import FakeSearch, Reply, fixture
 from tests.test_search_parts import FakeClock
 from tools.base import RequestContext, RequestTools, Tool, ToolCall, ToolError
+from tools.effects import OUTSIDE_MARK
 from tools.search import brave as brave_api
 from tools.search import tool as search_tool_module
 from tools.search.brave import plan_rate
@@ -258,7 +259,9 @@ async def test_the_model_gets_the_mapped_results(
         await app.close()
     assert reply.text == "High water is at 06:12."
     tool_msgs = [m for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"]
-    result = json.loads(tool_msgs[0]["content"])
+    note, _, body = tool_msgs[0]["content"].partition("\n")
+    assert note.startswith(f"{OUTSIDE_MARK}search results for 'harbour tides'")
+    result = json.loads(body)
     assert result["backend"] == "searxng" and len(result["results"]) == 3
     assert result["results"][0]["url"] == "https://tides.example.org/harbour"
     assert searx.requests[0].params["q"] == "harbour tides"

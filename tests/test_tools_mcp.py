@@ -20,6 +20,7 @@ from bot.errors import ConfigError
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.tools_helpers import FAKE_SERVER, build_tools_app, tool_results, write_mcp_config
 from tools.base import ToolError
+from tools.effects import OUTSIDE_MARK
 from tools.mcp import manager as mcp_module
 from tools.mcp.config import HttpServer, StdioServer, load_config, parse_config
 from tools.mcp.convert import render_result
@@ -50,7 +51,16 @@ async def run_calls(app: App, fake_llm: FakeOpenAI, *names: str) -> list[str]:
     reply = await app.agent.handle(Incoming("test the server", telegram_user_id=3))
     assert reply.text == "done"
     bodies = fake_llm.requests[start:]
-    return [tool_results(bodies[2 * i + 2])[-1] for i in range(len(names))]
+    return [answer_of(tool_results(bodies[2 * i + 2])[-1]) for i in range(len(names))]
+
+
+def answer_of(result: str) -> str:
+    """The server's answer: a result that is one comes marked as outside content."""
+    note, sep, rest = result.partition("\n")
+    if note.startswith(OUTSIDE_MARK):
+        assert "the MCP tool " in note and sep
+        return rest
+    return result
 
 
 async def test_misbehaving_server(extras_app: App, fake_llm: FakeOpenAI) -> None:

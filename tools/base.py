@@ -64,9 +64,20 @@ class RequestContext:
     has_memories: bool | None = None
     scheduled: bool = False  # a scheduled task runs it: the user is not watching
     deletions: int = 0  # calls let through that delete what the user kept (approvals count)
+    # The outside content this turn has seen so far (tools/effects.py Effects.outside: "the
+    # page https://…", a document, a remembered page): its later writing calls ask first.
+    outside: list[str] = field(default_factory=list)
+    # Tool calls (their ids) the user allowed by answering a question for this very call.
+    confirmed: set[str] = field(default_factory=set)
 
     def now(self) -> datetime:
         return self.clock()
+
+    @property
+    def shared_chat(self) -> bool:
+        """A chat with others in it (a Telegram group): the answer is read by every member.
+        A private chat's id is the user's own id; the terminal has no chat id."""
+        return self.chat_id is not None and self.chat_id != self.telegram_user_id
 
 
 @dataclass(frozen=True)

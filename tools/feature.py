@@ -138,6 +138,11 @@ class Command:
     aliases: tuple[str, ...] = ()
     # False: only Telegram answers it (the terminal says so).
     terminal: bool = True
+    # Its answer is the user's private data (/memory): asked in a group, it goes to the
+    # user's private chat, and the group hears only where it went.
+    private: bool = False
+    # What may follow the name, as /help shows it after the name: `[days]`, `HH:MM-HH:MM`.
+    args: str = ""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -191,3 +196,16 @@ class Feature:
 def button_data(feature: Feature, data: str) -> str:
     """The callback data of a feature's button: routed back to it by its name."""
     return f"{feature.name}:{data}"
+
+
+ROW_ID_MAX = 2**31 - 1  # an INTEGER key: 32 bits on PostgreSQL
+
+
+def row_id(text: str) -> int | None:
+    """A row id read back from a button's data (which anyone can forge), or None. Only ASCII
+    digits (str.isdigit also takes "²", which int() refuses) and no more than a database
+    integer holds (a longer number overflowed the driver and failed the press)."""
+    if not text.isascii() or not text.isdigit() or len(text) > 10:
+        return None
+    number = int(text)
+    return number if number <= ROW_ID_MAX else None

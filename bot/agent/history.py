@@ -63,7 +63,11 @@ class HistoryWindow:
         for m, w in zip(rows, wire, strict=True):
             cost = self._costs.get(m.id)
             if cost is None:
-                cost = self._costs[m.id] = message_cost(w)
+                cost = message_cost(w)
+                # The newest user turn gets its context block kept once it is sent: count it
+                # again then.
+                if m.role != "user" or m.context is not None:
+                    self._costs[m.id] = cost
             costs.append(cost)
         return Prefetched(session_id, wire, costs, len(rows))
 
@@ -76,12 +80,12 @@ class HistoryWindow:
     ) -> Fitted:
         """The session's history within the budget (HISTORY_TOKEN_BUDGET, lowered to what the
         model's context leaves), oldest first, with the note on what an earlier summary
-        covers or what is not shown. `llm` writes the summaries."""
+        covers or what is not shown in front of the first turn. `llm` writes the summaries."""
         budget = history_budget(settings, await context_of(llm))
         got = prefetched
         # The whole session was read with the message and fits: nothing was compressed away.
         if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
             if sum(got.costs) <= budget:
-                return Fitted("", got.wire)
+                return Fitted(got.wire)
         compressor = Compressor(self.session_factory, llm, self.clock, compress.SUMMARY_REVIEW)
         return await compressor.fit(ctx.session_id, ctx.user_id, budget)

@@ -23,11 +23,14 @@ log = logging.getLogger(__name__)
 SYSTEM_PROMPT = """You are Sidekick, {name_part}personal assistant in Telegram.
 Use your tools when they help; otherwise answer directly.
 {tools}
-The user's newest message starts with a [context] block (time, recalled memories) that
-Sidekick adds, not the user. Keep answers short and concrete; Markdown sparingly."""
+Each user message starts with a [context] block (the time, recalled memories) and the
+first one shown may carry an [earlier] block (what earlier turns said): Sidekick adds
+both, not the user. Keep answers short and concrete; Markdown sparingly."""
 
 CONTEXT_OPEN = "[context]"
 CONTEXT_CLOSE = "[/context]"
+EARLIER_OPEN = "[earlier]"
+EARLIER_CLOSE = "[/earlier]"
 
 
 def system_prompt(user_name: str, tools: list[str]) -> str:
@@ -64,16 +67,34 @@ def context_block(now: datetime, sections: list[str]) -> str:
 
 
 def with_context(history: list[dict[str, Any]], block: str) -> list[dict[str, Any]]:
-    """The history with `block` before the newest user message's text (a new dict: the
-    stored turn stays as the user wrote it, so the next request's prefix matches)."""
+    """The history with `block` before the newest user message's text (a new dict). The
+    block is then kept with the turn (messages.context) and sent with it in every later
+    request, so each request extends the previous one byte for byte."""
     out = list(history)
     for i in range(len(out) - 1, -1, -1):
         m = out[i]
         if m["role"] == "user":
             text = m["content"] if isinstance(m["content"], str) else ""
-            out[i] = {**m, "content": f"{block}\n\n{text}"}
+            out[i] = {**m, "content": joined(block, text)}
             return out
     return [*out, {"role": "user", "content": block}]
+
+
+def joined(block: str, text: str) -> str:
+    """A user turn as sent: its context block, then the text."""
+    return f"{block}\n\n{text}"
+
+
+def sent_context(history: list[dict[str, Any]]) -> str | None:
+    """The context block the newest user turn was given (with_context), to keep with it."""
+    for m in reversed(history):
+        if m["role"] == "user":
+            content = m["content"]
+            if not isinstance(content, str) or not content.startswith(CONTEXT_OPEN):
+                return None
+            head, sep, _ = content.partition(CONTEXT_CLOSE + "\n\n")
+            return head + CONTEXT_CLOSE if sep else content
+    return None
 
 
 def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:
@@ -100,6 +121,8 @@ class StoredMessage(Protocol):
     def tool_calls(self) -> str | None: ...
     @property
     def tool_call_id(self) -> str | None: ...
+    @property
+    def context(self) -> str | None: ...
 
 
 def to_openai(msg: StoredMessage) -> dict[str, Any]:
@@ -110,7 +133,27 @@ def to_openai(msg: StoredMessage) -> dict[str, Any]:
         return out
     if msg.role == "tool":
         return {"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": msg.content}
+    if msg.context:  # the block it was sent with, sent again: the prefix stays the same
+        return {"role": "user", "content": joined(msg.context, msg.content)}
     return {"role": "user", "content": msg.content}
+
+
+def with_note(history: list[dict[str, Any]], note: str) -> list[dict[str, Any]]:
+    """The history with `note` (what an earlier summary covers, which turns are not shown)
+    at the cut: in front of the first turn shown. Not in the system message, whose bytes
+    (and the tool schemas after them) then stay the same whatever is cut."""
+    if not note or not history or not isinstance(history[0].get("content"), str):
+        return history
+    first = history[0]
+    block = f"{EARLIER_OPEN}\n{note}\n{EARLIER_CLOSE}"
+    # After the turn's own context block, where it has one: the newest turn gets its block
+    # later (with_context) and must come out the same when sent again as a stored turn.
+    context, sep, text = first["content"].partition(CONTEXT_CLOSE + "\n\n")
+    if sep and context.startswith(CONTEXT_OPEN):
+        content = joined(context + CONTEXT_CLOSE, joined(block, text))
+    else:
+        content = joined(block, first["content"])
+    return [{**first, "content": content}, *history[1:]]
 
 
 def message_cost(m: dict[str, Any]) -> int:
@@ -143,11 +186,22 @@ def trim_history(
 
 
 def without_context(content: Any) -> Any:
-    """A user turn's text as the user wrote it (the context block taken off)."""
+    """A user turn's text as the user wrote it (the context and earlier blocks taken off)."""
     if isinstance(content, str) and content.startswith(CONTEXT_OPEN):
-        _, sep, rest = content.partition(CONTEXT_CLOSE + "\n\n")
+        _, sep, content = content.partition(CONTEXT_CLOSE + "\n\n")
+        if not sep:
+            return ""
+    if isinstance(content, str) and content.startswith(EARLIER_OPEN):
+        _, sep, rest = content.partition(EARLIER_CLOSE + "\n\n")
         return rest if sep else ""
     return content
+
+
+def earlier_of(content: str) -> str:
+    """The [earlier] note a user turn carries ('' when none)."""
+    start = content.find(EARLIER_OPEN)
+    end = content.find(EARLIER_CLOSE)
+    return content[start + len(EARLIER_OPEN) : end].strip() if 0 <= start < end else ""
 
 
 def context_of(messages: list[dict[str, Any]]) -> str:

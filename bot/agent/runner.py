@@ -38,7 +38,9 @@ from bot.agent.prompt import (
 )
 from bot.agent.toolexec import run_round, wire_calls
 from bot.approvals.gate import Approvals
+from bot.approvals.trust import seen_outside
 from bot.config import Settings
+from bot.llm import written
 from bot.llm.model import ChatModel, OnText
 from db.conversation import Conversation, SqlConversation, Started, Turn
 from db.engine import SessionFactory
@@ -96,10 +98,12 @@ class Reply:
 
 @dataclass
 class Events:
-    """Callbacks an adapter may set: streamed text so far, and tools starting."""
+    """Callbacks an adapter may set: streamed text so far, tools starting, and a line to
+    show while the model is waited for (set: the model's outages are waited out)."""
 
     on_text: OnText | None = None
     on_tools: Callable[[list[str]], Awaitable[None]] | None = None
+    on_wait: OnText | None = None
 
 
 @dataclass
@@ -198,6 +202,7 @@ class Agent:
         parts = await self.build_prompt(ctx, incoming.text, prefetched)
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
+        ctx.outside += seen_outside(messages)  # earlier turns' pages, this message's files
         cap, rounds = MAX_TOOL_CALLS, 0
         model = turns.model()  # e.g. the user's /model pick
 
@@ -217,9 +222,13 @@ class Agent:
                 await hooks.on_model_request(req)
             except HookRefusal as refusal:
                 return await answer(str(refusal), notes=False)
+            # A small model may write its tool call out as text: never shown, run as the call.
+            offered = written.tool_names(req.tools)
+            on_text = written.holdback(events.on_text, offered)
             completion = await self.llm.stream(
-                messages, req.tools or None, events.on_text, model=model
+                messages, req.tools or None, on_text, model=model, on_wait=events.on_wait
             )
+            written.adopt(completion, offered)
             await hooks.on_model_response(req, completion)
             rounds += 1
             calls = completion.tool_calls
@@ -272,7 +281,6 @@ class Agent:
         )
         now = ctx.now().astimezone(ctx.timezone)
         # Stable system prompt first (cacheable); time and recall ride in the newest turn.
-        head = system_prompt(ctx.user_name, self.registry.prompt_lines())
-        system = "\n\n".join(p for p in (head, history.note) if p)
+        system = system_prompt(ctx.user_name, self.registry.prompt_lines())
         block = context_block(now, sections)
         return PromptParts(system, sections, with_context(history.history, block))

@@ -1,6 +1,8 @@
 """Runs a round of tool calls: parse, validate, ask the user when the approval gate says so,
 run, and turn every failure into text for the model; calls over the request's cap are
-answered with a note instead of being run."""
+answered with a note instead of being run. A result its tool declares outside content
+(tools/effects.py) is marked so for the model and in the history, and the turn has seen it
+once the round is over (the gate asks before the next writing call)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.approvals.gate import Approvals
+from bot.approvals.trust import marks
 from bot.llm.client import LLMToolCall
 from db.conversation import ToolResult
 from tools.base import RequestContext, RequestTools, ToolCall, ToolError, ToolOutput
+from tools.effects import outside_note
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +44,13 @@ def _validation_text(exc: ValidationError) -> str:
 
 
 async def run_call(
-    tools: RequestTools, c: LLMToolCall, call: ToolCall, gate: Approvals | None = None
+    tools: RequestTools,
+    c: LLMToolCall,
+    call: ToolCall,
+    gate: Approvals | None = None,
+    seen: list[str] | None = None,
 ) -> ToolResult:
+    """`seen` gets the outside content the call returned (its source), if any."""
     name, raw_args, start = c.name, c.arguments, time.perf_counter()
 
     def done(text: str, error: str | None = None) -> ToolResult:  # text: what the model sees
@@ -81,7 +90,12 @@ async def run_call(
         log.exception("tool %s raised", name)
         msg = f"tool {name} failed: {type(exc).__name__}"
         return done(f"Error: {msg}. It may work with other arguments.", msg)
-    return done(render(output))
+    text, source = render(output), tool.effects_of(params).outside
+    if source:
+        text = outside_note(source) + text
+    if seen is not None:  # also what was marked before (a remembered page, a file's text)
+        seen += marks(text)
+    return done(text)
 
 
 def wire_calls(calls: list[LLMToolCall]) -> list[dict[str, Any]]:
@@ -104,12 +118,15 @@ async def run_round(
 ) -> list[ToolResult]:
     """Calls run at once while the request has room under `cap` (`used` so far); the rest
     are answered that the cap was reached."""
+    seen: list[str] = []
     ran = await asyncio.gather(
         *(
-            run_call(tools, c, ToolCall(ctx, c.id, reasoning), gate)
+            run_call(tools, c, ToolCall(ctx, c.id, reasoning), gate, seen)
             for c in calls[: max(0, cap - used)]
         )
     )
+    # After the round: calls of one round were chosen before any of its results was read.
+    ctx.outside += [s for s in dict.fromkeys(seen) if s not in ctx.outside]
     note = f"Not run: the limit of {cap} tool calls for this message was reached."
     capped = [
         ToolResult(c.id, c.name, c.arguments, note, False, "tool-call cap reached", 0.0)

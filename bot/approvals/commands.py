@@ -7,7 +7,7 @@ from __future__ import annotations
 from bot.approvals import repo
 from bot.approvals.questions import CHOICES, CLOSED, DOORBELL, answer
 from bot.approvals.settings import ApprovalSettings
-from tools.feature import Answer, Button, CommandCall, Pressed
+from tools.feature import Answer, Button, CommandCall, Pressed, row_id
 
 APPROVALS_USAGE = "Usage: /approvals · /approvals revoke <tool>"
 
@@ -30,7 +30,8 @@ async def _text(call: CommandCall) -> str:
     head = f"Approvals: {mode}" + (" (nothing asks)" if mode == "off" else "")
     if not grants:
         return f"{head}. You have allowed no tool for good.\n{APPROVALS_USAGE}"
-    lines = [f"• {g.tool} (since {g.created_at:%Y-%m-%d})" for g in grants]
+    covers = {False: "in chats", True: "in chats and scheduled tasks"}
+    lines = [f"• {g.tool} (since {g.created_at:%Y-%m-%d}, {covers[g.scheduled]})" for g in grants]
     return (
         f"{head}. Allowed for good, without asking:\n" + "\n".join(lines) + f"\n{APPROVALS_USAGE}"
     )
@@ -45,9 +46,10 @@ async def approvals(call: CommandCall) -> Answer:
 
 async def _revoke(call: CommandCall, grant: str) -> Pressed:
     deps, who = call.host.deps, call.who
-    if not grant.isdigit():
+    grant_id = row_id(grant)
+    if grant_id is None:
         return Pressed("That button is out of date.", alert=True)
-    tool = await repo.revoke(deps.session_factory, who.user_id, who.telegram_id, int(grant),
+    tool = await repo.revoke(deps.session_factory, who.user_id, who.telegram_id, grant_id,
                              deps.clock())  # fmt: skip
     toast = f"Revoked: {tool} asks again." if tool else "That grant is gone already."
     listing = await approvals(CommandCall(call.host, who, ""))
@@ -56,11 +58,12 @@ async def _revoke(call: CommandCall, grant: str) -> Pressed:
 
 async def _answer(call: CommandCall, key: str, choice: str) -> Pressed:
     picked = next((c for c in CHOICES if c == choice), None)
-    if picked is None or not key.isdigit():
+    question = row_id(key)
+    if picked is None or question is None:
         return Pressed(CLOSED)
     deps = call.host.deps
-    said = await answer(deps.session_factory, deps.clock, int(key), call.who.telegram_id, picked)
-    DOORBELL.ring(int(key))  # the asker edits the question with the outcome: no answer here
+    said = await answer(deps.session_factory, deps.clock, question, call.who.telegram_id, picked)
+    DOORBELL.ring(question)  # the asker edits the question with the outcome: no answer here
     return Pressed(said)
 
 

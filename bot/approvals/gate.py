@@ -1,14 +1,22 @@
 """The approval gate: before a tool call the policy calls risky (APPROVALS), the user whose
-message started it is shown the exact action and answers Allow once / Always for this tool /
+message started it is shown the whole action and answers Allow once / Always for this tool /
 Deny, in whichever adapter asks (the `asker`: Telegram buttons, the terminal's y/n). No
 answer within TIMEOUT_S is a no. The model gets the outcome as the tool's result;
-every decision goes to the audit (bot/approvals/repo.py)."""
+every decision goes to the audit (bot/approvals/repo.py).
+
+What is risky depends on what the turn has seen (RequestContext.outside): once content from
+outside the user reached it (a web page, search results, a document, an MCP tool's answer),
+every call that writes asks, as that content may be steering the model. A turn that saw
+only the user's own words and memories runs sandboxed code without asking. An "always"
+grant given in a chat covers chats; a scheduled task's run, which nobody watches, needs a
+grant given for one."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -24,8 +32,9 @@ Choice = Literal["once", "always", "deny"]
 # Seconds a question waits for the user; no answer is a no. Two minutes: time to read the
 # action, short enough that the request (and the chat's queue behind it) does not hang.
 TIMEOUT_S = 120.0
-ACTION_LIMIT = 3000  # characters of the action shown: a Telegram message holds 4096
-# What is risky whatever else the call does: it reaches out of Sidekick's own data.
+# What is risky whatever the turn saw: acting outside Sidekick's own data with no sandbox
+# around it (an MCP tool that writes files, sends mail, posts). Sandboxed code reaches only
+# public addresses through the egress proxy, and asks in a turn that saw outside content.
 OUTWARD = frozenset({"internet", "files", "messages"})
 DENIED = "Not run: the user denied this action. Do not try it another way; ask them instead."
 TIMED_OUT = "Not run: the user did not answer the approval request within {:g} s (a no)."
@@ -42,9 +51,11 @@ class Question:
     chat_id: int | None  # where to ask: the chat the message came from
     user_name: str
     tool: str
-    action: str  # the exact action, secrets masked
+    action: str  # the whole action, secrets masked, invisible characters shown escaped
     effects: str  # "writes execution, internet"
     timeout_s: float
+    scheduled: bool = False  # a scheduled task's run: "always" then covers those runs too
+    why: str = ""  # what outside content the turn saw before this call, if any
 
 
 class Asker(Protocol):
@@ -53,27 +64,43 @@ class Asker(Protocol):
     async def __call__(self, q: Question) -> Choice: ...
 
 
-def needs_approval(mode: str, fx: Effects, *, scheduled: bool, deletions: int) -> bool:
-    """APPROVALS=all: every call that writes; risky: code with network access and MCP tools
-    that write (OUTWARD), code a scheduled task runs (nobody watches), and deleting a second
-    thing in one message."""
+def needs_approval(
+    mode: str, fx: Effects, *, scheduled: bool, deletions: int, outside: bool = False
+) -> bool:
+    """APPROVALS=all: every call that writes. risky: every call that writes once the turn
+    has seen outside content; else code a scheduled task runs (nobody watches), MCP tools
+    that write (OUTWARD, no sandbox) and deleting a second thing in one message."""
     if mode == "off" or not fx.writes:
         return False
-    if mode == "all" or fx.writes & OUTWARD:
+    if mode == "all" or outside:
         return True
-    return ("execution" in fx.writes and scheduled) or (fx.deletes and deletions > 0)
+    if "execution" in fx.writes:  # sandboxed code the user's own words asked for
+        return scheduled
+    return bool(fx.writes & OUTWARD) or (fx.deletes and deletions > 0)
+
+
+def visible(text: str) -> str:
+    """The text with what does not show escaped: bidi controls (which reorder what is
+    read), zero-width and other format characters, control characters but newline and tab.
+    U+202E is shown as the six characters \\u202e: an action cannot look other than it is."""
+    return "".join(
+        f"\\u{ord(ch):04x}"
+        if (cat := unicodedata.category(ch)) in ("Cf", "Cs", "Co", "Zl", "Zp")
+        or (cat == "Cc" and ch not in "\n\t")
+        else ch
+        for ch in text
+    )
 
 
 def action_text(tool: str, args: dict[str, Any]) -> str:
+    """The whole action as the user reads it: every argument, nothing cut (a long one is
+    sent as a file by the adapter), invisible characters escaped."""
     lines = [tool]
     for key, value in args.items():
         if value is not None:
             shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
             lines.append(f"{key}: {shown}")
-    text = "\n".join(lines)
-    if len(text) > ACTION_LIMIT:
-        text = text[:ACTION_LIMIT] + f"\n… ({len(text) - ACTION_LIMIT} more characters)"
-    return text
+    return visible("\n".join(lines))
 
 
 @dataclass
@@ -90,14 +117,17 @@ class Approvals:
     ) -> str | None:
         """None: run the call; else the sentence the model gets instead of its result."""
         ctx, fx = call.ctx, tool.effects_of(params)
-        risky = needs_approval(self.mode, fx, scheduled=ctx.scheduled, deletions=ctx.deletions)
-        if risky and not await repo.granted(self.sf, ctx.user_id, tool.name):
+        risky = needs_approval(self.mode, fx, scheduled=ctx.scheduled, deletions=ctx.deletions,
+                               outside=bool(ctx.outside))  # fmt: skip
+        if risky and not await repo.granted(self.sf, ctx.user_id, tool.name, ctx.scheduled):
             if self.asker is None:
                 return NOBODY
             action, now = self.scrub(action_text(tool.name, args)), self.clock()
-            key = await repo.ask(self.sf, ctx.user_id, ctx.telegram_user_id, tool.name, action, now)
+            key = await repo.ask(self.sf, ctx.user_id, ctx.telegram_user_id, tool.name, action, now,
+                                 scheduled=ctx.scheduled)  # fmt: skip
+            why = ", ".join(ctx.outside)
             q = Question(key, ctx.telegram_user_id, ctx.chat_id, ctx.user_name, tool.name, action,
-                         fx.text(), self.timeout_s)  # fmt: skip
+                         fx.text(), self.timeout_s, ctx.scheduled, why)  # fmt: skip
             choice: Choice | None = None
             try:
                 async with asyncio.timeout(self.timeout_s):
@@ -114,5 +144,6 @@ class Approvals:
             stands = await repo.settle(self.sf, key, DECISIONS[choice], self.clock())
             if stands not in ("once", "always"):
                 return DENIED if stands == "denied" else TIMED_OUT.format(self.timeout_s)
+            ctx.confirmed.add(call.call_id)  # the user saw this very call and said yes
         ctx.deletions += fx.deletes
         return None

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.models.base import Base, UTCDateTime
@@ -19,6 +29,9 @@ class ApprovalGrant(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     tool: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Given on a question a scheduled task's run asked: covers those unattended runs too.
+    # A grant given in a chat covers chats only.
+    scheduled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class ApprovalDecision(Base):
@@ -35,3 +48,5 @@ class ApprovalDecision(Base):
     decision: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)  # asked
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Asked for a scheduled task's run (an "always" answer then grants those runs too).
+    scheduled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -19,9 +19,26 @@ from tools.base import Clock
 CHOICES: tuple[Choice, ...] = get_args(Choice)
 SAID = {
     "once": "✅ Allowed once.", "denied": "🚫 Denied.",
-    "always": "✅ Allowed, now and from now on (/approvals revokes it).",
+    "always": "✅ Allowed, now and from now on when you chat with me, also after I read web "
+              "pages or files; scheduled tasks still ask (/approvals revokes it).",
     repo.PENDING: "⌛ No answer in time: not run.",
 }  # fmt: skip
+ALWAYS_SCHEDULED = (
+    "✅ Allowed, now and from now on, in chats and in scheduled tasks that run while you are "
+    "away (/approvals revokes it)."
+)
+# The "always" button says what it covers (bot/approvals/gate.py: a chat's grant does not
+# cover scheduled runs).
+ALWAYS_LABEL = {False: "Always (in chats)", True: "Always (scheduled too)"}
+
+
+def said(decision: str, scheduled: bool) -> str:
+    """What the question says once `decision` stands."""
+    if decision == "always" and scheduled:
+        return ALWAYS_SCHEDULED
+    return SAID.get(decision, SAID["denied"])
+
+
 CLOSED = "This question is closed."
 NOT_YOURS = "Not yours: only the person who asked can answer this."
 
@@ -41,7 +58,7 @@ async def answer(
     if found.by_telegram_id != presser:
         return NOT_YOURS
     stands = await repo.settle(sf, key, DECISIONS[choice], clock())
-    return SAID[stands] if stands == DECISIONS[choice] else CLOSED
+    return said(stands, found.scheduled) if stands == DECISIONS[choice] else CLOSED
 
 
 class Doorbell:

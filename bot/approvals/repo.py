@@ -21,9 +21,12 @@ async def _grant(s: AsyncSession, user_id: int, tool: str) -> ApprovalGrant | No
     return (await s.scalars(stmt)).first()
 
 
-async def granted(sf: SessionFactory, user_id: int, tool: str) -> bool:
+async def granted(sf: SessionFactory, user_id: int, tool: str, scheduled: bool = False) -> bool:
+    """Whether the user allowed `tool` for good: in chats, or (`scheduled`) in a scheduled
+    task's run, which a grant given in a chat does not cover."""
     async with sf() as s:
-        return await _grant(s, user_id, tool) is not None
+        grant = await _grant(s, user_id, tool)
+        return grant is not None and (grant.scheduled or not scheduled)
 
 
 async def grants(sf: SessionFactory, user_id: int) -> list[ApprovalGrant]:
@@ -33,12 +36,20 @@ async def grants(sf: SessionFactory, user_id: int) -> list[ApprovalGrant]:
 
 
 async def ask(
-    sf: SessionFactory, user_id: int, owner: int | None, tool: str, action: str, now: datetime
+    sf: SessionFactory,
+    user_id: int,
+    owner: int | None,
+    tool: str,
+    action: str,
+    now: datetime,
+    *,
+    scheduled: bool = False,
 ) -> int:
     """A new pending question, answerable by `owner` (a Telegram id); its id."""
     async with sf.begin() as s:
         row = ApprovalDecision(user_id=user_id, by_telegram_id=owner, tool=tool, created_at=now,
-                               action=action[:ACTION_LIMIT], decision=PENDING)  # fmt: skip
+                               action=action[:ACTION_LIMIT], decision=PENDING,
+                               scheduled=scheduled)  # fmt: skip
         s.add(row)
         await s.flush()
         return row.id
@@ -62,8 +73,13 @@ async def settle(sf: SessionFactory, question_id: int, decision: str, now: datet
         row = await s.get(ApprovalDecision, question_id, populate_existing=True)
         if row is None:
             return "missing"
-        if won and decision == "always" and await _grant(s, row.user_id, row.tool) is None:
-            s.add(ApprovalGrant(user_id=row.user_id, tool=row.tool, created_at=now))
+        if won and decision == "always":
+            grant = await _grant(s, row.user_id, row.tool)
+            if grant is None:
+                s.add(ApprovalGrant(user_id=row.user_id, tool=row.tool, created_at=now,
+                                    scheduled=row.scheduled))  # fmt: skip
+            elif row.scheduled:  # a chat's grant now covers scheduled runs too
+                grant.scheduled = True
         return row.decision
 
 

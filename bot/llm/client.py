@@ -1,24 +1,30 @@
-"""Streaming chat completions with tool calls, with bounded retries and a fallback model.
+"""Streaming chat completions with tool calls, with retries and a fallback model.
 
-Retries cover 429, 5xx, timeouts and connection errors; after the last one the fallback
-model (LLM_FALLBACK_MODEL) gets the request, and when there is none, or it fails too, a
-ProviderError carries the status so the user gets one plain sentence. Every completion
-carries the provider's token usage when it sent one.
+A passing failure (429, 5xx, a timeout, a lost connection, a try that stalls) is tried
+again with backoff, and after the quick retries the fallback model (LLM_FALLBACK_MODEL)
+gets the request. A chat message is not handed back to its user for an outage: they are
+told once that the provider is not answering, and the call goes on trying until
+LLM_TIMEOUT_S, then ends in one final line. Other calls (summaries, scheduled tasks,
+which have retries of their own) give up after the quick retries with a ProviderError
+that carries the status, so the user gets one plain sentence. Every completion carries
+the provider's token usage when it sent one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from bot.config import Settings
 from bot.errors import ProviderError
 from bot.llm.completion import Completion, LLMToolCall, OnText, Usage, collect, from_json
 from bot.llm.context import ContextSize
+from bot.llm.silence import Silence
 from bot.llm.stream import open_stream
 from bot.llm.wire import (
     APIConnectionError,
@@ -27,6 +33,7 @@ from bot.llm.wire import (
     APITimeoutError,
     Endpoint,
     ResponseDataError,
+    Stalled,
     StreamDataError,
     StreamErrorEvent,
 )
@@ -35,10 +42,12 @@ from tools.model_call import ModelCall
 __all__ = ["Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
 
 log = logging.getLogger(__name__)
-# Retries of one call on 429, 5xx, timeouts and connection errors, with backoff (0.5 s
-# doubling to 8 s): about 15 s of a provider's hiccup is ridden out before the fallback
-# model (or one sentence to the user) takes over.
+# Quick retries of one model on 429, 5xx, timeouts, connection errors and stalls, with
+# backoff (0.5 s doubling to 8 s): about 15 s of a provider's hiccup is ridden out before
+# the fallback model takes over, and (a chat message) the user is told it is waited out.
 MAX_RETRIES = 4
+# A try that brings nothing new for this long gets one "still waiting" line to the user.
+STALL_NOTICE_S = 20.0
 T = TypeVar("T")
 
 # How providers say the prompt does not fit (OpenAI's and Groq's context_length_exceeded,
@@ -68,6 +77,33 @@ class DeadlinePassed(ProviderError):
             f"The model did not finish its answer within LLM_TIMEOUT_S ({seconds:g} s): "
             "try again, or ask the admin to raise LLM_TIMEOUT_S."
         )
+
+
+class OutageOutlasted(ProviderError):
+    """The provider kept failing for a passing reason for as long as a message may wait."""
+
+    def __init__(self, what: str, status: int | None, seconds: float) -> None:
+        super().__init__(what, status)
+        minutes = f"{seconds / 60:.0f} minutes" if seconds >= 120 else f"{seconds:g} s"
+        self.advice = (
+            f"The model provider has still not answered after {minutes} ({what}), so I have "
+            "stopped waiting. Please send your message again later."
+        )
+
+
+def outage_notice(what: str) -> str:
+    """The one early line while a chat message waits out an outage."""
+    return (
+        f"The model provider is not answering ({what}) right now. I have your message and will "
+        "answer it as soon as the provider is back."
+    )
+
+
+def silence_limit(timeout_s: float) -> float:
+    """How long one try may bring nothing new before it counts as stalled: a fifth of
+    LLM_TIMEOUT_S, at least a minute (a slow local model reading a long prompt), at most
+    all of it."""
+    return min(timeout_s, max(60.0, timeout_s / 5))
 
 
 def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
@@ -104,6 +140,7 @@ class LLMClient:
         http_client: Any = None,
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 8.0,
+        stall_notice_s: float = STALL_NOTICE_S,
     ) -> None:
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none"
         self.model = settings.llm_model
@@ -112,9 +149,9 @@ class LLMClient:
         self.max_output_tokens = settings.llm_max_output_tokens
         self.retry_base_delay = retry_base_delay
         self.retry_max_delay = retry_max_delay
-        self.client = Endpoint(
-            settings.llm_base_url, key, settings.llm_timeout_s, http_client=http_client
-        )
+        self.stall_notice_s = stall_notice_s
+        self.silence = silence_limit(settings.llm_timeout_s)
+        self.client = Endpoint(settings.llm_base_url, key, self.silence, http_client=http_client)
         self.context = ContextSize(self.client, settings.llm_context_tokens)
         self.ask_usage = True  # stream_options.include_usage, until a server rejects it
         self.limit_field = "max_tokens"  # max_completion_tokens where a server asks for it
@@ -126,7 +163,7 @@ class LLMClient:
             self.fallback_client = Endpoint(
                 other_url or settings.llm_base_url,
                 fb_key.get_secret_value() if fb_key else key,
-                settings.llm_timeout_s,
+                self.silence,
                 http_client=http_client,
             )
 
@@ -140,65 +177,105 @@ class LLMClient:
         (llama.cpp, Ollama), else None (unknown)."""
         return await self.context.tokens(model or self.model)
 
-    async def _with_fallback(
-        self, model: str | None, what: Callable[[Endpoint, str], Awaitable[Completion]]
+    async def _call(
+        self,
+        model: str | None,
+        what: Callable[[Endpoint, str, Silence], Awaitable[Completion]],
+        on_wait: OnText | None = None,
     ) -> Completion:
-        """The requested model with its retries; then, when it is still failing (not when
-        it refused the request), the fallback model with the same retries. Each model's
-        share ends at the deadline, keep-alive comments or not."""
-
-        async def bounded(client: Endpoint, name: str) -> Completion:
-            try:
-                async with asyncio.timeout(self.deadline):
-                    return await self._with_retries(lambda: what(client, name))
-            except TimeoutError:
-                log.warning("model %s gave no complete answer within %gs", name, self.deadline)
-                raise DeadlinePassed(self.deadline) from None
-
+        """`what` on the requested model, tried again on a passing failure (429, 5xx,
+        connection, a stall) with backoff: MAX_RETRIES quick retries, then the fallback
+        model's as many. Past those, a call someone waits for (`on_wait`: a chat message)
+        tells them once and goes on trying, both models in turn, at the backoff's ceiling;
+        any other call gives up. Everything ends within LLM_TIMEOUT_S."""
         primary = model or self.model
+        fallback = self.fallback_model if self.fallback_model != primary else None
+        per_model = self.max_retries + 1
+        quick = per_model * (2 if fallback else 1)
+        silence = Silence(self.silence, self.stall_notice_s, on_wait)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        failures, told, primary_failure = 0, False, ""
+        last: tuple[str, int | None] | None = None  # the latest passing failure
         try:
-            return await bounded(self.client, primary)
-        except ProviderError as exc:
-            transient = exc.status is None or exc.status == 429 or exc.status >= 500
-            fallback = self.fallback_model
-            if isinstance(exc, ContextOverflow) or not transient or not fallback:
-                raise
-            if fallback == primary:
-                raise
-            log.warning("model %s failed (%s); trying the fallback %s", primary, exc, fallback)
-            out = await bounded(self.fallback_client, fallback)
-            out.fallback_from, out.fallback_reason = primary, str(exc)
-            return out
-
-    async def _with_retries(self, what: Callable[[], Awaitable[Completion]]) -> Completion:
-        attempt = 0
-        while True:
-            try:
-                return await what()
-            except APIError as exc:
-                said = f"{exc.message} {exc.body}"
-                if isinstance(exc, APIStatusError | StreamErrorEvent) and _OVERFLOW.search(said):
-                    status = exc.status_code if isinstance(exc, APIStatusError) else None
-                    raise ContextOverflow(_kind(exc), status) from exc
-                retry, status, after = _retryable(exc)
-                if isinstance(exc, APIStatusError) and not retry:
-                    raise ProviderError(_describe(exc), status) from exc
-                if not retry or attempt >= self.max_retries:
-                    what_failed = f"HTTP {status}" if status else _kind(exc)
-                    log.warning(
-                        "model provider failed after %d tries: %s", attempt + 1, what_failed
+            async with asyncio.timeout(self.deadline):
+                while True:
+                    on_fallback = fallback is not None and (
+                        per_model <= failures < quick or (failures >= quick and failures % 2)
                     )
-                    raise ProviderError(what_failed, status) from exc
-                delay = min(self.retry_max_delay, self.retry_base_delay * 2**attempt)
-                delay = min(after, 30.0) if after else delay * (0.75 + random.random() / 2)
-                attempt += 1
-                log.info(
-                    "model provider %s; retry %d in %.2fs",
-                    status or type(exc).__name__,
-                    attempt,
-                    delay,
-                )
-                await asyncio.sleep(delay)
+                    client = self.fallback_client if on_fallback else self.client
+                    name = fallback if on_fallback and fallback else primary
+                    try:
+                        out = await what(client, name, silence)
+                    except APIError as exc:
+                        retry, retry_after, what_failed, status = self._passing(exc)
+                        failure: BaseException = exc
+                        if not retry:  # not worth a retry; the fallback model may still do
+                            if not fallback or failures >= per_model:
+                                raise ProviderError(what_failed, status) from exc
+                            failures = per_model - 1
+                    else:
+                        if on_fallback:
+                            out.fallback_from, out.fallback_reason = primary, primary_failure
+                        return out
+                    failures += 1
+                    last = (what_failed, status)
+                    primary_failure = primary_failure if on_fallback else what_failed
+                    if failures == per_model and fallback and failures < quick:
+                        log.warning("model %s failed (%s); trying the fallback %s",
+                                    primary, what_failed, fallback)  # fmt: skip
+                    if failures >= quick and on_wait is None:
+                        log.warning("model provider failed after %d tries: %s",
+                                    failures, what_failed)  # fmt: skip
+                        raise ProviderError(what_failed, status) from failure
+                    delay = self._backoff(failures, quick, retry_after)
+                    if loop.time() - started + delay >= self.deadline:
+                        log.warning("model provider still failing after %d tries (%s): "
+                                    "stopped waiting", failures, what_failed)  # fmt: skip
+                        raise OutageOutlasted(what_failed, status, self.deadline) from failure
+                    if failures >= quick and on_wait is not None and not told:
+                        told = True
+                        log.warning("model provider failing (%s): waiting it out, up to %g s",
+                                    what_failed, self.deadline)  # fmt: skip
+                        await on_wait(outage_notice(what_failed))
+                    log.info("model provider %s; retry %d in %.2fs", what_failed, failures, delay)
+                    await asyncio.sleep(delay)
+        except TimeoutError:
+            if last is not None:  # the deadline came mid-try of an outage: the same last line
+                log.warning("model provider still failing at the deadline (%s): stopped "
+                            "waiting", last[0])  # fmt: skip
+                raise OutageOutlasted(last[0], last[1], self.deadline) from None
+            log.warning("model %s gave no complete answer within %gs", primary, self.deadline)
+            raise DeadlinePassed(self.deadline) from None
+
+    def _passing(self, exc: APIError) -> tuple[bool, float | None, str, int | None]:
+        """(a passing failure?, the server's Retry-After, what failed, its status); a
+        ProviderError for a refusal (a 4xx, the context overflowed)."""
+        said = f"{exc.message} {exc.body}"
+        if isinstance(exc, APIStatusError | StreamErrorEvent) and _OVERFLOW.search(said):
+            status = exc.status_code if isinstance(exc, APIStatusError) else None
+            raise ContextOverflow(_kind(exc), status) from exc
+        retry, status, after = _retryable(exc)
+        if isinstance(exc, APIStatusError) and not retry:
+            raise ProviderError(_describe(exc), status) from exc
+        what_failed = f"HTTP {status}" if status else _kind(exc)
+        return retry, after, what_failed, status
+
+    def _backoff(self, failures: int, quick: int, retry_after: float | None) -> float:
+        """Seconds before the next try: doubling within each model's quick retries, then
+        (waiting out an outage) at the ceiling, so an answer comes within seconds of the
+        provider's return; a server's Retry-After (capped) wins."""
+        if retry_after:
+            return min(retry_after, 30.0)
+        per_model = self.max_retries + 1
+        if failures < quick:
+            if not failures % per_model:
+                return 0.0  # the fallback model takes over at once
+            step = failures % per_model - 1
+        else:
+            step = failures - quick + self.max_retries
+        delay = min(self.retry_max_delay, self.retry_base_delay * 2.0**step)
+        return delay * (0.75 + random.random() / 2)
 
     async def _adapting(self, body: dict[str, Any], send: Callable[[], Awaitable[T]]) -> T:
         """`send()`, once more after each refused field `_adapted` took out of `body`."""
@@ -239,11 +316,14 @@ class LLMClient:
         on_text: OnText | None = None,
         *,
         model: str | None = None,
+        on_wait: OnText | None = None,
     ) -> Completion:
         """One streamed completion (`model`: default LLM_MODEL); `on_text` gets the whole
-        text so far after each delta."""
+        text so far after each delta. With `on_wait` (someone waits for this answer) an
+        outage is waited out, and `on_wait` gets the line to show them: once that the
+        provider is not answering, once that a stream went quiet."""
 
-        async def once(client: Endpoint, model: str) -> Completion:
+        async def once(client: Endpoint, model: str, silence: Silence) -> Completion:
             body = self._body(model, messages, None)
             body["stream"] = True
             if tools:
@@ -251,10 +331,11 @@ class LLMClient:
             if self.ask_usage:
                 # The provider's own token counts arrive in a last chunk without choices.
                 body["stream_options"] = {"include_usage": True}
-            events = await self._adapting(body, lambda: open_stream(client, body))
-            return await collect(events, model, on_text)
+            async with silence.watch():
+                events = await self._adapting(body, lambda: open_stream(client, body))
+                return await collect(_heard(events, silence), model, on_text)
 
-        return await self._with_fallback(model, once)
+        return await self._call(model, once, on_wait)
 
     async def complete(
         self,
@@ -268,9 +349,12 @@ class LLMClient:
         at most `max_tokens` (and never more than LLM_MAX_OUTPUT_TOKENS). `call` is for a
         metering wrapper: the client itself sends the same request for anyone."""
 
-        async def once(client: Endpoint, model: str) -> Completion:
+        async def once(client: Endpoint, model: str, silence: Silence) -> Completion:
             body = self._body(model, messages, max_tokens)
-            raw = await self._adapting(body, lambda: client.call("POST", "/chat/completions", body))
+            async with silence.watch():
+                raw = await self._adapting(
+                    body, lambda: client.call("POST", "/chat/completions", body)
+                )
             out = from_json(raw, model)
             if out is None:
                 raise ResponseDataError("not a chat completion")
@@ -280,7 +364,7 @@ class LLMClient:
                 )
             return out
 
-        return await self._with_fallback(model, once)
+        return await self._call(model, once)
 
     async def complete_text(
         self,
@@ -300,7 +384,19 @@ class LLMClient:
         return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
+async def _heard(
+    events: AsyncGenerator[dict[str, Any]], silence: Silence
+) -> AsyncGenerator[dict[str, Any]]:
+    """The stream's events, each one telling the watch that the model is still there."""
+    async with contextlib.aclosing(events):
+        async for event in events:
+            silence.heard()
+            yield event
+
+
 def _kind(exc: Exception) -> str:
+    if isinstance(exc, Stalled):
+        return "stalled"
     if isinstance(exc, APITimeoutError):
         return "timed out"
     if isinstance(exc, APIConnectionError):

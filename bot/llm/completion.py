@@ -76,6 +76,8 @@ class Completion:
     fallback_reason: str | None = None
     reasoning: str = ""  # the model's thinking, never shown as the answer
     reasoning_field: str = ""  # the wire name it came under, to send it back under
+    # How many of tool_calls the model wrote out as text (bot/llm/written.py), not sent.
+    written: int = 0
 
     @property
     def truncated(self) -> bool:

@@ -28,9 +28,11 @@ class ChatModel(Protocol):
         on_text: OnText | None = None,
         *,
         model: str | None = None,
+        on_wait: OnText | None = None,
     ) -> Completion:
         """One streamed chat completion, with tools (`model`: default LLM_MODEL); `on_text`
-        gets the whole text so far after each delta."""
+        gets the whole text so far after each delta. `on_wait`: someone waits for this
+        answer, so an outage is waited out, and it gets the line to tell them."""
         ...
 
     async def complete(

@@ -16,8 +16,10 @@ class ModelSettings(BaseModel):
     llm_base_url: str = "https://api.openai.com/v1"
     llm_api_key: SecretStr | None = None
     llm_model: str = ""
-    # Seconds one whole call may take, its retries included (raise it for a slow local model).
-    llm_timeout_s: float = Field(default=120.0, gt=0)
+    # Seconds one whole call may take, its retries included: a chat message waits out an
+    # outage (5xx, 429, network, stalls) this long. A try silent for a fifth of it (at least
+    # a minute) counts as stalled. Raise it for a slow local model.
+    llm_timeout_s: float = Field(default=600.0, gt=0)
     # Models a user may pick with /model; LLM_MODEL is always among them (the default).
     llm_models: Annotated[tuple[str, ...], NoDecode] = ()
     # Used when the primary model still fails after its retries (429, 5xx, timeouts).

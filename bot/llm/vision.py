@@ -92,11 +92,12 @@ class VisionGate:
         on_text: OnText | None = None,
         *,
         model: str | None = None,
+        on_wait: OnText | None = None,
     ) -> Completion:
         if not has_images(messages):
-            return await self.llm.stream(messages, tools, on_text, model=model)
+            return await self.llm.stream(messages, tools, on_text, model=model, on_wait=on_wait)
         try:
-            out = await self.llm.stream(messages, tools, on_text, model=model)
+            out = await self.llm.stream(messages, tools, on_text, model=model, on_wait=on_wait)
         except ProviderError as exc:
             status = exc.status or 0
             if not (400 <= status < 500 and status != 429 and _REFUSAL.search(str(exc))):
@@ -105,7 +106,9 @@ class VisionGate:
             if self.mode == "auto":
                 self._remember(False)
             _dropped.set(True)
-            return await self.llm.stream(without_images(messages), tools, on_text, model=model)
+            return await self.llm.stream(
+                without_images(messages), tools, on_text, model=model, on_wait=on_wait
+            )
         if self.mode == "auto" and self.supported is None:
             self._remember(True)
         return out

@@ -63,6 +63,14 @@ class APITimeoutError(APIConnectionError):
         super().__init__("Request timed out.")
 
 
+class Stalled(APITimeoutError):
+    """A try that brought nothing new (no event of its stream, or no answer) for too long."""
+
+    def __init__(self, seconds: float) -> None:
+        APIConnectionError.__init__(self, f"Nothing from the model for {seconds:g} s.")
+        self.seconds = seconds
+
+
 class ResponseDataError(APIError):
     """A 200 whose body is not what the OpenAI API sends: a broken provider or proxy."""
 

@@ -20,6 +20,7 @@ from bot.media.errors import MediaError
 from bot.media.settings import TELEGRAM_DOWNLOAD_LIMIT_MB, MediaSettings
 from bot.media.transcribe import VOICE_OFF, Transcriber
 from tools.code.files import INPUT_DIR, InputStore
+from tools.effects import outside_note
 
 AUDIO_KINDS = ("voice", "audio", "video_note")
 EXCERPT_CHARS = 2000  # of a long document, shown inline
@@ -186,7 +187,10 @@ class MediaService:
         else:
             saved = await asyncio.to_thread(self.inputs.add, key, item.name, path)
         where = f"./{INPUT_DIR}/{saved}"
-        head = f"[Attachment: {item.name} ({_describe(got, size)})"
+        # A document's text is not the user's words: marked, so the turn (and any later one
+        # that still reads it) asks before writing, and memory keeps it as the file's.
+        head = outside_note(f"the file {item.name}")
+        head += f"[Attachment: {item.name} ({_describe(got, size)})"
         if got.kind == "binary":
             return f"{head}: no text extracted; the file is at {where} for the code tool]"
         limit = DOCUMENT_INLINE_CHARS

@@ -21,7 +21,14 @@ async def check_media(host: Host) -> list[CheckResult]:
     settings = host.deps.settings_for(MediaSettings)
     stt = transcriber(settings, model.llm_base_url, model.llm_api_key, host.deps.http)
     ok, detail = await stt.probe()
-    out = [CheckResult("transcription", ok, detail, HINT)]
+    if ok is None and not settings.transcribe_base_url:
+        # As for voice replies: the LLM's endpoint not offering it is no fault.
+        detail = (
+            f"not offered: the model endpoint has no speech-to-text ({detail}); to add it, {HINT}"
+        )
+        out = [CheckResult("transcription", True, detail)]
+    else:
+        out = [CheckResult("transcription", bool(ok), detail, HINT)]
     # What the running bot learned is in DATA_DIR (it remembers a refusal there).
     learned = remembered(host.deps.data_dir / VISION_FILE, model.llm_model)
     state = {

@@ -8,18 +8,23 @@ Every failure becomes a MediaError whose text is one sentence for the user.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass
 
 import httpx
 from pydantic import SecretStr
 
+from bot import capped
 from bot.media.errors import MediaError
 from bot.media.settings import MediaSettings
 
 log = logging.getLogger(__name__)
 
 MAX_TRANSCRIPT_CHARS = 100_000
+# The JSON around the longest transcript we keep, with room for escapes: reading stops
+# past it (an endpoint's junk body was read whole).
+MAX_ANSWER_BYTES = 2 * 1024 * 1024
 # One transcription: a long voice note on a CPU whisper server takes about a minute.
 TIMEOUT_S = 120.0
 HOW_TO_ENABLE = (
@@ -53,13 +58,21 @@ class Transcriber:
             # httpx's timeout is per read: a service dripping bytes would hold the chat for
             # good. TIMEOUT_S is the whole call's deadline.
             async with asyncio.timeout(self.timeout_s):
-                resp = await self.http.post(
+                resp = await capped.post(
+                    self.http,
                     f"{self.base_url}/audio/transcriptions",
+                    MAX_ANSWER_BYTES,
                     headers=headers,
                     files={"file": (filename, data, mime)},
                     data={"model": self.model, "response_format": "json"},
                     timeout=httpx.Timeout(self.timeout_s, connect=10.0),
                 )
+        except capped.TooLarge:
+            log.warning("transcription endpoint answered more than %d bytes", MAX_ANSWER_BYTES)
+            raise MediaError(
+                "The speech-to-text service sent an answer far too large to be a transcript, "
+                "so I could not hear your voice message; please write it."
+            ) from None
         except (httpx.TimeoutException, TimeoutError):
             log.warning("transcription timed out after %.0f s", self.timeout_s)
             raise MediaError(
@@ -89,16 +102,17 @@ class Transcriber:
                 "again later or write your message."
             )
         try:
-            text = resp.json().get("text")
+            text = json.loads(resp.content).get("text")
         except (ValueError, AttributeError):
             text = None
         if not isinstance(text, str):
             raise MediaError("The speech-to-text service gave an answer I could not read.")
         return text.strip()[:MAX_TRANSCRIPT_CHARS]
 
-    async def probe(self) -> tuple[bool, str]:
+    async def probe(self) -> tuple[bool | None, str]:
         """Is there a transcription endpoint? A form without a file: 4xx other than
-        401/403/404/405 means it exists (nothing is transcribed, nothing is billed)."""
+        401/403/404/405 means it exists (nothing is transcribed, nothing is billed).
+        None: the endpoint has no such route at all (404/405)."""
         if self.base_url is None:
             return True, "off (TRANSCRIBE_BASE_URL=off): voice messages get one sentence"
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -109,7 +123,9 @@ class Transcriber:
             )
         except httpx.HTTPError as exc:
             return False, f"{url}: {type(exc).__name__}"
-        if resp.status_code in (401, 403, 404, 405) or resp.status_code >= 500:
+        if resp.status_code in (404, 405):
+            return None, f"{url}: HTTP {resp.status_code}, no speech-to-text route"
+        if resp.status_code in (401, 403) or resp.status_code >= 500:
             return False, f"{url}: HTTP {resp.status_code}"
         return True, f"{url} answers (model {self.model})"
 

@@ -26,6 +26,7 @@ of something the user never said is worse than no memory.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from dataclasses import dataclass
@@ -33,14 +34,19 @@ from datetime import timedelta
 from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
+from sqlalchemy.exc import IntegrityError
+
 from bot.sessions import repo
 from bot.sessions.grounding import check
+from bot.sessions.outside import without_outside
 from bot.sessions.periods import user_tz
 from bot.sessions.summary import (
     CHARS_PER_TOKEN,
     DEFAULT_BUDGET,
+    SUMMARY_MAX_S,
     Ask,
     Fact,
+    Pace,
     Summariser,
     checks_names,
     grounding_source,
@@ -54,7 +60,8 @@ from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
 
-Status = Literal["archived", "already", "empty", "failed", "grew", "missing"]
+# busy: another writer (the split job, /newsession, another worker) holds the session.
+Status = Literal["archived", "already", "busy", "empty", "failed", "grew", "missing"]
 
 # What one archive summary reads at most: the summary service's size rule at its default.
 MAX_TRANSCRIPT_CHARS = DEFAULT_BUDGET * CHARS_PER_TOKEN
@@ -130,6 +137,8 @@ class Archiver:
         *,
         default_tz: ZoneInfo | None = None,
         retry_base: timedelta = timedelta(minutes=1),
+        lease: timedelta = timedelta(seconds=2 * SUMMARY_MAX_S + 60),
+        pace: Pace | None = None,
     ) -> None:
         self.default_tz = default_tz or ZoneInfo("UTC")
         self.session_factory = session_factory
@@ -137,9 +146,42 @@ class Archiver:
         self.llm = llm
         self.clock = clock
         self.retry_base = retry_base
+        # How long a writer may hold a session before another may take over (it died):
+        # two summary calls (a rejected summary is asked for once more) at their longest.
+        self.lease = lease
+        self.pace = pace or Pace()  # the server's speed, shared by this archiver's calls
 
     async def archive(self, session_id: int) -> ArchiveResult:
-        """Archive one session (open or already closed); safe to call any number of times."""
+        """Archive one session (open or already closed); safe to call any number of times,
+        from any process: one writer at a time holds the session's lease (the others get
+        "busy"), so a session is never summarised twice at once."""
+        now = self.clock()
+        try:
+            async with self.session_factory() as s, s.begin():
+                if await repo.get_session(s, session_id) is None:
+                    return ArchiveResult(session_id, "missing")
+                state = await repo.archive_row(s, session_id)
+                if state.archived_at is not None:
+                    return ArchiveResult(session_id, "already", state.summary)
+                until = now + self.lease
+                if not await repo.take_lease(s, session_id, "claimed_until", now, until):
+                    return ArchiveResult(session_id, "busy")
+        except IntegrityError:  # another writer created the row just now: it is theirs
+            return ArchiveResult(session_id, "busy")
+        try:
+            return await self._archive(session_id)
+        finally:
+            # Also when cancelled (shutdown): the next writer need not wait for the lease.
+            await asyncio.shield(self._release(session_id))
+
+    async def _release(self, session_id: int) -> None:
+        try:
+            async with self.session_factory() as s, s.begin():
+                await repo.drop_lease(s, session_id, "claimed_until")
+        except Exception:  # the lease runs out by itself
+            log.warning("releasing session %d's summary lease failed", session_id, exc_info=True)
+
+    async def _archive(self, session_id: int) -> ArchiveResult:
         async with self.session_factory() as s:
             session = await repo.get_session(s, session_id)
             if session is None:
@@ -174,7 +216,8 @@ class Archiver:
                 return await self._failed(session_id, str(exc))
             try:
                 names = checks_names(words)
-                await consolidate(self.memory, user_id, messages, facts, names=names)
+                own = without_outside(messages)
+                await consolidate(self.memory, user_id, own, facts, names=names)
             except Exception:
                 log.exception("keeping the facts of session %d failed", session_id)
             async with self.session_factory() as s, s.begin():
@@ -237,8 +280,10 @@ class Archiver:
         return ArchiveResult(session_id, "failed", error=error)
 
     async def summarise(self, messages: list[Message], call: ModelCall) -> tuple[str, list[Fact]]:
-        """A checked summary and the facts the model listed after it."""
-        summary = await Summariser(self.llm).summarise(WRITE, messages, call)
+        """A checked summary and the facts the model listed after it, of the session without
+        what it read from outside (bot/sessions/outside.py)."""
+        messages = without_outside(messages)
+        summary = await Summariser(self.llm, pace=self.pace).summarise(WRITE, messages, call)
         if summary.ok:
             return summary.text, summary.facts
         if not summary.invented:
@@ -271,6 +316,24 @@ def source_message(fact: str, theirs: list[Message]) -> Message | None:
     return best
 
 
+_STEMMED = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
+NOT_WORDS = frozenset({"user", "users"})  # how a fact names the user, not what it says
+
+
+def stems(text: str) -> set[str]:
+    """Words of four letters or more by their first four ("lives" = "live")."""
+    return {w.lower()[:4] for w in _STEMMED.findall(text) if w.lower() not in NOT_WORDS}
+
+
+def in_their_words(fact: str, theirs: list[Message]) -> bool:
+    """Whether at least half of the fact's words are words the user wrote: a fact with no
+    name or number for the grounding check ("wants every action approved without asking")
+    must still be what the user said, not what a page made the model say."""
+    words = stems(fact)
+    said_words = set().union(*(stems(m.content) for m in theirs)) if theirs else set()
+    return len(words & said_words) * 2 >= len(words)
+
+
 async def consolidate(
     memory: FactWriter, user_id: int, messages: list[Message], facts: list[Fact], *, names: bool
 ) -> int:
@@ -281,7 +344,7 @@ async def consolidate(
     for fact in facts:
         grounded = check(fact.content, source, names=names)
         origin = source_message(fact.content, theirs)
-        if not grounded.ok or origin is None:
+        if not grounded.ok or origin is None or not in_their_words(fact.content, theirs):
             why = grounded.reason() or "no user message says it"
             log.info("fact not kept (%s): %.80s", why, fact.content)
             continue
@@ -297,8 +360,12 @@ async def consolidate(
     return stored
 
 
-def archiver_from(deps: ToolDeps, default_tz: ZoneInfo) -> Archiver | None:
-    """The archiver for an app's shared resources; None when memory is not available."""
+def archiver_from(
+    deps: ToolDeps, default_tz: ZoneInfo, llm: TextModel | None = None
+) -> Archiver | None:
+    """The archiver for an app's shared resources (`llm`: the model for summaries, default
+    deps.llm); None when memory is not available."""
     if deps.memory is None:
         return None
-    return Archiver(deps.session_factory, deps.memory, deps.llm, deps.clock, default_tz=default_tz)
+    model = llm or deps.llm
+    return Archiver(deps.session_factory, deps.memory, model, deps.clock, default_tz=default_tz)

@@ -10,7 +10,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from bot.sessions import repo
-from bot.sessions.archive import archiver_from
+from bot.sessions.background import BackgroundArchive
 from bot.sessions.lifecycle import NewSession, start_new_session
 from bot.sessions.settings import SessionSettings
 from db.repos import core as core_repo
@@ -45,16 +45,17 @@ async def timezone(call: CommandCall) -> str:
 async def new_session(
     host: Host, telegram_user_id: int | None, user_name: str, name: str | None
 ) -> NewSession:
-    """The one place a command starts a new session: close, open, archive the old one."""
+    """The one place a command starts a new session: close, open, and archive the old one
+    in the background (a slow local model takes minutes to summarise: the reply does not
+    wait for it)."""
     deps = host.deps
-    return await start_new_session(
-        deps.session_factory,
-        deps.clock,
-        telegram_user_id=telegram_user_id,
-        user_name=user_name,
-        name=name,
-        archiver=archiver_from(deps, _settings(host).tz),
-    )
+    created = await start_new_session(
+        deps.session_factory, deps.clock, telegram_user_id=telegram_user_id,
+        user_name=user_name, name=name,
+    )  # fmt: skip
+    if created.ended_session_id is not None:
+        created.in_background = host.part(BackgroundArchive).archive_soon(created.ended_session_id)
+    return created
 
 
 def new_session_text(created: NewSession) -> str:
@@ -65,7 +66,9 @@ def new_session_text(created: NewSession) -> str:
     result = created.archive
     if result is not None and result.status == "archived":
         text += " I kept a summary of it in memory."
-    elif result is None or result.status in ("failed", "grew"):
+    elif created.in_background:
+        text += " I'm writing its summary to memory in the background."
+    elif result is None or result.status in ("failed", "grew", "busy"):
         text += " I'll write its summary to memory shortly (nothing is lost)."
     return text
 
@@ -87,6 +90,15 @@ def zone_suggestions(name: str) -> list[str]:
 
 def _fmt(dt: datetime, tz: ZoneInfo) -> str:
     return dt.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+
+
+def span(start: datetime, end: datetime, tz: ZoneInfo) -> str:
+    """`2026-11-28 09:00–17:30` within one local day (the date said once), else both ends
+    in full: `2026-11-27 22:00 → 2026-11-28 01:10`."""
+    a, b = start.astimezone(tz), end.astimezone(tz)
+    if a.date() == b.date():
+        return f"{a:%Y-%m-%d %H:%M}–{b:%H:%M}"
+    return f"{a:%Y-%m-%d %H:%M} → {b:%Y-%m-%d %H:%M}"
 
 
 def split_line(settings: SessionSettings, tz: ZoneInfo, now: datetime) -> str:
@@ -111,7 +123,7 @@ async def sessions_text(host: Host, telegram_user_id: int | None, user_name: str
         if line.ended_at is None:
             when = f"{start} → now (current)"
         else:
-            when = f"{start} → {_fmt(line.ended_at, tz)}"
+            when = span(line.started_at, line.ended_at, tz)
         plural = "" if line.messages == 1 else "s"
         out.append(f"\n• {line.name} — {when} · {line.messages} message{plural}")
         if line.summary:

@@ -4,7 +4,9 @@ When the newest turns no longer fit the budget, the oldest uncovered range is su
 by the summary service (bot/sessions/summary.py; rolling: the previous summary is part of
 what is summarised; verified there: the grounding check, then a reviewer call in a fresh
 context when SUMMARY_REVIEW=model) and saved; from then on the model sees "turns i..j
-(when) are summarised: ..." at the end of the system message instead of those turns. The turns stay
+(when) are summarised: ..." in front of the first turn shown instead of those turns (not
+in the system message: its bytes and the tool schemas stay the same, so a provider's
+prefix cache keeps them whatever is cut). The turns stay
 in the messages table and /sessions. A rejected summary is saved as rejected (doctor
 counts them), the turns are trimmed as before, and the model is told which turns it
 does not see: it never meets a gap without knowing.
@@ -12,17 +14,21 @@ does not see: it never meets a gap without knowing.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from bot.agent.prompt import message_cost, to_openai, trim_history
+from sqlalchemy.exc import IntegrityError
+
+from bot.agent.prompt import message_cost, to_openai, trim_history, with_note
 from bot.llm.settings import ModelSettings
 from bot.sessions import compress_repo as repo
+from bot.sessions import repo as sessions_repo
 from bot.sessions.models import SessionCompression
-from bot.sessions.summary import Ask, Review, Summariser, line_cost
+from bot.sessions.summary import SUMMARY_MAX_S, Ask, Review, Summariser, line_cost
 from db.engine import SessionFactory
 from db.models.core import Message
 from tools.base import Clock, TextModel
@@ -47,10 +53,9 @@ if a tool call failed, say it failed. Write in {language}. No preamble, no Markd
 
 @dataclass
 class Fitted:
-    """What the prompt gets: a note for the system message (the summary, or which turns
-    are not shown) and the turns after it."""
+    """The turns the prompt shows; in front of the first, the note on what an earlier
+    summary covers or which turns are not shown (bot/agent/prompt.py with_note)."""
 
-    note: str
     history: list[dict[str, Any]]
 
 
@@ -116,11 +121,19 @@ class Compressor:
         costs = [message_cost(w) for w in wire]
         room = budget - (len(note) // 4 + 1)
         if sum(costs) <= room or not rows:
-            return Fitted(note, wire)
+            return Fitted(with_note(wire, note))
         cut = self._cut(rows, costs, int(budget * KEEP_FRACTION), budget)
-        if self.llm and cut > 0 and await self._worth_trying(session_id, rows):
+        if (
+            self.llm
+            and cut > 0
+            and await self._worth_trying(session_id, rows)
+            and await self._claim(session_id)
+        ):
             summariser = Summariser(self.llm, self.review, budget)
-            row = await self._compress(summariser, session_id, user_id, done, rows[:cut])
+            try:
+                row = await self._compress(summariser, session_id, user_id, done, rows[:cut])
+            finally:
+                await asyncio.shield(self._release(session_id))
             if row.verified:
                 note, before = record_text(row), row.last_turn
                 rows, wire, costs = rows[cut:], wire[cut:], costs[cut:]
@@ -133,7 +146,29 @@ class Compressor:
                 f"not fit the context and are left out here; they are kept in full (/sessions)."
             )
             note = f"{note}\n\n{gap}" if note else gap
-        return Fitted(note, kept)
+        return Fitted(with_note(kept, note))
+
+    async def _claim(self, session_id: int) -> bool:
+        """The session's compression lease: one writer summarises a range at a time (a
+        scheduled task and a chat message of one session, two workers); the other trims
+        this once and finds the summary next time."""
+        now = self.clock()
+        until = now + timedelta(seconds=SUMMARY_MAX_S + 60)
+        try:
+            async with self.session_factory() as s, s.begin():
+                await sessions_repo.archive_row(s, session_id)
+                return await sessions_repo.take_lease(
+                    s, session_id, "compressing_until", now, until
+                )
+        except IntegrityError:  # another writer created the row just now: it is theirs
+            return False
+
+    async def _release(self, session_id: int) -> None:
+        try:
+            async with self.session_factory() as s, s.begin():
+                await sessions_repo.drop_lease(s, session_id, "compressing_until")
+        except Exception:  # the lease runs out by itself
+            log.warning("releasing session %d's compression lease failed", session_id)
 
     @staticmethod
     def _cut(rows: Sequence[Message], costs: list[int], keep: int, chunk: int) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.sessions import commands
-from bot.sessions.archive import archiver_from
+from bot.sessions.background import BackgroundArchive
 from bot.sessions.doctor import session_checks, summaries_check
 from bot.sessions.models import SessionArchive, SessionCompression
 from bot.sessions.settings import SessionSettings
@@ -20,8 +20,8 @@ from tools.feature import Command, Feature, Host, Job
 def split(host: Host) -> SessionSplit:
     deps = host.deps
     settings = deps.settings_for(SessionSettings)
-    # The one archiving path /newsession takes too; None without memory.
-    archiver = archiver_from(deps, settings.tz)
+    # The archiver /newsession uses too (its summary model and budget); None without memory.
+    archiver = host.part(BackgroundArchive).archiver
     return SessionSplit(settings, deps.session_factory, archiver, deps.clock)
 
 
@@ -50,12 +50,13 @@ FEATURE = Feature(
     commands=(
         Command(
             "newsession",
-            "[name] end this conversation and start a new one",
+            "end this conversation and start a new one",
             commands.newsession,
             aliases=("new",),
+            args="[name]",
         ),
         Command("sessions", "your recent sessions with their summaries", commands.sessions),
-        Command("timezone", "[Area/City] show or set your time zone", commands.timezone),
+        Command("timezone", "show or set your time zone", commands.timezone, args="[Area/City]"),
     ),
     jobs=(
         Job(

@@ -79,6 +79,14 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:[,\u202f\u00a0 ]\d{3})*(?:\.\d+)?(?![\w])
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 # A capital after "°" is a unit (°C, °F), not a name; the number before it is checked.
 _CAPITALISED = re.compile(r"(?<![\w'’°-])[A-Z][\w'’-]*", re.UNICODE)
+# Units and currencies after a number ("20 C", "5 KM", "3 MB", "12 kWh", "30 EUR") are not
+# names; the number before them is checked.
+UNITS = frozenset(
+    """c f k km kg g mg mb gb kb tb pb mbps gbps kbps hz khz mhz ghz w kw kwh mw mwh v mv
+    ma l ml dl cl m cm mm mi ft lb lbs oz mph kmh pa hpa kpa psi db dpi fps px pt
+    usd eur gbp chf jpy cny inr aud cad""".split()
+)
+_AFTER_NUMBER = re.compile(r"\d\s?°?\s?$")
 _SENTENCE_END = re.compile(r"[.!?:;\n]\s*$")
 _RAN = re.compile(
     r"\b(executed|execut(?:es|ing)|ran (?:it|the|a|this|that)|running it|the (?:code|script) "
@@ -250,6 +258,8 @@ def check(
                 continue
             if src.has_word(word):
                 continue
+            if low in UNITS and _AFTER_NUMBER.search(rest[: m.start()]):
+                continue  # "20 C": a unit, not a name
             opener = m.start() == 0 or bool(_SENTENCE_END.search(rest[: m.start()]))
             if opener and _VERBISH.search(low) and not _followed_by_name(rest, m.end()):
                 continue  # a sentence's first word ("Planning", "Asked"): not a name

@@ -7,8 +7,12 @@ in a finished period.
 
 The old session is closed and the new one opened in one transaction first, so a message
 arriving while the summary is being written already lands in the new session; then the
-old one is archived. Without an archiver at hand (or when the model fails) the closed
-session waits as "summary pending" and the scheduler's next run archives it.
+old one is archived: by the caller's archiver, or (/newsession) in the background by the
+sessions part, so the reply does not wait for a slow model. One writer at a time holds a
+session's summary (a lease on its archive row), so /newsession, the split job and another
+worker never summarise one session at once. Without an archiver at hand (or when the
+model fails) the closed session waits as "summary pending" and the scheduler's next run
+archives it.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class NewSession:
     ended_session_id: int | None
     # What became of the ended session's summary (None: no session ended, or deferred).
     archive: ArchiveResult | None = None
+    in_background: bool = False  # the summary is being written in the background
 
 
 async def start_new_session(

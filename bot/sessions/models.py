@@ -2,8 +2,9 @@
 
 SessionArchive, the archive state of a chat session: one row per session that archiving
 has touched. A session is archived when `archived_at` is set; until then failed attempts
-are counted and retried with backoff. Kept in its own table so the core sessions table
-stays as the foundation made it.
+are counted and retried with backoff. Its leases make one process at a time write a
+session's summaries (a model call of minutes on a slow local server). Kept in its own
+table so the core sessions table stays as the foundation made it.
 
 SessionCompression, summaries that stand in for a range of a long session's oldest turns
 in the prompt. The turns themselves stay in `messages`; a row says "turns first..last are
@@ -37,6 +38,10 @@ class SessionArchive(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     # No new attempt before this instant (backoff after a failure).
     retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Leases: a writer of the archive summary (the split job, /newsession, another worker)
+    # or of a compression summary holds one until then; one that dies leaves it to expire.
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    compressing_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class SessionCompression(Base):

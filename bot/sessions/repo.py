@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
-from sqlalchemy import ColumnElement, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.sessions.models import SessionArchive
@@ -38,7 +39,11 @@ class SessionLine:
 
 
 def _not_waiting(now: datetime) -> ColumnElement[bool]:
-    return or_(SessionArchive.retry_at.is_(None), SessionArchive.retry_at <= now)
+    """Not in a retry backoff, and no writer holds the summary's lease."""
+    return and_(
+        or_(SessionArchive.retry_at.is_(None), SessionArchive.retry_at <= now),
+        or_(SessionArchive.claimed_until.is_(None), SessionArchive.claimed_until <= now),
+    )
 
 
 async def _candidates(s: AsyncSession, *where: ColumnElement[bool]) -> list[Candidate]:
@@ -118,6 +123,37 @@ async def mark_archived(s: AsyncSession, session_id: int, now: datetime) -> bool
     return True
 
 
+Lease = Literal["claimed_until", "compressing_until"]
+
+
+async def take_lease(
+    s: AsyncSession, session_id: int, lease: Lease, now: datetime, until: datetime
+) -> bool:
+    """Hold the session's lease (archive summary or compression) until `until`, unless
+    another writer holds it now (False). One conditional UPDATE: atomic on both databases,
+    so two workers, or the split job and /newsession, never both get it. The row must exist
+    (archive_row)."""
+    column = {
+        "claimed_until": SessionArchive.claimed_until,
+        "compressing_until": SessionArchive.compressing_until,
+    }[lease]
+    result = await s.execute(
+        update(SessionArchive)
+        .where(
+            SessionArchive.session_id == session_id,
+            or_(column.is_(None), column <= now),
+        )
+        .values({lease: until})
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def drop_lease(s: AsyncSession, session_id: int, lease: Lease) -> None:
+    await s.execute(
+        update(SessionArchive).where(SessionArchive.session_id == session_id).values({lease: None})
+    )
+
+
 async def record_failure(s: AsyncSession, session_id: int, error: str, retry_at: datetime) -> int:
     """Count a failed attempt and set the backoff; returns the number of attempts."""
     row = await archive_row(s, session_id)
@@ -154,6 +190,11 @@ async def recent_sessions(s: AsyncSession, user_id: int, limit: int = 10) -> lis
         summary, archived = (arch.summary, arch.archived_at is not None) if arch else (None, False)
         out.append(SessionLine(c.id, c.name, c.started_at, c.ended_at, int(n), summary, archived))
     return out
+
+
+async def keep_context(s: AsyncSession, message_id: int, block: str) -> None:
+    """Keep the context block a user turn was sent with (bot/agent/prompt.py to_openai)."""
+    await s.execute(update(Message).where(Message.id == message_id).values(context=block))
 
 
 async def set_user_timezone(s: AsyncSession, user_id: int, tz: str | None) -> None:

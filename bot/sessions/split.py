@@ -41,7 +41,8 @@ class SessionArchiver(Protocol):
 class SplitReport:
     archived: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
-    deferred: list[int] = field(default_factory=list)  # grew while being summarised
+    # Grew while being summarised, or another writer holds it.
+    deferred: list[int] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -96,7 +97,7 @@ class SessionSplit:
                     return
             if result.done:
                 report.archived.append(c.session_id)
-            elif result.status == "grew":
+            elif result.status in ("grew", "busy"):
                 report.deferred.append(c.session_id)
             else:
                 report.failed.append(c.session_id)

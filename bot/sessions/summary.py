@@ -16,7 +16,10 @@ matters (a model answering in English about a German conversation) without a mod
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
+import time
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -28,6 +31,8 @@ from db.models.core import Message
 from tools.base import TextModel
 from tools.model_call import ModelCall
 
+log = logging.getLogger(__name__)
+
 Review = Literal["model", "grounding", "off"]
 
 MIN_CHARS = 20
@@ -38,6 +43,31 @@ CHARS_PER_TOKEN = 4  # the size rule's measure: what a summary call reads, in to
 DEFAULT_BUDGET = 6000  # tokens of turns one summary call reads (HISTORY_TOKEN_BUDGET's default)
 HEAD_SHARE = 6  # a transcript cut in the middle keeps 1/6 of its room for the start
 SUMMARY_MAX_TOKENS = 600
+# The time one summary call may take. A summary reads up to DEFAULT_BUDGET tokens of turns:
+# ~2,300 tokens with 600 out take 120-200 s on 2 CPU cores, past LLM_TIMEOUT_S's 120 s
+# default, so the floor is well above it; a server measured slower than that gets three
+# times what its speed predicts, up to the ceiling (the model client's own deadline for
+# summary calls, bot/app.py).
+SUMMARY_MIN_S = 600.0
+SUMMARY_MAX_S = 1800.0
+
+
+class Pace:
+    """How fast the model server got through the last summary calls (tokens read and
+    written per second, by the summary's size rule), and the time budget that follows."""
+
+    def __init__(self) -> None:
+        self.rate: float | None = None
+
+    def budget(self, tokens: int) -> float:
+        if not self.rate:
+            return SUMMARY_MIN_S
+        return min(SUMMARY_MAX_S, max(SUMMARY_MIN_S, 3 * tokens / self.rate))
+
+    def seen(self, tokens: int, seconds: float) -> None:
+        rate = tokens / max(seconds, 0.001)
+        self.rate = rate if self.rate is None else (self.rate + rate) / 2
+
 
 # Scripts whose Unicode names differ but which one language mixes (Japanese).
 _SCRIPT_ALIASES = {"HIRAGANA": "CJK", "KATAKANA": "CJK", "IDEOGRAPHIC": "CJK"}
@@ -278,11 +308,36 @@ class Summariser:
     naming the problem, when it does not pass."""
 
     def __init__(
-        self, llm: TextModel, review: Review = "grounding", budget: int = DEFAULT_BUDGET
+        self,
+        llm: TextModel,
+        review: Review = "grounding",
+        budget: int = DEFAULT_BUDGET,
+        pace: Pace | None = None,
     ) -> None:
         self.llm = llm
         self.review = review
         self.budget = budget
+        self.pace = pace or Pace()
+
+    async def _write(self, request: list[dict[str, Any]], call: ModelCall) -> str:
+        """One summary call within its time budget; abandoned (the request cancelled, the
+        connection closed) when the budget runs out."""
+        tokens = sum(len(str(m["content"])) for m in request) // CHARS_PER_TOKEN
+        tokens += SUMMARY_MAX_TOKENS
+        budget = self.pace.budget(tokens)
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(budget):
+                text = await self.llm.complete_text(
+                    request, max_tokens=SUMMARY_MAX_TOKENS, call=call
+                )
+        except TimeoutError:
+            log.warning("a summary call took longer than its %g s budget: abandoned", budget)
+            raise TimeoutError(f"no summary within its {budget:g} s budget") from None
+        out = (text or "").strip()
+        self.pace.seen(tokens - SUMMARY_MAX_TOKENS + len(out) // CHARS_PER_TOKEN,
+                       time.monotonic() - started)  # fmt: skip
+        return out
 
     async def summarise(
         self, ask: Ask, messages: Sequence[Message], call: ModelCall, *, before: str = ""
@@ -300,13 +355,10 @@ class Summariser:
         request, result = base, Summary("")
         for _ in range(2):
             try:
-                text = await self.llm.complete_text(
-                    request, max_tokens=SUMMARY_MAX_TOKENS, call=call
-                )
+                text = await self._write(request, call)
             except Exception as exc:
                 problem = f"model failed: {type(exc).__name__}: {exc}"
                 return Summary("", problem=problem[:300], failed=True)
-            text = (text or "").strip()
             text, facts = split_facts(text) if ask.facts else (text, [])
             result = await self.verify(ask, text, turns, words, source, tool_ok, call)
             result.facts = facts

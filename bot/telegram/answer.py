@@ -1,7 +1,9 @@
 """One answer to one user message: streamed drafts, the final Markdown, then any files.
 
-An answer Telegram does not take (an outage: 5xx, 429, network, after the retries) is
-kept in the outbox and sent when Telegram is back (bot/telegram/outbox.py)."""
+The answer and its files go through the outbox (bot/telegram/outbox.py): what Telegram
+does not take (an outage: 5xx, 429, network) is kept and sent when it is back, and while
+the chat has replies queued, this one goes after them. While the model is waited for (an
+outage, a stalled stream) the user gets one line that says so, the same way."""
 
 from __future__ import annotations
 
@@ -10,15 +12,14 @@ import contextlib
 import logging
 import time
 
-from aiogram import Bot
 from aiogram.enums import ChatType
 from aiogram.types import Message
 
 from bot.agent.runner import Events, Incoming, Reply
 from bot.app import App
-from bot.telegram.files import send_files
-from bot.telegram.outbox import TRANSIENT, Outbox
-from bot.telegram.render import render, send_chunk
+from bot.telegram.files import file_items
+from bot.telegram.outbox import Item, Outbox, text_items
+from bot.telegram.render import render
 from bot.telegram.streaming import ReplyStreamer
 from bot.telegram.voice_reply import send_voice_reply
 from tools.errors import storage_problem
@@ -26,7 +27,6 @@ from tools.errors import storage_problem
 log = logging.getLogger(__name__)
 
 BUSY_WAIT_S = 5.0
-FILES_LOST = "(The files of this answer could not be sent while Telegram was down; ask again.)"
 
 
 def incoming_from(message: Message, text: str, kind: str = "text") -> Incoming:
@@ -41,15 +41,25 @@ def incoming_from(message: Message, text: str, kind: str = "text") -> Incoming:
     )
 
 
-async def answer(message: Message, app: App, incoming: Incoming, draft_interval: float) -> Reply:
+async def answer(
+    message: Message, app: App, incoming: Incoming, draft_interval: float, outbox: Outbox
+) -> Reply:
     bot = message.bot
     assert bot is not None
     chat = message.chat.id
-    outbox = Outbox(bot, app.session_factory, app.deps.clock)
     private = message.chat.type == ChatType.PRIVATE
     streamer = ReplyStreamer(bot, chat, drafts=private, interval=draft_interval)
+    told = False
+
+    async def on_wait(line: str) -> None:
+        nonlocal told
+        if not told:  # one word per message, whatever the model's trouble
+            told = True
+            await outbox.send(chat, None, text_items([line]))
+
+    events = Events(streamer.on_text, streamer.on_tools, on_wait)
     try:
-        reply = await _handle(app, incoming, streamer)
+        reply = await _handle(app, incoming, events, streamer)
     except Exception:
         # The error handler tells the user; remember that, so a restart does not ask them
         # to send this message again.
@@ -60,21 +70,16 @@ async def answer(message: Message, app: App, incoming: Incoming, draft_interval:
     finally:
         await streamer.close()
     answered_at = time.perf_counter()
-    if not await deliver(bot, outbox, chat, incoming.telegram_message_id, reply):
-        return reply
-    if reply.files:
-        # Several runs may write the same name: the last version is the one to send.
-        latest = {name: (name, data) for name, data in reply.files}
-        await send_files(bot, chat, list(latest.values()))
+    if not await deliver(outbox, chat, incoming.telegram_message_id, reply):
+        return reply  # queued: it goes when Telegram is back, without the spoken version
     await send_voice_reply(bot, chat, app, incoming, reply, answered_at)
     return reply
 
 
-async def _handle(app: App, incoming: Incoming, streamer: ReplyStreamer) -> Reply:
+async def _handle(app: App, incoming: Incoming, events: Events, streamer: ReplyStreamer) -> Reply:
     """The agent's answer. A database busy past its timeout before the model said or did
     anything (the message was not stored yet) is waited out once: the message is kept and
     answered without the user noticing; otherwise the error line says what happened."""
-    events = Events(streamer.on_text, streamer.on_tools)
     try:
         return await app.agent.handle(incoming, events)
     except Exception as exc:
@@ -85,17 +90,10 @@ async def _handle(app: App, incoming: Incoming, streamer: ReplyStreamer) -> Repl
     return await app.agent.handle(incoming, events)
 
 
-async def deliver(bot: Bot, outbox: Outbox, chat: int, about: int | None, reply: Reply) -> bool:
-    """Send the answer; False when Telegram did not take it and it went to the outbox."""
-    chunks = render(reply.text)
-    for i, (text, entities) in enumerate(chunks):
-        try:
-            await send_chunk(bot, chat, text, entities)
-        except TRANSIENT as exc:
-            log.warning("answer to chat %d not sent (%s): queued", chat, type(exc).__name__)
-            rest = chunks[i:]
-            if reply.files:
-                rest.append((FILES_LOST, []))
-            await outbox.queue(chat, about, rest)
-            return False
-    return True
+async def deliver(outbox: Outbox, chat: int, about: int | None, reply: Reply) -> bool:
+    """Send the answer and its files; False when (some of) it went to the outbox."""
+    items: list[Item] = text_items(render(reply.text))
+    # Several runs may write the same name: the last version is the one to send.
+    latest = {name: (name, data) for name, data in reply.files}
+    items += file_items(list(latest.values()))
+    return await outbox.send(chat, about, items)

@@ -4,28 +4,36 @@ features router): only the member whose message started the call may answer (any
 else's press is a toast and nothing else), and it is settled in the database, so the worker
 that receives it need not be the one that asked; this asker waits for that row. The press
 arrives as its own update, outside the chat's order (bot/telegram/middlewares.py,
-chat_key): that chat's turn is the one waiting for it."""
+chat_key): that chat's turn is the one waiting for it.
+
+The question shows the whole action: one too long for a message goes along as a file
+(what a message would cut off is where a payload hides). While it waits, the chat is not
+frozen: WAITING tells the chat's order (bot/telegram/middlewares.py) that its turn waits
+for a question, so commands are answered at once and a message hears why it waits."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from aiogram import Bot
-from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
+from aiogram.types import BufferedInputFile, InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.approvals import repo
 from bot.approvals.feature import FEATURE
 from bot.approvals.gate import Choice, Question
-from bot.approvals.questions import DOORBELL, SAID, answer_data
-from bot.telegram.render import send_chunk
+from bot.approvals.questions import ALWAYS_LABEL, DOORBELL, answer_data, said
+from bot.telegram.render import send_chunk, with_retry
 from db.engine import SessionFactory
 from tools.feature import button_data
 
 POLL_S = 1.0  # a press another worker settled is seen within this
-BUTTONS: tuple[tuple[str, Choice], ...] = (
-    ("Allow once", "once"), ("Always for this tool", "always"), ("Deny", "deny"),
-)  # fmt: skip
+# Characters of the action in the message; a longer action is sent whole as a file first
+# (a message holds 4096, and the rest of the question needs room).
+SHOWN_CHARS = 2500
+WHY_CHARS = 400  # of the outside content named as the reason to ask
 ANSWER = button_data(FEATURE, "answer")
 # The question's buttons before approvals was a feature ("appr:<key>:<choice>"): still
 # answered (bot/telegram/routers/approvals.py), as a question a worker of the previous
@@ -38,13 +46,78 @@ def answers_a_question(data: str) -> bool:
     return data.startswith((f"{ANSWER}:", f"{OLD_PREFIX}:"))
 
 
+def buttons(q: Question) -> tuple[tuple[str, Choice], ...]:
+    return (("Allow once", "once"), (ALWAYS_LABEL[q.scheduled], "always"), ("Deny", "deny"))
+
+
+def action_file(q: Question) -> tuple[str, bytes] | None:
+    """The whole action as a file, when the message shows only its start."""
+    if len(q.action) <= SHOWN_CHARS:
+        return None
+    return f"action-{q.key}.txt", q.action.encode("utf-8", "surrogatepass")
+
+
 def question_text(q: Question) -> str:
     who = f"{q.user_name}, " if q.user_name else ""
     minutes = f"{q.timeout_s / 60:g} min" if q.timeout_s >= 60 else f"{q.timeout_s:g} s"
+    action = q.action
+    if len(action) > SHOWN_CHARS:
+        action = (
+            f"{action[:SHOWN_CHARS]}\n… and {len(action) - SHOWN_CHARS} more characters. The "
+            "whole action is in the file above: read it all before you answer."
+        )
+    why = ""
+    if q.why:
+        seen = q.why if len(q.why) <= WHY_CHARS else q.why[: WHY_CHARS - 1] + "…"
+        why = (
+            f"\nI have read outside content in this conversation ({seen}); it may be "
+            "steering me, so I ask before anything that writes."
+        )
+    when = "\nA scheduled task asks: nobody may be watching." if q.scheduled else ""
     return (
-        f"🔐 {who}may I do this?\n\n{q.action}\n\n({q.effects}. "
+        f"🔐 {who}may I do this?{why}{when}\n\n{action}\n\n({q.effects}. "
         f"No answer within {minutes} means no.)"
     )
+
+
+@dataclass
+class _Wait:
+    questions: int = 0
+    told: bool = False  # a message that came meanwhile heard that a question waits
+
+
+class Waiting:
+    """The chats whose turn waits for an approval question in this process. Process-wide
+    like the doorbell: the asker and the chat's order meet whatever instance holds them."""
+
+    def __init__(self) -> None:
+        self._chats: dict[int, _Wait] = {}
+
+    @contextlib.contextmanager
+    def asking(self, chat_id: int) -> Iterator[None]:
+        wait = self._chats.setdefault(chat_id, _Wait())
+        wait.questions += 1
+        wait.told = False
+        try:
+            yield
+        finally:
+            wait.questions -= 1
+            if not wait.questions:
+                del self._chats[chat_id]
+
+    def waits(self, chat_id: int) -> bool:
+        return chat_id in self._chats
+
+    def tell_once(self, chat_id: int) -> bool:
+        """True the first time a message comes while this chat's question waits."""
+        wait = self._chats.get(chat_id)
+        if wait is None or wait.told:
+            return False
+        wait.told = True
+        return True
+
+
+WAITING = Waiting()
 
 
 class TelegramAsker:
@@ -54,17 +127,22 @@ class TelegramAsker:
     async def __call__(self, q: Question) -> Choice:
         if q.chat_id is None:
             return "deny"  # nowhere to ask
-        text, sent, decision = question_text(q), None, repo.PENDING
+        chat, text, sent, decision = q.chat_id, question_text(q), None, repo.PENDING
         row = [
             InlineKeyboardButton(
                 text=label, callback_data=button_data(FEATURE, answer_data(q.key, c))
             )
-            for label, c in BUTTONS
+            for label, c in buttons(q)
         ]
         markup = InlineKeyboardMarkup(inline_keyboard=[row])
         try:
-            with DOORBELL.waiting(q.key) as rung:
-                sent = await send_chunk(self.bot, q.chat_id, text, [], markup)
+            # A scheduled run's question holds no chat turn: the chat's order is not waiting.
+            holds = contextlib.nullcontext() if q.scheduled else WAITING.asking(chat)
+            with DOORBELL.waiting(q.key) as rung, holds:
+                if (whole := action_file(q)) is not None:
+                    document = BufferedInputFile(whole[1], filename=whole[0])
+                    await with_retry(lambda: self.bot.send_document(chat, document), "sendDocument")
+                sent = await send_chunk(self.bot, chat, text, [], markup)
                 while decision == repo.PENDING:
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(POLL_S):
@@ -76,7 +154,7 @@ class TelegramAsker:
         finally:  # also at the timeout: the buttons go, the outcome is said
             if sent is not None:
                 with contextlib.suppress(Exception):
-                    said = SAID.get(decision, SAID["denied"])
+                    outcome = said(decision, q.scheduled)
                     await self.bot.edit_message_text(
-                        f"{text}\n\n{said}", chat_id=q.chat_id, message_id=sent
+                        f"{text}\n\n{outcome}", chat_id=chat, message_id=sent
                     )

@@ -22,6 +22,7 @@ from bot.telegram.approval_ask import TelegramAsker
 from bot.telegram.errors import on_error
 from bot.telegram.inbox import InboxMiddleware
 from bot.telegram.middlewares import AccessMiddleware, ChatOrderMiddleware, InFlight
+from bot.telegram.outbox import Outbox
 from bot.telegram.render import with_retry
 from bot.telegram.routers import bot_commands, build_routers
 from bot.telegram.session import SkippingSession
@@ -59,7 +60,8 @@ def build_bot(settings: Settings) -> Bot:
     return Bot(settings.telegram_bot_token.get_secret_value(), session=session)
 
 
-async def _on_startup(bot: Bot, commands: list[BotCommand]) -> None:
+async def _on_startup(bot: Bot, commands: list[BotCommand], outbox: Outbox) -> None:
+    outbox.start()  # what an earlier run left queued goes first
     await with_retry(lambda: bot.set_my_commands(commands), "setMyCommands")
 
 
@@ -161,9 +163,16 @@ class Runtime:
         try:
             await self.drain(grace)
         finally:
+            await self.outbox.stop()
             await self.bot.session.close()
             await self.locks.close()
             await self.app.close()
+
+    @property
+    def outbox(self) -> Outbox:
+        """Every reply to a chat goes through it (bot/telegram/outbox.py)."""
+        outbox: Outbox = self.dp["outbox"]
+        return outbox
 
     @property
     def locks(self) -> Locks:
@@ -191,6 +200,8 @@ def build_runtime(
     )
     app.warm_up()  # heavy models load in the background; polling does not wait for them
     bot = bot or build_bot(app.settings)
+    locks: Locks = dp["locks"]
+    dp["outbox"] = Outbox(bot, app.session_factory, app.deps.clock, locks if locks.shared else None)
     if app.agent.approvals is not None:
         app.agent.approvals.asker = TelegramAsker(bot, app.session_factory)
     return Runtime(app, bot, dp, inflight)

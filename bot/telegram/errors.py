@@ -1,4 +1,5 @@
-"""The one error handler: the user gets a short line, the log gets the traceback."""
+"""The one error handler: the user gets a short line (through the outbox, so it keeps the
+chat's order and outlives a Telegram outage), the log gets the traceback."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from aiogram import Bot
 from aiogram.types import ErrorEvent, Update
 
 from bot.errors import SidekickError, user_text
-from bot.telegram.render import send_plain
+from bot.telegram.outbox import Outbox, text_items
+from bot.telegram.render import split_plain
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +24,7 @@ def _chat_id(update: Update) -> int | None:
     return None
 
 
-async def on_error(event: ErrorEvent, bot: Bot) -> bool:
+async def on_error(event: ErrorEvent, bot: Bot, outbox: Outbox) -> bool:
     exc = event.exception
     if isinstance(exc, SidekickError):
         log.warning("update %s: %s", event.update.update_id, exc)
@@ -37,7 +39,7 @@ async def on_error(event: ErrorEvent, bot: Bot) -> bool:
     chat_id = _chat_id(event.update)
     if chat_id is not None:
         try:
-            await send_plain(bot, chat_id, user_text(exc))
+            await outbox.send(chat_id, None, text_items(split_plain(user_text(exc))))
         except Exception:
             log.exception("could not tell the user about the error")
     return True

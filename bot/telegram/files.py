@@ -1,5 +1,5 @@
 """Files through the Bot API: downloads bounded in size (getFile + the file URL), and the
-files an answer brings (code's ./output/) sent as photos or documents."""
+files an answer brings (code's ./output/) as photos or documents for the outbox."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
-from aiogram.types import BufferedInputFile
 
 from bot.media.attachments import MediaItem
 from bot.media.errors import MediaError
-from bot.telegram.render import send_plain, with_retry
+from bot.telegram.outbox import Item
+from bot.telegram.render import with_retry
 
 log = logging.getLogger(__name__)
 
@@ -68,22 +68,14 @@ def _copy_bounded(src: Path, dest: Path, max_bytes: int, name: str) -> None:
     shutil.copyfile(src, dest)
 
 
-async def send_files(bot: Bot, chat_id: int, files: list[tuple[str, bytes]]) -> None:
-    """Images as photos (falling back to a document), everything else as a document."""
+def file_items(files: list[tuple[str, bytes]]) -> list[Item]:
+    """An answer's files as messages: images as photos (a photo Telegram refuses goes as a
+    document), everything else as a document, one too big for Telegram as a line."""
+    items = []
     for name, data in files:
-        photo = name.lower().endswith(PHOTO_EXTENSIONS) and len(data) <= MAX_PHOTO_BYTES
         if len(data) > MAX_DOCUMENT_BYTES:
-            await send_plain(bot, chat_id, f"{name} is too big to send through Telegram.")
+            items.append(Item("answer", f"{name} is too big to send through Telegram."))
             continue
-        file = BufferedInputFile(data, filename=name)
-        try:
-            if photo:
-                try:
-                    await with_retry(lambda f=file: bot.send_photo(chat_id, f), "sendPhoto")  # type: ignore[misc]
-                    continue
-                except TelegramBadRequest as exc:  # e.g. odd dimensions: a document works
-                    log.info("%s not taken as a photo (%s); sending it as a document", name, exc)
-            await with_retry(lambda f=file: bot.send_document(chat_id, f), "sendDocument")  # type: ignore[misc]
-        except TelegramAPIError as exc:
-            log.warning("sending %s failed: %s", name, exc)
-            await send_plain(bot, chat_id, f"Telegram did not take the file {name}.")
+        photo = name.lower().endswith(PHOTO_EXTENSIONS) and len(data) <= MAX_PHOTO_BYTES
+        items.append(Item("photo" if photo else "document", data=data, filename=name))
+    return items

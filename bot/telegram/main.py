@@ -26,7 +26,6 @@ from bot.config import Settings, require
 from bot.errors import ConfigError, ProviderError
 from bot.status import clear_pid, write_pid
 from bot.telegram.dispatcher import Runtime, build_runtime
-from bot.telegram.outbox import Outbox
 from bot.telegram.reminder_delivery import TelegramDelivery
 from bot.telegram.resume import continue_cut_turns
 from bot.telegram.webhook_guard import guards
@@ -152,12 +151,11 @@ async def run_bot(settings: Settings) -> None:
                 loop.add_signal_handler(sig, stop.set)
         if not await check_token(rt, stop):
             return
-        outbox = Outbox(rt.bot, app.session_factory, app.deps.clock)
         # Before updates are taken: each chat's cut turn goes before its newer messages.
         await continue_cut_turns(rt, app.deps.clock())
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
         jobs = app.start_features(TelegramDelivery(rt.bot))
-        jobs += [outbox.job_spec(), *backup_jobs(settings)]
+        jobs += backup_jobs(settings)  # the outbox has a courier of its own (rt.outbox)
         db_file = app.engine.url.database
         if app.engine.dialect.name == "sqlite" and db_file not in (None, "", ":memory:"):
             jobs.append(DatabaseFileWatch(Path(db_file)).job_spec())

@@ -19,8 +19,9 @@ from bot.access.feature import FEATURE as ACCESS
 from bot.access.gate import AccessList, owner_code
 from bot.access.models import AccessEntry
 from bot.envfile import set_values
-from bot.telegram.approval_ask import answers_a_question
+from bot.telegram.approval_ask import WAITING, answers_a_question
 from bot.telegram.groups import GROUP_CHATS, addressed
+from bot.telegram.render import send_plain
 
 if TYPE_CHECKING:
     from bot.app import App
@@ -173,7 +174,7 @@ class AccessMiddleware(BaseMiddleware):
         if not await addressed(message, bot, "mention"):
             return None
         log.warning("refused an update from user id %s (not let in)", user.id)
-        await self._ask_owner(bot, message, user)
+        await self._ask_owner(bot, message, user, data)
         return None
 
     async def _learn_owner(self, bot: Bot, user: User, text: str) -> bool:
@@ -195,7 +196,9 @@ class AccessMiddleware(BaseMiddleware):
         await bot.send_message(user.id, owner_text(user.id, written))
         return True
 
-    async def _ask_owner(self, bot: Bot, message: Message, user: User) -> None:
+    async def _ask_owner(
+        self, bot: Bot, message: Message, user: User, data: dict[str, Any]
+    ) -> None:
         group = message.chat.type in GROUP_CHATS
         chat_id = message.chat.id if group else user.id
         name = (message.chat.title or "") if group else user.full_name
@@ -218,7 +221,10 @@ class AccessMiddleware(BaseMiddleware):
 
             try:
                 assert owner is not None
-                await send_answer(bot, owner, ACCESS, request_answer(entry, asker))
+                outbox = data["outbox"]
+                await send_answer(
+                    outbox, owner, ACCESS, request_answer(entry, asker), forbidden_raises=True
+                )
             except TelegramAPIError as exc:  # the owner never opened a chat with the bot
                 log.warning("could not ask the owner about user id %s: %s", user.id, exc)
                 outcome = "owner unreachable"
@@ -231,11 +237,40 @@ class AccessMiddleware(BaseMiddleware):
         await bot.send_message(message.chat.id, said)
 
 
+WAITS_FOR_QUESTION = (
+    "⏳ The approval question above is waiting for an answer (no answer in time counts as "
+    "no). I'll answer this message right after it; commands are answered meanwhile."
+)
+UNORDERED = "unordered"  # set in the handler data of a command answered out of turn
+
+
+def is_command(update: Update) -> bool:
+    message = update.message
+    return message is not None and (message.text or "").startswith("/")
+
+
+async def _for_the_bot(update: Update, data: dict[str, Any]) -> bool:
+    """A message from someone served, addressed to the bot (in a group, people talking
+    among themselves hear nothing)."""
+    message, app = update.message, data["app"]
+    if message is None or message.from_user is None:
+        return False
+    if app.access is None or not await app.access.allows_user(message.from_user.id):
+        return False
+    return await addressed(message, data["bot"], app.settings.group_replies)
+
+
 class ChatOrderMiddleware(BaseMiddleware):
     """Handle the updates of one chat one at a time, in arrival order; chats run concurrently.
 
     aiogram runs every update in its own task (handle_as_tasks); asyncio.Lock wakes waiters
     first-in first-out, and the tasks reach the lock in the order polling created them.
+
+    Except while the chat's turn waits for the user's answer to an approval question (up to
+    its timeout, minutes): then a command is answered at once, and the first message that
+    comes meanwhile hears at once that it waits for the question, then keeps its place.
+    A plain message does not settle the question: a button does (text could be anything,
+    and the message is answered right after).
     """
 
     def __init__(self) -> None:
@@ -269,6 +304,13 @@ class ChatOrderMiddleware(BaseMiddleware):
         key = chat_key(event) if isinstance(event, Update) else None
         if key is None or data.get(REPLAYED):
             return await handler(event, data)
+        lock = self.locks.get(key)
+        if lock is not None and lock.locked() and isinstance(event, Update) and WAITING.waits(key):
+            if is_command(event):
+                data[UNORDERED] = True
+                return await handler(event, data)
+            if await _for_the_bot(event, data) and WAITING.tell_once(key):
+                await send_plain(data["bot"], key, WAITS_FOR_QUESTION)
         await self.enter(key)
         try:
             return await handler(event, data)

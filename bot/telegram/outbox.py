@@ -1,18 +1,25 @@
-"""Answers are not lost to a Telegram outage.
+"""Answers are not lost to a Telegram outage. (Messages a restart left unanswered are
+continued by bot/telegram/resume.py.)
 
-An answer Telegram does not take (5xx, 429, network, after `with_retry`'s tries) is
-queued in the outbox with what was not sent yet; a per-minute job (and the startup run)
-delivers queued messages when Telegram is back, each chat's in order. A row counts as
-sent only with the message id Telegram returned (as reminder runs do). (Messages a
-restart left unanswered are continued by bot/telegram/resume.py.)
+- Every reply to a chat (the agent's answers with their files, commands' replies with
+  their charts, buttons and files, the error line, the wait notices) goes through `send`:
+  straight to Telegram, and what Telegram does not take (5xx, 429, network) is queued with
+  what was not sent yet. While a chat has queued rows its newer replies queue behind them,
+  so a chat's replies arrive in the order of its messages. A courier task, woken by the
+  first failure, tries again within seconds (backing off to PROBE_MAX_S) until Telegram
+  takes them, each chat's in order; it also looks every IDLE_S (rows from before a start,
+  or another worker's). A row counts as sent only with the message id Telegram returned
+  (as reminder runs do). A Telegram outage is a warning in the log, never a traceback.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,21 +31,40 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
-from aiogram.types import MessageEntity
+from aiogram.types import BufferedInputFile, InlineKeyboardMarkup, MessageEntity
 
 from bot.telegram.render import Chunk
 from db.engine import SessionFactory
+from db.locks import Locks
 from db.repos import outbox as repo
 from tools.base import Clock
 
 log = logging.getLogger(__name__)
 
-EVERY = timedelta(minutes=1)
-MAX_ATTEMPTS = 60  # one a minute at first, then backing off: Telegram outages are short
-MAX_BACKOFF = timedelta(minutes=30)
+GIVE_UP_AFTER = timedelta(days=1)  # a reply Telegram has not taken for a day is dropped
+PROBE_MAX_S = 5.0  # the longest pause between two tries while Telegram is down
+IDLE_S = 60.0  # a look at the outbox now and then, with nothing queued here
+PAGE = 100  # rows a pass reads at once (a queued file's bytes come with its row)
 
 # The Telegram errors that say "not now" rather than "never".
 TRANSIENT = (TelegramNetworkError, TelegramServerError, TelegramRetryAfter)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One message of a reply: text (with its entities), a photo or a document; the
+    buttons ride on it as an inline keyboard."""
+
+    kind: str  # answer | photo | document
+    text: str = ""
+    entities: list[MessageEntity] = field(default_factory=list)
+    markup: InlineKeyboardMarkup | None = None
+    data: bytes | None = None
+    filename: str | None = None
+
+
+def text_items(chunks: Sequence[Chunk | str]) -> list[Item]:
+    return [Item("answer", c) if isinstance(c, str) else Item("answer", c[0], c[1]) for c in chunks]
 
 
 def _row(
@@ -49,27 +75,109 @@ def _row(
             "created_at": now, "deliver_after": now, "attempts": 0, **extra}  # fmt: skip
 
 
+def _item_row(chat_id: int, about: int | None, item: Item, now: datetime) -> dict[str, Any]:
+    kept = json.dumps([e.model_dump(exclude_none=True) for e in item.entities])
+    markup = item.markup.model_dump_json(exclude_none=True) if item.markup else None
+    return _row(chat_id, about, item.kind, item.text, now, entities=kept, markup=markup,
+                data=item.data, filename=item.filename)  # fmt: skip
+
+
+def _item(row: repo.Owed) -> Item:
+    entities = [MessageEntity(**e) for e in json.loads(row.entities or "[]")]
+    markup = InlineKeyboardMarkup.model_validate_json(row.markup) if row.markup else None
+    kind = row.kind if row.kind in ("photo", "document") else "answer"  # notices are text
+    return Item(kind, row.text, entities, markup, row.data, row.filename)
+
+
 @dataclass
 class Outbox:
     bot: Bot
     sf: SessionFactory
     clock: Clock
+    locks: Locks | None = None  # shared ones: other workers queue and send too (PostgreSQL)
+    probe_max_s: float = PROBE_MAX_S
+    idle_s: float = IDLE_S
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    _pass: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _task: asyncio.Task[None] | None = None
+    _clear: bool = False  # nothing owed to anyone: a reply may go without asking the database
+    _queued: int = 0  # queue() calls so far, to tell whether one came during a pass
+    _stuck: float | None = None  # the last pass stopped: Telegram is down (or asked to wait)
+    _more: bool = False  # the last pass had a full page: more rows wait
 
-    async def queue(self, chat_id: int, about: int | None, chunks: list[Chunk]) -> None:
-        """Keep the chunks Telegram did not take, to send when it is back."""
+    async def send(
+        self,
+        chat_id: int,
+        about: int | None,
+        items: Sequence[Item],
+        *,
+        forbidden_raises: bool = False,
+    ) -> bool:
+        """Send a reply's messages in order; True when all went now, False when (some of)
+        them were queued: Telegram did not take them, or the chat's older replies still
+        wait in the outbox and these go after them."""
+        if await self._owed(chat_id):
+            await self.queue(chat_id, about, items, behind=True)
+            return False
+        for i, item in enumerate(items):
+            try:
+                await self._put(chat_id, item)
+            except TRANSIENT as exc:
+                log.warning("reply to chat %d not sent (%s): queued", chat_id, type(exc).__name__)
+                await self.queue(chat_id, about, items[i:])
+                return False
+            except (TelegramBadRequest, TelegramForbiddenError) as exc:
+                if forbidden_raises and isinstance(exc, TelegramForbiddenError):
+                    raise
+                log.warning("Telegram refused a reply to chat %d: %s", chat_id, exc)
+        return True
+
+    async def queue(
+        self, chat_id: int, about: int | None, items: Sequence[Item], *, behind: bool = False
+    ) -> None:
+        """Keep messages to send when Telegram takes them, after the chat's queued ones."""
+        self._clear = False
+        self._queued += 1
         now = self.clock()
-        rows = []
-        for text, entities in chunks:
-            kept = json.dumps([e.model_dump(exclude_none=True) for e in entities])
-            rows.append(_row(chat_id, about, "answer", text, now, entities=kept))
+        rows = [_item_row(chat_id, about, item, now) for item in items]
         async with self.sf() as s, s.begin():
             await repo.add(s, rows)
-        log.warning(
-            "Telegram did not take an answer to chat %d: %d message(s) queued, sent when it "
-            "is back",
-            chat_id,
-            len(rows),
-        )
+        if not behind:
+            log.warning(
+                "Telegram did not take a reply to chat %d: %d message(s) queued, sent when it "
+                "is back",
+                *(chat_id, len(rows)),
+            )
+        self._wake.set()
+
+    async def _owed(self, chat_id: int) -> bool:
+        if self._clear:
+            return False
+        async with self.sf() as s:
+            return await repo.owed(s, chat_id)
+
+    async def _put(self, chat_id: int, item: Item) -> int:
+        """One message to Telegram, once; its message id. Refused formatting goes again as
+        plain text, a refused photo as a document."""
+        markup = item.markup
+        try:
+            if item.kind == "answer":
+                msg = await self.bot.send_message(chat_id, item.text, parse_mode=None,
+                    entities=item.entities or None, reply_markup=markup)  # fmt: skip
+            else:
+                file = BufferedInputFile(item.data or b"", filename=item.filename or "file")
+                send = self.bot.send_photo if item.kind == "photo" else self.bot.send_document
+                msg = await send(chat_id, file, reply_markup=markup)
+        except TelegramBadRequest as exc:
+            if item.kind == "answer" and item.entities:
+                log.warning("Telegram rejected a formatted message (%s); sending it plain", exc)
+                return await self._put(chat_id, Item("answer", item.text, [], markup))
+            if item.kind == "photo":
+                log.info("%s not taken as a photo (%s); sending a document", item.filename, exc)
+                return await self._put(chat_id, Item("document", "", [], markup, item.data,
+                                                     item.filename))  # fmt: skip
+            raise
+        return msg.message_id
 
     async def settled(self, chat_id: int, about: int) -> None:
         """Record that the user's message got a reply another way (the error line), so a
@@ -78,57 +186,104 @@ class Outbox:
         async with self.sf() as s, s.begin():
             await repo.add(s, [_row(chat_id, about, "settled", "", now, sent_at=now)])
 
-    def job_spec(self) -> tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]:
-        return ("outbox", "deliver answers Telegram did not take", EVERY, self.deliver)
+    def start(self) -> None:
+        """Start the courier (idempotent): one pass now, then on a failure or every IDLE_S."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._courier(), name="outbox")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _courier(self) -> None:
+        backoff = 0.0
+        while True:
+            queued = self._queued
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    mine = True
+                    if self.locks is not None:  # one worker sends at a time
+                        mine = await stack.enter_async_context(self.locks.try_hold("outbox", 0))
+                    if mine:
+                        await self.deliver()
+                    else:
+                        self._stuck = self.probe_max_s
+            except Exception:
+                log.exception("outbox: a delivery pass failed")
+                self._stuck = self.probe_max_s
+            if self._stuck is not None:  # Telegram is down: try again soon, backing off
+                backoff = min(self.probe_max_s, max(0.5, backoff * 2))
+                await asyncio.sleep(max(backoff, self._stuck))
+                continue
+            backoff = 0.0
+            if queued != self._queued or self._more:
+                continue  # queued while the pass ran, or more than a page: those go now
+            if self.locks is None:
+                async with self.sf() as s:
+                    owed = await repo.owed(s)
+                if queued == self._queued:
+                    self._clear = not owed
+            await self._idle()
+
+    async def _idle(self) -> None:
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), self.idle_s)
 
     async def deliver(self) -> int:
-        """Send what is owed and due, each chat in order; how many went out."""
-        now = self.clock()
-        async with self.sf() as s:
-            owed = await repo.pending(s, now)
-        stopped: set[int] = set()  # a chat whose earlier message is still owed waits
-        sent = 0
-        for row in owed:
-            if row.chat_id in stopped:
-                continue
-            if await self._send(row):
-                sent += 1
-            else:
-                stopped.add(row.chat_id)
+        """Send what is owed and due, each chat in order; how many went out. A pass stops
+        at Telegram's first "not now" (`_stuck` says how long to wait); a chat Telegram
+        asked to slow down (429) waits while the others go on."""
+        async with self._pass:
+            now = self.clock()
+            async with self.sf() as s:
+                owed = await repo.pending(s, now, PAGE)
+            self._stuck, self._more = None, len(owed) == PAGE
+            stopped: set[int] = set()  # a chat whose earlier message is still owed waits
+            sent = 0
+            for row in owed:
+                if row.chat_id in stopped:
+                    continue
+                try:
+                    if await self._send(row, now):
+                        sent += 1
+                    else:
+                        stopped.add(row.chat_id)
+                except TelegramRetryAfter as exc:
+                    stopped.add(row.chat_id)
+                    self._stuck = max(self._stuck or 0.0, float(exc.retry_after))
+                except TRANSIENT:
+                    self._stuck = max(self._stuck or 0.0, 0.0)
+                    break
         if sent:
             log.info("outbox: %d queued message(s) delivered", sent)
         return sent
 
-    async def _send(self, row: repo.Owed) -> bool:
-        entities = [MessageEntity(**e) for e in json.loads(row.entities or "[]")]
+    async def _send(self, row: repo.Owed, now: datetime) -> bool:
+        """Send one row: True when it went (or was given up), False when the chat waits.
+        Telegram's "not now" is raised, after it is recorded."""
         try:
-            msg = await self.bot.send_message(
-                row.chat_id, row.text, entities=entities or None, parse_mode=None
-            )
+            message_id = await self._put(row.chat_id, _item(row))
         except TelegramBadRequest:
-            if entities:  # the formatting was refused: the same text, plain, next time
-                await self._record(row.id, entities=None)
-                return False
             return await self._give_up(row, "Telegram refused the message (400)")
         except TelegramForbiddenError:
             return await self._give_up(row, "the user blocked the bot (403)")
         except TRANSIENT as exc:
             attempts = row.attempts + 1
-            if attempts >= MAX_ATTEMPTS:
+            if now - row.created_at > GIVE_UP_AFTER:
                 await self._give_up(row, f"{type(exc).__name__} after {attempts} attempts")
-                return False
-            wait = min(EVERY * 2 ** max(0, attempts - 5), MAX_BACKOFF)
-            now = self.clock().replace(second=0, microsecond=0)  # on the minute: see ticks
-            await self._record(row.id, attempts=attempts, error=type(exc).__name__,
-                               deliver_after=now + wait)  # fmt: skip
-            return False
-        await self._record(row.id, sent_at=self.clock(), message_id=msg.message_id,
-                           attempts=row.attempts + 1, error=None)  # fmt: skip
+                return True
+            await self._record(row.id, attempts=attempts, error=type(exc).__name__)
+            raise
+        await self._record(row.id, sent_at=self.clock(), message_id=message_id,
+                           attempts=row.attempts + 1, error=None, data=None)  # fmt: skip
         return True
 
     async def _give_up(self, row: repo.Owed, error: str) -> bool:
         log.warning("outbox: message %d to chat %d given up: %s", row.id, row.chat_id, error)
-        await self._record(row.id, sent_at=self.clock(), error=error)
+        await self._record(row.id, sent_at=self.clock(), error=error, data=None)
         return True  # the chat's next message may go
 
     async def _record(self, row_id: int, **values: Any) -> None:

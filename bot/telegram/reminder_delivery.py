@@ -13,9 +13,10 @@ from dataclasses import KW_ONLY, dataclass
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError
-from aiogram.types import MessageEntity
+from aiogram.types import BufferedInputFile, MessageEntity
 
-from bot.telegram.files import send_files
+from bot.telegram.files import file_items
+from bot.telegram.outbox import Item
 from bot.telegram.render import Chunk, render, split_plain, with_retry
 from db.repos.core import Recipient
 from tools.feature import File
@@ -43,9 +44,32 @@ class TelegramDelivery:
         ids = []
         for chunk, entities in chunks:
             ids.append(await self._send(chat, chunk, entities))
-        if files:
-            await send_files(self.bot, chat, list(files))
+        for item in file_items(list(files)):
+            await self._send_file(chat, item)
         return ids[0]
+
+    async def _send_file(self, chat: int, item: Item) -> None:
+        if item.kind == "answer":  # a file too big for Telegram: a line says so
+            await self._send(chat, item.text, [])
+            return
+        file = BufferedInputFile(item.data or b"", filename=item.filename or "file")
+        send = self.bot.send_photo if item.kind == "photo" else self.bot.send_document
+        try:
+            await with_retry(
+                lambda: send(chat, file),
+                f"file to chat {chat}",
+                attempts=self.attempts,
+                sleep=self.sleep,
+            )
+        except TelegramForbiddenError as exc:
+            raise RecipientBlocked(str(exc)) from exc
+        except TelegramBadRequest as exc:
+            if item.kind == "photo":  # e.g. odd dimensions: a document works
+                await self._send_file(
+                    chat, Item("document", data=item.data, filename=item.filename)
+                )
+                return
+            raise DeliveryRejected(str(exc)) from exc
 
     async def _send(self, chat: int, text: str, entities: list[MessageEntity]) -> int:
         try:

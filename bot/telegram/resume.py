@@ -28,9 +28,8 @@ from bot.errors import SidekickError, user_text
 from bot.telegram import inbox
 from bot.telegram.answer import deliver
 from bot.telegram.dispatcher import Runtime
-from bot.telegram.files import send_files
-from bot.telegram.outbox import Outbox
-from bot.telegram.render import send_plain
+from bot.telegram.outbox import text_items
+from bot.telegram.render import send_plain, split_plain
 from bot.telegram.streaming import ReplyStreamer
 from db.repos import outbox as outbox_repo
 from db.repos import resume as repo
@@ -122,7 +121,7 @@ async def _take_up(rt: Runtime, cut: Cut) -> None:
     log.info("message %d (chat %d): continuing the turn a stop cut", cut.message_id, cut.chat_id)
     try:
         try:
-            await send_plain(rt.bot, cut.chat_id, continuing_line(cut.text))
+            await rt.outbox.send(cut.chat_id, None, text_items([continuing_line(cut.text)]))
         except Exception as exc:  # the answer matters more than the line: go on
             log.warning("chat %d: the continuing line was not sent (%s)", cut.chat_id, exc)
         await _answer(rt, cut)
@@ -134,12 +133,19 @@ async def _take_up(rt: Runtime, cut: Cut) -> None:
 
 
 async def _answer(rt: Runtime, cut: Cut) -> None:
-    bot, app = rt.bot, rt.app
-    outbox = Outbox(bot, app.session_factory, app.deps.clock)
+    bot, app, outbox = rt.bot, rt.app, rt.outbox
     draft_interval: float = rt.dp["draft_interval"]
     streamer = ReplyStreamer(bot, cut.chat_id, drafts=True, interval=draft_interval)
+    told = False
+
+    async def on_wait(line: str) -> None:  # the model's outage, waited out as for an update
+        nonlocal told
+        if not told:
+            told = True
+            await outbox.send(cut.chat_id, None, text_items([line]))
+
     try:
-        events = Events(streamer.on_text, streamer.on_tools)
+        events = Events(streamer.on_text, streamer.on_tools, on_wait)
         reply = await app.agent.resume(cut.message_id, cut.chat_id, events)
     except Exception as exc:
         # As for an update: a short line for the user (and no further try), the log the rest.
@@ -148,15 +154,13 @@ async def _answer(rt: Runtime, cut: Cut) -> None:
         else:
             log.error("message %d: continuing failed", cut.message_id, exc_info=exc)
         await outbox.settled(cut.chat_id, cut.telegram_message_id)
-        await send_plain(bot, cut.chat_id, user_text(exc))
+        await outbox.send(cut.chat_id, None, text_items(split_plain(user_text(exc))))
         return
     finally:
         await streamer.close()
     if reply is None:
         return
-    if await deliver(bot, outbox, cut.chat_id, cut.telegram_message_id, reply) and reply.files:
-        latest = {name: (name, data) for name, data in reply.files}
-        await send_files(bot, cut.chat_id, list(latest.values()))
+    await deliver(outbox, cut.chat_id, cut.telegram_message_id, reply)
     await reply.delivered()
 
 

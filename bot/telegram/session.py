@@ -6,10 +6,15 @@ the same batch forever (nobody is served), and the error it logs carries the raw
 every user's text in it. Here, only when that happens, each entry is validated on its own;
 one that fails is replaced by its bare update id (so the offset moves past it and nothing
 handles it) and logged with where it failed, never its values.
+
+Every answer (and every webhook body: aiogram reads those with the session's json_loads
+too) is parsed with lone surrogates replaced (bot/surrogates.py): a message carrying one
+could not be stored or sent to the model.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -21,10 +26,22 @@ from aiogram.methods.base import Response, TelegramType
 from aiogram.types import Update
 from pydantic import ValidationError
 
+from bot.surrogates import scrub_json
+
 log = logging.getLogger(__name__)
 
 
+def json_loads(content: str | bytes) -> Any:
+    data = json.loads(content)
+    # Cheap for the usual answer: a lone surrogate can only come from a \u escape.
+    escaped = "\\ud" in content or "\\uD" in content if isinstance(content, str) else True
+    return scrub_json(data) if escaped else data
+
+
 class SkippingSession(AiohttpSession):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(json_loads=json_loads, **kwargs)
+
     def check_response(
         self, bot: Bot, method: TelegramMethod[TelegramType], status_code: int, content: str
     ) -> Response[TelegramType]:

@@ -10,9 +10,7 @@ answered 200 (Telegram would otherwise resend it) and logged by field only."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
-import json
 import logging
 from typing import Any
 
@@ -20,6 +18,8 @@ from aiogram.types import Update
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from pydantic import ValidationError
+
+from bot.telegram.session import json_loads
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +48,16 @@ def guards(secret: str) -> list[Middleware]:
 
 
 def _malformed(body: bytes) -> str | None:
+    # Parsed as aiogram's handler will (the session's loader: a lone surrogate escape is
+    # replaced, where pydantic's own JSON parser would refuse the whole update).
     try:
-        Update.model_validate_json(body)
+        data: Any = json_loads(body)
+    except ValueError as exc:
+        return f"not JSON ({type(exc).__name__})"
+    try:
+        Update.model_validate(data)
     except ValidationError as exc:
         where = sorted({".".join(map(str, e["loc"])) for e in exc.errors()})[:5]
-        data: Any = None
-        with contextlib.suppress(ValueError):
-            data = json.loads(body)
         update_id = data.get("update_id") if isinstance(data, dict) else None
         return f"update_id {update_id}, {exc.error_count()} field(s) failed: {', '.join(where)}"
     return None

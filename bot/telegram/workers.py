@@ -22,7 +22,7 @@ from aiogram import BaseMiddleware
 from aiogram.types import TelegramObject, Update
 
 from bot.telegram.inbox import InboxMiddleware
-from bot.telegram.middlewares import REPLAYED, Handler, chat_key
+from bot.telegram.middlewares import REPLAYED, UNORDERED, Handler, chat_key
 from db.locks import Locks
 from db.repos import updates
 
@@ -44,7 +44,10 @@ class WorkerOrderMiddleware(BaseMiddleware):
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         key = chat_key(event) if isinstance(event, Update) else None
-        if key is None or data.get(REPLAYED):  # a replay holds the chat's lock already
+        # A replay holds the chat's lock already; a command answered while the chat's turn
+        # waits for a question (that turn holds the lock: ChatOrderMiddleware) goes out of
+        # turn.
+        if key is None or data.get(REPLAYED) or data.get(UNORDERED):
             return await handler(event, data)
         assert isinstance(event, Update)
         while True:

@@ -28,8 +28,13 @@ FEATURE = Feature(
     models=(ModelUsage,),
     commands=(
         Command("context", "token split of your last request", commands.context),
-        Command("usage", "tokens and cost: today, this month, by model", commands.usage),
-        Command("model", "show or switch your model", commands.model),
+        Command(
+            "usage",
+            "tokens and cost: today, this month, by model",
+            commands.usage,
+            args="[session | footer on|off]",
+        ),
+        Command("model", "show or switch your model", commands.model, args="[name | default]"),
     ),
     doctor=check,
 )

@@ -238,6 +238,7 @@ class Meter:
             "reasoning_tokens": usage.reasoning_tokens,
             "estimated": usage.estimated,
             "cost_usd": cost,
+            "written_calls": out.written,
         }
         self._add(call.user_id, usage.prompt_tokens + usage.completion_tokens, cost)
         return row, usage, cost

@@ -35,8 +35,9 @@ class MeteredModel:
         on_text: OnText | None = None,
         *,
         model: str | None = None,
+        on_wait: OnText | None = None,
     ) -> Completion:
-        return await self.llm.stream(messages, tools, on_text, model=model)
+        return await self.llm.stream(messages, tools, on_text, model=model, on_wait=on_wait)
 
     async def complete(
         self,

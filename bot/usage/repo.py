@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Table, case, func, insert, select, update
+from sqlalchemy import Select, Table, case, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.usage.models import ModelUsage
@@ -15,6 +15,7 @@ from db.models.core import User
 
 TABLE: Table = ModelUsage.__table__  # type: ignore[assignment]
 INSERT = insert(TABLE)
+_T = TypeVar("_T")
 
 
 async def add_usage(s: AsyncSession, **values: Any) -> None:
@@ -37,6 +38,7 @@ class Group:
     estimated_calls: int
     cost_usd: float  # of the priced calls only
     unpriced_calls: int
+    written_calls: int = 0  # tool calls the model wrote out as text
 
 
 async def groups(
@@ -45,43 +47,81 @@ async def groups(
     since: datetime | None = None,
     user_id: int | None = None,
     session_id: int | None = None,
+    by: Literal["model", "purpose", "both", "none"] = "both",
+    limit: int | None = None,
 ) -> list[Group]:
-    """Totals by model and purpose, optionally for one user, one session, since a time."""
+    """Totals by model and purpose (`by`: one of them, or "none" for one total row),
+    optionally for one user, one session, since a time. With `limit`, the groups that cost
+    most (then the busiest) come first and only `limit` of them: the database aggregates,
+    so a table with thousands of model names is never read into the process."""
     u = ModelUsage
+    keys = {"model": [u.model], "purpose": [u.purpose], "both": [u.model, u.purpose]}.get(by, [])
+    cost = func.coalesce(func.sum(u.cost_usd), 0.0)
+    calls = func.count(u.id)
     stmt = select(
-        u.model,
-        u.purpose,
-        func.count(u.id),
+        u.model if by in ("model", "both") else literal(""),
+        u.purpose if by in ("purpose", "both") else literal(""),
+        calls,
         func.coalesce(func.sum(u.prompt_tokens), 0),
         func.coalesce(func.sum(u.completion_tokens), 0),
         func.coalesce(func.sum(u.cached_tokens), 0),
         func.coalesce(func.sum(u.reasoning_tokens), 0),
         func.coalesce(func.sum(case((u.estimated, 1), else_=0)), 0),
-        func.coalesce(func.sum(u.cost_usd), 0.0),
+        cost,
         func.coalesce(func.sum(case((u.cost_usd.is_(None), 1), else_=0)), 0),
-    ).group_by(u.model, u.purpose)
+        func.coalesce(func.sum(u.written_calls), 0),
+    )
+    if keys:
+        stmt = stmt.group_by(*keys)
+    stmt = _scoped(stmt, since, user_id, session_id)
+    if limit is not None:
+        stmt = stmt.order_by(cost.desc(), calls.desc(), *keys).limit(limit)
+    else:
+        stmt = stmt.order_by(*keys)
+    rows = await s.execute(stmt)
+    found = [
+        Group(
+            model=str(r[0]),
+            purpose=str(r[1]),
+            calls=int(r[2]),
+            prompt_tokens=int(r[3]),
+            completion_tokens=int(r[4]),
+            cached_tokens=int(r[5]),
+            reasoning_tokens=int(r[6]),
+            estimated_calls=int(r[7] or 0),
+            cost_usd=float(r[8] or 0.0),
+            unpriced_calls=int(r[9] or 0),
+            written_calls=int(r[10] or 0),
+        )
+        for r in rows
+    ]
+    # An aggregate over no rows is one row of zeros: no calls is no group.
+    return [g for g in found if g.calls]
+
+
+async def count_models(
+    s: AsyncSession,
+    *,
+    since: datetime | None = None,
+    user_id: int | None = None,
+    session_id: int | None = None,
+) -> int:
+    """How many distinct model names the calls in scope used."""
+    stmt = select(func.count(func.distinct(ModelUsage.model)))
+    return int(await s.scalar(_scoped(stmt, since, user_id, session_id)) or 0)
+
+
+def _scoped(
+    stmt: Select[_T], since: datetime | None, user_id: int | None, session_id: int | None
+) -> Select[_T]:
+    u = ModelUsage
     if since is not None:
         stmt = stmt.where(u.at >= since)
     if user_id is not None:
         stmt = stmt.where(u.user_id == user_id)
     if session_id is not None:
         stmt = stmt.where(u.session_id == session_id)
-    rows = await s.execute(stmt.order_by(u.model, u.purpose))
-    return [
-        Group(
-            model=r[0],
-            purpose=r[1],
-            calls=int(r[2]),
-            prompt_tokens=int(r[3]),
-            completion_tokens=int(r[4]),
-            cached_tokens=int(r[5]),
-            reasoning_tokens=int(r[6]),
-            estimated_calls=int(r[7]),
-            cost_usd=float(r[8]),
-            unpriced_calls=int(r[9]),
-        )
-        for r in rows
-    ]
+    return stmt
 
 
 @dataclass

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import fields
 from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.usage import repo
 from bot.usage.meter import Meter, period_starts, usd
@@ -16,12 +19,26 @@ from tools.model_call import PURPOSE_LABELS
 REQUEST_PURPOSES = ("chat", "scheduled")
 
 
+# /usage names the models that cost most; the rest are one line (a proxy's per-request aliases
+# left thousands of names, and the reply ran to hundreds of messages).
+TOP_MODELS = 8
+FIGURES = [f.name for f in fields(Group)][2:]  # every figure, after model and purpose
+
+
 def _sum(groups: list[Group]) -> Group:
     total = Group("", "", 0, 0, 0, 0, 0, 0, 0.0, 0)
     for g in groups:
-        for name in [f.name for f in fields(Group)][2:]:  # every figure, after model and purpose
+        for name in FIGURES:
             setattr(total, name, getattr(total, name) + getattr(g, name))
     return total
+
+
+def _minus(total: Group, part: Group) -> Group:
+    rest = Group("", "", 0, 0, 0, 0, 0, 0, 0.0, 0)
+    for name in FIGURES:
+        setattr(rest, name, getattr(total, name) - getattr(part, name))
+    rest.cost_usd = max(rest.cost_usd, 0.0)  # float sums in another order
+    return rest
 
 
 def figures(g: Group) -> str:
@@ -40,17 +57,40 @@ def figures(g: Group) -> str:
         parts.append(usd(g.cost_usd))
     if g.estimated_calls:
         parts.append(f"{g.estimated_calls} estimated (no usage from the provider)")
+    if g.written_calls:  # a small model's habit: how often it wrote its tool calls as text
+        plural = "s" if g.written_calls != 1 else ""
+        parts.append(f"{g.written_calls} tool call{plural} written as text")
     return " · ".join(parts)
 
 
-def _breakdown(title: str, groups: list[Group], key: str) -> list[str]:
+def _by_purpose(title: str, groups: list[Group]) -> list[str]:
     by: dict[str, list[Group]] = defaultdict(list)
     for g in groups:
-        name = g.model if key == "model" else PURPOSE_LABELS.get(g.purpose, g.purpose)
-        by[name].append(g)
+        by[PURPOSE_LABELS.get(g.purpose, g.purpose)].append(g)
     if not by:
         return []
     return [title, *(f"  {name} — {figures(_sum(gs))}" for name, gs in sorted(by.items()))]
+
+
+async def _breakdowns(
+    s: AsyncSession, scope: dict[str, Any], total: Group, titles: tuple[str, str]
+) -> list[str]:
+    """By model (the TOP_MODELS that cost most, the others as one line) and by purpose."""
+    if not total.calls:
+        return []
+    top = await repo.groups(s, by="model", limit=TOP_MODELS, **scope)
+    lines = [titles[0], *(f"  {g.model} — {figures(g)}" for g in top)]
+    others = await repo.count_models(s, **scope) - len(top)
+    if others > 0:
+        plural = "s" if others != 1 else ""
+        lines.append(f"  {others:,} other model{plural} — {figures(_minus(total, _sum(top)))}")
+    lines += _by_purpose(titles[1], await repo.groups(s, by="purpose", **scope))
+    return lines
+
+
+async def _total(s: AsyncSession, **scope: Any) -> Group:
+    found = await repo.groups(s, by="none", **scope)
+    return found[0] if found else _sum([])
 
 
 async def last_request_line(meter: Meter, user_id: int) -> str | None:
@@ -102,16 +142,17 @@ async def usage_text(meter: Meter, user_id: int | None, *, amounts: bool = False
     now = meter.clock()
     day, month = period_starts(now, meter.tz)
     async with meter.sf() as s:
-        today = await repo.groups(s, since=day, user_id=user_id)
-        this_month = await repo.groups(s, since=month, user_id=user_id)
+        today = await _total(s, since=day, user_id=user_id)
+        this_month = await _total(s, since=month, user_id=user_id)
+        titles = ("By model (this month):", "By purpose (this month):")
+        breakdowns = await _breakdowns(s, {"since": month, "user_id": user_id}, this_month, titles)
     zone = meter.tz.key
     lines = [
-        f"Today ({day:%Y-%m-%d}, {zone}): " + (figures(_sum(today)) if today else "nothing yet"),
+        f"Today ({day:%Y-%m-%d}, {zone}): " + (figures(today) if today.calls else "nothing yet"),
         f"This month ({month:%B %Y}): "
-        + (figures(_sum(this_month)) if this_month else "nothing yet"),
+        + (figures(this_month) if this_month.calls else "nothing yet"),
+        *breakdowns,
     ]
-    lines += _breakdown("By model (this month):", this_month, "model")
-    lines += _breakdown("By purpose (this month):", this_month, "purpose")
     if user_id is not None:
         last = await last_request_line(meter, user_id)
         if last:
@@ -123,15 +164,16 @@ async def usage_text(meter: Meter, user_id: int | None, *, amounts: bool = False
 async def session_text(meter: Meter, user_id: int) -> str:
     async with meter.sf() as s:
         session = await core_repo.current_session(s, user_id)
-        groups = await repo.groups(s, user_id=user_id, session_id=session.id) if session else []
-    if session is None or not groups:
+        if session is None:
+            return "No model calls in this session yet."
+        scope: dict[str, Any] = {"user_id": user_id, "session_id": session.id}
+        total = await _total(s, **scope)
+        breakdowns = await _breakdowns(s, scope, total, ("By model:", "By purpose:"))
+    if not total.calls:
         return "No model calls in this session yet."
     started: datetime = session.started_at.astimezone(meter.tz)
     head = f"This session ({session.name}, since {started:%Y-%m-%d %H:%M})"
-    lines = [f"{head}: {figures(_sum(groups))}"]
-    lines += _breakdown("By model:", groups, "model")
-    lines += _breakdown("By purpose:", groups, "purpose")
-    return "\n".join(lines)
+    return "\n".join([f"{head}: {figures(total)}", *breakdowns])
 
 
 async def doctor_checks(meter: Meter, models: list[str]) -> list[CheckResult]:
@@ -139,7 +181,7 @@ async def doctor_checks(meter: Meter, models: list[str]) -> list[CheckResult]:
     now = meter.clock()
     day, _ = period_starts(now, meter.tz)
     async with meter.sf() as s:
-        today = _sum(await repo.groups(s, since=day))
+        today = await _total(s, since=day)
     out = [CheckResult("usage today", True, figures(today) if today.calls else "no model calls")]
     spent = await meter.spent()
     limits = meter.limits(spent, None)

@@ -14,9 +14,18 @@ class ConvertError(Exception):
     """The bytes could not be decoded as audio, or PyAV is missing."""
 
 
-def to_ogg_opus(data: bytes) -> bytes:
-    """OGG/Opus bytes of the first audio stream in `data` (mono, 48 kHz). Blocking: call it
-    in a thread."""
+class TooLong(ConvertError):
+    """The audio plays longer than the cap; decoding stopped there."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"longer than {seconds:.0f} s")
+        self.seconds = seconds
+
+
+def to_ogg_opus(data: bytes, max_seconds: float) -> bytes:
+    """OGG/Opus bytes of the first audio stream in `data` (mono, 48 kHz); TooLong as soon as
+    the decoded audio passes `max_seconds` (a small file can hold hours of silence).
+    Blocking: call it in a thread."""
     try:
         import av
     except ImportError:
@@ -28,8 +37,15 @@ def to_ogg_opus(data: bytes) -> bytes:
                 raise ConvertError("no audio stream in it")
             with av.open(out, "w", format="ogg") as dst:
                 stream = dst.add_stream("libopus", rate=RATE, layout="mono")
+                declared = src.duration / 1_000_000 if src.duration else 0.0
+                if declared > max_seconds:  # said by the header: nothing to decode
+                    raise TooLong(declared)
+                seconds = 0.0
                 # The encoder's own resampler and frame FIFO take frames of any size and rate.
                 for frame in src.decode(audio=0):
+                    seconds += frame.samples / (frame.sample_rate or RATE)
+                    if seconds > max_seconds:  # counted, as a header may say anything
+                        raise TooLong(max(seconds, declared))
                     frame.pts = None
                     for packet in stream.encode(frame):
                         dst.mux(packet)

@@ -23,4 +23,11 @@ async def check(host: Host) -> list[CheckResult]:
     if synth is None:
         return [CheckResult("voice replies", True, "off (TTS_BASE_URL=off): answers are text")]
     ok, detail = await synth.probe()
-    return [CheckResult("voice replies", ok, detail, HINT)]
+    if ok is None and not voice.tts_base_url:
+        # The LLM's endpoint (OpenRouter, Ollama...) has no speech: a feature it does not
+        # offer, not a fault. A TTS_BASE_URL set to such an endpoint is one.
+        detail = (
+            f"not offered: the model endpoint has no text-to-speech ({detail}); to add it, {HINT}"
+        )
+        return [CheckResult("voice replies", True, detail)]
+    return [CheckResult("voice replies", bool(ok), detail, HINT)]

@@ -21,7 +21,11 @@ FEATURE = Feature(
     models=(VoicePrefs,),
     commands=(
         Command(
-            "voice", "on|off|auto: answers as voice messages too", commands.voice, terminal=False
+            "voice",
+            "answers as voice messages too",
+            commands.voice,
+            terminal=False,
+            args="[on|off|auto]",
         ),
     ),
     doctor=check,

@@ -15,16 +15,39 @@ from dataclasses import dataclass
 
 import httpx
 
-from bot.voice.convert import ConvertError, to_ogg_opus
+from bot import capped
+from bot.voice.convert import ConvertError, TooLong, to_ogg_opus
 from bot.voice.settings import VoiceSettings
 
 log = logging.getLogger(__name__)
 
 OGG_MAGIC = b"OggS"
 MAX_AUDIO_BYTES = 20 * 1024 * 1024
+# The longest spoken answer (replies.MAX_CHARS, 1,500 characters) plays for about two minutes;
+# audio much longer than that is an endpoint's fault (a 2-hour silent FLAC was re-encoded
+# for a minute and sent): refused, and its decoding stops there.
+MAX_SECONDS = 5 * 60
 # One synthesis of the longest spoken answer (replies.MAX_CHARS) on a CPU Kokoro server
 # takes ~20 s.
 TIMEOUT_S = 60.0
+
+
+def too_long(seconds: float) -> SpeechError:
+    log.warning("speech endpoint sent %.0f s of audio; not sent", seconds)
+    return SpeechError(
+        f"the speech service sent {seconds / 60:.0f} minutes of audio for an answer of at most "
+        f"{MAX_SECONDS // 60} minutes; it was not sent"
+    )
+
+
+def ogg_seconds(data: bytes) -> float | None:
+    """How long OGG/Opus audio plays, from its last page's granule position (Opus counts
+    48 kHz samples whatever the input rate); None when that page does not say."""
+    last = data.rfind(OGG_MAGIC)
+    if last < 0 or len(data) < last + 27 or data[last + 4] != 0:  # a whole version-0 header
+        return None
+    granule = int.from_bytes(data[last + 6 : last + 14], "little", signed=True)
+    return granule / 48_000 if granule >= 0 else None
 
 
 class SpeechError(Exception):
@@ -56,16 +79,24 @@ class Synthesizer:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     async def synthesize(self, text: str) -> bytes:
-        """OGG/Opus bytes of `text` spoken."""
+        """OGG/Opus bytes of `text` spoken, at most MAX_AUDIO_BYTES and MAX_SECONDS long."""
         body = {"model": self.model, "input": text, "voice": self.voice, "response_format": "opus"}
         try:
-            resp = await self.http.post(
-                self.url,
-                headers=self._headers(),
-                json=body,
-                timeout=httpx.Timeout(self.timeout_s, connect=10.0),
-            )
-        except httpx.TimeoutException:
+            # httpx's timeout is per read: a service dripping bytes would hold the chat for
+            # good. The whole call has the deadline.
+            async with asyncio.timeout(self.timeout_s):
+                resp = await capped.post(
+                    self.http,
+                    self.url,
+                    MAX_AUDIO_BYTES,
+                    headers=self._headers(),
+                    json=body,
+                    timeout=httpx.Timeout(self.timeout_s, connect=10.0),
+                )
+        except capped.TooLarge:
+            log.warning("speech endpoint answered more than %d bytes; stopped", MAX_AUDIO_BYTES)
+            raise SpeechError("the spoken answer came out too large to send") from None
+        except (httpx.TimeoutException, TimeoutError):
             log.warning("speech synthesis timed out after %.0f s", self.timeout_s)
             raise SpeechError("the speech service took too long") from None
         except httpx.HTTPError as exc:
@@ -86,25 +117,30 @@ class Synthesizer:
             log.warning("speech synthesis failed: HTTP %s %s", resp.status_code, resp.text[:200])
             raise SpeechError(f"the speech service failed (HTTP {resp.status_code})")
         data = resp.content
-        if len(data) > MAX_AUDIO_BYTES:
-            raise SpeechError("the spoken answer came out too large to send")
-        if not data.startswith(OGG_MAGIC):
-            kind = resp.headers.get("content-type", "unknown")
-            try:
-                data = await asyncio.to_thread(to_ogg_opus, data)
-            except ConvertError as exc:
-                log.warning("speech endpoint answered %s, not convertible: %s", kind, exc)
-                raise SpeechError(
-                    f"the speech service sent {kind} audio that could not be turned into "
-                    "OGG/Opus, which Telegram needs for a voice message"
-                ) from None
+        if data.startswith(OGG_MAGIC):
+            seconds = ogg_seconds(data)
+            if seconds is not None and seconds > MAX_SECONDS:
+                raise too_long(seconds)
+            return data
+        kind = resp.headers.get("content-type", "unknown")
+        try:
+            data = await asyncio.to_thread(to_ogg_opus, data, MAX_SECONDS)
+        except TooLong as exc:
+            raise too_long(exc.seconds) from None
+        except ConvertError as exc:
+            log.warning("speech endpoint answered %s, not convertible: %s", kind, exc)
+            raise SpeechError(
+                f"the speech service sent {kind} audio that could not be turned into "
+                "OGG/Opus, which Telegram needs for a voice message"
+            ) from None
         if len(data) > MAX_AUDIO_BYTES:
             raise SpeechError("the spoken answer came out too large to send")
         return data
 
-    async def probe(self) -> tuple[bool, str]:
+    async def probe(self) -> tuple[bool | None, str]:
         """Is there a speech endpoint? A body without `input`: a 4xx other than
-        401/403/404/405 means the route exists (nothing is synthesised, nothing billed)."""
+        401/403/404/405 means the route exists (nothing is synthesised, nothing billed).
+        None: the endpoint has no such route at all (404/405)."""
         try:
             resp = await self.http.post(
                 self.url,
@@ -115,7 +151,9 @@ class Synthesizer:
         except httpx.HTTPError as exc:
             return False, f"{self.url}: {type(exc).__name__}"
         code = resp.status_code
-        if code in (401, 403, 404, 405) or code >= 500:
+        if code in (404, 405):
+            return None, f"{self.url}: HTTP {code}, no text-to-speech route"
+        if code in (401, 403) or code >= 500:
             return False, f"{self.url}: HTTP {code} to a request without input"
         return True, (
             f"{self.url} answers (HTTP {code} to a request without input, nothing "

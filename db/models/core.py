@@ -54,6 +54,9 @@ class Message(Base):
     # What the user sent: text, voice, audio, video_note, photo, document, album.
     kind: Mapped[str] = mapped_column(String(16), default="text", server_default="text")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # A user turn's [context] block as it was sent (time, recalled memories): later requests
+    # send the turn with it again, so each request extends the previous one byte for byte.
+    context: Mapped[str | None] = mapped_column(Text)
 
 
 class ToolCallRecord(Base):

@@ -211,12 +211,13 @@ HISTORY = (
         _MESSAGES.c.content,
         _MESSAGES.c.tool_calls,
         _MESSAGES.c.tool_call_id,
+        _MESSAGES.c.context,
     )
     .where(_MESSAGES.c.session_id == bindparam("session_id"))
     .order_by(_MESSAGES.c.id.desc())
     .limit(bindparam("limit"))
 )
-HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None]"
+HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None, str | None]"
 
 
 async def session_messages(

@@ -16,9 +16,14 @@ from db.models.outbox import OutboxMessage
 class Owed:
     id: int
     chat_id: int
+    kind: str
     text: str
     entities: str | None
+    markup: str | None
+    data: bytes | None
+    filename: str | None
     attempts: int
+    created_at: datetime
 
 
 async def add(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
@@ -26,15 +31,20 @@ async def add(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
         await s.execute(insert(OutboxMessage), rows)
 
 
-async def pending(s: AsyncSession, now: datetime, limit: int = 500) -> list[Owed]:
+async def pending(s: AsyncSession, now: datetime, limit: int = 100) -> list[Owed]:
     """Unsent rows due now, each chat's in the order they were queued."""
     stmt = (
         select(
             OutboxMessage.id,
             OutboxMessage.chat_id,
+            OutboxMessage.kind,
             OutboxMessage.text,
             OutboxMessage.entities,
+            OutboxMessage.markup,
+            OutboxMessage.data,
+            OutboxMessage.filename,
             OutboxMessage.attempts,
+            OutboxMessage.created_at,
         )
         .where(
             OutboxMessage.sent_at.is_(None),
@@ -44,10 +54,20 @@ async def pending(s: AsyncSession, now: datetime, limit: int = 500) -> list[Owed
         .order_by(OutboxMessage.chat_id, OutboxMessage.id)
         .limit(limit)
     )
-    return [Owed(*row) for row in (await s.execute(stmt)).all()]
+    return [Owed(**row._mapping) for row in (await s.execute(stmt)).all()]
+
+
+async def owed(s: AsyncSession, chat_id: int | None = None) -> bool:
+    """Whether anything is still owed (to `chat_id`, or to anyone), due now or later."""
+    stmt = select(OutboxMessage.id).where(
+        OutboxMessage.sent_at.is_(None), OutboxMessage.kind != "settled"
+    )
+    if chat_id is not None:
+        stmt = stmt.where(OutboxMessage.chat_id == chat_id)
+    return (await s.execute(stmt.limit(1))).first() is not None
 
 
 async def settle(s: AsyncSession, row_id: int, **values: Any) -> None:
-    """Record the outcome of one delivery attempt (sent_at + message_id when it arrived;
-    attempts/error/deliver_after for a retry; sent_at and error when given up)."""
+    """Record the outcome of one delivery attempt (sent_at + message_id when it arrived, the
+    file's bytes dropped; attempts/error for a retry; sent_at and error when given up)."""
     await s.execute(update(OutboxMessage).where(OutboxMessage.id == row_id).values(**values))

@@ -160,7 +160,14 @@ TURN = (
 # db/repos/core.py's HISTORY), newest first; and how many tool calls the turn recorded.
 _LAST = select(func.max(Message.id)).where(Message.request_id == bindparam("request_id"))
 HISTORY_UNTIL = (
-    select(Message.id, Message.role, Message.content, Message.tool_calls, Message.tool_call_id)
+    select(
+        Message.id,
+        Message.role,
+        Message.content,
+        Message.tool_calls,
+        Message.tool_call_id,
+        Message.context,  # as the turn was sent: the continued request extends it unchanged
+    )
     .where(Message.session_id == bindparam("session_id"), Message.id <= _LAST.scalar_subquery())
     .order_by(Message.id.desc())
     .limit(bindparam("limit"))

@@ -24,7 +24,7 @@ def upgrade() -> None:
         )
         batch_op.add_column(sa.Column("steps", sa.Integer(), nullable=False, server_default="0"))
         batch_op.add_column(
-            sa.Column("duration_ms", sa.Float(), nullable=False, server_default="0")
+            sa.Column("duration_ms", sa.Double(), nullable=False, server_default="0")
         )
         batch_op.add_column(sa.Column("files", sa.Text(), nullable=False, server_default=""))
         batch_op.add_column(sa.Column("summary", sa.Text(), nullable=True))

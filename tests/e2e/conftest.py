@@ -8,6 +8,7 @@ Fixtures
 The `TG` object
     tg.server / tg.llm / tg.app / tg.settings: the fake Telegram (tests/fakes/telegram_server.py),
         the fake model (tests/fakes/openai_server.py), the live App and its Settings.
+    tg.client: the app's LLMClient (bot/llm/client.py), e.g. to shorten its stall notice.
     await tg.send(user_id, text, chat_id=None) -> update_id; a negative chat_id is a group.
     await tg.send_update(update) pushes any raw update dict (without update_id).
     await tg.press(user_id, data, message_id=None, chat_id=None): a callback_query on one of
@@ -78,6 +79,7 @@ class TG:
 
     async def start(self) -> TG:
         llm = LLMClient(self.settings, retry_base_delay=0.01, retry_max_delay=0.05)
+        self.client = llm  # the model client under the app's wrappers (test-time knobs)
         app = await build_app(self.settings, llm=llm)
         for fn in self.on_build:
             result = fn(app)

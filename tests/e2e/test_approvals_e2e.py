@@ -16,6 +16,7 @@ from bot.app import App
 from bot.approvals.gate import DENIED
 from bot.approvals.models import ApprovalDecision
 from bot.approvals.questions import CLOSED, NOT_YOURS, answer
+from bot.telegram.middlewares import WAITS_FOR_QUESTION
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import make_env
 from tests.fakes.openai_server import Calls, Text
@@ -75,7 +76,7 @@ async def test_allowed_once_runs_it_and_asks_again_next_time(tg: TG) -> None:
     assert "https://example.org/x" in question.text and "writes internet" in question.text
     assert SECRET not in question.text and "[secret]" in question.text
     assert [b["text"] for b in question.reply_markup["inline_keyboard"][0]] == [
-        "Allow once", "Always for this tool", "Deny",
+        "Allow once", "Always (in chats)", "Deny",
     ]  # fmt: skip
     assert posted == []  # nothing runs before the answer
     await tg.press(OWNER, button(question, "Allow once"))
@@ -224,3 +225,23 @@ async def test_buttons_sent_before_approvals_was_a_feature_still_answer(tg: TG) 
     assert "allowed no tool" in after.text and not after.reply_markup
     assert "Revoked: post asks again." in toasts()
     assert [d for d, _, _ in await decisions(tg.app)] == ["always", "revoked"]
+
+
+async def test_a_waiting_question_does_not_freeze_the_chat(tg: TG) -> None:
+    """Commands are answered while the question waits; the first message meanwhile hears
+    at once why it waits, and is answered right after the question, in order."""
+    posted: list[str] = []
+    with_post_tool(tg.app, posted)
+    question = await ask_to_post(tg, "x")
+    await tg.send(OWNER, "/help")
+    assert "/memory" in (await tg.reply(OWNER)).text  # at once, the question still open
+    await tg.send(OWNER, "and another thing")
+    assert (await tg.reply(OWNER)).text == WAITS_FOR_QUESTION
+    await tg.send(OWNER, "and a third")  # told once per question: no second notice
+    await tg.send(OWNER, "/approvals")
+    assert (await tg.reply(OWNER)).text.startswith("Approvals: risky")
+    assert posted == [] and "Allowed" not in question.text
+    await tg.press(OWNER, button(question, "Allow once"))
+    answers = [m.text for m in await tg.replies(OWNER, 3)]
+    assert answers == ["Done.", "echo: and another thing", "echo: and a third"]
+    assert posted == ["x"]

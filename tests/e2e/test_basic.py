@@ -59,6 +59,9 @@ async def test_start_and_help_list_commands(tg: TG) -> None:
     help_ = await tg.reply(OWNER)
     for command in ("/start", "/help", "/newsession"):
         assert command in help_.text
+    # Each command's arguments right after its name, in one layout.
+    assert "/quiet HH:MM-HH:MM — hold reminders back" in help_.text
+    assert "/codestats [days] — your code runs" in help_.text
     assert tg.llm.requests == []
 
 
@@ -89,7 +92,7 @@ async def test_newsession_starts_a_named_session_with_fresh_history(tg: TG) -> N
     await tg.reply(OWNER)
     contents = [
         without_context(m["content"])
-        for m in tg.llm.requests[-1]["messages"]
+        for m in [r for r in tg.llm.requests if r.get("stream")][-1]["messages"]
         if m["role"] != "system"
     ]
     assert contents == ["what word?"]

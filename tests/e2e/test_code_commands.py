@@ -4,8 +4,14 @@ file."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import os
+import shutil
+import tempfile
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -146,3 +152,58 @@ async def test_the_terminal_answers_both_commands(tg: TG) -> None:
     failures = await run_command(tg.app, me, "/codefailures")
     assert failures is not None and HOSTILE in failures and "TypeError" in failures
     assert await run_command(tg.app, me, "/codefailures 0") == FAILURES_USAGE
+
+
+async def test_without_namespaces_code_reaches_no_service_of_the_host(
+    make_tg: Callable[..., Awaitable[TG]],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A machine with Landlock but neither bubblewrap nor user namespaces (Docker when
+    they are refused): the public-only rule cannot be held, so the network is off;
+    the bot's own model and Telegram endpoints on 127.0.0.1 and a Unix socket open to
+    every account are out of the code's reach, and the start-up line says so."""
+    from tools.code import modes, runner
+
+    kernel = modes.Kernel(modes.probe_kernel().landlock_abi, namespaces=False)
+    if kernel.landlock_abi < 1:
+        pytest.skip("no Landlock in this kernel")
+    monkeypatch.setattr(modes, "bwrap_path", lambda: None)
+    monkeypatch.setattr(modes, "probe_kernel", lambda: kernel)
+    monkeypatch.setattr(runner, "probe_kernel", lambda: kernel)
+    folder = Path(tempfile.mkdtemp(prefix="sidekick-test-sock-"))
+    os.chmod(folder, 0o755)
+    accepted: list[int] = []
+
+    def on_connect(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        w.close()
+
+    server = await asyncio.start_unix_server(on_connect, folder / "api.sock")
+    os.chmod(folder / "api.sock", 0o666)
+    caplog.set_level(logging.INFO, logger="tools.code.tool")
+    tg = await make_tg(approvals="off")
+    code = f"""
+for (const url of ["{tg.llm.base_url}/models", "{tg.settings.telegram_api_url}/"]) {{
+  try {{ const r = await fetch(url); console.log("reached " + r.status); }}
+  catch (e) {{ console.log("fetch " + e.code); }}
+}}
+try {{ await Bun.connect({{ unix: "{folder}/api.sock", socket: {{ data() {{}} }} }});
+  console.log("connected"); }} catch (e) {{ console.log("unix " + e.code); }}
+"""
+    try:
+        await run_via_model(tg, code)
+    finally:
+        server.close()
+        await server.wait_closed()
+        shutil.rmtree(folder, ignore_errors=True)
+    tool_msgs = [m for m in tg.llm.requests[-1]["messages"] if m["role"] == "tool"]
+    result = json.loads(tool_msgs[-1]["content"])
+    assert result["stdout"].splitlines() == [
+        "fetch FailedToOpenSocket",
+        "fetch FailedToOpenSocket",
+        "unix EACCES",
+    ], result
+    assert accepted == []
+    started = [r.getMessage() for r in caplog.records if r.getMessage().startswith("code tool")]
+    assert any("sandbox landlock" in line and "network OFF" in line for line in started), started

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.agent.prompt import without_context
+from bot.agent.prompt import earlier_of, without_context
 from bot.sessions import compress
 from bot.sessions.models import SessionCompression
 from bot.usage.models import ModelUsage
@@ -71,13 +71,15 @@ async def test_a_long_chat_is_compressed_and_a_fact_from_its_first_message_survi
     assert len(list(summary_usage)) == len(rows)
 
     last = chat_requests(fake_llm)[-1]
-    system = last[0]["content"]
-    assert "[compressed] Turns 1–" in system and "locker code is 4711" in system
-    assert "[not shown]" not in system
+    # The summary stands in front of the first turn shown (the system message stays).
+    system, cut = last[0]["content"], earlier_of(last[1]["content"])
+    assert "[compressed]" not in system
+    assert cut.startswith("[compressed] Turns 1–") and "locker code is 4711" in cut
+    assert "[not shown]" not in cut
     sent = [without_context(m["content"]) for m in last[1:]]
     assert FACT not in sent and chat(2) not in sent  # the old turns are no longer sent...
     assert sent[-1] == chat(30)  # ...the newest are, up to this message
-    covered = int(re.findall(r"\[compressed\] Turns 1–(\d+) ", system)[0])
+    covered = int(re.findall(r"\[compressed\] Turns 1–(\d+) ", cut)[0])
     assert sent[0] == chat(covered // 2 + 1)  # right after what the summary covers
 
 
@@ -103,5 +105,5 @@ async def test_the_context_size_bounds_every_prompt(
     # The conversation outgrew the context: unbounded, the last prompt would not fit.
     whole = sum(len(chat(i, 8)) * 2 for i in range(1, 25)) // 4
     assert whole > fake_llm.n_ctx and max(prompts) < fake_llm.n_ctx
-    system = chat_requests(fake_llm)[-1][0]["content"]
-    assert "locker code is 4711" in system  # compressed, not dropped
+    cut = earlier_of(chat_requests(fake_llm)[-1][1]["content"])
+    assert "locker code is 4711" in cut  # compressed, not dropped

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from bot.telegram.reminder_delivery import TelegramDelivery
 from scheduler.setup import Scheduler
 from tests.e2e.conftest import OWNER, TG
-from tests.e2e.reminders_env import MINUTE, Clock, Env
+from tests.e2e.reminders_env import MINUTE, Clock, Env, make_env
+from tools.reminders import jobs
 from tools.reminders.firing import ReminderJobs
 from tools.reminders.settings import ReminderSettings
+from tools.reminders.times import Spec
 
 BERLIN = "Europe/Berlin"
 FRIDAY = datetime(2026, 11, 20, 5, 0, tzinfo=UTC)
@@ -63,3 +66,49 @@ async def test_a_delivery_retry_goes_out_on_the_next_tick_not_one_later(tg: TG) 
     assert run.status == "pending" and clock.now > due  # the failed send ended past the tick
     # The first retry is due one minute later: the tick at that minute delivers it.
     assert await env.tick_at(due + MINUTE) == ["⏰ stretch"]
+
+
+async def test_a_reminder_fires_on_its_second_not_at_the_next_minute_tick(tg: TG) -> None:
+    """A reminder set for a few seconds ahead goes out then, by the alarm the minute job
+    armed at start-up and the new reminder re-armed; the minute job does not run between
+    (its next run stays where it was), so it was not the minute tick that sent it."""
+    env = make_env(tg, datetime.now(UTC))
+    user = await env.user(OWNER, BERLIN)
+    # Room before the next whole minute for the reminder's few seconds (the machine may be
+    # slow: the reminder is due 3 s after it is made, the minute tick is >= 25 s away).
+    second = datetime.now(UTC).second
+    if second >= 30:
+        await asyncio.sleep(60.5 - second)
+    scheduler = Scheduler(tg.app.start_features(TelegramDelivery(tg.runtime.bot)))
+    scheduler.start()
+    try:
+        # The start-up run (it arms the alarm) is over once the next run is on the grid.
+        for _ in range(1200):
+            [tick] = [j for j in scheduler.job_infos() if j.id == "reminders"]
+            if tick.next_run is not None and tick.next_run > datetime.now(UTC):
+                break
+            await asyncio.sleep(0.05)
+        assert tick.next_run is not None
+        now = datetime.now(UTC)
+        due = now + timedelta(seconds=3)
+        job = await jobs.create(
+            tg.app.session_factory,
+            user_id=user,
+            kind="reminder",
+            text="tea is ready",
+            words="in 3 seconds",
+            spec=Spec("at", ZoneInfo(BERLIN), first=due),
+            now=now,
+        )
+        await tg.server.wait_for(lambda: len(tg.server.messages) >= 1, timeout=120)
+        [after] = [j for j in scheduler.job_infos() if j.id == "reminders"]
+        for _ in range(1200):  # the ledger is written just after the send
+            [run] = await env.runs(job.id)
+            if run.status != "pending":
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await scheduler.stop()
+    assert [m.text for m in tg.server.messages] == ["⏰ tea is ready"]
+    assert after.next_run == tick.next_run  # the minute tick did not run: the alarm sent it
+    assert run.status == "sent" and run.due_at == due

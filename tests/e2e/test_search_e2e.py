@@ -11,6 +11,7 @@ import pytest
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
 from tests.fakes.search_server import FakeSearch, Reply, fixture
+from tools.effects import OUTSIDE_MARK
 from tools.search import brave
 
 KEY = "BSA-e2e-secret-key-42"
@@ -27,7 +28,14 @@ async def searx(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeSearch]:
 
 
 def tool_results(body: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    """The results past their first line, which marks them as outside content."""
+    out = []
+    for m in body["messages"]:
+        if m["role"] == "tool":
+            note, _, result = m["content"].partition("\n")
+            assert note.startswith(f"{OUTSIDE_MARK}search results for ")
+            out.append(result)
+    return out
 
 
 async def test_search_answer_reaches_the_user(make_tg: Any, searx: FakeSearch) -> None:

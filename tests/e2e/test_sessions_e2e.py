@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select, update
 
 from bot.agent.prompt import context_of, without_context
+from bot.sessions import summary
+from bot.sessions.background import BackgroundArchive
+from bot.sessions.models import SessionArchive
 from bot.telegram.reminder_delivery import TelegramDelivery
 from db.models import ChatSession, User
 from tests.e2e.conftest import OWNER, TG
@@ -83,7 +88,8 @@ async def test_newsession_archives_and_sessions_lists(tg: TG) -> None:
     await tg.send(OWNER, "/newsession Trip planning")
     text = (await tg.reply(OWNER)).text
     assert "Started a new session: Trip planning." in text
-    assert "kept a summary of it in memory" in text
+    assert "writing its summary to memory in the background" in text
+    await tg.app.part(BackgroundArchive).idle()
 
     await talk(tg, "hello", "hi")
     request = chat_requests(tg)[-1]["messages"]
@@ -105,10 +111,39 @@ async def test_newsession_with_the_model_down_still_starts_fresh(tg: TG) -> None
     await talk(tg, "remember the blue bike", "ok")
     tg.llm.add(Error(503), Error(503), Error(503))
     await tg.send(OWNER, "/newsession")
-    text = (await tg.reply(OWNER)).text
-    assert "I'll write its summary to memory shortly" in text
+    assert "Started a new session" in (await tg.reply(OWNER)).text
+    await tg.app.part(BackgroundArchive).idle()
     await tg.send(OWNER, "/sessions")
     assert "(summary pending)" in (await tg.reply(OWNER)).text
+
+
+def summary_requests(tg: TG) -> list[dict]:  # type: ignore[type-arg]
+    return [r for r in tg.llm.requests if not r.get("stream")]
+
+
+async def test_newsession_answers_before_a_slow_summary_written_once(tg: TG) -> None:
+    """A slow local model takes minutes to summarise: /newsession answers at once, the
+    summary is written in the background, and the split job meanwhile leaves the session
+    to that one writer (no second summary call for it)."""
+    await talk(tg, "I am planning a trip to Lisbon in May with my sister", "Lovely!")
+    slow = asyncio.Event()
+    tg.llm.add(Text(SUMMARY, after=slow))
+    await tg.send(OWNER, "/newsession")
+    text = (await tg.reply(OWNER)).text  # while the model is still writing the summary
+    assert "Started a new session" in text and "in the background" in text
+    for _ in range(1200):  # the summary call reaches the model
+        if summary_requests(tg):
+            break
+        await asyncio.sleep(0.05)
+    # The scheduler's run while the summary is written leaves the session to its writer.
+    assert (await split_job(tg)()).total == 0
+    assert len(summary_requests(tg)) == 1
+    slow.set()
+    await tg.app.part(BackgroundArchive).idle()
+    assert (await split_job(tg)()).total == 0  # archived once, nothing left
+    await tg.send(OWNER, "/sessions")
+    assert "The user is planning a trip to Lisbon" in (await tg.reply(OWNER)).text
+    assert len(summary_requests(tg)) == 1
 
 
 async def test_timezone_show_set_refuse_reset(tg: TG) -> None:
@@ -138,3 +173,63 @@ async def test_timezone_show_set_refuse_reset(tg: TG) -> None:
         tz = (await s.execute(select(User.timezone).where(User.telegram_id == OWNER))).scalar()
     assert tz is None
     assert tg.llm.requests == []  # commands never reach the model
+
+
+async def wait_for_summary_call(tg: TG) -> None:
+    for _ in range(1200):
+        if summary_requests(tg):
+            return
+        await asyncio.sleep(0.05)
+
+
+async def test_a_summary_slower_than_the_chat_deadline_is_still_kept(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    """A summary has a time budget of its own, well past LLM_TIMEOUT_S: a slow local model
+    that takes longer than a chat answer may still write it."""
+    tg = await make_tg(llm_timeout_s=1)
+    await talk(tg, "I am planning a trip to Lisbon in May with my sister", "Lovely!")
+    slow = asyncio.Event()
+    tg.llm.add(Text(SUMMARY, after=slow))
+    await tg.send(OWNER, "/newsession")
+    assert "in the background" in (await tg.reply(OWNER)).text
+    await wait_for_summary_call(tg)
+    await asyncio.sleep(2.5)  # past LLM_TIMEOUT_S: a chat call would have been given up
+    slow.set()
+    await tg.app.part(BackgroundArchive).idle()
+    await tg.send(OWNER, "/sessions")
+    assert "The user is planning a trip to Lisbon" in (await tg.reply(OWNER)).text
+
+
+async def test_a_summary_past_its_budget_is_abandoned_and_left_for_later(
+    tg: TG, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(summary, "SUMMARY_MIN_S", 0.5)
+    await talk(tg, "I am planning a trip to Lisbon in May with my sister", "Lovely!")
+    tg.llm.add(Text(SUMMARY, after=asyncio.Event()))  # never answers
+    await tg.send(OWNER, "/newsession")
+    await tg.reply(OWNER)
+    await tg.app.part(BackgroundArchive).idle()
+    async with tg.app.session_factory() as s:
+        [row] = (await s.execute(select(SessionArchive))).scalars().all()
+    assert row.archived_at is None and row.attempts == 1
+    assert "no summary within its 0.5 s budget" in (row.last_error or "")
+    assert row.claimed_until is None  # released: the split job takes it up after the backoff
+    await tg.send(OWNER, "/sessions")
+    assert "(summary pending)" in (await tg.reply(OWNER)).text
+
+
+def test_a_sessions_date_is_said_once_when_it_starts_and_ends_that_day() -> None:
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from bot.sessions.commands import span
+
+    berlin = ZoneInfo("Europe/Berlin")
+    start, end = (
+        datetime(2026, 11, 28, 8, 0, tzinfo=UTC),
+        datetime(2026, 11, 28, 16, 30, tzinfo=UTC),
+    )
+    assert span(start, end, berlin) == "2026-11-28 09:00–17:30"
+    late = datetime(2026, 11, 28, 23, 30, tzinfo=UTC)  # after midnight in Berlin
+    assert span(start, late, berlin) == "2026-11-28 09:00 → 2026-11-29 00:30"

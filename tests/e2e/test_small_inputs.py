@@ -65,3 +65,51 @@ async def test_a_malformed_update_is_skipped_without_users_texts_in_the_log(
     skipped = [r for r in caplog.records if "skipped a malformed update" in r.getMessage()]
     assert len(skipped) == 1
     assert json.dumps(bad)[:20] not in caplog.text
+
+
+def toasts(tg: TG) -> list[str]:
+    return [c.params.get("text", "") for c in tg.server.calls if c.method == "answerCallbackQuery"]
+
+
+async def test_a_lone_surrogate_in_a_message_is_replaced_and_the_turn_runs(tg: TG) -> None:
+    # Telegram's JSON may carry "\ud83d" alone (a client cut an emoji in half); Python reads
+    # it as a lone surrogate, which no database or model API can encode.
+    tg.llm.add(Text("fine"))
+    await tg.send(OWNER, "half an emoji: \ud83d, the rest")
+    assert (await tg.reply(OWNER)).text == "fine"
+    sent = [m["content"] for m in tg.llm.requests[-1]["messages"] if m.get("role") == "user"]
+    assert "half an emoji: \ufffd, the rest" in str(sent[-1])
+
+
+async def test_a_lone_surrogate_in_a_command_argument_is_replaced(tg: TG) -> None:
+    await tg.send(OWNER, "/memory search \udc80x")
+    reply = await tg.reply(OWNER)
+    assert "wrong" not in reply.text.lower()
+
+
+HUGE = "99999999999999999999999"
+
+
+@pytest.mark.parametrize(
+    ("data", "toast"),
+    [
+        (f"approvals:answer:{HUGE}:once", "This question is closed."),
+        ("approvals:answer:\u00b2:once", "This question is closed."),
+        (f"approvals:revoke:{HUGE}", "That button is out of date."),
+        ("approvals:revoke:\u00b2", "That button is out of date."),
+        (f"reminders:pause:{HUGE}", "That button is out of date."),
+        ("reminders:pause:\u00b2", "That button is out of date."),
+        (f"code:file:{HUGE}", "That button is out of date."),
+        ("code:file:\u00b2", "That button is out of date."),
+    ],
+)
+async def test_a_forged_button_with_a_bad_number_gets_a_clear_answer(
+    tg: TG, data: str, toast: str
+) -> None:
+    tg.llm.add(Text("hello"))
+    await tg.send(OWNER, "hi")
+    message = await tg.reply(OWNER)
+    await tg.press(OWNER, data, message_id=message.message_id)
+    await tg.idle()
+    assert toasts(tg) == [toast]
+    assert not tg.unread(OWNER)  # no "Something went wrong"

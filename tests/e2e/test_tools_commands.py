@@ -33,7 +33,7 @@ async def test_tools_lists_groups_with_costs(
     assert (await tg.reply(OWNER)).text == "42 €"
     await tg.send(OWNER, "/tools")
     text = (await tg.reply(OWNER)).text
-    assert re.search(r"Direct — 1 tools, \d+ tokens: fake__bank_balance", text)
+    assert re.search(r"Direct — 1 tool, \d+ tokens: fake__bank_balance", text)
     await tg.send(2001, "/tools")  # another user has not used it
     assert "Direct — 0 tools" in (await tg.reply(2001)).text
 

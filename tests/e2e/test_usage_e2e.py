@@ -110,3 +110,38 @@ async def test_sidekick_usage_prints_the_report(tg: TG) -> None:
     # The price in force when the call was made counts, not today's PRICES.
     assert "1 call · 777 tokens in · 7 out · price unknown (tokens only)" in text
     assert re.search(r"Budget today: \$0\.00 of \$2\.00 \(0%\)", text)
+
+
+async def test_usage_names_the_costliest_models_and_counts_the_rest(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    """Hundreds of model names (a proxy's per-request aliases) were each a line: the reply
+    ran to hundreds of messages. The costliest come first, the rest are one line."""
+    from sqlalchemy import select
+
+    from bot.usage.repo import add_usage
+    from bot.usage.report import TOP_MODELS
+    from db.models.core import User
+
+    tg = await make_tg(prices=PRICES)
+    tg.llm.add(Text("hi", usage=usage(10, 1)))
+    await tg.send(OWNER, "hello")
+    await tg.reply(OWNER)
+    async with tg.app.session_factory() as s, s.begin():
+        user_id = await s.scalar(select(User.id).where(User.telegram_id == OWNER))
+        for i in range(300):
+            await add_usage(
+                s, user_id=user_id, purpose="chat", model=f"alias-{i:03d}", prompt_tokens=1,
+                completion_tokens=1, cached_tokens=0, reasoning_tokens=0, estimated=False,
+                cost_usd=i / 1000,
+            )  # fmt: skip
+    await tg.send(OWNER, "/usage")
+    _chart, text = await tg.replies(OWNER, 2)
+    lines = text.text.splitlines()
+    models = lines[
+        lines.index("By model (this month):") + 1 : lines.index("By purpose (this month):")
+    ]
+    assert len(models) == TOP_MODELS + 1
+    assert models[0].startswith("  alias-299 — 1 call")  # the costliest first
+    assert models[-1].startswith(f"  {301 - TOP_MODELS} other models — {301 - TOP_MODELS} calls")
+    assert "chat — 301 calls" in text.text

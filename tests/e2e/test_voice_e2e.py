@@ -194,3 +194,90 @@ async def test_each_group_member_has_their_own_voice_mode(make_tg: Any) -> None:
     async with tg.app.session_factory() as s:
         owner = (await s.execute(select(User).where(User.telegram_id == OWNER))).scalar_one()
     assert row.user_id == owner.id  # metered to the member who asked
+
+
+def silent_flac(seconds: int, rate: int = 8_000) -> bytes:
+    """Hours of silence in a small FLAC file (it compresses to almost nothing)."""
+    import numpy as np
+
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="flac") as out:
+        stream = out.add_stream("flac", rate=rate, layout="mono")
+        block = np.zeros((1, rate * 60), dtype=np.int16)  # a minute a frame
+        for minute in range(seconds // 60):
+            frame = av.AudioFrame.from_ndarray(block, format="s16", layout="mono")
+            frame.sample_rate, frame.pts = rate, minute * rate * 60
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return buf.getvalue()
+
+
+async def speak_hello(tg: TG) -> Any:
+    await tg.send(OWNER, "/voice on")
+    await tg.reply(OWNER)
+    await tg.send(OWNER, "hello")
+    text, notice = await tg.replies(OWNER, 2)
+    assert text.text == "echo: hello"
+    return notice
+
+
+async def test_hours_of_audio_from_the_speech_endpoint_are_refused_not_sent(tg: TG) -> None:
+    tg.llm.speech_audio, tg.llm.speech_type = silent_flac(2 * 3600), "audio/flac"
+    assert len(tg.llm.speech_audio) < 2_000_000  # small, and two hours long
+    notice = await speak_hello(tg)
+    assert notice.method == "sendMessage"
+    assert "120 minutes of audio" in notice.text and "not sent" in notice.text
+    assert all(m.method != "sendVoice" for m in tg.server.sent_to(OWNER))
+
+
+async def test_ogg_that_says_it_plays_for_hours_is_refused(tg: TG) -> None:
+    # Two OGG page headers (27 bytes each, no segments); the last one's granule position
+    # (48 kHz samples) says two hours.
+    def page(kind: int, granule: int) -> bytes:
+        return b"OggS\x00" + bytes([kind]) + granule.to_bytes(8, "little") + bytes(13)
+
+    tg.llm.speech_audio = page(2, 0) + page(4, 2 * 3600 * 48_000)
+    notice = await speak_hello(tg)
+    assert "120 minutes of audio" in notice.text
+    assert all(m.method != "sendVoice" for m in tg.server.sent_to(OWNER))
+
+
+JUNK = 64 * 1024 * 1024
+
+
+async def test_a_huge_speech_answer_is_not_read_past_the_cap(tg: TG) -> None:
+    tg.llm.junk_bytes = JUNK
+    notice = await speak_hello(tg)
+    assert notice.text == (
+        "No voice reply this time: the spoken answer came out too large to send; "
+        "the answer is above."
+    )
+    assert tg.llm.junk_sent < JUNK // 2  # the reader stopped and hung up
+
+
+async def test_a_huge_transcription_answer_is_not_read_past_the_cap(tg: TG) -> None:
+    tg.llm.junk_bytes = JUNK
+    file_id = tg.server.add_file(b"OggS" + b"\0" * 100)
+    await tg.send(OWNER, None, **voice(file_id, 104))
+    reply = await tg.reply(OWNER)
+    assert "far too large to be a transcript" in reply.text
+    assert tg.llm.junk_sent < JUNK // 2
+
+
+async def test_doctor_says_not_offered_when_the_model_endpoint_has_no_audio(tg: TG) -> None:
+    """OpenRouter or Ollama as LLM_BASE_URL: no /audio routes. A correct install passes."""
+    from bot.media.doctor import check_media
+    from bot.voice.doctor import check as check_voice
+
+    tg.llm.speech_error = tg.llm.transcribe_error = 404
+    (voice_line,) = await check_voice(tg.app)
+    transcription = (await check_media(tg.app))[0]
+    for line in (voice_line, transcription):
+        assert line.ok and line.detail.startswith("not offered"), line
+    # Named on purpose, an endpoint without the route is a fault.
+    await tg.restart(tts_base_url=tg.llm.base_url, transcribe_base_url=tg.llm.base_url)
+    (voice_line,) = await check_voice(tg.app)
+    assert not voice_line.ok and "HTTP 404" in voice_line.detail
+    assert not (await check_media(tg.app))[0].ok

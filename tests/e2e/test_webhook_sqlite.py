@@ -128,3 +128,11 @@ async def test_a_malformed_update_is_skipped_without_its_text_in_the_log(
     assert [m.text for m in hook.server.sent_to(OWNER)] == ["echo: after it"]
     assert "4711" not in caplog.text
     assert "skipped a malformed update: update_id 9" in caplog.text
+
+
+async def test_a_lone_surrogate_through_the_webhook_is_replaced_not_skipped(hook: Hook) -> None:
+    # pydantic's own JSON parser refuses "\ud83d" alone: the update was dropped as malformed.
+    assert await hook.post({"update_id": 11, **message_update(OWNER, "half \ud83d")}) == 200
+    await hook.server.wait_for(lambda: bool(hook.server.sent_to(OWNER)))
+    await hook.rt.drain(10)
+    assert [m.text for m in hook.server.sent_to(OWNER)] == ["echo: half \ufffd"]

@@ -2,6 +2,8 @@
 
 Each chat completion takes the next scripted turn (text, tool calls or an HTTP error);
 with the script empty it answers by `responder` (default: echo the last user message).
+`failing = 500` is an outage window: every chat completion fails so until it is None.
+A Text with `pause` stalls after its first chunk (a stream that goes quiet).
 Streaming answers use OpenAI's chunk format exactly, as real providers send it. A `Lane`
 scripts a second client apart (OpenCode, which the bot runs against the same server);
 `authorizations` records each chat request's Authorization header.
@@ -11,6 +13,8 @@ with `transcribe_error` (an HTTP status) when set.
 `/v1/audio/speech` takes OpenAI's JSON body and answers `speech_audio` (OGG/Opus bytes by
 default; set `speech_audio`/`speech_type` to play an endpoint that sends something else),
 400 without `input`, or `speech_error` when set; `speeches` records each body.
+`junk_bytes` set: both audio routes answer 200 with that many junk bytes, streamed without
+a Content-Length (a broken or hostile endpoint); `junk_sent` counts what the client took.
 Like OpenAI, a streamed answer ends with a usage chunk (no choices) when the request asks
 for `stream_options: {include_usage: true}`; `send_usage=False` plays a provider that never
 sends usage. A turn's `usage` dict replaces the default counts (about 4 characters a token).
@@ -40,8 +44,11 @@ class Text:
     text: str
     chunk: int = 7  # characters per streamed delta
     delay: float = 0.0  # seconds between chunks
+    pause: float = 0.0  # seconds of silence after the first chunk (a stalled stream)
     usage: dict[str, Any] | None = None
     finish: str = "stop"  # "length": a reply cut at max_tokens
+    # A slow server: the answer waits until this is set (its request is recorded at once).
+    after: asyncio.Event | None = None
 
 
 @dataclass
@@ -171,12 +178,18 @@ class FakeOpenAI:
     speech_type: str = "audio/ogg"
     speech_error: int | None = None
     speeches: list[dict[str, Any]] = field(default_factory=list)
+    junk_bytes: int = 0
+    junk_sent: int = 0
     n_ctx: int | None = None  # llama-server's context size (`-c`); None: a server that won't say
     props: bool = True  # False: refuses past n_ctx but does not say it (a proxy in front)
     refused: list[dict[str, Any]] = field(default_factory=list)  # requests refused as too long
     lanes: list[Lane] = field(default_factory=list)
     # The Authorization header of every chat request, in order (None: it had none).
     authorizations: list[str | None] = field(default_factory=list)
+    # While set, every chat completion fails with this status (an outage window), the
+    # script untouched; `failed` counts the requests it refused.
+    failing: int | None = None
+    failed: int = 0
 
     @property
     def base_url(self) -> str:
@@ -212,7 +225,7 @@ class FakeOpenAI:
             raise web.HTTPNotFound()
         return web.json_response(props(self.n_ctx, self.models[0]))
 
-    async def _transcribe(self, request: web.Request) -> web.Response:
+    async def _transcribe(self, request: web.Request) -> web.StreamResponse:
         form: dict[str, Any] = {"authorization": request.headers.get("Authorization")}
         if request.content_type != "multipart/form-data":
             return web.json_response({"error": {"message": "multipart expected"}}, status=400)
@@ -225,6 +238,8 @@ class FakeOpenAI:
             else:
                 form[part.name or ""] = await part.text()  # type: ignore[union-attr]
         self.transcriptions.append(form)
+        if self.junk_bytes:
+            return await self._junk(request)
         if self.transcribe_delay:
             await asyncio.sleep(self.transcribe_delay)
         if self.transcribe_error is not None:
@@ -235,10 +250,26 @@ class FakeOpenAI:
         text = self.transcripts.pop(0) if self.transcripts else f"transcript of {form['filename']}"
         return web.json_response({"text": text})
 
-    async def _speech(self, request: web.Request) -> web.Response:
+    async def _junk(self, request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        chunk = b"\x17" * 65536
+        try:
+            while self.junk_sent < self.junk_bytes:
+                await resp.write(chunk)
+                self.junk_sent += len(chunk)
+            await resp.write_eof()
+        except (ConnectionError, RuntimeError):
+            pass  # the client stopped reading and closed: what a capped reader does
+        return resp
+
+    async def _speech(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         body["authorization"] = request.headers.get("Authorization")
         self.speeches.append(body)
+        if self.junk_bytes:
+            return await self._junk(request)
         if self.speech_error is not None:
             err = {"error": {"message": "scripted failure", "type": "server_error"}}
             return web.json_response(err, status=self.speech_error)
@@ -257,6 +288,10 @@ class FakeOpenAI:
             # llama-server refuses before it reads the prompt: no scripted turn is used up.
             self.refused.append(body)
             return web.json_response(too_long(n, self.n_ctx), status=400)
+        if self.failing is not None:
+            self.failed += 1
+            err = {"error": {"message": "outage", "type": "server_error", "code": None}}
+            return web.json_response(err, status=self.failing)
         lane = next((lane for lane in self.lanes if lane.matches(body)), None)
         if lane is not None:
             turn = lane.turn(body)
@@ -268,6 +303,8 @@ class FakeOpenAI:
             return web.json_response(err, status=turn.status, headers=headers)
         if isinstance(turn, KeepAlive):
             return await _keep_alive(request, turn)
+        if isinstance(turn, Text) and turn.after is not None:
+            await turn.after.wait()
         usage = _usage(body, turn) if self.send_usage else None
         if not body.get("stream"):
             return web.json_response(_completion(body, turn, usage))
@@ -353,6 +390,8 @@ async def _stream(
         await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
     await send({"role": "assistant", "content": "", "refusal": None})
+    if isinstance(turn, Text) and turn.pause:
+        await asyncio.sleep(turn.pause)
     if isinstance(turn, Text):
         for i in range(0, len(turn.text), max(1, turn.chunk)):
             if turn.delay:

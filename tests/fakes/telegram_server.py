@@ -4,7 +4,9 @@ It serves `/bot<token>/<method>` with JSON, urlencoded or multipart bodies (aiog
 multipart), long-polls `getUpdates` for real, and rejects what Telegram rejects: empty text,
 text over 4096 UTF-16 units, entities outside the text (measured in UTF-16), links with a bad
 URL, drafts to a non-private chat, unknown tokens (401). `fail_next(method, 429, ...)` makes
-the next calls fail on demand. Every accepted outgoing message is recorded in order.
+the next calls fail on demand; `down(502)` ... `up()` is an outage window: every call but
+getUpdates fails with that status (users' messages still arrive) until it ends. Every
+accepted outgoing message is recorded in order.
 
 Files: `add_file(data)` stores a file the user "sent" and returns its file_id; getFile
 answers with its path (or 400 "file is too big" above 20 MB, as Telegram does) and
@@ -97,6 +99,7 @@ class FakeTelegram(FileMethods):
     _next_update: Any = field(default_factory=lambda: itertools.count(1))
     _msg_ids: dict[int, Any] = field(default_factory=dict)
     _failures: dict[str, list[ApiError]] = field(default_factory=dict)
+    outage: int | None = None  # the status every call but getUpdates gets (down/up)
     _changed: asyncio.Condition | None = None
     _stopping: bool = False
     _runner: web.AppRunner | None = None
@@ -146,6 +149,13 @@ class FakeTelegram(FileMethods):
         )
         err = ApiError(code, desc, retry_after if code == 429 else None)
         self._failures.setdefault(method, []).extend([err] * times)
+
+    def down(self, code: int = 502) -> None:
+        """An outage begins: every call but getUpdates fails with `code` until `up()`."""
+        self.outage = code
+
+    def up(self) -> None:
+        self.outage = None
 
     def sent_to(self, chat_id: int) -> list[Sent]:
         return [m for m in self.messages if m.chat_id == chat_id]
@@ -198,6 +208,8 @@ class FakeTelegram(FileMethods):
         try:
             if request.match_info["token"] != self.token:
                 raise ApiError(401, "Unauthorized")
+            if self.outage is not None and method != "getUpdates":
+                raise ApiError(self.outage, "Bad Gateway")
             failures = self._failures.get(method)
             if failures:
                 raise failures.pop(0)

@@ -197,7 +197,9 @@ async def test_a_job_asks_for_approval_like_code_and_the_doctor_names_it(
 ) -> None:
     from tools.code.doctor import check_code
 
-    oc = await make_tg(code_generator=None)  # the default; APPROVALS=risky: code runs ask first
+    # The default generator. Under APPROVALS=risky a turn that saw only the user's words runs
+    # code without asking (docs/security.md#approvals); under `all` a job asks like code.
+    oc = await make_tg(code_generator=None, approvals="all")
     oc.llm.add(Calls([("code", {"action": "generate", "task": "anything"})]), Text("Not now."))
     await oc.send(OWNER, "write me a program")
     question = await oc.reply(OWNER)

@@ -102,6 +102,8 @@ def real_settings(tmp_path: Path, proxy: RecordingProxy, server: FakeTelegram,
         "embeddings": "openai",
         "embeddings_base_url": proxy.base_url,
         "embeddings_model": installed["embed_model_name"],
+        # A whole uncached prompt (~1,800 tokens) on a shared 2-core CPU takes minutes.
+        "llm_timeout_s": 600.0,
         **extra,
     }
     if "llm_max_output_tokens" in Settings.model_fields:  # once the client bounds output

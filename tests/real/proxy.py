@@ -4,13 +4,14 @@ the answer through as it arrives (streams stay streams) and records each exchang
 It changes a chat request in two cases only, and records that it did:
 - `max_tokens` when the request has none (CPU inference: short answers keep the tier fast);
 - `force_tool(name)`: the next chat request that ends with the user's turn must call that
-  tool. Small models do not call tools on their own, and this llama-server build takes
-  `tool_choice` only as a string ("required"; a `{"function": ...}` object is ignored), and
-  its grammar for Qwen2.5's template is lazy: it starts at a `<tool_call>` tag the 0.5B
-  model does not write by itself. So the proxy offers only that tool, sets
-  `tool_choice: "required"`, `parallel_tool_calls: false`, and starts the assistant's turn
-  with `<tool_call>\n` (llama-server continues a trailing assistant message). What comes
-  back is llama.cpp's own tool-call stream, parsed by its own parser.
+  tool. Small models do not call tools on their own (the 0.5B model writes its calls out as
+  text, and never the `<tool_call>` tag of Qwen2.5's template). So the proxy offers only
+  that tool, sets `parallel_tool_calls: false`, and starts the assistant's turn with
+  `<tool_call>\n` (llama-server continues a trailing assistant message). What comes back is
+  llama.cpp's own tool-call stream, parsed by its own parser. No `tool_choice: "required"`:
+  its grammar makes each token take seconds on this CPU.
+- `greedy = True`: chat requests get `temperature: 0`, so a test that needs the model to
+  do one thing does it run after run.
 /v1/embeddings goes to the embedding server when one is given.
 """
 
@@ -87,6 +88,7 @@ class RecordingProxy:
         self.max_tokens = max_tokens
         self.exchanges: list[Exchange] = []
         self._force: str | None = None
+        self.greedy = False
         self._runner: web.AppRunner | None = None
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
         self.port = free_port()
@@ -118,12 +120,14 @@ class RecordingProxy:
         if "max_tokens" not in body and "max_completion_tokens" not in body:
             body["max_tokens"] = self.max_tokens
             changed.append("max_tokens")
+        if self.greedy:
+            body["temperature"] = 0
+            changed.append("greedy")
         messages = body.get("messages") or []
         if self._force and messages and messages[-1].get("role") == "user":
             name, self._force = self._force, None
             body["tools"] = [t for t in body.get("tools") or [] if t["function"]["name"] == name]
             assert body["tools"], f"Sidekick offered no tool named {name!r}"
-            body["tool_choice"] = "required"
             body["parallel_tool_calls"] = False
             body["messages"] = [*messages, {"role": "assistant", "content": "<tool_call>\n"}]
             changed.append(f"forced:{name}")

@@ -21,9 +21,11 @@ from typing import Any
 
 import pytest
 
-# CPU inference on a shared 2-core machine: a small context, two threads, one slot (so the
-# second message of a session finds the first one's prompt in the slot's cache).
-CHAT_ARGS = ["-c", "4096", "-t", "2", "-np", "1", "--jinja"]
+# CPU inference on a shared 2-core machine: a small context, one slot (so the second message
+# of a session finds the first one's prompt in the slot's cache), two threads for prompts but
+# one for generating: on a loaded machine two threads that sync per token took 6-8 s a token,
+# one thread 1 s (measured side by side, load 10).
+CHAT_ARGS = ["-c", "4096", "-t", "1", "-tb", "2", "-np", "1", "--jinja"]
 # MiniLM reads at most 512 tokens; each input is one sequence of the batch.
 EMBED_ARGS = ["--embeddings", "--pooling", "mean", "-c", "2048", "-b", "2048", "-ub", "512",
               "-t", "2", "-np", "4"]  # fmt: skip
@@ -79,8 +81,7 @@ class LlamaServer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 if self.proc.returncode == -signal.SIGILL:
-                    # The wheel's CPU backend is built for instructions this CPU lacks (seen:
-                    # a host with AVX2 but no AVX-512); nothing here can run it.
+                    # A CPU without AVX2 (the server's build needs it): nothing here runs it.
                     pytest.skip(
                         f"the prebuilt llama-server cannot run on this CPU: {self.tail(300)}"
                     )

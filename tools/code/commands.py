@@ -18,7 +18,7 @@ from tools.charts import DailySeries, bucket, chart, day_range
 from tools.code import repo
 from tools.code.models import CodeExecution, CodeJob
 from tools.code.repo import CodeStats, JobStats
-from tools.feature import Answer, Button, CommandCall, Pressed
+from tools.feature import Answer, Button, CommandCall, Pressed, row_id
 
 CODE_PREVIEW = 500
 STDERR_PREVIEW = 300
@@ -198,10 +198,11 @@ async def press(call: CommandCall) -> Pressed:
     """The button under a failure: that run (code, stdout, stderr) as a file; the message
     stays as it is."""
     kind, _, number = call.args.partition(":")
-    if kind != "file" or not number.isdigit():
+    run_id = row_id(number)
+    if kind != "file" or run_id is None:
         return Pressed("That button is out of date.", alert=True)
     async with call.host.deps.session_factory() as s:
-        row = await repo.get_execution(s, int(number), call.who.user_id)
+        row = await repo.get_execution(s, run_id, call.who.user_id)
     if row is None:
         return Pressed("That run is not in your history.", alert=True)
     return Pressed("", Answer("", file=full_report(row, call.who.tz)))

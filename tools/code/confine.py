@@ -42,6 +42,17 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 SIOCSIFFLAGS = 0x8914
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41}
+# For the seccomp filter: the audit arch the kernel reports and the syscall numbers.
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}  # arch, socket
+SYS_IO_URING_SETUP = 425  # same on every arch
+X32_BIT = 0x40000000
+RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
+BPF_LD_ABS, BPF_JEQ, BPF_JGE, BPF_RET = 0x20, 0x15, 0x35, 0x06
+EACCES, EPERM = 13, 1
+AF_UNIX = 1
+EGRESS_SOCKET = "egress.sock"  # in the proxy's folder (egress.py)
+PROXY_PORT = 3128  # where HTTP_PROXY points, in the run's own network namespace
 # statvfs flags that a bind remount inside a user namespace must keep (they are locked).
 KEEP_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096
 
@@ -111,6 +122,53 @@ def landlock(abi: int, rules: list[tuple[str, int]], *, block_tcp: bool) -> None
         _check(_libc.syscall(SYS_RESTRICT_SELF, fd, 0), "restrict_self")
     finally:
         os.close(fd)
+
+
+def deny_sockets(only_unix: bool = False) -> None:
+    """A seccomp filter on this process and its children: socket() fails (EACCES) for
+    every family, so the code opens no TCP, UDP, raw, netlink or Unix socket: without
+    a network namespace nothing else keeps it from the host's 127.0.0.1 services and
+    Unix sockets (Landlock rules TCP ports only, and no Unix socket before ABI 8).
+    `only_unix`: in a network namespace of its own, only Unix sockets, which lead to
+    the host's through paths Landlock cannot close. io_uring would create sockets past
+    seccomp, so it is denied too, as are x32 calls and any other arch's. Needs
+    no_new_privs (set first by the caller)."""
+    found = SECCOMP_ARCH.get(os.uname().machine)
+    if found is None:
+        raise Refused(f"no socket filter for {os.uname().machine}: the run cannot start")
+    arch, socket_nr = found
+    deny, eperm = RET_ERRNO | EACCES, RET_ERRNO | EPERM
+    # (code, jump if true, jump if false, k); a jump skips that many instructions.
+    socket_rule = [(BPF_RET, 0, 0, deny)]
+    if only_unix:
+        socket_rule = [
+            (BPF_LD_ABS, 0, 0, 16),  # seccomp_data.args[0]'s low half: the family
+            (BPF_JEQ, 1, 0, AF_UNIX),
+            (BPF_RET, 0, 0, RET_ALLOW),
+            (BPF_RET, 0, 0, deny),
+        ]
+    head = [
+        (BPF_LD_ABS, 0, 0, 4),  # seccomp_data.arch
+        (BPF_JEQ, 1, 0, arch),
+        (BPF_RET, 0, 0, eperm),
+        (BPF_LD_ABS, 0, 0, 0),  # seccomp_data.nr
+        (BPF_JGE, len(socket_rule) + 4, 0, X32_BIT),
+        (BPF_JEQ, len(socket_rule) + 2, 0, SYS_IO_URING_SETUP),
+        (BPF_JEQ, 1, 0, socket_nr),
+        (BPF_RET, 0, 0, RET_ALLOW),
+    ]
+    prog = [*head, *socket_rule, (BPF_RET, 0, 0, deny), (BPF_RET, 0, 0, eperm)]
+    raw = b"".join(
+        code.to_bytes(2, sys.byteorder) + bytes((jt, jf)) + k.to_bytes(4, sys.byteorder)
+        for code, jt, jf, k in prog
+    )
+    filt = ctypes.create_string_buffer(raw, len(raw))
+
+    class Fprog(ctypes.Structure):
+        _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+    fprog = Fprog(len(prog), ctypes.addressof(filt))
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
 def enter_namespaces(net: bool, uid: int | None) -> bool:
@@ -188,6 +246,17 @@ def bind_io(io: str, work: str, uid: int | None) -> None:
 def build_view(root: str, plan: dict[str, Any]) -> None:
     """A new root holding only the system dirs, the /etc files bun needs, a few devices,
     a fresh /proc, bun, and size-capped /tmp and /work; then pivot into it."""
+    # The bot runs under umask 077 (bot/preflight.py): the mount points made here would
+    # be 0700 and the run's uid could not reach /opt/bun/bun or /etc. The code gets
+    # the bot's umask back for its own files.
+    umask = os.umask(0o022)
+    try:
+        _build_view(root, plan)
+    finally:
+        os.umask(umask)
+
+
+def _build_view(root: str, plan: dict[str, Any]) -> None:
     tmpfs(root, 1024 * 1024, None, "0755")
     os.makedirs(root + "/etc")
     for d in plan["system_dirs"]:
@@ -242,7 +311,7 @@ def set_limits(lim: dict[str, Any]) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (lim["nproc"], lim["nproc"]))
 
 
-def relay(pid: int, watch: tuple[str, int] | None) -> None:
+def relay(pid: int, watch: tuple[str, int] | None, egress: Any = None) -> None:
     """Stay as the parent of the confined child and exit as it exits. With `watch`
     (work dir, bytes): no namespaces, so kill the run when the dir grows past it (no
     tmpfs caps it) and its orphans when it ends (no PID namespace ends them)."""
@@ -252,6 +321,8 @@ def relay(pid: int, watch: tuple[str, int] | None) -> None:
     for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(stop, lambda _s, _f: os.kill(pid, signal.SIGKILL))
     pidfd = os.pidfd_open(pid)
+    if egress is not None:
+        serve_egress(pidfd, *egress)
     while not select.select([pidfd], [], [], WATCH_EVERY_S if watch else None)[0]:
         if watch and usage(*watch)[0] > watch[1]:
             sys.stderr.write(f"sandbox: the work dir passed {watch[1] >> 20} MiB\n")
@@ -270,12 +341,124 @@ def relay(pid: int, watch: tuple[str, int] | None) -> None:
     os._exit(os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128)
 
 
-def fork_relayed(watch: tuple[str, int] | None) -> None:
-    """Fork: the parent relays the child's end (and never returns); the child goes on."""
+def fork_relayed(watch: tuple[str, int] | None, egress: Any = None) -> None:
+    """Fork: the parent relays the child's end (and never returns); the child goes on.
+    `egress` (a listening socket, the proxy's path): the parent also passes each
+    connection the run makes to it on to the proxy."""
     pid = os.fork()
     if pid:
-        relay(pid, watch)
+        relay(pid, watch, egress)
+    if egress is not None:
+        egress[0].close()
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def egress_listener() -> Any:
+    """127.0.0.1:PROXY_PORT in the run's own network namespace, where HTTP_PROXY points."""
+    import socket
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", PROXY_PORT))
+    sock.listen(64)
+    return sock
+
+
+def serve_egress(pidfd: int, listener: Any, path: str) -> None:
+    """Until `pidfd` is readable: the run's way out under Landlock. Each connection to
+    the listener goes on to the egress proxy's socket, opened here, outside the seccomp
+    filter that keeps the code itself from every Unix socket (the host's included).
+    One thread (RLIMIT_NPROC may leave no room for more), non-blocking, with
+    backpressure: a side is read only while its peer has nothing left to write."""
+    import selectors
+    import socket
+
+    sel = selectors.DefaultSelector()
+    sel.register(pidfd, selectors.EVENT_READ)
+    listener.setblocking(False)
+    sel.register(listener, selectors.EVENT_READ)
+    peer: dict[Any, Any] = {}
+    out: dict[Any, bytes] = {}
+    ended: set[Any] = set()  # sockets that sent EOF
+
+    def update(sock: Any) -> None:
+        if sock not in peer:
+            return
+        events = 0 if sock in ended or out[peer[sock]] else selectors.EVENT_READ
+        events |= selectors.EVENT_WRITE if out[sock] else 0
+        if sock in sel.get_map():
+            if events:
+                sel.modify(sock, events)
+            else:
+                sel.unregister(sock)
+        elif events:
+            sel.register(sock, events)
+
+    def close(sock: Any) -> None:
+        for end in (sock, peer.get(sock)):
+            if end is not None and end in peer:
+                if end in sel.get_map():
+                    sel.unregister(end)
+                end.close()
+                del peer[end], out[end]
+                ended.discard(end)
+
+    def flush(sock: Any) -> None:
+        if out[sock]:
+            out[sock] = out[sock][sock.send(out[sock]) :]
+        if not out[sock] and peer[sock] in ended:
+            sock.shutdown(socket.SHUT_WR)
+            if sock in ended:
+                return close(sock)
+        update(sock)
+        update(peer[sock])
+
+    while True:
+        for key, events in sel.select():
+            sock: Any = key.fileobj
+            if sock == pidfd:
+                return
+            try:
+                if sock is listener:
+                    client, _ = listener.accept()
+                    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    upstream.settimeout(5)
+                    try:
+                        upstream.connect(path)
+                    except OSError:
+                        client.close()
+                        upstream.close()
+                        continue
+                    for end, other in ((client, upstream), (upstream, client)):
+                        end.setblocking(False)
+                        peer[end], out[end] = other, b""
+                    update(client)
+                    update(upstream)
+                    continue
+                if sock not in peer:
+                    continue  # closed earlier in this round
+                if events & selectors.EVENT_READ:
+                    data = sock.recv(65536)
+                    if not data:
+                        ended.add(sock)
+                    out[peer[sock]] += data
+                    flush(peer[sock])
+                if sock in peer and events & selectors.EVENT_WRITE:
+                    flush(sock)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                close(sock)
+
+
+def own_proc_entry() -> list[tuple[str, int]]:
+    """Rules for our own /proc/<pid>, but for what shows the host's network (net/:
+    its listening ports and Unix sockets) and the task/ dirs holding net/ again.
+    (/proc/self: our pid in the namespace /proc was made for, not getpid())"""
+    top = f"/proc/{os.readlink('/proc/self')}"
+    # A rule on a directory covers everything under it: so none on the entry itself;
+    # nor on its links (root, cwd, exe), which the rule would follow to their targets.
+    paths = [f"{top}/{name}" for name in os.listdir(top) if name not in ("net", "task")]
+    return [(p, FS_READ_FILE | FS_READ_DIR) for p in paths if not os.path.islink(p)]
 
 
 def confine(plan: dict[str, Any]) -> None:
@@ -288,17 +471,18 @@ def confine(plan: dict[str, Any]) -> None:
     namespaced = plan["namespaces"] and enter_namespaces(net and not plan["egress"], uid)
     if mode == "namespace" and not namespaced:
         raise Refused("the kernel refused the user/mount namespaces")
+    egress = None
     if plan["egress"]:
         if not namespaced:
             raise Refused("the egress rule needs a network namespace, which the kernel refused")
         loopback_up()
-    if not net and not namespaced and abi < 4:
-        raise Refused("CODE_NETWORK=off needs a network namespace or Landlock ABI 4")
+        if mode == "landlock":  # (the namespace view holds no host socket: egress.js)
+            egress = (egress_listener(), os.path.join(plan["egress"], EGRESS_SOCKET))
     # The new PID namespace starts with our first child; without one, the parent
     # watches the work dir's size instead of a size-capped tmpfs.
     if not namespaced:
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    fork_relayed(None if namespaced else (work, plan["work_bytes"]))
+    fork_relayed(None if namespaced else (work, plan["work_bytes"]), egress)
     if namespaced:
         # We are the namespace's init. bun must not be: the kernel drops signals an init
         # sends itself (process.kill(process.pid) would do nothing), so we stay as pid 1.
@@ -329,16 +513,18 @@ def confine(plan: dict[str, Any]) -> None:
         rules += [(d, FS_READ_FILE | FS_WRITE_FILE) for d in DEVICES_RW]
         rules += [(d, FS_READ_FILE) for d in DEVICES_RO]
         rules += [(plan["bun"], FS_EXECUTE | FS_READ_FILE), (work, fs_rights(abi))]
-        if plan["egress"]:  # its folder holds only the relay and the proxy's socket
-            rules.append((plan["egress"], FS_READ_FILE | FS_READ_DIR))
         if has_proc:  # our own /proc, holding only the sandbox's processes
             rules.append(("/proc", FS_READ_FILE | FS_READ_DIR))
         else:  # the host's: only bun's own entry (which bun aborts without)
-            # (/proc/self: our pid in the namespace /proc was made for, not getpid())
-            rules.append((f"/proc/{os.readlink('/proc/self')}", FS_READ_FILE | FS_READ_DIR))
+            rules += own_proc_entry()
         landlock(abi, rules, block_tcp=not net and abi >= 4)
     else:
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if not net and not namespaced:  # no empty network namespace holds the network off
+        deny_sockets()
+    elif mode == "landlock":  # Landlock leaves paths to Unix sockets open; with egress,
+        # the way out is 127.0.0.1:PROXY_PORT (serve_egress)
+        deny_sockets(only_unix=True)
     os.execve(argv[0], argv, plan["env"])
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tools.base import CheckResult, ToolDeps
-from tools.code.modes import INSTALL_BWRAP
+from tools.code.modes import bwrap_advice
 from tools.code.tool import CodeService
 
 
@@ -11,9 +11,9 @@ def sandbox_line(service: CodeService) -> CheckResult:
     """The mode, why it was chosen and what it protects; fine unless files are open."""
     detail = f"{service.mode}: {service.mode_reason}; protects {service.protects}"
     if service.mode in ("landlock", "namespace"):
-        detail += f" (weaker than bubblewrap: {INSTALL_BWRAP})"
+        detail += f" (weaker than bubblewrap: {bwrap_advice()})"
     ok = service.mode in ("bwrap", "landlock", "namespace")
-    return CheckResult("code sandbox", ok, detail, f"{INSTALL_BWRAP} for the full sandbox")
+    return CheckResult("code sandbox", ok, detail, f"{bwrap_advice()} for the full sandbox")
 
 
 def generator_line(service: CodeService) -> CheckResult:

@@ -3,10 +3,13 @@ web_fetch's address rule (tools/fetch/policy.py: public addresses only, checked 
 and connected to as checked) unless CODE_PRIVATE_NETWORKS=on.
 
 The run gets a network namespace of its own holding only loopback, so nothing it opens
-leaves the sandbox directly; egress.js, preloaded into bun, listens on the namespace's
-127.0.0.1:3128 and passes each connection to this socket, and HTTP_PROXY / HTTPS_PROXY
-point bun's fetch there. CONNECT (https) and absolute-form requests (http) are served;
-anything else gets an error status and a one-line reason the code can print.
+leaves the sandbox directly; something listens on the namespace's 127.0.0.1:3128 and
+passes each connection to this socket, and HTTP_PROXY / HTTPS_PROXY point bun's fetch
+there: egress.js preloaded into bun (bwrap, the namespace view: no host socket is in
+reach there), or under Landlock confine.py's own process, outside the seccomp filter
+that keeps the code from every Unix socket (confine.serve_egress). CONNECT (https) and
+absolute-form requests (http) are served; anything else gets an error status and a
+one-line reason the code can print.
 """
 
 from __future__ import annotations
@@ -17,76 +20,103 @@ import logging
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from tools.base import ToolError
+from tools.code import confine
 from tools.code.tree import remove_tree
 from tools.fetch.policy import IP, Policy
 
 log = logging.getLogger(__name__)
 
-PROXY_PORT = 3128  # inside the run's own network namespace
+PROXY_PORT = confine.PROXY_PORT  # inside the run's own network namespace
 RELAY_JS = Path(__file__).with_name("egress.js")
-SOCKET_NAME = "egress.sock"
+SOCKET_NAME = confine.EGRESS_SOCKET
 HEAD_LIMIT = 64 * 1024
-HEAD_TIMEOUT_S = 30.0
+HEAD_TIMEOUT_S = 10.0  # a connection that sends no request is closed after this
 CONNECT_TIMEOUT_S = 10.0
-MAX_CONNECTIONS = 64  # at once, over every run of the runner
+RUN_CONNECTIONS = 32  # at once, per run; more wait for a slot of that run
 CHUNK = 65536
 AFTER_CLOSE_S = 5.0
 
 
+@dataclass
+class _Gate:
+    """One run's way out: its own socket, connection slots and open connections."""
+
+    server: asyncio.AbstractServer | None = None
+    slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(RUN_CONNECTIONS))
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+
 class EgressProxy:
+    """A socket per run (`open`), reachable only by that run's uid (and the bot), with
+    slots of its own: one run's idle or many connections never delay another's, and no
+    other local account can send through it. `release` ends the run's connections."""
+
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
-        self.folder: Path | None = None
-        self._server: asyncio.AbstractServer | None = None
-        self._lock = asyncio.Lock()
-        self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._gates: dict[Path, _Gate] = {}
 
-    async def start(self) -> Path:
-        """The folder holding the socket and egress.js (bound into each sandbox), started
-        on first use."""
-        async with self._lock:
-            if self._server is None or self.folder is None:
-                folder = Path(tempfile.mkdtemp(prefix="sidekick-egress-"))
-                os.chmod(folder, 0o755)  # the run (maybe a throwaway uid) lists and reads it
-                path = folder / SOCKET_NAME
-                self._server = await asyncio.start_unix_server(self._handle, path, limit=HEAD_LIMIT)
-                os.chmod(path, 0o666)
-                # Beside the socket, so a run reads the relay from a folder holding nothing else.
-                shutil.copyfile(RELAY_JS, folder / RELAY_JS.name)
-                os.chmod(folder / RELAY_JS.name, 0o644)
-                self.folder = folder
-            return self.folder
+    async def open(self, uid: int | None) -> Path:
+        """A new folder holding the run's socket and egress.js (bound into its sandbox),
+        owned by `uid` (the run's throwaway uid when we are root) and closed to others."""
+        folder = Path(tempfile.mkdtemp(prefix="sidekick-egress-"))  # 0700
+        try:
+            path = folder / SOCKET_NAME
+            gate = self._gates[folder] = _Gate()
+            gate.server = await asyncio.start_unix_server(
+                partial(self._handle, gate), path, limit=HEAD_LIMIT
+            )
+            os.chmod(path, 0o600)
+            # Beside the socket, so a run reads the relay from a folder holding nothing else.
+            shutil.copyfile(RELAY_JS, folder / RELAY_JS.name)
+            os.chmod(folder / RELAY_JS.name, 0o400)
+            if uid is not None:
+                for item in (folder, path, folder / RELAY_JS.name):
+                    os.chown(item, uid, uid)
+        except BaseException:
+            await self.release(folder)
+            raise
+        return folder
+
+    async def release(self, folder: Path) -> None:
+        """Close the run's socket and every connection still open through it."""
+        gate = self._gates.pop(folder, None)
+        if gate is not None and gate.server is not None:
+            gate.server.close()
+            for task in list(gate.tasks):
+                task.cancel()
+            await asyncio.gather(*gate.tasks, return_exceptions=True)
+            await gate.server.wait_closed()
+        remove_tree(folder)
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-            await self._server.wait_closed()
-            self._server = None
-        if self.folder is not None:
-            remove_tree(self.folder)
-            self.folder = None
+        for folder in list(self._gates):
+            await self.release(folder)
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _handle(
+        self, gate: _Gate, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._tasks.add(task)
+        gate.tasks.add(task)
         try:
-            async with self._slots:
+            async with gate.slots:
                 await self._serve(reader, writer)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
             pass  # the run went away, or sent no proxy request in time
+        except asyncio.CancelledError:
+            # The run ended (release). Ended here, not re-raised: asyncio's stream server
+            # (3.11) logs a traceback for every handler task that ends cancelled.
+            pass
         except Exception:  # one connection's failure never stops the proxy
             log.exception("egress proxy: a connection failed")
         finally:
-            self._tasks.discard(task)
+            gate.tasks.discard(task)
             writer.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

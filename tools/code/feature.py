@@ -14,8 +14,8 @@ from tools.code.settings import CodeSettings
 from tools.code.tool import TOOL
 from tools.feature import Command, Feature, Host
 
-STATS = "[days] your code runs: successes, failures, timing"
-FAILURES = "[n] your last failed code runs, with code and errors"
+STATS = "your code runs: successes, failures, timing"
+FAILURES = "your last failed code runs, with code and errors"
 
 
 async def check(host: Host) -> list[CheckResult]:
@@ -28,8 +28,8 @@ FEATURE = Feature(
     tools=(TOOL,),
     models=(CodeExecution, CodeJob),
     commands=(
-        Command("codestats", STATS, commands.codestats),
-        Command("codefailures", FAILURES, commands.codefailures),
+        Command("codestats", STATS, commands.codestats, args="[days]"),
+        Command("codefailures", FAILURES, commands.codefailures, args="[n]"),
     ),
     press=commands.press,
     parts=(JobDelivery,),  # a finished OpenCode job's summary and files, sent unasked

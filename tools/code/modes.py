@@ -7,12 +7,25 @@ else nothing runs unless the owner asked for CODE_SANDBOX=unsafe-basic.
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 from dataclasses import dataclass
 
+from tools.code.confine import SECCOMP_ARCH
 from tools.code.sandbox import LAUNCHER_ARGV, Mode, bwrap_path, bwrap_works
 
 INSTALL_BWRAP = "install bubblewrap (apt-get install bubblewrap)"
+
+
+def bwrap_advice() -> str:
+    """What to do for the full sandbox: install bubblewrap, or, when it is installed but
+    refused here (a container without user namespaces), make it usable."""
+    if bwrap_path() is None:
+        return INSTALL_BWRAP
+    return (
+        "let the installed bubblewrap work (it was refused, see why above: it needs user "
+        "namespaces, or root; in Docker, a seccomp profile that allows them)"
+    )
 
 
 @dataclass(frozen=True)
@@ -47,7 +60,9 @@ def choose_mode(setting: str, network: bool = True) -> tuple[Mode | None, str]:
     else:
         no_bwrap = "bwrap not installed"
     k = probe_kernel()
-    if k.landlock_abi >= 1 and (network or k.landlock_abi >= 4 or k.namespaces):
+    # Landlock leaves Unix sockets (and, without namespaces, the network) open: a seccomp
+    # filter closes them, built for the arches confine.py knows.
+    if k.landlock_abi >= 1 and os.uname().machine in SECCOMP_ARCH:
         return "landlock", f"Landlock ABI {k.landlock_abi}, {no_bwrap}"
     if k.namespaces:
         return "namespace", f"user/mount namespaces, no Landlock, {no_bwrap}"
@@ -69,6 +84,11 @@ def protection(mode: Mode, network: bool, private_networks: bool = False) -> str
         net = "on, every address (CODE_PRIVATE_NETWORKS=on)"
     elif mode == "bwrap" or (mode in ("landlock", "namespace") and k.namespaces):
         net = "public addresses only (own network namespace, out through the egress proxy)"
+    elif mode == "landlock":
+        net = (
+            "OFF: the public-only rule needs a network namespace, which this machine refuses "
+            "(a seccomp filter denies every socket; CODE_PRIVATE_NETWORKS=on opens every address)"
+        )
     else:
         net = "on, every address (the public-only rule needs a network namespace)"
     if mode == "bwrap":
@@ -80,7 +100,7 @@ def protection(mode: Mode, network: bool, private_networks: bool = False) -> str
         files += ", a 128 MiB tmpfs" if k.namespaces else ", killed past 128 MiB"
         procs = "processes: own PID namespace" if k.namespaces else "processes: rlimits"
         if not network:
-            net = "off (" + ("network namespace" if k.namespaces else "Landlock: no TCP") + ")"
+            net = "off (" + ("network namespace" if k.namespaces else "seccomp: no sockets") + ")"
     elif mode == "namespace":
         files = "files: mount namespace with only system dirs and a private 128 MiB /work and /tmp"
         procs = "processes: own PID namespace"

@@ -211,9 +211,10 @@ class OpenCodeRunner:
         if self.egress is not None:
             await self.egress.close()
 
-    async def plan(self, work: Path, uid: int | None) -> Plan:
+    async def plan(self, work: Path, uid: int | None, egress: Path | None = None) -> Plan:
+        """The job's bwrap command; `egress`: the folder of the run's own egress socket
+        (EgressProxy.open), when its network is on."""
         relay = await self.relay.start()
-        egress = await self.egress.start() if self.egress is not None else None
         env = clean_env(HOME_IN_SANDBOX, "/tmp")
         env |= {
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
@@ -284,7 +285,23 @@ class OpenCodeRunner:
         network = "on (public addresses through a proxy)" if self.network else "off"
         text = INSTRUCTIONS.format(work=WORK_IN_SANDBOX, network=network) + "\n\n" + prompt
         started = time.monotonic()
-        proc = await spawn(await self.plan(work, uid))
+        egress = await self.egress.open(uid) if self.egress is not None else None
+        try:
+            return await self._spawned(work, uid, egress, text, progress, started)
+        finally:
+            if egress is not None and self.egress is not None:
+                await self.egress.release(egress)
+
+    async def _spawned(
+        self,
+        work: Path,
+        uid: int | None,
+        egress: Path | None,
+        text: str,
+        progress: Progress,
+        started: float,
+    ) -> JobRun:
+        proc = await spawn(await self.plan(work, uid, egress))
         result = JobRun(None, 0.0, "", progress=progress)
         watcher = asyncio.create_task(self._watch_memory(proc.pid, result))
         errors = asyncio.create_task(_tail(proc.stderr))

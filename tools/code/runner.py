@@ -99,12 +99,14 @@ class CodeRunner:
             namespaces = mode in CONFINED and probe_kernel().namespaces
         self.namespaces = namespaces
         self.mode = mode
-        self.network = network
-        self.workbase = workbase
         # The network through the egress proxy: where the mode gives the run a network
-        # namespace of its own (bwrap, confine.py with namespaces). Elsewhere it cannot
-        # be held to the rule, and protection() says so.
-        self.egress = egress if network and egress_capable(mode, namespaces) else None
+        # namespace of its own (bwrap, confine.py with namespaces). Elsewhere confine.py
+        # cannot hold the run to that rule, so its network is off (a seccomp filter, see
+        # confine.deny_sockets), never every address; protection() says so.
+        capable = egress_capable(mode, namespaces)
+        self.network = network and (capable or egress is None or mode not in CONFINED)
+        self.workbase = workbase
+        self.egress = egress if self.network and capable else None
         self._slots: asyncio.Queue[int] = asyncio.Queue()
         for i in range(min(max_concurrent, 32)):
             self._slots.put_nowait(i)
@@ -152,6 +154,7 @@ class CodeRunner:
         limits = Limits(cpu_s=math.ceil(timeout_ms / 1000) + 1, nproc=nproc)
         workdir = prepare_workdir(self.workbase, uid, self.mode)
         plan: Plan | None = None
+        egress: Path | None = None
         try:
             # Modes that put a tmpfs over the work dir get input/ and output/ bound in.
             io = files.io_dir(workdir) if self.mode in ("bwrap", *CONFINED) else workdir
@@ -161,6 +164,8 @@ class CodeRunner:
                 await asyncio.to_thread(files.stage, io, inputs, uid)
             except OSError as exc:
                 return RunResult("", "", None, 0.0, sandbox_error=f"could not stage: {exc}")
+            if self.egress is not None:  # a socket of this run's own: its slots, its uid
+                egress = await self.egress.open(uid)
             plan = build_plan(
                 self.mode,
                 self.bun,
@@ -169,7 +174,7 @@ class CodeRunner:
                 limits=limits,
                 uid=uid,
                 namespaces=self.namespaces,
-                egress=await self.egress.start() if self.egress else None,
+                egress=egress,
             )
             result = await self._execute(plan, code, timeout_ms, io / files.OUTPUT_DIR)
             try:
@@ -179,6 +184,8 @@ class CodeRunner:
                 result.outputs = files.Collected(skipped=[f"output/: not read ({exc})"])
             return result
         finally:
+            if egress is not None and self.egress is not None:
+                await asyncio.shield(self.egress.release(egress))
             if plan is not None and plan.stdin_prefix:
                 self._prewarm(plan)
             if uid is not None and self._needs_sweep():

@@ -14,7 +14,8 @@ clean environment and work dir only. See modes.py for choosing one.
 
 With the network on, the modes that give the run a network namespace (bwrap, confine.py
 with namespaces) hold it to public addresses through the egress proxy (egress.py) unless
-CODE_PRIVATE_NETWORKS=on; the others leave the host's network open, and say so.
+CODE_PRIVATE_NETWORKS=on; Landlock alone cannot, so there the network is off (a seccomp
+filter, confine.deny_sockets); basic and off leave the host's network open, and say so.
 """
 
 from __future__ import annotations
@@ -309,7 +310,8 @@ def confined_plan(
         "namespaces": namespaces,
         "bun": bun.path,
         "bun_inside": BUN_IN_SANDBOX,
-        "bun_argv": egress_argv(bun, bun.path, str(relay)) if egress else bun.argv(),
+        # Under Landlock, confine.py itself listens where HTTP_PROXY points (serve_egress).
+        "bun_argv": egress_argv(bun, bun.path, str(relay)) if egress and inside else bun.argv(),
         "egress": str(egress) if egress else None,
         "egress_inside": EGRESS_IN_SANDBOX,
         "egress_js": str(relay),

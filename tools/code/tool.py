@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from db.engine import SessionFactory
 from tools.base import (
@@ -20,12 +20,12 @@ from tools.base import (
     Unavailable,
 )
 from tools.code import repo
-from tools.code.bun import locate_bun, probe_bun
+from tools.code.bun import locate_bun, probe_bun, reachable
 from tools.code.categories import classify
 from tools.code.egress import EgressProxy
 from tools.code.files import INPUT_DIR, OUTPUT_DIR, InputStore, read_regular, user_key
 from tools.code.jobs import JobManager, job_work
-from tools.code.modes import INSTALL_BWRAP, choose_mode, protection
+from tools.code.modes import bwrap_advice, choose_mode, protection
 from tools.code.opencode import Budget, OpenCodeRunner, install_dir, locate_opencode
 from tools.code.relay import ModelRelay
 from tools.code.runner import CodeRunner, RunResult
@@ -75,6 +75,25 @@ class CodeParams(BaseModel):
     context: str | None = Field(default=None, description="extra detail, for generate")
     job_id: str | None = Field(default=None, description="for status and abort")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_action(cls, data: Any) -> Any:
+        """Small models leave out `action`, or describe a program to write only as its
+        `context`: where the other fields say what is meant, it is that."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if not data.get("action"):
+            if data.get("code"):
+                data["action"] = "execute"
+            elif data.get("task") or data.get("context"):
+                data["action"] = "generate"
+            elif data.get("job_id"):
+                data["action"] = "status"
+        if data.get("action") == "generate" and not data.get("task") and data.get("context"):
+            data["task"] = data.pop("context")
+        return data
+
 
 def trim(text: str, limit: int, cut_before: bool) -> str:
     """At most `limit` chars, with a visible marker when anything was dropped."""
@@ -99,14 +118,12 @@ class CodeService:
         self.runner: CodeRunner | None = None
         self.problem: str | None = None
         try:
-            bun = probe_bun(locate_bun())
+            bun = probe_bun(reachable(locate_bun()))  # the sandbox's uid runs it
         except ConfigError as exc:
             self.problem = str(exc)
-            log.warning("code tool unavailable: %s", exc)
         else:
             if mode is None:
                 self.problem = self.mode_reason
-                log.warning("code tool: %s", self.mode_reason)
             else:
                 self.runner = CodeRunner(
                     bun,
@@ -114,15 +131,6 @@ class CodeService:
                     network=network,
                     max_concurrent=MAX_CONCURRENT,
                     egress=None if private_ok else EgressProxy(CODE_EGRESS),
-                )
-                log.info(
-                    "code tool: bun %s at %s; sandbox %s (%s); protects %s%s",
-                    bun.version,
-                    bun.path,
-                    mode,
-                    self.mode_reason,
-                    self.protects,
-                    "" if mode == "bwrap" else f"; for the full sandbox, {INSTALL_BWRAP}",
                 )
         self.inputs = InputStore(deps.data_dir / "inputs")
         self.data_dir = deps.data_dir
@@ -171,6 +179,22 @@ class CodeService:
             uid_base=uid_block(),
         )
         return "opencode", f"OpenCode {install.version} in {install.folder}", runner
+
+    def announce(self) -> None:
+        """The start-up line (the tool's, once: doctor builds a service of its own and says
+        the same in its lines)."""
+        if self.runner is None:
+            log.warning("code tool unavailable: %s", self.problem)
+            return
+        log.info(
+            "code tool: bun %s at %s; sandbox %s (%s); protects %s%s",
+            self.runner.bun.version,
+            self.runner.bun.path,
+            self.mode,
+            self.mode_reason,
+            self.protects,
+            "" if self.mode == "bwrap" else f"; for the full sandbox, {bwrap_advice()}",
+        )
 
     async def close(self) -> None:
         if self.runner is not None:  # the current one: tests swap it
@@ -243,6 +267,7 @@ class CodeService:
 
 def build(deps: ToolDeps) -> Tool[CodeParams]:
     service = CodeService(deps)
+    service.announce()
     if service.runner is None:
         raise Unavailable(service.problem or "bun cannot run here")
 

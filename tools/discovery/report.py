@@ -29,12 +29,12 @@ def tools_text(disc: Discovery, user_id: int, mcp: McpManager | None) -> str:
     core = list(cat.core)
     lines = [
         f"Tools (budget {disc.budget} tokens per call, counted with {tokenizer_name()})",
-        f"Core, always shown — {len(core)} tools, {tokens(core)} tokens: {_names(core)}",
-        f"Direct — {len(plan.direct)} tools, {tokens(plan.direct)} tokens: {_names(plan.direct)}",
+        f"Core, always shown — {_count(core)}, {tokens(core)} tokens: {_names(core)}",
+        f"Direct — {_count(plan.direct)}, {tokens(plan.direct)} tokens: {_names(plan.direct)}",
     ]
     if plan.meta:
         lines.append(
-            f"Discoverable through tool_search — {len(plan.discoverable)} tools, "
+            f"Discoverable through tool_search — {_count(plan.discoverable)}, "
             f"{tokens(plan.discoverable)} tokens if all were shown: {_names(plan.discoverable)}"
         )
         lines.append(f"tool_search + tool_explain cost {cat.meta_cost} tokens.")
@@ -43,7 +43,7 @@ def tools_text(disc: Discovery, user_id: int, mcp: McpManager | None) -> str:
     if mcp is not None and mcp.servers:
         parts = []
         for st in mcp.status():
-            state = f"up, {st.tools} tools" if st.up else f"DOWN ({st.error or 'starting'})"
+            state = f"up, {tools_count(st.tools)}" if st.up else f"DOWN ({st.error or 'starting'})"
             parts.append(f"{st.name}: {state}")
         lines.append("MCP servers — " + "; ".join(parts))
     return "\n".join(lines)
@@ -68,3 +68,12 @@ def context_text(disc: Discovery, user_id: int, tz: ZoneInfo) -> str:
             row(f"Tools ({len(split.tool_names)})", split.tools),
         ]
     )
+
+
+def tools_count(n: int) -> str:
+    """`1 tool`, `3 tools`."""
+    return f"{n} tool{'s' if n != 1 else ''}"
+
+
+def _count(names: list[str]) -> str:
+    return tools_count(len(names))

@@ -67,7 +67,7 @@ def build_tool(http: Any, policy: Policy, deadline_s: float = DEADLINE_S) -> Too
         "Use after a search, or when the user gives a link.",
         FetchParams,
         web_fetch,
-        effects=effects(reads=("internet",)),
+        effects=lambda p: effects(reads=("internet",), outside="the page " + ", ".join(p.urls)),
     )
 
 

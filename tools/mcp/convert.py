@@ -77,5 +77,5 @@ def build_tool(server: str, remote: types.Tool, call: CallFn) -> Tool[McpArgs]:
         params=McpArgs,
         run=run,
         parameters=clean_schema(remote.input_schema),
-        effects=from_mcp(remote.annotations),
+        effects=from_mcp(remote.annotations, f"the MCP tool {server}/{remote.name}"),
     )

@@ -11,6 +11,10 @@ FIX = "check its command/url in MCP_CONFIG; run the command by hand to see error
 def server_checks(mcp: McpManager | None) -> list[CheckResult]:
     out: list[CheckResult] = []
     for st in mcp.status() if mcp is not None else []:
-        state = f"up, {st.tools} tools" if st.up else (st.error or "not running")
+        state = (
+            f"up, {st.tools} tool{'s' if st.tools != 1 else ''}"
+            if st.up
+            else (st.error or "not running")
+        )
         out.append(CheckResult(f"MCP {st.name}", st.up, state, FIX))
     return out

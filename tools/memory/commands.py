@@ -5,11 +5,10 @@ buttons, turns pages with /memory <layer> <page>."""
 
 from __future__ import annotations
 
-from tools.feature import Answer, Button, CommandCall, Pressed
+from tools.feature import Answer, Button, CommandCall, Pressed, row_id
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
 
 PAGE = 5
-MAX_ID = 2**31 - 1  # memories.id is an INTEGER: 32 bits on PostgreSQL
 USAGE = (
     "Usage: /memory [long|mid|short|session] [page] · /memory search <text> · /memory forget <id>"
 )
@@ -25,14 +24,8 @@ def _line(h: MemoryHit) -> str:
 
 
 def memory_id(text: str) -> int | None:
-    """`#12` or `12` as a memory id; None for anything else. Only ASCII digits (str.isdigit
-    also takes "²", which int() refuses) and no more than a database integer holds (a
-    longer number overflowed the driver and failed the command)."""
-    digits = text.removeprefix("#")
-    if not digits.isascii() or not digits.isdigit() or len(digits) > 10:
-        return None
-    number = int(digits)
-    return number if number <= MAX_ID else None
+    """`#12` or `12` as a memory id; None for anything else (tools/feature.py row_id)."""
+    return row_id(text.removeprefix("#"))
 
 
 def _number(text: str) -> int | None:

@@ -24,7 +24,13 @@ FEATURE = Feature(
     tools=(TOOL,),
     models=(Memory, MemoryMeta),
     commands=(
-        Command("memory", "what I remember about you: list, search, forget", commands.memory),
+        Command(
+            "memory",
+            "what I remember about you",
+            commands.memory,
+            private=True,
+            args="[layer | search <text> | forget <id>]",
+        ),
     ),
     press=commands.press,
     jobs=(Job("memory-sweep", "delete expired memories", EVERY, sweep),),

@@ -1,4 +1,5 @@
-"""Auto-recall: the user's most relevant memories as a system-prompt section, within a budget."""
+"""Auto-recall: the user's most relevant memories as a system-prompt section, within a budget.
+None in a group chat: the user's memories are private, and the answer is read by all."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def build_provider(
     store: MemoryStore, budget_tokens: int
 ) -> Callable[[RequestContext, str], Awaitable[str | None]]:
     async def provide(ctx: RequestContext, text: str) -> str | None:
-        if budget_tokens <= 0 or ctx.has_memories is False:
+        # In a group every member reads the answer: the user's memories stay out of it.
+        if budget_tokens <= 0 or ctx.has_memories is False or ctx.shared_chat:
             return None
         # One cheap read first: most users have few memories, many none. With none there
         # is nothing to recall (no embedding, no search); with at most LONG_LIMIT this page

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from tools.base import ToolError
-from tools.feature import Answer, Button, CommandCall, Pressed
+from tools.feature import Answer, Button, CommandCall, Pressed, row_id
 from tools.reminders import jobs
 from tools.reminders import repo as schedule_repo
 from tools.reminders.jobs import Change
@@ -113,14 +113,14 @@ async def quiet(call: CommandCall) -> str:
 async def press(call: CommandCall) -> Pressed:
     """A pause/resume/cancel button under /reminders: do it, then show the list anew."""
     action, _, number = call.args.partition(":")
-    change = ACTIONS.get(action)
-    if change is None or not number.isdigit():
+    change, job_id = ACTIONS.get(action), row_id(number)
+    if change is None or job_id is None:
         return Pressed("That button is out of date.", alert=True)
     try:
         job = await jobs.change(
             call.host.deps.session_factory,
             user_id=call.who.user_id,
-            job_id=int(number),
+            job_id=job_id,
             action=change,
             now=call.host.deps.clock(),
         )

@@ -1,5 +1,6 @@
 """Reminders and scheduled tasks: the `schedule` tool, its tables, /reminders and /quiet,
-and the per-minute job that fires what is due (tools/reminders/firing.py)."""
+and the job that fires what is due: on the second, with a minute tick behind it
+(tools/reminders/firing.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from tools.feature import Command, Feature, Host, Job
 from tools.reminders import commands, doctor
-from tools.reminders.firing import EVERY, ReminderJobs
+from tools.reminders.firing import EVERY, JOB_ID, ReminderJobs
 from tools.reminders.models import JobRun, ReminderPrefs, ScheduledJob
 from tools.reminders.tool import TOOL
 
@@ -24,7 +25,10 @@ def firing(host: Host) -> ReminderJobs:
 
 
 async def fire_due(host: Host) -> Any:
-    return await host.part(ReminderJobs).tick()
+    jobs = host.part(ReminderJobs)
+    report = await jobs.tick()
+    jobs.arm()  # after the start-up catch-up: from now on each reminder fires on its second
+    return report
 
 
 async def check(host: Host) -> list[Any]:
@@ -36,11 +40,13 @@ FEATURE = Feature(
     tools=(TOOL,),
     models=(ScheduledJob, JobRun, ReminderPrefs),
     commands=(
-        Command("reminders", "your reminders and tasks; /reminders history", commands.reminders),
-        Command("quiet", "HH:MM-HH:MM: hold reminders back during those hours", commands.quiet),
+        Command("reminders", "your reminders and tasks", commands.reminders, args="[history]"),
+        Command(
+            "quiet", "hold reminders back during those hours", commands.quiet, args="HH:MM-HH:MM"
+        ),
     ),
     press=commands.press,
-    jobs=(Job("reminders", "deliver due reminders and scheduled tasks", EVERY, fire_due),),
+    jobs=(Job(JOB_ID, "deliver due reminders and scheduled tasks", EVERY, fire_due),),
     parts=(firing,),
     doctor=check,
 )

@@ -1,6 +1,8 @@
 """Firing reminders and scheduled tasks, derived from the data like the session split.
 
-Every minute (and once at startup) `tick()`:
+On the second a job comes due or a held delivery may go out (the alarm, armed by the
+first run of the minute job and re-armed whenever the schedule changes), every minute as
+a safety net, and once at startup (the catch-up), `tick()`:
 1. claims due jobs: one ledger row per job with the newest due run (a recurring job that
    missed N runs while the bot was down fires once, a missed one-shot fires late with a
    note), and moves each job to its next run, in one transaction;
@@ -25,10 +27,12 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from db.engine import SessionFactory
+from db.locks import lock_key
 from db.repos.core import Recipient
 from tools.base import Clock
 from tools.errors import public_text
 from tools.feature import Deliver
+from tools.reminders import changes
 from tools.reminders import repo as repo
 from tools.reminders.jobs import spec_of
 from tools.reminders.repo import PendingRun
@@ -38,6 +42,13 @@ from tools.reminders.times import catch_up, local_text, parse_hhmm, quiet_until
 log = logging.getLogger(__name__)
 
 EVERY = timedelta(minutes=1)
+JOB_ID = "reminders"  # the minute job's id (tools/reminders/feature.py)
+# The scheduler's guard around the minute job holds this key on PostgreSQL (bot/telegram/
+# main.py: namespace "job", the job's id); the alarm's tick takes the same one, so one
+# worker fires at a time whichever way the tick began.
+TICK_LOCK = lock_key("job", JOB_ID)
+NAP_S = 60.0  # the alarm looks at the schedule again at least this often (other workers)
+BUSY_S = 2.0  # another worker is firing: look again after this
 LATE_AFTER = timedelta(minutes=5)  # a run delivered later than this says so
 MAX_BACKOFF = timedelta(hours=1)
 
@@ -101,11 +112,23 @@ class ReminderJobs:
     _writer: asyncio.Task[None] | None = field(default=None, init=False)
     _unwritten: list[dict[str, Any]] = field(default_factory=list, init=False)
     _computing: dict[int, asyncio.Task[None]] = field(default_factory=dict, init=False)
+    _ticking: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    # Where the last tick started: what came due up to then was looked at by it (a run it
+    # could not deliver waits for its retry time or the minute tick, not for the alarm).
+    _floor: datetime | None = field(default=None, init=False)
+    _alarm: asyncio.Task[None] | None = field(default=None, init=False)
+    _poke: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _unlisten: Callable[[], None] | None = field(default=None, init=False)
 
     async def tick(self) -> TickReport:
-        """The per-minute job: claim what is due, start tasks, deliver what is ready."""
+        """Claim what is due, start tasks, deliver what is ready."""
+        async with self._ticking:
+            return await self._tick()
+
+    async def _tick(self) -> TickReport:
         report = TickReport()
         now = self.clock()
+        self._floor = now
         if self._started and not await self._anything_due(now):
             return report  # the idle path: one indexed query, no write, no model call
         self._started = True
@@ -120,6 +143,54 @@ class ReminderJobs:
                 report.failed, report.retrying,
             )  # fmt: skip
         return report
+
+    # ---- the alarm: fire on the second ---------------------------------------------------
+
+    def arm(self) -> None:
+        """Start the alarm (once; the minute job arms it at its first run): from then on a
+        reminder fires within a moment of its due time instead of at the next minute tick,
+        and a schedule change in this process re-arms it at once."""
+        if self._alarm is not None and not self._alarm.done():
+            return
+        if self._unlisten is None:
+            self._unlisten = changes.listen(self.session_factory, self._poke.set)
+        self._alarm = asyncio.create_task(self._ring(), name="reminder-alarm")
+
+    async def _ring(self) -> None:
+        while True:
+            try:
+                await self._ring_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # The minute tick goes on regardless: reminders are late, not lost.
+                log.exception("the reminder alarm failed; trying again in a minute")
+                await asyncio.sleep(NAP_S)
+
+    async def _ring_once(self) -> None:
+        """Sleep until the next due moment (or a change, or a minute), then tick."""
+        self._poke.clear()  # before reading: a change made meanwhile wakes the next sleep
+        floor = self._floor or self.clock()
+        async with self.session_factory() as s:
+            at = await repo.next_due_after(s, floor)
+        delay = NAP_S if at is None else (at - self.clock()).total_seconds()
+        try:
+            await asyncio.wait_for(self._poke.wait(), timeout=min(NAP_S, max(0.0, delay)))
+            return  # the schedule changed: read it again
+        except TimeoutError:
+            pass
+        if at is None or at > self.clock():
+            return  # a nap, not a due moment: read the schedule again
+        if not await self._exclusive_tick():
+            await asyncio.sleep(BUSY_S)  # another worker fires now
+
+    async def _exclusive_tick(self) -> bool:
+        """One tick, unless another worker's tick holds the lock (False)."""
+        async with self.session_factory() as s, s.begin():
+            if not await repo.take_tick_lock(s, TICK_LOCK):
+                return False
+            await self.tick()
+        return True
 
     async def _anything_due(self, now: datetime) -> bool:
         async with self.session_factory() as s:
@@ -352,8 +423,15 @@ class ReminderJobs:
             await asyncio.gather(*list(self._computing.values()), return_exceptions=True)
 
     async def stop(self) -> None:
-        """Cancel tasks still computing (their runs stay pending: redone at next start)."""
+        """Stop the alarm; cancel tasks still computing (their runs stay pending: redone at
+        next start)."""
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
         tasks = list(self._computing.values())
+        if self._alarm is not None:
+            tasks.append(self._alarm)
+            self._alarm = None
         for task in tasks:
             task.cancel()
         if tasks:

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 from db.engine import SessionFactory
 from tools.base import ToolError
 from tools.reminders import repo as repo
+from tools.reminders.changes import changed
 from tools.reminders.models import ScheduledJob
 from tools.reminders.times import Spec, describe, first_run, local_text, next_after
 
@@ -70,7 +71,7 @@ async def create(
             raise ToolError(
                 f"the user has {MAX_LIVE_JOBS} reminders and tasks already: cancel some first"
             )
-        return await repo.add_job(
+        job = await repo.add_job(
             s,
             user_id=user_id,
             kind=kind,
@@ -86,6 +87,8 @@ async def create(
             next_run_at=nxt,
             created_at=now,
         )
+    changed(sf)
+    return job
 
 
 async def listing(sf: SessionFactory, user_id: int) -> list[ScheduledJob]:
@@ -121,4 +124,5 @@ async def change(
             else:
                 job.next_run_at = next_after(spec, now)
         await s.flush()
-        return job
+    changed(sf)
+    return job

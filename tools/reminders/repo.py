@@ -17,6 +17,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy import text as sql
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -124,6 +125,34 @@ async def earliest(s: AsyncSession) -> tuple[datetime | None, datetime | None]:
     )
     row = (await s.execute(stmt)).one()
     return row[0], row[1]
+
+
+async def next_due_after(s: AsyncSession, after: datetime) -> datetime | None:
+    """The first moment after `after` at which a job comes due or a run's delivery is
+    allowed: when the alarm fires next. A task's run still being computed (no text yet)
+    is delivered when its computation ends, not by the alarm."""
+    jobs = ScheduledJob.__table__
+    runs = JobRun.__table__
+    stmt = select(
+        select(func.min(jobs.c.next_run_at))
+        .where(jobs.c.status == "active", jobs.c.next_run_at > after)
+        .scalar_subquery(),
+        select(func.min(runs.c.deliver_after))
+        .where(runs.c.status == "pending", runs.c.deliver_after > after, runs.c.text.is_not(None))
+        .scalar_subquery(),
+    )
+    row = (await s.execute(stmt)).one()
+    return min((at for at in row if at is not None), default=None)
+
+
+async def take_tick_lock(s: AsyncSession, key: int) -> bool:
+    """On PostgreSQL, the advisory lock `key` for the rest of the caller's transaction,
+    if no other session holds it (the scheduler's guard takes the same key around the
+    minute tick: one worker fires at a time). SQLite serves one process: always True."""
+    if not is_postgres(s):
+        return True
+    got = await s.execute(sql("SELECT pg_try_advisory_xact_lock(:k)"), {"k": key})
+    return bool(got.scalar())
 
 
 async def _update_by_id(s: AsyncSession, table: Any, rows: list[dict[str, Any]]) -> None:

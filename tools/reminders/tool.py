@@ -3,9 +3,9 @@ assistant runs at the time, with its tools, sending the answer)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
 from tools.effects import effects
@@ -36,6 +36,20 @@ class ScheduleParams(BaseModel):
     daily_at: str | None = None
     days: str | None = None
     job_id: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_action(cls, data: Any) -> Any:
+        """Small models leave out `action`: a text or a time means create; nothing but the
+        kind means list (a bare job id stays unclear: cancel, pause or resume)."""
+        if not isinstance(data, dict) or data.get("action"):
+            return data
+        timing = ("text", "when", "at", "in_minutes", "every", "daily_at", "days")
+        if any(data.get(k) for k in timing):
+            return {**data, "action": "create"}
+        if not any(v not in (None, "") for k, v in data.items() if k != "kind"):
+            return {**data, "action": "list"}
+        return data
 
 
 def build(deps: ToolDeps) -> Tool[ScheduleParams]:

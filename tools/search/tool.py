@@ -10,7 +10,7 @@ from cachetools import TTLCache
 from pydantic import BaseModel, Field, field_validator
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolModule, Unavailable
-from tools.effects import effects
+from tools.effects import Effects, effects
 from tools.search import brave
 from tools.search.brave import BraveBackend, plan_rate
 from tools.search.hits import Backend, Query
@@ -86,7 +86,10 @@ def tool_for(service: SearchService) -> Tool[SearchParams]:
         query = Query(p.query, p.type, p.max_results, p.language, p.time_range)
         return await service.search(query)
 
-    return Tool("search", DESCRIPTION, SearchParams, run, effects=effects(reads=("internet",)))
+    def found(p: SearchParams) -> Effects:
+        return effects(reads=("internet",), outside=f"search results for {p.query!r}")
+
+    return Tool("search", DESCRIPTION, SearchParams, run, effects=found)
 
 
 def build(deps: ToolDeps) -> Tool[SearchParams]:

@@ -6,7 +6,7 @@ a message of its own, as it did."""
 
 from __future__ import annotations
 
-from aiogram import Bot, Router
+from aiogram import Router
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery
 
@@ -16,6 +16,7 @@ from bot.approvals.feature import FEATURE
 from bot.approvals.gate import Choice
 from bot.approvals.questions import answer_data
 from bot.telegram.approval_ask import OLD_PREFIX
+from bot.telegram.outbox import Outbox
 from bot.telegram.routers.features import send_answer
 from bot.telegram.user import ChatUser, use_user
 from tools.feature import CommandCall, Pressed, Who
@@ -49,11 +50,11 @@ def build_router() -> Router:
 
     @router.callback_query(OldRevoke.filter())
     async def on_old_revoke(
-        query: CallbackQuery, callback_data: OldRevoke, bot: Bot, app: App, user: ChatUser
+        query: CallbackQuery, callback_data: OldRevoke, app: App, user: ChatUser, outbox: Outbox
     ) -> None:
         pressed = await _press(query, app, user, revoke_data(callback_data.grant_id))
         if pressed.answer is not None:
             chat = query.message.chat.id if query.message is not None else user.telegram_id
-            await send_answer(bot, chat, FEATURE, pressed.answer)
+            await send_answer(outbox, chat, FEATURE, pressed.answer)
 
     return router

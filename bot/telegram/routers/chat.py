@@ -8,6 +8,7 @@ from aiogram.types import CallbackQuery, Message
 from bot.app import App
 from bot.telegram.answer import answer, incoming_from
 from bot.telegram.groups import GROUP_CHATS, addressed, without_mention
+from bot.telegram.outbox import Outbox
 from bot.telegram.render import send_plain
 
 NOT_READ = (
@@ -26,7 +27,7 @@ def build_router() -> Router:
     router = Router(name="chat")
 
     @router.message(has_text)
-    async def on_text(message: Message, app: App, draft_interval: float) -> None:
+    async def on_text(message: Message, app: App, draft_interval: float, outbox: Outbox) -> None:
         bot = message.bot
         assert bot is not None and message.text is not None
         if not await addressed(message, bot, app.settings.group_replies):
@@ -34,7 +35,7 @@ def build_router() -> Router:
         text = message.text
         if message.chat.type in GROUP_CHATS:
             text = without_mention(text, (await bot.me()).username)
-        await answer(message, app, incoming_from(message, text), draft_interval)
+        await answer(message, app, incoming_from(message, text), draft_interval, outbox)
 
     @router.message()
     async def on_other(message: Message, app: App) -> None:

@@ -20,6 +20,7 @@ from bot.telegram.album import Album
 from bot.telegram.answer import answer, incoming_from
 from bot.telegram.files import download
 from bot.telegram.groups import GROUP_CHATS, addressed_any, without_mention
+from bot.telegram.outbox import Outbox
 from bot.telegram.render import send_chunk, send_plain, utf16_len
 from tools.code.files import user_key
 
@@ -80,7 +81,11 @@ def build_router() -> Router:
 
     @router.message(has_media)
     async def on_media(
-        message: Message, app: App, draft_interval: float, album: Album | None = None
+        message: Message,
+        app: App,
+        draft_interval: float,
+        outbox: Outbox,
+        album: Album | None = None,
     ) -> None:
         bot = message.bot
         assert bot is not None
@@ -116,7 +121,7 @@ def build_router() -> Router:
             return
         incoming = incoming_from(message, prepared.text, prepared.kind)
         incoming.parts = prepared.parts
-        await answer(message, app, incoming, draft_interval)
+        await answer(message, app, incoming, draft_interval, outbox)
         if prepared.parts and VisionGate.dropped():
             await send_plain(bot, chat_id, NO_VISION)
 

@@ -1,7 +1,7 @@
 """inbox updates: each Telegram update is kept until it is handled, and taken up at start-up
 
-Revision ID: 0018
-Revises: 0017
+Revision ID: 0023
+Revises: 0022
 Create Date: 2026-11-28 09:45:00
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0018"
-down_revision: str | Sequence[str] | None = "0017"
+revision: str = "0023"
+down_revision: str | Sequence[str] | None = "0022"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

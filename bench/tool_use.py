@@ -1,0 +1,238 @@
+"""How often the real small model uses a tool, and answers right, on everyday requests.
+
+A fixed set of 20 requests (remember X, what is X, compute, how many days until, remind me,
+list my reminders) goes through the assembled app (build_app, the real agent and tools, the
+real LLM client) to llama-server with the chat model of `make test-real` (installed by
+`python scripts/real_llm.py`), each in a fresh session of one user (memories stay, as they
+would). For each request it prints whether the tool it needs was called (sent as a tool call,
+or written out as text and run: bot/llm/written.py) and whether the answer was right (the
+expected words in the reply, or for "remember"/"remind me" the tool having stored it). Then
+the two rates, and the empty-chat prompt's tokens as the model's tokenizer counts them.
+
+Usage: python bench/tool_use.py [--only N ...] [--max-tokens 160]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import re
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.prefix_cache import prompt_tokens
+from bot.agent.runner import Incoming
+from bot.app import build_app
+from bot.llm import client as llm_client
+from bot.llm.client import LLMClient
+from bot.sessions.lifecycle import start_new_session
+from tests.conftest import make_settings
+from tests.real.proxy import Exchange, RecordingProxy
+from tests.real.servers import LlamaServer, manifest, start_chat
+
+USER = 4243
+
+
+@dataclass
+class Case:
+    text: str
+    tool: str  # the tool the request needs
+    answer: str = ""  # a regex the reply must match (case-insensitive)
+    effect: str = ""  # or: a regex one of the tool results must match (stored, scheduled)
+
+
+CASES = [
+    Case("Remember that my sister's name is Ana.", "memory", effect=r"^(stored|updated) #"),
+    Case("Remember that I am allergic to penicillin.", "memory", effect=r"^(stored|updated) #"),
+    Case("Please remember: my favourite colour is green.", "memory", effect=r"^(stored|updated) #"),
+    Case("Remember that I live in Lisbon.", "memory", effect=r"^(stored|updated) #"),
+    Case("What is my sister's name?", "memory", answer=r"\bAna\b"),
+    Case("What am I allergic to?", "memory", answer=r"penicillin"),
+    Case("Where do I live?", "memory", answer=r"Lisbon"),
+    Case("What is 12345 times 6789?", "code", answer=r"83,?810,?205"),
+    Case("Compute the 30th Fibonacci number.", "code", answer=r"832,?040"),
+    Case("What is the SHA-256 hash of the word hello?", "code", answer=r"2cf24dba5fb0a30e"),
+    Case("How many days are there from 2026-01-01 to 2026-12-25?", "code", answer=r"\b358\b"),
+    Case("What is 2 to the power of 64?", "code", answer=r"18,?446,?744,?073,?709,?551,?616"),
+    Case("Reverse the string 'sidekick'.", "code", answer=r"kcikedis"),
+    Case("What is the square root of 1764?", "code", answer=r"\b42\b"),
+    Case("Convert 100 degrees Fahrenheit to Celsius.", "code", answer=r"37[.,][78]"),
+    Case("How many days until 2027-01-01?", "code", answer=""),  # filled in from today
+    Case("Remind me in 2 minutes to stretch.", "schedule", effect=r"^Scheduled reminder"),
+    Case("Remind me tomorrow at 9:00 to call mom.", "schedule", effect=r"^Scheduled reminder"),
+    Case("Remind me every day at 8:00 to drink water.", "schedule", effect=r"^Scheduled"),
+    Case("List my reminders.", "schedule", answer=r"stretch|mom|water"),
+]
+
+
+@dataclass
+class Outcome:
+    case: Case
+    called: list[str]  # the tools called in the request
+    right: bool
+    seconds: float
+    reply: str
+    sent: bool  # the first reply sent a tool call (not written out as text)
+    first_text: str  # the first reply's text, as today's code would have shown it
+
+    def before(self) -> tuple[bool, bool]:
+        """(tool called, right) had written calls been shown as text (the code before
+        bot/llm/written.py): the first reply is the same request, so only what follows it
+        differs; a written call was the answer the user got."""
+        if self.sent:
+            return self.case.tool in self.called, self.right
+        right = bool(self.case.answer and re.search(self.case.answer, self.first_text, re.I))
+        return False, right
+
+
+def streamed(x: Exchange) -> str:
+    return "".join(
+        (c.get("delta") or {}).get("content") or ""
+        for e in x.events
+        for c in e.get("choices") or []
+    )
+
+
+def tools_called(xs: list[Exchange]) -> tuple[list[str], list[str]]:
+    """(tool names called, tool results) in the request's model calls: the last request
+    carries every tool turn of the message."""
+    if not xs:
+        return [], []
+    messages = xs[-1].request.get("messages") or []
+    last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    turn = messages[last_user + 1 :]
+    names = [c["function"]["name"] for m in turn for c in m.get("tool_calls") or []]
+    results = [str(m.get("content")) for m in turn if m.get("role") == "tool"]
+    return names, results
+
+
+async def run(server: LlamaServer, name: str, cases: list[Case], max_tokens: int) -> list[Outcome]:
+    proxy = await RecordingProxy(server.url, max_tokens=max_tokens).start()
+    out: list[Outcome] = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            settings = make_settings(
+                Path(tmp),
+                None,
+                llm_base_url=proxy.base_url,
+                llm_model=name,
+                llm_max_output_tokens=max_tokens,
+                llm_timeout_s=900.0,
+                approvals="off",  # nobody is there to say yes: the model's choices are measured
+            )
+            llm_client.MAX_RETRIES = 0  # one try: a retry would double a slow CPU call
+            app = await build_app(settings, llm=LLMClient(settings))
+            try:
+                for case in cases:
+                    await start_new_session(
+                        app.session_factory, app.deps.clock, telegram_user_id=USER,
+                        user_name="Ana",
+                    )  # fmt: skip
+                    before = len(proxy.chats())
+                    started = time.monotonic()
+                    reply = await app.agent.handle(
+                        Incoming(case.text, telegram_user_id=USER, user_name="Ana")
+                    )
+                    await reply.delivered()
+                    called, results = tools_called(proxy.chats()[before:])
+                    text = reply.text
+                    right = bool(
+                        (case.answer and re.search(case.answer, text, re.I))
+                        or (case.effect and any(re.search(case.effect, r) for r in results))
+                    )
+                    first = proxy.chats()[before]
+                    done = Outcome(case, called, right, time.monotonic() - started, text,
+                                   bool(first.tool_calls()), streamed(first))  # fmt: skip
+                    out.append(done)
+                    mark = "tool " + ("yes" if case.tool in called else "no ")
+                    mark += " (sent)" if done.sent else " (text)" if called else ""
+                    print(f"  {mark}  right {'yes' if right else 'no '}  {done.seconds:5.0f} s  "
+                          f"{case.text[:48]:<48} -> {' '.join(text.split())[:70]!r}",
+                          file=sys.stderr, flush=True)  # fmt: skip
+            finally:
+                await app.close()
+    finally:
+        await proxy.stop()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", type=int, nargs="*", help="case numbers (1-based)")
+    parser.add_argument("--max-tokens", type=int, default=160)
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    found = manifest()
+    if found is None:
+        raise SystemExit("llama-server is not installed: run `python scripts/real_llm.py`")
+    from datetime import date
+
+    days = (date(2027, 1, 1) - date.today()).days
+    cases = [Case(c.text, c.tool, rf"\b{days}\b") if not (c.answer or c.effect) else c
+             for c in CASES]  # fmt: skip
+    if args.only:
+        cases = [cases[i - 1] for i in args.only]
+    name = found["chat_model_name"]
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as logs:
+        server = start_chat(found, Path(logs) / "chat-server.log")
+        try:
+            outcomes = asyncio.run(run(server, name, cases, args.max_tokens))
+            first, tokens, bare = _empty_chat(server, name)
+        finally:
+            server.stop()
+    n = len(outcomes)
+    called = sum(o.case.tool in o.called for o in outcomes)
+    right = sum(o.right for o in outcomes)
+    print(f"\nTool use on {name} ({n} everyday requests, {time.monotonic() - started:.0f} s)")
+    print(f"  the needed tool called: {called} of {n} ({called / n:.0%})")
+    print(f"  right answer or effect: {right} of {n} ({right / n:.0%})")
+    was = [o.before() for o in outcomes]
+    b_called, b_right = sum(c for c, _ in was), sum(r for _, r in was)
+    print(f"  had written calls been shown as text (before): tool {b_called} of {n}, "
+          f"right {b_right} of {n}")  # fmt: skip
+    print(
+        f"  first replies that wrote a call out as text: "
+        f"{sum(not o.sent and o.case.tool in o.called for o in outcomes)} of {n}"
+    )
+    if tokens:
+        print(f"  empty-chat prompt: {tokens:,} tokens ({tokens - bare:,} of them tool schemas, "
+              f"{len(first.get('tools') or [])} tools)")  # fmt: skip
+
+
+def _empty_chat(server: LlamaServer, name: str) -> tuple[dict[str, Any], int, int]:
+    """The first request of a new chat with a one-word message, and its tokens."""
+
+    async def one() -> dict[str, Any]:
+        proxy = await RecordingProxy(server.url, max_tokens=1).start()
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                settings = make_settings(Path(tmp), None, llm_base_url=proxy.base_url,
+                                         llm_model=name, llm_timeout_s=900.0)  # fmt: skip
+                app = await build_app(settings, llm=LLMClient(settings))
+                try:
+                    await app.agent.handle(Incoming("hi", telegram_user_id=USER, user_name="Ana"))
+                finally:
+                    await app.close()
+            request: dict[str, Any] = proxy.chats()[0].request
+            return request
+        finally:
+            await proxy.stop()
+
+    first = asyncio.run(one())
+    tokens, bare = prompt_tokens(server, first)
+    return json.loads(json.dumps(first)), tokens, bare
+
+
+if __name__ == "__main__":
+    main()

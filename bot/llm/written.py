@@ -1,0 +1,295 @@
+"""Tool calls a model wrote out as text instead of sending them as tool calls.
+
+Small local models (Qwen2.5-Coder 0.5B-1.5B behind llama-server, recorded in
+tests/fixtures/llm/written/) answer with the call itself as their reply's text, and once such
+a reply sits in the history every later one copies it. The forms met:
+
+- a JSON object `{"name": <tool>, "arguments" | "parameters": {...}}`, bare or in a ```json
+  fence, one per line for several calls, sometimes with doubled braces `{{...}}`, sometimes
+  with a JavaScript template string (`...`) as a value;
+- `<tool_call>{...}</tool_call>` (the Qwen and Hermes chat templates' own form);
+- `[TOOL_CALLS][{...}, ...]` or `[TOOL_CALLS]name[ARGS]{...}` (Mistral's templates);
+- `<function=name>{...}</function>` and `<|python_tag|>{...}` (Llama 3.x's templates);
+- the OpenAI wire shape `{"type": "function", "function": {"name": ..., "arguments": ...}}`.
+
+`adopt` turns such a reply into the calls it means when every call names a tool offered in
+that request (JSON naming anything else stays text): prose before the calls stays the turn's
+text, what follows them (the model imagining the result) is dropped. `Holdback` keeps text
+that may be starting a written call out of the streamed drafts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from bot.llm.completion import Completion, LLMToolCall, OnText
+
+# Where a written call may begin: a template's marker, a fence, or a JSON object or list.
+_MARKERS = ("<tool_call>", "[TOOL_CALLS]", "<function=", "<|python_tag|>")
+_START = re.compile(
+    r"<tool_call>|\[TOOL_CALLS\]|<function=|<\|python_tag\|>"
+    r"|(?:^|(?<=\n))[ \t]*```"  # a fence at a line's start
+    r"|(?:^|(?<=\n))[ \t]*[\[{]"  # JSON at a line's start
+    r"|\{\s*\{?\s*\"(?:name|function|type)\""  # a call object anywhere
+)
+_FENCE = re.compile(r"[ \t]*```[ \t]*([\w-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.S)
+_TAGGED = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.S)
+_FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)(</function>|$)", re.S)
+_MISTRAL_ARGS = re.compile(r"\[TOOL_CALLS\]\s*([\w.-]+)\s*\[ARGS\]\s*")
+_SPACE = re.compile(r"\s*")
+# JSON's pieces that matter for nesting: strings (and JavaScript template strings) whole.
+_TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|`[^`]*`|[{}\[\]]')
+_ARG_KEYS = ("arguments", "parameters", "args", "input")
+Calls = list[tuple[str, Any]]  # (tool name, arguments: a dict, or raw text)
+
+
+@dataclass
+class Found:
+    calls: Calls
+    end: int  # where the written call(s) end in the text
+
+
+def _balanced(text: str, start: int) -> int | None:
+    """The end of the JSON object or list opening at `start`, or None while it is open."""
+    depth = 0
+    for m in _TOKENS.finditer(text, start):
+        piece = m.group()
+        if piece in "{[":
+            depth += 1
+        elif piece in "}]":
+            depth -= 1
+            if depth == 0:
+                return m.end()
+    return None
+
+
+def _backticks_as_strings(text: str) -> str:
+    """JavaScript template strings (`...`, seen as a `code` value) as JSON strings."""
+    return _TOKENS.sub(
+        lambda m: json.dumps(m.group()[1:-1]) if m.group().startswith("`") else m.group(), text
+    )
+
+
+def _loads(text: str) -> Any:
+    text = text.strip()
+    for attempt in (text, _backticks_as_strings(text)):
+        try:
+            return json.loads(attempt)
+        except (ValueError, RecursionError):
+            continue
+    if text.startswith("{{") and text.endswith("}}"):  # doubled braces, as in a template
+        return _loads(text[1:-1])
+    return None
+
+
+def _call(obj: Any, offered: Collection[str]) -> tuple[str, Any] | None:
+    """(name, arguments) when `obj` is a call of an offered tool in one of the shapes."""
+    if not isinstance(obj, dict):
+        return None
+    fn = obj.get("function")
+    if isinstance(fn, dict):  # the OpenAI wire shape
+        obj = fn
+    name = obj.get("name")
+    if not isinstance(name, str) and isinstance(fn, str):
+        name = fn
+    if not isinstance(name, str) or name not in offered:
+        return None
+    for key in _ARG_KEYS:
+        if key in obj:
+            args = obj[key]
+            if isinstance(args, str):  # arguments as a JSON string, as on the wire
+                parsed = _loads(args)
+                args = parsed if isinstance(parsed, dict) else args
+            return name, args
+    # The arguments written beside the name ({"name": "memory", "action": "list"}).
+    return name, {k: v for k, v in obj.items() if k not in ("name", "function", "type", "id")}
+
+
+def _calls(value: Any, offered: Collection[str]) -> Calls | None:
+    items = value if isinstance(value, list) else [value]
+    calls = [_call(item, offered) for item in items]
+    if not calls or any(c is None for c in calls):
+        return None
+    return [c for c in calls if c is not None]
+
+
+def _series(text: str, pos: int, offered: Collection[str]) -> Found | int | None:
+    """JSON calls from `pos` on, one after another (whitespace, `;` or `,` between):
+    Found; the end of a closed JSON value that is no call; None while it is still open."""
+    calls: Calls = []
+    end = pos
+    while True:
+        pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        if calls and pos < len(text) and text[pos] in ";,":
+            pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+        if pos >= len(text) or text[pos] not in "{[":
+            break
+        close = _balanced(text, pos)
+        if close is None:
+            return Found(calls, end) if calls else None
+        found = _calls(_loads(text[pos:close]), offered)
+        if not found:
+            return Found(calls, end) if calls else close
+        calls += found
+        pos = end = close
+    return Found(calls, end) if calls else end
+
+
+def _in(body: str, offered: Collection[str]) -> Calls | None:
+    """The calls a closed block (a fence's or a tag's body) holds, all of it being calls."""
+    found = _series(body, 0, offered)
+    if isinstance(found, Found) and not body[found.end :].strip():
+        return found.calls
+    return None
+
+
+def _tagged(text: str, pos: int, pattern: re.Pattern[str], offered: Collection[str],
+            one: Callable[[re.Match[str]], Calls | None]) -> Found | int | None:  # fmt: skip
+    """Tagged calls one after another (`<tool_call>…</tool_call>`, `<function=…>…`); an
+    unclosed last tag counts (a reply may end without it)."""
+    calls: Calls = []
+    while (m := pattern.match(text, pos)) is not None:
+        found = one(m)
+        if not found:
+            if calls:
+                break
+            return m.end() if m.groups()[-1] else None
+        calls += found
+        pos = m.end()
+        nxt = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        if not pattern.match(text, nxt):
+            break
+        pos = nxt
+    return Found(calls, pos) if calls else None
+
+
+def _function(m: re.Match[str], offered: Collection[str]) -> Calls | None:
+    args = _loads(m.group(2))
+    return [(m.group(1), args)] if m.group(1) in offered and isinstance(args, dict) else None
+
+
+def _at(text: str, start: int, offered: Collection[str]) -> Found | int | None:
+    """What begins at `start`: Found (written calls); the end of something that is no call;
+    None while it is open (more text may make it a call)."""
+    pos = start + len(text[start:]) - len(text[start:].lstrip(" \t"))
+    if text.startswith("<tool_call>", pos):
+        return _tagged(text, pos, _TAGGED, offered, lambda m: _in(m.group(1), offered))
+    if text.startswith("<function=", pos):
+        return _tagged(text, pos, _FUNCTION, offered, lambda m: _function(m, offered))
+    if text.startswith("[TOOL_CALLS]", pos):
+        m = _MISTRAL_ARGS.match(text, pos)
+        if m is None:  # [TOOL_CALLS][{...}, ...]
+            return _series(text, pos + len("[TOOL_CALLS]"), offered)
+        close = _balanced(text, m.end()) if text.startswith("{", m.end()) else m.end()
+        if close is None:
+            return None
+        args = _loads(text[m.end() : close])
+        if m.group(1) not in offered or not isinstance(args, dict):
+            return close
+        return Found([(m.group(1), args)], close)  # [TOOL_CALLS]name[ARGS]{...}
+    if text.startswith("<|python_tag|>", pos):
+        return _series(text, pos + len("<|python_tag|>"), offered)
+    if text.startswith("```", pos):
+        fence = _FENCE.match(text, pos)
+        if fence is None:
+            return None
+        if fence.group(1).lower() not in ("", "json", "tool_call", "tool_code"):
+            return fence.end()
+        calls = _in(fence.group(2), offered)
+        return Found(calls, fence.end()) if calls else fence.end()
+    return _series(text, pos, offered)
+
+
+def _scan(text: str, offered: Collection[str], final: bool) -> tuple[int, Found | None]:
+    """(where, Found) for the first written calls; else (where the first candidate still
+    open begins, None), or (len(text), None). `final`: the text is whole, nothing is open."""
+    pos = 0
+    while (m := _START.search(text, pos)) is not None:
+        what = _at(text, m.start(), offered)
+        if isinstance(what, Found):
+            return m.start(), what
+        if what is None and not final:
+            return m.start(), None
+        pos = what if isinstance(what, int) and what > m.start() else m.start() + 1
+    if not final:  # the text may end with the beginning of a marker or a fence
+        for marker in (*_MARKERS, "```"):
+            for n in range(min(len(marker) - 1, len(text)), 0, -1):
+                if text.endswith(marker[:n]):
+                    return len(text) - n, None
+    return len(text), None
+
+
+@dataclass
+class Written:
+    calls: list[LLMToolCall]
+    before: str  # the reply's text before the first call
+
+
+def find(text: str, offered: Collection[str]) -> Written | None:
+    """The first written call(s) in `text` naming only offered tools, else None."""
+    if not offered or not text:
+        return None
+    start, found = _scan(text, offered, final=True)
+    if found is None:
+        return None
+    calls = [
+        LLMToolCall(
+            id=f"call_{uuid.uuid4().hex[:16]}",
+            name=name,
+            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+        )
+        for name, args in found.calls
+    ]
+    return Written(calls, text[:start].strip())
+
+
+def adopt(completion: Completion, offered: Collection[str]) -> None:
+    """A reply with no tool calls whose text is a written call of an offered tool becomes
+    that call: its calls set, its text what came before them, `written` their number."""
+    if completion.tool_calls:
+        return
+    found = find(completion.content, offered)
+    if found is None:
+        return
+    completion.tool_calls = found.calls
+    completion.content = found.before
+    completion.written = len(found.calls)
+    if completion.finish_reason in ("stop", None):
+        completion.finish_reason = "tool_calls"
+
+
+class Holdback:
+    """An OnText for the streamed drafts that leaves out text that may be starting a written
+    call of an offered tool (the call itself is never shown)."""
+
+    def __init__(self, on_text: OnText | None, offered: Collection[str]) -> None:
+        self.on_text = on_text
+        self.offered = offered
+        self.shown = ""
+
+    async def __call__(self, text: str) -> None:
+        if self.on_text is None:
+            return
+        visible = text[: _scan(text, self.offered, final=False)[0]] if self.offered else text
+        if visible != self.shown:
+            self.shown = visible
+            await self.on_text(visible)
+
+
+def holdback(on_text: OnText | None, offered: Collection[str]) -> OnText | None:
+    """`on_text` behind a Holdback (None stays None: nobody watches the stream)."""
+    return Holdback(on_text, offered) if on_text is not None and offered else on_text
+
+
+def tool_names(schemas: list[dict[str, Any]]) -> list[str]:
+    """The names of the tools offered in a request (OpenAI function-tool schemas)."""
+    return [
+        fn["name"]
+        for s in schemas
+        if isinstance(fn := s.get("function"), dict) and isinstance(fn.get("name"), str)
+    ]

@@ -1,0 +1,153 @@
+"""Tool calls a model writes out as text (bot/llm/written.py), through the assembled app: the
+fake model answers with texts real small models wrote (tests/fixtures/llm/written/, sources in
+the README there); the call runs, the person never sees its JSON (neither in the streamed
+drafts nor in the answer), the history holds it as a proper tool call, /usage counts it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Text
+from tools.memory.models import Memory
+
+WRITTEN = Path(__file__).parents[1] / "fixtures" / "llm" / "written"
+
+
+def recorded(name: str) -> str:
+    return (WRITTEN / name).read_text()
+
+
+def seen_by_user(tg: TG) -> list[str]:
+    """Every text the fake Telegram got for the owner: messages and streamed drafts."""
+    texts = [m.text or "" for m in tg.server.sent_to(OWNER)]
+    return texts + [str(d.params.get("text") or "") for d in tg.server.drafts]
+
+
+def assert_no_call_text(tg: TG) -> None:
+    for text in seen_by_user(tg):
+        for mark in ('"name"', '"arguments"', "<tool_call>", "[TOOL_CALLS]", "```json"):
+            assert mark not in text, text
+
+
+def sent_call(tg: TG, request: int = 1) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The newest assistant turn with tool calls and the tool results, in a request."""
+    messages = tg.llm.requests[request]["messages"]
+    *_, asked = [m for m in messages if m["role"] == "assistant" and m.get("tool_calls")]
+    return asked, [m for m in messages if m["role"] == "tool"]
+
+
+async def memories(tg: TG) -> list[str]:
+    async with tg.app.session_factory() as s:
+        return list((await s.execute(select(Memory.content).order_by(Memory.id))).scalars())
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    ["tagged-memory-store.txt", "mistral-memory-store.txt"],
+)
+async def test_a_written_store_call_stores_the_memory(tg: TG, fixture: str) -> None:
+    tg.llm.add(Text(recorded(fixture), chunk=5), Text("Noted: your sister is Ana."))
+    await tg.send(OWNER, "Remember that my sister's name is Ana.")
+    assert (await tg.reply(OWNER)).text == "Noted: your sister is Ana."
+    await tg.idle()
+    assert await memories(tg) == ["Sister is called Ana"]
+    asked, results = sent_call(tg)
+    (call,) = asked["tool_calls"]
+    assert call["type"] == "function" and call["function"]["name"] == "memory"
+    assert json.loads(call["function"]["arguments"])["content"] == "Sister is called Ana"
+    assert results[0]["tool_call_id"] == call["id"] and results[0]["content"].startswith("stored")
+    assert not asked["content"]  # nothing of the written call stays as text
+    assert_no_call_text(tg)
+
+
+async def test_written_calls_in_real_recordings_run(tg: TG) -> None:
+    """Fenced (with a JavaScript template string as a value), bare, and prose followed by a
+    call and an imagined result: each runs its tool once, and only the answer is shown."""
+    tg.llm.add(
+        Text(recorded("bare-schedule-create.txt"), chunk=4),
+        Text("I will remind you to stretch in 2 minutes."),
+        Text(recorded("fenced-code-backticks.txt"), chunk=6),
+        Text("The 30th Fibonacci number is 832040."),
+        Text(recorded("fenced-memory-recall.txt"), chunk=3),
+        Text("I do not know your sister's name yet."),
+    )
+    await tg.send(OWNER, "Remind me in 2 minutes to stretch.")
+    assert (await tg.reply(OWNER)).text == "I will remind you to stretch in 2 minutes."
+    _, (result,) = sent_call(tg, 1)
+    assert result["content"].startswith("Scheduled reminder #1"), result
+
+    await tg.send(OWNER, "Compute the 30th Fibonacci number with code.")
+    # As for a call sent as one: after only the user's own words, code runs without asking
+    # (docs/security.md#approvals).
+    assert (await tg.reply(OWNER)).text == "The 30th Fibonacci number is 832040."
+    _, results = sent_call(tg, 3)
+    assert "832040" in results[-1]["content"], results[-1]
+
+    await tg.send(OWNER, "What is my sister's name?")
+    assert (await tg.reply(OWNER)).text == "I do not know your sister's name yet."
+    _, results = sent_call(tg, 5)
+    assert results[-1]["content"] == "No matching memories."
+    await tg.idle()
+    assert_no_call_text(tg)
+    # Each stored as a proper tool call: the history the model gets shows the right form.
+    history = tg.llm.requests[-1]["messages"]
+    assert [c["function"]["name"] for m in history for c in m.get("tool_calls") or []] == [
+        "schedule",
+        "code",
+        "memory",
+    ]
+    assert not any('"name"' in str(m.get("content")) for m in history if m["role"] == "assistant")
+
+    await tg.send(OWNER, "/usage")
+    report = (await tg.replies(OWNER, 2))[-1].text  # a chart, then the text
+    assert "3 tool calls written as text" in report, report
+
+
+async def test_prose_before_a_call_is_kept_and_the_imagined_result_dropped(tg: TG) -> None:
+    call = recorded("bare-memory-recall-0.5b.txt")
+    imagined = "\n\nThe result is: your sister is Maria."
+    tg.llm.add(Text(f"I will look first.\n\n{call}{imagined}", chunk=5), Text("Nothing yet."))
+    await tg.send(OWNER, "What is my sister's name?")
+    assert (await tg.reply(OWNER)).text == "Nothing yet."
+    asked, results = sent_call(tg)
+    assert asked["content"] == "I will look first."
+    assert results[-1]["content"] == "No matching memories."
+    await tg.idle()
+    assert not any("Maria" in t for t in seen_by_user(tg))
+    assert_no_call_text(tg)
+
+
+async def test_a_missing_required_field_goes_back_and_the_corrected_call_runs(tg: TG) -> None:
+    # Nothing in these arguments says what to do: the error goes back as the call's result.
+    unclear = '{"name": "memory", "arguments": {"layer": "long", "category": "relationship"}}'
+    tg.llm.add(
+        Text(unclear),
+        Text(recorded("tagged-memory-store.txt")),
+        Text("Noted."),
+    )
+    await tg.send(OWNER, "Remember that my sister's name is Ana.")
+    assert (await tg.reply(OWNER)).text == "Noted."
+    _, (error,) = sent_call(tg, 1)
+    assert error["content"].startswith("Error: invalid arguments: action: Field required")
+    last = tg.llm.requests[2]["messages"]
+    results = [m["content"] for m in last if m["role"] == "tool"]
+    assert results[-1].startswith("stored #")
+    assert await memories(tg) == ["Sister is called Ana"]
+    await tg.idle()
+    assert_no_call_text(tg)
+
+
+async def test_json_naming_no_offered_tool_stays_text(tg: TG) -> None:
+    text = recorded("doubled-braces-unknown-tool.txt")
+    tg.llm.add(Text(text))
+    await tg.send(OWNER, "What is the weather in Paris and in Rome?")
+    reply = (await tg.reply(OWNER)).text
+    assert "get_weather" in reply and "Rome" in reply
+    await tg.idle()
+    assert len(tg.llm.requests) == 1  # no tool ran, no second call

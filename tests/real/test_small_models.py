@@ -1,0 +1,101 @@
+"""What a small model does through the assembled app on the real server (see conftest.py):
+a tool call it writes out as text stores a memory that /memory lists, a long chat is
+compressed into a verified summary in a 4,096-token context, and each turn re-processes no
+more of the prompt than the new turn and the last answer (plus a few template tokens)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from sqlalchemy import select
+
+from bot.sessions import compress
+from bot.sessions.models import SessionCompression
+from tests.e2e.conftest import OWNER, TG
+from tests.real.proxy import RecordingProxy
+from tests.real.servers import LlamaServer
+from tests.real.test_llama_server import WAIT, ask, streamed_text
+from tools.memory.models import Memory
+
+pytestmark = pytest.mark.timeout(1500)
+# Template tokens around a turn (role markers, newlines) that the goal allows for.
+SLACK = 20
+
+
+async def test_a_written_call_stores_a_memory_that_memory_lists(
+    bot: TG, proxy: RecordingProxy
+) -> None:
+    proxy.greedy = True
+    await ask(bot, "Remember that my sister's name is Ana.")
+    first, *rest = proxy.chats()
+    said = streamed_text(first)
+    assert not first.tool_calls() and '"name"' in said, said  # written out, not sent
+    assert rest, f"the written call did not run: {said!r}"
+    sent = rest[0].request["messages"]
+    (asked,) = [m for m in sent if m["role"] == "assistant" and m.get("tool_calls")]
+    assert asked["tool_calls"][0]["function"]["name"] == "memory"
+    async with bot.app.session_factory() as s:
+        stored = list((await s.execute(select(Memory.content))).scalars())
+    assert any("Ana" in c for c in stored), (stored, [m for m in sent if m["role"] == "tool"])
+    for text in [m.text or "" for m in bot.server.sent_to(OWNER)]:
+        assert '"arguments"' not in text and '"name"' not in text, text
+    await bot.send(OWNER, "/memory")
+    listing = await bot.reply(OWNER, timeout=WAIT)
+    assert any(c in (listing.text or "") for c in stored if "Ana" in c), listing.text
+
+
+async def test_a_long_chat_is_compressed_into_a_verified_summary_in_a_4k_context(
+    bot: TG, proxy: RecordingProxy, chat_server: LlamaServer
+) -> None:
+    assert chat_server.get("/props")["default_generation_settings"]["n_ctx"] == 4096
+    proxy.greedy = True
+    pad = " I spent the afternoon in the garden planting tomatoes and basil." * 10
+    await ask(bot, "My locker code at the gym is 4711." + pad)
+    for i in range(2, 8):
+        await ask(bot, f"Note {i}: the weather was mild today.{pad}")
+        async with bot.app.session_factory() as s:
+            rows = list((await s.execute(select(SessionCompression))).scalars())
+        if rows:
+            break
+    assert rows, "the history outgrew its budget but nothing was compressed"
+    assert any(r.verified for r in rows), [(r.verified, r.reason, r.text) for r in rows]
+    system = proxy.chats()[-1].request["messages"][0]["content"]
+    last = proxy.chats()[-1]
+    assert last.status == 200 and "[compressed] Turns 1–" in json.dumps(last.request["messages"]), (
+        system[-600:]
+    )
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="append-only prompts (each turn keeps its context block) come with the sessions "
+    "work on its own branch; until it is merged the previous turn is re-processed",
+)
+async def test_each_turn_re_processes_only_the_new_turn_and_the_last_answer(
+    bot: TG, proxy: RecordingProxy, chat_server: LlamaServer
+) -> None:
+    proxy.greedy = True
+    for text in ("Say hi in two words.", "Now say bye in two words.", "Name a fruit."):
+        await ask(bot, text)
+    chats = proxy.chats()
+    for before, x in itertools.pairwise(chats):
+        messages = x.request["messages"]
+        new_turn = messages[-1]["content"]
+        answer = streamed_text(before)
+
+        def tokens(text: str) -> int:
+            return len(chat_server.post("/tokenize", {"content": text})["tokens"])
+
+        goal = tokens(new_turn) + tokens(answer) + SLACK
+        assert x.timings["prompt_n"] <= goal, (
+            f"re-processed {x.timings['prompt_n']} tokens, goal {goal} (new turn "
+            f"{tokens(new_turn)}, last answer {tokens(answer)}, +{SLACK})"
+        )
+
+
+@pytest.fixture(autouse=True)
+def _budget_as_shipped() -> None:
+    # The history budget follows the server's context (-c 4096): nothing is lowered here.
+    assert compress.HISTORY_TOKEN_BUDGET == 6000
