@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import statistics
 import sys
@@ -133,7 +134,11 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
     """One start, the one-chat latency run, then the burst (none of it without `load`: a
     start that only makes the database). Message ids count from `base`, so runs on the
     same database never repeat one."""
-    tg = await PollClock().start()
+    tg = PollClock()
+    # Update ids as Telegram's: never repeated on one database (the bot skips an id it
+    # has stored as one sent again).
+    tg._next_update = itertools.count(base + 1)
+    tg = await tg.start()
     chats = load.chats if load else 1
     llm = await FakeOpenAI(responder=lambda body: streamed(load) if load else Text("ok")).start()
     try:

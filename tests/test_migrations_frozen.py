@@ -36,6 +36,7 @@ RELEASED = {
     "0020_sessions_summary_claims.py": "2f9365f46d13da6edcab7d7ad79769a3a651c25fd95c9d51da82944d5128a195",  # noqa: E501
     "0021_harden_repair_usage.py": "459f933fabef79c1c1f2408757c438e25fadbc776f359688c0fa8b63b82d2bfa",  # noqa: E501
     "0022_usage_written_calls.py": "2e7fbbed5108567c9d9adec06d9fd5929300d9e54837fbc406f8b82462e4e00f",  # noqa: E501
+    "0023_inbox_updates.py": "b9c91b36d766a1544651af88a3d8bdf06da49d811ac5eb229559333acdc5c280",
 }
 
 

@@ -20,6 +20,7 @@ from bot.config import Settings
 from bot.telegram.album import ALBUM_WINDOW_S, AlbumMiddleware
 from bot.telegram.approval_ask import TelegramAsker
 from bot.telegram.errors import on_error
+from bot.telegram.inbox import InboxMiddleware
 from bot.telegram.middlewares import AccessMiddleware, ChatOrderMiddleware, InFlight
 from bot.telegram.outbox import Outbox
 from bot.telegram.render import with_retry
@@ -83,12 +84,15 @@ def build_dispatcher(
     for mw in existing:
         outer.unregister(mw)
     outer.register(inflight)  # first: counts every update task, even one an album holds
+    # Stored before anything makes it wait, so a kill loses no update (bot/telegram/inbox.py).
+    inbox = InboxMiddleware(app.session_factory, app.deps.clock)
+    outer.register(inbox)
     outer.register(AlbumMiddleware(album_window))  # before ordering: see bot/telegram/album.py
     order = ChatOrderMiddleware()
     outer.register(order)
     locks = Locks.for_database(app.engine)
     if locks.shared:  # PostgreSQL: several workers may serve the bot (bot/telegram/workers.py)
-        outer.register(WorkerOrderMiddleware(locks, app.session_factory, app.deps.clock))
+        outer.register(WorkerOrderMiddleware(locks, inbox))
     for mw in existing:  # aiogram's error handling and user context
         outer.register(mw)
     outer.register(AccessMiddleware(app))

@@ -29,7 +29,6 @@ from bot.telegram.dispatcher import Runtime, build_runtime
 from bot.telegram.reminder_delivery import TelegramDelivery
 from bot.telegram.resume import continue_cut_turns
 from bot.telegram.webhook_guard import guards
-from bot.telegram.workers import UpdateOnceMiddleware
 from scheduler.dbfile import DatabaseFileWatch
 from scheduler.setup import Scheduler, start_scheduler
 
@@ -96,12 +95,6 @@ async def serve_webhook(rt: Runtime, stop: asyncio.Event) -> None:
     web_app = web.Application(middlewares=guards(secret))
     path = urlparse(settings.webhook_url).path or "/"
     SimpleRequestHandler(rt.dp, rt.bot, secret_token=secret).register(web_app, path=path)
-    if not rt.locks.shared:
-        # On SQLite too a retried update id is answered once (PostgreSQL workers claim it
-        # in WorkerOrderMiddleware, which also orders chats across workers).
-        rt.dp.update.outer_middleware.register(
-            UpdateOnceMiddleware(rt.app.session_factory, rt.app.deps.clock)
-        )
     # A connection that sends no complete request within this time is closed (aiohttp's
     # idle timeout also runs before the first request): half-open and byte-dripping
     # clients cannot pile up.

@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
 _MAX_REMEMBERED_STRANGERS = 10_000
+# Set in the data of an update handled again at start-up (bot/telegram/inbox.py): the task
+# that replays it is counted in flight and holds the chat's turn already.
+REPLAYED = "inbox_replayed"
 
 
 def refusal_text(user_id: int) -> str:
@@ -68,7 +71,7 @@ class InFlight(BaseMiddleware):
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         task = asyncio.current_task()
-        if task is None:
+        if task is None or data.get(REPLAYED):
             return await handler(event, data)
         self.add(task)
         try:
@@ -299,7 +302,7 @@ class ChatOrderMiddleware(BaseMiddleware):
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         key = chat_key(event) if isinstance(event, Update) else None
-        if key is None:
+        if key is None or data.get(REPLAYED):
             return await handler(event, data)
         lock = self.locks.get(key)
         if lock is not None and lock.locked() and isinstance(event, Update) and WAITING.waits(key):

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 
 from bot.agent.runner import Events
 from bot.errors import SidekickError, user_text
+from bot.telegram import inbox
 from bot.telegram.answer import deliver
 from bot.telegram.dispatcher import Runtime
 from bot.telegram.outbox import text_items
@@ -33,6 +34,7 @@ from bot.telegram.streaming import ReplyStreamer
 from db.repos import outbox as outbox_repo
 from db.repos import resume as repo
 from db.repos.resume import Cut
+from db.repos.updates import Waiting
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +65,21 @@ def given_up_line(text: str) -> str:
 
 async def continue_cut_turns(rt: Runtime, started: datetime) -> int:
     """Take up every turn a restart cut (messages from before `started`, within the
-    window), each chat's in order and before that chat's newer updates; how many were
-    found. The work goes on in tasks that shutdown waits for like updates in progress."""
+    window), then the updates that were waiting for their chat's turn (bot/telegram/inbox.py),
+    each chat's in order and before that chat's newer updates; how many turns were found.
+    The work goes on in tasks that shutdown waits for like updates in progress."""
+    since = started - RESTART_WINDOW
     async with rt.app.session_factory() as s:
-        found = await repo.cut_turns(s, started - RESTART_WINDOW, started)
+        found = await repo.cut_turns(s, since, started)
     chats: dict[int, list[Cut]] = {}
     for cut in found:
         chats.setdefault(cut.chat_id, []).append(cut)
-    for chat, cuts in chats.items():
+    waiting = await inbox.waiting(rt, since, started)
+    for chat in {**chats, **waiting}:
         # Taken here, before updates are: the chat's next message waits for these.
         await rt.chat_order.enter(chat)
-        task = asyncio.create_task(_chat(rt, chat, cuts), name=f"continue-chat-{chat}")
+        work = _chat(rt, chat, chats.get(chat, []), waiting.get(chat, []), since)
+        task = asyncio.create_task(work, name=f"continue-chat-{chat}")
         rt.inflight.add(task)
         task.add_done_callback(rt.inflight.discard)
     if found:
@@ -81,7 +87,9 @@ async def continue_cut_turns(rt: Runtime, started: datetime) -> int:
     return len(found)
 
 
-async def _chat(rt: Runtime, chat: int, cuts: list[Cut]) -> None:
+async def _chat(
+    rt: Runtime, chat: int, cuts: list[Cut], waiting: list[Waiting], since: datetime
+) -> None:
     try:
         # PostgreSQL: a live worker handling this chat's update finishes it first.
         async with rt.locks.hold("chat", chat):
@@ -90,6 +98,11 @@ async def _chat(rt: Runtime, chat: int, cuts: list[Cut]) -> None:
                     await _take_up(rt, cut)
                 except Exception:  # the chat's next cut turn, and its new messages, go on
                     log.exception("message %d: its cut turn could not be taken up", cut.message_id)
+            for row in waiting:  # after the cut turns: they came first
+                try:
+                    await inbox.take_up(rt, row, since)
+                except Exception:
+                    log.exception("update %d could not be taken up", row.update_id)
     finally:
         rt.chat_order.leave(chat)
 

@@ -1,11 +1,13 @@
-"""Telegram updates taken by a worker: durable de-duplication of webhook retries, and the
-queue position that keeps one chat's updates in order across workers."""
+"""Telegram updates as they arrive (the inbox): durable de-duplication of webhook retries and
+of updates polling fetches again after a kill, the queue position that keeps one chat's
+updates in order across workers, and the update itself until it is handled, so one that
+waited for its chat's turn when the process died is handled at the next start."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, Index
+from sqlalchemy import BigInteger, Boolean, Index, Integer, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.models.base import Base, UTCDateTime, utcnow
@@ -22,3 +24,8 @@ class TelegramUpdate(Base):
     chat_id: Mapped[int | None] = mapped_column(BigInteger)
     done: Mapped[bool] = mapped_column(Boolean, default=False)
     received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The update as JSON until it is handled (cleared with `done`).
+    payload: Mapped[str | None] = mapped_column(Text)
+    # Handlings started at start-up for an update a stop left waiting: the claim that lets
+    # one worker take it up, and a bound for an update that takes the process down.
+    replays: Mapped[int] = mapped_column(Integer, default=0)

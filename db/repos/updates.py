@@ -1,50 +1,152 @@
-"""Claiming Telegram update ids, so a webhook update retried by Telegram (or delivered to two
-workers) is handled once, and telling whether a chat has an earlier update still in hand."""
+"""The inbox of Telegram updates: claiming update ids, so an update sent again (a webhook
+retry, a second worker, polling after a kill) is handled once; keeping each update until it
+is handled, so one a stop left waiting is taken up at the next start; and telling whether a
+chat has an earlier update still in hand."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, exists, select, update
+from sqlalchemy import bindparam, delete, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.engine import SessionFactory
+from db.models.core import Message, User
 from db.models.workers import TelegramUpdate
 
 
-async def claim(sf: SessionFactory, update_id: int, chat_id: int | None, now: datetime) -> bool:
-    """True for the first caller with this update id; False for every later one. The
-    primary key decides, in its own transaction, so it holds across worker processes."""
+@dataclass(frozen=True)
+class Waiting:
+    """An update a stop left unhandled."""
+
+    update_id: int
+    chat_id: int | None
+    payload: str
+    replays: int
+
+
+async def claim(
+    sf: SessionFactory,
+    update_id: int,
+    chat_id: int | None,
+    now: datetime,
+    payload: str | None = None,
+) -> bool:
+    """Keep the update (`payload`, its JSON) until `finish`: True for the first caller with
+    this update id; False for every later one. The primary key decides, in its own
+    transaction (one INSERT), so it holds across worker processes and restarts."""
+    row = {"update_id": update_id, "chat_id": chat_id, "received_at": now, "payload": payload}
     try:
         async with sf() as s, s.begin():
-            s.add(TelegramUpdate(update_id=update_id, chat_id=chat_id, received_at=now))
+            await s.execute(insert(TelegramUpdate), row)
         return True
     except IntegrityError:
         return False
 
 
 async def earlier_pending(
-    sf: SessionFactory, chat_id: int, update_id: int, since: datetime
+    sf: SessionFactory,
+    chat_id: int,
+    update_id: int,
+    since: datetime,
+    mine: Collection[int] = (),
 ) -> bool:
     """Whether an earlier update of this chat, claimed after `since`, is not done yet (a
-    worker that claimed it is about to handle it; older claims count as abandoned)."""
-    stmt = select(
-        exists().where(
-            TelegramUpdate.chat_id == chat_id,
-            TelegramUpdate.update_id < update_id,
-            TelegramUpdate.done.is_(False),
-            TelegramUpdate.received_at > since,
-        )
+    worker that claimed it is about to handle it; older claims count as abandoned). Those in
+    `mine` are left out: the asking worker orders its own updates by arrival."""
+    found = exists().where(
+        TelegramUpdate.chat_id == chat_id,
+        TelegramUpdate.update_id < update_id,
+        TelegramUpdate.done.is_(False),
+        TelegramUpdate.received_at > since,
     )
+    if mine:
+        found = found.where(TelegramUpdate.update_id.not_in(list(mine)))
     async with sf() as s:
-        return bool((await s.execute(stmt)).scalar())
+        return bool((await s.execute(select(found))).scalar())
+
+
+FINISH = (
+    update(TelegramUpdate)
+    .where(TelegramUpdate.update_id == bindparam("uid"))
+    .values(done=True, payload=None)
+)
 
 
 async def finish(sf: SessionFactory, update_id: int) -> None:
+    """The update was handled: it is not taken up again, and its JSON is dropped."""
     async with sf() as s, s.begin():
-        await s.execute(
-            update(TelegramUpdate).where(TelegramUpdate.update_id == update_id).values(done=True)
+        await s.execute(FINISH, {"uid": update_id})
+
+
+async def waiting(s: AsyncSession, since: datetime, before: datetime) -> list[Waiting]:
+    """Updates received in [since, before) and never handled, oldest first."""
+    stmt = (
+        select(
+            TelegramUpdate.update_id,
+            TelegramUpdate.chat_id,
+            TelegramUpdate.payload,
+            TelegramUpdate.replays,
         )
+        .where(
+            TelegramUpdate.done.is_(False),
+            TelegramUpdate.payload.is_not(None),
+            TelegramUpdate.received_at >= since,
+            TelegramUpdate.received_at < before,
+        )
+        .order_by(TelegramUpdate.update_id)
+    )
+    return [
+        Waiting(int(uid), chat, str(payload), int(replays or 0))
+        for uid, chat, payload, replays in (await s.execute(stmt)).all()
+    ]
+
+
+async def claim_replay(s: AsyncSession, update_id: int, seen: int) -> bool:
+    """Start handling a waiting update again: True for exactly one caller that read `seen`
+    replays (a compare-and-set, as for the turns a stop cut)."""
+    stmt = (
+        update(TelegramUpdate)
+        .where(
+            TelegramUpdate.update_id == update_id,
+            TelegramUpdate.replays == seen,
+            TelegramUpdate.done.is_(False),
+        )
+        .values(replays=seen + 1)
+    )
+    return bool((await s.execute(stmt)).rowcount)  # type: ignore[attr-defined]
+
+
+async def release_replay(s: AsyncSession, update_id: int) -> None:
+    """A replay stopped by a clean shutdown: it does not count as a crash."""
+    await s.execute(
+        update(TelegramUpdate)
+        .where(TelegramUpdate.update_id == update_id, TelegramUpdate.replays > 0)
+        .values(replays=TelegramUpdate.replays - 1)
+    )
+
+
+async def drop(s: AsyncSession, update_id: int) -> None:
+    """Done without handling it (again)."""
+    await s.execute(FINISH, {"uid": update_id})
+
+
+async def recorded(s: AsyncSession, user_id: int, message_id: int, since: datetime) -> bool:
+    """Whether the turn of this Telegram message (user and message id) began (its message is
+    stored since `since`): then the turn itself is continued or answered, not the update."""
+    stmt = select(
+        exists().where(
+            Message.user_id == User.id,
+            User.telegram_id == user_id,
+            Message.telegram_message_id == message_id,
+            Message.role == "user",
+            Message.created_at >= since,
+        )
+    )
+    return bool((await s.execute(stmt)).scalar())
 
 
 async def prune(sf: SessionFactory, before: datetime) -> int:

@@ -13,13 +13,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from bot.app import build_app
 from bot.llm.client import LLMClient
 from bot.telegram.dispatcher import Runtime, build_runtime
+from bot.telegram.inbox import dropped_line
 from bot.telegram.resume import RESTART_WINDOW, continue_cut_turns, continuing_line
 from db.models.resume import TurnResume
+from db.models.workers import TelegramUpdate
 from tests.conftest import make_settings, pg_only, sqlite_only
 from tests.e2e.conftest import ALLOWED, OWNER, TG
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, KeepAlive, Text
@@ -142,6 +144,58 @@ async def test_a_cut_turn_goes_before_the_chat_s_newer_message(tg: TG) -> None:
     assert texts[1:] == ["reminder set", "echo: and a newer message"]
 
 
+async def queue_behind_a_cut_turn(tg: TG) -> None:
+    """A turn the stop cuts, and two messages that waited for it: stored, never handled."""
+    tg.llm.add(KeepAlive())
+    await tg.send(OWNER, "first")
+    await tg.server.wait_for(lambda: len(tg.llm.requests) == 1)
+    await tg.send(OWNER, "second")
+    await tg.send(OWNER, "third")
+    await tg.server.wait_for(tg.server.all_confirmed)
+    async with asyncio.timeout(60):  # stored by the handler tasks, just after the fetch
+        while True:
+            if await stored(tg) >= 3:
+                break
+            await asyncio.sleep(0.05)
+    await tg.stop(grace=0.2)
+    await tg.start()
+
+
+async def stored(tg: TG) -> int:
+    async with tg.app.session_factory() as s:
+        return int((await s.execute(select(func.count()).select_from(TelegramUpdate))).scalar())
+
+
+WAITED = [continuing_line("first"), "answer one", "echo: second", "echo: third"]
+
+
+async def test_messages_waiting_behind_a_cut_turn_are_answered_after_it(tg: TG) -> None:
+    await queue_behind_a_cut_turn(tg)
+    tg.llm.add(Text("answer one"))
+    assert await continue_now(tg) == 1
+    assert [m.text for m in await tg.replies(OWNER, 4)] == WAITED
+    assert await continue_now(tg) == 0  # handled: never again
+    assert tg.unread(OWNER) == []
+
+
+async def test_a_waiting_message_whose_replay_was_cut_is_not_tried_again(tg: TG) -> None:
+    await queue_behind_a_cut_turn(tg)
+    async with tg.app.session_factory() as s, s.begin():  # as if a replay had been killed
+        await s.execute(
+            update(TelegramUpdate).where(TelegramUpdate.done.is_(False)).values(replays=1)
+        )
+    tg.llm.add(Text("answer one"))
+    assert await continue_now(tg) == 1
+    texts = [m.text for m in await tg.replies(OWNER, 4)]
+    assert texts == [
+        continuing_line("first"),
+        "answer one",
+        dropped_line("second"),
+        dropped_line("third"),
+    ]
+    assert len(tg.llm.requests) == 2  # the first message, then its continuation
+
+
 @pytest.fixture
 async def two_workers(
     tmp_path: Path, fake_llm: FakeOpenAI, telegram_server: FakeTelegram
@@ -180,3 +234,18 @@ async def test_two_workers_starting_together_continue_a_cut_turn_once(
     async with a.app.session_factory() as s:
         row = (await s.execute(select(TurnResume))).scalar_one()
     assert (row.attempts, row.given_up_at) == (1, None)
+
+
+@pg_only
+async def test_two_workers_starting_together_answer_waiting_messages_once(
+    tg: TG, two_workers: list[Runtime]
+) -> None:
+    await queue_behind_a_cut_turn(tg)
+    await tg.stop(grace=0.2)
+    tg.llm.add(Text("answer one"))
+    a, b = two_workers
+    now = a.app.deps.clock()
+    await asyncio.gather(continue_cut_turns(a, now), continue_cut_turns(b, now))
+    for rt in two_workers:
+        await asyncio.wait_for(rt.inflight.wait_idle(), 60)
+    assert [m.text for m in tg.server.sent_to(OWNER)] == WAITED

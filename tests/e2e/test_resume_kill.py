@@ -1,8 +1,9 @@
 """kill -9 at points of a turn, with a real `sidekick run` process on the fake Telegram and
 the fake model; the next start continues the turn (bot/telegram/resume.py): one line that it
 continues, then the answer, once, and a tool call the turn recorded is not run again. A turn
-cut twice is not tried a third time: one line tells the user. Runs on PostgreSQL too (the
-child gets DATABASE_URL under `make test-pg`)."""
+cut twice is not tried a third time: one line tells the user. Messages that waited behind
+the cut turn are answered after it, once, in order (bot/telegram/inbox.py). Runs on
+PostgreSQL too (the child gets DATABASE_URL under `make test-pg`)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from bot.llm.silence import STILL_WAITING
 from bot.telegram.resume import continuing_line, given_up_line
 from db.engine import create_engine, session_factory
+from db.models.workers import TelegramUpdate
 from tests.conftest import make_settings
 from tests.e2e.conftest import OWNER
 from tests.fakes.openai_server import Calls, FakeOpenAI, KeepAlive, Text
@@ -93,6 +96,22 @@ async def reminders(tmp_path: Path, fake_llm: FakeOpenAI) -> int:
         await engine.dispose()
 
 
+async def stored_updates(tmp_path: Path, fake_llm: FakeOpenAI, want: int) -> None:
+    """Wait until the running bot has stored `want` updates: Telegram forgets one as soon as
+    polling fetched it, before the bot's write can land."""
+    engine = create_engine(make_settings(tmp_path, fake_llm).db_url)
+    count = select(func.count()).select_from(TelegramUpdate)
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while True:
+                async with session_factory(engine)() as s:
+                    if int((await s.execute(count)).scalar()) >= want:
+                        return
+                await asyncio.sleep(0.1)
+    finally:
+        await engine.dispose()
+
+
 def texts(server: FakeTelegram) -> list[str | None]:
     return [m.text for m in server.sent_to(OWNER)]
 
@@ -160,3 +179,70 @@ async def test_a_turn_cut_twice_is_not_tried_a_third_time(
     ]
     assert len(llm.requests) == 2  # no third run
     assert "the bot stopped 2 times while answering it" in log
+
+
+def answers(server: FakeTelegram) -> list[str | None]:
+    """What the user got, but the line that the stuck model call is still waited for (the
+    machine is loaded: the wait may outlast its ~20 s)."""
+    return [t for t in texts(server) if t != STILL_WAITING]
+
+
+def asked(llm: FakeOpenAI) -> list[str]:
+    """The user's message each model call answered, in order."""
+    last = [r["messages"][-1] for r in llm.requests]
+    # The text after a context block, whichever way the prompt put one in front.
+    return [m["content"].rsplit("[/context]\n\n", 1)[-1] for m in last if m["role"] == "user"]
+
+
+async def queue_behind_a_stuck_turn(
+    sidekick: Sidekick, tmp_path: Path, llm: FakeOpenAI, server: FakeTelegram
+) -> None:
+    """A first message whose turn never gets an answer, two more sent to the chat while it
+    runs: they wait for its turn, fetched from Telegram already."""
+    llm.add(KeepAlive())
+    await sidekick.start()
+    await server.push(message_update(OWNER, "first", message_id=1))
+    await server.wait_for(lambda: len(llm.requests) == 1, WAIT_S)  # its turn runs
+    await server.push(message_update(OWNER, "second", message_id=2))
+    await server.push(message_update(OWNER, "third", message_id=3))
+    await server.wait_for(server.all_confirmed, WAIT_S)
+    await stored_updates(tmp_path, llm, 3)
+
+
+async def test_kill_while_messages_wait_answers_each_once_in_order(
+    sidekick: Sidekick, tmp_path: Path, fake_llm: FakeOpenAI, telegram_server: FakeTelegram
+) -> None:
+    server, llm = telegram_server, fake_llm
+    await queue_behind_a_stuck_turn(sidekick, tmp_path, llm, server)
+    await sidekick.kill()
+    assert answers(server) == []
+    llm.add(Text("answer one"), Text("answer two"), Text("answer three"))
+    await sidekick.start()
+    await server.wait_for(lambda: len(answers(server)) >= 4, WAIT_S)
+    log = await sidekick.stop()
+    assert answers(server) == [continuing_line("first"), "answer one", "answer two", "answer three"]
+    assert asked(llm) == ["first", "first", "second", "third"]
+    assert "Traceback" not in log
+
+
+async def test_a_clean_stop_while_messages_wait_doubles_nothing(
+    sidekick: Sidekick, tmp_path: Path, fake_llm: FakeOpenAI, telegram_server: FakeTelegram
+) -> None:
+    server, llm = telegram_server, fake_llm
+    await queue_behind_a_stuck_turn(sidekick, tmp_path, llm, server)
+    log = await sidekick.stop()  # the grace runs out: the turn and the waiting two are cut
+    assert "cancelled" in log
+    llm.add(Text("answer one"), Text("answer two"), Text("answer three"))
+    await sidekick.start()
+    await server.wait_for(lambda: len(answers(server)) >= 4, WAIT_S)
+    await sidekick.stop()  # all answered: the next start has nothing to take up
+    llm.add(Text("answer four"))
+    await sidekick.start()
+    await server.push(message_update(OWNER, "fourth", message_id=5))
+    await server.wait_for(lambda: len(answers(server)) >= 5, WAIT_S)
+    log = await sidekick.stop()
+    assert answers(server) == [
+        continuing_line("first"), "answer one", "answer two", "answer three", "answer four",
+    ]  # fmt: skip
+    assert asked(llm) == ["first", "first", "second", "third", "fourth"]
+    assert "left waiting by a stop" not in log and "without an answer" not in log

@@ -1,0 +1,173 @@
+"""The inbox: every update is kept, in one INSERT on arrival, until it is handled.
+
+Telegram forgets an update once it was fetched (polling confirms the offset with the next
+getUpdates) or answered (webhook), but a chat's updates are handled one at a time: those
+that wait behind a long turn would be lost with the process. So each update is stored
+before it waits for its chat's turn (the same INSERT claims its id, so an update sent again
+is handled once) and marked done when handled. At the next start, the updates of the last
+RESTART_WINDOW still not done are handled again, each chat's in order, after its cut turns
+(bot/telegram/resume.py), through the dispatcher like a new update.
+
+An update whose turn had begun (its message is stored) is not handled again: the turn is
+continued instead. An update a replay did not get through (the process died again) is
+dropped with a line in the log, as it may be the update that takes the process down. A
+clean stop cancels the updates still waiting after the grace: not done, they are taken up
+at the next start. Several workers (PostgreSQL): one claims each replay (compare-and-set on
+`replays`), under the chat's advisory lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import textwrap
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from aiogram import BaseMiddleware
+from aiogram.types import TelegramObject, Update
+
+from bot.telegram.middlewares import REPLAYED, Handler, chat_key
+from bot.telegram.render import send_plain
+from db.engine import SessionFactory
+from db.repos import updates
+from db.repos.updates import Waiting
+from tools.base import Clock
+
+if TYPE_CHECKING:
+    from bot.telegram.dispatcher import Runtime
+
+log = logging.getLogger(__name__)
+
+# Old rows are deleted at the first update after a start, then hourly: Telegram stops
+# retrying an update within a day, and after a week without updates it may start its ids
+# anew, at random, so a row kept that long could take a new update for one sent again.
+PRUNE_EVERY = timedelta(hours=1)
+KEEP_CLAIMS = timedelta(days=2)
+MAX_REPLAYS = 1  # an update that took the process down on its replay too is dropped
+QUOTE_CHARS = 80
+
+
+class InboxMiddleware(BaseMiddleware):
+    """Stores each update on arrival (registered right after InFlight, before an album or
+    the chat's turn makes it wait), skips one stored before, marks it done when handled."""
+
+    def __init__(self, sf: SessionFactory, clock: Clock) -> None:
+        self.sf = sf
+        self.clock = clock
+        self._pruned: datetime | None = None
+        # Per chat, the updates this process stored and has not finished (several workers
+        # order only the others' updates through the database: bot/telegram/workers.py).
+        self.held: dict[int, set[int]] = {}
+
+    def mine(self, chat: int) -> set[int]:
+        return self.held.get(chat, set())
+
+    async def keep(self, event: Update) -> bool:
+        """Store the update; False when it was stored before (a webhook retry, another
+        worker's, or fetched again by polling after a kill)."""
+        now = self.clock()
+        payload = event.model_dump_json(exclude_none=True)
+        if not await updates.claim(self.sf, event.update_id, chat_key(event), now, payload):
+            log.info(
+                "update %d was already taken (sent again, or another worker's)", event.update_id
+            )
+            return False
+        if self._pruned is None or now - self._pruned >= PRUNE_EVERY:
+            self._pruned = now
+            await updates.prune(self.sf, now - KEEP_CLAIMS)
+        return True
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        if not isinstance(event, Update) or data.get(REPLAYED):
+            return await handler(event, data)  # a replay's row is kept by take_up
+        if not await self.keep(event):
+            return None
+        chat = chat_key(event)
+        if chat is not None:
+            self.held.setdefault(chat, set()).add(event.update_id)
+        try:
+            result = await handler(event, data)
+        except asyncio.CancelledError:
+            raise  # a clean stop cut it: not done, the next start takes it up
+        except Exception:
+            await updates.finish(self.sf, event.update_id)
+            raise
+        finally:
+            if chat is not None:
+                self._release(chat, event.update_id)
+        await updates.finish(self.sf, event.update_id)
+        return result
+
+    def _release(self, chat: int, update_id: int) -> None:
+        held = self.held[chat]
+        held.discard(update_id)
+        if not held:
+            del self.held[chat]
+
+
+def dropped_line(text: str) -> str:
+    short = textwrap.shorten(text, QUOTE_CHARS, placeholder="…")
+    what = f"your message “{short}”" if short else "your last message"
+    return f"I was restarted twice before I could read {what}. Send it again if you still need it."
+
+
+async def waiting(rt: Runtime, since: datetime, before: datetime) -> dict[int, list[Waiting]]:
+    """The updates a stop left unhandled, by chat, oldest first. One without a chat (a press
+    on a question that was waiting) has nothing left to answer: it is marked done."""
+    sf = rt.app.session_factory
+    async with sf() as s:
+        found = await updates.waiting(s, since, before)
+    chats: dict[int, list[Waiting]] = {}
+    for row in found:
+        if row.chat_id is None:
+            await updates.finish(sf, row.update_id)
+        else:
+            chats.setdefault(row.chat_id, []).append(row)
+    if found:
+        log.warning("%d update(s) were left waiting by a stop: handling them", len(found))
+    return chats
+
+
+async def take_up(rt: Runtime, row: Waiting, since: datetime) -> None:
+    """Handle a waiting update through the dispatcher, the chat's turn held by the caller."""
+    sf, bot = rt.app.session_factory, rt.bot
+    update = Update.model_validate_json(row.payload, context={"bot": bot})
+    msg = update.message
+    async with sf() as s, s.begin():
+        if msg is not None and msg.from_user is not None:
+            if await updates.recorded(s, msg.from_user.id, msg.message_id, since):
+                await updates.drop(s, row.update_id)  # its turn began: continued as a turn
+                return
+        given_up = row.replays >= MAX_REPLAYS
+        if given_up:
+            # Exactly one worker marks it (the same compare-and-set), then tells.
+            given_up = await updates.claim_replay(s, row.update_id, row.replays)
+            await updates.drop(s, row.update_id)
+        elif not await updates.claim_replay(s, row.update_id, row.replays):
+            return  # another worker handles it
+    if given_up:
+        log.error(
+            "update %d (chat %s): the bot stopped while handling it again after a stop; "
+            "dropped (see the log before this start)",
+            row.update_id, row.chat_id,
+        )  # fmt: skip
+        if msg is not None and row.chat_id is not None:
+            text = msg.text or msg.caption or ""
+            try:
+                await send_plain(bot, row.chat_id, dropped_line(text))
+            except Exception as exc:
+                log.warning(
+                    "chat %d: could not tell that an update was dropped (%s)", row.chat_id, exc
+                )
+        return
+    log.info("update %d (chat %s): handling it after a stop", row.update_id, row.chat_id)
+    try:
+        await rt.dp.feed_update(bot, update, **{REPLAYED: True})
+    except asyncio.CancelledError:
+        async with sf() as s, s.begin():
+            await updates.release_replay(s, row.update_id)
+        raise
+    except Exception:
+        log.exception("update %d: handling it after a stop failed", row.update_id)
+    await updates.finish(sf, row.update_id)
