@@ -25,7 +25,7 @@ from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.test_terminal_chat import chat_env, run_chat, start_chat
 from tests.tools_helpers import write_mcp_config
 from tools.base import RequestContext, Tool, ToolCall
-from tools.effects import Effects, effects, from_mcp
+from tools.effects import OUTSIDE_MARK, Effects, effects, from_mcp
 from tools.mcp.convert import build_tool
 from tools.memory.tool import MEMORY_EFFECTS, MemoryParams
 from tools.reminders.models import ScheduledJob
@@ -138,7 +138,9 @@ async def test_the_terminal_asks_y_or_n(tmp_path: Path, fake_llm: FakeOpenAI) ->
     assert out.count("May I do this?") == 2 and "fake__email_send" in out
     assert "sk-terminal-secret" not in out and "[secret]" in out
     results = [m["content"] for m in fake_llm.requests[2]["messages"] if m["role"] == "tool"]
-    assert results[-1].startswith("email_send ok")
+    # An MCP tool's result is outside content, marked so (docs/security.md#approvals).
+    marker, result = results[-1].split("\n", 1)
+    assert marker.startswith(OUTSIDE_MARK) and result.startswith("email_send ok")
     results = [m["content"] for m in fake_llm.requests[5]["messages"] if m["role"] == "tool"]
     assert results[-1] == DENIED
     assert "Sent it." in out and "Did not send." in out
@@ -205,7 +207,9 @@ async def test_a_scheduled_task_in_the_terminal_asks_at_the_prompt_and_waits(
     proc.stdin.write(b"/quit\n")
     await asyncio.wait_for(proc.wait(), 60)
     results = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"]
-    assert results[-1].startswith("email_send ok")
+    # An MCP tool's result is outside content, marked so (docs/security.md#approvals).
+    marker, result = results[-1].split("\n", 1)
+    assert marker.startswith(OUTSIDE_MARK) and result.startswith("email_send ok")
 
 
 async def test_a_press_in_this_process_wakes_the_questions_waiting_for_it() -> None:

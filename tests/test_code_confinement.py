@@ -327,10 +327,12 @@ async def test_startup_log_names_the_mode_and_what_it_protects(
 ) -> None:
     caplog.set_level("INFO", logger="tools.code.tool")
     svc = env.service()
+    svc.announce()  # the tool's start-up line (said once, when the app builds the tool)
     best = caplog.messages[-1]
     assert f"sandbox {svc.mode} (" in best and "protects files: " in best
     monkeypatch.setenv("PATH", str(tmp_path))  # bwrap hidden
     fallback = env.service()
+    fallback.announce()
     line = caplog.messages[-1]
     assert f"sandbox {fallback.mode} (" in line and "bwrap not installed" in line
     assert line.endswith("for the full sandbox, install bubblewrap (apt-get install bubblewrap)")

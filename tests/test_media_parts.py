@@ -227,9 +227,12 @@ async def test_doctor_probes_transcription_without_sending_audio(
     assert lines["transcription"].ok and "answers" in lines["transcription"].detail
     assert fake_llm.transcriptions[0].get("file") is None  # nothing to transcribe, no bill
     assert "not known yet" in lines["vision"].detail
-    fake_llm.transcribe_error = 404
+    fake_llm.transcribe_error = 404  # a model endpoint without speech-to-text
     lines = {r.name: r for r in await check_media(app)}
-    assert not lines["transcription"].ok and "HTTP 404" in lines["transcription"].detail
+    assert lines["transcription"].ok and "not offered" in lines["transcription"].detail
+    fake_llm.transcribe_error = 500  # one that has it, failing
+    lines = {r.name: r for r in await check_media(app)}
+    assert not lines["transcription"].ok and "HTTP 500" in lines["transcription"].detail
 
 
 def test_transcribe_url_setting(tmp_path: Path) -> None:

@@ -79,7 +79,7 @@ async def test_terminal_commands_are_answered_locally(tmp_path: Path, fake_llm: 
     stdin = "/help\n/tools\n/memory\n/sessions\n/timezone\n/frobnicate the thing\n"
     code, out, err = await run_chat(tmp_path, fake_llm, stdin)
     assert code == 0, err
-    assert "/memory — what I remember about you" in out  # /help
+    assert "/memory [layer | search <text> | forget <id>] — what I remember about you" in out
     assert "memory" in out and "No long memories." in out  # /tools, /memory
     assert "Your recent sessions" in out or "No sessions yet" in out
     assert "Your time zone: UTC" in out

@@ -18,6 +18,7 @@ from tests.fakes.openai_server import Calls, FakeOpenAI, Text, Turn
 from tests.tools_helpers import build_tools_app, tool_names, tool_results, write_mcp_config
 from tools.discovery import service as discovery
 from tools.discovery.models import ToolUsage
+from tools.effects import OUTSIDE_MARK
 from tools.tokens import count_payload
 
 CORE = {"memory", "code", "schedule"}  # search has no backend here: not offered
@@ -73,7 +74,8 @@ async def test_every_tool_reachable_within_budget(mcp_app: App, fake_llm: FakeOp
     assert state["misses"] == []
     assert len(state["done"]) == 60
     for (name, _), result in zip(TOOLS, state["done"], strict=True):
-        assert result.startswith(f"{name} ok"), result
+        marker, said = result.split("\n", 1)  # MCP results are marked as outside content
+        assert marker.startswith(OUTSIDE_MARK) and said.startswith(f"{name} ok"), result
     budget = discovery.TOOL_TOKEN_BUDGET
     payloads = [count_payload(b["tools"]) for b in fake_llm.requests if b.get("tools")]
     assert max(payloads) <= budget
