@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import textwrap
+from collections.abc import Awaitable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,9 @@ class InboxMiddleware(BaseMiddleware):
         # Per chat, the updates this process stored and has not finished (several workers
         # order only the others' updates through the database: bot/telegram/workers.py).
         self.held: dict[int, set[int]] = {}
+        # Per chat, the last update to pass on: storing takes an await, and updates of one
+        # chat must still reach the chat's turn (ChatOrderMiddleware) in arrival order.
+        self._last: dict[int, asyncio.Future[None]] = {}
 
     def mine(self, chat: int) -> set[int]:
         return self.held.get(chat, set())
@@ -81,9 +85,9 @@ class InboxMiddleware(BaseMiddleware):
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         if not isinstance(event, Update) or data.get(REPLAYED):
             return await handler(event, data)  # a replay's row is kept by take_up
-        if not await self.keep(event):
-            return None
         chat = chat_key(event)
+        if not await self._in_order(chat, self.keep(event)):
+            return None
         if chat is not None:
             self.held.setdefault(chat, set()).add(event.update_id)
         try:
@@ -98,6 +102,25 @@ class InboxMiddleware(BaseMiddleware):
                 self._release(chat, event.update_id)
         await updates.finish(self.sf, event.update_id)
         return result
+
+    async def _in_order(self, chat: int | None, storing: Awaitable[bool]) -> bool:
+        """Store, then pass on only after the chat's earlier update passed on: the place in
+        line is taken before the first await, and the handler is called right after (no
+        await between), so the chat's turn sees its updates in arrival order."""
+        if chat is None:
+            return await storing
+        before = self._last.get(chat)
+        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._last[chat] = mine
+        try:
+            kept = await storing
+            if before is not None:
+                await asyncio.wait({before})  # never cancels the earlier one's future
+            return kept
+        finally:
+            mine.set_result(None)
+            if self._last.get(chat) is mine:
+                del self._last[chat]
 
     def _release(self, chat: int, update_id: int) -> None:
         held = self.held[chat]
