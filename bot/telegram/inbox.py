@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiogram import BaseMiddleware
 from aiogram.types import TelegramObject, Update
+from sqlalchemy.exc import DBAPIError
 
 from bot.telegram.middlewares import REPLAYED, Handler, chat_key
 from bot.telegram.render import send_plain
@@ -72,7 +73,16 @@ class InboxMiddleware(BaseMiddleware):
         worker's, or fetched again by polling after a kill)."""
         now = self.clock()
         payload = event.model_dump_json(exclude_none=True)
-        if not await updates.claim(self.sf, event.update_id, chat_key(event), now, payload):
+        try:
+            claimed = await updates.claim(self.sf, event.update_id, chat_key(event), now, payload)
+        except DBAPIError as exc:
+            # The database is busy past its timeout (or failing): the message is handled
+            # without its stored copy (the turn waits out a busy database once, or names the
+            # problem), rather than dropped here.
+            log.warning("update %d not stored (%s): handled without a copy", event.update_id,
+                        type(exc.orig).__name__ if exc.orig is not None else exc)  # fmt: skip
+            return True
+        if not claimed:
             log.info(
                 "update %d was already taken (sent again, or another worker's)", event.update_id
             )
@@ -95,13 +105,21 @@ class InboxMiddleware(BaseMiddleware):
         except asyncio.CancelledError:
             raise  # a clean stop cut it: not done, the next start takes it up
         except Exception:
-            await updates.finish(self.sf, event.update_id)
+            await self._finish(event.update_id)
             raise
         finally:
             if chat is not None:
                 self._release(chat, event.update_id)
-        await updates.finish(self.sf, event.update_id)
+        await self._finish(event.update_id)
         return result
+
+    async def _finish(self, update_id: int) -> None:
+        """Mark it done. A database too busy for that leaves the row undone: a replay at the
+        next start finds its message stored and skips it, so nothing is answered twice."""
+        try:
+            await updates.finish(self.sf, update_id)
+        except DBAPIError as exc:
+            log.warning("update %d handled, but not marked done: %s", update_id, exc.orig)
 
     async def _in_order(self, chat: int | None, storing: Awaitable[bool]) -> bool:
         """Store, then pass on only after the chat's earlier update passed on: the place in
