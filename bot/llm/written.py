@@ -129,6 +129,10 @@ def _series(text: str, pos: int, offered: Collection[str]) -> Found | int | None
             pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
         if pos >= len(text) or text[pos] not in "{[":
             break
+        if text[pos] == "[":  # calls come as a list of objects: "[1 2 3" is a plain answer
+            inner = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+            if inner < len(text) and text[inner] not in "{[":
+                return Found(calls, end) if calls else inner
         close = _balanced(text, pos)
         if close is None:
             return Found(calls, end) if calls else None
