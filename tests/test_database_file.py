@@ -38,6 +38,7 @@ def test_doctor_names_a_database_missing_from_a_used_folder(tmp_path: Path) -> N
     settings = make_settings(tmp_path)
     data = Path(settings.data_dir)
     data.mkdir(parents=True, exist_ok=True)
+    (data / "sidekick.db").unlink(missing_ok=True)  # make_settings starts it from a template
     assert database_was_missing(settings) is None  # a first start: nothing to miss
     (data / "uploads").mkdir()
     found = database_was_missing(settings)

