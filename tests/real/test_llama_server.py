@@ -48,7 +48,7 @@ async def ask(bot: TG, text: str) -> str:
 @pytest.mark.xfail(
     strict=False,
     reason="open (issue 35): the 0.5B model on xllamacpp's server sometimes answers with a JSON "
-    "call to a tool nobody offered ({\"name\": \"count\", ...}); it is held back as a possible "
+    'call to a tool nobody offered ({"name": "count", ...}); it is held back as a possible '
     "written call until it closes, so the user saw one draft instead of several",
 )
 async def test_chat_streams_and_records_the_servers_usage(bot: TG, proxy: RecordingProxy) -> None:
