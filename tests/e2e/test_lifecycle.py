@@ -21,6 +21,7 @@ from bot.app import build_app
 from bot.errors import ConfigError
 from bot.telegram.dispatcher import build_runtime
 from bot.telegram.main import check_token, serve_webhook, webhook_secret
+from bot.telegram.resume import continue_cut_turns, continuing_line
 from tests.conftest import make_settings
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text
@@ -59,6 +60,11 @@ async def test_shutdown_cancels_what_does_not_finish_and_restart_keeps_the_data(
     await tg.stop(grace=0.2)
     assert tg.server.sent_to(OWNER) == []
     await tg.start()
+    # What `sidekick run` does at start, before new messages: the cut turn goes on.
+    assert await continue_cut_turns(tg.runtime, tg.app.deps.clock()) == 1
+    line, answer = await tg.replies(OWNER, 2)
+    assert line.text == continuing_line("the stored question")
+    assert answer.text.startswith("echo: ") and answer.text.endswith("the stored question")
     await tg.send(OWNER, "again")
     assert (await tg.reply(OWNER)).text == "echo: again"
     users = [
