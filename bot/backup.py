@@ -216,9 +216,10 @@ def read_manifest(tar: tarfile.TarFile) -> dict[str, object]:
 
 def check_members(tar: tarfile.TarFile) -> int:
     """Every member a regular file (or folder) under a name this version writes, within its
-    size: no links, devices or paths outside. The bytes it would extract."""
+    size: no links, devices or paths outside. The bytes it would extract. Read member by
+    member, so an oversized one is refused without reading (decompressing) past it."""
     total = 0
-    for m in tar.getmembers():
+    for m in tar:
         name = m.name[:200]
         path = PurePosixPath(m.name)
         if path.is_absolute() or ".." in path.parts:
@@ -244,8 +245,8 @@ def verify(archive: Path) -> Verified:
     manifest says it holds; every failure is one line (BackupError)."""
     try:
         with tarfile.open(archive, "r:gz") as tar, tempfile.TemporaryDirectory() as tmp:
-            manifest = read_manifest(tar)
             check_members(tar)
+            manifest = read_manifest(tar)
             names = set(tar.getnames())
             files = [str(f) for f in manifest.get("files", [])]  # type: ignore[attr-defined]
             absent = [f for f in files if f"data/{f}" not in names]

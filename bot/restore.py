@@ -102,8 +102,8 @@ def _stage(
     staging: Path,
 ) -> Path | None:
     """Every file and the database extracted into `staging` and checked; nothing else yet."""
-    manifest = read_manifest(tar)
     size = check_members(tar)
+    manifest = read_manifest(tar)
     if (manifest.get("database") == "sqlite") != (database is not None):
         kind = "SQLite" if database is not None else "PostgreSQL"
         raise BackupError(

@@ -40,7 +40,7 @@ class Replay:
     async def start(self) -> Replay:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self.chat)
-        self.runner = web.AppRunner(app, access_log=None)
+        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()

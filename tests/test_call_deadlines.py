@@ -30,7 +30,7 @@ async def dripping() -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_post("/v1/audio/transcriptions", transcriptions)
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

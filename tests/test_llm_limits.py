@@ -119,7 +119,7 @@ class ContextServer:
         app.router.add_get("/props", self._props)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/api/show", self._show)
-        self.runner = web.AppRunner(app, access_log=None)
+        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()

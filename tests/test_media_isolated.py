@@ -162,7 +162,7 @@ async def test_a_dripping_transcription_ends_at_one_deadline() -> None:
 
     app = web.Application()
     app.router.add_post("/v1/audio/transcriptions", drip)
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -56,7 +56,7 @@ async def server() -> AsyncIterator[tuple[EmbeddingServer, str]]:
     srv = EmbeddingServer()
     app = web.Application()
     app.router.add_post("/v1/embeddings", srv.handle)
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -59,7 +59,7 @@ async def site() -> AsyncIterator[str]:
     app.router.add_get("/redirect", redirect)
     app.router.add_get("/loop", loop)
     app.router.add_get("/host", host)
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
     await runner.setup()
     server = web.TCPSite(runner, "127.0.0.1", 0)
     await server.start()
@@ -214,7 +214,7 @@ async def test_a_dripping_page_ends_at_one_total_deadline(http: httpx.AsyncClien
 
     app = web.Application()
     app.router.add_get("/drip", drip)
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
     await runner.setup()
     server = web.TCPSite(runner, "127.0.0.1", 0)
     await server.start()

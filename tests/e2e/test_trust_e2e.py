@@ -50,7 +50,7 @@ async def site() -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_get("/invoice", page)
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
     await runner.setup()
     server = web.TCPSite(runner, "127.0.0.1", 0)
     await server.start()

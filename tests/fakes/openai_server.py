@@ -205,7 +205,7 @@ class FakeOpenAI:
         app.router.add_get("/props", self._props)  # beside /v1, as on llama-server
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         app.router.add_post("/v1/audio/speech", self._speech)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()

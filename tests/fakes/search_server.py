@@ -61,7 +61,7 @@ class FakeSearch:
     async def start(self) -> FakeSearch:
         app = web.Application()
         app.router.add_route("GET", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

@@ -17,6 +17,7 @@ sendDocument record the bytes received. `album_updates(...)` builds a media grou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
@@ -29,6 +30,7 @@ from aiohttp import web
 from tests.fakes.telegram_files import FileMethods, album_updates
 
 MAX_TEXT = 4096
+RECHECK_S = 0.05  # how often wait_for looks again without a request to wake it
 ENTITY_TYPES = {
     "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
     "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
@@ -161,12 +163,17 @@ class FakeTelegram(FileMethods):
         return [m for m in self.messages if m.chat_id == chat_id]
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:  # noqa: ASYNC109
-        """Wait until `predicate()` holds (re-checked after every request); TimeoutError if not."""
+        """Wait until `predicate()` holds; TimeoutError if not. Re-checked after every request
+        and at least every RECHECK_S: a predicate may look at what another server saw (the
+        fake model's requests), which wakes nobody here."""
         assert self._changed is not None
+        changed = self._changed
 
         async def wait() -> None:
-            async with self._changed:  # type: ignore[union-attr]
-                await self._changed.wait_for(predicate)  # type: ignore[union-attr]
+            async with changed:
+                while not predicate():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(changed.wait(), RECHECK_S)
 
         await asyncio.wait_for(wait(), timeout)
 
@@ -290,6 +297,7 @@ class FakeTelegram(FileMethods):
             # Telegram forgets every update below the offset: they are confirmed.
             self.confirmed = max(self.confirmed, offset - 1)
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
+            await self._notify()  # now, not when this long poll ends
         deadline = time.monotonic() + timeout
         assert self._changed is not None
         async with self._changed:

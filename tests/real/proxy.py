@@ -106,7 +106,7 @@ class RecordingProxy:
     async def start(self) -> RecordingProxy:
         app = web.Application(client_max_size=64 << 20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app)
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
         return self
