@@ -63,7 +63,12 @@ def test_every_secret_setting_is_scrubbed() -> None:
         ("BACKUP_KEEP", "-1", "BACKUP_KEEP"),
         ("APPROVALS", "sometimes", "APPROVALS"),
         ("LLM_BASE_URL", "ftp://x", "LLM_BASE_URL"),
+        ("SESSION_SPLIT", "daily 25:00", "SESSION_SPLIT"),
         ("SESSION_SPLIT_TIME", "25:00", "SESSION_SPLIT_TIME"),
+        ("BUDGET_USD", "5", "BUDGET_USD"),
+        ("USER_TOKEN_CAP", "1.5/day", "USER_TOKEN_CAP"),
+        ("DAILY_BUDGET_USD", "-1", "DAILY_BUDGET_USD"),
+        ("CODE_PRIVATE_NETWORKS", "maybe", "CODE_PRIVATE_NETWORKS"),
         ("CODE_NETWORK", "maybe", "CODE_NETWORK"),
     ],
 )
