@@ -228,7 +228,8 @@ def settings_and_errors(
     fallback: dict[str, object] = {}
     while True:
         try:
-            values = {**former.values, **overrides, **fallback}
+            # A translated value already holds what the arguments said of its setting.
+            values = {**overrides, **former.values, **fallback}
             settings = Settings(_env_file=env_path(env_file), **values)  # type: ignore[arg-type, call-arg]
             break
         except ValidationError as exc:

@@ -186,7 +186,8 @@ class Wizard:
         url, key = self.get("LLM_BASE_URL"), self.get("LLM_API_KEY")
         # LLM_MODEL may name more models after the default (what /model offers): the one
         # picked here becomes the default, the others stay while the endpoint does.
-        model, *more = split_models(self.get("LLM_MODEL")) or [""]
+        listed = split_models(self.get("LLM_MODEL"))
+        model = listed[0] if listed else ""
         self.p.say("\nThe model: any OpenAI-compatible endpoint.")
         for i, shown in enumerate(PRESETS, 1):
             self.p.say(f"  {i}) {shown.label:34} {shown.url}")
@@ -219,7 +220,7 @@ class Wizard:
             if "refused" not in why and self.p.yes("  Keep these anyway?"):
                 break
         model = self._pick_model(url, key, models, model or (preset.model if preset else ""))
-        kept = [m for m in more if m != model] if url == self.get("LLM_BASE_URL") else []
+        kept = [m for m in listed if m != model] if url == self.get("LLM_BASE_URL") else []
         models_line = ", ".join([model, *kept])
         self.save({"LLM_BASE_URL": url, "LLM_API_KEY": key or None, "LLM_MODEL": models_line})
 

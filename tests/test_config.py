@@ -124,11 +124,13 @@ def test_require_names_missing_setting() -> None:
 def sidekick(
     tmp_path: Path, module: str, *args: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m <module> args` as a person would: a clean environment, cwd tmp_path."""
+    """Run `python -m <module> args` as a person would: a clean environment, cwd tmp_path
+    (PYTHONPATH: this checkout's code, whatever the venv installed)."""
+    root = str(Path(__file__).resolve().parents[1])
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": root, **env},
         capture_output=True,
         text=True,
         timeout=120,
