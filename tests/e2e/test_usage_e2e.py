@@ -5,12 +5,16 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 from tests.test_usage import usage
 
 PRICES = "fake-model=1/2, big-model=10/20"
+
+# The child runs this checkout's code, whatever the venv has installed.
+ROOT = str(Path(__file__).resolve().parents[2])
 
 
 async def test_usage_is_per_user_and_the_footer_is_optional(
@@ -96,7 +100,8 @@ async def test_sidekick_usage_prints_the_report(tg: TG) -> None:
     await tg.send(OWNER, "hello")
     await tg.reply(OWNER)
     env = {"PATH": "/usr/bin:/bin", "DATA_DIR": str(tg.settings.data_dir),
-           "BUDGET_USD": "2/day", "PRICES": "fake-model=1000/1000"}  # fmt: skip
+           "BUDGET_USD": "2/day", "PRICES": "fake-model=1000/1000",
+           "PYTHONPATH": ROOT}  # fmt: skip
     if tg.settings.database_url:  # make test-pg: the bot's database is a server
         env["DATABASE_URL"] = tg.settings.database_url
     proc = await asyncio.create_subprocess_exec(
