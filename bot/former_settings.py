@@ -8,6 +8,7 @@ error line naming the former variable, like any bad value: never silently droppe
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ class Raw:
 Rule = Callable[[Raw, Translation], None]
 
 
-def _now(
+def _replaced(
     t: Translation, raw: Raw, old: str, new: str, shown: str, note: str = "", said: str = ""
 ) -> None:
     """`said`: how the former name is shown when its value matters (`TTS_BASE_URL=off`)."""
@@ -95,7 +96,7 @@ def session_split(raw: Raw, t: Translation) -> None:
     else:
         value = f"{normal.split()[0]} {at}"
         t.values["session_split"] = value
-        _now(t, raw, old, "SESSION_SPLIT", f"SESSION_SPLIT={value}")
+        _replaced(t, raw, old, "SESSION_SPLIT", f"SESSION_SPLIT={value}")
 
 
 def code_network(raw: Raw, t: Translation) -> None:
@@ -112,7 +113,7 @@ def code_network(raw: Raw, t: Translation) -> None:
         _unused(t, raw, old, "off is CODE_NETWORK=on, the default")
     elif network == "on":
         t.values["code_network"] = "all"
-        _now(t, raw, old, "CODE_NETWORK", "CODE_NETWORK=all", said=f"{old}=on")
+        _replaced(t, raw, old, "CODE_NETWORK", "CODE_NETWORK=all", said=f"{old}=on")
     elif network in ("off", "all"):
         _unused(t, raw, old, f"CODE_NETWORK={network} says what the code reaches")
 
@@ -149,7 +150,7 @@ def speech(raw: Raw, t: Translation) -> None:
             continue
         if url == "off":
             t.values[model.lower()] = "off"
-            _now(t, raw, old, model, f"{model}=off", said=f"{old}=off")
+            _replaced(t, raw, old, model, f"{model}=off", said=f"{old}=off")
         elif url is not None:
             urls[old] = url
     _one_of(raw, t, urls, "SPEECH_BASE_URL", lambda url: f"SPEECH_BASE_URL={url}")
@@ -174,7 +175,7 @@ def _one_of(
     t.values[new.lower()] = value
     for old in found:
         note = " (voice notes and voice replies share it)"
-        _now(t, raw, old, new, shown(value), note)
+        _replaced(t, raw, old, new, shown(value), note)
 
 
 def _per_period(raw: Raw, t: Translation, new: str, day: str, month: str, whole: bool) -> None:
@@ -190,7 +191,7 @@ def _per_period(raw: Raw, t: Translation, new: str, day: str, month: str, whole:
             amount = int(value) if whole else float(value)
         except ValueError:
             amount = 0
-        if amount <= 0:
+        if not 0 < amount < math.inf:
             unit = "a whole number of tokens" if whole else "a number of USD"
             t.errors.append(f"{old}: must be {unit} more than 0 (now {new}, e.g. {new}=5/day)")
             return
@@ -198,7 +199,7 @@ def _per_period(raw: Raw, t: Translation, new: str, day: str, month: str, whole:
     value = ", ".join(parts)
     t.values[new.lower()] = value
     for old in present:
-        _now(t, raw, old, new, f"{new}={value}")
+        _replaced(t, raw, old, new, f"{new}={value}")
 
 
 def budgets(raw: Raw, t: Translation) -> None:
@@ -217,7 +218,7 @@ def embeddings(raw: Raw, t: Translation) -> None:
     kind = (raw.get("EMBEDDINGS") or "wordllama").strip()
     if kind.lower() == "openai":
         t.values["embeddings"] = model
-        _now(t, raw, old, "EMBEDDINGS", f"EMBEDDINGS={model}", " (the model's name)")
+        _replaced(t, raw, old, "EMBEDDINGS", f"EMBEDDINGS={model}", " (the model's name)")
     elif kind.lower() in ("wordllama", "minilm"):
         _unused(t, raw, old, f"it had no effect with EMBEDDINGS={kind}")
     else:
@@ -232,7 +233,7 @@ def models(raw: Raw, t: Translation) -> None:
     names = split_models(raw.get("LLM_MODEL") or "") + split_models(more)
     value = ", ".join(dict.fromkeys(names))
     t.values["llm_model"] = value
-    _now(t, raw, old, "LLM_MODEL", f"LLM_MODEL={value}", " (the default model first)")
+    _replaced(t, raw, old, "LLM_MODEL", f"LLM_MODEL={value}", " (the default model first)")
 
 
 RULES: tuple[Rule, ...] = (
