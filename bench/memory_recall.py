@@ -58,7 +58,7 @@ async def main() -> int:
         "--embeddings",
         choices=["wordllama", "endpoint"],
         default="wordllama",
-        help="endpoint: the /v1/embeddings server at EMBEDDINGS_BASE_URL (EMBEDDINGS_MODEL), "
+        help="endpoint: the /v1/embeddings server at EMBEDDINGS_BASE_URL (model: EMBEDDINGS), "
         "e.g. llama-server serving all-MiniLM-L6-v2",
     )
     p.add_argument(

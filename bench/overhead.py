@@ -75,9 +75,8 @@ async def run(chats: int, messages: int, sequential: int) -> None:
             llm_api_key="sk-bench",
             llm_model="fake-model",
             prices="fake-model=0.15/0.6",
-            daily_budget_usd=1000,
-            monthly_budget_usd=10000,
-            user_daily_token_cap=10**9,
+            budget_usd="1000/day, 10000/month",
+            user_token_cap="1000000000/day",
         )
         app = await build_app(settings)
         rt = build_runtime(app)

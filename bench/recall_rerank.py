@@ -5,7 +5,7 @@ each gives the 50 hits a new order, from one parameter the leave-one-out grid ch
 - words: the shipped word-match stage (tools/memory/wordmatch.py), its weight put in the
   leave-one-out grid of recall_quality.py rather than applied here.
 - endpoint: the cosine of a second embedder between the query and the memory, added with
-  weight `param`: any /v1/embeddings server at EMBEDDINGS_BASE_URL (EMBEDDINGS_MODEL), e.g.
+  weight `param`: any /v1/embeddings server at EMBEDDINGS_BASE_URL (model: EMBEDDINGS), e.g.
   llama-server serving all-MiniLM-L6-v2 (README, "Memory"), a contextual bi-encoder.
 - mmr: maximal marginal relevance over the memories' vectors: relevance minus `param` times
   the best cosine to a memory already taken (multi-hop answers sit in different turns).
@@ -107,11 +107,14 @@ class MMR:
 
 
 def endpoint_embedder() -> Embedder:
-    """The /v1/embeddings server named by EMBEDDINGS_BASE_URL / EMBEDDINGS_MODEL."""
+    """The /v1/embeddings server named by EMBEDDINGS_BASE_URL, asked for the model EMBEDDINGS
+    names (all-MiniLM-L6-v2 when it names none)."""
     url = os.environ.get("EMBEDDINGS_BASE_URL")
     if not url:
-        raise SystemExit("set EMBEDDINGS_BASE_URL (and EMBEDDINGS_MODEL) to an embeddings server")
-    model = os.environ.get("EMBEDDINGS_MODEL", "all-minilm-l6-v2")
+        raise SystemExit("set EMBEDDINGS_BASE_URL (and EMBEDDINGS=<model>) to an embeddings server")
+    model = os.environ.get("EMBEDDINGS", "").strip()
+    if model.lower() in ("", "wordllama", "openai", "minilm"):
+        model = "all-minilm-l6-v2"
     http = httpx.AsyncClient(timeout=120)
     return OpenAIEmbedder(http, url, model, os.environ.get("EMBEDDINGS_API_KEY", ""))
 

@@ -258,12 +258,15 @@ REQUIRED = {"run": ("telegram_bot_token", "llm_model"), "chat": ("llm_model",)}
 
 def configure(args: argparse.Namespace, command: str) -> Settings:
     """Settings, or one ConfigError listing every problem found (bad values, missing ones, the
-    file system's), after one warning line per misspelled variable name."""
+    file system's), after one warning line per misspelled variable name and per former name
+    read as its replacement."""
     from bot.preflight import preflight
 
     for line in unknown_names(args.env_file):
         print(f"sidekick: warning: {line}", file=sys.stderr)
     settings, errors = settings_and_errors(env_file=args.env_file)
+    for line in settings.renamed:
+        print(f"sidekick: warning: {line}", file=sys.stderr)
     named = {line.split(":")[0] for line in errors}  # a bad value is not also "not set"
     errors += [
         m for m in missing(settings, *REQUIRED.get(command, ())) if m.split()[0] not in named

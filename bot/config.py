@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.features import FEATURES
+from bot.former_settings import RENAMED, Raw, translate
 from bot.llm.settings import ModelSettings
 from tools.errors import ConfigError
 
@@ -163,10 +164,17 @@ class Settings(
     # The .env these settings were read from (the owner learned from the first message is
     # written back to it); set by settings_and_errors.
     _env_source: Path | None = PrivateAttr(default=None)
+    # One warning line per former name read (bot/former_settings.py); set there too.
+    _renamed: tuple[str, ...] = PrivateAttr(default=())
 
     @property
     def env_source(self) -> Path | None:
         return self._env_source
+
+    @property
+    def renamed(self) -> tuple[str, ...]:
+        """What the former names in .env or the environment were read as, one line each."""
+        return self._renamed
 
     @property
     def db_url(self) -> str:
@@ -215,11 +223,14 @@ def settings_and_errors(
         raise ConfigError(f"--env-file: {env_file} is not a readable file")
     if home != Path(".") and not home.is_dir():
         raise ConfigError(f"SIDEKICK_HOME: {home} is not a directory")
-    errors: list[str] = []
+    former = translate(raw_values(env_path(env_file), overrides))
+    errors: list[str] = list(former.errors)
     fallback: dict[str, object] = {}
     while True:
         try:
-            settings = Settings(_env_file=env_path(env_file), **{**overrides, **fallback})  # type: ignore[arg-type, call-arg]
+            # A translated value already holds what the arguments said of its setting.
+            values = {**overrides, **former.values, **fallback}
+            settings = Settings(_env_file=env_path(env_file), **values)  # type: ignore[arg-type, call-arg]
             break
         except ValidationError as exc:
             bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
@@ -234,12 +245,33 @@ def settings_and_errors(
                 for loc in bad
             }
     settings._env_source = env_path(env_file)
+    settings._renamed = tuple(former.warnings)
     # Relative paths mean "in SIDEKICK_HOME", so the bot finds its data from any directory.
     if not settings.data_dir.is_absolute():
         settings.data_dir = home / settings.data_dir
     if settings.mcp_config is not None and not settings.mcp_config.is_absolute():
         settings.mcp_config = home / settings.mcp_config
     return settings, errors
+
+
+def raw_values(path: Path, overrides: dict[str, object]) -> Raw:
+    """Every variable as read, upper-cased, with where it came from, in pydantic-settings'
+    order (the arguments over the environment over .env), for the former names' rules."""
+    from dotenv import dotenv_values
+
+    where = str(path)
+    out = (
+        {k.upper(): (v or "", where) for k, v in dotenv_values(path).items()}
+        if path.is_file()
+        else {}
+    )
+    out |= {k.upper(): (v, "environment") for k, v in os.environ.items()}
+    out |= {
+        k.upper(): (str(v), "settings")
+        for k, v in overrides.items()
+        if isinstance(v, (str, int, float))
+    }
+    return Raw(out)
 
 
 def field_names() -> dict[str, str]:
@@ -290,8 +322,11 @@ def unknown_names(env_file: Path | None = None) -> list[str]:
     path = env_path(env_file)
     in_file = [k.upper() for k in dotenv_values(path)] if path.is_file() else []
     out: list[str] = []
-    retired = RETIRED - known  # a name taken up again is a setting, not a former one
-    in_env = {k.upper() for k in os.environ}
+    # A name taken up again is a setting, not a former one; a renamed one is translated
+    # (its warning comes with the settings: Settings.renamed).
+    retired = RETIRED - known
+    in_file = [n for n in in_file if n not in RENAMED]
+    in_env = {k.upper() for k in os.environ} - RENAMED
     for name in sorted((set(in_file) | in_env) & retired):
         where = path if name in in_file else "environment"
         out.append(f"{where}: {name} is no longer a setting (its default is built in); remove it")

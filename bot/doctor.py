@@ -26,6 +26,9 @@ Check = Callable[[App], Awaitable[list[CheckResult]]]
 async def check_settings(app: App) -> list[CheckResult]:
     s = app.settings
     out = [CheckResult("settings", True, f"model {s.llm_model or '?'} at {s.llm_base_url}")]
+    # A .env from an older release: each former name, and what it was read as. It works, so
+    # the line is no failure; it says what to write instead.
+    out += [CheckResult("former setting", True, line) for line in s.renamed]
     if not s.llm_model:
         out.append(CheckResult("LLM_MODEL", False, "not set", "set LLM_MODEL in .env"))
     if not s.telegram_bot_token:

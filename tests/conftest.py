@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.app import App, build_app
 from bot.config import Settings, load_settings
+from bot.former_settings import RENAMED
 from bot.llm import client as llm_client
 from bot.llm.client import LLMClient
 from db.engine import create_engine
@@ -68,7 +69,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None
     monkeypatch.chdir(tmp_path)
     # Two retries instead of four: a test of a failing model fails over sooner.
     monkeypatch.setattr(llm_client, "MAX_RETRIES", 2)
-    for name in list(Settings.model_fields):
+    for name in [*Settings.model_fields, *RENAMED]:
         monkeypatch.delenv(name.upper(), raising=False)
     if not ON_PG:
         yield

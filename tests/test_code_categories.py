@@ -35,9 +35,9 @@ CASES = [
 
 @pytest.mark.parametrize(("code", "expected"), CASES)
 async def test_category_of_real_bun_output(env: Env, code: str, expected: str | None) -> None:
-    # Direct network (CODE_PRIVATE_NETWORKS=on): through the egress proxy a refused
+    # Direct network (CODE_NETWORK=all): through the egress proxy a refused
     # address is an HTTP error response, which a program need not fail on.
-    svc = env.service(code_private_networks="on")
+    svc = env.service(code_network="all")
     _, res, cat = await svc.execute(code, 20000, None)
     assert cat == expected, (res.exit_code, res.stderr[-400:])
 

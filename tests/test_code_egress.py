@@ -1,5 +1,5 @@
 """Model code's network follows web_fetch's rule by default: public addresses only, out
-through the egress proxy from a network namespace of its own; CODE_PRIVATE_NETWORKS=on
+through the egress proxy from a network namespace of its own; CODE_NETWORK=all
 opens it. The host's /proc/net and the launcher's command line are not visible."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ async def test_code_reaches_no_local_address_by_default(
     env: Env, mode: str, web: tuple[int, list[bytes]]
 ) -> None:
     port, seen = web
-    svc = in_mode(env, mode, Policy(allow_private=False, setting="CODE_PRIVATE_NETWORKS"))
+    svc = in_mode(env, mode, Policy(allow_private=False, opens="CODE_NETWORK=all"))
     assert svc.runner is not None
     _, res, _ = await svc.execute(probe(port), 20000, None)
     lines = res.stdout.strip().splitlines()
@@ -97,7 +97,7 @@ async def test_code_reaches_no_local_address_by_default(
     if egress_capable(svc.runner.mode, svc.runner.namespaces):
         for line in fetches:
             assert line.startswith("fetch 403 sidekick egress: refused"), line
-            assert "CODE_PRIVATE_NETWORKS=on" in line
+            assert "CODE_NETWORK=all" in line
     else:  # no network namespace to hold the rule: the network is off, not wide open
         assert not svc.runner.network
         assert fetches == ["fetch error FailedToOpenSocket"] * 4, lines
@@ -137,7 +137,7 @@ async def test_code_reaches_no_host_unix_socket(env: Env, mode: str) -> None:
 
     server = await asyncio.start_unix_server(on_connect, folder / "api.sock")
     os.chmod(folder / "api.sock", 0o666)
-    svc = in_mode(env, mode, Policy(allow_private=False, setting="CODE_PRIVATE_NETWORKS"))
+    svc = in_mode(env, mode, Policy(allow_private=False, opens="CODE_NETWORK=all"))
     code = f"""
 try {{ await Bun.connect({{ unix: "{folder}/api.sock", socket: {{ data() {{}} }} }});
   console.log("connected"); }} catch (e) {{ console.log("unix " + e.code); }}
@@ -158,9 +158,9 @@ console.log("fetch " + (r.status || r.code));
 
 async def test_private_networks_on_opens_it(env: Env, web: tuple[int, list[bytes]]) -> None:
     port, seen = web
-    svc = env.service(code_private_networks="on")
+    svc = env.service(code_network="all")
     assert svc.runner is not None and svc.runner.egress is None
-    assert "every address (CODE_PRIVATE_NETWORKS=on)" in svc.protects
+    assert "every address (CODE_NETWORK=all)" in svc.protects
     code = f'const r = await fetch("http://127.0.0.1:{port}/direct"); console.log(await r.text())'
     _, res, _ = await svc.execute(code, 20000, None)
     assert res.stdout.strip() == "host-only" and seen == [b"GET /direct HTTP/1.1\r\n"]
@@ -171,7 +171,7 @@ async def test_the_default_service_holds_code_to_public_addresses(env: Env) -> N
     assert svc.runner is not None
     if egress_capable(svc.runner.mode, svc.runner.namespaces):
         assert svc.runner.egress is not None
-        assert svc.runner.egress.policy.setting == "CODE_PRIVATE_NETWORKS"
+        assert svc.runner.egress.policy.opens == "CODE_NETWORK=all"
         assert "public addresses only" in svc.protects
     else:  # Landlock alone: the network is off, never every address
         assert svc.runner.egress is None and not svc.runner.network

@@ -63,7 +63,12 @@ def test_every_secret_setting_is_scrubbed() -> None:
         ("BACKUP_KEEP", "-1", "BACKUP_KEEP"),
         ("APPROVALS", "sometimes", "APPROVALS"),
         ("LLM_BASE_URL", "ftp://x", "LLM_BASE_URL"),
+        ("SESSION_SPLIT", "daily 25:00", "SESSION_SPLIT"),
         ("SESSION_SPLIT_TIME", "25:00", "SESSION_SPLIT_TIME"),
+        ("BUDGET_USD", "5", "BUDGET_USD"),
+        ("USER_TOKEN_CAP", "1.5/day", "USER_TOKEN_CAP"),
+        ("DAILY_BUDGET_USD", "-1", "DAILY_BUDGET_USD"),
+        ("CODE_PRIVATE_NETWORKS", "maybe", "CODE_PRIVATE_NETWORKS"),
         ("CODE_NETWORK", "maybe", "CODE_NETWORK"),
     ],
 )
@@ -119,11 +124,13 @@ def test_require_names_missing_setting() -> None:
 def sidekick(
     tmp_path: Path, module: str, *args: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m <module> args` as a person would: a clean environment, cwd tmp_path."""
+    """Run `python -m <module> args` as a person would: a clean environment, cwd tmp_path
+    (PYTHONPATH: this checkout's code, whatever the venv installed)."""
+    root = str(Path(__file__).resolve().parents[1])
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": root, **env},
         capture_output=True,
         text=True,
         timeout=120,

@@ -199,7 +199,7 @@ async def test_transcriber_errors_are_sentences(fake_llm: FakeOpenAI) -> None:
     async with httpx.AsyncClient() as http:
         t = Transcriber(http, fake_llm.base_url, "key", "whisper-1", timeout_s=0.2)
         fake_llm.transcribe_error = 401
-        with pytest.raises(MediaError, match="TRANSCRIBE_API_KEY"):
+        with pytest.raises(MediaError, match="SPEECH_API_KEY"):
             await t.transcribe(b"x", "v.ogg", "audio/ogg")
         fake_llm.transcribe_error = 500
         with pytest.raises(MediaError, match="HTTP 500"):
@@ -208,7 +208,7 @@ async def test_transcriber_errors_are_sentences(fake_llm: FakeOpenAI) -> None:
         with pytest.raises(MediaError, match="took too long"):
             await t.transcribe(b"x", "v.ogg", "audio/ogg")
         off = Transcriber(http, None, None, "whisper-1", timeout_s=1)
-        with pytest.raises(MediaError, match="TRANSCRIBE_BASE_URL"):
+        with pytest.raises(MediaError, match="SPEECH_BASE_URL"):
             await off.transcribe(b"x", "v.ogg", "audio/ogg")
 
 
@@ -235,13 +235,13 @@ async def test_doctor_probes_transcription_without_sending_audio(
     assert not lines["transcription"].ok and "HTTP 500" in lines["transcription"].detail
 
 
-def test_transcribe_url_setting(tmp_path: Path) -> None:
+def test_speech_url_setting(tmp_path: Path) -> None:
     from bot.config import load_settings
     from bot.errors import ConfigError
 
-    assert load_settings(transcribe_base_url="OFF").transcribe_base_url == "off"
-    assert load_settings(transcribe_base_url="http://h:8000/v1/").transcribe_base_url == (
+    assert load_settings(speech_base_url="OFF").speech_base_url == "off"
+    assert load_settings(speech_base_url="http://h:8000/v1/").speech_base_url == (
         "http://h:8000/v1"
     )
-    with pytest.raises(ConfigError, match="TRANSCRIBE_BASE_URL: must start with http"):
-        load_settings(transcribe_base_url="localhost:8000")
+    with pytest.raises(ConfigError, match="SPEECH_BASE_URL: must start with http"):
+        load_settings(speech_base_url="localhost:8000")

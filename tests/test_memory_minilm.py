@@ -13,5 +13,5 @@ from tools.memory.settings import MemorySettings
 
 async def test_minilm_is_refused_with_the_llama_server_way() -> None:
     async with httpx.AsyncClient() as http:
-        with pytest.raises(ConfigError, match=r"llama-server .*EMBEDDINGS=openai"):
+        with pytest.raises(ConfigError, match=r"llama-server .*EMBEDDINGS=all-minilm-l6-v2"):
             build_embedder(MemorySettings(embeddings="minilm"), http)

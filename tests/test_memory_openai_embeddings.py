@@ -1,4 +1,4 @@
-"""EMBEDDINGS=openai against a local /v1/embeddings server speaking the OpenAI format."""
+"""EMBEDDINGS=<a model> against a local /v1/embeddings server speaking the OpenAI format."""
 
 from __future__ import annotations
 
@@ -69,9 +69,7 @@ async def test_openai_embeddings_store_and_recall(
     tmp_path: Path, server: tuple[EmbeddingServer, str]
 ) -> None:
     srv, url = server
-    settings = make_settings(
-        tmp_path, embeddings="openai", embeddings_base_url=url, embeddings_model="toy-embed"
-    )
+    settings = make_settings(tmp_path, embeddings="toy-embed", embeddings_base_url=url)
     engine = create_engine(settings.db_url)
     await upgrade(engine)
     sf = session_factory(engine)

@@ -78,8 +78,7 @@ async def test_weekly_split_waits_for_monday(tmp_path: Path, fake_llm: FakeOpenA
         fake_llm,
         berlin(2026, 10, 21, 10, 0),  # a Wednesday; the clocks go back on Sunday
         timezone="Europe/Berlin",
-        session_split="weekly",
-        session_split_time="04:00",
+        session_split="weekly 04:00",
     ) as env:
         _, sid = await env.chat(1, "weekly plans: finish the report", "Got it")
         for day in (22, 23, 24, 25):

@@ -16,7 +16,7 @@ async def test_doctor_lists_jobs_next_split_and_failures(
 ) -> None:
     t0 = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
     async with make_env(
-        tmp_path, fake_llm, t0, timezone="America/New_York", session_split_time="04:30"
+        tmp_path, fake_llm, t0, timezone="America/New_York", session_split="daily 04:30"
     ) as env:
         results = {r.name: r for r in await session_checks(env.settings, env.sf, t0)}
         assert results["job session-split"].ok

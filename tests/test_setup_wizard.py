@@ -187,3 +187,32 @@ async def test_make_runs_it_only_on_a_terminal_when_env_cannot_start_the_bot(
     os.kill(term.proc.pid, 2)  # Ctrl-C
     assert await term.ended() == 130
     assert env.read_text() == "LLM_MODEL=x\n"
+
+
+async def test_picking_another_model_keeps_the_others_llm_model_lists(
+    tmp_path: Path, telegram: FakeTelegram, fake_llm: FakeOpenAI
+) -> None:
+    """LLM_MODEL may name the models /model offers after the default: the model picked
+    becomes the default and the others stay."""
+    fake_llm.models = ["big-model", "fake-model", "small-model"]
+    env = tmp_path / ".env"
+    env.write_text(
+        f"TELEGRAM_API_URL={telegram.base_url}\nTELEGRAM_BOT_TOKEN={telegram.token}\n"
+        f"LLM_BASE_URL={fake_llm.base_url}\nLLM_API_KEY={KEY}\n"
+        "LLM_MODEL=fake-model, big-model, small-model\nALLOWED_USER_IDS=7\n"
+    )
+    term = Terminal(tmp_path, "setup")
+    await term.expect(r"fake-model, big-model, small-model at http://127\.0\.0\.1:\d+/v1")
+    await term.expect(r"Change which \(1-4, Enter: done\) \[done\]: ")
+    term.type("2")
+    await term.expect(r"Choose 1-5 \[keep\]: ")
+    term.type("")
+    await term.expect(r"API key \[••••6789, Enter keeps\]: ")
+    term.type("")
+    await term.expect(r"Model \(number or name\) \[fake-model\]: ")
+    term.type("big-model")
+    await term.expect(r"ok: big-model")
+    await term.expect(r"Change which .*: ")
+    term.type("")
+    assert await term.ended() == 0
+    assert read_env(env)["LLM_MODEL"] == "big-model, fake-model, small-model"

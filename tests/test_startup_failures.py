@@ -182,13 +182,13 @@ def test_five_errors_in_one_env_file_in_one_run(tmp_path: Path) -> None:
 
 def test_misspelled_names_get_did_you_mean(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("LLM_MODLE=m\nSEARXNG_ULR=http://x\nSEARXNG_SECRET=s\n")
-    env = {"DAILY_BUDGET_USDD": "1", "TELEGRAM_TOKEN": "x", "LANG": "C.UTF-8", "LLAMA_X": "1"}
+    env = {"BUDGET_USDD": "1/day", "TELEGRAM_TOKEN": "x", "LANG": "C.UTF-8", "LLAMA_X": "1"}
     proc = sidekick(tmp_path, "bot.cli", "migrate", **env)
     assert proc.returncode == 0, proc.stderr
     err = proc.stderr
     assert "LLM_MODLE is not a setting; did you mean LLM_MODEL?" in err
     assert "SEARXNG_ULR is not a setting; did you mean SEARXNG_URL?" in err
-    assert "DAILY_BUDGET_USDD is not a setting; did you mean DAILY_BUDGET_USD?" in err
+    assert "BUDGET_USDD is not a setting; did you mean BUDGET_USD?" in err
     assert "TELEGRAM_TOKEN is not a setting; did you mean TELEGRAM_BOT_TOKEN?" in err
     # Unrelated environment variables and compose's own keys are left alone.
     assert "LANG" not in err and "LLAMA_X" not in err and "SEARXNG_SECRET" not in err

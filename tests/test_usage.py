@@ -229,7 +229,11 @@ async def test_doctor_shows_todays_spend_and_budget_state(
 
     assert FEATURE.doctor is not None
     settings = make_settings(
-        tmp_path, fake_llm, prices="fake-model=1/2", daily_budget_usd=0.001, llm_models="llama3"
+        tmp_path,
+        fake_llm,
+        prices="fake-model=1/2",
+        budget_usd="0.001/day",
+        llm_model="fake-model, llama3",
     )
     app = await start(settings, clock)
     try:
@@ -239,7 +243,7 @@ async def test_doctor_shows_todays_spend_and_budget_state(
         assert checks["usage today"].detail == "1 call · 1,000 tokens in · 100 out · $0.0012"
         budget = checks["budget"]
         assert not budget.ok and "today $0.0012 of $0.001 (120%)" in budget.detail
-        assert "used up" in budget.detail and "DAILY_BUDGET_USD" in budget.fix
+        assert "used up" in budget.detail and "BUDGET_USD" in budget.fix
         prices = checks["prices"]
         assert not prices.ok and "price unknown for llama3" in prices.detail
     finally:

@@ -28,7 +28,7 @@ __all__ = ["clock"]  # the fixture, shared with tests/test_usage.py
 async def test_daily_budget_refuses_without_a_model_call_until_the_next_day(
     tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:
-    settings = make_settings(tmp_path, fake_llm, prices=PRICED, daily_budget_usd=0.01)
+    settings = make_settings(tmp_path, fake_llm, prices=PRICED, budget_usd="0.01/day")
     app = await start(settings, clock)
     try:
         for n in range(3):  # 4000 tokens at $1 + 1000 at $2 = $0.006 each
@@ -42,7 +42,7 @@ async def test_daily_budget_refuses_without_a_model_call_until_the_next_day(
         assert refused.text == (
             "Today's model budget of $0.01 is used up ($0.012 spent), so I can't ask the "
             "model; I'll answer again after midnight (UTC), or sooner if the owner raises "
-            "DAILY_BUDGET_USD."
+            "BUDGET_USD."
         )
         # Archive summaries and code generation are refused too, without a call.
         with pytest.raises(BudgetExceeded):
@@ -61,7 +61,7 @@ async def test_daily_budget_refuses_without_a_model_call_until_the_next_day(
 async def test_budget_is_checked_before_each_call_within_a_request(
     tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:
-    app = await start(make_settings(tmp_path, fake_llm, user_daily_token_cap=1000), clock)
+    app = await start(make_settings(tmp_path, fake_llm, user_token_cap="1000/day"), clock)
     try:
         fake_llm.add(Calls([("memory", {"action": "list"})], usage=usage(900, 200)))
         reply = await app.agent.handle(ask("look it up"))
@@ -76,7 +76,7 @@ async def test_budget_is_checked_before_each_call_within_a_request(
 async def test_warning_at_80_percent_once(
     tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:
-    settings = make_settings(tmp_path, fake_llm, user_daily_token_cap=1000)
+    settings = make_settings(tmp_path, fake_llm, user_token_cap="1000/day")
     app = await start(settings, clock)
     warning = "Heads-up: you have used 90% of your tokens for today (900 of 1,000)."
     try:
@@ -153,7 +153,7 @@ async def test_user_model_is_sent_and_stays_after_restart(
         assert reply is not None
         return reply
 
-    settings = make_settings(tmp_path, fake_llm, llm_models="fake-model, big-model")
+    settings = make_settings(tmp_path, fake_llm, llm_model="fake-model, big-model")
     app = await start(settings)
     try:
         assert "Your model: fake-model" in await model_reply(app, "")
@@ -169,8 +169,8 @@ async def test_user_model_is_sent_and_stays_after_restart(
         assert "→ big-model" in await model_reply(app, "")
     finally:
         await app.close()
-    # The owner drops the model from LLM_MODELS: back to LLM_MODEL, no error.
-    app = await start(settings.model_copy(update={"llm_models": ()}))
+    # The owner drops the model from LLM_MODEL's list: back to the default, no error.
+    app = await start(make_settings(tmp_path, fake_llm))
     try:
         await app.agent.handle(ask("hi"))
         assert fake_llm.requests[-1]["model"] == "fake-model"
@@ -181,7 +181,7 @@ async def test_user_model_is_sent_and_stays_after_restart(
 async def test_spending_of_another_process_counts_within_a_minute(
     tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:
-    settings = make_settings(tmp_path, fake_llm, prices=PRICED, daily_budget_usd=0.005)
+    settings = make_settings(tmp_path, fake_llm, prices=PRICED, budget_usd="0.005/day")
     bot, chat = await start(settings, clock), await start(settings, clock)
     meter = bot.meter
     assert meter is not None
@@ -201,7 +201,7 @@ async def test_spending_of_another_process_counts_within_a_minute(
 async def test_a_warning_past_the_cap_says_used_up_not_a_percentage(
     tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:
-    app = await start(make_settings(tmp_path, fake_llm, user_daily_token_cap=1000), clock)
+    app = await start(make_settings(tmp_path, fake_llm, user_token_cap="1000/day"), clock)
     try:
         fake_llm.add(Text("long answer", usage=usage(2000, 500)))  # one call, 250% of the cap
         text = (await app.agent.handle(ask("q"))).text

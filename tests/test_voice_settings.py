@@ -26,20 +26,23 @@ async def test_defaults_to_the_llm_endpoint_and_key(tmp_path: Path) -> None:
 
 
 async def test_the_llm_key_never_goes_to_another_host(tmp_path: Path) -> None:
-    assert await built(tmp_path, tts_base_url="http://tts.local:8880/v1") == (
+    assert await built(tmp_path, speech_base_url="http://tts.local:8880/v1") == (
         "http://tts.local:8880/v1",
         None,
     )
-    assert await built(tmp_path, tts_base_url="http://tts.local/v1", tts_api_key="sk-tts") == (
+    assert await built(
+        tmp_path, speech_base_url="http://tts.local/v1", speech_api_key="sk-tts"
+    ) == (
         "http://tts.local/v1",
         "sk-tts",
     )
 
 
 async def test_off_turns_voice_replies_off(tmp_path: Path) -> None:
-    assert await built(tmp_path, tts_base_url="off") == (None, None)
+    assert await built(tmp_path, tts_model="off") == (None, None)
+    assert await built(tmp_path, speech_base_url="off") == (None, None)
 
 
 def test_a_bad_url_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="http:// or https://"):
-        make_settings(tmp_path, tts_base_url="tts.local")
+        make_settings(tmp_path, speech_base_url="tts.local")

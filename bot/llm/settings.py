@@ -1,27 +1,41 @@
-"""Model settings: the endpoint and model (LLM_BASE_URL, LLM_API_KEY, LLM_MODEL), LLM_MODELS
-(what /model offers), the fallback model, and the bounds of one call (time, output tokens,
-the context the model holds). A slice below bot/config.py, so the features that talk to the
-LLM endpoint (doctor lines, /model, history budget) read it without importing the config."""
+"""Model settings: the endpoint and model(s) (LLM_BASE_URL, LLM_API_KEY, LLM_MODEL: the
+default first, then what /model offers too), the fallback model, and the bounds of one call
+(time, output tokens, the context the model holds). A slice below bot/config.py, so the
+features that talk to the LLM endpoint (doctor lines, /model, history budget) read it
+without importing the config."""
 
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Any
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
-from pydantic_settings import NoDecode
+from pydantic import (
+    BaseModel,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
+
+
+def split_models(value: str) -> list[str]:
+    """`a, b, c` as its names, in order, each once."""
+    return list(dict.fromkeys(p for p in (x.strip() for x in value.split(",")) if p))
 
 
 class ModelSettings(BaseModel):
     llm_base_url: str = "https://api.openai.com/v1"
     llm_api_key: SecretStr | None = None
+    # The model; several, comma-separated: the first is everyone's default, the others are
+    # what a user may pick with /model too (LLM_MODELS was that list on its own). The field
+    # holds the first; llm_models the others.
     llm_model: str = ""
     # Seconds one whole call may take, its retries included: a chat message waits out an
     # outage (5xx, 429, network, stalls) this long. A try silent for a fifth of it (at least
     # a minute) counts as stalled. Raise it for a slow local model.
     llm_timeout_s: float = Field(default=600.0, gt=0)
-    # Models a user may pick with /model; LLM_MODEL is always among them (the default).
-    llm_models: Annotated[tuple[str, ...], NoDecode] = ()
     # Used when the primary model still fails after its retries (429, 5xx, timeouts).
     llm_fallback_model: str | None = None
     llm_fallback_base_url: str | None = None  # default: LLM_BASE_URL
@@ -33,12 +47,24 @@ class ModelSettings(BaseModel):
     # The model's context in tokens; 0: ask the server (llama.cpp, Ollama) or unknown.
     llm_context_tokens: int = Field(default=0, ge=0)
 
-    @field_validator("llm_models", mode="before")
+    _more_models: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
     @classmethod
-    def _split_models(cls, value: object) -> object:
-        if isinstance(value, str):
-            return tuple(p for p in (x.strip() for x in value.split(",")) if p)
-        return value
+    def _split_models(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        more: list[str] = []
+        if isinstance(data, dict) and isinstance(data.get("llm_model"), str):
+            first, *more = split_models(data["llm_model"]) or [""]
+            data = {**data, "llm_model": first}
+        model = handler(data)
+        if isinstance(model, ModelSettings):
+            model._more_models = tuple(more)
+        return model
+
+    @property
+    def llm_models(self) -> tuple[str, ...]:
+        """The models after the first in LLM_MODEL: what /model offers besides the default."""
+        return self._more_models
 
     @field_validator("llm_base_url")
     @classmethod

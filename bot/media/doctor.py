@@ -10,8 +10,8 @@ from tools.base import CheckResult
 from tools.feature import Host
 
 HINT = (
-    "set TRANSCRIBE_BASE_URL / TRANSCRIBE_API_KEY / TRANSCRIBE_MODEL to a speech-to-text "
-    "endpoint (OpenAI, Groq, faster-whisper-server), or TRANSCRIBE_BASE_URL=off"
+    "set SPEECH_BASE_URL / SPEECH_API_KEY / TRANSCRIBE_MODEL to a speech-to-text "
+    "endpoint (OpenAI, Groq, faster-whisper-server), or TRANSCRIBE_MODEL=off"
 )
 
 
@@ -21,7 +21,7 @@ async def check_media(host: Host) -> list[CheckResult]:
     settings = host.deps.settings_for(MediaSettings)
     stt = transcriber(settings, model.llm_base_url, model.llm_api_key, host.deps.http)
     ok, detail = await stt.probe()
-    if ok is None and not settings.transcribe_base_url:
+    if ok is None and not settings.speech_base_url:
         # As for voice replies: the LLM's endpoint not offering it is no fault.
         detail = (
             f"not offered: the model endpoint has no speech-to-text ({detail}); to add it, {HINT}"

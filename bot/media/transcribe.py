@@ -28,8 +28,8 @@ MAX_ANSWER_BYTES = 2 * 1024 * 1024
 # One transcription: a long voice note on a CPU whisper server takes about a minute.
 TIMEOUT_S = 120.0
 HOW_TO_ENABLE = (
-    "set TRANSCRIBE_BASE_URL (and TRANSCRIBE_API_KEY, TRANSCRIBE_MODEL) to an "
-    "OpenAI-compatible speech-to-text endpoint such as OpenAI, Groq or a local "
+    "set SPEECH_BASE_URL (and SPEECH_API_KEY, TRANSCRIBE_MODEL) to an "
+    "OpenAI-compatible audio endpoint such as OpenAI, Groq or a local "
     "faster-whisper-server"
 )
 VOICE_OFF = f"Voice messages are off here. To turn them on, {HOW_TO_ENABLE}."
@@ -93,7 +93,7 @@ class Transcriber:
         if resp.status_code in (401, 403):
             raise MediaError(
                 f"The speech-to-text service refused our key (HTTP {resp.status_code}); "
-                "the admin should check TRANSCRIBE_API_KEY."
+                "the admin should check SPEECH_API_KEY."
             )
         if resp.status_code >= 400:
             log.warning("transcription failed: HTTP %s %s", resp.status_code, resp.text[:200])
@@ -114,7 +114,7 @@ class Transcriber:
         401/403/404/405 means it exists (nothing is transcribed, nothing is billed).
         None: the endpoint has no such route at all (404/405)."""
         if self.base_url is None:
-            return True, "off (TRANSCRIBE_BASE_URL=off): voice messages get one sentence"
+            return True, "off (TRANSCRIBE_MODEL=off): voice messages get one sentence"
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         url = f"{self.base_url}/audio/transcriptions"
         try:
@@ -136,14 +136,13 @@ def transcriber(
     llm_api_key: SecretStr | None,
     http: httpx.AsyncClient,
 ) -> Transcriber:
-    """The transcription endpoint the settings name; empty base URL and key mean the LLM
-    endpoint's, TRANSCRIBE_BASE_URL=off turns voice messages off."""
-    base = settings.transcribe_base_url or llm_base_url
-    key = settings.transcribe_api_key or llm_api_key
+    """The transcription endpoint the settings name: the speech endpoint (by default the LLM
+    endpoint); TRANSCRIBE_MODEL=off or SPEECH_BASE_URL=off turns voice messages off."""
+    base, key = settings.speech_endpoint(llm_base_url, llm_api_key)
     return Transcriber(
         http,
-        None if base.strip().lower() == "off" else base,
-        key.get_secret_value() if key else None,
+        None if settings.transcribe_off() else base,
+        key,
         settings.transcribe_model,
         TIMEOUT_S,
     )

@@ -29,7 +29,7 @@ async def session_checks(
     else:
         local = nxt.astimezone(tz)
         split_detail = (
-            f"SESSION_SPLIT={policy.split} at {settings.session_split_time}; next split "
+            f"SESSION_SPLIT={settings.session_split}; next split "
             f"{local:%Y-%m-%d %H:%M %Z} ({settings.timezone})"
         )
     split_every = _every(SPLIT_EVERY.total_seconds() / 60)

@@ -1,6 +1,6 @@
 """Session periods: when a session that started at some instant is due to be split.
 
-Pure functions over aware datetimes. Boundaries are wall-clock times (SESSION_SPLIT_TIME)
+Pure functions over aware datetimes. Boundaries are wall-clock times (the time of SESSION_SPLIT)
 in the user's time zone, so a "day" is 23 or 25 hours long across a daylight-saving
 change. All arithmetic is done on local *dates* and every result is converted to UTC
 before it is compared: comparing two aware datetimes that share a ZoneInfo compares

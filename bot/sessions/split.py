@@ -18,7 +18,7 @@ from tools.base import Clock
 
 log = logging.getLogger(__name__)
 
-# A split lands within a minute of SESSION_SPLIT_TIME in every user's own time zone,
+# A split lands within a minute of the time of SESSION_SPLIT in every user's own time zone,
 # whatever the zone, without one cron job per zone.
 EVERY = timedelta(minutes=1)
 

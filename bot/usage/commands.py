@@ -22,12 +22,12 @@ RESET_WORDS = {"default", "reset"}
 
 
 def allowed_models(default: str, configured: tuple[str, ...]) -> list[str]:
-    """What /model offers: LLM_MODEL first, then LLM_MODELS."""
+    """What /model offers: the default model first, then the others LLM_MODEL names."""
     return list(dict.fromkeys([m for m in (default, *configured) if m]))
 
 
 def settings(host: Host) -> ModelSettings:
-    """LLM_MODEL and LLM_MODELS: the model's slice of the settings."""
+    """LLM_MODEL (the default model and the others): the model's slice of the settings."""
     return host.deps.settings_for(ModelSettings)
 
 
@@ -92,7 +92,7 @@ async def model(call: CommandCall) -> str:
             if len(models) > 1:
                 lines.append("Switch with /model <name>; /model default goes back.")
             else:
-                lines.append("Only one model is configured (the owner can add more: LLM_MODELS).")
+                lines.append("Only one model is configured (the owner can list more in LLM_MODEL).")
             return "\n".join(lines)
         if wanted.lower() in RESET_WORDS:
             await repo.set_model(db, call.who.user_id, None)

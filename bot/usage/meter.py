@@ -185,16 +185,16 @@ class Meter:
         zone = f" ({self.tz.key})"
         if limit.key == "day":
             what = f"Today's model budget of {usd(limit.cap)} is used up ({usd(limit.used)} spent)"
-            var = "DAILY_BUDGET_USD"
+            var = "BUDGET_USD"
         elif limit.key == "month":
             what = f"This month's model budget of {usd(limit.cap)} is used up"
-            var = "MONTHLY_BUDGET_USD"
+            var = "BUDGET_USD"
         elif limit.key == "user_day":
             what = f"You have used your {int(limit.cap):,} tokens for today"
-            var = "USER_DAILY_TOKEN_CAP"
+            var = "USER_TOKEN_CAP"
         else:
             what = f"You have used your {int(limit.cap):,} tokens for this month"
-            var = "USER_MONTHLY_TOKEN_CAP"
+            var = "USER_TOKEN_CAP"
         return (
             f"{what}, so I can't ask the model; I'll answer again {when}{zone}, "
             f"or sooner if the owner raises {var}."

@@ -193,10 +193,10 @@ async def doctor_checks(meter: Meter, models: list[str]) -> list[CheckResult]:
             for lim in limits
         )
         state += " — used up: no model is called" if over else ""
-        fix = "raise DAILY_BUDGET_USD / MONTHLY_BUDGET_USD, or wait for the next period"
+        fix = "raise BUDGET_USD, or wait for the next period"
         out.append(CheckResult("budget", not over, state, fix))
     else:
-        out.append(CheckResult("budget", True, "no USD budget set (DAILY/MONTHLY_BUDGET_USD)"))
+        out.append(CheckResult("budget", True, "no USD budget set (BUDGET_USD)"))
     unpriced = [m for m in models if meter.prices.lookup(m) is None]
     if unpriced:
         usd_budget = bool(meter.settings.daily_budget_usd or meter.settings.monthly_budget_usd)

@@ -43,7 +43,7 @@ class UsageTurns:
     """Metering for the agent's requests (bot/agent/hooks.py RequestHooks)."""
 
     meter: Meter
-    models: list[str]  # what /model may pick (LLM_MODEL first, then LLM_MODELS)
+    models: list[str]  # what /model may pick (the default model first, then the others)
 
     def begin(self, ctx: RequestContext, user: UsageUser, purpose: Purpose) -> Metering:
         return begin(self.meter, ctx, user, purpose, self.models)

@@ -14,7 +14,7 @@ SAID = {
     "off": "Answers come as text only from now on.",
     "auto": "Voice messages get a voice reply, text gets text.",
 }
-OFF_HERE = "Voice replies are off on this bot (the admin set TTS_BASE_URL=off)."
+OFF_HERE = "Voice replies are off on this bot (its admin set TTS_MODEL=off or SPEECH_BASE_URL=off)."
 
 
 async def voice(call: CommandCall) -> str:

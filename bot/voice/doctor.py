@@ -9,8 +9,8 @@ from tools.base import CheckResult
 from tools.feature import Host
 
 HINT = (
-    "set TTS_BASE_URL / TTS_API_KEY / TTS_MODEL / TTS_VOICE to an OpenAI-compatible "
-    "text-to-speech endpoint (OpenAI, Kokoro-FastAPI, openedai-speech), or TTS_BASE_URL=off"
+    "set SPEECH_BASE_URL / SPEECH_API_KEY / TTS_MODEL / TTS_VOICE to an OpenAI-compatible "
+    "text-to-speech endpoint (OpenAI, Kokoro-FastAPI, openedai-speech), or TTS_MODEL=off"
 )
 
 
@@ -21,11 +21,11 @@ async def check(host: Host) -> list[CheckResult]:
     voice = host.deps.settings_for(VoiceSettings)
     synth = synthesizer(voice, model.llm_base_url, key, host.deps.http)
     if synth is None:
-        return [CheckResult("voice replies", True, "off (TTS_BASE_URL=off): answers are text")]
+        return [CheckResult("voice replies", True, "off (TTS_MODEL=off): answers are text")]
     ok, detail = await synth.probe()
-    if ok is None and not voice.tts_base_url:
+    if ok is None and not voice.speech_base_url:
         # The LLM's endpoint (OpenRouter, Ollama...) has no speech: a feature it does not
-        # offer, not a fault. A TTS_BASE_URL set to such an endpoint is one.
+        # offer, not a fault. A SPEECH_BASE_URL set to such an endpoint is one.
         detail = (
             f"not offered: the model endpoint has no text-to-speech ({detail}); to add it, {HINT}"
         )

@@ -40,11 +40,11 @@ class VoiceReplies:
         meter: Meter | None,
     ) -> None:
         self.settings = settings
-        self.synthesizer = synthesizer  # None: TTS_BASE_URL=off
+        self.synthesizer = synthesizer  # None: TTS_MODEL=off or SPEECH_BASE_URL=off
         self.sf = session_factory
         self.meter = meter
         # An endpoint without /audio/speech (a chat-only LLM server behind the default
-        # TTS_BASE_URL) is said once, then voice stays quiet until a restart.
+        # SPEECH_BASE_URL) is said once, then voice stays quiet until a restart.
         self.missing = False
 
     def wanted(self, mode: str | None, kind: str) -> bool:

@@ -17,7 +17,7 @@ import httpx
 
 from bot import capped
 from bot.voice.convert import ConvertError, TooLong, to_ogg_opus
-from bot.voice.settings import VoiceSettings
+from bot.voice.settings import VoiceSettings, speech_off
 
 log = logging.getLogger(__name__)
 
@@ -105,13 +105,13 @@ class Synthesizer:
         if resp.status_code in (404, 405):
             raise SpeechError(
                 f"this endpoint has no text-to-speech (HTTP {resp.status_code}); the admin "
-                "can set TTS_BASE_URL, or TTS_BASE_URL=off",
+                "can set SPEECH_BASE_URL, or TTS_MODEL=off",
                 missing=True,
             )
         if resp.status_code in (401, 403):
             raise SpeechError(
                 f"the speech service refused our key (HTTP {resp.status_code}); the admin "
-                "should check TTS_API_KEY"
+                "should check SPEECH_API_KEY"
             )
         if resp.status_code >= 400:
             log.warning("speech synthesis failed: HTTP %s %s", resp.status_code, resp.text[:200])
@@ -164,15 +164,8 @@ class Synthesizer:
 def synthesizer(
     settings: VoiceSettings, llm_base_url: str, llm_api_key: str | None, http: httpx.AsyncClient
 ) -> Synthesizer | None:
-    """The speech endpoint the settings name (None: TTS_BASE_URL=off)."""
-    base = settings.tts_base_url or llm_base_url
-    # The LLM's key goes only to the LLM's own endpoint, never to another host.
-    same_host = base.rstrip("/") == llm_base_url.rstrip("/")
-    key = (
-        settings.tts_api_key.get_secret_value()
-        if settings.tts_api_key
-        else (llm_api_key if same_host else None)
-    )
-    if base.strip().lower() == "off":
+    """The speech endpoint the settings name (None: TTS_MODEL=off or SPEECH_BASE_URL=off)."""
+    base, key = settings.speech_endpoint(llm_base_url, llm_api_key)
+    if base is None or speech_off(settings):
         return None
     return Synthesizer(http, base, key, settings.tts_model, settings.tts_voice, TIMEOUT_S)

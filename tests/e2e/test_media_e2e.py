@@ -64,7 +64,7 @@ async def test_voice_is_transcribed_quoted_and_answered(tg: TG) -> None:
 
 
 async def test_transcription_down_gives_one_sentence_and_the_chat_goes_on(make_tg: Any) -> None:
-    tg: TG = await make_tg(transcribe_base_url="http://127.0.0.1:9/v1")
+    tg: TG = await make_tg(speech_base_url="http://127.0.0.1:9/v1")
     file_id = tg.server.add_file(b"OggS" + b"\0" * 100)
     await tg.send(OWNER, None, **voice(file_id, 104))
     reply = await tg.reply(OWNER)
@@ -80,7 +80,7 @@ async def test_endpoint_without_transcription_says_how_to_enable(tg: TG) -> None
     file_id = tg.server.add_file(b"OggS")
     await tg.send(OWNER, None, **voice(file_id, 4))
     reply = await tg.reply(OWNER)
-    assert "TRANSCRIBE_BASE_URL" in reply.text and "HTTP 404" in reply.text
+    assert "SPEECH_BASE_URL" in reply.text and "HTTP 404" in reply.text
 
 
 async def test_photo_with_caption_reaches_a_vision_model(make_tg: Any) -> None:
@@ -356,7 +356,7 @@ async def test_group_media_is_answered_only_when_addressed(make_tg: Any) -> None
 
 
 async def test_voice_is_not_downloaded_when_transcription_is_off(make_tg: Any) -> None:
-    tg: TG = await make_tg(transcribe_base_url="off")
+    tg: TG = await make_tg(transcribe_model="off")
     file_id = tg.server.add_file(b"OggS" + b"\0" * 100)
     await tg.send(OWNER, None, **voice(file_id, 104))
     assert (await tg.reply(OWNER)).text == VOICE_OFF

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
@@ -12,11 +13,14 @@ from tests.test_usage import usage
 
 PRICES = "fake-model=1/2, big-model=10/20"
 
+# The child runs this checkout's code, whatever the venv has installed.
+ROOT = str(Path(__file__).resolve().parents[2])
+
 
 async def test_usage_is_per_user_and_the_footer_is_optional(
     make_tg: Callable[..., Awaitable[TG]],
 ) -> None:
-    tg = await make_tg(prices=PRICES, daily_budget_usd=1, user_daily_token_cap=100_000)
+    tg = await make_tg(prices=PRICES, budget_usd="1/day", user_token_cap="100000/day")
     tg.llm.add(Text("first answer", usage=usage(1200, 300)))
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == "first answer"  # no footer by default
@@ -68,7 +72,7 @@ async def test_context_and_usage_agree_on_the_last_request(tg: TG) -> None:
 async def test_model_switch_persists_across_restart(
     make_tg: Callable[..., Awaitable[TG]],
 ) -> None:
-    tg = await make_tg(llm_models="fake-model,big-model")
+    tg = await make_tg(llm_model="fake-model,big-model")
     await tg.send(OWNER, "/model")
     text = (await tg.reply(OWNER)).text
     lines = ["Your model: fake-model", "→ fake-model (default)", "• big-model"]
@@ -96,7 +100,8 @@ async def test_sidekick_usage_prints_the_report(tg: TG) -> None:
     await tg.send(OWNER, "hello")
     await tg.reply(OWNER)
     env = {"PATH": "/usr/bin:/bin", "DATA_DIR": str(tg.settings.data_dir),
-           "DAILY_BUDGET_USD": "2", "PRICES": "fake-model=1000/1000"}  # fmt: skip
+           "BUDGET_USD": "2/day", "PRICES": "fake-model=1000/1000",
+           "PYTHONPATH": ROOT}  # fmt: skip
     if tg.settings.database_url:  # make test-pg: the bot's database is a server
         env["DATABASE_URL"] = tg.settings.database_url
     proc = await asyncio.create_subprocess_exec(

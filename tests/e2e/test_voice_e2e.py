@@ -77,9 +77,12 @@ async def test_text_gets_text_only_in_auto_and_voice_when_on(tg: TG) -> None:
 
 
 async def test_speech_endpoint_down_gives_the_text_and_one_sentence(make_tg: Any) -> None:
-    tg: TG = await make_tg(tts_base_url="http://127.0.0.1:9/v1")
-    await send_voice_note(tg, "Are you there?")
-    _quote, text, notice = await tg.replies(OWNER, 3)
+    # Voice notes and voice replies share the endpoint: a text asked for with /voice on.
+    tg: TG = await make_tg(speech_base_url="http://127.0.0.1:9/v1")
+    await tg.send(OWNER, "/voice on")
+    await tg.reply(OWNER)
+    await tg.send(OWNER, "Are you there?")
+    text, notice = await tg.replies(OWNER, 2)
     assert text.text == "echo: Are you there?"
     assert notice.method == "sendMessage"
     assert notice.text == (
@@ -94,7 +97,7 @@ async def test_endpoint_without_speech_is_said_once(tg: TG) -> None:
     tg.llm.speech_error = 404
     await send_voice_note(tg, "one")
     *_, notice = await tg.replies(OWNER, 3)
-    assert "no text-to-speech (HTTP 404)" in notice.text and "TTS_BASE_URL" in notice.text
+    assert "no text-to-speech (HTTP 404)" in notice.text and "SPEECH_BASE_URL" in notice.text
     await send_voice_note(tg, "two")
     await tg.replies(OWNER, 2)
     await tg.idle()
@@ -121,7 +124,7 @@ async def test_code_and_links_are_not_read_and_long_answers_say_so(
 
 
 async def test_a_used_up_budget_refuses_the_voice_not_the_text(make_tg: Any) -> None:
-    tg: TG = await make_tg(user_daily_token_cap=5)
+    tg: TG = await make_tg(user_token_cap="5/day")
     await send_voice_note(tg, "spend it")
     _quote, text, notice = await tg.replies(OWNER, 3)
     assert text.text.startswith("echo: spend it")
@@ -170,10 +173,10 @@ async def test_doctor_probes_without_synthesising(tg: TG) -> None:
     (check,) = await check_voice(tg.app)
     assert check.ok and "nothing synthesised" in check.detail
     assert tg.llm.speeches and "input" not in tg.llm.speeches[0]
-    await tg.restart(tts_base_url="http://127.0.0.1:9/v1")
+    await tg.restart(speech_base_url="http://127.0.0.1:9/v1")
     (check,) = await check_voice(tg.app)
     assert not check.ok and "ConnectError" in check.detail
-    await tg.restart(tts_base_url="off")
+    await tg.restart(tts_model="off")
     (check,) = await check_voice(tg.app)
     assert check.ok and "off" in check.detail
 
@@ -277,7 +280,7 @@ async def test_doctor_says_not_offered_when_the_model_endpoint_has_no_audio(tg: 
     for line in (voice_line, transcription):
         assert line.ok and line.detail.startswith("not offered"), line
     # Named on purpose, an endpoint without the route is a fault.
-    await tg.restart(tts_base_url=tg.llm.base_url, transcribe_base_url=tg.llm.base_url)
+    await tg.restart(speech_base_url=tg.llm.base_url)
     (voice_line,) = await check_voice(tg.app)
     assert not voice_line.ok and "HTTP 404" in voice_line.detail
     assert not (await check_media(tg.app))[0].ok

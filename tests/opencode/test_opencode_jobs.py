@@ -158,11 +158,11 @@ async def test_abort_ends_the_whole_sandbox_and_keeps_the_files(
 
 
 async def test_the_time_budget_stops_a_job(
-    make_tg: Any, lane: Lane, installed: OpenCodeInstall
+    make_tg: Any, lane: Lane, installed: OpenCodeInstall, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    oc = delivering(
-        await make_tg(approvals="off", code_generator="opencode", code_generate_timeout_s=20)
-    )
+    # A constant, not a setting: shortened here so the test does not wait a quarter hour.
+    monkeypatch.setattr("tools.code.tool.GENERATE_TIMEOUT_S", 20)
+    oc = delivering(await make_tg(approvals="off", code_generator="opencode"))
     lane.script += [Calls([("bash", {"command": f"sleep {MARK}", "description": "wait"})])]
     job_id = await start_job(oc, "never ends")
     (text,) = await oc.replies(OWNER, 1, timeout=300)
@@ -222,12 +222,12 @@ async def test_a_job_asks_for_approval_like_code_and_the_doctor_names_it(
 
 
 async def test_the_memory_budget_stops_a_job(
-    make_tg: Any, lane: Lane, installed: OpenCodeInstall
+    make_tg: Any, lane: Lane, installed: OpenCodeInstall, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # OpenCode alone takes 0.5-0.7 GB resident: under the smallest budget it cannot finish.
-    oc = delivering(
-        await make_tg(approvals="off", code_generator="opencode", code_generate_memory_mb=256)
-    )
+    # OpenCode alone takes 0.5-0.7 GB resident: under the smallest budget it cannot finish
+    # (a constant, not a setting: made small here).
+    monkeypatch.setattr("tools.code.tool.GENERATE_MEMORY_MB", 256)
+    oc = delivering(await make_tg(approvals="off", code_generator="opencode"))
     lane.script += [Calls([("bash", {"command": f"sleep {MARK}", "description": "wait"})])]
     job_id = await start_job(oc, "too big")
     (text,) = await oc.replies(OWNER, 1, timeout=300)

@@ -8,7 +8,7 @@ Fixtures
     embed_server  llama-server --embeddings with all-MiniLM-L6-v2 (one per session)
     proxy         tests/real/proxy.py in front of both: records every exchange
     bot           the real App + Telegram adapter (against tests/fakes/telegram_server.py),
-                  its model and its EMBEDDINGS=openai both reached through `proxy`
+                  its model and its embeddings model both reached through `proxy`
 
 The server processes are ended by the fixtures' finalizers, whatever the tests did.
 """
@@ -99,9 +99,8 @@ def real_settings(tmp_path: Path, proxy: RecordingProxy, server: FakeTelegram,
         "llm_base_url": proxy.base_url,
         "llm_api_key": "sk-real-tier-not-a-secret",
         "llm_model": installed["chat_model_name"],
-        "embeddings": "openai",
+        "embeddings": installed["embed_model_name"],
         "embeddings_base_url": proxy.base_url,
-        "embeddings_model": installed["embed_model_name"],
         # A whole uncached prompt (~1,800 tokens) on a shared 2-core CPU takes minutes.
         "llm_timeout_s": 600.0,
         **extra,

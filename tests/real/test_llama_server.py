@@ -1,5 +1,5 @@
 """Sidekick against a real llama.cpp server (see conftest.py): chat, streaming, usage, a
-tool call in llama.cpp's own stream format, EMBEDDINGS=openai recall, and prefix reuse.
+tool call in llama.cpp's own stream format, EMBEDDINGS=<model> recall, and prefix reuse.
 
 CPU inference takes tens of seconds a message here: waits are long, answers short."""
 

@@ -1,6 +1,6 @@
 """The way out for model code's network: an HTTP proxy on a Unix socket that applies
 web_fetch's address rule (tools/fetch/policy.py: public addresses only, checked after DNS
-and connected to as checked) unless CODE_PRIVATE_NETWORKS=on.
+and connected to as checked) unless CODE_NETWORK=all.
 
 The run gets a network namespace of its own holding only loopback, so nothing it opens
 leaves the sandbox directly; something listens on the namespace's 127.0.0.1:3128 and

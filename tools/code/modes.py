@@ -81,13 +81,13 @@ def protection(mode: Mode, network: bool, private_networks: bool = False) -> str
     if not network:
         net = "off"
     elif private_networks:
-        net = "on, every address (CODE_PRIVATE_NETWORKS=on)"
+        net = "on, every address (CODE_NETWORK=all)"
     elif mode == "bwrap" or (mode in ("landlock", "namespace") and k.namespaces):
         net = "public addresses only (own network namespace, out through the egress proxy)"
     elif mode == "landlock":
         net = (
             "OFF: the public-only rule needs a network namespace, which this machine refuses "
-            "(a seccomp filter denies every socket; CODE_PRIVATE_NETWORKS=on opens every address)"
+            "(a seccomp filter denies every socket; CODE_NETWORK=all opens every address)"
         )
     else:
         net = "on, every address (the public-only rule needs a network namespace)"

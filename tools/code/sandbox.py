@@ -14,7 +14,7 @@ clean environment and work dir only. See modes.py for choosing one.
 
 With the network on, the modes that give the run a network namespace (bwrap, confine.py
 with namespaces) hold it to public addresses through the egress proxy (egress.py) unless
-CODE_PRIVATE_NETWORKS=on; Landlock alone cannot, so there the network is off (a seccomp
+CODE_NETWORK=all; Landlock alone cannot, so there the network is off (a seccomp
 filter, confine.deny_sockets); basic and off leave the host's network open, and say so.
 """
 

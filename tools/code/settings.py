@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-OnOff = Literal["on", "off"]
+# An OpenCode job's budgets: its whole run, and the resident memory of its sandbox. Not
+# settings (CODE_GENERATE_TIMEOUT_S, CODE_GENERATE_MEMORY_MB were): a quarter of an hour
+# and 2 GiB carry the jobs OpenCode does, and a job past them is one the model should
+# split, not one an operator should have to allow.
+GENERATE_TIMEOUT_S = 900
+GENERATE_MEMORY_MB = 2048
 
 
 class CodeSettings(BaseModel):
-    code_network: OnOff = "on"
-    # With the network on, code reaches public addresses only (web_fetch's rule); on: all.
-    code_private_networks: OnOff = "off"
+    # What the code's network reaches: off; on (public addresses only, web_fetch's rule);
+    # all (loopback, private and link-local addresses too; CODE_PRIVATE_NETWORKS=on was).
+    code_network: Literal["off", "on", "all"] = "on"
     code_sandbox: Literal["on", "off", "unsafe-basic"] = "on"
     # Who writes code for `generate`: OpenCode (a coding agent, run in the sandbox; the
     # default when `make install-opencode` installed it and bubblewrap works) or one model
     # call returning one program. None: OpenCode where it can run, else the model.
     code_generator: Literal["opencode", "model"] | None = None
-    # An OpenCode job's budgets: its whole run, and the resident memory of its sandbox.
-    code_generate_timeout_s: int = Field(default=900, ge=10)
-    code_generate_memory_mb: int = Field(default=2048, ge=256)

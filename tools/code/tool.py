@@ -30,14 +30,14 @@ from tools.code.opencode import Budget, OpenCodeRunner, install_dir, locate_open
 from tools.code.relay import ModelRelay
 from tools.code.runner import CodeRunner, RunResult
 from tools.code.sandbox import Mode, uid_block
-from tools.code.settings import CodeSettings
+from tools.code.settings import GENERATE_MEMORY_MB, GENERATE_TIMEOUT_S, CodeSettings
 from tools.effects import NONE, Effects, effects
 from tools.fetch.policy import Policy
 
 log = logging.getLogger(__name__)
 
 # web_fetch's rule for the code's network; the refusal names the setting that opens it.
-CODE_EGRESS = Policy(allow_private=False, setting="CODE_PRIVATE_NETWORKS")
+CODE_EGRESS = Policy(allow_private=False, opens="CODE_NETWORK=all")
 
 MAX_TIMEOUT_MS = 120_000
 # A run's limit when the model names none: long enough for a fetch and some parsing, short
@@ -110,10 +110,10 @@ class CodeService:
         self.sf: SessionFactory = deps.session_factory
         self.clock: Clock = deps.clock
         self.default_timeout = DEFAULT_TIMEOUT_MS
-        network = self.network = s.code_network == "on"
+        network = self.network = s.code_network != "off"
         mode, self.mode_reason = choose_mode(s.code_sandbox, network)
         self.mode: Mode | Literal["refused"] = mode or "refused"
-        private_ok = s.code_private_networks == "on"
+        private_ok = s.code_network == "all"
         self.protects = protection(mode, network, private_ok) if mode else "nothing runs"
         self.runner: CodeRunner | None = None
         self.problem: str | None = None
@@ -162,11 +162,11 @@ class CodeService:
                 log.warning("CODE_GENERATOR=opencode, but %s: the model writes code", problem)
             return "model", f"one model call ({problem})", None
         assert deps.endpoint is not None
-        network = s.code_network == "on"
+        network = s.code_network != "off"
         policy = CODE_EGRESS
-        if s.code_private_networks == "on":
-            policy = Policy(allow_private=True, setting="CODE_PRIVATE_NETWORKS")
-        budget = Budget(s.code_generate_timeout_s, s.code_generate_memory_mb * 2**20)
+        if s.code_network == "all":
+            policy = Policy(allow_private=True, opens="CODE_NETWORK=all")
+        budget = Budget(GENERATE_TIMEOUT_S, GENERATE_MEMORY_MB * 2**20)
         endpoint = deps.endpoint
         runner = OpenCodeRunner(
             install,

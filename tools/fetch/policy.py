@@ -63,7 +63,7 @@ class Policy:
     resolve: Resolver = system_resolve
     # For tests: addresses allowed even when private networks are refused.
     extra_allowed: set[IP] = field(default_factory=set)
-    setting: str = "FETCH_PRIVATE_NETWORKS"  # named in the refusal: the way to open it
+    opens: str = "FETCH_PRIVATE_NETWORKS=on"  # named in the refusal: the way to open it
 
     def allowed(self, ip: IP) -> bool:
         return self.allow_private or ip in self.extra_allowed or is_public(ip)
@@ -97,6 +97,6 @@ class Policy:
         if bad:
             raise ToolError(
                 f"refused {host}: it resolves to a private, loopback or link-local address "
-                f"({bad[0]}); set {self.setting}=on to allow local addresses"
+                f"({bad[0]}); set {self.opens} to allow local addresses"
             )
         return addresses

@@ -17,7 +17,7 @@ async def check_memory(deps: ToolDeps) -> list[CheckResult]:
                 "embeddings",
                 False,
                 f"{store.embedder.name}: {exc}",
-                "check EMBEDDINGS_BASE_URL / EMBEDDINGS_MODEL / EMBEDDINGS_API_KEY, or set "
+                "check EMBEDDINGS / EMBEDDINGS_BASE_URL / EMBEDDINGS_API_KEY, or set "
                 "EMBEDDINGS=wordllama (offline)",
             )
         ]

@@ -25,8 +25,7 @@ from tools.memory.settings import MemorySettings
 MINILM_MOVED = (
     "EMBEDDINGS=minilm is gone: serve all-MiniLM-L6-v2 with llama-server "
     "(llama-server -m all-minilm-l6-v2.gguf --embeddings --pooling mean) and set "
-    "EMBEDDINGS=openai, EMBEDDINGS_BASE_URL=http://<host>:<port>/v1 "
-    "and EMBEDDINGS_MODEL=all-minilm-l6-v2"
+    "EMBEDDINGS=all-minilm-l6-v2 and EMBEDDINGS_BASE_URL=http://<host>:<port>/v1"
 )
 
 
@@ -143,13 +142,15 @@ def build_embedder(
     default_url: str = "",
     default_key: SecretStr | None = None,
 ) -> Embedder:
-    """The configured embedder; EMBEDDINGS_* default to the LLM endpoint given by the wiring."""
-    if settings.embeddings == "openai":
+    """The configured embedder; EMBEDDINGS_BASE_URL and EMBEDDINGS_API_KEY default to the LLM
+    endpoint given by the wiring."""
+    model = settings.embeddings_model
+    if model is not None:
         key = settings.embeddings_api_key or default_key
         return OpenAIEmbedder(
             http,
             settings.embeddings_base_url or default_url,
-            settings.embeddings_model or "text-embedding-3-small",
+            model,
             key.get_secret_value() if key else "",
         )
     if settings.embeddings == "minilm":

@@ -24,7 +24,8 @@ async def build_memory(
     default_url: str = "",
     default_key: SecretStr | None = None,
 ) -> MemoryStore:
-    """`default_url`/`default_key`: where EMBEDDINGS=openai goes unless EMBEDDINGS_* say."""
+    """`default_url`/`default_key`: where an embeddings model is asked for unless
+    EMBEDDINGS_BASE_URL / EMBEDDINGS_API_KEY say."""
     embedder = build_embedder(settings, http, default_url, default_key)
     store = MemoryStore(sf, embedder, settings, clock)
     status = await store.index_status()

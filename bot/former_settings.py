@@ -1,0 +1,267 @@
+"""Settings merged into others: a .env written for an older release still starts.
+
+Each former name is read once at start and translated into its replacement; one warning
+line names the replacement and the value it was read as (the CLI prints it before
+anything starts, `sidekick doctor` lists it). A value that cannot be translated is one
+error line naming the former variable, like any bad value: never silently dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from bot.llm.settings import split_models
+from bot.media.settings import off_or_url
+from bot.sessions.settings import parse_split
+from bot.usage.settings import number
+from tools.code.settings import GENERATE_MEMORY_MB, GENERATE_TIMEOUT_S
+
+
+@dataclass
+class Translation:
+    """What the former names present say: values for the new fields (field name -> value),
+    one warning per former name, one error per value that cannot be translated."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Raw:
+    """The values as read, upper-cased names: each with where it came from (the .env's
+    path or "environment"); blank values are unset, as for every setting."""
+
+    values: Mapping[str, tuple[str, str]]
+
+    def get(self, name: str) -> str | None:
+        found = self.values.get(name)
+        return found[0] if found is not None and found[0].strip() else None
+
+    def where(self, name: str) -> str:
+        return self.values[name][1]
+
+    def present(self, *names: str) -> list[str]:
+        return [n for n in names if self.get(n) is not None]
+
+
+Rule = Callable[[Raw, Translation], None]
+
+
+def _replaced(
+    t: Translation, raw: Raw, old: str, new: str, shown: str, note: str = "", said: str = ""
+) -> None:
+    """`said`: how the former name is shown when its value matters (`TTS_BASE_URL=off`)."""
+    t.warnings.append(
+        f"{raw.where(old)}: {said or old} is replaced by {new}{note}: read as {shown}; "
+        "write that instead"
+    )
+
+
+def _unused(t: Translation, raw: Raw, old: str, why: str) -> None:
+    t.warnings.append(f"{raw.where(old)}: {old} is no longer a setting ({why}); remove it")
+
+
+def _new_is_set(t: Translation, raw: Raw, olds: list[str], new: str) -> bool:
+    """The replacement is set too: it wins, and each former name is said to be unused."""
+    if raw.get(new) is None:
+        return False
+    for old in olds:
+        _unused(t, raw, old, f"{new} replaces it and is set, so its value is not used")
+    return True
+
+
+def session_split(raw: Raw, t: Translation) -> None:
+    old = "SESSION_SPLIT_TIME"
+    at = raw.get(old)
+    if at is None:
+        return
+    m = re.fullmatch(r"\s*([01]?\d|2[0-3]):([0-5]\d)\s*", at)
+    if not m:
+        t.errors.append(f"{old}: must be HH:MM, e.g. 04:00 (now part of SESSION_SPLIT)")
+        return
+    at = f"{int(m.group(1)):02d}:{m.group(2)}"
+    split = raw.get("SESSION_SPLIT") or "daily"
+    try:
+        normal = parse_split(split)
+    except ValueError:
+        return  # SESSION_SPLIT's own error line says what is wrong with it
+    if normal == "none":
+        _unused(t, raw, old, "it had no effect with SESSION_SPLIT=none")
+    elif ":" in split:
+        _unused(t, raw, old, f"SESSION_SPLIT={split} says the time, so its value is not used")
+    else:
+        value = f"{normal.split()[0]} {at}"
+        t.values["session_split"] = value
+        _replaced(t, raw, old, "SESSION_SPLIT", f"SESSION_SPLIT={value}")
+
+
+def code_network(raw: Raw, t: Translation) -> None:
+    old = "CODE_PRIVATE_NETWORKS"
+    value = raw.get(old)
+    if value is None:
+        return
+    value = value.strip().lower()
+    if value not in ("on", "off"):
+        t.errors.append(f"{old}: must be on or off (now CODE_NETWORK=all for on)")
+        return
+    network = (raw.get("CODE_NETWORK") or "on").strip().lower()
+    if value == "off":
+        _unused(t, raw, old, "off is CODE_NETWORK=on, the default")
+    elif network == "on":
+        t.values["code_network"] = "all"
+        _replaced(t, raw, old, "CODE_NETWORK", "CODE_NETWORK=all", said=f"{old}=on")
+    elif network in ("off", "all"):
+        _unused(t, raw, old, f"CODE_NETWORK={network} says what the code reaches")
+
+
+def code_generate(raw: Raw, t: Translation) -> None:
+    """Constants now: the built-in value is a warning; another value cannot be kept, so it
+    stops the start rather than change what a job may use behind the operator's back."""
+    for old, built_in, what in (
+        ("CODE_GENERATE_TIMEOUT_S", GENERATE_TIMEOUT_S, "an OpenCode job runs up to {} s"),
+        ("CODE_GENERATE_MEMORY_MB", GENERATE_MEMORY_MB, "an OpenCode job has {} MB"),
+    ):
+        value = raw.get(old)
+        if value is None:
+            continue
+        if value.strip() == str(built_in):
+            _unused(t, raw, old, f"built in: {what.format(built_in)}")
+        else:
+            t.errors.append(
+                f"{old}: is no longer a setting and {value.strip()} cannot be kept (built in: "
+                f"{what.format(built_in)}); remove it"
+            )
+
+
+def speech(raw: Raw, t: Translation) -> None:
+    urls: dict[str, str] = {}
+    for old, model in (("TRANSCRIBE_BASE_URL", "TRANSCRIBE_MODEL"), ("TTS_BASE_URL", "TTS_MODEL")):
+        value = raw.get(old)
+        if value is None:
+            continue
+        try:
+            url = off_or_url(value)
+        except ValueError as exc:
+            t.errors.append(f"{old}: {exc} (now SPEECH_BASE_URL)")
+            continue
+        if url == "off":
+            t.values[model.lower()] = "off"
+            _replaced(t, raw, old, model, f"{model}=off", said=f"{old}=off")
+        elif url is not None:
+            urls[old] = url
+    _one_of(raw, t, urls, "SPEECH_BASE_URL", lambda url: f"SPEECH_BASE_URL={url}")
+    keys = {old: v for old in ("TRANSCRIBE_API_KEY", "TTS_API_KEY") if (v := raw.get(old))}
+    _one_of(raw, t, keys, "SPEECH_API_KEY", lambda _: "SPEECH_API_KEY (the same key)")
+
+
+def _one_of(
+    raw: Raw, t: Translation, found: dict[str, str], new: str, shown: Callable[[str], str]
+) -> None:
+    """Two former settings, one replacement: translated when they agree (or one is set)."""
+    if not found or _new_is_set(t, raw, list(found), new):
+        return
+    if len(set(found.values())) > 1:
+        olds = " and ".join(found)
+        t.errors.append(
+            f"{olds} differ, and one {new} serves voice notes and voice replies now: set "
+            f"{new} (and TRANSCRIBE_MODEL=off or TTS_MODEL=off for a direction not served)"
+        )
+        return
+    value = next(iter(found.values()))
+    t.values[new.lower()] = value
+    for old in found:
+        note = " (voice notes and voice replies share it)"
+        _replaced(t, raw, old, new, shown(value), note)
+
+
+def _per_period(raw: Raw, t: Translation, new: str, day: str, month: str, whole: bool) -> None:
+    present = raw.present(day, month)
+    if not present or _new_is_set(t, raw, present, new):
+        return
+    parts = []
+    for old, period in ((day, "day"), (month, "month")):
+        value = raw.get(old)
+        if value is None:
+            continue
+        try:
+            amount = int(value) if whole else float(value)
+        except ValueError:
+            amount = 0
+        if not 0 < amount < math.inf:
+            unit = "a whole number of tokens" if whole else "a number of USD"
+            t.errors.append(f"{old}: must be {unit} more than 0 (now {new}, e.g. {new}=5/day)")
+            return
+        parts.append(f"{number(amount)}/{period}")
+    value = ", ".join(parts)
+    t.values[new.lower()] = value
+    for old in present:
+        _replaced(t, raw, old, new, f"{new}={value}")
+
+
+def budgets(raw: Raw, t: Translation) -> None:
+    _per_period(raw, t, "BUDGET_USD", "DAILY_BUDGET_USD", "MONTHLY_BUDGET_USD", whole=False)
+    _per_period(
+        raw, t, "USER_TOKEN_CAP", "USER_DAILY_TOKEN_CAP", "USER_MONTHLY_TOKEN_CAP", whole=True
+    )
+
+
+def embeddings(raw: Raw, t: Translation) -> None:
+    old = "EMBEDDINGS_MODEL"
+    model = raw.get(old)
+    if model is None:
+        return
+    model = model.strip()
+    kind = (raw.get("EMBEDDINGS") or "wordllama").strip()
+    if kind.lower() == "openai":
+        t.values["embeddings"] = model
+        _replaced(t, raw, old, "EMBEDDINGS", f"EMBEDDINGS={model}", " (the model's name)")
+    elif kind.lower() in ("wordllama", "minilm"):
+        _unused(t, raw, old, f"it had no effect with EMBEDDINGS={kind}")
+    else:
+        _unused(t, raw, old, f"EMBEDDINGS={kind} names the model, so its value is not used")
+
+
+def models(raw: Raw, t: Translation) -> None:
+    old = "LLM_MODELS"
+    more = raw.get(old)
+    if more is None:
+        return
+    names = split_models(raw.get("LLM_MODEL") or "") + split_models(more)
+    value = ", ".join(dict.fromkeys(names))
+    t.values["llm_model"] = value
+    _replaced(t, raw, old, "LLM_MODEL", f"LLM_MODEL={value}", " (the default model first)")
+
+
+RULES: tuple[Rule, ...] = (
+    session_split,
+    code_network,
+    code_generate,
+    speech,
+    budgets,
+    embeddings,
+    models,
+)
+
+# Every former name the rules read: not "unknown" to the misspelling check.
+RENAMED = frozenset(
+    {
+        "SESSION_SPLIT_TIME", "CODE_PRIVATE_NETWORKS", "CODE_GENERATE_TIMEOUT_S",
+        "CODE_GENERATE_MEMORY_MB", "TRANSCRIBE_BASE_URL", "TTS_BASE_URL",
+        "TRANSCRIBE_API_KEY", "TTS_API_KEY", "DAILY_BUDGET_USD", "MONTHLY_BUDGET_USD",
+        "USER_DAILY_TOKEN_CAP", "USER_MONTHLY_TOKEN_CAP", "EMBEDDINGS_MODEL", "LLM_MODELS",
+    }
+)  # fmt: skip
+
+
+def translate(raw: Raw) -> Translation:
+    """What the former names in `raw` mean in today's settings."""
+    t = Translation()
+    if not RENAMED & {n for n in raw.values if raw.get(n) is not None}:
+        return t
+    for rule in RULES:
+        rule(raw, t)
+    return t

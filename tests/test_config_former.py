@@ -1,0 +1,190 @@
+"""A .env written for the settings an older release had: each former name is read once,
+translated into the setting that replaced it, and named in one warning line (by the CLI
+before anything starts, and by `sidekick doctor`); what cannot be carried over is one
+configuration error naming it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.app import build_app
+from bot.config import Settings, load_settings, settings_and_errors, unknown_names
+from bot.doctor import check_settings
+from bot.errors import ConfigError
+from bot.former_settings import RENAMED
+from tests.conftest import make_settings
+from tests.fakes.openai_server import FakeOpenAI
+from tests.test_config import sidekick
+
+OLD_ENV = """\
+LLM_MODEL=gpt-4o-mini
+LLM_MODELS=gpt-4o, gpt-4o-mini
+SESSION_SPLIT=weekly
+SESSION_SPLIT_TIME=4:30
+CODE_PRIVATE_NETWORKS=on
+CODE_GENERATE_TIMEOUT_S=900
+CODE_GENERATE_MEMORY_MB=2048
+TRANSCRIBE_BASE_URL=http://speech.local:8000/v1/
+TRANSCRIBE_API_KEY=sk-speech-secret
+TTS_BASE_URL=off
+DAILY_BUDGET_USD=5
+MONTHLY_BUDGET_USD=100.5
+USER_DAILY_TOKEN_CAP=50000
+USER_MONTHLY_TOKEN_CAP=1000000
+EMBEDDINGS=openai
+EMBEDDINGS_MODEL=nomic-embed-text
+"""
+
+
+def test_every_former_name_is_read_as_its_replacement(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(OLD_ENV)
+    s, errors = settings_and_errors()
+    assert errors == []
+    assert (s.llm_model, s.llm_models) == ("gpt-4o-mini", ("gpt-4o",))
+    assert (s.session_split, s.split_period, s.split_time) == ("weekly 04:30", "weekly", "04:30")
+    assert s.code_network == "all"
+    assert s.speech_base_url == "http://speech.local:8000/v1"
+    assert s.speech_api_key is not None
+    assert s.speech_api_key.get_secret_value() == "sk-speech-secret"
+    assert "sk-speech-secret" in s.secrets()  # still scrubbed from logs and replies
+    assert (s.tts_model, s.transcribe_model) == ("off", "whisper-1")
+    assert s.budget_usd == "5/day, 100.5/month"
+    assert (s.daily_budget_usd, s.monthly_budget_usd) == (5.0, 100.5)
+    assert s.user_token_cap == "50000/day, 1000000/month"
+    assert (s.user_daily_token_cap, s.user_monthly_token_cap) == (50_000, 1_000_000)
+    assert (s.embeddings, s.embeddings_model) == ("nomic-embed-text", "nomic-embed-text")
+    # One warning line per former name, naming what to write instead; never the key.
+    lines = s.renamed
+    assert sorted(line.split(":")[1].split()[0].split("=")[0] for line in lines) == sorted(
+        name for name in RENAMED if f"\n{name}=" in "\n" + OLD_ENV
+    )
+    assert all(line.startswith(".env: ") for line in lines)
+    assert ".env: SESSION_SPLIT_TIME is replaced by SESSION_SPLIT: read as " in "\n".join(lines)
+    assert "SESSION_SPLIT=weekly 04:30; write that instead" in "\n".join(lines)
+    assert "CODE_PRIVATE_NETWORKS=on is replaced by CODE_NETWORK: read as CODE_NETWORK=all" in (
+        "\n".join(lines)
+    )
+    assert "TTS_BASE_URL=off is replaced by TTS_MODEL: read as TTS_MODEL=off" in "\n".join(lines)
+    assert "read as BUDGET_USD=5/day, 100.5/month" in "\n".join(lines)
+    assert "read as LLM_MODEL=gpt-4o-mini, gpt-4o" in "\n".join(lines)
+    assert "sk-speech-secret" not in "\n".join(lines)
+    # The misspelling check leaves them to these lines.
+    assert unknown_names() == []
+
+
+def test_the_environment_is_read_too_and_the_new_name_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAILY_BUDGET_USD", "3")
+    monkeypatch.setenv("SESSION_SPLIT_TIME", "06:00")
+    (tmp_path / ".env").write_text("BUDGET_USD=7/month\nSESSION_SPLIT=daily 05:00\n")
+    s = load_settings()
+    assert (s.budget_usd, s.session_split) == ("7/month", "daily 05:00")
+    assert s.renamed == (
+        "environment: SESSION_SPLIT_TIME is no longer a setting (SESSION_SPLIT=daily 05:00 "
+        "says the time, so its value is not used); remove it",
+        "environment: DAILY_BUDGET_USD is no longer a setting (BUDGET_USD replaces it and is "
+        "set, so its value is not used); remove it",
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "error"),
+    [
+        (
+            "TRANSCRIBE_BASE_URL=http://a.local/v1\nTTS_BASE_URL=http://b.local/v1\n",
+            "TRANSCRIBE_BASE_URL and TTS_BASE_URL differ, and one SPEECH_BASE_URL serves",
+        ),
+        (
+            "TRANSCRIBE_API_KEY=sk-one\nTTS_API_KEY=sk-two\n",
+            "TRANSCRIBE_API_KEY and TTS_API_KEY differ, and one SPEECH_API_KEY serves",
+        ),
+        ("TTS_BASE_URL=tts.local\n", "TTS_BASE_URL: must start with http:// or https://"),
+        ("CODE_GENERATE_TIMEOUT_S=3600\n", "CODE_GENERATE_TIMEOUT_S: is no longer a setting and"),
+        ("CODE_GENERATE_MEMORY_MB=4096\n", "CODE_GENERATE_MEMORY_MB: is no longer a setting and"),
+        ("CODE_PRIVATE_NETWORKS=yes\n", "CODE_PRIVATE_NETWORKS: must be on or off"),
+        ("SESSION_SPLIT_TIME=25:00\n", "SESSION_SPLIT_TIME: must be HH:MM"),
+        ("USER_DAILY_TOKEN_CAP=1.5\n", "USER_DAILY_TOKEN_CAP: must be a whole number of tokens"),
+        ("MONTHLY_BUDGET_USD=lots\n", "MONTHLY_BUDGET_USD: must be a number of USD"),
+    ],
+)
+def test_a_value_that_cannot_be_carried_over_is_one_error_line(
+    tmp_path: Path, env: str, error: str
+) -> None:
+    (tmp_path / ".env").write_text(env)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    (line,) = str(info.value).splitlines()
+    assert line.startswith(error)
+    assert "sk-one" not in line and "sk-two" not in line
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "error"),
+    [
+        ("SESSION_SPLIT", "hourly", "SESSION_SPLIT: must be daily, weekly or none"),
+        ("BUDGET_USD", "5", "BUDGET_USD: '5': give a number per day and/or per month"),
+        ("BUDGET_USD", "5/day, 6/day", "BUDGET_USD: '6/day': the day is given twice"),
+        ("USER_TOKEN_CAP", "0/day", "USER_TOKEN_CAP: '0/day': must be more than 0"),
+        ("CODE_NETWORK", "private", "CODE_NETWORK: Input should be 'off', 'on' or 'all'"),
+        ("EMBEDDINGS", "two words", "EMBEDDINGS: must be wordllama, openai, or the name"),
+    ],
+)
+def test_the_merged_settings_say_what_is_wrong_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, error: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert str(info.value) == error or str(info.value).startswith(error)
+    assert len(str(info.value).splitlines()) == 1
+
+
+def test_the_merged_values_take_their_short_forms() -> None:
+    s = load_settings(
+        session_split="Weekly", budget_usd="100/month,5/day", user_token_cap="1_000/day"
+    )
+    assert (s.session_split, s.budget_usd, s.user_token_cap) == (
+        "weekly 00:00",
+        "5/day, 100/month",
+        "1000/day",
+    )
+    assert load_settings(session_split="off").session_split == "none"
+    assert load_settings(embeddings="OpenAI").embeddings_model == "text-embedding-3-small"
+    assert load_settings(embeddings="wordllama").embeddings_model is None
+    assert Settings.model_fields.keys() >= {"session_split", "budget_usd", "speech_base_url"}
+    assert len(Settings.model_fields) <= 40
+
+
+def test_the_cli_warns_once_per_former_name_and_starts(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(OLD_ENV)
+    proc = sidekick(tmp_path, "bot.cli", "migrate", DATA_DIR=str(tmp_path / "d"))
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "sidekick: warning:" in line]
+    former = [name for name in RENAMED if f"\n{name}=" in "\n" + OLD_ENV]
+    assert len(warnings) == len(former)
+    for name in former:
+        (line,) = [w for w in warnings if f" {name} is " in w or f" {name}=" in w]
+        assert "write that instead" in line or "remove it" in line
+    assert "is not a setting" not in proc.stderr and "sk-speech-secret" not in proc.stderr
+
+
+async def test_doctor_lists_the_former_names(
+    tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SESSION_SPLIT_TIME", "04:00")
+    monkeypatch.setenv("LLM_MODELS", "big-model")
+    app = await build_app(make_settings(tmp_path, fake_llm))
+    try:
+        rows = [r for r in await check_settings(app) if r.name == "former setting"]
+    finally:
+        await app.close()
+    assert [r.ok for r in rows] == [True, True]
+    assert [r.detail for r in rows] == [
+        "environment: SESSION_SPLIT_TIME is replaced by SESSION_SPLIT: read as "
+        "SESSION_SPLIT=daily 04:00; write that instead",
+        "environment: LLM_MODELS is replaced by LLM_MODEL (the default model first): read as "
+        "LLM_MODEL=fake-model, big-model; write that instead",
+    ]
