@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 from PIL import Image
-from timing import TimedLLM, TimedTelegram, Timing, polling
+from timing import TimedLLM, TimedTelegram, Timing, polling, rss_mb
 
 from bot.app import build_app
 from bot.config import load_settings
@@ -48,14 +48,6 @@ def photo_1mb() -> bytes:
     out = io.BytesIO()
     Image.fromarray(x).save(out, "JPEG", quality=80)
     return out.getvalue()
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def pct(values: list[float], q: float) -> float:

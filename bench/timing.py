@@ -1,6 +1,7 @@
 """What the in-process benchmarks (overhead.py, media.py) time: each handled update, and
-the fake servers' own handler time, which is subtracted to leave the bot's own; and the
-assembled bot polling the fake Telegram, for the benches that drive it."""
+the fake servers' own handler time, which is subtracted to leave the bot's own; the
+process's RSS; and the assembled bot polling the fake Telegram, for the benches that drive
+it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,15 @@ from tests.fakes.openai_server import FakeOpenAI, Turn
 from tests.fakes.telegram_server import FakeTelegram
 
 Span = tuple[float, float]
+
+
+def rss_mb() -> float:
+    """This process's resident memory now, in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 async def timed(spans: list[Span], call: Awaitable[Any]) -> Any:

@@ -28,7 +28,7 @@ from aiohttp import web
 
 import bot.telegram  # noqa: F401  (before aiogram, as in the bot)
 from bench.cli import options
-from bench.timing import polling
+from bench.timing import polling, rss_mb
 from bot import heap
 from bot.app import build_app
 from bot.config import load_settings
@@ -48,14 +48,6 @@ class StampedLLM(FakeOpenAI):
         resp = await super()._chat(request)
         self.done.append(time.perf_counter())  # the stream's last byte is written
         return resp
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 async def run(items: int) -> None:
