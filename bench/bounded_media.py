@@ -11,7 +11,6 @@ Usage: python bench/bounded_media.py [--mb 200]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import resource
 import sys
@@ -22,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
+from bench.cli import options
 from bot.voice.speech import SpeechError, Synthesizer
 from tests.e2e.test_voice_e2e import silent_flac
 from tests.fakes.openai_server import FakeOpenAI
@@ -62,6 +62,4 @@ async def main(mb: int) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mb", type=int, default=200)
-    asyncio.run(main(ap.parse_args().mb))
+    asyncio.run(main(options(__doc__, mb=200).mb))

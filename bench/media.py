@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 from PIL import Image
-from timing import TimedLLM, TimedTelegram, Timing
+from timing import TimedLLM, TimedTelegram, Timing, polling, rss_mb
 
 from bot.app import build_app
 from bot.config import load_settings
@@ -48,14 +48,6 @@ def photo_1mb() -> bytes:
     out = io.BytesIO()
     Image.fromarray(x).save(out, "JPEG", quality=80)
     return out.getvalue()
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def pct(values: list[float], q: float) -> float:
@@ -81,71 +73,66 @@ async def run(items: int) -> None:
         rt = build_runtime(app)
         timing = Timing()
         rt.dp.update.outer_middleware.register(timing)
-        poll = asyncio.create_task(rt.poll(polling_timeout=10))
-        await tg.wait_for(lambda: any(c.method == "setMyCommands" for c in tg.calls))
+        async with polling(rt, tg, poll_s=10):
+            jpeg = photo_1mb()
+            ogg = b"OggS" + bytes(240 * 1024)
+            photo_id, voice_id = tg.add_file(jpeg), tg.add_file(ogg)
+            results: dict[str, list[float]] = {"photo": [], "resized": [], "voice": []}
+            assert app.media is not None
+            from bot.media import attachments
 
-        jpeg = photo_1mb()
-        ogg = b"OggS" + bytes(240 * 1024)
-        photo_id, voice_id = tg.add_file(jpeg), tg.add_file(ogg)
-        results: dict[str, list[float]] = {"photo": [], "resized": [], "voice": []}
-        assert app.media is not None
-        from bot.media import attachments
+            default_side = attachments.IMAGE_MAX_SIDE
+            msg_id = 0
+            for i in range(items + 3):
+                for kind in results:
+                    msg_id += 1
+                    attachments.IMAGE_MAX_SIDE = 2048 if kind == "resized" else default_side
+                    fields = (
+                        voice(voice_id, len(ogg), duration=60)
+                        if kind == "voice"
+                        else photo(photo_id, len(jpeg), caption="what is this?")
+                    )
+                    n_calls, n_files, n_llm = len(tg.calls), len(tg.file_spans), len(llm.spans)
+                    sent = len(tg.messages)
+                    expect = 2 if kind == "voice" else 1  # the voice quote, then the answer
+                    await tg.push(message_update(chats[0], None, message_id=msg_id, extra=fields))
+                    await tg.wait_for(lambda s=sent, e=expect: len(tg.messages) >= s + e)
+                    await rt.inflight.wait_idle()
+                    start, end = timing.spans.pop()
+                    fake = sum(c.duration for c in tg.calls[n_calls:] if c.method != "getUpdates")
+                    fake += sum(e - s for s, e in tg.file_spans[n_files:])
+                    fake += sum(e - s for s, e in llm.spans[n_llm:])
+                    if i >= 3:  # warm-up
+                        results[kind].append((end - start - fake) * 1000)
+                    timing.spans.clear()
 
-        default_side = attachments.IMAGE_MAX_SIDE
-        msg_id = 0
-        for i in range(items + 3):
-            for kind in results:
+            # Phase 2: ten 10 MB documents at once.
+            rows = b"".join(b"%d,%d,some text in a column\n" % (i, i * 7) for i in range(400_000))
+            big = (b"id,value,label\n" + rows)[: 10 * 1024 * 1024]
+            doc_ids = [tg.add_file(big, f"doc{c}") for c in chats]
+            await asyncio.sleep(0.2)
+            base = rss_mb()
+            peak = [base]
+            stop = threading.Event()
+
+            def sample() -> None:
+                while not stop.is_set():
+                    peak[0] = max(peak[0], rss_mb())
+                    time.sleep(0.005)
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            sent = len(tg.messages)
+            t0 = time.perf_counter()
+            for c, fid in zip(chats, doc_ids, strict=True):
                 msg_id += 1
-                attachments.IMAGE_MAX_SIDE = 2048 if kind == "resized" else default_side
-                fields = (
-                    voice(voice_id, len(ogg), duration=60)
-                    if kind == "voice"
-                    else photo(photo_id, len(jpeg), caption="what is this?")
-                )
-                n_calls, n_files, n_llm = len(tg.calls), len(tg.file_spans), len(llm.spans)
-                sent = len(tg.messages)
-                expect = 2 if kind == "voice" else 1  # the voice quote, then the answer
-                await tg.push(message_update(chats[0], None, message_id=msg_id, extra=fields))
-                await tg.wait_for(lambda s=sent, e=expect: len(tg.messages) >= s + e)
-                await rt.inflight.wait_idle()
-                start, end = timing.spans.pop()
-                fake = sum(c.duration for c in tg.calls[n_calls:] if c.method != "getUpdates")
-                fake += sum(e - s for s, e in tg.file_spans[n_files:])
-                fake += sum(e - s for s, e in llm.spans[n_llm:])
-                if i >= 3:  # warm-up
-                    results[kind].append((end - start - fake) * 1000)
-                timing.spans.clear()
-
-        # Phase 2: ten 10 MB documents at once.
-        rows = b"".join(b"%d,%d,some text in a column\n" % (i, i * 7) for i in range(400_000))
-        big = (b"id,value,label\n" + rows)[: 10 * 1024 * 1024]
-        doc_ids = [tg.add_file(big, f"doc{c}") for c in chats]
-        await asyncio.sleep(0.2)
-        base = rss_mb()
-        peak = [base]
-        stop = threading.Event()
-
-        def sample() -> None:
-            while not stop.is_set():
-                peak[0] = max(peak[0], rss_mb())
-                time.sleep(0.005)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        sent = len(tg.messages)
-        t0 = time.perf_counter()
-        for c, fid in zip(chats, doc_ids, strict=True):
-            msg_id += 1
-            fields = document(fid, len(big), "data.csv", "text/csv", caption="summarise")
-            await tg.push(message_update(c, None, message_id=msg_id, extra=fields))
-        await tg.wait_for(lambda: len(tg.messages) >= sent + len(chats), timeout=300)
-        await rt.inflight.wait_idle()
-        wall = time.perf_counter() - t0
-        stop.set()
-        sampler.join()
-
-        await rt.shutdown()
-        await asyncio.gather(poll, return_exceptions=True)
+                fields = document(fid, len(big), "data.csv", "text/csv", caption="summarise")
+                await tg.push(message_update(c, None, message_id=msg_id, extra=fields))
+            await tg.wait_for(lambda: len(tg.messages) >= sent + len(chats), timeout=300)
+            await rt.inflight.wait_idle()
+            wall = time.perf_counter() - t0
+            stop.set()
+            sampler.join()
     await tg.stop()
     await llm.stop()
 

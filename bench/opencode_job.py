@@ -8,7 +8,6 @@ the install's size too. Needs `make install-opencode` (or SIDEKICK_OPENCODE_DIR)
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -18,6 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.cli import options
 from tests.fakes.openai_server import Calls, FakeOpenAI, Lane, Text
 from tools.code.bun import locate_bun, probe_bun
 from tools.code.opencode import Budget, OpenCodeRunner, Progress, locate_opencode
@@ -81,6 +81,4 @@ async def main(runs: int) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=3)
-    asyncio.run(main(ap.parse_args().runs))
+    asyncio.run(main(options(__doc__, runs=3).runs))

@@ -26,6 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.cli import options
+from bench.timing import polling
 from bot.app import build_app
 from bot.telegram.dispatcher import build_runtime
 from tests.conftest import make_settings
@@ -43,8 +45,13 @@ async def main(args: argparse.Namespace) -> None:
         allowed_user_ids=",".join(map(str, CHATS)),
     )  # fmt: skip
     rt = build_runtime(await build_app(settings))
-    poll = asyncio.create_task(rt.poll(polling_timeout=5))
-    await tg.wait_for(lambda: any(c.method == "getUpdates" for c in tg.calls))
+    async with polling(rt, tg, poll_s=5, grace=2.0):
+        await scenarios(tg, llm, args)
+    await tg.stop()
+    await llm.stop()
+
+
+async def scenarios(tg: FakeTelegram, llm: FakeOpenAI, args: argparse.Namespace) -> None:
     ids = iter(range(1, 10_000))
 
     async def send(chat: int, text: str) -> None:
@@ -107,16 +114,9 @@ async def main(args: argparse.Namespace) -> None:
         kinds = [m.text[:14] if m.method == "sendMessage" else m.method for m in new]
         print(f"   chat {chat}: {len(new)} replies, last {new[-1].at - back:.1f} s after "
               f"Telegram's return: {kinds}")  # fmt: skip
-    await rt.shutdown(2.0)
-    await asyncio.gather(poll, return_exceptions=True)
-    await tg.stop()
-    await llm.stop()
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model-outage", type=float, default=30.0)
-    parser.add_argument("--stall", type=float, default=30.0)
-    parser.add_argument("--telegram-outage", type=float, default=30.0)
+    args = options(__doc__, model_outage=30.0, stall=30.0, telegram_outage=30.0)
     logging.basicConfig(level=logging.ERROR)
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(args))

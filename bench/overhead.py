@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import TimedLLM, Timing
+from timing import TimedLLM, Timing, polling
 
 from bot.app import build_app
 from bot.config import load_settings
@@ -94,63 +94,62 @@ async def run(chats: int, messages: int, sequential: int) -> None:
 
         app.agent.handle = timed_handle  # type: ignore[method-assign]
         metering_ms = time_metering(app)
-        poll = asyncio.create_task(rt.poll(polling_timeout=10))
-        await tg.wait_for(lambda: any(c.method == "setMyCommands" for c in tg.calls))
+        async with polling(rt, tg, poll_s=10):
+            # Phase 1: one message at a time, usage recording on for odd messages.
+            in_metering: list[float] = []
+            overheads: list[float] = []
+            adapter: list[float] = []
+            agent: list[float] = []
+            by_usage: dict[bool, list[float]] = {True: [], False: []}
+            # Usage recording off: the agent's request hooks without the usage feature's.
+            metered_hooks = app.agent.requests
+            unmetered = [r for r in metered_hooks if not isinstance(r, UsageTurns)]
+            for i in range(sequential + 20):
+                user = 1000 + i % chats
+                metered = i % 2 == 1
+                app.agent.requests = metered_hooks if metered else unmetered
+                metering_ms.clear()
+                calls_before, llm_before = len(tg.calls), len(llm.spans)
+                sent_before = len(tg.messages)
+                await tg.push(message_update(user, f"hello {i}", message_id=i + 1))
+                await tg.wait_for(lambda n=sent_before: len(tg.messages) > n)
+                await rt.inflight.wait_idle()
+                start, end = timing.spans.pop()
+                a_start, a_end = agent_spans.pop()
+                tg_wait = server_time(tg, None, calls_before, 0)
+                llm_wait = server_time(None, llm, 0, llm_before)
+                if i >= 20:  # the first messages warm up caches and connection pools
+                    overheads.append((end - start - tg_wait - llm_wait) * 1000)
+                    by_usage[metered].append(overheads[-1])
+                    if metered:
+                        in_metering.append(sum(metering_ms))
+                    agent.append((a_end - a_start - llm_wait) * 1000)
+                    adapter.append((end - start - (a_end - a_start) - tg_wait) * 1000)
+                timing.spans.clear()
 
-        # Phase 1: one message at a time, usage recording on for odd messages.
-        in_metering: list[float] = []
-        overheads: list[float] = []
-        adapter: list[float] = []
-        agent: list[float] = []
-        by_usage: dict[bool, list[float]] = {True: [], False: []}
-        # Usage recording off: the agent's request hooks without the usage feature's.
-        metered_hooks = app.agent.requests
-        unmetered = [r for r in metered_hooks if not isinstance(r, UsageTurns)]
-        for i in range(sequential + 20):
-            user = 1000 + i % chats
-            metered = i % 2 == 1
-            app.agent.requests = metered_hooks if metered else unmetered
-            metering_ms.clear()
-            calls_before, llm_before = len(tg.calls), len(llm.spans)
-            sent_before = len(tg.messages)
-            await tg.push(message_update(user, f"hello {i}", message_id=i + 1))
-            await tg.wait_for(lambda n=sent_before: len(tg.messages) > n)
-            await rt.inflight.wait_idle()
-            start, end = timing.spans.pop()
-            a_start, a_end = agent_spans.pop()
-            tg_wait = server_time(tg, None, calls_before, 0)
-            llm_wait = server_time(None, llm, 0, llm_before)
-            if i >= 20:  # the first messages warm up caches and connection pools
-                overheads.append((end - start - tg_wait - llm_wait) * 1000)
-                by_usage[metered].append(overheads[-1])
-                if metered:
-                    in_metering.append(sum(metering_ms))
-                agent.append((a_end - a_start - llm_wait) * 1000)
-                adapter.append((end - start - (a_end - a_start) - tg_wait) * 1000)
-            timing.spans.clear()
-
-        # Phase 2: every chat at once; usage recording off, then on, half the rounds each
-        # (CPU time per message is the steadier A/B figure on a busy machine).
-        rounds = max(1, messages // 2)
-        total = chats * rounds
-        bursts: dict[bool, tuple[float, float]] = {}
-        for metered in (False, True):
-            app.agent.requests = metered_hooks if metered else unmetered
-            sent_before, calls_before, llm_before = len(tg.messages), len(tg.calls), len(llm.spans)
-            cpu0 = _cpu()
-            t0 = time.perf_counter()
-            for n in range(rounds):
-                for c in range(chats):
-                    mid = 10_000 + n + (rounds if metered else 0)
-                    await tg.push(message_update(1000 + c, f"burst {n}", message_id=mid))
-            await tg.wait_for(lambda n=sent_before: len(tg.messages) >= n + total, timeout=600)
-            wall = time.perf_counter() - t0
-            cpu = _cpu() - cpu0 - server_time(tg, llm, calls_before, llm_before)
-            bursts[metered] = (wall, cpu)
-        app.agent.requests = metered_hooks
-
-        await rt.shutdown()
-        await asyncio.gather(poll, return_exceptions=True)
+            # Phase 2: every chat at once; usage recording off, then on, half the rounds each
+            # (CPU time per message is the steadier A/B figure on a busy machine).
+            rounds = max(1, messages // 2)
+            total = chats * rounds
+            bursts: dict[bool, tuple[float, float]] = {}
+            for metered in (False, True):
+                app.agent.requests = metered_hooks if metered else unmetered
+                sent_before, calls_before, llm_before = (
+                    len(tg.messages),
+                    len(tg.calls),
+                    len(llm.spans),
+                )
+                cpu0 = _cpu()
+                t0 = time.perf_counter()
+                for n in range(rounds):
+                    for c in range(chats):
+                        mid = 10_000 + n + (rounds if metered else 0)
+                        await tg.push(message_update(1000 + c, f"burst {n}", message_id=mid))
+                await tg.wait_for(lambda n=sent_before: len(tg.messages) >= n + total, timeout=600)
+                wall = time.perf_counter() - t0
+                cpu = _cpu() - cpu0 - server_time(tg, llm, calls_before, llm_before)
+                bursts[metered] = (wall, cpu)
+            app.agent.requests = metered_hooks
     await tg.stop()
     await llm.stop()
 

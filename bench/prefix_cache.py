@@ -16,26 +16,19 @@ Usage: python bench/prefix_cache.py [--messages 20]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import logging
-import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.cli import options
+from bench.llama import assembled, chat_server, prompt_tokens
 from bot.agent.runner import Incoming
-from bot.app import build_app
-from bot.llm import client as llm_client
-from bot.llm.client import LLMClient
-from tests.conftest import make_settings
-from tests.real.proxy import Exchange, RecordingProxy
-from tests.real.servers import LlamaServer, manifest, start_chat
+from tests.real.proxy import Exchange
+from tests.real.servers import LlamaServer
 from tools.tokens import estimate_tokens
 
 USER = 4242
@@ -49,71 +42,31 @@ LINES = [
 ]  # fmt: skip
 
 
-def prompt_tokens(server: LlamaServer, first: dict[str, Any]) -> tuple[int, int]:
-    """(with tools, without tools): the first request's prompt as the model's tokenizer
-    counts it (chat template applied by the server itself)."""
-
-    def count(body: dict[str, Any]) -> int:
-        prompt = server.post("/apply-template", body)["prompt"]
-        return len(server.post("/tokenize", {"content": prompt})["tokens"])
-
-    with_tools = {"messages": first["messages"], "tools": first.get("tools") or []}
-    return count(with_tools), count({"messages": first["messages"]})
-
-
 async def session(server: LlamaServer, messages: int, name: str) -> list[Exchange]:
-    proxy = await RecordingProxy(server.url, max_tokens=8).start()
     firsts: list[Exchange] = []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            settings = make_settings(
-                Path(tmp),
-                None,
-                llm_base_url=proxy.base_url,
-                llm_model=name,
-                llm_max_output_tokens=8,  # short answers: the prompt is what is measured
+    # Short answers: the prompt is what is measured.
+    async with assembled(server, name, 8, llm_max_output_tokens=8) as (app, proxy):
+        for i in range(messages):
+            before = len(proxy.chats())
+            started = time.monotonic()
+            reply = await app.agent.handle(
+                Incoming(LINES[i % len(LINES)], telegram_user_id=USER, user_name="Ana")
             )
-            llm_client.MAX_RETRIES = 0  # one try: a retry would double a slow CPU call
-            app = await build_app(settings, llm=LLMClient(settings))
-            try:
-                for i in range(messages):
-                    before = len(proxy.chats())
-                    started = time.monotonic()
-                    reply = await app.agent.handle(
-                        Incoming(LINES[i % len(LINES)], telegram_user_id=USER, user_name="Ana")
-                    )
-                    await reply.delivered()
-                    x = proxy.chats()[before]
-                    firsts.append(x)
-                    t = x.timings
-                    print(f"  message {i + 1:>2}: prompt_n {t.get('prompt_n')!s:>5}, cache_n "
-                          f"{t.get('cache_n')!s:>5}, {time.monotonic() - started:5.1f} s",
-                          file=sys.stderr, flush=True)  # fmt: skip
-            finally:
-                await app.close()
-    finally:
-        await proxy.stop()
+            await reply.delivered()
+            x = proxy.chats()[before]
+            firsts.append(x)
+            t = x.timings
+            print(f"  message {i + 1:>2}: prompt_n {t.get('prompt_n')!s:>5}, cache_n "
+                  f"{t.get('cache_n')!s:>5}, {time.monotonic() - started:5.1f} s",
+                  file=sys.stderr, flush=True)  # fmt: skip
     return firsts
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--messages", type=int, default=20)
-    args = parser.parse_args()
-    logging.disable(logging.WARNING)
-    # SIGTERM unwinds like Ctrl-C does, so the server below is stopped.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    found = manifest()
-    if found is None:
-        raise SystemExit("llama-server is not installed: run `python scripts/real_llm.py`")
-    with tempfile.TemporaryDirectory() as logs:
-        server = start_chat(found, Path(logs) / "chat-server.log")
-        try:
-            firsts = asyncio.run(session(server, args.messages, found["chat_model_name"]))
-            tokens, bare = prompt_tokens(server, firsts[0].request)
-        finally:
-            server.stop()
-    name = found["chat_model_name"]
+    args = options(__doc__, messages=20)
+    with chat_server() as (server, name):
+        firsts = asyncio.run(session(server, args.messages, name))
+        tokens, bare = prompt_tokens(server, firsts[0].request)
     print(f"\nPrompt reuse on llama-server ({name}, one session of {args.messages} messages)")
     print(f"{'message':>8} {'prompt tokens':>14} {'re-processed':>13} {'cached':>7} {'share':>7}")
     for n in SHOWN:

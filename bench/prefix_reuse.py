@@ -14,7 +14,6 @@ Usage: python bench/prefix_reuse.py [--messages 12] [--history-budget 0]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
 import json
@@ -27,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.cli import options
 from bot.agent.runner import Incoming
 from bot.app import build_app
 from bot.sessions import compress
@@ -104,8 +104,5 @@ async def main(messages: int, budget: int) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--messages", type=int, default=12)
-    ap.add_argument("--history-budget", type=int, default=0)
-    a = ap.parse_args()
+    a = options(__doc__, messages=12, history_budget=0)
     asyncio.run(main(a.messages, a.history_budget))

@@ -12,7 +12,6 @@ Usage: python bench/reminders.py [--users 1000] [--jobs 10000] [--due 1000]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import statistics
@@ -27,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import insert, update
 
+from bench.cli import options
 from bot.telegram.dispatcher import build_bot
 from bot.telegram.reminder_delivery import TelegramDelivery
 from db.engine import create_engine, session_factory
@@ -129,10 +129,6 @@ async def main(users: int, jobs: int, due: int, concurrency: int) -> None:
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser()
-    p.add_argument("--users", type=int, default=1000)
-    p.add_argument("--jobs", type=int, default=10_000)
-    p.add_argument("--due", type=int, default=1000)
-    p.add_argument("--concurrency", type=int, default=ReminderSettings().reminder_concurrency)
-    a = p.parse_args()
+    a = options(__doc__, users=1000, jobs=10_000, due=1000,
+                concurrency=ReminderSettings().reminder_concurrency)  # fmt: skip
     asyncio.run(main(a.users, a.jobs, a.due, a.concurrency))

@@ -12,7 +12,6 @@ Usage: python bench/session_split.py [--users 1000] [--messages 6]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
 import logging
@@ -28,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
+from bench.cli import options
 from bot.llm.client import LLMClient
 from bot.sessions.archive import Archiver
 from bot.sessions.split import SessionSplit
@@ -114,8 +114,5 @@ async def main(users: int, messages: int) -> None:
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser()
-    p.add_argument("--users", type=int, default=1000)
-    p.add_argument("--messages", type=int, default=6)
-    args = p.parse_args()
+    args = options(__doc__, users=1000, messages=6)
     asyncio.run(main(args.users, args.messages))

@@ -17,27 +17,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import re
-import signal
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.prefix_cache import prompt_tokens
+from bench.llama import assembled, chat_server, prompt_tokens
 from bot.agent.runner import Incoming
-from bot.app import build_app
-from bot.llm import client as llm_client
-from bot.llm.client import LLMClient
 from bot.sessions.lifecycle import start_new_session
-from tests.conftest import make_settings
-from tests.real.proxy import Exchange, RecordingProxy
-from tests.real.servers import LlamaServer, manifest, start_chat
+from tests.real.proxy import Exchange
+from tests.real.servers import LlamaServer
 
 USER = 4243
 
@@ -116,52 +110,37 @@ def tools_called(xs: list[Exchange]) -> tuple[list[str], list[str]]:
 
 
 async def run(server: LlamaServer, name: str, cases: list[Case], max_tokens: int) -> list[Outcome]:
-    proxy = await RecordingProxy(server.url, max_tokens=max_tokens).start()
     out: list[Outcome] = []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            settings = make_settings(
-                Path(tmp),
-                None,
-                llm_base_url=proxy.base_url,
-                llm_model=name,
-                llm_max_output_tokens=max_tokens,
-                llm_timeout_s=900.0,
-                approvals="off",  # nobody is there to say yes: the model's choices are measured
+    async with assembled(
+        server, name, max_tokens, llm_max_output_tokens=max_tokens, llm_timeout_s=900.0,
+        approvals="off",  # nobody is there to say yes: the model's choices are measured
+    ) as (app, proxy):  # fmt: skip
+        for case in cases:
+            await start_new_session(
+                app.session_factory, app.deps.clock, telegram_user_id=USER,
+                user_name="Ana",
+            )  # fmt: skip
+            before = len(proxy.chats())
+            started = time.monotonic()
+            reply = await app.agent.handle(
+                Incoming(case.text, telegram_user_id=USER, user_name="Ana")
             )
-            llm_client.MAX_RETRIES = 0  # one try: a retry would double a slow CPU call
-            app = await build_app(settings, llm=LLMClient(settings))
-            try:
-                for case in cases:
-                    await start_new_session(
-                        app.session_factory, app.deps.clock, telegram_user_id=USER,
-                        user_name="Ana",
-                    )  # fmt: skip
-                    before = len(proxy.chats())
-                    started = time.monotonic()
-                    reply = await app.agent.handle(
-                        Incoming(case.text, telegram_user_id=USER, user_name="Ana")
-                    )
-                    await reply.delivered()
-                    called, results = tools_called(proxy.chats()[before:])
-                    text = reply.text
-                    right = bool(
-                        (case.answer and re.search(case.answer, text, re.I))
-                        or (case.effect and any(re.search(case.effect, r) for r in results))
-                    )
-                    first = proxy.chats()[before]
-                    done = Outcome(case, called, right, time.monotonic() - started, text,
-                                   bool(first.tool_calls()), streamed(first))  # fmt: skip
-                    out.append(done)
-                    mark = "tool " + ("yes" if case.tool in called else "no ")
-                    mark += " (sent)" if done.sent else " (text)" if called else ""
-                    print(f"  {mark}  right {'yes' if right else 'no '}  {done.seconds:5.0f} s  "
-                          f"{case.text[:48]:<48} -> {' '.join(text.split())[:70]!r}",
-                          file=sys.stderr, flush=True)  # fmt: skip
-            finally:
-                await app.close()
-    finally:
-        await proxy.stop()
+            await reply.delivered()
+            called, results = tools_called(proxy.chats()[before:])
+            text = reply.text
+            right = bool(
+                (case.answer and re.search(case.answer, text, re.I))
+                or (case.effect and any(re.search(case.effect, r) for r in results))
+            )
+            first = proxy.chats()[before]
+            done = Outcome(case, called, right, time.monotonic() - started, text,
+                           bool(first.tool_calls()), streamed(first))  # fmt: skip
+            out.append(done)
+            mark = "tool " + ("yes" if case.tool in called else "no ")
+            mark += " (sent)" if done.sent else " (text)" if called else ""
+            print(f"  {mark}  right {'yes' if right else 'no '}  {done.seconds:5.0f} s  "
+                  f"{case.text[:48]:<48} -> {' '.join(text.split())[:70]!r}",
+                  file=sys.stderr, flush=True)  # fmt: skip
     return out
 
 
@@ -170,27 +149,15 @@ def main() -> None:
     parser.add_argument("--only", type=int, nargs="*", help="case numbers (1-based)")
     parser.add_argument("--max-tokens", type=int, default=160)
     args = parser.parse_args()
-    logging.disable(logging.WARNING)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    found = manifest()
-    if found is None:
-        raise SystemExit("llama-server is not installed: run `python scripts/real_llm.py`")
-    from datetime import date
-
     days = (date(2027, 1, 1) - date.today()).days
     cases = [Case(c.text, c.tool, rf"\b{days}\b") if not (c.answer or c.effect) else c
              for c in CASES]  # fmt: skip
     if args.only:
         cases = [cases[i - 1] for i in args.only]
-    name = found["chat_model_name"]
     started = time.monotonic()
-    with tempfile.TemporaryDirectory() as logs:
-        server = start_chat(found, Path(logs) / "chat-server.log")
-        try:
-            outcomes = asyncio.run(run(server, name, cases, args.max_tokens))
-            first, tokens, bare = _empty_chat(server, name)
-        finally:
-            server.stop()
+    with chat_server() as (server, name):
+        outcomes = asyncio.run(run(server, name, cases, args.max_tokens))
+        first, tokens, bare = _empty_chat(server, name)
     n = len(outcomes)
     called = sum(o.case.tool in o.called for o in outcomes)
     right = sum(o.right for o in outcomes)
@@ -214,20 +181,10 @@ def _empty_chat(server: LlamaServer, name: str) -> tuple[dict[str, Any], int, in
     """The first request of a new chat with a one-word message, and its tokens."""
 
     async def one() -> dict[str, Any]:
-        proxy = await RecordingProxy(server.url, max_tokens=1).start()
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                settings = make_settings(Path(tmp), None, llm_base_url=proxy.base_url,
-                                         llm_model=name, llm_timeout_s=900.0)  # fmt: skip
-                app = await build_app(settings, llm=LLMClient(settings))
-                try:
-                    await app.agent.handle(Incoming("hi", telegram_user_id=USER, user_name="Ana"))
-                finally:
-                    await app.close()
-            request: dict[str, Any] = proxy.chats()[0].request
-            return request
-        finally:
-            await proxy.stop()
+        async with assembled(server, name, 1, llm_timeout_s=900.0) as (app, proxy):
+            await app.agent.handle(Incoming("hi", telegram_user_id=USER, user_name="Ana"))
+        request: dict[str, Any] = proxy.chats()[0].request
+        return request
 
     first = asyncio.run(one())
     tokens, bare = prompt_tokens(server, first)

@@ -10,7 +10,6 @@ Usage: python bench/usage_report.py [--rows 100000]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import tempfile
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import insert
 
+from bench.cli import options
 from bot.usage import repo
 from bot.usage.meter import Meter
 from bot.usage.models import ModelUsage
@@ -74,6 +74,4 @@ async def main(rows: int) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=100_000)
-    asyncio.run(main(ap.parse_args().rows))
+    asyncio.run(main(options(__doc__, rows=100_000).rows))

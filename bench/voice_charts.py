@@ -13,7 +13,6 @@ Usage: python bench/voice_charts.py [--items 30]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -28,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiohttp import web
 
 import bot.telegram  # noqa: F401  (before aiogram, as in the bot)
+from bench.cli import options
+from bench.timing import polling, rss_mb
 from bot import heap
 from bot.app import build_app
 from bot.config import load_settings
@@ -47,14 +48,6 @@ class StampedLLM(FakeOpenAI):
         resp = await super()._chat(request)
         self.done.append(time.perf_counter())  # the stream's last byte is written
         return resp
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 async def run(items: int) -> None:
@@ -80,46 +73,42 @@ async def run(items: int) -> None:
         )  # fmt: skip
         app = await build_app(settings)
         rt = build_runtime(app)
-        poll = asyncio.create_task(rt.poll(polling_timeout=10))
-        ogg = tg.add_file(b"OggS" + bytes(20 * 1024))
-        lat: list[float] = []
-        for i in range(items + 3):
-            await tg.push(message_update(1000, None, message_id=i + 1, extra=voice(ogg, 20484)))
-            await tg.wait_for(lambda n=i: len(sent) > n, timeout=30)
-            if i >= 3:  # warm-up excluded
-                lat.append((sent[i] - llm.done[i]) * 1000)
-        lat.sort()
-        p50, p95 = statistics.median(lat), lat[int(0.95 * (len(lat) - 1))]
-        print(f"voice: {items} replies, last token -> voice sent: p50 {p50:.1f} ms, "
-              f"p95 {p95:.1f} ms")  # fmt: skip
+        async with polling(rt, tg, poll_s=10, grace=10):
+            ogg = tg.add_file(b"OggS" + bytes(20 * 1024))
+            lat: list[float] = []
+            for i in range(items + 3):
+                await tg.push(message_update(1000, None, message_id=i + 1, extra=voice(ogg, 20484)))
+                await tg.wait_for(lambda n=i: len(sent) > n, timeout=30)
+                if i >= 3:  # warm-up excluded
+                    lat.append((sent[i] - llm.done[i]) * 1000)
+            lat.sort()
+            p50, p95 = statistics.median(lat), lat[int(0.95 * (len(lat) - 1))]
+            print(f"voice: {items} replies, last token -> voice sent: p50 {p50:.1f} ms, "
+                  f"p95 {p95:.1f} ms")  # fmt: skip
 
-        now = app.deps.clock()
-        purposes = ["chat", "archive", "code", "speech"]
-        rows = [(now - timedelta(days=d, hours=h), p, 1000 + 37 * d, 0.001 * (h + 1))
-                for d in range(14) for h in range(4) for p in purposes]  # fmt: skip
-        series = usage_series(rows, now, settings.tz, 14)
-        before = rss_mb()
-        t0 = time.perf_counter()
-        png = await chart(series)
-        first = (time.perf_counter() - t0) * 1000
-        after = rss_mb()
-        again = []
-        for _ in range(10):
+            now = app.deps.clock()
+            purposes = ["chat", "archive", "code", "speech"]
+            rows = [(now - timedelta(days=d, hours=h), p, 1000 + 37 * d, 0.001 * (h + 1))
+                    for d in range(14) for h in range(4) for p in purposes]  # fmt: skip
+            series = usage_series(rows, now, settings.tz, 14)
+            before = rss_mb()
             t0 = time.perf_counter()
-            await chart(series)
-            again.append((time.perf_counter() - t0) * 1000)
-        assert png is not None
-        print(f"charts: RSS {before:.1f} MB before the first chart, {after:.1f} MB after "
-              f"(+{after - before:.1f}); first render {first:.0f} ms (import included), "
-              f"next ones p50 {statistics.median(again):.0f} ms; PNG {len(png) / 1024:.0f} KB;"
-              f" RSS after 11 charts {rss_mb():.1f} MB")  # fmt: skip
-        await rt.shutdown(10)
-        await asyncio.gather(poll, return_exceptions=True)
+            png = await chart(series)
+            first = (time.perf_counter() - t0) * 1000
+            after = rss_mb()
+            again = []
+            for _ in range(10):
+                t0 = time.perf_counter()
+                await chart(series)
+                again.append((time.perf_counter() - t0) * 1000)
+            assert png is not None
+            print(f"charts: RSS {before:.1f} MB before the first chart, {after:.1f} MB after "
+                  f"(+{after - before:.1f}); first render {first:.0f} ms (import included), "
+                  f"next ones p50 {statistics.median(again):.0f} ms; PNG {len(png) / 1024:.0f} KB;"
+                  f" RSS after 11 charts {rss_mb():.1f} MB")  # fmt: skip
     await llm.stop()
     await tg.stop()
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--items", type=int, default=30)
-    asyncio.run(run(parser.parse_args().items))
+    asyncio.run(run(options(__doc__, items=30).items))

@@ -80,6 +80,17 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None
 
 
 @pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    """The test's database, migrated: SQLite, or PostgreSQL under make test-pg."""
+    eng = create_engine(make_settings(tmp_path).db_url)
+    await upgrade(eng)
+    try:
+        yield eng
+    finally:
+        await eng.dispose()
+
+
+@pytest.fixture
 async def sqlite_engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
     """A migrated SQLite database of its own, for tests of SQLite's own paths (under
     `make test-pg` too)."""

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,23 +26,10 @@ from db.conversation import (
     UsageWrites,
 )
 from db.engine import create_engine, session_factory
-from db.migrate import upgrade
 from db.models import ChatSession, Message, ToolCallRecord, User
-from tests.conftest import make_settings
 from tools.memory.models import Memory
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    """The test's database: SQLite, or PostgreSQL under make test-pg."""
-    eng = create_engine(make_settings(tmp_path).db_url)
-    await upgrade(eng)
-    try:
-        yield eng
-    finally:
-        await eng.dispose()
 
 
 def never(started: datetime, tz_name: str | None) -> bool:

@@ -7,33 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db.conversation import SqlConversation, Started, ToolResult, Turn
-from db.engine import SessionFactory, create_engine, session_factory
-from db.migrate import upgrade
+from db.engine import SessionFactory, session_factory
 from db.models.outbox import OutboxMessage
 from db.repos import resume
-from tests.conftest import make_settings
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 LATER = T0 + timedelta(minutes=5)
-
-
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    eng = create_engine(make_settings(tmp_path).db_url)
-    await upgrade(eng)
-    try:
-        yield eng
-    finally:
-        await eng.dispose()
 
 
 def never(started: datetime, tz_name: str | None) -> bool:

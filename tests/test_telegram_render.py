@@ -7,10 +7,10 @@ import re
 import pytest
 from telegramify_markdown import convert
 
+from bot.access.pairing import refusal_text
 from bot.config import load_settings
 from bot.errors import ConfigError
 from bot.telegram.main import listen_address, webhook_secret
-from bot.telegram.middlewares import refusal_text
 from bot.telegram.render import MAX_UTF16, render, split_plain, tail, utf16_len
 from bot.telegram.routers import bot_commands, build_routers, declared_commands
 

@@ -4,29 +4,17 @@ scheduler guard shared by two "workers" (two engines) on one PostgreSQL database
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import create_engine, session_factory
+from db.engine import session_factory
 from db.locks import Locks
-from db.migrate import upgrade
 from db.repos import updates
 from scheduler.setup import Scheduler
-from tests.conftest import make_settings, pg_only, sqlite_only
+from tests.conftest import pg_only, sqlite_only
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    eng = create_engine(make_settings(tmp_path).db_url)
-    await upgrade(eng)
-    yield eng
-    await eng.dispose()
 
 
 async def test_an_update_is_claimed_once(engine: AsyncEngine) -> None:

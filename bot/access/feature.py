@@ -1,7 +1,8 @@
 """Access: who may talk to the bot beyond ALLOWED_USER_IDS. A stranger's message asks the
 owner (Allow / Deny buttons); the yes is kept in the database and takes effect at once, in
-every worker; /users lists and removes. The check itself runs in the Telegram adapter
-(bot/telegram/middlewares.py) on the app's AccessList (bot/access/gate.py)."""
+every worker; /users lists and removes. The Telegram adapter (bot/telegram/middlewares.py)
+asks the app's AccessList (gate.py) who is let in, and Pairing (pairing.py) what to say to
+anyone else and when to ask the owner."""
 
 from __future__ import annotations
 

@@ -5,23 +5,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from aiogram import BaseMiddleware, Bot
 from aiogram.enums import ChatType
 from aiogram.exceptions import TelegramAPIError
-from aiogram.types import Chat, Message, TelegramObject, Update, User
+from aiogram.types import Chat, TelegramObject, Update, User
 
-from bot.access import repo as access_repo
-from bot.access.commands import request_answer
 from bot.access.feature import FEATURE as ACCESS
-from bot.access.gate import AccessList, owner_code
-from bot.access.models import AccessEntry
-from bot.envfile import set_values
+from bot.access.gate import AccessList
+from bot.access.pairing import Pairing, Stranger
 from bot.telegram.approval_ask import WAITING, answers_a_question
 from bot.telegram.groups import GROUP_CHATS, addressed
+from bot.telegram.outbox import Outbox
 from bot.telegram.render import send_plain
+from bot.telegram.replies import send_answer
+from tools.feature import Answer
 
 if TYPE_CHECKING:
     from bot.app import App
@@ -29,20 +29,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
-_MAX_REMEMBERED_STRANGERS = 10_000
 # Set in the data of an update handled again at start-up (bot/telegram/inbox.py): the task
 # that replays it is counted in flight and holds the chat's turn already.
 REPLAYED = "inbox_replayed"
-
-
-def refusal_text(user_id: int) -> str:
-    return (
-        "This is a private Sidekick bot, so I can't answer you.\n"
-        f"Your Telegram user id is {user_id}.\n"
-        "If this is your bot, add this line to its .env file and restart it "
-        "(separate several ids with commas):\n"
-        f"ALLOWED_USER_IDS={user_id}"
-    )
 
 
 class InFlight(BaseMiddleware):
@@ -94,51 +83,24 @@ def chat_key(update: Update) -> int | None:
     return None
 
 
-def asked_text(user_id: int, group: bool) -> str:
-    """A stranger's answer when the owner was asked: their id stays in it (and the line to
-    add), for an owner who is locked out of their own bot."""
-    what = "to admit this group" if group else "to let you in"
-    return (
-        f"This is a private Sidekick bot. I asked its owner {what}; "
-        "you will hear from me here when they answer.\n"
-        f"Your Telegram user id is {user_id}.\n"
-        f"If this is your bot, add ALLOWED_USER_IDS={user_id} to its .env and restart it."
-    )
-
-
-def no_owner_text(user_id: int) -> str:
-    return (
-        "This Sidekick bot has no owner yet. If it is yours, send me the owner code: "
-        "`sidekick run` prints it when it starts, and `sidekick setup` shows it.\n"
-        f"Your Telegram user id is {user_id}.\n"
-        f"Or add ALLOWED_USER_IDS={user_id} to its .env and restart it."
-    )
-
-
-def owner_text(user_id: int, written: Path | None) -> str:
-    where = (
-        f"I wrote ALLOWED_USER_IDS={user_id} to {written}."
-        if written is not None
-        else f"Add ALLOWED_USER_IDS={user_id} to the bot's .env to keep it so."
-    )
-    return (
-        "You are this bot's owner now: you sent its owner code while ALLOWED_USER_IDS "
-        f"was empty. {where} Anyone else who messages me asks you first."
-    )
-
-
 class AccessMiddleware(BaseMiddleware):
     """Only ALLOWED_USER_IDS and who the owner let in (bot/access) get served, and everyone in
-    a group the owner admitted. A stranger's message asks the owner (Allow / Deny); the
-    stranger hears so once per outcome. With no owner at all, the first private message that
-    carries the owner code (bot/access/gate.py owner_code) makes its sender the owner."""
+    a group the owner admitted. Anyone else is bot/access's to answer (pairing.py): a
+    stranger's message asks the owner (Allow / Deny), and with no owner at all the first
+    private message that carries the owner code makes its sender the owner; this sends what
+    it decides."""
 
     def __init__(self, app: App) -> None:
         assert app.access is not None
-        self.app = app
         self.access: AccessList = app.access
-        self.told: dict[int, str] = {}  # chat id -> the last outcome it was told
-        self.asking = asyncio.Lock()
+        token = app.settings.telegram_bot_token
+        self.pairing = Pairing(
+            app.access,
+            app.session_factory,
+            app.deps.clock,
+            token.get_secret_value() if token is not None else None,
+            app.settings.env_source,
+        )
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         user: User | None = data.get("event_from_user")
@@ -162,79 +124,38 @@ class AccessMiddleware(BaseMiddleware):
         if message is None:
             return None
         if message.chat.type == ChatType.PRIVATE and await self.access.owner() is None:
-            if await self._learn_owner(bot, user, message.text or ""):
+            said = await self.pairing.claim(user.id, user.full_name, message.text or "")
+            if said is not None:  # the owner now: told so, then served
+                await bot.send_message(user.id, said)
                 return await handler(event, data)
-            if self.told.get(user.id) != "no owner":
-                if len(self.told) >= _MAX_REMEMBERED_STRANGERS:
-                    self.told.clear()
-                self.told[user.id] = "no owner"
-                await bot.send_message(user.id, no_owner_text(user.id))
+            said = self.pairing.unowned(user.id)
+            if said is not None:
+                await bot.send_message(user.id, said)
             return None
         # In a group, only a stranger who talks to the bot hears why it stays silent.
         if not await addressed(message, bot, "mention"):
             return None
         log.warning("refused an update from user id %s (not let in)", user.id)
-        await self._ask_owner(bot, message, user, data)
-        return None
-
-    async def _learn_owner(self, bot: Bot, user: User, text: str) -> bool:
-        app = self.app
-        token = app.settings.telegram_bot_token
-        if token is None or owner_code(token.get_secret_value()) not in text.lower().split():
-            return False
-        if not await self.access.learn_owner(user.id, user.full_name, app.deps.clock()):
-            return False
-        env = app.settings.env_source
-        written: Path | None = None
-        if env is not None and env.is_file():
-            try:
-                set_values(env, {"ALLOWED_USER_IDS": str(user.id)})
-                written = env
-            except OSError as exc:
-                log.warning("could not write the owner to %s: %s", env, exc)
-        log.warning("user id %s is the owner now (first private message)", user.id)
-        await bot.send_message(user.id, owner_text(user.id, written))
-        return True
-
-    async def _ask_owner(
-        self, bot: Bot, message: Message, user: User, data: dict[str, Any]
-    ) -> None:
         group = message.chat.type in GROUP_CHATS
-        chat_id = message.chat.id if group else user.id
-        name = (message.chat.title or "") if group else user.full_name
-        owner = await self.access.owner()
-        now = self.app.deps.clock()
-        sf = self.app.session_factory
-        outcome = "no owner"
-        if owner is not None:
-            kind = "group" if group else "user"
-            # One at a time: strangers' chats run concurrently, and two requests counted
-            # at once would both pass the hourly cap (across workers it may overshoot by one
-            # per worker, which a rate limit can bear).
-            async with self.asking:
-                outcome = await access_repo.request(sf, chat_id, kind, name, user.id, now)
-        if outcome == "asked":
-            entry = AccessEntry(chat_id=chat_id, kind="group" if group else "user", name=name)
-            asker = f"{user.full_name} (Telegram id {user.id})"
-            # The features' renderer imports this module (through bot/telegram/user.py).
-            from bot.telegram.routers.features import send_answer
+        who = Stranger(
+            user.id,
+            user.full_name,
+            message.chat.id if group else user.id,
+            (message.chat.title or "") if group else None,
+        )
+        said = await self.pairing.knock(who, partial(_ask_owner, data["outbox"]))
+        if said is not None:
+            await bot.send_message(message.chat.id, said)
 
-            try:
-                assert owner is not None
-                outbox = data["outbox"]
-                await send_answer(
-                    outbox, owner, ACCESS, request_answer(entry, asker), forbidden_raises=True
-                )
-            except TelegramAPIError as exc:  # the owner never opened a chat with the bot
-                log.warning("could not ask the owner about user id %s: %s", user.id, exc)
-                outcome = "owner unreachable"
-        if outcome == "pending" or self.told.get(chat_id) == outcome:
-            return  # told already
-        if len(self.told) >= _MAX_REMEMBERED_STRANGERS:
-            self.told.clear()
-        self.told[chat_id] = outcome
-        said = asked_text(user.id, group) if outcome == "asked" else refusal_text(user.id)
-        await bot.send_message(message.chat.id, said)
+
+async def _ask_owner(outbox: Outbox, owner: int, request: Answer) -> bool:
+    """The owner gets a stranger's request with its buttons, as a command's answer would."""
+    try:
+        await send_answer(outbox, owner, ACCESS, request, forbidden_raises=True)
+    except TelegramAPIError as exc:  # the owner never opened a chat with the bot
+        log.warning("could not ask the owner (id %s) about a stranger: %s", owner, exc)
+        return False
+    return True
 
 
 WAITS_FOR_QUESTION = (

@@ -89,6 +89,31 @@ def _item(row: repo.Owed) -> Item:
     return Item(kind, row.text, entities, markup, row.data, row.filename)
 
 
+async def put(bot: Bot, chat_id: int, item: Item) -> int:
+    """One message to Telegram, once; its message id. Refused formatting goes again as
+    plain text, a refused photo as a document. The one way a message is sent: the outbox's
+    replies and the deliveries a feature makes unasked (bot/telegram/reminder_delivery.py)."""
+    markup = item.markup
+    try:
+        if item.kind == "answer":
+            msg = await bot.send_message(chat_id, item.text, parse_mode=None,
+                entities=item.entities or None, reply_markup=markup)  # fmt: skip
+        else:
+            file = BufferedInputFile(item.data or b"", filename=item.filename or "file")
+            send = bot.send_photo if item.kind == "photo" else bot.send_document
+            msg = await send(chat_id, file, reply_markup=markup)
+    except TelegramBadRequest as exc:
+        if item.kind == "answer" and item.entities:
+            log.warning("Telegram rejected a formatted message (%s); sending it plain", exc)
+            return await put(bot, chat_id, Item("answer", item.text, [], markup))
+        if item.kind == "photo":
+            log.info("%s not taken as a photo (%s); sending a document", item.filename, exc)
+            return await put(bot, chat_id, Item("document", "", [], markup, item.data,
+                                                item.filename))  # fmt: skip
+        raise
+    return msg.message_id
+
+
 @dataclass
 class Outbox:
     bot: Bot
@@ -121,7 +146,7 @@ class Outbox:
             return False
         for i, item in enumerate(items):
             try:
-                await self._put(chat_id, item)
+                await put(self.bot, chat_id, item)
             except TRANSIENT as exc:
                 log.warning("reply to chat %d not sent (%s): queued", chat_id, type(exc).__name__)
                 await self.queue(chat_id, about, items[i:])
@@ -155,29 +180,6 @@ class Outbox:
             return False
         async with self.sf() as s:
             return await repo.owed(s, chat_id)
-
-    async def _put(self, chat_id: int, item: Item) -> int:
-        """One message to Telegram, once; its message id. Refused formatting goes again as
-        plain text, a refused photo as a document."""
-        markup = item.markup
-        try:
-            if item.kind == "answer":
-                msg = await self.bot.send_message(chat_id, item.text, parse_mode=None,
-                    entities=item.entities or None, reply_markup=markup)  # fmt: skip
-            else:
-                file = BufferedInputFile(item.data or b"", filename=item.filename or "file")
-                send = self.bot.send_photo if item.kind == "photo" else self.bot.send_document
-                msg = await send(chat_id, file, reply_markup=markup)
-        except TelegramBadRequest as exc:
-            if item.kind == "answer" and item.entities:
-                log.warning("Telegram rejected a formatted message (%s); sending it plain", exc)
-                return await self._put(chat_id, Item("answer", item.text, [], markup))
-            if item.kind == "photo":
-                log.info("%s not taken as a photo (%s); sending a document", item.filename, exc)
-                return await self._put(chat_id, Item("document", "", [], markup, item.data,
-                                                     item.filename))  # fmt: skip
-            raise
-        return msg.message_id
 
     async def settled(self, chat_id: int, about: int) -> None:
         """Record that the user's message got a reply another way (the error line), so a
@@ -265,7 +267,7 @@ class Outbox:
         """Send one row: True when it went (or was given up), False when the chat waits.
         Telegram's "not now" is raised, after it is recorded."""
         try:
-            message_id = await self._put(row.chat_id, _item(row))
+            message_id = await put(self.bot, row.chat_id, _item(row))
         except TelegramBadRequest:
             return await self._give_up(row, "Telegram refused the message (400)")
         except TelegramForbiddenError:

@@ -91,6 +91,19 @@ async def test_a_crowd_of_strangers_cannot_flood_the_owner(tg: TG) -> None:
     assert len(refused) == 3
 
 
+async def test_an_owner_the_bot_cannot_reach_leaves_the_stranger_the_plain_refusal(
+    tg: TG,
+) -> None:
+    tg.server.fail_next("sendMessage", 403)  # the owner never opened a chat with the bot
+    await tg.send(STRANGER, "let me in")
+    told = await tg.reply(STRANGER)
+    assert f"ALLOWED_USER_IDS={STRANGER}" in told.text and "I asked" not in told.text
+    await tg.send(STRANGER, "hello?")  # the request stays open: nothing more is said
+    await tg.idle()
+    assert tg.unread(STRANGER) == [] and tg.server.sent_to(OWNER) == []
+    assert [c.status for c in tg.server.calls if c.method == "sendMessage"][:1] == [403]
+
+
 async def test_users_lists_and_removes_and_only_the_owner_may(tg: TG) -> None:
     deliveries(tg)
     await tg.send(STRANGER, "hi", **named(STRANGER, "Mallory"))

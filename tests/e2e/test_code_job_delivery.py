@@ -74,6 +74,21 @@ async def test_a_done_job_sends_its_summary_and_files_once(tg: TG) -> None:
     assert tg.unread(OWNER) == []
 
 
+async def test_an_image_telegram_refuses_as_a_photo_comes_as_a_document(tg: TG) -> None:
+    """Unasked deliveries send files the outbox's way: a refused photo goes again as a
+    document, and the message after it still follows."""
+    await add_job(tg, "job4", {"plot.png": b"not really a png", "notes.md": b"# notes\n"})
+    tg.server.fail_next("sendPhoto", 400)
+    start_delivering(tg)
+    text, plot, notes = await tg.replies(OWNER, 3)
+    assert "Code job job4 is done" in (text.text or "")
+    assert (plot.method, plot.filename, plot.document) == (
+        "sendDocument", "plot.png", b"not really a png",
+    )  # fmt: skip
+    assert (notes.method, notes.filename) == ("sendDocument", "notes.md")
+    assert [c.status for c in tg.server.calls if c.method == "sendPhoto"] == [400]
+
+
 async def test_many_files_go_as_one_archive(tg: TG) -> None:
     files = {f"part{i}.ts": f"export const n = {i}\n".encode() for i in range(6)}
     await add_job(tg, "job2", files)

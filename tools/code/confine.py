@@ -191,7 +191,7 @@ def enter_namespaces(net: bool, uid: int | None) -> bool:
 
 
 def loopback_up() -> None:
-    """A new network namespace starts with `lo` down; egress.js listens on it."""
+    """A new network namespace starts with `lo` down; forward.js listens on it."""
     import fcntl
     import socket
 
@@ -476,7 +476,7 @@ def confine(plan: dict[str, Any]) -> None:
         if not namespaced:
             raise Refused("the egress rule needs a network namespace, which the kernel refused")
         loopback_up()
-        if mode == "landlock":  # (the namespace view holds no host socket: egress.js)
+        if mode == "landlock":  # (the namespace view holds no host socket: forward.js)
             egress = (egress_listener(), os.path.join(plan["egress"], EGRESS_SOCKET))
     # The new PID namespace starts with our first child; without one, the parent
     # watches the work dir's size instead of a size-capped tmpfs.

@@ -5,7 +5,7 @@ and connected to as checked) unless CODE_NETWORK=all.
 The run gets a network namespace of its own holding only loopback, so nothing it opens
 leaves the sandbox directly; something listens on the namespace's 127.0.0.1:3128 and
 passes each connection to this socket, and HTTP_PROXY / HTTPS_PROXY point bun's fetch
-there: egress.js preloaded into bun (bwrap, the namespace view: no host socket is in
+there: forward.js preloaded into bun (bwrap, the namespace view: no host socket is in
 reach there), or under Landlock confine.py's own process, outside the seccomp filter
 that keeps the code from every Unix socket (confine.serve_egress). CONNECT (https) and
 absolute-form requests (http) are served; anything else gets an error status and a
@@ -33,7 +33,7 @@ from tools.fetch.policy import IP, Policy
 log = logging.getLogger(__name__)
 
 PROXY_PORT = confine.PROXY_PORT  # inside the run's own network namespace
-RELAY_JS = Path(__file__).with_name("egress.js")
+RELAY_JS = Path(__file__).with_name("forward.js")
 SOCKET_NAME = confine.EGRESS_SOCKET
 HEAD_LIMIT = 64 * 1024
 HEAD_TIMEOUT_S = 10.0  # a connection that sends no request is closed after this
@@ -62,7 +62,7 @@ class EgressProxy:
         self._gates: dict[Path, _Gate] = {}
 
     async def open(self, uid: int | None) -> Path:
-        """A new folder holding the run's socket and egress.js (bound into its sandbox),
+        """A new folder holding the run's socket and forward.js (bound into its sandbox),
         owned by `uid` (the run's throwaway uid when we are root) and closed to others."""
         folder = Path(tempfile.mkdtemp(prefix="sidekick-egress-"))  # 0700
         try:

@@ -4,7 +4,7 @@ What a job gets: its work dir (on the host's disk, kept after the job: the files
 delivered, `execute` can run them, a restart finds them) at /work; a private HOME and /tmp
 (size-capped tmpfs; OpenCode keeps its database and logs there); the installed config dir
 (`@opencode-ai/plugin` pre-seeded, read-only, so nothing is installed at start); a network
-namespace holding only loopback, where opencode.js opens the way to the model relay
+namespace holding only loopback, where forward.js opens the way to the model relay
 (relay.py: the key is added on the bot's side, so the sandbox holds no secret) and, when
 the code's network is on, to the egress proxy (egress.py: the same rule as code runs).
 Its shell can do anything inside; nothing outside exists for it. The whole sandbox ends
@@ -29,17 +29,19 @@ from pathlib import Path
 from typing import Any
 
 from tools.code.bun import BunInfo
-from tools.code.egress import PROXY_PORT, SOCKET_NAME, EgressProxy
+from tools.code.egress import PROXY_PORT, RELAY_JS, SOCKET_NAME, EgressProxy
 from tools.code.relay import ModelRelay
 from tools.code.sandbox import (
     BUN_IN_SANDBOX,
     EGRESS_IN_SANDBOX,
+    RELAY_JS_IN_SANDBOX,
     Plan,
     _system_binds,
     bwrap_path,
     clean_env,
     drop_uid_argv,
     own_task_count,
+    relayed_argv,
 )
 from tools.code.spawn import spawn
 
@@ -237,6 +239,7 @@ class OpenCodeRunner:
         opts += ["--ro-bind", self.bun.path, BUN_IN_SANDBOX]
         opts += ["--ro-bind", str(self.install.binary), OPENCODE_IN_SANDBOX]
         opts += ["--ro-bind", str(LAUNCHER_JS), LAUNCHER_IN_SANDBOX]
+        opts += ["--ro-bind", str(RELAY_JS), RELAY_JS_IN_SANDBOX]
         opts += ["--proc", "/proc", "--dev", "/dev"]
         opts += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
         opts += ["--perms", "1777", "--size", str(HOME_BYTES), "--tmpfs", HOME_IN_SANDBOX]
@@ -264,8 +267,8 @@ class OpenCodeRunner:
             "--core=0",
             "--",
         ]  # fmt: skip
-        command = [*drop_uid_argv(uid), BUN_IN_SANDBOX, "run", *self.bun.run_flags,
-                   LAUNCHER_IN_SANDBOX]  # fmt: skip
+        launch = relayed_argv(self.bun, BUN_IN_SANDBOX, RELAY_JS_IN_SANDBOX, LAUNCHER_IN_SANDBOX)
+        command = [*drop_uid_argv(uid), *launch]
         bwrap = bwrap_path() or "bwrap"
         argv = [*limits, bwrap, *command]
         return Plan(argv, {"PATH": "/usr/bin:/bin"}, "/", None, piped_args=tuple(opts),

@@ -1,7 +1,7 @@
 """The model relay: how a generation job's OpenCode reaches the model without the API key.
 
 An HTTP server on a Unix socket in the bot process. The job's sandbox has a network
-namespace of its own holding only loopback; opencode.js, in there, passes connections to
+namespace of its own holding only loopback; forward.js, in there, passes connections to
 127.0.0.1:<port> on to this socket (bound into the sandbox), and OpenCode's config names
 that endpoint with no key. Here each request gets the Authorization header and goes on to
 LLM_BASE_URL; the answer (a stream of events, usually) comes back as it arrives. Only the

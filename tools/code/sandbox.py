@@ -60,7 +60,7 @@ TASKS_PER_RUN = 128  # bun's own threads, and room for a few child processes
 WORK_IN_SANDBOX = "/work"
 BUN_IN_SANDBOX = "/opt/bun/bun"
 EGRESS_IN_SANDBOX = "/run/sidekick"  # the egress proxy's socket folder (egress.py)
-EGRESS_JS_IN_SANDBOX = "/opt/sidekick/egress.js"
+RELAY_JS_IN_SANDBOX = "/opt/sidekick/forward.js"  # egress.py RELAY_JS
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_FILES = (
     "/etc/resolv.conf",
@@ -103,7 +103,7 @@ class Plan:
 
 
 def egress_env(socket_folder: str) -> dict[str, str]:
-    """Bun's fetch through egress.js to the proxy (both spellings: tools differ)."""
+    """Bun's fetch through forward.js to the proxy (both spellings: tools differ)."""
     proxy = f"http://127.0.0.1:{PROXY_PORT}"
     return {
         "HTTP_PROXY": proxy,
@@ -114,9 +114,9 @@ def egress_env(socket_folder: str) -> dict[str, str]:
     }
 
 
-def egress_argv(bun: BunInfo, path: str, egress_js: str) -> list[str]:
-    """`bun run --preload egress.js <flags> -`."""
-    return [path, "run", "--preload", egress_js, *bun.run_flags, "-"]
+def relayed_argv(bun: BunInfo, path: str, relay_js: str, script: str = "-") -> list[str]:
+    """`bun run --preload forward.js <flags> <script>` (`-`: the code on stdin)."""
+    return [path, "run", "--preload", relay_js, *bun.run_flags, script]
 
 
 def clean_env(home: str, tmp: str) -> dict[str, str]:
@@ -261,8 +261,8 @@ def build_plan(
             argv.append("--unshare-net")
         if network and egress is not None:
             argv += ["--ro-bind", str(egress), EGRESS_IN_SANDBOX]
-            argv += ["--ro-bind", str(egress / RELAY_JS.name), EGRESS_JS_IN_SANDBOX]
-            bun_argv = egress_argv(bun, BUN_IN_SANDBOX, EGRESS_JS_IN_SANDBOX)
+            argv += ["--ro-bind", str(egress / RELAY_JS.name), RELAY_JS_IN_SANDBOX]
+            bun_argv = relayed_argv(bun, BUN_IN_SANDBOX, RELAY_JS_IN_SANDBOX)
         argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
         for key, value in env.items():
             argv += ["--setenv", key, value]
@@ -311,11 +311,11 @@ def confined_plan(
         "bun": bun.path,
         "bun_inside": BUN_IN_SANDBOX,
         # Under Landlock, confine.py itself listens where HTTP_PROXY points (serve_egress).
-        "bun_argv": egress_argv(bun, bun.path, str(relay)) if egress and inside else bun.argv(),
+        "bun_argv": relayed_argv(bun, bun.path, str(relay)) if egress and inside else bun.argv(),
         "egress": str(egress) if egress else None,
         "egress_inside": EGRESS_IN_SANDBOX,
         "egress_js": str(relay),
-        "egress_js_inside": EGRESS_JS_IN_SANDBOX,
+        "egress_js_inside": RELAY_JS_IN_SANDBOX,
         "system_dirs": list(SYSTEM_DIRS),
         "etc_files": [*ETC_FILES, "/etc/ld.so.cache"],
         "tmp_bytes": WORK_SIZE_BYTES,

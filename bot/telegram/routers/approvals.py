@@ -17,7 +17,7 @@ from bot.approvals.gate import Choice
 from bot.approvals.questions import answer_data
 from bot.telegram.approval_ask import OLD_PREFIX
 from bot.telegram.outbox import Outbox
-from bot.telegram.routers.features import send_answer
+from bot.telegram.replies import send_answer
 from bot.telegram.user import ChatUser, use_user
 from tools.feature import CommandCall, Pressed, Who
 

@@ -5,7 +5,6 @@ handler per command, one for the buttons of all features (callback data
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 from aiogram import Bot, F, Router
 from aiogram.exceptions import TelegramAPIError, TelegramForbiddenError
@@ -14,75 +13,19 @@ from aiogram.filters import CommandObject
 from aiogram.types import (
     BufferedInputFile,
     CallbackQuery,
-    InlineKeyboardButton,
-    InlineKeyboardMarkup,
     Message,
     User,
 )
 
-from bot import heap
 from bot.app import App
 from bot.telegram.groups import GROUP_CHATS
-from bot.telegram.outbox import Item, Outbox, text_items
-from bot.telegram.render import Chunk, render, split_plain, with_retry
+from bot.telegram.outbox import Outbox, text_items
+from bot.telegram.render import with_retry
+from bot.telegram.replies import markup, send_answer
 from bot.telegram.user import ChatUser, use_user
-from tools.feature import Answer, Command, CommandCall, Feature, Who, button_data
+from tools.feature import Answer, Command, CommandCall, Feature, Who
 
 log = logging.getLogger(__name__)
-
-
-def _markup(feature: Feature, answer: Answer) -> InlineKeyboardMarkup | None:
-    if not answer.buttons:
-        return None
-    rows = [
-        [
-            InlineKeyboardButton(text=b.label, callback_data=button_data(feature, b.data))
-            for b in row
-        ]
-        for row in answer.buttons
-    ]
-    return InlineKeyboardMarkup(inline_keyboard=rows)
-
-
-async def answer_items(feature: Feature, answer: Answer) -> list[Item]:
-    """The chart first (the text under it carries the same figures), the text with its
-    buttons, then the file, then the messages that follow."""
-    items: list[Item] = []
-    png = await answer.chart() if answer.chart is not None else None
-    if png is not None:
-        items.append(Item("photo", data=png, filename="chart.png"))
-        heap.trim()  # the render's buffers are freed but stay mapped until trimmed
-    chunks: list[Chunk] = (
-        render(answer.text)
-        if answer.markdown
-        else [(t, []) for t in split_plain(answer.text) or ["(empty)"]]
-    )
-    texts = text_items(chunks)
-    texts[-1] = replace(texts[-1], markup=_markup(feature, answer))  # buttons under the last
-    items += texts
-    if answer.file is not None:
-        name, content = answer.file
-        items.append(Item("document", data=content, filename=name))
-    for then in answer.more:
-        items += await answer_items(feature, then)
-    return items
-
-
-async def send_answer(
-    outbox: Outbox,
-    chat_id: int,
-    feature: Feature,
-    answer: Answer,
-    about: int | None = None,
-    *,
-    forbidden_raises: bool = False,
-) -> None:
-    """A command's reply, through the outbox: in the chat's order, and kept through a
-    Telegram outage (charts, buttons and files too). `forbidden_raises`: a chat closed to
-    the bot raises TelegramForbiddenError (a private reply to a group member) instead of
-    being logged."""
-    items = await answer_items(feature, answer)
-    await outbox.send(chat_id, about, items, forbidden_raises=forbidden_raises)
 
 
 SENT_PRIVATELY = "I sent the answer to /{command} to you in a private chat: it is yours alone."
@@ -158,7 +101,7 @@ def _answer_presses(router: Router, feature: Feature) -> None:
                 pressed.answer.text,
                 chat_id=query.message.chat.id,
                 message_id=query.message.message_id,
-                reply_markup=_markup(feature, pressed.answer),
+                reply_markup=markup(feature, pressed.answer),
             )
 
 
