@@ -18,8 +18,8 @@ from aiogram.types import Message
 from bot.agent.runner import Events, Incoming, Reply
 from bot.app import App
 from bot.telegram.files import file_items
-from bot.telegram.outbox import Item, Outbox, text_items
-from bot.telegram.render import render
+from bot.telegram.outbox import Outbox, text_items
+from bot.telegram.render import Item, render
 from bot.telegram.streaming import ReplyStreamer
 from bot.telegram.voice_reply import send_voice_reply
 from tools.errors import storage_problem

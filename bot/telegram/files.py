@@ -13,8 +13,7 @@ from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 
 from bot.media.attachments import MediaItem
 from bot.media.errors import MediaError
-from bot.telegram.outbox import Item
-from bot.telegram.render import with_retry
+from bot.telegram.render import Item, with_retry
 
 log = logging.getLogger(__name__)
 

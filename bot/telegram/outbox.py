@@ -31,9 +31,9 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
-from aiogram.types import BufferedInputFile, InlineKeyboardMarkup, MessageEntity
+from aiogram.types import InlineKeyboardMarkup, MessageEntity
 
-from bot.telegram.render import Chunk
+from bot.telegram.render import Chunk, Item, put
 from db.engine import SessionFactory
 from db.locks import Locks
 from db.repos import outbox as repo
@@ -48,19 +48,6 @@ PAGE = 100  # rows a pass reads at once (a queued file's bytes come with its row
 
 # The Telegram errors that say "not now" rather than "never".
 TRANSIENT = (TelegramNetworkError, TelegramServerError, TelegramRetryAfter)
-
-
-@dataclass(frozen=True)
-class Item:
-    """One message of a reply: text (with its entities), a photo or a document; the
-    buttons ride on it as an inline keyboard."""
-
-    kind: str  # answer | photo | document
-    text: str = ""
-    entities: list[MessageEntity] = field(default_factory=list)
-    markup: InlineKeyboardMarkup | None = None
-    data: bytes | None = None
-    filename: str | None = None
 
 
 def text_items(chunks: Sequence[Chunk | str]) -> list[Item]:
@@ -87,31 +74,6 @@ def _item(row: repo.Owed) -> Item:
     markup = InlineKeyboardMarkup.model_validate_json(row.markup) if row.markup else None
     kind = row.kind if row.kind in ("photo", "document") else "answer"  # notices are text
     return Item(kind, row.text, entities, markup, row.data, row.filename)
-
-
-async def put(bot: Bot, chat_id: int, item: Item) -> int:
-    """One message to Telegram, once; its message id. Refused formatting goes again as
-    plain text, a refused photo as a document. The one way a message is sent: the outbox's
-    replies and the deliveries a feature makes unasked (bot/telegram/reminder_delivery.py)."""
-    markup = item.markup
-    try:
-        if item.kind == "answer":
-            msg = await bot.send_message(chat_id, item.text, parse_mode=None,
-                entities=item.entities or None, reply_markup=markup)  # fmt: skip
-        else:
-            file = BufferedInputFile(item.data or b"", filename=item.filename or "file")
-            send = bot.send_photo if item.kind == "photo" else bot.send_document
-            msg = await send(chat_id, file, reply_markup=markup)
-    except TelegramBadRequest as exc:
-        if item.kind == "answer" and item.entities:
-            log.warning("Telegram rejected a formatted message (%s); sending it plain", exc)
-            return await put(bot, chat_id, Item("answer", item.text, [], markup))
-        if item.kind == "photo":
-            log.info("%s not taken as a photo (%s); sending a document", item.filename, exc)
-            return await put(bot, chat_id, Item("document", "", [], markup, item.data,
-                                                item.filename))  # fmt: skip
-        raise
-    return msg.message_id
 
 
 @dataclass

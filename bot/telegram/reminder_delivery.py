@@ -17,8 +17,8 @@ from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError
 
 from bot.telegram.files import file_items
-from bot.telegram.outbox import Item, put, text_items
-from bot.telegram.render import Chunk, render, split_plain, with_retry
+from bot.telegram.outbox import text_items
+from bot.telegram.render import Chunk, Item, put, render, split_plain, with_retry
 from db.repos.core import Recipient
 from tools.feature import File
 from tools.reminders.firing import DeliveryRejected, RecipientBlocked

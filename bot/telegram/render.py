@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from aiogram import Bot
@@ -19,7 +20,7 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
-from aiogram.types import InlineKeyboardMarkup, Message, MessageEntity
+from aiogram.types import BufferedInputFile, InlineKeyboardMarkup, Message, MessageEntity
 from telegramify_markdown import convert, split_entities
 from telegramify_markdown.entity import utf16_len
 from tenacity import (
@@ -109,6 +110,44 @@ async def with_retry(
     return await retrying(once)
 
 
+@dataclass(frozen=True)
+class Item:
+    """One message of a reply: text (with its entities), a photo or a document; the
+    buttons ride on it as an inline keyboard."""
+
+    kind: str  # answer | photo | document
+    text: str = ""
+    entities: list[MessageEntity] = field(default_factory=list)
+    markup: InlineKeyboardMarkup | None = None
+    data: bytes | None = None
+    filename: str | None = None
+
+
+async def put(bot: Bot, chat_id: int, item: Item) -> int:
+    """One message to Telegram, once; its message id. Refused formatting goes again as
+    plain text, a refused photo as a document. The one way a message is sent: the outbox's
+    replies and the deliveries a feature makes unasked (bot/telegram/reminder_delivery.py)."""
+    markup = item.markup
+    try:
+        if item.kind == "answer":
+            msg = await bot.send_message(chat_id, item.text, parse_mode=None,
+                entities=item.entities or None, reply_markup=markup)  # fmt: skip
+        else:
+            file = BufferedInputFile(item.data or b"", filename=item.filename or "file")
+            send = bot.send_photo if item.kind == "photo" else bot.send_document
+            msg = await send(chat_id, file, reply_markup=markup)
+    except TelegramBadRequest as exc:
+        if item.kind == "answer" and item.entities:
+            log.warning("Telegram rejected a formatted message (%s); sending it plain", exc)
+            return await put(bot, chat_id, Item("answer", item.text, [], markup))
+        if item.kind == "photo":
+            log.info("%s not taken as a photo (%s); sending a document", item.filename, exc)
+            return await put(bot, chat_id, Item("document", "", [], markup, item.data,
+                                                item.filename))  # fmt: skip
+        raise
+    return msg.message_id
+
+
 async def send_chunk(
     bot: Bot,
     chat_id: int,
@@ -116,23 +155,11 @@ async def send_chunk(
     entities: list[MessageEntity],
     reply_markup: InlineKeyboardMarkup | None = None,
 ) -> int:
-    """Send one chunk; if Telegram rejects its formatting, send the same text plain."""
-    try:
-        msg = await with_retry(
-            lambda: bot.send_message(
-                chat_id, text, entities=entities or None, parse_mode=None, reply_markup=reply_markup
-            ),
-            "sendMessage",
-        )
-    except TelegramBadRequest as exc:
-        if not entities:
-            raise
-        log.warning("Telegram rejected a formatted chunk (%s); resending it as plain text", exc)
-        msg = await with_retry(
-            lambda: bot.send_message(chat_id, text, parse_mode=None, reply_markup=reply_markup),
-            "sendMessage (plain)",
-        )
-    return msg.message_id
+    """Send one chunk now (429 and network errors retried, bounded); refused formatting
+    goes again as plain text (`put`)."""
+    return await with_retry(
+        lambda: put(bot, chat_id, Item("answer", text, entities, reply_markup)), "sendMessage"
+    )
 
 
 async def send_markdown(
@@ -166,4 +193,6 @@ async def send_plain(bot: Bot, chat_id: int, text: str) -> list[int]:
     return ids
 
 
-__all__ = ["render", "send_chunk", "send_markdown", "send_plain", "tail", "utf16_len"]
+__all__ = [
+    "Item", "put", "render", "send_chunk", "send_markdown", "send_plain", "tail", "utf16_len",
+]  # fmt: skip

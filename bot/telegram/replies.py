@@ -10,8 +10,8 @@ from dataclasses import replace
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot import heap
-from bot.telegram.outbox import Item, Outbox, text_items
-from bot.telegram.render import Chunk, render, split_plain
+from bot.telegram.outbox import Outbox, text_items
+from bot.telegram.render import Chunk, Item, render, split_plain
 from tools.feature import Answer, Feature, button_data
 
 
