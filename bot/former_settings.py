@@ -13,10 +13,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
+
 from bot.llm.settings import split_models
-from bot.media.settings import off_or_url
+from bot.media.settings import MediaSettings, off_or_url, origin
 from bot.sessions.settings import parse_split
 from bot.usage.settings import number
+from bot.voice.settings import VoiceSettings
 from tools.code.settings import GENERATE_MEMORY_MB, GENERATE_TIMEOUT_S
 
 
@@ -153,13 +156,74 @@ def speech(raw: Raw, t: Translation) -> None:
             _replaced(t, raw, old, model, f"{model}=off", said=f"{old}=off")
         elif url is not None:
             urls[old] = url
-    _one_of(raw, t, urls, "SPEECH_BASE_URL", lambda url: f"SPEECH_BASE_URL={url}")
     keys = {old: v for old in ("TRANSCRIBE_API_KEY", "TTS_API_KEY") if (v := raw.get(old))}
-    _one_of(raw, t, keys, "SPEECH_API_KEY", lambda _: "SPEECH_API_KEY (the same key)")
+    if len(set(urls.values())) > 1 and raw.get("SPEECH_BASE_URL") is None:
+        if not _two_servers(raw, t, urls, keys):
+            return
+    # On two servers, a key goes to SPEECH_BASE_URL's host only.
+    two = "@" in t.values.get("tts_model", "")
+    note = "" if two else " (voice notes and voice replies share it)"
+    _one_of(raw, t, urls, "SPEECH_BASE_URL", lambda url: f"SPEECH_BASE_URL={url}", note)
+    _one_of(raw, t, keys, "SPEECH_API_KEY", lambda _: "SPEECH_API_KEY (the same key)", note)
+
+
+def _two_servers(raw: Raw, t: Translation, urls: dict[str, str], keys: dict[str, str]) -> bool:
+    """Speech to text and text to speech on two servers (whisper.cpp beside Kokoro): the
+    first is SPEECH_BASE_URL, the second TTS_MODEL=model@URL. A TTS server with a key of its
+    own cannot be said (the key goes to SPEECH_BASE_URL's host only): an error naming what
+    to write. True: the caller translates what is left in `urls` and `keys` (a TTS key on
+    the transcription server's host is that server's key); False: an error."""
+    stt, tts = urls.pop("TRANSCRIBE_BASE_URL"), urls.pop("TTS_BASE_URL")
+    model = (raw.get("TTS_MODEL") or _default(VoiceSettings, "tts_model")).strip()
+    if model.lower() == "off" or "@" in model:
+        why = f"TTS_MODEL={model} says where voice replies go"
+        if model.lower() == "off":
+            why = "voice replies are off: TTS_MODEL=off"
+        for old in raw.present("TTS_BASE_URL", "TTS_API_KEY"):
+            _unused(t, raw, old, why)
+        keys.pop("TTS_API_KEY", None)
+        urls["TRANSCRIBE_BASE_URL"] = stt
+        return True
+    tts_key, stt_key = keys.get("TTS_API_KEY"), keys.get("TRANSCRIBE_API_KEY")
+    if tts_key is not None and origin(tts) != origin(stt):
+        if stt_key is None:
+            stt_model = raw.get("TRANSCRIBE_MODEL") or _default(MediaSettings, "transcribe_model")
+            t.errors.append(
+                f"TTS_API_KEY: the text-to-speech server {tts} needs its own key, and only "
+                f"SPEECH_BASE_URL's server gets one now: write SPEECH_BASE_URL={tts}, "
+                f"SPEECH_API_KEY=<your TTS_API_KEY> and TRANSCRIBE_MODEL={stt_model.strip()}@{stt}"
+            )
+        else:
+            t.errors.append(
+                f"TRANSCRIBE_API_KEY and TTS_API_KEY: servers {stt} and {tts} each need a key, "
+                "and only SPEECH_BASE_URL's server gets one now: set SPEECH_BASE_URL and "
+                "SPEECH_API_KEY for one, and turn the other off (TRANSCRIBE_MODEL=off or "
+                "TTS_MODEL=off) or serve it without a key (TRANSCRIBE_MODEL or TTS_MODEL="
+                "model@URL)"
+            )
+        return False
+    t.values["speech_base_url"] = stt
+    t.values["tts_model"] = f"{model}@{tts}"
+    where = dict.fromkeys(raw.where(n) for n in ("TRANSCRIBE_BASE_URL", "TTS_BASE_URL"))
+    t.warnings.append(
+        f"{' and '.join(where)}: TRANSCRIBE_BASE_URL and TTS_BASE_URL differ and are replaced "
+        f"by SPEECH_BASE_URL and TTS_MODEL: read as SPEECH_BASE_URL={stt} and "
+        f"TTS_MODEL={model}@{tts}; write that instead"
+    )
+    return True
+
+
+def _default(settings: type[BaseModel], name: str) -> str:
+    return str(settings.model_fields[name].default)
 
 
 def _one_of(
-    raw: Raw, t: Translation, found: dict[str, str], new: str, shown: Callable[[str], str]
+    raw: Raw,
+    t: Translation,
+    found: dict[str, str],
+    new: str,
+    shown: Callable[[str], str],
+    note: str,
 ) -> None:
     """Two former settings, one replacement: translated when they agree (or one is set)."""
     if not found or _new_is_set(t, raw, list(found), new):
@@ -174,7 +238,6 @@ def _one_of(
     value = next(iter(found.values()))
     t.values[new.lower()] = value
     for old in found:
-        note = " (voice notes and voice replies share it)"
         _replaced(t, raw, old, new, shown(value), note)
 
 
