@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from bot.llm.settings import split_models
+from bot.llm.settings import ModelSettings, split_models
 from bot.media.settings import MediaSettings, off_or_url, origin
 from bot.sessions.settings import parse_split
 from bot.usage.settings import number
@@ -157,8 +157,19 @@ def speech(raw: Raw, t: Translation) -> None:
         elif url is not None:
             urls[old] = url
     keys = {old: v for old in ("TRANSCRIBE_API_KEY", "TTS_API_KEY") if (v := raw.get(old))}
-    if len(set(urls.values())) > 1 and raw.get("SPEECH_BASE_URL") is None:
-        if not _two_servers(raw, t, urls, keys):
+    for kind in ("TRANSCRIBE", "TTS"):
+        if (raw.get(f"{kind}_MODEL") or "").strip().lower() == "off":
+            # That direction is off: where it went, and with which key, no longer matters.
+            for old in (f"{kind}_BASE_URL", f"{kind}_API_KEY"):
+                if urls.pop(old, None) is not None or keys.pop(old, None) is not None:
+                    _unused(t, raw, old, f"{kind}_MODEL=off turns that direction off")
+    # Where each direction went: an unset URL meant the LLM endpoint (a bad LLM_BASE_URL
+    # has its own error line, and is not copied into TTS_MODEL).
+    llm = _url(raw.get("LLM_BASE_URL") or _default(ModelSettings, "llm_base_url"))
+    if urls and llm and raw.get("SPEECH_BASE_URL") is None and _both_on(raw, t):
+        stt = urls.get("TRANSCRIBE_BASE_URL", llm)
+        tts = urls.get("TTS_BASE_URL", llm)
+        if stt != tts and not _two_servers(raw, t, urls, keys, stt, tts):
             return
     # On two servers, a key goes to SPEECH_BASE_URL's host only.
     two = "@" in t.values.get("tts_model", "")
@@ -167,22 +178,37 @@ def speech(raw: Raw, t: Translation) -> None:
     _one_of(raw, t, keys, "SPEECH_API_KEY", lambda _: "SPEECH_API_KEY (the same key)", note)
 
 
-def _two_servers(raw: Raw, t: Translation, urls: dict[str, str], keys: dict[str, str]) -> bool:
-    """Speech to text and text to speech on two servers (whisper.cpp beside Kokoro): the
-    first is SPEECH_BASE_URL, the second TTS_MODEL=model@URL. A TTS server with a key of its
-    own cannot be said (the key goes to SPEECH_BASE_URL's host only): an error naming what
-    to write. True: the caller translates what is left in `urls` and `keys` (a TTS key on
-    the transcription server's host is that server's key); False: an error."""
-    stt, tts = urls.pop("TRANSCRIBE_BASE_URL"), urls.pop("TTS_BASE_URL")
+def _url(value: str) -> str | None:
+    try:
+        url = off_or_url(value)
+    except ValueError:
+        return None
+    return None if url == "off" else url
+
+
+def _both_on(raw: Raw, t: Translation) -> bool:
+    """Voice notes and voice replies both on: else the one left takes SPEECH_BASE_URL."""
+    return all(
+        (t.values.get(name) or raw.get(name.upper()) or "").strip().lower() != "off"
+        for name in ("transcribe_model", "tts_model")
+    )
+
+
+def _two_servers(
+    raw: Raw, t: Translation, urls: dict[str, str], keys: dict[str, str], stt: str, tts: str
+) -> bool:
+    """Speech to text and text to speech on two servers (whisper.cpp beside Kokoro, or one
+    of them on the LLM endpoint): the first is SPEECH_BASE_URL (unset: the LLM's), the
+    second TTS_MODEL=model@URL. A TTS server with a key of its own cannot be said (the key
+    goes to SPEECH_BASE_URL's host only): an error naming what to write. True: the caller
+    translates what is left in `urls` and `keys` (a TTS key on the transcription server's
+    host is that server's key); False: an error."""
     model = (raw.get("TTS_MODEL") or _default(VoiceSettings, "tts_model")).strip()
-    if model.lower() == "off" or "@" in model:
-        why = f"TTS_MODEL={model} says where voice replies go"
-        if model.lower() == "off":
-            why = "voice replies are off: TTS_MODEL=off"
+    if "@" in model:
         for old in raw.present("TTS_BASE_URL", "TTS_API_KEY"):
-            _unused(t, raw, old, why)
+            _unused(t, raw, old, f"TTS_MODEL={model} says where voice replies go")
         keys.pop("TTS_API_KEY", None)
-        urls["TRANSCRIBE_BASE_URL"] = stt
+        urls.pop("TTS_BASE_URL", None)
         return True
     tts_key, stt_key = keys.get("TTS_API_KEY"), keys.get("TRANSCRIBE_API_KEY")
     if tts_key is not None and origin(tts) != origin(stt):
@@ -202,14 +228,25 @@ def _two_servers(raw: Raw, t: Translation, urls: dict[str, str], keys: dict[str,
                 "model@URL)"
             )
         return False
-    t.values["speech_base_url"] = stt
+    olds = raw.present("TRANSCRIBE_BASE_URL", "TTS_BASE_URL")
     t.values["tts_model"] = f"{model}@{tts}"
-    where = dict.fromkeys(raw.where(n) for n in ("TRANSCRIBE_BASE_URL", "TTS_BASE_URL"))
-    t.warnings.append(
-        f"{' and '.join(where)}: TRANSCRIBE_BASE_URL and TTS_BASE_URL differ and are replaced "
-        f"by SPEECH_BASE_URL and TTS_MODEL: read as SPEECH_BASE_URL={stt} and "
-        f"TTS_MODEL={model}@{tts}; write that instead"
-    )
+    read = [f"TTS_MODEL={model}@{tts}"]
+    if urls.pop("TRANSCRIBE_BASE_URL", None) is not None:
+        t.values["speech_base_url"] = stt
+        read.insert(0, f"SPEECH_BASE_URL={stt}")
+    urls.pop("TTS_BASE_URL", None)
+    where = " and ".join(dict.fromkeys(raw.where(n) for n in olds))
+    if len(olds) == 2:
+        said = "TRANSCRIBE_BASE_URL and TTS_BASE_URL differ and are replaced by SPEECH_BASE_URL"
+        said += " and TTS_MODEL"
+    elif olds == ["TTS_BASE_URL"]:
+        said = "TTS_BASE_URL is replaced by TTS_MODEL (voice notes stay on the LLM endpoint)"
+    else:
+        said = (
+            "TRANSCRIBE_BASE_URL is replaced by SPEECH_BASE_URL, and voice replies stay on "
+            "the LLM endpoint (TTS_MODEL names it)"
+        )
+    t.warnings.append(f"{where}: {said}: read as {' and '.join(read)}; write that instead")
     return True
 
 

@@ -131,9 +131,50 @@ def test_two_servers_with_voice_replies_off_keep_only_the_transcription_one(
     )
     s = load_settings()
     assert (s.speech_base_url, s.tts_model, s.speech_api_key) == ("http://a.local/v1", "off", None)
-    assert ".env: TTS_API_KEY is no longer a setting (voice replies are off: TTS_MODEL=off)" in (
+    assert ".env: TTS_API_KEY is no longer a setting (TTS_MODEL=off turns that direction off)" in (
         "\n".join(s.renamed)
     )
+
+
+@pytest.mark.parametrize(
+    ("env", "speech_base_url", "tts_model", "stt", "tts"),
+    [
+        # Kokoro for voice replies; voice notes stayed on the LLM endpoint, with its key.
+        (
+            "TTS_BASE_URL=http://kokoro.local:8880/v1\nTTS_MODEL=kokoro\n",
+            None,
+            "kokoro@http://kokoro.local:8880/v1",
+            ("https://api.openai.com/v1", "sk-llm"),
+            ("http://kokoro.local:8880/v1", None),
+        ),
+        # Groq for voice notes; voice replies stayed on the LLM endpoint, with its key.
+        (
+            "TRANSCRIBE_BASE_URL=https://api.groq.com/openai/v1\nTRANSCRIBE_API_KEY=gsk-groq\n",
+            "https://api.groq.com/openai/v1",
+            "tts-1@https://api.openai.com/v1",
+            ("https://api.groq.com/openai/v1", "gsk-groq"),
+            ("https://api.openai.com/v1", "sk-llm"),
+        ),
+    ],
+)
+def test_one_former_speech_url_keeps_the_other_direction_on_the_llm_endpoint(
+    tmp_path: Path,
+    env: str,
+    speech_base_url: str | None,
+    tts_model: str,
+    stt: tuple[str, str | None],
+    tts: tuple[str, str | None],
+) -> None:
+    (tmp_path / ".env").write_text(
+        f"LLM_BASE_URL=https://api.openai.com/v1/\nLLM_API_KEY=sk-llm\n{env}"
+    )
+    s = load_settings()
+    assert (s.speech_base_url, s.tts_model) == (speech_base_url, tts_model)
+    assert "stay on the LLM endpoint" in s.renamed[0]
+    heard = s.direction("TRANSCRIBE_MODEL", s.transcribe_model, s.llm_base_url, s.llm_api_key)
+    said = s.direction("TTS_MODEL", s.tts_model, s.llm_base_url, s.llm_api_key)
+    assert heard is not None and (heard.base_url, heard.api_key) == stt
+    assert said is not None and (said.base_url, said.api_key) == tts
 
 
 def test_the_environment_is_read_too_and_the_new_name_wins(
@@ -167,6 +208,13 @@ def test_the_environment_is_read_too_and_the_new_name_wins(
             "TRANSCRIBE_API_KEY=sk-one\nTTS_API_KEY=sk-two\n",
             "TRANSCRIBE_API_KEY and TTS_API_KEY: servers http://a.local/v1 and http://b.local/v1 "
             "each need a key",
+        ),
+        (
+            "TTS_BASE_URL=http://kokoro.local/v1\nTTS_API_KEY=sk-two\n",
+            "TTS_API_KEY: the text-to-speech server http://kokoro.local/v1 needs its own key, "
+            "and only SPEECH_BASE_URL's server gets one now: write SPEECH_BASE_URL=http://"
+            "kokoro.local/v1, SPEECH_API_KEY=<your TTS_API_KEY> and "
+            "TRANSCRIBE_MODEL=whisper-1@https://api.openai.com/v1",
         ),
         ("TTS_MODEL=kokoro@localhost:8880/v1\n", "TTS_MODEL: after @ comes the endpoint's http"),
         ("TTS_MODEL=@http://b.local/v1\n", "TTS_MODEL: the model's name comes before @"),
