@@ -93,6 +93,17 @@ class Endpoint:
     named_by: str
     key_from: str | None
 
+    def key_to_check(self) -> str:
+        """What the admin should look at when the server refuses the request (401/403)."""
+        if self.key_from:
+            return self.key_from
+        if self.named_by in ("SPEECH_BASE_URL", "LLM_BASE_URL"):
+            return "SPEECH_API_KEY"
+        return (
+            f"{self.named_by}: its server was sent no key (SPEECH_API_KEY goes to "
+            "SPEECH_BASE_URL's host only)"
+        )
+
     def said(self) -> str:
         """Where the URL and key come from, as doctor says it."""
         url = "the LLM endpoint" if self.named_by == "LLM_BASE_URL" else f"from {self.named_by}"

@@ -93,9 +93,10 @@ class Transcriber:
                 f"To use voice messages, {HOW_TO_ENABLE}."
             )
         if resp.status_code in (401, 403):
+            check = self.endpoint.key_to_check() if self.endpoint else "SPEECH_API_KEY"
             raise MediaError(
-                f"The speech-to-text service refused our key (HTTP {resp.status_code}); "
-                "the admin should check SPEECH_API_KEY."
+                f"The speech-to-text service refused the request (HTTP {resp.status_code}); "
+                f"the admin should check {check}."
             )
         if resp.status_code >= 400:
             log.warning("transcription failed: HTTP %s %s", resp.status_code, resp.text[:200])

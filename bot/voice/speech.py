@@ -112,9 +112,10 @@ class Synthesizer:
                 missing=True,
             )
         if resp.status_code in (401, 403):
+            check = self.endpoint.key_to_check() if self.endpoint else "SPEECH_API_KEY"
             raise SpeechError(
-                f"the speech service refused our key (HTTP {resp.status_code}); the admin "
-                "should check SPEECH_API_KEY"
+                f"the speech service refused the request (HTTP {resp.status_code}); the admin "
+                f"should check {check}"
             )
         if resp.status_code >= 400:
             log.warning("speech synthesis failed: HTTP %s %s", resp.status_code, resp.text[:200])

@@ -330,6 +330,14 @@ async def test_two_speech_servers_each_get_their_direction_and_only_their_key(
         assert voice_line.detail.endswith("(from TTS_MODEL, no key sent)")
         assert "sk-whisper-secret" not in transcription.detail + voice_line.detail
         assert kokoro.speeches[-1]["authorization"] is None
+
+        # A Kokoro behind a key: the admin is told it is sent none, and why.
+        kokoro.speech_error = 401
+        whisper.transcripts.append("And now?")
+        await tg.send(OWNER, None, **voice(tg.server.add_file(b"OggS" + b"\0" * 100), 104))
+        *_, notice = await tg.replies(OWNER, 3)
+        assert "refused the request (HTTP 401)" in notice.text
+        assert "TTS_MODEL: its server was sent no key" in notice.text
     finally:
         await whisper.stop()
         await kokoro.stop()
