@@ -86,6 +86,7 @@ async def test_the_model_is_sent_without_its_url(tmp_path: Path) -> None:
         ("kokoro@http://", "http:// after @ is not a URL"),
         ("off@http://kokoro.local/v1", "off turns the direction off"),
         ("kokoro@http://me:sk-secret@kokoro.local/v1", "a key inside the URL is not supported"),
+        ("kokoro@http://me:sk-secret@kokoro.local:x/v1", "a key inside the URL is not supported"),
     ],
 )
 def test_a_model_at_a_bad_url_is_a_clear_error(tmp_path: Path, value: str, error: str) -> None:

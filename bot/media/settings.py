@@ -60,17 +60,17 @@ def model_at_url(value: str) -> tuple[str, str | None]:
         raise ValueError(f"the model's name comes before @ ({example})")
     if model.lower() == "off":
         raise ValueError("off turns the direction off: write it without @ and a URL")
+    if "@" in urlsplit(url).netloc:
+        # The URL is shown (doctor, warnings, this line): a key in it would be shown too.
+        raise ValueError(
+            "a key inside the URL is not supported: SPEECH_API_KEY is sent to "
+            "SPEECH_BASE_URL's host only"
+        )
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (a port that is no number raises here)
     except ValueError:
         raise ValueError(f"{said} after @ is not a URL ({example})") from None
-    if parts.username is not None or parts.password is not None:
-        # The URL would be printed (doctor, warnings) and logged with its key in it.
-        raise ValueError(
-            "a key inside the URL is not supported: SPEECH_API_KEY is sent to "
-            "SPEECH_BASE_URL's host only"
-        )
     if not parts.hostname or re.search(r"\s", url):
         raise ValueError(f"{said} after @ is not a URL ({example})")
     return model, url
