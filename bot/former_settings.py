@@ -13,10 +13,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from bot.llm.settings import split_models
-from bot.media.settings import off_or_url
+from pydantic import BaseModel
+
+from bot.llm.settings import ModelSettings, split_models
+from bot.media.settings import MediaSettings, off_or_url, origin
 from bot.sessions.settings import parse_split
 from bot.usage.settings import number
+from bot.voice.settings import VoiceSettings
 from tools.code.settings import GENERATE_MEMORY_MB, GENERATE_TIMEOUT_S
 
 
@@ -153,13 +156,111 @@ def speech(raw: Raw, t: Translation) -> None:
             _replaced(t, raw, old, model, f"{model}=off", said=f"{old}=off")
         elif url is not None:
             urls[old] = url
-    _one_of(raw, t, urls, "SPEECH_BASE_URL", lambda url: f"SPEECH_BASE_URL={url}")
     keys = {old: v for old in ("TRANSCRIBE_API_KEY", "TTS_API_KEY") if (v := raw.get(old))}
-    _one_of(raw, t, keys, "SPEECH_API_KEY", lambda _: "SPEECH_API_KEY (the same key)")
+    for kind in ("TRANSCRIBE", "TTS"):
+        if (raw.get(f"{kind}_MODEL") or "").strip().lower() == "off":
+            # That direction is off: where it went, and with which key, no longer matters.
+            for old in (f"{kind}_BASE_URL", f"{kind}_API_KEY"):
+                if urls.pop(old, None) is not None or keys.pop(old, None) is not None:
+                    _unused(t, raw, old, f"{kind}_MODEL=off turns that direction off")
+    # Where each direction went: an unset URL meant the LLM endpoint (a bad LLM_BASE_URL
+    # has its own error line, and is not copied into TTS_MODEL).
+    llm = _url(raw.get("LLM_BASE_URL") or _default(ModelSettings, "llm_base_url"))
+    if urls and llm and raw.get("SPEECH_BASE_URL") is None and _both_on(raw, t):
+        stt = urls.get("TRANSCRIBE_BASE_URL", llm)
+        tts = urls.get("TTS_BASE_URL", llm)
+        if stt != tts and not _two_servers(raw, t, urls, keys, stt, tts):
+            return
+    # On two servers, a key goes to SPEECH_BASE_URL's host only.
+    two = "@" in t.values.get("tts_model", "")
+    note = "" if two else " (voice notes and voice replies share it)"
+    _one_of(raw, t, urls, "SPEECH_BASE_URL", lambda url: f"SPEECH_BASE_URL={url}", note)
+    _one_of(raw, t, keys, "SPEECH_API_KEY", lambda _: "SPEECH_API_KEY (the same key)", note)
+
+
+def _url(value: str) -> str | None:
+    try:
+        url = off_or_url(value)
+    except ValueError:
+        return None
+    return None if url == "off" else url
+
+
+def _both_on(raw: Raw, t: Translation) -> bool:
+    """Voice notes and voice replies both on: else the one left takes SPEECH_BASE_URL."""
+    return all(
+        (t.values.get(name) or raw.get(name.upper()) or "").strip().lower() != "off"
+        for name in ("transcribe_model", "tts_model")
+    )
+
+
+def _two_servers(
+    raw: Raw, t: Translation, urls: dict[str, str], keys: dict[str, str], stt: str, tts: str
+) -> bool:
+    """Speech to text and text to speech on two servers (whisper.cpp beside Kokoro, or one
+    of them on the LLM endpoint): the first is SPEECH_BASE_URL (unset: the LLM's), the
+    second TTS_MODEL=model@URL. A TTS server with a key of its own cannot be said (the key
+    goes to SPEECH_BASE_URL's host only): an error naming what to write. True: the caller
+    translates what is left in `urls` and `keys` (a TTS key on the transcription server's
+    host is that server's key); False: an error."""
+    model = (raw.get("TTS_MODEL") or _default(VoiceSettings, "tts_model")).strip()
+    if "@" in model:
+        for old in raw.present("TTS_BASE_URL", "TTS_API_KEY"):
+            _unused(t, raw, old, f"TTS_MODEL={model} says where voice replies go")
+        keys.pop("TTS_API_KEY", None)
+        urls.pop("TTS_BASE_URL", None)
+        return True
+    tts_key, stt_key = keys.get("TTS_API_KEY"), keys.get("TRANSCRIBE_API_KEY")
+    if tts_key is not None and origin(tts) != origin(stt):
+        if stt_key is None:
+            stt_model = raw.get("TRANSCRIBE_MODEL") or _default(MediaSettings, "transcribe_model")
+            t.errors.append(
+                f"TTS_API_KEY: the text-to-speech server {tts} needs its own key, and only "
+                f"SPEECH_BASE_URL's server gets one now: write SPEECH_BASE_URL={tts}, "
+                f"SPEECH_API_KEY=<your TTS_API_KEY> and TRANSCRIBE_MODEL={stt_model.strip()}@{stt}"
+            )
+        else:
+            t.errors.append(
+                f"TRANSCRIBE_API_KEY and TTS_API_KEY: servers {stt} and {tts} each need a key, "
+                "and only SPEECH_BASE_URL's server gets one now: set SPEECH_BASE_URL and "
+                "SPEECH_API_KEY for one, and turn the other off (TRANSCRIBE_MODEL=off or "
+                "TTS_MODEL=off) or serve it without a key (TRANSCRIBE_MODEL or TTS_MODEL="
+                "model@URL)"
+            )
+        return False
+    olds = raw.present("TRANSCRIBE_BASE_URL", "TTS_BASE_URL")
+    t.values["tts_model"] = f"{model}@{tts}"
+    read = [f"TTS_MODEL={model}@{tts}"]
+    if urls.pop("TRANSCRIBE_BASE_URL", None) is not None:
+        t.values["speech_base_url"] = stt
+        read.insert(0, f"SPEECH_BASE_URL={stt}")
+    urls.pop("TTS_BASE_URL", None)
+    where = " and ".join(dict.fromkeys(raw.where(n) for n in olds))
+    if len(olds) == 2:
+        said = "TRANSCRIBE_BASE_URL and TTS_BASE_URL differ and are replaced by SPEECH_BASE_URL"
+        said += " and TTS_MODEL"
+    elif olds == ["TTS_BASE_URL"]:
+        said = "TTS_BASE_URL is replaced by TTS_MODEL (voice notes stay on the LLM endpoint)"
+    else:
+        said = (
+            "TRANSCRIBE_BASE_URL is replaced by SPEECH_BASE_URL, and voice replies stay on "
+            "the LLM endpoint (TTS_MODEL names it)"
+        )
+    t.warnings.append(f"{where}: {said}: read as {' and '.join(read)}; write that instead")
+    return True
+
+
+def _default(settings: type[BaseModel], name: str) -> str:
+    return str(settings.model_fields[name].default)
 
 
 def _one_of(
-    raw: Raw, t: Translation, found: dict[str, str], new: str, shown: Callable[[str], str]
+    raw: Raw,
+    t: Translation,
+    found: dict[str, str],
+    new: str,
+    shown: Callable[[str], str],
+    note: str,
 ) -> None:
     """Two former settings, one replacement: translated when they agree (or one is set)."""
     if not found or _new_is_set(t, raw, list(found), new):
@@ -174,7 +275,6 @@ def _one_of(
     value = next(iter(found.values()))
     t.values[new.lower()] = value
     for old in found:
-        note = " (voice notes and voice replies share it)"
         _replaced(t, raw, old, new, shown(value), note)
 
 

@@ -74,6 +74,109 @@ def test_every_former_name_is_read_as_its_replacement(tmp_path: Path) -> None:
     assert unknown_names() == []
 
 
+def test_two_speech_servers_become_speech_base_url_and_tts_model_at_its_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # whisper.cpp's server for voice notes, Kokoro-FastAPI for voice replies.
+    monkeypatch.setenv("TTS_BASE_URL", "http://127.0.0.1:8880/v1/")
+    (tmp_path / ".env").write_text(
+        "LLM_BASE_URL=https://api.openai.com/v1\nLLM_API_KEY=sk-llm\nTTS_MODEL=kokoro\n"
+        "TRANSCRIBE_BASE_URL=http://127.0.0.1:8080/v1\nTRANSCRIBE_API_KEY=sk-whisper\n"
+    )
+    s = load_settings()
+    assert (s.speech_base_url, s.tts_model) == (
+        "http://127.0.0.1:8080/v1",
+        "kokoro@http://127.0.0.1:8880/v1",
+    )
+    assert s.speech_api_key is not None and s.speech_api_key.get_secret_value() == "sk-whisper"
+    assert s.renamed == (
+        ".env and environment: TRANSCRIBE_BASE_URL and TTS_BASE_URL differ and are replaced by "
+        "SPEECH_BASE_URL and TTS_MODEL: read as SPEECH_BASE_URL=http://127.0.0.1:8080/v1 and "
+        "TTS_MODEL=kokoro@http://127.0.0.1:8880/v1; write that instead",
+        ".env: TRANSCRIBE_API_KEY is replaced by SPEECH_API_KEY: read as SPEECH_API_KEY (the "
+        "same key); write that instead",
+    )
+    # Each direction on its own server, and the key only on the one it was set for.
+    stt = s.direction("TRANSCRIBE_MODEL", s.transcribe_model, s.llm_base_url, s.llm_api_key)
+    tts = s.direction("TTS_MODEL", s.tts_model, s.llm_base_url, s.llm_api_key)
+    assert stt is not None and tts is not None
+    assert (stt.base_url, stt.api_key, stt.model) == (
+        "http://127.0.0.1:8080/v1",
+        "sk-whisper",
+        "whisper-1",
+    )
+    assert (tts.base_url, tts.api_key, tts.model) == ("http://127.0.0.1:8880/v1", None, "kokoro")
+
+
+def test_a_tts_key_on_the_transcription_servers_host_is_that_servers_key(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(
+        "TRANSCRIBE_BASE_URL=http://speech.local:8000/v1\n"
+        "TTS_BASE_URL=http://speech.local:8000/tts/v1\nTTS_API_KEY=sk-speech\n"
+    )
+    s = load_settings()
+    assert (s.speech_base_url, s.tts_model) == (
+        "http://speech.local:8000/v1",
+        "tts-1@http://speech.local:8000/tts/v1",
+    )
+    tts = s.direction("TTS_MODEL", s.tts_model, s.llm_base_url, s.llm_api_key)
+    assert tts is not None and tts.api_key == "sk-speech"
+
+
+def test_two_servers_with_voice_replies_off_keep_only_the_transcription_one(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".env").write_text(
+        "TRANSCRIBE_BASE_URL=http://a.local/v1\nTTS_BASE_URL=http://b.local/v1\n"
+        "TTS_API_KEY=sk-two\nTTS_MODEL=off\n"
+    )
+    s = load_settings()
+    assert (s.speech_base_url, s.tts_model, s.speech_api_key) == ("http://a.local/v1", "off", None)
+    assert ".env: TTS_API_KEY is no longer a setting (TTS_MODEL=off turns that direction off)" in (
+        "\n".join(s.renamed)
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "speech_base_url", "tts_model", "stt", "tts"),
+    [
+        # Kokoro for voice replies; voice notes stayed on the LLM endpoint, with its key.
+        (
+            "TTS_BASE_URL=http://kokoro.local:8880/v1\nTTS_MODEL=kokoro\n",
+            None,
+            "kokoro@http://kokoro.local:8880/v1",
+            ("https://api.openai.com/v1", "sk-llm"),
+            ("http://kokoro.local:8880/v1", None),
+        ),
+        # Groq for voice notes; voice replies stayed on the LLM endpoint, with its key.
+        (
+            "TRANSCRIBE_BASE_URL=https://api.groq.com/openai/v1\nTRANSCRIBE_API_KEY=gsk-groq\n",
+            "https://api.groq.com/openai/v1",
+            "tts-1@https://api.openai.com/v1",
+            ("https://api.groq.com/openai/v1", "gsk-groq"),
+            ("https://api.openai.com/v1", "sk-llm"),
+        ),
+    ],
+)
+def test_one_former_speech_url_keeps_the_other_direction_on_the_llm_endpoint(
+    tmp_path: Path,
+    env: str,
+    speech_base_url: str | None,
+    tts_model: str,
+    stt: tuple[str, str | None],
+    tts: tuple[str, str | None],
+) -> None:
+    (tmp_path / ".env").write_text(
+        f"LLM_BASE_URL=https://api.openai.com/v1/\nLLM_API_KEY=sk-llm\n{env}"
+    )
+    s = load_settings()
+    assert (s.speech_base_url, s.tts_model) == (speech_base_url, tts_model)
+    assert "stay on the LLM endpoint" in s.renamed[0]
+    heard = s.direction("TRANSCRIBE_MODEL", s.transcribe_model, s.llm_base_url, s.llm_api_key)
+    said = s.direction("TTS_MODEL", s.tts_model, s.llm_base_url, s.llm_api_key)
+    assert heard is not None and (heard.base_url, heard.api_key) == stt
+    assert said is not None and (said.base_url, said.api_key) == tts
+
+
 def test_the_environment_is_read_too_and_the_new_name_wins(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,8 +197,31 @@ def test_the_environment_is_read_too_and_the_new_name_wins(
     ("env", "error"),
     [
         (
-            "TRANSCRIBE_BASE_URL=http://a.local/v1\nTTS_BASE_URL=http://b.local/v1\n",
-            "TRANSCRIBE_BASE_URL and TTS_BASE_URL differ, and one SPEECH_BASE_URL serves",
+            "TRANSCRIBE_BASE_URL=http://a.local/v1\nTTS_BASE_URL=http://b.local/v1\n"
+            "TTS_API_KEY=sk-two\n",
+            "TTS_API_KEY: the text-to-speech server http://b.local/v1 needs its own key, and "
+            "only SPEECH_BASE_URL's server gets one now: write SPEECH_BASE_URL=http://b.local/v1,"
+            " SPEECH_API_KEY=<your TTS_API_KEY> and TRANSCRIBE_MODEL=whisper-1@http://a.local/v1",
+        ),
+        (
+            "TRANSCRIBE_BASE_URL=http://a.local/v1\nTTS_BASE_URL=http://b.local/v1\n"
+            "TRANSCRIBE_API_KEY=sk-one\nTTS_API_KEY=sk-two\n",
+            "TRANSCRIBE_API_KEY and TTS_API_KEY: servers http://a.local/v1 and http://b.local/v1 "
+            "each need a key",
+        ),
+        (
+            "TTS_BASE_URL=http://kokoro.local/v1\nTTS_API_KEY=sk-two\n",
+            "TTS_API_KEY: the text-to-speech server http://kokoro.local/v1 needs its own key, "
+            "and only SPEECH_BASE_URL's server gets one now: write SPEECH_BASE_URL=http://"
+            "kokoro.local/v1, SPEECH_API_KEY=<your TTS_API_KEY> and "
+            "TRANSCRIBE_MODEL=whisper-1@https://api.openai.com/v1",
+        ),
+        ("TTS_MODEL=kokoro@localhost:8880/v1\n", "TTS_MODEL: after @ comes the endpoint's http"),
+        ("TTS_MODEL=@http://b.local/v1\n", "TTS_MODEL: the model's name comes before @"),
+        ("TTS_MODEL=kokoro@http://b.local:port/v1\n", "TTS_MODEL: http://b.local:port/v1 after @"),
+        (
+            "TRANSCRIBE_MODEL=whisper@http://me:sk-one@a.local/v1\n",
+            "TRANSCRIBE_MODEL: a key inside the URL is not supported",
         ),
         (
             "TRANSCRIBE_API_KEY=sk-one\nTTS_API_KEY=sk-two\n",

@@ -11,7 +11,8 @@ from tools.feature import Host
 
 HINT = (
     "set SPEECH_BASE_URL / SPEECH_API_KEY / TRANSCRIBE_MODEL to a speech-to-text "
-    "endpoint (OpenAI, Groq, faster-whisper-server), or TRANSCRIBE_MODEL=off"
+    "endpoint (OpenAI, Groq, faster-whisper-server), or TRANSCRIBE_MODEL=model@URL for its "
+    "own server, or TRANSCRIBE_MODEL=off"
 )
 
 
@@ -21,7 +22,9 @@ async def check_media(host: Host) -> list[CheckResult]:
     settings = host.deps.settings_for(MediaSettings)
     stt = transcriber(settings, model.llm_base_url, model.llm_api_key, host.deps.http)
     ok, detail = await stt.probe()
-    if ok is None and not settings.speech_base_url:
+    if stt.endpoint is not None:  # which endpoint and key, by name: never the key itself
+        detail = f"{detail} ({stt.endpoint.said()})"
+    if ok is None and stt.endpoint is not None and stt.endpoint.named_by == "LLM_BASE_URL":
         # As for voice replies: the LLM's endpoint not offering it is no fault.
         detail = (
             f"not offered: the model endpoint has no speech-to-text ({detail}); to add it, {HINT}"

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, SecretStr, field_validator
 
@@ -29,6 +31,86 @@ def off_or_url(value: str | None) -> str | None:
     return value.rstrip("/")
 
 
+def origin(url: str) -> tuple[str, str, int | None]:
+    """Scheme, host and port: what a key is tied to (a path on the same server is the same
+    server)."""
+    parts = urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port or default
+
+
+# `model@URL`: the first `@` before `http://` or `https://` ends the model's name.
+_MODEL_AT = re.compile(r"(?P<model>[^@]*)@(?P<url>https?://.*)", re.IGNORECASE | re.DOTALL)
+
+
+def model_at_url(value: str) -> tuple[str, str | None]:
+    """TRANSCRIBE_MODEL / TTS_MODEL: a model's name, or `model@URL` for a direction served by
+    its own OpenAI-compatible endpoint (URL without its trailing slash; None: the shared
+    speech endpoint's). ValueError says what is wrong, as one line."""
+    value = value.strip()
+    if "@" not in value:
+        return value, None
+    example = "e.g. kokoro@http://127.0.0.1:8880/v1"
+    m = _MODEL_AT.fullmatch(value)
+    if m is None:
+        raise ValueError(f"after @ comes the endpoint's http:// or https:// URL ({example})")
+    model, said = m.group("model").strip(), m.group("url").strip()
+    url = said.rstrip("/")
+    if not model:
+        raise ValueError(f"the model's name comes before @ ({example})")
+    if model.lower() == "off":
+        raise ValueError("off turns the direction off: write it without @ and a URL")
+    if "@" in urlsplit(url).netloc:
+        # The URL is shown (doctor, warnings, this line): a key in it would be shown too.
+        raise ValueError(
+            "a key inside the URL is not supported: SPEECH_API_KEY is sent to "
+            "SPEECH_BASE_URL's host only"
+        )
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (a port that is no number raises here)
+    except ValueError:
+        raise ValueError(f"{said} after @ is not a URL ({example})") from None
+    if not parts.hostname or re.search(r"\s", url):
+        raise ValueError(f"{said} after @ is not a URL ({example})")
+    return model, url
+
+
+def _plain(key: SecretStr | str | None) -> str | None:
+    value = key.get_secret_value() if isinstance(key, SecretStr) else key
+    return value or None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one direction (speech to text, text to speech) goes: base URL, the key sent
+    there, the model's name, and which settings named the URL and the key (for doctor,
+    which shows names, never the key)."""
+
+    base_url: str
+    api_key: str | None
+    model: str
+    named_by: str
+    key_from: str | None
+
+    def key_to_check(self) -> str:
+        """What the admin should look at when the server refuses the request (401/403)."""
+        if self.key_from:
+            return self.key_from
+        if self.named_by in ("SPEECH_BASE_URL", "LLM_BASE_URL"):
+            return "SPEECH_API_KEY"
+        return (
+            f"{self.named_by}: its server was sent no key (SPEECH_API_KEY goes to "
+            "SPEECH_BASE_URL's host only)"
+        )
+
+    def said(self) -> str:
+        """Where the URL and key come from, as doctor says it."""
+        url = "the LLM endpoint" if self.named_by == "LLM_BASE_URL" else f"from {self.named_by}"
+        key = f"{self.key_from} sent" if self.key_from else "no key sent"
+        return f"{url}, {key}"
+
+
 class SpeechSettings(BaseModel):
     """The audio endpoint, shared by voice notes (speech to text) and voice replies (text to
     speech): OpenAI's audio API, and the local servers that copy it, serve both routes."""
@@ -48,22 +130,46 @@ class SpeechSettings(BaseModel):
     def speech_endpoint(
         self, llm_base_url: str, llm_api_key: SecretStr | str | None
     ) -> tuple[str | None, str | None]:
-        """The audio endpoint's base URL (None: SPEECH_BASE_URL=off) and the key to send."""
+        """The shared audio endpoint's base URL (None: SPEECH_BASE_URL=off) and the key to
+        send it: SPEECH_API_KEY, else the LLM's key when it is the LLM's host."""
         if self.speech_base_url == "off":
             return None, None
         base = self.speech_base_url or llm_base_url
         if self.speech_api_key is not None:
             return base, self.speech_api_key.get_secret_value()
-        llm_key = (
-            llm_api_key.get_secret_value() if isinstance(llm_api_key, SecretStr) else llm_api_key
-        )
-        same_host = base.rstrip("/") == llm_base_url.rstrip("/")
-        return base, (llm_key or None) if same_host else None
+        return base, _plain(llm_api_key) if origin(base) == origin(llm_base_url) else None
+
+    def direction(
+        self, setting: str, value: str, llm_base_url: str, llm_api_key: SecretStr | str | None
+    ) -> Endpoint | None:
+        """The endpoint one direction uses, from its model setting (`setting`, e.g.
+        TTS_MODEL, holding `value`); None: SPEECH_BASE_URL=off. A `model@URL` goes to its
+        own URL, which gets the shared endpoint's key only on the shared endpoint's host
+        (one key, one server), else the LLM's key only on the LLM's host, else none."""
+        base, key = self.speech_endpoint(llm_base_url, llm_api_key)
+        if base is None:
+            return None
+        key_from = "SPEECH_API_KEY" if self.speech_api_key is not None else "LLM_API_KEY"
+        model, own = model_at_url(value)
+        if own is None:
+            shared = "SPEECH_BASE_URL" if self.speech_base_url else "LLM_BASE_URL"
+            return Endpoint(base, key, model, shared, key_from if key else None)
+        if origin(own) != origin(base):
+            key = _plain(llm_api_key) if origin(own) == origin(llm_base_url) else None
+            key_from = "LLM_API_KEY"
+        return Endpoint(own, key, model, setting, key_from if key else None)
 
 
 class MediaSettings(SpeechSettings):
-    # Speech to text on the speech endpoint; off: voice messages are not transcribed.
+    # Speech to text on the speech endpoint, or `model@URL` on its own; off: voice messages
+    # are not transcribed.
     transcribe_model: str = "whisper-1"
+
+    @field_validator("transcribe_model")
+    @classmethod
+    def _check_transcribe_model(cls, value: str) -> str:
+        model_at_url(value)
+        return value.strip()
 
     def transcribe_off(self) -> bool:
         """TRANSCRIBE_MODEL=off or SPEECH_BASE_URL=off: voice messages get one sentence."""

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from bot import capped
 from bot.media.errors import MediaError
-from bot.media.settings import MediaSettings
+from bot.media.settings import Endpoint, MediaSettings
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ class Transcriber:
     api_key: str | None
     model: str
     timeout_s: float
+    # Which settings named the URL and key (None: built by hand, as in tests).
+    endpoint: Endpoint | None = None
 
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/") if self.base_url else None
@@ -91,9 +93,10 @@ class Transcriber:
                 f"To use voice messages, {HOW_TO_ENABLE}."
             )
         if resp.status_code in (401, 403):
+            check = self.endpoint.key_to_check() if self.endpoint else "SPEECH_API_KEY"
             raise MediaError(
-                f"The speech-to-text service refused our key (HTTP {resp.status_code}); "
-                "the admin should check SPEECH_API_KEY."
+                f"The speech-to-text service refused the request (HTTP {resp.status_code}); "
+                f"the admin should check {check}."
             )
         if resp.status_code >= 400:
             log.warning("transcription failed: HTTP %s %s", resp.status_code, resp.text[:200])
@@ -136,13 +139,12 @@ def transcriber(
     llm_api_key: SecretStr | None,
     http: httpx.AsyncClient,
 ) -> Transcriber:
-    """The transcription endpoint the settings name: the speech endpoint (by default the LLM
-    endpoint); TRANSCRIBE_MODEL=off or SPEECH_BASE_URL=off turns voice messages off."""
-    base, key = settings.speech_endpoint(llm_base_url, llm_api_key)
-    return Transcriber(
-        http,
-        None if settings.transcribe_off() else base,
-        key,
-        settings.transcribe_model,
-        TIMEOUT_S,
+    """The transcription endpoint the settings name: TRANSCRIBE_MODEL's own (`model@URL`),
+    else the speech endpoint (by default the LLM endpoint); TRANSCRIBE_MODEL=off or
+    SPEECH_BASE_URL=off turns voice messages off."""
+    end = settings.direction(
+        "TRANSCRIBE_MODEL", settings.transcribe_model, llm_base_url, llm_api_key
     )
+    if end is None or settings.transcribe_off():
+        return Transcriber(http, None, None, settings.transcribe_model, TIMEOUT_S)
+    return Transcriber(http, end.base_url, end.api_key, end.model, TIMEOUT_S, end)

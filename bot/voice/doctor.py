@@ -10,7 +10,8 @@ from tools.feature import Host
 
 HINT = (
     "set SPEECH_BASE_URL / SPEECH_API_KEY / TTS_MODEL / TTS_VOICE to an OpenAI-compatible "
-    "text-to-speech endpoint (OpenAI, Kokoro-FastAPI, openedai-speech), or TTS_MODEL=off"
+    "text-to-speech endpoint (OpenAI, Kokoro-FastAPI, openedai-speech), or TTS_MODEL=model@URL "
+    "for its own server, or TTS_MODEL=off"
 )
 
 
@@ -23,7 +24,9 @@ async def check(host: Host) -> list[CheckResult]:
     if synth is None:
         return [CheckResult("voice replies", True, "off (TTS_MODEL=off): answers are text")]
     ok, detail = await synth.probe()
-    if ok is None and not voice.speech_base_url:
+    if synth.endpoint is not None:  # which endpoint and key, by name: never the key itself
+        detail = f"{detail} ({synth.endpoint.said()})"
+    if ok is None and synth.endpoint is not None and synth.endpoint.named_by == "LLM_BASE_URL":
         # The LLM's endpoint (OpenRouter, Ollama...) has no speech: a feature it does not
         # offer, not a fault. A SPEECH_BASE_URL set to such an endpoint is one.
         detail = (

@@ -3,14 +3,22 @@ feature's slice of the settings (bot/voice/feature.py)."""
 
 from __future__ import annotations
 
-from bot.media.settings import SpeechSettings
+from pydantic import field_validator
+
+from bot.media.settings import SpeechSettings, model_at_url
 
 
 class VoiceSettings(SpeechSettings):
-    # Text to speech on the speech endpoint (SPEECH_BASE_URL); TTS_MODEL=off turns voice
-    # replies off.
+    # Text to speech on the speech endpoint (SPEECH_BASE_URL), or `model@URL` on its own
+    # (Kokoro beside a whisper server); TTS_MODEL=off turns voice replies off.
     tts_model: str = "tts-1"
     tts_voice: str = "alloy"
+
+    @field_validator("tts_model")
+    @classmethod
+    def _check_tts_model(cls, value: str) -> str:
+        model_at_url(value)
+        return value.strip()
 
 
 def speech_off(settings: VoiceSettings) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import httpx
 
 from bot import capped
+from bot.media.settings import Endpoint
 from bot.voice.convert import ConvertError, TooLong, to_ogg_opus
 from bot.voice.settings import VoiceSettings, speech_off
 
@@ -67,6 +68,8 @@ class Synthesizer:
     model: str
     voice: str
     timeout_s: float
+    # Which settings named the URL and key (None: built by hand, as in tests).
+    endpoint: Endpoint | None = None
 
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/")
@@ -109,9 +112,10 @@ class Synthesizer:
                 missing=True,
             )
         if resp.status_code in (401, 403):
+            check = self.endpoint.key_to_check() if self.endpoint else "SPEECH_API_KEY"
             raise SpeechError(
-                f"the speech service refused our key (HTTP {resp.status_code}); the admin "
-                "should check SPEECH_API_KEY"
+                f"the speech service refused the request (HTTP {resp.status_code}); the admin "
+                f"should check {check}"
             )
         if resp.status_code >= 400:
             log.warning("speech synthesis failed: HTTP %s %s", resp.status_code, resp.text[:200])
@@ -164,8 +168,11 @@ class Synthesizer:
 def synthesizer(
     settings: VoiceSettings, llm_base_url: str, llm_api_key: str | None, http: httpx.AsyncClient
 ) -> Synthesizer | None:
-    """The speech endpoint the settings name (None: TTS_MODEL=off or SPEECH_BASE_URL=off)."""
-    base, key = settings.speech_endpoint(llm_base_url, llm_api_key)
-    if base is None or speech_off(settings):
+    """The speech endpoint the settings name: TTS_MODEL's own (`model@URL`), else the shared
+    one (None: TTS_MODEL=off or SPEECH_BASE_URL=off)."""
+    end = settings.direction("TTS_MODEL", settings.tts_model, llm_base_url, llm_api_key)
+    if end is None or speech_off(settings):
         return None
-    return Synthesizer(http, base, key, settings.tts_model, settings.tts_voice, TIMEOUT_S)
+    return Synthesizer(
+        http, end.base_url, end.api_key, end.model, settings.tts_voice, TIMEOUT_S, end
+    )

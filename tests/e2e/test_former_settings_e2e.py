@@ -13,7 +13,8 @@ from bot.telegram.reminder_delivery import TelegramDelivery
 from bot.voice.commands import OFF_HERE
 from db.models import ChatSession
 from tests.e2e.conftest import OWNER, TG
-from tests.fakes.openai_server import Text
+from tests.fakes.openai_server import FakeOpenAI, Text
+from tests.media_helpers import voice
 
 
 def latest_four_am(now: datetime) -> datetime:
@@ -47,3 +48,27 @@ async def test_an_old_split_time_and_speech_switch_still_take_effect(
     split = next(run for job_id, _, _, run in specs if job_id == "session-split")
     tg.llm.add(Text("The user is planning a trip to Lisbon."))
     assert len((await split()).archived) == 1
+
+
+async def test_old_separate_speech_servers_keep_serving_their_directions(
+    make_tg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whisper, kokoro = await FakeOpenAI().start(), await FakeOpenAI().start()
+    try:
+        monkeypatch.setenv("TRANSCRIBE_BASE_URL", whisper.base_url)
+        monkeypatch.setenv("TRANSCRIBE_API_KEY", "sk-whisper-secret")
+        monkeypatch.setenv("TTS_BASE_URL", kokoro.base_url)
+        monkeypatch.setenv("TTS_MODEL", "kokoro")
+        tg: TG = await make_tg()
+        assert tg.settings.tts_model == f"kokoro@{kokoro.base_url}"
+        assert "TRANSCRIBE_BASE_URL and TTS_BASE_URL differ" in tg.settings.renamed[0]
+        whisper.transcripts.append("Remind me what I said")
+        file_id = tg.server.add_file(b"OggS" + b"\0" * 100)
+        await tg.send(OWNER, None, **voice(file_id, 104))
+        _, text, spoken = await tg.replies(OWNER, 3)
+        assert text.text == "echo: Remind me what I said" and spoken.method == "sendVoice"
+        assert [t["authorization"] for t in whisper.transcriptions] == ["Bearer sk-whisper-secret"]
+        assert [(s["model"], s["authorization"]) for s in kokoro.speeches] == [("kokoro", None)]
+    finally:
+        await whisper.stop()
+        await kokoro.stop()

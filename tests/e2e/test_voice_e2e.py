@@ -17,7 +17,7 @@ from bot.usage.models import ModelUsage
 from bot.voice import replies
 from db.models.core import User
 from tests.e2e.conftest import OWNER, TG
-from tests.fakes.openai_server import Text
+from tests.fakes.openai_server import FakeOpenAI, Text
 from tests.media_helpers import voice
 
 OGG = b"OggS\x00\x02fake-opus-voice"
@@ -284,3 +284,60 @@ async def test_doctor_says_not_offered_when_the_model_endpoint_has_no_audio(tg: 
     (voice_line,) = await check_voice(tg.app)
     assert not voice_line.ok and "HTTP 404" in voice_line.detail
     assert not (await check_media(tg.app))[0].ok
+
+
+async def test_two_speech_servers_each_get_their_direction_and_only_their_key(
+    make_tg: Any,
+) -> None:
+    """whisper.cpp's server for voice notes (SPEECH_BASE_URL, with its key), Kokoro-FastAPI
+    for voice replies (TTS_MODEL=kokoro@URL): two servers, the key only where it was set."""
+    from bot.media.doctor import check_media
+    from bot.voice.doctor import check as check_voice
+
+    whisper, kokoro = await FakeOpenAI().start(), await FakeOpenAI().start()
+    try:
+        tg: TG = await make_tg(
+            speech_base_url=whisper.base_url,
+            speech_api_key="sk-whisper-secret",
+            transcribe_model="ggml-base",
+            tts_model=f"kokoro@{kokoro.base_url}/",
+            tts_voice="af_bella",
+        )
+        whisper.transcripts.append("What time is it in Lisbon?")
+        file_id = tg.server.add_file(b"OggS" + b"\0" * 100)
+        await tg.send(OWNER, None, **voice(file_id, 104))
+        quote, text, spoken = await tg.replies(OWNER, 3)
+        assert quote.text.startswith("🎤") and text.text == "echo: What time is it in Lisbon?"
+        assert spoken.method == "sendVoice" and spoken.document == OGG
+        (heard,) = whisper.transcriptions
+        assert (heard["model"], heard["authorization"]) == ("ggml-base", "Bearer sk-whisper-secret")
+        (said,) = kokoro.speeches
+        assert (said["model"], said["voice"]) == ("kokoro", "af_bella")
+        assert said["input"] == "echo: What time is it in Lisbon?"
+        assert said["authorization"] is None  # another server: SPEECH_API_KEY is not its key
+        assert whisper.speeches == [] and kokoro.transcriptions == []
+        assert tg.llm.speeches == [] and tg.llm.transcriptions == []
+        # The LLM's own key stays on the LLM's endpoint.
+        assert set(tg.llm.authorizations) == {"Bearer sk-test-secret-key-123456"}
+
+        # doctor names each direction's endpoint and where its key comes from, never the key.
+        transcription = (await check_media(tg.app))[0]
+        (voice_line,) = await check_voice(tg.app)
+        assert transcription.ok and voice_line.ok
+        assert transcription.detail.startswith(f"{whisper.base_url}/audio/transcriptions")
+        assert transcription.detail.endswith("(from SPEECH_BASE_URL, SPEECH_API_KEY sent)")
+        assert voice_line.detail.startswith(f"{kokoro.base_url}/audio/speech answers")
+        assert voice_line.detail.endswith("(from TTS_MODEL, no key sent)")
+        assert "sk-whisper-secret" not in transcription.detail + voice_line.detail
+        assert kokoro.speeches[-1]["authorization"] is None
+
+        # A Kokoro behind a key: the admin is told it is sent none, and why.
+        kokoro.speech_error = 401
+        whisper.transcripts.append("And now?")
+        await tg.send(OWNER, None, **voice(tg.server.add_file(b"OggS" + b"\0" * 100), 104))
+        *_, notice = await tg.replies(OWNER, 3)
+        assert "refused the request (HTTP 401)" in notice.text
+        assert "TTS_MODEL: its server was sent no key" in notice.text
+    finally:
+        await whisper.stop()
+        await kokoro.stop()
