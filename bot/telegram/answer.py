@@ -72,7 +72,7 @@ async def answer(
     answered_at = time.perf_counter()
     if not await deliver(outbox, chat, incoming.telegram_message_id, reply):
         return reply  # queued: it goes when Telegram is back, without the spoken version
-    await send_voice_reply(bot, chat, app, incoming, reply, answered_at)
+    await send_voice_reply(bot, outbox, chat, app, incoming, reply, answered_at)
     return reply
 
 

@@ -9,8 +9,7 @@ from aiogram import Bot
 from aiogram.types import ErrorEvent, Update
 
 from bot.errors import SidekickError, user_text
-from bot.telegram.outbox import Outbox, text_items
-from bot.telegram.render import split_plain
+from bot.telegram.outbox import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +38,7 @@ async def on_error(event: ErrorEvent, bot: Bot, outbox: Outbox) -> bool:
     chat_id = _chat_id(event.update)
     if chat_id is not None:
         try:
-            await outbox.send(chat_id, None, text_items(split_plain(user_text(exc))))
+            await outbox.say(chat_id, user_text(exc))
         except Exception:
             log.exception("could not tell the user about the error")
     return True

@@ -30,7 +30,6 @@ from aiogram.types import TelegramObject, Update
 from sqlalchemy.exc import DBAPIError
 
 from bot.telegram.middlewares import REPLAYED, Handler, chat_key
-from bot.telegram.render import send_plain
 from db.engine import SessionFactory
 from db.repos import updates
 from db.repos.updates import Waiting
@@ -196,7 +195,7 @@ async def take_up(rt: Runtime, row: Waiting, since: datetime) -> None:
         if msg is not None and row.chat_id is not None:
             text = msg.text or msg.caption or ""
             try:
-                await send_plain(bot, row.chat_id, dropped_line(text))
+                await rt.outbox.say(row.chat_id, dropped_line(text))
             except Exception as exc:
                 log.warning(
                     "chat %d: could not tell that an update was dropped (%s)", row.chat_id, exc

@@ -19,7 +19,6 @@ from bot.access.pairing import Pairing, Stranger
 from bot.telegram.approval_ask import WAITING, answers_a_question
 from bot.telegram.groups import GROUP_CHATS, addressed
 from bot.telegram.outbox import Outbox
-from bot.telegram.render import send_plain
 from bot.telegram.replies import send_answer
 from tools.feature import Answer
 
@@ -231,7 +230,7 @@ class ChatOrderMiddleware(BaseMiddleware):
                 data[UNORDERED] = True
                 return await handler(event, data)
             if await _for_the_bot(event, data) and WAITING.tell_once(key):
-                await send_plain(data["bot"], key, WAITS_FOR_QUESTION)
+                await data["outbox"].say(key, WAITS_FOR_QUESTION)
         await self.enter(key)
         try:
             return await handler(event, data)

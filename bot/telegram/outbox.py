@@ -33,7 +33,7 @@ from aiogram.exceptions import (
 )
 from aiogram.types import InlineKeyboardMarkup, MessageEntity
 
-from bot.telegram.render import Chunk, Item, put
+from bot.telegram.render import Chunk, Item, put, render, split_plain
 from db.engine import SessionFactory
 from db.locks import Locks
 from db.repos import outbox as repo
@@ -91,6 +91,13 @@ class Outbox:
     _queued: int = 0  # queue() calls so far, to tell whether one came during a pass
     _stuck: float | None = None  # the last pass stopped: Telegram is down (or asked to wait)
     _more: bool = False  # the last pass had a full page: more rows wait
+
+    async def say(self, chat_id: int, text: str, about: int | None = None) -> bool:
+        """A line as is (no formatting), split if long: a notice, an error."""
+        return await self.send(chat_id, about, text_items(split_plain(text) or ["(empty)"]))
+
+    async def say_markdown(self, chat_id: int, markdown: str, about: int | None = None) -> bool:
+        return await self.send(chat_id, about, text_items(render(markdown)))
 
     async def send(
         self,

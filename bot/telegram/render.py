@@ -162,24 +162,6 @@ async def send_chunk(
     )
 
 
-async def send_markdown(
-    bot: Bot,
-    chat_id: int,
-    markdown: str,
-    reply_markup: InlineKeyboardMarkup | None = None,
-) -> list[int]:
-    """Send a Markdown answer as one or more messages; buttons go on the last one.
-
-    Returns the sent message ids in order. Each chunk is sent exactly once.
-    """
-    chunks = render(markdown)
-    ids: list[int] = []
-    for i, (text, entities) in enumerate(chunks):
-        markup = reply_markup if i == len(chunks) - 1 else None
-        ids.append(await send_chunk(bot, chat_id, text, entities, markup))
-    return ids
-
-
 async def send_plain(bot: Bot, chat_id: int, text: str) -> list[int]:
     """Send text as is (no formatting), split if long."""
     ids = []
@@ -194,5 +176,5 @@ async def send_plain(bot: Bot, chat_id: int, text: str) -> list[int]:
 
 
 __all__ = [
-    "Item", "put", "render", "send_chunk", "send_markdown", "send_plain", "tail", "utf16_len",
+    "Item", "put", "render", "send_chunk", "send_plain", "tail", "utf16_len",
 ]  # fmt: skip

@@ -15,7 +15,8 @@ from aiogram.types import BufferedInputFile
 
 from bot.agent.runner import Incoming, Reply
 from bot.app import App
-from bot.telegram.render import send_plain, with_retry
+from bot.telegram.outbox import Outbox
+from bot.telegram.render import with_retry
 from bot.voice.speech import SpeechError
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,13 @@ def answer_only(reply: Reply) -> str:
 
 
 async def send_voice_reply(
-    bot: Bot, chat_id: int, app: App, incoming: Incoming, reply: Reply, answered_at: float
+    bot: Bot,
+    outbox: Outbox,
+    chat_id: int,
+    app: App,
+    incoming: Incoming,
+    reply: Reply,
+    answered_at: float,
 ) -> None:
     """`answered_at`: perf_counter when the answer's last token arrived."""
     voice = app.voice
@@ -45,7 +52,7 @@ async def send_voice_reply(
     try:
         spoken = await voice.speak(user_id, answer_only(reply), reply.request_id)
     except SpeechError as exc:
-        await send_plain(bot, chat_id, f"No voice reply this time: {exc}; the answer is above.")
+        await outbox.say(chat_id, f"No voice reply this time: {exc}; the answer is above.")
         return
     caption = (
         f"Read aloud up to about {spoken.chars:,} characters; the rest is in the text above."
@@ -58,9 +65,7 @@ async def send_voice_reply(
     except TelegramAPIError as exc:
         # Privacy settings can forbid voice messages (VOICE_MESSAGES_FORBIDDEN).
         log.warning("sending a voice reply failed: %s", exc)
-        await send_plain(
-            bot, chat_id, "Telegram did not take the voice reply; the answer is above."
-        )
+        await outbox.say(chat_id, "Telegram did not take the voice reply; the answer is above.")
         return
     log.info(
         "voice reply sent %.0f ms after the answer (%d characters)",

@@ -16,6 +16,7 @@ import logging
 import pytest
 
 from bot.llm.silence import STILL_WAITING
+from bot.telegram.routers.chat import NOT_READ
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 
@@ -86,16 +87,20 @@ async def test_replies_queued_in_a_telegram_outage_arrive_after_it_in_each_chats
 ) -> None:
     caplog.set_level(logging.WARNING)
     await telegram_down(tg)
+    sticker = {"sticker": {"file_id": "s1", "file_unique_id": "s1", "width": 512,
+                           "height": 512, "is_animated": False, "is_video": False,
+                           "type": "regular"}}  # fmt: skip
     for chat, text in [(OWNER, "one"), (OTHER, "eins"), (OWNER, "/memory"), (OTHER, "/usage"),
-                       (OWNER, "two"), (OTHER, "zwei")]:  # fmt: skip
-        await tg.send(chat, text)
+                       (OWNER, None), (OWNER, "two"), (OTHER, "zwei")]:  # fmt: skip
+        await tg.send(chat, text, **(sticker if text is None else {}))
     await tg.idle()  # every message was handled while Telegram was down
     assert tg.unread(OWNER) == [] and tg.unread(OTHER) == []
     tg.server.up()
     await tg.server.wait_for(lambda: "echo: two" in texts(tg, OWNER))
     await tg.server.wait_for(lambda: "echo: zwei" in texts(tg, OTHER))
-    one, memory, two = tg.server.sent_to(OWNER)
+    one, memory, not_read, two = tg.server.sent_to(OWNER)
     assert (one.text, two.text) == ("echo: one", "echo: two")
+    assert not_read.text == NOT_READ  # a notice waits its turn like an answer
     assert memory.text and memory.reply_markup  # the /memory reply, its buttons too
     eins, chart, usage, zwei = tg.server.sent_to(OTHER)
     assert (eins.text, zwei.text) == ("echo: eins", "echo: zwei")

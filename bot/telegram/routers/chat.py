@@ -9,7 +9,6 @@ from bot.app import App
 from bot.telegram.answer import answer, incoming_from
 from bot.telegram.groups import GROUP_CHATS, addressed, without_mention
 from bot.telegram.outbox import Outbox
-from bot.telegram.render import send_plain
 
 NOT_READ = (
     "I read text, voice messages, photos and documents, but not this kind of message. "
@@ -38,11 +37,11 @@ def build_router() -> Router:
         await answer(message, app, incoming_from(message, text), draft_interval, outbox)
 
     @router.message()
-    async def on_other(message: Message, app: App) -> None:
+    async def on_other(message: Message, app: App, outbox: Outbox) -> None:
         assert message.bot is not None
         if not await addressed(message, message.bot, app.settings.group_replies):
             return
-        await send_plain(message.bot, message.chat.id, NOT_READ)
+        await outbox.say(message.chat.id, NOT_READ, message.message_id)
 
     @router.callback_query()
     async def on_stale_button(query: CallbackQuery) -> None:

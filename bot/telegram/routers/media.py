@@ -21,7 +21,7 @@ from bot.telegram.answer import answer, incoming_from
 from bot.telegram.files import download
 from bot.telegram.groups import GROUP_CHATS, addressed_any, without_mention
 from bot.telegram.outbox import Outbox
-from bot.telegram.render import send_chunk, send_plain, utf16_len
+from bot.telegram.render import Item, utf16_len
 from tools.code.files import user_key
 
 log = logging.getLogger(__name__)
@@ -113,16 +113,16 @@ def build_router() -> Router:
         prepared = await media.prepare(items, key, fetch)
         chat_id = message.chat.id
         for notice in prepared.notices:
-            await send_plain(bot, chat_id, notice)
+            await outbox.say(chat_id, notice, message.message_id)
         if prepared.transcripts:
             text, entities = quote(prepared.transcripts)
-            await send_chunk(bot, chat_id, text, entities)
+            await outbox.send(chat_id, message.message_id, [Item("answer", text, entities)])
         if not prepared.useful:
             return
         incoming = incoming_from(message, prepared.text, prepared.kind)
         incoming.parts = prepared.parts
         await answer(message, app, incoming, draft_interval, outbox)
         if prepared.parts and VisionGate.dropped():
-            await send_plain(bot, chat_id, NO_VISION)
+            await outbox.say(chat_id, NO_VISION, message.message_id)
 
     return router

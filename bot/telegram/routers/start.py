@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from aiogram import Bot, Router
+from aiogram import Router
 from aiogram.types import Message
 
 from bot.app import App
 from bot.commands import help_lines
 from bot.telegram.commands import on_command
-from bot.telegram.render import send_markdown
+from bot.telegram.outbox import Outbox
 
 
 def help_text(app: App) -> str:
@@ -22,12 +22,12 @@ def build_router() -> Router:
     router = Router(name="start")
 
     @router.message(on_command("start"), flags={"command": "start"})
-    async def on_start(message: Message, bot: Bot, app: App) -> None:
+    async def on_start(message: Message, app: App, outbox: Outbox) -> None:
         name = message.from_user.first_name if message.from_user else "there"
-        await send_markdown(bot, message.chat.id, f"Hi {name}! " + help_text(app))
+        await outbox.say_markdown(message.chat.id, f"Hi {name}! " + help_text(app))
 
     @router.message(on_command("help"), flags={"command": "help"})
-    async def on_help(message: Message, bot: Bot, app: App) -> None:
-        await send_markdown(bot, message.chat.id, help_text(app))
+    async def on_help(message: Message, app: App, outbox: Outbox) -> None:
+        await outbox.say_markdown(message.chat.id, help_text(app))
 
     return router
