@@ -174,3 +174,41 @@ async def test_a_name_still_being_written_is_held() -> None:
     read = text.index("_store") + len('_store"')
     shown = await drafts_of(text, ["memory"])
     assert shown and min(n for n, _ in shown) == read
+
+
+def schema(name: str, actions: list[str]) -> dict[str, object]:
+    props = {"action": {"type": "string", "enum": actions}}
+    return {"type": "function", "function": {"name": name, "parameters": {"properties": props}}}
+
+
+SCHEMAS = [
+    schema("memory", ["store", "recall", "list", "forget"]),
+    schema("code", ["execute", "generate", "status", "abort"]),
+    schema("schedule", ["create", "list", "cancel", "pause", "resume"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "args"),
+    [
+        # Written by the 0.5B model on llama-server (tests/real, bench/tool_use.py).
+        ('{"name": "store", "action": "store", "layer": "long", "content": "Cat is Tom"}',
+         "memory", {"action": "store", "layer": "long", "content": "Cat is Tom"}),
+        ('```json\n{"name": "execute", "arguments": {"code": "console.log(6 * 7)"}}\n```',
+         "code", {"action": "execute", "code": "console.log(6 * 7)"}),
+        ('{"name": "recall", "arguments": {"action": "list"}}', "memory", {"action": "list"}),
+    ],
+)  # fmt: skip
+def test_a_call_named_by_its_action_means_the_one_tool_with_that_action(
+    text: str, tool: str, args: dict[str, object]
+) -> None:
+    found = written.find(text, written.tool_names(SCHEMAS))
+    assert found is not None
+    ((name, got),) = [(c.name, json.loads(c.arguments)) for c in found.calls]
+    assert (name, got) == (tool, args)
+
+
+def test_an_action_two_tools_share_names_neither() -> None:
+    offered = written.tool_names(SCHEMAS)
+    assert "list" not in offered and offered["store"] == ("memory", "store")
+    assert written.find('{"name": "list", "arguments": {}}', offered) is None

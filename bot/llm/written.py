@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -329,14 +329,18 @@ def find(text: str, offered: Collection[str]) -> Written | None:
     start, found = _scan(text, offered, final=True)
     if found is None:
         return None
-    calls = [
-        LLMToolCall(
-            id=f"call_{uuid.uuid4().hex[:16]}",
-            name=name,
-            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+    calls = []
+    for name, args in found.calls:
+        tool, action = offered[name] if isinstance(offered, Mapping) else (name, None)
+        if action is not None and isinstance(args, dict) and not args.get("action"):
+            args = {"action": action, **args}
+        calls.append(
+            LLMToolCall(
+                id=f"call_{uuid.uuid4().hex[:16]}",
+                name=tool,
+                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+            )
         )
-        for name, args in found.calls
-    ]
     return Written(calls, text[:start].strip())
 
 
@@ -378,10 +382,27 @@ def holdback(on_text: OnText | None, offered: Collection[str]) -> OnText | None:
     return Holdback(on_text, offered) if on_text is not None and offered else on_text
 
 
-def tool_names(schemas: list[dict[str, Any]]) -> list[str]:
-    """The names of the tools offered in a request (OpenAI function-tool schemas)."""
-    return [
-        fn["name"]
-        for s in schemas
-        if isinstance(fn := s.get("function"), dict) and isinstance(fn.get("name"), str)
-    ]
+Offered = dict[str, tuple[str, str | None]]  # a name a call may be written with: (tool, action)
+
+
+def tool_names(schemas: list[dict[str, Any]]) -> Offered:
+    """The names a written call may give, for the tools offered in a request (OpenAI
+    function-tool schemas): each tool's own, and each value of a tool's `action` that no
+    other offered tool has, meaning that tool with that action. The 0.5B model writes
+    `{"name": "store", ...}` or `{"name": "execute", "arguments": {"code": ...}}`: the
+    action as the tool (the "separate tools" form, memory_store, read back)."""
+    names: Offered = {}
+    actions: dict[str, list[str]] = {}
+    for s in schemas:
+        fn = s.get("function")
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            continue
+        names[fn["name"]] = (fn["name"], None)
+        action = ((fn.get("parameters") or {}).get("properties") or {}).get("action") or {}
+        for value in action.get("enum") or ():
+            if isinstance(value, str):
+                actions.setdefault(value, []).append(fn["name"])
+    for value, tools in actions.items():
+        if len(tools) == 1 and value not in names:
+            names[value] = (tools[0], value)
+    return names

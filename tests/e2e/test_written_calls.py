@@ -166,3 +166,19 @@ async def test_json_naming_no_offered_tool_streams_as_it_is_written(tg: TG) -> N
     open_drafts = [d for d in drafts if '"count"' in d and not d.endswith("}}")]
     assert len(open_drafts) >= 2, drafts
     assert len(tg.llm.requests) == 1  # no tool ran
+
+
+async def test_a_call_named_by_its_action_runs_the_tool_it_belongs_to(tg: TG) -> None:
+    # The 0.5B model names the action, not the tool: "store" is memory's alone.
+    store = '{"name": "store", "arguments": {"content": "Sister is called Ana", "layer": "long"}}'
+    tg.llm.add(Text(store, chunk=4), Text("Noted."))
+    await tg.send(OWNER, "Remember that my sister's name is Ana.")
+    assert (await tg.reply(OWNER)).text == "Noted."
+    await tg.idle()
+    assert await memories(tg) == ["Sister is called Ana"]
+    asked, results = sent_call(tg)
+    (call,) = asked["tool_calls"]
+    assert call["function"]["name"] == "memory"
+    assert json.loads(call["function"]["arguments"])["action"] == "store"
+    assert results[0]["content"].startswith("stored #")
+    assert_no_call_text(tg)
