@@ -126,7 +126,7 @@ async def run(server: LlamaServer, name: str, cases: list[Case], max_tokens: int
                 llm_base_url=proxy.base_url,
                 llm_model=name,
                 llm_max_output_tokens=max_tokens,
-                llm_timeout_s=900.0,
+                llm_timeout_s=3000.0,  # a loaded CPU may read a whole prompt for minutes
                 approvals="off",  # nobody is there to say yes: the model's choices are measured
             )
             llm_client.MAX_RETRIES = 0  # one try: a retry would double a slow CPU call
