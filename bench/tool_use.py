@@ -112,7 +112,7 @@ def tools_called(xs: list[Exchange]) -> tuple[list[str], list[str]]:
 async def run(server: LlamaServer, name: str, cases: list[Case], max_tokens: int) -> list[Outcome]:
     out: list[Outcome] = []
     async with assembled(
-        server, name, max_tokens, llm_max_output_tokens=max_tokens, llm_timeout_s=900.0,
+        server, name, max_tokens, llm_max_output_tokens=max_tokens, llm_timeout_s=3000.0,
         approvals="off",  # nobody is there to say yes: the model's choices are measured
     ) as (app, proxy):  # fmt: skip
         for case in cases:

@@ -111,3 +111,104 @@ async def test_drafts_show_json_that_is_no_call_once_it_is_closed() -> None:
     for n in range(1, len(text) + 1):
         await hold(text[:n])
     assert shown[-1] == text
+
+
+async def drafts_of(text: str, offered: list[str] = OFFERED) -> list[tuple[int, str]]:
+    """What a Holdback shows while `text` streams in one character at a time: (how much had
+    arrived, what was shown) for each draft."""
+    shown: list[tuple[int, str]] = []
+    n = 0
+
+    async def on_text(text: str) -> None:
+        shown.append((n, text))
+
+    hold = written.Holdback(on_text, offered)
+    for n in range(1, len(text) + 1):
+        await hold(text[:n])
+    return shown
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ('{"name": "count", "arguments": {"from": 1, "to": 10}}', '"count"'),  # the 0.5B model
+        ('Sure.\n{"name": "get_weather", "parameters": {"city": "Rome"}}', '"get_weather"'),
+        ('{{"name": "get_weather", "arguments": {"city": "Rome"}}}', '"get_weather"'),
+        ('{"type": "function", "function": {"name": "count", "arguments": "{}"}}', '"count"'),
+        ('[{"name": "memory", "arguments": {}}, {"name": "count", "arguments": {}}]', '"count"'),
+        ('<tool_call>\n{"name": "count", "arguments": {"to": 10}}\n</tool_call>', '"count"'),
+        ('<function=count>{"to": 10}</function>', "count>"),
+        ('[TOOL_CALLS]count[ARGS]{"to": 10}', "count[ARGS]"),
+        ('```json\n{"name": "count", "arguments": {"to": 10}}\n```', '"count"'),
+        ("```python\nprint(sum(range(10)))\n```", "python\n"),
+        ('{"name": "Ana", "city": "Lisbon", "age": 41}', '"Ana"'),  # data, no call at all
+    ],
+)
+async def test_a_name_not_offered_streams_as_soon_as_it_is_read(text: str, name: str) -> None:
+    shown = await drafts_of(text)
+    assert shown[-1][1] == text
+    read = text.index(name) + len(name)
+    # Held while the name was unread; shown whole the moment it was, and from then on each
+    # piece as it came (not once the object closes).
+    assert all(len(s) < read for n, s in shown if n < read), shown
+    assert (read, text[:read]) in shown, shown
+    assert all(n - len(s) <= 2 for n, s in shown if n >= read), shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "memory", "arguments": {"action": "list"}}',
+        '{"type": "function", "function": {"name": "memory", "arguments": "{}"}}',
+        '<tool_call>\n{"name": "memory", "arguments": {"action": "list"}}\n</tool_call>',
+        '```json\n{"name": "memory", "arguments": {"action": "list"}}\n```',
+    ],
+)
+async def test_an_offered_name_keeps_the_call_back(text: str) -> None:
+    assert await drafts_of(text) == []
+
+
+async def test_a_name_still_being_written_is_held() -> None:
+    # "memory" could still become "memory_store", not offered here: shown once it is whole.
+    text = '{"name": "memory_store", "arguments": {"content": "x"}}'
+    read = text.index("_store") + len('_store"')
+    shown = await drafts_of(text, ["memory"])
+    assert shown and min(n for n, _ in shown) == read
+
+
+def schema(name: str, actions: list[str]) -> dict[str, object]:
+    props = {"action": {"type": "string", "enum": actions}}
+    return {"type": "function", "function": {"name": name, "parameters": {"properties": props}}}
+
+
+SCHEMAS = [
+    schema("memory", ["store", "recall", "list", "forget"]),
+    schema("code", ["execute", "generate", "status", "abort"]),
+    schema("schedule", ["create", "list", "cancel", "pause", "resume"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "args"),
+    [
+        # Written by the 0.5B model on llama-server (tests/real, bench/tool_use.py).
+        ('{"name": "store", "action": "store", "layer": "long", "content": "Cat is Tom"}',
+         "memory", {"action": "store", "layer": "long", "content": "Cat is Tom"}),
+        ('```json\n{"name": "execute", "arguments": {"code": "console.log(6 * 7)"}}\n```',
+         "code", {"action": "execute", "code": "console.log(6 * 7)"}),
+        ('{"name": "recall", "arguments": {"action": "list"}}', "memory", {"action": "list"}),
+    ],
+)  # fmt: skip
+def test_a_call_named_by_its_action_means_the_one_tool_with_that_action(
+    text: str, tool: str, args: dict[str, object]
+) -> None:
+    found = written.find(text, written.tool_names(SCHEMAS))
+    assert found is not None
+    ((name, got),) = [(c.name, json.loads(c.arguments)) for c in found.calls]
+    assert (name, got) == (tool, args)
+
+
+def test_an_action_two_tools_share_names_neither() -> None:
+    offered = written.tool_names(SCHEMAS)
+    assert "list" not in offered and offered["store"] == ("memory", "store")
+    assert written.find('{"name": "list", "arguments": {}}', offered) is None

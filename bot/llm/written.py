@@ -15,7 +15,8 @@ a reply sits in the history every later one copies it. The forms met:
 `adopt` turns such a reply into the calls it means when every call names a tool offered in
 that request (JSON naming anything else stays text): prose before the calls stays the turn's
 text, what follows them (the model imagining the result) is dropped. `Holdback` keeps text
-that may be starting a written call out of the streamed drafts.
+that may be starting a written call out of the streamed drafts, and lets it go the moment
+it cannot be one: a name that was not offered, a fence of another language.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +39,16 @@ _START = re.compile(
     r"|\{\s*\{?\s*\"(?:name|function|type)\""  # a call object anywhere
 )
 _FENCE = re.compile(r"[ \t]*```[ \t]*([\w-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.S)
+_FENCE_HEAD = re.compile(r"[ \t]*```[ \t]*([\w-]*)[ \t]*\n")
+_CALL_FENCES = ("", "json", "tool_call", "tool_code")
 _TAGGED = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.S)
 _FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)(</function>|$)", re.S)
 _MISTRAL_ARGS = re.compile(r"\[TOOL_CALLS\]\s*([\w.-]+)\s*\[ARGS\]\s*")
 _SPACE = re.compile(r"\s*")
 # JSON's pieces that matter for nesting: strings (and JavaScript template strings) whole.
 _TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|`[^`]*`|[{}\[\]]')
+# The same with the separators between keys and values, to read an object still open.
+_KEYED = re.compile(r'"(?:\\.|[^"\\])*"|`[^`]*`|[{}\[\]:,]')
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 Calls = list[tuple[str, Any]]  # (tool name, arguments: a dict, or raw text)
 
@@ -66,6 +71,63 @@ def _balanced(text: str, start: int) -> int | None:
             if depth == 0:
                 return m.end()
     return None
+
+
+@dataclass
+class _Open:
+    """A JSON object or list still open, as _written_names reads it."""
+
+    call: bool  # a call's object, or a list of calls
+    items: bool  # a list
+    key: Any = None  # the object's key being read
+    value: bool = False  # after the key's colon
+
+
+def _written_names(text: str, pos: int) -> Iterator[str]:
+    """The tool names the JSON opening at `pos` has already written, while it is still open:
+    a call object's "name" (or "function" as a name), also inside a doubled brace, the wire
+    shape's "function" object or a list of calls.
+
+    A reply's first line `{"name": "count", ...` is then known to be no call of an offered
+    tool long before the object closes, and the stream can show it as it comes."""
+    stack: list[_Open] = []
+    for m in _KEYED.finditer(text, pos):
+        piece = m.group()
+        top = stack[-1] if stack else None
+        if piece in "{[":
+            call = top is None or (
+                top.call
+                and piece == "{"
+                and (
+                    top.items  # a list of calls
+                    or (top.key is None and not top.value)  # a doubled brace: {{"name": ...
+                    or (top.key == "function" and top.value)  # the wire shape
+                )
+            )
+            stack.append(_Open(call=bool(call), items=piece == "["))
+        elif piece in "}]":
+            stack.pop()
+            if not stack:
+                return  # closed: the caller reads it whole
+            stack[-1].value = False
+        elif top is None or top.items:
+            continue  # a list's items and the commas between them
+        elif piece == ":":
+            top.value = True
+        elif piece == ",":
+            top.key, top.value = None, False
+        elif not top.value:
+            top.key = _loads(piece)
+        else:
+            name = _loads(piece)
+            if top.call and top.key in ("name", "function") and isinstance(name, str):
+                yield name
+            top.value = False
+
+
+def _names_other(text: str, pos: int, offered: Collection[str]) -> bool:
+    """The JSON still open at `pos` names a tool that was not offered: it is no call."""
+    return any(name not in offered for name in _written_names(text, pos))
 
 
 def _backticks_as_strings(text: str) -> str:
@@ -135,7 +197,10 @@ def _series(text: str, pos: int, offered: Collection[str]) -> Found | int | None
                 return Found(calls, end) if calls else inner
         close = _balanced(text, pos)
         if close is None:
-            return Found(calls, end) if calls else None
+            if calls:
+                return Found(calls, end)
+            # Open, but its name already says it is no call: nothing to wait for.
+            return len(text) if _names_other(text, pos, offered) else None
         found = _calls(_loads(text[pos:close]), offered)
         if not found:
             return Found(calls, end) if calls else close
@@ -153,16 +218,20 @@ def _in(body: str, offered: Collection[str]) -> Calls | None:
 
 
 def _tagged(text: str, pos: int, pattern: re.Pattern[str], offered: Collection[str],
-            one: Callable[[re.Match[str]], Calls | None]) -> Found | int | None:  # fmt: skip
+            one: Callable[[re.Match[str]], Calls | None],
+            other: Callable[[re.Match[str]], bool]) -> Found | int | None:  # fmt: skip
     """Tagged calls one after another (`<tool_call>…</tool_call>`, `<function=…>…`); an
-    unclosed last tag counts (a reply may end without it)."""
+    unclosed last tag counts (a reply may end without it). `other`: an unclosed tag already
+    names a tool not offered."""
     calls: Calls = []
     while (m := pattern.match(text, pos)) is not None:
         found = one(m)
         if not found:
             if calls:
                 break
-            return m.end() if m.groups()[-1] else None
+            if m.groups()[-1]:
+                return m.end()
+            return len(text) if other(m) else None
         calls += found
         pos = m.end()
         nxt = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
@@ -182,16 +251,20 @@ def _at(text: str, start: int, offered: Collection[str]) -> Found | int | None:
     None while it is open (more text may make it a call)."""
     pos = start + len(text[start:]) - len(text[start:].lstrip(" \t"))
     if text.startswith("<tool_call>", pos):
-        return _tagged(text, pos, _TAGGED, offered, lambda m: _in(m.group(1), offered))
+        return _tagged(
+            text, pos, _TAGGED, offered, lambda m: _in(m.group(1), offered),
+            lambda m: _names_other(text, _SPACE.match(text, m.start(1)).end(), offered),  # type: ignore[union-attr]
+        )  # fmt: skip
     if text.startswith("<function=", pos):
-        return _tagged(text, pos, _FUNCTION, offered, lambda m: _function(m, offered))
+        return _tagged(text, pos, _FUNCTION, offered, lambda m: _function(m, offered),
+                       lambda m: m.group(1) not in offered)  # fmt: skip
     if text.startswith("[TOOL_CALLS]", pos):
         m = _MISTRAL_ARGS.match(text, pos)
         if m is None:  # [TOOL_CALLS][{...}, ...]
             return _series(text, pos + len("[TOOL_CALLS]"), offered)
         close = _balanced(text, m.end()) if text.startswith("{", m.end()) else m.end()
         if close is None:
-            return None
+            return len(text) if m.group(1) not in offered else None
         args = _loads(text[m.end() : close])
         if m.group(1) not in offered or not isinstance(args, dict):
             return close
@@ -201,12 +274,27 @@ def _at(text: str, start: int, offered: Collection[str]) -> Found | int | None:
     if text.startswith("```", pos):
         fence = _FENCE.match(text, pos)
         if fence is None:
-            return None
-        if fence.group(1).lower() not in ("", "json", "tool_call", "tool_code"):
+            return _open_fence(text, pos, offered)
+        if fence.group(1).lower() not in _CALL_FENCES:
             return fence.end()
         calls = _in(fence.group(2), offered)
         return Found(calls, fence.end()) if calls else fence.end()
     return _series(text, pos, offered)
+
+
+def _open_fence(text: str, pos: int, offered: Collection[str]) -> int | None:
+    """A fence still open: len(text) once its language or the JSON in it shows it holds no
+    call (a ```python block streams as it comes), else None (wait for more)."""
+    head = _FENCE_HEAD.match(text, pos)
+    if head is None:
+        return None
+    if head.group(1).lower() not in _CALL_FENCES:
+        return len(text)
+    body = _SPACE.match(text, head.end()).end()  # type: ignore[union-attr]
+    if body == len(text):
+        return None
+    # An int: prose, JSON that is no call, or a call of a tool not offered.
+    return len(text) if isinstance(_series(text, body, offered), int) else None
 
 
 def _scan(text: str, offered: Collection[str], final: bool) -> tuple[int, Found | None]:
@@ -223,7 +311,7 @@ def _scan(text: str, offered: Collection[str], final: bool) -> tuple[int, Found 
     if not final:  # the text may end with the beginning of a marker or a fence
         for marker in (*_MARKERS, "```"):
             for n in range(min(len(marker) - 1, len(text)), 0, -1):
-                if text.endswith(marker[:n]):
+                if len(text) - n >= pos and text.endswith(marker[:n]):
                     return len(text) - n, None
     return len(text), None
 
@@ -241,14 +329,18 @@ def find(text: str, offered: Collection[str]) -> Written | None:
     start, found = _scan(text, offered, final=True)
     if found is None:
         return None
-    calls = [
-        LLMToolCall(
-            id=f"call_{uuid.uuid4().hex[:16]}",
-            name=name,
-            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+    calls = []
+    for name, args in found.calls:
+        tool, action = offered[name] if isinstance(offered, Mapping) else (name, None)
+        if action is not None and isinstance(args, dict) and not args.get("action"):
+            args = {"action": action, **args}
+        calls.append(
+            LLMToolCall(
+                id=f"call_{uuid.uuid4().hex[:16]}",
+                name=tool,
+                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+            )
         )
-        for name, args in found.calls
-    ]
     return Written(calls, text[:start].strip())
 
 
@@ -290,10 +382,27 @@ def holdback(on_text: OnText | None, offered: Collection[str]) -> OnText | None:
     return Holdback(on_text, offered) if on_text is not None and offered else on_text
 
 
-def tool_names(schemas: list[dict[str, Any]]) -> list[str]:
-    """The names of the tools offered in a request (OpenAI function-tool schemas)."""
-    return [
-        fn["name"]
-        for s in schemas
-        if isinstance(fn := s.get("function"), dict) and isinstance(fn.get("name"), str)
-    ]
+Offered = dict[str, tuple[str, str | None]]  # a name a call may be written with: (tool, action)
+
+
+def tool_names(schemas: list[dict[str, Any]]) -> Offered:
+    """The names a written call may give, for the tools offered in a request (OpenAI
+    function-tool schemas): each tool's own, and each value of a tool's `action` that no
+    other offered tool has, meaning that tool with that action. The 0.5B model writes
+    `{"name": "store", ...}` or `{"name": "execute", "arguments": {"code": ...}}`: the
+    action as the tool (the "separate tools" form, memory_store, read back)."""
+    names: Offered = {}
+    actions: dict[str, list[str]] = {}
+    for s in schemas:
+        fn = s.get("function")
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            continue
+        names[fn["name"]] = (fn["name"], None)
+        action = ((fn.get("parameters") or {}).get("properties") or {}).get("action") or {}
+        for value in action.get("enum") or ():
+            if isinstance(value, str):
+                actions.setdefault(value, []).append(fn["name"])
+    for value, tools in actions.items():
+        if len(tools) == 1 and value not in names:
+            names[value] = (tools[0], value)
+    return names

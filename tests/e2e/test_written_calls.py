@@ -151,3 +151,34 @@ async def test_json_naming_no_offered_tool_stays_text(tg: TG) -> None:
     assert "get_weather" in reply and "Rome" in reply
     await tg.idle()
     assert len(tg.llm.requests) == 1  # no tool ran, no second call
+
+
+async def test_json_naming_no_offered_tool_streams_as_it_is_written(tg: TG) -> None:
+    # The 0.5B model's answer to "count from 1 to 10" on llama-server (tests/real): a call of
+    # a tool nobody offered. Once its name is read it is known to be text, and the person
+    # watches it grow instead of waiting for the object to close.
+    text = '{"name": "count", "arguments": {"start": 1, "end": 10, "separator": " "}}'
+    tg.llm.add(Text(text, chunk=3, delay=0.05))
+    await tg.send(OWNER, "Count from 1 to 10 in digits, separated by spaces.")
+    assert '"count"' in (await tg.reply(OWNER)).text
+    await tg.idle()
+    drafts = [str(d.params.get("text") or "") for d in tg.server.drafts]
+    open_drafts = [d for d in drafts if '"count"' in d and not d.endswith("}}")]
+    assert len(open_drafts) >= 2, drafts
+    assert len(tg.llm.requests) == 1  # no tool ran
+
+
+async def test_a_call_named_by_its_action_runs_the_tool_it_belongs_to(tg: TG) -> None:
+    # The 0.5B model names the action, not the tool: "store" is memory's alone.
+    store = '{"name": "store", "arguments": {"content": "Sister is called Ana", "layer": "long"}}'
+    tg.llm.add(Text(store, chunk=4), Text("Noted."))
+    await tg.send(OWNER, "Remember that my sister's name is Ana.")
+    assert (await tg.reply(OWNER)).text == "Noted."
+    await tg.idle()
+    assert await memories(tg) == ["Sister is called Ana"]
+    asked, results = sent_call(tg)
+    (call,) = asked["tool_calls"]
+    assert call["function"]["name"] == "memory"
+    assert json.loads(call["function"]["arguments"])["action"] == "store"
+    assert results[0]["content"].startswith("stored #")
+    assert_no_call_text(tg)

@@ -101,8 +101,11 @@ def real_settings(tmp_path: Path, proxy: RecordingProxy, server: FakeTelegram,
         "llm_model": installed["chat_model_name"],
         "embeddings": installed["embed_model_name"],
         "embeddings_base_url": proxy.base_url,
-        # A whole uncached prompt (~1,800 tokens) on a shared 2-core CPU takes minutes.
-        "llm_timeout_s": 600.0,
+        # A whole uncached prompt (~1,900 tokens) on a shared 2-core CPU takes minutes, and
+        # llama-server sends nothing while it reads one: a try may be silent for a fifth of
+        # this (bot/llm/client.py silence_limit), 300 s; at 600 s the first message of the
+        # tier was given up after 120 s on a loaded machine.
+        "llm_timeout_s": 1500.0,
         **extra,
     }
     if "llm_max_output_tokens" in Settings.model_fields:  # once the client bounds output

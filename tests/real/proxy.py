@@ -9,7 +9,13 @@ It changes a chat request in two cases only, and records that it did:
   that tool, sets `parallel_tool_calls: false`, and starts the assistant's turn with
   `<tool_call>\n` (llama-server continues a trailing assistant message). What comes back is
   llama.cpp's own tool-call stream, parsed by its own parser. No `tool_choice: "required"`:
-  its grammar makes each token take seconds on this CPU.
+  its grammar makes each token take seconds on this CPU. The forced reply is greedy
+  (`temperature: 0`): sampled, the 0.5B model sometimes writes a body that is no call
+  (`{"name": "store", "action": ...}`, `"arguments": 2}` and a second object), and
+  llama-server's parser (xllamacpp 2026.10) answers that with a 500, "does not match the
+  expected peg-native format", instead of a reply. Greedy, it writes a well-formed call.
+  Prefilling more (`{"name": "memory", "arguments": {`) is no way out: the server then
+  streams the arguments without the prefilled brace.
 - `greedy = True`: chat requests get `temperature: 0`, so a test that needs the model to
   do one thing does it run after run.
 /v1/embeddings goes to the embedding server when one is given.
@@ -129,6 +135,7 @@ class RecordingProxy:
             body["tools"] = [t for t in body.get("tools") or [] if t["function"]["name"] == name]
             assert body["tools"], f"Sidekick offered no tool named {name!r}"
             body["parallel_tool_calls"] = False
+            body["temperature"] = 0
             body["messages"] = [*messages, {"role": "assistant", "content": "<tool_call>\n"}]
             changed.append(f"forced:{name}")
 

@@ -42,14 +42,18 @@ async def ask(bot: TG, text: str) -> str:
     await bot.send(OWNER, text)
     reply = await bot.reply(OWNER, timeout=WAIT)
     await bot.idle(timeout=WAIT)
+    # On a loaded machine a wait line ("Still waiting for the model ...") comes first: the
+    # answer is the last message.
+    if later := bot.unread(OWNER):
+        *_, reply = await bot.replies(OWNER, len(later), timeout=WAIT)
     return reply.text
 
 
 @pytest.mark.xfail(
     strict=False,
-    reason="open (issue 35): the 0.5B model on xllamacpp's server sometimes answers with a JSON "
-    'call to a tool nobody offered ({"name": "count", ...}); it is held back as a possible '
-    "written call until it closes, so the user saw one draft instead of several",
+    reason="open (issue 35): the 0.5B model, sampling, answers the counting prompt with JSON: a "
+    "call of a tool nobody offered now streams in drafts as it comes (passed that part on the "
+    "real server), but a call of an offered one (code) runs, and the test expects one model call",
 )
 async def test_chat_streams_and_records_the_servers_usage(bot: TG, proxy: RecordingProxy) -> None:
     text = await ask(bot, "Count from 1 to 10 in digits, separated by spaces. Nothing else.")
@@ -77,12 +81,6 @@ async def test_chat_streams_and_records_the_servers_usage(bot: TG, proxy: Record
     assert len(proxy.chats()) == 1  # /usage was answered locally
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 35): xllamacpp's server answers the reply the proxy starts with "
-    "<tool_call> with 'does not match the expected peg-native format' (the earlier AVX-512-only "
-    "server passed it)",
-)
 async def test_a_forced_tool_call_in_llama_cpps_stream_runs_the_tool(
     bot: TG, proxy: RecordingProxy
 ) -> None:

@@ -6,7 +6,6 @@ more of the prompt than the new turn and the last answer (plus a few template to
 from __future__ import annotations
 
 import itertools
-import json
 
 import pytest
 from sqlalchemy import select
@@ -26,8 +25,9 @@ SLACK = 20
 
 @pytest.mark.xfail(
     strict=False,
-    reason="open (issue 35): on the 0.5B model the written call named `code`, not `memory`, in "
-    "this stop's one run; the request needs rewording or a tool hint measured by bench/tool_use.py",
+    reason="open (issue 35): greedy, the 0.5B model writes 'remember that my sister's name is "
+    "Ana' out as a `code` call (console.log of the fact) in 3 of 3 runs, with today's tool lines "
+    "and with usage hints in them (measured with bench/tool_use.py, no gain)",
 )
 async def test_a_written_call_stores_a_memory_that_memory_lists(
     bot: TG, proxy: RecordingProxy
@@ -51,11 +51,6 @@ async def test_a_written_call_stores_a_memory_that_memory_lists(
     assert any(c in (listing.text or "") for c in stored if "Ana" in c), listing.text
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 35): a summary was written, but the last request did not carry its "
-    "[compressed] note in this stop's one run (the note now rides in the [earlier] block)",
-)
 async def test_a_long_chat_is_compressed_into_a_verified_summary_in_a_4k_context(
     bot: TG, proxy: RecordingProxy, chat_server: LlamaServer
 ) -> None:
@@ -70,12 +65,14 @@ async def test_a_long_chat_is_compressed_into_a_verified_summary_in_a_4k_context
         if rows:
             break
     assert rows, "the history outgrew its budget but nothing was compressed"
-    assert any(r.verified for r in rows), [(r.verified, r.reason, r.text) for r in rows]
-    system = proxy.chats()[-1].request["messages"][0]["content"]
+    assert any(r.verified for r in rows), [(r.verified, r.reason, r.summary) for r in rows]
     last = proxy.chats()[-1]
-    assert last.status == 200 and "[compressed] Turns 1–" in json.dumps(last.request["messages"]), (
-        system[-600:]
-    )
+    assert last.status == 200
+    # The note rides at the cut, in an [earlier] block of the first turn shown; the system
+    # message (and the tool schemas after it) stay the prefix every request starts with.
+    system, first, *_ = last.request["messages"]
+    assert system["role"] == "system" and "[compressed]" not in system["content"]
+    assert first["role"] == "user" and "[compressed] Turns 1–" in first["content"], first
 
 
 async def test_each_turn_re_processes_only_the_new_turn_and_the_last_answer(
