@@ -285,3 +285,20 @@ async def test_a_connection_the_provider_closed_while_idle_is_not_reused() -> No
         server.close()
         await server.wait_closed()
     assert connections == 2
+
+
+async def test_a_server_still_reading_the_prompt_is_waited_for_not_asked_again(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """Before its first event a try may be silent for the whole call: llama-server sends
+    nothing while it reads a long prompt (minutes on a CPU), and asking again would read it
+    again from the start. Once a stream has begun, the silence limit holds (stalls retry)."""
+    reading = asyncio.Event()
+    fake_llm.add(Text("read it all", after=reading))
+    llm = client(tmp_path, fake_llm, llm_timeout_s=60.0)
+    llm.silence = 0.2  # the stall limit of a stream that has begun
+    asyncio.get_running_loop().call_later(1.0, reading.set)
+    out = await llm.stream([{"role": "user", "content": "a long prompt"}])
+    await llm.close()
+    assert out.content == "read it all"
+    assert len(fake_llm.requests) == 1  # not asked a second time while it read

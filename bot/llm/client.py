@@ -101,9 +101,9 @@ def outage_notice(what: str) -> str:
 
 
 def silence_limit(timeout_s: float) -> float:
-    """How long one try may bring nothing new before it counts as stalled: a fifth of
-    LLM_TIMEOUT_S, at least a minute (a slow local model reading a long prompt), at most
-    all of it."""
+    """How long a try that has begun answering may bring nothing new before it counts as
+    stalled: a fifth of LLM_TIMEOUT_S, at least a minute, at most all of it (before its
+    first event only the deadline ends a try: bot/llm/silence.py)."""
     return min(timeout_s, max(60.0, timeout_s / 5))
 
 
@@ -193,7 +193,7 @@ class LLMClient:
         fallback = self.fallback_model if self.fallback_model != primary else None
         per_model = self.max_retries + 1
         quick = per_model * (2 if fallback else 1)
-        silence = Silence(self.silence, self.stall_notice_s, on_wait)
+        silence = Silence(self.silence, self.stall_notice_s, on_wait, first_s=self.deadline)
         loop = asyncio.get_running_loop()
         started = loop.time()
         failures, told, primary_failure = 0, False, ""

@@ -23,10 +23,17 @@ STILL_WAITING = (
 
 class Silence:
     """`watch()` around each try, `heard()` on each event of it. `limit_s` without an
-    event ends the try (Stalled); `notice_s` without one tells `on_wait`, once a call."""
+    event (`first_s` before the first) ends the try (Stalled); `notice_s` without one tells
+    `on_wait`, once a call."""
 
-    def __init__(self, limit_s: float, notice_s: float, on_wait: OnText | None) -> None:
+    def __init__(
+        self, limit_s: float, notice_s: float, on_wait: OnText | None, first_s: float | None = None
+    ) -> None:
         self.limit_s = limit_s
+        # Before a try's first event the server may still be reading the prompt: llama-server
+        # sends nothing meanwhile, for minutes on a CPU, and a retry would read it again from
+        # the start. `first_s` (the call's deadline) bounds that wait instead of `limit_s`.
+        self.first_s = limit_s if first_s is None else first_s
         self.notice_s = notice_s
         self.on_wait = on_wait
         self.noticed = False
@@ -45,7 +52,7 @@ class Silence:
         notice: asyncio.Task[Any] | None = None
         if self.on_wait is not None and not self.noticed:
             notice = asyncio.create_task(self._notice(self.on_wait))
-        cm = self._cm = asyncio.timeout_at(self._last + self.limit_s)
+        cm = self._cm = asyncio.timeout_at(self._last + self.first_s)
         try:
             async with cm:
                 yield
