@@ -70,6 +70,13 @@ def test_every_secret_setting_is_scrubbed() -> None:
         ("DAILY_BUDGET_USD", "-1", "DAILY_BUDGET_USD"),
         ("CODE_PRIVATE_NETWORKS", "maybe", "CODE_PRIVATE_NETWORKS"),
         ("CODE_NETWORK", "maybe", "CODE_NETWORK"),
+        # The merged settings say what is wrong with the value.
+        ("SESSION_SPLIT", "hourly", "SESSION_SPLIT: must be daily, weekly or none"),
+        ("BUDGET_USD", "5", "BUDGET_USD: '5': give a number per day and/or per month"),
+        ("BUDGET_USD", "5/day, 6/day", "BUDGET_USD: '6/day': the day is given twice"),
+        ("USER_TOKEN_CAP", "0/day", "USER_TOKEN_CAP: '0/day': must be more than 0"),
+        ("CODE_NETWORK", "private", "CODE_NETWORK: Input should be 'off', 'on' or 'all'"),
+        ("EMBEDDINGS", "two words", "EMBEDDINGS: must be wordllama, openai, or the name"),
     ],
 )
 def test_invalid_values_name_the_variable(
@@ -79,6 +86,7 @@ def test_invalid_values_name_the_variable(
     with pytest.raises(ConfigError) as info:
         load_settings()
     assert str(info.value).startswith(expected)
+    assert len(str(info.value).splitlines()) == 1
 
 
 def test_a_former_setting_is_one_warning_not_an_error(

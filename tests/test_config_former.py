@@ -247,27 +247,6 @@ def test_a_value_that_cannot_be_carried_over_is_one_error_line(
     assert "sk-one" not in line and "sk-two" not in line
 
 
-@pytest.mark.parametrize(
-    ("name", "value", "error"),
-    [
-        ("SESSION_SPLIT", "hourly", "SESSION_SPLIT: must be daily, weekly or none"),
-        ("BUDGET_USD", "5", "BUDGET_USD: '5': give a number per day and/or per month"),
-        ("BUDGET_USD", "5/day, 6/day", "BUDGET_USD: '6/day': the day is given twice"),
-        ("USER_TOKEN_CAP", "0/day", "USER_TOKEN_CAP: '0/day': must be more than 0"),
-        ("CODE_NETWORK", "private", "CODE_NETWORK: Input should be 'off', 'on' or 'all'"),
-        ("EMBEDDINGS", "two words", "EMBEDDINGS: must be wordllama, openai, or the name"),
-    ],
-)
-def test_the_merged_settings_say_what_is_wrong_in_one_line(
-    monkeypatch: pytest.MonkeyPatch, name: str, value: str, error: str
-) -> None:
-    monkeypatch.setenv(name, value)
-    with pytest.raises(ConfigError) as info:
-        load_settings()
-    assert str(info.value) == error or str(info.value).startswith(error)
-    assert len(str(info.value).splitlines()) == 1
-
-
 def test_the_merged_values_take_their_short_forms() -> None:
     s = load_settings(
         session_split="Weekly", budget_usd="100/month,5/day", user_token_cap="1_000/day"
