@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, SecretStr, field_validator
+from pydantic import AfterValidator, BaseModel, SecretStr, field_validator
 
 TELEGRAM_DOWNLOAD_LIMIT_MB = 20  # getFile serves files up to 20 MB
 # In DATA_DIR: what the vision gate learned of each model (bot/llm/vision.py).
@@ -76,6 +77,15 @@ def model_at_url(value: str) -> tuple[str, str | None]:
     return model, url
 
 
+def _speech_model(value: str) -> str:
+    model_at_url(value)
+    return value.strip()
+
+
+# TRANSCRIBE_MODEL / TTS_MODEL: a model's name or `model@URL`, checked as it is read.
+SpeechModel = Annotated[str, AfterValidator(_speech_model)]
+
+
 def _plain(key: SecretStr | str | None) -> str | None:
     value = key.get_secret_value() if isinstance(key, SecretStr) else key
     return value or None
@@ -127,6 +137,10 @@ class SpeechSettings(BaseModel):
     def _check_url(cls, value: str | None) -> str | None:
         return off_or_url(value)
 
+    def off(self, model: str) -> bool:
+        """A direction set off by its model (`off`) or with the whole speech endpoint."""
+        return model.strip().lower() == "off" or self.speech_base_url == "off"
+
     def speech_endpoint(
         self, llm_base_url: str, llm_api_key: SecretStr | str | None
     ) -> tuple[str | None, str | None]:
@@ -163,14 +177,8 @@ class SpeechSettings(BaseModel):
 class MediaSettings(SpeechSettings):
     # Speech to text on the speech endpoint, or `model@URL` on its own; off: voice messages
     # are not transcribed.
-    transcribe_model: str = "whisper-1"
-
-    @field_validator("transcribe_model")
-    @classmethod
-    def _check_transcribe_model(cls, value: str) -> str:
-        model_at_url(value)
-        return value.strip()
+    transcribe_model: SpeechModel = "whisper-1"
 
     def transcribe_off(self) -> bool:
         """TRANSCRIBE_MODEL=off or SPEECH_BASE_URL=off: voice messages get one sentence."""
-        return self.transcribe_model.strip().lower() == "off" or self.speech_base_url == "off"
+        return self.off(self.transcribe_model)
