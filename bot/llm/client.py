@@ -24,8 +24,17 @@ from typing import Any, TypeVar
 
 from bot.config import Settings
 from bot.errors import ProviderError
-from bot.llm import written
-from bot.llm.completion import Completion, LLMToolCall, OnText, Usage, collect, from_json
+from bot.llm.completion import (
+    Completion,
+    LLMToolCall,
+    OnText,
+    Usage,
+    adopt_written,
+    collect,
+    from_json,
+    holdback,
+    tool_names,
+)
 from bot.llm.wire import (
     APIConnectionError,
     APIError,
@@ -482,10 +491,10 @@ class LLMClient:
         outage is waited out, and `on_wait` gets the line to show them: once that the
         provider is not answering, once that a stream went quiet.
 
-        A small model may write a tool call out as text (bot/llm/written.py): naming an
+        A small model may write a tool call out as text (completion.adopt_written): naming an
         offered tool, it becomes the completion's tool call, and its text is never shown."""
-        offered = written.tool_names(tools or [])
-        shown = written.holdback(on_text, offered)
+        offered = tool_names(tools or [])
+        shown = holdback(on_text, offered)
 
         async def once(client: Endpoint, model: str, silence: Silence) -> Completion:
             body = self._body(model, messages, None)
@@ -500,7 +509,7 @@ class LLMClient:
                 return await collect(_heard(events, silence), model, shown)
 
         completion = await self._call(model, once, on_wait)
-        written.adopt(completion, offered)
+        adopt_written(completion, offered)
         return completion
 
     async def complete(
