@@ -113,6 +113,9 @@ def outage_notice(what: str) -> str:
     )
 
 
+# -- each try watched for silence ----------------------------------------------------------
+
+
 def silence_limit(timeout_s: float) -> float:
     """How long a try that has begun answering may bring nothing new before it counts as
     stalled: a fifth of LLM_TIMEOUT_S, at least a minute, at most all of it (before its
@@ -182,6 +185,9 @@ class Silence:
             log.debug("the still-waiting line was not shown", exc_info=True)
         finally:
             self._telling = False
+
+
+# -- the context size the server says (LLMClient.context_tokens) ---------------------------
 
 
 def _positive(value: object) -> int | None:
@@ -272,6 +278,9 @@ class ContextSize:
             if found:
                 return found, True
         return None, True
+
+
+# -- the calls ----------------------------------------------------------------------------
 
 
 def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:

@@ -1,9 +1,10 @@
-"""One agent request as the usage feature sees it, through the agent's hooks
-(bot/agent/hooks.py): its metering (the user's model, the budget check before each model
-call, the usage row with each stored answer, and the lines added under the answer;
-UsageTurns is what the agent is given, bot/app.py: a RequestHooks making each request's
-Metering), and /context's bookkeeping (ContextAccounting: the token split of each user's
-last request)."""
+"""The usage feature's hooks on one agent request (bot/agent/hooks.py): what it used.
+
+- Metering: the user's model, the budget check before each model call, the usage row with
+  each stored answer, and the lines added under the answer. UsageTurns is what the agent is
+  given (bot/app.py): a RequestHooks making each request's Metering.
+- ContextAccounting: /context's bookkeeping, the token split of each user's last request.
+"""
 
 from __future__ import annotations
 
