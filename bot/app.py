@@ -31,11 +31,9 @@ from bot.sessions.archive import Archiver, archiver_from
 from bot.sessions.background import BackgroundArchive
 from bot.sessions.summary import SUMMARY_MAX_S
 from bot.sessions.turns import SessionTurns
-from bot.usage.accounting import ContextAccounting
 from bot.usage.commands import allowed_models
-from bot.usage.meter import Meter
-from bot.usage.metered import MeteredModel
-from bot.usage.request import UsageTurns
+from bot.usage.meter import Meter, MeteredModel
+from bot.usage.request import ContextAccounting, UsageTurns
 from bot.voice.replies import VoiceReplies, build_voice
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import SchemaMismatch, require_schema, upgrade

@@ -1,4 +1,4 @@
-"""The streaming client (bot/llm/stream.py) against broken streams over real HTTP:
+"""The streaming client (bot/llm/wire.py open_stream) against broken streams over real HTTP:
 each gives a retry or one plain error, never the API key, and the client keeps working."""
 
 from __future__ import annotations
@@ -250,8 +250,7 @@ async def test_the_request_carries_our_headers_and_the_providers_cookie(
 async def test_a_connection_the_provider_closed_while_idle_is_not_reused() -> None:
     """httpx's pool must see a server's hang-up: the second request goes out on a new
     connection instead of failing on the dead one."""
-    from bot.llm.stream import open_stream
-    from bot.llm.wire import Endpoint
+    from bot.llm.wire import Endpoint, open_stream
 
     connections = 0
     body = b'data: {"choices":[{"delta":{"content":"ok"}}]}\n\ndata: [DONE]\n\n'

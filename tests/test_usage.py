@@ -18,8 +18,8 @@ from bot.config import Settings
 from bot.errors import ConfigError
 from bot.llm.client import LLMClient
 from bot.usage.models import ModelUsage
-from bot.usage.prices import PriceTable, parse_prices
 from bot.usage.report import usage_text
+from bot.usage.settings import PriceTable, parse_prices
 from db.models import User
 from tests.conftest import make_settings
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text

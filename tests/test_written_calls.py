@@ -1,5 +1,6 @@
-"""bot/llm/written.py: which texts are written tool calls, what stays text, and what the
-streamed drafts may show while a reply may be starting one."""
+"""Tool calls written out as text (bot/llm/completion.py): which texts are written tool
+calls, what stays text, and what the streamed drafts may show while a reply may be starting
+one."""
 
 from __future__ import annotations
 
@@ -8,15 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.llm import written
-from bot.llm.completion import Completion
+from bot.llm.completion import Completion, Holdback, adopt_written, find_written, tool_names
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llm" / "written"
 OFFERED = ["search", "code", "memory", "schedule", "web_fetch"]
 
 
 def calls(text: str, offered: list[str] = OFFERED) -> list[tuple[str, dict[str, object]]]:
-    found = written.find(text, offered)
+    found = find_written(text, offered)
     return [(c.name, json.loads(c.arguments)) for c in found.calls] if found else []
 
 
@@ -75,13 +75,13 @@ def test_several_calls_one_per_line() -> None:
     ],
 )
 def test_what_stays_text(text: str) -> None:
-    assert written.find(text, OFFERED) is None
+    assert find_written(text, OFFERED) is None
 
 
 def test_adopt_sets_the_calls_and_keeps_the_prose_before() -> None:
     done = Completion(content='I will check.\n{"name": "memory", "arguments": {"action": "list"}}')
     done.finish_reason = "stop"
-    written.adopt(done, OFFERED)
+    adopt_written(done, OFFERED)
     assert [c.name for c in done.tool_calls] == ["memory"] and done.written == 1
     assert done.content == "I will check." and done.finish_reason == "tool_calls"
 
@@ -92,7 +92,7 @@ async def test_drafts_never_show_a_call_being_written() -> None:
     async def on_text(text: str) -> None:
         shown.append(text)
 
-    hold = written.Holdback(on_text, OFFERED)
+    hold = Holdback(on_text, OFFERED)
     text = 'Let me look.\n```json\n{"name": "memory", "arguments": {"action": "list"}}\n```'
     for n in range(1, len(text) + 1):
         await hold(text[:n])
@@ -106,7 +106,7 @@ async def test_drafts_show_json_that_is_no_call_once_it_is_closed() -> None:
     async def on_text(text: str) -> None:
         shown.append(text)
 
-    hold = written.Holdback(on_text, OFFERED)
+    hold = Holdback(on_text, OFFERED)
     text = 'Here:\n{"city": "Paris"}\nDone.'
     for n in range(1, len(text) + 1):
         await hold(text[:n])
@@ -122,7 +122,7 @@ async def drafts_of(text: str, offered: list[str] = OFFERED) -> list[tuple[int, 
     async def on_text(text: str) -> None:
         shown.append((n, text))
 
-    hold = written.Holdback(on_text, offered)
+    hold = Holdback(on_text, offered)
     for n in range(1, len(text) + 1):
         await hold(text[:n])
     return shown
@@ -202,13 +202,13 @@ SCHEMAS = [
 def test_a_call_named_by_its_action_means_the_one_tool_with_that_action(
     text: str, tool: str, args: dict[str, object]
 ) -> None:
-    found = written.find(text, written.tool_names(SCHEMAS))
+    found = find_written(text, tool_names(SCHEMAS))
     assert found is not None
     ((name, got),) = [(c.name, json.loads(c.arguments)) for c in found.calls]
     assert (name, got) == (tool, args)
 
 
 def test_an_action_two_tools_share_names_neither() -> None:
-    offered = written.tool_names(SCHEMAS)
+    offered = tool_names(SCHEMAS)
     assert "list" not in offered and offered["store"] == ("memory", "store")
-    assert written.find('{"name": "list", "arguments": {}}', offered) is None
+    assert find_written('{"name": "list", "arguments": {}}', offered) is None

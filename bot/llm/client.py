@@ -1,13 +1,15 @@
-"""Streaming chat completions with tool calls, with retries and a fallback model.
+"""The ChatModel (bot/llm/model.py) against an OpenAI-compatible server: streamed chat
+completions with tool calls and plain completions, with retries and a fallback model, each
+try watched for silence; and the context size the server says.
 
 A passing failure (429, 5xx, a timeout, a lost connection, a try that stalls) is tried
 again with backoff, and after the quick retries the fallback model (LLM_FALLBACK_MODEL)
 gets the request. A chat message is not handed back to its user for an outage: they are
-told once that the provider is not answering, and the call goes on trying until
-LLM_TIMEOUT_S, then ends in one final line. Other calls (summaries, scheduled tasks,
-which have retries of their own) give up after the quick retries with a ProviderError
-that carries the status, so the user gets one plain sentence. Every completion carries
-the provider's token usage when it sent one.
+told once that the provider is not answering (and once that a stream went quiet), and the
+call goes on trying until LLM_TIMEOUT_S, then ends in one final line. Other calls
+(summaries, scheduled tasks, which have retries of their own) give up after the quick
+retries with a ProviderError that carries the status, so the user gets one plain sentence.
+Every completion carries the provider's token usage when it sent one.
 """
 
 from __future__ import annotations
@@ -17,16 +19,22 @@ import contextlib
 import logging
 import random
 import re
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from bot.config import Settings
 from bot.errors import ProviderError
-from bot.llm import written
-from bot.llm.completion import Completion, LLMToolCall, OnText, Usage, collect, from_json
-from bot.llm.context import ContextSize
-from bot.llm.silence import Silence
-from bot.llm.stream import open_stream
+from bot.llm.completion import (
+    Completion,
+    LLMToolCall,
+    OnText,
+    Usage,
+    adopt_written,
+    collect,
+    from_json,
+    holdback,
+    tool_names,
+)
 from bot.llm.wire import (
     APIConnectionError,
     APIError,
@@ -37,6 +45,7 @@ from bot.llm.wire import (
     Stalled,
     StreamDataError,
     StreamErrorEvent,
+    open_stream,
 )
 from tools.model_call import ModelCall
 
@@ -49,6 +58,10 @@ log = logging.getLogger(__name__)
 MAX_RETRIES = 4
 # A try that brings nothing new for this long gets one "still waiting" line to the user.
 STALL_NOTICE_S = 20.0
+STILL_WAITING = (
+    "Still waiting for the model: it has gone quiet for a while. The answer follows as soon "
+    "as it goes on."
+)
 T = TypeVar("T")
 
 # How providers say the prompt does not fit (OpenAI's and Groq's context_length_exceeded,
@@ -100,11 +113,174 @@ def outage_notice(what: str) -> str:
     )
 
 
+# -- each try watched for silence ----------------------------------------------------------
+
+
 def silence_limit(timeout_s: float) -> float:
     """How long a try that has begun answering may bring nothing new before it counts as
     stalled: a fifth of LLM_TIMEOUT_S, at least a minute, at most all of it (before its
-    first event only the deadline ends a try: bot/llm/silence.py)."""
+    first event only the deadline ends a try: Silence)."""
     return min(timeout_s, max(60.0, timeout_s / 5))
+
+
+class Silence:
+    """One model call's tries watched for silence: a user waiting for the answer hears once
+    that the model has gone quiet, and a try that stays silent past its limit ends as
+    stalled, a passing failure `LLMClient._call` tries again.
+
+    `watch()` around each try, `heard()` on each event of it. `limit_s` without an
+    event (`first_s` before the first) ends the try (Stalled); `notice_s` without one tells
+    `on_wait`, once a call."""
+
+    def __init__(
+        self, limit_s: float, notice_s: float, on_wait: OnText | None, first_s: float | None = None
+    ) -> None:
+        self.limit_s = limit_s
+        # Before a try's first event the server may still be reading the prompt: llama-server
+        # sends nothing meanwhile, for minutes on a CPU, and a retry would read it again from
+        # the start. `first_s` (the call's deadline) bounds that wait instead of `limit_s`.
+        self.first_s = limit_s if first_s is None else first_s
+        self.notice_s = notice_s
+        self.on_wait = on_wait
+        self.noticed = False
+        self._last = 0.0
+        self._cm: asyncio.Timeout | None = None
+        self._telling = False
+
+    def heard(self) -> None:
+        self._last = asyncio.get_running_loop().time()
+        if self._cm is not None:
+            self._cm.reschedule(self._last + self.limit_s)
+
+    @contextlib.asynccontextmanager
+    async def watch(self) -> AsyncIterator[None]:
+        self._last = asyncio.get_running_loop().time()
+        notice: asyncio.Task[Any] | None = None
+        if self.on_wait is not None and not self.noticed:
+            notice = asyncio.create_task(self._notice(self.on_wait))
+        cm = self._cm = asyncio.timeout_at(self._last + self.first_s)
+        try:
+            async with cm:
+                yield
+        except TimeoutError:
+            if not cm.expired():
+                raise
+            raise Stalled(self.limit_s) from None
+        finally:
+            self._cm = None
+            if notice is not None:
+                if self._telling:  # a line half sent is finished, not cut
+                    await asyncio.wait({notice})
+                notice.cancel()
+
+    async def _notice(self, on_wait: OnText) -> None:
+        loop = asyncio.get_running_loop()
+        # Each event moves the moment on; an Event set per streamed chunk would cost more.
+        while (left := self._last + self.notice_s - loop.time()) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(left)
+        self.noticed = self._telling = True
+        try:
+            await on_wait(STILL_WAITING)
+        except Exception:  # the answer matters, not this line
+            log.debug("the still-waiting line was not shown", exc_info=True)
+        finally:
+            self._telling = False
+
+
+# -- the context size the server says (LLMClient.context_tokens) ---------------------------
+
+
+def _positive(value: object) -> int | None:
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _from_props(raw: Any) -> int | None:
+    settings = raw.get("default_generation_settings") if isinstance(raw, dict) else None
+    return _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
+
+
+def _from_models(raw: Any, model: str) -> int | None:
+    data = raw.get("data") if isinstance(raw, dict) else None
+    for entry in data if isinstance(data, list) else ():
+        if isinstance(entry, dict) and entry.get("id") == model:
+            meta = entry.get("meta")
+            return _positive(meta.get("n_ctx")) if isinstance(meta, dict) else None
+    return None
+
+
+def _from_ollama(raw: Any) -> int | None:
+    if not isinstance(raw, dict):
+        return None
+    for line in str(raw.get("parameters") or "").splitlines():
+        name, _, value = line.strip().partition(" ")
+        if name == "num_ctx" and value.strip().isdigit():
+            return int(value.strip())
+    info = raw.get("model_info")
+    found = (
+        [v for k, v in info.items() if k.endswith(".context_length")]
+        if isinstance(info, dict)
+        else []
+    )
+    return _positive(found[0]) if found else None
+
+
+class ContextSize:
+    """How many tokens the model's context holds: LLM_CONTEXT_TOKENS when set, else what the
+    server says where it says it, asked once per model.
+
+    - llama.cpp: GET /props (`default_generation_settings.n_ctx`), or the `meta.n_ctx` of its
+      model list;
+    - Ollama: POST /api/show, the `num_ctx` it runs with when set, else `model_info`'s
+      `<arch>.context_length`.
+    Other servers (and cloud providers) do not say: the answer is None, unknown. A server
+    that could not be asked (down, or llama-server's 503 while it loads its model) is asked
+    again with the next message rather than taken for one that does not say.
+    """
+
+    def __init__(self, endpoint: Endpoint, configured: int) -> None:
+        self.endpoint = endpoint
+        self.configured = configured
+        self.known: dict[str, int | None] = {}
+
+    async def tokens(self, model: str) -> int | None:
+        if self.configured:
+            return self.configured
+        if model in self.known:
+            return self.known[model]
+        found, heard = await self._ask(model)
+        if heard:
+            self.known[model] = found
+            log.info("context of %s: %s tokens", model, found or "unknown")
+        return found
+
+    async def _ask(self, model: str) -> tuple[int | None, bool]:
+        """The context size the server says, and whether the server could be asked at all
+        (False: ask again later)."""
+        # The server's root: /props and /api/show sit beside /v1, not under it.
+        base = self.endpoint.base_url
+        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        asks = (
+            ("GET", root + "/props", None, _from_props),
+            ("GET", base + "/models", None, lambda raw: _from_models(raw, model)),
+            ("POST", root + "/api/show", {"model": model}, _from_ollama),
+        )
+        for method, url, body, read in asks:
+            try:
+                found = read(await self.endpoint.call(method, url, body, quiet=True))
+            except APIConnectionError:
+                return None, False  # down: the other questions would fail the same way
+            except APIStatusError as exc:
+                if exc.status_code == 503:  # llama-server while it loads its model
+                    return None, False
+                continue  # this server does not answer that question
+            except APIError:
+                continue  # nor in a form we read
+            if found:
+                return found, True
+        return None, True
+
+
+# -- the calls ----------------------------------------------------------------------------
 
 
 def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
@@ -129,7 +305,7 @@ class LLMClient:
     """Chat completions against an OpenAI-compatible endpoint, over httpx (bot/llm/wire.py):
     the ChatModel (bot/llm/model.py) that every wrapper ends at.
 
-    The streamed chat goes through bot/llm/stream.py; plain completions and the model list
+    The streamed chat is read by wire.open_stream; plain completions and the model list
     are one JSON request each. Every call asks for at most LLM_MAX_OUTPUT_TOKENS and, its
     retries included, ends within LLM_TIMEOUT_S. Nothing is metered here (MeteredModel does).
     """
@@ -324,10 +500,10 @@ class LLMClient:
         outage is waited out, and `on_wait` gets the line to show them: once that the
         provider is not answering, once that a stream went quiet.
 
-        A small model may write a tool call out as text (bot/llm/written.py): naming an
+        A small model may write a tool call out as text (completion.adopt_written): naming an
         offered tool, it becomes the completion's tool call, and its text is never shown."""
-        offered = written.tool_names(tools or [])
-        shown = written.holdback(on_text, offered)
+        offered = tool_names(tools or [])
+        shown = holdback(on_text, offered)
 
         async def once(client: Endpoint, model: str, silence: Silence) -> Completion:
             body = self._body(model, messages, None)
@@ -342,7 +518,7 @@ class LLMClient:
                 return await collect(_heard(events, silence), model, shown)
 
         completion = await self._call(model, once, on_wait)
-        written.adopt(completion, offered)
+        adopt_written(completion, offered)
         return completion
 
     async def complete(

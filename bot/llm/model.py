@@ -1,7 +1,7 @@
 """The model client's protocol: everything the agent, its history window and the summaries
 ask of a chat model, in one type.
 
-LLMClient (bot/llm/client.py) is the model; MeteredModel (bot/usage/metered.py) and
+LLMClient (bot/llm/client.py) is the model; MeteredModel (bot/usage/meter.py) and
 VisionGate (bot/llm/vision.py) wrap it, and each wrapper implements every member, passing on
 explicitly what it does not change. A wrapper that left one out would not be a ChatModel, and
 the type checker refuses it where the app wires it in: a capability looked up at run time

@@ -1,6 +1,6 @@
 """Usage: tokens and cost per model call (bot/usage/meter.py records them with each answer),
 budgets, /usage with its chart, /model and /context (whose bookkeeping hook is
-bot/usage/accounting.py). The Meter itself is built by bot/app.py with the agent, which
+bot/usage/request.py). The Meter itself is built by bot/app.py with the agent, which
 needs it before any adapter starts; the commands reach it with `host.part(Meter)`."""
 
 from __future__ import annotations

@@ -3,13 +3,16 @@
 The totals the budgets are checked against are read from the database at most once a
 minute and kept up to date in process in between, so the check before a model call costs
 no database round trip; the re-read picks up what another process (a `sidekick chat`
-beside the bot) spent. The usage row is written in the transaction that stores the answer.
+beside the bot) spent. The usage row is written in the transaction that stores the answer:
+the chat's through its request's hooks (bot/usage/request.py), every other call's
+(summaries, code generation) through MeteredModel, the model wrapped in this meter.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,14 +20,16 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.llm.completion import Completion, Usage
+from bot.llm.completion import Completion, OnText, Usage
+from bot.llm.model import ChatModel
 from bot.usage import repo
 from bot.usage.estimate import estimate
-from bot.usage.prices import PriceTable
-from bot.usage.settings import UsageSettings
+from bot.usage.settings import PriceTable, UsageSettings
 from db.engine import SessionFactory
 from tools.base import Clock
-from tools.model_call import ModelCall
+from tools.model_call import BudgetExceeded, ModelCall
+
+log = logging.getLogger(__name__)
 
 WARN_AT = 0.8
 RELOAD_AFTER = timedelta(minutes=1)
@@ -104,6 +109,14 @@ class Meter:
         self.clock = clock
         self.tz = tz
         self.prices = prices or PriceTable.from_setting(settings.prices)
+        # Whether any budget or cap is set, decided once (settings do not change while the
+        # app runs): without one, the default, the check before each call has nothing to do.
+        self.budgeted = bool(
+            settings.daily_budget_usd
+            or settings.monthly_budget_usd
+            or settings.user_daily_token_cap
+            or settings.user_monthly_token_cap
+        )
         self._spent: repo.Spent | None = None
         self._day: datetime | None = None
         self._loaded_at: datetime | None = None
@@ -161,18 +174,9 @@ class Meter:
 
     # -- before a call ---------------------------------------------------------------
 
-    def _enabled(self) -> bool:
-        s = self.settings
-        return bool(
-            s.daily_budget_usd
-            or s.monthly_budget_usd
-            or s.user_daily_token_cap
-            or s.user_monthly_token_cap
-        )
-
     async def refusal(self, user_id: int | None) -> str | None:
         """One sentence when a budget or cap is used up (no model may be called), else None."""
-        if not self._enabled():
+        if not self.budgeted:
             return None
         spent = await self.spent()
         for limit in self.limits(spent, user_id):
@@ -259,7 +263,7 @@ class Meter:
     def warnings(self, user_id: int, warned: dict[str, str]) -> list[str]:
         """Lines for limits past WARN_AT not yet warned about this period; marks them in
         `warned` (the caller stores it)."""
-        if not self._enabled() or self._spent is None:
+        if not self.budgeted or self._spent is None:
             return []
         out = []
         for limit in self.limits(self._spent, user_id):
@@ -292,3 +296,64 @@ def parse_warned(raw: str | None) -> dict[str, str]:
     except ValueError:
         return {}
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+UNATTRIBUTED = ModelCall("chat")
+
+
+@dataclass
+class MeteredModel:
+    """The model, metered where a call says for whom and why (plain completions: summaries,
+    code generation): budget checked first, usage recorded after, in its own transaction (these
+    calls are off the chat's hot path).
+
+    The chat's streams pass through: the request they belong to meters them (bot/usage/
+    request.py checks the budget before each model call and hands the usage row to the
+    transaction that stores the answer), so metering them here too would count them twice.
+    """
+
+    llm: ChatModel
+    meter: Meter
+
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: OnText | None = None,
+        *,
+        model: str | None = None,
+        on_wait: OnText | None = None,
+    ) -> Completion:
+        return await self.llm.stream(messages, tools, on_text, model=model, on_wait=on_wait)
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        model: str | None = None,
+        call: ModelCall | None = None,
+    ) -> Completion:
+        call = call or UNATTRIBUTED
+        refusal = await self.meter.refusal(call.user_id)
+        if refusal is not None:
+            raise BudgetExceeded(refusal)
+        out = await self.llm.complete(messages, max_tokens, model=model)  # metered once: here
+        try:
+            async with self.meter.sf() as s, s.begin():
+                await self.meter.record(s, call, out, messages)
+        except Exception:  # the answer is worth more than its usage row
+            log.exception("could not record the usage of a %s call", call.purpose)
+        return out
+
+    async def complete_text(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        call: ModelCall | None = None,
+    ) -> str:
+        return (await self.complete(messages, max_tokens, call=call)).content
+
+    async def context_tokens(self, model: str | None = None) -> int | None:
+        return await self.llm.context_tokens(model)

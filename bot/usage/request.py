@@ -1,6 +1,10 @@
-"""Metering one agent request: the user's model, the budget check before each model call,
-the usage row with each stored answer, and the lines added under the answer. UsageTurns is
-what the agent is given (bot/app.py): a RequestHooks making each request's Metering."""
+"""The usage feature's hooks on one agent request (bot/agent/hooks.py): what it used.
+
+- Metering: the user's model, the budget check before each model call, the usage row with
+  each stored answer, and the lines added under the answer. UsageTurns is what the agent is
+  given (bot/app.py): a RequestHooks making each request's Metering.
+- ContextAccounting: /context's bookkeeping, the token split of each user's last request.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.agent.hooks import HookRefusal, ModelRequest, TurnHooks
+from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest, TurnHooks
+from bot.agent.prompt import without_context
 from bot.llm.client import Completion
 from bot.usage import repo
 from bot.usage.meter import Meter, Totals, parse_warned
 from db.conversation import UsageWrites
 from tools.base import RequestContext
+from tools.discovery.context_log import ContextLog
 from tools.model_call import ModelCall, Purpose
+from tools.tokens import count_payload
 
 
 @dataclass
@@ -132,3 +139,28 @@ def extra_lines(ru: RequestUsage) -> str:
     if ru.footer and ru.totals.calls:
         lines.append(f"📊 {ru.totals.footer()}")
     return "\n\n" + "\n".join(lines) if lines else ""
+
+
+@dataclass
+class ContextAccounting(AgentHooks):
+    """/context's bookkeeping: the token split of each user's last request."""
+
+    log: ContextLog
+
+    async def on_model_request(self, req: ModelRequest) -> None:
+        # Only kept here; ContextLog counts when /context asks (the prompt once per
+        # request, the tools payload of the latest call).
+        schemas = req.tools
+        names = [t["function"]["name"] for t in schemas]
+        user = req.ctx.user_id
+        if not (req.turn and self.log.has(user)):
+            p = req.parts
+            # The recalled sections ride in the newest user turn (bot/agent/prompt.py):
+            # counted as memory, not as history, as when they sat in the system prompt.
+            system = "\n\n".join([p.system, *p.sections])
+            history = [
+                {**m, "content": without_context(m["content"])} if m["role"] == "user" else m
+                for m in p.history
+            ]
+            self.log.record(user, req.ctx.now(), system, p.sections, history)
+        self.log.set_tools(user, lambda: count_payload(schemas), names)

@@ -15,7 +15,7 @@ import logging
 
 import pytest
 
-from bot.llm.silence import STILL_WAITING
+from bot.llm.client import STILL_WAITING
 from bot.telegram.routers.chat import NOT_READ
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from bot.llm.silence import STILL_WAITING
+from bot.llm.client import STILL_WAITING
 from bot.telegram.resume import continuing_line, given_up_line
 from db.engine import create_engine, session_factory
 from db.models.workers import TelegramUpdate
