@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bot.telegram.streaming import ReplyStreamer
+from bot.telegram.answer import ReplyStreamer
 
 
 class DraftBot:

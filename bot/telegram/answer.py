@@ -1,32 +1,127 @@
-"""One answer to one user message: streamed drafts, the final Markdown, then any files.
+"""One answer to one user message, as Telegram shows it: drafts while it streams ("typing"
+during tools), the final Markdown, then any files, then the spoken version.
 
-The answer and its files go through the outbox (bot/telegram/outbox.py): what Telegram
-does not take (an outage: 5xx, 429, network) is kept and sent when it is back, and while
-the chat has replies queued, this one goes after them. While the model is waited for (an
-outage, a stalled stream) the user gets one line that says so, the same way."""
+Drafts (sendMessageDraft) are ephemeral previews in private chats; the answer is persisted
+afterwards with sendMessage, once. Draft failures never affect the answer. The answer and
+its files go through the outbox (bot/telegram/outbox.py): what Telegram does not take (an
+outage: 5xx, 429, network) is kept and sent when it is back, and while the chat has
+replies queued, this one goes after them. While the model is waited for (an outage, a
+stalled stream) the user gets one line that says so, the same way. The voice message
+comes after the text is out, so a slow or failed speech service never holds back or loses
+the answer."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
+from typing import Any
 
-from aiogram.enums import ChatType
-from aiogram.types import Message
+from aiogram import Bot
+from aiogram.enums import ChatAction, ChatType
+from aiogram.exceptions import TelegramAPIError
+from aiogram.types import BufferedInputFile, Message
 
 from bot.agent.runner import Events, Incoming, Reply
 from bot.app import App
 from bot.telegram.files import file_items
 from bot.telegram.outbox import Outbox, text_items
-from bot.telegram.render import Item, render
-from bot.telegram.streaming import ReplyStreamer
-from bot.telegram.voice_reply import send_voice_reply
+from bot.telegram.render import Item, render, tail, with_retry
+from bot.voice.speech import SpeechError
 from tools.errors import storage_problem
 
 log = logging.getLogger(__name__)
 
 BUSY_WAIT_S = 5.0
+TYPING_EVERY_S = 4.5  # Telegram shows "typing" for about 5 s
+# A draft waits this long (at most its interval) before it is sent, and is dropped when the
+# answer is ready by then: a preview the answer replaces at once is a wasted round trip.
+DRAFT_HOLD_S = 0.1
+_draft_ids = itertools.count(1)
+
+
+class ReplyStreamer:
+    """Feeds `Events.on_text` / `Events.on_tools` of one request into Telegram."""
+
+    def __init__(self, bot: Bot, chat_id: int, *, drafts: bool, interval: float = 0.7) -> None:
+        self.bot = bot
+        self.chat_id = chat_id
+        self.drafts = drafts
+        self.interval = interval
+        # A draft id per request: updates of one draft animate, a new request starts fresh.
+        self.draft_id = next(_draft_ids) % 2_000_000_000 or 1
+        self._last_at = time.monotonic()  # no draft before `interval`: short answers skip it
+        self._last_text = ""
+        self._newest = ""  # the answer so far: what a held draft shows when it goes
+        self._draft: asyncio.Task[Any] | None = None
+        self._draft_sending = False  # the draft task has started its request
+        self._typing: asyncio.Task[Any] | None = None
+        self.drafts_sent = 0
+        self.started = False  # the model has said or done something for this request
+
+    async def on_text(self, text: str) -> None:
+        self.started = True
+        self._stop_typing()
+        if not self.drafts or not text.strip() or text == self._last_text:
+            return
+        self._newest = text
+        now = time.monotonic()
+        if now - self._last_at < self.interval:
+            return
+        if self._draft is not None and not self._draft.done():
+            return  # one draft in flight at a time; the next delta will catch up
+        self._last_at = now
+        self._draft = asyncio.create_task(self._send_draft())
+
+    async def on_tools(self, names: list[str]) -> None:
+        self.started = True
+        if self._typing is None or self._typing.done():
+            self._typing = asyncio.create_task(self._type())
+
+    async def close(self) -> None:
+        """Stop feedback; a draft still held is dropped, one in flight is waited for so it
+        cannot land after the answer."""
+        self._stop_typing()
+        draft = self._draft
+        if draft is None or draft.done():
+            return
+        if not self._draft_sending:
+            draft.cancel()
+            await asyncio.wait({draft})
+            return
+        try:
+            await asyncio.wait_for(draft, 5.0)
+        except (TimeoutError, asyncio.CancelledError):
+            pass
+
+    def _stop_typing(self) -> None:
+        if self._typing is not None and not self._typing.done():
+            self._typing.cancel()
+        self._typing = None
+
+    async def _send_draft(self) -> None:
+        await asyncio.sleep(min(DRAFT_HOLD_S, self.interval))
+        self._draft_sending = True
+        self._last_text = self._newest
+        text, entities = tail(self._newest)
+        try:
+            await self.bot.send_message_draft(
+                self.chat_id, self.draft_id, text=text, entities=entities or None, parse_mode=None
+            )
+            self.drafts_sent += 1
+        except Exception as exc:  # best effort: the final sendMessage carries the answer
+            log.debug("draft not shown (%s); no more drafts for this answer", exc)
+            self.drafts = False
+        finally:
+            self._draft_sending = False
+
+    async def _type(self) -> None:
+        with contextlib.suppress(Exception):
+            while True:
+                await self.bot.send_chat_action(self.chat_id, ChatAction.TYPING)
+                await asyncio.sleep(TYPING_EVERY_S)
 
 
 def incoming_from(message: Message, text: str, kind: str = "text") -> Incoming:
@@ -93,7 +188,60 @@ async def _handle(app: App, incoming: Incoming, events: Events, streamer: ReplyS
 async def deliver(outbox: Outbox, chat: int, about: int | None, reply: Reply) -> bool:
     """Send the answer and its files; False when (some of) it went to the outbox."""
     items: list[Item] = text_items(render(reply.text))
-    # Several runs may write the same name: the last version is the one to send.
-    latest = {name: (name, data) for name, data in reply.files}
-    items += file_items(list(latest.values()))
+    if reply.files:
+        # Several runs may write the same name: the last version is the one to send.
+        latest = {name: (name, data) for name, data in reply.files}
+        items += file_items(list(latest.values()))
     return await outbox.send(chat, about, items)
+
+
+def answer_only(reply: Reply) -> str:
+    """The answer without the notes under it (usage footer, budget warning)."""
+    if reply.notes and reply.text.endswith(reply.notes):
+        return reply.text[: -len(reply.notes)]
+    return reply.text
+
+
+async def send_voice_reply(
+    bot: Bot,
+    outbox: Outbox,
+    chat_id: int,
+    app: App,
+    incoming: Incoming,
+    reply: Reply,
+    answered_at: float,
+) -> None:
+    """`answered_at`: perf_counter when the answer's last token arrived."""
+    voice = app.voice
+    user_id = reply.user_id
+    if voice is None or incoming.telegram_user_id is None or user_id is None:
+        return
+    if not voice.wanted(reply.voice_mode, incoming.kind):
+        return
+    try:
+        await bot.send_chat_action(chat_id, "record_voice")
+    except TelegramAPIError:
+        pass  # only a hint
+    try:
+        spoken = await voice.speak(user_id, answer_only(reply), reply.request_id)
+    except SpeechError as exc:
+        await outbox.say(chat_id, f"No voice reply this time: {exc}; the answer is above.")
+        return
+    caption = (
+        f"Read aloud up to about {spoken.chars:,} characters; the rest is in the text above."
+        if spoken.cut
+        else None
+    )
+    audio = BufferedInputFile(spoken.audio, filename="answer.ogg")
+    try:
+        await with_retry(lambda: bot.send_voice(chat_id, audio, caption=caption), "sendVoice")
+    except TelegramAPIError as exc:
+        # Privacy settings can forbid voice messages (VOICE_MESSAGES_FORBIDDEN).
+        log.warning("sending a voice reply failed: %s", exc)
+        await outbox.say(chat_id, "Telegram did not take the voice reply; the answer is above.")
+        return
+    log.info(
+        "voice reply sent %.0f ms after the answer (%d characters)",
+        (time.perf_counter() - answered_at) * 1000,
+        spoken.chars,
+    )

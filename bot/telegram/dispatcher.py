@@ -17,11 +17,16 @@ from aiogram.types import BotCommand
 
 from bot.app import App
 from bot.config import Settings
-from bot.telegram.album import ALBUM_WINDOW_S, AlbumMiddleware
 from bot.telegram.approval_ask import TelegramAsker
 from bot.telegram.errors import on_error
 from bot.telegram.inbox import InboxMiddleware
-from bot.telegram.middlewares import AccessMiddleware, ChatOrderMiddleware, InFlight
+from bot.telegram.middlewares import (
+    ALBUM_WINDOW_S,
+    AccessMiddleware,
+    AlbumMiddleware,
+    ChatOrderMiddleware,
+    InFlight,
+)
 from bot.telegram.outbox import Outbox
 from bot.telegram.render import with_retry
 from bot.telegram.routers import bot_commands, build_routers
@@ -87,7 +92,7 @@ def build_dispatcher(
     # Stored before anything makes it wait, so a kill loses no update (bot/telegram/inbox.py).
     inbox = InboxMiddleware(app.session_factory, app.deps.clock)
     outer.register(inbox)
-    outer.register(AlbumMiddleware(album_window))  # before ordering: see bot/telegram/album.py
+    outer.register(AlbumMiddleware(album_window))  # before ordering (see middlewares.py)
     order = ChatOrderMiddleware()
     outer.register(order)
     locks = Locks.for_database(app.engine)

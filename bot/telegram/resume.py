@@ -26,11 +26,10 @@ from datetime import datetime, timedelta
 from bot.agent.runner import Events
 from bot.errors import SidekickError, user_text
 from bot.telegram import inbox
-from bot.telegram.answer import deliver
+from bot.telegram.answer import ReplyStreamer, deliver
 from bot.telegram.dispatcher import Runtime
 from bot.telegram.outbox import text_items
 from bot.telegram.render import send_plain, split_plain
-from bot.telegram.streaming import ReplyStreamer
 from db.repos import outbox as outbox_repo
 from db.repos import resume as repo
 from db.repos.resume import Cut

@@ -1,5 +1,5 @@
 """/voice on|off|auto: whether answers also come as a voice message. Only Telegram speaks
-the answer (bot/telegram/voice_reply.py), so only Telegram answers the command."""
+the answer (bot/telegram/answer.py), so only Telegram answers the command."""
 
 from __future__ import annotations
 

@@ -224,7 +224,7 @@ async def test_strangers_file_is_not_downloaded(tg: TG) -> None:
 async def test_edited_message_is_ignored_with_a_log_line(
     tg: TG, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.telegram.routers.media")
+    caplog.set_level(logging.INFO, logger="bot.telegram.routers.chat")
     update = {"edited_message": {
         "message_id": 5, "date": 1, "edit_date": 2, "text": "changed my mind",
         "chat": {"id": OWNER, "type": "private", "first_name": "Tester"},

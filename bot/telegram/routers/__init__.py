@@ -16,12 +16,7 @@ from aiogram.types import BotCommand, Message
 
 from bot.commands import commands
 from bot.features import FEATURES
-from bot.telegram.routers import (
-    approvals,
-    chat,
-    media,
-    start,
-)
+from bot.telegram.routers import approvals, chat, start
 from bot.telegram.routers import features as features_router
 from tools.feature import Feature
 
@@ -29,7 +24,7 @@ from tools.feature import Feature
 def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
     routers = [
         start.build_router(),
-        media.build_router(),
+        chat.build_media_router(),  # before the features: a file's caption is not a command
         features_router.build_router(features),
         approvals.build_router(),  # approval buttons sent before approvals was a feature
         # Feature routers go here, above the catch-all.
