@@ -12,8 +12,7 @@ import numpy as np
 
 from tools.base import Clock
 from tools.memory import repo
-from tools.memory.text import fts_match
-from tools.memory.wordcounts import WordCounts
+from tools.memory.text import WordCounts, fts_match
 
 LAYERS = ("long", "mid", "short", "session")
 

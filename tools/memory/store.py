@@ -27,8 +27,7 @@ from tools.memory.rerank import rerank
 from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
 from tools.memory.search import LAYERS, Search
 from tools.memory.settings import MemorySettings
-from tools.memory.text import normalise, query_words, same_words
-from tools.memory.wordcounts import WordCounts
+from tools.memory.text import WordCounts, normalise, query_words, same_words
 from tools.memory.wordmatch import WordVectors, matches, rescore
 
 log = logging.getLogger(__name__)
@@ -63,7 +62,7 @@ class MemoryStore(Search):
         self._write_lock = asyncio.Lock()
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
         self._total: int | None = None  # memories of all users, likewise
-        self.words = WordCounts()  # BM25 keeps the rarest query words (wordcounts.py)
+        self.words = WordCounts()  # BM25 keeps the rarest query words (text.py)
         # The word-match stage's word vectors: always from the static embedder (a word's
         # vector is a table lookup), whichever embedder makes the memories' vectors.
         self.word_vectors = word_vectors(embedder)
