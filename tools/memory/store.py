@@ -21,14 +21,12 @@ from tools.memory.embeddings import Embedder, WordLlamaEmbedder, wordllama_insta
 from tools.memory.health import REINDEX_HINT, index_status
 from tools.memory.models import Memory
 from tools.memory.pg_ddl import DEFAULT_LANGUAGE
-from tools.memory.rank import RankWeights, fuse
+from tools.memory.rank import RankWeights, WordVectors, fuse, matches, rerank, rescore
 from tools.memory.reindex import reembed_all
-from tools.memory.rerank import rerank
 from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
 from tools.memory.search import LAYERS, Search
 from tools.memory.settings import MemorySettings
 from tools.memory.text import WordCounts, normalise, query_words, same_words
-from tools.memory.wordmatch import WordVectors, matches, rescore
 
 log = logging.getLogger(__name__)
 
@@ -325,7 +323,7 @@ class MemoryStore(Search):
         w: RankWeights,
     ) -> list[tuple[int, float]]:
         """The best `w.word_match_top` in the word-match stage's order, the rest after them
-        (tools/memory/wordmatch.py); the order as it was if the word vectors fail."""
+        (tools/memory/rank.py); the order as it was if the word vectors fail."""
         assert self.word_vectors is not None
         head = [facts[m].content for m, _ in ranked[: w.word_match_top]]
         try:
