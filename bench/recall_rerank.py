@@ -23,7 +23,7 @@ import httpx
 import numpy as np
 
 from tools.memory.embeddings import Embedder, OpenAIEmbedder
-from tools.memory.results import MemoryHit
+from tools.memory.store import MemoryHit
 
 
 class Stage(Protocol):
