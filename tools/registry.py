@@ -23,8 +23,8 @@ from tools.base import (
 )
 from tools.discovery import service as discovery_service
 from tools.discovery.index import EmbedFn
+from tools.discovery.repo import UsageStore
 from tools.discovery.service import Discovery
-from tools.discovery.usage import UsageStore
 from tools.mcp import manager as mcp_module
 from tools.mcp.config import load_config
 from tools.mcp.manager import McpManager
