@@ -52,7 +52,7 @@ MODES: dict[str, RankWeights] = {
     "hybrid": BASE,
     "no-dates": replace(BASE, date_boost=1.0),
     "no-quest": replace(BASE, question_self=1.0, question_next=0.0),
-    # The word-match stage over the top 50 (tools/memory/wordmatch.py) off: the ranking
+    # The word-match stage over the top 50 (tools/memory/rank.py) off: the ranking
     # before it (issue 27).
     "no-words": WORDS_OFF,
     "before": replace(WORDS_OFF, date_boost=1.0, question_self=1.0, question_next=0.0),

@@ -2,7 +2,7 @@
 each gives the 50 hits a new order, from one parameter the leave-one-out grid chooses
 (0 keeps the shipped order, so the grid can always decline the stage).
 
-- words: the shipped word-match stage (tools/memory/wordmatch.py), its weight put in the
+- words: the shipped word-match stage (tools/memory/rank.py), its weight put in the
   leave-one-out grid of recall_quality.py rather than applied here.
 - endpoint: the cosine of a second embedder between the query and the memory, added with
   weight `param`: any /v1/embeddings server at EMBEDDINGS_BASE_URL (model: EMBEDDINGS), e.g.
@@ -23,7 +23,7 @@ import httpx
 import numpy as np
 
 from tools.memory.embeddings import Embedder, OpenAIEmbedder
-from tools.memory.results import MemoryHit
+from tools.memory.store import MemoryHit
 
 
 class Stage(Protocol):

@@ -214,7 +214,7 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
 async def memory_reindex(settings: Settings) -> None:
     """`sidekick memory reindex`: re-embed every memory with the configured embedder."""
     from bot.app import build_app
-    from tools.memory.reindex import reindex_command
+    from tools.memory.commands import reindex_command
 
     app = await build_app(settings)
     try:

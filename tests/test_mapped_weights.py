@@ -1,4 +1,4 @@
-"""WordLlama embeddings from the mapped table (tools/mapped_weights.py) are bit for bit
+"""WordLlama embeddings from the mapped table (tools/memory/embeddings.py) are bit for bit
 those of the wordllama package with its own in-memory float32 copy; a file that is not
 the float16 table it expects is refused."""
 
@@ -13,8 +13,13 @@ import pytest
 import wordllama
 from wordllama import WordLlama
 
-from tools.mapped_weights import MappedWordLlama, map_f16_tensor
-from tools.memory.embeddings import WordLlamaEmbedder, _load_wordllama, normalise_rows
+from tools.memory.embeddings import (
+    MappedWordLlama,
+    WordLlamaEmbedder,
+    _load_wordllama,
+    map_f16_tensor,
+    normalise_rows,
+)
 
 FOLDER = Path(wordllama.__file__).parent
 TEXTS = ["hello, remember I like tea", "Ünïcödé 日本語 😀", "x", "a much longer sentence " * 40]

@@ -332,16 +332,16 @@ async def test_pruned_bm25_finds_rare_words_and_answers_common_ones(env: Env) ->
 
 
 async def test_word_counts_refresh_after_writes(env: Env) -> None:
-    from tools.memory import wordcounts
+    from tools.memory.text import REFRESH_WRITES
 
     env.store.weights = replace(env.store.weights, vector=0.0)
     env.store.words.budget = 3
     await put(env, "Tea with lemon")
     await contents(env, "tea lemon")
     assert env.store.words.freqs["tea"][1] == 1
-    for i in range(wordcounts.REFRESH_WRITES):
+    for i in range(REFRESH_WRITES):
         await put(env, f"Tea number {i} brewed")
     await contents(env, "tea lemon")
-    assert env.store.words.freqs["tea"][1] == wordcounts.REFRESH_WRITES + 1
+    assert env.store.words.freqs["tea"][1] == REFRESH_WRITES + 1
     # "tea" is now over budget: "lemon" alone still finds its memory first.
     assert (await contents(env, "tea lemon", limit=1)) == ["Tea with lemon"]

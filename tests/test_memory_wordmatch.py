@@ -1,4 +1,4 @@
-"""The word-match stage (tools/memory/wordmatch.py): word-by-word similarity to the query
+"""The word-match stage (tools/memory/rank.py): word-by-word similarity to the query
 reorders the best fused candidates of a recall; on the real store (SQLite, WordLlama)."""
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import pytest
 from tests.conftest import ON_PG
 from tests.test_memory_store import Env, make_env, put
 from tools.memory.embeddings import WordLlamaEmbedder
-from tools.memory.rank import RankWeights
+from tools.memory.rank import RankWeights, WordVectors, content_words, matches, rescore
 from tools.memory.store import MemoryStore
-from tools.memory.wordmatch import WordVectors, content_words, matches, rescore
 
 QUERY = "Which musical instruments does Melanie have?"
 OTHERS = [

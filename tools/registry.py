@@ -23,8 +23,8 @@ from tools.base import (
 )
 from tools.discovery import service as discovery_service
 from tools.discovery.index import EmbedFn
+from tools.discovery.repo import UsageStore
 from tools.discovery.service import Discovery
-from tools.discovery.usage import UsageStore
 from tools.mcp import manager as mcp_module
 from tools.mcp.config import load_config
 from tools.mcp.manager import McpManager
@@ -106,14 +106,13 @@ def doctor_checks(modules: tuple[ToolModule, ...]) -> list[tuple[str, Doctor]]:
 def install_extensions(registry: Registry, deps: ToolDeps) -> None:
     s = deps.settings_for(ExtensionSettings)
     configs = load_config(s.mcp_config)
-    errlog = None
+    # Without servers there is no source: a request does not ask an empty manager for tools.
     if configs:
         deps.data_dir.mkdir(parents=True, exist_ok=True)
         errlog = open(deps.data_dir / MCP_LOG, "a", encoding="utf-8")  # closed after the servers
-    mcp = McpManager(configs, mcp_module.CALL_TIMEOUT_S, errlog=errlog)
-    registry.sources.append(mcp)
-    deps.closers.append(mcp.stop)
-    if errlog is not None:
+        mcp = McpManager(configs, mcp_module.CALL_TIMEOUT_S, errlog=errlog)
+        registry.sources.append(mcp)
+        deps.closers.append(mcp.stop)
         deps.closers.insert(0, _closer(errlog))  # closers run in reverse: after mcp.stop
     usage = UsageStore(deps.session_factory, deps.clock)
     budget = discovery_service.TOOL_TOKEN_BUDGET

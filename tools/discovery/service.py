@@ -1,17 +1,34 @@
-"""Chooses each request's tools: core always, extensions while they fit the budget."""
+"""Chooses each request's tools: core always, extensions while they fit the budget, the
+rest reached through tool_search / tool_explain, which load an explained tool into the
+request's set (unloading older ones to stay in budget) and record each successful call so a
+user's favourites are shown directly next time."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from tools.base import RequestContext, Tool, ToolCatalog
+from pydantic import BaseModel, Field
+
+from tools.base import (
+    RequestContext,
+    RequestTools,
+    Tool,
+    ToolCall,
+    ToolCatalog,
+    ToolError,
+    ToolOutput,
+)
 from tools.discovery.context_log import ContextLog
 from tools.discovery.index import EmbedFn, ToolIndex
-from tools.discovery.meta import build_meta
-from tools.discovery.request import DiscoveringTools
-from tools.discovery.usage import UsageStore
-from tools.tokens import count_schema
+from tools.discovery.repo import UsageStore
+from tools.tokens import count_payload, count_schema
+
+log = logging.getLogger(__name__)
 
 # Tokens (o200k_base) the tool schemas may take in one model call: the core tools and a few
 # extensions (~1.5k) with room to spare, a small share of an 8k local model's context. Past
@@ -115,3 +132,159 @@ class Discovery:
                 name, _ = req.loaded.popitem()
                 req.tools.pop(name, None)
         return req
+
+
+class DiscoveringTools(RequestTools):
+    """Per request: which schemas the model sees; grows as tools are explained."""
+
+    def __init__(
+        self,
+        discovery: Discovery,
+        catalog: Catalog,
+        ctx: RequestContext,
+        text: str,
+        direct: list[str],
+        meta: list[Tool[Any]],
+    ) -> None:
+        shown: dict[str, Tool[Any]] = dict(catalog.core)
+        shown.update({t.name: t for t in meta})
+        shown.update({n: catalog.extensions[n] for n in direct})
+        super().__init__(shown)
+        self.discovery = discovery
+        self.catalog = catalog
+        self.ctx = ctx
+        self.text = text
+        self.meta = {t.name for t in meta}
+        # Extension tools that may be unloaded to make room, oldest first.
+        self.loaded: OrderedDict[str, None] = OrderedDict((n, None) for n in direct)
+
+    # -- what the model sees -------------------------------------------------------------
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    def cost(self, extra: str | None = None) -> int:
+        """Exact tokens of the payload, with `extra` added (token merges at the joins make
+        the sum of per-tool counts drift, so the whole array is counted)."""
+        tools = [*self.tools.values()]
+        if extra is not None:
+            tools.append(self.catalog.extensions[extra])
+        return count_payload([t.schema() for t in tools])
+
+    def load(self, name: str) -> bool:
+        """Show an extension tool from the next call on, unloading older ones to stay in budget.
+
+        Returns False when the tool is already shown.
+        """
+        if name in self.tools:
+            return False
+        budget = self.discovery.budget
+        while self.loaded and self.cost(name) > budget:
+            old, _ = self.loaded.popitem(last=False)
+            self.tools.pop(old, None)
+        if self.cost(name) > budget:
+            log.warning("tool %s alone exceeds TOOL_TOKEN_BUDGET; shown anyway", name)
+        self.tools[name] = self.catalog.extensions[name]
+        self.loaded[name] = None
+        return True
+
+    # -- resolving calls -----------------------------------------------------------------
+
+    def get(self, name: str) -> Tool[Any] | None:
+        tool = self.tools.get(name)
+        if tool is None or name in self.meta:
+            return tool
+        return self._recording(tool)
+
+    def unknown(self, name: str) -> str:
+        if name in self.catalog.extensions:
+            return (
+                f"tool {name!r} is not loaded for this request; call tool_explain with "
+                f'{{"name": "{name}"}} to load it, then call it again'
+            )
+        if self.meta:
+            return (
+                f"unknown tool {name!r}; call tool_search with a short description of what "
+                "you need to find the right tool"
+            )
+        return super().unknown(name)
+
+    def _recording(self, tool: Tool[Any]) -> Tool[Any]:
+        usage, ctx, text = self.discovery.usage, self.ctx, self.text
+
+        async def run(params: Any, call: ToolCall) -> ToolOutput:
+            out = await tool.run(params, call)  # an exception means no success to learn from
+            await usage.record(ctx.user_id, tool.name, text)
+            return out
+
+        return dataclasses.replace(tool, run=run)
+
+
+# tool_search and tool_explain: how the model reaches tools it is not shown.
+
+
+class SearchParams(BaseModel):
+    query: str = Field(description="What you need to do, in a few words", min_length=1)
+    limit: int = Field(default=5, ge=1, le=10)
+
+
+class ExplainParams(BaseModel):
+    name: str = Field(description="A tool name from tool_search", min_length=1)
+
+
+def summary(description: str, limit: int = 140) -> str:
+    """The first sentence of a description, cut to one short line."""
+    text = " ".join(description.split())
+    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+
+
+def build_meta(req: DiscoveringTools) -> list[Tool[Any]]:
+    async def tool_search(p: SearchParams, call: ToolCall) -> dict[str, Any]:
+        catalog = req.catalog
+        hits = catalog.index.search(p.query, p.limit)
+        found = [
+            {
+                "name": h.name,
+                "summary": summary(catalog.extensions[h.name].description),
+                **({"loaded": True} if h.name in req.tools else {}),
+            }
+            for h in hits
+        ]
+        if not found:
+            return {"tools": [], "note": "no tool matches; try other words"}
+        return {"tools": found, "next": "call tool_explain with one name to load it"}
+
+    async def tool_explain(p: ExplainParams, call: ToolCall) -> dict[str, Any]:
+        catalog = req.catalog
+        name = p.name.strip()
+        tool = catalog.extensions.get(name) or catalog.core.get(name)
+        if tool is None:
+            close = [h.name for h in catalog.index.search(name, 3)]
+            hint = f"; did you mean: {', '.join(close)}" if close else ""
+            raise ToolError(f"no tool named {name!r}{hint}. Use tool_search to find tools.")
+        if name in catalog.extensions:
+            req.load(name)
+        return {
+            "name": tool.name,
+            "description": tool.description,
+            # schema() rather than the params model: MCP tools carry their own JSON schema.
+            "parameters": tool.schema()["function"]["parameters"],
+            "note": f"{name} is loaded: call it directly now",
+        }
+
+    return [
+        Tool(
+            "tool_search",
+            "Find more tools (MCP servers, web_fetch, ...) for a need described in a few words. "
+            "Returns tool names with one-line summaries; then call tool_explain.",
+            SearchParams,
+            tool_search,
+        ),
+        Tool(
+            "tool_explain",
+            "Load one tool by name: returns its full schema and makes it callable from now on.",
+            ExplainParams,
+            tool_explain,
+        ),
+    ]

@@ -1,9 +1,12 @@
 """/memory: the user's memories by layer, paged, each with a (confirmed) forget button where
 the adapter shows buttons; /memory search <text>; /memory forget <id>. Every line says
 where the memory came from. Both adapters render these answers; the terminal, which has no
-buttons, turns pages with /memory <layer> <page>."""
+buttons, turns pages with /memory <layer> <page>. And `sidekick memory reindex`, after an
+embedder change."""
 
 from __future__ import annotations
+
+import sys
 
 from tools.feature import Answer, Button, CommandCall, Pressed, row_id
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
@@ -103,3 +106,16 @@ async def press(call: CommandCall) -> Pressed:
         await store.forget(user_id=user_id, memory_id=mid)
         return Pressed(f"Forgot #{mid}.", Answer(f"Forgot #{mid}."))
     return Pressed(f"Kept #{mid}.", Answer(f"Kept #{mid}."))
+
+
+async def reindex_command(store: MemoryStore | None) -> None:
+    """`sidekick memory reindex` on the app's store, its progress on stderr."""
+    if store is None:
+        print("memory is not configured", file=sys.stderr)
+        return
+
+    def progress(done: int, total: int) -> None:
+        print(f"\rre-embedded {done}/{total}", end="", file=sys.stderr, flush=True)
+
+    done = await store.reindex(progress)
+    print(f"\nmemory index rebuilt with {store.embedder.name}: {done} memories", flush=True)

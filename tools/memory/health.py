@@ -4,15 +4,24 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from db.engine import SessionFactory
 from tools.memory import repo
 from tools.memory.embeddings import Embedder
-from tools.memory.results import IndexStatus
 
 log = logging.getLogger(__name__)
 
 REINDEX_HINT = "run `sidekick memory reindex`"
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    ok: bool
+    backend: str
+    dim: int | None
+    stored: str | None
+    detail: str
 
 
 async def index_status(sf: SessionFactory, embedder: Embedder, fts_language: str) -> IndexStatus:

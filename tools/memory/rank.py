@@ -1,16 +1,45 @@
-"""Hybrid ranking: fuse BM25 and vector hits, spread relevance to neighbours (a question hands
+"""Ranking a recall's candidates, after the search (tools/memory/store.py) found them.
+
+Hybrid ranking: fuse BM25 and vector hits, spread relevance to neighbours (a question hands
 most of its score to the answer after it), favour memories made on a date the query names,
-weight by layer, certainty and recency. Pure functions; measured with bench/memory_recall.py
-on LoCoMo, where plain reciprocal-rank fusion scored recall@10 0.50 against BM25's 0.63, and
-score fusion with neighbour spreading 0.73. The bench picks the defaults below from a small
-grid by leave-one-conversation-out, so the figure it reports was not fitted to.
+weight by layer, certainty and recency. Measured with bench/memory_recall.py on LoCoMo,
+where plain reciprocal-rank fusion scored recall@10 0.50 against BM25's 0.63, and score
+fusion with neighbour spreading 0.73. The bench picks the defaults below from a small grid
+by leave-one-conversation-out, so the figure it reports was not fitted to. The stages are
+pure functions; rerank() reads the facts they need in one light query (no text).
+
+Dates a query names ("on 3 June, 2023", "in May 2023", "2023-06-03", "yesterday") become a
+time span. A memory's date is when it was stored (`created_at`): what was said on a day is
+stored that day. On LoCoMo a quarter of the single-hop misses named the day of the
+conversation they asked about.
+
+Last, the word-match stage: a second look at the best fused candidates by late interaction
+with the static word embedding. Each content word of the query takes its best cosine to a
+word of the memory; the mean of those is the memory's match, added to its relevance (the
+best candidate's score = 1) with weight RankWeights.word_match. The match is added as it
+is, not rescaled over the candidates: among a handful of them, rescaling would turn a small
+difference into the whole range and override the date and question parts. A multi-hop or
+inference question rarely repeats its evidence's words ("instruments" / "plays the
+violin", "kids" / "my son"): BM25 misses them and the one averaged vector of a sentence
+blurs them, while word-to-word similarity in the same embedding finds them. Measured as the
+"no-words" row and `--rerank words` of bench/memory_recall.py. Word vectors are made by a
+static embedder (WordLlama: a word's vector is a lookup and an average, a few hundred words
+a millisecond) and kept per process, bounded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import calendar
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from tools.memory import repo
+from tools.memory.text import words
 
 # The weights recall runs with, measured on LoCoMo (bench/memory_recall.py; see the module
 # docstring).
@@ -26,13 +55,13 @@ LAYER = {"long": 1.0, "session": 1.0, "mid": 0.95, "short": 0.9}
 # this share of its score and gives QUESTION_NEXT of it to the next memory.
 QUESTION_SELF = 0.85
 QUESTION_NEXT = 0.7
-# Memories made within the date the query names (tools/memory/dates.py), or up to
+# Memories made within the date the query names (query_span below), or up to
 # DATE_SLACK_DAYS after it (told a few days later), are multiplied by this.
 DATE_BOOST = 3.0
 DATE_SLACK_DAYS = 14.0
-# The word-match stage (tools/memory/wordmatch.py) over the best WORD_MATCH_TOP candidates:
-# each gains this weight times its word-by-word match to the query (a mean cosine), its
-# score taken relative to the best. MEMORY_RERANK_WORDS sets it; 0: off.
+# The word-match stage (below) over the best WORD_MATCH_TOP candidates: each gains this
+# weight times its word-by-word match to the query (a mean cosine), its score taken relative
+# to the best; 0: off.
 WORD_MATCH = 1.5
 WORD_MATCH_TOP = 50
 CERTAINTY_FLOOR = 0.6  # certainty 0 multiplies by this, 1 by 1.0
@@ -119,6 +148,51 @@ def spread(
     return out
 
 
+# The date a query names.
+
+MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+# "3 June, 2023", "June 3, 2023", "June 2023", "June 3rd 2023"
+_NAMED = re.compile(
+    rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+)?({_MONTH})\.?"
+    rf"(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?,?\s+(\d{{4}})\b",
+    re.IGNORECASE,
+)
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_RELATIVE = {"today": 0, "yesterday": 1}
+
+
+def _day(year: int, month: int, day: int, tz: object) -> tuple[datetime, datetime] | None:
+    try:
+        start = datetime(year, month, day, tzinfo=tz)  # type: ignore[arg-type]
+    except ValueError:
+        return None
+    return start, start + timedelta(days=1)
+
+
+def query_span(text: str, now: datetime) -> tuple[datetime, datetime] | None:
+    """The first date `text` names, as [start, end) in `now`'s time zone; None if none."""
+    tz = now.tzinfo
+    m = _ISO.search(text)
+    if m:
+        return _day(int(m.group(1)), int(m.group(2)), int(m.group(3)), tz)
+    m = _NAMED.search(text)
+    if m:
+        year, month = int(m.group(4)), MONTHS[m.group(2).lower()]
+        day = m.group(1) or m.group(3)
+        if day:
+            return _day(year, month, int(day), tz)
+        start = datetime(year, month, 1, tzinfo=tz)
+        end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=tz)
+        return start, end
+    for word, back in _RELATIVE.items():
+        if re.search(rf"\b{word}\b", text, re.IGNORECASE):
+            day = (now - timedelta(days=back)).replace(hour=0, minute=0, second=0, microsecond=0)
+            return day, day + timedelta(days=1)
+    return None
+
+
 def on_date(
     scores: dict[int, float],
     cands: dict[int, Candidate],
@@ -153,3 +227,124 @@ def weigh(
         out.append((mid, s * w.layer.get(c.layer, 1.0) * certainty * recency))
     out.sort(key=lambda t: (-t[1], -t[0]))
     return out
+
+
+# The ranking of one recall: one read of the candidates' facts, then the stages above.
+
+
+def visible(f: repo.Facts, wanted: list[str], session_id: int | None) -> bool:
+    """Whether a memory may be returned: a wanted layer, and a session memory only of a
+    live session (of `session_id`, when given)."""
+    if f.layer not in wanted:
+        return False
+    if f.layer == "session":
+        if f.session_ended:
+            return False
+        if session_id is not None and f.session_id != session_id:
+            return False
+    return True
+
+
+async def rerank(
+    s: Any,
+    user_id: int,
+    query: str,
+    scores: dict[int, float],
+    now: datetime,
+    wanted: list[str],
+    session_id: int | None,
+    w: RankWeights,
+    limit: int,
+) -> tuple[list[tuple[int, float]], dict[int, repo.Facts]]:
+    """Spread to neighbours, boost the date the query names, weigh: best first; and the
+    facts read (they hold the rows of the memories returned: repo.row_of)."""
+    offsets = [d for d, share in w.neighbours.items() if share > 0]
+    # Neighbours of only the best candidates (twice `limit`, at least `spread_from`) are
+    # read: a weak candidate's share does not lift a neighbour into the answer (LoCoMo
+    # recall@10 the same to 3 decimals), and this read is the biggest of a recall's SQL.
+    n = max(w.spread_from, 2 * limit) if w.spread_from else None
+    sources = sorted(scores, key=lambda m: -scores[m])[:n]
+    around = set(scores) | {i + d for i in sources for d in offsets}
+    span = query_span(query, now)
+    facts = await repo.facts(s, user_id, sorted(around), now, dated=span is not None)
+    sessions = {mid: f.session_id for mid, f in facts.items()}
+    asks = {mid for mid, f in facts.items() if f.asks}
+    scores = spread(scores, sessions, w.neighbours, asks, (w.question_self, w.question_next))
+    cands = {
+        mid: Candidate(mid, f.layer, f.certainty, f.updated_at, f.session_id, f.created_at, f.asks)
+        for mid, f in facts.items()
+        if mid in scores and visible(f, wanted, session_id)
+    }
+    return weigh(on_date(scores, cands, span, w), cands, now, w), facts
+
+
+# The word-match stage.
+
+Embed = Callable[[list[str]], Awaitable[np.ndarray]]
+
+
+def content_words(text: str) -> list[str]:
+    """The distinct words of a text that carry meaning (no stopwords, numbers or short
+    words), in order."""
+    return list(dict.fromkeys(w for w in words(text) if len(w) > 2 and w.isalpha()))
+
+
+class WordVectors:
+    """Unit vectors of single words, made on first sight and kept (at most `limit`; when
+    full, the oldest half of those not wanted now is dropped)."""
+
+    def __init__(self, embed: Embed, limit: int = 20_000) -> None:
+        self._embed = embed
+        self.limit = limit
+        self.seen: dict[str, np.ndarray] = {}
+
+    async def of(self, wanted: Sequence[str]) -> None:
+        wanted = list(dict.fromkeys(wanted))
+        new = [w for w in wanted if w not in self.seen]
+        if not new:
+            return
+        rows = np.asarray(await self._embed(new), dtype=np.float32)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        if len(self.seen) + len(new) > self.limit:
+            # The words this call reads back (matrix) stay, whatever their age.
+            now = set(wanted)
+            old = [w for w in self.seen if w not in now]
+            over = len(self.seen) + len(new) - self.limit
+            drop = set(old[: max(len(old) // 2, over)])
+            self.seen = {w: v for w, v in self.seen.items() if w not in drop}
+        for w, row in zip(new, rows / norms, strict=True):
+            self.seen[w] = row
+
+    def matrix(self, ws: Sequence[str]) -> np.ndarray:
+        return np.stack([self.seen[w] for w in ws])
+
+
+async def matches(vectors: WordVectors, query: str, texts: Sequence[str]) -> np.ndarray:
+    """Each text's match to the query: the mean over the query's content words of the best
+    cosine to one of the text's words (0 for a text without content words; all 0 for a
+    query without them)."""
+    out = np.zeros(len(texts))
+    q_words = content_words(query)[:32]
+    if not q_words or not texts:
+        return out
+    per_text = [content_words(t) for t in texts]
+    await vectors.of(q_words + [w for ws in per_text for w in ws])
+    q = vectors.matrix(q_words)
+    for i, ws in enumerate(per_text):
+        if ws:
+            out[i] = float((q @ vectors.matrix(ws).T).max(axis=1).mean())
+    return out
+
+
+def rescore(
+    ranked: Sequence[tuple[int, float]], match: np.ndarray, weight: float
+) -> list[tuple[int, float]]:
+    """`ranked` (best first) with scores relative to the best: its first len(match) in a
+    new order by score + weight x match (ties keep their order), the rest after them."""
+    if not ranked:
+        return []
+    top = ranked[0][1] or 1.0
+    head = [(mid, s / top + weight * float(m)) for (mid, s), m in zip(ranked, match, strict=False)]
+    order = sorted(range(len(head)), key=lambda i: (-head[i][1], i))
+    return [head[i] for i in order] + [(mid, s / top) for mid, s in ranked[len(head) :]]

@@ -1,7 +1,10 @@
-"""MemoryStore: store, recall (hybrid), list, forget, clear a session, sweep, reindex.
+"""MemoryStore: store, recall (hybrid), list, forget, clear a session, sweep, reindex, and
+the values it hands back.
 
 Long memories never expire, mid and short ones after MID_DAYS / SHORT_DAYS,
-session ones when their session ends. Every query is scoped to one user.
+session ones when their session ends. Every query is scoped to one user. A recall searches
+(KNN through sqlite-vec or pgvector, BM25 over the rarest query words), then ranks what it
+found (tools/memory/rank.py).
 """
 
 from __future__ import annotations
@@ -9,44 +12,113 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from db.engine import SessionFactory, is_postgres
-from tools.base import Clock
 from tools.memory import repo
 from tools.memory.embeddings import Embedder, WordLlamaEmbedder, wordllama_installed
-from tools.memory.health import REINDEX_HINT, index_status
+from tools.memory.health import REINDEX_HINT, IndexStatus, index_status
 from tools.memory.models import Memory
 from tools.memory.pg_ddl import DEFAULT_LANGUAGE
-from tools.memory.rank import RankWeights, fuse
-from tools.memory.reindex import reembed_all
-from tools.memory.rerank import rerank
-from tools.memory.results import IndexStatus, MemoryHit, MemoryPage, StoreResult, hit
-from tools.memory.search import LAYERS, Search
+from tools.memory.rank import RankWeights, WordVectors, fuse, matches, rerank, rescore
 from tools.memory.settings import MemorySettings
-from tools.memory.text import normalise, query_words, same_words
-from tools.memory.wordcounts import WordCounts
-from tools.memory.wordmatch import WordVectors, matches, rescore
+from tools.memory.text import WordCounts, fts_match, normalise, query_words, same_words
 
 log = logging.getLogger(__name__)
 
+LAYERS = ("long", "mid", "short", "session")
 DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same thing
 # Lifetimes: a goal or plan matters for a season, recent context for two weeks (session
 # summaries are short memories, so two weeks of them stay recallable).
 MID_DAYS = 90
 SHORT_DAYS = 14
+REINDEX_BATCH = 256  # memories re-embedded per transaction
 
 
-class MemoryStore(Search):
+@dataclass(frozen=True)
+class StoreResult:
+    id: int
+    updated: bool
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    id: int
+    layer: str
+    content: str
+    category: str | None
+    certainty: float
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    relevance: float | None
+    session_id: int | None
+    session_name: str | None
+    session_started: datetime | None
+    message_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "layer": self.layer,
+            "content": self.content,
+            "category": self.category,
+            "certainty": round(self.certainty, 2),
+            "created_at": self.created_at.isoformat(timespec="minutes"),
+        }
+        if self.relevance is not None:
+            out["relevance"] = round(self.relevance, 3)
+        if self.session_name:
+            out["source"] = self.source()
+        return out
+
+    def source(self) -> str:
+        if not self.session_name:
+            return "unknown session"
+        when = self.session_started.strftime("%Y-%m-%d") if self.session_started else ""
+        return (
+            f"{self.session_name} ({when})"
+            if when and when not in self.session_name
+            else (self.session_name)
+        )
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    items: list[MemoryHit]
+    total: int
+
+
+def hit(r: repo.MemoryRow, relevance: float | None = None) -> MemoryHit:
+    m = r.memory
+    return MemoryHit(
+        m.id,
+        m.layer,
+        m.content,
+        m.category,
+        m.certainty,
+        m.created_at,
+        m.updated_at,
+        m.expires_at,
+        relevance,
+        m.session_id,
+        r.session_name,
+        r.session_started,
+        m.message_id,
+    )
+
+
+class MemoryStore:
     def __init__(
         self,
         session_factory: SessionFactory,
         embedder: Embedder,
         settings: MemorySettings,
-        clock: Clock,
+        clock: Callable[[], datetime],
         weights: RankWeights | None = None,
     ) -> None:
         self._sf = session_factory
@@ -63,7 +135,7 @@ class MemoryStore(Search):
         self._write_lock = asyncio.Lock()
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
         self._total: int | None = None  # memories of all users, likewise
-        self.words = WordCounts()  # BM25 keeps the rarest query words (wordcounts.py)
+        self.words = WordCounts()  # BM25 keeps the rarest query words (text.py)
         # The word-match stage's word vectors: always from the static embedder (a word's
         # vector is a table lookup), whichever embedder makes the memories' vectors.
         self.word_vectors = word_vectors(embedder)
@@ -326,7 +398,7 @@ class MemoryStore(Search):
         w: RankWeights,
     ) -> list[tuple[int, float]]:
         """The best `w.word_match_top` in the word-match stage's order, the rest after them
-        (tools/memory/wordmatch.py); the order as it was if the word vectors fail."""
+        (tools/memory/rank.py); the order as it was if the word vectors fail."""
         assert self.word_vectors is not None
         head = [facts[m].content for m, _ in ranked[: w.word_match_top]]
         try:
@@ -336,11 +408,87 @@ class MemoryStore(Search):
             return ranked
         return rescore(ranked, match, w.word_match)
 
+    # -- the search phase of a recall -----------------------------------------------------
+
+    async def _search(
+        self,
+        s: Any,
+        user_id: int,
+        terms: list[str],
+        embedding: asyncio.Future[np.ndarray | None] | None,
+        pool: int,
+        wanted: list[str],
+        now: datetime,
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """BM25 hits of the terms and KNN hits of the query's vector (being made), `pool`
+        of each."""
+        vec_hits: list[tuple[int, float]] = []
+        if embedding is not None and (vec := await embedding) is not None and self._vectors:
+            vec_hits = await self._knn_layers(s, user_id, vec, pool, wanted)
+        bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
+        return bm_hits, vec_hits
+
+    async def _knn(
+        self, s: Any, user_id: int, vec: np.ndarray, k: int, layer: str | None
+    ) -> list[tuple[int, float]]:
+        return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, self._clock())
+
+    async def _knn_layers(
+        self, s: Any, user_id: int, vec: np.ndarray, k: int, wanted: list[str]
+    ) -> list[tuple[int, float]]:
+        """KNN over the wanted layers (one search when they are all wanted), nearest first."""
+        hits: list[tuple[int, float]] = []
+        for layer in [None] if len(wanted) == len(LAYERS) else wanted:
+            hits += await self._knn(s, user_id, vec, k, layer)
+        return sorted(hits, key=lambda t: t[1])
+
+    async def _bm25(
+        self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]
+    ) -> list[tuple[int, float]]:
+        """BM25 over the rarest query words; unscoped first for a user who owns most of the
+        index (exact when it yields k rows, see repo.bm25), else scoped to the owner."""
+        now = self._clock()
+        kept = await self.words.keep(s, terms)
+        match = fts_match(kept)
+        if user_id not in self._counts:
+            self._counts[user_id] = await repo.count_user(s, user_id)
+        if self._total is None:
+            self._total = await repo.count_all(s)
+        if self._counts[user_id] * 2 >= max(self._total, 1):
+            hits = await repo.bm25(s, user_id, match, k, wanted, now, scoped=False)
+            if len(hits) >= k:
+                return hits
+        return await repo.bm25(s, user_id, match, k, wanted, now)
+
     # -- maintenance ----------------------------------------------------------------------
 
     async def reindex(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Re-embed every memory with the configured embedder and rebuild both indexes."""
-        done = await reembed_all(self._sf, self.embedder, progress)
+        """Re-embed every memory with the configured embedder and rebuild both indexes: the
+        vector table is rebuilt at the embedder's dimension and refilled batch by batch, and
+        the embedder's name recorded. Returns how many memories were embedded."""
+        async with self._sf() as s:
+            total = await repo.count_all(s)
+        done, after, dim = 0, 0, None
+        while True:
+            async with self._sf() as s, s.begin():
+                batch = await repo.batch_after(s, after, REINDEX_BATCH)
+                if not batch:
+                    break
+                vecs = await self.embedder.embed([m.content for m in batch])
+                if dim is None:
+                    dim = int(vecs.shape[1])
+                    await repo.recreate_vec(s, dim)
+                for m, v in zip(batch, vecs, strict=True):
+                    await repo.replace(s, m, v.astype(np.float32).tobytes())
+                after = batch[-1].id
+                done += len(batch)
+            if progress:
+                progress(done, total)
+        async with self._sf() as s, s.begin():
+            if dim is None:
+                probe = await self.embedder.embed(["probe"])
+                await repo.recreate_vec(s, int(probe.shape[1]))
+            await repo.set_meta(s, {"model": self.embedder.name})
         self._vectors = True
         return done
 
@@ -353,6 +501,3 @@ def word_vectors(embedder: Embedder) -> WordVectors | None:
     if wordllama_installed():
         return WordVectors(WordLlamaEmbedder().embed)
     return None
-
-
-__all__ = ["LAYERS", "IndexStatus", "MemoryHit", "MemoryPage", "MemoryStore", "StoreResult"]

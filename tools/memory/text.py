@@ -1,8 +1,17 @@
-"""Text helpers for memory: whitespace normalising, FTS5 query building, near-duplicate test."""
+"""Memory text as words: whitespace normalising, a query's content words and their FTS5
+match, the near-duplicate test, and pruning the commonest query words from BM25.
+
+On a big store a common word makes FTS5 walk a long posting list; keeping only the rarest
+words whose counts add up to a budget bounds that work and never bites below ~5k memories.
+WordCounts keeps those counts, read once per word and cached.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from tools.memory import repo
 
 # Words too common to help a BM25 match; dropping them also keeps FTS5 queries fast.
 STOPWORDS = frozenset(
@@ -64,3 +73,43 @@ def same_words(a: str, b: str, threshold: float = 0.75) -> bool:
     if not wa or not wb:
         return False
     return len(wa & wb) / len(wa | wb) >= threshold
+
+
+# Counts are read again after this many writes through the store.
+REFRESH_WRITES = 100
+MAX_WORDS = 50_000  # cached words before the cache starts over
+
+
+class WordCounts:
+    def __init__(self, budget: int = 5000) -> None:
+        self.budget = budget
+        self.freqs: dict[str, tuple[str, int]] = {}  # word -> (FTS5 term, memory count)
+        self.writes = 0  # writes since the cache was filled
+
+    def note_writes(self, n: int = 1) -> None:
+        self.writes += n
+
+    async def keep(self, s: Any, terms: list[str]) -> list[str]:
+        """The rarest of `terms` (at least one) whose counts fit the budget."""
+        if self.writes >= REFRESH_WRITES:
+            self.freqs.clear()
+            self.writes = 0
+        new = [w for w in terms if w not in self.freqs]
+        if new:
+            if len(self.freqs) > MAX_WORDS:
+                self.freqs.clear()
+            self.freqs.update(await repo.doc_freqs(s, new))
+        return prune([(w, self.freqs[w][1]) for w in terms], self.budget)
+
+    async def shared(self, s: Any, texts: list[str], skip: list[str], n: int) -> list[str]:
+        """Up to `n` words of `texts` not in `skip`: those in the most texts first, the
+        rarer first among equals (numbers and words under 3 letters left out)."""
+        seen: dict[str, int] = {}
+        for t in texts:
+            for w in set(words(t)):
+                if len(w) > 2 and not w.isdigit() and w not in skip:
+                    seen[w] = seen.get(w, 0) + 1
+        new = [w for w in seen if w not in self.freqs]
+        if new:
+            self.freqs.update(await repo.doc_freqs(s, new))
+        return sorted(seen, key=lambda w: (-seen[w], self.freqs[w][1]))[:n]
