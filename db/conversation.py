@@ -28,7 +28,7 @@ from sqlalchemy import Insert, Table, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from db.engine import SessionFactory, engine_of
-from db.models.core import ChatSession, ToolCallRecord, User
+from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.repos import core as repo
 from db.repos import resume
 
@@ -151,6 +151,11 @@ class Conversation(Protocol):
     async def record_answer(
         self, turn: Turn, now: datetime, answer: str, usage: UsageWrites | None = None
     ) -> None: ...
+
+    async def keep_context(self, message_id: int, block: str) -> None:
+        """Keep the context block a user turn was first sent with (bot/agent/prompt.py
+        with_context), so later requests send the turn unchanged."""
+        ...
 
     async def history(self, session_id: int, limit: int) -> Sequence[repo.HistoryRow]:
         """The session's newest `limit` rows, oldest first."""
@@ -300,6 +305,12 @@ class SqlConversation:
         async def unit(c: AsyncConnection) -> None:
             await _usage(c, turn, usage)
             await c.execute(repo.ADD_MESSAGES, repo.message_params(message))
+
+        await self._run(unit)
+
+    async def keep_context(self, message_id: int, block: str) -> None:
+        async def unit(c: AsyncConnection) -> None:
+            await c.execute(update(Message).where(Message.id == message_id).values(context=block))
 
         await self._run(unit)
 

@@ -39,7 +39,7 @@ from sqlalchemy.exc import IntegrityError
 from bot.sessions import repo
 from bot.sessions.grounding import check
 from bot.sessions.outside import without_outside
-from bot.sessions.periods import user_tz
+from bot.sessions.settings import user_tz
 from bot.sessions.summary import (
     CHARS_PER_TOKEN,
     DEFAULT_BUDGET,

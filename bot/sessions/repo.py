@@ -192,11 +192,6 @@ async def recent_sessions(s: AsyncSession, user_id: int, limit: int = 10) -> lis
     return out
 
 
-async def keep_context(s: AsyncSession, message_id: int, block: str) -> None:
-    """Keep the context block a user turn was sent with (bot/agent/prompt.py to_openai)."""
-    await s.execute(update(Message).where(Message.id == message_id).values(context=block))
-
-
 async def set_user_timezone(s: AsyncSession, user_id: int, tz: str | None) -> None:
     await s.execute(update(User).where(User.id == user_id).values(timezone=tz))
 
