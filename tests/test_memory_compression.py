@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 from bot.agent.prompt import earlier_of, without_context
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
-from bot.sessions import compress
 from bot.sessions import compress_repo as compressions
+from bot.sessions import history
 from bot.sessions.models import SessionCompression
 from db.models import Message
 from tests.scripted_model import Say, ScriptedModel
@@ -22,8 +22,8 @@ from tools.registry import Registry
 @pytest.fixture(autouse=True)
 def _constants(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tests below set the history budget and the review mode: restored after each."""
-    monkeypatch.setattr(compress, "HISTORY_TOKEN_BUDGET", compress.HISTORY_TOKEN_BUDGET)
-    monkeypatch.setattr(compress, "SUMMARY_REVIEW", compress.SUMMARY_REVIEW)
+    monkeypatch.setattr(history, "HISTORY_TOKEN_BUDGET", history.HISTORY_TOKEN_BUDGET)
+    monkeypatch.setattr(history, "SUMMARY_REVIEW", history.SUMMARY_REVIEW)
 
 
 FACT = "My sister Ingrid lives in Tromsø and turns 41 on 3 May."
@@ -44,7 +44,7 @@ def agent_for(app: App, model: ScriptedModel, budget: int = 600) -> Agent:
     agent = app.agent
     agent.llm = model
     agent.registry = Registry([])
-    compress.HISTORY_TOKEN_BUDGET = budget  # put back by the autouse fixture below
+    history.HISTORY_TOKEN_BUDGET = budget  # put back by the autouse fixture below
     return agent
 
 
@@ -157,7 +157,7 @@ async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refus
 
     model = ScriptedModel(writer=reviewer_refuses)
     agent = agent_for(app, model)
-    compress.SUMMARY_REVIEW = "model"
+    history.SUMMARY_REVIEW = "model"
     for i in range(1, 31):
         model.add(Say(f"ok {i}"))
         await agent.handle(Incoming(chat(i), telegram_user_id=23))
@@ -175,14 +175,13 @@ async def test_the_servers_context_size_bounds_the_history(app: App) -> None:
     # A model whose server says its context holds 4,096 tokens (llama.cpp's /props): the
     # answer's share is capped at a quarter, so the history gets what is left after the
     # prefix, not HISTORY_TOKEN_BUDGET and not nothing.
-    from bot.agent.history import context_of
-    from bot.sessions.compress import PREFIX_RESERVE, history_budget
+    from bot.sessions.history import PREFIX_RESERVE, context_of, history_budget
 
     class SmallContext(ScriptedModel):
         async def context_tokens(self, model: str | None = None) -> int:
             return 4096
 
-    compress.HISTORY_TOKEN_BUDGET = 100_000
+    history.HISTORY_TOKEN_BUDGET = 100_000
     settings = app.agent.settings.model_copy(update={"llm_max_output_tokens": 4096})
     assert await context_of(SmallContext()) == 4096
     assert await context_of(ScriptedModel()) is None  # a client that cannot tell

@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.agent.history import HistoryWindow, Prefetched
 from bot.agent.hooks import (
     AgentHooks,
     HookChain,
@@ -43,6 +42,7 @@ from bot.approvals.gate import Approvals
 from bot.approvals.trust import seen_outside
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
+from bot.sessions.history import HistoryWindow, Prefetched
 from db.conversation import Conversation, SqlConversation, Started, Turn
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock
