@@ -38,8 +38,7 @@ from bot.agent.prompt import (
     with_parts,
 )
 from bot.agent.toolexec import run_round, wire_calls
-from bot.approvals.gate import Approvals
-from bot.approvals.trust import seen_outside
+from bot.approvals.gate import Approvals, seen_outside
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
 from bot.sessions.history import HistoryWindow, Prefetched
