@@ -34,10 +34,9 @@ from bot.sessions import compress_repo as repo
 from bot.sessions import repo as sessions_repo
 from bot.sessions.models import SessionCompression
 from bot.sessions.summary import SUMMARY_MAX_S, Ask, Review, Summariser, line_cost
-from db.conversation import HISTORY_ROWS
+from db.conversation import HISTORY_ROWS, HistoryRow
 from db.engine import SessionFactory
 from db.models.core import Message
-from db.repos.core import HistoryRow
 from tools.base import Clock, RequestContext, TextModel
 from tools.model_call import ModelCall
 
