@@ -30,8 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from bot.agent.prompt import message_cost, to_openai, trim_history, with_note
 from bot.llm.model import ChatModel
 from bot.llm.settings import ModelSettings
-from bot.sessions import compress_repo as repo
-from bot.sessions import repo as sessions_repo
+from bot.sessions import repo
 from bot.sessions.models import SessionCompression
 from bot.sessions.summary import SUMMARY_MAX_S, Ask, Review, Summariser, line_cost
 from db.conversation import HISTORY_ROWS, HistoryRow
@@ -183,7 +182,7 @@ class Compressor:
     async def fit(self, session_id: int, user_id: int, budget: int) -> Fitted:
         """The session's history within `budget` tokens, compressing when it must."""
         async with self.session_factory() as s:
-            done = await repo.latest(s, session_id, verified=True)
+            done = await repo.latest_compression(s, session_id, verified=True)
             rows = await repo.messages_after(s, session_id, done.last_message_id if done else 0)
         note = record_text(done) if done else ""
         before = done.last_turn if done else 0  # turns ahead of rows[0]
@@ -226,17 +225,15 @@ class Compressor:
         until = now + timedelta(seconds=SUMMARY_MAX_S + 60)
         try:
             async with self.session_factory() as s, s.begin():
-                await sessions_repo.archive_row(s, session_id)
-                return await sessions_repo.take_lease(
-                    s, session_id, "compressing_until", now, until
-                )
+                await repo.archive_row(s, session_id)
+                return await repo.take_lease(s, session_id, "compressing_until", now, until)
         except IntegrityError:  # another writer created the row just now: it is theirs
             return False
 
     async def _release(self, session_id: int) -> None:
         try:
             async with self.session_factory() as s, s.begin():
-                await sessions_repo.drop_lease(s, session_id, "compressing_until")
+                await repo.drop_lease(s, session_id, "compressing_until")
         except Exception:  # the lease runs out by itself
             log.warning("releasing session %d's compression lease failed", session_id)
 
@@ -269,7 +266,7 @@ class Compressor:
 
     async def _worth_trying(self, session_id: int, rows: Sequence[Message]) -> bool:
         async with self.session_factory() as s:
-            failed = await repo.latest(s, session_id)
+            failed = await repo.latest_compression(s, session_id)
         if failed is None or failed.verified:
             return True
         # A rejected summary: try again only once the session has grown well since.
@@ -291,7 +288,7 @@ class Compressor:
         summary = await summariser.summarise(WRITE, rows, call, before=before)
         reason = summary.problem
         async with self.session_factory() as s, s.begin():
-            row = await repo.add(
+            row = await repo.add_compression(
                 s,
                 session_id=session_id,
                 first_message_id=done.first_message_id if done else rows[0].id,
