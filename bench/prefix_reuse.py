@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.cli import options
 from bot.agent.runner import Incoming
 from bot.app import build_app
-from bot.sessions import compress
+from bot.sessions import history
 from db.repos import core as core_repo
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI, Text, Turn
@@ -70,7 +70,7 @@ def reply(body: dict[str, Any]) -> Turn:
 async def main(messages: int, budget: int) -> None:
     logging.disable(logging.WARNING)
     if budget:
-        compress.HISTORY_TOKEN_BUDGET = budget
+        history.HISTORY_TOKEN_BUDGET = budget
     llm = await FakeOpenAI(responder=reply).start()
     with tempfile.TemporaryDirectory() as tmp:
         app = await build_app(make_settings(Path(tmp), llm))

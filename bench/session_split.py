@@ -31,6 +31,7 @@ from bench.cli import options
 from bot.llm.client import LLMClient
 from bot.sessions.archive import Archiver
 from bot.sessions.split import SessionSplit
+from db.conversation import add_message
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core as repo
@@ -73,7 +74,7 @@ async def main(users: int, messages: int) -> None:
                     user.timezone = ZONES[u % len(ZONES)]
                     session = await repo.open_session(s, user.id, now[0])
                     for m in range(messages):
-                        await repo.add_message(
+                        await add_message(
                             s,
                             session_id=session.id,
                             user_id=user.id,

@@ -29,8 +29,8 @@ from bot.media.attachments import MediaService
 from bot.media.setup import build_media, vision_gate
 from bot.sessions.archive import Archiver, archiver_from
 from bot.sessions.background import BackgroundArchive
+from bot.sessions.lifecycle import SessionTurns
 from bot.sessions.summary import SUMMARY_MAX_S
-from bot.sessions.turns import SessionTurns
 from bot.usage.commands import allowed_models
 from bot.usage.meter import Meter, MeteredModel
 from bot.usage.request import ContextAccounting, UsageTurns
@@ -197,14 +197,14 @@ def agent_hooks(registry: Registry) -> list[AgentHooks]:
 
 def request_hooks(
     settings: Settings, deps: ToolDeps, meter: Meter, archiver: Archiver | None
-) -> tuple[SessionTurns, list[RequestHooks]]:
+) -> list[RequestHooks]:
     """The conversation features' part of every agent request (bot/agent/hooks.py): the
-    sessions' period check and close on request, the usage metering. Wired here rather than
-    declared on Feature: tools/feature.py may not import bot/agent's protocols, and the
-    metering needs the Meter build_app shares with the model wrapper and spoken replies."""
-    sessions = SessionTurns(settings.session_policy, deps.session_factory, deps.clock, archiver)
+    sessions' close on request, the usage metering. Wired here rather than declared on
+    Feature: tools/feature.py may not import bot/agent's protocols, and the metering needs
+    the Meter build_app shares with the model wrapper and spoken replies."""
+    sessions = SessionTurns(deps.session_factory, deps.clock, archiver)
     usage = UsageTurns(meter, allowed_models(settings.llm_model, settings.llm_models))
-    return sessions, [sessions, usage]
+    return [sessions, usage]
 
 
 async def migrated(
@@ -273,7 +273,7 @@ async def build_app(
         )
         deps.closers.append(summary_llm.close)
         archiver = archiver_from(deps, settings.tz, MeteredModel(summary_llm, meter))
-        sessions, requests = request_hooks(settings, deps, meter, archiver)
+        requests = request_hooks(settings, deps, meter, archiver)
         agent = Agent(
             settings=settings,
             session_factory=sf,
@@ -283,7 +283,7 @@ async def build_app(
             context_providers=context_providers(features, deps),
             hooks=agent_hooks(registry),
             requests=requests,
-            turn_policy=sessions,
+            turn_policy=settings.session_policy,  # when a session's period is over
             approvals=Approvals(
                 deps.settings_for(ApprovalSettings).approvals,
                 APPROVAL_TIMEOUT_S,

@@ -1,7 +1,8 @@
 """The conversation seam: what the agent loop needs from storage, in the spirit of
 openai-agents' `Session` — begin a turn, record a tool round, record the answer, read more
 history. `Conversation` is the protocol; `SqlConversation` implements it once with
-SQLAlchemy Core, for SQLite and PostgreSQL alike.
+SQLAlchemy Core, for SQLite and PostgreSQL alike, with the statements it writes messages
+and reads history with, built once.
 
 Each record is one unit of work in ONE transaction on the app's async engine (aiosqlite or
 asyncpg), so no database work runs on the event loop's thread. On SQLite a writer that
@@ -22,13 +23,13 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar, Unpack, cast
 
-from sqlalchemy import Insert, Table, insert, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Insert, Row, Table, bindparam, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from db.engine import SessionFactory, engine_of
-from db.models.core import ChatSession, ToolCallRecord, User
+from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.repos import core as repo
 from db.repos import resume
 
@@ -45,6 +46,69 @@ _T = TypeVar("_T")
 _ADD_TOOL_CALL = insert(cast(Table, ToolCallRecord.__table__))
 _ADD_USER = insert(User).returning(User.id)
 _ADD_SESSION = insert(ChatSession).returning(ChatSession.id)
+
+# Hot-path statements are built once, on the table (plain Core: the ORM entity form goes
+# through the ORM's bulk-insert and loading machinery).
+_MESSAGES = cast(Table, Message.__table__)
+ADD_MESSAGE = insert(_MESSAGES).returning(_MESSAGES.c.id)
+ADD_MESSAGES = insert(_MESSAGES)  # several at once (executemany), no ids back
+
+
+class MessageFields(TypedDict):
+    """One message row's values, as add_message takes them."""
+
+    session_id: int
+    user_id: int
+    role: str
+    content: str
+    request_id: str
+    now: datetime
+    tool_calls: NotRequired[str | None]
+    tool_call_id: NotRequired[str | None]
+    tool_name: NotRequired[str | None]
+    telegram_message_id: NotRequired[int | None]
+    kind: NotRequired[str]
+
+
+def message_params(message: MessageFields) -> dict[str, Any]:
+    """The bound values of the message INSERT (ADD_MESSAGE), every column given."""
+    return {
+        "session_id": message["session_id"],
+        "user_id": message["user_id"],
+        "role": message["role"],
+        "content": message["content"],
+        "request_id": message["request_id"],
+        "tool_calls": message.get("tool_calls"),
+        "tool_call_id": message.get("tool_call_id"),
+        "tool_name": message.get("tool_name"),
+        "telegram_message_id": message.get("telegram_message_id"),
+        "kind": message.get("kind", "text"),
+        "created_at": message["now"],
+    }
+
+
+async def add_message(s: AsyncSession | AsyncConnection, **message: Unpack[MessageFields]) -> int:
+    """Store one message and return its id: a plain INSERT ... RETURNING, without the ORM's
+    unit of work (on every message's hot path)."""
+    params = message_params(message)
+    return int((await s.execute(ADD_MESSAGE, params)).scalar_one())
+
+
+# What the prompt needs of a history row (bot/agent/prompt.py), newest first.
+HISTORY = (
+    select(
+        _MESSAGES.c.id,
+        _MESSAGES.c.role,
+        _MESSAGES.c.content,
+        _MESSAGES.c.tool_calls,
+        _MESSAGES.c.tool_call_id,
+        _MESSAGES.c.context,
+    )
+    .where(_MESSAGES.c.session_id == bindparam("session_id"))
+    .order_by(_MESSAGES.c.id.desc())
+    .limit(bindparam("limit"))
+)
+HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None, str | None]"
 
 
 @dataclass(frozen=True)
@@ -70,7 +134,7 @@ class Started:
     session_id: int
     has_memories: bool
     message_id: int
-    history: Sequence[repo.HistoryRow]
+    history: Sequence[HistoryRow]
 
 
 @dataclass(frozen=True)
@@ -152,7 +216,12 @@ class Conversation(Protocol):
         self, turn: Turn, now: datetime, answer: str, usage: UsageWrites | None = None
     ) -> None: ...
 
-    async def history(self, session_id: int, limit: int) -> Sequence[repo.HistoryRow]:
+    async def keep_context(self, message_id: int, block: str) -> None:
+        """Keep the context block a user turn was first sent with (bot/agent/prompt.py
+        with_context), so later requests send the turn unchanged."""
+        ...
+
+    async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
         """The session's newest `limit` rows, oldest first."""
         ...
 
@@ -214,7 +283,7 @@ class SqlConversation:
                 name = repo.default_session_name(now)
                 new = {"user_id": user.id, "name": name, "started_at": now}
                 session_id = (await c.execute(_ADD_SESSION, new)).scalar_one()
-            message: repo.MessageFields = {
+            message: MessageFields = {
                 "session_id": session_id,
                 "user_id": user.id,
                 "role": "user",
@@ -224,9 +293,7 @@ class SqlConversation:
                 "telegram_message_id": telegram_message_id,
                 "kind": kind,
             }
-            message_id = (
-                await c.execute(repo.ADD_MESSAGE, repo.message_params(message))
-            ).scalar_one()
+            message_id = (await c.execute(ADD_MESSAGE, message_params(message))).scalar_one()
             return Started(
                 user, session_id, has_memories, message_id, await _history(c, session_id)
             )
@@ -245,7 +312,7 @@ class SqlConversation:
         def message(
             role: str, content: str, calls: str | None = None, result: ToolResult | None = None
         ) -> dict[str, Any]:
-            return repo.message_params(
+            return message_params(
                 {
                     "session_id": turn.session_id,
                     "user_id": turn.user_id,
@@ -262,7 +329,7 @@ class SqlConversation:
         async def unit(c: AsyncConnection) -> None:
             rows = [message("assistant", content, calls=json.dumps(wire_calls))]
             rows += [message("tool", r.text, result=r) for r in results]
-            await c.execute(repo.ADD_MESSAGES, rows)
+            await c.execute(ADD_MESSAGES, rows)
             if results:
                 audit = [
                     {
@@ -288,7 +355,7 @@ class SqlConversation:
     async def record_answer(
         self, turn: Turn, now: datetime, answer: str, usage: UsageWrites | None = None
     ) -> None:
-        message: repo.MessageFields = {
+        message: MessageFields = {
             "session_id": turn.session_id,
             "user_id": turn.user_id,
             "role": "assistant",
@@ -299,11 +366,17 @@ class SqlConversation:
 
         async def unit(c: AsyncConnection) -> None:
             await _usage(c, turn, usage)
-            await c.execute(repo.ADD_MESSAGES, repo.message_params(message))
+            await c.execute(ADD_MESSAGES, message_params(message))
 
         await self._run(unit)
 
-    async def history(self, session_id: int, limit: int) -> Sequence[repo.HistoryRow]:
+    async def keep_context(self, message_id: int, block: str) -> None:
+        async def unit(c: AsyncConnection) -> None:
+            await c.execute(update(Message).where(Message.id == message_id).values(context=block))
+
+        await self._run(unit)
+
+    async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
         async with self._engine.connect() as conn:
             return await _history(conn, session_id, limit)
 
@@ -329,7 +402,7 @@ class SqlConversation:
 
 
 async def _history(c: AsyncConnection, session_id: int, limit: int = HISTORY_ROWS) -> list[Any]:
-    rows = list((await c.execute(repo.HISTORY, {"session_id": session_id, "limit": limit})).all())
+    rows = list((await c.execute(HISTORY, {"session_id": session_id, "limit": limit})).all())
     rows.reverse()
     return rows
 

@@ -17,6 +17,7 @@ from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.sessions.archive import Archiver
 from bot.sessions.split import SessionSplit
+from db.conversation import add_message
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from db.models import ChatSession, Message
@@ -63,7 +64,7 @@ class Env:
                 user.timezone = timezone
             session = await repo.open_session(s, user.id, self.clock())
             for n, text in enumerate(texts):
-                await repo.add_message(
+                await add_message(
                     s,
                     session_id=session.id,
                     user_id=user.id,

@@ -12,6 +12,7 @@ import pytest
 
 from bot.config import Settings
 from bot.llm.client import LLMClient
+from db.conversation import add_message
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core
@@ -115,7 +116,7 @@ async def _context(sf: Any) -> RequestContext:
     async with sf.begin() as s:
         user = await core.get_or_create_user(s, 4242, "Ann", now)
         session = await core.open_session(s, user.id, now)
-        message_id = await core.add_message(
+        message_id = await add_message(
             s,
             session_id=session.id,
             user_id=user.id,

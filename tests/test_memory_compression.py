@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 from bot.agent.prompt import earlier_of, without_context
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
-from bot.sessions import compress
-from bot.sessions import compress_repo as compressions
+from bot.sessions import history
+from bot.sessions import repo as sessions_repo
 from bot.sessions.models import SessionCompression
 from db.models import Message
 from tests.scripted_model import Say, ScriptedModel
@@ -22,8 +22,8 @@ from tools.registry import Registry
 @pytest.fixture(autouse=True)
 def _constants(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tests below set the history budget and the review mode: restored after each."""
-    monkeypatch.setattr(compress, "HISTORY_TOKEN_BUDGET", compress.HISTORY_TOKEN_BUDGET)
-    monkeypatch.setattr(compress, "SUMMARY_REVIEW", compress.SUMMARY_REVIEW)
+    monkeypatch.setattr(history, "HISTORY_TOKEN_BUDGET", history.HISTORY_TOKEN_BUDGET)
+    monkeypatch.setattr(history, "SUMMARY_REVIEW", history.SUMMARY_REVIEW)
 
 
 FACT = "My sister Ingrid lives in Tromsø and turns 41 on 3 May."
@@ -44,7 +44,7 @@ def agent_for(app: App, model: ScriptedModel, budget: int = 600) -> Agent:
     agent = app.agent
     agent.llm = model
     agent.registry = Registry([])
-    compress.HISTORY_TOKEN_BUDGET = budget  # put back by the autouse fixture below
+    history.HISTORY_TOKEN_BUDGET = budget  # put back by the autouse fixture below
     return agent
 
 
@@ -77,7 +77,7 @@ async def test_a_fact_from_turn_3_reaches_turn_300_through_a_verified_summary(ap
     assert await stored(app) == 600  # every turn is still stored
     assert model.written  # the summaries were written by model calls
     async with app.session_factory() as s:
-        verified, rejected = await compressions.counts(s)
+        verified, rejected = await sessions_repo.compression_counts(s)
     # Summaries were rolled forward many times, each one grounded: no false reject.
     assert verified >= 10 and rejected == 0, (verified, rejected)
 
@@ -92,7 +92,7 @@ async def test_a_summary_with_an_invented_name_or_number_is_rejected_and_the_tur
         await agent.handle(Incoming(chat(i), telegram_user_id=22))
     async with app.session_factory() as s:
         rows = list((await s.execute(select(SessionCompression))).scalars())
-        assert (await compressions.counts(s))[1] == len(rows) >= 1
+        assert (await sessions_repo.compression_counts(s))[1] == len(rows) >= 1
     assert "1987" in (rows[0].reason or "") and "Bergen" in (rows[0].reason or "")
     # Not retried on every message: one rejected attempt per twenty new messages at most.
     assert len(rows) <= 1 + (80 - 2 * 10) // 20
@@ -117,7 +117,7 @@ async def test_after_rejections_the_next_summary_still_covers_a_bounded_range(ap
     calls = [m for m in model.written if m[0]["content"].startswith("You compress")]
     assert all(len(m[1]["content"]) // 4 <= 400 + 50 for m in calls)
     async with app.session_factory() as s:
-        verified, rejected = await compressions.counts(s)
+        verified, rejected = await sessions_repo.compression_counts(s)
     assert rejected >= 2 and verified >= 2
     system = earlier_of(model.requests[-1][1]["content"])
     assert "Ingrid lives in Tromsø" in system and "[compressed] Turns 1–" in system
@@ -141,7 +141,7 @@ async def test_a_rejected_summary_is_asked_for_again_naming_what_was_invented(ap
     assert retries and "1987" in retries[0][-1]["content"] and "Bergen" in retries[0][-1]["content"]
     assert "Bergen" not in retries[0][0]["content"]  # the same instruction, asked again
     async with app.session_factory() as s:
-        verified, rejected = await compressions.counts(s)
+        verified, rejected = await sessions_repo.compression_counts(s)
     assert verified >= 1 and rejected == 0, (verified, rejected)
     system = earlier_of(model.requests[-1][1]["content"])
     assert "Ingrid lives in Tromsø" in system and "Bergen" not in system
@@ -157,7 +157,7 @@ async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refus
 
     model = ScriptedModel(writer=reviewer_refuses)
     agent = agent_for(app, model)
-    compress.SUMMARY_REVIEW = "model"
+    history.SUMMARY_REVIEW = "model"
     for i in range(1, 31):
         model.add(Say(f"ok {i}"))
         await agent.handle(Incoming(chat(i), telegram_user_id=23))
@@ -175,14 +175,13 @@ async def test_the_servers_context_size_bounds_the_history(app: App) -> None:
     # A model whose server says its context holds 4,096 tokens (llama.cpp's /props): the
     # answer's share is capped at a quarter, so the history gets what is left after the
     # prefix, not HISTORY_TOKEN_BUDGET and not nothing.
-    from bot.agent.history import context_of
-    from bot.sessions.compress import PREFIX_RESERVE, history_budget
+    from bot.sessions.history import PREFIX_RESERVE, context_of, history_budget
 
     class SmallContext(ScriptedModel):
         async def context_tokens(self, model: str | None = None) -> int:
             return 4096
 
-    compress.HISTORY_TOKEN_BUDGET = 100_000
+    history.HISTORY_TOKEN_BUDGET = 100_000
     settings = app.agent.settings.model_copy(update={"llm_max_output_tokens": 4096})
     assert await context_of(SmallContext()) == 4096
     assert await context_of(ScriptedModel()) is None  # a client that cannot tell
@@ -196,7 +195,6 @@ async def test_a_range_another_writer_is_summarising_is_not_summarised_twice(app
     for the same range; once the lease is free the range is summarised, once."""
     from datetime import timedelta
 
-    from bot.sessions import repo as sessions_repo
     from db.repos import core as core_repo
 
     model = ScriptedModel(writer=faithful)

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.sessions.periods import (
+from bot.sessions.settings import (
     is_due,
     period_end,
 )

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from bot.sessions.archive import MAX_TRANSCRIPT_CHARS, Archiver, consolidate
 from bot.sessions.models import SessionArchive
 from bot.sessions.summary import Fact, check_summary, language_of, transcript
-from db.repos import core as core_repo
+from db.conversation import add_message
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests
 
@@ -280,7 +280,7 @@ async def test_archive_state_rows_are_per_session(tmp_path: Path, fake_llm: Fake
 async def add_turns(env: Env, session_id: int, user_id: int, *turns: dict[str, Any]) -> None:
     async with env.sf() as s, s.begin():
         for n, turn in enumerate(turns):
-            await core_repo.add_message(
+            await add_message(
                 s,
                 session_id=session_id,
                 user_id=user_id,

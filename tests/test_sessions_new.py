@@ -9,8 +9,7 @@ import httpx
 
 from bot.agent.prompt import without_context
 from bot.agent.runner import Agent, Incoming
-from bot.sessions.lifecycle import start_new_session
-from bot.sessions.turns import SessionTurns
+from bot.sessions.lifecycle import SessionTurns, start_new_session
 from db.repos import core as core_repo
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests
@@ -93,8 +92,8 @@ def agent_for(env: Env, http: httpx.AsyncClient, *, archive_now: bool = False) -
         clock=env.clock,
     )
     archiver = env.archiver if archive_now else None
-    sessions = SessionTurns(env.settings.session_policy, env.sf, env.clock, archiver)
-    agent.requests, agent.turn_policy = [sessions], sessions
+    sessions = SessionTurns(env.sf, env.clock, archiver)
+    agent.requests, agent.turn_policy = [sessions], env.settings.session_policy
     return agent
 
 

@@ -47,7 +47,7 @@ def effects(
 # How outside content is marked where the model reads it and where it is stored (a tool
 # result's first line, a document's in the user's message): the model is told whose words
 # these are, and a later turn or a session summary sees that the text came from outside
-# (bot/approvals/trust.py). Set only from a declaration (Effects.outside, a document).
+# (bot/approvals/gate.py). Set only from a declaration (Effects.outside, a document).
 OUTSIDE_MARK = "[outside content: "
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from bot.llm.client import Completion, LLMToolCall
+from bot.llm.completion import Completion, LLMToolCall
 from db.conversation import PeriodOver, ToolResult, TurnUser, UsageWrites
 from tools.base import RequestContext
 from tools.model_call import Purpose

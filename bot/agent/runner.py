@@ -1,10 +1,11 @@
 """One request per user message: store it, loop model ↔ tools under a cap, store everything.
 
 Storage goes through one seam (db/conversation.py): the turn begins by storing the user's
-message before any model call, each tool round and the answer are recorded in one
-transaction each, with the rows features' turn hooks hand over (model calls' usage) inside
-them. Features reach the loop only through bot/agent/hooks.py's declarations (no names).
-A request a restart cut goes on through the same loop (`resume`), seeded from its records.
+message before any model call (then the context block it is first sent with), each tool
+round and the answer are recorded in one transaction each, with the rows features' turn
+hooks hand over (model calls' usage) inside them. Features reach the loop only through
+bot/agent/hooks.py's declarations (no names). A request a restart cut goes on through the
+same loop (`resume`), seeded from its records.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.agent.history import HistoryWindow, Prefetched
 from bot.agent.hooks import (
     AgentHooks,
     HookChain,
@@ -32,15 +32,16 @@ from bot.agent.hooks import (
 from bot.agent.prompt import (
     context_block,
     provided_sections,
+    sent_context,
     system_prompt,
     with_context,
     with_parts,
 )
 from bot.agent.toolexec import run_round, wire_calls
-from bot.approvals.gate import Approvals
-from bot.approvals.trust import seen_outside
+from bot.approvals.gate import Approvals, seen_outside
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
+from bot.sessions.history import HistoryWindow, Prefetched
 from db.conversation import Conversation, SqlConversation, Started, Turn
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock
@@ -199,6 +200,11 @@ class Agent:
         turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
         tools = self.registry.for_request(ctx, incoming.text)
         parts = await self.build_prompt(ctx, incoming.text, prefetched)
+        block = sent_context(parts.history)
+        if block is not None and ctx.trigger_message_id is not None:
+            # Kept with the turn as first sent: each later request extends this one byte for
+            # byte, and a provider's prefix cache re-reads only what is new.
+            await self.conversation.keep_context(ctx.trigger_message_id, block)
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
         ctx.outside += seen_outside(messages)  # earlier turns' pages, this message's files

@@ -14,8 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.approvals.gate import Approvals
-from bot.approvals.trust import marks
+from bot.approvals.gate import Approvals, marks
 from bot.llm.client import LLMToolCall
 from db.conversation import ToolResult
 from tools.base import RequestContext, RequestTools, ToolCall, ToolError, ToolOutput

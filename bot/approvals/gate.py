@@ -9,22 +9,29 @@ outside the user reached it (a web page, search results, a document, an MCP tool
 every call that writes asks, as that content may be steering the model. A turn that saw
 only the user's own words and memories runs sandboxed code without asking. An "always"
 grant given in a chat covers chats; a scheduled task's run, which nobody watches, needs a
-grant given for one."""
+grant given for one.
+
+What the turn has seen is read from the prompt itself (seen_outside): a tool result or a
+document marked as outside content where it was made (tools/effects.py OUTSIDE_MARK), a
+remembered page, an image; the current turn's own tool results are added as they return
+(bot/agent/toolexec.py). The memory tool reads it too: it asks before storing what such a
+turn wants kept."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from bot.approvals import repo
 from db.engine import SessionFactory
 from tools.base import Clock, Tool, ToolCall
-from tools.effects import Effects
+from tools.effects import OUTSIDE_MARK, Effects
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +49,36 @@ NOBODY = "Not run: this action needs the user's approval, and there is no one to
 DECISIONS: dict[Choice | None, str] = {
     "once": "once", "always": "always", "deny": "denied", None: "timeout",
 }  # fmt: skip
+IMAGE = "an image"
+# Anywhere in a text: a remembered page sits inside the recall lines or a tool's JSON. Text
+# that only pretends to be marked makes a turn more careful, never less.
+_MARK = re.compile(re.escape(OUTSIDE_MARK) + r"([^;\]\n]{1,300})")
+
+
+def marks(text: str) -> list[str]:
+    """The sources of the outside content marked in `text`."""
+    return [m[1].strip() for m in _MARK.finditer(text)]
+
+
+def seen_outside(messages: Iterable[dict[str, Any]]) -> list[str]:
+    """The sources of outside content in these wire messages (the user's and tools'; what
+    the assistant said is the model's own), each once, in order."""
+    found: list[str] = []
+    for m in messages:
+        if m.get("role") not in ("user", "tool"):
+            continue
+        content = m.get("content")
+        if isinstance(content, str):
+            found += marks(content)
+        elif isinstance(content, list):  # a message with parts: text and images
+            for part in content:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "image_url":
+                    found.append(IMAGE)
+                elif isinstance(text := part.get("text"), str):
+                    found += marks(text)
+    return list(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,14 @@ preference, relationship) or mid-term (goal, plan, project) memory only if the g
 check finds its specifics in the user's own messages; it points at the user message it
 came from, and the memory store's de-duplication turns a repeat into an update. A memory
 of something the user never said is worse than no memory.
+
+What is summarised is the session as its memory may be written from (without_outside): the
+user's own words, and what Sidekick said in turns that read nothing from outside. A turn
+that read a web page, search results, an MCP tool's answer or a file (marked where it was
+stored: tools/effects.py OUTSIDE_MARK) keeps the user's message, loses the outside content
+itself and Sidekick's words after it, which may repeat it (a bank, an account number, a
+link, an "instruction"), and says in one line that outside content was read. So the
+summary and the facts it keeps cannot carry a page's words into memory as the user's.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, Protocol
@@ -38,8 +47,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.sessions import repo
 from bot.sessions.grounding import check
-from bot.sessions.outside import without_outside
-from bot.sessions.periods import user_tz
+from bot.sessions.settings import user_tz
 from bot.sessions.summary import (
     CHARS_PER_TOKEN,
     DEFAULT_BUDGET,
@@ -56,6 +64,7 @@ from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as core_repo
 from tools.base import Clock, TextModel, ToolDeps
+from tools.effects import OUTSIDE_MARK
 from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
@@ -68,6 +77,7 @@ MAX_TRANSCRIPT_CHARS = DEFAULT_BUDGET * CHARS_PER_TOKEN
 SUMMARY_CATEGORY = "session"
 BACKOFF_CAP = timedelta(hours=1)
 DEFAULT_NAME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")  # db.repos.core.default_session_name
+READ = "(Sidekick read outside content here: not shown, and not the user's words.)"
 
 WRITE = Ask(
     instruction="""You write the memory of a finished conversation between a user and their \
@@ -281,7 +291,7 @@ class Archiver:
 
     async def summarise(self, messages: list[Message], call: ModelCall) -> tuple[str, list[Fact]]:
         """A checked summary and the facts the model listed after it, of the session without
-        what it read from outside (bot/sessions/outside.py)."""
+        what it read from outside (without_outside)."""
         messages = without_outside(messages)
         summary = await Summariser(self.llm, pace=self.pace).summarise(WRITE, messages, call)
         if summary.ok:
@@ -369,3 +379,31 @@ def archiver_from(
         return None
     model = llm or deps.llm
     return Archiver(deps.session_factory, deps.memory, model, deps.clock, default_tz=default_tz)
+
+
+def _copy(m: Message, content: str, role: str | None = None) -> Message:
+    """A detached copy with other content (the stored row stays as it is)."""
+    return Message(id=m.id, session_id=m.session_id, user_id=m.user_id, role=role or m.role,
+                   content=content, created_at=m.created_at)  # fmt: skip
+
+
+def without_outside(messages: Sequence[Message]) -> list[Message]:
+    """The session as its memory may be written from (this module's docstring says how)."""
+    out: list[Message] = []
+    read = False  # this turn (since the user's last message) read outside content
+    for m in messages:
+        content = m.content or ""
+        if m.role == "user":
+            own, mark, _ = content.partition(OUTSIDE_MARK)
+            read = bool(mark)
+            if read:  # a file came with the message: the user's caption is theirs
+                out += [_copy(m, own.rstrip()), _copy(m, READ, "assistant")]
+            else:
+                out.append(m)
+        elif OUTSIDE_MARK in content:
+            if not read:
+                out.append(_copy(m, READ, "assistant"))
+            read = True
+        elif not (read and m.role == "assistant"):
+            out.append(m)
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.sessions import compress, compress_repo, repo
+from bot.sessions import history, repo
 from bot.sessions.settings import SessionSettings
 from bot.sessions.split import EVERY as SPLIT_EVERY
 from db.engine import SessionFactory
@@ -61,7 +61,7 @@ async def summaries_check(session_factory: SessionFactory) -> list[CheckResult]:
     """One line: how many long-session summaries were used and how many rejected (a
     rejected one leaves those turns trimmed from the prompt; the log says why)."""
     async with session_factory() as s:
-        verified, rejected = await compress_repo.counts(s)
-    review = compress.SUMMARY_REVIEW
+        verified, rejected = await repo.compression_counts(s)
+    review = history.SUMMARY_REVIEW
     detail = f"{verified} verified, {rejected} rejected or failed (SUMMARY_REVIEW={review})"
     return [CheckResult("session summaries", True, detail)]

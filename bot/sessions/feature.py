@@ -1,6 +1,6 @@
 """Sessions: the conversation split into periods (SESSION_SPLIT, in each user's time zone),
 each ended session archived into memory (bot/sessions/archive.py), a long session's oldest
-turns compressed (bot/sessions/compress.py), /newsession, /sessions and /timezone, and the
+turns compressed (bot/sessions/history.py), /newsession, /sessions and /timezone, and the
 per-minute split job (bot/sessions/split.py)."""
 
 from __future__ import annotations

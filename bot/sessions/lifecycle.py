@@ -1,5 +1,6 @@
 """Starting a new chat session: the one path for /newsession, the terminal's /new and the
-model's own request (memory `__NEW_SESSION__`). The scheduled split archives through the
+model's own request (memory `__NEW_SESSION__`: SessionTurns, the sessions' part of every
+agent request, closes the session after the answer). The scheduled split archives through the
 same Archiver and lets the next message open the new session; a message that arrives
 after the split time but before the scheduler got to it (the bot was down, or the job
 runs a minute later) closes the old session itself (db/conversation.py), so it never lands
@@ -18,17 +19,15 @@ archives it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
 
+from bot.agent.hooks import Followup, TurnHooks
 from bot.sessions import repo as sessions_repo
 from bot.sessions.archive import Archiver, ArchiveResult
-from bot.sessions.policy import SessionPolicy
-from db.conversation import PeriodOver
 from db.engine import SessionFactory
 from db.repos import core as repo
-from tools.base import Clock
+from tools.base import Clock, RequestContext
+from tools.model_call import Purpose
 
 log = logging.getLogger(__name__)
 
@@ -68,44 +67,40 @@ async def start_new_session(
     return out
 
 
-async def close_on_request(
-    session_factory: SessionFactory,
-    clock: Clock,
-    archiver: Archiver | None,
-    *,
-    telegram_user_id: int | None,
-    user_name: str,
-) -> Callable[[], Awaitable[None]] | None:
-    """The model asked for a fresh start (memory __NEW_SESSION__): close the session now
-    (the next message opens a new one) and return the archiving, which waits until the
-    reply is out. Never raises: the reply goes out whatever happens here."""
-    try:
-        started = await start_new_session(
-            session_factory, clock, telegram_user_id=telegram_user_id, user_name=user_name
-        )
-    except Exception:
-        log.exception("starting the new session the model asked for failed")
-        return None
-    ended = started.ended_session_id
-    if ended is None or archiver is None:
-        return None
+@dataclass
+class SessionTurns(TurnHooks):
+    """The sessions' part of every agent request (bot/agent/hooks.py RequestHooks): when the
+    model asked for a fresh start, the session is closed after its answer. It holds nothing
+    per request, so each request gets this same object."""
 
-    async def archive() -> None:
-        await archiver.archive(ended)
+    session_factory: SessionFactory
+    clock: Clock
+    archiver: Archiver | None  # None: memory is off; the scheduler archives it later
 
-    return archive
+    def begin(self, ctx: RequestContext, user: object, purpose: Purpose) -> SessionTurns:
+        return self
 
-
-def period_check(policy: SessionPolicy, now: datetime) -> PeriodOver:
-    """Whether an open session's period (SESSION_SPLIT) is over at `now`, for the turn that
-    begins then. A failing check answers False: the message is answered in the current
-    session rather than not at all."""
-
-    def over(started: datetime, tz_name: str | None) -> bool:
+    async def after_answer(self, ctx: RequestContext) -> Followup | None:
+        """Close the session now (the next message opens a new one) and return the
+        archiving, which waits until the reply is out. Never raises: the reply goes out
+        whatever happens here."""
+        if not ctx.new_session_requested:
+            return None
         try:
-            return policy.is_due(started, now, tz_name)
+            started = await start_new_session(
+                self.session_factory,
+                self.clock,
+                telegram_user_id=ctx.telegram_user_id,
+                user_name=ctx.user_name,
+            )
         except Exception:
-            log.exception("checking whether the session period ended failed")
-            return False
+            log.exception("starting the new session the model asked for failed")
+            return None
+        ended, archiver = started.ended_session_id, self.archiver
+        if ended is None or archiver is None:
+            return None
 
-    return over
+        async def archive() -> None:
+            await archiver.archive(ended)
+
+        return archive

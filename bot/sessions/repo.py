@@ -1,15 +1,18 @@
-"""Session archiving state, session listings and user time zones."""
+"""The sessions feature's SQL: archiving state and the summary leases, compressions (the
+summaries standing in for a long session's oldest turns), session listings and user time
+zones."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.sessions.models import SessionArchive
+from bot.sessions.models import SessionArchive, SessionCompression
 from db.models.core import ChatSession, Message, User
 
 
@@ -192,11 +195,6 @@ async def recent_sessions(s: AsyncSession, user_id: int, limit: int = 10) -> lis
     return out
 
 
-async def keep_context(s: AsyncSession, message_id: int, block: str) -> None:
-    """Keep the context block a user turn was sent with (bot/agent/prompt.py to_openai)."""
-    await s.execute(update(Message).where(Message.id == message_id).values(context=block))
-
-
 async def set_user_timezone(s: AsyncSession, user_id: int, tz: str | None) -> None:
     await s.execute(update(User).where(User.id == user_id).values(timezone=tz))
 
@@ -214,3 +212,39 @@ async def failing_archives(s: AsyncSession, min_attempts: int) -> list[tuple[int
         .order_by(SessionArchive.attempts.desc())
     )
     return [(sid, err or "") for sid, err in (await s.execute(stmt)).all()]
+
+
+async def latest_compression(
+    s: AsyncSession, session_id: int, *, verified: bool | None = None
+) -> SessionCompression | None:
+    """The session's newest compression (only verified or only rejected ones if asked)."""
+    stmt = select(SessionCompression).where(SessionCompression.session_id == session_id)
+    if verified is not None:
+        stmt = stmt.where(SessionCompression.verified == verified)
+    stmt = stmt.order_by(SessionCompression.id.desc()).limit(1)
+    return (await s.execute(stmt)).scalars().first()
+
+
+async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> Sequence[Message]:
+    """The session's messages after message id `after_id`, oldest first."""
+    stmt = (
+        select(Message)
+        .where(Message.session_id == session_id, Message.id > after_id)
+        .order_by(Message.id)
+    )
+    return list((await s.execute(stmt)).scalars())
+
+
+async def add_compression(s: AsyncSession, *, now: datetime, **fields: Any) -> SessionCompression:
+    """One compression row (its columns as keywords), created `now`."""
+    row = SessionCompression(**fields, created_at=now)
+    s.add(row)
+    await s.flush()
+    return row
+
+
+async def compression_counts(s: AsyncSession) -> tuple[int, int]:
+    """(verified, rejected) summaries, for doctor."""
+    stmt = select(SessionCompression.verified, func.count()).group_by(SessionCompression.verified)
+    found = {bool(v): int(n) for v, n in (await s.execute(stmt)).all()}
+    return found.get(True, 0), found.get(False, 0)

@@ -1,17 +1,45 @@
-"""When sessions split, in which zone: the scheduler's settings (SESSION_SPLIT, TIMEZONE)."""
+"""When a conversation's period ends: the sessions' settings (SESSION_SPLIT, TIMEZONE), the
+SessionPolicy parsed from them once, and the period arithmetic it answers with.
+
+Every "which zone is this user in" and "is this session's period over" question goes
+through one SessionPolicy (the runner, /newsession, /sessions, the terminal, the
+split job and doctor), so the rule cannot drift between copies.
+
+The arithmetic is pure functions over aware datetimes. Boundaries are wall-clock times (the
+time of SESSION_SPLIT) in the user's time zone, so a "day" is 23 or 25 hours long across a
+daylight-saving change. All arithmetic is done on local *dates* and every result is
+converted to UTC before it is compared: comparing two aware datetimes that share a ZoneInfo
+compares wall-clock time and ignores the offset, which is wrong around DST changes.
+
+A wall-clock boundary that does not exist (inside a spring-forward gap) is read with
+fold=0, i.e. with the offset in force before the change, which lands just after the gap
+(02:30 on a 02:00→03:00 night is 03:30 local). A boundary that happens twice (fall-back)
+is its first occurrence.
+"""
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
-from typing import TYPE_CHECKING, cast
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import TYPE_CHECKING, Literal, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, field_validator
 
-from bot.sessions.periods import Split
+from tools.reminders.times import parse_hhmm
 
 if TYPE_CHECKING:
-    from bot.sessions.policy import SessionPolicy
+    from db.conversation import PeriodOver
+
+log = logging.getLogger(__name__)
+
+Split = Literal["daily", "weekly", "none"]
+
+# Weekly periods start on Monday (ISO weeks).
+WEEK_START = 0
 
 SPLIT_SHAPE = "must be daily, weekly or none, with an optional HH:MM (e.g. daily 04:00)"
 
@@ -69,6 +97,101 @@ class SessionSettings(BaseModel):
     @property
     def session_policy(self) -> SessionPolicy:
         """Asked on every message: parsed once per distinct (zone, period, time)."""
-        from bot.sessions.policy import policy_for  # policy.py imports this module
-
         return policy_for(self.timezone, self.split_period, self.split_time)
+
+
+@dataclass(frozen=True)
+class SessionPolicy:
+    """The settings parsed once: the default zone, the split period and time. It is the
+    agent's TurnPolicy (bot/agent/hooks.py): each turn asks it whether the open session's
+    period is over."""
+
+    default_tz: ZoneInfo
+    split: Split
+    at: time
+
+    def zone(self, name: str | None) -> ZoneInfo:
+        """A user's own zone, or the default when they have none (or a stored one went bad)."""
+        return user_tz(name, self.default_tz)
+
+    def is_due(self, started: datetime, now: datetime, zone_name: str | None) -> bool:
+        """Whether a session that started at `started` has had its period end by `now`."""
+        return is_due(started, now, self.zone(zone_name), self.split, self.at)
+
+    def period_over(self, now: datetime) -> PeriodOver:
+        """Whether an open session's period is over at `now`, for the turn that begins
+        then. A failing check answers False: the message is answered in the current
+        session rather than not at all."""
+
+        def over(started: datetime, tz_name: str | None) -> bool:
+            try:
+                return self.is_due(started, now, tz_name)
+            except Exception:
+                log.exception("checking whether the session period ended failed")
+                return False
+
+        return over
+
+    def next_split(self, now: datetime, zone: ZoneInfo) -> datetime | None:
+        """The next split instant (UTC) in `zone`, or None when sessions are not split."""
+        return period_end(now, zone, self.split, self.at)
+
+    def describe(self) -> str:
+        """'every day at 04:00', 'every week (Mondays) at 00:00', 'never'."""
+        if self.split == "none":
+            return "never"
+        every = "day" if self.split == "daily" else "week (Mondays)"
+        return f"every {every} at {self.at:%H:%M}"
+
+
+@functools.lru_cache(maxsize=16)
+def policy_for(timezone: str, split: Split, at: str) -> SessionPolicy:
+    """The policy for validated settings values (a settings object is copied in tests, so
+    the cache is keyed by the values, not by the object)."""
+    return SessionPolicy(ZoneInfo(timezone), split, parse_hhmm(at))
+
+
+def user_tz(name: str | None, default: ZoneInfo) -> ZoneInfo:
+    """A user's own zone, or the default when they have none (or a stored one went bad)."""
+    try:
+        return ZoneInfo(name) if name else default
+    except (ZoneInfoNotFoundError, ValueError):
+        return default
+
+
+def _aware(dt: datetime) -> datetime:
+    if dt.tzinfo is None:
+        raise ValueError("naive datetime: pass an aware one (UTC)")
+    return dt
+
+
+def boundary_on(day: date, at: time, tz: ZoneInfo) -> datetime:
+    """The split instant on local `day` at wall-clock `at`, in UTC."""
+    return datetime.combine(day, at, tzinfo=tz).astimezone(UTC)
+
+
+def _first_day(local_day: date, split: Split) -> date:
+    """The local date whose boundary starts the period containing `local_day`'s boundary."""
+    if split == "weekly":
+        return local_day - timedelta(days=(local_day.weekday() - WEEK_START) % 7)
+    return local_day
+
+
+def period_end(started: datetime, tz: ZoneInfo, split: Split, at: time) -> datetime | None:
+    """The first boundary strictly after `started` (UTC): when that session is due, or
+    after `now`, the next split (for /sessions and doctor)."""
+    if split == "none":
+        return None
+    started = _aware(started).astimezone(UTC)
+    day = _first_day(started.astimezone(tz).date(), split)
+    b = boundary_on(day, at, tz)
+    while b <= started:
+        day += timedelta(days=7 if split == "weekly" else 1)
+        b = boundary_on(day, at, tz)
+    return b
+
+
+def is_due(started: datetime, now: datetime, tz: ZoneInfo, split: Split, at: time) -> bool:
+    """True when the session that started at `started` belongs to a period that has ended."""
+    end = period_end(started, tz, split, at)
+    return end is not None and end <= _aware(now).astimezone(UTC)

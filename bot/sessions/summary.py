@@ -1,7 +1,7 @@
 """Summarise these turns, then verify: the one service behind archive and compression.
 
 A closed session's summary (bot/sessions/archive.py, kept as a memory) and a long session's
-oldest turns (bot/sessions/compress.py, standing in for them in the prompt) are written the
+oldest turns (bot/sessions/history.py, standing in for them in the prompt) are written the
 same way: one transcript of the turns, one model call with the caller's instruction and
 one size rule, and one verification: not empty, not too long, in the conversation's
 language, and grounded (bot/sessions/grounding.py: every name, number, date, link and quote

@@ -1,25 +1,23 @@
-"""Users, sessions, messages and the tool-call audit trail."""
+"""Users, sessions and a session's messages, for commands, jobs and features, and the read
+each turn starts with (a turn's writes and its history are db/conversation.py's)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NotRequired, TypeAlias, TypedDict, Unpack, cast
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    Row,
     Select,
-    Table,
     bindparam,
     column,
     exists,
-    insert,
     select,
     table,
     update,
 )
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import ChatSession, Message, User
 from db.models.voice import VoicePrefs
@@ -154,70 +152,6 @@ async def create_session(
     s.add(session)
     await s.flush()
     return session
-
-
-# Hot-path statements are built once, on the table (plain Core: the ORM entity form goes
-# through the ORM's bulk-insert and loading machinery).
-_MESSAGES = cast(Table, Message.__table__)
-ADD_MESSAGE = insert(_MESSAGES).returning(_MESSAGES.c.id)
-ADD_MESSAGES = insert(_MESSAGES)  # several at once (executemany), no ids back
-
-
-class MessageFields(TypedDict):
-    """One message row's values, as add_message takes them."""
-
-    session_id: int
-    user_id: int
-    role: str
-    content: str
-    request_id: str
-    now: datetime
-    tool_calls: NotRequired[str | None]
-    tool_call_id: NotRequired[str | None]
-    tool_name: NotRequired[str | None]
-    telegram_message_id: NotRequired[int | None]
-    kind: NotRequired[str]
-
-
-def message_params(message: MessageFields) -> dict[str, Any]:
-    """The bound values of the message INSERT (ADD_MESSAGE), every column given."""
-    return {
-        "session_id": message["session_id"],
-        "user_id": message["user_id"],
-        "role": message["role"],
-        "content": message["content"],
-        "request_id": message["request_id"],
-        "tool_calls": message.get("tool_calls"),
-        "tool_call_id": message.get("tool_call_id"),
-        "tool_name": message.get("tool_name"),
-        "telegram_message_id": message.get("telegram_message_id"),
-        "kind": message.get("kind", "text"),
-        "created_at": message["now"],
-    }
-
-
-async def add_message(s: AsyncSession | AsyncConnection, **message: Unpack[MessageFields]) -> int:
-    """Store one message and return its id: a plain INSERT ... RETURNING, without the ORM's
-    unit of work (on every message's hot path)."""
-    params = message_params(message)
-    return int((await s.execute(ADD_MESSAGE, params)).scalar_one())
-
-
-# What the prompt needs of a history row (bot/agent/prompt.py), newest first.
-HISTORY = (
-    select(
-        _MESSAGES.c.id,
-        _MESSAGES.c.role,
-        _MESSAGES.c.content,
-        _MESSAGES.c.tool_calls,
-        _MESSAGES.c.tool_call_id,
-        _MESSAGES.c.context,
-    )
-    .where(_MESSAGES.c.session_id == bindparam("session_id"))
-    .order_by(_MESSAGES.c.id.desc())
-    .limit(bindparam("limit"))
-)
-HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None, str | None]"
 
 
 async def session_messages(

@@ -157,7 +157,7 @@ TURN = (
 )
 
 # The session's history up to the cut turn's last record (the prompt's columns, as
-# db/repos/core.py's HISTORY), newest first; and how many tool calls the turn recorded.
+# db/conversation.py's HISTORY), newest first; and how many tool calls the turn recorded.
 _LAST = select(func.max(Message.id)).where(Message.request_id == bindparam("request_id"))
 HISTORY_UNTIL = (
     select(

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.agent.prompt import earlier_of, without_context
-from bot.sessions import compress
+from bot.sessions import history
 from bot.sessions.models import SessionCompression
 from bot.usage.models import ModelUsage
 from tests.e2e.conftest import OWNER, TG
@@ -57,7 +57,7 @@ async def test_a_long_chat_is_compressed_and_a_fact_from_its_first_message_survi
 ) -> None:
     fake_llm.responder = summariser
     # HISTORY_TOKEN_BUDGET is a constant beside the compressor now, no longer a setting.
-    monkeypatch.setattr(compress, "HISTORY_TOKEN_BUDGET", 300)
+    monkeypatch.setattr(history, "HISTORY_TOKEN_BUDGET", 300)
     tg = await make_tg()
     await talk(tg, 30)
 

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.agent.prompt import context_of, earlier_of
-from bot.sessions import compress
+from bot.sessions import history
 from bot.sessions.models import SessionCompression
 from db.repos import core as core_repo
 from tests.e2e.conftest import OWNER, TG
@@ -74,7 +74,7 @@ async def test_after_a_compression_requests_extend_each_other_and_the_system_sta
     make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake_llm.responder = summariser
-    monkeypatch.setattr(compress, "HISTORY_TOKEN_BUDGET", 400)
+    monkeypatch.setattr(history, "HISTORY_TOKEN_BUDGET", 400)
     tg = await make_tg()
     answers = []
     for i in range(1, 17):

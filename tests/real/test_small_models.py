@@ -10,7 +10,7 @@ import itertools
 import pytest
 from sqlalchemy import select
 
-from bot.sessions import compress
+from bot.sessions import history
 from bot.sessions.models import SessionCompression
 from tests.e2e.conftest import OWNER, TG
 from tests.real.proxy import RecordingProxy
@@ -100,4 +100,4 @@ async def test_each_turn_re_processes_only_the_new_turn_and_the_last_answer(
 @pytest.fixture(autouse=True)
 def _budget_as_shipped() -> None:
     # The history budget follows the server's context (-c 4096): nothing is lowered here.
-    assert compress.HISTORY_TOKEN_BUDGET == 6000
+    assert history.HISTORY_TOKEN_BUDGET == 6000

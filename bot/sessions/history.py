@@ -1,15 +1,19 @@
-"""History that fits: a long session's oldest turns replaced by a verified summary.
+"""The history a prompt shows: the session's turns within the token budget, a long
+session's oldest turns replaced by a verified summary.
 
-When the newest turns no longer fit the budget, the oldest uncovered range is summarised
-by the summary service (bot/sessions/summary.py; rolling: the previous summary is part of
-what is summarised; verified there: the grounding check, then a reviewer call in a fresh
-context when SUMMARY_REVIEW=model) and saved; from then on the model sees "turns i..j
-(when) are summarised: ..." in front of the first turn shown instead of those turns (not
-in the system message: its bytes and the tool schemas stay the same, so a provider's
-prefix cache keeps them whatever is cut). The turns stay
-in the messages table and /sessions. A rejected summary is saved as rejected (doctor
-counts them), the turns are trimmed as before, and the model is told which turns it
-does not see: it never meets a gap without knowing.
+Most requests fit in the rows read with the user's message (db/conversation.py's
+HISTORY_ROWS: HistoryWindow's fast path, where a stored message's token cost is counted
+once per process, as it never changes). When the newest turns no longer fit the budget,
+the Compressor summarises the oldest uncovered range by the summary service
+(bot/sessions/summary.py; rolling: the previous summary is part of what is summarised;
+verified there: the grounding check, then a reviewer call in a fresh context when
+SUMMARY_REVIEW=model) and saves it; from then on the model sees "turns i..j (when) are
+summarised: ..." in front of the first turn shown instead of those turns (not in the
+system message: its bytes and the tool schemas stay the same, so a provider's prefix cache
+keeps them whatever is cut). The turns stay in the messages table and /sessions. A
+rejected summary is saved as rejected (doctor counts them), the turns are trimmed as
+before, and the model is told which turns it does not see: it never meets a gap without
+knowing.
 """
 
 from __future__ import annotations
@@ -17,25 +21,27 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
 from bot.agent.prompt import message_cost, to_openai, trim_history, with_note
+from bot.llm.model import ChatModel
 from bot.llm.settings import ModelSettings
-from bot.sessions import compress_repo as repo
-from bot.sessions import repo as sessions_repo
+from bot.sessions import repo
 from bot.sessions.models import SessionCompression
 from bot.sessions.summary import SUMMARY_MAX_S, Ask, Review, Summariser, line_cost
+from db.conversation import HISTORY_ROWS, HistoryRow
 from db.engine import SessionFactory
 from db.models.core import Message
-from tools.base import Clock, TextModel
+from tools.base import Clock, RequestContext, TextModel
 from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
 
+COST_CACHE_MAX = 200_000  # token counts of stored messages kept per process
 KEEP_FRACTION = 0.5  # of the budget left to recent turns after a compression
 RETRY_AFTER_MESSAGES = 20  # a rejected range is tried again only once this much has grown
 
@@ -97,6 +103,69 @@ def history_budget(settings: ModelSettings, context: int | None = None) -> int:
     return budget
 
 
+@dataclass(frozen=True)
+class Prefetched:
+    """History rows of a session as wire messages with their token costs."""
+
+    session_id: int
+    wire: list[dict[str, Any]]
+    costs: list[int]
+    rows: int  # how many rows were read
+
+
+async def context_of(llm: ChatModel) -> int | None:
+    """The model's context in tokens where the client knows it (LLM_CONTEXT_TOKENS, or what
+    llama.cpp / Ollama say, asked once per model), else None."""
+    try:
+        return await llm.context_tokens()
+    except Exception:  # a probe that fails leaves the configured budget, not the message
+        log.warning("could not read the model's context size", exc_info=True)
+        return None
+
+
+@dataclass
+class HistoryWindow:
+    session_factory: SessionFactory
+    clock: Clock
+    _costs: dict[int, int] = field(default_factory=dict, repr=False)
+
+    def wire(self, session_id: int, rows: Sequence[HistoryRow]) -> Prefetched:
+        """History rows as wire messages with their token costs."""
+        if len(self._costs) > COST_CACHE_MAX:
+            self._costs.clear()
+        wire = [to_openai(m) for m in rows]
+        costs = []
+        for m, w in zip(rows, wire, strict=True):
+            cost = self._costs.get(m.id)
+            if cost is None:
+                cost = message_cost(w)
+                # The newest user turn gets its context block kept once it is sent: count it
+                # again then.
+                if m.role != "user" or m.context is not None:
+                    self._costs[m.id] = cost
+            costs.append(cost)
+        return Prefetched(session_id, wire, costs, len(rows))
+
+    async def fit(
+        self,
+        ctx: RequestContext,
+        settings: ModelSettings,
+        llm: ChatModel,
+        prefetched: Prefetched | None = None,
+    ) -> Fitted:
+        """The session's history within the budget (HISTORY_TOKEN_BUDGET, lowered to what the
+        model's context leaves), oldest first, with the note on what an earlier summary
+        covers or what is not shown in front of the first turn. `llm` writes the summaries."""
+        budget = history_budget(settings, await context_of(llm))
+        got = prefetched
+        # The whole session was read with the message and fits: nothing was compressed away.
+        if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
+            if sum(got.costs) <= budget:
+                return Fitted(got.wire)
+        compressor = Compressor(self.session_factory, llm, self.clock, SUMMARY_REVIEW)
+        return await compressor.fit(ctx.session_id, ctx.user_id, budget)
+
+
 class Compressor:
     def __init__(
         self,
@@ -113,7 +182,7 @@ class Compressor:
     async def fit(self, session_id: int, user_id: int, budget: int) -> Fitted:
         """The session's history within `budget` tokens, compressing when it must."""
         async with self.session_factory() as s:
-            done = await repo.latest(s, session_id, verified=True)
+            done = await repo.latest_compression(s, session_id, verified=True)
             rows = await repo.messages_after(s, session_id, done.last_message_id if done else 0)
         note = record_text(done) if done else ""
         before = done.last_turn if done else 0  # turns ahead of rows[0]
@@ -156,17 +225,15 @@ class Compressor:
         until = now + timedelta(seconds=SUMMARY_MAX_S + 60)
         try:
             async with self.session_factory() as s, s.begin():
-                await sessions_repo.archive_row(s, session_id)
-                return await sessions_repo.take_lease(
-                    s, session_id, "compressing_until", now, until
-                )
+                await repo.archive_row(s, session_id)
+                return await repo.take_lease(s, session_id, "compressing_until", now, until)
         except IntegrityError:  # another writer created the row just now: it is theirs
             return False
 
     async def _release(self, session_id: int) -> None:
         try:
             async with self.session_factory() as s, s.begin():
-                await sessions_repo.drop_lease(s, session_id, "compressing_until")
+                await repo.drop_lease(s, session_id, "compressing_until")
         except Exception:  # the lease runs out by itself
             log.warning("releasing session %d's compression lease failed", session_id)
 
@@ -199,7 +266,7 @@ class Compressor:
 
     async def _worth_trying(self, session_id: int, rows: Sequence[Message]) -> bool:
         async with self.session_factory() as s:
-            failed = await repo.latest(s, session_id)
+            failed = await repo.latest_compression(s, session_id)
         if failed is None or failed.verified:
             return True
         # A rejected summary: try again only once the session has grown well since.
@@ -221,7 +288,7 @@ class Compressor:
         summary = await summariser.summarise(WRITE, rows, call, before=before)
         reason = summary.problem
         async with self.session_factory() as s, s.begin():
-            row = await repo.add(
+            row = await repo.add_compression(
                 s,
                 session_id=session_id,
                 first_message_id=done.first_message_id if done else rows[0].id,
