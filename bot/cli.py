@@ -16,11 +16,10 @@ from pathlib import Path
 from bot import heap
 from bot.config import Settings, missing, settings_and_errors, unknown_names
 from bot.errors import ConfigError, SidekickError
-from bot.logs import setup_logging
+from bot.logs import RUN_LOG, setup_logging
 from bot.preflight import where_am_i
 
 CHAT_LOG = "chat.log"  # in DATA_DIR
-RUN_LOG = "sidekick.log"  # in DATA_DIR, rotated
 ENV_HELP = (
     "Settings come from the environment and .env (in SIDEKICK_HOME if set, else the current "
     "directory); see README.md for every variable."

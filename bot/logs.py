@@ -33,6 +33,7 @@ class Scrubber(logging.Filter):
 
 # The bot's own log file: a few rotated files, so a bot left running for months cannot fill
 # the disk, yet the last days are there after a crash (stderr may be gone with its terminal).
+RUN_LOG = "sidekick.log"  # in DATA_DIR, rotated (`sidekick run`; `sidekick logs` reads it)
 ROTATE_BYTES = 5_000_000
 ROTATE_KEEP = 3
 

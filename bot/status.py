@@ -19,7 +19,7 @@ from sqlalchemy.engine import make_url
 
 from bot.backup import archives, modified
 from bot.config import Settings
-from bot.logs import Scrubber
+from bot.logs import RUN_LOG, Scrubber
 
 PID_FILE = "sidekick.pid"
 FOLLOW_POLL_S = 0.5
@@ -177,8 +177,6 @@ def print_logs(settings: Settings, lines: int, follow: bool) -> int:
     """The end of DATA_DIR/sidekick.log, secrets masked (again: a line written before a
     secret was set is masked now too); with `follow`, new lines as they come, across a
     rotation."""
-    from bot.cli import RUN_LOG
-
     path = settings.data_dir / RUN_LOG
     scrub = Scrubber(settings.secrets()).scrub
     if not path.is_file():

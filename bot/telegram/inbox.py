@@ -6,7 +6,7 @@ that wait behind a long turn would be lost with the process. So each update is s
 before it waits for its chat's turn (the same INSERT claims its id, so an update sent again
 is handled once) and marked done when handled. At the next start, the updates of the last
 RESTART_WINDOW still not done are handled again, each chat's in order, after its cut turns
-(bot/telegram/resume.py), through the dispatcher like a new update.
+(bot/telegram/resume.py: `waiting`, `take_up`), through the dispatcher like a new update.
 
 An update whose turn had begun (its message is stored) is not handled again: the turn is
 continued instead. An update a replay did not get through (the process died again) is
@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import textwrap
 from collections.abc import Awaitable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiogram import BaseMiddleware
 from aiogram.types import TelegramObject, Update
@@ -32,11 +31,7 @@ from sqlalchemy.exc import DBAPIError
 from bot.telegram.middlewares import REPLAYED, Handler, chat_key
 from db.engine import SessionFactory
 from db.repos import updates
-from db.repos.updates import Waiting
 from tools.base import Clock
-
-if TYPE_CHECKING:
-    from bot.telegram.dispatcher import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +40,6 @@ log = logging.getLogger(__name__)
 # anew, at random, so a row kept that long could take a new update for one sent again.
 PRUNE_EVERY = timedelta(hours=1)
 KEEP_CLAIMS = timedelta(days=2)
-MAX_REPLAYS = 1  # an update that took the process down on its replay too is dropped
-QUOTE_CHARS = 80
 
 
 class InboxMiddleware(BaseMiddleware):
@@ -144,70 +137,3 @@ class InboxMiddleware(BaseMiddleware):
         held.discard(update_id)
         if not held:
             del self.held[chat]
-
-
-def dropped_line(text: str) -> str:
-    short = textwrap.shorten(text, QUOTE_CHARS, placeholder="…")
-    what = f"your message “{short}”" if short else "your last message"
-    return f"I was restarted twice before I could read {what}. Send it again if you still need it."
-
-
-async def waiting(rt: Runtime, since: datetime, before: datetime) -> dict[int, list[Waiting]]:
-    """The updates a stop left unhandled, by chat, oldest first. One without a chat (a press
-    on a question that was waiting) has nothing left to answer: it is marked done."""
-    sf = rt.app.session_factory
-    async with sf() as s:
-        found = await updates.waiting(s, since, before)
-    chats: dict[int, list[Waiting]] = {}
-    for row in found:
-        if row.chat_id is None:
-            await updates.finish(sf, row.update_id)
-        else:
-            chats.setdefault(row.chat_id, []).append(row)
-    if found:
-        log.warning("%d update(s) were left waiting by a stop: handling them", len(found))
-    return chats
-
-
-async def take_up(rt: Runtime, row: Waiting, since: datetime) -> None:
-    """Handle a waiting update through the dispatcher, the chat's turn held by the caller."""
-    sf, bot = rt.app.session_factory, rt.bot
-    update = Update.model_validate_json(row.payload, context={"bot": bot})
-    msg = update.message
-    async with sf() as s, s.begin():
-        if msg is not None and msg.from_user is not None:
-            if await updates.recorded(s, msg.from_user.id, msg.message_id, since):
-                await updates.drop(s, row.update_id)  # its turn began: continued as a turn
-                return
-        given_up = row.replays >= MAX_REPLAYS
-        if given_up:
-            # Exactly one worker marks it (the same compare-and-set), then tells.
-            given_up = await updates.claim_replay(s, row.update_id, row.replays)
-            await updates.drop(s, row.update_id)
-        elif not await updates.claim_replay(s, row.update_id, row.replays):
-            return  # another worker handles it
-    if given_up:
-        log.error(
-            "update %d (chat %s): the bot stopped while handling it again after a stop; "
-            "dropped (see the log before this start)",
-            row.update_id, row.chat_id,
-        )  # fmt: skip
-        if msg is not None and row.chat_id is not None:
-            text = msg.text or msg.caption or ""
-            try:
-                await rt.outbox.say(row.chat_id, dropped_line(text))
-            except Exception as exc:
-                log.warning(
-                    "chat %d: could not tell that an update was dropped (%s)", row.chat_id, exc
-                )
-        return
-    log.info("update %d (chat %s): handling it after a stop", row.update_id, row.chat_id)
-    try:
-        await rt.dp.feed_update(bot, update, **{REPLAYED: True})
-    except asyncio.CancelledError:
-        async with sf() as s, s.begin():
-            await updates.release_replay(s, row.update_id)
-        raise
-    except Exception:
-        log.exception("update %d: handling it after a stop failed", row.update_id)
-    await updates.finish(sf, row.update_id)

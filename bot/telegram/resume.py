@@ -21,17 +21,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import textwrap
 from datetime import datetime, timedelta
+
+from aiogram.types import Update
 
 from bot.agent.runner import Events
 from bot.errors import SidekickError, user_text
-from bot.telegram import inbox
 from bot.telegram.answer import ReplyStreamer, deliver
 from bot.telegram.dispatcher import Runtime
+from bot.telegram.middlewares import REPLAYED
 from bot.telegram.outbox import text_items
 from bot.telegram.render import send_plain, split_plain
 from db.repos import outbox as outbox_repo
 from db.repos import resume as repo
+from db.repos import updates
 from db.repos.resume import Cut
 from db.repos.updates import Waiting
 
@@ -44,6 +48,7 @@ MAX_CONTINUATIONS = 1
 # (the process stopped in between, or Telegram is down).
 NOTICE_GRACE = timedelta(minutes=2)
 QUOTE_CHARS = 80
+MAX_REPLAYS = 1  # an update that took the process down on its replay too is dropped
 
 
 def quote(text: str) -> str:
@@ -73,11 +78,11 @@ async def continue_cut_turns(rt: Runtime, started: datetime) -> int:
     chats: dict[int, list[Cut]] = {}
     for cut in found:
         chats.setdefault(cut.chat_id, []).append(cut)
-    waiting = await inbox.waiting(rt, since, started)
-    for chat in {**chats, **waiting}:
+    left = await waiting(rt, since, started)
+    for chat in {**chats, **left}:
         # Taken here, before updates are: the chat's next message waits for these.
         await rt.chat_order.enter(chat)
-        work = _chat(rt, chat, chats.get(chat, []), waiting.get(chat, []), since)
+        work = _chat(rt, chat, chats.get(chat, []), left.get(chat, []), since)
         task = asyncio.create_task(work, name=f"continue-chat-{chat}")
         rt.inflight.add(task)
         task.add_done_callback(rt.inflight.discard)
@@ -87,7 +92,7 @@ async def continue_cut_turns(rt: Runtime, started: datetime) -> int:
 
 
 async def _chat(
-    rt: Runtime, chat: int, cuts: list[Cut], waiting: list[Waiting], since: datetime
+    rt: Runtime, chat: int, cuts: list[Cut], rows: list[Waiting], since: datetime
 ) -> None:
     try:
         # PostgreSQL: a live worker handling this chat's update finishes it first.
@@ -97,9 +102,9 @@ async def _chat(
                     await _take_up(rt, cut)
                 except Exception:  # the chat's next cut turn, and its new messages, go on
                     log.exception("message %d: its cut turn could not be taken up", cut.message_id)
-            for row in waiting:  # after the cut turns: they came first
+            for row in rows:  # after the cut turns: they came first
                 try:
-                    await inbox.take_up(rt, row, since)
+                    await take_up(rt, row, since)
                 except Exception:
                     log.exception("update %d could not be taken up", row.update_id)
     finally:
@@ -185,3 +190,73 @@ async def _give_up(rt: Runtime, cut: Cut, tries: int) -> None:
         return
     async with sf() as s, s.begin():
         await outbox_repo.settle(s, row, sent_at=clock(), message_id=ids[0], attempts=1)
+
+
+# The updates a stop left waiting (bot/telegram/inbox.py keeps them).
+
+
+def dropped_line(text: str) -> str:
+    short = textwrap.shorten(text, QUOTE_CHARS, placeholder="…")
+    what = f"your message “{short}”" if short else "your last message"
+    return f"I was restarted twice before I could read {what}. Send it again if you still need it."
+
+
+async def waiting(rt: Runtime, since: datetime, before: datetime) -> dict[int, list[Waiting]]:
+    """The updates a stop left unhandled, by chat, oldest first. One without a chat (a press
+    on a question that was waiting) has nothing left to answer: it is marked done."""
+    sf = rt.app.session_factory
+    async with sf() as s:
+        found = await updates.waiting(s, since, before)
+    chats: dict[int, list[Waiting]] = {}
+    for row in found:
+        if row.chat_id is None:
+            await updates.finish(sf, row.update_id)
+        else:
+            chats.setdefault(row.chat_id, []).append(row)
+    if found:
+        log.warning("%d update(s) were left waiting by a stop: handling them", len(found))
+    return chats
+
+
+async def take_up(rt: Runtime, row: Waiting, since: datetime) -> None:
+    """Handle a waiting update through the dispatcher, the chat's turn held by the caller."""
+    sf, bot = rt.app.session_factory, rt.bot
+    update = Update.model_validate_json(row.payload, context={"bot": bot})
+    msg = update.message
+    async with sf() as s, s.begin():
+        if msg is not None and msg.from_user is not None:
+            if await updates.recorded(s, msg.from_user.id, msg.message_id, since):
+                await updates.drop(s, row.update_id)  # its turn began: continued as a turn
+                return
+        given_up = row.replays >= MAX_REPLAYS
+        if given_up:
+            # Exactly one worker marks it (the same compare-and-set), then tells.
+            given_up = await updates.claim_replay(s, row.update_id, row.replays)
+            await updates.drop(s, row.update_id)
+        elif not await updates.claim_replay(s, row.update_id, row.replays):
+            return  # another worker handles it
+    if given_up:
+        log.error(
+            "update %d (chat %s): the bot stopped while handling it again after a stop; "
+            "dropped (see the log before this start)",
+            row.update_id, row.chat_id,
+        )  # fmt: skip
+        if msg is not None and row.chat_id is not None:
+            text = msg.text or msg.caption or ""
+            try:
+                await rt.outbox.say(row.chat_id, dropped_line(text))
+            except Exception as exc:
+                log.warning(
+                    "chat %d: could not tell that an update was dropped (%s)", row.chat_id, exc
+                )
+        return
+    log.info("update %d (chat %s): handling it after a stop", row.update_id, row.chat_id)
+    try:
+        await rt.dp.feed_update(bot, update, **{REPLAYED: True})
+    except asyncio.CancelledError:
+        async with sf() as s, s.begin():
+            await updates.release_replay(s, row.update_id)
+        raise
+    except Exception:
+        log.exception("update %d: handling it after a stop failed", row.update_id)
+    await updates.finish(sf, row.update_id)

@@ -18,8 +18,7 @@ from sqlalchemy import func, select, update
 from bot.app import build_app
 from bot.llm.client import LLMClient
 from bot.telegram.dispatcher import Runtime, build_runtime
-from bot.telegram.inbox import dropped_line
-from bot.telegram.resume import RESTART_WINDOW, continue_cut_turns, continuing_line
+from bot.telegram.resume import RESTART_WINDOW, continue_cut_turns, continuing_line, dropped_line
 from db.models.resume import TurnResume
 from db.models.workers import TelegramUpdate
 from tests.conftest import make_settings, pg_only, sqlite_only
