@@ -52,3 +52,13 @@ def test_an_unclear_call_still_needs_its_action(
 ) -> None:
     with pytest.raises(ValidationError, match="action"):
         params.model_validate(args)
+
+
+def test_fields_the_action_does_not_read_are_left_out() -> None:
+    # A small model copies the whole schema: a garbled id beside a store fails nothing.
+    p = MemoryParams.model_validate(
+        {"action": "store", "layer": "long", "content": "x", "memory_id": "ana", "limit": 500}
+    )
+    assert (p.memory_id, p.limit, p.content) == (None, 10, "x")
+    with pytest.raises(ValidationError, match="memory_id"):
+        MemoryParams.model_validate({"action": "forget", "memory_id": "ana"})

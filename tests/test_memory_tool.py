@@ -139,6 +139,22 @@ async def test_a_category_without_its_layer_stores_in_the_layer_it_names(
     assert [tuple(row) for row in rows] == [("Cat is Tom", "long"), ("Run a marathon", "mid")]
 
 
+async def test_a_store_with_every_field_filled_in_keeps_the_fact(
+    app: App, fake_llm: FakeOpenAI
+) -> None:
+    # Written out by Qwen2.5-Coder-0.5B (llama-server, greedy) for "Use the memory tool to
+    # remember that my sister's name is Ana.": every field of the schema, two of them garbled.
+    args = {"action": "store", "layer": "long", "content": "Sister is Ana", "category": "system",
+            "certainty": 1, "query": "sister's name", "limit": 10, "memory_id": "ana"}  # fmt: skip
+    fake_llm.add(Calls([("memory", args)]), Text("ok"))
+    await app.agent.handle(Incoming("my sister is Ana", telegram_user_id=5))
+    (r,) = tool_results(fake_llm, 1)
+    assert r.startswith("stored #") and "category 'system' left out" in r and "fact" in r, r
+    async with app.session_factory() as s:
+        rows = (await s.execute(select(Memory.content, Memory.layer, Memory.category))).all()
+    assert [tuple(row) for row in rows] == [("Sister is Ana", "long", None)]
+
+
 async def test_new_session_marker_is_not_stored(app: App, fake_llm: FakeOpenAI) -> None:
     fake_llm.add(
         Calls(

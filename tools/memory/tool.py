@@ -45,6 +45,15 @@ MEMORY_EFFECTS = {"recall": _READS, "list": _READS, "store": effects(writes=("me
                   "forget": effects(writes=("memory",), deletes=True)}  # fmt: skip
 
 
+# The fields each action reads.
+ACTION_FIELDS = {
+    "store": ("layer", "content", "category", "certainty"),
+    "recall": ("query", "layer", "limit"),
+    "list": ("layer", "limit"),
+    "forget": ("memory_id",),
+}
+
+
 class MemoryParams(BaseModel):
     action: Literal["store", "recall", "list", "forget"]
     layer: Literal["long", "mid", "short", "session"] | None = Field(
@@ -76,6 +85,11 @@ class MemoryParams(BaseModel):
                 data["action"] = "recall"
         if data.get("action") == "recall" and not data.get("query") and data.get("content"):
             data["query"] = data.pop("content")
+        # A small model fills in every field of the schema ({"action": "store", ...,
+        # "memory_id": "ana"}): fields its action does not read are left out, so a garbled
+        # one does not fail the call.
+        if (read := ACTION_FIELDS.get(str(data.get("action")))) is not None:
+            data = {k: v for k, v in data.items() if k == "action" or k in read}
         return data
 
 
@@ -140,6 +154,14 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
     if len(content) > 2000:
         raise ToolError("content is too long (max 2000 characters): store one fact per call")
     allowed = CATEGORIES.get(layer)
+    dropped = ""
+    if category and not any(category in c for c in CATEGORIES.values()) and allowed:
+        # A label no layer knows ("system", copied from the new-session rule): the fact is
+        # what the user asked to keep, so it is stored without it.
+        dropped, category = (
+            f" (category {category!r} left out: {layer} takes " + (", ".join(allowed) + ")"),
+            None,
+        )
     if allowed and category and category not in allowed:
         raise ToolError(
             f"category {category!r} does not fit layer {layer}; use one of: " + ", ".join(allowed)
@@ -158,7 +180,7 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
         session_id=call.ctx.session_id,
         message_id=call.ctx.trigger_message_id,
     )
-    return f"updated #{result.id}" if result.updated else f"stored #{result.id}"
+    return (f"updated #{result.id}" if result.updated else f"stored #{result.id}") + dropped
 
 
 async def _store_sourced(store: MemoryStore, content: str, call: ToolCall) -> str:
