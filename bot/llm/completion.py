@@ -47,6 +47,10 @@ from typing import Any
 OnText = Callable[[str], Awaitable[None]]
 
 CUT_NOTE = "\n\n(The reply was cut at the output limit, LLM_MAX_OUTPUT_TOKENS.)"
+CUT_CALL_NOTE = (
+    "\n\n(The model was writing out a tool call when it reached the output limit, "
+    "LLM_MAX_OUTPUT_TOKENS: the call did not run.)"
+)
 
 
 @dataclass
@@ -101,6 +105,8 @@ class Completion:
     reasoning_field: str = ""  # the wire name it came under, to send it back under
     # How many of tool_calls the model wrote out as text (adopt_written), not sent.
     written: int = 0
+    # The output limit cut a written call of an offered tool short: left out of content.
+    cut_call: bool = False
 
     @property
     def truncated(self) -> bool:
@@ -111,7 +117,9 @@ class Completion:
     @property
     def cut_note(self) -> str:
         """The line that tells the user the reply was cut; empty when it was not."""
-        return CUT_NOTE if self.truncated else ""
+        if not self.truncated:
+            return ""
+        return CUT_CALL_NOTE if self.cut_call else CUT_NOTE
 
     def turn_fields(self) -> dict[str, str]:
         """What the assistant turn carrying this completion's tool calls sends back besides
@@ -246,6 +254,7 @@ _START = re.compile(
 )
 _FENCE = re.compile(r"[ \t]*```[ \t]*([\w-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.S)
 _FENCE_HEAD = re.compile(r"[ \t]*```[ \t]*([\w-]*)[ \t]*\n")
+_FENCE_OPENED = re.compile(r"```[ \t]*[\w-]*\s*$")  # a fence the cut call was in
 _CALL_FENCES = ("", "json", "tool_call", "tool_code")
 _TAGGED = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.S)
 _FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)(</function>|$)", re.S)
@@ -552,11 +561,20 @@ def find_written(text: str, offered: Collection[str]) -> Written | None:
 
 def adopt_written(completion: Completion, offered: Collection[str]) -> None:
     """A reply with no tool calls whose text is a written call of an offered tool becomes
-    that call: its calls set, its text what came before them, `written` their number."""
+    that call: its calls set, its text what came before them, `written` their number. One
+    the output limit cut short is left out of the text (`cut_call`)."""
     if completion.tool_calls:
         return
     found = find_written(completion.content, offered)
     if found is None:
+        if completion.truncated and offered:
+            # Cut at the output limit while a call was being written: its half is no
+            # answer (the user would read raw JSON), and the history must not teach it.
+            start, _ = _scan(completion.content, offered, final=False)
+            if start < len(completion.content):
+                before = completion.content[:start]
+                completion.content = _FENCE_OPENED.sub("", before).strip()
+                completion.cut_call = True
         return
     completion.tool_calls = found.calls
     completion.content = found.before

@@ -182,3 +182,23 @@ async def test_a_call_named_by_its_action_runs_the_tool_it_belongs_to(tg: TG) ->
     assert json.loads(call["function"]["arguments"])["action"] == "store"
     assert results[0]["content"].startswith("stored #")
     assert_no_call_text(tg)
+
+
+async def test_a_written_call_cut_at_the_output_limit_is_not_shown(tg: TG) -> None:
+    # bench/tool_use.py on llama-server (Qwen2.5-Coder-0.5B, answers capped at 160 tokens):
+    # "Remember that I am allergic to penicillin." got a `code` call whose template string
+    # was still open at the limit; the person read the half-written JSON.
+    cut = '```json\n{\n  "name": "code",\n  "arguments": {\n    "code": `// This is a Python'
+    tg.llm.add(Text("Let me note that.\n" + cut, chunk=6, finish="length"))
+    await tg.send(OWNER, "Remember that I am allergic to penicillin.")
+    answer = (await tg.reply(OWNER)).text or ""
+    await tg.idle()
+    assert answer.startswith("Let me note that.") and "the call did not run" in answer, answer
+    assert_no_call_text(tg)
+    assert len(tg.llm.requests) == 1  # nothing ran
+    # The next request's history holds the answer without the half call.
+    tg.llm.add(Text("ok"))
+    await tg.send(OWNER, "thanks")
+    await tg.reply(OWNER)
+    history = tg.llm.requests[-1]["messages"]
+    assert not any("```json" in str(m.get("content")) for m in history), history
