@@ -56,6 +56,14 @@ log = logging.getLogger(__name__)
 MAX_TOOL_CALLS = 75
 
 
+def nothing_said(ran: list[str]) -> str:
+    """The answer when the model's is empty: a small model often says nothing after a tool
+    result, and the person should at least know which tools it used."""
+    if not ran:
+        return "(no answer)"
+    return f"(The model gave no answer after using {', '.join(dict.fromkeys(ran))}.)"
+
+
 @dataclass
 class Incoming:
     text: str
@@ -209,6 +217,7 @@ class Agent:
         with_parts(messages, incoming.parts)
         ctx.outside += seen_outside(messages)  # earlier turns' pages, this message's files
         cap, rounds = MAX_TOOL_CALLS, 0
+        ran: list[str] = []  # the tools this request called, for an empty answer's line
         model = turns.model()  # e.g. the user's /model pick
 
         async def answer(
@@ -234,9 +243,8 @@ class Agent:
             rounds += 1
             calls = completion.tool_calls
             if not calls:
-                return await answer(
-                    (completion.content.strip() or "(no answer)"), completion.cut_note
-                )
+                said = completion.content.strip() or nothing_said(ran)
+                return await answer(said, completion.cut_note)
             wire = wire_calls(calls)
             # turn_fields: the reasoning, where the provider needs it back with the calls.
             messages.append(
@@ -253,6 +261,7 @@ class Agent:
                 tools, ctx, calls, completion.content, used=used, cap=cap, gate=self.approvals
             )
             used = min(cap, used + len(calls))
+            ran += [c.name for c in calls]
             await self.conversation.record_tool_round(
                 turn,
                 self.clock(),

@@ -202,3 +202,15 @@ async def test_a_written_call_cut_at_the_output_limit_is_not_shown(tg: TG) -> No
     await tg.reply(OWNER)
     history = tg.llm.requests[-1]["messages"]
     assert not any("```json" in str(m.get("content")) for m in history), history
+
+
+async def test_an_empty_answer_after_a_tool_names_the_tool(tg: TG) -> None:
+    # bench/tool_use.py: the 0.5B model stored the fact, then answered with nothing; the
+    # person read "(no answer)" and could not tell the fact was kept.
+    args = '{"action": "store", "layer": "long", "content": "Lives in Lisbon"}'
+    store = '{"name": "memory", "arguments": ' + args + "}"
+    tg.llm.add(Text(store), Text(""))
+    await tg.send(OWNER, "Remember that I live in Lisbon.")
+    assert (await tg.reply(OWNER)).text == "(The model gave no answer after using memory.)"
+    await tg.idle()
+    assert await memories(tg) == ["Lives in Lisbon"]
