@@ -130,3 +130,12 @@ async def test_server_without_usage_or_stream_options(
     await llm.close()
     # The rejected try is the only one repeated.
     assert ["stream_options" in r for r in fake_llm.requests] == [True, True, False, False]
+
+
+def test_the_backoff_stays_at_its_ceiling_after_thousands_of_failures(settings: Settings) -> None:
+    # make test-real: llama-server refused one request 1,025 times in a row while the chat
+    # waited the "outage" out, and the doubling overflowed (OverflowError: 2.0 ** 1025).
+    c = LLMClient(settings, retry_base_delay=0.5, retry_max_delay=8.0)
+    quick = c.max_retries + 1
+    for failures in (quick, quick + 100, quick + 5000):
+        assert 0 < c._backoff(failures, quick, None) <= 8.0 * 1.25

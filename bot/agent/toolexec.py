@@ -98,11 +98,26 @@ async def run_call(
 
 
 def wire_calls(calls: list[LLMToolCall]) -> list[dict[str, Any]]:
-    """The assistant message's tool calls as the OpenAI wire shape."""
+    """The assistant message's tool calls as the OpenAI wire shape. Arguments that are no
+    JSON (a small model's `"arguments": "for (let i = 1; ..."`) are sent back as a JSON
+    string: llama-server refuses a whole request whose history holds a call it cannot parse
+    (HTTP 500, every try), and the call's error already told the model what was wrong."""
     return [
-        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": _as_json(c.arguments)},
+        }
         for c in calls
     ]
+
+
+def _as_json(arguments: str) -> str:
+    try:
+        json.loads(arguments)
+    except ValueError:
+        return json.dumps(arguments, ensure_ascii=False)
+    return arguments
 
 
 async def run_round(

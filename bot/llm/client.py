@@ -451,7 +451,8 @@ class LLMClient:
             step = failures % per_model - 1
         else:
             step = failures - quick + self.max_retries
-        delay = min(self.retry_max_delay, self.retry_base_delay * 2.0**step)
+        # The exponent is capped: waiting out an outage counts thousands of failures.
+        delay = min(self.retry_max_delay, self.retry_base_delay * 2.0 ** min(step, 32))
         return delay * (0.75 + random.random() / 2)
 
     async def _adapting(self, body: dict[str, Any], send: Callable[[], Awaitable[T]]) -> T:

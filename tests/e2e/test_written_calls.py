@@ -214,3 +214,20 @@ async def test_an_empty_answer_after_a_tool_names_the_tool(tg: TG) -> None:
     assert (await tg.reply(OWNER)).text == "(The model gave no answer after using memory.)"
     await tg.idle()
     assert await memories(tg) == ["Lives in Lisbon"]
+
+
+async def test_a_call_whose_arguments_are_no_json_goes_back_as_json(tg: TG) -> None:
+    # make test-real: the 0.5B model wrote `"arguments": "for (let i = 1; ..."`; sent back
+    # as it was, llama-server refused every later request of the chat (HTTP 500: "Failed to
+    # parse tool call arguments as JSON"). The call's error tells the model; its history
+    # holds the arguments as a JSON string.
+    written = '{"name": "memory", "arguments": "for (let i = 1; i <= 10; i++) remember(i)"}'
+    tg.llm.add(Text(written), Text("1 2 3 4 5 6 7 8 9 10"))
+    await tg.send(OWNER, "Count from 1 to 10.")
+    assert (await tg.reply(OWNER)).text == "1 2 3 4 5 6 7 8 9 10"
+    await tg.idle()
+    asked, results = sent_call(tg)
+    (call,) = asked["tool_calls"]
+    assert json.loads(call["function"]["arguments"]).startswith("for (let i = 1;")
+    assert "arguments are not valid JSON" in results[0]["content"], results
+    assert_no_call_text(tg)
