@@ -127,10 +127,13 @@ class StoredMessage(Protocol):
 
 def to_openai(msg: StoredMessage) -> dict[str, Any]:
     if msg.role == "assistant":
-        out: dict[str, Any] = {"role": "assistant", "content": msg.content or None}
-        if msg.tool_calls:
-            out["tool_calls"] = json.loads(msg.tool_calls)
-        return out
+        if not msg.tool_calls:  # an answer, also an empty one: content is required then
+            return {"role": "assistant", "content": msg.content or ""}
+        return {
+            "role": "assistant",
+            "content": msg.content or None,
+            "tool_calls": json.loads(msg.tool_calls),
+        }
     if msg.role == "tool":
         return {"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": msg.content}
     if msg.context:  # the block it was sent with, sent again: the prefix stays the same

@@ -243,8 +243,11 @@ class Agent:
             rounds += 1
             calls = completion.tool_calls
             if not calls:
-                said = completion.content.strip() or nothing_said(ran)
-                return await answer(said, completion.cut_note)
+                # An empty answer is recorded as it was, empty: a small model copies a stored
+                # placeholder into every later answer. The person reads which tools ran.
+                said = completion.content.strip()
+                note = completion.cut_note if said else nothing_said(ran) + completion.cut_note
+                return await answer(said, note)
             wire = wire_calls(calls)
             # turn_fields: the reasoning, where the provider needs it back with the calls.
             messages.append(

@@ -54,7 +54,9 @@ async def test_a_long_chat_is_compressed_into_a_verified_summary_in_a_4k_context
 ) -> None:
     assert chat_server.get("/props")["default_generation_settings"]["n_ctx"] == 4096
     proxy.greedy = True
-    pad = " I spent the afternoon in the garden planting tomatoes and basil." * 10
+    # ~270 tokens a message: 7 outgrow the 1,500-token history budget a 4k context leaves
+    # (4,096 - 96 answer - 2,500 prefix) even when the model answers with a word.
+    pad = " I spent the afternoon in the garden planting tomatoes and basil." * 16
     await ask(bot, "My locker code at the gym is 4711." + pad)
     for i in range(2, 8):
         await ask(bot, f"Note {i}: the weather was mild today.{pad}")
