@@ -63,3 +63,11 @@ def test_units_after_a_number_are_not_names_and_invented_facts_are_named() -> No
     invented = check("It is sunny, around 20 C in Porto. Barcelona won the final.", turns)
     assert invented.missing == {"numbers": ["20"], "names": ["Porto", "Barcelona"]}
     assert "Porto, Barcelona" in invented.reason() and "C" not in invented.missing["names"]
+
+
+def test_urls_as_a_word_is_no_name() -> None:
+    # make test-real's 0.5B summariser: "… used the `web_fetch` tool again to retrieve the
+    # URLs of the tomatoes and basil plants" was refused for naming "URLs".
+    source = "User: I planted tomatoes and basil.\nSidekick: Nice."
+    assert check("The user fetched the URLs about tomatoes and basil.", source).ok
+    assert not check("The user fetched the URLs about tomatoes in Lyon.", source).ok

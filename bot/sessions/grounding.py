@@ -60,7 +60,7 @@ COMMON = frozenset(
     if though although because unless whether than like despite through throughout over
     under user users assistant sidekick bot conversation session summary they're we're
     it's she's he's i'm ok okay yes no hello hi thanks thank please dear mr mrs ms dr
-    english""".split()
+    english url urls""".split()
 )
 
 _URL = re.compile(r"https?://[^\s<>\"')\]]+|www\.[^\s<>\"')\]]+", re.I)

@@ -58,11 +58,13 @@ async def test_a_long_chat_is_compressed_into_a_verified_summary_in_a_4k_context
     # (4,096 - 96 answer - 2,500 prefix) even when the model answers with a word.
     pad = " I spent the afternoon in the garden planting tomatoes and basil." * 16
     await ask(bot, "My locker code at the gym is 4711." + pad)
-    for i in range(2, 8):
+    # Until a summary passes the grounding check: the model's words vary with the time in
+    # the prompt, and a summary that names what the turns do not is rightly refused.
+    for i in range(2, 12):
         await ask(bot, f"Note {i}: the weather was mild today.{pad}")
         async with bot.app.session_factory() as s:
             rows = list((await s.execute(select(SessionCompression))).scalars())
-        if rows:
+        if any(r.verified for r in rows):
             break
     assert rows, "the history outgrew its budget but nothing was compressed"
     assert any(r.verified for r in rows), [(r.verified, r.reason, r.summary) for r in rows]
