@@ -115,7 +115,7 @@ def wire_calls(calls: list[LLMToolCall]) -> list[dict[str, Any]]:
 def _as_json(arguments: str) -> str:
     try:
         json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past what the call's own check reads
         return json.dumps(arguments, ensure_ascii=False)
     return arguments
 

@@ -35,6 +35,7 @@ def streamed_text(x: Exchange) -> str:
 def plain(text: str) -> str:
     """Text without Markdown marks and spacing, to compare the model's words with what
     the Telegram adapter rendered from them."""
+    text = re.sub(r"```[\w-]*", "", text)  # a fence and its language: a code block in Telegram
     return re.sub(r"[\s*_`#>\-]+", "", text)
 
 
