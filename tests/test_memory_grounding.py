@@ -71,3 +71,15 @@ def test_urls_as_a_word_is_no_name() -> None:
     source = "User: I planted tomatoes and basil.\nSidekick: Nice."
     assert check("The user fetched the URLs about tomatoes and basil.", source).ok
     assert not check("The user fetched the URLs about tomatoes in Lyon.", source).ok
+
+
+def test_a_numbered_list_numbers_its_own_points() -> None:
+    # make test-real's 0.5B summariser wrote "1. The user … 5. The user spent the afternoon
+    # in the garden": refused for "numbers not in the turns: 1, 3, 4, 5".
+    source = "User: My locker code is 4711.\nUser: I planted tomatoes and basil."
+    listed = "The user:\n1. has locker code 4711.\n2) planted tomatoes.\n 3. planted basil."
+    assert check(listed, source).ok, check(listed, source).reason()
+    # A number inside an item is still checked, and so is one that opens a sentence.
+    invented = check("1. The locker code is 4712.\n2. planted basil.", source)
+    assert invented.missing == {"numbers": ["4712"]}, invented.missing
+    assert check("Code 4711.\n7 plants were planted.", source).missing == {"numbers": ["7"]}

@@ -76,6 +76,8 @@ _MONTH_DAY = re.compile(
     r"\b([A-Za-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4}))?", re.I
 )
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[,\u202f\u00a0 ]\d{3})*(?:\.\d+)?(?![\w])|\d+")
+# A list item's number ("1. The user ...", "2) ...") counts the summary's own points.
+_LIST_MARK = re.compile(r"^[ \t]*(?:[-*•][ \t]+)?\(?\d{1,3}[.)](?=[ \t])", re.M)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 # A capital after "°" is a unit (°C, °F), not a name; the number before it is checked.
 _CAPITALISED = re.compile(r"(?<![\w'’°-])[A-Z][\w'’-]*", re.UNICODE)
@@ -246,7 +248,8 @@ def check(
     for d in dates:
         if not src.has_date(d):
             miss("dates", "-".join(str(x) for x in d if x is not None))
-    rest = _blank(summary, spans + date_spans)
+    marks = [m.span() for m in _LIST_MARK.finditer(summary)]
+    rest = _blank(summary, spans + date_spans + marks)
     for n in _NUMBER.findall(rest):
         if _number(n) not in src.numbers:
             miss("numbers", n)

@@ -18,6 +18,9 @@ It changes a chat request in two cases only, and records that it did:
   streams the arguments without the prefilled brace.
 - `greedy = True`: chat requests get `temperature: 0`, so a test that needs the model to
   do one thing does it run after run.
+- `without_tools = True`: chat requests go without their tool schemas, for a test of what
+  does not depend on them (streaming, usage): offered tools, the 0.5B model sampled writes
+  a call out for "Count from 1 to 10" (`{"name": "code", ...}`) in about half the runs.
 /v1/embeddings goes to the embedding server when one is given.
 """
 
@@ -95,6 +98,7 @@ class RecordingProxy:
         self.exchanges: list[Exchange] = []
         self._force: str | None = None
         self.greedy = False
+        self.without_tools = False
         self._runner: web.AppRunner | None = None
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
         self.port = free_port()
@@ -129,6 +133,10 @@ class RecordingProxy:
         if self.greedy:
             body["temperature"] = 0
             changed.append("greedy")
+        if self.without_tools:
+            for key in ("tools", "tool_choice", "parallel_tool_calls"):
+                body.pop(key, None)
+            changed.append("without tools")
         messages = body.get("messages") or []
         if self._force and messages and messages[-1].get("role") == "user":
             name, self._force = self._force, None
