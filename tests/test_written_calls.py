@@ -41,6 +41,19 @@ def test_a_javascript_template_string_becomes_the_code() -> None:
     assert name == "code" and "console.log(fibonacci(30));" in str(args["code"])
 
 
+def test_javascript_escapes_and_line_breaks_in_a_string_are_read_as_written() -> None:
+    # bench/tool_use.py, the 0.5B model of make test-real: its second reply reached the
+    # person as raw JSON, because `\'` is no JSON escape.
+    text = r"""{"name": "code", "arguments": {"code": "\n console.log('Today\'s sister')"}}"""
+    assert calls(text) == [("code", {"code": "\n console.log('Today's sister')"})]
+    # A line break written inside the string, as code is written.
+    text = '{"name": "code", "arguments": {"code": "let a = 1;\nconsole.log(a)"}}'
+    assert calls(text) == [("code", {"code": "let a = 1;\nconsole.log(a)"})]
+    # What JSON does escape keeps its meaning: a backslash, a quote, a line break.
+    text = r"""{"name": "code", "arguments": {"code": "a\\b \"q\" \\\' x\n"}}"""
+    assert calls(text) == [("code", {"code": 'a\\b "q" \\\' x\n'})]
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -264,6 +264,8 @@ _SPACE = re.compile(r"\s*")
 _TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|`[^`]*`|[{}\[\]]')
 # The same with the separators between keys and values, to read an object still open.
 _KEYED = re.compile(r'"(?:\\.|[^"\\])*"|`[^`]*`|[{}\[\]:,]')
+_ESCAPE = re.compile(r"\\(.)", re.S)
+_JSON_ESCAPES = frozenset('"\\/bfnrtu')
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 Calls = list[tuple[str, Any]]  # (tool name, arguments: a dict, or raw text)
 
@@ -352,11 +354,19 @@ def _backticks_as_strings(text: str) -> str:
     )
 
 
+def _known_escapes(text: str) -> str:
+    """Backslashes JSON has no escape for as the character they escape: a small model
+    writes JavaScript's `\\'` into a string (`"console.log('Today\\'s list')"`)."""
+    return _ESCAPE.sub(lambda m: m.group() if m.group(1) in _JSON_ESCAPES else m.group(1), text)
+
+
 def _loads(text: str) -> Any:
     text = text.strip()
-    for attempt in (text, _backticks_as_strings(text)):
+    template = _backticks_as_strings(text)
+    # strict=False: a line break written inside a string (code, as the model wrote it).
+    for attempt in (text, template, _known_escapes(template)):
         try:
-            return json.loads(attempt)
+            return json.loads(attempt, strict=False)
         except (ValueError, RecursionError):
             continue
     if text.startswith("{{") and text.endswith("}}"):  # doubled braces, as in a template
