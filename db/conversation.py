@@ -170,6 +170,7 @@ class ToolResult:
     ok: bool
     error: str | None
     duration_ms: float
+    brief: str | None = None  # what the person may read of it (tools/base.py Tool.brief)
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,17 @@ class ToolCall:
     reasoning: str = ""
 
 
+BRIEF_CHARS = 300
+
+
+def plain_brief(output: ToolOutput) -> str | None:
+    """A short text result as it is ("stored #3", "Scheduled reminder #2 …"); JSON is for
+    the model, not the person."""
+    if isinstance(output, str) and output.strip() and len(output.strip()) <= BRIEF_CHARS:
+        return output.strip()
+    return None
+
+
 @dataclass(frozen=True)
 class Tool(Generic[P]):
     """`params` validates the model's arguments; `parameters` is the JSON schema the model
@@ -102,6 +113,9 @@ class Tool(Generic[P]):
     run: Callable[[P, ToolCall], Awaitable[ToolOutput]]
     parameters: dict[str, Any] = field(default_factory=dict)
     effects: Declared = NONE
+    # What the person reads of a result when the model says nothing after the call (a
+    # small model often does): one short line, or None to name the tool only.
+    brief: Callable[[ToolOutput], str | None] = plain_brief
 
     def effects_of(self, params: P) -> Effects:
         return self.effects if isinstance(self.effects, Effects) else self.effects(params)

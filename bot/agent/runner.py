@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +42,7 @@ from bot.approvals.gate import Approvals, seen_outside
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
 from bot.sessions.history import HistoryWindow, Prefetched
-from db.conversation import Conversation, SqlConversation, Started, Turn
+from db.conversation import Conversation, SqlConversation, Started, ToolResult, Turn
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock
 from tools.feature import ContextProvider
@@ -56,12 +56,15 @@ log = logging.getLogger(__name__)
 MAX_TOOL_CALLS = 75
 
 
-def nothing_said(ran: list[str]) -> str:
+def nothing_said(ran: list[str], last: Sequence[ToolResult] = ()) -> str:
     """The answer when the model's is empty: a small model often says nothing after a tool
-    result, and the person should at least know which tools it used."""
+    result. The person reads which tools it used, and what the last round's calls returned
+    where a tool says it briefly (what code printed, what memory found or stored)."""
     if not ran:
         return "(no answer)"
-    return f"(The model gave no answer after using {', '.join(dict.fromkeys(ran))}.)"
+    said = f"(The model gave no answer after using {', '.join(dict.fromkeys(ran))}.)"
+    briefs = [f"{r.name}: {r.brief}" for r in last if r.ok and r.brief]
+    return "\n".join([said, *briefs[:3]])
 
 
 @dataclass
@@ -218,6 +221,7 @@ class Agent:
         ctx.outside += seen_outside(messages)  # earlier turns' pages, this message's files
         cap, rounds = MAX_TOOL_CALLS, 0
         ran: list[str] = []  # the tools this request called, for an empty answer's line
+        last: list[ToolResult] = []  # the last round's results, for the same
         model = turns.model()  # e.g. the user's /model pick
 
         async def answer(
@@ -246,7 +250,7 @@ class Agent:
                 # An empty answer is recorded as it was, empty: a small model copies a stored
                 # placeholder into every later answer. The person reads which tools ran.
                 said = completion.content.strip()
-                note = completion.cut_note if said else nothing_said(ran) + completion.cut_note
+                note = (nothing_said(ran, last) if not said else "") + completion.cut_note
                 return await answer(said, note)
             wire = wire_calls(calls)
             # turn_fields: the reasoning, where the provider needs it back with the calls.
@@ -265,6 +269,7 @@ class Agent:
             )
             used = min(cap, used + len(calls))
             ran += [c.name for c in calls]
+            last = results
             await self.conversation.record_tool_round(
                 turn,
                 self.clock(),

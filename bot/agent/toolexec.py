@@ -52,9 +52,9 @@ async def run_call(
     """`seen` gets the outside content the call returned (its source), if any."""
     name, raw_args, start = c.name, c.arguments, time.perf_counter()
 
-    def done(text: str, error: str | None = None) -> ToolResult:  # text: what the model sees
-        ms = (time.perf_counter() - start) * 1000
-        return ToolResult(c.id, name, raw_args, text, error is None, error, ms)
+    def done(text: str, error: str | None = None, brief: str | None = None) -> ToolResult:
+        ms = (time.perf_counter() - start) * 1000  # text: what the model sees
+        return ToolResult(c.id, name, raw_args, text, error is None, error, ms, brief)
 
     tool = tools.get(name)
     if tool is None:
@@ -94,7 +94,7 @@ async def run_call(
         text = outside_note(source) + text
     if seen is not None:  # also what was marked before (a remembered page, a file's text)
         seen += marks(text)
-    return done(text)
+    return done(text, brief=None if source else tool.brief(output))
 
 
 def wire_calls(calls: list[LLMToolCall]) -> list[dict[str, Any]]:

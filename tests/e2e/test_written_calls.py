@@ -211,7 +211,8 @@ async def test_an_empty_answer_after_a_tool_names_the_tool(tg: TG) -> None:
     store = '{"name": "memory", "arguments": ' + args + "}"
     tg.llm.add(Text(store), Text(""))
     await tg.send(OWNER, "Remember that I live in Lisbon.")
-    assert (await tg.reply(OWNER)).text == "(The model gave no answer after using memory.)"
+    said = (await tg.reply(OWNER)).text
+    assert said == "(The model gave no answer after using memory.)\nmemory: stored #1", said
     await tg.idle()
     assert await memories(tg) == ["Lives in Lisbon"]
     # Recorded as it was, empty: a stored placeholder is what a small model then copies
@@ -222,6 +223,33 @@ async def test_an_empty_answer_after_a_tool_names_the_tool(tg: TG) -> None:
     history = tg.llm.requests[-1]["messages"]
     answers = [m for m in history if m["role"] == "assistant" and not m.get("tool_calls")]
     assert [m["content"] for m in answers] == [""], history
+
+
+async def test_an_empty_answer_after_code_shows_what_it_printed(tg: TG) -> None:
+    # bench/tool_use.py: "What is 12345 times 6789?" ran code that printed the product, then
+    # the 0.5B model said nothing: the person never read the answer the tool had found.
+    run = '{"name": "code", "arguments": {"action": "execute", "code": "console.log(12345*6789)"}}'
+    tg.llm.add(Text(run), Text(""))
+    await tg.send(OWNER, "What is 12345 times 6789?")
+    said = (await tg.reply(OWNER)).text
+    assert said == "(The model gave no answer after using code.)\ncode: 83810205", said
+    await tg.idle()
+    # A failed run shows no output, a recall the memories it found, each by its words.
+    fail = '{"name": "code", "arguments": {"action": "execute", "code": "console.log(1); null.x"}}'
+    tg.llm.add(Text(fail), Text(""))
+    await tg.send(OWNER, "Try this.")
+    assert (await tg.reply(OWNER)).text == "(The model gave no answer after using code.)"
+    await tg.idle()
+    fact = '"action": "store", "layer": "long", "content": "Sister is Ana"'
+    store = '{"name": "memory", "arguments": {' + fact + "}}"
+    recall = '{"name": "memory", "arguments": {"action": "recall", "query": "sister"}}'
+    tg.llm.add(Text(store), Text("Noted."), Text(recall), Text(""))
+    await tg.send(OWNER, "Remember my sister is Ana.")
+    await tg.reply(OWNER)
+    await tg.idle()
+    await tg.send(OWNER, "What is my sister's name?")
+    said = (await tg.reply(OWNER)).text
+    assert said == "(The model gave no answer after using memory.)\nmemory: Sister is Ana", said
 
 
 async def test_a_call_whose_arguments_are_no_json_goes_back_as_json(tg: TG) -> None:

@@ -17,7 +17,9 @@ from tools.base import (
     ToolDeps,
     ToolError,
     ToolModule,
+    ToolOutput,
     Unavailable,
+    plain_brief,
 )
 from tools.code import repo
 from tools.code.bun import locate_bun, probe_bun, reachable
@@ -326,7 +328,16 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
         effects=lambda p: (
             ran if p.action == "execute" or (p.action == "generate" and jobs_run) else NONE
         ),
+        brief=printed,
     )
+
+
+def printed(output: ToolOutput) -> str | None:
+    """What a run printed, when it succeeded and printed a little (the person's answer
+    when a small model says nothing after it)."""
+    if isinstance(output, dict) and output.get("success") and isinstance(output.get("stdout"), str):
+        return plain_brief(output["stdout"])
+    return None
 
 
 TOOL = ToolModule(

@@ -13,7 +13,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule, Unavailable
+from tools.base import (
+    Tool,
+    ToolCall,
+    ToolDeps,
+    ToolError,
+    ToolModule,
+    ToolOutput,
+    Unavailable,
+    plain_brief,
+)
 from tools.effects import effects, outside_note
 from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryStore
@@ -134,7 +143,15 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
         params=MemoryParams,
         run=run,
         effects=lambda p: MEMORY_EFFECTS[p.action],
+        brief=found,
     )
+
+
+def found(output: ToolOutput) -> str | None:
+    """The memories a recall found by their words, or a store's line ("stored #3")."""
+    if isinstance(output, dict) and isinstance(output.get("memories"), list):
+        return plain_brief("; ".join(str(m.get("content")) for m in output["memories"][:3]))
+    return plain_brief(output)
 
 
 async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
