@@ -36,6 +36,7 @@ from bot.agent.prompt import (
     system_prompt,
     with_context,
     with_parts,
+    without_echo,
 )
 from bot.agent.toolexec import run_round, wire_calls
 from bot.approvals.gate import Approvals, seen_outside
@@ -249,7 +250,7 @@ class Agent:
             if not calls:
                 # An empty answer is recorded as it was, empty: a small model copies a stored
                 # placeholder into every later answer. The person reads which tools ran.
-                said = completion.content.strip()
+                said = without_echo(completion.content).strip()
                 note = (nothing_said(ran, last) if not said else "") + completion.cut_note
                 return await answer(said, note)
             wire = wire_calls(calls)

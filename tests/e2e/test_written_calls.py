@@ -252,6 +252,22 @@ async def test_an_empty_answer_after_code_shows_what_it_printed(tg: TG) -> None:
     assert said == "(The model gave no answer after using memory.)\nmemory: Sister is Ana", said
 
 
+async def test_a_copy_of_the_context_block_is_left_out_of_the_answer(tg: TG) -> None:
+    # bench/tool_use.py: the 0.5B model began its answer with the prompt's own block
+    # ("[context] Now: Saturday 2026-11-28 20:50 (UTC) [/context] I am allergi…").
+    echo = "[context]\n\nNow: Saturday 2026-11-28 20:50 (UTC)\n\n[/context]\n\n"
+    tg.llm.add(Text(echo + "You told me you are allergic to penicillin.", chunk=7))
+    await tg.send(OWNER, "What am I allergic to?")
+    assert (await tg.reply(OWNER)).text == "You told me you are allergic to penicillin."
+    await tg.idle()
+    # Nor does the history teach it: the next request holds the answer without it.
+    tg.llm.add(Text(echo))  # an answer that is only the copy is an empty one
+    await tg.send(OWNER, "Thanks")
+    assert (await tg.reply(OWNER)).text == "(no answer)"
+    answers = [m for m in tg.llm.requests[-1]["messages"] if m["role"] == "assistant"]
+    assert [m["content"] for m in answers] == ["You told me you are allergic to penicillin."]
+
+
 async def test_a_call_whose_arguments_are_no_json_goes_back_as_json(tg: TG) -> None:
     # make test-real: the 0.5B model wrote `"arguments": "for (let i = 1; ..."`; sent back
     # as it was, llama-server refused every later request of the chat (HTTP 500: "Failed to
