@@ -54,6 +54,20 @@ def test_javascript_escapes_and_line_breaks_in_a_string_are_read_as_written() ->
     assert calls(text) == [("code", {"code": 'a\\b "q" \\\' x\n'})]
 
 
+def test_a_call_of_an_offered_tool_that_is_no_json_is_still_that_call() -> None:
+    # bench/tool_use.py, the 0.5B model: `"action": "execute": "console.log(...)"` reached the
+    # person as raw JSON. It is the call it names, its arguments as written (the call's
+    # error tells the model); an object naming no offered tool stays text.
+    text = '```json\n{"name": "code", "arguments": {"action": "execute": "console.log(1)"}}\n```'
+    found = find_written("Sure.\n" + text, OFFERED)
+    assert found is not None and found.before == "Sure."
+    ((call),) = found.calls
+    assert call.name == "code" and call.arguments.startswith('{"name": "code"')
+    assert find_written(text.replace('"code"', '"hash"', 1), OFFERED) is None
+    assert find_written('{"name": "code" "arguments": 1}', OFFERED) is not None
+    assert find_written('{"note": "code", "x": : 1}', OFFERED) is None
+
+
 @pytest.mark.parametrize(
     "text",
     [

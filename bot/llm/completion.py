@@ -426,12 +426,24 @@ def _series(text: str, pos: int, offered: Collection[str]) -> Found | int | None
                 return Found(calls, end)
             # Open, but its name already says it is no call: nothing to wait for.
             return len(text) if _names_other(text, pos, offered) else None
-        found = _calls(_loads(text[pos:close]), offered)
+        value = _loads(text[pos:close])
+        found = _calls(value, offered)
+        if not found and value is None:
+            found = _unreadable(text[pos:close], offered)
         if not found:
             return Found(calls, end) if calls else close
         calls += found
         pos = end = close
     return Found(calls, end) if calls else end
+
+
+def _unreadable(body: str, offered: Collection[str]) -> Calls | None:
+    """A call of an offered tool that is no JSON (`{"name": "code", "arguments": {"action":
+    "execute": …}}`, the 0.5B model): the call, its arguments the text as written. It runs
+    into the error a real call with such arguments gets, so the model can write it again;
+    the person never reads it."""
+    name = next(_written_names(body, 0), None)
+    return [(name, body)] if name is not None and name in offered else None
 
 
 def _in(body: str, offered: Collection[str]) -> Calls | None:

@@ -268,6 +268,26 @@ async def test_a_copy_of_the_context_block_is_left_out_of_the_answer(tg: TG) -> 
     assert [m["content"] for m in answers] == ["You told me you are allergic to penicillin."]
 
 
+async def test_a_written_call_that_is_no_json_runs_into_its_error_and_is_not_shown(
+    tg: TG,
+) -> None:
+    # bench/tool_use.py: "Convert 100 degrees Fahrenheit to Celsius." got
+    # `{"name": "code", "arguments": {"action": "execute": "console.l…` shown as the answer.
+    broken = '```json\n{"name": "code", "arguments": {"action": "execute": "console.log(1)"}}\n```'
+    run = '{"name": "code", "arguments": {"action": "execute", "code": "console.log(37.8)"}}'
+    tg.llm.add(Text(broken, chunk=9), Text(run), Text("It is 37.8 °C."))
+    await tg.send(OWNER, "Convert 100 degrees Fahrenheit to Celsius.")
+    assert (await tg.reply(OWNER)).text == "It is 37.8 °C."
+    await tg.idle()
+    assert_no_call_text(tg)
+    # The model read its call's error, and wrote the call again.
+    asked, results = sent_call(tg, 1)
+    assert "not valid JSON" in results[0]["content"], results
+    assert json.loads(asked["tool_calls"][0]["function"]["arguments"]).startswith('{"name"')
+    _, results = sent_call(tg, 2)
+    assert '"stdout": "37.8' in results[-1]["content"], results
+
+
 async def test_a_call_whose_arguments_are_no_json_goes_back_as_json(tg: TG) -> None:
     # make test-real: the 0.5B model wrote `"arguments": "for (let i = 1; ..."`; sent back
     # as it was, llama-server refused every later request of the chat (HTTP 500: "Failed to
