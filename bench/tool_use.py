@@ -9,7 +9,7 @@ or written out as text and run: bot/llm/completion.py) and whether the answer wa
 expected words in the reply, or for "remember"/"remind me" the tool having stored it). Then
 the two rates, and the empty-chat prompt's tokens as the model's tokenizer counts them.
 
-Usage: python bench/tool_use.py [--only N ...] [--max-tokens 160]
+Usage: python bench/tool_use.py [--only N ...] [--max-tokens 160] [--show]
 """
 
 from __future__ import annotations
@@ -110,7 +110,21 @@ def tools_called(xs: list[Exchange]) -> tuple[list[str], list[str]]:
     return names, results
 
 
-async def run(server: LlamaServer, name: str, cases: list[Case], max_tokens: int) -> list[Outcome]:
+def calls_made(xs: list[Exchange]) -> tuple[list[str], list[str]]:
+    """(each call as `name(arguments)`, each result) of the request, for --show."""
+    if not xs:
+        return [], []
+    messages = xs[-1].request.get("messages") or []
+    last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    turn = messages[last_user + 1 :]
+    calls = [f"{c['function']['name']}({c['function']['arguments']})"
+             for m in turn for c in m.get("tool_calls") or []]  # fmt: skip
+    return calls, [str(m.get("content")) for m in turn if m.get("role") == "tool"]
+
+
+async def run(
+    server: LlamaServer, name: str, cases: list[Case], max_tokens: int, show: bool = False
+) -> list[Outcome]:
     out: list[Outcome] = []
     async with assembled(
         server, name, max_tokens, llm_max_output_tokens=max_tokens, llm_timeout_s=3000.0,
@@ -145,6 +159,9 @@ async def run(server: LlamaServer, name: str, cases: list[Case], max_tokens: int
             print(f"  {mark}  right {'yes' if right else 'no '}  {done.seconds:5.0f} s  "
                   f"{case.text[:48]:<48} -> {' '.join(text.split())[:70]!r}",
                   file=sys.stderr, flush=True)  # fmt: skip
+            if show:
+                for call, result in zip(*calls_made(proxy.chats()[before:]), strict=False):
+                    print(f"      {call[:150]!r}\n        -> {result[:150]!r}", file=sys.stderr)
     return out
 
 
@@ -152,6 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", type=int, nargs="*", help="case numbers (1-based)")
     parser.add_argument("--max-tokens", type=int, default=160)
+    parser.add_argument("--show", action="store_true", help="print each call and its result")
     args = parser.parse_args()
     days = (date(2027, 1, 1) - date.today()).days
     cases = [Case(c.text, c.tool, rf"\b{days}\b") if not (c.answer or c.effect) else c
@@ -160,7 +178,7 @@ def main() -> None:
         cases = [cases[i - 1] for i in args.only]
     started = time.monotonic()
     with chat_server() as (server, name):
-        outcomes = asyncio.run(run(server, name, cases, args.max_tokens))
+        outcomes = asyncio.run(run(server, name, cases, args.max_tokens, args.show))
         first, tokens, bare = _empty_chat(server, name)
     n = len(outcomes)
     called = sum(o.case.tool in o.called for o in outcomes)

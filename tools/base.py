@@ -116,6 +116,9 @@ class Tool(Generic[P]):
     # What the person reads of a result when the model says nothing after the call (a
     # small model often does): one short line, or None to name the tool only.
     brief: Callable[[ToolOutput], str | None] = plain_brief
+    # The field arguments fill when they are plain text, no JSON object: a small model
+    # writes `{"name": "code", "arguments": "let s = …"}`. None: such a call is an error.
+    text_field: str | None = None
 
     def effects_of(self, params: P) -> Effects:
         return self.effects if isinstance(self.effects, Effects) else self.effects(params)

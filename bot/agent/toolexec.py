@@ -63,13 +63,18 @@ async def run_call(
     try:
         args: Any = json.loads(raw_args) if raw_args.strip() else {}
     except json.JSONDecodeError as exc:
-        msg = f"arguments are not valid JSON ({exc.msg} at character {exc.pos})"
-        return done(f"Error: {msg}. Call {name} again with a JSON object.", msg)
+        if tool.text_field and raw_args.lstrip()[:1] not in "{[":
+            args = raw_args  # plain text, not JSON gone wrong: the tool's text field
+        else:
+            msg = f"arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+            return done(f"Error: {msg}. Call {name} again with a JSON object.", msg)
     except RecursionError:
         # json.loads recurses once per level: thousands of nested arrays raise this, which
         # is no JSONDecodeError and used to fail the whole turn.
         msg = "arguments are nested too deeply"
         return done(f"Error: {msg}. Call {name} again with a flat JSON object.", msg)
+    if isinstance(args, str) and tool.text_field:
+        args = {tool.text_field: args}
     if not isinstance(args, dict):
         msg = "arguments must be a JSON object"
         return done(f"Error: {msg}.", msg)

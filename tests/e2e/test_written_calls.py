@@ -288,6 +288,25 @@ async def test_a_written_call_that_is_no_json_runs_into_its_error_and_is_not_sho
     assert '"stdout": "37.8' in results[-1]["content"], results
 
 
+async def test_code_written_as_plain_text_arguments_is_the_code_to_run(tg: TG) -> None:
+    # bench/tool_use.py --show: the 0.5B model wrote `"arguments": "let reversed = ''; …"`,
+    # the code itself, and read "arguments are not valid JSON" seven times over.
+    code = "let s = [...'sidekick'].reverse().join('');\\nconsole.log(s)"
+    run = '{"name": "code", "arguments": "' + code + '"}'
+    tg.llm.add(Text(run), Text(""))
+    await tg.send(OWNER, "Reverse the string 'sidekick'.")
+    said = (await tg.reply(OWNER)).text
+    assert said == "(The model gave no answer after using code.)\ncode: kcikedis", said
+    await tg.idle()
+    # A tool with no text field (memory) still answers such a call with the JSON error.
+    tg.llm.add(Text('{"name": "memory", "arguments": "my sister is Ana"}'), Text("Sorry."))
+    await tg.send(OWNER, "Remember my sister is Ana.")
+    assert (await tg.reply(OWNER)).text == "Sorry."
+    _, results = sent_call(tg, 3)
+    assert "not valid JSON" in results[-1]["content"], results
+    assert await memories(tg) == []
+
+
 async def test_a_call_whose_arguments_are_no_json_goes_back_as_json(tg: TG) -> None:
     # make test-real: the 0.5B model wrote `"arguments": "for (let i = 1; ..."`; sent back
     # as it was, llama-server refused every later request of the chat (HTTP 500: "Failed to

@@ -329,6 +329,7 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
             ran if p.action == "execute" or (p.action == "generate" and jobs_run) else NONE
         ),
         brief=printed,
+        text_field="code",
     )
 
 

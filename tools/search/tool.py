@@ -89,7 +89,7 @@ def tool_for(service: SearchService) -> Tool[SearchParams]:
     def found(p: SearchParams) -> Effects:
         return effects(reads=("internet",), outside=f"search results for {p.query!r}")
 
-    return Tool("search", DESCRIPTION, SearchParams, run, effects=found)
+    return Tool("search", DESCRIPTION, SearchParams, run, effects=found, text_field="query")
 
 
 def build(deps: ToolDeps) -> Tool[SearchParams]:
