@@ -38,7 +38,7 @@ from bot.agent.prompt import (
     with_parts,
     without_echo,
 )
-from bot.agent.toolexec import run_round, wire_calls
+from bot.agent.toolexec import repeated_failure, run_round, wire_calls
 from bot.approvals.gate import Approvals, seen_outside
 from bot.config import Settings
 from bot.llm.model import ChatModel, OnText
@@ -223,6 +223,7 @@ class Agent:
         cap, rounds = MAX_TOOL_CALLS, 0
         ran: list[str] = []  # the tools this request called, for an empty answer's line
         last: list[ToolResult] = []  # the last round's results, for the same
+        failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed
         model = turns.model()  # e.g. the user's /model pick
 
         async def answer(
@@ -283,6 +284,8 @@ class Agent:
             messages += [
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in results
             ]
+            if (stop := repeated_failure(results, failed)) is not None:
+                return await answer(stop)
             if used >= cap:
                 return await answer(
                     f"I stopped this task after {used} tool calls (the limit for one message is "

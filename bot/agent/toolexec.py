@@ -102,6 +102,23 @@ async def run_call(
     return done(text, brief=None if source else tool.brief(output))
 
 
+def repeated_failure(results: list[ToolResult], failed: set[tuple[str, str]]) -> str | None:
+    """A round whose every call failed before in the request, word for word (same tool, same
+    arguments): the model read the error and wrote the call again unchanged, and a small one
+    does so until the cap (the 0.5B model: `code(["12345", "6789"])` seven times). Returns
+    the line that stops the task then; adds the round's failures to `failed`."""
+    fails = [(r.name, r.arguments) for r in results if not r.ok]
+    again = bool(results) and len(fails) == len(results) and all(k in failed for k in fails)
+    failed.update(fails)
+    if not again:
+        return None
+    error = " ".join(str(results[0].error).split())[:200]
+    return (
+        f"I stopped this task: the model repeated a {results[0].name} call that had already "
+        f"failed ({error})."
+    )
+
+
 def wire_calls(calls: list[LLMToolCall]) -> list[dict[str, Any]]:
     """The assistant message's tool calls as the OpenAI wire shape. Arguments that are no
     JSON (a small model's `"arguments": "for (let i = 1; ..."`) are sent back as a JSON

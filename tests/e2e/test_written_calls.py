@@ -307,6 +307,28 @@ async def test_code_written_as_plain_text_arguments_is_the_code_to_run(tg: TG) -
     assert await memories(tg) == []
 
 
+async def test_a_failed_call_written_again_unchanged_stops_the_task(tg: TG) -> None:
+    # bench/tool_use.py --show: the 0.5B model wrote `code(["12345", "6789"])`, read "arguments
+    # must be a JSON object", and wrote it again until the cap, a minute of CPU each time.
+    same = '{"name": "code", "arguments": ["12345", "6789"]}'
+    tg.llm.add(Text(same), Text(same))
+    await tg.send(OWNER, "What is 12345 times 6789?")
+    said = (await tg.reply(OWNER)).text
+    assert said == (
+        "I stopped this task: the model repeated a code call that had already failed "
+        "(arguments must be a JSON object)."
+    ), said
+    await tg.idle()
+    assert len(tg.llm.requests) == 2
+    # A call mended after its error runs, and a different failure is another chance.
+    tg.llm.add(Text(same), Text('{"name": "code", "arguments": {"code": "null.x"}}'))
+    tg.llm.add(
+        Text('{"name": "code", "arguments": {"code": "console.log(1)"}}'), Text("It printed 1.")
+    )
+    await tg.send(OWNER, "Again, please.")
+    assert (await tg.reply(OWNER)).text == "It printed 1."
+
+
 async def test_a_call_whose_arguments_are_no_json_goes_back_as_json(tg: TG) -> None:
     # make test-real: the 0.5B model wrote `"arguments": "for (let i = 1; ..."`; sent back
     # as it was, llama-server refused every later request of the chat (HTTP 500: "Failed to
