@@ -284,14 +284,14 @@ class Agent:
             messages += [
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in results
             ]
-            if (stop := repeated_failure(results, failed)) is not None:
-                return await answer(stop)
             if used >= cap:
                 return await answer(
                     f"I stopped this task after {used} tool calls (the limit for one message is "
                     f"{cap}). Tell me to continue if you want me to go on.",
                     stopped=True,
                 )
+            if (stop := repeated_failure(results, failed)) is not None:
+                return await answer(stop)
 
     async def build_prompt(
         self, ctx: RequestContext, text: str, prefetched: Prefetched
