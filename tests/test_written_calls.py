@@ -113,6 +113,27 @@ def test_adopt_sets_the_calls_and_keeps_the_prose_before() -> None:
     assert done.content == "I will check." and done.finish_reason == "tool_calls"
 
 
+def test_a_reply_that_stops_before_its_calls_last_brace_is_that_call() -> None:
+    # bench/tool_use.py: the 0.5B model's whole reply was `{"name": "code", "arguments":
+    # ["code", "const sisterName = 'Ana'"]` (finish "stop"), and the person read it.
+    done = Completion(content='{"name": "memory", "arguments": {"action": "recall", "query": "x"')
+    done.finish_reason = "stop"
+    adopt_written(done, OFFERED)
+    assert [(c.name, json.loads(c.arguments)) for c in done.tool_calls] == [
+        ("memory", {"action": "recall", "query": "x"})
+    ]
+    # The output limit cut it: its arguments may be half written, so it is no call.
+    cut = Completion(content='Sure. {"name": "code", "arguments": {"code": "console.log(1')
+    cut.finish_reason = "length"
+    adopt_written(cut, OFFERED)
+    assert not cut.tool_calls and cut.cut_call and cut.content == "Sure."
+    # Prose with an open brace stays prose.
+    prose = Completion(content='I like {braces and "quotes": fine')
+    prose.finish_reason = "stop"
+    adopt_written(prose, OFFERED)
+    assert not prose.tool_calls and prose.content == 'I like {braces and "quotes": fine'
+
+
 async def test_drafts_never_show_a_call_being_written() -> None:
     shown: list[str] = []
 

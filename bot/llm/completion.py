@@ -446,6 +446,18 @@ def _unreadable(body: str, offered: Collection[str]) -> Calls | None:
     return [(name, body)] if name is not None and name in offered else None
 
 
+def _closers(text: str) -> str:
+    """The brackets that close what is still open at the end of `text` ("}]}")."""
+    stack: list[str] = []
+    for m in _TOKENS.finditer(text):
+        piece = m.group()
+        if piece in "{[":
+            stack.append("}" if piece == "{" else "]")
+        elif piece in "}]" and stack:
+            stack.pop()
+    return "".join(reversed(stack))
+
+
 def _in(body: str, offered: Collection[str]) -> Calls | None:
     """The calls a closed block (a fence's or a tag's body) holds, all of it being calls."""
     found = _series(body, 0, offered)
@@ -588,6 +600,12 @@ def adopt_written(completion: Completion, offered: Collection[str]) -> None:
     if completion.tool_calls:
         return
     found = find_written(completion.content, offered)
+    if found is None and not completion.truncated and offered:
+        # A reply that ended before its call's last brace (the 0.5B model: `{"name": "code",
+        # "arguments": [...]` and stop); one the output limit cut is no call (below).
+        start, _ = _scan(completion.content, offered, final=False)
+        if start < len(completion.content):
+            found = find_written(completion.content + _closers(completion.content[start:]), offered)
     if found is None:
         if completion.truncated and offered:
             # Cut at the output limit while a call was being written: its half is no

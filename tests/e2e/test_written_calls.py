@@ -329,6 +329,18 @@ async def test_a_failed_call_written_again_unchanged_stops_the_task(tg: TG) -> N
     assert (await tg.reply(OWNER)).text == "It printed 1."
 
 
+async def test_a_reply_ending_before_its_calls_last_brace_runs_the_call(tg: TG) -> None:
+    # bench/tool_use.py: the 0.5B model stopped before the last brace, and the person read
+    # `{"name": "code", "arguments": ["code", "const sisterName = 'Ana'"]`.
+    fact = '"action": "store", "layer": "long", "content": "Sister is Ana"'
+    tg.llm.add(Text('{"name": "memory", "arguments": {' + fact, chunk=8), Text("Noted."))
+    await tg.send(OWNER, "Remember my sister is Ana.")
+    assert (await tg.reply(OWNER)).text == "Noted."
+    await tg.idle()
+    assert await memories(tg) == ["Sister is Ana"]
+    assert_no_call_text(tg)
+
+
 async def test_a_call_whose_arguments_are_no_json_goes_back_as_json(tg: TG) -> None:
     # make test-real: the 0.5B model wrote `"arguments": "for (let i = 1; ..."`; sent back
     # as it was, llama-server refused every later request of the chat (HTTP 500: "Failed to
