@@ -97,29 +97,16 @@ def streamed(x: Exchange) -> str:
     )
 
 
-def tools_called(xs: list[Exchange]) -> tuple[list[str], list[str]]:
-    """(tool names called, tool results) in the request's model calls: the last request
-    carries every tool turn of the message."""
+def tools_called(xs: list[Exchange]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the functions called, as `{"name", "arguments"}`, and the tool results) in the
+    request's model calls: the last request carries every tool turn of the message."""
     if not xs:
         return [], []
     messages = xs[-1].request.get("messages") or []
     last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
     turn = messages[last_user + 1 :]
-    names = [c["function"]["name"] for m in turn for c in m.get("tool_calls") or []]
-    results = [str(m.get("content")) for m in turn if m.get("role") == "tool"]
-    return names, results
-
-
-def calls_made(xs: list[Exchange]) -> tuple[list[str], list[str]]:
-    """(each call as `name(arguments)`, each result) of the request, for --show."""
-    if not xs:
-        return [], []
-    messages = xs[-1].request.get("messages") or []
-    last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
-    turn = messages[last_user + 1 :]
-    calls = [f"{c['function']['name']}({c['function']['arguments']})"
-             for m in turn for c in m.get("tool_calls") or []]  # fmt: skip
-    return calls, [str(m.get("content")) for m in turn if m.get("role") == "tool"]
+    functions = [c["function"] for m in turn for c in m.get("tool_calls") or []]
+    return functions, [str(m.get("content")) for m in turn if m.get("role") == "tool"]
 
 
 async def run(
@@ -145,7 +132,8 @@ async def run(
                 text = reply.text
             except ProviderError as exc:  # e.g. the server could not parse the model's call
                 text = f"(error: {exc})"
-            called, results = tools_called(proxy.chats()[before:])
+            functions, results = tools_called(proxy.chats()[before:])
+            called = [f["name"] for f in functions]
             right = bool(
                 (case.answer and re.search(case.answer, text, re.I))
                 or (case.effect and any(re.search(case.effect, r) for r in results))
@@ -160,7 +148,8 @@ async def run(
                   f"{case.text[:48]:<48} -> {' '.join(text.split())[:70]!r}",
                   file=sys.stderr, flush=True)  # fmt: skip
             if show:
-                for call, result in zip(*calls_made(proxy.chats()[before:]), strict=False):
+                for f, result in zip(functions, results, strict=False):
+                    call = f"{f['name']}({f['arguments']})"
                     print(f"      {call[:150]!r}\n        -> {result[:150]!r}", file=sys.stderr)
     return out
 

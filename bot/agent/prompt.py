@@ -96,8 +96,6 @@ _ECHOED = re.compile(
 def without_echo(answer: str) -> str:
     """An answer without copies of the blocks Sidekick adds to user turns: a small model
     (make test-real's 0.5B) starts answers with "[context] Now: Saturday … [/context]"."""
-    if CONTEXT_OPEN not in answer and EARLIER_OPEN not in answer:
-        return answer
     return _ECHOED.sub("", answer)
 
 

@@ -599,22 +599,22 @@ def adopt_written(completion: Completion, offered: Collection[str]) -> None:
     the output limit cut short is left out of the text (`cut_call`)."""
     if completion.tool_calls:
         return
-    found = find_written(completion.content, offered)
-    if found is None and not completion.truncated and offered:
-        # A reply that ended before its call's last brace (the 0.5B model: `{"name": "code",
-        # "arguments": [...]` and stop); one the output limit cut is no call (below).
-        start, _ = _scan(completion.content, offered, final=False)
-        if start < len(completion.content):
-            found = find_written(completion.content + _closers(completion.content[start:]), offered)
-    if found is None:
-        if completion.truncated and offered:
+    text = completion.content
+    found = find_written(text, offered)
+    if found is None and offered:
+        start, _ = _scan(text, offered, final=False)
+        if start == len(text):
+            return  # nothing open at the end: plain text
+        if completion.truncated:
             # Cut at the output limit while a call was being written: its half is no
             # answer (the user would read raw JSON), and the history must not teach it.
-            start, _ = _scan(completion.content, offered, final=False)
-            if start < len(completion.content):
-                before = completion.content[:start]
-                completion.content = _FENCE_OPENED.sub("", before).strip()
-                completion.cut_call = True
+            completion.content = _FENCE_OPENED.sub("", text[:start]).strip()
+            completion.cut_call = True
+            return
+        # The reply ended before its call's last brace (the 0.5B model: `{"name": "code",
+        # "arguments": [...]` and stop): closed, it is the call it began.
+        found = find_written(text + _closers(text[start:]), offered)
+    if found is None:
         return
     completion.tool_calls = found.calls
     completion.content = found.before
