@@ -5,7 +5,7 @@ list my reminders) goes through the assembled app (build_app, the real agent and
 real LLM client) to llama-server with the chat model of `make test-real` (installed by
 `python scripts/real_llm.py`), each in a fresh session of one user (memories stay, as they
 would). For each request it prints whether the tool it needs was called (sent as a tool call,
-or written out as text and run: bot/llm/completion.py) and whether the answer was right (the
+or written out as text and run: bot/llm/written.py) and whether the answer was right (the
 expected words in the reply, or for "remember"/"remind me" the tool having stored it). Then
 the two rates, and the empty-chat prompt's tokens as the model's tokenizer counts them.
 
@@ -81,7 +81,7 @@ class Outcome:
 
     def before(self) -> tuple[bool, bool]:
         """(tool called, right) had written calls been shown as text (the code before
-        bot/llm/completion.py): the first reply is the same request, so only what follows it
+        bot/llm/written.py): the first reply is the same request, so only what follows it
         differs; a written call was the answer the user got."""
         if self.sent:
             return self.case.tool in self.called, self.right

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.llm.client import Completion, LLMToolCall, OnText
+from tools.chat import Completion, LLMToolCall, OnText
 
 
 @dataclass

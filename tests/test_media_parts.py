@@ -13,13 +13,13 @@ from PIL import Image
 
 from bot.app import App
 from bot.errors import ProviderError
-from bot.llm.client import Completion, OnText
 from bot.llm.vision import NOT_SHOWN, VisionGate, without_images
 from bot.media import extract, images
 from bot.media.errors import MediaError
 from bot.media.transcribe import Transcriber
 from tests.fakes.openai_server import FakeOpenAI
 from tests.media_helpers import make_docx, make_image, make_noise_jpeg, make_pdf
+from tools.chat import Completion, OnText
 from tools.code import files
 
 

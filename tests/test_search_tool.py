@@ -15,12 +15,13 @@ from bot.agent.runner import Incoming
 from bot.agent.toolexec import run_call
 from bot.app import App, build_app
 from bot.config import Settings
-from bot.llm.client import LLMClient, LLMToolCall
+from bot.llm.client import LLMClient
 from tests.conftest import make_settings
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.fakes.search_server import FakeSearch, Reply, fixture
 from tests.test_search_parts import FakeClock
 from tools.base import RequestContext, RequestTools, Tool, ToolCall, ToolError
+from tools.chat import LLMToolCall
 from tools.effects import OUTSIDE_MARK
 from tools.search import brave as brave_api
 from tools.search import tool as search_tool_module

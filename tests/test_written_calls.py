@@ -1,4 +1,4 @@
-"""Tool calls written out as text (bot/llm/completion.py): which texts are written tool
+"""Tool calls written out as text (bot/llm/written.py): which texts are written tool
 calls, what stays text, and what the streamed drafts may show while a reply may be starting
 one."""
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.llm.completion import Completion, Holdback, adopt_written, find_written, tool_names
+from bot.llm.written import Holdback, adopt_written, find_written, tool_names
+from tools.chat import Completion
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llm" / "written"
 OFFERED = ["search", "code", "memory", "schedule", "web_fetch"]

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from bot.llm.completion import Completion, LLMToolCall
 from db.conversation import PeriodOver, ToolResult, TurnUser, UsageWrites
 from tools.base import RequestContext
+from tools.chat import Completion, LLMToolCall
 from tools.model_call import Purpose
 
 # Work that waits until the adapter has delivered the reply.

@@ -41,11 +41,11 @@ from bot.agent.prompt import (
 from bot.agent.toolexec import repeated_failure, run_round, wire_calls
 from bot.approvals.gate import Approvals, seen_outside
 from bot.config import Settings
-from bot.llm.model import ChatModel, OnText
 from bot.sessions.history import HistoryWindow, Prefetched
 from db.conversation import Conversation, SqlConversation, Started, ToolResult, Turn
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock
+from tools.chat import ChatModel, OnText
 from tools.feature import ContextProvider
 from tools.model_call import Purpose
 from tools.registry import Registry

@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.approvals.gate import Approvals, marks
-from bot.llm.client import LLMToolCall
 from db.conversation import ToolResult
 from tools.base import RequestContext, RequestTools, ToolCall, ToolError, ToolOutput
+from tools.chat import LLMToolCall
 from tools.effects import outside_note
 
 log = logging.getLogger(__name__)

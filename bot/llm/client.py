@@ -1,4 +1,4 @@
-"""The ChatModel (bot/llm/model.py) against an OpenAI-compatible server: streamed chat
+"""The ChatModel (tools/chat.py) against an OpenAI-compatible server: streamed chat
 completions with tool calls and plain completions, with retries and a fallback model, each
 try watched for silence; and the context size the server says.
 
@@ -24,17 +24,7 @@ from typing import Any, TypeVar
 
 from bot.config import Settings
 from bot.errors import ProviderError
-from bot.llm.completion import (
-    Completion,
-    LLMToolCall,
-    OnText,
-    Usage,
-    adopt_written,
-    collect,
-    from_json,
-    holdback,
-    tool_names,
-)
+from bot.llm.completion import collect, from_json
 from bot.llm.wire import (
     APIConnectionError,
     APIError,
@@ -47,6 +37,8 @@ from bot.llm.wire import (
     StreamErrorEvent,
     open_stream,
 )
+from bot.llm.written import adopt_written, holdback, tool_names
+from tools.chat import Completion, LLMToolCall, OnText, Usage
 from tools.model_call import ModelCall
 
 __all__ = ["Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
@@ -303,7 +295,7 @@ def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
 
 class LLMClient:
     """Chat completions against an OpenAI-compatible endpoint, over httpx (bot/llm/wire.py):
-    the ChatModel (bot/llm/model.py) that every wrapper ends at.
+    the ChatModel (tools/chat.py) that every wrapper ends at.
 
     The streamed chat is read by wire.open_stream; plain completions and the model list
     are one JSON request each. Every call asks for at most LLM_MAX_OUTPUT_TOKENS and, its

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ProviderError
-from bot.llm.completion import Completion, OnText
-from bot.llm.model import ChatModel
+from tools.chat import ChatModel, Completion, OnText
 from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import httpx
 
 from bot.config import Settings
-from bot.llm.model import ChatModel
 from bot.llm.vision import VisionGate
 from bot.media.attachments import MediaService
 from bot.media.settings import VISION_FILE, VISION_MODE
 from bot.media.transcribe import transcriber
+from tools.chat import ChatModel
 from tools.code.files import InputStore
 
 

@@ -28,7 +28,6 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from bot.agent.prompt import message_cost, to_openai, trim_history, with_note
-from bot.llm.model import ChatModel
 from bot.llm.settings import ModelSettings
 from bot.sessions import repo
 from bot.sessions.models import SessionCompression
@@ -37,6 +36,7 @@ from db.conversation import HISTORY_ROWS, HistoryRow
 from db.engine import SessionFactory
 from db.models.core import Message
 from tools.base import Clock, RequestContext, TextModel
+from tools.chat import ChatModel
 from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.llm.completion import Completion, Usage
+from tools.chat import Completion, Usage
 from tools.tokens import count_payload, count_text
 
 PER_MESSAGE = 4  # role and separators the chat format adds to every message

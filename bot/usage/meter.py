@@ -20,13 +20,12 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.llm.completion import Completion, OnText, Usage
-from bot.llm.model import ChatModel
 from bot.usage import repo
 from bot.usage.estimate import estimate
 from bot.usage.settings import PriceTable, UsageSettings
 from db.engine import SessionFactory
 from tools.base import Clock
+from tools.chat import ChatModel, Completion, OnText, Usage
 from tools.model_call import BudgetExceeded, ModelCall
 
 log = logging.getLogger(__name__)

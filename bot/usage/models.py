@@ -33,7 +33,7 @@ class ModelUsage(Base):
     reasoning_tokens: Mapped[int] = mapped_column(Integer, default=0)
     # True when the provider sent no usage and the counts come from our tokenizer.
     estimated: Mapped[bool] = mapped_column(Boolean, default=False)
-    # Tool calls the model wrote out as text instead of sending them (bot/llm/completion.py).
+    # Tool calls the model wrote out as text instead of sending them (bot/llm/written.py).
     written_calls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # USD at the prices in force when the call was made; NULL when the model has no price.
     cost_usd: Mapped[float | None] = mapped_column(Float)

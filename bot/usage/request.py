@@ -14,11 +14,11 @@ from typing import Any, Protocol
 
 from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest, TurnHooks
 from bot.agent.prompt import without_context
-from bot.llm.client import Completion
 from bot.usage import repo
 from bot.usage.meter import Meter, Totals, parse_warned
 from db.conversation import UsageWrites
 from tools.base import RequestContext
+from tools.chat import Completion
 from tools.discovery.context_log import ContextLog
 from tools.model_call import ModelCall, Purpose
 from tools.tokens import count_payload

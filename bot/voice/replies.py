@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 import httpx
 
-from bot.llm.client import Completion, Usage
 from bot.usage.meter import Meter
 from bot.voice import repo
 from bot.voice.settings import VoiceSettings
 from bot.voice.speech import SpeechError, Synthesizer, synthesizer
 from bot.voice.spoken import script
 from db.engine import SessionFactory
+from tools.chat import Completion, Usage
 from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Tool calls a model writes out as text (bot/llm/completion.py), through the assembled app: the
+"""Tool calls a model writes out as text (bot/llm/written.py), through the assembled app: the
 fake model answers with texts real small models wrote (tests/fixtures/llm/written/, sources in
 the README there); the call runs, the person never sees its JSON (neither in the streamed
 drafts nor in the answer), the history holds it as a proper tool call, /usage counts it."""

@@ -1,0 +1,162 @@
+"""The waist's model types: what one model call gives back (Completion), the chat model's
+protocol (ChatModel, written once), and `ModelWrapper`, the base every model wrapper a
+feature declares (tools/feature.py `wraps`: metering, the vision gate) derives from, so a
+wrapper passes on every member it does not change and cannot drift from the protocol.
+
+bot/llm/ reads completions off the wire (bot/llm/completion.py) and is the one ChatModel
+that talks to a server (bot/llm/client.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tools.model_call import ModelCall
+
+OnText = Callable[[str], Awaitable[None]]
+
+CUT_NOTE = "\n\n(The reply was cut at the output limit, LLM_MAX_OUTPUT_TOKENS.)"
+CUT_CALL_NOTE = (
+    "\n\n(The model was writing out a tool call when it reached the output limit, "
+    "LLM_MAX_OUTPUT_TOKENS: the call did not run.)"
+)
+
+
+@dataclass
+class LLMToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text, as the model wrote it
+
+
+@dataclass
+class Usage:
+    """Token counts of one call, as the provider reported them (or estimated by us)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's cache
+    reasoning_tokens: int = 0
+    estimated: bool = False
+
+
+@dataclass
+class Completion:
+    content: str = ""
+    tool_calls: list[LLMToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage | None = None  # None: the provider sent none
+    model: str = ""  # the model that answered (the fallback's name when it did)
+    provider_id: str | None = None  # the provider's completion id
+    # Set when the fallback model answered: why the requested model did not.
+    fallback_from: str | None = None
+    fallback_reason: str | None = None
+    reasoning: str = ""  # the model's thinking, never shown as the answer
+    reasoning_field: str = ""  # the wire name it came under, to send it back under
+    # How many of tool_calls the model wrote out as text (adopt_written), not sent.
+    written: int = 0
+    # The output limit cut a written call of an offered tool short: left out of content.
+    cut_call: bool = False
+
+    @property
+    def truncated(self) -> bool:
+        """The reply stopped at the output limit (max_tokens), not where the model ended it
+        (Mistral says `model_length` when the context ran out first)."""
+        return self.finish_reason in ("length", "model_length")
+
+    @property
+    def cut_note(self) -> str:
+        """The line that tells the user the reply was cut; empty when it was not."""
+        if not self.truncated:
+            return ""
+        return CUT_CALL_NOTE if self.cut_call else CUT_NOTE
+
+    def turn_fields(self) -> dict[str, str]:
+        """What the assistant turn carrying this completion's tool calls sends back besides
+        content and tool_calls: the reasoning, under the provider's own name."""
+        return {self.reasoning_field: self.reasoning} if self.reasoning_field else {}
+
+
+class ChatModel(Protocol):
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: OnText | None = None,
+        *,
+        model: str | None = None,
+        on_wait: OnText | None = None,
+    ) -> Completion:
+        """One streamed chat completion, with tools (`model`: default LLM_MODEL); `on_text`
+        gets the whole text so far after each delta. `on_wait`: someone waits for this
+        answer, so an outage is waited out, and it gets the line to tell them."""
+        ...
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        model: str | None = None,
+        call: ModelCall | None = None,
+    ) -> Completion:
+        """One plain completion with its usage. `call` says for whom and why, so a metering
+        wrapper can check the budget first (BudgetExceeded) and record the usage."""
+        ...
+
+    async def complete_text(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        call: ModelCall | None = None,
+    ) -> str:
+        """The text of `complete`: what summaries and tools need (a ChatModel is a
+        TextModel, tools/base.py)."""
+        ...
+
+    async def context_tokens(self, model: str | None = None) -> int | None:
+        """How many tokens `model`'s context holds (default LLM_MODEL): LLM_CONTEXT_TOKENS,
+        else what the server says (llama.cpp, Ollama), else None (unknown)."""
+        ...
+
+
+class ModelWrapper:
+    """A ChatModel around another: every member passes on to `inner` unless overridden."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.inner = inner
+
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: OnText | None = None,
+        *,
+        model: str | None = None,
+        on_wait: OnText | None = None,
+    ) -> Completion:
+        return await self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        model: str | None = None,
+        call: ModelCall | None = None,
+    ) -> Completion:
+        return await self.inner.complete(messages, max_tokens, model=model, call=call)
+
+    async def complete_text(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        *,
+        call: ModelCall | None = None,
+    ) -> str:
+        return (await self.complete(messages, max_tokens, call=call)).content
+
+    async def context_tokens(self, model: str | None = None) -> int | None:
+        return await self.inner.context_tokens(model)
