@@ -1,4 +1,6 @@
-"""The composition root: builds every long-lived piece once and hands it down."""
+"""The composition root: builds the core once (database, model, tools, agent) and lets every
+listed feature add what it declares (tools/feature.py): its parts, model wrappers, request
+hooks, gates and prompt context. It names no feature."""
 
 from __future__ import annotations
 
@@ -8,41 +10,28 @@ import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot import heap
-from bot.access.gate import AccessList
-from bot.agent.hooks import AgentHooks, RequestHooks
 from bot.agent.runner import Agent, Incoming
-from bot.approvals.gate import TIMEOUT_S as APPROVAL_TIMEOUT_S
-from bot.approvals.gate import Approvals
-from bot.approvals.settings import ApprovalSettings
 from bot.config import Settings
 from bot.errors import ConfigError, schema_text
 from bot.features import FEATURES, metadata, tool_modules
 from bot.llm.client import LLMClient
 from bot.logs import Scrubber
-from bot.media.attachments import MediaService
-from bot.media.setup import build_media, vision_gate
-from bot.sessions.archive import Archiver, archiver_from
-from bot.sessions.background import BackgroundArchive
-from bot.sessions.lifecycle import SessionTurns
-from bot.sessions.summary import SUMMARY_MAX_S
-from bot.usage.commands import allowed_models
-from bot.usage.meter import Meter, MeteredModel
-from bot.usage.request import ContextAccounting, UsageTurns
-from bot.voice.replies import VoiceReplies, build_voice
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import SchemaMismatch, require_schema, upgrade
 from db.repos.core import Recipient
 from scheduler.setup import JobSpec
 from tools.base import Clock, ModelEndpoint, ToolDeps, system_clock
-from tools.feature import ContextProvider, Deliver, Feature, File, Part
-from tools.memory.setup import build_memory
+from tools.chat import ChatModel
+from tools.feature import Deliver, Feature, Provide
+from tools.hooks import HISTORY, PERIODS, File, Gates, NoPeriods
 from tools.registry import Registry, build_registry, discovery
+from tools.state import Key
 from tools.tokens import release as release_tokenizer
 
 log = logging.getLogger(__name__)
@@ -56,25 +45,75 @@ TASK_PREFIX = (
 
 @dataclass
 class App:
+    """The running app, and the Host every feature reaches it through (tools/feature.py)."""
+
     settings: Settings
     engine: AsyncEngine
     session_factory: SessionFactory
     http: httpx.AsyncClient
-    llm: LLMClient
+    llm: LLMClient  # the model's client, without the features' wrappers
     deps: ToolDeps
-    registry: Registry
-    agent: Agent
-    media: MediaService | None = None  # voice, photos, documents (bot/media)
-    voice: VoiceReplies | None = None  # spoken answers (bot/voice)
-    warming: asyncio.Task[None] | None = None
     features: tuple[Feature, ...] = FEATURES
+    registry: Registry = field(init=False)
+    agent: Agent = field(init=False)
+    warming: asyncio.Task[None] | None = None
     # Set by the adapter that runs (start_features): where unprompted messages go.
     deliver_to: Deliver | None = None
     local: bool = False  # the terminal chat: only its local user is served
-    parts: list[Part] = field(default_factory=list)
-    meter: Meter | None = None  # budgets and usage (bot/usage), shared by the agent's hooks
-    access: AccessList | None = None  # who may talk to the bot (bot/access)
-    background: BackgroundArchive | None = None  # summaries /newsession leaves to run
+    _provides: dict[Key[Any], Provide[Any]] = field(default_factory=dict, repr=False)
+    _parts: dict[Key[Any], Any] = field(default_factory=dict, repr=False)
+    _built: list[Key[Any]] = field(default_factory=list, repr=False)
+    _building: set[Key[Any]] = field(default_factory=set, repr=False)
+
+    def __post_init__(self) -> None:
+        for f in self.features:
+            for p in f.parts:
+                if p.key in self._provides:
+                    raise ValueError(f"{f.name}: another listed feature provides {p.key}")
+                self._provides[p.key] = p
+
+    # -- the Host ---------------------------------------------------------------------
+
+    def part(self, key: Key[T]) -> T:
+        if key not in self._parts:
+            raise LookupError(f"no listed feature built {key} (an adapter not started yet?)")
+        value: T = self._parts[key]
+        return value
+
+    def has(self, key: Key[Any]) -> bool:
+        return key in self._provides
+
+    async def need(self, key: Key[T]) -> T:
+        if key not in self._parts:
+            provide = self._provides.get(key)
+            if provide is None:
+                raise LookupError(f"no listed feature provides {key}")
+            if key in self._building:
+                raise RuntimeError(f"{key} needs itself to be built")
+            self._building.add(key)
+            try:
+                self._parts[key] = await provide.build(self)
+            finally:
+                self._building.discard(key)
+            self._built.append(key)
+        return self.part(key)
+
+    async def wrapped(self, model: ChatModel) -> ChatModel:
+        for f in self.features:
+            for wrap in f.wraps:
+                model = await wrap(self, model)
+        return model
+
+    async def model_client(self, timeout_s: float) -> ChatModel:
+        """A client of the model of its own, whose answers may take `timeout_s` (session
+        summaries on a slow local server), paced like the app's and wrapped like it."""
+        client = LLMClient(
+            self.settings.model_copy(update={"llm_timeout_s": timeout_s}),
+            retry_base_delay=self.llm.retry_base_delay,
+            retry_max_delay=self.llm.retry_max_delay,
+        )
+        self.deps.closers.append(client.close)
+        return await self.wrapped(client)
 
     async def deliver(
         self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
@@ -95,38 +134,38 @@ class App:
         )
         return reply.text
 
-    def part(self, kind: type[T]) -> T:
-        found = next((p for p in (*self.parts, *self.built()) if isinstance(p, kind)), None)
-        if found is None:
-            raise LookupError(f"no feature built a {kind.__name__} (start_features first)")
-        return found
+    # -- building and stopping ----------------------------------------------------------
 
-    def built(self) -> tuple[object, ...]:
-        """What build_app made that features reach through `part` like their own parts: the
-        usage Meter (the agent and the model wrapper need it before any adapter starts, so
-        no feature can build it later), the AccessList (the adapter checks every update
-        against it; /users changes it), and the background session summaries (/newsession
-        needs them in every adapter, with or without the features' jobs)."""
-        return tuple(p for p in (self.meter, self.access, self.background) if p is not None)
+    async def build_parts(self, *, on_start: bool) -> None:
+        for key, provide in self._provides.items():
+            if provide.on_start == on_start:
+                await self.need(key)
 
-    def start_features(self, deliver: Deliver, *, local: bool = False) -> list[JobSpec]:
-        """The adapter's start: features build their parts, and their jobs come back as the
-        scheduler's job specs."""
+    async def start_features(self, deliver: Deliver, *, local: bool = False) -> list[JobSpec]:
+        """The adapter's start: the parts that deliver or run in the background are built,
+        and the features' jobs come back as the scheduler's job specs."""
         self.deliver_to, self.local = deliver, local
-        self.parts = [build(self) for f in self.features for build in f.parts]
+        await self.build_parts(on_start=True)
         return [
             (job.id, job.about, job.every, functools.partial(job.run, self))
             for f in self.features
             for job in f.jobs
         ]
 
-    async def stop_features(self) -> None:
-        parts, self.parts = self.parts, []
-        for part in reversed(parts):
+    async def stop_features(self, *, all_parts: bool = False) -> None:
+        """Stops what start_features built (everything: `all_parts`), newest first."""
+        for key in reversed(list(self._built)):
+            provide = self._provides[key]
+            if not (all_parts or provide.on_start):
+                continue
+            self._built.remove(key)
+            part = self._parts.pop(key)
+            if provide.stop is None:
+                continue
             try:
-                await part.stop()
+                await provide.stop(part)
             except Exception:
-                log.exception("stopping %s failed", type(part).__name__)
+                log.exception("stopping %s failed", key)
 
     def warm_up(self) -> None:
         """Loads what the first message needs (embedding model, token counter;
@@ -151,9 +190,7 @@ class App:
         heap.trim()
 
     async def close(self) -> None:
-        await self.stop_features()
-        if self.background is not None:
-            await self.background.stop()
+        await self.stop_features(all_parts=True)
         if self.warming is not None:  # a thread cannot be cancelled: let it finish
             with contextlib.suppress(Exception):
                 await self.warming
@@ -180,33 +217,6 @@ def _warm_sync() -> None:
         log.warning("warm-up failed", exc_info=True)
 
 
-def context_providers(features: tuple[Feature, ...], deps: ToolDeps) -> list[ContextProvider]:
-    """Sections the runtime adds to every prompt's [context] block, as the features declare."""
-    built = (build(deps) for f in features for build in f.context)
-    return [p for p in built if p is not None]
-
-
-def agent_hooks(registry: Registry) -> list[AgentHooks]:
-    """Hooks around the agent loop besides the runtime's own recording."""
-    hooks: list[AgentHooks] = []
-    disc = discovery(registry)
-    if disc is not None:
-        hooks.append(ContextAccounting(disc.context_log))
-    return hooks
-
-
-def request_hooks(
-    settings: Settings, deps: ToolDeps, meter: Meter, archiver: Archiver | None
-) -> list[RequestHooks]:
-    """The conversation features' part of every agent request (bot/agent/hooks.py): the
-    sessions' close on request, the usage metering. Wired here rather than declared on
-    Feature: tools/feature.py may not import bot/agent's protocols, and the metering needs
-    the Meter build_app shares with the model wrapper and spoken replies."""
-    sessions = SessionTurns(deps.session_factory, deps.clock, archiver)
-    usage = UsageTurns(meter, allowed_models(settings.llm_model, settings.llm_models))
-    return [sessions, usage]
-
-
 async def migrated(
     engine: AsyncEngine, features: tuple[Feature, ...], *, check: bool = True
 ) -> None:
@@ -230,8 +240,9 @@ async def build_app(
     features: tuple[Feature, ...] = FEATURES,
     check_schema: bool = True,
 ) -> App:
-    """Everything, built once. On any failure what was already opened is closed again:
-    an engine left open keeps a worker thread, and with it the process, alive."""
+    """Everything, built once: the core, then what each listed feature declares, in the
+    list's order. On any failure what was already opened is closed again: an engine left
+    open keeps a worker thread, and with it the process, alive."""
     engine = create_engine(settings.db_url)
     app: App | None = None
     http: httpx.AsyncClient | None = None
@@ -240,67 +251,43 @@ async def build_app(
         sf = session_factory(engine)
         http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
         llm = llm or LLMClient(settings)
-        meter = Meter(settings, sf, clock, settings.tz)
-        # One model for everything, each wrapper a whole ChatModel: plain completions
-        # (summaries, code generation) are metered, the chat's images pass the vision gate,
-        # and the agent reaches the context size and the summariser through both.
-        metered = MeteredModel(llm, meter)
+        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         deps = ToolDeps(
             settings=settings,
             session_factory=sf,
             http=http,
-            llm=metered,
+            llm=llm,
             clock=clock,
             data_dir=settings.data_dir,
-            endpoint=ModelEndpoint(
-                settings.llm_base_url,
-                settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
-                settings.llm_model,
-            ),
+            endpoint=ModelEndpoint(settings.llm_base_url, key, settings.llm_model),
+            tz=settings.tz,
+            owners=settings.allowed_user_ids,
+            scrub=Scrubber(settings.secrets()).scrub,
         )
-        deps.memory = await build_memory(
-            settings, sf, http, clock, settings.llm_base_url, settings.llm_api_key
-        )
-        registry = build_registry(deps, tool_modules(features))
-        vision = vision_gate(settings, metered)
-        # Session summaries run in the background with a time budget of their own, past
-        # LLM_TIMEOUT_S (a slow local server takes minutes): a client of their own whose
-        # deadline is the budget's ceiling, metered like every model call.
-        summary_llm = LLMClient(
-            settings.model_copy(update={"llm_timeout_s": SUMMARY_MAX_S}),
-            retry_base_delay=llm.retry_base_delay,
-            retry_max_delay=llm.retry_max_delay,
-        )
-        deps.closers.append(summary_llm.close)
-        archiver = archiver_from(deps, settings.tz, MeteredModel(summary_llm, meter))
-        requests = request_hooks(settings, deps, meter, archiver)
-        agent = Agent(
+        app = App(settings, engine, sf, http, llm, deps, features)
+        await app.build_parts(on_start=False)
+        # One model for everything, inside every feature's wrapper: plain completions
+        # (code generation) are metered, the chat's images pass the vision gate.
+        model = await app.wrapped(llm)
+        deps.llm = model
+        app.registry = build_registry(deps, tool_modules(features))
+        requests = [r for f in features for build in f.turns if (r := build(app)) is not None]
+        gates = [g for f in features for build in f.gates if (g := build(app)) is not None]
+        context = [p for f in features for build in f.context if (p := build(deps)) is not None]
+        app.agent = Agent(
             settings=settings,
             session_factory=sf,
-            llm=vision,
-            registry=registry,
+            llm=model,
+            registry=app.registry,
             clock=clock,
-            context_providers=context_providers(features, deps),
-            hooks=agent_hooks(registry),
+            context_providers=context,
             requests=requests,
-            turn_policy=settings.session_policy,  # when a session's period is over
-            approvals=Approvals(
-                deps.settings_for(ApprovalSettings).approvals,
-                APPROVAL_TIMEOUT_S,
-                sf,
-                clock,
-                Scrubber(settings.secrets()).scrub,
-            ),
+            gate=Gates(gates) if gates else None,
+            turn_policy=app.part(PERIODS) if app.has(PERIODS) else NoPeriods(),
+            history=app.part(HISTORY) if app.has(HISTORY) else None,
+            default_tz=settings.tz,
         )
-        media = build_media(settings, http, vision)
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        voice = build_voice(settings, settings.llm_base_url, key, http, sf, meter)
-        app = App(settings, engine, sf, http, llm, deps, registry, agent, media=media, voice=voice)
-        app.meter = meter
-        app.access = AccessList(settings.allowed_user_ids, sf)
-        app.background = BackgroundArchive(archiver)
-        app.features = features
-        await registry.start()  # MCP servers up, learned tool usage loaded
+        await app.registry.start()  # MCP servers up, learned tool usage loaded
         return app
     except BaseException:
         if app is not None:

@@ -19,14 +19,14 @@ from typing import TextIO
 
 from bot.agent.runner import Events, Incoming
 from bot.app import App, build_app
-from bot.approvals.gate import Choice, Question
+from bot.approvals.gate import APPROVALS, Choice, Question
 from bot.config import Settings, require
 from bot.errors import user_text
 from bot.surrogates import scrub
 from bot.terminal_commands import Who, run_command
 from db.repos.core import Recipient
 from scheduler.setup import Scheduler
-from tools.feature import File
+from tools.hooks import File
 
 PROMPT = "you> "
 ASK = "Allow? y = once, a = always for this tool, n = no: "
@@ -265,15 +265,15 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
     # Reminders of the local user arrive here while the chat runs (missed ones at start);
     # a user linked with --as gets theirs in Telegram, from the bot.
     jobs = (
-        app.start_features(TerminalDelivery(folder=settings.data_dir / "files"), local=True)
+        await app.start_features(TerminalDelivery(folder=settings.data_dir / "files"), local=True)
         if as_user is None
         else []
     )
     scheduler = Scheduler(jobs) if jobs else None
     source = LineSource()
     asker = TerminalAsker(source)  # before the first tick: a task it starts may ask
-    if app.agent.approvals is not None:
-        app.agent.approvals.asker = asker
+    if app.has(APPROVALS):
+        app.part(APPROVALS).asker = asker
     try:
         if scheduler is not None:
             # What came due while the chat was closed, before the prompt.

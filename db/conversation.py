@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar, Unpack, cast
 
-from sqlalchemy import Insert, Row, Table, bindparam, insert, select, update
+from sqlalchemy import Row, Table, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from db.engine import SessionFactory, engine_of
@@ -113,26 +113,21 @@ HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None, str | None]"
 
 @dataclass(frozen=True)
 class TurnUser:
-    """What a request needs of its user row (metering's UsageUser included)."""
+    """What a request needs of its user row; a feature reads its own rows in its hooks."""
 
     id: int
     telegram_id: int | None
     name: str
     timezone: str | None
-    llm_model: str | None
-    usage_footer: bool
-    usage_warned: str | None
-    voice_mode: str | None = None  # /voice: None when never set (the default applies)
 
 
 @dataclass(frozen=True)
 class Started:
-    """A turn begun: the user, their open session, whether they have memories, the stored
-    message's id and the session's newest HISTORY_ROWS rows, oldest first."""
+    """A turn begun: the user, their open session, the stored message's id and the
+    session's newest HISTORY_ROWS rows, oldest first."""
 
     user: TurnUser
     session_id: int
-    has_memories: bool
     message_id: int
     history: Sequence[HistoryRow]
 
@@ -173,15 +168,10 @@ class ToolResult:
     brief: str | None = None  # what the person may read of it (tools/base.py Tool.brief)
 
 
-@dataclass(frozen=True)
-class UsageWrites:
-    """Model calls' usage rows to write with a record, and the user's new usage_warned
-    (None: unchanged). The usage feature owns its table (bot/usage/repo.py), so it hands
-    over its INSERT with the rows: db/ knows no feature's table."""
-
-    insert: Insert
-    rows: Sequence[dict[str, Any]] = ()
-    warned: str | None = None
+# Rows a feature writes in the transaction of a record (a tool round or the answer): the
+# usage of the model calls since the previous record. db/ knows no feature's table, so the
+# feature hands over the unit of work.
+RecordWrite = Callable[[AsyncConnection, "Turn"], Awaitable[None]]
 
 
 class Conversation(Protocol):
@@ -208,13 +198,13 @@ class Conversation(Protocol):
         content: str,
         wire_calls: list[dict[str, Any]],
         results: Sequence[ToolResult],
-        usage: UsageWrites | None = None,
+        writes: Sequence[RecordWrite] = (),
     ) -> None:
         """The assistant's message with its calls, each result, each call's audit row."""
         ...
 
     async def record_answer(
-        self, turn: Turn, now: datetime, answer: str, usage: UsageWrites | None = None
+        self, turn: Turn, now: datetime, answer: str, writes: Sequence[RecordWrite] = ()
     ) -> None: ...
 
     async def keep_context(self, message_id: int, block: str) -> None:
@@ -261,15 +251,14 @@ class SqlConversation:
             if row is None:
                 values = {"telegram_id": telegram_id, "name": user_name, "created_at": now}
                 uid = (await c.execute(_ADD_USER, values)).scalar_one()
-                user = TurnUser(uid, telegram_id, user_name, None, None, False, None)
-                session_id, started, has_memories = None, None, False
+                user = TurnUser(uid, telegram_id, user_name, None)
+                session_id, started = None, None
             else:
-                uid, name, tz_name, model, footer, warned, session_id, started, voice, has = row
+                uid, name, tz_name, session_id, started = row
                 if user_name and name != user_name:
                     await c.execute(update(User).where(User.id == uid).values(name=user_name))
                     name = user_name
-                user = TurnUser(uid, telegram_id, name, tz_name, model, bool(footer), warned, voice)
-                has_memories = bool(has)
+                user = TurnUser(uid, telegram_id, name, tz_name)
             # A message after the split time opens a new session even if the scheduler has
             # not archived the old one yet (it writes the old one's summary).
             if session_id is not None and period_over(cast(datetime, started), user.timezone):
@@ -295,9 +284,7 @@ class SqlConversation:
                 "kind": kind,
             }
             message_id = (await c.execute(ADD_MESSAGE, message_params(message))).scalar_one()
-            return Started(
-                user, session_id, has_memories, message_id, await _history(c, session_id)
-            )
+            return Started(user, session_id, message_id, await _history(c, session_id))
 
         return await self._run(unit)
 
@@ -308,7 +295,7 @@ class SqlConversation:
         content: str,
         wire_calls: list[dict[str, Any]],
         results: Sequence[ToolResult],
-        usage: UsageWrites | None = None,
+        writes: Sequence[RecordWrite] = (),
     ) -> None:
         def message(
             role: str, content: str, calls: str | None = None, result: ToolResult | None = None
@@ -349,12 +336,13 @@ class SqlConversation:
                     for r in results
                 ]
                 await c.execute(_ADD_TOOL_CALL, audit)
-            await _usage(c, turn, usage)
+            for write in writes:
+                await write(c, turn)
 
         await self._run(unit)
 
     async def record_answer(
-        self, turn: Turn, now: datetime, answer: str, usage: UsageWrites | None = None
+        self, turn: Turn, now: datetime, answer: str, writes: Sequence[RecordWrite] = ()
     ) -> None:
         message: MessageFields = {
             "session_id": turn.session_id,
@@ -366,7 +354,8 @@ class SqlConversation:
         }
 
         async def unit(c: AsyncConnection) -> None:
-            await _usage(c, turn, usage)
+            for write in writes:
+                await write(c, turn)
             await c.execute(ADD_MESSAGES, message_params(message))
 
         await self._run(unit)
@@ -390,14 +379,14 @@ class SqlConversation:
             row = (await c.execute(repo.USER_READ, {"user_id": uid})).first()
             if row is None:
                 return None
-            uid, name, tz_name, model, footer, warned, _, _, voice, has = row
-            user = TurnUser(uid, telegram_id, name, tz_name, model, bool(footer), warned, voice)
+            uid, name, tz_name, _, _ = row
+            user = TurnUser(uid, telegram_id, name, tz_name)
             at = {"session_id": session_id, "request_id": request_id, "limit": HISTORY_ROWS}
             history = list((await c.execute(resume.HISTORY_UNTIL, at)).all())
             history.reverse()
             calls = (await c.execute(resume.TOOL_RESULTS, at)).scalar_one()
         return Unfinished(
-            user, session_id, bool(has), message_id, history,
+            user, session_id, message_id, history,
             request_id, text, kind, telegram_message_id, int(calls),
         )  # fmt: skip
 
@@ -406,14 +395,3 @@ async def _history(c: AsyncConnection, session_id: int, limit: int = HISTORY_ROW
     rows = list((await c.execute(HISTORY, {"session_id": session_id, "limit": limit})).all())
     rows.reverse()
     return rows
-
-
-async def _usage(c: AsyncConnection, turn: Turn, usage: UsageWrites | None) -> None:
-    if usage is None:
-        return
-    if usage.rows:
-        await c.execute(usage.insert, list(usage.rows))
-    if usage.warned is not None:
-        await c.execute(
-            update(User).where(User.id == turn.user_id).values(usage_warned=usage.warned)
-        )

@@ -11,12 +11,12 @@ from pydantic import BaseModel
 from sqlalchemy import select
 
 from bot.agent import runner
-from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest, ToolRound
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
 from db.models import Message, ToolCallRecord
 from tests.scripted_model import Call, Say, ScriptedModel
 from tools.base import Tool, ToolCall
+from tools.hooks import Always, HookRefusal, ModelRequest, ToolRound, TurnHooks
 from tools.registry import Registry
 
 
@@ -59,7 +59,7 @@ async def test_the_turn_cap_ends_a_model_that_never_stops(
     assert len(model.requests) <= 4  # three tool rounds, then at most one closing answer
 
 
-class RefuseSecondCall(AgentHooks):
+class RefuseSecondCall(TurnHooks):
     def __init__(self) -> None:
         self.seen: list[tuple[int, list[str]]] = []
         self.rounds: list[list[bool]] = []
@@ -78,7 +78,7 @@ async def test_a_hook_can_stop_a_request_before_a_model_call(app: App) -> None:
     model.add(Call([("echo", {"word": "x"}), ("nope", {})]), Say("never sent"))
     hook = RefuseSecondCall()
     agent = scripted(app, model)
-    agent.hooks = [hook]
+    agent.requests = [Always(hook)]
     reply = await agent.handle(Incoming("go", telegram_user_id=8))
     assert reply.text == "Over budget: no more model calls today."
     assert len(model.requests) == 1  # the second call never reached the model

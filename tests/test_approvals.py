@@ -17,7 +17,7 @@ from sqlalchemy import update
 
 from bot.app import App
 from bot.approvals import repo
-from bot.approvals.gate import DENIED, NOBODY, Question, action_text, needs_approval
+from bot.approvals.gate import APPROVALS, DENIED, NOBODY, Question, action_text, needs_approval
 from bot.approvals.questions import Doorbell
 from db.engine import create_engine, session_factory
 from db.repos import core
@@ -97,7 +97,7 @@ def test_action_text_is_whole_and_shows_what_is_invisible() -> None:
 
 
 async def test_the_second_forget_of_a_message_asks_and_the_audit_keeps_it(app: App) -> None:
-    gate = app.agent.approvals
+    gate = app.part(APPROVALS)
     assert gate is not None
     asked: list[Question] = []
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_code_helpers import STRONG_MODES, Env, env, needs_bwrap, needs_root
-from tools.code.files import InputStore
+from tools.code.files import OUTPUT_FILES, InputStore
 from tools.code.runner import CodeRunner
 from tools.code.tool import CodeService
 
@@ -64,7 +64,7 @@ async def test_tool_result_names_the_files_and_the_request_carries_them(env: Env
     code = "await Bun.write('output/chart.png', new Uint8Array([137, 80, 78, 71]));"
     out = await tool.run(CodeParams(action="execute", code=code), env.call())
     assert isinstance(out, dict) and out["files_sent_to_user"] == ["chart.png"]
-    assert env.ctx.files_out == [("chart.png", bytes([137, 80, 78, 71]))]
+    assert env.ctx.state(OUTPUT_FILES) == [("chart.png", bytes([137, 80, 78, 71]))]
 
 
 # 30 files of 8 MiB: each under the per-file limit, together past the 128 MiB cap on

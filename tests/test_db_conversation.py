@@ -10,24 +10,23 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import event, func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.usage import repo as usage_repo
 from bot.usage.models import ModelUsage
 from db.conversation import (
     HISTORY_ROWS,
     Conversation,
+    RecordWrite,
     SqlConversation,
     Started,
     ToolResult,
     Turn,
-    UsageWrites,
 )
 from db.engine import create_engine, session_factory
 from db.models import ChatSession, Message, ToolCallRecord, User
-from tools.memory.models import Memory
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -62,7 +61,7 @@ async def test_a_first_message_makes_the_user_and_session_then_reuses_them(
     conv = SqlConversation(session_factory(engine))
     first = await begin(conv, "hello", telegram_message_id=11, kind="voice")
     assert first.user.name == "Ann" and first.user.telegram_id == 7
-    assert not first.has_memories and not first.user.usage_footer
+    assert first.user.timezone is None
     assert [(m.id, m.role, m.content) for m in first.history] == [
         (first.message_id, "user", "hello")
     ]
@@ -95,14 +94,12 @@ async def test_a_new_name_is_kept_and_an_empty_one_changes_nothing(engine: Async
         assert (await s.execute(select(User.name))).scalar_one() == "Anna"
 
 
-async def test_the_local_user_and_memories_are_seen(engine: AsyncEngine) -> None:
+async def test_the_local_user_is_found_again(engine: AsyncEngine) -> None:
     conv = SqlConversation(session_factory(engine))
     local = await begin(conv, "hi", tg=None, name="me")
     assert local.user.telegram_id is None
-    async with session_factory(engine)() as s, s.begin():
-        s.add(Memory(user_id=local.user.id, layer="long", content="x", created_at=T0))
     again = await begin(conv, "hi again", tg=None, name="me")
-    assert again.has_memories and again.user.id == local.user.id
+    assert again.user.id == local.user.id and again.session_id == local.session_id
 
 
 async def test_a_message_after_the_period_closes_the_session_and_opens_a_new_one(
@@ -137,7 +134,7 @@ async def test_a_tool_round_and_the_answer_are_recorded(engine: AsyncEngine) -> 
         ToolResult("c2", "x", "a" * 5000, "Error: no", False, "no", 0.0),
     ]
 
-    def usage(request: str) -> UsageWrites:
+    def usage(request: str) -> RecordWrite:
         row = {
             "at": T0,
             "user_id": turn.user_id,
@@ -147,10 +144,18 @@ async def test_a_tool_round_and_the_answer_are_recorded(engine: AsyncEngine) -> 
             "model": "m",
             "prompt_tokens": 3,
         }
-        return UsageWrites(usage_repo.INSERT, [row], warned='{"day": "2026-03-01"}')  # fmt: skip
 
-    await conv.record_tool_round(turn, T0, "let me look", wire, results, usage("r1"))
-    await conv.record_answer(turn, T0, "It is sunny.", usage("r1"))
+        async def write(c: AsyncConnection, t: Turn) -> None:
+            await c.execute(usage_repo.INSERT, [row])
+
+        return write
+
+    async def warned(c: AsyncConnection, t: Turn) -> None:  # a second feature's rows
+        warn = {"usage_warned": '{"day": "2026-03-01"}'}
+        await c.execute(update(User).where(User.id == t.user_id).values(**warn))
+
+    await conv.record_tool_round(turn, T0, "let me look", wire, results, [usage("r1")])
+    await conv.record_answer(turn, T0, "It is sunny.", [usage("r1"), warned])
     rows = await conv.history(turn.session_id, 10)
     assert [(m.role, m.content, m.tool_call_id) for m in rows] == [
         ("user", "weather?", None),
@@ -179,9 +184,11 @@ async def test_a_failing_write_in_a_record_rolls_back_all_of_it(engine: AsyncEng
     turn = Turn(started.session_id, started.user.id, "r1")
 
     # A usage row the database refuses (no purpose): the whole record is rolled back.
-    fails = UsageWrites(
-        usage_repo.INSERT, [{"at": T0, "user_id": turn.user_id, "purpose": None, "model": "m"}]
-    )
+    async def refused(c: AsyncConnection, t: Turn) -> None:
+        row = {"at": T0, "user_id": t.user_id, "purpose": None, "model": "m"}
+        await c.execute(usage_repo.INSERT, [row])
+
+    fails = [refused]
 
     result = ToolResult("c1", "w", "{}", "out", True, None, 1.0)
     with pytest.raises(IntegrityError):

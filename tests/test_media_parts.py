@@ -13,7 +13,7 @@ from PIL import Image
 
 from bot.app import App
 from bot.errors import ProviderError
-from bot.llm.vision import NOT_SHOWN, VisionGate, without_images
+from bot.llm.vision import NOT_SHOWN, VisionGate, VisionState, without_images
 from bot.media import extract, images
 from bot.media.errors import MediaError
 from bot.media.transcribe import Transcriber
@@ -176,21 +176,24 @@ IMAGE_MSG = [{"role": "user", "content": [{"type": "text", "text": "x"},
 async def test_vision_gate_remembers_a_refusal_per_model(tmp_path: Path) -> None:
     state = tmp_path / "vision.json"
     llm = Refuses("HTTP 400: model does not support image input")
-    gate = VisionGate(llm, "auto", "m1", state)
-    assert gate.enabled()
-    VisionGate.reset_request()
-    assert (await gate.stream(IMAGE_MSG)).content == "ok"
-    assert VisionGate.dropped() and not gate.enabled() and len(llm.calls) == 2
-    assert not VisionGate(llm, "auto", "m1", state).enabled()
-    assert VisionGate(llm, "auto", "other-model", state).enabled()
+    seen = VisionState("auto", "m1", state)
+    gate = VisionGate(llm, seen, "not shown")
+    assert seen.enabled()
+    out = await gate.stream(IMAGE_MSG)
+    # What was dropped comes back with the completion, for the person to read.
+    assert out.content == "ok" and out.notes == ["not shown"]
+    assert not seen.enabled() and len(llm.calls) == 2
+    assert not VisionState("auto", "m1", state).enabled()
+    assert VisionState("auto", "other-model", state).enabled()
 
 
 async def test_vision_gate_passes_other_errors(tmp_path: Path) -> None:
-    gate = VisionGate(Refuses("HTTP 400: context length exceeded"), "auto", "m", None)
+    seen = VisionState("auto", "m", None)
+    gate = VisionGate(Refuses("HTTP 400: context length exceeded"), seen, "not shown")
     with pytest.raises(ProviderError):
         await gate.stream(IMAGE_MSG)
-    assert gate.enabled()
-    gate = VisionGate(Refuses("image server busy", status=503), "auto", "m", None)
+    assert seen.enabled()
+    gate = VisionGate(Refuses("image server busy", status=503), seen, "not shown")
     with pytest.raises(ProviderError):
         await gate.stream(IMAGE_MSG)
 

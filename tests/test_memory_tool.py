@@ -155,29 +155,22 @@ async def test_a_store_with_every_field_filled_in_keeps_the_fact(
     assert [tuple(row) for row in rows] == [("Sister is Ana", "long", None)]
 
 
-async def test_new_session_marker_is_not_stored(app: App, fake_llm: FakeOpenAI) -> None:
-    fake_llm.add(
-        Calls(
-            [
-                (
-                    "memory",
-                    {
-                        "action": "store",
-                        "layer": "session",
-                        "content": "__NEW_SESSION__",
-                        "category": "system",
-                    },
-                )
-            ]
-        ),
-        Text("fresh start"),
-    )
-    await app.agent.handle(Incoming("let's start over", telegram_user_id=5))
+async def test_the_model_ends_a_session_with_the_sessions_tool_not_a_memory(
+    app: App, fake_llm: FakeOpenAI
+) -> None:
+    """Ending a session is the sessions feature's typed effect (its new_session tool): the
+    next message opens a new session, and the ended one is archived into memory once the
+    reply is delivered."""
+    fake_llm.add(Calls([("new_session", {})]), Text("fresh start"), Text("hello again"))
+    first = await app.agent.handle(Incoming("let's start over", telegram_user_id=5))
+    await first.delivered()
+    second = await app.agent.handle(Incoming("hi", telegram_user_id=5))
+    assert second.session_id != first.session_id
     seen = [m["content"] for r in fake_llm.requests for m in r["messages"] if m["role"] == "tool"]
     assert any("new session" in c for c in seen)
     async with app.session_factory() as s:
-        contents = list((await s.execute(select(Memory.content))).scalars())
-    assert "__NEW_SESSION__" not in contents
+        kept = list((await s.execute(select(Memory.content))).scalars())
+    assert len(kept) == 1 and "let's start over" in kept[0]
 
 
 async def test_auto_recall_puts_memories_in_the_newest_turn(app: App, fake_llm: FakeOpenAI) -> None:

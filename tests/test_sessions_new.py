@@ -9,7 +9,7 @@ import httpx
 
 from bot.agent.prompt import without_context
 from bot.agent.runner import Agent, Incoming
-from bot.sessions.lifecycle import SessionTurns, start_new_session
+from bot.sessions.lifecycle import SessionTurns, new_session_tool, start_new_session
 from db.repos import core as core_repo
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests
@@ -88,7 +88,7 @@ def agent_for(env: Env, http: httpx.AsyncClient, *, archive_now: bool = False) -
         settings=env.settings,
         session_factory=env.sf,
         llm=env.llm,
-        registry=Registry([memory_tool(deps)]),
+        registry=Registry([memory_tool(deps), new_session_tool(deps)]),
         clock=env.clock,
     )
     archiver = env.archiver if archive_now else None
@@ -101,8 +101,7 @@ async def test_the_model_can_start_a_new_session(tmp_path: Path, fake_llm: FakeO
     async with make_env(tmp_path, fake_llm, T0) as env, httpx.AsyncClient() as http:
         agent = agent_for(env, http)
         first = await agent.handle(Incoming("I like rye bread", telegram_user_id=9))
-        new_session = {"action": "store", "content": "__NEW_SESSION__", "category": "system"}
-        fake_llm.add(Calls([("memory", new_session)]), Text("Fresh start! What's next?"))
+        fake_llm.add(Calls([("new_session", {})]), Text("Fresh start! What's next?"))
         reply = await agent.handle(Incoming("let's start over", telegram_user_id=9))
         # The reply still reaches the user, and the session it belongs to is closed.
         assert reply.text == "Fresh start! What's next?"
@@ -127,8 +126,7 @@ async def test_the_models_new_session_is_archived_once_the_reply_is_delivered(
     async with make_env(tmp_path, fake_llm, T0) as env, httpx.AsyncClient() as http:
         agent = agent_for(env, http, archive_now=True)
         first = await agent.handle(Incoming("I like rye bread", telegram_user_id=9))
-        new_session = {"action": "store", "content": "__NEW_SESSION__", "category": "system"}
-        fake_llm.add(Calls([("memory", new_session)]), Text("Fresh start!"), Text(SUMMARY))
+        fake_llm.add(Calls([("new_session", {})]), Text("Fresh start!"), Text(SUMMARY))
         reply = await agent.handle(Incoming("let's start over", telegram_user_id=9))
         assert reply.text == "Fresh start!"
         # The summary (a model call) waits until the adapter has sent the reply.

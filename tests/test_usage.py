@@ -17,6 +17,7 @@ from bot.app import App, build_app
 from bot.config import Settings
 from bot.errors import ConfigError
 from bot.llm.client import LLMClient
+from bot.usage.meter import METER
 from bot.usage.models import ModelUsage
 from bot.usage.report import usage_text
 from bot.usage.settings import PriceTable, parse_prices
@@ -102,7 +103,7 @@ async def test_without_provider_usage_the_tokens_are_estimated(
         assert row.cost_usd == pytest.approx(
             (row.prompt_tokens * 1 + row.completion_tokens * 2) / 1e6
         )
-        text = await usage_text(app.meter, row.user_id)  # type: ignore[arg-type]
+        text = await usage_text(app.part(METER), row.user_id)
         assert "1 estimated (no usage from the provider)" in text
     finally:
         await app.close()
@@ -113,7 +114,7 @@ async def test_a_model_without_a_price_counts_tokens_only(app: App, fake_llm: Fa
     await app.agent.handle(ask("hello"))
     (row,) = await rows(app)
     assert row.cost_usd is None and row.prompt_tokens == 100
-    text = await usage_text(app.meter, row.user_id)  # type: ignore[arg-type]
+    text = await usage_text(app.part(METER), row.user_id)
     assert "100 tokens in · 10 out · price unknown (tokens only)" in text
     assert "$" not in text
 
@@ -130,7 +131,7 @@ async def test_usage_report_by_model_and_purpose_per_user(
         u2 = (await s.execute(select(User).where(User.telegram_id == 2))).scalar_one()
     call = ModelCall("code", u2.id, reply.session_id, reply.request_id)
     await priced.deps.llm.complete_text([{"role": "user", "content": "x"}], call=call)
-    meter = priced.meter
+    meter = priced.part(METER)
     assert meter is not None
     text = await usage_text(meter, u2.id)
     assert text.startswith("Today (2026-11-23, UTC): 2 calls · 3,200 tokens in · 320 out")
@@ -197,7 +198,7 @@ async def test_archive_summaries_and_scheduled_tasks_are_recorded_by_purpose(
     assert (chat.purpose, task.purpose, archive.purpose) == ("chat", "scheduled", "archive")
     assert archive.session_id == reply.session_id and archive.user_id == chat.user_id
     assert archive.request_id is None and archive.prompt_tokens == 800
-    text = await usage_text(priced.meter, chat.user_id)  # type: ignore[arg-type]
+    text = await usage_text(priced.part(METER), chat.user_id)
     assert "  archive summary — 1 call · 800 tokens in · 40 out" in text
     assert "  scheduled task — 1 call · 300 tokens in" in text
 

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from bot.app import App
 from bot.llm import client as llm_client
 from bot.terminal_commands import Who, run_command
+from bot.usage.meter import METER
 from db.models import User
 from tests.conftest import make_settings
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
@@ -183,7 +184,7 @@ async def test_spending_of_another_process_counts_within_a_minute(
 ) -> None:
     settings = make_settings(tmp_path, fake_llm, prices=PRICED, budget_usd="0.005/day")
     bot, chat = await start(settings, clock), await start(settings, clock)
-    meter = bot.meter
+    meter = bot.part(METER)
     assert meter is not None
     try:
         assert await meter.refusal(None) is None  # totals read now

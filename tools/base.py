@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
 from pydantic import BaseModel
@@ -23,7 +23,8 @@ from pydantic import BaseModel
 from db.engine import SessionFactory
 from tools.effects import NONE, Declared, Effects
 from tools.errors import ConfigError, ProviderError, ToolError
-from tools.model_call import ModelCall
+from tools.model_call import ModelCall, Purpose
+from tools.state import Slot
 
 if TYPE_CHECKING:  # built by the wiring
     from tools.memory.store import MemoryStore
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # built by the wiring
 __all__ = ["ConfigError", "ProviderError", "ToolError"]
 
 P = TypeVar("P", bound=BaseModel)
+T = TypeVar("T")
 S = TypeVar("S", bound=BaseModel)
 ToolOutput = str | dict[str, Any] | list[Any]
 Clock = Callable[[], datetime]
@@ -40,9 +42,18 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
+def user_tz(name: str | None, default: ZoneInfo) -> ZoneInfo:
+    """A user's own zone, or the default when they have none (or a stored one went bad)."""
+    try:
+        return ZoneInfo(name) if name else default
+    except (ZoneInfoNotFoundError, ValueError):
+        return default
+
+
 @dataclass
 class RequestContext:
-    """One user message being answered: who, where, and per-request state."""
+    """One user message being answered: who, where and when (and why: a chat or a scheduled
+    task); what a feature keeps per request lives in its own Slot."""
 
     request_id: str
     user_id: int  # users.id
@@ -53,22 +64,19 @@ class RequestContext:
     chat_id: int | None = None
     timezone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
     clock: Clock = system_clock
-    # Set by the runtime when the session must end after this request (e.g. the model
-    # asked for a new session); the adapter reads it.
-    new_session_requested: bool = False
-    # Files a tool made for the user, (name, bytes), e.g. what code wrote to ./output/;
-    # the adapter delivers them with the answer.
-    files_out: list[tuple[str, bytes]] = field(default_factory=list)
-    # False when the user had no memory at all as the request began (read with the user's
-    # row), so auto-recall has nothing to look up; None when nobody checked.
-    has_memories: bool | None = None
-    scheduled: bool = False  # a scheduled task runs it: the user is not watching
-    deletions: int = 0  # calls let through that delete what the user kept (approvals count)
-    # The outside content this turn has seen so far (tools/effects.py Effects.outside: "the
-    # page https://…", a document, a remembered page): its later writing calls ask first.
-    outside: list[str] = field(default_factory=list)
-    # Tool calls (their ids) the user allowed by answering a question for this very call.
-    confirmed: set[str] = field(default_factory=set)
+    purpose: Purpose = "chat"  # "scheduled": a scheduled task runs it, nobody is watching
+    _state: dict[Slot[Any], Any] = field(default_factory=dict, repr=False)
+
+    def state(self, slot: Slot[T]) -> T:
+        """This request's value of a feature's slot (made on first read)."""
+        if slot not in self._state:
+            self._state[slot] = slot.default()
+        value: T = self._state[slot]
+        return value
+
+    @property
+    def scheduled(self) -> bool:
+        return self.purpose == "scheduled"
 
     def now(self) -> datetime:
         return self.clock()
@@ -229,6 +237,9 @@ class ToolDeps:
     # Where tools keep files between requests (DATA_DIR): the code tool's inputs.
     data_dir: Path = Path("./data")
     endpoint: ModelEndpoint | None = None  # None: no tool may hand the model on
+    tz: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))  # TZ: users without their own
+    owners: tuple[int, ...] = ()  # ALLOWED_USER_IDS: who may talk to the bot, the owner first
+    scrub: Callable[[str], str] = str  # masks the settings' secrets in a text
 
     def settings_for(self, model: type[S]) -> S:
         """A feature's own settings slice, typed: the settings hold every listed feature's

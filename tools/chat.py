@@ -58,6 +58,9 @@ class Completion:
     written: int = 0
     # The output limit cut a written call of an offered tool short: left out of content.
     cut_call: bool = False
+    # Lines the person reads under the answer about this call (a wrapper's: the image was
+    # not shown), each once.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def truncated(self) -> bool:

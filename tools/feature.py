@@ -1,10 +1,12 @@
 """What a feature is: one declaration in its own folder, listed once in bot/features.py.
 
 A feature declares its settings slice, its tools, its tables, its commands (rendered by both
-Telegram and the terminal), its buttons, its scheduled jobs, its long-lived parts and its
-doctor check. The app derives everything else from the list: the settings class, Alembic's
-metadata, the command menu and both /help's, the scheduler's jobs, the doctor and the
-system prompt's tool lines. CONTRIBUTING.md walks through adding one.
+Telegram and the terminal), its buttons, its scheduled jobs, its long-lived parts (typed
+keys), its model wrappers, per-request hooks and before-tool gates (tools/hooks.py), its
+prompt context and its doctor check; its per-request state is a Slot (tools/state.py). The
+app derives everything else from the list: the settings class, Alembic's metadata, the
+command menu and both /help's, the scheduler's jobs, the doctor, the system prompt's tool
+lines, the model's wrappers, the agent's hooks and gates. CONTRIBUTING.md walks through adding one.
 
 This module sits below bot/: a feature under tools/ reaches the running app only through
 `Host`, a typed protocol the app implements, never by importing bot/.
@@ -15,21 +17,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 
 from db.repos.core import Recipient
 from tools.base import CheckResult, RequestContext, ToolDeps, ToolModule
+from tools.chat import ChatModel
+from tools.hooks import File, Gate, RequestHooks
+from tools.state import Key
 
 if TYPE_CHECKING:  # the registry imports the extension machinery; a feature needs only the type
     from tools.registry import Registry
 
 T = TypeVar("T")
-
-# A file sent with a delivered message: (name, content).
-File = tuple[str, bytes]
 
 
 class Deliver(Protocol):
@@ -41,11 +43,17 @@ class Deliver(Protocol):
     ) -> int: ...
 
 
-class Part(Protocol):
-    """A long-lived object a feature builds once per process (a job runner, a cache); the
-    app stops every part at shutdown, in reverse order of building."""
+@dataclass(frozen=True)
+class Provide(Generic[T]):
+    """A part a feature builds once per process. Built with the app, in the list's order
+    (a builder may `await host.need(other)` for a part it depends on), or when an adapter
+    starts (`on_start`: it delivers or runs in the background, so `sidekick doctor` never
+    builds it); stopped at shutdown in reverse order."""
 
-    async def stop(self) -> None: ...
+    key: Key[T]
+    build: Callable[[Host], Awaitable[T]]
+    stop: Callable[[T], Awaitable[None]] | None = None
+    on_start: bool = False
 
 
 class Host(Protocol):
@@ -60,9 +68,26 @@ class Host(Protocol):
         what /tools reports and the doctor counts."""
         ...
 
-    def part(self, kind: type[T]) -> T:
-        """The one part of that type some feature built, or that the app built for the
-        features before any adapter starts (the usage Meter); raises LookupError if none."""
+    def part(self, key: Key[T]) -> T:
+        """The part a listed feature built under `key`; LookupError when none did (its
+        feature is not listed, or an on_start part before an adapter started)."""
+        ...
+
+    def has(self, key: Key[Any]) -> bool:
+        """Whether a listed feature provides `key` (and it is built)."""
+        ...
+
+    async def need(self, key: Key[T]) -> T:
+        """The part, built now if it is not yet (a builder's dependency)."""
+        ...
+
+    async def wrapped(self, model: ChatModel) -> ChatModel:
+        """`model` inside every listed feature's model wrappers (metering, ...)."""
+        ...
+
+    async def model_client(self, timeout_s: float) -> ChatModel:
+        """A client of the model of its own whose answers may take `timeout_s` (session
+        summaries on a slow local server), wrapped like the app's."""
         ...
 
     @property
@@ -186,7 +211,15 @@ class Feature:
     # Presses of the buttons its answers carry (CommandCall.args = the button's data).
     press: Callable[[CommandCall], Awaitable[Pressed]] | None = None
     jobs: tuple[Job, ...] = ()
-    parts: tuple[Callable[[Host], Part], ...] = ()  # built when the adapter starts
+    parts: tuple[Provide[Any], ...] = ()
+    # Model wrappers (tools/chat.py ModelWrapper), around the model in the list's order:
+    # the first listed feature's is innermost.
+    wraps: tuple[Callable[[Host, ChatModel], Awaitable[ChatModel]], ...] = ()
+    # Per-request hooks (tools/hooks.py); a builder may return None (off under these
+    # settings). Built with the agent, after the parts and the tools.
+    turns: tuple[Callable[[Host], RequestHooks | None], ...] = ()
+    # What every tool call passes before it runs (approvals).
+    gates: tuple[Callable[[Host], Gate | None], ...] = ()
     # Sections of every prompt's [context] block, built with the agent; a builder may
     # return None (the feature is off under these settings).
     context: tuple[Callable[[ToolDeps], ContextProvider | None], ...] = ()

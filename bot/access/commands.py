@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from bot.access import repo
-from bot.access.gate import AccessList
+from bot.access.gate import ACCESS
 from bot.access.models import AccessEntry
 from db.repos.core import Recipient
 from tools.feature import Answer, Button, CommandCall, Pressed
@@ -34,7 +34,7 @@ async def _is_owner(call: CommandCall) -> bool:
     person at the machine."""
     if call.host.local:
         return True
-    owner = await call.host.part(AccessList).owner()
+    owner = await call.host.part(ACCESS).owner()
     return owner is not None and call.who.telegram_id == owner
 
 
@@ -49,7 +49,7 @@ async def users(call: CommandCall) -> Answer | str:
     """/users: the seed list, then everyone let in from the chat, with Remove buttons."""
     if not await _is_owner(call):
         return OWNER_ONLY
-    access = call.host.part(AccessList)
+    access = call.host.part(ACCESS)
     rows = await repo.entries(call.host.deps.session_factory)
     lines = [f"• id {i}: in ALLOWED_USER_IDS (.env)" for i in access.seed]
     lines += [_line(e) for e in rows if e.chat_id not in access.seed]
@@ -96,7 +96,7 @@ async def press(call: CommandCall) -> Pressed:
         return Pressed("That button is out of date.", alert=True)
     if not await _is_owner(call):
         return Pressed(OWNER_ONLY, alert=True)
-    access = call.host.part(AccessList)
+    access = call.host.part(ACCESS)
     chat_id = int(key)
     if chat_id in access.seed:
         return Pressed("That id is in ALLOWED_USER_IDS: remove it from .env.", alert=True)

@@ -7,12 +7,19 @@ anyone else and when to ask the owner."""
 from __future__ import annotations
 
 from bot.access import commands
+from bot.access.gate import ACCESS, AccessList
 from bot.access.models import AccessEntry
-from tools.feature import Command, Feature
+from tools.feature import Command, Feature, Host, Provide
+
+
+async def access_list(host: Host) -> AccessList:
+    return AccessList(host.deps.owners, host.deps.session_factory)
+
 
 FEATURE = Feature(
     name="access",
     models=(AccessEntry,),
     commands=(Command("users", "who may talk to me (owner only)", commands.users),),
     press=commands.press,
+    parts=(Provide(ACCESS, access_list),),
 )

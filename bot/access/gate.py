@@ -19,6 +19,7 @@ from datetime import datetime
 
 from bot.access import repo
 from db.engine import SessionFactory
+from tools.state import Key
 
 REFRESH_S = 30.0
 MISS_REFRESH_S = 1.0
@@ -75,3 +76,6 @@ class AccessList:
         learned = await repo.learn_owner(self._sf, telegram_id, name, now)
         self.invalidate()
         return learned
+
+
+ACCESS: Key[AccessList] = Key("access.list")

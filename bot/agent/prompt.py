@@ -9,7 +9,9 @@ import re
 from datetime import datetime
 from typing import Any, Protocol
 
+from bot.llm.settings import ModelSettings
 from tools.base import RequestContext
+from tools.chat import ChatModel
 from tools.feature import ContextProvider
 from tools.tokens import estimate_tokens
 
@@ -228,3 +230,34 @@ def context_of(messages: list[dict[str, Any]]) -> str:
             head, sep, _ = m["content"].partition(CONTEXT_CLOSE)
             return head + sep if head.startswith(CONTEXT_OPEN) else ""
     return ""
+
+
+PREFIX_RESERVE = 2500  # room for the system prompt and the tool schemas
+# Tokens of session history sent with each message when the model's context is not known:
+# a few dozen turns, within any current model's context next to the prefix and the answer.
+HISTORY_TOKEN_BUDGET = 6000
+OUTPUT_RESERVE = 1024  # when LLM_MAX_OUTPUT_TOKENS is not set
+
+
+def history_budget(settings: ModelSettings, context: int | None = None) -> int:
+    """HISTORY_TOKEN_BUDGET, lowered to what the model's context leaves when it is known
+    (`context`: LLM_CONTEXT_TOKENS or what the server says). The answer's share is capped at
+    a quarter of the context: LLM_MAX_OUTPUT_TOKENS is a ceiling, and a 4k-context model
+    with the 4k default would otherwise leave no room for history."""
+    budget = HISTORY_TOKEN_BUDGET
+    if context is None:
+        context = settings.llm_context_tokens
+    if context > 0:
+        out = min(settings.llm_max_output_tokens or OUTPUT_RESERVE, context // 4)
+        budget = min(budget, max(200, context - out - PREFIX_RESERVE))
+    return budget
+
+
+async def context_size(llm: ChatModel) -> int | None:
+    """The model's context in tokens where the client knows it (LLM_CONTEXT_TOKENS, or what
+    llama.cpp / Ollama say, asked once per model), else None."""
+    try:
+        return await llm.context_tokens()
+    except Exception:  # a probe that fails leaves the configured budget, not the message
+        log.warning("could not read the model's context size", exc_info=True)
+        return None

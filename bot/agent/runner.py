@@ -4,7 +4,7 @@ Storage goes through one seam (db/conversation.py): the turn begins by storing t
 message before any model call (then the context block it is first sent with), each tool
 round and the answer are recorded in one transaction each, with the rows features' turn
 hooks hand over (model calls' usage) inside them. Features reach the loop only through
-bot/agent/hooks.py's declarations (no names). A request a restart cut goes on through the
+tools/hooks.py's declarations (no names). A request a restart cut goes on through the
 same loop (`resume`), seeded from its records.
 """
 
@@ -16,10 +16,32 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from bot.agent.hooks import (
-    AgentHooks,
-    HookChain,
+from bot.agent.prompt import (
+    context_block,
+    context_size,
+    history_budget,
+    provided_sections,
+    sent_context,
+    system_prompt,
+    to_openai,
+    trim_history,
+    with_context,
+    with_parts,
+    without_echo,
+)
+from bot.agent.toolexec import repeated_failure, run_round, wire_calls
+from bot.config import Settings
+from db.conversation import Conversation, HistoryRow, SqlConversation, Started, ToolResult, Turn
+from db.engine import SessionFactory
+from tools.base import Clock, RequestContext, system_clock, user_tz
+from tools.chat import ChatModel, OnText
+from tools.effects import SEEN, seen_outside
+from tools.feature import ContextProvider
+from tools.hooks import (
+    Gate,
+    History,
     HookRefusal,
     ModelRequest,
     NoPeriods,
@@ -29,24 +51,6 @@ from bot.agent.hooks import (
     TurnChain,
     TurnPolicy,
 )
-from bot.agent.prompt import (
-    context_block,
-    provided_sections,
-    sent_context,
-    system_prompt,
-    with_context,
-    with_parts,
-    without_echo,
-)
-from bot.agent.toolexec import repeated_failure, run_round, wire_calls
-from bot.approvals.gate import Approvals, seen_outside
-from bot.config import Settings
-from bot.sessions.history import HistoryWindow, Prefetched
-from db.conversation import Conversation, SqlConversation, Started, ToolResult, Turn
-from db.engine import SessionFactory
-from tools.base import Clock, RequestContext, system_clock
-from tools.chat import ChatModel, OnText
-from tools.feature import ContextProvider
 from tools.model_call import Purpose
 from tools.registry import Registry
 
@@ -94,9 +98,6 @@ class Reply:
     files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
     notes: str = ""  # lines under the answer (fallback, budget warning, usage footer)
     user_id: int | None = None  # users.id of who asked
-    # Their /voice mode, read with the turn's start (None: never set); the adapter decides
-    # from it whether to speak the answer.
-    voice_mode: str | None = None
 
     async def delivered(self) -> None:
         """The adapter calls this once the reply is out."""
@@ -126,17 +127,16 @@ class Agent:
     registry: Registry
     clock: Clock = system_clock
     context_providers: list[ContextProvider] = field(default_factory=list)
-    hooks: list[AgentHooks] = field(default_factory=list)  # /context accounting, ...
-    # Features' per-request hooks (usage metering, the session closed on request), in order.
+    # The features' per-request hooks, in the list's order (tools/hooks.py).
     requests: list[RequestHooks] = field(default_factory=list)
+    gate: Gate | None = None  # what every tool call passes first; None: all run
     turn_policy: TurnPolicy = field(default_factory=NoPeriods)  # when a period is over
-    approvals: Approvals | None = None  # the gate before risky tool calls; None: never asks
+    history: History | None = None  # None: the newest turns that fit, as read
+    default_tz: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
     conversation: Conversation = field(init=False)
-    window: HistoryWindow = field(init=False)
 
     def __post_init__(self) -> None:
         self.conversation = SqlConversation(self.session_factory)
-        self.window = HistoryWindow(self.session_factory, self.clock)
 
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
         now, request_id = self.clock(), uuid.uuid4().hex[:16]
@@ -185,16 +185,14 @@ class Agent:
             user_name=user.name,
             telegram_user_id=incoming.telegram_user_id,
             chat_id=incoming.chat_id,
-            timezone=self.settings.session_policy.zone(user.timezone),
+            timezone=user_tz(user.timezone, self.default_tz),
             clock=self.clock,
-            has_memories=started.has_memories,
-            scheduled=incoming.purpose == "scheduled",
+            purpose=incoming.purpose,
         )
-        turns = TurnChain.begin(self.requests, ctx, user, incoming.purpose)
-        prefetched = self.window.wire(started.session_id, started.history)
-        reply = await self._loop(ctx, incoming, events or Events(), prefetched, turns, used)
-        reply.files = ctx.files_out
-        reply.user_id, reply.voice_mode = user.id, user.voice_mode
+        turns = await TurnChain.begin(self.requests, ctx)
+        reply = await self._loop(ctx, incoming, events or Events(), started.history, turns, used)
+        reply.files = turns.files(ctx)
+        reply.user_id = user.id
         reply.followup = await turns.after_answer(ctx)
         return reply
 
@@ -203,15 +201,14 @@ class Agent:
         ctx: RequestContext,
         incoming: Incoming,
         events: Events,
-        prefetched: Prefetched,
+        rows: Sequence[HistoryRow],
         turns: TurnChain,
         used: int,
     ) -> Reply:
         """`used`: tool calls the request made before (a continued turn's recorded ones)."""
-        hooks = HookChain([*turns.turns, *self.hooks])
         turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
         tools = self.registry.for_request(ctx, incoming.text)
-        parts = await self.build_prompt(ctx, incoming.text, prefetched)
+        parts = await self.build_prompt(ctx, incoming.text, rows)
         block = sent_context(parts.history)
         if block is not None and ctx.trigger_message_id is not None:
             # Kept with the turn as first sent: each later request extends this one byte for
@@ -219,41 +216,41 @@ class Agent:
             await self.conversation.keep_context(ctx.trigger_message_id, block)
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
-        ctx.outside += seen_outside(messages)  # earlier turns' pages, this message's files
+        ctx.state(SEEN).add(seen_outside(messages))  # earlier turns' pages, this message's files
         cap, rounds = MAX_TOOL_CALLS, 0
         ran: list[str] = []  # the tools this request called, for an empty answer's line
         last: list[ToolResult] = []  # the last round's results, for the same
         failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed
         model = turns.model()  # e.g. the user's /model pick
+        said: list[str] = []  # what the model wrappers said of the calls (an image not shown)
 
         async def answer(
             text: str, cut: str = "", stopped: bool = False, notes: bool = True
         ) -> Reply:
-            await self.conversation.record_answer(
-                turn, self.clock(), text, turns.record_writes(ctx)
-            )
-            await hooks.on_answer(ctx, text)
-            lines = cut + (turns.notes() if notes else "")
+            await self.conversation.record_answer(turn, self.clock(), text, turns.writes(ctx))
+            await turns.on_answer(ctx, text)
+            lines = cut + "".join(f"\n\n{n}" for n in said) + (turns.notes() if notes else "")
             return Reply(text + lines, ctx.request_id, ctx.session_id, used, stopped, notes=lines)
 
         while True:
             req = ModelRequest(ctx, messages, tools.schemas(), parts, rounds)
             try:
-                await hooks.on_model_request(req)
+                await turns.on_model_request(req)
             except HookRefusal as refusal:
                 return await answer(str(refusal), notes=False)
             completion = await self.llm.stream(
                 messages, req.tools or None, events.on_text, model=model, on_wait=events.on_wait
             )
-            await hooks.on_model_response(req, completion)
+            await turns.on_model_response(req, completion)
+            said += [n for n in completion.notes if n not in said]
             rounds += 1
             calls = completion.tool_calls
             if not calls:
                 # An empty answer is recorded as it was, empty: a small model copies a stored
                 # placeholder into every later answer. The person reads which tools ran.
-                said = without_echo(completion.content).strip()
-                note = (nothing_said(ran, last) if not said else "") + completion.cut_note
-                return await answer(said, note)
+                text = without_echo(completion.content).strip()
+                note = (nothing_said(ran, last) if not text else "") + completion.cut_note
+                return await answer(text, note)
             wire = wire_calls(calls)
             # turn_fields: the reasoning, where the provider needs it back with the calls.
             messages.append(
@@ -267,7 +264,7 @@ class Agent:
             if events.on_tools is not None and used < cap:
                 await events.on_tools([c.name for c in calls[: cap - used]])
             results = await run_round(
-                tools, ctx, calls, completion.content, used=used, cap=cap, gate=self.approvals
+                tools, ctx, calls, completion.content, used=used, cap=cap, gate=self.gate
             )
             used = min(cap, used + len(calls))
             ran += [c.name for c in calls]
@@ -278,9 +275,9 @@ class Agent:
                 completion.content or "",
                 wire,
                 results,
-                turns.record_writes(ctx),
+                turns.writes(ctx),
             )
-            await hooks.on_tool_round(ToolRound(ctx, completion.content, wire, calls, results))
+            await turns.on_tool_round(ToolRound(ctx, completion.content, wire, calls, results))
             messages += [
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in results
             ]
@@ -294,15 +291,22 @@ class Agent:
                 return await answer(stop)
 
     async def build_prompt(
-        self, ctx: RequestContext, text: str, prefetched: Prefetched
+        self, ctx: RequestContext, text: str, rows: Sequence[HistoryRow]
     ) -> PromptParts:
         # Recall and history are independent reads: run them side by side.
         sections, history = await asyncio.gather(
-            provided_sections(self.context_providers, ctx, text),
-            self.window.fit(ctx, self.settings, self.llm, prefetched),
+            provided_sections(self.context_providers, ctx, text), self.fit(ctx, rows)
         )
         now = ctx.now().astimezone(ctx.timezone)
         # Stable system prompt first (cacheable); time and recall ride in the newest turn.
         system = system_prompt(ctx.user_name, self.registry.prompt_lines())
         block = context_block(now, sections)
-        return PromptParts(system, sections, with_context(history.history, block))
+        return PromptParts(system, sections, with_context(history, block))
+
+    async def fit(self, ctx: RequestContext, rows: Sequence[HistoryRow]) -> list[dict[str, Any]]:
+        """The history the prompt shows: a feature's window, else the newest turns read
+        with the message that fit the budget."""
+        if self.history is not None:
+            return await self.history.fit(ctx, self.llm, rows)
+        budget = history_budget(self.settings, await context_size(self.llm))
+        return trim_history([to_openai(r) for r in rows], budget)

@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.approvals.gate import Approvals, marks
 from db.conversation import ToolResult
 from tools.base import RequestContext, RequestTools, ToolCall, ToolError, ToolOutput
 from tools.chat import LLMToolCall
-from tools.effects import outside_note
+from tools.effects import SEEN, marks, outside_note
+from tools.hooks import Gate
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ async def run_call(
     tools: RequestTools,
     c: LLMToolCall,
     call: ToolCall,
-    gate: Approvals | None = None,
+    gate: Gate | None = None,
     seen: list[str] | None = None,
 ) -> ToolResult:
     """`seen` gets the outside content the call returned (its source), if any."""
@@ -150,7 +150,7 @@ async def run_round(
     *,
     used: int,
     cap: int,
-    gate: Approvals | None = None,
+    gate: Gate | None = None,
 ) -> list[ToolResult]:
     """Calls run at once while the request has room under `cap` (`used` so far); the rest
     are answered that the cap was reached."""
@@ -162,7 +162,7 @@ async def run_round(
         )
     )
     # After the round: calls of one round were chosen before any of its results was read.
-    ctx.outside += [s for s in dict.fromkeys(seen) if s not in ctx.outside]
+    ctx.state(SEEN).add(seen)
     note = f"Not run: the limit of {cap} tool calls for this message was reached."
     capped = [
         ToolResult(c.id, c.name, c.arguments, note, False, "tool-call cap reached", 0.0)

@@ -1,13 +1,26 @@
-"""Approvals: the gate before risky tool calls (built with the agent in bot/app.py, asked
-through the adapter that runs), the audit of every decision, /approvals to list and revoke
+"""Approvals: the gate before risky tool calls (APPROVALS, a part; it asks through the
+adapter that runs, which sets its asker), the audit of every decision, /approvals to list and revoke
 the "always" grants, and the question's Allow once / Always / Deny buttons."""
 
 from __future__ import annotations
 
 from bot.approvals import commands
+from bot.approvals.gate import APPROVALS, TIMEOUT_S, Approvals
 from bot.approvals.models import ApprovalDecision, ApprovalGrant
 from bot.approvals.settings import ApprovalSettings
-from tools.feature import Command, Feature
+from tools.feature import Command, Feature, Host, Provide
+from tools.hooks import Gate
+
+
+async def approvals(host: Host) -> Approvals:
+    deps = host.deps
+    mode = deps.settings_for(ApprovalSettings).approvals
+    return Approvals(mode, TIMEOUT_S, deps.session_factory, deps.clock, deps.scrub)
+
+
+def gate(host: Host) -> Gate:
+    return host.part(APPROVALS)
+
 
 FEATURE = Feature(
     name="approvals",
@@ -19,4 +32,6 @@ FEATURE = Feature(
         ),
     ),
     press=commands.press,
+    parts=(Provide(APPROVALS, approvals),),
+    gates=(gate,),
 )

@@ -11,7 +11,8 @@ only the user's own words and memories runs sandboxed code without asking. An "a
 grant given in a chat covers chats; a scheduled task's run, which nobody watches, needs a
 grant given for one.
 
-What the turn has seen is read from the prompt itself (seen_outside): a tool result or a
+What the turn has seen is read from the prompt itself (tools/effects.py seen_outside): a tool
+result or a
 document marked as outside content where it was made (tools/effects.py OUTSIDE_MARK), a
 remembered page, an image; the current turn's own tool results are added as they return
 (bot/agent/toolexec.py). The memory tool reads it too: it asks before storing what such a
@@ -22,16 +23,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from bot.approvals import repo
 from db.engine import SessionFactory
 from tools.base import Clock, Tool, ToolCall
-from tools.effects import OUTSIDE_MARK, Effects
+from tools.effects import SEEN, Effects
+from tools.state import Key, Slot
 
 log = logging.getLogger(__name__)
 
@@ -49,36 +50,6 @@ NOBODY = "Not run: this action needs the user's approval, and there is no one to
 DECISIONS: dict[Choice | None, str] = {
     "once": "once", "always": "always", "deny": "denied", None: "timeout",
 }  # fmt: skip
-IMAGE = "an image"
-# Anywhere in a text: a remembered page sits inside the recall lines or a tool's JSON. Text
-# that only pretends to be marked makes a turn more careful, never less.
-_MARK = re.compile(re.escape(OUTSIDE_MARK) + r"([^;\]\n]{1,300})")
-
-
-def marks(text: str) -> list[str]:
-    """The sources of the outside content marked in `text`."""
-    return [m[1].strip() for m in _MARK.finditer(text)]
-
-
-def seen_outside(messages: Iterable[dict[str, Any]]) -> list[str]:
-    """The sources of outside content in these wire messages (the user's and tools'; what
-    the assistant said is the model's own), each once, in order."""
-    found: list[str] = []
-    for m in messages:
-        if m.get("role") not in ("user", "tool"):
-            continue
-        content = m.get("content")
-        if isinstance(content, str):
-            found += marks(content)
-        elif isinstance(content, list):  # a message with parts: text and images
-            for part in content:
-                if not isinstance(part, dict):
-                    continue
-                if part.get("type") == "image_url":
-                    found.append(IMAGE)
-                elif isinstance(text := part.get("text"), str):
-                    found += marks(text)
-    return list(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -141,6 +112,16 @@ def action_text(tool: str, args: dict[str, Any]) -> str:
 
 
 @dataclass
+class Deletions:
+    """Calls let through in this request that delete what the user kept."""
+
+    count: int = 0
+
+
+DELETIONS = Slot("approvals.deletions", Deletions)
+
+
+@dataclass
 class Approvals:
     mode: str
     timeout_s: float
@@ -154,15 +135,16 @@ class Approvals:
     ) -> str | None:
         """None: run the call; else the sentence the model gets instead of its result."""
         ctx, fx = call.ctx, tool.effects_of(params)
-        risky = needs_approval(self.mode, fx, scheduled=ctx.scheduled, deletions=ctx.deletions,
-                               outside=bool(ctx.outside))  # fmt: skip
+        seen, deleted = ctx.state(SEEN), ctx.state(DELETIONS)
+        risky = needs_approval(self.mode, fx, scheduled=ctx.scheduled, deletions=deleted.count,
+                               outside=bool(seen.sources))  # fmt: skip
         if risky and not await repo.granted(self.sf, ctx.user_id, tool.name, ctx.scheduled):
             if self.asker is None:
                 return NOBODY
             action, now = self.scrub(action_text(tool.name, args)), self.clock()
             key = await repo.ask(self.sf, ctx.user_id, ctx.telegram_user_id, tool.name, action, now,
                                  scheduled=ctx.scheduled)  # fmt: skip
-            why = ", ".join(ctx.outside)
+            why = ", ".join(seen.sources)
             q = Question(key, ctx.telegram_user_id, ctx.chat_id, ctx.user_name, tool.name, action,
                          fx.text(), self.timeout_s, ctx.scheduled, why)  # fmt: skip
             choice: Choice | None = None
@@ -181,6 +163,9 @@ class Approvals:
             stands = await repo.settle(self.sf, key, DECISIONS[choice], self.clock())
             if stands not in ("once", "always"):
                 return DENIED if stands == "denied" else TIMED_OUT.format(self.timeout_s)
-            ctx.confirmed.add(call.call_id)  # the user saw this very call and said yes
-        ctx.deletions += fx.deletes
+            seen.confirmed.add(call.call_id)  # the user saw this very call and said yes
+        deleted.count += fx.deletes
         return None
+
+
+APPROVALS: Key[Approvals] = Key("approvals.gate")

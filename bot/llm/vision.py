@@ -10,7 +10,6 @@ Plain completions (summaries, code) and the context size pass through unchanged.
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import re
@@ -18,15 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ProviderError
-from tools.chat import ChatModel, Completion, OnText
-from tools.model_call import ModelCall
+from tools.chat import ChatModel, Completion, ModelWrapper, OnText
+from tools.state import Key
 
 log = logging.getLogger(__name__)
 
 NOT_SHOWN = "[image not shown: this model cannot read images]"
 _REFUSAL = re.compile(r"image|vision|multi-?modal|modalit|content.{0,20}(type|part)", re.I)
 # Set in the handling task when this request's images were dropped.
-_dropped: contextvars.ContextVar[bool] = contextvars.ContextVar("images_dropped", default=False)
 
 
 def has_images(messages: list[dict[str, Any]]) -> bool:
@@ -61,9 +59,10 @@ def remembered(state_file: Path | None, model: str) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-class VisionGate:
-    def __init__(self, llm: ChatModel, mode: str, model: str, state_file: Path | None) -> None:
-        self.llm = llm
+class VisionState:
+    """Whether the model reads images: VISION_MODE, and in auto mode what it showed."""
+
+    def __init__(self, mode: str, model: str, state_file: Path | None) -> None:
         self.mode = mode
         self.model = model
         self.state_file = state_file
@@ -74,65 +73,6 @@ class VisionGate:
     def enabled(self) -> bool:
         """Whether images should be sent to the model at all."""
         return self.mode == "on" or (self.mode == "auto" and self.supported is not False)
-
-    @staticmethod
-    def reset_request() -> None:
-        _dropped.set(False)
-
-    @staticmethod
-    def dropped() -> bool:
-        """True when this request's images were not seen by the model."""
-        return _dropped.get()
-
-    async def stream(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        on_text: OnText | None = None,
-        *,
-        model: str | None = None,
-        on_wait: OnText | None = None,
-    ) -> Completion:
-        if not has_images(messages):
-            return await self.llm.stream(messages, tools, on_text, model=model, on_wait=on_wait)
-        try:
-            out = await self.llm.stream(messages, tools, on_text, model=model, on_wait=on_wait)
-        except ProviderError as exc:
-            status = exc.status or 0
-            if not (400 <= status < 500 and status != 429 and _REFUSAL.search(str(exc))):
-                raise
-            log.warning("the model rejected an image (%s); answering without it", exc)
-            if self.mode == "auto":
-                self._remember(False)
-            _dropped.set(True)
-            return await self.llm.stream(
-                without_images(messages), tools, on_text, model=model, on_wait=on_wait
-            )
-        if self.mode == "auto" and self.supported is None:
-            self._remember(True)
-        return out
-
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        max_tokens: int | None = None,
-        *,
-        model: str | None = None,
-        call: ModelCall | None = None,
-    ) -> Completion:
-        return await self.llm.complete(messages, max_tokens, model=model, call=call)
-
-    async def complete_text(
-        self,
-        messages: list[dict[str, Any]],
-        max_tokens: int | None = None,
-        *,
-        call: ModelCall | None = None,
-    ) -> str:
-        return await self.llm.complete_text(messages, max_tokens, call=call)
-
-    async def context_tokens(self, model: str | None = None) -> int | None:
-        return await self.llm.context_tokens(model)
 
     def _load(self) -> bool | None:
         return remembered(self.state_file, self.model)
@@ -155,3 +95,46 @@ class VisionGate:
             self.state_file.write_text(json.dumps(known))
         except (OSError, ValueError):
             log.warning("could not save what the model supports to %s", self.state_file)
+
+
+class VisionGate(ModelWrapper):
+    """The chat model, with a request's images taken out when the model refuses them; the
+    completion then carries `dropped_note`, which the person reads under the answer."""
+
+    def __init__(self, inner: ChatModel, state: VisionState, dropped_note: str) -> None:
+        super().__init__(inner)
+        self.state = state
+        self.dropped_note = dropped_note
+
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: OnText | None = None,
+        *,
+        model: str | None = None,
+        on_wait: OnText | None = None,
+    ) -> Completion:
+        if not has_images(messages):
+            return await self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)
+        state = self.state
+        try:
+            out = await self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)
+        except ProviderError as exc:
+            status = exc.status or 0
+            if not (400 <= status < 500 and status != 429 and _REFUSAL.search(str(exc))):
+                raise
+            log.warning("the model rejected an image (%s); answering without it", exc)
+            if state.mode == "auto":
+                state._remember(False)
+            out = await self.inner.stream(
+                without_images(messages), tools, on_text, model=model, on_wait=on_wait
+            )
+            out.notes.append(self.dropped_note)
+            return out
+        if state.mode == "auto" and state.supported is None:
+            state._remember(True)
+        return out
+
+
+VISION: Key[VisionState] = Key("media.vision")

@@ -21,6 +21,7 @@ from bot.media.settings import TELEGRAM_DOWNLOAD_LIMIT_MB, MediaSettings
 from bot.media.transcribe import VOICE_OFF, Transcriber
 from tools.code.files import INPUT_DIR, InputStore
 from tools.effects import outside_note
+from tools.state import Key
 
 AUDIO_KINDS = ("voice", "audio", "video_note")
 EXCERPT_CHARS = 2000  # of a long document, shown inline
@@ -212,3 +213,6 @@ def _describe(got: extract.Extracted, size: int) -> str:
             bits.append(f"first {got.pages_read} read")
     bits.append(f"{size / 1024:.0f} KB")
     return ", ".join(bits)
+
+
+MEDIA: Key[MediaService] = Key("media.service")

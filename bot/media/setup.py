@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
-import httpx
+from pydantic import SecretStr
 
-from bot.config import Settings
-from bot.llm.vision import VisionGate
-from bot.media.attachments import MediaService
-from bot.media.settings import VISION_FILE, VISION_MODE
+from bot.llm.vision import VISION, VisionGate, VisionState
+from bot.media.attachments import NO_VISION, MediaService
+from bot.media.settings import VISION_FILE, VISION_MODE, MediaSettings
 from bot.media.transcribe import transcriber
 from tools.chat import ChatModel
 from tools.code.files import InputStore
+from tools.feature import Host
 
 
-def vision_gate(settings: Settings, llm: ChatModel) -> VisionGate:
-    return VisionGate(llm, VISION_MODE, settings.llm_model, settings.data_dir / VISION_FILE)
+async def vision_state(host: Host) -> VisionState:
+    deps = host.deps
+    model = deps.endpoint.model if deps.endpoint is not None else ""
+    return VisionState(VISION_MODE, model, deps.data_dir / VISION_FILE)
 
 
-def build_media(settings: Settings, http: httpx.AsyncClient, vision: VisionGate) -> MediaService:
-    stt = transcriber(settings, settings.llm_base_url, settings.llm_api_key, http)
-    inputs = InputStore(settings.data_dir / "inputs")
+async def vision_gate(host: Host, model: ChatModel) -> ChatModel:
+    return VisionGate(model, await host.need(VISION), NO_VISION)
+
+
+async def media(host: Host) -> MediaService:
+    deps = host.deps
+    end = deps.endpoint
+    key = SecretStr(end.api_key) if end is not None and end.api_key else None
+    settings = deps.settings_for(MediaSettings)
+    stt = transcriber(settings, end.base_url if end else "", key, deps.http)
+    inputs = InputStore(deps.data_dir / "inputs")
+    vision = await host.need(VISION)
     return MediaService(settings, stt, inputs, vision.enabled, lambda: vision.supported)

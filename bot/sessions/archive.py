@@ -47,7 +47,6 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.sessions import repo
 from bot.sessions.grounding import check
-from bot.sessions.settings import user_tz
 from bot.sessions.summary import (
     CHARS_PER_TOKEN,
     DEFAULT_BUDGET,
@@ -63,7 +62,7 @@ from bot.sessions.summary import (
 from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as core_repo
-from tools.base import Clock, TextModel, ToolDeps
+from tools.base import Clock, TextModel, ToolDeps, user_tz
 from tools.effects import OUTSIDE_MARK
 from tools.model_call import ModelCall
 

@@ -1,8 +1,8 @@
 """Session summaries written in the background: /newsession answers at once while a slow
 local model takes minutes to summarise the session it closed.
 
-Built once by the app (bot/app.py, reached with `host.part(BackgroundArchive)` like a
-feature's part), so both adapters have it whether or not they run the scheduler. Each
+The sessions feature's part (ARCHIVE), built with the app, so both adapters have it whether
+or not they run the scheduler. Each
 summary goes through the Archiver's lease: if the split job (or another worker) writes
 that session's summary already, this one is a no-op, and a summary cut short by shutdown
 releases the lease and is written by the next start's split job.
@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass, field
 
 from bot.sessions.split import SessionArchiver
+from tools.state import Key
 
 log = logging.getLogger(__name__)
 
@@ -55,3 +56,6 @@ class BackgroundArchive:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+ARCHIVE: Key[BackgroundArchive] = Key("sessions.archive")

@@ -10,7 +10,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from bot.sessions import repo
-from bot.sessions.background import BackgroundArchive
+from bot.sessions.background import ARCHIVE
 from bot.sessions.lifecycle import NewSession, start_new_session
 from bot.sessions.settings import SessionSettings
 from db.repos import core as core_repo
@@ -54,7 +54,7 @@ async def new_session(
         user_name=user_name, name=name,
     )  # fmt: skip
     if created.ended_session_id is not None:
-        created.in_background = host.part(BackgroundArchive).archive_soon(created.ended_session_id)
+        created.in_background = host.part(ARCHIVE).archive_soon(created.ended_session_id)
     return created
 
 

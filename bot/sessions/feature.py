@@ -7,22 +7,56 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.llm.settings import ModelSettings
 from bot.sessions import commands
-from bot.sessions.background import BackgroundArchive
+from bot.sessions.archive import archiver_from
+from bot.sessions.background import ARCHIVE, BackgroundArchive
 from bot.sessions.doctor import session_checks, summaries_check
+from bot.sessions.history import HistoryWindow, SessionHistory
+from bot.sessions.lifecycle import TOOL, SessionTurns
 from bot.sessions.models import SessionArchive, SessionCompression
-from bot.sessions.settings import SessionSettings
-from bot.sessions.split import EVERY, SessionSplit
+from bot.sessions.settings import SessionPolicy, SessionSettings
+from bot.sessions.split import EVERY, SPLIT, SessionSplit
+from bot.sessions.summary import SUMMARY_MAX_S
 from tools.base import CheckResult
-from tools.feature import Command, Feature, Host, Job
+from tools.feature import Command, Feature, Host, Job, Provide
+from tools.hooks import HISTORY, PERIODS, RequestHooks
+from tools.memory.store import MEMORY
 
 
-def split(host: Host) -> SessionSplit:
+async def background(host: Host) -> BackgroundArchive:
+    """Session summaries run in the background with a time budget of their own, past
+    LLM_TIMEOUT_S (a slow local server takes minutes): a client of their own whose deadline
+    is the budget's ceiling, metered like every model call. None without memory."""
+    deps = host.deps
+    if not host.has(MEMORY):
+        return BackgroundArchive(None)
+    await host.need(MEMORY)
+    model = await host.model_client(SUMMARY_MAX_S)
+    return BackgroundArchive(archiver_from(deps, deps.tz, model))
+
+
+async def split(host: Host) -> SessionSplit:
     deps = host.deps
     settings = deps.settings_for(SessionSettings)
     # The archiver /newsession uses too (its summary model and budget); None without memory.
-    archiver = host.part(BackgroundArchive).archiver
+    archiver = (await host.need(ARCHIVE)).archiver
     return SessionSplit(settings, deps.session_factory, archiver, deps.clock)
+
+
+async def periods(host: Host) -> SessionPolicy:
+    return host.deps.settings_for(SessionSettings).session_policy
+
+
+async def history(host: Host) -> SessionHistory:
+    deps = host.deps
+    window = HistoryWindow(deps.session_factory, deps.clock)
+    return SessionHistory(window, deps.settings_for(ModelSettings))
+
+
+def closing(host: Host) -> RequestHooks:
+    deps = host.deps
+    return SessionTurns(deps.session_factory, deps.clock, host.part(ARCHIVE).archiver)
 
 
 async def split_due(host: Host) -> Any:
@@ -31,7 +65,7 @@ async def split_due(host: Host) -> Any:
     # still closes on its first message after the split time (db/conversation.py).
     if host.local:
         return None
-    return await host.part(SessionSplit).split_sessions()
+    return await host.part(SPLIT).split_sessions()
 
 
 async def check(host: Host) -> list[CheckResult]:
@@ -66,6 +100,13 @@ FEATURE = Feature(
             split_due,
         ),
     ),
-    parts=(split,),
+    tools=(TOOL,),
+    parts=(
+        Provide(ARCHIVE, background, BackgroundArchive.stop),
+        Provide(PERIODS, periods),
+        Provide(HISTORY, history),
+        Provide(SPLIT, split, on_start=True),
+    ),
+    turns=(closing,),
     doctor=check,
 )

@@ -27,7 +27,14 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from bot.agent.prompt import message_cost, to_openai, trim_history, with_note
+from bot.agent.prompt import (
+    context_size,
+    history_budget,
+    message_cost,
+    to_openai,
+    trim_history,
+    with_note,
+)
 from bot.llm.settings import ModelSettings
 from bot.sessions import repo
 from bot.sessions.models import SessionCompression
@@ -78,29 +85,10 @@ def _at(t: datetime) -> str:
     return t.strftime("%Y-%m-%d %H:%M")
 
 
-PREFIX_RESERVE = 2500  # room for the system prompt and the tool schemas
-# Tokens of session history sent with each message when the model's context is not known:
-# a few dozen turns, within any current model's context next to the prefix and the answer.
-HISTORY_TOKEN_BUDGET = 6000
 # How a summary standing in for old turns is verified: the grounding check alone (its
 # default, no extra model call), plus a reviewer model call ("model"), or not at all ("off").
 # Not a setting: no operator needed it, and a summary that is not checked can lose facts.
 SUMMARY_REVIEW: Review = "grounding"
-OUTPUT_RESERVE = 1024  # when LLM_MAX_OUTPUT_TOKENS is not set
-
-
-def history_budget(settings: ModelSettings, context: int | None = None) -> int:
-    """HISTORY_TOKEN_BUDGET, lowered to what the model's context leaves when it is known
-    (`context`: LLM_CONTEXT_TOKENS or what the server says). The answer's share is capped at
-    a quarter of the context: LLM_MAX_OUTPUT_TOKENS is a ceiling, and a 4k-context model
-    with the 4k default would otherwise leave no room for history."""
-    budget = HISTORY_TOKEN_BUDGET
-    if context is None:
-        context = settings.llm_context_tokens
-    if context > 0:
-        out = min(settings.llm_max_output_tokens or OUTPUT_RESERVE, context // 4)
-        budget = min(budget, max(200, context - out - PREFIX_RESERVE))
-    return budget
 
 
 @dataclass(frozen=True)
@@ -111,16 +99,6 @@ class Prefetched:
     wire: list[dict[str, Any]]
     costs: list[int]
     rows: int  # how many rows were read
-
-
-async def context_of(llm: ChatModel) -> int | None:
-    """The model's context in tokens where the client knows it (LLM_CONTEXT_TOKENS, or what
-    llama.cpp / Ollama say, asked once per model), else None."""
-    try:
-        return await llm.context_tokens()
-    except Exception:  # a probe that fails leaves the configured budget, not the message
-        log.warning("could not read the model's context size", exc_info=True)
-        return None
 
 
 @dataclass
@@ -156,7 +134,7 @@ class HistoryWindow:
         """The session's history within the budget (HISTORY_TOKEN_BUDGET, lowered to what the
         model's context leaves), oldest first, with the note on what an earlier summary
         covers or what is not shown in front of the first turn. `llm` writes the summaries."""
-        budget = history_budget(settings, await context_of(llm))
+        budget = history_budget(settings, await context_size(llm))
         got = prefetched
         # The whole session was read with the message and fits: nothing was compressed away.
         if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
@@ -313,3 +291,17 @@ class Compressor:
                 reason,
             )
         return row
+
+
+@dataclass
+class SessionHistory:
+    """The sessions' history window as the loop asks for it (tools/hooks.py History)."""
+
+    window: HistoryWindow
+    settings: ModelSettings
+
+    async def fit(
+        self, ctx: RequestContext, llm: ChatModel, rows: Sequence[HistoryRow]
+    ) -> list[dict[str, Any]]:
+        prefetched = self.window.wire(ctx.session_id, rows)
+        return (await self.window.fit(ctx, self.settings, llm, prefetched)).history

@@ -1,5 +1,5 @@
 """Starting a new chat session: the one path for /newsession, the terminal's /new and the
-model's own request (memory `__NEW_SESSION__`: SessionTurns, the sessions' part of every
+model's own request (the `new_session` tool: SessionTurns, the sessions' part of every
 agent request, closes the session after the answer). The scheduled split archives through the
 same Archiver and lets the next message open the new session; a message that arrives
 after the split time but before the scheduler got to it (the bot was down, or the job
@@ -21,13 +21,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from bot.agent.hooks import Followup, TurnHooks
+from pydantic import BaseModel
+
 from bot.sessions import repo as sessions_repo
 from bot.sessions.archive import Archiver, ArchiveResult
+from bot.sessions.split import SessionArchiver
 from db.engine import SessionFactory
 from db.repos import core as repo
-from tools.base import Clock, RequestContext
-from tools.model_call import Purpose
+from tools.base import Clock, RequestContext, Tool, ToolCall, ToolDeps, ToolModule
+from tools.hooks import Followup, TurnHooks
+from tools.state import Slot
 
 log = logging.getLogger(__name__)
 
@@ -68,23 +71,60 @@ async def start_new_session(
 
 
 @dataclass
+class Ending:
+    """Set by the new_session tool: the session ends after this request's answer."""
+
+    asked: bool = False
+
+
+ENDING = Slot("sessions.ending", Ending)
+
+
+class NewSessionParams(BaseModel):
+    pass
+
+
+async def _end(params: NewSessionParams, call: ToolCall) -> str:
+    call.ctx.state(ENDING).asked = True
+    return "A new session will start after this reply."
+
+
+def new_session_tool(deps: ToolDeps) -> Tool[NewSessionParams]:
+    return Tool(
+        name="new_session",
+        description="End this conversation after your reply: the user's next message starts "
+        "a fresh session (this one is summarised into memory). Only when the user asks.",
+        params=NewSessionParams,
+        run=_end,
+    )
+
+
+TOOL = ToolModule(
+    name="new_session",
+    build=new_session_tool,
+    prompt="new_session: start a fresh conversation when the user asks for one.",
+    extension=True,
+)
+
+
+@dataclass
 class SessionTurns(TurnHooks):
-    """The sessions' part of every agent request (bot/agent/hooks.py RequestHooks): when the
+    """The sessions' part of every agent request (tools/hooks.py RequestHooks): when the
     model asked for a fresh start, the session is closed after its answer. It holds nothing
     per request, so each request gets this same object."""
 
     session_factory: SessionFactory
     clock: Clock
-    archiver: Archiver | None  # None: memory is off; the scheduler archives it later
+    archiver: SessionArchiver | None  # None: memory is off; the scheduler archives it later
 
-    def begin(self, ctx: RequestContext, user: object, purpose: Purpose) -> SessionTurns:
+    async def begin(self, ctx: RequestContext) -> SessionTurns:
         return self
 
     async def after_answer(self, ctx: RequestContext) -> Followup | None:
         """Close the session now (the next message opens a new one) and return the
         archiving, which waits until the reply is out. Never raises: the reply goes out
         whatever happens here."""
-        if not ctx.new_session_requested:
+        if not ctx.state(ENDING).asked:
             return None
         try:
             started = await start_new_session(

@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, field_validator
 
+from tools.base import user_tz
 from tools.reminders.times import parse_hhmm
 
 if TYPE_CHECKING:
@@ -149,14 +150,6 @@ def policy_for(timezone: str, split: Split, at: str) -> SessionPolicy:
     """The policy for validated settings values (a settings object is copied in tests, so
     the cache is keyed by the values, not by the object)."""
     return SessionPolicy(ZoneInfo(timezone), split, parse_hhmm(at))
-
-
-def user_tz(name: str | None, default: ZoneInfo) -> ZoneInfo:
-    """A user's own zone, or the default when they have none (or a stored one went bad)."""
-    try:
-        return ZoneInfo(name) if name else default
-    except (ZoneInfoNotFoundError, ValueError):
-        return default
 
 
 def _aware(dt: datetime) -> datetime:

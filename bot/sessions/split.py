@@ -15,6 +15,7 @@ from bot.sessions import repo
 from bot.sessions.settings import SessionSettings
 from db.engine import SessionFactory
 from tools.base import Clock
+from tools.state import Key
 
 log = logging.getLogger(__name__)
 
@@ -123,3 +124,6 @@ class SessionSplit:
 
     async def stop(self) -> None:
         """Nothing to release: a run cut short is redone by the next start."""
+
+
+SPLIT: Key[SessionSplit] = Key("sessions.split")

@@ -29,6 +29,7 @@ from bot.app import App
 from bot.telegram.files import file_items
 from bot.telegram.outbox import Outbox, text_items
 from bot.telegram.render import Item, render, tail, with_retry
+from bot.voice.replies import VOICE
 from bot.voice.speech import SpeechError
 from tools.errors import storage_problem
 
@@ -212,11 +213,11 @@ async def send_voice_reply(
     answered_at: float,
 ) -> None:
     """`answered_at`: perf_counter when the answer's last token arrived."""
-    voice = app.voice
     user_id = reply.user_id
-    if voice is None or incoming.telegram_user_id is None or user_id is None:
+    if not app.has(VOICE) or incoming.telegram_user_id is None or user_id is None:
         return
-    if not voice.wanted(reply.voice_mode, incoming.kind):
+    voice = app.part(VOICE)
+    if not await voice.wanted(user_id, incoming.kind):
         return
     try:
         await bot.send_chat_action(chat_id, "record_voice")

@@ -16,6 +16,7 @@ from aiogram.methods.base import Response
 from aiogram.types import BotCommand
 
 from bot.app import App
+from bot.approvals.gate import APPROVALS
 from bot.config import Settings
 from bot.telegram.approval_ask import TelegramAsker
 from bot.telegram.errors import on_error
@@ -207,6 +208,6 @@ def build_runtime(
     bot = bot or build_bot(app.settings)
     locks: Locks = dp["locks"]
     dp["outbox"] = Outbox(bot, app.session_factory, app.deps.clock, locks if locks.shared else None)
-    if app.agent.approvals is not None:
-        app.agent.approvals.asker = TelegramAsker(bot, app.session_factory)
+    if app.has(APPROVALS):
+        app.part(APPROVALS).asker = TelegramAsker(bot, app.session_factory)
     return Runtime(app, bot, dp, inflight)

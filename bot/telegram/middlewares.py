@@ -22,8 +22,8 @@ from aiogram.enums import ChatType
 from aiogram.exceptions import TelegramAPIError
 from aiogram.types import Chat, Message, TelegramObject, Update, User
 
-from bot.access.feature import FEATURE as ACCESS
-from bot.access.gate import AccessList
+from bot.access.feature import FEATURE as ACCESS_FEATURE
+from bot.access.gate import ACCESS, AccessList
 from bot.access.pairing import Pairing, Stranger
 from bot.telegram.approval_ask import WAITING, answers_a_question
 from bot.telegram.groups import GROUP_CHATS, addressed
@@ -103,11 +103,10 @@ class AccessMiddleware(BaseMiddleware):
     it decides."""
 
     def __init__(self, app: App) -> None:
-        assert app.access is not None
-        self.access: AccessList = app.access
+        self.access: AccessList = app.part(ACCESS)
         token = app.settings.telegram_bot_token
         self.pairing = Pairing(
-            app.access,
+            self.access,
             app.session_factory,
             app.deps.clock,
             token.get_secret_value() if token is not None else None,
@@ -163,7 +162,7 @@ class AccessMiddleware(BaseMiddleware):
 async def _ask_owner(outbox: Outbox, owner: int, request: Answer) -> bool:
     """The owner gets a stranger's request with its buttons, as a command's answer would."""
     try:
-        await send_answer(outbox, owner, ACCESS, request, forbidden_raises=True)
+        await send_answer(outbox, owner, ACCESS_FEATURE, request, forbidden_raises=True)
     except TelegramAPIError as exc:  # the owner never opened a chat with the bot
         log.warning("could not ask the owner (id %s) about a stranger: %s", owner, exc)
         return False
@@ -243,7 +242,7 @@ async def _for_the_bot(update: Update, data: dict[str, Any]) -> bool:
     message, app = update.message, data["app"]
     if message is None or message.from_user is None:
         return False
-    if app.access is None or not await app.access.allows_user(message.from_user.id):
+    if not await app.part(ACCESS).allows_user(message.from_user.id):
         return False
     return await addressed(message, data["bot"], app.settings.group_replies)
 

@@ -20,7 +20,7 @@ from bot.telegram.files import file_items
 from bot.telegram.outbox import text_items
 from bot.telegram.render import Chunk, Item, put, render, split_plain, with_retry
 from db.repos.core import Recipient
-from tools.feature import File
+from tools.hooks import File
 from tools.reminders.firing import DeliveryRejected, RecipientBlocked
 
 ATTEMPTS = 4

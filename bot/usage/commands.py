@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from bot.llm.settings import ModelSettings
 from bot.usage import repo
-from bot.usage.meter import Meter
+from bot.usage.meter import METER, Meter
 from bot.usage.report import last_request_line, session_text, usage_text
 from db.repos import core as core_repo
 from tools.charts import chart, usage_series
@@ -32,11 +32,8 @@ def settings(host: Host) -> ModelSettings:
 
 
 def meter_of(host: Host) -> Meter | None:
-    """The app's Meter (bot/app.py builds it with the agent); None: usage is not recorded."""
-    try:
-        return host.part(Meter)
-    except LookupError:
-        return None
+    """The usage feature's Meter; None: usage is not recorded."""
+    return host.part(METER) if host.has(METER) else None
 
 
 async def _chart(meter: Meter, user_id: int) -> bytes | None:

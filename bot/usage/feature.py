@@ -1,16 +1,41 @@
 """Usage: tokens and cost per model call (bot/usage/meter.py records them with each answer),
 budgets, /usage with its chart, /model and /context (whose bookkeeping hook is
-bot/usage/request.py). The Meter itself is built by bot/app.py with the agent, which
-needs it before any adapter starts; the commands reach it with `host.part(Meter)`."""
+bot/usage/request.py). The Meter is this feature's part (METER); the model wrapper meters
+plain completions, the request hooks the chat's calls."""
 
 from __future__ import annotations
 
 from bot.usage import commands
+from bot.usage.meter import METER, Meter, MeteredModel
 from bot.usage.models import ModelUsage
 from bot.usage.report import doctor_checks
+from bot.usage.request import ContextAccounting, UsageTurns
 from bot.usage.settings import UsageSettings
 from tools.base import CheckResult
-from tools.feature import Command, Feature, Host
+from tools.chat import ChatModel
+from tools.feature import Command, Feature, Host, Provide
+from tools.hooks import Always, RequestHooks
+from tools.registry import discovery
+
+
+async def meter(host: Host) -> Meter:
+    deps = host.deps
+    return Meter(deps.settings_for(UsageSettings), deps.session_factory, deps.clock, deps.tz)
+
+
+async def metered(host: Host, model: ChatModel) -> ChatModel:
+    return MeteredModel(model, await host.need(METER))
+
+
+def metering(host: Host) -> RequestHooks:
+    s = commands.settings(host)
+    models = commands.allowed_models(s.llm_model, s.llm_models)
+    return UsageTurns(host.part(METER), models, host.deps.session_factory)
+
+
+def accounting(host: Host) -> RequestHooks | None:
+    disc = discovery(host.registry)
+    return Always(ContextAccounting(disc.context_log)) if disc is not None else None
 
 
 async def check(host: Host) -> list[CheckResult]:
@@ -36,5 +61,8 @@ FEATURE = Feature(
         ),
         Command("model", "show or switch your model", commands.model, args="[name | default]"),
     ),
+    parts=(Provide(METER, meter),),
+    wraps=(metered,),
+    turns=(metering, accounting),
     doctor=check,
 )

@@ -25,8 +25,9 @@ from bot.usage.estimate import estimate
 from bot.usage.settings import PriceTable, UsageSettings
 from db.engine import SessionFactory
 from tools.base import Clock
-from tools.chat import ChatModel, Completion, OnText, Usage
+from tools.chat import ChatModel, Completion, ModelWrapper, Usage
 from tools.model_call import BudgetExceeded, ModelCall
+from tools.state import Key
 
 log = logging.getLogger(__name__)
 
@@ -300,8 +301,7 @@ def parse_warned(raw: str | None) -> dict[str, str]:
 UNATTRIBUTED = ModelCall("chat")
 
 
-@dataclass
-class MeteredModel:
+class MeteredModel(ModelWrapper):
     """The model, metered where a call says for whom and why (plain completions: summaries,
     code generation): budget checked first, usage recorded after, in its own transaction (these
     calls are off the chat's hot path).
@@ -311,19 +311,9 @@ class MeteredModel:
     transaction that stores the answer), so metering them here too would count them twice.
     """
 
-    llm: ChatModel
-    meter: Meter
-
-    async def stream(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        on_text: OnText | None = None,
-        *,
-        model: str | None = None,
-        on_wait: OnText | None = None,
-    ) -> Completion:
-        return await self.llm.stream(messages, tools, on_text, model=model, on_wait=on_wait)
+    def __init__(self, inner: ChatModel, meter: Meter) -> None:
+        super().__init__(inner)
+        self.meter = meter
 
     async def complete(
         self,
@@ -337,7 +327,7 @@ class MeteredModel:
         refusal = await self.meter.refusal(call.user_id)
         if refusal is not None:
             raise BudgetExceeded(refusal)
-        out = await self.llm.complete(messages, max_tokens, model=model)  # metered once: here
+        out = await self.inner.complete(messages, max_tokens, model=model)  # metered once: here
         try:
             async with self.meter.sf() as s, s.begin():
                 await self.meter.record(s, call, out, messages)
@@ -345,14 +335,5 @@ class MeteredModel:
             log.exception("could not record the usage of a %s call", call.purpose)
         return out
 
-    async def complete_text(
-        self,
-        messages: list[dict[str, Any]],
-        max_tokens: int | None = None,
-        *,
-        call: ModelCall | None = None,
-    ) -> str:
-        return (await self.complete(messages, max_tokens, call=call)).content
 
-    async def context_tokens(self, model: str | None = None) -> int | None:
-        return await self.llm.context_tokens(model)
+METER: Key[Meter] = Key("usage.meter")

@@ -1,8 +1,9 @@
-"""The usage feature's hooks on one agent request (bot/agent/hooks.py): what it used.
+"""The usage feature's hooks on one agent request (tools/hooks.py): what it used.
 
 - Metering: the user's model, the budget check before each model call, the usage row with
-  each stored answer, and the lines added under the answer. UsageTurns is what the agent is
-  given (bot/app.py): a RequestHooks making each request's Metering.
+  each stored answer, and the lines added under the answer. UsageTurns (declared in
+  bot/usage/feature.py) reads the user's own usage columns as the request begins and makes
+  each request's Metering.
 - ContextAccounting: /context's bookkeeping, the token split of each user's last request.
 """
 
@@ -12,14 +13,19 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.agent.hooks import AgentHooks, HookRefusal, ModelRequest, TurnHooks
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from bot.agent.prompt import without_context
 from bot.usage import repo
 from bot.usage.meter import Meter, Totals, parse_warned
-from db.conversation import UsageWrites
+from db.conversation import RecordWrite, Turn
+from db.engine import SessionFactory
+from db.models.core import User
 from tools.base import RequestContext
 from tools.chat import Completion
 from tools.discovery.context_log import ContextLog
+from tools.hooks import HookRefusal, ModelRequest, TurnHooks
 from tools.model_call import ModelCall, Purpose
 from tools.tokens import count_payload
 
@@ -45,15 +51,32 @@ class UsageUser(Protocol):
     def usage_warned(self) -> str | None: ...
 
 
+# What metering reads of the user's row as a request begins.
+_USER_USAGE = select(User.llm_model, User.usage_footer, User.usage_warned).where(
+    User.id == bindparam("user_id")
+)
+
+
+@dataclass(frozen=True)
+class UserUsage:
+    llm_model: str | None
+    usage_footer: bool
+    usage_warned: str | None
+
+
 @dataclass
 class UsageTurns:
-    """Metering for the agent's requests (bot/agent/hooks.py RequestHooks)."""
+    """Metering for the agent's requests (tools/hooks.py RequestHooks)."""
 
     meter: Meter
     models: list[str]  # what /model may pick (the default model first, then the others)
+    sf: SessionFactory
 
-    def begin(self, ctx: RequestContext, user: UsageUser, purpose: Purpose) -> Metering:
-        return begin(self.meter, ctx, user, purpose, self.models)
+    async def begin(self, ctx: RequestContext) -> Metering:
+        async with self.sf() as s:
+            row = (await s.execute(_USER_USAGE, {"user_id": ctx.user_id})).first()
+        user = UserUsage(*row) if row is not None else UserUsage(None, False, None)
+        return begin(self.meter, ctx, user, ctx.purpose, self.models)
 
 
 def begin(
@@ -95,7 +118,7 @@ class Metering(TurnHooks):
     def model(self) -> str | None:
         return self.ru.model  # the user's /model pick
 
-    def record_writes(self, ctx: RequestContext) -> UsageWrites:
+    def record_writes(self, ctx: RequestContext) -> RecordWrite | None:
         """The usage rows of the calls made since the last record, and the user's budget
         warnings, for the transaction that records their answer (db/conversation.py)."""
         rows: list[dict[str, Any]] = []
@@ -105,7 +128,17 @@ class Metering(TurnHooks):
             rows.append(row)
             warned = warned or warns
         self.pending.clear()
-        return UsageWrites(repo.INSERT, rows, json.dumps(self.ru.warned) if warned else None)
+        if not rows:
+            return None
+        marks = json.dumps(self.ru.warned) if warned else None
+
+        async def write(c: AsyncConnection, turn: Turn) -> None:
+            await c.execute(repo.INSERT, rows)
+            if marks is not None:
+                values = {"usage_warned": marks}
+                await c.execute(update(User).where(User.id == turn.user_id).values(**values))
+
+        return write
 
     def notes(self) -> str:
         return extra_lines(self.ru)
@@ -142,7 +175,7 @@ def extra_lines(ru: RequestUsage) -> str:
 
 
 @dataclass
-class ContextAccounting(AgentHooks):
+class ContextAccounting(TurnHooks):
     """/context's bookkeeping: the token split of each user's last request."""
 
     log: ContextLog

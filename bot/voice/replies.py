@@ -16,6 +16,7 @@ from bot.voice.spoken import script
 from db.engine import SessionFactory
 from tools.chat import Completion, Usage
 from tools.model_call import ModelCall
+from tools.state import Key
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +48,13 @@ class VoiceReplies:
         # SPEECH_BASE_URL) is said once, then voice stays quiet until a restart.
         self.missing = False
 
-    def wanted(self, mode: str | None, kind: str) -> bool:
-        """Whether an answer to a message of this kind is spoken, for a user whose /voice
-        mode is `mode` (None: never set, the default), as read with the turn's start."""
+    async def wanted(self, user_id: int, kind: str) -> bool:
+        """Whether an answer to a message of this kind is spoken, by the user's /voice mode
+        (read only when speech is on at all)."""
         if self.synthesizer is None or self.missing:
             return False
-        mode = mode or repo.DEFAULT_MODE
+        async with self.sf() as s:
+            mode = await repo.mode_of(s, user_id)
         return not (mode == "off" or (mode == "auto" and kind != "voice"))
 
     async def speak(self, user_id: int, answer: str, request_id: str | None = None) -> Spoken:
@@ -97,3 +99,6 @@ def build_voice(
 ) -> VoiceReplies:
     synth = synthesizer(settings, llm_base_url, llm_api_key, http)
     return VoiceReplies(settings, synth, session_factory, meter)
+
+
+VOICE: Key[VoiceReplies] = Key("voice.replies")

@@ -6,7 +6,7 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models.voice import VoicePrefs
+from bot.voice.models import VoicePrefs
 
 Mode = Literal["on", "off", "auto"]
 MODES: tuple[Mode, ...] = ("on", "off", "auto")

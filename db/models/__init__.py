@@ -1,11 +1,10 @@
-"""The core tables (and those of features not yet in their own folder); a feature in its
-own folder declares its tables in its Feature, and bot/features.py registers them all."""
+"""The core tables; a feature declares its own tables in its Feature, and bot/features.py
+registers them all."""
 
 from db.models.base import Base
 from db.models.core import ChatSession, Message, ToolCallRecord, User
 from db.models.outbox import OutboxMessage
 from db.models.resume import TurnResume
-from db.models.voice import VoicePrefs
 from db.models.workers import TelegramUpdate
 
 __all__ = [
@@ -17,5 +16,4 @@ __all__ = [
     "ToolCallRecord",
     "TurnResume",
     "User",
-    "VoicePrefs",
 ]

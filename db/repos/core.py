@@ -11,16 +11,12 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     bindparam,
-    column,
-    exists,
     select,
-    table,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models.core import ChatSession, Message, User
-from db.models.voice import VoicePrefs
 
 
 @dataclass(frozen=True)
@@ -50,17 +46,9 @@ async def get_or_create_user(
     return user
 
 
-# The memory feature's table (tools/memory/models.py), named rather than imported: db/ sits
-# below the features. Only its user_id column is read, which migration 0003 fixed.
-_MEMORIES = table("memories", column("user_id"))
-
-
 def _user_with_open_session(who: ColumnElement[bool], *columns: Any) -> Select[Any]:
-    # Whether the user has any memory row at all (expired ones included): one index probe
-    # here spares auto-recall its own session and count for users with none.
-    has_memories = exists().where(_MEMORIES.c.user_id == User.id).label("has_memories")
     return (
-        select(*columns, has_memories)
+        select(*columns)
         .outerjoin(ChatSession, (ChatSession.user_id == User.id) & ChatSession.ended_at.is_(None))
         .where(who)
         .order_by(User.id, ChatSession.id.desc())
@@ -69,20 +57,14 @@ def _user_with_open_session(who: ColumnElement[bool], *columns: Any) -> Select[A
 
 
 # Every message starts with this read (db/conversation.py), built once: what a request
-# needs of the user row (the metering hook's included), the open session's id and start,
-# the user's /voice mode (NULL: never set; the adapter decides from it whether to speak the
-# answer, without a read of its own), whether memories exist, as plain columns (loading
-# ORM objects costs more than the read).
+# needs of the user row and the open session's id and start, as plain columns (loading ORM
+# objects costs more than the read). A feature reads its own rows in its own hooks.
 START_COLUMNS = (
     User.id,
     User.name,
     User.timezone,
-    User.llm_model,
-    User.usage_footer,
-    User.usage_warned,
     ChatSession.id,
     ChatSession.started_at,
-    select(VoicePrefs.mode).where(VoicePrefs.user_id == User.id).scalar_subquery(),
 )
 START_READ = _user_with_open_session(User.telegram_id == bindparam("telegram_id"), *START_COLUMNS)
 LOCAL_START_READ = _user_with_open_session(User.telegram_id.is_(None), *START_COLUMNS)

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 
 from bot.app import App
-from bot.approvals.gate import DENIED
+from bot.approvals.gate import APPROVALS, DENIED
 from bot.approvals.models import ApprovalDecision
 from bot.approvals.questions import CLOSED, NOT_YOURS, answer
 from bot.telegram.middlewares import WAITS_FOR_QUESTION
@@ -103,7 +103,7 @@ async def test_denied_tells_the_model_and_runs_nothing(tg: TG) -> None:
 
 async def test_no_answer_in_time_is_a_no(make_tg: Callable[..., Awaitable[TG]]) -> None:
     tg = await make_tg()
-    tg.app.agent.approvals.timeout_s = 0.3  # the constant's 120 s, shortened for the test
+    tg.app.part(APPROVALS).timeout_s = 0.3  # the constant's 120 s, shortened for the test
     posted: list[str] = []
     with_post_tool(tg.app, posted)
     question = await ask_to_post(tg, "late")

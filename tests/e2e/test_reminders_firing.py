@@ -241,7 +241,7 @@ async def test_the_real_scheduler_delivers_at_startup(tg: TG) -> None:
     user = await env.user(OWNER, BERLIN)
     job = await env.job(user, BERLIN, "late one", in_minutes=1)
     # The features' jobs, as `sidekick run` starts them.
-    scheduler = Scheduler(tg.app.start_features(TelegramDelivery(tg.runtime.bot)))
+    scheduler = Scheduler(await tg.app.start_features(TelegramDelivery(tg.runtime.bot)))
     assert "reminders" in [j.id for j in scheduler.job_infos()]
     scheduler.start()
     try:

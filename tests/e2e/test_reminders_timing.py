@@ -79,7 +79,7 @@ async def test_a_reminder_fires_on_its_second_not_at_the_next_minute_tick(tg: TG
     second = datetime.now(UTC).second
     if second >= 30:
         await asyncio.sleep(60.5 - second)
-    scheduler = Scheduler(tg.app.start_features(TelegramDelivery(tg.runtime.bot)))
+    scheduler = Scheduler(await tg.app.start_features(TelegramDelivery(tg.runtime.bot)))
     scheduler.start()
     try:
         # The start-up run (it arms the alarm) is over once the next run is on the grid.

@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 
 from bot.agent.prompt import context_of, without_context
 from bot.sessions import summary
-from bot.sessions.background import BackgroundArchive
+from bot.sessions.background import ARCHIVE
 from bot.sessions.models import SessionArchive
 from bot.telegram.reminder_delivery import TelegramDelivery
 from db.models import ChatSession, User
@@ -27,7 +27,7 @@ SUMMARY = (
 
 def split_job(tg: TG) -> Callable[[], Awaitable[Any]]:
     """The session-split job as `sidekick run` schedules it: from the features' job specs."""
-    specs = tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+    specs = await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
     return next(run for job_id, _, _, run in specs if job_id == "session-split")
 
 
@@ -89,7 +89,7 @@ async def test_newsession_archives_and_sessions_lists(tg: TG) -> None:
     text = (await tg.reply(OWNER)).text
     assert "Started a new session: Trip planning." in text
     assert "writing its summary to memory in the background" in text
-    await tg.app.part(BackgroundArchive).idle()
+    await tg.app.part(ARCHIVE).idle()
 
     await talk(tg, "hello", "hi")
     request = chat_requests(tg)[-1]["messages"]
@@ -112,7 +112,7 @@ async def test_newsession_with_the_model_down_still_starts_fresh(tg: TG) -> None
     tg.llm.add(Error(503), Error(503), Error(503))
     await tg.send(OWNER, "/newsession")
     assert "Started a new session" in (await tg.reply(OWNER)).text
-    await tg.app.part(BackgroundArchive).idle()
+    await tg.app.part(ARCHIVE).idle()
     await tg.send(OWNER, "/sessions")
     assert "(summary pending)" in (await tg.reply(OWNER)).text
 
@@ -139,7 +139,7 @@ async def test_newsession_answers_before_a_slow_summary_written_once(tg: TG) -> 
     assert (await split_job(tg)()).total == 0
     assert len(summary_requests(tg)) == 1
     slow.set()
-    await tg.app.part(BackgroundArchive).idle()
+    await tg.app.part(ARCHIVE).idle()
     assert (await split_job(tg)()).total == 0  # archived once, nothing left
     await tg.send(OWNER, "/sessions")
     assert "The user is planning a trip to Lisbon" in (await tg.reply(OWNER)).text
@@ -196,7 +196,7 @@ async def test_a_summary_slower_than_the_chat_deadline_is_still_kept(
     await wait_for_summary_call(tg)
     await asyncio.sleep(2.5)  # past LLM_TIMEOUT_S: a chat call would have been given up
     slow.set()
-    await tg.app.part(BackgroundArchive).idle()
+    await tg.app.part(ARCHIVE).idle()
     await tg.send(OWNER, "/sessions")
     assert "The user is planning a trip to Lisbon" in (await tg.reply(OWNER)).text
 
@@ -209,7 +209,7 @@ async def test_a_summary_past_its_budget_is_abandoned_and_left_for_later(
     tg.llm.add(Text(SUMMARY, after=asyncio.Event()))  # never answers
     await tg.send(OWNER, "/newsession")
     await tg.reply(OWNER)
-    await tg.app.part(BackgroundArchive).idle()
+    await tg.app.part(ARCHIVE).idle()
     async with tg.app.session_factory() as s:
         [row] = (await s.execute(select(SessionArchive))).scalars().all()
     assert row.archived_at is None and row.attempts == 1

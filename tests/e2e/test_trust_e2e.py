@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 
 from bot.app import App
-from bot.sessions.background import BackgroundArchive
+from bot.sessions.background import ARCHIVE
 from db.models.core import User
 from db.repos.core import Recipient
 from tests.e2e.conftest import OWNER, TG
@@ -235,7 +235,7 @@ async def test_a_page_cannot_write_the_users_memories(
     tg.llm.add(Text(leaked + facts), Text(leaked + facts))
     await tg.send(OWNER, "/newsession")
     await tg.reply(OWNER)
-    await tg.app.part(BackgroundArchive).idle()  # the summary is written after the reply
+    await tg.app.part(ARCHIVE).idle()  # the summary is written after the reply
     summary_call = next(
         r for r in tg.llm.requests if "memory of a finished conversation" in str(r["messages"])
     )

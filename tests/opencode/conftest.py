@@ -64,13 +64,13 @@ def lane(fake_llm: FakeOpenAI) -> Lane:
     return found
 
 
-def delivering(tg: TG) -> TG:
+async def delivering(tg: TG) -> TG:
     """The features' parts started, as `sidekick run` does: finished jobs are sent."""
-    tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+    await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
     return tg
 
 
 @pytest.fixture
 async def oc(installed: OpenCodeInstall, make_tg: Callable[..., Awaitable[TG]]) -> TG:  # noqa: F811
     # Code with network access and nobody to press Allow.
-    return delivering(await make_tg(approvals="off", code_generator="opencode"))
+    return await delivering(await make_tg(approvals="off", code_generator="opencode"))

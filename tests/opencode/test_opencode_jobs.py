@@ -162,7 +162,7 @@ async def test_the_time_budget_stops_a_job(
 ) -> None:
     # A constant, not a setting: shortened here so the test does not wait a quarter hour.
     monkeypatch.setattr("tools.code.tool.GENERATE_TIMEOUT_S", 20)
-    oc = delivering(await make_tg(approvals="off", code_generator="opencode"))
+    oc = await delivering(await make_tg(approvals="off", code_generator="opencode"))
     lane.script += [Calls([("bash", {"command": f"sleep {MARK}", "description": "wait"})])]
     job_id = await start_job(oc, "never ends")
     (text,) = await oc.replies(OWNER, 1, timeout=300)
@@ -186,7 +186,7 @@ async def test_a_shutdown_interrupts_a_job_and_the_restart_reports_it(
     assert await poll(lambda: bool(leftovers(installed)) and notes.exists()), "never got there"
     await oc.restart()
     assert await until_gone(installed) == []
-    delivering(oc)
+    await delivering(oc)
     text, document = await oc.replies(OWNER, 2, timeout=60)
     assert f"Code job {job_id} was interrupted" in (text.text or "")
     assert "shut down" in (text.text or "") and document.filename == "notes.md"
@@ -227,7 +227,7 @@ async def test_the_memory_budget_stops_a_job(
     # OpenCode alone takes 0.5-0.7 GB resident: under the smallest budget it cannot finish
     # (a constant, not a setting: made small here).
     monkeypatch.setattr("tools.code.tool.GENERATE_MEMORY_MB", 256)
-    oc = delivering(await make_tg(approvals="off", code_generator="opencode"))
+    oc = await delivering(await make_tg(approvals="off", code_generator="opencode"))
     lane.script += [Calls([("bash", {"command": f"sleep {MARK}", "description": "wait"})])]
     job_id = await start_job(oc, "too big")
     (text,) = await oc.replies(OWNER, 1, timeout=300)

@@ -23,7 +23,9 @@ from tools.code.files import read_regular
 from tools.code.jobs import JOBS_FOLDER, OWNER, job_work
 from tools.code.models import CodeJob
 from tools.code.tree import remove_tree
-from tools.feature import File, Host
+from tools.feature import Host
+from tools.hooks import File
+from tools.state import Key
 
 log = logging.getLogger(__name__)
 
@@ -149,3 +151,6 @@ class JobDelivery:
             except Exception as exc:  # one user's failure (blocked the bot) stops no one else's
                 log.warning("could not deliver code job %s: %s", job.id, type(exc).__name__)
         return sent
+
+
+JOB_DELIVERY: Key[JobDelivery] = Key("code.job_delivery")

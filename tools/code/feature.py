@@ -7,15 +7,25 @@ from __future__ import annotations
 
 from tools.base import CheckResult
 from tools.code import commands
-from tools.code.delivery import JobDelivery
+from tools.code.delivery import JOB_DELIVERY, JobDelivery
 from tools.code.doctor import check_code
+from tools.code.files import FilesOut
 from tools.code.models import CodeExecution, CodeJob
 from tools.code.settings import CodeSettings
 from tools.code.tool import TOOL
-from tools.feature import Command, Feature, Host
+from tools.feature import Command, Feature, Host, Provide
+from tools.hooks import Always, RequestHooks
 
 STATS = "your code runs: successes, failures, timing"
 FAILURES = "your last failed code runs, with code and errors"
+
+
+async def delivery(host: Host) -> JobDelivery:
+    return JobDelivery(host)
+
+
+def files(host: Host) -> RequestHooks:
+    return Always(FilesOut())
 
 
 async def check(host: Host) -> list[CheckResult]:
@@ -32,6 +42,8 @@ FEATURE = Feature(
         Command("codefailures", FAILURES, commands.codefailures, args="[n]"),
     ),
     press=commands.press,
-    parts=(JobDelivery,),  # a finished OpenCode job's summary and files, sent unasked
+    # A finished OpenCode job's summary and files, sent unasked.
+    parts=(Provide(JOB_DELIVERY, delivery, JobDelivery.stop, on_start=True),),
+    turns=(files,),  # what a run wrote to ./output/ goes with the answer
     doctor=check,
 )

@@ -19,7 +19,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.base import RequestContext
 from tools.code.tree import walk_files
+from tools.hooks import File, TurnHooks
+from tools.state import Slot
 
 INPUT_DIR = "input"
 OUTPUT_DIR = "output"
@@ -195,3 +198,14 @@ def read_regular(path: Path) -> bytes:
             return f.read(MAX_OUTPUT_FILE_BYTES + 1)
     finally:
         os.close(fd)
+
+
+# What this request's runs wrote to ./output/, (name, content): sent with the answer.
+OUTPUT_FILES: Slot[list[File]] = Slot("code.files", list)
+
+
+class FilesOut(TurnHooks):
+    """The code feature's part of every request: its runs' files go with the answer."""
+
+    def files(self, ctx: RequestContext) -> list[File]:
+        return ctx.state(OUTPUT_FILES)

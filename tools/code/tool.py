@@ -25,7 +25,14 @@ from tools.code import repo
 from tools.code.bun import locate_bun, probe_bun, reachable
 from tools.code.categories import classify
 from tools.code.egress import EgressProxy
-from tools.code.files import INPUT_DIR, OUTPUT_DIR, InputStore, read_regular, user_key
+from tools.code.files import (
+    INPUT_DIR,
+    OUTPUT_DIR,
+    OUTPUT_FILES,
+    InputStore,
+    read_regular,
+    user_key,
+)
 from tools.code.jobs import JobManager, job_work
 from tools.code.modes import bwrap_advice, choose_mode, protection
 from tools.code.opencode import Budget, OpenCodeRunner, install_dir, locate_opencode
@@ -293,7 +300,7 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
                 "error_category": cat,
             }
             if res.outputs is not None and (res.outputs.files or res.outputs.skipped):
-                call.ctx.files_out.extend((f.name, f.data) for f in res.outputs.files)
+                call.ctx.state(OUTPUT_FILES).extend((f.name, f.data) for f in res.outputs.files)
                 out["files_sent_to_user"] = [f.name for f in res.outputs.files]
                 if res.outputs.skipped:
                     out["files_not_sent"] = res.outputs.skipped

@@ -5,11 +5,13 @@ buttons, and the hourly sweep of expired memories."""
 from __future__ import annotations
 
 from tools.base import CheckResult
-from tools.feature import Command, Feature, Host, Job
+from tools.feature import Command, Feature, Host, Job, Provide
 from tools.memory import commands, recall_context
 from tools.memory.doctor import check_memory
 from tools.memory.models import Memory, MemoryMeta
 from tools.memory.settings import MemorySettings
+from tools.memory.setup import store_part
+from tools.memory.store import MEMORY
 from tools.memory.sweep import EVERY, sweep
 from tools.memory.tool import TOOL
 
@@ -33,6 +35,7 @@ FEATURE = Feature(
         ),
     ),
     press=commands.press,
+    parts=(Provide(MEMORY, store_part),),
     jobs=(Job("memory-sweep", "delete expired memories", EVERY, sweep),),
     context=(recall_context.from_deps,),
     doctor=check,

@@ -31,7 +31,7 @@ def build_provider(
 ) -> Callable[[RequestContext, str], Awaitable[str | None]]:
     async def provide(ctx: RequestContext, text: str) -> str | None:
         # In a group every member reads the answer: the user's memories stay out of it.
-        if budget_tokens <= 0 or ctx.has_memories is False or ctx.shared_chat:
+        if budget_tokens <= 0 or ctx.shared_chat:
             return None
         # One cheap read first: most users have few memories, many none. With none there
         # is nothing to recall (no embedding, no search); with at most LONG_LIMIT this page

@@ -9,6 +9,7 @@ from pydantic import SecretStr
 
 from db.engine import SessionFactory
 from tools.base import Clock
+from tools.feature import Host
 from tools.memory.embeddings import build_embedder
 from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryStore
@@ -31,4 +32,19 @@ async def build_memory(
     status = await store.index_status()
     if not status.ok:
         log.warning("memory index %s; until then recall matches words only", status.detail)
+    return store
+
+
+async def store_part(host: Host) -> MemoryStore:
+    """The memory feature's store (MEMORY), built with the app before the tools, which reach
+    it as ToolDeps.memory; embeddings go to the chat model's endpoint unless
+    EMBEDDINGS_BASE_URL says otherwise."""
+    deps = host.deps
+    end = deps.endpoint
+    key = SecretStr(end.api_key) if end is not None and end.api_key else None
+    settings = deps.settings_for(MemorySettings)
+    store = await build_memory(
+        settings, deps.session_factory, deps.http, deps.clock, end.base_url if end else "", key
+    )
+    deps.memory = store
     return store

@@ -27,6 +27,7 @@ from tools.memory.pg_ddl import DEFAULT_LANGUAGE
 from tools.memory.rank import RankWeights, WordVectors, fuse, matches, rerank, rescore
 from tools.memory.settings import MemorySettings
 from tools.memory.text import WordCounts, fts_match, normalise, query_words, same_words
+from tools.state import Key
 
 log = logging.getLogger(__name__)
 
@@ -501,3 +502,6 @@ def word_vectors(embedder: Embedder) -> WordVectors | None:
     if wordllama_installed():
         return WordVectors(WordLlamaEmbedder().embed)
     return None
+
+
+MEMORY: Key[MemoryStore] = Key("memory.store")

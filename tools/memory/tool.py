@@ -23,11 +23,10 @@ from tools.base import (
     Unavailable,
     plain_brief,
 )
-from tools.effects import effects, outside_note
+from tools.effects import SEEN, effects, outside_note
 from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryStore
 
-NEW_SESSION = "__NEW_SESSION__"
 CATEGORIES = {
     "long": ("fact", "preference", "relationship"),
     "mid": ("goal", "plan", "project"),
@@ -38,8 +37,7 @@ permanent), mid (goals, plans, projects; 90 days), short (recent context; 14 day
 session (this conversation).
 - store: `content` in `layer` with `category`; one self-contained fact per call, in the
   third person ("Lives in Berlin"); storing a known fact updates it.
-- recall: memories relevant to `query`. list: memories. forget: `memory_id`.
-To start a fresh conversation, store content "__NEW_SESSION__" with category "system"."""
+- recall: memories relevant to `query`. list: memories. forget: `memory_id`."""
 
 SOURCED = "sourced"  # the category of what outside content said, kept as such
 SOURCED_LAYER = "short"  # recent context that expires, not a standing fact about the user
@@ -156,11 +154,6 @@ def found(output: ToolOutput) -> str | None:
 
 async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
     content = (p.content or "").strip()
-    if content == NEW_SESSION:
-        # The model asks for a fresh conversation; the runtime ends the session after this
-        # request, and the marker itself is not a memory.
-        call.ctx.new_session_requested = True
-        return "A new session will start after this reply."
     if not content:
         raise ToolError("store needs non-empty `content`")
     category = (p.category or "").strip().lower() or None
@@ -185,8 +178,8 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
         )
     if category and len(category) > 40:
         raise ToolError("category is too long (max 40 characters)")
-    ctx = call.ctx
-    if ctx.outside and call.call_id not in ctx.confirmed:
+    seen = call.ctx.state(SEEN)
+    if seen.sources and call.call_id not in seen.confirmed:
         return await _store_sourced(store, content, call)
     result = await store.store(
         user_id=call.ctx.user_id,
@@ -203,7 +196,7 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
 async def _store_sourced(store: MemoryStore, content: str, call: ToolCall) -> str:
     """What a turn that read outside content asks to remember, kept as that content's."""
     ctx = call.ctx
-    source = ", ".join(ctx.outside)
+    source = ", ".join(ctx.state(SEEN).sources)
     if len(source) > SOURCE_CHARS:
         source = source[: SOURCE_CHARS - 1] + "…"
     result = await store.store(

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.feature import Command, Feature, Host, Job
+from tools.feature import Command, Feature, Host, Job, Provide
 from tools.reminders import commands, doctor
-from tools.reminders.firing import EVERY, JOB_ID, ReminderJobs
+from tools.reminders.firing import EVERY, JOB_ID, REMINDERS, ReminderJobs
 from tools.reminders.models import JobRun, ReminderPrefs, ScheduledJob
 from tools.reminders.tool import TOOL
 
 
-def firing(host: Host) -> ReminderJobs:
+async def firing(host: Host) -> ReminderJobs:
     deps = host.deps
     return ReminderJobs(
         session_factory=deps.session_factory,
@@ -25,7 +25,7 @@ def firing(host: Host) -> ReminderJobs:
 
 
 async def fire_due(host: Host) -> Any:
-    jobs = host.part(ReminderJobs)
+    jobs = host.part(REMINDERS)
     report = await jobs.tick()
     jobs.arm()  # after the start-up catch-up: from now on each reminder fires on its second
     return report
@@ -47,6 +47,6 @@ FEATURE = Feature(
     ),
     press=commands.press,
     jobs=(Job(JOB_ID, "deliver due reminders and scheduled tasks", EVERY, fire_due),),
-    parts=(firing,),
+    parts=(Provide(REMINDERS, firing, ReminderJobs.stop, on_start=True),),
     doctor=check,
 )

@@ -38,6 +38,7 @@ from tools.reminders.jobs import spec_of
 from tools.reminders.repo import PendingRun
 from tools.reminders.settings import ReminderSettings
 from tools.reminders.times import catch_up, local_text, parse_hhmm, quiet_until
+from tools.state import Key
 
 log = logging.getLogger(__name__)
 
@@ -437,3 +438,6 @@ class ReminderJobs:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         await self._written()
+
+
+REMINDERS: Key[ReminderJobs] = Key("reminders.jobs")

@@ -18,8 +18,7 @@ from aiogram import Bot, Router
 from aiogram.types import CallbackQuery, Message, MessageEntity
 
 from bot.app import App
-from bot.llm.vision import VisionGate
-from bot.media.attachments import NO_VISION, MediaItem, MediaService
+from bot.media.attachments import MEDIA, MediaItem, MediaService
 from bot.telegram.answer import answer, incoming_from
 from bot.telegram.files import download
 from bot.telegram.groups import GROUP_CHATS, addressed, addressed_any, without_mention
@@ -132,8 +131,7 @@ def build_media_router() -> Router:
     ) -> None:
         bot = message.bot
         assert bot is not None
-        media: MediaService | None = app.media
-        assert media is not None, "the App was built without media handling"
+        media: MediaService = app.part(MEDIA)
         parts = await album.collect() if album is not None else [message]
         # In a group, files are for the bot only when addressed, like text (nothing
         # is downloaded otherwise); the mention is not part of the caption it reads.
@@ -152,7 +150,6 @@ def build_media_router() -> Router:
         async def fetch(item: MediaItem, dest: Path, max_bytes: int, bot: Bot = bot) -> None:
             await download(bot, item, dest, max_bytes)
 
-        VisionGate.reset_request()
         prepared = await media.prepare(items, key, fetch)
         chat_id = message.chat.id
         for notice in prepared.notices:
@@ -165,7 +162,5 @@ def build_media_router() -> Router:
         incoming = incoming_from(message, prepared.text, prepared.kind)
         incoming.parts = prepared.parts
         await answer(message, app, incoming, draft_interval, outbox)
-        if prepared.parts and VisionGate.dropped():
-            await outbox.say(chat_id, NO_VISION, message.message_id)
 
     return router

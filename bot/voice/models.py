@@ -1,10 +1,7 @@
 """Per-user voice reply mode (/voice): on, off, or auto (a voice note gets a voice reply).
 
-The voice feature (bot/voice/) owns this table and declares it, but it stays here, beside
-the core tables: every message starts with one read of the user row (db/repos/core.py's
-START_COLUMNS), which carries the mode as a subquery so the Telegram adapter can decide
-whether to speak the answer without a read of its own (one more session and round trip
-per message: about 1 ms of CPU measured on aiosqlite), and db/ never imports bot/."""
+The voice feature's own table; the Telegram adapter reads a user's mode after the answer,
+only where voice replies are on (bot/voice/replies.py)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,229 @@
+"""The waist's hooks: how a feature takes part in one agent request without the loop naming it.
+
+In the spirit of nanobot's AgentHook and openai-agents' RunHooks: the loop (bot/agent/runner.py)
+calls a few fixed points (before and after each model call, after each tool round, with the
+final answer) and asks what it needs (the model to use, the rows to record, the lines under
+the answer, the files to send, the work after it). A feature declares (tools/feature.py):
+
+- `turns`: a RequestHooks, which makes each request's TurnHooks (None: nothing to do for it);
+- `gates`: a Gate every tool call passes before it runs (approvals);
+- `wraps`: a model wrapper (tools/chat.py ModelWrapper: metering, the vision gate);
+- its typed per-request state, as `Slot`s on the RequestContext (tools/base.py).
+
+A hook that raises HookRefusal before a model call stops the request with its text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from db.conversation import HistoryRow, PeriodOver, RecordWrite, ToolResult
+from tools.base import RequestContext, Tool, ToolCall
+from tools.chat import ChatModel, Completion, LLMToolCall
+from tools.state import Key
+
+# Work that waits until the adapter has delivered the reply.
+Followup = Callable[[], Awaitable[None]]
+# A file sent with the reply: (name, content).
+File = tuple[str, bytes]
+
+
+@dataclass
+class PromptParts:
+    """What the prompt was built from (for /context's split)."""
+
+    system: str
+    sections: list[str]
+    history: list[dict[str, Any]]
+
+
+@dataclass
+class ModelRequest:
+    ctx: RequestContext
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    parts: PromptParts
+    turn: int  # 0 for the first model call of the request
+
+
+@dataclass
+class ToolRound:
+    """One assistant message with tool calls, and what each call returned."""
+
+    ctx: RequestContext
+    content: str
+    wire_calls: list[dict[str, Any]]
+    calls: list[LLMToolCall]
+    outcomes: list[ToolResult]
+
+
+class HookRefusal(Exception):
+    """Raised by a hook to stop a request before a model call; the text is the answer."""
+
+
+class TurnHooks:
+    """One request's part of a feature. Every member is optional: override what you need."""
+
+    async def on_model_request(self, req: ModelRequest) -> None:
+        return None
+
+    async def on_model_response(self, req: ModelRequest, completion: Completion) -> None:
+        return None
+
+    async def on_tool_round(self, round_: ToolRound) -> None:
+        return None
+
+    async def on_answer(self, ctx: RequestContext, answer: str) -> None:
+        return None
+
+    def model(self) -> str | None:
+        """The model to ask for this request; None: the configured one."""
+        return None
+
+    def record_writes(self, ctx: RequestContext) -> RecordWrite | None:
+        """Rows to write in the transaction of the next record (a tool round or the answer),
+        for what happened since the previous one."""
+        return None
+
+    def notes(self) -> str:
+        """Lines under the answer the user sees (never stored in the history)."""
+        return ""
+
+    def files(self, ctx: RequestContext) -> list[File]:
+        """Files to send with the answer (what code wrote to ./output/)."""
+        return []
+
+    async def after_answer(self, ctx: RequestContext) -> Followup | None:
+        """Called once the answer is stored, before the reply goes out; what it returns runs
+        after the adapter delivered the reply. Must not raise: the reply goes out anyway."""
+        return None
+
+
+class RequestHooks(Protocol):
+    """A feature's per-request hooks: None when it has nothing to do for this request. It
+    may read the feature's own rows here (one query of its own)."""
+
+    async def begin(self, ctx: RequestContext) -> TurnHooks | None: ...
+
+
+@dataclass
+class Always:
+    """RequestHooks that hand every request the same TurnHooks (it keeps no per-request
+    state: /context's bookkeeping)."""
+
+    hooks: TurnHooks
+
+    async def begin(self, ctx: RequestContext) -> TurnHooks | None:
+        return self.hooks
+
+
+class Gate(Protocol):
+    """Before a tool call runs: None lets it run, a text is what the model gets instead."""
+
+    async def check(
+        self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
+    ) -> str | None: ...
+
+
+class TurnPolicy(Protocol):
+    def period_over(self, now: datetime) -> PeriodOver:
+        """For the turn beginning at `now`: whether an open session (started when, in which
+        time zone) belongs to a period that is over, so the message opens a new one."""
+        ...
+
+
+class History(Protocol):
+    """The history a prompt shows: the turns read with the message, fitted to what the
+    model's context leaves (a feature may compress the oldest: bot/sessions)."""
+
+    async def fit(
+        self, ctx: RequestContext, llm: ChatModel, rows: Sequence[HistoryRow]
+    ) -> list[dict[str, Any]]: ...
+
+
+# What at most one feature provides for the loop (tools/feature.py Provide); without it the
+# loop's own plain behaviour stands (bot/agent/runner.py).
+PERIODS: Key[TurnPolicy] = Key("periods")
+HISTORY: Key[History] = Key("history")
+
+
+class NoPeriods:
+    """The TurnPolicy without periods: a conversation lasts until it is closed."""
+
+    def period_over(self, now: datetime) -> PeriodOver:
+        return _never
+
+
+def _never(started: datetime, tz_name: str | None) -> bool:
+    return False
+
+
+@dataclass
+class TurnChain(TurnHooks):
+    """The requests' TurnHooks asked together, in the order the features were listed; the
+    first to raise stops the rest."""
+
+    turns: list[TurnHooks] = field(default_factory=list)
+
+    @classmethod
+    async def begin(cls, requests: Sequence[RequestHooks], ctx: RequestContext) -> TurnChain:
+        begun = [await r.begin(ctx) for r in requests]
+        return cls([t for t in begun if t is not None])
+
+    async def on_model_request(self, req: ModelRequest) -> None:
+        for t in self.turns:
+            await t.on_model_request(req)
+
+    async def on_model_response(self, req: ModelRequest, completion: Completion) -> None:
+        for t in self.turns:
+            await t.on_model_response(req, completion)
+
+    async def on_tool_round(self, round_: ToolRound) -> None:
+        for t in self.turns:
+            await t.on_tool_round(round_)
+
+    async def on_answer(self, ctx: RequestContext, answer: str) -> None:
+        for t in self.turns:
+            await t.on_answer(ctx, answer)
+
+    def model(self) -> str | None:
+        return next((m for t in self.turns if (m := t.model()) is not None), None)
+
+    def writes(self, ctx: RequestContext) -> list[RecordWrite]:
+        """Every feature's rows for the next record, all in its one transaction."""
+        return [w for t in self.turns if (w := t.record_writes(ctx)) is not None]
+
+    def notes(self) -> str:
+        return "".join(t.notes() for t in self.turns)
+
+    def files(self, ctx: RequestContext) -> list[File]:
+        return [f for t in self.turns for f in t.files(ctx)]
+
+    async def after_answer(self, ctx: RequestContext) -> Followup | None:
+        later = [f for t in self.turns if (f := await t.after_answer(ctx)) is not None]
+        if len(later) <= 1:
+            return later[0] if later else None
+
+        async def each() -> None:
+            for f in later:
+                await f()
+
+        return each
+
+
+@dataclass
+class Gates:
+    """The gates in the order the features were listed; the first refusal stands."""
+
+    gates: list[Gate] = field(default_factory=list)
+
+    async def check(
+        self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
+    ) -> str | None:
+        for gate in self.gates:
+            if (refusal := await gate.check(tool, params, args, call)) is not None:
+                return refusal
+        return None
