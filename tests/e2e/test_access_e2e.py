@@ -23,7 +23,7 @@ def named(user_id: int, name: str) -> dict[str, Any]:
     return {"from": {"id": user_id, "is_bot": False, "first_name": name}}
 
 
-def deliveries(tg: TG) -> None:
+async def deliveries(tg: TG) -> None:
     """What `sidekick run` does at start: the features' deliveries go through Telegram."""
     await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
 
@@ -34,7 +34,7 @@ def buttons(markup: dict[str, Any] | None) -> list[tuple[str, str]]:
 
 
 async def test_allowed_stranger_talks_at_once_and_after_a_restart(tg: TG) -> None:
-    deliveries(tg)
+    await deliveries(tg)
     await tg.send(STRANGER, "let me in", **named(STRANGER, "Mallory"))
     told = await tg.reply(STRANGER)
     assert "I asked its owner to let you in" in told.text
@@ -63,7 +63,7 @@ async def test_allowed_stranger_talks_at_once_and_after_a_restart(tg: TG) -> Non
 
 
 async def test_denied_stranger_is_told_once_and_not_asked_about_again(tg: TG) -> None:
-    deliveries(tg)
+    await deliveries(tg)
     await tg.send(STRANGER, "hi")
     await tg.reply(STRANGER)
     await tg.reply(OWNER)
@@ -105,7 +105,7 @@ async def test_an_owner_the_bot_cannot_reach_leaves_the_stranger_the_plain_refus
 
 
 async def test_users_lists_and_removes_and_only_the_owner_may(tg: TG) -> None:
-    deliveries(tg)
+    await deliveries(tg)
     await tg.send(STRANGER, "hi", **named(STRANGER, "Mallory"))
     await tg.reply(STRANGER)
     await tg.reply(OWNER)
@@ -132,7 +132,7 @@ async def test_users_lists_and_removes_and_only_the_owner_may(tg: TG) -> None:
 
 
 async def test_the_owner_admits_a_group(tg: TG) -> None:
-    deliveries(tg)
+    await deliveries(tg)
     await tg.send(STRANGER, "@sidekick_test_bot hi all", chat_id=GROUP)
     told = await tg.reply(GROUP)
     assert "to admit this group" in told.text and str(STRANGER) in told.text

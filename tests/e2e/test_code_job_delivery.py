@@ -52,13 +52,13 @@ async def add_job(tg: TG, job_id: str, files: dict[str, bytes], **fields: object
         await repo.add_job(s, **(values | fields))
 
 
-def start_delivering(tg: TG) -> None:
+async def start_delivering(tg: TG) -> None:
     await tg.app.start_features(TelegramDelivery(tg.runtime.bot))  # as `sidekick run` does
 
 
 async def test_a_done_job_sends_its_summary_and_files_once(tg: TG) -> None:
     await add_job(tg, "job1", {"hello.ts": b"console.log('hi')\n", "src/util.ts": b"export {}\n"})
-    start_delivering(tg)
+    await start_delivering(tg)
     text, first, second = await tg.replies(OWNER, 3)
     assert "Code job job1 is done (4 steps, 12 s)" in (text.text or "")
     assert "run it with bun" in (text.text or "") and "hello.ts, src/util.ts" in (text.text or "")
@@ -68,7 +68,7 @@ async def test_a_done_job_sends_its_summary_and_files_once(tg: TG) -> None:
         job = await repo.get_job(s, "job1")
     assert job is not None and job.delivered_at is not None
     await tg.restart()  # delivered is delivered: nothing is sent again
-    start_delivering(tg)
+    await start_delivering(tg)
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == "echo: hello"
     assert tg.unread(OWNER) == []
@@ -79,7 +79,7 @@ async def test_an_image_telegram_refuses_as_a_photo_comes_as_a_document(tg: TG) 
     document, and the message after it still follows."""
     await add_job(tg, "job4", {"plot.png": b"not really a png", "notes.md": b"# notes\n"})
     tg.server.fail_next("sendPhoto", 400)
-    start_delivering(tg)
+    await start_delivering(tg)
     text, plot, notes = await tg.replies(OWNER, 3)
     assert "Code job job4 is done" in (text.text or "")
     assert (plot.method, plot.filename, plot.document) == (
@@ -92,7 +92,7 @@ async def test_an_image_telegram_refuses_as_a_photo_comes_as_a_document(tg: TG) 
 async def test_many_files_go_as_one_archive(tg: TG) -> None:
     files = {f"part{i}.ts": f"export const n = {i}\n".encode() for i in range(6)}
     await add_job(tg, "job2", files)
-    start_delivering(tg)
+    await start_delivering(tg)
     text, archive = await tg.replies(OWNER, 2)
     assert "Files (in the archive)" in (text.text or "")
     assert archive.filename == "code-job-job2.zip" and archive.document is not None
@@ -105,7 +105,7 @@ async def test_a_job_left_pending_by_an_earlier_run_is_reported_interrupted(tg: 
     await add_job(
         tg, "job3", {"draft.md": b"# half\n"}, status="pending", finished_at=None, summary=None
     )
-    start_delivering(tg)
+    await start_delivering(tg)
     text, draft = await tg.replies(OWNER, 2)
     assert "Code job job3 was interrupted" in (text.text or "")
     assert "restarted" in (text.text or "") and draft.filename == "draft.md"
@@ -120,7 +120,7 @@ async def test_work_dirs_of_old_jobs_are_removed_at_start(tg: TG) -> None:
     old_dir = job_work(tg.settings.data_dir, "old").parent
     month_ago = time.time() - 31 * 86400
     os.utime(old_dir, (month_ago, month_ago))
-    start_delivering(tg)
+    await start_delivering(tg)
     new_file = job_work(tg.settings.data_dir, "new") / "b.ts"
     await tg.server.wait_for(lambda: not old_dir.exists(), 60)
     assert new_file.read_bytes() == b"2\n"

@@ -1,9 +1,11 @@
-"""CONTRIBUTING.md's recipe, followed for real: a throwaway feature with a tool, a table, a
-setting, a command, a button, a job and a doctor check, written as one folder plus its
-entry in bot/features.py, in a copy of the project. Alembic autogenerates its migration
-from the derived metadata, and the assembled app (the builder `sidekick run` uses, on the
-fake Telegram and fake model) offers the tool, stores what it did, answers the command in
-Telegram and in the terminal, runs the job and the doctor check."""
+"""CONTRIBUTING.md's recipe, followed for real: a throwaway feature with a tool, two tables,
+a setting, a command, a button, a job, a doctor check, a part, a per-request hook with its
+own typed state and its own rows in the record's transaction, a gate and a model wrapper,
+written as one folder plus its entry in bot/features.py, in a copy of the project. Alembic
+autogenerates its migration from the derived metadata, and the assembled app (the builder
+`sidekick run` uses, on the fake Telegram and fake model) offers the tool, stores what it
+did, answers the command in Telegram and in the terminal, runs the job and the doctor
+check, calls the hook, the gate and the wrapper."""
 
 from __future__ import annotations
 
@@ -20,17 +22,24 @@ ROOT = Path(__file__).resolve().parents[2]
 FEATURE_PY = '''
 """Tally: the model counts things for the user; /tally shows the counts."""
 
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from pydantic import BaseModel, SecretStr
-from sqlalchemy import Integer, String, func, select
+from sqlalchemy import Integer, String, func, insert, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.models.base import Base
 from db.models.core import User
 from db.repos.core import Recipient
-from tools.base import CheckResult, Tool, ToolCall, ToolDeps, ToolModule
-from tools.feature import Answer, Button, Command, CommandCall, Feature, Host, Job, Pressed
+from tools.base import CheckResult, RequestContext, Tool, ToolCall, ToolDeps, ToolModule
+from tools.chat import ChatModel, Completion, ModelWrapper
+from tools.feature import (
+    Answer, Button, Command, CommandCall, Feature, Host, Job, Pressed, Provide,
+)
+from tools.hooks import Gate, RequestHooks, TurnHooks
+from tools.state import Key, Slot
 
 
 class TallySettings(BaseModel):
@@ -45,6 +54,18 @@ class Tally(Base):
     item: Mapped[str] = mapped_column(String(200))
 
 
+class TallyLog(Base):
+    """One row per item a request counted, written in the transaction of its record."""
+
+    __tablename__ = "tally_log"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    request_id: Mapped[str] = mapped_column(String(32))
+    item: Mapped[str] = mapped_column(String(200))
+
+
+COUNTED = Slot("tally.counted", list)  # what this request counted
+
+
 class Params(BaseModel):
     item: str
 
@@ -53,9 +74,80 @@ def build(deps: ToolDeps) -> Tool[Params]:
     async def run(p: Params, call: ToolCall) -> str:
         async with deps.session_factory() as s, s.begin():
             s.add(Tally(user_id=call.ctx.user_id, item=p.item))
+        call.ctx.state(COUNTED).append(p.item)
         return f"counted one {p.item}"
 
     return Tool("tally", "Counts one item for the user.", Params, run)
+
+
+@dataclass
+class Calls:
+    """A part: the model calls the wrapper saw."""
+
+    n: int = 0
+
+
+CALLS: Key[Calls] = Key("tally.calls")
+
+
+async def calls(host: Host) -> Calls:
+    return Calls()
+
+
+class Counting(ModelWrapper):
+    def __init__(self, inner: ChatModel, seen: Calls) -> None:
+        super().__init__(inner)
+        self.seen = seen
+
+    async def stream(self, *args: Any, **kwargs: Any) -> Completion:
+        self.seen.n += 1
+        return await self.inner.stream(*args, **kwargs)
+
+
+async def counting(host: Host, model: ChatModel) -> ChatModel:
+    return Counting(model, await host.need(CALLS))
+
+
+@dataclass
+class TallyTurn(TurnHooks):
+    ctx: RequestContext
+    written: int = 0
+
+    def notes(self) -> str:
+        counted = self.ctx.state(COUNTED)
+        return f"\\n\\n(tallied: {', '.join(counted)})" if counted else ""
+
+    def record_writes(self, ctx: RequestContext) -> Any:
+        new = ctx.state(COUNTED)[self.written :]
+        self.written += len(new)
+        if not new:
+            return None
+        rows = [{"request_id": ctx.request_id, "item": item} for item in new]
+
+        async def write(c: Any, turn: Any) -> None:
+            await c.execute(insert(TallyLog), rows)
+
+        return write
+
+
+class Turns:
+    async def begin(self, ctx: RequestContext) -> TurnHooks:
+        return TallyTurn(ctx)
+
+
+def turns(host: Host) -> RequestHooks:
+    return Turns()
+
+
+class NoForbidden:
+    async def check(self, tool: Any, params: Any, args: dict[str, Any], call: ToolCall) -> str | None:
+        if tool.name == "tally" and args.get("item") == "forbidden":
+            return "Not counted: that item may not be tallied."
+        return None
+
+
+def gate(host: Host) -> Gate:
+    return NoForbidden()
 
 
 async def counts(host: Host, user_id: int) -> str:
@@ -73,6 +165,7 @@ async def counts(host: Host, user_id: int) -> str:
 
 async def tally(call: CommandCall) -> Answer:
     text = "Tally: " + await counts(call.host, call.who.user_id)
+    text += f" ({call.host.part(CALLS).n} model calls)"
     return Answer(text, ((Button("Reset", "reset"),),))
 
 
@@ -102,10 +195,14 @@ FEATURE = Feature(
     name="tally",
     settings=TallySettings,
     tools=(ToolModule("tally", build, "tally: count one item for the user."),),
-    models=(Tally,),
+    models=(Tally, TallyLog),
     commands=(Command("tally", "what I counted for you", tally),),
     press=press,
     jobs=(Job("tally-report", "send each user their counts", timedelta(days=1), report),),
+    parts=(Provide(CALLS, calls),),
+    wraps=(counting,),
+    turns=(turns,),
+    gates=(gate,),
     doctor=check,
 )
 '''
@@ -124,19 +221,34 @@ async def test_the_throwaway_feature_works_in_the_assembled_app(make_tg) -> None
     assert "sk-tally-secret-1234" in tg.settings.secrets()  # scrubbed from logs and replies
     tg.llm.add(Calls([("tally", {"item": "coffee"})]), Text("Counted."))
     await tg.send(OWNER, "count a coffee")
-    assert (await tg.reply(OWNER)).text == "Counted."
+    # The request's hook read the tool's typed state and wrote under the answer.
+    assert (await tg.reply(OWNER)).text == "Counted.\\n\\n(tallied: coffee)"
     offered = [t["function"]["name"] for t in tg.llm.requests[0]["tools"]]
     assert "tally" in offered
     assert "tally: count one item for the user." in tg.llm.requests[0]["messages"][0]["content"]
+    # Its rows went in with the tool round's record.
+    from sqlalchemy import select
+    from tools.tally.feature import TallyLog
+    async with tg.app.session_factory() as s:
+        logged = (await s.execute(select(TallyLog.item, TallyLog.request_id))).all()
+    assert [item for item, _ in logged] == ["coffee"] and logged[0][1]
+
+    # The gate: the call is answered, not run.
+    tg.llm.add(Calls([("tally", {"item": "forbidden"})]), Text("Fine."))
+    await tg.send(OWNER, "count a forbidden thing")
+    assert (await tg.reply(OWNER)).text == "Fine."
+    results = [m["content"] for m in tg.llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[-1] == "Not counted: that item may not be tallied."
 
     await tg.send(OWNER, "/help")
     assert "/tally — what I counted for you" in (await tg.reply(OWNER)).text
     await tg.send(OWNER, "/tally")
     shown = await tg.reply(OWNER)
-    assert shown.text == "Tally: coffee x 1"
+    # The wrapper saw each of the four model calls (its part counts them).
+    assert shown.text == "Tally: coffee x 1 (4 model calls)"
     assert shown.reply_markup["inline_keyboard"][0][0]["callback_data"] == "tally:reset"
     local = await run_command(tg.app, Who(OWNER, "Owner"), "/tally")
-    assert local == "Tally: coffee x 1"  # the terminal renders the same command
+    assert local == "Tally: coffee x 1 (4 model calls)"  # the terminal renders the same
 
     jobs = await tg.app.start_features(TelegramDelivery(tg.runtime.bot))  # as `sidekick run` does
     [run] = [run for job_id, *_, run in jobs if job_id == "tally-report"]
@@ -203,7 +315,8 @@ def test_a_feature_is_one_folder_and_one_entry_in_the_list(tmp_path: Path) -> No
     run("-m", "alembic", "upgrade", "head", **schema)
     run("-m", "alembic", "revision", "--autogenerate", "-m", "tally", **schema)
     [made] = [p for p in (project / "migrations" / "versions").glob("*tally.py")]
-    assert "op.create_table('tallies'" in made.read_text() or 'op.create_table("tallies"' in (
-        made.read_text()
-    )
+    for table in ("tallies", "tally_log"):
+        assert f"op.create_table('{table}'" in made.read_text() or (
+            f'op.create_table("{table}"' in made.read_text()
+        )
     run("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/e2e/test_probe_tally.py")

@@ -25,7 +25,7 @@ SUMMARY = (
 )
 
 
-def split_job(tg: TG) -> Callable[[], Awaitable[Any]]:
+async def split_job(tg: TG) -> Callable[[], Awaitable[Any]]:
     """The session-split job as `sidekick run` schedules it: from the features' job specs."""
     specs = await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
     return next(run for job_id, _, _, run in specs if job_id == "session-split")
@@ -48,7 +48,7 @@ async def test_after_a_split_history_is_empty_but_the_summary_is_recalled(tg: TG
     # The bot was down over midnight: the session started two days ago.
     async with app.session_factory() as s, s.begin():
         await s.execute(update(ChatSession).values(started_at=app.deps.clock() - timedelta(days=2)))
-    split = split_job(tg)
+    split = await split_job(tg)
     tg.llm.add(Text(SUMMARY))
     report = await split()
     assert len(report.archived) == 1
@@ -74,7 +74,7 @@ async def test_first_message_after_downtime_starts_fresh_before_the_job_runs(tg:
     request = chat_requests(tg)[-1]["messages"]
     assert [without_context(m["content"]) for m in request[1:]] == ["good morning!"]
     # The closed session's summary is written by the next run, once.
-    split = split_job(tg)
+    split = await split_job(tg)
     tg.llm.add(Text(SUMMARY))
     assert len((await split()).archived) == 1
     assert (await split()).total == 0
@@ -136,11 +136,11 @@ async def test_newsession_answers_before_a_slow_summary_written_once(tg: TG) -> 
             break
         await asyncio.sleep(0.05)
     # The scheduler's run while the summary is written leaves the session to its writer.
-    assert (await split_job(tg)()).total == 0
+    assert (await (await split_job(tg))()).total == 0
     assert len(summary_requests(tg)) == 1
     slow.set()
     await tg.app.part(ARCHIVE).idle()
-    assert (await split_job(tg)()).total == 0  # archived once, nothing left
+    assert (await (await split_job(tg))()).total == 0  # archived once, nothing left
     await tg.send(OWNER, "/sessions")
     assert "The user is planning a trip to Lisbon" in (await tg.reply(OWNER)).text
     assert len(summary_requests(tg)) == 1
