@@ -30,7 +30,7 @@ from tools.base import Clock, ModelEndpoint, ToolDeps, system_clock
 from tools.chat import ChatModel
 from tools.feature import Deliver, Feature, Provide
 from tools.hooks import HISTORY, PERIODS, File, Gates, NoPeriods
-from tools.registry import Registry, build_registry, discovery
+from tools.registry import Registry, build_registry
 from tools.state import Key
 from tools.tokens import release as release_tokenizer
 
@@ -129,7 +129,7 @@ class App:
                 telegram_user_id=recipient.telegram_id,
                 user_name=recipient.name,
                 chat_id=recipient.telegram_id,
-                purpose="scheduled",  # metered and budgeted like chat, reported apart
+                purpose="scheduled",  # the features treat it as chat, reported apart
             )
         )
         return reply.text
@@ -168,23 +168,20 @@ class App:
                 log.exception("stopping %s failed", key)
 
     def warm_up(self) -> None:
-        """Loads what the first message needs (embedding model, token counter;
-        bench/startup.py prints what each costs) in a thread, so start-up does not wait for it
-        and the first reply rarely does."""
+        """Loads what the first message needs (what the features declare, then the core's
+        token counter; bench/startup.py prints what each costs) in the background, so
+        start-up does not wait for it and the first reply rarely does."""
         if self.warming is None:
             self.warming = asyncio.create_task(self._warm())
 
     async def _warm(self) -> None:
-        await asyncio.to_thread(_warm_sync)
-        disc = discovery(self.registry)
-        try:
-            # Every request plans its tools from the catalog's token costs: count them now
-            # (on the loop, like a request would), then let the tokenizer go, as nothing
-            # else counts per message (/context counts when asked).
-            if disc is not None:
-                disc.catalog()
-        except Exception:
-            log.warning("warm-up failed", exc_info=True)
+        for f in self.features:
+            for warm in f.warm:
+                try:
+                    await warm(self)
+                except Exception:  # the first message that needs it reports the problem
+                    log.warning("warm-up of %s failed", f.name, exc_info=True)
+        # Nothing else counts tokens per message (/context counts when asked).
         release_tokenizer()
         heap.freeze()
         heap.trim()
@@ -203,18 +200,6 @@ class App:
         await self.http.aclose()
         await self.engine.dispose()
         heap.thaw()
-
-
-def _warm_sync() -> None:
-    from tools.memory.embeddings import WordLlamaEmbedder, wordllama_installed
-    from tools.tokens import encoder
-
-    try:
-        if wordllama_installed():  # memory (offline) and tool_search both use it
-            WordLlamaEmbedder().load()
-        encoder()
-    except Exception:  # the first message that needs them reports the problem
-        log.warning("warm-up failed", exc_info=True)
 
 
 async def migrated(
@@ -266,8 +251,8 @@ async def build_app(
         )
         app = App(settings, engine, sf, http, llm, deps, features)
         await app.build_parts(on_start=False)
-        # One model for everything, inside every feature's wrapper: plain completions
-        # (code generation) are metered, the chat's images pass the vision gate.
+        # One model for everything (the chat, the tools' plain completions), inside every
+        # listed feature's wrapper.
         model = await app.wrapped(llm)
         deps.llm = model
         app.registry = build_registry(deps, tool_modules(features))
@@ -287,7 +272,7 @@ async def build_app(
             history=app.part(HISTORY) if app.has(HISTORY) else None,
             default_tz=settings.tz,
         )
-        await app.registry.start()  # MCP servers up, learned tool usage loaded
+        await app.registry.start()  # tool sources (servers) up, what the planner learned loaded
         return app
     except BaseException:
         if app is not None:

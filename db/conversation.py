@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar, Unpack, cast
 
-from sqlalchemy import Row, Table, bindparam, insert, select, update
+from sqlalchemy import Executable, Row, Table, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from db.engine import SessionFactory, engine_of
@@ -168,10 +168,14 @@ class ToolResult:
     brief: str | None = None  # what the person may read of it (tools/base.py Tool.brief)
 
 
-# Rows a feature writes in the transaction of a record (a tool round or the answer): the
-# usage of the model calls since the previous record. db/ knows no feature's table, so the
-# feature hands over the unit of work.
-RecordWrite = Callable[[AsyncConnection, "Turn"], Awaitable[None]]
+@dataclass(frozen=True)
+class RecordWrite:
+    """Rows a feature writes in the transaction of a record (a tool round or the answer):
+    one statement and its parameter sets (the usage of the model calls since the previous
+    record). db/ knows no feature's table, so the feature hands over its statement."""
+
+    statement: Executable
+    rows: Sequence[dict[str, Any]]
 
 
 class Conversation(Protocol):
@@ -336,8 +340,7 @@ class SqlConversation:
                     for r in results
                 ]
                 await c.execute(_ADD_TOOL_CALL, audit)
-            for write in writes:
-                await write(c, turn)
+            await _write(c, writes)
 
         await self._run(unit)
 
@@ -354,8 +357,7 @@ class SqlConversation:
         }
 
         async def unit(c: AsyncConnection) -> None:
-            for write in writes:
-                await write(c, turn)
+            await _write(c, writes)
             await c.execute(ADD_MESSAGES, message_params(message))
 
         await self._run(unit)
@@ -395,3 +397,9 @@ async def _history(c: AsyncConnection, session_id: int, limit: int = HISTORY_ROW
     rows = list((await c.execute(HISTORY, {"session_id": session_id, "limit": limit})).all())
     rows.reverse()
     return rows
+
+
+async def _write(c: AsyncConnection, writes: Sequence[RecordWrite]) -> None:
+    for w in writes:
+        if w.rows:
+            await c.execute(w.statement, list(w.rows))

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select, update
+from sqlalchemy import bindparam, event, func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.usage import repo as usage_repo
 from bot.usage.models import ModelUsage
@@ -144,15 +144,13 @@ async def test_a_tool_round_and_the_answer_are_recorded(engine: AsyncEngine) -> 
             "model": "m",
             "prompt_tokens": 3,
         }
+        return RecordWrite(usage_repo.INSERT, [row])
 
-        async def write(c: AsyncConnection, t: Turn) -> None:
-            await c.execute(usage_repo.INSERT, [row])
-
-        return write
-
-    async def warned(c: AsyncConnection, t: Turn) -> None:  # a second feature's rows
-        warn = {"usage_warned": '{"day": "2026-03-01"}'}
-        await c.execute(update(User).where(User.id == t.user_id).values(**warn))
+    # A second writer's rows in the same transaction.
+    warned = RecordWrite(
+        update(User).where(User.id == bindparam("uid")).values(usage_warned=bindparam("w")),
+        [{"uid": turn.user_id, "w": '{"day": "2026-03-01"}'}],
+    )
 
     await conv.record_tool_round(turn, T0, "let me look", wire, results, [usage("r1")])
     await conv.record_answer(turn, T0, "It is sunny.", [usage("r1"), warned])
@@ -184,11 +182,8 @@ async def test_a_failing_write_in_a_record_rolls_back_all_of_it(engine: AsyncEng
     turn = Turn(started.session_id, started.user.id, "r1")
 
     # A usage row the database refuses (no purpose): the whole record is rolled back.
-    async def refused(c: AsyncConnection, t: Turn) -> None:
-        row = {"at": T0, "user_id": t.user_id, "purpose": None, "model": "m"}
-        await c.execute(usage_repo.INSERT, [row])
-
-    fails = [refused]
+    row = {"at": T0, "user_id": turn.user_id, "purpose": None, "model": "m"}
+    fails = [RecordWrite(usage_repo.INSERT, [row])]
 
     result = ToolResult("c1", "w", "{}", "out", True, None, 1.0)
     with pytest.raises(IntegrityError):

@@ -168,6 +168,12 @@ class Refuses:
             raise self.error
         return Completion(content="ok")
 
+    async def complete(self, *args: object, **kwargs: object) -> Completion:
+        return Completion(content="ok")
+
+    async def context_tokens(self, model: str | None = None) -> int | None:
+        return None
+
 
 IMAGE_MSG = [{"role": "user", "content": [{"type": "text", "text": "x"},
               {"type": "image_url", "image_url": {"url": "data:,"}}]}]  # fmt: skip

@@ -223,6 +223,9 @@ class Feature:
     # Sections of every prompt's [context] block, built with the agent; a builder may
     # return None (the feature is off under these settings).
     context: tuple[Callable[[ToolDeps], ContextProvider | None], ...] = ()
+    # What the first message would otherwise wait for (a model to load), warmed in the
+    # background once an adapter starts.
+    warm: tuple[Callable[[Host], Awaitable[None]], ...] = ()
     doctor: Doctor | None = None
 
 

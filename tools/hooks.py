@@ -83,10 +83,10 @@ class TurnHooks:
         """The model to ask for this request; None: the configured one."""
         return None
 
-    def record_writes(self, ctx: RequestContext) -> RecordWrite | None:
+    def record_writes(self, ctx: RequestContext) -> list[RecordWrite]:
         """Rows to write in the transaction of the next record (a tool round or the answer),
         for what happened since the previous one."""
-        return None
+        return []
 
     def notes(self) -> str:
         """Lines under the answer the user sees (never stored in the history)."""
@@ -194,7 +194,7 @@ class TurnChain(TurnHooks):
 
     def writes(self, ctx: RequestContext) -> list[RecordWrite]:
         """Every feature's rows for the next record, all in its one transaction."""
-        return [w for t in self.turns if (w := t.record_writes(ctx)) is not None]
+        return [w for t in self.turns for w in t.record_writes(ctx)]
 
     def notes(self) -> str:
         return "".join(t.notes() for t in self.turns)

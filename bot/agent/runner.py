@@ -3,7 +3,7 @@
 Storage goes through one seam (db/conversation.py): the turn begins by storing the user's
 message before any model call (then the context block it is first sent with), each tool
 round and the answer are recorded in one transaction each, with the rows features' turn
-hooks hand over (model calls' usage) inside them. Features reach the loop only through
+hooks hand over inside them. Features reach the loop only through
 tools/hooks.py's declarations (no names). A request a restart cut goes on through the
 same loop (`resume`), seeded from its records.
 """
@@ -64,7 +64,7 @@ MAX_TOOL_CALLS = 75
 def nothing_said(ran: list[str], last: Sequence[ToolResult] = ()) -> str:
     """The answer when the model's is empty: a small model often says nothing after a tool
     result. The person reads which tools it used, and what the last round's calls returned
-    where a tool says it briefly (what code printed, what memory found or stored)."""
+    where a tool says it briefly (`Tool.brief`: what a program printed, a stored fact)."""
     if not ran:
         return "(no answer)"
     said = f"(The model gave no answer after using {', '.join(dict.fromkeys(ran))}.)"
@@ -79,10 +79,10 @@ class Incoming:
     user_name: str = ""
     chat_id: int | None = None
     telegram_message_id: int | None = None
-    kind: str = "text"  # stored with the message: text, voice, photo, document, ...
+    kind: str = "text"  # stored with the message: what the person sent (text, a file, ...)
     # Content parts for this request only (images as data URIs); history keeps `text`.
     parts: list[dict[str, Any]] = field(default_factory=list)
-    purpose: Purpose = "chat"  # "scheduled" for scheduled tasks (usage is reported by purpose)
+    purpose: Purpose = "chat"  # "scheduled" for scheduled tasks (nobody is watching)
 
 
 @dataclass
@@ -96,7 +96,7 @@ class Reply:
     # summarising a session the model ended, a model call the user should not wait for).
     followup: Callable[[], Awaitable[None]] | None = None
     files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
-    notes: str = ""  # lines under the answer (fallback, budget warning, usage footer)
+    notes: str = ""  # lines under the answer (the features' and the model wrappers')
     user_id: int | None = None  # users.id of who asked
 
     async def delivered(self) -> None:

@@ -1,4 +1,4 @@
-"""Runs a round of tool calls: parse, validate, ask the user when the approval gate says so,
+"""Runs a round of tool calls: parse, validate, pass the features' gates (tools/hooks.py Gate),
 run, and turn every failure into text for the model; calls over the request's cap are
 answered with a note instead of being run. A result its tool declares outside content
 (tools/effects.py) is marked so for the model and in the history, and the turn has seen it
@@ -105,7 +105,7 @@ async def run_call(
 def repeated_failure(results: list[ToolResult], failed: set[tuple[str, str]]) -> str | None:
     """A round whose every call failed before in the request, word for word (same tool, same
     arguments): the model read the error and wrote the call again unchanged, and a small one
-    does so until the cap (the 0.5B model: `code(["12345", "6789"])` seven times). Returns
+    does so until the cap (the 0.5B model wrote one failing call seven times). Returns
     the line that stops the task then; adds the round's failures to `failed`."""
     fails = [(r.name, r.arguments) for r in results if not r.ok]
     again = bool(results) and len(fails) == len(results) and all(k in failed for k in fails)

@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.prompt import without_context
 from bot.usage import repo
 from bot.usage.meter import Meter, Totals, parse_warned
-from db.conversation import RecordWrite, Turn
+from db.conversation import RecordWrite
 from db.engine import SessionFactory
 from db.models.core import User
 from tools.base import RequestContext
@@ -51,6 +50,10 @@ class UsageUser(Protocol):
     def usage_warned(self) -> str | None: ...
 
 
+# The budget warnings given this period, kept on the user's row.
+_WARNED = (
+    update(User).where(User.id == bindparam("user_id")).values(usage_warned=bindparam("marks"))
+)
 # What metering reads of the user's row as a request begins.
 _USER_USAGE = select(User.llm_model, User.usage_footer, User.usage_warned).where(
     User.id == bindparam("user_id")
@@ -118,7 +121,7 @@ class Metering(TurnHooks):
     def model(self) -> str | None:
         return self.ru.model  # the user's /model pick
 
-    def record_writes(self, ctx: RequestContext) -> RecordWrite | None:
+    def record_writes(self, ctx: RequestContext) -> list[RecordWrite]:
         """The usage rows of the calls made since the last record, and the user's budget
         warnings, for the transaction that records their answer (db/conversation.py)."""
         rows: list[dict[str, Any]] = []
@@ -128,17 +131,11 @@ class Metering(TurnHooks):
             rows.append(row)
             warned = warned or warns
         self.pending.clear()
-        if not rows:
-            return None
-        marks = json.dumps(self.ru.warned) if warned else None
-
-        async def write(c: AsyncConnection, turn: Turn) -> None:
-            await c.execute(repo.INSERT, rows)
-            if marks is not None:
-                values = {"usage_warned": marks}
-                await c.execute(update(User).where(User.id == turn.user_id).values(**values))
-
-        return write
+        writes = [RecordWrite(repo.INSERT, rows)]
+        if warned:
+            marks = {"user_id": ctx.user_id, "marks": json.dumps(self.ru.warned)}
+            writes.append(RecordWrite(_WARNED, [marks]))
+        return writes
 
     def notes(self) -> str:
         return extra_lines(self.ru)

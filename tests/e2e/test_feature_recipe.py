@@ -30,6 +30,7 @@ from pydantic import BaseModel, SecretStr
 from sqlalchemy import Integer, String, func, insert, select
 from sqlalchemy.orm import Mapped, mapped_column
 
+from db.conversation import RecordWrite
 from db.models.base import Base
 from db.models.core import User
 from db.repos.core import Recipient
@@ -117,17 +118,11 @@ class TallyTurn(TurnHooks):
         counted = self.ctx.state(COUNTED)
         return f"\\n\\n(tallied: {', '.join(counted)})" if counted else ""
 
-    def record_writes(self, ctx: RequestContext) -> Any:
+    def record_writes(self, ctx: RequestContext) -> list[RecordWrite]:
         new = ctx.state(COUNTED)[self.written :]
         self.written += len(new)
-        if not new:
-            return None
         rows = [{"request_id": ctx.request_id, "item": item} for item in new]
-
-        async def write(c: Any, turn: Any) -> None:
-            await c.execute(insert(TallyLog), rows)
-
-        return write
+        return [RecordWrite(insert(TallyLog), rows)]
 
 
 class Turns:
@@ -140,7 +135,9 @@ def turns(host: Host) -> RequestHooks:
 
 
 class NoForbidden:
-    async def check(self, tool: Any, params: Any, args: dict[str, Any], call: ToolCall) -> str | None:
+    async def check(
+        self, tool: Any, params: Any, args: dict[str, Any], call: ToolCall
+    ) -> str | None:
         if tool.name == "tally" and args.get("item") == "forbidden":
             return "Not counted: that item may not be tallied."
         return None

@@ -7,12 +7,24 @@ it plans for; the feature reaches that registry through the Host."""
 
 from __future__ import annotations
 
+import asyncio
+
 from tools.base import CheckResult
 from tools.discovery import commands
 from tools.discovery.doctor import budget_check
 from tools.discovery.models import ToolUsage
 from tools.feature import Command, Feature, Host
 from tools.registry import discovery
+from tools.tokens import encoder
+
+
+async def warm(host: Host) -> None:
+    """Every request plans its tools from the catalog's token costs: count them now (the
+    tokenizer loaded in a thread, the count on the loop, like a request would)."""
+    disc = discovery(host.registry)
+    if disc is not None:
+        await asyncio.to_thread(encoder)
+        disc.catalog()
 
 
 async def check(host: Host) -> list[CheckResult]:
@@ -24,5 +36,6 @@ FEATURE = Feature(
     name="discovery",
     models=(ToolUsage,),
     commands=(Command("tools", "the tools I can use and their token cost", commands.tools),),
+    warm=(warm,),
     doctor=check,
 )

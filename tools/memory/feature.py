@@ -4,16 +4,30 @@ buttons, and the hourly sweep of expired memories."""
 
 from __future__ import annotations
 
+import asyncio
+
 from tools.base import CheckResult
 from tools.feature import Command, Feature, Host, Job, Provide
 from tools.memory import commands, recall_context
 from tools.memory.doctor import check_memory
+from tools.memory.embeddings import WordLlamaEmbedder, wordllama_installed
 from tools.memory.models import Memory, MemoryMeta
 from tools.memory.settings import MemorySettings
 from tools.memory.setup import store_part
 from tools.memory.store import MEMORY
 from tools.memory.sweep import EVERY, sweep
 from tools.memory.tool import TOOL
+
+
+async def warm(host: Host) -> None:
+    """The offline embedding model (memory and tool_search both use it), loaded in a
+    thread so the first message rarely waits for it."""
+
+    def load() -> None:
+        if wordllama_installed():
+            WordLlamaEmbedder().load()
+
+    await asyncio.to_thread(load)
 
 
 async def check(host: Host) -> list[CheckResult]:
@@ -38,5 +52,6 @@ FEATURE = Feature(
     parts=(Provide(MEMORY, store_part),),
     jobs=(Job("memory-sweep", "delete expired memories", EVERY, sweep),),
     context=(recall_context.from_deps,),
+    warm=(warm,),
     doctor=check,
 )
