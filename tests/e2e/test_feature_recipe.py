@@ -111,7 +111,7 @@ FEATURE = Feature(
 '''
 
 PROBE = """
-from bot.doctor import all_checks
+from bot.ops.doctor import all_checks
 from bot.telegram.reminder_delivery import TelegramDelivery
 from bot.terminal_commands import Who, run_command
 from tests.e2e.conftest import OWNER, TG
