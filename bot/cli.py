@@ -180,7 +180,7 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
 
         asyncio.run(run_bot(settings))
     elif command == "chat":
-        from bot.terminal import run_chat
+        from bot.terminal.chat import run_chat
 
         asyncio.run(run_chat(settings, as_user=args.as_user))
     elif command == "migrate" and (args.source or args.target):
