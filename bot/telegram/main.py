@@ -25,8 +25,8 @@ from bot.config import Settings, require
 from bot.errors import ConfigError, ProviderError
 from bot.ops.backup import backup_jobs
 from bot.ops.status import clear_pid, write_pid
+from bot.telegram.delivery import TelegramDelivery
 from bot.telegram.dispatcher import Runtime, build_runtime
-from bot.telegram.reminder_delivery import TelegramDelivery
 from bot.telegram.resume import continue_cut_turns
 from bot.telegram.webhook_guard import guards
 from scheduler.dbfile import DatabaseFileWatch

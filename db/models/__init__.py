@@ -3,10 +3,10 @@ own folder declares its tables in its Feature, and bot/features.py registers the
 
 from db.models.base import Base
 from db.models.core import ChatSession, Message, ToolCallRecord, User
+from db.models.inbox import TelegramUpdate
 from db.models.outbox import OutboxMessage
 from db.models.resume import TurnResume
 from db.models.voice import VoicePrefs
-from db.models.workers import TelegramUpdate
 
 __all__ = [
     "Base",
