@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import insert, update
 
 from bench.cli import options
+from bot.telegram.delivery import TelegramDelivery
 from bot.telegram.dispatcher import build_bot
-from bot.telegram.reminder_delivery import TelegramDelivery
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.models.core import User

@@ -50,7 +50,7 @@ HEAVY = [
     "telegramify_markdown",
     "bot.app",
     "bot.telegram.main",
-    "bot.terminal",
+    "bot.terminal.chat",
 ]
 
 

@@ -17,7 +17,7 @@ from bot import heap
 from bot.config import Settings, missing, settings_and_errors, unknown_names
 from bot.errors import ConfigError, SidekickError
 from bot.logs import RUN_LOG, setup_logging
-from bot.preflight import where_am_i
+from bot.ops.preflight import where_am_i
 
 CHAT_LOG = "chat.log"  # in DATA_DIR
 ENV_HELP = (
@@ -180,7 +180,7 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
 
         asyncio.run(run_bot(settings))
     elif command == "chat":
-        from bot.terminal import run_chat
+        from bot.terminal.chat import run_chat
 
         asyncio.run(run_chat(settings, as_user=args.as_user))
     elif command == "migrate" and (args.source or args.target):
@@ -188,11 +188,11 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
     elif command == "migrate":
         asyncio.run(_migrate(settings))
     elif command == "doctor":
-        from bot.doctor import run_doctor
+        from bot.ops.doctor import run_doctor
 
         return asyncio.run(run_doctor(settings, fix=args.fix))
     elif command in ("status", "logs"):
-        from bot.status import print_logs, print_status
+        from bot.ops.status import print_logs, print_status
 
         if command == "logs":
             return print_logs(settings, args.lines, args.follow)
@@ -202,7 +202,7 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
 
         return asyncio.run(print_usage(settings, args.user))
     elif command in ("backup", "restore", "service"):
-        from bot.ops_commands import run_ops_command
+        from bot.ops.cli import run_ops_command
 
         return run_ops_command(command, args, settings)
     elif command == "memory":
@@ -259,7 +259,7 @@ def configure(args: argparse.Namespace, command: str) -> Settings:
     """Settings, or one ConfigError listing every problem found (bad values, missing ones, the
     file system's), after one warning line per misspelled variable name and per former name
     read as its replacement."""
-    from bot.preflight import preflight
+    from bot.ops.preflight import preflight
 
     for line in unknown_names(args.env_file):
         print(f"sidekick: warning: {line}", file=sys.stderr)
@@ -281,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args.command or "run"
     if command == "setup":  # before the settings are read: they may not be usable yet
         from bot.config import env_path
-        from bot.setup_wizard import run_setup
+        from bot.ops.setup_wizard import run_setup
 
         return run_setup(env_path(args.env_file), if_needed=args.if_needed)
     try:

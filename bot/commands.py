@@ -4,7 +4,7 @@ terminal chat's /help and dispatch, all read it, so the two cannot drift apart.
 A feature declares its commands with their handlers (tools/feature.py's Command): both
 adapters render those, and nothing else is needed. The rows of `APP_COMMANDS` are still
 answered by each adapter's own handler (a router in bot/telegram/routers/ with
-`flags={"command": name}`, and bot/terminal_commands.py) until their feature declares them;
+`flags={"command": name}`, and bot/terminal/commands.py) until their feature declares them;
 tests/test_commands.py fails while one of those is missing.
 """
 

@@ -25,8 +25,8 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.features import FEATURES
-from bot.former_settings import RENAMED, Raw, translate
 from bot.llm.settings import ModelSettings
+from bot.ops.former_settings import RENAMED, Raw, translate
 from tools.errors import ConfigError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -164,7 +164,7 @@ class Settings(
     # The .env these settings were read from (the owner learned from the first message is
     # written back to it); set by settings_and_errors.
     _env_source: Path | None = PrivateAttr(default=None)
-    # One warning line per former name read (bot/former_settings.py); set there too.
+    # One warning line per former name read (bot/ops/former_settings.py); set there too.
     _renamed: tuple[str, ...] = PrivateAttr(default=())
 
     @property

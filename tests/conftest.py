@@ -18,9 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.app import App, build_app
 from bot.config import Settings, load_settings
-from bot.former_settings import RENAMED
 from bot.llm import client as llm_client
 from bot.llm.client import LLMClient
+from bot.ops.former_settings import RENAMED
 from db.engine import create_engine
 from db.migrate import upgrade
 from tests.fakes.openai_server import FakeOpenAI

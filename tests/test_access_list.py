@@ -17,7 +17,7 @@ import pytest
 from bot.access import gate, repo
 from bot.access.gate import AccessList
 from bot.app import App
-from bot.envfile import mask, read_env, set_values
+from bot.ops.envfile import mask, read_env, set_values
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:  # noqa: ASYNC109

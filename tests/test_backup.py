@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from bot.backup import BackupError, daily_backup, make_backup, verify
 from bot.config import load_settings
-from bot.ops_commands import operations_results, unit_text
-from bot.restore import restore
+from bot.ops.backup import BackupError, daily_backup, make_backup, verify
+from bot.ops.cli import operations_results, unit_text
+from bot.ops.restore import restore
 from db.engine import create_engine
 from tests.conftest import pg_only, sqlite_only
 from tests.test_config import sidekick
@@ -246,7 +246,7 @@ def with_db(members: dict, db: bytes, json: object) -> dict:  # type: ignore[typ
 def _manifest_for(db: bytes, json: object, manifest: bytes) -> bytes:
     import tempfile as _tempfile
 
-    from bot.backup import table_counts
+    from bot.ops.backup import table_counts
 
     loaded = json.loads(manifest)  # type: ignore[attr-defined]
     with _tempfile.TemporaryDirectory() as tmp:

@@ -100,7 +100,7 @@ console.log(readFileSync("own.txt", "utf8"), readFileSync(tmpdir() + "/t.txt", "
 
 @pytest.mark.parametrize("mode", STRONG_MODES)
 async def test_runs_work_under_the_bots_umask(env: Env, mode: str) -> None:
-    """The bot runs under umask 077 (bot/preflight.py); as root the code runs as a
+    """The bot runs under umask 077 (bot/ops/preflight.py); as root the code runs as a
     throwaway uid, which must still reach bun and /etc in the view built for it (the
     namespace mode's /opt/bun was 0700: "Permission denied: '/opt/bun/bun'")."""
     code = """

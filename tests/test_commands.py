@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.app import App
 from bot.commands import APP_COMMANDS, commands, find, help_lines
-from bot.terminal_commands import HANDLERS, Who, run_command
+from bot.terminal.commands import HANDLERS, Who, run_command
 
 ME = Who(None, "ann")
 COMMANDS = commands()

@@ -11,9 +11,9 @@ import pytest
 
 from bot.app import build_app
 from bot.config import Settings, load_settings, settings_and_errors, unknown_names
-from bot.doctor import check_settings
 from bot.errors import ConfigError
-from bot.former_settings import RENAMED
+from bot.ops.doctor import check_settings
+from bot.ops.former_settings import RENAMED
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.test_config import sidekick

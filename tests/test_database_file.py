@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.doctor import database_was_missing
+from bot.ops.doctor import database_was_missing
 from scheduler.dbfile import DatabaseFileWatch
 from tests.conftest import make_settings, sqlite_only
 

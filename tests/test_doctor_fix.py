@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Connection
 
-from bot.doctor_fix import APT_LINE, fix_bubblewrap
+from bot.ops.doctor_fix import APT_LINE, fix_bubblewrap
 from db.engine import create_engine
 from db.migrate import alembic_config, pending
 from tests.fakes.openai_server import FakeOpenAI

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.app import build_app
-from bot.doctor import check_database, check_llm
 from bot.llm import client as llm_client
+from bot.ops.doctor import check_database, check_llm
 from tests.conftest import make_settings, sqlite_only
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -66,7 +66,7 @@ async def test_each_start_up_line_is_said_once_in_a_doctor_run(
     """The code tool's line came twice: the app's tool and doctor's own trial service."""
     import logging
 
-    from bot.doctor import all_checks
+    from bot.ops.doctor import all_checks
 
     with caplog.at_level(logging.INFO):
         app = await build_app(make_settings(tmp_path, fake_llm))

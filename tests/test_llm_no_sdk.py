@@ -19,7 +19,7 @@ from pathlib import Path
 import bot.cli, bot.telegram.main  # what `sidekick run` imports
 from bot.agent.runner import Incoming
 from bot.app import build_app
-from bot.doctor import check_llm
+from bot.ops.doctor import check_llm
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -283,7 +283,7 @@ async def test_reindex_cli_rebuilds_the_index(app: App) -> None:
 async def test_terminal_memory_command_pages_and_forgets(app: App) -> None:
     """/memory in the terminal: the same answer as Telegram's, without its buttons, so a
     page number turns the pages."""
-    from bot.terminal_commands import Who, run_command
+    from bot.terminal.commands import Who, run_command
     from db.repos import core
 
     assert app.deps.memory is not None

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from bot.app import App
-from bot.doctor import all_checks
+from bot.ops.doctor import all_checks
 from db.repos import core as core_repo
 from tools.reminders import jobs
 from tools.reminders.parse import Fields, build_spec

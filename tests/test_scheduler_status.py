@@ -51,7 +51,7 @@ async def test_doctor_with_splitting_off(tmp_path: Path, fake_llm: FakeOpenAI) -
 
 
 async def test_doctor_runs_the_sessions_check(app: App) -> None:
-    from bot.doctor import all_checks, format_table
+    from bot.ops.doctor import all_checks, format_table
 
     [check] = [c for c in all_checks(app.features) if c.__name__ == "check_sessions"]
     results = await check(app)

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.doctor import all_checks, format_table
+from bot.ops.doctor import all_checks, format_table
 from tests.conftest import make_settings
 from tests.fakes.search_server import FakeSearch, Reply, fixture
 from tools.search import brave

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.envfile import read_env
+from bot.ops.envfile import read_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.search_server import FakeSearch, Reply, fixture
 from tests.fakes.telegram_server import FakeTelegram

@@ -15,8 +15,8 @@ import pytest
 
 from bot.agent.runner import Incoming
 from bot.app import App
-from bot.doctor import all_checks
 from bot.errors import ConfigError
+from bot.ops.doctor import all_checks
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.tools_helpers import FAKE_SERVER, build_tools_app, tool_results, write_mcp_config
 from tools.base import ToolError

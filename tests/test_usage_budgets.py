@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from bot.app import App
 from bot.llm import client as llm_client
-from bot.terminal_commands import Who, run_command
+from bot.terminal.commands import Who, run_command
 from bot.usage.meter import METER
 from db.models import User
 from tests.conftest import make_settings

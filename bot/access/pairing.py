@@ -16,7 +16,7 @@ from bot.access import repo
 from bot.access.commands import request_answer
 from bot.access.gate import AccessList, owner_code
 from bot.access.models import AccessEntry
-from bot.envfile import set_values
+from bot.ops.envfile import set_values
 from db.engine import SessionFactory
 from tools.base import Clock
 from tools.feature import Answer

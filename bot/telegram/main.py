@@ -21,12 +21,12 @@ from aiohttp import web
 
 from bot.access.gate import owner_code
 from bot.app import build_app
-from bot.backup import backup_jobs
 from bot.config import Settings, require
 from bot.errors import ConfigError, ProviderError
-from bot.status import clear_pid, write_pid
+from bot.ops.backup import backup_jobs
+from bot.ops.status import clear_pid, write_pid
+from bot.telegram.delivery import TelegramDelivery
 from bot.telegram.dispatcher import Runtime, build_runtime
-from bot.telegram.reminder_delivery import TelegramDelivery
 from bot.telegram.resume import continue_cut_turns
 from bot.telegram.webhook_guard import guards
 from scheduler.dbfile import DatabaseFileWatch

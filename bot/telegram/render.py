@@ -126,7 +126,7 @@ class Item:
 async def put(bot: Bot, chat_id: int, item: Item) -> int:
     """One message to Telegram, once; its message id. Refused formatting goes again as
     plain text, a refused photo as a document. The one way a message is sent: the outbox's
-    replies and the deliveries a feature makes unasked (bot/telegram/reminder_delivery.py)."""
+    replies and the deliveries a feature makes unasked (bot/telegram/delivery.py)."""
     markup = item.markup
     try:
         if item.kind == "answer":

@@ -3,9 +3,9 @@ registers them all."""
 
 from db.models.base import Base
 from db.models.core import ChatSession, Message, ToolCallRecord, User
+from db.models.inbox import TelegramUpdate
 from db.models.outbox import OutboxMessage
 from db.models.resume import TurnResume
-from db.models.workers import TelegramUpdate
 
 __all__ = [
     "Base",

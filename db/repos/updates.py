@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.engine import SessionFactory
 from db.models.core import Message, User
-from db.models.workers import TelegramUpdate
+from db.models.inbox import TelegramUpdate
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import select
 
 from bot.sessions import repo as sessions_repo
-from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.delivery import TelegramDelivery
 from db.repos import core as core_repo
 from tests.e2e.conftest import TG
 from tools.reminders import jobs

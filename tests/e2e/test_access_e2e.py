@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.access.gate import owner_code
 from bot.access.repo import REQUESTS_PER_HOUR
-from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, STRANGER, TG
 
 GROUP = -100555

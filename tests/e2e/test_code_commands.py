@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from bot.terminal_commands import Who, run_command
+from bot.terminal.commands import Who, run_command
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
 from tools.code.commands import FAILURES_USAGE

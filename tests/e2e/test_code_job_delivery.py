@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.delivery import TelegramDelivery
 from db.repos.core import get_or_create_user
 from tests.e2e.conftest import OWNER, TG
 from tools.code import repo

@@ -205,9 +205,9 @@ FEATURE = Feature(
 '''
 
 PROBE = """
-from bot.doctor import all_checks
-from bot.telegram.reminder_delivery import TelegramDelivery
-from bot.terminal_commands import Who, run_command
+from bot.ops.doctor import all_checks
+from bot.telegram.delivery import TelegramDelivery
+from bot.terminal.commands import Who, run_command
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.delivery import TelegramDelivery
 from bot.voice.commands import OFF_HERE
 from db.models import ChatSession
 from tests.e2e.conftest import OWNER, TG

@@ -10,7 +10,7 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from bot.agent.prompt import context_of
-from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
 from tests.fakes.telegram_server import Sent

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import MINUTE, make_env
 from tests.fakes.openai_server import Error, Text

@@ -7,7 +7,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.delivery import TelegramDelivery
 from scheduler.setup import Scheduler
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import MINUTE, Clock, Env, make_env

@@ -19,8 +19,8 @@ from bot.app import build_app
 from bot.llm.client import LLMClient
 from bot.telegram.dispatcher import Runtime, build_runtime
 from bot.telegram.resume import RESTART_WINDOW, continue_cut_turns, continuing_line, dropped_line
+from db.models.inbox import TelegramUpdate
 from db.models.resume import TurnResume
-from db.models.workers import TelegramUpdate
 from tests.conftest import make_settings, pg_only, sqlite_only
 from tests.e2e.conftest import ALLOWED, OWNER, TG
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, KeepAlive, Text

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from bot.llm.client import STILL_WAITING
 from bot.telegram.resume import continuing_line, given_up_line
 from db.engine import create_engine, session_factory
-from db.models.workers import TelegramUpdate
+from db.models.inbox import TelegramUpdate
 from tests.conftest import make_settings
 from tests.e2e.conftest import OWNER
 from tests.fakes.openai_server import Calls, FakeOpenAI, KeepAlive, Text

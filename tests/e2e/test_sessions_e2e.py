@@ -14,7 +14,7 @@ from bot.agent.prompt import context_of, without_context
 from bot.sessions import summary
 from bot.sessions.background import ARCHIVE
 from bot.sessions.models import SessionArchive
-from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.delivery import TelegramDelivery
 from db.models import ChatSession, User
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import App
-from bot.status import print_status
+from bot.ops.status import print_status
 from db.repos.core import get_or_create_user
 from tests.e2e.conftest import OWNER, WAIT_S
 from tests.fakes.openai_server import FakeOpenAI

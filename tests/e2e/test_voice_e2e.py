@@ -164,7 +164,7 @@ async def test_audio_that_cannot_be_converted_is_reported_not_sent(tg: TG) -> No
 
 
 async def test_doctor_probes_without_synthesising(tg: TG) -> None:
-    from bot.doctor import all_checks
+    from bot.ops.doctor import all_checks
     from bot.voice.doctor import check as check_voice
 
     # The voice and media lines come from their features' declarations.

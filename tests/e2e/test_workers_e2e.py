@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 from bot.app import build_app
 from bot.llm.client import LLMClient
 from bot.telegram.dispatcher import Runtime, build_runtime
-from db.models.workers import TelegramUpdate
+from db.models.inbox import TelegramUpdate
 from tests.conftest import make_settings, pg_only
 from tests.e2e.conftest import ALLOWED
 from tests.fakes.openai_server import FakeOpenAI, Text

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bot.telegram.reminder_delivery import TelegramDelivery
+from bot.telegram.delivery import TelegramDelivery
 from tests.e2e.conftest import TG, make_tg, telegram_server  # noqa: F401  (fixtures)
 from tests.fakes.openai_server import FakeOpenAI, Lane, Text
 from tools.code.opencode import OpenCodeInstall, locate_opencode

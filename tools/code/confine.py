@@ -246,7 +246,7 @@ def bind_io(io: str, work: str, uid: int | None) -> None:
 def build_view(root: str, plan: dict[str, Any]) -> None:
     """A new root holding only the system dirs, the /etc files bun needs, a few devices,
     a fresh /proc, bun, and size-capped /tmp and /work; then pivot into it."""
-    # The bot runs under umask 077 (bot/preflight.py): the mount points made here would
+    # The bot runs under umask 077 (bot/ops/preflight.py): the mount points made here would
     # be 0700 and the run's uid could not reach /opt/bun/bun or /etc. The code gets
     # the bot's umask back for its own files.
     umask = os.umask(0o022)

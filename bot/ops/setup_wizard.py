@@ -22,13 +22,13 @@ import httpx
 from pydantic import SecretStr
 
 from bot.access.gate import owner_code
-from bot.envfile import mask, read_env, set_values
 from bot.llm.settings import split_models
+from bot.ops.envfile import mask, read_env, set_values
 
 TOKEN_SHAPE = re.compile(r"\d+:[A-Za-z0-9_-]+")
 CHECK_TIMEOUT_S = 15.0
 MODELS_SHOWN = 30
-EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
+EXAMPLE = Path(__file__).resolve().parents[2] / ".env.example"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from sqlalchemy.engine import make_url
 
 from bot.config import Settings
 from bot.errors import SidekickError
-from bot.preflight import sqlite_file
+from bot.ops.preflight import sqlite_file
 from scheduler.setup import JobSpec
 from tools.base import CheckResult
 

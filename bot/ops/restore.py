@@ -21,7 +21,8 @@ import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
 
-from bot.backup import (
+from bot.config import Settings
+from bot.ops.backup import (
     PG_NAME,
     SQLITE_NAME,
     BackupError,
@@ -34,8 +35,7 @@ from bot.backup import (
     run_tool,
     verify,
 )
-from bot.config import Settings
-from bot.preflight import sqlite_file
+from bot.ops.preflight import sqlite_file
 
 # Left alone in DATA_DIR: a restore does not count them as data, nor does it touch them.
 KEPT = frozenset({"backups"})

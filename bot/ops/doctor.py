@@ -12,7 +12,7 @@ from sqlalchemy.engine import make_url
 from bot.app import App, build_app
 from bot.config import Settings
 from bot.features import FEATURES, metadata, tool_modules
-from bot.ops_commands import check_operations
+from bot.ops.cli import check_operations
 from db.engine import is_postgres, sqlite_module
 from db.migrate import differences, pending
 from tools.base import CheckResult, Doctor
@@ -218,7 +218,7 @@ async def run_doctor(settings: Settings, fix: bool = False) -> int:
     missing = database_was_missing(settings)
     fixed: list[CheckResult] = []
     if fix:  # first, so the checks see the result
-        from bot.doctor_fix import apply_fixes
+        from bot.ops.doctor_fix import apply_fixes
 
         fixed = await apply_fixes(settings)
     app = await build_app(settings, check_schema=False)  # schema_check reports it in full

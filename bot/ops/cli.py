@@ -78,8 +78,8 @@ def install_service(env_file: Path | None, only_print: bool) -> int:
 
 
 def run_ops_command(command: str, args: argparse.Namespace, settings: Settings) -> int:
-    from bot.backup import BackupError, make_backup, verify
-    from bot.restore import restore
+    from bot.ops.backup import BackupError, make_backup, verify
+    from bot.ops.restore import restore
 
     try:
         if command == "service":
@@ -112,7 +112,7 @@ async def check_operations(app: App) -> list[CheckResult]:
 
 def operations_results(settings: Settings) -> list[CheckResult]:
     """Doctor: the .env's permissions (it holds the bot token) and the daily backups."""
-    from bot.backup import backup_status
+    from bot.ops.backup import backup_status
 
     out = []
     env = env_path()

@@ -2,7 +2,7 @@
 
 Lines are read by `input()` with readline (line editing, history in DATA_DIR) in a daemon
 thread, so Ctrl-C cancels the chat at once instead of waiting for a read to return. Slash
-commands are answered locally (bot/terminal_commands.py); the log goes to DATA_DIR/chat.log.
+commands are answered locally (bot/terminal/commands.py); the log goes to DATA_DIR/chat.log.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from bot.approvals.gate import APPROVALS, Choice, Question
 from bot.config import Settings, require
 from bot.errors import user_text
 from bot.surrogates import scrub
-from bot.terminal_commands import Who, run_command
+from bot.terminal.commands import Who, run_command
 from db.repos.core import Recipient
 from scheduler.setup import Scheduler
 from tools.hooks import File

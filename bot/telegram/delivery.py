@@ -1,4 +1,5 @@
-"""Delivering reminders through the Bot API: the scheduler's `deliver` for Telegram.
+"""Delivering what is sent unasked (reminders, a code job's result, any feature's
+`host.deliver`) through the Bot API: the app's `deliver` for Telegram.
 
 Each message goes the outbox's one way (bot/telegram/outbox.py `put`: refused formatting
 again as plain text, a refused photo as a document), the text first, then the files, in

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from bot.backup import archives, modified
 from bot.config import Settings
 from bot.logs import RUN_LOG, Scrubber
+from bot.ops.backup import archives, modified
 
 PID_FILE = "sidekick.pid"
 FOLLOW_POLL_S = 0.5
