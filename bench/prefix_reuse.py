@@ -27,9 +27,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cli import options
+from bot.agent import prompt as history
 from bot.agent.runner import Incoming
 from bot.app import build_app
-from bot.sessions import history
 from db.repos import core as core_repo
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI, Text, Turn

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from bot.agent import prompt
 from bot.agent.prompt import earlier_of, without_context
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
@@ -22,7 +23,7 @@ from tools.registry import Registry
 @pytest.fixture(autouse=True)
 def _constants(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tests below set the history budget and the review mode: restored after each."""
-    monkeypatch.setattr(history, "HISTORY_TOKEN_BUDGET", history.HISTORY_TOKEN_BUDGET)
+    monkeypatch.setattr(prompt, "HISTORY_TOKEN_BUDGET", prompt.HISTORY_TOKEN_BUDGET)
     monkeypatch.setattr(history, "SUMMARY_REVIEW", history.SUMMARY_REVIEW)
 
 
@@ -44,7 +45,7 @@ def agent_for(app: App, model: ScriptedModel, budget: int = 600) -> Agent:
     agent = app.agent
     agent.llm = model
     agent.registry = Registry([])
-    history.HISTORY_TOKEN_BUDGET = budget  # put back by the autouse fixture below
+    prompt.HISTORY_TOKEN_BUDGET = budget  # put back by the autouse fixture below
     return agent
 
 
@@ -175,13 +176,14 @@ async def test_the_servers_context_size_bounds_the_history(app: App) -> None:
     # A model whose server says its context holds 4,096 tokens (llama.cpp's /props): the
     # answer's share is capped at a quarter, so the history gets what is left after the
     # prefix, not HISTORY_TOKEN_BUDGET and not nothing.
-    from bot.sessions.history import PREFIX_RESERVE, context_of, history_budget
+    from bot.agent.prompt import PREFIX_RESERVE, history_budget
+    from bot.agent.prompt import context_size as context_of
 
     class SmallContext(ScriptedModel):
         async def context_tokens(self, model: str | None = None) -> int:
             return 4096
 
-    history.HISTORY_TOKEN_BUDGET = 100_000
+    prompt.HISTORY_TOKEN_BUDGET = 100_000
     settings = app.agent.settings.model_copy(update={"llm_max_output_tokens": 4096})
     assert await context_of(SmallContext()) == 4096
     assert await context_of(ScriptedModel()) is None  # a client that cannot tell

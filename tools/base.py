@@ -256,20 +256,14 @@ class Unavailable(Exception):
     in the log and /tools."""
 
 
-Doctor = Callable[[ToolDeps], Awaitable[list[CheckResult]]]
-
-
 @dataclass(frozen=True)
 class ToolModule:
-    """Everything a tool declares, in its own tool.py; tools/registry.py lists these, one
-    line each, and derives the settings union, the doctor's checks and the system prompt's
-    tool list from them."""
+    """A tool as its feature declares it (tools/feature.py `tools`; the feature declares the
+    settings and the doctor check): the registry builds it and the system prompt's line."""
 
     name: str
     build: Callable[[ToolDeps], Tool[Any]]  # may raise Unavailable
     prompt: str  # the one line the system prompt says about the tool
-    settings: type[BaseModel] | None = None  # its settings slice (env var = field name)
-    doctor: Doctor | None = None
     # Extensions (web_fetch) are shown while they fit TOOL_TOKEN_BUDGET, else found through
     # tool_search; core tools are always shown.
     extension: bool = False

@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TextIO
 
 from tools.base import (
-    Doctor,
     RequestContext,
     RequestPlanner,
     RequestTools,
@@ -96,11 +95,6 @@ def build_registry(deps: ToolDeps, modules: tuple[ToolModule, ...]) -> Registry:
         registry.prompt[tool.name] = module.prompt
     install_extensions(registry, deps)
     return registry
-
-
-def doctor_checks(modules: tuple[ToolModule, ...]) -> list[tuple[str, Doctor]]:
-    """(tool name, its check) for every listed tool that declares one, in list order."""
-    return [(m.name, m.doctor) for m in modules if m.doctor is not None]
 
 
 def install_extensions(registry: Registry, deps: ToolDeps) -> None:

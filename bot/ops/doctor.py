@@ -11,14 +11,13 @@ from sqlalchemy.engine import make_url
 
 from bot.app import App, build_app
 from bot.config import Settings
-from bot.features import FEATURES, metadata, tool_modules
+from bot.features import FEATURES, metadata
 from bot.ops.cli import check_operations
 from db.engine import is_postgres, sqlite_module
 from db.migrate import differences, pending
-from tools.base import CheckResult, Doctor
+from tools.base import CheckResult
 from tools.feature import Doctor as FeatureDoctor
 from tools.feature import Feature
-from tools.registry import doctor_checks
 
 Check = Callable[[App], Awaitable[list[CheckResult]]]
 
@@ -151,16 +150,6 @@ async def check_telegram(app: App) -> list[CheckResult]:
     return [CheckResult("Telegram", True, f"@{data['result'].get('username')}")]
 
 
-def tool_check(name: str, check: Doctor) -> Check:
-    """A tool's own doctor check (declared in its ToolModule), run on the app's deps."""
-
-    async def run(app: App) -> list[CheckResult]:
-        return await check(app.deps)
-
-    run.__name__ = f"check_{name}"  # what a crash line names
-    return run
-
-
 def feature_check(feature: Feature, check: FeatureDoctor) -> Check:
     """A feature's own doctor check (declared in its Feature), run on the app."""
 
@@ -179,7 +168,6 @@ def all_checks(features: tuple[Feature, ...] = FEATURES) -> list[Check]:
         check_llm,
         check_telegram,
         *(feature_check(f, f.doctor) for f in features if f.doctor is not None),
-        *(tool_check(name, check) for name, check in doctor_checks(tool_modules(features))),
         check_operations,  # .env permissions, backups
     ]
 

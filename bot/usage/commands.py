@@ -55,6 +55,7 @@ async def usage(call: CommandCall) -> Answer | str:
     if len(words) == 2 and words[0] == "footer" and words[1] in ("on", "off"):
         async with call.host.deps.session_factory() as s, s.begin():
             await repo.set_footer(s, user_id, words[1] == "on")
+        meter.forget(user_id)
         if words[1] == "on":
             return "From now on each answer ends with its tokens and cost."
         return "The usage footer is off."
@@ -74,6 +75,13 @@ async def context(call: CommandCall) -> str:
 
 
 async def model(call: CommandCall) -> str:
+    text = await _model(call)
+    if (meter := meter_of(call.host)) is not None:
+        meter.forget(call.who.user_id)  # once committed: the next request reads the pick
+    return text
+
+
+async def _model(call: CommandCall) -> str:
     s = settings(call.host)
     models = allowed_models(s.llm_model, s.llm_models)
     wanted = call.args.strip()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -117,10 +117,36 @@ class Meter:
             or settings.user_daily_token_cap
             or settings.user_monthly_token_cap
         )
+        # Users' usage columns as requests read them, each kept for RELOAD_AFTER (what
+        # another process changes shows then) and dropped when this process changes it.
+        self._users: dict[int, tuple[datetime, repo.UserUsage]] = {}
         self._spent: repo.Spent | None = None
         self._day: datetime | None = None
         self._loaded_at: datetime | None = None
         self._lock = asyncio.Lock()
+
+    # -- the user's own columns -------------------------------------------------------
+
+    async def user_usage(self, user_id: int) -> repo.UserUsage:
+        now = self.clock()
+        kept = self._users.get(user_id)
+        if kept is not None and timedelta(0) <= now - kept[0] < RELOAD_AFTER:
+            return kept[1]
+        async with self.sf() as s:
+            user = await repo.user_usage(s, user_id)
+        if len(self._users) > 10_000:
+            self._users.clear()
+        self._users[user_id] = (now, user)
+        return user
+
+    def forget(self, user_id: int) -> None:
+        """The user's /model or footer changed: the next request reads them again."""
+        self._users.pop(user_id, None)
+
+    def warned(self, user_id: int, marks: str) -> None:
+        """The budget warnings a request gave, as it writes them to the user's row."""
+        if (kept := self._users.get(user_id)) is not None:
+            self._users[user_id] = (kept[0], replace(kept[1], usage_warned=marks))
 
     # -- the totals ------------------------------------------------------------------
 

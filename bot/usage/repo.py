@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Select, Table, case, func, insert, literal, select, update
+from sqlalchemy import Select, Table, bindparam, case, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.usage.models import ModelUsage
@@ -184,6 +184,26 @@ async def last_request(
         .order_by(ModelUsage.id)
     )
     return list((await s.execute(stmt)).scalars())
+
+
+@dataclass(frozen=True)
+class UserUsage:
+    """What metering reads of a user's row: their /model pick, the footer, the budget
+    warnings given this period."""
+
+    llm_model: str | None
+    usage_footer: bool
+    usage_warned: str | None
+
+
+_USER_USAGE = select(User.llm_model, User.usage_footer, User.usage_warned).where(
+    User.id == bindparam("user_id")
+)
+
+
+async def user_usage(s: AsyncSession, user_id: int) -> UserUsage:
+    row = (await s.execute(_USER_USAGE, {"user_id": user_id})).first()
+    return UserUsage(*row) if row is not None else UserUsage(None, False, None)
 
 
 async def set_model(s: AsyncSession, user_id: int, model: str | None) -> None:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, update
 
 from bot.agent.prompt import without_context
 from bot.usage import repo
 from bot.usage.meter import Meter, Totals, parse_warned
+from bot.usage.repo import UserUsage
 from db.conversation import RecordWrite
 from db.engine import SessionFactory
 from db.models.core import User
@@ -39,32 +40,10 @@ class RequestUsage:
     notes: list[str] = field(default_factory=list)  # fallback notices, budget warnings
 
 
-class UsageUser(Protocol):
-    """What metering reads of the user's row (a User, or the request start's tuple)."""
-
-    @property
-    def llm_model(self) -> str | None: ...
-    @property
-    def usage_footer(self) -> bool: ...
-    @property
-    def usage_warned(self) -> str | None: ...
-
-
 # The budget warnings given this period, kept on the user's row.
 _WARNED = (
     update(User).where(User.id == bindparam("user_id")).values(usage_warned=bindparam("marks"))
 )
-# What metering reads of the user's row as a request begins.
-_USER_USAGE = select(User.llm_model, User.usage_footer, User.usage_warned).where(
-    User.id == bindparam("user_id")
-)
-
-
-@dataclass(frozen=True)
-class UserUsage:
-    llm_model: str | None
-    usage_footer: bool
-    usage_warned: str | None
 
 
 @dataclass
@@ -76,14 +55,12 @@ class UsageTurns:
     sf: SessionFactory
 
     async def begin(self, ctx: RequestContext) -> Metering:
-        async with self.sf() as s:
-            row = (await s.execute(_USER_USAGE, {"user_id": ctx.user_id})).first()
-        user = UserUsage(*row) if row is not None else UserUsage(None, False, None)
+        user = await self.meter.user_usage(ctx.user_id)
         return begin(self.meter, ctx, user, ctx.purpose, self.models)
 
 
 def begin(
-    meter: Meter, ctx: RequestContext, user: UsageUser, purpose: Purpose, models: list[str]
+    meter: Meter, ctx: RequestContext, user: UserUsage, purpose: Purpose, models: list[str]
 ) -> Metering:
     """Called with the user's row at the start of a request (no extra query)."""
     chosen = user.llm_model if user.llm_model in models else None
@@ -133,8 +110,9 @@ class Metering(TurnHooks):
         self.pending.clear()
         writes = [RecordWrite(repo.INSERT, rows)]
         if warned:
-            marks = {"user_id": ctx.user_id, "marks": json.dumps(self.ru.warned)}
-            writes.append(RecordWrite(_WARNED, [marks]))
+            marks = json.dumps(self.ru.warned)
+            writes.append(RecordWrite(_WARNED, [{"user_id": ctx.user_id, "marks": marks}]))
+            self.meter.warned(ctx.user_id, marks)
         return writes
 
     def notes(self) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.agent import prompt as history
 from bot.agent.prompt import earlier_of, without_context
-from bot.sessions import history
 from bot.sessions.models import SessionCompression
 from bot.usage.models import ModelUsage
 from tests.e2e.conftest import OWNER, TG

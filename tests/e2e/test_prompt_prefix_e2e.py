@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.agent import prompt as history
 from bot.agent.prompt import context_of, earlier_of
-from bot.sessions import history
 from bot.sessions.models import SessionCompression
 from db.repos import core as core_repo
 from tests.e2e.conftest import OWNER, TG

@@ -10,7 +10,7 @@ import itertools
 import pytest
 from sqlalchemy import select
 
-from bot.sessions import history
+from bot.agent import prompt as history
 from bot.sessions.models import SessionCompression
 from tests.e2e.conftest import OWNER, TG
 from tests.real.proxy import RecordingProxy

@@ -352,5 +352,4 @@ TOOL = ToolModule(
     name="code",
     build=build,
     prompt="code: run JavaScript/TypeScript (Bun) for calculations, data wrangling and API calls.",
-    settings=CodeSettings,
 )

@@ -24,7 +24,6 @@ from tools.base import (
     plain_brief,
 )
 from tools.effects import SEEN, effects, outside_note
-from tools.memory.settings import MemorySettings
 from tools.memory.store import MemoryStore
 
 CATEGORIES = {
@@ -220,5 +219,4 @@ TOOL = ToolModule(
     build=build,
     prompt="memory: remember what matters about the user (facts, preferences, goals) and "
     "recall it.",
-    settings=MemorySettings,
 )
