@@ -110,7 +110,7 @@ async def test_broken_server_does_not_stop_the_bot(tmp_path: Path, fake_llm: Fak
         ours = [c for c in all_checks(app.features) if c.__name__ in DOCTOR]
         assert len(ours) == len(DOCTOR)
         checks = {c.name: c for check in ours for c in await check(app)}
-        assert checks["tools"].ok and "3 core + 61 extension tools" in checks["tools"].detail
+        assert checks["tools"].ok and "3 core + 62 extension tools" in checks["tools"].detail
         assert checks["MCP fake"].ok and checks["MCP fake"].detail == "up, 60 tools"
         assert not checks["MCP missing"].ok and "MCP_CONFIG" in checks["MCP missing"].fix
         fake_llm.add(Text("still here"))

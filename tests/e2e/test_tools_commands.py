@@ -23,7 +23,7 @@ async def test_tools_lists_groups_with_costs(
     assert "search: set SEARXNG_URL or BRAVE_API_KEY" in text  # no backend: not offered
     assert "Direct — 0 tools" in text
     disc = re.search(r"Discoverable through tool_search — (\d+) tools, (\d+) tokens", text)
-    assert disc and int(disc.group(1)) == 61  # 60 MCP tools + web_fetch
+    assert disc and int(disc.group(1)) == 62  # 60 MCP tools + web_fetch + new_session
     assert int(disc.group(2)) > 3800
     assert "fake: up, 60 tools" in text
     # After using a tool, it is loaded directly for this user.
