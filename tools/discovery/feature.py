@@ -13,7 +13,9 @@ from tools.base import CheckResult
 from tools.discovery import commands
 from tools.discovery.doctor import budget_check
 from tools.discovery.models import ToolUsage
+from tools.discovery.repo import Learning
 from tools.feature import Command, Feature, Host
+from tools.hooks import Always, RequestHooks
 from tools.registry import discovery
 from tools.tokens import encoder
 
@@ -27,6 +29,11 @@ async def warm(host: Host) -> None:
         disc.catalog()
 
 
+def learning(host: Host) -> RequestHooks | None:
+    disc = discovery(host.registry)
+    return Always(Learning(disc.usage)) if disc is not None else None
+
+
 async def check(host: Host) -> list[CheckResult]:
     disc = discovery(host.registry)
     return [] if disc is None else [budget_check(disc)]
@@ -36,6 +43,7 @@ FEATURE = Feature(
     name="discovery",
     models=(ToolUsage,),
     commands=(Command("tools", "the tools I can use and their token cost", commands.tools),),
+    turns=(learning,),
     warm=(warm,),
     doctor=check,
 )

@@ -1,5 +1,6 @@
-"""Learning from use: each successful tool call is recorded (the tool_usage table's SQL), and
-each user's favourites are read back.
+"""Learning from use: each successful tool call is recorded (the tool_usage table's SQL, its
+rows written with the tool round's record: Learning), and each user's favourites are read
+back.
 
 Counts are cached in memory (loaded once at start, updated on every record) because the
 per-request tool set is chosen synchronously; the table stays the source of truth.
@@ -9,29 +10,28 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db.conversation import RecordWrite
 from db.engine import SessionFactory
-from tools.base import Clock
+from tools.base import Clock, RequestContext
 from tools.discovery.models import ToolUsage
+from tools.hooks import TurnHooks
+from tools.state import Slot
 
 log = logging.getLogger(__name__)
 
 REQUEST_TEXT_LIMIT = 500  # characters of the request kept: enough to learn from, not a transcript
 
 
-async def record_usage(
-    s: AsyncSession, *, user_id: int, tool: str, request_text: str, now: datetime
-) -> None:
-    s.add(
-        ToolUsage(
-            user_id=user_id, tool=tool, request_text=request_text[:REQUEST_TEXT_LIMIT], used_at=now
-        )
-    )
-    await s.flush()
+# The tools a request called successfully so far, with the request's text.
+USED: Slot[list[tuple[str, str]]] = Slot("discovery.used", list)
+ADD_USE = insert(ToolUsage)
 
 
 async def usage_counts(s: AsyncSession) -> list[tuple[int, str, int, datetime]]:
@@ -61,18 +61,18 @@ class UsageStore:
             self.counts.setdefault(user_id, Counter())[tool] = uses
             self.last[(user_id, tool)] = last
 
-    async def record(self, user_id: int, tool: str, request_text: str) -> None:
+    def rows(self, user_id: int, used: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The tool_usage rows of these calls, counted here at once (learning is a nicety:
+        a record that fails leaves the count one ahead until the next start)."""
         now = self.clock()
-        try:
-            async with self.session_factory() as s, s.begin():
-                await record_usage(
-                    s, user_id=user_id, tool=tool, request_text=request_text, now=now
-                )
-        except Exception:  # learning is a nicety; the call itself already succeeded
-            log.exception("recording tool usage failed")
-            return
-        self.counts.setdefault(user_id, Counter())[tool] += 1
-        self.last[(user_id, tool)] = now
+        for tool, _ in used:
+            self.counts.setdefault(user_id, Counter())[tool] += 1
+            self.last[(user_id, tool)] = now
+        return [
+            {"user_id": user_id, "tool": tool, "request_text": text[:REQUEST_TEXT_LIMIT],
+             "used_at": now}
+            for tool, text in used
+        ]  # fmt: skip
 
     def favourites(self, user_id: int) -> list[str]:
         """Tool names this user called successfully, most used (then most recent) first."""
@@ -85,3 +85,19 @@ class UsageStore:
             return (counts[name], last.timestamp() if last else 0.0)
 
         return sorted(counts, key=key, reverse=True)
+
+
+@dataclass
+class Learning(TurnHooks):
+    """The discovery feature's part of every request: what its calls used goes in with the
+    tool round's record."""
+
+    store: UsageStore
+
+    def record_writes(self, ctx: RequestContext) -> list[RecordWrite]:
+        used = ctx.state(USED)
+        if not used:
+            return []
+        rows = self.store.rows(ctx.user_id, used)
+        used.clear()
+        return [RecordWrite(ADD_USE, rows)]

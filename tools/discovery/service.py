@@ -25,7 +25,7 @@ from tools.base import (
 )
 from tools.discovery.context_log import ContextLog
 from tools.discovery.index import EmbedFn, ToolIndex
-from tools.discovery.repo import UsageStore
+from tools.discovery.repo import USED, UsageStore
 from tools.tokens import count_payload, count_schema
 
 log = logging.getLogger(__name__)
@@ -210,11 +210,11 @@ class DiscoveringTools(RequestTools):
         return super().unknown(name)
 
     def _recording(self, tool: Tool[Any]) -> Tool[Any]:
-        usage, ctx, text = self.discovery.usage, self.ctx, self.text
+        text = self.text
 
         async def run(params: Any, call: ToolCall) -> ToolOutput:
             out = await tool.run(params, call)  # an exception means no success to learn from
-            await usage.record(ctx.user_id, tool.name, text)
+            call.ctx.state(USED).append((tool.name, text))
             return out
 
         return dataclasses.replace(tool, run=run)
