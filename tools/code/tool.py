@@ -215,9 +215,8 @@ class CodeService:
         parts = [p for p in rel.split("/") if p not in ("", ".")]
         if not parts or ".." in parts:
             raise ToolError("file must be `<job_id>/<path>`, a path the job listed")
-        async with self.sf() as s:
-            job = await repo.get_job(s, job_id)
-        if job is None or job.user_id != user_id:
+        job = await self.jobs.owned(job_id, user_id)
+        if job is None:
             raise ToolError(f"no code job {job_id}")
         try:
             data = read_regular(job_work(self.data_dir, job.id).joinpath(*parts))
