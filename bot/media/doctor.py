@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from bot.llm.settings import ModelSettings
 from bot.llm.vision import remembered
 from bot.media.settings import VISION_FILE, Endpoint, MediaSettings
@@ -18,16 +16,11 @@ HINT = (
 )
 
 
-class Probed(Protocol):
-    endpoint: Endpoint | None
-
-    async def probe(self) -> tuple[bool | None, str]: ...
-
-
-async def probe_line(name: str, what: str, client: Probed, hint: str) -> CheckResult:
+def probe_line(
+    name: str, what: str, probed: tuple[bool | None, str], end: Endpoint | None, hint: str
+) -> CheckResult:
     """One speech direction's doctor line (voice notes, voice replies)."""
-    ok, detail = await client.probe()
-    end = client.endpoint
+    ok, detail = probed
     if end is not None:  # which endpoint and key, by name: never the key itself
         detail = f"{detail} ({end.said()})"
     if ok is None and end is not None and end.named_by == "LLM_BASE_URL":
@@ -43,7 +36,7 @@ async def check_media(host: Host) -> list[CheckResult]:
     model = host.deps.settings_for(ModelSettings)
     settings = host.deps.settings_for(MediaSettings)
     stt = transcriber(settings, model.llm_base_url, model.llm_api_key, host.deps.http)
-    out = [await probe_line("transcription", "speech-to-text", stt, HINT)]
+    out = [probe_line("transcription", "speech-to-text", await stt.probe(), stt.endpoint, HINT)]
     # What the running bot learned is in DATA_DIR (it remembers a refusal there).
     learned = remembered(host.deps.data_dir / VISION_FILE, model.llm_model)
     state = {

@@ -24,4 +24,5 @@ async def check(host: Host) -> list[CheckResult]:
     synth = synthesizer(voice, model.llm_base_url, key, host.deps.http)
     if synth is None:
         return [CheckResult("voice replies", True, "off (TTS_MODEL=off): answers are text")]
-    return [await probe_line("voice replies", "text-to-speech", synth, HINT)]
+    probed = await synth.probe()
+    return [probe_line("voice replies", "text-to-speech", probed, synth.endpoint, HINT)]
