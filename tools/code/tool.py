@@ -171,10 +171,8 @@ class CodeService:
                 log.warning("CODE_GENERATOR=opencode, but %s: the model writes code", problem)
             return "model", f"one model call ({problem})", None
         assert deps.endpoint is not None
-        network = s.code_network != "off"
-        policy = CODE_EGRESS
-        if s.code_network == "all":
-            policy = Policy(allow_private=True, opens="CODE_NETWORK=all")
+        network = self.network
+        policy = Policy(allow_private=s.code_network == "all", opens=CODE_EGRESS.opens)
         budget = Budget(GENERATE_TIMEOUT_S, GENERATE_MEMORY_MB * 2**20)
         endpoint = deps.endpoint
         runner = OpenCodeRunner(
