@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.llm.settings import ModelSettings
 from bot.llm.vision import remembered
-from bot.media.settings import VISION_FILE, MediaSettings
+from bot.media.settings import VISION_FILE, Endpoint, MediaSettings
 from bot.media.transcribe import transcriber
 from tools.base import CheckResult
 from tools.feature import Host
@@ -16,22 +16,27 @@ HINT = (
 )
 
 
+def probe_line(
+    name: str, what: str, probed: tuple[bool | None, str], end: Endpoint | None, hint: str
+) -> CheckResult:
+    """One speech direction's doctor line (voice notes, voice replies)."""
+    ok, detail = probed
+    if end is not None:  # which endpoint and key, by name: never the key itself
+        detail = f"{detail} ({end.said()})"
+    if ok is None and end is not None and end.named_by == "LLM_BASE_URL":
+        # The LLM's endpoint (OpenRouter, Ollama...) has no speech: a feature it does not
+        # offer, not a fault. A SPEECH_BASE_URL set to such an endpoint is one.
+        detail = f"not offered: the model endpoint has no {what} ({detail}); to add it, {hint}"
+        return CheckResult(name, True, detail)
+    return CheckResult(name, bool(ok), detail, hint)
+
+
 async def check_media(host: Host) -> list[CheckResult]:
     # The endpoint defaults to the LLM's (LLM_BASE_URL, LLM_API_KEY): the model's slice.
     model = host.deps.settings_for(ModelSettings)
     settings = host.deps.settings_for(MediaSettings)
     stt = transcriber(settings, model.llm_base_url, model.llm_api_key, host.deps.http)
-    ok, detail = await stt.probe()
-    if stt.endpoint is not None:  # which endpoint and key, by name: never the key itself
-        detail = f"{detail} ({stt.endpoint.said()})"
-    if ok is None and stt.endpoint is not None and stt.endpoint.named_by == "LLM_BASE_URL":
-        # As for voice replies: the LLM's endpoint not offering it is no fault.
-        detail = (
-            f"not offered: the model endpoint has no speech-to-text ({detail}); to add it, {HINT}"
-        )
-        out = [CheckResult("transcription", True, detail)]
-    else:
-        out = [CheckResult("transcription", bool(ok), detail, HINT)]
+    out = [probe_line("transcription", "speech-to-text", await stt.probe(), stt.endpoint, HINT)]
     # What the running bot learned is in DATA_DIR (it remembers a refusal there).
     learned = remembered(host.deps.data_dir / VISION_FILE, model.llm_model)
     state = {

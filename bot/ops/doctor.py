@@ -13,6 +13,7 @@ from bot.app import App, build_app
 from bot.config import Settings
 from bot.features import FEATURES, metadata
 from bot.ops.cli import check_operations
+from bot.ops.preflight import sqlite_file
 from db.engine import is_postgres, sqlite_module
 from db.migrate import differences, pending
 from tools.base import CheckResult
@@ -187,11 +188,8 @@ def format_table(results: list[CheckResult]) -> str:
 def database_was_missing(settings: Settings) -> CheckResult | None:
     """Before the app opens (and so creates) the database: a SQLite file that is missing
     from a data folder that holds other things was deleted (or DATA_DIR moved)."""
-    parsed = make_url(settings.db_url)
-    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
-        return None
-    path = Path(parsed.database).resolve()
-    if path.exists() or not path.parent.is_dir() or not any(path.parent.iterdir()):
+    path = sqlite_file(settings)
+    if path is None or path.exists() or not path.parent.is_dir() or not any(path.parent.iterdir()):
         return None  # there, or a first start
     return CheckResult(
         "database file",

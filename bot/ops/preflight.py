@@ -91,10 +91,8 @@ def where_am_i(env_file: Path | None, command: str, settings: Settings) -> None:
 
 def _tighten(settings: Settings) -> None:
     """A SQLite database (and its WAL and SHM) made before the umask rule: owner only."""
-    if not settings.db_url.startswith("sqlite"):
-        return
-    database = make_url(settings.db_url).database or ":memory:"
-    if database == ":memory:":
+    database = sqlite_file(settings)
+    if database is None:
         return
     for path in (database, f"{database}-wal", f"{database}-shm"):
         try:

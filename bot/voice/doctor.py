@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.llm.settings import ModelSettings
+from bot.media.doctor import probe_line
 from bot.voice.settings import VoiceSettings
 from bot.voice.speech import synthesizer
 from tools.base import CheckResult
@@ -23,14 +24,5 @@ async def check(host: Host) -> list[CheckResult]:
     synth = synthesizer(voice, model.llm_base_url, key, host.deps.http)
     if synth is None:
         return [CheckResult("voice replies", True, "off (TTS_MODEL=off): answers are text")]
-    ok, detail = await synth.probe()
-    if synth.endpoint is not None:  # which endpoint and key, by name: never the key itself
-        detail = f"{detail} ({synth.endpoint.said()})"
-    if ok is None and synth.endpoint is not None and synth.endpoint.named_by == "LLM_BASE_URL":
-        # The LLM's endpoint (OpenRouter, Ollama...) has no speech: a feature it does not
-        # offer, not a fault. A SPEECH_BASE_URL set to such an endpoint is one.
-        detail = (
-            f"not offered: the model endpoint has no text-to-speech ({detail}); to add it, {HINT}"
-        )
-        return [CheckResult("voice replies", True, detail)]
-    return [CheckResult("voice replies", bool(ok), detail, HINT)]
+    probed = await synth.probe()
+    return [probe_line("voice replies", "text-to-speech", probed, synth.endpoint, HINT)]

@@ -20,6 +20,7 @@ from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, TextModel
 from tools.code import repo
 from tools.code.files import safe_name
+from tools.code.models import CodeJob
 from tools.code.opencode import OpenCodeRunner, Progress
 from tools.code.tree import walk_files
 from tools.errors import public_text
@@ -54,6 +55,10 @@ def written(work: Path) -> list[str]:
         return []
     found = walk_files(str(work)).files
     return [f.rel for f in found if not any(p.startswith(".") for p in f.rel.split("/"))]
+
+
+def _prompt(task: str, context: str) -> str:
+    return f"Task:\n{task}" + (f"\n\nContext:\n{context}" if context else "")
 
 
 def extract_code(reply: str) -> str:
@@ -132,8 +137,7 @@ class JobManager:
         status, code, error = "failed", None, None
         try:
             messages: list[dict[str, Any]] = [{"role": "system", "content": CODING_PROMPT}]
-            body = f"Task:\n{task}" + (f"\n\nContext:\n{context}" if context else "")
-            messages.append({"role": "user", "content": body})
+            messages.append({"role": "user", "content": _prompt(task, context)})
             reply = await self.llm.complete_text(messages, max_tokens=MAX_TOKENS, call=call)
             code = extract_code(reply or "")
             if code:
@@ -147,22 +151,15 @@ class JobManager:
             log.warning("code job %s failed: %s", job_id, type(exc).__name__)
             error = public_text(exc)  # a provider's error text may echo the API key
         finally:
-            try:
-                async with self.sf.begin() as s:
-                    await repo.finish_job(
-                        s, job_id, status=status, now=self.clock(), code=code, error=error
-                    )
-            except Exception:
-                log.exception("could not store the result of code job %s", job_id)
+            await self._store(job_id, status=status, code=code, error=error)
 
     async def _opencode_job(
         self, job_id: str, task: str, context: str, work: Path, runner: OpenCodeRunner
     ) -> None:
         progress, _ = self.live[job_id]
         status, error, started = "failed", None, time.monotonic()
-        prompt = f"Task:\n{task}" + (f"\n\nContext:\n{context}" if context else "")
         try:
-            run = await runner.run(work, prompt, progress)
+            run = await runner.run(work, _prompt(task, context), progress)
             if run.timed_out:
                 error = f"stopped after its {runner.budget.timeout_s:.0f} s budget"
             elif run.memory_exceeded:
@@ -184,27 +181,32 @@ class JobManager:
             self.live.pop(job_id, None)
             self._aborted.discard(job_id)
             files = await asyncio.to_thread(written, work)
-            try:
-                async with self.sf.begin() as s:
-                    await repo.finish_job(
-                        s,
-                        job_id,
-                        status=status,
-                        now=self.clock(),
-                        error=error,
-                        steps=progress.steps,
-                        duration_ms=(time.monotonic() - started) * 1000,
-                        files="\n".join(files[:MAX_LISTED]),
-                        summary=progress.summary or None,
-                    )
-            except Exception:
-                log.exception("could not store the result of code job %s", job_id)
+            await self._store(
+                job_id,
+                status=status,
+                error=error,
+                steps=progress.steps,
+                duration_ms=(time.monotonic() - started) * 1000,
+                files="\n".join(files[:MAX_LISTED]),
+                summary=progress.summary or None,
+            )
+
+    async def _store(self, job_id: str, **values: Any) -> None:
+        try:
+            async with self.sf.begin() as s:
+                await repo.finish_job(s, job_id, now=self.clock(), **values)
+        except Exception:
+            log.exception("could not store the result of code job %s", job_id)
+
+    async def owned(self, job_id: str, user_id: int) -> CodeJob | None:
+        async with self.sf() as s:
+            job = await repo.get_job(s, job_id)
+        return job if job is not None and job.user_id == user_id else None
 
     async def status(self, job_id: str, user_id: int) -> dict[str, Any]:
         await self._sweep()
-        async with self.sf() as s:
-            job = await repo.get_job(s, job_id)
-        if job is None or job.user_id != user_id:
+        job = await self.owned(job_id, user_id)
+        if job is None:
             return {"job_id": job_id, "status": "unknown", "error": "no such job"}
         out: dict[str, Any] = {"job_id": job.id, "status": job.status}
         live = self.live.get(job.id)
@@ -231,9 +233,8 @@ class JobManager:
 
     async def abort(self, job_id: str, user_id: int) -> dict[str, Any]:
         """End a running job (its whole sandbox); what it wrote is kept and delivered."""
-        async with self.sf() as s:
-            job = await repo.get_job(s, job_id)
-        if job is None or job.user_id != user_id:
+        job = await self.owned(job_id, user_id)
+        if job is None:
             return {"job_id": job_id, "status": "unknown", "error": "no such job"}
         task = self.tasks.get(job_id)
         if job.status != "pending" or task is None:
@@ -258,11 +259,7 @@ class JobManager:
             async with self.sf.begin() as s:
                 for job_id in jobs:
                     await repo.finish_job(
-                        s,
-                        job_id,
-                        status="interrupted",
-                        now=self.clock(),
-                        error=SHUTDOWN,
+                        s, job_id, status="interrupted", now=self.clock(), error=SHUTDOWN
                     )
         except Exception:
             log.exception("could not mark code jobs as interrupted")

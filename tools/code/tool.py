@@ -171,10 +171,8 @@ class CodeService:
                 log.warning("CODE_GENERATOR=opencode, but %s: the model writes code", problem)
             return "model", f"one model call ({problem})", None
         assert deps.endpoint is not None
-        network = s.code_network != "off"
-        policy = CODE_EGRESS
-        if s.code_network == "all":
-            policy = Policy(allow_private=True, opens="CODE_NETWORK=all")
+        network = self.network
+        policy = Policy(allow_private=s.code_network == "all", opens=CODE_EGRESS.opens)
         budget = Budget(GENERATE_TIMEOUT_S, GENERATE_MEMORY_MB * 2**20)
         endpoint = deps.endpoint
         runner = OpenCodeRunner(
@@ -215,9 +213,8 @@ class CodeService:
         parts = [p for p in rel.split("/") if p not in ("", ".")]
         if not parts or ".." in parts:
             raise ToolError("file must be `<job_id>/<path>`, a path the job listed")
-        async with self.sf() as s:
-            job = await repo.get_job(s, job_id)
-        if job is None or job.user_id != user_id:
+        job = await self.jobs.owned(job_id, user_id)
+        if job is None:
             raise ToolError(f"no code job {job_id}")
         try:
             data = read_regular(job_work(self.data_dir, job.id).joinpath(*parts))

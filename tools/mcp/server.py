@@ -175,13 +175,9 @@ class McpServer:
                 if client is None:
                     raise ConnectionError("not connected")
                 return await client.call_tool(remote, args, read_timeout_seconds=t)
-        except TimeoutError:
-            raise ToolError(
-                f"MCP server {self.name} did not answer within {t:g} s; "
-                "try again later or another way"
-            ) from None
-        except MCPError as exc:
-            if "timed out" in str(exc).lower() or "timeout" in str(exc).lower():
+        except (TimeoutError, MCPError) as exc:
+            said = str(exc).lower()
+            if isinstance(exc, TimeoutError) or "timed out" in said or "timeout" in said:
                 raise ToolError(
                     f"MCP server {self.name} did not answer within {t:g} s; "
                     "try again later or another way"

@@ -31,12 +31,12 @@ class OldRevoke(CallbackData, prefix="apprv"):
     grant_id: int
 
 
-async def _press(query: CallbackQuery, app: App, user: ChatUser, data: str) -> Pressed:
+async def _press(query: CallbackQuery, app: App, user: ChatUser, data: str) -> tuple[Pressed, int]:
     chat = query.message.chat.id if query.message is not None else user.telegram_id
     who = Who(user.id, user.telegram_id, user.name, user.tz, chat)
     pressed = await press(CommandCall(app, who, data))
     await query.answer(pressed.toast, show_alert=pressed.alert)
-    return pressed
+    return pressed, chat
 
 
 def build_router() -> Router:
@@ -52,9 +52,8 @@ def build_router() -> Router:
     async def on_old_revoke(
         query: CallbackQuery, callback_data: OldRevoke, app: App, user: ChatUser, outbox: Outbox
     ) -> None:
-        pressed = await _press(query, app, user, revoke_data(callback_data.grant_id))
+        pressed, chat = await _press(query, app, user, revoke_data(callback_data.grant_id))
         if pressed.answer is not None:
-            chat = query.message.chat.id if query.message is not None else user.telegram_id
             await send_answer(outbox, chat, FEATURE, pressed.answer)
 
     return router
