@@ -34,6 +34,7 @@ from PIL import Image
 from timing import TimedLLM, TimedTelegram, Timing, polling, rss_mb
 
 from bot.app import build_app
+from bot.media.attachments import MEDIA
 from bot.config import load_settings
 from bot.telegram.dispatcher import build_runtime
 from tests.fakes.openai_server import Text
@@ -78,7 +79,7 @@ async def run(items: int) -> None:
             ogg = b"OggS" + bytes(240 * 1024)
             photo_id, voice_id = tg.add_file(jpeg), tg.add_file(ogg)
             results: dict[str, list[float]] = {"photo": [], "resized": [], "voice": []}
-            assert app.media is not None
+            assert app.has(MEDIA)
             from bot.media import attachments
 
             default_side = attachments.IMAGE_MAX_SIDE

@@ -104,7 +104,7 @@ class SessionSettings(BaseModel):
 @dataclass(frozen=True)
 class SessionPolicy:
     """The settings parsed once: the default zone, the split period and time. It is the
-    agent's TurnPolicy (bot/agent/hooks.py): each turn asks it whether the open session's
+    loop's TurnPolicy (tools/hooks.py): each turn asks it whether the open session's
     period is over."""
 
     default_tz: ZoneInfo
