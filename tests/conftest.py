@@ -79,6 +79,22 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_tls_linger_on_close() -> Iterator[None]:
+    """aiogram's session close waits 250 ms for TLS connections to finish closing; the fake
+    Telegram speaks plain HTTP on loopback, and each e2e test closes a bot or two (more
+    than a minute of the suite's sleeping). The close itself is aiogram's, unchanged."""
+    from bot.telegram.session import SkippingSession  # the bot's session (aiogram's + parsing)
+
+    async def close(self: SkippingSession) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SkippingSession, "close", close)
+        yield
+
+
 @pytest.fixture
 async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
     """The test's database, migrated: SQLite, or PostgreSQL under make test-pg."""
