@@ -112,8 +112,14 @@ doctor: install .env
 migrate: install .env
 	$(BIN)/sidekick migrate
 
+# The suite runs in TEST_WORKERS processes at once (pytest-xdist, --dist worksteal): a test
+# spends most of its time waiting on loopback servers and child processes, so twice the cores
+# (at most 8) keeps a machine busy. TEST_WORKERS=0 runs it in one process (pdb, -x).
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$((n * 2)))
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist worksteal
+
 test: install-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
 
 # Re-lock after a pyproject.toml change (one command; the stamps then reinstall from it).
 lock: venv
@@ -167,9 +173,11 @@ lint: install-dev
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
 
-# The whole suite on a throwaway PostgreSQL + pgvector (installed when root); see scripts/with-pg.sh.
+# The database tests (marker `db`: those that open the test's database or build the app,
+# tests/e2e among them; tests/conftest.py picks them) on a throwaway PostgreSQL + pgvector
+# (installed when root); see scripts/with-pg.sh. The rest never reach PostgreSQL.
 test-pg: install-dev
-	scripts/with-pg.sh $(BIN)/python -m pytest -q -p no:cacheprovider
+	scripts/with-pg.sh $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_PARALLEL)
 
 # The image built and run for real against the test suite's fake Telegram and model servers;
 # installs Docker from Debian when root and missing (see scripts/test-docker.sh).

@@ -79,6 +79,22 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_tls_linger_on_close() -> Iterator[None]:
+    """aiogram's session close waits 250 ms for TLS connections to finish closing; the fake
+    Telegram speaks plain HTTP on loopback, and each e2e test closes a bot or two (more
+    than a minute of the suite's sleeping). The close itself is aiogram's, unchanged."""
+    from bot.telegram.session import SkippingSession  # the bot's session (aiogram's + parsing)
+
+    async def close(self: SkippingSession) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SkippingSession, "close", close)
+        yield
+
+
 @pytest.fixture
 async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
     """The test's database, migrated: SQLite, or PostgreSQL under make test-pg."""
@@ -154,7 +170,29 @@ def make_settings(tmp_path: Path, fake_llm: FakeOpenAI | None = None, **extra: A
     if settings.database_url is None and not db_file.exists():
         settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         shutil.copyfile(migrated_template(), db_file)
+        _copies[db_file.resolve()] = _stamp(db_file)
     return settings
+
+
+# The databases make_settings copied from the template, as they were then: one changed
+# since, or made otherwise, was written by the test or a process it started.
+_copies: dict[Path, tuple[int, int]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+def _written_databases(tmp_path: Path) -> list[Path]:
+    written = []
+    for path in tmp_path.rglob("sidekick.db"):
+        try:
+            if _copies.get(path.resolve()) != _stamp(path):
+                written.append(path)
+        except OSError:
+            continue
+    return written
 
 
 @pytest.fixture
@@ -170,8 +208,71 @@ async def app(settings: Settings) -> AsyncIterator[App]:
     await built.close()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything under tests/e2e is the slow tier: `pytest -m "not e2e"` is the quick loop."""
+# Fixtures that open the test's own database (SQLite in DATA_DIR, or PostgreSQL under
+# `make test-pg`) or build the app on it: a test that asks for one, directly or through
+# another fixture, is a database test (marker `db`). A test that opens it some other way
+# (make_settings + create_engine, a child `python -m bot`) carries the marker itself;
+# `make test` fails one that does so unmarked (_database_use_is_marked below).
+DATABASE_FIXTURES = {"engine", "app", "env", "make_tg", "tg"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Everything under tests/e2e is the slow tier: `pytest -m "not e2e"` is the quick loop.
+    It is also the assembled app, hence database tests, as are the users of DATABASE_FIXTURES.
+    Under `make test-pg` only database tests run: the rest never reach PostgreSQL and
+    `make test` already ran them."""
     for item in items:
         if "e2e" in item.path.parts:
             item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.db)
+        elif DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.db)
+    if not ON_PG:
+        return
+    keep = [item for item in items if item.get_closest_marker("db")]
+    left = [item for item in items if not item.get_closest_marker("db")]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = keep
+
+
+def _default_database(url: str, tmp_path: Path) -> bool:
+    """A SQLite URL naming what settings.db_url names (DATA_DIR/sidekick.db) inside this
+    test's folder: the database that is PostgreSQL under `make test-pg`."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return False
+    path = Path(parsed.database)
+    return path.name == "sidekick.db" and tmp_path.resolve() in path.resolve().parents
+
+
+@pytest.fixture(autouse=True)
+def _database_use_is_marked(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[None]:
+    """Under `make test`: a test that opens its own database without the `db` marker fails
+    (in this process, or written by a child such as `python -m bot`), as `make test-pg`
+    would skip it and never run it on PostgreSQL."""
+    if ON_PG or request.node.get_closest_marker("db"):
+        yield
+        return
+    from db import engine as db_engine
+
+    opened: list[str] = []
+    real = db_engine.create_async_engine
+
+    def create_async_engine(url: Any, *args: Any, **kwargs: Any) -> Any:
+        if _default_database(str(url), tmp_path):
+            opened.append(str(url))
+        return real(url, *args, **kwargs)
+
+    monkeypatch.setattr(db_engine, "create_async_engine", create_async_engine)
+    yield
+    opened += map(str, _written_databases(tmp_path))
+    if opened:
+        pytest.fail(
+            f"{request.node.nodeid} opens the test's database ({opened[0]}) but is not marked "
+            "`db`: mark it (pytestmark = pytest.mark.db) so `make test-pg` runs it on "
+            "PostgreSQL, or ask for one of DATABASE_FIXTURES in tests/conftest.py",
+            pytrace=False,
+        )

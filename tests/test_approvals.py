@@ -126,6 +126,7 @@ async def test_the_second_forget_of_a_message_asks_and_the_audit_keeps_it(app: A
     assert await gate.check(tool, params, args, call) == NOBODY
 
 
+@pytest.mark.db
 async def test_the_terminal_asks_y_or_n(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     """`sidekick chat` with the fake MCP server (its tools carry no annotations: they write)."""
     cfg = write_mcp_config(tmp_path)
@@ -154,6 +155,7 @@ async def read_until(proc: Process, out: bytearray, text: bytes) -> None:
         out += chunk
 
 
+@pytest.mark.db
 async def test_the_terminal_question_times_out_and_the_next_line_goes_to_the_chat(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -181,6 +183,7 @@ async def test_the_terminal_question_times_out_and_the_next_line_goes_to_the_cha
     assert "did not answer" in str(fake_llm.requests[2]["messages"][-1]["content"])
 
 
+@pytest.mark.db
 async def test_a_scheduled_task_in_the_terminal_asks_at_the_prompt_and_waits(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:

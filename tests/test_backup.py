@@ -50,6 +50,7 @@ def rows(db: Path, table: str) -> int:
         conn.close()
 
 
+@pytest.mark.db
 def test_backup_verify_restore_round_trip(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -79,6 +80,7 @@ def test_backup_verify_restore_round_trip(tmp_path: Path) -> None:
 
 
 @sqlite_only
+@pytest.mark.db
 def test_backup_while_the_database_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -109,6 +111,7 @@ def test_backup_while_the_database_is_written(
 
 
 @sqlite_only
+@pytest.mark.db
 def test_a_damaged_archive_does_not_verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     migrated(tmp_path)
@@ -120,6 +123,7 @@ def test_a_damaged_archive_does_not_verify(tmp_path: Path, monkeypatch: pytest.M
 
 
 @sqlite_only
+@pytest.mark.db
 def test_daily_backups_keep_the_newest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     migrated(tmp_path)
@@ -335,6 +339,7 @@ GOOD_DB: list[Path] = []
 
 @sqlite_only
 @pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.db
 def test_a_bad_archive_is_refused_in_one_line_and_the_target_is_untouched(
     case: str, good: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -352,6 +357,7 @@ def test_a_bad_archive_is_refused_in_one_line_and_the_target_is_untouched(
 
 
 @sqlite_only
+@pytest.mark.db
 def test_a_2_gib_member_is_refused_before_extraction(
     good: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -374,6 +380,7 @@ def test_a_2_gib_member_is_refused_before_extraction(
 
 
 @sqlite_only
+@pytest.mark.db
 def test_a_good_restore_replaces_the_files_and_the_database_together(
     good: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -391,6 +398,7 @@ def test_a_good_restore_replaces_the_files_and_the_database_together(
 
 
 @sqlite_only
+@pytest.mark.db
 def test_the_cli_says_a_refused_restore_in_one_line(
     good: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -18,7 +18,10 @@ from tools.code import modes
 from tools.code.bun import NEUTRAL, locate_bun
 from tools.code.feature import check
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a throwaway uid needs root")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="a throwaway uid needs root"),
+    pytest.mark.db,  # every test here opens its own database
+]
 
 
 @pytest.fixture

@@ -48,12 +48,28 @@ def runs_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture
+def host_file() -> Iterator[Path]:
+    """A host file any user may read, in a folder any user may enter: what code reads when
+    nothing confines it. (The checkout is no such file: a clone under a 0700 home is out of
+    the throwaway uid's reach whatever the mode.)"""
+    folder = Path(tempfile.mkdtemp(prefix="sidekick-host-"))
+    folder.chmod(0o755)
+    path = folder / "world-readable.txt"
+    path.write_text("HOST-FILE-ANYONE-MAY-READ\n")
+    path.chmod(0o644)
+    yield path
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def denied_lines(stdout: str, paths: list[str], code: str) -> None:
     assert stdout.strip().splitlines() == [f"denied {p} {code}" for p in paths], stdout
 
 
 @pytest.mark.parametrize("mode", STRONG_MODES)
-async def test_host_files_are_out_of_reach(env: Env, mode: str, tmp_path: Path) -> None:
+async def test_host_files_are_out_of_reach(
+    env: Env, mode: str, tmp_path: Path, host_file: Path
+) -> None:
     secret = tmp_path / "owner-only"
     secret.write_text("SHADOW-LIKE-SECRET\n")
     secret.chmod(0o600)
@@ -65,7 +81,8 @@ async def test_host_files_are_out_of_reach(env: Env, mode: str, tmp_path: Path) 
         db.write_bytes(b"SQLite format 3\x00")
     assert db.exists()
     paths = [
-        str(CHECKOUT / "pyproject.toml"),  # world-readable: only the sandbox stops it
+        str(host_file),  # world-readable: only the sandbox stops it
+        str(CHECKOUT / "pyproject.toml"),
         str(CHECKOUT),
         os.path.expanduser("~"),  # noqa: ASYNC240 - no I/O
         str(secret),
@@ -290,13 +307,14 @@ async def test_no_sandbox_refuses_unless_unsafe_basic_is_set(
 
 
 @needs_root
-async def test_basic_mode_leaves_the_checkout_readable(env: Env) -> None:
-    """Why basic needs the explicit setting: the host's files are open to the code."""
-    path = str(CHECKOUT / "pyproject.toml")
+async def test_basic_mode_leaves_host_files_readable(env: Env, host_file: Path) -> None:
+    """Why basic needs the explicit setting: the host's files are open to the code (the
+    same file every strong mode denies in test_host_files_are_out_of_reach)."""
+    path = str(host_file)
     _, res, _ = await env.in_mode("basic").execute(
         READ_JS.replace("PATHS", repr([path])), 10000, None
     )
-    assert res.stdout.startswith(f"READ {path} ")
+    assert res.stdout == f"READ {path} HOST-FILE-ANYONE-MAY-READ\n\n", res.stdout
 
 
 @pytest.mark.parametrize("mode", STRONG_MODES)

@@ -181,9 +181,11 @@ for (const p of {targets!r}) {{
 async def test_writes_outside_the_work_dir_do_not_land(env: Env, mode: str, tmp_path: Path) -> None:
     svc = service(env, mode)
     outside = tmp_path / "planted.txt"
+    # The host's /tmp is shared with the other test processes (pytest -n): a name of its own.
+    in_tmp = Path(f"/tmp/planted-by-code-{tmp_path.name}-{os.getpid()}.txt")
     code = f"""
 import {{ writeFileSync }} from "node:fs";
-for (const p of ["{outside}", "/usr/planted.txt", "/tmp/planted-by-code.txt", "./inside.txt"]) {{
+for (const p of ["{outside}", "/usr/planted.txt", "{in_tmp}", "./inside.txt"]) {{
   try {{ writeFileSync(p, "x"); console.log("wrote " + p); }}
   catch (e) {{ console.log("denied " + p + " " + e.code); }}
 }}
@@ -194,9 +196,9 @@ for (const p of ["{outside}", "/usr/planted.txt", "/tmp/planted-by-code.txt", ".
     assert "wrote ./inside.txt" in res.stdout
     assert not landed(outside, Path("/usr/planted.txt"))
     if mode != "basic":  # a private /tmp, or none writable (Landlock)
-        assert not landed(Path("/tmp/planted-by-code.txt"))
+        assert not landed(in_tmp)
     else:
-        Path("/tmp/planted-by-code.txt").unlink(missing_ok=True)  # noqa: ASYNC240
+        in_tmp.unlink(missing_ok=True)  # noqa: ASYNC240
 
 
 @pytest.mark.parametrize("mode", MODES)

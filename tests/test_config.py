@@ -159,6 +159,7 @@ def test_run_without_token_exits_2(tmp_path: Path) -> None:
 
 
 @sqlite_only
+@pytest.mark.db
 def test_migrate_creates_database(tmp_path: Path) -> None:
     data = str(tmp_path / "d")
     proc = sidekick(tmp_path, "bot.cli", "migrate", DATA_DIR=data)

@@ -263,6 +263,7 @@ def test_the_merged_values_take_their_short_forms() -> None:
     assert len(Settings.model_fields) <= 40
 
 
+@pytest.mark.db
 def test_the_cli_warns_once_per_former_name_and_starts(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text(OLD_ENV)
     proc = sidekick(tmp_path, "bot.cli", "migrate", DATA_DIR=str(tmp_path / "d"))
@@ -276,6 +277,7 @@ def test_the_cli_warns_once_per_former_name_and_starts(tmp_path: Path) -> None:
     assert "is not a setting" not in proc.stderr and "sk-speech-secret" not in proc.stderr
 
 
+@pytest.mark.db
 async def test_doctor_lists_the_former_names(
     tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,8 @@ from bot.ops.doctor import database_was_missing
 from scheduler.dbfile import DatabaseFileWatch
 from tests.conftest import make_settings, sqlite_only
 
+pytestmark = pytest.mark.db  # every test here opens its own database
+
 
 async def test_a_deleted_database_file_is_logged_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture

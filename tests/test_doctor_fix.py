@@ -40,6 +40,7 @@ async def at_revision(url: str, revision: str) -> None:
         await engine.dispose()
 
 
+@pytest.mark.db
 async def test_fix_sets_modes_makes_folders_and_migrates(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:

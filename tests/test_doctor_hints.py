@@ -13,6 +13,8 @@ from bot.ops.doctor import check_database, check_llm
 from tests.conftest import make_settings, sqlite_only
 from tests.fakes.openai_server import FakeOpenAI
 
+pytestmark = pytest.mark.db  # every test here opens its own database
+
 
 async def test_llm_url_without_v1_asks_about_it(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     base = fake_llm.base_url.removesuffix("/v1")

@@ -156,6 +156,7 @@ async def test_a_provider_error_inside_a_200_stream(tmp_path: Path, replay: Repl
     assert out.content == "Fast inference matters." and out.fallback_from == "fake-model"
 
 
+@pytest.mark.db
 async def test_the_agent_sends_the_reasoning_back_with_its_tool_call_turn(
     tmp_path: Path, replay: Replay
 ) -> None:

@@ -28,6 +28,7 @@ def client(tmp_path: Path, server: Any, **extra: Any) -> LLMClient:
     return LLMClient(settings, retry_base_delay=0.01, retry_max_delay=0.02)
 
 
+@pytest.mark.db
 async def test_every_call_is_bounded_and_a_cut_reply_says_so(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:

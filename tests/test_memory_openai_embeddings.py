@@ -21,6 +21,8 @@ from tools.memory import repo
 from tools.memory.embeddings import OpenAIEmbedder, build_embedder
 from tools.memory.store import MemoryStore
 
+pytestmark = pytest.mark.db  # every test here opens its own database
+
 DIM = 16
 
 

@@ -175,6 +175,7 @@ async def test_bad_input_raises_value_errors(env: Env) -> None:
     assert await contents(env, 'vim" OR NEAR( * AND "') == ["Uses vim with NEAR zero plugins"]
 
 
+@pytest.mark.db
 async def test_restart_keeps_memories(tmp_path: Path) -> None:
     e, engine = await make_env(tmp_path)
     mid = await put(e, "Birthday is on the 3rd of May")

@@ -62,6 +62,7 @@ async def test_a_memory_naming_what_the_question_means_outranks_shared_words(env
     assert await first() == answer
 
 
+@pytest.mark.db
 async def test_a_zero_weight_turns_the_stage_off(tmp_path: Path) -> None:
     e, engine = await make_env(tmp_path)
     off = replace(RankWeights(), word_match=0.0)
@@ -76,6 +77,7 @@ async def test_a_zero_weight_turns_the_stage_off(tmp_path: Path) -> None:
         await engine.dispose()  # type: ignore[attr-defined]
 
 
+@pytest.mark.db
 async def test_failing_word_vectors_leave_the_fused_order(staged: Env) -> None:
     env = staged
     for t in OTHERS:
@@ -95,6 +97,7 @@ async def test_failing_word_vectors_leave_the_fused_order(staged: Env) -> None:
     assert hits[0].relevance == 1.0
 
 
+@pytest.mark.db
 async def test_only_the_best_candidates_are_reordered_and_the_rest_follow(staged: Env) -> None:
     env = staged
     extra = ["Melanie painted a sunrise by the lake", "Melanie reads novels on the train"]

@@ -7,6 +7,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select, update
 
 from db.engine import create_engine, session_factory
@@ -14,6 +15,8 @@ from db.models.core import User
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.test_terminal_chat import run_chat
 from tools.reminders.models import JobRun, ScheduledJob
+
+pytestmark = pytest.mark.db  # every test here opens its own database
 
 
 async def test_a_reminder_made_in_the_terminal_arrives_at_the_next_start(

@@ -46,6 +46,7 @@ def summaries() -> Callable[[dict[str, Any]], Text]:
     return respond
 
 
+@pytest.mark.db
 async def test_daily_split_in_berlin_across_spring_forward(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -71,6 +72,7 @@ async def test_daily_split_in_berlin_across_spring_forward(
         assert len(await env.memories(uid, "short")) == 2
 
 
+@pytest.mark.db
 async def test_weekly_split_waits_for_monday(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     fake_llm.responder = summaries()
     async with make_env(
@@ -90,6 +92,7 @@ async def test_weekly_split_waits_for_monday(tmp_path: Path, fake_llm: FakeOpenA
         assert (await env.jobs.split_sessions()).archived == [sid]
 
 
+@pytest.mark.db
 async def test_none_never_splits_but_pending_summaries_are_written(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -108,6 +111,7 @@ async def test_none_never_splits_but_pending_summaries_are_written(
         assert (await env.jobs.split_sessions()).archived == [s1]
 
 
+@pytest.mark.db
 async def test_per_user_time_zones(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     fake_llm.responder = summaries()
     t0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)  # 19:00 Tokyo, 02:00 Los Angeles
@@ -123,6 +127,7 @@ async def test_per_user_time_zones(tmp_path: Path, fake_llm: FakeOpenAI) -> None
         assert (await env.jobs.split_sessions()).archived == [la]
 
 
+@pytest.mark.db
 async def test_catch_up_after_two_days_down(
     tmp_path: Path, fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -143,6 +148,7 @@ async def test_catch_up_after_two_days_down(
         assert "session split: 2 archived" in caplog.text
 
 
+@pytest.mark.db
 async def test_failed_archive_backs_off_then_succeeds(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     t0 = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
     async with make_env(tmp_path, fake_llm, t0) as env:
@@ -161,6 +167,7 @@ async def test_failed_archive_backs_off_then_succeeds(tmp_path: Path, fake_llm: 
         assert len(await env.memories(uid, "short")) == 1
 
 
+@pytest.mark.db
 async def test_the_real_scheduler_catches_up_at_startup(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:

@@ -5,10 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from bot.app import App
 from bot.sessions.doctor import session_checks
 from tests.fakes.openai_server import Error, FakeOpenAI
 from tests.sessions_env import make_env
+
+pytestmark = pytest.mark.db  # every test here opens its own database
 
 
 async def test_doctor_lists_jobs_next_split_and_failures(

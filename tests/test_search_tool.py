@@ -244,6 +244,7 @@ async def test_bad_arguments_get_a_clear_error(
     assert searx.requests == []
 
 
+@pytest.mark.db
 async def test_the_model_gets_the_mapped_results(
     tmp_path: Path, fake_llm: FakeOpenAI, searx: FakeSearch
 ) -> None:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from bot.sessions.archive import MAX_TRANSCRIPT_CHARS, Archiver, consolidate
@@ -44,6 +45,7 @@ async def archive_row(env: Env, session_id: int) -> SessionArchive | None:
         return await s.get(SessionArchive, session_id)
 
 
+@pytest.mark.db
 async def test_archive_keeps_a_checked_summary_as_short_memory(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -79,6 +81,7 @@ async def test_archive_keeps_a_checked_summary_as_short_memory(
         assert len(await env.messages(sid)) == len(EN_CHAT)
 
 
+@pytest.mark.db
 async def test_archiving_twice_yields_one_summary(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     async with make_env(tmp_path, fake_llm, T0) as env:
         user_id, sid = await env.chat(1, *EN_CHAT)
@@ -91,6 +94,7 @@ async def test_archiving_twice_yields_one_summary(tmp_path: Path, fake_llm: Fake
         assert len(summary_requests(fake_llm)) == 1
 
 
+@pytest.mark.db
 async def test_a_crash_after_storing_does_not_duplicate(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -120,6 +124,7 @@ async def test_a_crash_after_storing_does_not_duplicate(
         assert len(summary_requests(fake_llm)) == 1  # the saved summary was reused
 
 
+@pytest.mark.db
 async def test_model_failure_keeps_the_session_open_then_succeeds(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -143,6 +148,7 @@ async def test_model_failure_keeps_the_session_open_then_succeeds(
         assert [m.content for m in await env.messages(sid)] == list(EN_CHAT)
 
 
+@pytest.mark.db
 async def test_summary_in_the_wrong_language_is_asked_again(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -161,6 +167,7 @@ async def test_summary_in_the_wrong_language_is_asked_again(
         assert [m.content for m in short] == [f"2026-11-20: {DE_SUMMARY}"]
 
 
+@pytest.mark.db
 async def test_bad_summaries_are_never_kept(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     async with make_env(tmp_path, fake_llm, T0) as env:
         user_id, sid = await env.chat(1, *DE_CHAT)
@@ -179,6 +186,7 @@ async def test_bad_summaries_are_never_kept(tmp_path: Path, fake_llm: FakeOpenAI
         assert row.retry_at == env.clock.now + timedelta(minutes=2)  # backoff doubles
 
 
+@pytest.mark.db
 async def test_a_session_without_user_messages_closes_without_the_model(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -192,6 +200,7 @@ async def test_a_session_without_user_messages_closes_without_the_model(
         assert (await env.archiver.archive(9999)).status == "missing"
 
 
+@pytest.mark.db
 async def test_a_session_that_grows_while_summarised_is_retried(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -219,6 +228,7 @@ async def test_a_session_that_grows_while_summarised_is_retried(
         assert "I am vegetarian" in req["messages"][1]["content"]
 
 
+@pytest.mark.db
 async def test_other_users_sessions_and_memories_are_untouched(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -267,6 +277,7 @@ def test_language_checks() -> None:
     assert check_summary(EN_SUMMARY, "ok") is None
 
 
+@pytest.mark.db
 async def test_archive_state_rows_are_per_session(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     async with make_env(tmp_path, fake_llm, T0) as env:
         _, sid = await env.chat(1, *EN_CHAT)
@@ -290,6 +301,7 @@ async def add_turns(env: Env, session_id: int, user_id: int, *turns: dict[str, A
             )
 
 
+@pytest.mark.db
 async def test_a_name_the_failed_session_never_held_is_not_kept(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -324,6 +336,7 @@ CODE_TURNS: tuple[dict[str, Any], ...] = (
 )
 
 
+@pytest.mark.db
 async def test_a_result_from_code_that_never_ran_is_not_kept(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -341,6 +354,7 @@ async def test_a_result_from_code_that_never_ran_is_not_kept(
         assert "832040" not in short.content and "executed" not in short.content
 
 
+@pytest.mark.db
 async def test_a_faithful_summary_of_the_failed_code_run_is_kept(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -357,6 +371,7 @@ async def test_a_faithful_summary_of_the_failed_code_run_is_kept(
         assert len(summary_requests(fake_llm)) == 1  # accepted on the first try
 
 
+@pytest.mark.db
 async def test_facts_the_user_stated_become_memories_and_invented_ones_do_not(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import pytest
 
 from bot.agent.prompt import without_context
 from bot.agent.runner import Agent, Incoming
@@ -16,6 +17,8 @@ from tests.sessions_env import Env, make_env, summary_requests
 from tools.base import ToolDeps
 from tools.memory.tool import build as memory_tool
 from tools.registry import Registry
+
+pytestmark = pytest.mark.db  # every test here opens its own database
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 SUMMARY = "The user asked for a bread recipe and chose a sourdough with rye flour."

@@ -102,6 +102,7 @@ def test_every_bad_setting_is_reported_at_once(tmp_path: Path) -> None:
     assert sorted(named) == ["BACKUP_KEEP", "LOG_LEVEL", "TIMEZONE"]
 
 
+@pytest.mark.db
 def test_blank_values_mean_unset(tmp_path: Path) -> None:
     blanks = {"MCP_CONFIG": "", "LOG_LEVEL": "", "TIMEZONE": "", "GROUP_REPLIES": ""}
     proc = sidekick(tmp_path, "bot.cli", "migrate", **blanks)
@@ -109,6 +110,7 @@ def test_blank_values_mean_unset(tmp_path: Path) -> None:
     assert "applied" in proc.stdout
 
 
+@pytest.mark.db
 def test_env_file_and_sidekick_home(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -132,6 +134,7 @@ def test_version_and_help_per_subcommand(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "--as TELEGRAM_ID" in proc.stdout
 
 
+@pytest.mark.db
 async def test_a_failed_build_leaves_no_thread_behind(tmp_path: Path) -> None:
     # Without the preflight (a test or another caller of build_app), a bad MCP_CONFIG is
     # found after the engine is open: it must be disposed, or its thread keeps the process.
@@ -148,6 +151,7 @@ async def test_a_failed_build_leaves_no_thread_behind(tmp_path: Path) -> None:
     assert {t for t in threading.enumerate() if not t.daemon} == before
 
 
+@pytest.mark.db
 async def test_telegram_unreachable_at_start_is_not_a_configuration_error(
     tmp_path: Path,
 ) -> None:
@@ -180,6 +184,7 @@ def test_five_errors_in_one_env_file_in_one_run(tmp_path: Path) -> None:
     assert "LLM_MODEL is not set" in proc.stderr  # and the required ones
 
 
+@pytest.mark.db
 def test_misspelled_names_get_did_you_mean(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("LLM_MODLE=m\nSEARXNG_ULR=http://x\nSEARXNG_SECRET=s\n")
     env = {"BUDGET_USDD": "1/day", "TELEGRAM_TOKEN": "x", "LANG": "C.UTF-8", "LLAMA_X": "1"}
@@ -195,6 +200,7 @@ def test_misspelled_names_get_did_you_mean(tmp_path: Path) -> None:
 
 
 @sqlite_only
+@pytest.mark.db
 def test_outside_the_project_folder_no_database_is_made_silently(tmp_path: Path) -> None:
     proc = sidekick(tmp_path, "bot.cli", "usage")
     assert proc.returncode == 2

@@ -9,8 +9,12 @@ import sys
 from asyncio.subprocess import Process
 from pathlib import Path
 
+import pytest
+
 from bot.agent.prompt import without_context
 from tests.fakes.openai_server import FakeOpenAI, Text
+
+pytestmark = pytest.mark.db  # every test here opens its own database
 
 
 def chat_env(tmp_path: Path, fake_llm: FakeOpenAI, **extra: str) -> dict[str, str]:

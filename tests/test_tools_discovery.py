@@ -21,6 +21,8 @@ from tools.discovery.models import ToolUsage
 from tools.effects import OUTSIDE_MARK
 from tools.tokens import count_payload
 
+pytestmark = pytest.mark.db  # every test here opens its own database
+
 CORE = {"memory", "code", "schedule"}  # search has no backend here: not offered
 
 

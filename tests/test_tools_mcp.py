@@ -63,6 +63,7 @@ def answer_of(result: str) -> str:
     return result
 
 
+@pytest.mark.db
 async def test_misbehaving_server(extras_app: App, fake_llm: FakeOpenAI) -> None:
     """One server process through a crash, a stall, junk output and a failing tool: each
     is an error result for that call only, and the next call works. (One app for all:
@@ -95,6 +96,7 @@ async def test_misbehaving_server(extras_app: App, fake_llm: FakeOpenAI) -> None
     assert "SIDEKICK_TEST_SECRET" not in names and not any("KEY" in n for n in names)
 
 
+@pytest.mark.db
 async def test_broken_server_does_not_stop_the_bot(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     missing = {"command": str(tmp_path / "no-such-binary"), "args": []}
     quits = {"command": sys.executable, "args": ["-c", "print('hello')"]}
@@ -171,6 +173,7 @@ async def test_health_pings_keep_a_live_server_and_restart_a_dead_one() -> None:
     assert not manager.servers[0].up
 
 
+@pytest.mark.db
 async def test_streamable_http_server(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

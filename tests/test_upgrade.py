@@ -53,6 +53,7 @@ def test_fixtures_cover_the_mis_stamped_database() -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.db
 def test_an_earlier_versions_database_upgrades_to_the_models_and_keeps_its_rows(
     name: str, tmp_path: Path
 ) -> None:
@@ -72,6 +73,7 @@ def test_an_earlier_versions_database_upgrades_to_the_models_and_keeps_its_rows(
         conn.close()
 
 
+@pytest.mark.db
 def test_a_schema_that_still_differs_starts_nothing_and_says_what_is_missing(
     tmp_path: Path,
 ) -> None:

@@ -70,6 +70,7 @@ def ask(text: str, user: int = 42) -> Incoming:
 # -- recording -----------------------------------------------------------------------
 
 
+@pytest.mark.db
 async def test_provider_usage_is_recorded_with_its_cost(priced: App, fake_llm: FakeOpenAI) -> None:
     fake_llm.add(
         Calls([("memory", {"action": "list"})], usage=usage(1000, 100, cached=200)),
@@ -90,6 +91,7 @@ async def test_provider_usage_is_recorded_with_its_cost(priced: App, fake_llm: F
     assert second.cost_usd == pytest.approx((500 * 1 + 1000 * 0.5 + 500 * 2) / 1e6)
 
 
+@pytest.mark.db
 async def test_without_provider_usage_the_tokens_are_estimated(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -119,6 +121,7 @@ async def test_a_model_without_a_price_counts_tokens_only(app: App, fake_llm: Fa
     assert "$" not in text
 
 
+@pytest.mark.db
 async def test_usage_report_by_model_and_purpose_per_user(
     priced: App, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:
@@ -179,6 +182,7 @@ def test_bad_prices_name_the_setting(tmp_path: Path, value: str) -> None:
 # -- purposes, doctor, migration -------------------------------------------------------
 
 
+@pytest.mark.db
 async def test_archive_summaries_and_scheduled_tasks_are_recorded_by_purpose(
     priced: App, fake_llm: FakeOpenAI
 ) -> None:
@@ -203,6 +207,7 @@ async def test_archive_summaries_and_scheduled_tasks_are_recorded_by_purpose(
     assert "  scheduled task — 1 call · 300 tokens in" in text
 
 
+@pytest.mark.db
 async def test_code_generation_is_recorded_for_the_request_that_started_it(
     priced: App, fake_llm: FakeOpenAI
 ) -> None:
@@ -223,6 +228,7 @@ async def test_code_generation_is_recorded_for_the_request_that_started_it(
     assert code[0].prompt_tokens == 300 and code[0].session_id == reply.session_id
 
 
+@pytest.mark.db
 async def test_doctor_shows_todays_spend_and_budget_state(
     tmp_path: Path, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:

@@ -20,6 +20,8 @@ from tests.sessions_env import FakeClock
 from tests.test_usage import PRICED, ask, clock, rows, start, usage
 from tools.model_call import BudgetExceeded
 
+pytestmark = pytest.mark.db  # every test here opens its own database
+
 __all__ = ["clock"]  # the fixture, shared with tests/test_usage.py
 
 
