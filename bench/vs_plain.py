@@ -147,7 +147,7 @@ async def profile_start(name: str, pid: int, base: int) -> asyncio.subprocess.Pr
     out = PROFILE / f"{name}-{base // 100_000}.txt"
     spy = Path(sys.executable).with_name("py-spy")
     proc = await asyncio.create_subprocess_exec(
-        str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
+        str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", "400",
         "--threads", "--nonblocking", "--output", str(out),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
