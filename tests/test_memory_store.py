@@ -345,3 +345,87 @@ async def test_word_counts_refresh_after_writes(env: Env) -> None:
     assert env.store.words.freqs["tea"][1] == REFRESH_WRITES + 1
     # "tea" is now over budget: "lemon" alone still finds its memory first.
     assert (await contents(env, "tea lemon", limit=1)) == ["Tea with lemon"]
+
+
+async def test_some_reads_only_live_memories_and_at_most_the_limit(env: Env) -> None:
+    """Auto-recall's first read for every message: up to `limit` live memories of the user,
+    fewer meaning all of them (expired and other users' memories never in it)."""
+    assert await env.store.some(user_id=env.users[0], limit=3) == []
+    ids = {await put(env, f"Fact number {i} about sailing boats {i}") for i in range(4)}
+    old = await put(env, "Recently watched a film about sailing", layer="short")
+    await put(env, "Another user's fact about sailing", user=1)
+    got = await env.store.some(user_id=env.users[0], limit=3)
+    assert len(got) == 3 and {h.id for h in got} <= ids | {old}
+    everything = await env.store.some(user_id=env.users[0], limit=10)
+    assert {h.id for h in everything} == ids | {old}
+    env.clock.now += timedelta(days=15)  # the short memory expired
+    everything = await env.store.some(user_id=env.users[0], limit=10)
+    assert {h.id for h in everything} == ids
+    page = await env.store.page(user_id=env.users[0], limit=10)
+    assert sorted(h.id for h in everything) == sorted(h.id for h in page.items)
+
+
+async def test_auto_recall_reads_a_bounded_number_of_rows(env: Env) -> None:
+    """The provider's section is what the counted page gave (all memories when they fit in
+    one read, the long-term query past that, expired ones never), and no read of it counts
+    or orders all of a user's memories."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from tools.memory.recall_context import LONG_LIMIT, build_provider
+
+    provide = build_provider(env.store, 2000)
+
+    class Ctx:
+        has_memories = None
+        shared_chat = False
+        user_id = env.users[0]
+        session_id = env.sessions[0]
+
+    async def section(text: str) -> str | None:
+        return await provide(Ctx(), text)  # type: ignore[arg-type]
+
+    async def by_page(text: str) -> list[str]:
+        """The old provider's long-term part: a counted page, sorted when it holds all."""
+        page = await env.store.page(user_id=env.users[0], limit=LONG_LIMIT)
+        if page.total <= len(page.items):
+            longs = [h for h in page.items if h.layer == "long"]
+            longs.sort(key=lambda h: (h.certainty, h.updated_at), reverse=True)
+        else:
+            longs = await env.store.long_term(user_id=env.users[0], limit=LONG_LIMIT)
+        return [f"[#{h.id}]" for h in longs]
+
+    def lines(out: str | None) -> list[str]:
+        return [] if out is None else out.splitlines()[1:]
+
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        statements.append(" ".join(statement.split()).lower())
+
+    assert await section("anything about boats?") is None  # no memories: nothing to say
+    for i in range(6):
+        await put(env, f"Owns boat number {i}", certainty=0.5 + i / 20)
+        env.clock.now += timedelta(minutes=1)
+    await put(env, "Recently rented a boat in Kiel", layer="short")
+    env.clock.now += timedelta(days=15)  # that one expired: never offered
+    await section("boats")  # the store's one-time counts (BM25's word pruning) read here
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        few = lines(await section("which boat do I own?"))
+        assert not any("count(" in s and "from memories" in s for s in statements)
+        for i in range(LONG_LIMIT + 5):  # past one read: the long-term query runs
+            await put(env, f"Week {i}: sailed to island {i}", layer="mid")
+        many = lines(await section("which boat do I own?"))
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert not any("Kiel" in line for line in few + many)
+
+    def longs(section_lines: list[str]) -> set[str]:
+        return {line.split()[1] for line in section_lines if "(long" in line}
+
+    assert len(longs(few)) == 6 and longs(few) == set(await by_page("boat"))
+    assert longs(many) == set(await by_page("boat"))
+    assert len(many) > len(few)  # the relevant mid-term ones joined them
+    reads = [s for s in statements if s.startswith("select memories.id") and "limit" in s]
+    assert reads and not any("count(" in s and "from memories" in s for s in statements)

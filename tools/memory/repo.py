@@ -161,6 +161,15 @@ async def page(
     return [MemoryRow(*r) for r in (await s.execute(stmt)).all()], total
 
 
+async def some_alive(s: AsyncSession, user_id: int, now: datetime, limit: int) -> list[MemoryRow]:
+    """Up to `limit` of a user's live memories, in no order: it reads no more rows than that
+    (auto-recall's first question for every message: does the user have any, and when they
+    have few, which; a count or an ordered page reads all of a user's rows).
+    The user's index rows are walked in order and stop at `limit` live ones."""
+    stmt = _with_source().where(Memory.user_id == user_id, _alive(now)).limit(limit)
+    return [MemoryRow(*r) for r in (await s.execute(stmt)).all()]
+
+
 async def top_long(s: AsyncSession, user_id: int, limit: int) -> list[MemoryRow]:
     """The user's long-term memories, most certain and most recent first."""
     stmt = (
