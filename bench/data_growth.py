@@ -13,11 +13,12 @@ sentence of the same words, so auto-recall searches for real; each answer comes 
 delta at once (the per-message cost, not the stream's; see bench/vs_plain.py).
 
 `--base REV` measures that commit's tree (git archive into a temp folder, run with the same
-venv) beside this one on copies of the same filled database, in alternated rounds, so a
-change is measured before/after under the same machine load; the median of `--rounds`.
+venv) beside this one (or `--head REV`'s, so the checkout may change meanwhile) on copies of
+the same filled database, in alternated rounds, so a change is measured before/after under
+the same machine load; the median of `--rounds`.
 
 Usage: python bench/data_growth.py [--sizes 0,2000,10000] [--history 0] [--timed 60]
-                                   [--base REV] [--rounds 3] [--profile DIR]
+                                   [--base REV] [--head REV] [--rounds 3] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ async def measure(root: Path, home: Path, history: int, timed: int, vocab: list[
         t0 = time.time()
         while not tg.poll_starts:
             if proc.returncode is not None or time.time() - t0 > 120:
-                raise RuntimeError("the bot did not start polling")
+                err = (await proc.stderr.read()).decode() if proc.stderr else ""
+                raise RuntimeError(f"the bot did not start polling:\n{err[-1500:]}")
             await asyncio.sleep(0.01)
         cpu0 = 0.0
         total = WARM_UP + history + timed
@@ -111,7 +113,8 @@ async def measure(root: Path, home: Path, history: int, timed: int, vocab: list[
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             await spy.wait()
-        proc.terminate()
+        if proc.returncode is None:
+            proc.terminate()
         _, err = await proc.communicate()
         await tg.stop()
         await llm.stop()
@@ -122,6 +125,7 @@ async def measure(root: Path, home: Path, history: int, timed: int, vocab: list[
 
 def export(rev: str, into: Path) -> Path:
     """The tree of commit `rev` in a folder of its own."""
+    into.mkdir()
     archive = subprocess.run(
         ["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True
     ).stdout
@@ -129,13 +133,13 @@ def export(rev: str, into: Path) -> Path:
     return into
 
 
-async def run(sizes: list[int], history: int, timed: int, base: str | None, rounds: int,
-              profile: Path | None) -> None:  # fmt: skip
+async def run(sizes: list[int], history: int, timed: int, base: str | None, head: str | None,
+              rounds: int, profile: Path | None) -> None:  # fmt: skip
     vocab = corpus_words(DATA)
     with tempfile.TemporaryDirectory() as other:
-        trees = {"this tree": ROOT}
+        trees = {head: export(head, Path(other) / "head")} if head else {"this tree": ROOT}
         if base:
-            trees = {base: export(base, Path(other)), "this tree": ROOT}
+            trees = {base: export(base, Path(other) / "base"), **trees}
         for size in sizes:
             with tempfile.TemporaryDirectory() as d:
                 template = Path(d) / "filled"
@@ -170,13 +174,16 @@ def main() -> None:
     p.add_argument("--history", type=int, default=0, help="messages before the timed ones")
     p.add_argument("--timed", type=int, default=60)
     p.add_argument("--base", metavar="REV", help="also measure this commit's tree")
+    p.add_argument("--head", metavar="REV", help="measure this commit's tree, not the checkout")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--profile", type=Path, metavar="DIR", help="py-spy the timed part")
     args = p.parse_args()
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     sizes = [int(x) for x in args.sizes.split(",")]
-    asyncio.run(run(sizes, args.history, args.timed, args.base, args.rounds, args.profile))
+    asyncio.run(
+        run(sizes, args.history, args.timed, args.base, args.head, args.rounds, args.profile)
+    )
 
 
 if __name__ == "__main__":
