@@ -429,3 +429,36 @@ async def test_auto_recall_reads_a_bounded_number_of_rows(env: Env) -> None:
     assert len(many) > len(few)  # the relevant mid-term ones joined them
     reads = [s for s in statements if s.startswith("select memories.id") and "limit" in s]
     assert reads and not any("count(" in s and "from memories" in s for s in statements)
+
+
+async def test_per_message_reads_stop_at_their_limit(env: Env) -> None:
+    """Auto-recall's two reads of rows for every message walk an index to their limit: no
+    sort of all of a user's memories (SQLite's plan has no temp B-tree), so they cost the
+    same with 30 memories or 30,000."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    for i in range(3):
+        await put(env, f"Long-term fact {i}", certainty=0.5)
+    captured: list[tuple[str, object]] = []
+
+    def seen(conn: object, cursor: object, statement: str, params: object, *rest: object) -> None:
+        if statement.lstrip().upper().startswith("SELECT MEMORIES.ID"):
+            captured.append((statement, params))
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        long_term = await env.store.long_term(user_id=env.users[0], limit=20)
+        some = await env.store.some(user_id=env.users[0], limit=21)
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert len(long_term) == len(some) == 3 and len(captured) == 2
+    async with env.sf() as s:
+        raw = await (await s.connection()).get_raw_connection()
+        for statement, params in captured:
+            cursor = await raw.driver_connection.execute(  # type: ignore[union-attr]
+                "EXPLAIN QUERY PLAN " + statement, params
+            )
+            plan = " / ".join(str(row[3]) for row in await cursor.fetchall())
+            assert "TEMP B-TREE" not in plan, plan
+            assert "SEARCH memories USING INDEX" in plan, plan
