@@ -41,30 +41,50 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from recall_common import T0, open_db  # noqa: E402
-from recall_speed import bulk_fill, corpus_words  # noqa: E402
+from recall_speed import corpus_words  # noqa: E402
 from startup import PollClock, cpu_s  # noqa: E402
 from vs_plain import env_for  # noqa: E402
 
-from db.repos import core  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, Text  # noqa: E402
 from tests.fakes.telegram_server import message_update  # noqa: E402
-from tools.memory.embeddings import WordLlamaEmbedder  # noqa: E402
 
 USER = 1000
 WARM_UP = 5
 DATA = ROOT / ".." / "shared" / "data" / "locomo_dev3.json"
 
 
-async def fill(home: Path, memories: int, vocab: list[str]) -> None:
+# Run with the measured tree's own code (its migrations make the database it reads).
+FILL = """
+import asyncio, sys
+from pathlib import Path
+from recall_common import T0, open_db
+from recall_speed import bulk_fill, corpus_words
+from db.repos import core
+from tools.memory.embeddings import WordLlamaEmbedder
+
+async def fill(home, memories, data):
     engine, sf, _ = await open_db(home / "data")
     try:
         async with sf() as s, s.begin():
-            user = await core.get_or_create_user(s, USER, "Bench", T0)
+            user = await core.get_or_create_user(s, int(sys.argv[4]), "Bench", T0)
         if memories:
+            vocab = corpus_words(data)
             await bulk_fill(sf, WordLlamaEmbedder(), [user.id], memories, 1, vocab)
     finally:
         await engine.dispose()
+
+asyncio.run(fill(Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])))
+"""
+
+
+def fill(tree: Path, home: Path, memories: int) -> None:
+    """A database in `home` made by the tree's migrations, with `memories` memories of the
+    user (the same ones for every tree: a fixed seed)."""
+    path = f"{tree}:{tree / 'bench'}"
+    subprocess.run(
+        [sys.executable, "-c", FILL, str(home), str(memories), str(DATA.resolve()), str(USER)],
+        cwd=tree, env={**os.environ, "PYTHONPATH": path}, check=True,
+    )  # fmt: skip
 
 
 async def measure(root: Path, home: Path, history: int, timed: int, vocab: list[str],
@@ -142,16 +162,18 @@ async def run(sizes: list[int], history: int, timed: int, base: str | None, head
             trees = {base: export(base, Path(other) / "base"), **trees}
         for size in sizes:
             with tempfile.TemporaryDirectory() as d:
-                template = Path(d) / "filled"
-                template.mkdir()
                 t0 = time.perf_counter()
-                await fill(template, size, vocab)
-                filled = time.perf_counter() - t0
+                templates = {}
+                for name, tree in trees.items():
+                    templates[name] = Path(d) / f"filled-{len(templates)}"
+                    templates[name].mkdir()
+                    fill(tree, templates[name], size)
+                filled = (time.perf_counter() - t0) / len(trees)
                 got: dict[str, list[float]] = {name: [] for name in trees}
                 for r in range(rounds):
                     for name in list(trees) if r % 2 == 0 else list(reversed(trees)):
                         home = Path(d) / f"run-{r}-{len(got[name])}-{name.replace(' ', '')}"
-                        shutil.copytree(template, home)
+                        shutil.copytree(templates[name], home)
                         got[name].append(
                             await measure(trees[name], home, history, timed, vocab, profile, size)
                         )
