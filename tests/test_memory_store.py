@@ -462,3 +462,34 @@ async def test_per_message_reads_stop_at_their_limit(env: Env) -> None:
             plan = " / ".join(str(row[3]) for row in await cursor.fetchall())
             assert "TEMP B-TREE" not in plan, plan
             assert "SEARCH memories USING INDEX" in plan, plan
+
+
+async def test_word_counts_make_their_temp_tables_once_per_connection(env: Env) -> None:
+    """BM25's word pruning reads document counts through temp tables: made at a connection's
+    first recall, not with three statements at every one; the counts are the same."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from tools.memory import repo
+
+    await put(env, "Plays the violin in an orchestra")
+    await put(env, "Runs along the river before work")
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        statements.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        counts = []
+        for _ in range(3):
+            statements.clear()
+            async with env.sf() as s:
+                counts.append(await repo.doc_freqs(s, ["running", "violins", "piano"]))
+            made = [x for x in statements if x.startswith("CREATE VIRTUAL TABLE")]
+            assert len(made) == (3 if len(counts) == 1 else 0)
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert counts[0] == counts[1] == counts[2]
+    assert counts[0] == {"running": ("run", 1), "violins": ("violin", 1), "piano": ("piano", 0)}
+    assert (await contents(env, "who plays violin?"))[0] == "Plays the violin in an orchestra"

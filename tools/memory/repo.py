@@ -517,12 +517,21 @@ _TERM_TABLES = (
 )
 
 
+_TERMS_MADE = "memory_term_tables"  # key in a connection's info: its temp tables exist
+
+
 async def _vocab_rows(s: AsyncSession, words: Sequence[str]) -> dict[int, list[tuple[str, int]]]:
     """Word number -> its FTS5 terms and their counts. The temp tables live as long as the
     connection; writing them takes no lock on the main database, so a recall does not
-    block writers."""
-    for ddl in _TERM_TABLES:
-        await s.execute(text(ddl))
+    block writers. They are made once per connection (its `info` remembers), not with three
+    statements for every recall: made outside a transaction, so no rollback takes them."""
+    conn = await s.connection()
+    if not conn.info.get(_TERMS_MADE):
+        for ddl in _TERM_TABLES:
+            await s.execute(text(ddl))
+        raw = await conn.get_raw_connection()
+        if not getattr(raw.driver_connection, "in_transaction", True):
+            conn.info[_TERMS_MADE] = True
     await s.execute(text("DELETE FROM temp.memory_query_tok"))
     await s.execute(
         text("INSERT INTO temp.memory_query_tok(rowid, w) VALUES (:i, :w)"),
