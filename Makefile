@@ -163,6 +163,7 @@ bench: install-dev
 	$(BIN)/python bench/media.py
 	$(BIN)/python bench/reminders.py
 	$(BIN)/python bench/vs_plain.py
+	$(BIN)/python bench/data_growth.py
 	$(BIN)/python bench/message_path.py
 
 lint: install-dev

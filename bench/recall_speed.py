@@ -83,6 +83,9 @@ async def bulk_fill(
     async with sf() as s, s.begin():  # as MemoryStore does for a first vector of a new size
         if emb.dim and await repo.vec_dim(s) != emb.dim:
             await repo.recreate_vec(s, emb.dim)
+        # Stamped as the store stamps a new index: unstamped vectors read as another model's,
+        # and recall would search words only ("built with unknown").
+        await repo.set_meta(s, {"model": emb.name})
     for user_id in users:
         done = 0
         while done < per_user:

@@ -1,13 +1,13 @@
-"""Sidekick side by side with a plain aiogram + openai SDK + SQLite bot (bench/plain_bot.py,
-the reference issue 25 names), both as real processes against the same local fakes
-(tests/fakes: Bot API, OpenAI API), in alternated rounds in one run, so both see the same
-machine load. Both do what a user gets from them:
+"""Sidekick side by side with a plain aiogram + openai SDK + SQLite bot (bench/plain_bot.py:
+the SDK streaming each answer, one SQLite row per message, nothing else), both as real
+processes against the same local fakes (tests/fakes: Bot API, OpenAI API), in alternated
+rounds in one run, so both see the same machine load. Sidekick is `python -m bot`: the
+assembled app its real builder makes, with its defaults. Both do what a user gets from them:
 
 - the model streams every answer as a real server does: ANSWER in `--chunks` deltas with
   `--gap` seconds between them (default 40 x 25 ms, about 1 s: 40 tokens/s);
-- Sidekick runs with its defaults, so it shows drafts (sendMessageDraft) while an answer
-  streams; the plain bot streams too and shows drafts at the same interval (see its
-  docstring); both send the answer once at the end, and the figures wait for that message;
+- both show drafts (sendMessageDraft) at the same interval while an answer streams and send
+  the answer once at the end; the figures wait for that message;
 - one chat's messages are answered in order, chats concurrently (both bots).
 - each bot keeps its database over the rounds, so a burst chat's history grows by
   `--messages` turns a round, as a user's conversation does (per-round lines show the trend).
@@ -18,15 +18,23 @@ Per bot and round:
 - one-chat latency: `--latency` messages one at a time in one chat, push -> answer, p50;
 - burst: `--chats` chats x `--messages` messages pushed at once, messages/s until the last
   answer;
-- CPU seconds per message of the bot process (/proc, user + system) over the latency run and
-  the burst (steadier than wall time under load);
+- CPU seconds per message of the bot process (/proc: user + system of all its threads, the
+  figure time.process_time gives inside it) over the latency run and the burst (steadier
+  than wall time under load). With 40 deltas a second both bots spend most of it waking for
+  each delta, so then:
+- instant: `--instant` messages pushed at once over the chats, each answer in one delta at
+  once: the CPU per message without the stream's wake-ups, the per-message cost the two
+  bots differ in (issue 44's ratio), and messages/s;
 - RSS of the bot process after the burst.
 
 Printed: each round, then the median over rounds of each figure and Sidekick's ratio to the
-plain bot (a ratio <= 1 is better for every figure but messages/s).
+plain bot (a ratio <= 1 is better for every figure but messages/s). `--profile DIR` samples
+each bot with py-spy (into the venv: pip install py-spy) over the streamed part and the
+instant part apart, into DIR/<bot>-<streamed|instant>-<round>.txt (collapsed stacks).
 
 Usage: python bench/vs_plain.py [--rounds 5] [--quick] [--chats 4] [--messages 50]
-                                [--latency 10] [--chunks 40] [--gap 0.025]
+                                [--latency 10] [--chunks 40] [--gap 0.025] [--instant 200]
+                                [--profile DIR]
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import argparse
 import asyncio
 import itertools
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -73,6 +82,7 @@ class Load:
     latency: int
     chunks: int
     gap: float
+    instant: int
 
 
 BOTS = {
@@ -126,51 +136,101 @@ async def stop(name: str, bot: Bot) -> None:
         print(f"{name} stderr:\n{err.decode()[-1500:]}", file=sys.stderr)
 
 
+PROFILE: Path | None = None  # --profile DIR
+
+
+async def profile_start(name: str, pid: int, base: int) -> asyncio.subprocess.Process | None:
+    """py-spy attached to the bot over the timed part (--profile): DIR/<bot>-<round>.txt in
+    py-spy's raw (collapsed stacks) format, every thread, idle stacks left out."""
+    if PROFILE is None:
+        return None
+    out = PROFILE / f"{name}-{base // 100_000}.txt"
+    spy = Path(sys.executable).with_name("py-spy")
+    proc = await asyncio.create_subprocess_exec(
+        str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", "400",
+        "--threads", "--nonblocking", "--output", str(out),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    await asyncio.sleep(0.5)  # attached before the first timed message
+    return proc
+
+
+async def profile_stop(spy: asyncio.subprocess.Process | None) -> None:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        await spy.wait()
+
+
 def answers(tg: PollClock) -> int:
     return sum(m.method == "sendMessage" for m in tg.messages)
 
 
+async def burst(tg: PollClock, chats: int, messages: int, base: int, word: str) -> float:
+    """`chats` x `messages` messages pushed at once (chat by chat, round-robin); the seconds
+    until the last one is answered."""
+    before = answers(tg)
+    t0 = time.perf_counter()
+    for n in range(messages):
+        for c in range(chats):
+            await tg.push(message_update(USER + 1 + c, f"{word} {n}", message_id=base + n))
+    await tg.wait_for(lambda: answers(tg) >= before + chats * messages, timeout=1800)
+    return time.perf_counter() - t0
+
+
 async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[str, float] | None:
-    """One start, the one-chat latency run, then the burst (none of it without `load`: a
-    start that only makes the database). Message ids count from `base`, so runs on the
-    same database never repeat one."""
+    """One start, the one-chat latency run, the burst, then the instant burst (none of it
+    without `load`: a start that only makes the database). Message ids count from `base`,
+    so runs on the same database never repeat one."""
     tg = PollClock()
     # Update ids as Telegram's: never repeated on one database (the bot skips an id it
     # has stored as one sent again).
     tg._next_update = itertools.count(base + 1)
     tg = await tg.start()
     chats = load.chats if load else 1
-    llm = await FakeOpenAI(responder=lambda body: streamed(load) if load else Text("ok")).start()
+    shape = {"instant": load is None}
+
+    def respond(body: dict) -> Text:  # type: ignore[type-arg]
+        if shape["instant"] or load is None:
+            return Text(ANSWER, chunk=len(ANSWER))  # one delta, at once
+        return streamed(load)
+
+    llm = await FakeOpenAI(responder=respond).start()
     try:
         bot = await start(name, home, tg, llm, chats)
         try:
             if load is None:
                 return None
+            pid = bot.proc.pid
             latencies = []
-            cpu0 = 0.0
+            cpu0, spy = 0.0, None
             for i in range(WARM_UP + load.latency):
                 if i == WARM_UP:
-                    cpu0 = cpu_s(bot.proc.pid)
+                    cpu0 = cpu_s(pid)
                     drafts0 = len(tg.drafts)
+                    spy = await profile_start(f"{name}-streamed", pid, base)
                 before = answers(tg)
                 t1 = time.perf_counter()
                 await tg.push(message_update(USER, f"hi {i}", message_id=base + i))
                 await tg.wait_for(lambda n=before: answers(tg) > n, timeout=120)
                 if i >= WARM_UP:
                     latencies.append(time.perf_counter() - t1)
-            before = answers(tg)
-            total = load.chats * load.messages
-            t2 = time.perf_counter()
-            for n in range(load.messages):
-                for c in range(load.chats):
-                    msg = message_update(USER + 1 + c, f"burst {n}", message_id=base + 1000 + n)
-                    await tg.push(msg)
-            await tg.wait_for(lambda: answers(tg) >= before + total, timeout=1800)
-            rate = total / (time.perf_counter() - t2)
-            handled = load.latency + total
-            cpu = (cpu_s(bot.proc.pid) - cpu0) / handled
-            rss = rss_mb(bot.proc.pid)
+            rate = (
+                load.chats
+                * load.messages
+                / await burst(tg, load.chats, load.messages, base + 1000, "burst")
+            )
+            handled = load.latency + load.chats * load.messages
+            cpu = (cpu_s(pid) - cpu0) / handled
+            rss = rss_mb(pid)
             drafts = (len(tg.drafts) - drafts0) / handled
+            await profile_stop(spy)
+            shape["instant"] = True
+            spy = await profile_start(f"{name}-instant", pid, base)
+            cpu1 = cpu_s(pid)
+            per_chat = -(-load.instant // load.chats)
+            instant_s = await burst(tg, load.chats, per_chat, base + 50_000, "quick")
+            cpu_instant = (cpu_s(pid) - cpu1) / (per_chat * load.chats)
+            await profile_stop(spy)
         finally:
             await stop(name, bot)
     finally:
@@ -183,6 +243,8 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
         "cpu": cpu,
         "rss": rss,
         "drafts": drafts,
+        "cpu_instant": cpu_instant,
+        "rate_instant": per_chat * load.chats / instant_s,
     }
 
 
@@ -201,7 +263,8 @@ async def run(rounds: int, load: Load) -> None:
                 print(
                     f"round {r + 1} {name:<8} start {fig['start']:5.2f} s  "
                     f"p50 {fig['p50'] * 1000:6.0f} ms  {fig['rate']:5.2f} msg/s  "
-                    f"CPU {fig['cpu'] * 1000:5.1f} ms/msg  RSS {fig['rss']:5.0f} MB  "
+                    f"CPU {fig['cpu'] * 1000:5.1f} ms/msg (instant "
+                    f"{fig['cpu_instant'] * 1000:4.1f})  RSS {fig['rss']:5.0f} MB  "
                     f"drafts {fig['drafts']:.2f}/msg  load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
@@ -216,14 +279,17 @@ def report(got: dict[str, list[dict[str, float]]], rounds: int, load: Load) -> N
         f"\nmedian of {rounds} alternated rounds: answers streamed in {load.chunks} deltas "
         f"{load.gap * 1000:.0f} ms apart, drafts on; burst {load.chats} chats x "
         f"{load.messages} messages at once; one-chat latency over {load.latency} messages; "
-        f"load {os.getloadavg()[0]:.1f}"
+        f"instant: {load.instant} messages at once over {load.chats} chats, each answer in "
+        f"one delta; load {os.getloadavg()[0]:.1f}"
     )
     rows = [
         ("latency p50 (ms)", "p50", 1000, ".0f", "lower is better"),
         ("start -> polling (s)", "start", 1, ".2f", "lower is better"),
         ("RSS after run (MB)", "rss", 1, ".0f", "lower is better"),
         ("messages/s (burst)", "rate", 1, ".2f", "higher is better"),
-        ("CPU per message (ms)", "cpu", 1000, ".1f", "lower is better"),
+        ("CPU per message (ms)", "cpu", 1000, ".1f", "streamed answers; lower is better"),
+        ("  instant answers (ms)", "cpu_instant", 1000, ".1f", "per-message cost alone"),
+        ("  instant messages/s", "rate_instant", 1, ".1f", "higher is better"),
         ("drafts per message", "drafts", 1, ".2f", "both bots show drafts"),
     ]
     print(f"  {'':<22}{'sidekick':>10}{'plain':>10}{'ratio':>8}")
@@ -242,10 +308,22 @@ def main() -> None:
     p.add_argument("--latency", type=int, default=10, help="one-chat messages timed")
     p.add_argument("--chunks", type=int, default=40, help="deltas per streamed answer")
     p.add_argument("--gap", type=float, default=0.025, help="seconds between deltas")
+    p.add_argument(
+        "--instant", type=int, default=200, help="messages of the instant burst (all chats)"
+    )
+    p.add_argument(
+        "--profile", type=Path, metavar="DIR",
+        help="py-spy each bot over its timed part into DIR (pip install py-spy; the CPU "
+        "figures then include the sampling's cost)",
+    )  # fmt: skip
     if "--quick" in sys.argv:  # new defaults; options given beside it still win
-        p.set_defaults(rounds=2, messages=10, latency=5)
+        p.set_defaults(rounds=2, messages=10, latency=5, instant=100)
     args = p.parse_args()
-    load = Load(args.chats, args.messages, args.latency, args.chunks, args.gap)
+    global PROFILE
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        PROFILE = args.profile.resolve()
+    load = Load(args.chats, args.messages, args.latency, args.chunks, args.gap, args.instant)
     asyncio.run(run(args.rounds, load))
 
 

@@ -346,3 +346,151 @@ async def test_word_counts_refresh_after_writes(env: Env) -> None:
     assert env.store.words.freqs["tea"][1] == REFRESH_WRITES + 1
     # "tea" is now over budget: "lemon" alone still finds its memory first.
     assert (await contents(env, "tea lemon", limit=1)) == ["Tea with lemon"]
+
+
+async def test_some_reads_only_live_memories_and_at_most_the_limit(env: Env) -> None:
+    """Auto-recall's first read for every message: up to `limit` live memories of the user,
+    fewer meaning all of them (expired and other users' memories never in it)."""
+    assert await env.store.some(user_id=env.users[0], limit=3) == []
+    ids = {await put(env, f"Fact number {i} about sailing boats {i}") for i in range(4)}
+    old = await put(env, "Recently watched a film about sailing", layer="short")
+    await put(env, "Another user's fact about sailing", user=1)
+    got = await env.store.some(user_id=env.users[0], limit=3)
+    assert len(got) == 3 and {h.id for h in got} <= ids | {old}
+    everything = await env.store.some(user_id=env.users[0], limit=10)
+    assert {h.id for h in everything} == ids | {old}
+    env.clock.now += timedelta(days=15)  # the short memory expired
+    everything = await env.store.some(user_id=env.users[0], limit=10)
+    assert {h.id for h in everything} == ids
+    page = await env.store.page(user_id=env.users[0], limit=10)
+    assert sorted(h.id for h in everything) == sorted(h.id for h in page.items)
+
+
+async def test_auto_recall_reads_a_bounded_number_of_rows(env: Env) -> None:
+    """The provider's section is what the counted page gave (all memories when they fit in
+    one read, the long-term query past that, expired ones never), and no read of it counts
+    or orders all of a user's memories."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from tools.memory.recall_context import LONG_LIMIT, build_provider
+
+    provide = build_provider(env.store, 2000)
+
+    class Ctx:
+        has_memories = None
+        shared_chat = False
+        user_id = env.users[0]
+        session_id = env.sessions[0]
+
+    async def section(text: str) -> str | None:
+        return await provide(Ctx(), text)  # type: ignore[arg-type]
+
+    async def by_page(text: str) -> list[str]:
+        """The old provider's long-term part: a counted page, sorted when it holds all."""
+        page = await env.store.page(user_id=env.users[0], limit=LONG_LIMIT)
+        if page.total <= len(page.items):
+            longs = [h for h in page.items if h.layer == "long"]
+            longs.sort(key=lambda h: (h.certainty, h.updated_at), reverse=True)
+        else:
+            longs = await env.store.long_term(user_id=env.users[0], limit=LONG_LIMIT)
+        return [f"[#{h.id}]" for h in longs]
+
+    def lines(out: str | None) -> list[str]:
+        return [] if out is None else out.splitlines()[1:]
+
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        statements.append(" ".join(statement.split()).lower())
+
+    assert await section("anything about boats?") is None  # no memories: nothing to say
+    for i in range(6):
+        await put(env, f"Owns boat number {i}", certainty=0.5 + i / 20)
+        env.clock.now += timedelta(minutes=1)
+    await put(env, "Recently rented a boat in Kiel", layer="short")
+    env.clock.now += timedelta(days=15)  # that one expired: never offered
+    await section("boats")  # the store's one-time counts (BM25's word pruning) read here
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        few = lines(await section("which boat do I own?"))
+        assert not any("count(" in s and "from memories" in s for s in statements)
+        for i in range(LONG_LIMIT + 5):  # past one read: the long-term query runs
+            await put(env, f"Week {i}: sailed to island {i}", layer="mid")
+        many = lines(await section("which boat do I own?"))
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert not any("Kiel" in line for line in few + many)
+
+    def longs(section_lines: list[str]) -> set[str]:
+        return {line.split()[1] for line in section_lines if "(long" in line}
+
+    assert len(longs(few)) == 6 and longs(few) == set(await by_page("boat"))
+    assert longs(many) == set(await by_page("boat"))
+    assert len(many) > len(few)  # the relevant mid-term ones joined them
+    reads = [s for s in statements if s.startswith("select memories.id") and "limit" in s]
+    assert reads and not any("count(" in s and "from memories" in s for s in statements)
+
+
+async def test_per_message_reads_stop_at_their_limit(env: Env) -> None:
+    """Auto-recall's two reads of rows for every message walk an index to their limit: no
+    sort of all of a user's memories (SQLite's plan has no temp B-tree), so they cost the
+    same with 30 memories or 30,000."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    for i in range(3):
+        await put(env, f"Long-term fact {i}", certainty=0.5)
+    captured: list[tuple[str, object]] = []
+
+    def seen(conn: object, cursor: object, statement: str, params: object, *rest: object) -> None:
+        if statement.lstrip().upper().startswith("SELECT MEMORIES.ID"):
+            captured.append((statement, params))
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        long_term = await env.store.long_term(user_id=env.users[0], limit=20)
+        some = await env.store.some(user_id=env.users[0], limit=21)
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert len(long_term) == len(some) == 3 and len(captured) == 2
+    async with env.sf() as s:
+        raw = await (await s.connection()).get_raw_connection()
+        for statement, params in captured:
+            cursor = await raw.driver_connection.execute(  # type: ignore[union-attr]
+                "EXPLAIN QUERY PLAN " + statement, params
+            )
+            plan = " / ".join(str(row[3]) for row in await cursor.fetchall())
+            assert "TEMP B-TREE" not in plan, plan
+            assert "SEARCH memories USING INDEX" in plan, plan
+
+
+async def test_word_counts_make_their_temp_tables_once_per_connection(env: Env) -> None:
+    """BM25's word pruning reads document counts through temp tables: made at a connection's
+    first recall, not with three statements at every one; the counts are the same."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from tools.memory import repo
+
+    await put(env, "Plays the violin in an orchestra")
+    await put(env, "Runs along the river before work")
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        statements.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        counts = []
+        for _ in range(3):
+            statements.clear()
+            async with env.sf() as s:
+                counts.append(await repo.doc_freqs(s, ["running", "violins", "piano"]))
+            made = [x for x in statements if x.startswith("CREATE VIRTUAL TABLE")]
+            assert len(made) == (3 if len(counts) == 1 else 0)
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert counts[0] == counts[1] == counts[2]
+    assert counts[0] == {"running": ("run", 1), "violins": ("violin", 1), "piano": ("piano", 0)}
+    assert (await contents(env, "who plays violin?"))[0] == "Plays the violin in an orchestra"

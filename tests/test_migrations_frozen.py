@@ -37,6 +37,7 @@ RELEASED = {
     "0021_harden_repair_usage.py": "459f933fabef79c1c1f2408757c438e25fadbc776f359688c0fa8b63b82d2bfa",  # noqa: E501
     "0022_usage_written_calls.py": "2e7fbbed5108567c9d9adec06d9fd5929300d9e54837fbc406f8b82462e4e00f",  # noqa: E501
     "0023_inbox_updates.py": "b9c91b36d766a1544651af88a3d8bdf06da49d811ac5eb229559333acdc5c280",
+    "0024_memories_long_rank.py": "98a7944d66f5cc9cb975693c190548e2f7ab21f728a4458e1bd12c29820dadd3",  # noqa: E501
 }
 
 

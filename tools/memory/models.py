@@ -19,6 +19,8 @@ class Memory(Base):
     __tablename__ = "memories"
     __table_args__ = (
         Index("ix_memories_user_layer", "user_id", "layer", "id"),
+        # Auto-recall's long-term order (repo.top_long), read backwards to its limit.
+        Index("ix_memories_user_layer_rank", "user_id", "layer", "certainty", "updated_at"),
         Index("ix_memories_expires", "expires_at"),
         Index("ix_memories_session", "session_id"),
     )

@@ -34,15 +34,16 @@ def build_provider(
         if budget_tokens <= 0 or ctx.shared_chat:
             return None
         # One cheap read first: most users have few memories, many none. With none there
-        # is nothing to recall (no embedding, no search); with at most LONG_LIMIT this page
-        # holds all of them, so the long-term list is sorted here instead of queried.
-        page = await store.page(user_id=ctx.user_id, limit=LONG_LIMIT)
-        if page.total == 0:
+        # is nothing to recall (no embedding, no search); with at most LONG_LIMIT this read
+        # holds all of them, so the long-term list is sorted here instead of queried. It
+        # reads at most LONG_LIMIT + 1 rows however many the user has (no count, no order).
+        few = await store.some(user_id=ctx.user_id, limit=LONG_LIMIT + 1)
+        if not few:
             return None
 
         async def long_term() -> list[MemoryHit]:
-            if page.total <= len(page.items):
-                longs = [h for h in page.items if h.layer == "long"]
+            if len(few) <= LONG_LIMIT:
+                longs = [h for h in few if h.layer == "long"]
                 # The store's order: most certain, then most recent first.
                 longs.sort(key=lambda h: (h.certainty, h.updated_at), reverse=True)
                 return longs

@@ -161,6 +161,15 @@ async def page(
     return [MemoryRow(*r) for r in (await s.execute(stmt)).all()], total
 
 
+async def some_alive(s: AsyncSession, user_id: int, now: datetime, limit: int) -> list[MemoryRow]:
+    """Up to `limit` of a user's live memories, in no order: it reads no more rows than that
+    (auto-recall's first question for every message: does the user have any, and when they
+    have few, which; a count or an ordered page reads all of a user's rows).
+    The user's index rows are walked in order and stop at `limit` live ones."""
+    stmt = _with_source().where(Memory.user_id == user_id, _alive(now)).limit(limit)
+    return [MemoryRow(*r) for r in (await s.execute(stmt)).all()]
+
+
 async def top_long(s: AsyncSession, user_id: int, limit: int) -> list[MemoryRow]:
     """The user's long-term memories, most certain and most recent first."""
     stmt = (
@@ -508,12 +517,21 @@ _TERM_TABLES = (
 )
 
 
+_TERMS_MADE = "memory_term_tables"  # key in a connection's info: its temp tables exist
+
+
 async def _vocab_rows(s: AsyncSession, words: Sequence[str]) -> dict[int, list[tuple[str, int]]]:
     """Word number -> its FTS5 terms and their counts. The temp tables live as long as the
     connection; writing them takes no lock on the main database, so a recall does not
-    block writers."""
-    for ddl in _TERM_TABLES:
-        await s.execute(text(ddl))
+    block writers. They are made once per connection (its `info` remembers), not with three
+    statements for every recall: made outside a transaction, so no rollback takes them."""
+    conn = await s.connection()
+    if not conn.info.get(_TERMS_MADE):
+        for ddl in _TERM_TABLES:
+            await s.execute(text(ddl))
+        raw = await conn.get_raw_connection()
+        if not getattr(raw.driver_connection, "in_transaction", True):
+            conn.info[_TERMS_MADE] = True
     await s.execute(text("DELETE FROM temp.memory_query_tok"))
     await s.execute(
         text("INSERT INTO temp.memory_query_tok(rowid, w) VALUES (:i, :w)"),

@@ -348,6 +348,12 @@ class MemoryStore:
             )
         return MemoryPage([hit(r) for r in found], total)
 
+    async def some(self, *, user_id: int, limit: int) -> list[MemoryHit]:
+        """Up to `limit` live memories of the user, in no order, reading no more rows than
+        that: fewer than `limit` back means these are all of them."""
+        async with self._sf() as s:
+            return [hit(r) for r in await repo.some_alive(s, user_id, self._clock(), limit)]
+
     async def long_term(self, *, user_id: int, limit: int = 20) -> list[MemoryHit]:
         async with self._sf() as s:
             return [hit(r) for r in await repo.top_long(s, user_id, limit)]

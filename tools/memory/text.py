@@ -100,16 +100,3 @@ class WordCounts:
                 self.freqs.clear()
             self.freqs.update(await repo.doc_freqs(s, new))
         return prune([(w, self.freqs[w][1]) for w in terms], self.budget)
-
-    async def shared(self, s: Any, texts: list[str], skip: list[str], n: int) -> list[str]:
-        """Up to `n` words of `texts` not in `skip`: those in the most texts first, the
-        rarer first among equals (numbers and words under 3 letters left out)."""
-        seen: dict[str, int] = {}
-        for t in texts:
-            for w in set(words(t)):
-                if len(w) > 2 and not w.isdigit() and w not in skip:
-                    seen[w] = seen.get(w, 0) + 1
-        new = [w for w in seen if w not in self.freqs]
-        if new:
-            self.freqs.update(await repo.doc_freqs(s, new))
-        return sorted(seen, key=lambda w: (-seen[w], self.freqs[w][1]))[:n]
