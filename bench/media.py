@@ -34,8 +34,8 @@ from PIL import Image
 from timing import TimedLLM, TimedTelegram, Timing, polling, rss_mb
 
 from bot.app import build_app
-from bot.media.attachments import MEDIA
 from bot.config import load_settings
+from bot.media.attachments import MEDIA
 from bot.telegram.dispatcher import build_runtime
 from tests.fakes.openai_server import Text
 from tests.fakes.telegram_server import message_update
