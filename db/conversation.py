@@ -178,6 +178,19 @@ class RecordWrite:
     rows: Sequence[dict[str, Any]]
 
 
+_KEEP_CONTEXT = (
+    update(_MESSAGES)
+    .where(_MESSAGES.c.id == bindparam("message_id"))
+    .values(context=bindparam("block"))
+)
+
+
+def kept_context(message_id: int, block: str) -> RecordWrite:
+    """The context block a user turn was first sent with (bot/agent/prompt.py with_context),
+    kept with the turn's first record, so later requests send the turn unchanged."""
+    return RecordWrite(_KEEP_CONTEXT, [{"message_id": message_id, "block": block}])
+
+
 class Conversation(Protocol):
     async def begin_turn(
         self,
@@ -210,11 +223,6 @@ class Conversation(Protocol):
     async def record_answer(
         self, turn: Turn, now: datetime, answer: str, writes: Sequence[RecordWrite] = ()
     ) -> None: ...
-
-    async def keep_context(self, message_id: int, block: str) -> None:
-        """Keep the context block a user turn was first sent with (bot/agent/prompt.py
-        with_context), so later requests send the turn unchanged."""
-        ...
 
     async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
         """The session's newest `limit` rows, oldest first."""
@@ -359,12 +367,6 @@ class SqlConversation:
         async def unit(c: AsyncConnection) -> None:
             await _write(c, writes)
             await c.execute(ADD_MESSAGES, message_params(message))
-
-        await self._run(unit)
-
-    async def keep_context(self, message_id: int, block: str) -> None:
-        async def unit(c: AsyncConnection) -> None:
-            await c.execute(update(Message).where(Message.id == message_id).values(context=block))
 
         await self._run(unit)
 

@@ -33,7 +33,16 @@ from bot.agent.prompt import (
 )
 from bot.agent.toolexec import repeated_failure, run_round, wire_calls
 from bot.config import Settings
-from db.conversation import Conversation, HistoryRow, SqlConversation, Started, ToolResult, Turn
+from db.conversation import (
+    Conversation,
+    HistoryRow,
+    RecordWrite,
+    SqlConversation,
+    Started,
+    ToolResult,
+    Turn,
+    kept_context,
+)
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock, user_tz
 from tools.chat import ChatModel, OnText
@@ -210,10 +219,16 @@ class Agent:
         tools = self.registry.for_request(ctx, incoming.text)
         parts = await self.build_prompt(ctx, incoming.text, rows)
         block = sent_context(parts.history)
-        if block is not None and ctx.trigger_message_id is not None:
-            # Kept with the turn as first sent: each later request extends this one byte for
-            # byte, and a provider's prefix cache re-reads only what is new.
-            await self.conversation.keep_context(ctx.trigger_message_id, block)
+        # Kept with the turn as first sent (in its first record): each later request extends
+        # this one byte for byte, and a provider's prefix cache re-reads only what is new.
+        keep = [] if block is None or ctx.trigger_message_id is None else [
+            kept_context(ctx.trigger_message_id, block)
+        ]  # fmt: skip
+
+        def writes() -> list[RecordWrite]:
+            first, keep[:] = list(keep), []
+            return [*first, *turns.writes(ctx)]
+
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
         ctx.state(SEEN).add(seen_outside(messages))  # earlier turns' pages, this message's files
@@ -227,7 +242,7 @@ class Agent:
         async def answer(
             text: str, cut: str = "", stopped: bool = False, notes: bool = True
         ) -> Reply:
-            await self.conversation.record_answer(turn, self.clock(), text, turns.writes(ctx))
+            await self.conversation.record_answer(turn, self.clock(), text, writes())
             await turns.on_answer(ctx, text)
             lines = cut + "".join(f"\n\n{n}" for n in said) + (turns.notes() if notes else "")
             return Reply(text + lines, ctx.request_id, ctx.session_id, used, stopped, notes=lines)
@@ -275,7 +290,7 @@ class Agent:
                 completion.content or "",
                 wire,
                 results,
-                turns.writes(ctx),
+                writes(),
             )
             await turns.on_tool_round(ToolRound(ctx, completion.content, wire, calls, results))
             messages += [

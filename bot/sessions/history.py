@@ -140,7 +140,9 @@ class HistoryWindow:
         if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
             if sum(got.costs) <= budget:
                 return Fitted(got.wire)
-        compressor = Compressor(self.session_factory, llm, self.clock, SUMMARY_REVIEW)
+        compressor = Compressor(
+            self.session_factory, llm, self.clock, SUMMARY_REVIEW, costs=self._costs
+        )
         return await compressor.fit(ctx.session_id, ctx.user_id, budget)
 
 
@@ -151,11 +153,14 @@ class Compressor:
         llm: TextModel | None,
         clock: Clock,
         review: Review = "grounding",
+        costs: dict[int, int] | None = None,
     ) -> None:
         self.session_factory = session_factory
         self.llm = llm
         self.clock = clock
         self.review = review
+        # Stored messages' token costs by id (they never change): the window's, shared.
+        self.costs = costs if costs is not None else {}
 
     async def fit(self, session_id: int, user_id: int, budget: int) -> Fitted:
         """The session's history within `budget` tokens, compressing when it must."""
@@ -165,7 +170,7 @@ class Compressor:
         note = record_text(done) if done else ""
         before = done.last_turn if done else 0  # turns ahead of rows[0]
         wire = [to_openai(m) for m in rows]
-        costs = [message_cost(w) for w in wire]
+        costs = [self._cost(m, w) for m, w in zip(rows, wire, strict=True)]
         room = budget - (len(note) // 4 + 1)
         if sum(costs) <= room or not rows:
             return Fitted(with_note(wire, note))
@@ -194,6 +199,14 @@ class Compressor:
             )
             note = f"{note}\n\n{gap}" if note else gap
         return Fitted(with_note(kept, note))
+
+    def _cost(self, m: Message, wire: dict[str, Any]) -> int:
+        cost = self.costs.get(m.id)
+        if cost is None:
+            cost = message_cost(wire)
+            if m.role != "user" or m.context is not None:  # as HistoryWindow.wire keeps them
+                self.costs[m.id] = cost
+        return cost
 
     async def _claim(self, session_id: int) -> bool:
         """The session's compression lease: one writer summarises a range at a time (a

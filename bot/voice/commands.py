@@ -4,6 +4,7 @@ the answer (bot/telegram/answer.py), so only Telegram answers the command."""
 from __future__ import annotations
 
 from bot.voice import repo
+from bot.voice.replies import VOICE
 from bot.voice.repo import MODES
 from bot.voice.settings import VoiceSettings, speech_off
 from tools.feature import CommandCall
@@ -32,4 +33,6 @@ async def voice(call: CommandCall) -> str:
         return USAGE
     async with deps.session_factory() as s, s.begin():
         await repo.set_mode(s, user_id, chosen)
+    if call.host.has(VOICE):
+        call.host.part(VOICE).forget(user_id)  # once committed: the next answer reads it
     return SAID[chosen]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,6 +39,9 @@ DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same
 MID_DAYS = 90
 SHORT_DAYS = 14
 REINDEX_BATCH = 256  # memories re-embedded per transaction
+
+
+EMPTY_FOR_S = 60.0  # how long a user seen with no memory is taken to have none
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,10 @@ class MemoryStore:
         self._vectors: bool | None = None  # None: not checked yet
         self._write_lock = asyncio.Lock()
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
+        # Users seen with no live memory, and when (monotonic): auto-recall's first read is
+        # skipped for them for EMPTY_FOR_S (most messages of a user who never stored one); a
+        # store in this process clears the mark at once, another process's shows within it.
+        self._empty: dict[int, float] = {}
         self._total: int | None = None  # memories of all users, likewise
         self.words = WordCounts()  # BM25 keeps the rarest query words (text.py)
         # The word-match stage's word vectors: always from the static embedder (a word's
@@ -204,6 +212,7 @@ class MemoryStore:
         message_id: int | None = None,
     ) -> StoreResult:
         """Store a memory, or update a nearly identical one of the same user and layer."""
+        self._empty.pop(user_id, None)
         if layer not in LAYERS:
             raise ValueError(f"unknown layer {layer!r}")
         content = normalise(content)
@@ -351,8 +360,16 @@ class MemoryStore:
     async def some(self, *, user_id: int, limit: int) -> list[MemoryHit]:
         """Up to `limit` live memories of the user, in no order, reading no more rows than
         that: fewer than `limit` back means these are all of them."""
+        seen = self._empty.get(user_id)
+        if seen is not None and time.monotonic() - seen < EMPTY_FOR_S:
+            return []
         async with self._sf() as s:
-            return [hit(r) for r in await repo.some_alive(s, user_id, self._clock(), limit)]
+            found = [hit(r) for r in await repo.some_alive(s, user_id, self._clock(), limit)]
+        if found:
+            self._empty.pop(user_id, None)
+        else:
+            self._empty[user_id] = time.monotonic()
+        return found
 
     async def long_term(self, *, user_id: int, limit: int = 20) -> list[MemoryHit]:
         async with self._sf() as s:
