@@ -74,7 +74,8 @@ class Host(Protocol):
         ...
 
     def has(self, key: Key[Any]) -> bool:
-        """Whether a listed feature provides `key` (and it is built)."""
+        """Whether a listed feature provides `key` (built with the app, or when an adapter
+        starts: see Provide)."""
         ...
 
     async def need(self, key: Key[T]) -> T:
