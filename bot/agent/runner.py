@@ -65,8 +65,8 @@ from tools.registry import Registry
 
 log = logging.getLogger(__name__)
 
-# Tool calls allowed for one user message: room for a long research task (several searches,
-# fetches and code runs), while a model stuck calling the same tool stops within minutes.
+# Tool calls allowed for one user message: room for a long research task (dozens of calls),
+# while a model stuck calling the same tool stops within minutes.
 MAX_TOOL_CALLS = 75
 
 
