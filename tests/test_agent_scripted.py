@@ -85,7 +85,9 @@ async def test_a_hook_can_stop_a_request_before_a_model_call(app: App) -> None:
     assert hook.seen == [(0, ["echo"]), (1, ["echo"])]
     assert hook.rounds == [[True, False]]  # the unknown tool failed, the round was reported
     async with app.session_factory() as s:
-        stored = list((await s.execute(select(Message.role, Message.content))).all())
+        stored = list(
+            (await s.execute(select(Message.role, Message.content).order_by(Message.id))).all()
+        )
     assert stored[-1] == ("assistant", "Over budget: no more model calls today.")
     assert [r for r, _ in stored] == ["user", "assistant", "tool", "tool", "assistant"]
 

@@ -15,7 +15,7 @@ from bot.config import Settings
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core
-from tests.conftest import make_settings
+from tests.conftest import make_settings, sqlite_only
 from tools.memory.embeddings import WordLlamaEmbedder
 from tools.memory.store import MemoryStore
 
@@ -432,6 +432,7 @@ async def test_auto_recall_reads_a_bounded_number_of_rows(env: Env) -> None:
     assert reads and not any("count(" in s and "from memories" in s for s in statements)
 
 
+@sqlite_only  # reads SQLite's query plan
 async def test_per_message_reads_stop_at_their_limit(env: Env) -> None:
     """Auto-recall's two reads of rows for every message walk an index to their limit: no
     sort of all of a user's memories (SQLite's plan has no temp B-tree), so they cost the
@@ -465,6 +466,7 @@ async def test_per_message_reads_stop_at_their_limit(env: Env) -> None:
             assert "SEARCH memories USING INDEX" in plan, plan
 
 
+@sqlite_only  # SQLite's BM25 temp tables (PostgreSQL ranks with ts_rank)
 async def test_word_counts_make_their_temp_tables_once_per_connection(env: Env) -> None:
     """BM25's word pruning reads document counts through temp tables: made at a connection's
     first recall, not with three statements at every one; the counts are the same."""
