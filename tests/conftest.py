@@ -225,6 +225,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "e2e" in item.path.parts:
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.db)
+        elif item.path.parent.name in ("real", "opencode"):  # their tiers' assembled apps
+            item.add_marker(pytest.mark.db)
         elif DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.db)
     if not ON_PG:
