@@ -130,15 +130,6 @@ class ModelWrapper:
 
     def __init__(self, inner: ChatModel) -> None:
         self.inner = inner
-        # What the subclass leaves alone is the inner model's own member, bound here: the
-        # wrapper adds no call (and no frame on every stack) for what it does not change.
-        cls = type(self)
-        if cls.stream is ModelWrapper.stream:
-            self.stream = inner.stream  # type: ignore[method-assign]
-        if cls.complete is ModelWrapper.complete:
-            self.complete = inner.complete  # type: ignore[method-assign]
-        if cls.context_tokens is ModelWrapper.context_tokens:
-            self.context_tokens = inner.context_tokens  # type: ignore[method-assign]
 
     async def stream(
         self,

@@ -1,9 +1,11 @@
-"""Typed keys of the waist: a Slot names a feature's per-request state (the RequestContext,
+"""Typed state of the waist: a Slot names a feature's per-request state (the RequestContext,
 tools/base.py, holds each request's values), a Key one of its long-lived parts (the app holds
-them, tools/feature.py Provide)."""
+them, tools/feature.py Provide), and Kept holds what a feature read of a user's rows for a
+while, so not every message reads it again."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -33,3 +35,27 @@ class Key(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Key({self.name!r})"
+
+
+class Kept(Generic[T]):
+    """A value per user, read from the database and kept for `seconds`: what another process
+    changes shows within that time; a change in this process drops it at once (`forget`)."""
+
+    def __init__(self, seconds: float = 60.0, most: int = 10_000) -> None:
+        self.seconds = seconds
+        self.most = most
+        self._kept: dict[int, tuple[float, T]] = {}
+
+    def get(self, user_id: int) -> T | None:
+        kept = self._kept.get(user_id)
+        if kept is None or time.monotonic() - kept[0] >= self.seconds:
+            return None
+        return kept[1]
+
+    def put(self, user_id: int, value: T) -> None:
+        if len(self._kept) >= self.most:
+            self._kept.clear()
+        self._kept[user_id] = (time.monotonic(), value)
+
+    def forget(self, user_id: int) -> None:
+        self._kept.pop(user_id, None)

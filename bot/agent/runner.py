@@ -221,13 +221,14 @@ class Agent:
         block = sent_context(parts.history)
         # Kept with the turn as first sent (in its first record): each later request extends
         # this one byte for byte, and a provider's prefix cache re-reads only what is new.
-        keep = [] if block is None or ctx.trigger_message_id is None else [
-            kept_context(ctx.trigger_message_id, block)
-        ]  # fmt: skip
+        keep = None
+        if block is not None and ctx.trigger_message_id is not None:
+            keep = kept_context(ctx.trigger_message_id, block)
 
         def writes() -> list[RecordWrite]:
-            first, keep[:] = list(keep), []
-            return [*first, *turns.writes(ctx)]
+            nonlocal keep
+            first, keep = keep, None
+            return [*([first] if first else []), *turns.writes(ctx)]
 
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)

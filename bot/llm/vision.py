@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +106,7 @@ class VisionGate(ModelWrapper):
         self.state = state
         self.dropped_note = dropped_note
 
-    def stream(
+    async def stream(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
@@ -115,22 +114,9 @@ class VisionGate(ModelWrapper):
         *,
         model: str | None = None,
         on_wait: OnText | None = None,
-    ) -> Coroutine[Any, Any, Completion]:
-        # Without images the inner model's own call is handed back: the gate is not on the
-        # call's stack (nor in its profile) for the plain messages that are most of them.
-        if not has_images(messages):
-            return self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)
-        return self._with_images(messages, tools, on_text, model=model, on_wait=on_wait)
-
-    async def _with_images(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        on_text: OnText | None,
-        *,
-        model: str | None,
-        on_wait: OnText | None,
     ) -> Completion:
+        if not has_images(messages):
+            return await self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)
         state = self.state
         try:
             out = await self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)

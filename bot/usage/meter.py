@@ -27,7 +27,7 @@ from db.engine import SessionFactory
 from tools.base import Clock
 from tools.chat import ChatModel, Completion, ModelWrapper, Usage
 from tools.model_call import BudgetExceeded, ModelCall
-from tools.state import Key
+from tools.state import Kept, Key
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +117,8 @@ class Meter:
             or settings.user_daily_token_cap
             or settings.user_monthly_token_cap
         )
-        # Users' usage columns as requests read them, each kept for RELOAD_AFTER (what
-        # another process changes shows then) and dropped when this process changes it.
-        self._users: dict[int, tuple[datetime, repo.UserUsage]] = {}
+        # Users' usage columns as requests read them; /model and the footer drop one.
+        self._users: Kept[repo.UserUsage] = Kept()
         self._spent: repo.Spent | None = None
         self._day: datetime | None = None
         self._loaded_at: datetime | None = None
@@ -128,25 +127,21 @@ class Meter:
     # -- the user's own columns -------------------------------------------------------
 
     async def user_usage(self, user_id: int) -> repo.UserUsage:
-        now = self.clock()
-        kept = self._users.get(user_id)
-        if kept is not None and timedelta(0) <= now - kept[0] < RELOAD_AFTER:
-            return kept[1]
-        async with self.sf() as s:
-            user = await repo.user_usage(s, user_id)
-        if len(self._users) > 10_000:
-            self._users.clear()
-        self._users[user_id] = (now, user)
+        user = self._users.get(user_id)
+        if user is None:
+            async with self.sf() as s:
+                user = await repo.user_usage(s, user_id)
+            self._users.put(user_id, user)
         return user
 
     def forget(self, user_id: int) -> None:
         """The user's /model or footer changed: the next request reads them again."""
-        self._users.pop(user_id, None)
+        self._users.forget(user_id)
 
     def warned(self, user_id: int, marks: str) -> None:
         """The budget warnings a request gave, as it writes them to the user's row."""
-        if (kept := self._users.get(user_id)) is not None:
-            self._users[user_id] = (kept[0], replace(kept[1], usage_warned=marks))
+        if (user := self._users.get(user_id)) is not None:
+            self._users.put(user_id, replace(user, usage_warned=marks))
 
     # -- the totals ------------------------------------------------------------------
 

@@ -4,7 +4,6 @@ before the call, the characters metered after it (priced from PRICES like any mo
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 
 import httpx
@@ -17,14 +16,13 @@ from bot.voice.spoken import script
 from db.engine import SessionFactory
 from tools.chat import Completion, Usage
 from tools.model_call import ModelCall
-from tools.state import Key
+from tools.state import Kept, Key
 
 log = logging.getLogger(__name__)
 
 # Longer answers are spoken up to here (at a sentence end) and the voice says the rest is in
 # the text: about a minute and a half of speech, well inside the API's 4096-character limit.
 MAX_CHARS = 1500
-MODE_KEPT_S = 60.0
 
 
 @dataclass
@@ -49,29 +47,23 @@ class VoiceReplies:
         # An endpoint without /audio/speech (a chat-only LLM server behind the default
         # SPEECH_BASE_URL) is said once, then voice stays quiet until a restart.
         self.missing = False
-        # Users' /voice modes as read, and when (monotonic), each kept for MODE_KEPT_S (what
-        # another process sets shows then); /voice in this process drops it at once.
-        self._modes: dict[int, tuple[float, str]] = {}
+        self._modes: Kept[str] = Kept()  # users' /voice modes; /voice drops one
 
     async def wanted(self, user_id: int, kind: str) -> bool:
         """Whether an answer to a message of this kind is spoken, by the user's /voice mode
         (read only when speech is on at all)."""
         if self.synthesizer is None or self.missing:
             return False
-        kept = self._modes.get(user_id)
-        if kept is not None and time.monotonic() - kept[0] < MODE_KEPT_S:
-            mode = kept[1]
-        else:
+        mode = self._modes.get(user_id)
+        if mode is None:
             async with self.sf() as s:
                 mode = await repo.mode_of(s, user_id)
-            if len(self._modes) > 10_000:
-                self._modes.clear()
-            self._modes[user_id] = (time.monotonic(), mode)
+            self._modes.put(user_id, mode)
         return not (mode == "off" or (mode == "auto" and kind != "voice"))
 
     def forget(self, user_id: int) -> None:
         """The user's /voice mode changed: the next answer reads it again."""
-        self._modes.pop(user_id, None)
+        self._modes.forget(user_id)
 
     async def speak(self, user_id: int, answer: str, request_id: str | None = None) -> Spoken:
         """The answer as OGG/Opus; SpeechError (one sentence's worth) when it cannot be."""

@@ -8,14 +8,16 @@ it plans for; the feature reaches that registry through the Host."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
-from tools.base import CheckResult
+from db.conversation import RecordWrite
+from tools.base import CheckResult, RequestContext
 from tools.discovery import commands
 from tools.discovery.doctor import budget_check
 from tools.discovery.models import ToolUsage
-from tools.discovery.repo import Learning
+from tools.discovery.repo import ADD_USE, USED, UsageStore
 from tools.feature import Command, Feature, Host
-from tools.hooks import Always, RequestHooks
+from tools.hooks import Always, RequestHooks, TurnHooks
 from tools.registry import discovery
 from tools.tokens import encoder
 
@@ -27,6 +29,22 @@ async def warm(host: Host) -> None:
     if disc is not None:
         await asyncio.to_thread(encoder)
         disc.catalog()
+
+
+@dataclass
+class Learning(TurnHooks):
+    """The discovery feature's part of every request: what its calls used goes in with the
+    tool round's record."""
+
+    store: UsageStore
+
+    def record_writes(self, ctx: RequestContext) -> list[RecordWrite]:
+        used = ctx.state(USED)
+        if not used:
+            return []
+        rows = self.store.rows(ctx.user_id, used)
+        used.clear()
+        return [RecordWrite(ADD_USE, rows)]
 
 
 def learning(host: Host) -> RequestHooks | None:

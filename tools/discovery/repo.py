@@ -1,6 +1,6 @@
-"""Learning from use: each successful tool call is recorded (the tool_usage table's SQL, its
-rows written with the tool round's record: Learning), and each user's favourites are read
-back.
+"""Learning from use: each successful tool call is recorded (the tool_usage table's SQL; its
+rows go in with the tool round's record, tools/discovery/feature.py), and each user's
+favourites are read back.
 
 Counts are cached in memory (loaded once at start, updated on every record) because the
 per-request tool set is chosen synchronously; the table stays the source of truth.
@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.conversation import RecordWrite
 from db.engine import SessionFactory
-from tools.base import Clock, RequestContext
+from tools.base import Clock
 from tools.discovery.models import ToolUsage
-from tools.hooks import TurnHooks
 from tools.state import Slot
 
 log = logging.getLogger(__name__)
@@ -85,19 +82,3 @@ class UsageStore:
             return (counts[name], last.timestamp() if last else 0.0)
 
         return sorted(counts, key=key, reverse=True)
-
-
-@dataclass
-class Learning(TurnHooks):
-    """The discovery feature's part of every request: what its calls used goes in with the
-    tool round's record."""
-
-    store: UsageStore
-
-    def record_writes(self, ctx: RequestContext) -> list[RecordWrite]:
-        used = ctx.state(USED)
-        if not used:
-            return []
-        rows = self.store.rows(ctx.user_id, used)
-        used.clear()
-        return [RecordWrite(ADD_USE, rows)]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -28,7 +27,7 @@ from tools.memory.pg_ddl import DEFAULT_LANGUAGE
 from tools.memory.rank import RankWeights, WordVectors, fuse, matches, rerank, rescore
 from tools.memory.settings import MemorySettings
 from tools.memory.text import WordCounts, fts_match, normalise, query_words, same_words
-from tools.state import Key
+from tools.state import Kept, Key
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +38,6 @@ DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same
 MID_DAYS = 90
 SHORT_DAYS = 14
 REINDEX_BATCH = 256  # memories re-embedded per transaction
-
-
-EMPTY_FOR_S = 60.0  # how long a user seen with no memory is taken to have none
 
 
 @dataclass(frozen=True)
@@ -139,10 +135,9 @@ class MemoryStore:
         self._vectors: bool | None = None  # None: not checked yet
         self._write_lock = asyncio.Lock()
         self._counts: dict[int, int] = {}  # memories per user, counted once, then tracked
-        # Users seen with no live memory, and when (monotonic): auto-recall's first read is
-        # skipped for them for EMPTY_FOR_S (most messages of a user who never stored one); a
-        # store in this process clears the mark at once, another process's shows within it.
-        self._empty: dict[int, float] = {}
+        # Users seen with no live memory: auto-recall's first read is skipped for them (most
+        # messages of a user who never stored one); a store here clears the mark at once.
+        self._empty: Kept[bool] = Kept()
         self._total: int | None = None  # memories of all users, likewise
         self.words = WordCounts()  # BM25 keeps the rarest query words (text.py)
         # The word-match stage's word vectors: always from the static embedder (a word's
@@ -212,7 +207,7 @@ class MemoryStore:
         message_id: int | None = None,
     ) -> StoreResult:
         """Store a memory, or update a nearly identical one of the same user and layer."""
-        self._empty.pop(user_id, None)
+        self._empty.forget(user_id)
         if layer not in LAYERS:
             raise ValueError(f"unknown layer {layer!r}")
         content = normalise(content)
@@ -360,15 +355,14 @@ class MemoryStore:
     async def some(self, *, user_id: int, limit: int) -> list[MemoryHit]:
         """Up to `limit` live memories of the user, in no order, reading no more rows than
         that: fewer than `limit` back means these are all of them."""
-        seen = self._empty.get(user_id)
-        if seen is not None and time.monotonic() - seen < EMPTY_FOR_S:
+        if self._empty.get(user_id):
             return []
         async with self._sf() as s:
             found = [hit(r) for r in await repo.some_alive(s, user_id, self._clock(), limit)]
         if found:
-            self._empty.pop(user_id, None)
+            self._empty.forget(user_id)
         else:
-            self._empty[user_id] = time.monotonic()
+            self._empty.put(user_id, True)
         return found
 
     async def long_term(self, *, user_id: int, limit: int = 20) -> list[MemoryHit]:
