@@ -11,10 +11,12 @@ wait "$child"
 code=$?
 while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done
 if [ "$code" = 2 ]; then
-  touch "$marker"
-  echo "sidekick: not restarting after a configuration error (the lines above): fix .env, then run: docker compose up -d" >&2
+  # The stop trap comes before the marker: a stop that arrives once the marker is visible
+  # must end the container, not be taken by the first trap and lost.
   sleeper=
   trap 'kill $sleeper 2>/dev/null; exit 2' TERM INT
+  touch "$marker"
+  echo "sidekick: not restarting after a configuration error (the lines above): fix .env, then run: docker compose up -d" >&2
   while :; do sleep 3600 & sleeper=$!; wait $sleeper; done
 fi
 exit "$code"
