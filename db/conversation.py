@@ -203,9 +203,11 @@ class Conversation(Protocol):
         request_id: str,
         now: datetime,
         period_over: PeriodOver,
+        chat: int | None = None,
     ) -> Started:
-        """Find (or make) the user and their current session, store their message and
-        read the session's newest history."""
+        """Find (or make) the user and their current session in `chat` (a group's id; None:
+        the user's own chat, db/repos/core.py chat_scope), store their message and read the
+        session's newest history."""
         ...
 
     async def record_tool_round(
@@ -256,10 +258,11 @@ class SqlConversation:
         request_id: str,
         now: datetime,
         period_over: PeriodOver,
+        chat: int | None = None,
     ) -> Started:
         async def unit(c: AsyncConnection) -> Started:
             read = repo.LOCAL_START_READ if telegram_id is None else repo.START_READ
-            row = (await c.execute(read, {"telegram_id": telegram_id})).first()
+            row = (await c.execute(read, {"telegram_id": telegram_id, "chat_id": chat})).first()
             if row is None:
                 values = {"telegram_id": telegram_id, "name": user_name, "created_at": now}
                 uid = (await c.execute(_ADD_USER, values)).scalar_one()
@@ -283,7 +286,7 @@ class SqlConversation:
                 session_id = None
             if session_id is None:
                 name = repo.default_session_name(now)
-                new = {"user_id": user.id, "name": name, "started_at": now}
+                new = {"user_id": user.id, "name": name, "started_at": now, "chat_id": chat}
                 session_id = (await c.execute(_ADD_SESSION, new)).scalar_one()
             message: MessageFields = {
                 "session_id": session_id,

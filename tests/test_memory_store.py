@@ -380,6 +380,7 @@ async def test_auto_recall_reads_a_bounded_number_of_rows(env: Env) -> None:
     class Ctx:
         has_memories = None
         shared_chat = False
+        chat = None
         user_id = env.users[0]
         session_id = env.sessions[0]
 

@@ -87,6 +87,12 @@ class RequestContext:
         A private chat's id is the user's own id; the terminal has no chat id."""
         return self.chat_id is not None and self.chat_id != self.telegram_user_id
 
+    @property
+    def chat(self) -> int | None:
+        """The chat this request's session is held in: the group's id, None for the user's
+        own chat (db/repos/core.py chat_scope)."""
+        return self.chat_id if self.shared_chat else None
+
 
 @dataclass(frozen=True)
 class ToolCall:

@@ -44,6 +44,7 @@ from db.conversation import (
     kept_context,
 )
 from db.engine import SessionFactory
+from db.repos.core import chat_scope
 from tools.base import Clock, RequestContext, system_clock, user_tz
 from tools.chat import ChatModel, OnText
 from tools.effects import SEEN, seen_outside
@@ -158,6 +159,7 @@ class Agent:
             request_id=request_id,
             now=now,
             period_over=self.turn_policy.period_over(now),
+            chat=chat_scope(incoming.telegram_user_id, incoming.chat_id),
         )
         return await self._turn(incoming, request_id, started, events)
 

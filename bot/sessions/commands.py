@@ -30,7 +30,9 @@ async def newsession(call: CommandCall) -> str:
     name = call.args.strip() or None
     if name is not None and len(name) > MAX_NAME:
         return f"Session names are at most {MAX_NAME} characters."
-    created = await new_session(call.host, call.who.telegram_id, call.who.name, name)
+    who = call.who
+    chat = core_repo.chat_scope(who.telegram_id, who.chat_id)
+    created = await new_session(call.host, who.telegram_id, who.name, name, chat)
     return new_session_text(created)
 
 
@@ -43,7 +45,11 @@ async def timezone(call: CommandCall) -> str:
 
 
 async def new_session(
-    host: Host, telegram_user_id: int | None, user_name: str, name: str | None
+    host: Host,
+    telegram_user_id: int | None,
+    user_name: str,
+    name: str | None,
+    chat: int | None = None,
 ) -> NewSession:
     """The one place a command starts a new session: close, open, and archive the old one
     in the background (a slow local model takes minutes to summarise: the reply does not
@@ -51,7 +57,7 @@ async def new_session(
     deps = host.deps
     created = await start_new_session(
         deps.session_factory, deps.clock, telegram_user_id=telegram_user_id,
-        user_name=user_name, name=name,
+        user_name=user_name, name=name, chat=chat,
     )  # fmt: skip
     if created.ended_session_id is not None:
         created.in_background = host.part(ARCHIVE).archive_soon(created.ended_session_id)

@@ -89,7 +89,13 @@ FEATURE = Feature(
             aliases=("new",),
             args="[name]",
         ),
-        Command("sessions", "your recent sessions with their summaries", commands.sessions),
+        # Its summaries are of the user's private chat too: asked in a group, sent privately.
+        Command(
+            "sessions",
+            "your recent sessions with their summaries",
+            commands.sessions,
+            private=True,
+        ),
         Command("timezone", "show or set your time zone", commands.timezone, args="[Area/City]"),
     ),
     jobs=(

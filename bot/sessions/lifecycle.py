@@ -53,15 +53,17 @@ async def start_new_session(
     user_name: str = "",
     name: str | None = None,
     archiver: Archiver | None = None,
+    chat: int | None = None,
 ) -> NewSession:
-    """Close the user's open session (if any), open a new one, then archive the old one."""
+    """Close the user's open session in `chat` (a group's id; None: their own chat), if
+    any, open a new one there, then archive the old one."""
     now = clock()
     async with session_factory() as s, s.begin():
         user = await repo.get_or_create_user(s, telegram_user_id, user_name, now)
-        current = await repo.current_session(s, user.id)
+        current = await repo.current_session(s, user.id, chat)
         if current is not None:
             await sessions_repo.close_session(s, current.id, now)
-        created = await repo.create_session(s, user.id, name, now)
+        created = await repo.create_session(s, user.id, name, now, chat)
         out = NewSession(created.id, created.name, current.id if current else None)
     if out.ended_session_id is not None and archiver is not None:
         out.archive = await archiver.archive(out.ended_session_id)
@@ -132,6 +134,7 @@ class SessionTurns(TurnHooks):
                 self.clock,
                 telegram_user_id=ctx.telegram_user_id,
                 user_name=ctx.user_name,
+                chat=ctx.chat,
             )
         except Exception:
             log.exception("starting the new session the model asked for failed")

@@ -35,6 +35,9 @@ class ChatSession(Base):
     name: Mapped[str] = mapped_column(String(200), default="")
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The group this session is held in; NULL: the user's own chat (private, or the
+    # terminal). A group answer's history is that group's turns only (migration 0028).
+    chat_id: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Message(Base):

@@ -8,6 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
+    BindParameter,
     ColumnElement,
     Select,
     bindparam,
@@ -46,10 +48,26 @@ async def get_or_create_user(
     return user
 
 
-def _user_with_open_session(who: ColumnElement[bool], *columns: Any) -> Select[Any]:
+def chat_scope(telegram_id: int | None, chat_id: int | None) -> int | None:
+    """The chat a session is held in: a group's id, or None for the user's own chat (their
+    private chat, whose id is their own, or the terminal, which has none)."""
+    return chat_id if chat_id is not None and chat_id != telegram_id else None
+
+
+def in_chat(chat: int | BindParameter[Any] | None) -> ColumnElement[bool]:
+    """The sessions of this chat (chat_scope); a bound value may be either."""
+    if isinstance(chat, BindParameter):
+        return ChatSession.chat_id.is_not_distinct_from(chat)
+    return ChatSession.chat_id.is_(None) if chat is None else ChatSession.chat_id == chat
+
+
+def _user_with_open_session(
+    who: ColumnElement[bool], *columns: Any, chat: ColumnElement[bool] | None = None
+) -> Select[Any]:
+    open_one = (ChatSession.user_id == User.id) & ChatSession.ended_at.is_(None)
     return (
         select(*columns)
-        .outerjoin(ChatSession, (ChatSession.user_id == User.id) & ChatSession.ended_at.is_(None))
+        .outerjoin(ChatSession, open_one & (in_chat(None) if chat is None else chat))
         .where(who)
         .order_by(User.id, ChatSession.id.desc())
         .limit(1)
@@ -66,8 +84,11 @@ START_COLUMNS = (
     ChatSession.id,
     ChatSession.started_at,
 )
-START_READ = _user_with_open_session(User.telegram_id == bindparam("telegram_id"), *START_COLUMNS)
-LOCAL_START_READ = _user_with_open_session(User.telegram_id.is_(None), *START_COLUMNS)
+_CHAT = in_chat(bindparam("chat_id", type_=BigInteger))
+START_READ = _user_with_open_session(
+    User.telegram_id == bindparam("telegram_id"), *START_COLUMNS, chat=_CHAT
+)
+LOCAL_START_READ = _user_with_open_session(User.telegram_id.is_(None), *START_COLUMNS, chat=_CHAT)
 # The same by users.id: a turn a restart cut, continued (db/conversation.py).
 USER_READ = _user_with_open_session(User.id == bindparam("user_id"), *START_COLUMNS)
 _USER_WITH_OPEN_SESSION = _user_with_open_session(
@@ -95,10 +116,13 @@ async def get_user(s: AsyncSession, user_id: int) -> User | None:
     return await s.get(User, user_id)
 
 
-async def current_session(s: AsyncSession, user_id: int) -> ChatSession | None:
+async def current_session(
+    s: AsyncSession, user_id: int, chat: int | None = None
+) -> ChatSession | None:
+    """The user's open session in `chat` (chat_scope; None: their own chat)."""
     stmt = (
         select(ChatSession)
-        .where(ChatSession.user_id == user_id, ChatSession.ended_at.is_(None))
+        .where(ChatSession.user_id == user_id, ChatSession.ended_at.is_(None), in_chat(chat))
         .order_by(ChatSession.id.desc())
         .limit(1)
     )
@@ -128,9 +152,11 @@ async def end_session(s: AsyncSession, session_id: int, now: datetime) -> None:
 
 
 async def create_session(
-    s: AsyncSession, user_id: int, name: str | None, now: datetime
+    s: AsyncSession, user_id: int, name: str | None, now: datetime, chat: int | None = None
 ) -> ChatSession:
-    session = ChatSession(user_id=user_id, name=name or default_session_name(now), started_at=now)
+    session = ChatSession(
+        user_id=user_id, name=name or default_session_name(now), started_at=now, chat_id=chat
+    )
     s.add(session)
     await s.flush()
     return session

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.models.base import Base, UTCDateTime, utcnow
@@ -36,6 +36,11 @@ class Memory(Base):
     message_id: Mapped[int | None] = mapped_column(ForeignKey("messages.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The group it was said in; NULL: the user's own chat. A group reads only its own.
+    chat_id: Mapped[int | None] = mapped_column(BigInteger)
+    # The newer memory that replaced this one; the row stays as its history, out of recall.
+    superseded_by: Mapped[int | None] = mapped_column(Integer)
+    superseded_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # NULL: never expires (long layer; session memories end with their session instead).
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 

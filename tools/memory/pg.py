@@ -185,10 +185,10 @@ async def facts_rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: dat
     sql = (
         "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at, "
         "m.created_at, strpos(m.content, '?') > 0, m.content, m.category, m.message_id, "
-        "m.user_id, m.expires_at, s.name, s.started_at "
+        "m.user_id, m.expires_at, s.name, s.started_at, m.chat_id "
         "FROM memories m LEFT JOIN sessions s ON s.id = m.session_id "
         "WHERE m.id = ANY(:ids) AND m.user_id = :user "
-        "AND (m.expires_at IS NULL OR m.expires_at > :now)"
+        "AND (m.expires_at IS NULL OR m.expires_at > :now) AND m.superseded_by IS NULL"
     )
     params = {"ids": [int(i) for i in ids], "user": user_id, "now": naive_utc(now)}
     return list((await s.execute(text(sql), params)).all())

@@ -232,10 +232,14 @@ def weigh(
 # The ranking of one recall: one read of the candidates' facts, then the stages above.
 
 
-def visible(f: repo.Facts, wanted: list[str], session_id: int | None) -> bool:
-    """Whether a memory may be returned: a wanted layer, and a session memory only of a
-    live session (of `session_id`, when given)."""
+def visible(
+    f: repo.Facts, wanted: list[str], session_id: int | None, group: int | None = None
+) -> bool:
+    """Whether a memory may be returned: a wanted layer, said in `group` (when given), and
+    a session memory only of a live session (of `session_id`, when given)."""
     if f.layer not in wanted:
+        return False
+    if group is not None and f.chat_id != group:
         return False
     if f.layer == "session":
         if f.session_ended:
@@ -255,6 +259,7 @@ async def rerank(
     session_id: int | None,
     w: RankWeights,
     limit: int,
+    group: int | None = None,
 ) -> tuple[list[tuple[int, float]], dict[int, repo.Facts]]:
     """Spread to neighbours, boost the date the query names, weigh: best first; and the
     facts read (they hold the rows of the memories returned: repo.row_of)."""
@@ -273,7 +278,7 @@ async def rerank(
     cands = {
         mid: Candidate(mid, f.layer, f.certainty, f.updated_at, f.session_id, f.created_at, f.asks)
         for mid, f in facts.items()
-        if mid in scores and visible(f, wanted, session_id)
+        if mid in scores and visible(f, wanted, session_id, group)
     }
     return weigh(on_date(scores, cands, span, w), cands, now, w), facts
 

@@ -1,5 +1,6 @@
 """Auto-recall: the user's most relevant memories as a system-prompt section, within a budget.
-None in a group chat: the user's memories are private, and the answer is read by all."""
+In a group chat only what the user said in that group: the rest is private, and the answer
+is read by all."""
 
 from __future__ import annotations
 
@@ -30,14 +31,15 @@ def build_provider(
     store: MemoryStore, budget_tokens: int
 ) -> Callable[[RequestContext, str], Awaitable[str | None]]:
     async def provide(ctx: RequestContext, text: str) -> str | None:
-        # In a group every member reads the answer: the user's memories stay out of it.
-        if budget_tokens <= 0 or ctx.shared_chat:
+        # In a group every member reads the answer: only what was said there goes in it.
+        if budget_tokens <= 0:
             return None
+        group = ctx.chat
         # One cheap read first: most users have few memories, many none. With none there
         # is nothing to recall (no embedding, no search); with at most LONG_LIMIT this read
         # holds all of them, so the long-term list is sorted here instead of queried. It
         # reads at most LONG_LIMIT + 1 rows however many the user has (no count, no order).
-        few = await store.some(user_id=ctx.user_id, limit=LONG_LIMIT + 1)
+        few = await store.some(user_id=ctx.user_id, limit=LONG_LIMIT + 1, group=group)
         if not few:
             return None
 
@@ -47,13 +49,13 @@ def build_provider(
                 # The store's order: most certain, then most recent first.
                 longs.sort(key=lambda h: (h.certainty, h.updated_at), reverse=True)
                 return longs
-            return await store.long_term(user_id=ctx.user_id, limit=LONG_LIMIT)
+            return await store.long_term(user_id=ctx.user_id, limit=LONG_LIMIT, group=group)
 
         async def relevant_hits() -> list[MemoryHit]:
             if not text.strip():
                 return []
             return await store.recall(
-                user_id=ctx.user_id, query=text, limit=30, session_id=ctx.session_id
+                user_id=ctx.user_id, query=text, limit=30, session_id=ctx.session_id, group=group
             )
 
         relevant, top_long = await asyncio.gather(relevant_hits(), long_term())

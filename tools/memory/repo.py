@@ -26,6 +26,7 @@ from sqlalchemy import (
     BindParameter,
     ColumnElement,
     Select,
+    and_,
     bindparam,
     delete,
     func,
@@ -36,7 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.engine import is_postgres
-from db.models.core import ChatSession
+from db.models.core import ChatSession, Message
 from tools.memory import pg
 from tools.memory.models import Memory, MemoryMeta
 
@@ -56,6 +57,8 @@ async def insert(s: AsyncSession, memory: Memory, embedding: bytes | None) -> in
 
 
 async def _index(s: AsyncSession, m: Memory, embedding: bytes | None) -> None:
+    if m.superseded_by is not None:  # history: kept, never searched (a reindex, a copy)
+        return
     if is_postgres(s):
         exp = epoch(m.expires_at)
         await pg.index(s, m.id, m.user_id, m.layer, exp, m.content, m.category, embedding)
@@ -118,7 +121,15 @@ async def get(s: AsyncSession, user_id: int, memory_id: int) -> Memory | None:
 
 
 def _alive(now: datetime | BindParameter[datetime]) -> ColumnElement[bool]:
-    return or_(Memory.expires_at.is_(None), Memory.expires_at > now)
+    """Not expired, and not replaced by a newer memory (that one is its history)."""
+    return and_(
+        or_(Memory.expires_at.is_(None), Memory.expires_at > now), Memory.superseded_by.is_(None)
+    )
+
+
+def _in(group: int | None) -> list[ColumnElement[bool]]:
+    """Only what was said in this group (None: anywhere; the user's own chat reads all)."""
+    return [] if group is None else [Memory.chat_id == group]
 
 
 def _with_source() -> Select[Memory, str, datetime, datetime | None]:
@@ -139,16 +150,26 @@ _COUNT_ALIVE = {False: _count_alive(False), True: _count_alive(True)}
 
 
 async def page(
-    s: AsyncSession, user_id: int, layer: str | None, now: datetime, offset: int, limit: int
+    s: AsyncSession,
+    user_id: int,
+    layer: str | None,
+    now: datetime,
+    offset: int,
+    limit: int,
+    group: int | None = None,
 ) -> tuple[list[MemoryRow], int]:
-    """One page of a user's live memories, newest first, and how many there are."""
+    """One page of a user's live memories (of `group` only, when given), newest first, and
+    how many there are."""
     params: dict[str, object] = {"user_id": user_id, "now": now}
     if layer:
         params["layer"] = layer
-    total = int((await s.execute(_COUNT_ALIVE[bool(layer)], params)).scalar_one())
+    count = _COUNT_ALIVE[bool(layer)]
+    if group is not None:
+        count = count.where(*_in(group))
+    total = int((await s.execute(count, params)).scalar_one())
     if offset >= total:  # no rows to read (auto-recall asks this for every message)
         return [], total
-    cond: list[ColumnElement[bool]] = [Memory.user_id == user_id, _alive(now)]
+    cond: list[ColumnElement[bool]] = [Memory.user_id == user_id, _alive(now), *_in(group)]
     if layer:
         cond.append(Memory.layer == layer)
     stmt = (
@@ -161,20 +182,29 @@ async def page(
     return [MemoryRow(*r) for r in (await s.execute(stmt)).all()], total
 
 
-async def some_alive(s: AsyncSession, user_id: int, now: datetime, limit: int) -> list[MemoryRow]:
+async def some_alive(
+    s: AsyncSession, user_id: int, now: datetime, limit: int, group: int | None = None
+) -> list[MemoryRow]:
     """Up to `limit` of a user's live memories, in no order: it reads no more rows than that
     (auto-recall's first question for every message: does the user have any, and when they
     have few, which; a count or an ordered page reads all of a user's rows).
     The user's index rows are walked in order and stop at `limit` live ones."""
-    stmt = _with_source().where(Memory.user_id == user_id, _alive(now)).limit(limit)
+    stmt = _with_source().where(Memory.user_id == user_id, _alive(now), *_in(group)).limit(limit)
     return [MemoryRow(*r) for r in (await s.execute(stmt)).all()]
 
 
-async def top_long(s: AsyncSession, user_id: int, limit: int) -> list[MemoryRow]:
+async def top_long(
+    s: AsyncSession, user_id: int, limit: int, group: int | None = None
+) -> list[MemoryRow]:
     """The user's long-term memories, most certain and most recent first."""
     stmt = (
         _with_source()
-        .where(Memory.user_id == user_id, Memory.layer == "long")
+        .where(
+            Memory.user_id == user_id,
+            Memory.layer == "long",
+            Memory.superseded_by.is_(None),
+            *_in(group),
+        )
         .order_by(Memory.certainty.desc(), Memory.updated_at.desc())
         .limit(limit)
     )
@@ -200,9 +230,52 @@ async def knn(
 
 async def exact(s: AsyncSession, user_id: int, layer: str, content: str) -> Memory | None:
     stmt = select(Memory).where(
-        Memory.user_id == user_id, Memory.layer == layer, func.lower(Memory.content) == content
+        Memory.user_id == user_id,
+        Memory.layer == layer,
+        func.lower(Memory.content) == content,
+        Memory.superseded_by.is_(None),
     )
     return (await s.execute(stmt.limit(1))).scalar_one_or_none()
+
+
+async def source_chat(
+    s: AsyncSession, session_id: int | None, message_id: int | None
+) -> int | None:
+    """The group a memory's source session (or message's session) is held in; None: the
+    user's own chat."""
+    if session_id is None and message_id is not None:
+        stmt = select(Message.session_id).where(Message.id == message_id)
+        session_id = (await s.execute(stmt)).scalar_one_or_none()
+    if session_id is None:
+        return None
+    chat = select(ChatSession.chat_id).where(ChatSession.id == session_id)
+    return (await s.execute(chat)).scalar_one_or_none()
+
+
+async def supersede(
+    s: AsyncSession, user_id: int, old_id: int, new_id: int, now: datetime
+) -> Memory | None:
+    """Mark the user's live memory `old_id` as replaced by `new_id` and take it out of the
+    indexes (its row stays as history); None when there is no such live memory."""
+    old = await get(s, user_id, old_id)
+    if old is None or old.id == new_id or old.superseded_by is not None:
+        return None
+    old.superseded_by, old.superseded_at = new_id, now
+    await s.flush()
+    await _unindex(s, [old.id])
+    return old
+
+
+async def replaced(s: AsyncSession, user_id: int, ids: Sequence[int]) -> list[Memory]:
+    """The memories these ones replaced, oldest replacement first."""
+    if not ids:
+        return []
+    stmt = (
+        select(Memory)
+        .where(Memory.user_id == user_id, Memory.superseded_by.in_(list(ids)))
+        .order_by(Memory.superseded_at, Memory.id)
+    )
+    return list((await s.execute(stmt)).scalars())
 
 
 async def expired_ids(s: AsyncSession, now: datetime) -> list[int]:
@@ -344,6 +417,7 @@ class Facts:
     created_at: datetime | None  # parsed only when asked for (dated=True)
     asks: bool  # the text holds a question mark
     source: tuple[Any, ...] = ()
+    chat_id: int | None = None  # the group it was said in (None: the user's own chat)
 
     @property
     def content(self) -> str:
@@ -355,10 +429,10 @@ class Facts:
 _SQLITE = (
     "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at, "
     "m.created_at, instr(m.content, '?') > 0, m.content, m.category, m.message_id, "
-    "m.user_id, m.expires_at, s.name, s.started_at "
+    "m.user_id, m.expires_at, s.name, s.started_at, m.chat_id "
     "FROM memories m LEFT JOIN sessions s ON s.id = m.session_id "
     "WHERE m.id IN (SELECT value FROM json_each(:ids)) AND m.user_id + 0 = :user "
-    "AND (m.expires_at IS NULL OR m.expires_at > :now)"
+    "AND (m.expires_at IS NULL OR m.expires_at > :now) AND m.superseded_by IS NULL"
 )
 
 
@@ -376,7 +450,7 @@ async def facts(
     if not ids:
         return {}
     out = {}
-    for mid, sid, layer, certainty, updated, ended, created, asks, *rest in await _read(
+    for mid, sid, layer, certainty, updated, ended, created, asks, *rest, chat in await _read(
         s, user_id, ids, now
     ):
         out[int(mid)] = Facts(
@@ -389,6 +463,7 @@ async def facts(
             _when(created) if dated else None,
             bool(asks),
             (created, updated, ended, *rest),
+            chat,
         )
     return out
 

@@ -27,6 +27,7 @@ from tools.memory.pg_ddl import DEFAULT_LANGUAGE
 from tools.memory.rank import RankWeights, WordVectors, fuse, matches, rerank, rescore
 from tools.memory.settings import MemorySettings
 from tools.memory.text import WordCounts, fts_match, normalise, query_words, same_words
+from tools.memory.used import pick, previous_turn
 from tools.state import Kept, Key
 
 log = logging.getLogger(__name__)
@@ -38,12 +39,26 @@ DUP_DISTANCE = 0.15  # cosine distance under which two memories may say the same
 MID_DAYS = 90
 SHORT_DAYS = 14
 REINDEX_BATCH = 256  # memories re-embedded per transaction
+GROUP_POOL = 4  # a recall in a group searches this many times deeper (it keeps fewer)
 
 
 @dataclass(frozen=True)
 class StoreResult:
     id: int
     updated: bool
+    replaced: int | None = None  # the memory this one superseded (kept as its history)
+
+
+@dataclass(frozen=True)
+class Former:
+    """What a memory said before a newer one replaced it, and when that happened."""
+
+    content: str
+    since: datetime  # when it was first stored
+    until: datetime  # when it was replaced
+
+    def line(self) -> str:
+        return f"{self.content} ({self.since:%Y-%m-%d} – {self.until:%Y-%m-%d})"
 
 
 @dataclass(frozen=True)
@@ -205,8 +220,12 @@ class MemoryStore:
         certainty: float = 1.0,
         session_id: int | None = None,
         message_id: int | None = None,
+        replaces: int | None = None,
     ) -> StoreResult:
-        """Store a memory, or update a nearly identical one of the same user and layer."""
+        """Store a memory, or update a nearly identical one of the same user and layer.
+        `replaces`: the id of a memory of the user's this one corrects or contradicts; that
+        one stays as this one's history (history()) and leaves recall. The memory keeps the
+        chat it was said in (its source session's), so a group reads only its own."""
         self._empty.forget(user_id)
         if layer not in LAYERS:
             raise ValueError(f"unknown layer {layer!r}")
@@ -222,7 +241,10 @@ class MemoryStore:
         # the other's uncommitted row and both insert.
         async with self._write_lock, self._sf() as s, s.begin():
             emb = await self._fit(s, vec)
+            chat = await repo.source_chat(s, session_id, message_id)
             twin = await self._twin(s, user_id, layer, content, vec if emb else None, session_id)
+            if twin is not None and twin.chat_id != chat:
+                twin = None  # said in another chat: each keeps its own
             if twin is not None:
                 twin.content = content
                 twin.certainty = certainty
@@ -242,8 +264,12 @@ class MemoryStore:
                     certainty=certainty,
                     session_id=session_id,
                     message_id=message_id,
+                    chat_id=chat,
                     now=now,
                 )
+            if replaces is not None and await repo.supersede(s, user_id, replaces, result.id, now):
+                result = StoreResult(result.id, result.updated, replaces)
+                log.info("memory #%d superseded by #%d", replaces, result.id)
         self._counted(memory.user_id)
         if result.updated:
             self._counts[user_id] -= 1  # not one more memory after all
@@ -263,6 +289,7 @@ class MemoryStore:
         certainty: float,
         session_id: int | None,
         message_id: int | None,
+        chat_id: int | None,
         now: datetime,
     ) -> tuple[StoreResult, Memory]:
         memory = Memory(
@@ -273,6 +300,7 @@ class MemoryStore:
             certainty=certainty,
             session_id=session_id,
             message_id=message_id,
+            chat_id=chat_id,
             created_at=now,
             updated_at=now,
             expires_at=self.expiry(layer, now),
@@ -344,30 +372,77 @@ class MemoryStore:
         return hit(found[0]) if found else None
 
     async def page(
-        self, *, user_id: int, layer: str | None = None, offset: int = 0, limit: int = 10
+        self,
+        *,
+        user_id: int,
+        layer: str | None = None,
+        offset: int = 0,
+        limit: int = 10,
+        group: int | None = None,
     ) -> MemoryPage:
+        """`group`: only what was said in that group (None: every chat of the user's)."""
         async with self._sf() as s:
             found, total = await repo.page(
-                s, user_id, layer, self._clock(), max(offset, 0), max(1, min(limit, 100))
+                s, user_id, layer, self._clock(), max(offset, 0), max(1, min(limit, 100)), group
             )
         return MemoryPage([hit(r) for r in found], total)
 
-    async def some(self, *, user_id: int, limit: int) -> list[MemoryHit]:
-        """Up to `limit` live memories of the user, in no order, reading no more rows than
-        that: fewer than `limit` back means these are all of them."""
-        if self._empty.get(user_id):
+    async def some(self, *, user_id: int, limit: int, group: int | None = None) -> list[MemoryHit]:
+        """Up to `limit` live memories of the user (said in `group`, when given), in no
+        order, reading no more rows than that: fewer than `limit` back means these are all
+        of them."""
+        if group is None and self._empty.get(user_id):
             return []
         async with self._sf() as s:
-            found = [hit(r) for r in await repo.some_alive(s, user_id, self._clock(), limit)]
+            rows = await repo.some_alive(s, user_id, self._clock(), limit, group)
+        found = [hit(r) for r in rows]
+        if group is not None:
+            return found
         if found:
             self._empty.forget(user_id)
         else:
             self._empty.put(user_id, True)
         return found
 
-    async def long_term(self, *, user_id: int, limit: int = 20) -> list[MemoryHit]:
+    async def long_term(
+        self, *, user_id: int, limit: int = 20, group: int | None = None
+    ) -> list[MemoryHit]:
         async with self._sf() as s:
-            return [hit(r) for r in await repo.top_long(s, user_id, limit)]
+            return [hit(r) for r in await repo.top_long(s, user_id, limit, group)]
+
+    async def last_used(
+        self, *, user_id: int, session_id: int, before_message_id: int
+    ) -> MemoryHit | None:
+        """The live memory the session's previous answer used (tools/memory/used.py), or
+        None when it used none."""
+        async with self._sf() as s:
+            turn = await previous_turn(s, session_id, before_message_id)
+            if turn is None:
+                return None
+            found = await repo.rows(s, user_id, [*turn.stored, *turn.recalled], self._clock())
+        by_id = {r.memory.id: r for r in found}
+        mid = pick(turn, {i: r.memory.content for i, r in by_id.items()})
+        return hit(by_id[mid]) if mid is not None else None
+
+    async def history(self, *, user_id: int, ids: Sequence[int]) -> dict[int, list[Former]]:
+        """What each of these memories replaced, oldest first (followed back through every
+        earlier replacement)."""
+        out: dict[int, list[Former]] = {}
+        async with self._sf() as s:
+            heads = {i: i for i in ids}  # each replaced memory's newest successor asked for
+            wave = list(ids)
+            while wave:
+                older = await repo.replaced(s, user_id, wave)
+                wave = []
+                for m in older:
+                    head = heads[m.superseded_by or 0]
+                    heads[m.id] = head
+                    until = m.superseded_at or m.updated_at
+                    out.setdefault(head, []).append(Former(m.content, m.created_at, until))
+                    wave.append(m.id)
+        for formers in out.values():
+            formers.sort(key=lambda f: f.until)
+        return out
 
     async def recall(
         self,
@@ -377,16 +452,19 @@ class MemoryStore:
         layers: Sequence[str] | None = None,
         limit: int = 10,
         session_id: int | None = None,
+        group: int | None = None,
     ) -> list[MemoryHit]:
         """The user's live memories most relevant to `query`, best first.
 
-        Session memories of other sessions than `session_id` (when given) are left out."""
+        Session memories of other sessions than `session_id` (when given) are left out, and
+        with `group` every memory not said in that group."""
         limit = max(1, min(limit, 100))
         query = normalise(query)
         if not query:
             return []
         wanted = [x for x in LAYERS if x in layers] if layers else list(LAYERS)
-        pool = max(50, limit * 3)
+        # A group's memories are a few among the user's: a deeper pool before they are kept.
+        pool = max(50, limit * 3) * (GROUP_POOL if group is not None else 1)
         now = self._clock()
         w = self.weights
         # A half weighted 0 is not searched at all (words only, meaning only).
@@ -398,7 +476,7 @@ class MemoryStore:
             bm_hits, vec_hits = await self._search(s, user_id, terms, embedding, pool, wanted, now)
             scores = fuse(bm_hits, vec_hits, w)
             ranked, facts = await rerank(
-                s, user_id, query, scores, now, wanted, session_id, w, limit
+                s, user_id, query, scores, now, wanted, session_id, w, limit, group
             )
             use_words = w.word_match > 0 and (self._words_on_pg or not is_postgres(s))
         if use_words and self.word_vectors is not None and len(ranked) > 1:

@@ -4,8 +4,13 @@ A memory about the user comes from the user's own words. In a turn that has read
 content (a web page, search results, a file: RequestContext.outside), what the model stores
 is kept as what that source said (a short `sourced` memory, marked as outside content),
 never as the user's fact, preference or instruction, unless the user allowed this very
-store when asked (the approval gate asks before it in such a turn). In a group, the user's
-memories are not looked up: every member would read them."""
+store when asked (the approval gate asks before it in such a turn). In a group, only what
+the user said in that group is looked up: every member reads the answer, and the rest is
+private.
+
+A new fact that corrects or contradicts a remembered one names it (`replaces`): the old one
+stays as its history, shown with it, and leaves recall. "Forget that" and "that is wrong"
+point at the memory the last answer used: `forget` without an id, `replaces: "last"`."""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ from tools.base import (
     plain_brief,
 )
 from tools.effects import SEEN, effects, outside_note
-from tools.memory.store import MemoryStore
+from tools.memory.store import MemoryHit, MemoryStore
 
 CATEGORIES = {
     "long": ("fact", "preference", "relationship"),
@@ -35,15 +40,22 @@ DESCRIPTION = """Memory about the user. Layers: long (facts, preferences, relati
 permanent), mid (goals, plans, projects; 90 days), short (recent context; 14 days),
 session (this conversation).
 - store: `content` in `layer` with `category`; one self-contained fact per call, in the
-  third person ("Lives in Berlin"); storing a known fact updates it.
-- recall: memories relevant to `query`. list: memories. forget: `memory_id`."""
+  third person ("Lives in Berlin"); storing a known fact updates it. When it contradicts
+  or corrects a remembered one ("moved to Lisbon" after "Lives in Porto"), set `replaces`
+  to that memory's id ("last": the one your last answer used); the old one is kept as history.
+- recall: memories relevant to `query`. list: memories. forget: `memory_id` (none: the
+  memory your last answer used, for "forget that")."""
 
 SOURCED = "sourced"  # the category of what outside content said, kept as such
 SOURCED_LAYER = "short"  # recent context that expires, not a standing fact about the user
 SOURCE_CHARS = 200
 PRIVATE = (
-    "Not looked up: this is a group chat, and the user's memories are private (every member "
-    "would read them). They can ask me in a private chat."
+    "Nothing the user said in this group matches. Only that is looked up here: this is a group "
+    "chat, and the rest of the user's memories are private (every member would read them). "
+    "They can ask me in a private chat."
+)
+UNKNOWN_LAST = (
+    "Your last answer used no memory I can point at: give `memory_id` (recall or list show ids)."
 )
 
 _READS = effects(reads=("memory",))
@@ -53,7 +65,7 @@ MEMORY_EFFECTS = {"recall": _READS, "list": _READS, "store": effects(writes=("me
 
 # The fields each action reads.
 ACTION_FIELDS = {
-    "store": ("layer", "content", "category", "certainty"),
+    "store": ("layer", "content", "category", "certainty", "replaces"),
     "recall": ("query", "layer", "limit"),
     "list": ("layer", "limit"),
     "forget": ("memory_id",),
@@ -72,7 +84,12 @@ class MemoryParams(BaseModel):
     certainty: float = Field(1.0, ge=0.0, le=1.0, description="store: how sure, 0-1")
     query: str | None = Field(None, description="recall: what to look for")
     limit: int = Field(10, ge=1, le=50)
-    memory_id: int | None = Field(None, description="forget: the id to delete")
+    memory_id: int | None = Field(
+        None, description="forget: the id to delete (none: the one your last answer used)"
+    )
+    replaces: int | Literal["last"] | None = Field(
+        None, description="store: id of the memory this corrects or contradicts, or 'last'"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -108,8 +125,6 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
         ctx = call.ctx
         if p.action == "store":
             return await _store(store, p, call)
-        if p.action in ("recall", "list") and ctx.shared_chat:
-            return PRIVATE
         if p.action == "recall":
             if not (p.query or "").strip():
                 raise ToolError("recall needs a non-empty `query`")
@@ -120,19 +135,28 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
                 layers=layers,
                 limit=p.limit,
                 session_id=ctx.session_id,
+                group=ctx.chat,
             )
             if not hits:
-                return "No matching memories."
-            return {"memories": [h.to_dict() for h in hits]}
+                return PRIVATE if ctx.shared_chat else "No matching memories."
+            return {"memories": await _with_history(store, ctx.user_id, hits)}
         if p.action == "list":
-            page = await store.page(user_id=ctx.user_id, layer=p.layer, limit=p.limit)
+            page = await store.page(
+                user_id=ctx.user_id, layer=p.layer, limit=p.limit, group=ctx.chat
+            )
             items = [h.to_dict() for h in page.items]
-            return {"total": page.total, "memories": items} if items else "No memories yet."
-        if p.memory_id is None:
-            raise ToolError("forget needs `memory_id` (see recall or list for ids)")
-        if not await store.forget(user_id=ctx.user_id, memory_id=p.memory_id):
-            raise ToolError(f"no memory #{p.memory_id} (it does not exist or is not this user's)")
-        return f"forgot #{p.memory_id}"
+            if not items:
+                return PRIVATE if ctx.shared_chat else "No memories yet."
+            return {"total": page.total, "memories": items}
+        memory_id = p.memory_id
+        if memory_id is None:
+            used = await _last_used(store, call)
+            if used is None:
+                raise ToolError(UNKNOWN_LAST)
+            memory_id = used.id
+        if not await store.forget(user_id=ctx.user_id, memory_id=memory_id):
+            raise ToolError(f"no memory #{memory_id} (it does not exist or is not this user's)")
+        return f"forgot #{memory_id}"
 
     return Tool(
         name="memory",
@@ -142,6 +166,30 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
         effects=lambda p: MEMORY_EFFECTS[p.action],
         brief=found,
     )
+
+
+async def _last_used(store: MemoryStore, call: ToolCall) -> MemoryHit | None:
+    ctx = call.ctx
+    if ctx.trigger_message_id is None:
+        return None
+    return await store.last_used(
+        user_id=ctx.user_id, session_id=ctx.session_id, before_message_id=ctx.trigger_message_id
+    )
+
+
+async def _with_history(
+    store: MemoryStore, user_id: int, hits: list[MemoryHit]
+) -> list[dict[str, Any]]:
+    """The hits as the model reads them, each with what it replaced ("before"), so it can
+    say what changed and when."""
+    formers = await store.history(user_id=user_id, ids=[h.id for h in hits])
+    out = []
+    for h in hits:
+        item = h.to_dict()
+        if h.id in formers:
+            item["before"] = [f.line() for f in formers[h.id]]
+        out.append(item)
+    return out
 
 
 def found(output: ToolOutput) -> str | None:
@@ -180,6 +228,12 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
     seen = call.ctx.state(SEEN)
     if seen.sources and call.call_id not in seen.confirmed:
         return await _store_sourced(store, content, call)
+    replaces = p.replaces
+    if replaces == "last":
+        used = await _last_used(store, call)
+        if used is None:
+            raise ToolError(UNKNOWN_LAST)
+        replaces = used.id
     result = await store.store(
         user_id=call.ctx.user_id,
         layer=layer,
@@ -188,8 +242,14 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
         certainty=p.certainty,
         session_id=call.ctx.session_id,
         message_id=call.ctx.trigger_message_id,
+        replaces=replaces,
     )
-    return (f"updated #{result.id}" if result.updated else f"stored #{result.id}") + dropped
+    said = f"updated #{result.id}" if result.updated else f"stored #{result.id}"
+    if result.replaced is not None:
+        said += f" (replaces #{result.replaced}, kept as its history)"
+    elif replaces is not None:
+        said += f" (#{replaces} not replaced: no such memory of this user's)"
+    return said + dropped
 
 
 async def _store_sourced(store: MemoryStore, content: str, call: ToolCall) -> str:
