@@ -1,6 +1,7 @@
 """/memory: the user's memories by layer, paged, each with a (confirmed) forget button where
 the adapter shows buttons; /memory search <text>; /memory forget <id>. Every line says
-where the memory came from. Both adapters render these answers; the terminal, which has no
+where the memory came from, and what it replaced (the older facts a newer one superseded,
+with their dates). Both adapters render these answers; the terminal, which has no
 buttons, turns pages with /memory <layer> <page>. And `sidekick memory reindex`, after an
 embedder change."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from tools.feature import Answer, Button, CommandCall, Pressed, row_id
-from tools.memory.store import LAYERS, MemoryHit, MemoryStore
+from tools.memory.store import LAYERS, Former, MemoryHit, MemoryStore
 
 PAGE = 5
 USAGE = (
@@ -19,11 +20,12 @@ OFF = "Memory is not available."
 STALE = "That button is not valid any more."
 
 
-def _line(h: MemoryHit) -> str:
+def _line(h: MemoryHit, before: list[Former] | None = None) -> str:
     content = h.content if len(h.content) <= 300 else h.content[:299] + "…"
     cat = f" · {h.category}" if h.category else ""
     rel = f" · {h.relevance:.2f}" if h.relevance is not None else ""
-    return f"#{h.id} [{h.layer}{cat}{rel}] {content}\n    from {h.source()}"
+    was = "".join(f"\n    was: {f.line()}" for f in reversed(before or []))
+    return f"#{h.id} [{h.layer}{cat}{rel}] {content}\n    from {h.source()}{was}"
 
 
 def memory_id(text: str) -> int | None:
@@ -43,7 +45,8 @@ async def _page(store: MemoryStore, user_id: int, layer: str, page: int) -> Answ
         text = f"No {layer} memories." if page == 0 else f"No page {page + 1} of {layer}."
     else:
         head = f"{layer} memories, page {page + 1}/{pages} ({found.total} in all):"
-        text = "\n\n".join([head, *(_line(h) for h in found.items)])
+        formers = await store.history(user_id=user_id, ids=[h.id for h in found.items])
+        text = "\n\n".join([head, *(_line(h, formers.get(h.id)) for h in found.items)])
     rows: list[tuple[Button, ...]] = [
         (Button(f"🗑 Forget #{h.id}", f"f:{h.id}"),) for h in found.items
     ]

@@ -266,6 +266,28 @@ async def supersede(
     return old
 
 
+async def rivals(
+    s: AsyncSession, memory: Memory, lead: str, now: datetime, limit: int = 3
+) -> list[Memory]:
+    """The user's other live memories of this one's layer and category that start with the
+    words `lead` (text.frame)."""
+    pattern = lead.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + " %"
+    stmt = (
+        select(Memory)
+        .where(
+            Memory.user_id == memory.user_id,
+            Memory.layer == memory.layer,
+            Memory.category == memory.category,
+            Memory.id != memory.id,
+            _alive(now),
+            func.lower(Memory.content).like(pattern, escape="\\"),
+        )
+        .order_by(Memory.id.desc())
+        .limit(limit)
+    )
+    return list((await s.execute(stmt)).scalars())
+
+
 async def replaced(s: AsyncSession, user_id: int, ids: Sequence[int]) -> list[Memory]:
     """The memories these ones replaced, oldest replacement first."""
     if not ids:

@@ -26,7 +26,7 @@ from tools.memory.models import Memory
 from tools.memory.pg_ddl import DEFAULT_LANGUAGE
 from tools.memory.rank import RankWeights, WordVectors, fuse, matches, rerank, rescore
 from tools.memory.settings import MemorySettings
-from tools.memory.text import WordCounts, fts_match, normalise, query_words, same_words
+from tools.memory.text import WordCounts, frame, fts_match, normalise, query_words, same_words
 from tools.memory.used import pick, previous_turn
 from tools.state import Kept, Key
 
@@ -47,6 +47,9 @@ class StoreResult:
     id: int
     updated: bool
     replaced: int | None = None  # the memory this one superseded (kept as its history)
+    # Older memories of its layer and category in the same frame (text.frame) that it may
+    # contradict: (id, content), for the model to decide.
+    rivals: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -270,6 +273,9 @@ class MemoryStore:
             if replaces is not None and await repo.supersede(s, user_id, replaces, result.id, now):
                 result = StoreResult(result.id, result.updated, replaces)
                 log.info("memory #%d superseded by #%d", replaces, result.id)
+            elif replaces is None and category and (lead := frame(content)) is not None:
+                found = await repo.rivals(s, memory, lead, now)
+                result = StoreResult(result.id, result.updated, None, _rivals(found))
         self._counted(memory.user_id)
         if result.updated:
             self._counts[user_id] -= 1  # not one more memory after all
@@ -402,7 +408,7 @@ class MemoryStore:
             self._empty.forget(user_id)
         else:
             self._empty.put(user_id, True)
-        return found
+        return prefer_newer(found)
 
     async def long_term(
         self, *, user_id: int, limit: int = 20, group: int | None = None
@@ -484,7 +490,8 @@ class MemoryStore:
         ranked = ranked[:limit]
         top = ranked[0][1] if ranked else 1.0
         # Every ranked memory's row came with its facts (alive, this user's): no second read.
-        return [hit(repo.row_of(facts[mid]), score / top if top else 0.0) for mid, score in ranked]
+        found = [hit(repo.row_of(facts[mid]), score / top if top else 0.0) for mid, score in ranked]
+        return prefer_newer(found)
 
     async def _word_match(
         self,
@@ -587,6 +594,34 @@ class MemoryStore:
             await repo.set_meta(s, {"model": self.embedder.name})
         self._vectors = True
         return done
+
+
+def _rivals(found: list[Memory]) -> tuple[tuple[int, str], ...]:
+    return tuple((m.id, m.content) for m in found)
+
+
+def prefer_newer(hits: list[MemoryHit]) -> list[MemoryHit]:
+    """Of two long or mid facts of one category in the same frame (text.frame) that say
+    different things, the newer one first, where it is found at all: it is likelier to be
+    what holds now ("Lives in Lisbon" after "Lives in Porto" when the older one was not
+    marked as replaced)."""
+    out = list(hits)
+    for j in range(1, len(out)):
+        h = out[j]
+        if h.layer not in ("long", "mid") or not h.category or (lead := frame(h.content)) is None:
+            continue
+        for i in range(j):
+            o = out[i]
+            if (
+                o.layer == h.layer
+                and o.category == h.category
+                and o.created_at < h.created_at
+                and o.content.lower() != h.content.lower()
+                and frame(o.content) == lead
+            ):
+                out.insert(i, out.pop(j))
+                break
+    return out
 
 
 def word_vectors(embedder: Embedder) -> WordVectors | None:

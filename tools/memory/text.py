@@ -75,6 +75,15 @@ def same_words(a: str, b: str, threshold: float = 0.75) -> bool:
     return len(wa & wb) / len(wa | wb) >= threshold
 
 
+def frame(text: str) -> str | None:
+    """A fact's first two words, lower-cased ("lives in" of "Lives in Porto"), when more
+    follow: two facts of one category in the same frame with different ends may contradict
+    each other ("Lives in Lisbon"), or not ("Has a dog" / "Has a cat"); the model decides
+    (the store's result names the older one), and recall puts the newer first."""
+    found = _WORD.findall(text.lower())
+    return " ".join(found[:2]) if len(found) > 2 else None
+
+
 # Counts are read again after this many writes through the store.
 REFRESH_WRITES = 100
 MAX_WORDS = 50_000  # cached words before the cache starts over

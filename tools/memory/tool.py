@@ -249,6 +249,11 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
         said += f" (replaces #{result.replaced}, kept as its history)"
     elif replaces is not None:
         said += f" (#{replaces} not replaced: no such memory of this user's)"
+    for mid, older in result.rivals:
+        said += (
+            f". It may contradict #{mid} ({older!r}): if it replaces that one, store it again "
+            f"with replaces={mid}"
+        )
     return said + dropped
 
 
