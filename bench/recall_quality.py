@@ -276,6 +276,34 @@ def describe(w: RankWeights) -> str:
     )
 
 
+def split(
+    convs: list[dict[str, Any]],
+    per_conv: list[Any],
+    points: list[Any],
+    describe_point: Any,
+    measured: tuple[str, ...],
+) -> None:
+    """The conversations named `measured` are only measured: the weights are chosen on the
+    others (the tuned part), and both parts are printed, for the shipped weights and for
+    the chosen ones."""
+    names = [c.get("sample_id", f"#{i}") for i, c in enumerate(convs)]
+    held = [i for i, n in enumerate(names) if n in measured]
+    tuned = [i for i in range(len(convs)) if i not in held]
+    if not held or not tuned:
+        print(f"--measured {','.join(measured)}: needs some of {names} and not all of them")
+        return
+    best = max(
+        range(len(points)), key=lambda g: mean_r10([r for j in tuned for r in per_conv[j][1][g]])
+    )
+    print(
+        f"\nsplit: tuned on {', '.join(names[i] for i in tuned)}; measured only on "
+        f"{', '.join(names[i] for i in held)}; chosen on the tuned part: {describe_point(best)}"
+    )
+    for label, part in (("tuned", tuned), ("measured", held)):
+        print_rows(f"{label[:4]}-shp", [r for j in part for r in per_conv[j][0]["hybrid"]])
+        print_rows(f"{label[:4]}-fit", [r for j in part for r in per_conv[j][1][best]])
+
+
 async def quality(
     data: Path,
     quick: bool,
@@ -283,6 +311,7 @@ async def quality(
     vector_weights: tuple[float, ...] = (BASE.vector,),
     how: str = "question",
     stage_name: str = "none",
+    measured: tuple[str, ...] = (),
 ) -> None:
     convs = json.loads(data.read_text())  # noqa: ASYNC240 - a benchmark, read once
     if quick:
@@ -310,6 +339,8 @@ async def quality(
     print(f"{'mode':8} {'category':8} {'n':>5} " + " ".join(f"{'R@' + str(k):>6}" for k in KS))
     for mode in MODES:
         print_rows(mode, [r for m, _ in per_conv for r in m[mode]])
+    if measured:
+        split(convs, per_conv, points, describe_point, measured)
     if len(convs) < 2:
         return
     # Leave one conversation out: choose the weights of GRID best on the others (mean R@10

@@ -92,6 +92,7 @@ async def database_lines(settings: Settings, now: datetime) -> list[str]:
     """Messages, the model's last answer, deliveries and reminders, from the database."""
     from db.engine import create_engine, session_factory
     from db.repos.activity import activity
+    from tools.memory.reembed import status_line
     from tools.reminders.repo import upcoming
 
     tz = settings.tz
@@ -101,6 +102,7 @@ async def database_lines(settings: Settings, now: datetime) -> list[str]:
         async with session_factory(engine)() as s:
             act = await activity(s, midnight.astimezone(UTC))
             active, nxt = await upcoming(s)
+        memory = await status_line(session_factory(engine))
     except Exception as exc:
         return [f"database:    cannot read it ({type(exc).__name__}): try `sidekick doctor`"]
     finally:
@@ -120,7 +122,7 @@ async def database_lines(settings: Settings, now: datetime) -> list[str]:
     else:
         shown = "; ".join(f"{at.astimezone(tz):%Y-%m-%d %H:%M} {text[:40]!r}" for at, text in nxt)
         lines.append(f"reminders:   {active} active; next {shown or '(none scheduled)'}")
-    return lines
+    return [*lines, *([memory] if memory else [])]
 
 
 def backup_line(settings: Settings, now: datetime) -> str:

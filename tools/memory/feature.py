@@ -8,10 +8,12 @@ import asyncio
 
 from tools.base import CheckResult
 from tools.feature import Command, Feature, Host, Job, Provide
-from tools.memory import commands, recall_context
+from tools.memory import commands, recall_context, reembed
 from tools.memory.doctor import check_memory
 from tools.memory.embeddings import WordLlamaEmbedder, wordllama_installed
+from tools.memory.minilm import MiniLMEmbedder
 from tools.memory.models import Memory, MemoryMeta
+from tools.memory.reembed import REEMBED, Reembed
 from tools.memory.settings import MemorySettings
 from tools.memory.setup import store_part
 from tools.memory.store import MEMORY
@@ -26,6 +28,9 @@ async def warm(host: Host) -> None:
     def load() -> None:
         if wordllama_installed():
             WordLlamaEmbedder().load()
+        store = host.deps.memory
+        if store is not None and isinstance(store.embedder, MiniLMEmbedder):
+            store.embedder.load()
 
     await asyncio.to_thread(load)
 
@@ -49,7 +54,12 @@ FEATURE = Feature(
         ),
     ),
     press=commands.press,
-    parts=(Provide(MEMORY, store_part),),
+    parts=(
+        Provide(MEMORY, store_part),
+        # After an upgrade that changed the embedder: every memory re-embedded while the
+        # bot answers (tools/memory/reembed.py).
+        Provide(REEMBED, reembed.start, Reembed.stop, on_start=True),
+    ),
     jobs=(Job("memory-sweep", "delete expired memories", EVERY, sweep),),
     context=(recall_context.from_deps,),
     warm=(warm,),

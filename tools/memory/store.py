@@ -565,10 +565,14 @@ class MemoryStore:
 
     # -- maintenance ----------------------------------------------------------------------
 
-    async def reindex(self, progress: Callable[[int, int], None] | None = None) -> int:
+    async def reindex(
+        self, progress: Callable[[int, int], None] | None = None, mark: str | None = None
+    ) -> int:
         """Re-embed every memory with the configured embedder and rebuild both indexes: the
         vector table is rebuilt at the embedder's dimension and refilled batch by batch, and
-        the embedder's name recorded. Returns how many memories were embedded."""
+        the embedder's name recorded. `mark`: a memory_meta key each batch writes its
+        progress to ("<done>/<total> <embedder>"), emptied at the end. Returns how many
+        memories were embedded."""
         async with self._sf() as s:
             total = await repo.count_all(s)
         done, after, dim = 0, 0, None
@@ -585,13 +589,15 @@ class MemoryStore:
                     await repo.replace(s, m, v.astype(np.float32).tobytes())
                 after = batch[-1].id
                 done += len(batch)
+                if mark:
+                    await repo.set_meta(s, {mark: f"{done}/{total} {self.embedder.name}"})
             if progress:
                 progress(done, total)
         async with self._sf() as s, s.begin():
             if dim is None:
                 probe = await self.embedder.embed(["probe"])
                 await repo.recreate_vec(s, int(probe.shape[1]))
-            await repo.set_meta(s, {"model": self.embedder.name})
+            await repo.set_meta(s, {"model": self.embedder.name, **({mark: ""} if mark else {})})
         self._vectors = True
         return done
 
