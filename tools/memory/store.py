@@ -408,7 +408,7 @@ class MemoryStore:
             self._empty.forget(user_id)
         else:
             self._empty.put(user_id, True)
-        return prefer_newer(found)
+        return found
 
     async def long_term(
         self, *, user_id: int, limit: int = 20, group: int | None = None
