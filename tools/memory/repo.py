@@ -280,6 +280,8 @@ async def rivals(
             Memory.category == memory.category,
             Memory.id != memory.id,
             _alive(now),
+            *_in(memory.chat_id),  # in a group, never a private memory's words
+            func.lower(Memory.content) != memory.content.lower(),
             func.lower(Memory.content).like(pattern, escape="\\"),
         )
         .order_by(Memory.id.desc())
@@ -288,13 +290,16 @@ async def rivals(
     return list((await s.execute(stmt)).scalars())
 
 
-async def replaced(s: AsyncSession, user_id: int, ids: Sequence[int]) -> list[Memory]:
-    """The memories these ones replaced, oldest replacement first."""
+async def replaced(
+    s: AsyncSession, user_id: int, ids: Sequence[int], group: int | None = None
+) -> list[Memory]:
+    """The memories these ones replaced (said in `group`, when given), oldest replacement
+    first."""
     if not ids:
         return []
     stmt = (
         select(Memory)
-        .where(Memory.user_id == user_id, Memory.superseded_by.in_(list(ids)))
+        .where(Memory.user_id == user_id, Memory.superseded_by.in_(list(ids)), *_in(group))
         .order_by(Memory.superseded_at, Memory.id)
     )
     return list((await s.execute(stmt)).scalars())

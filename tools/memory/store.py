@@ -430,15 +430,17 @@ class MemoryStore:
         mid = pick(turn, {i: r.memory.content for i, r in by_id.items()})
         return hit(by_id[mid]) if mid is not None else None
 
-    async def history(self, *, user_id: int, ids: Sequence[int]) -> dict[int, list[Former]]:
+    async def history(
+        self, *, user_id: int, ids: Sequence[int], group: int | None = None
+    ) -> dict[int, list[Former]]:
         """What each of these memories replaced, oldest first (followed back through every
-        earlier replacement)."""
+        earlier replacement); with `group`, only what was said in that group."""
         out: dict[int, list[Former]] = {}
         async with self._sf() as s:
             heads = {i: i for i in ids}  # each replaced memory's newest successor asked for
             wave = list(ids)
             while wave:
-                older = await repo.replaced(s, user_id, wave)
+                older = await repo.replaced(s, user_id, wave, group)
                 wave = []
                 for m in older:
                     head = heads[m.superseded_by or 0]

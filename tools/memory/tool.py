@@ -139,7 +139,7 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
             )
             if not hits:
                 return PRIVATE if ctx.shared_chat else "No matching memories."
-            return {"memories": await _with_history(store, ctx.user_id, hits)}
+            return {"memories": await _with_history(store, ctx.user_id, hits, ctx.chat)}
         if p.action == "list":
             page = await store.page(
                 user_id=ctx.user_id, layer=p.layer, limit=p.limit, group=ctx.chat
@@ -178,11 +178,11 @@ async def _last_used(store: MemoryStore, call: ToolCall) -> MemoryHit | None:
 
 
 async def _with_history(
-    store: MemoryStore, user_id: int, hits: list[MemoryHit]
+    store: MemoryStore, user_id: int, hits: list[MemoryHit], group: int | None
 ) -> list[dict[str, Any]]:
     """The hits as the model reads them, each with what it replaced ("before"), so it can
-    say what changed and when."""
-    formers = await store.history(user_id=user_id, ids=[h.id for h in hits])
+    say what changed and when; in a group only what was said there."""
+    formers = await store.history(user_id=user_id, ids=[h.id for h in hits], group=group)
     out = []
     for h in hits:
         item = h.to_dict()
