@@ -267,6 +267,8 @@ class Agent:
                 text = without_echo(completion.content).strip()
                 note = (nothing_said(ran, last) if not text else "") + completion.cut_note
                 return await answer(text, note)
+            if completion.written:  # a call copied from someone's text asks first
+                ctx.state(SEEN).written(calls, messages)
             wire = wire_calls(calls)
             # turn_fields: the reasoning, where the provider needs it back with the calls.
             messages.append(

@@ -1,8 +1,9 @@
 """Runs a round of tool calls: parse, validate, pass the features' gates (tools/hooks.py Gate),
 run, and turn every failure into text for the model; calls over the request's cap are
 answered with a note instead of being run. A result its tool declares outside content
-(tools/effects.py) is marked so for the model and in the history, and the turn has seen it
-once the round is over (the gate asks before the next writing call)."""
+(tools/effects.py), or returns as FromOutside, is marked so for the model and in the
+history, and the turn has seen it once the round is over (the gate asks before the next
+writing call)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from db.conversation import ToolResult
-from tools.base import RequestContext, RequestTools, ToolCall, ToolError, ToolOutput
+from tools.base import (
+    FromOutside,
+    RequestContext,
+    RequestTools,
+    ToolCall,
+    ToolError,
+    ToolOutput,
+)
 from tools.chat import LLMToolCall
 from tools.effects import SEEN, marks, outside_note
 from tools.hooks import Gate
@@ -94,7 +102,10 @@ async def run_call(
         log.exception("tool %s raised", name)
         msg = f"tool {name} failed: {type(exc).__name__}"
         return done(f"Error: {msg}. It may work with other arguments.", msg)
-    text, source = render(output), tool.effects_of(params).outside
+    source = tool.effects_of(params).outside
+    if isinstance(output, FromOutside):
+        source, output = output.source, output.output
+    text = render(output)
     if source:
         text = outside_note(source) + text
     if seen is not None:  # also what was marked before (a remembered page, a file's text)

@@ -71,7 +71,8 @@ def question_text(q: Question) -> str:
         seen = q.why if len(q.why) <= WHY_CHARS else q.why[: WHY_CHARS - 1] + "…"
         why = (
             f"\nI have read outside content in this conversation ({seen}); it may be "
-            "steering me, so I ask before anything that writes."
+            "steering me, so I ask before anything that reaches out or changes what you "
+            "keep (code without the network runs unasked)."
         )
     when = "\nA scheduled task asks: nobody may be watching." if q.scheduled else ""
     return (

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tools.base import (
+    FromOutside,
     RequestContext,
     RequestTools,
     Tool,
@@ -212,7 +213,7 @@ class DiscoveringTools(RequestTools):
     def _recording(self, tool: Tool[Any]) -> Tool[Any]:
         text = self.text
 
-        async def run(params: Any, call: ToolCall) -> ToolOutput:
+        async def run(params: Any, call: ToolCall) -> ToolOutput | FromOutside:
             out = await tool.run(params, call)  # an exception means no success to learn from
             call.ctx.state(USED).append((tool.name, text))
             return out
