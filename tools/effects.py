@@ -84,13 +84,11 @@ def seen_outside(messages: Iterable[dict[str, Any]]) -> list[str]:
         if isinstance(content, str):
             found += marks(content)
         elif isinstance(content, list):  # a message with parts: text and images
-            for part in content:
-                if not isinstance(part, dict):
-                    continue
-                if part.get("type") == "image_url":
-                    found.append(IMAGE)
-                elif isinstance(text := part.get("text"), str):
-                    found += marks(text)
+            texts = [p["text"] for p in content if isinstance(p, dict) and "text" in p]
+            named = [m for t in texts if isinstance(t, str) for m in marks(t)]
+            images = any(isinstance(p, dict) and p.get("type") == "image_url" for p in content)
+            # An image its placeholder names (bot/media/attachments.py) once, by name.
+            found += named or ([IMAGE] if images else [])
     return list(dict.fromkeys(found))
 
 

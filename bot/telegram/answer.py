@@ -27,6 +27,7 @@ from aiogram.types import BufferedInputFile, Message
 from bot.agent.runner import Events, Incoming, Reply
 from bot.app import App
 from bot.telegram.files import file_items
+from bot.telegram.origin import marked
 from bot.telegram.outbox import Outbox, text_items
 from bot.telegram.render import Item, render, tail, with_retry
 from bot.voice.replies import VOICE
@@ -128,7 +129,7 @@ class ReplyStreamer:
 def incoming_from(message: Message, text: str, kind: str = "text") -> Incoming:
     user = message.from_user
     return Incoming(
-        text=text,
+        text=marked(message, text),
         telegram_user_id=user.id if user else None,
         user_name=user.full_name if user else "",
         chat_id=message.chat.id,

@@ -335,8 +335,14 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
         if not p.job_id:
             raise ToolError(f"{p.action} needs `job_id` (returned by generate)")
         if p.action == "abort":
-            return await service.jobs.abort(p.job_id, call.ctx.user_id)
-        return await service.jobs.status(p.job_id, call.ctx.user_id)
+            out = await service.jobs.abort(p.job_id, call.ctx.user_id)
+        else:
+            out = await service.jobs.status(p.job_id, call.ctx.user_id)
+        if "summary" in out and service.network:
+            # An OpenCode job with the network may have read anything: its own account of
+            # what it did is outside content, as code's output that reached the network is.
+            return FromOutside(f"the output of OpenCode job {p.job_id}", out)
+        return out
 
     jobs_run = service.generator == "opencode"
     local = effects(writes=("execution",))
