@@ -116,10 +116,17 @@ class App:
         return await self.wrapped(client)
 
     async def deliver(
-        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+        self,
+        recipient: Recipient,
+        text: str,
+        markdown: bool,
+        files: Sequence[File] = (),
+        buttons: Sequence[tuple[str, str]] = (),
     ) -> int:
         if self.deliver_to is None:
             raise RuntimeError("no adapter runs: nothing can be delivered")
+        if buttons:
+            return await self.deliver_to(recipient, text, markdown, files, buttons)
         return await self.deliver_to(recipient, text, markdown, files)
 
     async def ask(self, recipient: Recipient, prompt: str) -> str:

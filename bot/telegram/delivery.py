@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError
+from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.telegram.files import file_items
 from bot.telegram.outbox import text_items
@@ -36,14 +37,24 @@ class TelegramDelivery:
     attempts: int = ATTEMPTS
 
     async def __call__(
-        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+        self,
+        recipient: Recipient,
+        text: str,
+        markdown: bool,
+        files: Sequence[File] = (),
+        buttons: Sequence[tuple[str, str]] = (),
     ) -> int:
-        """Send the text (split if long), then the files; the id of its first message."""
+        """Send the text (split if long) with the buttons on its last message, then the
+        files; the id of its first message."""
         if recipient.telegram_id is None:
             raise DeliveryRejected("the local user has no Telegram chat")
         chat = recipient.telegram_id
         chunks: list[Chunk] = render(text) if markdown else [(t, []) for t in split_plain(text)]
-        ids = [await self._send(chat, item) for item in text_items(chunks)]
+        items = text_items(chunks)
+        if buttons and items:
+            row = [InlineKeyboardButton(text=label, callback_data=data) for label, data in buttons]
+            items[-1] = replace(items[-1], markup=InlineKeyboardMarkup(inline_keyboard=[row]))
+        ids = [await self._send(chat, item) for item in items]
         for item in file_items(list(files)):
             await self._send(chat, item)
         return ids[0]

@@ -200,8 +200,16 @@ class TerminalDelivery:
         self.folder = folder
 
     async def __call__(
-        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+        self,
+        recipient: Recipient,
+        text: str,
+        markdown: bool,
+        files: Sequence[File] = (),
+        buttons: Sequence[tuple[str, str]] = (),
     ) -> int:
+        # The terminal has no buttons: the command they stand for is named instead.
+        if buttons:
+            text += "\n(" + " · ".join(label for label, _ in buttons) + ": see /help)"
         if files and self.folder is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
             for name, content in files:
