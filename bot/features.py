@@ -27,6 +27,7 @@ from tools.mcp.feature import FEATURE as mcp
 from tools.memory.feature import FEATURE as memory
 from tools.reminders.feature import FEATURE as reminders
 from tools.search.feature import FEATURE as search
+from tools.skills.feature import FEATURE as skills
 
 FEATURES: tuple[Feature, ...] = (
     sessions,
@@ -43,6 +44,7 @@ FEATURES: tuple[Feature, ...] = (
     usage,
     access,
     checkins,
+    skills,
 )
 
 

@@ -324,3 +324,8 @@ class ToolCatalog(Protocol):
     tools: dict[str, Tool[Any]]
 
     def extension_tools(self) -> dict[str, Tool[Any]]: ...
+
+    def searched_only(self) -> set[str]:
+        """Extensions never shown directly, only found through tool_search (skills: the
+        system prompt names them in one line)."""
+        ...

@@ -6,6 +6,7 @@ Create Date: 2026-12-06 08:05:00
 
 Check-ins keep each person's choices (off by default) and one ledger row per person, local
 day and slot: the unique row is what makes a restart at brief time send one brief.
+Skills keep one row each (their files live in DATA_DIR/skills/<name>/).
 """
 
 from collections.abc import Sequence
@@ -52,9 +53,20 @@ def upgrade() -> None:
         sa.UniqueConstraint("user_id", "day", "slot", name="uq_checkin_runs_slot"),
     )
     op.create_index("ix_checkin_runs_user_id", "checkin_runs", ["user_id"])
+    op.create_table(
+        "skills",
+        sa.Column("name", sa.String(length=48), nullable=False),
+        sa.Column("description", sa.Text(), nullable=False),
+        sa.Column("enabled", sa.Boolean(), nullable=False),
+        sa.Column("files", sa.Integer(), nullable=False),
+        sa.Column("sha256", sa.String(length=64), nullable=False),
+        sa.Column("installed_at", UTCDateTime(), nullable=False),
+        sa.PrimaryKeyConstraint("name"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("skills")
     op.drop_index("ix_checkin_runs_user_id", table_name="checkin_runs")
     op.drop_table("checkin_runs")
     op.drop_table("checkin_prefs")

@@ -110,11 +110,18 @@ class Discovery:
         cat = catalog or self.catalog()
         core_cost = sum(cat.cost(n) for n in cat.core)
         all_ext = list(cat.extensions)
-        if core_cost + sum(cat.cost(n) for n in all_ext) <= self.budget:
+        searched = self.registry.searched_only()
+        if not searched and core_cost + sum(cat.cost(n) for n in all_ext) <= self.budget:
             return Plan(all_ext, [], False)
         room = self.budget - core_cost - cat.meta_cost
         direct: list[str] = []
+        shown = [n for n in all_ext if n not in searched]
+        if sum(cat.cost(n) for n in shown) <= room:
+            direct, room = shown, room - sum(cat.cost(n) for n in shown)
+        # What a user calls often is shown directly, a skill too (usage teaches the ranking).
         for name in self.usage.favourites(user_id):
+            if name in direct:
+                continue
             if name in cat.extensions and cat.cost(name) <= room:
                 direct.append(name)
                 room -= cat.cost(name)
