@@ -171,10 +171,8 @@ def _check_text(path: str, text: str) -> None:
     if (m := HIDDEN.search(text)) is not None:
         line = text.count("\n", 0, m.start()) + 1
         char = f"U+{ord(m.group()):04X} {unicodedata.name(m.group(), '')}".strip()
-        raise Refused(
-            f"{path} hides text in invisible characters ({char}, line {line}); not installed."
-        )
+        raise Refused(f"{path} hides text in invisible characters ({char}, line {line}).")
     for pattern, what in HOSTILE:
         if (m := pattern.search(text)) is not None:
             line = text.count("\n", 0, m.start()) + 1
-            raise Refused(f"{path} {what} (line {line}: “{m.group()}”); not installed.")
+            raise Refused(f"{path} {what} (line {line}: “{m.group()}”).")

@@ -172,8 +172,9 @@ class Skills:
                 }
             return await self._run_script(name, folder, files, p, call)
 
+        # Only a script bun runs writes: a Python one is refused before anything runs.
         return Tool(tool_name(name), description, SkillParams, run, effects=lambda p: (
-            ran if p.script else read
+            ran if p.script and p.script.strip().endswith(SCRIPT_SUFFIXES) else read
         ))  # fmt: skip
 
     async def _run_script(
