@@ -143,6 +143,9 @@ async def test_a_skill_from_a_zip_is_found_when_needed_and_runs_sandboxed(
     assert row.id == ran["execution_id"]
     assert row.llm_reasoning == "skill pdf-forms: scripts/fields.js"
     assert row.code.startswith("// skill pdf-forms: scripts/fields.js")
+    await tg.send(OWNER, "/codestats")
+    _chart, stats = await tg.replies(OWNER, 2)
+    assert "Skills' scripts\npdf-forms: scripts/fields.js: 1 (1 ok)" in stats.text
 
     # Turned off, it is gone from the catalogue and the search; removed, its files too.
     assert (await command(tg, "/skills off pdf-forms")).text == "Skill pdf-forms is off."

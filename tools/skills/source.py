@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import delete, select, update
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError
+from tools.code.repo import SKILL_RUN
 from tools.code.tool import MAX_TIMEOUT_MS, STDOUT_FOR_MODEL, CodeService, trim
 from tools.effects import Effects, effects
 from tools.skills.bundle import SCRIPT_SUFFIXES, Bundle, front_matter
@@ -201,7 +202,7 @@ class Skills:
             f"// skill {name}: {script}\n"
             f"process.argv.splice(2, Infinity, ...{json.dumps([str(a) for a in p.args])});\n" + body
         )
-        named = dataclasses.replace(call, reasoning=f"skill {name}: {script}")
+        named = dataclasses.replace(call, reasoning=f"{SKILL_RUN}{name}: {script}")
         row_id, res, cat = await self._code.execute(code, SCRIPT_TIMEOUT_MS, named)
         return {
             "skill": name,
