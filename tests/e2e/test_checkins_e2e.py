@@ -147,3 +147,26 @@ async def test_a_restart_at_brief_time_sends_one_brief(tg: TG) -> None:
     await tg.idle()
     assert tg.unread(OWNER) == []
     assert await _statuses(tg) == [("brief", "sent")]
+
+
+async def test_a_failed_run_is_told_once_and_not_retried(tg: TG) -> None:
+    await _started(tg)
+    await _command(tg, "/checkins on")
+    await _zone(tg, "UTC")
+    tg.llm.failing = 500
+    try:
+        [done] = await tick(tg.app, UTC_0831)
+        assert done.status == "failed"
+        notice = await tg.reply(OWNER)
+        assert notice.text.startswith("⚠️ Your check-in could not run:")
+        asked = len(tg.llm.requests)
+        # The same slot is not tried again; the next day's failure is not told again.
+        assert [o.status for o in await tick(tg.app, UTC_0831 + timedelta(minutes=5))] == ["taken"]
+        assert len(tg.llm.requests) == asked
+        [done] = await tick(tg.app, UTC_0831 + timedelta(days=1))
+        assert done.status == "failed"
+        await tg.idle()
+        assert tg.unread(OWNER) == []
+    finally:
+        tg.llm.failing = None
+    assert await _statuses(tg) == [("brief", "failed"), ("brief", "failed")]

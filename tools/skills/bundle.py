@@ -15,6 +15,7 @@ import re
 import stat
 import unicodedata
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -121,8 +122,12 @@ def _unzip(data: bytes) -> dict[str, bytes]:
             raise Refused(
                 f"{path} is {info.file_size / 2**20:.0f} MB; one file of a skill may be 1 MB."
             )
-        with z.open(info) as f:  # the header may lie: read no more than the limit allows
-            content = f.read(MAX_FILE_BYTES + 1)
+        try:  # the header may lie: read no more than the limit allows
+            with z.open(info) as f:
+                content = f.read(MAX_FILE_BYTES + 1)
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
+            # A size or checksum that does not match, an unknown method, a password.
+            raise Refused(f"{path} in the zip is damaged or encrypted ({e}).") from None
         if len(content) > MAX_FILE_BYTES:
             raise Refused(f"{path} unpacks past 1 MB (its size in the zip was false).")
         files[path] = content
