@@ -6,7 +6,8 @@ before its model call; a restart at brief time sends one brief."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 
@@ -19,9 +20,11 @@ from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 from tests.test_usage import usage
 
-# 2026-12-07 is a Monday; New York is UTC-5 then.
-NY_0730 = datetime(2026, 12, 7, 12, 30, tzinfo=UTC)
-UTC_0831 = datetime(2026, 12, 7, 8, 31, tzinfo=UTC)
+# Today (the app's clock is the real one: /checkins sums this month's runs): brief time in
+# New York whatever its offset today, and 08:31 in UTC.
+TODAY = datetime.now(UTC).date()
+NY_0730 = datetime.combine(TODAY, time(7, 30), ZoneInfo("America/New_York")).astimezone(UTC)
+UTC_0831 = datetime.combine(TODAY, time(8, 31), UTC)
 
 
 async def _started(tg: TG) -> None:
@@ -60,8 +63,8 @@ async def test_the_brief_comes_at_its_time_in_the_persons_zone_and_stop_stops(tg
     assert "Quiet hours: 22:00-07:00" in shown and "At most 2 a day" in shown
 
     asked = len(tg.llm.requests)
-    # 07:30 UTC is 02:30 in New York: quiet hours there, and not the person's brief time.
-    assert await tick(tg.app, datetime(2026, 12, 7, 7, 30, tzinfo=UTC)) == []
+    # 07:30 UTC is 02:30 or 03:30 in New York: quiet hours there, not the brief's time.
+    assert await tick(tg.app, datetime.combine(TODAY, time(7, 30), UTC)) == []
     assert await tick(tg.app, NY_0730 - timedelta(minutes=1)) == []
     assert len(tg.llm.requests) == asked
 
@@ -93,12 +96,15 @@ async def test_the_brief_comes_at_its_time_in_the_persons_zone_and_stop_stops(tg
     assert len(tg.llm.requests) == asked
 
 
-async def test_the_daily_cap_stops_a_run_before_its_model_call(tg: TG) -> None:
+async def test_the_daily_cap_stops_a_run_before_its_model_call(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(prices="fake-model=1/2")
     await _started(tg)
     await _command(tg, "/checkins on")
     await _zone(tg, "UTC")
     assert "At most 1 a day" in await _command(tg, "/checkins max 1")
-    tg.llm.add(Text("Two tasks are due today."))
+    tg.llm.add(Text("Two tasks are due today.", usage=usage(1000, 100)))
     [done] = await tick(tg.app, UTC_0831)
     assert done.status == "sent"
     await tg.reply(OWNER)
@@ -108,7 +114,8 @@ async def test_the_daily_cap_stops_a_run_before_its_model_call(tg: TG) -> None:
     assert len(tg.llm.requests) == asked  # stopped before the model was asked
     shown = await _command(tg, "/checkins")
     assert "stopped before the model call: 1 by the daily cap" in shown
-    assert "cost: $" in shown
+    # The brief's model call, metered as a scheduled request: $0.001 in + $0.0002 out.
+    assert "cost: $0.0012 this month over 1 sent, 0 with nothing to say" in shown
 
 
 async def test_the_budget_stops_a_run_before_its_model_call(
