@@ -110,3 +110,14 @@ async def previous_failed(s: AsyncSession, user_id: int, run_id: int) -> bool:
         .limit(1)
     )
     return (await s.execute(stmt)).scalar_one_or_none() == "failed"
+
+
+async def last_cost(s: AsyncSession, user_id: int) -> float:
+    """What the person's last check-in that called the model cost (0: none yet)."""
+    stmt = (
+        select(CheckinRun.cost_usd)
+        .where(CheckinRun.user_id == user_id, CheckinRun.cost_usd.is_not(None))
+        .order_by(CheckinRun.id.desc())
+        .limit(1)
+    )
+    return float((await s.execute(stmt)).scalar_one_or_none() or 0.0)

@@ -129,12 +129,10 @@ async def run_one(
             note = f"stopped before the model call: {prefs.max_per_day} check-ins today already"
             await repo.finish(s, run_id, status="capped", finished_at=now, note=note)
             return Outcome(user.id, slot, "capped")
-    if host.has(METER):
-        refusal = await (await host.need(METER)).refusal(user.id)
-        if refusal is not None:
-            async with sf() as s, s.begin():
-                await repo.finish(s, run_id, status="budget", finished_at=now, note=refusal)
-            return Outcome(user.id, slot, "budget")
+    if (over := await _over_budget(host, user.id)) is not None:
+        async with sf() as s, s.begin():
+            await repo.finish(s, run_id, status="budget", finished_at=now, note=over)
+        return Outcome(user.id, slot, "budget")
     recipient = Recipient(user.id, user.telegram_id, user.name)
     started = host.deps.clock()
     try:
@@ -149,6 +147,26 @@ async def run_one(
         cost = await repo.scheduled_cost(s, user.id, started, finally_at)
         await repo.finish(s, run_id, status=status, finished_at=finally_at, cost_usd=cost)
     return Outcome(user.id, slot, status)
+
+
+async def _over_budget(host: Host, user_id: int) -> str | None:
+    """Why the run would pass a budget, or None: used up already, or the money budget's
+    room is less than what this person's last check-in cost (a check-in is optional; it
+    never spends what the person's own questions may need)."""
+    if not host.has(METER):
+        return None
+    meter = await host.need(METER)
+    if (refusal := await meter.refusal(user_id)) is not None:
+        return refusal
+    async with host.deps.session_factory() as s:
+        estimate = await repo.last_cost(s, user_id)
+    for limit in meter.limits(await meter.spent(), user_id):
+        if limit.key in ("day", "month") and estimate and limit.used + estimate > limit.cap:
+            return (
+                f"the {limit.key}'s budget has ${limit.cap - limit.used:.4f} left, less than "
+                f"a check-in costs (${estimate:.4f} last time)"
+            )
+    return None
 
 
 async def _failed(

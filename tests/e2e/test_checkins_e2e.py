@@ -136,6 +136,27 @@ async def test_the_budget_stops_a_run_before_its_model_call(
     assert "1 by the budget" in await _command(tg, "/checkins")
 
 
+async def test_a_run_that_would_pass_the_budget_stops_before_its_model_call(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(prices="fake-model=1/2", budget_usd="0.002/day")
+    await _started(tg)
+    await _command(tg, "/checkins on")
+    await _zone(tg, "UTC")
+    tg.llm.add(Text("The report is due at noon.", usage=usage(1000, 100)))  # $0.0012
+    [done] = await tick(tg.app, UTC_0831)
+    assert done.status == "sent"
+    await tg.reply(OWNER)
+    asked = len(tg.llm.requests)
+    # $0.0008 left, and a check-in costs $0.0012: the follow-up is not started.
+    [done] = await tick(tg.app, UTC_0831 + timedelta(hours=6))
+    assert (done.slot, done.status) == ("followup", "budget")
+    assert len(tg.llm.requests) == asked
+    async with tg.app.session_factory() as s:
+        run = (await s.execute(select(CheckinRun).order_by(CheckinRun.id.desc()))).scalars()
+        assert "less than a check-in costs ($0.0012 last time)" in (next(run).note or "")
+
+
 async def test_a_restart_at_brief_time_sends_one_brief(tg: TG) -> None:
     await _started(tg)
     await _command(tg, "/checkins on")
