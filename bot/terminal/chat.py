@@ -207,9 +207,9 @@ class TerminalDelivery:
         files: Sequence[File] = (),
         buttons: Sequence[tuple[str, str]] = (),
     ) -> int:
-        # The terminal has no buttons: the command they stand for is named instead.
+        # The terminal has no buttons: they are named, for Telegram.
         if buttons:
-            text += "\n(" + " · ".join(label for label, _ in buttons) + ": see /help)"
+            text += "\n(" + " · ".join(label for label, _ in buttons) + ": buttons in Telegram)"
         if files and self.folder is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
             for name, content in files:
