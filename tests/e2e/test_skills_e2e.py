@@ -106,7 +106,8 @@ async def test_a_skill_from_a_zip_is_found_when_needed_and_runs_sandboxed(
     assert "scripts/fields.js" not in json.dumps(body["messages"])
 
     # A request that needs it: tool_search finds it, the instructions load as outside
-    # content, and running its script (writing, after outside content) asks first.
+    # content, its script runs in the sandbox without the network, unasked; asking for the
+    # network asks the person first (denied here: not run).
     first = len(tg.llm.requests)
     tg.llm.add(
         Calls([("tool_search", {"query": "fill in a PDF form"})]),
@@ -114,17 +115,19 @@ async def test_a_skill_from_a_zip_is_found_when_needed_and_runs_sandboxed(
         Calls([("skill_pdf_forms", {})]),
         Calls([("skill_pdf_forms", {"script": "scripts/fields.js", "args": ["tax.pdf"]})]),
         Calls([("skill_pdf_forms", {"script": "scripts/helper.py"})]),
+        Calls([("skill_pdf_forms", {"script": "scripts/fields.js", "network": True})]),
         Text("The form has a name and a date."),
     )
     await tg.send(OWNER, "help me fill in the tax PDF form")
     question = await tg.reply(OWNER)
     assert question.reply_markup and "skill_pdf_forms" in question.text
-    allow = next(
+    assert "writes execution, internet" in question.text
+    deny = next(
         b["callback_data"]
         for b in question.reply_markup["inline_keyboard"][0]
-        if b["text"].startswith("Allow once")
+        if b["text"].startswith("Deny")
     )
-    await tg.press(OWNER, allow)
+    await tg.press(OWNER, deny)
     answer = await tg.reply(OWNER)
     assert answer.text.startswith("The form has a name and a date.")
 
@@ -138,6 +141,7 @@ async def test_a_skill_from_a_zip_is_found_when_needed_and_runs_sandboxed(
     ran = json.loads(results[3].split("\n", 1)[1])
     assert ran["success"] is True and ran["stdout"].strip() == "fields of tax.pdf : name, date"
     assert "Python script" in results[4] and "was not run" in results[4]
+    assert "Not run: the user denied this action" in results[5]
     async with tg.app.session_factory() as s:
         row = (await s.execute(select(CodeExecution))).scalar_one()
     assert row.id == ran["execution_id"]

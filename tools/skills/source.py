@@ -48,6 +48,9 @@ class SkillParams(BaseModel):
         default=None, description="A script of the skill to run (as listed); omit to read it"
     )
     args: list[str] = Field(default_factory=list, description="Arguments for the script")
+    network: bool = Field(
+        default=False, description="Give the script the internet (the person is asked first)"
+    )
 
 
 @dataclass
@@ -157,7 +160,16 @@ class Skills:
     def _tool(self, name: str, description: str) -> Tool[SkillParams]:
         source = f"the skill {name}"
         read: Effects = effects(reads=("files",), outside=source)
+        # A script runs without the network unless the call asks for it, and then the person
+        # is asked (bot/approvals/gate.py): nothing a skill's script read can leave unasked.
         ran: Effects = effects(writes=("execution",), outside=source)
+        networked: Effects = effects(writes=("execution", "internet"), outside=source)
+
+        def fx(p: SkillParams) -> Effects:
+            # Only a script bun runs writes: a Python one is refused before anything runs.
+            if not (p.script and p.script.strip().endswith(SCRIPT_SUFFIXES)):
+                return read
+            return networked if p.network else ran
 
         async def run(p: SkillParams, call: ToolCall) -> dict[str, Any]:
             folder = self.folder / name
@@ -173,10 +185,7 @@ class Skills:
                 }
             return await self._run_script(name, folder, files, p, call)
 
-        # Only a script bun runs writes: a Python one is refused before anything runs.
-        return Tool(tool_name(name), description, SkillParams, run, effects=lambda p: (
-            ran if p.script and p.script.strip().endswith(SCRIPT_SUFFIXES) else read
-        ))  # fmt: skip
+        return Tool(tool_name(name), description, SkillParams, run, effects=fx)
 
     async def _run_script(
         self, name: str, folder: Path, files: list[str], p: SkillParams, call: ToolCall
@@ -203,7 +212,7 @@ class Skills:
             f"process.argv.splice(2, Infinity, ...{json.dumps([str(a) for a in p.args])});\n" + body
         )
         named = dataclasses.replace(call, reasoning=f"{SKILL_RUN}{name}: {script}")
-        row_id, res, cat = await self._code.execute(code, SCRIPT_TIMEOUT_MS, named)
+        row_id, res, cat = await self._code.execute(code, SCRIPT_TIMEOUT_MS, named, p.network)
         return {
             "skill": name,
             "script": script,
