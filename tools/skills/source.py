@@ -71,6 +71,7 @@ class Skills:
     installed: list[Installed] = field(default_factory=list)
     pending: dict[str, Bundle] = field(default_factory=dict)
     _tools: dict[str, Tool[Any]] = field(default_factory=dict)
+    _line: str = ""  # the catalogue, counted when the skills change, not per message
     _code: CodeService | None = None
 
     # -- the ToolSource ---------------------------------------------------------------
@@ -96,10 +97,15 @@ class Skills:
                 self._tools[old.name] = old
             else:
                 self._tools[tool_name(r.name)] = self._tool(r.name, r.description)
+        self._line = await asyncio.to_thread(self._catalogue)
 
     def catalogue(self) -> str:
-        """The system prompt's line: each skill's name and the start of its description,
-        at most ENTRY_TOKENS each, within SKILL_CATALOG_TOKENS."""
+        """The system prompt's line (registry.prompt_sources asks for it every message)."""
+        return self._line
+
+    def _catalogue(self) -> str:
+        """Each skill's name and the start of its description, at most ENTRY_TOKENS each,
+        within SKILL_CATALOG_TOKENS; nothing without skills (no tokenizer loaded)."""
         on = [r for r in self.installed if r.enabled]
         if not on:
             return ""
