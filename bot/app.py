@@ -125,9 +125,7 @@ class App:
     ) -> int:
         if self.deliver_to is None:
             raise RuntimeError("no adapter runs: nothing can be delivered")
-        if buttons:
-            return await self.deliver_to(recipient, text, markdown, files, buttons)
-        return await self.deliver_to(recipient, text, markdown, files)
+        return await self.deliver_to(recipient, text, markdown, files, buttons)
 
     async def ask(self, recipient: Recipient, prompt: str) -> str:
         reply = await self.agent.handle(
