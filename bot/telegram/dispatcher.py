@@ -207,7 +207,8 @@ def build_runtime(
     app.warm_up()  # heavy models load in the background; polling does not wait for them
     bot = bot or build_bot(app.settings)
     locks: Locks = dp["locks"]
-    dp["outbox"] = Outbox(bot, app.session_factory, app.deps.clock, locks if locks.shared else None)
+    outbox = Outbox(bot, app.session_factory, app.deps.clock, locks if locks.shared else None)
+    dp["outbox"] = outbox
     if app.has(APPROVALS):
-        app.part(APPROVALS).asker = TelegramAsker(bot, app.session_factory)
+        app.part(APPROVALS).asker = TelegramAsker(bot, app.session_factory, outbox)
     return Runtime(app, bot, dp, inflight)
