@@ -51,3 +51,22 @@ async def test_a_question_telegram_cannot_take_waits_for_it_and_is_not_a_no(tg: 
     assert (await tg.reply(OWNER)).text == "Done."
     assert posted == ["hi"] and tool_result(tg.llm.requests[1]).startswith("posted")
     assert await decisions(tg.app) == [("once", "post", OWNER)]
+
+
+async def test_after_a_429_nothing_is_sent_before_the_time_telegram_asked(tg: TG) -> None:
+    users = [2001, 2002, 2003, 2004, 2005]
+    tg.server.fail_next("sendMessage", 429, retry_after=3)
+    for user in users:
+        tg.llm.add(Text(f"answer {user}"))
+    await tg.send(users[0], "first")
+    await tg.server.wait_for(lambda: any(c.status == 429 for c in tg.server.calls))
+    for user in users[1:]:
+        await tg.send(user, "meanwhile")
+    for user in users:
+        assert (await tg.reply(user)).text.startswith("answer ")
+    [told] = [c for c in tg.server.calls if c.status == 429]
+    sends = [c for c in tg.server.calls if c.method == "sendMessage" and c.at > told.at]
+    after = [c.at - told.at for c in sends]
+    assert len(after) == len(users)
+    # By the fake's own clock: each arrived once the 3 s Telegram asked for had passed.
+    assert min(after) >= 2.95, sorted(after)
