@@ -67,6 +67,7 @@ class MessageFields(TypedDict):
     tool_call_id: NotRequired[str | None]
     tool_name: NotRequired[str | None]
     telegram_message_id: NotRequired[int | None]
+    chat_id: NotRequired[int | None]
     kind: NotRequired[str]
 
 
@@ -82,6 +83,7 @@ def message_params(message: MessageFields) -> dict[str, Any]:
         "tool_call_id": message.get("tool_call_id"),
         "tool_name": message.get("tool_name"),
         "telegram_message_id": message.get("telegram_message_id"),
+        "chat_id": message.get("chat_id"),
         "kind": message.get("kind", "text"),
         "created_at": message["now"],
     }
@@ -203,6 +205,7 @@ class Conversation(Protocol):
         request_id: str,
         now: datetime,
         period_over: PeriodOver,
+        chat_id: int | None = None,
     ) -> Started:
         """Find (or make) the user and their current session, store their message and
         read the session's newest history."""
@@ -256,6 +259,7 @@ class SqlConversation:
         request_id: str,
         now: datetime,
         period_over: PeriodOver,
+        chat_id: int | None = None,
     ) -> Started:
         async def unit(c: AsyncConnection) -> Started:
             read = repo.LOCAL_START_READ if telegram_id is None else repo.START_READ
@@ -293,6 +297,7 @@ class SqlConversation:
                 "request_id": request_id,
                 "now": now,
                 "telegram_message_id": telegram_message_id,
+                "chat_id": chat_id if chat_id != telegram_id else None,
                 "kind": kind,
             }
             message_id = (await c.execute(ADD_MESSAGE, message_params(message))).scalar_one()

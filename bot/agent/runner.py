@@ -158,6 +158,7 @@ class Agent:
             request_id=request_id,
             now=now,
             period_over=self.turn_policy.period_over(now),
+            chat_id=incoming.chat_id,
         )
         return await self._turn(incoming, request_id, started, events)
 

@@ -17,6 +17,10 @@ from db.models.outbox import OutboxMessage
 from db.models.resume import TurnResume
 
 
+# Where a user message came from: its group, or the user's own chat.
+CHAT = func.coalesce(Message.chat_id, User.telegram_id)
+
+
 @dataclass(frozen=True)
 class Cut:
     message_id: int  # messages.id of the user's message
@@ -45,7 +49,7 @@ def _cut() -> list[ColumnElement[bool]]:
         ),
         ~exists().where(
             and_(
-                OutboxMessage.chat_id == User.telegram_id,
+                OutboxMessage.chat_id == CHAT,
                 OutboxMessage.telegram_message_id == Message.telegram_message_id,
             )
         ),
@@ -59,7 +63,7 @@ async def cut_turns(s: AsyncSession, since: datetime, before: datetime) -> list[
         select(
             Message.id,
             Message.user_id,
-            User.telegram_id,
+            CHAT,
             Message.telegram_message_id,
             Message.content,
         )
