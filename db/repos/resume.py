@@ -16,7 +16,6 @@ from db.models.core import Message, User
 from db.models.outbox import OutboxMessage
 from db.models.resume import TurnResume
 
-
 # Where a user message came from: its group, or the user's own chat.
 CHAT = func.coalesce(Message.chat_id, User.telegram_id)
 
