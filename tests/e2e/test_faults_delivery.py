@@ -70,3 +70,21 @@ async def test_after_a_429_nothing_is_sent_before_the_time_telegram_asked(tg: TG
     assert len(after) == len(users)
     # By the fake's own clock: each arrived once the 3 s Telegram asked for had passed.
     assert min(after) >= 2.95, sorted(after)
+
+
+async def test_in_a_model_outage_a_second_message_gets_a_sign_that_it_is_held(tg: TG) -> None:
+    tg.llm.failing = 500
+    await tg.send(OWNER, "the first question")
+    notice = await tg.reply(OWNER)
+    assert notice.text.startswith("The model provider is not answering"), notice.text
+    await tg.send(OWNER, "a second one, while it is down")
+    failed = tg.llm.failed
+    await tg.server.wait_for(lambda: bool(tg.server.reactions) or tg.llm.failed >= failed + 5)
+    assert tg.server.reactions == [(OWNER, 2, ["👀"])]  # on the second message
+    assert tg.unread(OWNER) == []  # a sign, not another line
+    tg.llm.failing = None
+    first, second = await tg.replies(OWNER, 2)
+    assert (first.text, second.text) == (
+        "echo: the first question",
+        "echo: a second one, while it is down",
+    )
