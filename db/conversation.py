@@ -145,6 +145,9 @@ class Unfinished(Started):
     kind: str
     telegram_message_id: int | None
     tool_calls: int
+    # The round whose calls were running when the turn was cut (the assistant message
+    # with its calls), if one that writes was.
+    in_flight: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,11 @@ class Conversation(Protocol):
     async def record_answer(
         self, turn: Turn, now: datetime, answer: str, writes: Sequence[RecordWrite] = ()
     ) -> None: ...
+
+    async def record_in_flight(self, turn: Turn, now: datetime, message: dict[str, Any]) -> None:
+        """A round that writes is about to run (`message`: the assistant's, with its calls);
+        its record_tool_round ends that."""
+        ...
 
     async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
         """The session's newest `limit` rows, oldest first."""
@@ -335,6 +343,7 @@ class SqlConversation:
             rows = [message("assistant", content, calls=json.dumps(wire_calls))]
             rows += [message("tool", r.text, result=r) for r in results]
             await c.execute(ADD_MESSAGES, rows)
+            await c.execute(resume.LANDED, {"request_id": turn.request_id})
             if results:
                 audit = [
                     {
@@ -375,6 +384,14 @@ class SqlConversation:
 
         await self._run(unit)
 
+    async def record_in_flight(self, turn: Turn, now: datetime, message: dict[str, Any]) -> None:
+        row = {"request_id": turn.request_id, "message": json.dumps(message), "started_at": now}
+
+        async def unit(c: AsyncConnection) -> None:
+            await c.execute(resume.ADD_IN_FLIGHT, row)
+
+        await self._run(unit)
+
     async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
         async with self._engine.connect() as conn:
             return await _history(conn, session_id, limit)
@@ -394,9 +411,11 @@ class SqlConversation:
             history = list((await c.execute(resume.HISTORY_UNTIL, at)).all())
             history.reverse()
             calls = (await c.execute(resume.TOOL_RESULTS, at)).scalar_one()
+            flying = (await c.execute(resume.IN_FLIGHT, at)).scalar()
         return Unfinished(
             user, session_id, message_id, history,
             request_id, text, kind, telegram_message_id, int(calls),
+            json.loads(flying) if flying else None,
         )  # fmt: skip
 
 

@@ -2,7 +2,12 @@
 run, and turn every failure into text for the model; calls over the request's cap are
 answered with a note instead of being run. A result its tool declares outside content
 (tools/effects.py) is marked so for the model and in the history, and the turn has seen it
-once the round is over (the gate asks before the next writing call)."""
+once the round is over (the gate asks before the next writing call).
+
+A round whose calls were running when the process stopped is run again on a continuation
+only where that is safe: a call its tool declares to write nothing (tools/effects.py) runs
+again; a writing one is not (it may or may not have finished), the model and the person are
+told so."""
 
 from __future__ import annotations
 
@@ -23,6 +28,16 @@ from tools.hooks import Gate
 log = logging.getLogger(__name__)
 
 RESULT_LIMIT = 16_000  # characters of a result the model sees
+CUT = "cut by a restart"  # the error of a writing call a restart cut mid-run
+CUT_TEXT = (
+    "Not run again: I was restarted while this call was running, so it may or may not have "
+    "finished. Do not repeat it unasked: tell the user, who can check."
+)
+
+
+def cut_line(name: str) -> str:
+    """What the person reads of a writing call a restart cut."""
+    return f"I was restarted while running {name}; it may or may not have finished."
 
 
 def render(output: ToolOutput) -> str:
@@ -42,20 +57,44 @@ def _validation_text(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _parsed(tools: RequestTools, c: LLMToolCall) -> tuple[Any, Any] | None:
+    """The call's tool and params, when it names a tool and its arguments are valid."""
+    tool = tools.get(c.name)
+    if tool is None:
+        return None
+    try:
+        args = json.loads(c.arguments) if c.arguments.strip() else {}
+        if isinstance(args, str) and tool.text_field:
+            args = {tool.text_field: args}
+        return tool, tool.params.model_validate(args)
+    except (ValueError, RecursionError):  # ValidationError is a ValueError
+        return None
+
+
+def writes(tools: RequestTools, c: LLMToolCall) -> bool:
+    """Whether the call may change something if it runs (as its tool declares)."""
+    found = _parsed(tools, c)
+    return found is not None and bool(found[0].effects_of(found[1]).writes)
+
+
 async def run_call(
     tools: RequestTools,
     c: LLMToolCall,
     call: ToolCall,
     gate: Gate | None = None,
     seen: list[str] | None = None,
+    cut: bool = False,
 ) -> ToolResult:
-    """`seen` gets the outside content the call returned (its source), if any."""
+    """`seen` gets the outside content the call returned (its source), if any. `cut`: the
+    call was running when the process stopped: it runs again only if it writes nothing."""
     name, raw_args, start = c.name, c.arguments, time.perf_counter()
 
     def done(text: str, error: str | None = None, brief: str | None = None) -> ToolResult:
         ms = (time.perf_counter() - start) * 1000  # text: what the model sees
         return ToolResult(c.id, name, raw_args, text, error is None, error, ms, brief)
 
+    if cut and writes(tools, c):
+        return done(CUT_TEXT, CUT)
     tool = tools.get(name)
     if tool is None:
         msg = tools.unknown(name)
@@ -151,13 +190,14 @@ async def run_round(
     used: int,
     cap: int,
     gate: Gate | None = None,
+    cut: bool = False,
 ) -> list[ToolResult]:
     """Calls run at once while the request has room under `cap` (`used` so far); the rest
-    are answered that the cap was reached."""
+    are answered that the cap was reached. `cut`: the round a restart cut mid-run."""
     seen: list[str] = []
     ran = await asyncio.gather(
         *(
-            run_call(tools, c, ToolCall(ctx, c.id, reasoning), gate, seen)
+            run_call(tools, c, ToolCall(ctx, c.id, reasoning), gate, seen, cut)
             for c in calls[: max(0, cap - used)]
         )
     )

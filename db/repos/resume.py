@@ -7,14 +7,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, exists, func, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from db.models.core import Message, User
 from db.models.outbox import OutboxMessage
-from db.models.resume import TurnResume
+from db.models.resume import RoundInFlight, TurnResume
 
 # Where a user message came from: its group, or the user's own chat.
 CHAT = func.coalesce(Message.chat_id, User.telegram_id)
@@ -178,3 +188,14 @@ HISTORY_UNTIL = (
 TOOL_RESULTS = select(func.count()).where(
     Message.request_id == bindparam("request_id"), Message.role == "tool"
 )
+
+# A round of the request whose calls were running when the process stopped (the newest).
+IN_FLIGHT = (
+    select(RoundInFlight.message)
+    .where(RoundInFlight.request_id == bindparam("request_id"))
+    .order_by(RoundInFlight.id.desc())
+    .limit(1)
+)
+ADD_IN_FLIGHT = insert(RoundInFlight)
+# A round recorded (or a continuation that took it over): no longer in flight.
+LANDED = delete(RoundInFlight).where(RoundInFlight.request_id == bindparam("request_id"))
