@@ -145,9 +145,10 @@ class Unfinished(Started):
     kind: str
     telegram_message_id: int | None
     tool_calls: int
-    # The round whose calls were running when the turn was cut (the assistant message
-    # with its calls), if one that writes was.
+    # The round whose writing calls were running when the turn was cut (the assistant
+    # message with its calls), and those calls' ids.
     in_flight: dict[str, Any] | None = None
+    started: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -230,9 +231,11 @@ class Conversation(Protocol):
         self, turn: Turn, now: datetime, answer: str, writes: Sequence[RecordWrite] = ()
     ) -> None: ...
 
-    async def record_in_flight(self, turn: Turn, now: datetime, message: dict[str, Any]) -> None:
-        """A round that writes is about to run (`message`: the assistant's, with its calls);
-        its record_tool_round ends that."""
+    async def record_in_flight(
+        self, turn: Turn, now: datetime, message: dict[str, Any], call_id: str
+    ) -> None:
+        """A writing call of the round `message` (the assistant's, with its calls) starts;
+        the round's record_tool_round ends that."""
         ...
 
     async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
@@ -384,8 +387,11 @@ class SqlConversation:
 
         await self._run(unit)
 
-    async def record_in_flight(self, turn: Turn, now: datetime, message: dict[str, Any]) -> None:
-        row = {"request_id": turn.request_id, "message": json.dumps(message), "started_at": now}
+    async def record_in_flight(
+        self, turn: Turn, now: datetime, message: dict[str, Any], call_id: str
+    ) -> None:
+        row = {"request_id": turn.request_id, "call_id": call_id,
+               "message": json.dumps(message), "started_at": now}  # fmt: skip
 
         async def unit(c: AsyncConnection) -> None:
             await c.execute(resume.ADD_IN_FLIGHT, row)
@@ -411,11 +417,12 @@ class SqlConversation:
             history = list((await c.execute(resume.HISTORY_UNTIL, at)).all())
             history.reverse()
             calls = (await c.execute(resume.TOOL_RESULTS, at)).scalar_one()
-            flying = (await c.execute(resume.IN_FLIGHT, at)).scalar()
+            flying = (await c.execute(resume.IN_FLIGHT, at)).all()
         return Unfinished(
             user, session_id, message_id, history,
             request_id, text, kind, telegram_message_id, int(calls),
-            json.loads(flying) if flying else None,
+            json.loads(flying[0].message) if flying else None,
+            frozenset(row.call_id for row in flying),
         )  # fmt: skip
 
 

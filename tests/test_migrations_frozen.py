@@ -38,7 +38,7 @@ RELEASED = {
     "0022_usage_written_calls.py": "2e7fbbed5108567c9d9adec06d9fd5929300d9e54837fbc406f8b82462e4e00f",  # noqa: E501
     "0023_inbox_updates.py": "b9c91b36d766a1544651af88a3d8bdf06da49d811ac5eb229559333acdc5c280",
     "0024_memories_long_rank.py": "98a7944d66f5cc9cb975693c190548e2f7ab21f728a4458e1bd12c29820dadd3",  # noqa: E501
-    "0027_message_chat.py": "15fd0aae944fdee50b6896a48676ee9dc45ad7ab6008033153e4ff8e18117a7d",
+    "0027_message_chat.py": "d06f95b72a47339568ccbb3cdd81c079e7a22b48f84a3ccce95df0a090842fec",
 }
 
 

@@ -5,8 +5,8 @@ message before any model call (then the context block it is first sent with), ea
 round and the answer are recorded in one transaction each, with the rows features' turn
 hooks hand over inside them. Features reach the loop only through
 tools/hooks.py's declarations (no names). A request a restart cut goes on through the
-same loop (`resume`), seeded from its records; a round that writes is kept before its calls
-run, so one a restart cut mid-run is taken up without running a writing call again
+same loop (`resume`), seeded from its records; a writing call is kept as it starts, so a
+round a restart cut mid-run is taken up without running such a call again
 (bot/agent/toolexec.py).
 """
 
@@ -33,7 +33,7 @@ from bot.agent.prompt import (
     with_parts,
     without_echo,
 )
-from bot.agent.toolexec import CUT, cut_line, repeated_failure, run_round, wire_calls, writes
+from bot.agent.toolexec import CUT, cut_line, repeated_failure, run_round, wire_calls
 from bot.config import Settings
 from db.conversation import (
     Conversation,
@@ -179,8 +179,9 @@ class Agent:
             cut.text, user.telegram_id, user.name, chat_id, cut.telegram_message_id, cut.kind
         )
         return await self._turn(
-            incoming, cut.request_id, cut, events, used=cut.tool_calls, cut_round=cut.in_flight
-        )
+            incoming, cut.request_id, cut, events, used=cut.tool_calls,
+            cut_round=cut.in_flight, cut_calls=cut.started,
+        )  # fmt: skip
 
     async def _turn(
         self,
@@ -190,6 +191,7 @@ class Agent:
         events: Events | None,
         used: int = 0,
         cut_round: dict[str, Any] | None = None,
+        cut_calls: frozenset[str] = frozenset(),
     ) -> Reply:
         user = started.user
         ctx = RequestContext(
@@ -206,7 +208,7 @@ class Agent:
         )
         turns = await TurnChain.begin(self.requests, ctx)
         reply = await self._loop(
-            ctx, incoming, events or Events(), started.history, turns, used, cut_round
+            ctx, incoming, events or Events(), started.history, turns, used, cut_round, cut_calls
         )
         reply.files = turns.files(ctx)
         reply.user_id = user.id
@@ -222,9 +224,10 @@ class Agent:
         turns: TurnChain,
         used: int,
         cut_round: dict[str, Any] | None = None,
+        cut_calls: frozenset[str] = frozenset(),
     ) -> Reply:
         """`used`: tool calls the request made before (a continued turn's recorded ones);
-        `cut_round`: the assistant message of the round a restart cut while it ran."""
+        `cut_round`: the assistant message of the round a restart cut while `cut_calls` ran."""
         turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
         tools = self.registry.for_request(ctx, incoming.text)
         parts = await self.build_prompt(ctx, incoming.text, rows)
@@ -258,8 +261,13 @@ class Agent:
             lines = cut + "".join(f"\n\n{n}" for n in said) + (turns.notes() if notes else "")
             return Reply(text + lines, ctx.request_id, ctx.session_id, used, stopped, notes=lines)
 
+        flying: dict[str, Any] = {}  # the round whose calls run now
+
+        async def starts(c: LLMToolCall) -> None:  # a writing call: kept until its round is
+            await self.conversation.record_in_flight(turn, self.clock(), flying, c.id)
+
         while True:
-            cut, called = cut_round is not None, cut_round
+            called = cut_round
             if called is None:
                 req = ModelRequest(ctx, messages, tools.schemas(), parts, rounds)
                 try:
@@ -284,19 +292,18 @@ class Agent:
                 # turn_fields: the reasoning, where the provider needs it back with the calls.
                 called = {"role": "assistant", "content": completion.content or None,
                           "tool_calls": wire_calls(calls), **completion.turn_fields()}  # fmt: skip
-                if any(writes(tools, c) for c in calls):
-                    await self.conversation.record_in_flight(turn, self.clock(), called)
             else:
                 calls = [LLMToolCall(w["id"], w["function"]["name"], w["function"]["arguments"])
                          for w in called["tool_calls"]]  # fmt: skip
-            cut_round = None
+            cut_round, cut, cut_calls, flying = None, cut_calls, frozenset(), called
             content, wire = called["content"] or "", called["tool_calls"]
             messages.append(called)
             if events.on_tools is not None and used < cap:
                 await events.on_tools([c.name for c in calls[: cap - used]])
             results = await run_round(
-                tools, ctx, calls, content, used=used, cap=cap, gate=self.gate, cut=cut
-            )
+                tools, ctx, calls, content, used=used, cap=cap, gate=self.gate,
+                on_start=starts, cut=cut,
+            )  # fmt: skip
             said += [cut_line(r.name) for r in results if r.error == CUT]
             used = min(cap, used + len(calls))
             ran += [c.name for c in calls]

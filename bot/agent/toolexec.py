@@ -4,10 +4,11 @@ answered with a note instead of being run. A result its tool declares outside co
 (tools/effects.py) is marked so for the model and in the history, and the turn has seen it
 once the round is over (the gate asks before the next writing call).
 
-A round whose calls were running when the process stopped is run again on a continuation
-only where that is safe: a call its tool declares to write nothing (tools/effects.py) runs
-again; a writing one is not (it may or may not have finished), the model and the person are
-told so."""
+A writing call is recorded as it starts (`on_start`, past the gates), so a continuation of
+a round the process stopped in runs again only what is safe: a call its tool declares to
+write nothing (tools/effects.py), or one that had not started (it was waiting at a gate); a
+writing call that had started is not (it may or may not have finished), and the model and
+the person are told so."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -77,23 +79,28 @@ def writes(tools: RequestTools, c: LLMToolCall) -> bool:
     return found is not None and bool(found[0].effects_of(found[1]).writes)
 
 
+OnStart = Callable[[LLMToolCall], Awaitable[None]]
+
+
 async def run_call(
     tools: RequestTools,
     c: LLMToolCall,
     call: ToolCall,
     gate: Gate | None = None,
     seen: list[str] | None = None,
-    cut: bool = False,
+    on_start: OnStart | None = None,
+    cut: frozenset[str] = frozenset(),
 ) -> ToolResult:
-    """`seen` gets the outside content the call returned (its source), if any. `cut`: the
-    call was running when the process stopped: it runs again only if it writes nothing."""
+    """`seen` gets the outside content the call returned (its source), if any; `on_start`
+    is told when a writing call starts; `cut`: the calls a stop cut mid-run (their round is
+    continued), of which a writing one is not run again."""
     name, raw_args, start = c.name, c.arguments, time.perf_counter()
 
     def done(text: str, error: str | None = None, brief: str | None = None) -> ToolResult:
         ms = (time.perf_counter() - start) * 1000  # text: what the model sees
         return ToolResult(c.id, name, raw_args, text, error is None, error, ms, brief)
 
-    if cut and writes(tools, c):
+    if c.id in cut and writes(tools, c):
         return done(CUT_TEXT, CUT)
     tool = tools.get(name)
     if tool is None:
@@ -125,6 +132,8 @@ async def run_call(
     refusal = await gate.check(tool, params, args, call) if gate is not None else None
     if refusal is not None:
         return done(refusal, "not approved")
+    if on_start is not None and tool.effects_of(params).writes:
+        await on_start(c)
     try:
         output = await tool.run(params, call)
     except ToolError as exc:
@@ -190,14 +199,15 @@ async def run_round(
     used: int,
     cap: int,
     gate: Gate | None = None,
-    cut: bool = False,
+    on_start: OnStart | None = None,
+    cut: frozenset[str] = frozenset(),
 ) -> list[ToolResult]:
     """Calls run at once while the request has room under `cap` (`used` so far); the rest
-    are answered that the cap was reached. `cut`: the round a restart cut mid-run."""
+    are answered that the cap was reached."""
     seen: list[str] = []
     ran = await asyncio.gather(
         *(
-            run_call(tools, c, ToolCall(ctx, c.id, reasoning), gate, seen, cut)
+            run_call(tools, c, ToolCall(ctx, c.id, reasoning), gate, seen, on_start, cut)
             for c in calls[: max(0, cap - used)]
         )
     )

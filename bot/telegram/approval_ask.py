@@ -14,7 +14,10 @@ for a question, so commands are answered at once and a message hears why it wait
 A question Telegram does not take (an outage, 429) is not a no: it goes through the outbox
 like any reply and the turn waits for it to arrive; the time to answer starts when it is
 shown. Only a question Telegram refuses for good (the chat is gone, the bot blocked) is
-not asked: Undeliverable."""
+not asked: Undeliverable.
+
+A shutdown does not wait for a press (`stop`): the questions are closed at once, their turns
+end, and the next start continues them (bot/telegram/resume.py), asking again."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from aiogram import Bot
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
@@ -45,6 +49,7 @@ ANSWER = button_data(FEATURE, "answer")
 # answered (bot/telegram/routers/approvals.py), as a question a worker of the previous
 # version asked may be pressed after a newer one took over the updates.
 OLD_PREFIX = "appr"
+RESTARTING = "⌛ Closed: I am restarting. Not run; I'll ask again when I'm back."
 
 
 def answers_a_question(data: str) -> bool:
@@ -129,11 +134,29 @@ WAITING = Waiting()
 class TelegramAsker:
     def __init__(self, bot: Bot, sf: SessionFactory, outbox: Outbox) -> None:
         self.bot, self.sf, self.outbox = bot, sf, outbox
+        self._asking: set[asyncio.Task[Any]] = set()
+        self._stopping = False
+
+    def stop(self) -> None:
+        """Close every question still waiting (a shutdown): their turns are cut, not run
+        out to the grace period."""
+        self._stopping = True
+        for task in self._asking:
+            task.cancel()
 
     async def __call__(self, q: Question) -> Choice:
         if q.chat_id is None:
             return "deny"  # nowhere to ask
-        chat, text, sent, decision = q.chat_id, question_text(q), None, repo.PENDING
+        task = asyncio.current_task()
+        if task is not None:
+            self._asking.add(task)
+        try:
+            return await self._ask(q, q.chat_id)
+        finally:
+            self._asking.discard(task)
+
+    async def _ask(self, q: Question, chat: int) -> Choice:
+        text, sent, decision = question_text(q), None, repo.PENDING
         row = [
             InlineKeyboardButton(
                 text=label, callback_data=button_data(FEATURE, answer_data(q.key, c))
@@ -162,6 +185,8 @@ class TelegramAsker:
             if sent is not None:
                 with contextlib.suppress(Exception):
                     outcome = said(decision, q.scheduled)
+                    if self._stopping and decision == repo.PENDING:
+                        outcome = RESTARTING
                     await self.bot.edit_message_text(
                         f"{text}\n\n{outcome}", chat_id=chat, message_id=sent
                     )

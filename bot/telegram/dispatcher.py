@@ -124,6 +124,7 @@ class Runtime:
     bot: Bot
     dp: Dispatcher
     inflight: InFlight
+    asker: TelegramAsker | None = None  # approval questions, closed at shutdown
     polling: bool = False
     stopping: bool = False
 
@@ -167,6 +168,8 @@ class Runtime:
             # return on its own, as `stopping` is set.
             with contextlib.suppress(RuntimeError):
                 await self.dp.stop_polling()
+        if self.asker is not None:  # a press may never come: the turn is continued at start
+            self.asker.stop()
         try:
             await self.drain(grace)
         finally:
@@ -210,6 +213,7 @@ def build_runtime(
     locks: Locks = dp["locks"]
     outbox = Outbox(bot, app.session_factory, app.deps.clock, locks if locks.shared else None)
     dp["outbox"] = outbox
+    asker = None
     if app.has(APPROVALS):
-        app.part(APPROVALS).asker = TelegramAsker(bot, app.session_factory, outbox)
-    return Runtime(app, bot, dp, inflight)
+        asker = app.part(APPROVALS).asker = TelegramAsker(bot, app.session_factory, outbox)
+    return Runtime(app, bot, dp, inflight, asker)

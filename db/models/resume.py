@@ -2,9 +2,9 @@
 whether it was given up. A row is written only at start-up, for a turn found cut; the
 turns that finish (nearly all) never get one.
 
-And a tool round running now that writes: kept from before its calls run until the round
-is recorded, so a continuation knows a call the restart cut mid-run (and does not run a
-writing one again)."""
+And the writing tool calls running now: a row as each starts (past its gates), until its
+round is recorded, so a continuation knows a call a restart cut mid-run and does not run it
+again."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class RoundInFlight(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     request_id: Mapped[str] = mapped_column(String(40), index=True)
+    call_id: Mapped[str] = mapped_column(String(100))  # the call that started
     # The assistant message with its calls, as sent back to the model (JSON).
     message: Mapped[str] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -189,12 +189,10 @@ TOOL_RESULTS = select(func.count()).where(
     Message.request_id == bindparam("request_id"), Message.role == "tool"
 )
 
-# A round of the request whose calls were running when the process stopped (the newest).
-IN_FLIGHT = (
-    select(RoundInFlight.message)
-    .where(RoundInFlight.request_id == bindparam("request_id"))
-    .order_by(RoundInFlight.id.desc())
-    .limit(1)
+# The writing calls of the request that were running when the process stopped, with their
+# round (one round runs at a time: they share it).
+IN_FLIGHT = select(RoundInFlight.message, RoundInFlight.call_id).where(
+    RoundInFlight.request_id == bindparam("request_id")
 )
 ADD_IN_FLIGHT = insert(RoundInFlight)
 # A round recorded (or a continuation that took it over): no longer in flight.

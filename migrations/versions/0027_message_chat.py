@@ -9,8 +9,8 @@ A group member's message was continued after a restart in the member's private c
 the message kept only its user. A nullable column: NULL is the user's own chat (every
 message before this one).
 
-A writing tool call the process stopped in was run again by the continuation; a round that
-writes is now kept from before its calls run until it is recorded (db/models/resume.py).
+A writing tool call the process stopped in was run again by the continuation; each writing
+call that starts is now kept until its round is recorded (db/models/resume.py).
 """
 
 from collections.abc import Sequence
@@ -31,6 +31,7 @@ def upgrade() -> None:
         "rounds_in_flight",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("request_id", sa.String(length=40), nullable=False),
+        sa.Column("call_id", sa.String(length=100), nullable=False),
         sa.Column("message", sa.Text(), nullable=False),
         sa.Column("started_at", sa.DateTime(), nullable=False),
         sa.PrimaryKeyConstraint("id"),

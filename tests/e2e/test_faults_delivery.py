@@ -5,8 +5,15 @@ asked."""
 from __future__ import annotations
 
 from bot.approvals.gate import APPROVALS
+from bot.telegram.resume import continue_cut_turns
 from tests.e2e.conftest import OWNER, TG
-from tests.e2e.test_approvals_e2e import button, decisions, tool_result, with_post_tool
+from tests.e2e.test_approvals_e2e import (
+    ask_to_post,
+    button,
+    decisions,
+    tool_result,
+    with_post_tool,
+)
 from tests.fakes.openai_server import Calls, Text
 from tests.fakes.telegram_server import Call
 
@@ -88,3 +95,25 @@ async def test_in_a_model_outage_a_second_message_gets_a_sign_that_it_is_held(tg
         "echo: the first question",
         "echo: a second one, while it is down",
     )
+
+
+async def test_a_shutdown_does_not_wait_for_an_approval_press(tg: TG) -> None:
+    tg.app.part(APPROVALS).timeout_s = 3.0  # well inside the grace period below
+    posted: list[str] = []
+    with_post_tool(tg.app, posted)
+    tg.on_build.append(lambda app: with_post_tool(app, posted))
+    question = await ask_to_post(tg, "later")
+    await tg.stop(grace=60.0)
+    # The turn was cut at once: the question did not run out its time inside the grace
+    # period, so the model never heard "no answer" and nothing was answered.
+    assert len(tg.llm.requests) == 1 and tg.unread(OWNER) == []
+    assert "I am restarting" in question.text
+    await tg.start()
+    tg.llm.script.clear()  # the first run's answer, never asked for
+    tg.llm.add(Calls([("post", {"url": "https://example.org/x", "body": "later"})]), Text("Done."))
+    await continue_cut_turns(tg.runtime, tg.app.deps.clock())
+    continuing, again = await tg.replies(OWNER, 2)
+    assert continuing.text.startswith("I was restarted while answering")
+    await tg.press(OWNER, button(again, "Allow once"))
+    assert (await tg.reply(OWNER)).text == "Done."
+    assert posted == ["later"]
