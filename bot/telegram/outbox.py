@@ -51,6 +51,7 @@ GIVE_UP_AFTER = timedelta(days=1)  # a reply Telegram has not taken for a day is
 PROBE_MAX_S = 5.0  # the longest pause between two tries while Telegram is down
 IDLE_S = 60.0  # a look at the outbox now and then, with nothing queued here
 PAGE = 100  # rows a pass reads at once (a queued file's bytes come with its row)
+BLOCKED = "the user blocked the bot (403)"
 LOOK_S = 1.0  # a wait for handed messages looks at their rows this often (another worker's)
 
 # The Telegram errors that say "not now" rather than "never".
@@ -59,6 +60,10 @@ TRANSIENT = (TelegramNetworkError, TelegramServerError, TelegramRetryAfter)
 
 class Undeliverable(Exception):
     """Telegram refused a handed message for good (400, 403, or a day of trying)."""
+
+    def __init__(self, reason: str, *, blocked: bool = False) -> None:
+        super().__init__(reason)
+        self.blocked = blocked  # the user blocked the bot (403)
 
 
 def text_items(chunks: Sequence[Chunk | str]) -> list[Item]:
@@ -155,7 +160,8 @@ class Outbox:
                 self._note(exc)
                 log.warning("message to chat %d not sent (%s): queued", chat_id, type(exc).__name__)
             except (TelegramBadRequest, TelegramForbiddenError) as exc:
-                raise Undeliverable(str(exc)) from exc
+                blocked = isinstance(exc, TelegramForbiddenError)
+                raise Undeliverable(str(exc), blocked=blocked) from exc
         if not rest:
             return ids
         rows = await self.queue(chat_id, about, rest, behind=True)
@@ -172,7 +178,8 @@ class Outbox:
                 found = sorted(await repo.outcomes(s, rows))
             if all(sent_at is not None for _, sent_at, _, _ in found):
                 if any(message_id is None for _, _, message_id, _ in found):
-                    raise Undeliverable(next(e or "" for _, _, mid, e in found if mid is None))
+                    error = next(e or "" for _, _, mid, e in found if mid is None)
+                    raise Undeliverable(error, blocked=error == BLOCKED)
                 return [message_id for _, _, message_id, _ in found if message_id is not None]
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._passed.wait(), LOOK_S)
@@ -312,7 +319,7 @@ class Outbox:
         except TelegramBadRequest:
             return await self._give_up(row, "Telegram refused the message (400)")
         except TelegramForbiddenError:
-            return await self._give_up(row, "the user blocked the bot (403)")
+            return await self._give_up(row, BLOCKED)
         except TRANSIENT as exc:
             attempts = row.attempts + 1
             if now - row.created_at > GIVE_UP_AFTER:
