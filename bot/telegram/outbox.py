@@ -165,6 +165,7 @@ class Outbox:
         if not rest:
             return ids
         rows = await self.queue(chat_id, about, rest, behind=True)
+        self.start()  # someone waits for these: a courier must be running
         try:
             return ids + await self._taken(rows)
         except asyncio.CancelledError:
