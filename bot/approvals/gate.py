@@ -50,6 +50,7 @@ LOCAL_CODE = frozenset({"execution"})  # sandboxed code with no network
 DENIED = "Not run: the user denied this action. Do not try it another way; ask them instead."
 TIMED_OUT = "Not run: the user did not answer the approval request within {:g} s (a no)."
 NOBODY = "Not run: this action needs the user's approval, and there is no one to ask here."
+UNASKED = "Not run: the approval request could not be shown to the user ({}). It was not denied."
 DECISIONS: dict[Choice | None, str] = {
     "once": "once", "always": "always", "deny": "denied", None: "timeout",
 }  # fmt: skip
@@ -70,7 +71,9 @@ class Question:
 
 
 class Asker(Protocol):
-    """Puts the question to the user and returns their choice; cancelled at the timeout."""
+    """Puts the question to the user and returns their choice; TimeoutError when they did
+    not answer within `q.timeout_s` of seeing it (a question still on its way, as Telegram
+    is down, waits: it is not a no)."""
 
     async def __call__(self, q: Question) -> Choice: ...
 
@@ -163,16 +166,16 @@ class Approvals:
                          fx.text(), self.timeout_s, ctx.scheduled, why)  # fmt: skip
             choice: Choice | None = None
             try:
-                async with asyncio.timeout(self.timeout_s):
-                    choice = await self.asker(q)
+                choice = await self.asker(q)
             except TimeoutError:
                 pass
             except asyncio.CancelledError:  # the request ended (shutdown): so does the question
                 await asyncio.shield(repo.settle(self.sf, key, DECISIONS[None], self.clock()))
                 raise
-            except Exception:  # could not ask (Telegram refused the message): not run
-                log.exception("asking for approval of %s failed", tool.name)
-                choice = "deny"
+            except Exception as exc:  # Telegram refused the question for good: not asked
+                log.warning("asking for approval of %s failed: %s", tool.name, exc)
+                await repo.settle(self.sf, key, "undelivered", self.clock())
+                return UNASKED.format(exc)
             # The first answer stands: a press just before the timeout wins over it.
             stands = await repo.settle(self.sf, key, DECISIONS[choice], self.clock())
             if stands not in ("once", "always"):

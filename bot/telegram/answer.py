@@ -27,6 +27,7 @@ from aiogram.types import BufferedInputFile, Message
 from bot.agent.runner import Events, Incoming, Reply
 from bot.app import App
 from bot.telegram.files import file_items
+from bot.telegram.held import HELD
 from bot.telegram.origin import marked
 from bot.telegram.outbox import Outbox, text_items
 from bot.telegram.render import Item, render, tail, with_retry
@@ -150,6 +151,7 @@ async def answer(
 
     async def on_wait(line: str) -> None:
         nonlocal told
+        HELD.hold(chat)  # the chat's next messages wait for the model too: they say so
         if not told:  # one word per message, whatever the model's trouble
             told = True
             await outbox.send(chat, None, text_items([line]))
@@ -165,6 +167,7 @@ async def answer(
                 await outbox.settled(chat, incoming.telegram_message_id)
         raise
     finally:
+        HELD.release(chat)
         await streamer.close()
     answered_at = time.perf_counter()
     if not await deliver(outbox, chat, incoming.telegram_message_id, reply):
