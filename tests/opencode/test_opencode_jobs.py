@@ -19,7 +19,7 @@ from sqlalchemy import select
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Lane, Text
 from tests.opencode.conftest import delivering
-from tools.code.jobs import job_work
+from tools.code.jobs import job_kept, job_work
 from tools.code.models import CodeJob
 from tools.code.opencode import OPENCODE_IN_SANDBOX, OpenCodeInstall
 
@@ -123,7 +123,9 @@ async def test_a_job_writes_and_runs_a_file_and_the_user_gets_both(
         "hello.ts",
     )
     assert job.steps == 3 and job.duration_ms > 0 and job.delivered_at is not None
-    assert (job_work(oc.settings.data_dir, job_id) / "hello.ts").is_file()  # kept
+    # Delivered: the work dir is gone, the file sent is kept (execute runs it below).
+    assert not job_work(oc.settings.data_dir, job_id).exists()
+    assert (job_kept(oc.settings.data_dir, job_id) / "hello.ts").is_file()
 
     status = await ask(oc, {"action": "status", "job_id": job_id})
     assert status["status"] == "done" and status["files"] == ["hello.ts"]
