@@ -98,7 +98,8 @@ class ModelRelay:
         try:
             app = web.Application(client_max_size=BODY_LIMIT)
             app.router.add_route("*", "/{tail:.*}", partial(self._handle, job))
-            runner = web.AppRunner(app, access_log=None)
+            # A job that ended leaves no connection to wait for: its sandbox is gone.
+            runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
             await runner.setup()
             self._sockets[folder] = _Socket(runner, job)
             path = folder / SOCKET_NAME
