@@ -67,7 +67,7 @@ MEMORY_POLL_S = 0.5
 # (each file is held to FILE_SIZE_BYTES by the kernel as it is written).
 JOB_DISK_BYTES = 256 * 1024**2
 JOB_DISK_FILES = 5000
-DISK_POLL_S = 0.2
+DISK_POLL_S = 0.1  # as a code run's output/ (runner.py)
 KILL_WAIT_S = 5.0
 STDERR_KEEP = 16 * 1024
 PROVIDER = "sidekick"
