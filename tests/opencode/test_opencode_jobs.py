@@ -22,6 +22,7 @@ from tests.opencode.conftest import delivering
 from tools.code.jobs import job_kept, job_work
 from tools.code.models import CodeJob
 from tools.code.opencode import OPENCODE_IN_SANDBOX, OpenCodeInstall
+from tools.effects import OUTSIDE_MARK
 
 KEY = "sk-test-secret-key-123456"  # tests.conftest.make_settings's LLM_API_KEY
 MARK = "31337"
@@ -52,7 +53,10 @@ async def ask(oc: TG, args: dict[str, Any]) -> dict[str, Any]:
     oc.llm.add(Calls([("code", args)]), Text("ok"))
     await oc.send(OWNER, "and now?")
     assert (await oc.reply(OWNER)).text == "ok"
-    result: dict[str, Any] = json.loads(tool_results(oc.llm.requests)[-1])
+    text = tool_results(oc.llm.requests)[-1]
+    if text.startswith(OUTSIDE_MARK):  # a job's account, or code that had the network
+        text = text.split("\n", 1)[1]
+    result: dict[str, Any] = json.loads(text)
     return result
 
 
