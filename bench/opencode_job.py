@@ -21,8 +21,11 @@ from bench.cli import options
 from tests.fakes.openai_server import Calls, FakeOpenAI, Lane, Text
 from tools.code.bun import locate_bun, probe_bun
 from tools.code.opencode import Budget, OpenCodeRunner, Progress, locate_opencode
-from tools.code.relay import ModelRelay
+from tools.code.relay import ModelRelay, RelayJob
 from tools.code.sandbox import uid_block
+from tools.model_call import ModelCall
+
+JOB = RelayJob(ModelCall("code"), ("fake-model",))
 
 
 def script() -> list[Any]:
@@ -62,7 +65,8 @@ async def main(runs: int) -> None:
             lane.script[:] = script()
             progress = Progress()
             with tempfile.TemporaryDirectory() as work:
-                run = await runner.run(Path(work), "Write hello.ts printing 6*7; run it.", progress)
+                task = "Write hello.ts printing 6*7; run it."
+                run = await runner.run(Path(work), task, progress, JOB)
             if run.exit_code != 0 or progress.steps != 3:
                 raise SystemExit(f"the job failed: {run}")
             first.append(progress.first_step_s or 0.0)

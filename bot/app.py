@@ -27,7 +27,7 @@ from db.migrate import SchemaMismatch, require_schema, upgrade
 from db.repos.core import Recipient
 from scheduler.setup import JobSpec
 from tools.base import Clock, ModelEndpoint, ToolDeps, system_clock
-from tools.chat import ChatModel
+from tools.chat import METERING, ChatModel
 from tools.feature import Deliver, Feature, Provide
 from tools.hooks import HISTORY, PERIODS, File, Gates, NoPeriods
 from tools.registry import Registry, build_registry
@@ -249,13 +249,20 @@ async def build_app(
             llm=llm,
             clock=clock,
             data_dir=settings.data_dir,
-            endpoint=ModelEndpoint(settings.llm_base_url, key, settings.llm_model),
+            endpoint=ModelEndpoint(
+                settings.llm_base_url,
+                key,
+                settings.llm_model,
+                settings.llm_models,
+                settings.llm_max_output_tokens,
+            ),
             tz=settings.tz,
             owners=settings.allowed_user_ids,
             scrub=Scrubber(settings.secrets()).scrub,
         )
         app = App(settings, engine, sf, http, llm, deps, features)
         await app.build_parts(on_start=False)
+        deps.metering = app.part(METERING) if app.has(METERING) else None
         # One model for everything (the chat, the tools' plain completions), inside every
         # listed feature's wrapper.
         model = await app.wrapped(llm)

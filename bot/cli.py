@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -176,9 +177,13 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
     if command in ("run", "chat"):  # long-lived: before any thread starts
         heap.one_arena()
     if command == "run":
+        from bot.ops.runlock import START_WAIT_S, hold
         from bot.telegram.main import run_bot
 
-        asyncio.run(run_bot(settings))
+        # Before the database is opened: a second bot in the same folder stops in one line.
+        shared = shares_data_dir(settings)
+        with hold(settings.data_dir, datetime.now(UTC), "run", shared=shared, wait_s=START_WAIT_S):
+            asyncio.run(run_bot(settings))
     elif command == "chat":
         from bot.terminal.chat import run_chat
 
@@ -208,6 +213,12 @@ def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
     elif command == "memory":
         asyncio.run(memory_reindex(settings))
     return 0
+
+
+def shares_data_dir(settings: Settings) -> bool:
+    """Webhook workers on PostgreSQL may share a data folder (docs/scaling.md); a long poller
+    or a SQLite bot is alone in it."""
+    return bool(settings.webhook_url) and not settings.db_url.startswith("sqlite")
 
 
 async def memory_reindex(settings: Settings) -> None:

@@ -18,6 +18,7 @@ from bot.config import load_settings
 from bot.ops.backup import BackupError, daily_backup, make_backup, verify
 from bot.ops.cli import operations_results, unit_text
 from bot.ops.restore import restore
+from bot.ops.runlock import LOCK_FILE
 from db.engine import create_engine
 from tests.conftest import pg_only, sqlite_only
 from tests.test_config import sidekick
@@ -221,8 +222,11 @@ def target(tmp_path: Path) -> tuple[Path, object]:
 
 
 def snapshot(home: Path) -> dict[str, bytes]:
+    """Every file but the lock a restore holds while it works (bot/ops/runlock.py)."""
     return {
-        str(p.relative_to(home)): p.read_bytes() for p in sorted(home.rglob("*")) if p.is_file()
+        str(p.relative_to(home)): p.read_bytes()
+        for p in sorted(home.rglob("*"))
+        if p.is_file() and p.name != LOCK_FILE
     }
 
 

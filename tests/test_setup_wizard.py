@@ -9,6 +9,7 @@ import asyncio
 import os
 import re
 import select
+import socket
 import stat
 import subprocess
 import sys
@@ -182,7 +183,7 @@ async def test_make_runs_it_only_on_a_terminal_when_env_cannot_start_the_bot(
     )  # fmt: skip
     assert piped.returncode == 0 and piped.stdout == "" and env.read_text() == "LLM_MODEL=x\n"
     term = Terminal(tmp_path, "setup", "--if-needed")
-    await term.expect(r"no bot token or model yet")
+    await term.expect(r"cannot start the bot yet")
     await term.expect(r"Bot token: ")
     os.kill(term.proc.pid, 2)  # Ctrl-C
     assert await term.ended() == 130
@@ -216,3 +217,122 @@ async def test_picking_another_model_keeps_the_others_llm_model_lists(
     term.type("")
     assert await term.ended() == 0
     assert read_env(env)["LLM_MODEL"] == "big-model, fake-model, small-model"
+
+
+async def test_a_setup_stopped_after_the_token_runs_again_at_the_next_start(
+    tmp_path: Path, telegram: FakeTelegram
+) -> None:
+    """What `make run` does on a first start: .env from the example (which names a model at
+    OpenAI and no key), then `setup --if-needed`. Stopped after the token, the settings
+    cannot start the bot, so the next start asks again instead of running keyless."""
+    env = tmp_path / ".env"
+    env.write_text((ROOT / ".env.example").read_text() + f"TELEGRAM_API_URL={telegram.base_url}\n")
+    term = Terminal(tmp_path, "setup", "--if-needed")
+    await term.expect(r"Bot token: ")
+    term.type(telegram.token)
+    await term.expect(r"ok: this is your bot")
+    await term.expect(r"Choose 1-5 \[keep\]: ")
+    os.kill(term.proc.pid, 2)  # Ctrl-C
+    assert await term.ended() == 130
+    assert read_env(env)["TELEGRAM_BOT_TOKEN"] == telegram.token
+
+    again = Terminal(tmp_path, "setup", "--if-needed")
+    await again.expect(r"cannot start the bot yet")
+    await again.expect(r"Bot token \[••••0000, Enter keeps\]: ")
+    os.kill(again.proc.pid, 2)
+    assert await again.ended() == 130
+
+
+async def test_an_unreachable_endpoint_asks_for_the_url_again(
+    tmp_path: Path, telegram: FakeTelegram, fake_llm: FakeOpenAI
+) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    closed.close()  # nothing listens there now
+    env = tmp_path / ".env"
+    env.write_text(
+        f"TELEGRAM_API_URL={telegram.base_url}\nTELEGRAM_BOT_TOKEN={telegram.token}\n"
+        f"LLM_BASE_URL={fake_llm.base_url}\nLLM_MODEL=fake-model\nALLOWED_USER_IDS=7\n"
+    )
+    term = Terminal(tmp_path, "setup")
+    await term.expect(r"Change which \(1-4, Enter: done\) \[done\]: ")
+    term.type("2")
+    await term.expect(r"Choose 1-5 \[keep\]: ")
+    term.type("5")
+    await term.expect(r"Endpoint URL \(ending in /v1\) .*: ")
+    term.type(nowhere)  # a typo in the port
+    await term.expect(r"API key: ")
+    term.type("")
+    await term.expect(r"not ok: cannot connect")
+    await term.expect(r"Keep these anyway\? \[y/N\]: ")
+    term.type("n")
+    await term.expect(r"Choose 1-5 \[5\]: ")  # the endpoint again, not the key
+    term.type("")
+    await term.expect(re.escape(f"Endpoint URL (ending in /v1) [{nowhere}]: "))
+    term.type(fake_llm.base_url)
+    await term.expect(r"API key: ")
+    term.type("")
+    await term.expect(r"ok: 1 models")
+    await term.expect(r"Model \(number or name\) \[fake-model\]: ")
+    term.type("")
+    await term.expect(r"Change which .*: ")
+    term.type("")
+    assert await term.ended() == 0
+    assert read_env(env)["LLM_BASE_URL"] == fake_llm.base_url
+
+
+async def test_search_that_does_not_answer_can_be_changed_or_turned_off(
+    tmp_path: Path, telegram: FakeTelegram, fake_llm: FakeOpenAI
+) -> None:
+    env = tmp_path / ".env"
+    before = (
+        f"TELEGRAM_API_URL={telegram.base_url}\nTELEGRAM_BOT_TOKEN={telegram.token}\n"
+        f"LLM_BASE_URL={fake_llm.base_url}\nLLM_MODEL=fake-model\nALLOWED_USER_IDS=7\n"
+    )
+    env.write_text(before)
+    term = Terminal(tmp_path, "setup")
+    await term.expect(r"Change which \(1-4, Enter: done\) \[done\]: ")
+    term.type("4")
+    await term.expect(r"Choose 1-3 \[keep\]: ")
+    term.type("1")
+    await term.expect(r"SearXNG URL \[http://localhost:8888\]: ")
+    term.type("http://127.0.0.1:9")
+    await term.expect(r"not ok: cannot reach SearXNG")
+    await term.expect(r"Keep it anyway\? \[y/N\]: ")
+    term.type("n")
+    await term.expect(r"Choose 1-3 \[1\]: ")
+    term.type("3")
+    await term.expect(r"Web search          off")
+    await term.expect(r"Change which .*: ")
+    term.type("")
+    assert await term.ended() == 0
+    assert "SEARXNG_URL" not in read_env(env)
+
+
+async def test_a_mistyped_model_does_not_stay_behind_as_a_second_model(
+    tmp_path: Path, telegram: FakeTelegram, fake_llm: FakeOpenAI
+) -> None:
+    """A name kept by mistake ("Keep it anyway?") is replaced by the right one, not kept as a
+    second model for /model to offer: only what the endpoint offers stays."""
+    fake_llm.models = ["big-model", "fake-model"]
+    env = tmp_path / ".env"
+    env.write_text(
+        f"TELEGRAM_API_URL={telegram.base_url}\nTELEGRAM_BOT_TOKEN={telegram.token}\n"
+        f"LLM_BASE_URL={fake_llm.base_url}\nLLM_API_KEY={KEY}\n"
+        "LLM_MODEL=fake-modle, big-model\nALLOWED_USER_IDS=7\n"
+    )
+    term = Terminal(tmp_path, "setup")
+    await term.expect(r"Change which \(1-4, Enter: done\) \[done\]: ")
+    term.type("2")
+    await term.expect(r"Choose 1-5 \[keep\]: ")
+    term.type("")
+    await term.expect(r"API key \[••••6789, Enter keeps\]: ")
+    term.type("")
+    await term.expect(r"Model \(number or name\) \[big-model\]: ")
+    term.type("fake-model")
+    await term.expect(r"ok: fake-model")
+    await term.expect(r"Change which .*: ")
+    term.type("")
+    assert await term.ended() == 0
+    assert read_env(env)["LLM_MODEL"] == "fake-model, big-model"

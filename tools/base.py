@@ -27,6 +27,7 @@ from tools.model_call import ModelCall, Purpose
 from tools.state import Slot
 
 if TYPE_CHECKING:  # built by the wiring
+    from tools.chat import Metering
     from tools.memory.store import MemoryStore
 
 __all__ = ["ConfigError", "ProviderError", "ToolError"]
@@ -236,6 +237,8 @@ class ModelEndpoint:
     base_url: str
     api_key: str | None = field(repr=False)
     model: str
+    others: tuple[str, ...] = ()  # the models /model offers besides `model`
+    max_output_tokens: int | None = None  # LLM_MAX_OUTPUT_TOKENS: every call's ceiling
 
 
 @dataclass
@@ -257,6 +260,9 @@ class ToolDeps:
     tz: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))  # TZ: users without their own
     owners: tuple[int, ...] = ()  # ALLOWED_USER_IDS: who may talk to the bot, the owner first
     scrub: Callable[[str], str] = str  # masks the settings' secrets in a text
+    # The usage feature's metering (tools/chat.py METERING), for a tool whose programs reach
+    # the model by themselves; None: nothing is metered.
+    metering: Metering | None = None
 
     def settings_for(self, model: type[S]) -> S:
         """A feature's own settings slice, typed: the settings hold every listed feature's

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tools.model_call import ModelCall
+from tools.state import Key
 
 OnText = Callable[[str], Awaitable[None]]
 
@@ -123,6 +124,34 @@ class ChatModel(Protocol):
         """How many tokens `model`'s context holds (default LLM_MODEL): LLM_CONTEXT_TOKENS,
         else what the server says (llama.cpp, Ollama), else None (unknown)."""
         ...
+
+
+class Metering(Protocol):
+    """What a part that reaches the model by itself needs of metering (the code tool's
+    relay, whose OpenCode jobs talk to the endpoint directly): the budget check before each
+    call, the user's /model pick, and the usage row after the call. The usage feature
+    provides it as METERING; without that feature nothing is metered."""
+
+    async def refusal(self, user_id: int | None) -> str | None:
+        """One sentence when a budget or cap is used up (no call may be made), else None."""
+        ...
+
+    async def chosen_model(self, user_id: int) -> str | None:
+        """The model the user picked with /model (one the bot offers); None: the default."""
+        ...
+
+    async def record_call(
+        self,
+        call: ModelCall,
+        out: Completion,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """The call's usage row, in a transaction of its own; the totals count it."""
+        ...
+
+
+METERING: Key[Metering] = Key("model.metering")
 
 
 class ModelWrapper:

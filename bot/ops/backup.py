@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 from bot.config import Settings
 from bot.errors import SidekickError
 from bot.ops.preflight import sqlite_file
+from bot.ops.runlock import LOCK_FILE
 from scheduler.setup import JobSpec
 from tools.base import CheckResult
 
@@ -126,7 +127,7 @@ def user_files(data_dir: Path, skip: set[Path]) -> list[Path]:
     out = []
     for path in sorted(data_dir.rglob("*")):
         rel = path.relative_to(data_dir)
-        if path.is_dir() or rel.parts[0] == "backups" or path.resolve() in skip:
+        if path.is_dir() or rel.parts[0] in ("backups", LOCK_FILE) or path.resolve() in skip:
             continue
         if path.name.endswith(SKIP_SUFFIXES) or ".log." in path.name:
             continue

@@ -19,6 +19,7 @@ import shutil
 import sqlite3
 import tarfile
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from bot.config import Settings
@@ -36,9 +37,10 @@ from bot.ops.backup import (
     verify,
 )
 from bot.ops.preflight import sqlite_file
+from bot.ops.runlock import LOCK_FILE, Busy, hold
 
 # Left alone in DATA_DIR: a restore does not count them as data, nor does it touch them.
-KEPT = frozenset({"backups"})
+KEPT = frozenset({"backups", LOCK_FILE})
 STAGING = ".restore-"
 JOURNALS = ("-wal", "-shm", "-journal")
 
@@ -68,7 +70,17 @@ def _journal_of(path: Path, database: Path | None) -> bool:
 
 
 def restore(settings: Settings, archive: Path, force: bool = False) -> Verified:
+    """The archive into the target, holding the data folder (bot/ops/runlock.py): never under
+    a running bot, which would go on writing to the file it has open, the replaced one."""
     checked = verify(archive)
+    try:
+        with hold(settings.data_dir, datetime.now(UTC), "restore"):
+            return _restore(settings, archive, checked, force)
+    except Busy as exc:
+        raise BackupError(f"{exc}; nothing was restored") from None
+
+
+def _restore(settings: Settings, archive: Path, checked: Verified, force: bool) -> Verified:
     in_the_way = occupied(settings)
     if in_the_way and not force:
         raise BackupError(

@@ -22,12 +22,13 @@ import httpx
 from pydantic import SecretStr
 
 from bot.access.gate import owner_code
-from bot.llm.settings import split_models
+from bot.llm.settings import ModelSettings, split_models
 from bot.ops.envfile import mask, read_env, set_values
 
 TOKEN_SHAPE = re.compile(r"\d+:[A-Za-z0-9_-]+")
 CHECK_TIMEOUT_S = 15.0
 MODELS_SHOWN = 30
+DEFAULT_URL = str(ModelSettings.model_fields["llm_base_url"].default)
 EXAMPLE = Path(__file__).resolve().parents[2] / ".env.example"
 
 
@@ -183,46 +184,60 @@ class Wizard:
         self.save({"TELEGRAM_BOT_TOKEN": token})
 
     def model(self) -> None:
-        url, key = self.get("LLM_BASE_URL"), self.get("LLM_API_KEY")
+        saved = self.get("LLM_BASE_URL")
+        url = saved
         # LLM_MODEL may name more models after the default (what /model offers): the one
-        # picked here becomes the default, the others stay while the endpoint does.
-        listed = split_models(self.get("LLM_MODEL"))
+        # picked here becomes the default, the others stay while the endpoint does and
+        # offers them. A first setup keeps none: those came with the example file.
+        listed = split_models(self.get("LLM_MODEL")) if complete(self.values) else []
         model = listed[0] if listed else ""
         self.p.say("\nThe model: any OpenAI-compatible endpoint.")
+        choice = "keep" if url else "1"
+        while True:
+            preset, url = self._endpoint(url, choice)
+            # Never send one server's key to another.
+            key = self.get("LLM_API_KEY") if url == saved else ""
+            reached, models, key = self._reach(url, key, preset.needs_key if preset else True)
+            if reached:
+                break
+            # Not reached and not kept: the endpoint again, what was typed as the default.
+            choice = str(PRESETS.index(preset) + 1 if preset else len(PRESETS) + 1)
+        model = self._pick_model(url, key, models, model or (preset.model if preset else ""))
+        kept = [m for m in listed if m != model and (models is None or m in models)]
+        models_line = ", ".join([model, *(kept if url == saved else [])])
+        self.save({"LLM_BASE_URL": url, "LLM_API_KEY": key or None, "LLM_MODEL": models_line})
+
+    def _endpoint(self, url: str, default: str) -> tuple[Preset | None, str]:
         for i, shown in enumerate(PRESETS, 1):
             self.p.say(f"  {i}) {shown.label:34} {shown.url}")
         self.p.say(f"  {len(PRESETS) + 1}) another OpenAI-compatible URL")
-        preset: Preset | None = None
         while True:
-            choice = self.p.ask(f"Choose 1-{len(PRESETS) + 1}", "keep" if url else "1")
+            choice = self.p.ask(f"Choose 1-{len(PRESETS) + 1}", default)
             if choice == "keep":
-                preset = next((p for p in PRESETS if p.url == url), None)
-                break
+                return next((p for p in PRESETS if p.url == url), None), url
             if choice.isdigit() and 1 <= int(choice) <= len(PRESETS) + 1:
                 preset = PRESETS[int(choice) - 1] if int(choice) <= len(PRESETS) else None
-                url = (
-                    preset.url
-                    if preset and preset.needs_key
-                    else self.p.ask("Endpoint URL (ending in /v1)", preset.url if preset else url)
-                )
-                break
-        needs_key = preset.needs_key if preset else True
-        if url != self.get("LLM_BASE_URL"):
-            key = ""  # never send one server's key to another
+                if preset and preset.needs_key:
+                    return preset, preset.url
+                # Asked again after a failure, the URL typed last is the default to correct.
+                again = url if choice == default and url else (preset.url if preset else url)
+                return preset, self.p.ask("Endpoint URL (ending in /v1)", again)
+
+    def _reach(self, url: str, key: str, needs_key: bool) -> tuple[bool, list[str] | None, str]:
+        """The key, asked until the endpoint answers (or is kept as it is): whether it was,
+        its models (None: no list), the key. A refused key is asked again; anything else
+        is the URL's fault, and not keeping it goes back to the URL."""
         while True:
             question = "API key" if needs_key else "API key (Enter: none)"
             key = self.p.secret(question, key)
             self.p.say(f"  checking {url} (listing its models)...")
             models, why = list_models(url, key)
             if models is not None or not why:
-                break
+                return True, models, key
             self.p.say(f"  not ok: {why}")
-            if "refused" not in why and self.p.yes("  Keep these anyway?"):
-                break
-        model = self._pick_model(url, key, models, model or (preset.model if preset else ""))
-        kept = [m for m in listed if m != model] if url == self.get("LLM_BASE_URL") else []
-        models_line = ", ".join([model, *kept])
-        self.save({"LLM_BASE_URL": url, "LLM_API_KEY": key or None, "LLM_MODEL": models_line})
+            if "refused" in why:
+                continue
+            return self.p.yes("  Keep these anyway?"), None, key
 
     def _pick_model(self, url: str, key: str, models: list[str] | None, current: str) -> str:
         if models:
@@ -277,11 +292,6 @@ class Wizard:
             "  1) SearXNG: the URL of your instance\n  2) Brave Search: an API key\n  3) none"
         )
         choice = self.p.ask("Choose 1-3", "keep")
-        if choice == "keep":
-            return
-        if choice == "3":
-            self.save({"SEARXNG_URL": None, "BRAVE_API_KEY": None})
-            return
         while choice in ("1", "2"):
             if choice == "1":
                 searxng, brave = self.p.ask("SearXNG URL", searxng or "http://localhost:8888"), ""
@@ -292,6 +302,13 @@ class Wizard:
             self.p.say(f"  {'ok' if ok else 'not ok'}: {said}")
             if ok or self.p.yes("  Keep it anyway?"):
                 break
+            # Not kept: the choice again (another URL, the other backend, or none).
+            choice = self.p.ask("Choose 1-3", choice)
+        if choice == "keep":
+            return
+        if choice == "3":
+            self.save({"SEARXNG_URL": None, "BRAVE_API_KEY": None})
+            return
         self.save({"SEARXNG_URL": searxng or None, "BRAVE_API_KEY": brave or None})
 
     # The whole ------------------------------------------------------------------------
@@ -334,8 +351,14 @@ class Wizard:
 
 
 def complete(values: dict[str, str]) -> bool:
-    """Whether the bot can start on these: a token and a model."""
-    return bool(values.get("TELEGRAM_BOT_TOKEN") and values.get("LLM_MODEL"))
+    """Whether the bot can start on these: a token, a model and, for an endpoint that needs
+    one, a key. The example file names a model at OpenAI: a setup stopped after the token
+    must not leave that as a working choice."""
+    if not (values.get("TELEGRAM_BOT_TOKEN") and values.get("LLM_MODEL")):
+        return False
+    url = (values.get("LLM_BASE_URL") or DEFAULT_URL).rstrip("/")
+    keyed = any(p.needs_key and p.url == url for p in PRESETS)
+    return bool(values.get("LLM_API_KEY")) or not keyed
 
 
 def run_setup(env: Path, *, if_needed: bool = False) -> int:
@@ -345,7 +368,11 @@ def run_setup(env: Path, *, if_needed: bool = False) -> int:
         values = {**read_env(env), **{k: v for k, v in os.environ.items() if k.isupper() and v}}
         if complete(values) or not sys.stdin.isatty():
             return 0
-        print("sidekick: .env has no bot token or model yet: let's set them up.", flush=True)
+        print(
+            "sidekick: .env cannot start the bot yet (a bot token, a model and its key): "
+            "let's set them up.",
+            flush=True,
+        )
     try:
         Wizard(env, Prompt()).run()
     except (KeyboardInterrupt, EOFError):

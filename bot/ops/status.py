@@ -1,17 +1,16 @@
 """`sidekick status` and `sidekick logs`: what the running bot is doing, from another shell.
 
-`sidekick run` keeps DATA_DIR/sidekick.pid (its pid and start time) while it runs; status
-reads it, the database (read only: it opens no migration) and the data folder.
+`sidekick run` holds DATA_DIR/sidekick.lock (with its pid and start time) while it runs;
+status tests that lock and reads the database (read only: it opens no migration) and the
+data folder.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,42 +19,9 @@ from sqlalchemy.engine import make_url
 from bot.config import Settings
 from bot.logs import RUN_LOG, Scrubber
 from bot.ops.backup import archives, modified
+from bot.ops.runlock import holder
 
-PID_FILE = "sidekick.pid"
 FOLLOW_POLL_S = 0.5
-
-
-@dataclass(frozen=True)
-class Running:
-    pid: int
-    since: datetime
-
-
-def write_pid(data_dir: Path, now: datetime) -> None:
-    path = data_dir / PID_FILE
-    path.write_text(json.dumps({"pid": os.getpid(), "since": now.isoformat()}) + "\n")
-
-
-def clear_pid(data_dir: Path) -> None:
-    """At a clean stop; only our own file (another worker may have started since)."""
-    found = running(data_dir)
-    if found is not None and found.pid == os.getpid():
-        (data_dir / PID_FILE).unlink(missing_ok=True)
-
-
-def running(data_dir: Path) -> Running | None:
-    """The bot that wrote the pid file, if that process still lives (a kill -9 leaves the
-    file behind: its pid is then gone, or another program's)."""
-    try:
-        data = json.loads((data_dir / PID_FILE).read_text())
-        pid, since = int(data["pid"]), datetime.fromisoformat(data["since"])
-        os.kill(pid, 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if cmdline.exists() and b"bot" not in cmdline.read_bytes():
-        return None  # the pid was reused by another program
-    return Running(pid, since)
 
 
 def ago(then: datetime, now: datetime) -> str:
@@ -146,9 +112,13 @@ def no_database(settings: Settings) -> str | None:
 
 
 def run_line(settings: Settings, now: datetime) -> str:
-    run = running(settings.data_dir)
+    run = holder(settings.data_dir)
     if run is None:
         return "Sidekick:    not running (start it with `make run` or `sidekick run`)"
+    if run.pid is None or run.since is None:
+        return "Sidekick:    running (starting up)"
+    if run.command != "run":
+        return f"Sidekick:    not running; `sidekick {run.command}` is at work (pid {run.pid})"
     started = run.since.astimezone(settings.tz)
     up = ago(run.since, now).removesuffix(" ago")
     return f"Sidekick:    running since {started:%Y-%m-%d %H:%M} ({up}; pid {run.pid})"

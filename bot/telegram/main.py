@@ -24,7 +24,6 @@ from bot.app import build_app
 from bot.config import Settings, require
 from bot.errors import ConfigError, ProviderError
 from bot.ops.backup import backup_jobs
-from bot.ops.status import clear_pid, write_pid
 from bot.telegram.delivery import TelegramDelivery
 from bot.telegram.dispatcher import Runtime, build_runtime
 from bot.telegram.resume import continue_cut_turns
@@ -160,14 +159,12 @@ async def run_bot(settings: Settings) -> None:
         if app.engine.dialect.name == "sqlite" and db_file not in (None, "", ":memory:"):
             jobs.append(DatabaseFileWatch(Path(db_file)).job_spec())
         scheduler = start_scheduler(jobs, guard)
-        write_pid(settings.data_dir, app.deps.clock())  # `sidekick status` reads it
         if settings.webhook_url:
             await serve_webhook(rt, stop)
         else:
             await serve_polling(rt, stop)
         log.info("stopping: finishing messages in progress")
     finally:
-        clear_pid(settings.data_dir)
         if scheduler is not None:
             await scheduler.stop()
         if rt is not None:

@@ -6,13 +6,13 @@ plain completions, the request hooks the chat's calls."""
 from __future__ import annotations
 
 from bot.usage import commands
-from bot.usage.meter import METER, Meter, MeteredModel
+from bot.usage.meter import METER, CallMetering, Meter, MeteredModel
 from bot.usage.models import ModelUsage
 from bot.usage.report import doctor_checks
 from bot.usage.request import ContextAccounting, UsageTurns
 from bot.usage.settings import UsageSettings
 from tools.base import CheckResult
-from tools.chat import ChatModel
+from tools.chat import METERING, ChatModel, Metering
 from tools.feature import Command, Feature, Host, Provide
 from tools.hooks import Always, RequestHooks
 from tools.registry import discovery
@@ -21,6 +21,11 @@ from tools.registry import discovery
 async def meter(host: Host) -> Meter:
     deps = host.deps
     return Meter(deps.settings_for(UsageSettings), deps.session_factory, deps.clock, deps.tz)
+
+
+async def metering_part(host: Host) -> Metering:
+    s = commands.settings(host)
+    return CallMetering(await host.need(METER), commands.allowed_models(s.llm_model, s.llm_models))
 
 
 async def metered(host: Host, model: ChatModel) -> ChatModel:
@@ -61,7 +66,7 @@ FEATURE = Feature(
         ),
         Command("model", "show or switch your model", commands.model, args="[name | default]"),
     ),
-    parts=(Provide(METER, meter),),
+    parts=(Provide(METER, meter), Provide(METERING, metering_part)),
     wraps=(metered,),
     turns=(metering, accounting),
     doctor=check,

@@ -357,4 +357,30 @@ class MeteredModel(ModelWrapper):
         return out
 
 
+@dataclass
+class CallMetering:
+    """The Meter as tools/chat.py's Metering: what the code tool's relay meters OpenCode's
+    calls with (METERING, this feature's typed part)."""
+
+    meter: Meter
+    models: list[str]  # what /model may pick
+
+    async def refusal(self, user_id: int | None) -> str | None:
+        return await self.meter.refusal(user_id)
+
+    async def chosen_model(self, user_id: int) -> str | None:
+        picked = (await self.meter.user_usage(user_id)).llm_model
+        return picked if picked in self.models else None
+
+    async def record_call(
+        self,
+        call: ModelCall,
+        out: Completion,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> None:
+        async with self.meter.sf() as s, s.begin():
+            await self.meter.record(s, call, out, messages, tools)
+
+
 METER: Key[Meter] = Key("usage.meter")

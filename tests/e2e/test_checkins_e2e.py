@@ -28,7 +28,7 @@ UTC_0831 = datetime.combine(TODAY, time(8, 31), UTC)
 
 
 async def _started(tg: TG) -> None:
-    await tg.app.start_features(TelegramDelivery(tg.runtime.bot))  # as `sidekick run` does
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # as `sidekick run` does
 
 
 async def _command(tg: TG, text: str) -> str:

@@ -6,6 +6,7 @@ OpenCode binary, are tests/opencode.)"""
 from __future__ import annotations
 
 import io
+import json
 import os
 import time
 import zipfile
@@ -17,8 +18,9 @@ import pytest
 from bot.telegram.delivery import TelegramDelivery
 from db.repos.core import get_or_create_user
 from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Calls, Text
 from tools.code import repo
-from tools.code.jobs import job_work
+from tools.code.jobs import job_kept, job_work
 
 
 @pytest.fixture
@@ -72,6 +74,25 @@ async def test_a_done_job_sends_its_summary_and_files_once(tg: TG) -> None:
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == "echo: hello"
     assert tg.unread(OWNER) == []
+
+
+async def test_a_delivered_job_keeps_only_the_files_it_sent(tg: TG) -> None:
+    """The work dir (on the host's disk, whatever the job left in it) goes once the job is
+    delivered; the files the user was sent stay, and `execute file=` still runs one."""
+    await add_job(tg, "job5", {"hello.ts": b"console.log('hi ' + 6 * 7)\n"})
+    work = job_work(tg.settings.data_dir, "job5")
+    (work / "node_modules").mkdir()
+    (work / "node_modules" / "big.bin").write_bytes(b"\0" * 4096)  # never listed, never sent
+    await start_delivering(tg)
+    text, document = await tg.replies(OWNER, 2)
+    assert "Code job job5 is done" in (text.text or "") and document.filename == "hello.ts"
+    await tg.server.wait_for(lambda: not work.exists(), 60)
+    assert (job_kept(tg.settings.data_dir, "job5") / "hello.ts").is_file()
+    tg.llm.add(Calls([("code", {"action": "execute", "file": "job5/hello.ts"})]), Text("ran it"))
+    await tg.send(OWNER, "run the greeting again")
+    assert (await tg.reply(OWNER)).text == "ran it"
+    result = json.loads(str(tg.llm.requests[-1]["messages"][-1]["content"]))
+    assert result["success"] is True and result["stdout"] == "hi 42\n"
 
 
 async def test_an_image_telegram_refuses_as_a_photo_comes_as_a_document(tg: TG) -> None:

@@ -60,7 +60,7 @@ async def test_status_and_logs_beside_a_running_bot(
     try:
         await server.push(message_update(OWNER, "hello"))
         await server.wait_for(lambda: bool(server.sent_to(OWNER)), timeout=WAIT_S)
-        await server.wait_for(lambda: (data / "sidekick.pid").exists(), timeout=WAIT_S)
+        await server.wait_for(lambda: (data / "sidekick.lock").exists(), timeout=WAIT_S)
         status = await sidekick(env, tmp_path, "status")
         assert f"running since {datetime.now(UTC):%Y-%m-%d}" in status
         assert f"pid {bot.pid}" in status

@@ -19,9 +19,10 @@ from sqlalchemy import select
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Lane, Text
 from tests.opencode.conftest import delivering
-from tools.code.jobs import job_work
+from tools.code.jobs import job_kept, job_work
 from tools.code.models import CodeJob
 from tools.code.opencode import OPENCODE_IN_SANDBOX, OpenCodeInstall
+from tools.effects import OUTSIDE_MARK
 
 KEY = "sk-test-secret-key-123456"  # tests.conftest.make_settings's LLM_API_KEY
 MARK = "31337"
@@ -52,7 +53,10 @@ async def ask(oc: TG, args: dict[str, Any]) -> dict[str, Any]:
     oc.llm.add(Calls([("code", args)]), Text("ok"))
     await oc.send(OWNER, "and now?")
     assert (await oc.reply(OWNER)).text == "ok"
-    result: dict[str, Any] = json.loads(tool_results(oc.llm.requests)[-1])
+    text = tool_results(oc.llm.requests)[-1]
+    if text.startswith(OUTSIDE_MARK):  # a job's account, or code that had the network
+        text = text.split("\n", 1)[1]
+    result: dict[str, Any] = json.loads(text)
     return result
 
 
@@ -123,7 +127,9 @@ async def test_a_job_writes_and_runs_a_file_and_the_user_gets_both(
         "hello.ts",
     )
     assert job.steps == 3 and job.duration_ms > 0 and job.delivered_at is not None
-    assert (job_work(oc.settings.data_dir, job_id) / "hello.ts").is_file()  # kept
+    # Delivered: the work dir is gone, the file sent is kept (execute runs it below).
+    assert not job_work(oc.settings.data_dir, job_id).exists()
+    assert (job_kept(oc.settings.data_dir, job_id) / "hello.ts").is_file()
 
     status = await ask(oc, {"action": "status", "job_id": job_id})
     assert status["status"] == "done" and status["files"] == ["hello.ts"]
@@ -232,4 +238,33 @@ async def test_the_memory_budget_stops_a_job(
     job_id = await start_job(oc, "too big")
     (text,) = await oc.replies(OWNER, 1, timeout=300)
     assert f"Code job {job_id} failed" in (text.text or "") and "over 256 MB" in (text.text or "")
+    assert await until_gone(installed) == []
+
+
+async def test_a_job_runs_on_the_users_model_and_its_calls_are_theirs(
+    make_tg: Any, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    """The /model pick is the job's model; OpenCode's calls through the relay are the
+    user's in /usage (code generation), each capped at LLM_MAX_OUTPUT_TOKENS."""
+    oc = await delivering(
+        await make_tg(
+            approvals="off", code_generator="opencode", llm_model="fake-model, big-model",
+            llm_max_output_tokens=2000,
+        )
+    )  # fmt: skip
+    oc.llm.models = ["fake-model", "big-model"]
+    await oc.send(OWNER, "/model big-model")
+    assert (await oc.reply(OWNER)).text == "Your model is now big-model."
+    lane.script += [Text("Nothing to write.")]
+    job_id = await start_job(oc, "say hello")
+    (text,) = await oc.replies(OWNER, 1, timeout=300)
+    assert f"Code job {job_id} is done" in (text.text or "")
+    assert lane.requests and {r["model"] for r in lane.requests} == {"big-model"}
+    assert all(r.get("max_tokens", 0) <= 2000 for r in lane.requests)
+    async with oc.app.session_factory() as s:
+        job = (await s.execute(select(CodeJob))).scalar_one()
+    assert job.model == "big-model"
+    await oc.send(OWNER, "/usage")
+    report = (await oc.replies(OWNER, 2))[1].text or ""
+    assert "code generation —" in report and "big-model —" in report
     assert await until_gone(installed) == []

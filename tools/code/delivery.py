@@ -1,5 +1,7 @@
 """Sending the user an OpenCode job's result when it ends, without being asked: its summary
-and the files it wrote (each as a document, or one zip archive when there are many).
+and the files it wrote (each as a document, or one zip archive when there are many). Then
+the work dir goes: what stays is the files the user was sent (jobs.py job_kept, which
+`execute file=` runs), as a code run's output/ is read and its folder removed.
 
 A part (built when the adapter starts) that looks for settled, undelivered jobs every
 couple of seconds: the job runs in the tool, which has no adapter to send through, and a
@@ -20,7 +22,7 @@ from pathlib import Path
 from db.repos.core import Recipient, get_user
 from tools.code import repo
 from tools.code.files import read_regular
-from tools.code.jobs import JOBS_FOLDER, OWNER, job_work
+from tools.code.jobs import JOBS_FOLDER, OWNER, job_kept, job_work
 from tools.code.models import CodeJob
 from tools.code.tree import remove_tree
 from tools.feature import Host
@@ -44,7 +46,15 @@ HEADS = {
 
 
 def job_files(job: CodeJob, data_dir: Path) -> tuple[list[File], list[str]]:
-    """The files to send (one zip when many) and what was left out, and why."""
+    """The files to send (one zip when many) and what was left out, and why; the files
+    sent are kept and the rest of the work dir removed."""
+    found, left = read_files(job, data_dir)
+    keep(job, data_dir, found)
+    return packed(job, found), left
+
+
+def read_files(job: CodeJob, data_dir: Path) -> tuple[list[File], list[str]]:
+    """The files the job listed that can be sent, and what was left out, and why."""
     work = job_work(data_dir, job.id)
     found: list[File] = []
     left: list[str] = []
@@ -60,13 +70,32 @@ def job_files(job: CodeJob, data_dir: Path) -> tuple[list[File], list[str]]:
             continue
         total += len(data)
         found.append((rel, data))
+    return found, left
+
+
+def keep(job: CodeJob, data_dir: Path, found: list[File]) -> None:
+    """The files sent, kept (within the limits they were sent under); the work dir, with
+    whatever else the job left there, removed."""
+    kept = job_kept(data_dir, job.id)
+    for rel, data in found:
+        parts = [p for p in rel.split("/") if p not in ("", ".", "..")]
+        if not parts:
+            continue
+        target = kept.joinpath(*parts)
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        target.write_bytes(data)
+    kept.mkdir(mode=0o700, parents=True, exist_ok=True)  # delivered, even with no files
+    remove_tree(job_work(data_dir, job.id))
+
+
+def packed(job: CodeJob, found: list[File]) -> list[File]:
     if len(found) <= MAX_SEPARATE:
-        return [(rel.replace("/", "_"), data) for rel, data in found], left
+        return [(rel.replace("/", "_"), data) for rel, data in found]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for rel, data in found:
             z.writestr(rel, data)
-    return [(f"code-job-{job.id}.zip", buf.getvalue())], left
+    return [(f"code-job-{job.id}.zip", buf.getvalue())]
 
 
 def result_text(job: CodeJob, sent: list[File], left: list[str]) -> str:
@@ -141,8 +170,11 @@ class JobDelivery:
         for job in jobs:
             async with deps.session_factory.begin() as s:
                 user = await get_user(s, job.user_id) if job.user_id is not None else None
-                if not await repo.claim_delivery(s, job.id, deps.clock()) or user is None:
+                if not await repo.claim_delivery(s, job.id, deps.clock()):
                     continue
+            if user is None:  # nobody to send it to: nothing of it is kept
+                await asyncio.to_thread(remove_tree, job_work(deps.data_dir, job.id).parent)
+                continue
             files, left = await asyncio.to_thread(job_files, job, deps.data_dir)
             recipient = Recipient(user.id, user.telegram_id, user.name or "")
             try:

@@ -18,10 +18,12 @@ from typing import Any
 
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, TextModel
+from tools.chat import Metering
 from tools.code import repo
 from tools.code.files import safe_name
 from tools.code.models import CodeJob
-from tools.code.opencode import OpenCodeRunner, Progress
+from tools.code.opencode import JOB_DISK_BYTES, OpenCodeRunner, Progress
+from tools.code.relay import RelayJob, relay_models
 from tools.code.tree import walk_files
 from tools.errors import public_text
 from tools.model_call import ModelCall
@@ -46,6 +48,19 @@ SHUTDOWN = "the bot shut down before the job finished"
 def job_work(data_dir: Path, job_id: str) -> Path:
     """A job's work dir: OpenCode's /work, kept after the job for delivery and `execute`."""
     return data_dir / JOBS_FOLDER / safe_name(job_id) / "work"
+
+
+def job_kept(data_dir: Path, job_id: str) -> Path:
+    """What stays of a job once it is delivered: the files the user was sent, nothing else
+    of its work dir (delivery.py)."""
+    return data_dir / JOBS_FOLDER / safe_name(job_id) / "files"
+
+
+def job_file(data_dir: Path, job_id: str, parts: list[str]) -> Path:
+    """Where a file a job wrote is now: among the kept ones once delivered, else in the
+    work dir."""
+    kept = job_kept(data_dir, job_id)
+    return (kept if kept.is_dir() else job_work(data_dir, job_id)).joinpath(*parts)
 
 
 def written(work: Path) -> list[str]:
@@ -78,8 +93,10 @@ class JobManager:
         *,
         data_dir: Path = Path("./data"),
         opencode: OpenCodeRunner | None = None,
+        metering: Metering | None = None,
     ) -> None:
         self.sf = session_factory
+        self.metering = metering
         self.llm = llm
         self.clock = clock
         self.data_dir = data_dir
@@ -105,6 +122,8 @@ class JobManager:
     async def start(self, ctx: RequestContext, task: str, context: str) -> str:
         await self._sweep()
         job_id = uuid.uuid4().hex[:12]
+        call = ModelCall("code", ctx.user_id, ctx.session_id, ctx.request_id)
+        relay = await self.relay_job(call) if self.opencode is not None else None
         async with self.sf.begin() as s:
             await repo.add_job(
                 s,
@@ -114,22 +133,33 @@ class JobManager:
                 task=task,
                 context=context,
                 generator=self.generator,
-                model=self.opencode.model if self.opencode else "",
+                model=relay.models[0] if relay else "",
                 owner=self.owner,
                 created_at=self.clock(),
             )
-        if self.opencode is not None:
+        if self.opencode is not None and relay is not None:
             work = job_work(self.data_dir, job_id)
             work.mkdir(mode=0o700, parents=True)
             self.live[job_id] = (Progress(), time.monotonic())
-            job = self._opencode_job(job_id, task, context, work, self.opencode)
+            job = self._opencode_job(job_id, task, context, work, self.opencode, relay)
         else:
-            call = ModelCall("code", ctx.user_id, ctx.session_id, ctx.request_id)
             job = self._work(job_id, task, context, call)
         t = asyncio.create_task(job, name=f"code-job-{job_id}")
         self.tasks[job_id] = t
         t.add_done_callback(lambda _t: self.tasks.pop(job_id, None))
         return job_id
+
+    async def relay_job(self, call: ModelCall) -> RelayJob:
+        """The job's calls: the user's, on the model they picked with /model (else the
+        default), and only on the models the bot offers."""
+        assert self.opencode is not None
+        runner = self.opencode
+        picked = None
+        if self.metering is not None and call.user_id is not None:
+            picked = await self.metering.chosen_model(call.user_id)
+        offered = relay_models(runner.model, runner.others)
+        first = picked if picked in offered else runner.model
+        return RelayJob(call, relay_models(first, offered))
 
     async def _work(
         self, job_id: str, task: str, context: str, call: ModelCall | None = None
@@ -154,16 +184,24 @@ class JobManager:
             await self._store(job_id, status=status, code=code, error=error)
 
     async def _opencode_job(
-        self, job_id: str, task: str, context: str, work: Path, runner: OpenCodeRunner
+        self,
+        job_id: str,
+        task: str,
+        context: str,
+        work: Path,
+        runner: OpenCodeRunner,
+        relay: RelayJob,
     ) -> None:
         progress, _ = self.live[job_id]
         status, error, started = "failed", None, time.monotonic()
         try:
-            run = await runner.run(work, _prompt(task, context), progress)
+            run = await runner.run(work, _prompt(task, context), progress, relay)
             if run.timed_out:
                 error = f"stopped after its {runner.budget.timeout_s:.0f} s budget"
             elif run.memory_exceeded:
                 error = f"stopped: it used over {runner.budget.memory_bytes // 2**20} MB"
+            elif run.disk_exceeded:
+                error = f"stopped: it wrote over {JOB_DISK_BYTES // 2**20} MB in its folder"
             elif run.exit_code == 0 and not progress.error:
                 status = "done"
             else:

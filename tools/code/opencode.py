@@ -1,11 +1,12 @@
 """OpenCode, found and run: one generation job is `opencode run --format json` in bubblewrap.
 
-What a job gets: its work dir (on the host's disk, kept after the job: the files are
-delivered, `execute` can run them, a restart finds them) at /work; a private HOME and /tmp
+What a job gets: its work dir (on the host's disk, kept until the job is delivered: a
+restart finds it; at most JOB_DISK_BYTES, or the job is stopped) at /work; a private HOME and /tmp
 (size-capped tmpfs; OpenCode keeps its database and logs there); the installed config dir
 (`@opencode-ai/plugin` pre-seeded, read-only, so nothing is installed at start); a network
-namespace holding only loopback, where forward.js opens the way to the model relay
-(relay.py: the key is added on the bot's side, so the sandbox holds no secret) and, when
+namespace holding only loopback, where forward.js opens the way to the job's own socket of
+the model relay (relay.py: the key is added on the bot's side, so the sandbox holds no
+secret; the calls are the user's, metered and budgeted) and, when
 the code's network is on, to the egress proxy (egress.py: the same rule as code runs).
 Its shell can do anything inside; nothing outside exists for it. The whole sandbox ends
 with bwrap (own PID namespace, --die-with-parent), which is killed as a process group on
@@ -29,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from tools.code.bun import BunInfo
+from tools.code.diskuse import usage
 from tools.code.egress import PROXY_PORT, RELAY_JS, SOCKET_NAME, EgressProxy
-from tools.code.relay import ModelRelay
+from tools.code.relay import SOCKET_NAME as MODEL_SOCKET
+from tools.code.relay import ModelRelay, RelayJob
 from tools.code.sandbox import (
     BUN_IN_SANDBOX,
     EGRESS_IN_SANDBOX,
@@ -60,6 +63,11 @@ TASKS = 512  # OpenCode's threads, bun's, and what its shell starts
 FILE_SIZE_BYTES = 64 * 1024**2
 OPEN_FILES = 4096
 MEMORY_POLL_S = 0.5
+# The work dir is on the host's disk: its whole size is polled, and the job stopped past it
+# (each file is held to FILE_SIZE_BYTES by the kernel as it is written).
+JOB_DISK_BYTES = 256 * 1024**2
+JOB_DISK_FILES = 5000
+DISK_POLL_S = 0.1  # as a code run's output/ (runner.py)
 KILL_WAIT_S = 5.0
 STDERR_KEEP = 16 * 1024
 PROVIDER = "sidekick"
@@ -140,6 +148,7 @@ class JobRun:
     stderr: str
     timed_out: bool = False
     memory_exceeded: bool = False
+    disk_exceeded: bool = False
     progress: Progress = field(default_factory=Progress)
 
 
@@ -179,8 +188,8 @@ def opencode_config(model: str, network: bool) -> dict[str, Any]:
 
 
 class OpenCodeRunner:
-    """Starts jobs; shared by every job of the process (the relay and proxy are started
-    once, on first use)."""
+    """Starts jobs; shared by every job of the process (each job gets a socket of its own
+    from the relay and, with the network on, from the egress proxy)."""
 
     def __init__(
         self,
@@ -194,11 +203,13 @@ class OpenCodeRunner:
         egress: EgressProxy | None,
         uid_base: int | None = None,
         max_concurrent: int = 2,
+        others: tuple[str, ...] = (),
     ) -> None:
         self.install = install
         self.bun = bun
         self.relay = relay
-        self.model = model
+        self.model = model  # the default; a user's /model pick among `others` goes first
+        self.others = others
         self.budget = budget
         self.network = network
         self.egress = egress if network else None
@@ -213,17 +224,19 @@ class OpenCodeRunner:
         if self.egress is not None:
             await self.egress.close()
 
-    async def plan(self, work: Path, uid: int | None, egress: Path | None = None) -> Plan:
-        """The job's bwrap command; `egress`: the folder of the run's own egress socket
-        (EgressProxy.open), when its network is on."""
-        relay = await self.relay.start()
+    async def plan(
+        self, work: Path, uid: int | None, relay: Path, model: str, egress: Path | None = None
+    ) -> Plan:
+        """The job's bwrap command; `relay`: the folder of the job's own model socket
+        (ModelRelay.open); `egress`: the folder of its own egress socket (EgressProxy.open),
+        when its network is on."""
         env = clean_env(HOME_IN_SANDBOX, "/tmp")
         env |= {
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-            "OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config(self.model, self.network)),
-            "SIDEKICK_MODEL_SOCKET": f"{MODEL_IN_SANDBOX}/{self.relay.socket_name}",
+            "OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config(model, self.network)),
+            "SIDEKICK_MODEL_SOCKET": f"{MODEL_IN_SANDBOX}/{MODEL_SOCKET}",
             "SIDEKICK_MODEL_PORT": str(MODEL_PORT),
             "SIDEKICK_OPENCODE_ARGV": json.dumps([OPENCODE_IN_SANDBOX, "run", "--format", "json"]),
             "PATH": "/opt/bun:/usr/local/bin:/usr/bin:/bin",
@@ -274,13 +287,14 @@ class OpenCodeRunner:
         return Plan(argv, {"PATH": "/usr/bin:/bin"}, "/", None, piped_args=tuple(opts),
                     args_at=len(limits) + 1)  # fmt: skip
 
-    async def run(self, work: Path, prompt: str, progress: Progress) -> JobRun:
-        """One job to its end; `progress` is updated as OpenCode's events arrive. Cancelled
-        (abort, shutdown), it kills the sandbox before it returns."""
+    async def run(self, work: Path, prompt: str, progress: Progress, job: RelayJob) -> JobRun:
+        """One job to its end; `progress` is updated as OpenCode's events arrive; `job`:
+        whom its model calls are for, its model first. Cancelled (abort, shutdown), it kills
+        the sandbox before it returns."""
         async with self._slots:
-            return await self._run(work, prompt, progress)
+            return await self._run(work, prompt, progress, job)
 
-    async def _run(self, work: Path, prompt: str, progress: Progress) -> JobRun:
+    async def _run(self, work: Path, prompt: str, progress: Progress, job: RelayJob) -> JobRun:
         uid = None
         if self._uid_base is not None:
             uid = self._uid_base + next(self._uids) % 32
@@ -288,25 +302,24 @@ class OpenCodeRunner:
         network = "on (public addresses through a proxy)" if self.network else "off"
         text = INSTRUCTIONS.format(work=WORK_IN_SANDBOX, network=network) + "\n\n" + prompt
         started = time.monotonic()
-        egress = await self.egress.open(uid) if self.egress is not None else None
+        relay = await self.relay.open(job, uid)
+        egress = None
         try:
-            return await self._spawned(work, uid, egress, text, progress, started)
+            egress = await self.egress.open(uid) if self.egress is not None else None
+            plan = await self.plan(work, uid, relay, job.models[0], egress)
+            return await self._spawned(plan, work, text, progress, started)
         finally:
+            await self.relay.release(relay)
             if egress is not None and self.egress is not None:
                 await self.egress.release(egress)
 
     async def _spawned(
-        self,
-        work: Path,
-        uid: int | None,
-        egress: Path | None,
-        text: str,
-        progress: Progress,
-        started: float,
+        self, plan: Plan, work: Path, text: str, progress: Progress, started: float
     ) -> JobRun:
-        proc = await spawn(await self.plan(work, uid, egress))
+        proc = await spawn(plan)
         result = JobRun(None, 0.0, "", progress=progress)
         watcher = asyncio.create_task(self._watch_memory(proc.pid, result))
+        disk = asyncio.create_task(watch_disk(work, proc.pid, result))
         errors = asyncio.create_task(_tail(proc.stderr))
         try:
             assert proc.stdin is not None and proc.stdout is not None
@@ -319,9 +332,10 @@ class OpenCodeRunner:
                     await _read_events(proc.stdout, progress, started)
                     await proc.wait()
             except TimeoutError:
-                result.timed_out = not result.memory_exceeded
+                result.timed_out = not (result.memory_exceeded or result.disk_exceeded)
         finally:
             watcher.cancel()
+            disk.cancel()
             if proc.returncode is None:
                 _kill(proc.pid)
                 with contextlib.suppress(TimeoutError):
@@ -343,6 +357,17 @@ class OpenCodeRunner:
                 result.memory_exceeded = True
                 _kill(pid)
                 return
+
+
+async def watch_disk(work: Path, pid: int, result: JobRun) -> None:
+    """The cap on the work dir's whole size: past it, the sandbox (`pid`'s group) ends."""
+    while True:
+        await asyncio.sleep(DISK_POLL_S)
+        size, count = await asyncio.to_thread(usage, work, JOB_DISK_BYTES, JOB_DISK_FILES)
+        if size > JOB_DISK_BYTES or count > JOB_DISK_FILES:
+            result.disk_exceeded = True
+            _kill(pid)
+            return
 
 
 def _kill(pid: int) -> None:

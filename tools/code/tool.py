@@ -34,7 +34,7 @@ from tools.code.files import (
     read_regular,
     user_key,
 )
-from tools.code.jobs import JobManager, job_work
+from tools.code.jobs import JobManager, job_file
 from tools.code.modes import bwrap_advice, choose_mode, protection
 from tools.code.opencode import Budget, OpenCodeRunner, install_dir, locate_opencode
 from tools.code.relay import ModelRelay
@@ -147,7 +147,12 @@ class CodeService:
         self.data_dir = deps.data_dir
         self.generator, self.generator_reason, opencode = self._generator(deps, s, mode)
         self.jobs = JobManager(
-            deps.session_factory, deps.llm, deps.clock, data_dir=deps.data_dir, opencode=opencode
+            deps.session_factory,
+            deps.llm,
+            deps.clock,
+            data_dir=deps.data_dir,
+            opencode=opencode,
+            metering=deps.metering,
         )
         deps.closers.append(self.jobs.close)
         deps.closers.append(self.close)
@@ -180,12 +185,18 @@ class CodeService:
         runner = OpenCodeRunner(
             install,
             self.runner.bun,
-            ModelRelay(endpoint.base_url, endpoint.api_key),
+            ModelRelay(
+                endpoint.base_url,
+                endpoint.api_key,
+                max_output_tokens=endpoint.max_output_tokens,
+                metering=deps.metering,
+            ),
             endpoint.model,
             budget,
             network=network,
             egress=EgressProxy(policy) if network else None,
             uid_base=uid_block(),
+            others=endpoint.others,
         )
         return "opencode", f"OpenCode {install.version} in {install.folder}", runner
 
@@ -219,7 +230,7 @@ class CodeService:
         if job is None:
             raise ToolError(f"no code job {job_id}")
         try:
-            data = read_regular(job_work(self.data_dir, job.id).joinpath(*parts))
+            data = read_regular(job_file(self.data_dir, job.id, parts))
         except (OSError, ValueError) as exc:
             raise ToolError(f"job {job_id} has no file {'/'.join(parts)}") from exc
         return data.decode("utf-8", errors="replace")
