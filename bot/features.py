@@ -12,6 +12,7 @@ from sqlalchemy import MetaData
 
 from bot.access.feature import FEATURE as access
 from bot.approvals.feature import FEATURE as approvals
+from bot.dashboard.feature import FEATURE as dashboard
 from bot.media.feature import FEATURE as media
 from bot.sessions.feature import FEATURE as sessions
 from bot.usage.feature import FEATURE as usage
@@ -41,6 +42,7 @@ FEATURES: tuple[Feature, ...] = (
     approvals,
     usage,
     access,
+    dashboard,
 )
 
 

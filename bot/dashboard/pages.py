@@ -1,0 +1,368 @@
+"""The pages. Each reads and changes the person's data through the operation the chat
+command uses (MemoryStore, tools/reminders/jobs.py, the usage report), scoped to the
+signed-in person: an id that is not theirs reads exactly like one that does not exist.
+Everything shown is escaped (html.esc)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from bot.dashboard.html import Form, View, esc, message, page, post_form
+from bot.sessions import repo as sessions_repo
+from bot.usage import repo as usage_repo
+from bot.usage.commands import meter_of
+from bot.usage.meter import Meter, period_starts, usd
+from bot.usage.report import budget_lines, figures, usage_text
+from db.repos import core as core_repo
+from tools.base import ToolError
+from tools.feature import Host, row_id
+from tools.memory.store import LAYERS, MemoryHit, MemoryStore
+from tools.reminders import jobs
+from tools.reminders import repo as schedule_repo
+from tools.reminders.commands import ACTIONS, DONE, STATUS_MARK
+from tools.reminders.times import local_text
+
+PAGE = 25
+SEARCH_MAX = 200
+CONTENT_MAX = 2000  # the memory tool's bound on one memory
+SESSIONS = 30
+TRANSCRIPT = 200  # newest messages of a session shown
+USAGE_DAYS = 14
+
+
+def _number(text: str | None, default: int = 1) -> int:
+    """A page number from a query string: small positive ASCII digits, else `default`."""
+    if text and text.isascii() and text.isdigit() and len(text) <= 6 and int(text) > 0:
+        return int(text)
+    return default
+
+
+def _cut(text: str, most: int = 4000) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _when(when: datetime | None, view: View) -> str:
+    return f"{when.astimezone(view.tz):%Y-%m-%d %H:%M}" if when else "—"
+
+
+def _notice(request: web.Request) -> str:
+    done = request.query.get("done", "")
+    return f'<p class="notice">{esc(done[:200])}</p>' if done else ""
+
+
+def _store(host: Host) -> MemoryStore:
+    if host.deps.memory is None:
+        raise web.HTTPNotFound(text="Memory is not available.")
+    return host.deps.memory
+
+
+# -- Today ----------------------------------------------------------------------------------
+
+
+async def _usage_today(meter: Meter, view: View, owner: bool) -> str:
+    day, _ = period_starts(meter.clock(), meter.tz)
+    async with meter.sf() as s:
+        total = await usage_repo.groups(s, since=day, user_id=view.person.user_id, by="none")
+    line = figures(total[0]) if total else "nothing yet"
+    budgets = await budget_lines(meter, view.person.user_id, amounts=owner)
+    items = "".join(f"<li>{esc(b)}</li>" for b in budgets)
+    return f"<p>Today: {esc(line)}</p>" + (f"<ul>{items}</ul>" if items else "")
+
+
+async def today(host: Host, request: web.Request, view: View) -> web.Response:
+    deps, uid = host.deps, view.person.user_id
+    now = deps.clock()
+    found = await jobs.listing(deps.session_factory, uid)
+    upcoming = "".join(f'<div class="item">{esc(jobs.job_line(j, now))}</div>' for j in found[:5])
+    body = ["<h2>Next reminders and tasks</h2>", upcoming or '<p class="hint">None.</p>']
+    if found[5:]:
+        body.append(f'<p><a href="/reminders">… and {len(found) - 5} more</a></p>')
+    meter = meter_of(host)
+    if meter is not None:
+        owner = bool(deps.owners) and view.person.telegram_id == deps.owners[0]
+        body += ["<h2>Usage</h2>", await _usage_today(meter, view, owner)]
+    if deps.memory is not None:
+        count = (await deps.memory.page(user_id=uid, limit=1)).total
+        body.append(f'<h2>Memory</h2><p><a href="/memories">{count} memories</a></p>')
+    return page("Today", "".join(body), view, active="/")
+
+
+# -- Memories -------------------------------------------------------------------------------
+
+
+def _memory_item(h: MemoryHit, view: View, *, actions: bool = True) -> str:
+    cat = f" · {esc(h.category)}" if h.category else ""
+    meta = (
+        f"#{h.id} · {esc(h.layer)}{cat} · from {esc(h.source())} · "
+        f"saved {_when(h.created_at, view)}"
+    )
+    if h.updated_at and h.updated_at != h.created_at:
+        meta += f" · changed {_when(h.updated_at, view)}"
+    buttons = ""
+    if actions:
+        buttons = (
+            f'<div class="actions"><a class="button" href="/memories/{h.id}">Edit</a>'
+            f"{post_form(view, f'/memories/{h.id}/forget', 'Forget', cls='danger')}</div>"
+        )
+    return f'<div class="item memory" id="m{h.id}"><p>{esc(h.content)}</p>' + (
+        f'<div class="meta">{meta}</div>{buttons}</div>'
+    )
+
+
+def _pager(base: str, params: dict[str, str], number: int, pages: int) -> str:
+    def link(to: int, label: str) -> str:
+        return f'<a href="{base}?{esc(urlencode({**params, "page": to}))}">{label}</a>'
+
+    links = [link(number - 1, "◀ Prev")] if number > 1 else []
+    links.append(f'<span class="hint">page {number} of {pages}</span>')
+    if number < pages:
+        links.append(link(number + 1, "Next ▶"))
+    return f'<div class="pager">{"".join(links)}</div>'
+
+
+async def memories(host: Host, request: web.Request, view: View) -> web.Response:
+    store, uid = _store(host), view.person.user_id
+    layer = request.query.get("layer", "")
+    layer = layer if layer in LAYERS else ""
+    query = request.query.get("q", "").strip()[:SEARCH_MAX]
+    tabs = "".join(
+        f'<a href="/memories{"?layer=" + x if x else ""}"{" class=on" if x == layer else ""}>'
+        f"{x or 'all'}</a>"
+        for x in ("", *LAYERS)
+    )
+    search = (
+        '<form method="get" action="/memories" role="search">'
+        f'<input type="search" name="q" value="{esc(query)}" placeholder="Search memories" '
+        f'maxlength="{SEARCH_MAX}"></form>'
+    )
+    body = [_notice(request), search, f'<div class="tabs">{tabs}</div>']
+    if query:
+        hits = await store.recall(user_id=uid, query=query, limit=PAGE)
+        body.append(f'<p class="hint">{len(hits)} found for “{esc(query)}”.</p>')
+        body += [_memory_item(h, view) for h in hits]
+    else:
+        number = _number(request.query.get("page"))
+        found = await store.page(
+            user_id=uid, layer=layer or None, offset=(number - 1) * PAGE, limit=PAGE
+        )
+        pages = max(1, -(-found.total // PAGE))
+        if not found.items:
+            body.append('<p class="hint">No memories here.</p>')
+        body += [_memory_item(h, view) for h in found.items]
+        params = {"layer": layer} if layer else {}
+        body.append(_pager("/memories", params, number, pages))
+        body.append(f'<p class="hint">{found.total} in all.</p>')
+    return page("Memories", "".join(body), view, active="/memories")
+
+
+async def _own_memory(host: Host, request: web.Request, view: View) -> MemoryHit | None:
+    mid = row_id(request.match_info["id"])
+    if mid is None:
+        return None
+    return await _store(host).get(user_id=view.person.user_id, memory_id=mid)
+
+
+def _no_memory(request: web.Request, view: View) -> web.Response:
+    # Another person's id reads exactly like one that does not exist.
+    shown = request.match_info["id"][:12]
+    return message("Not found", f"There is no memory #{shown}.", view, status=404)
+
+
+async def memory(host: Host, request: web.Request, view: View) -> web.Response:
+    found = await _own_memory(host, request, view)
+    if found is None:
+        return _no_memory(request, view)
+    edit = (
+        f'<form method="post" action="/memories/{found.id}">'
+        f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">'
+        f'<textarea name="content" maxlength="{CONTENT_MAX}" required>{esc(found.content)}'
+        '</textarea><div class="actions"><button>Save</button>'
+        '<a href="/memories">Back</a></div></form>'
+    )
+    forget = post_form(view, f"/memories/{found.id}/forget", "Forget it", cls="danger")
+    body = _memory_item(found, view, actions=False) + "<h2>Edit</h2>" + edit + forget
+    return page(f"Memory #{found.id}", body, view, active="/memories")
+
+
+async def memory_save(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
+    found = await _own_memory(host, request, view)
+    if found is None:
+        return _no_memory(request, view)
+    content = form.get("content")
+    if not isinstance(content, str) or not content.strip():
+        return message("Not saved", "A memory needs some text.", view, status=400)
+    if len(content) > CONTENT_MAX:
+        text = f"A memory holds at most {CONTENT_MAX} characters; this has {len(content)}."
+        return message("Not saved", text, view, status=400)
+    await _store(host).edit(user_id=view.person.user_id, memory_id=found.id, content=content)
+    raise web.HTTPSeeOther(f"/memories?{urlencode({'done': f'Saved #{found.id}.'})}")
+
+
+async def memory_forget(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
+    found = await _own_memory(host, request, view)
+    if found is None:
+        return _no_memory(request, view)
+    await _store(host).forget(user_id=view.person.user_id, memory_id=found.id)
+    raise web.HTTPSeeOther(f"/memories?{urlencode({'done': f'Forgot #{found.id}.'})}")
+
+
+# -- Reminders ------------------------------------------------------------------------------
+
+
+async def reminders(host: Host, request: web.Request, view: View) -> web.Response:
+    deps, uid = host.deps, view.person.user_id
+    now = deps.clock()
+    found = await jobs.listing(deps.session_factory, uid)
+    body = [_notice(request), f'<p class="hint">Times in {esc(view.tz.key)}.</p>']
+    for j in found:
+        toggle = "resume" if j.status == "paused" else "pause"
+        buttons = (
+            []
+            if j.status == "done"
+            else [post_form(view, f"/reminders/{j.id}/{toggle}", toggle.capitalize(), cls="quiet")]
+        )
+        buttons.append(post_form(view, f"/reminders/{j.id}/cancel", "Cancel", cls="danger"))
+        body.append(
+            f'<div class="item reminder" id="r{j.id}"><p>{esc(jobs.job_line(j, now))}</p>'
+            f'<div class="actions">{"".join(buttons)}</div></div>'
+        )
+    if not found:
+        body.append('<p class="hint">No reminders or tasks. Ask for one in the chat.</p>')
+    async with deps.session_factory() as s:
+        runs = await schedule_repo.history(s, uid, 15)
+    if runs:
+        rows = "".join(
+            f"<tr><td>{STATUS_MARK.get(r.status, '?')} {esc(r.status)}</td><td>#{r.job_id}</td>"
+            f"<td>{esc(local_text(r.due_at, view.tz, now))}</td><td>{esc(r.text[:80])}</td>"
+            f"<td>{esc((r.error or '')[:120]) if r.status != 'sent' else ''}</td></tr>"
+            for r in runs
+        )
+        body.append(f"<h2>Delivered lately</h2><table>{rows}</table>")
+    return page("Reminders", "".join(body), view, active="/reminders")
+
+
+async def reminder_change(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
+    action, job_id = request.match_info["action"], row_id(request.match_info["id"])
+    change = ACTIONS.get(action)
+    if change is None or job_id is None:
+        return message("Not found", "There is no such reminder.", view, status=404)
+    deps = host.deps
+    try:
+        job = await jobs.change(
+            deps.session_factory,
+            user_id=view.person.user_id,
+            job_id=job_id,
+            action=change,
+            now=deps.clock(),
+        )
+    except ToolError as exc:
+        return message("Not changed", str(exc), view, status=404)
+    raise web.HTTPSeeOther(f"/reminders?{urlencode({'done': f'{DONE[action]} #{job.id}.'})}")
+
+
+# -- Usage ----------------------------------------------------------------------------------
+
+
+def _bars(days: list[tuple[str, int]]) -> str:
+    """Tokens per day as an SVG bar chart (drawn here: no script, no image file)."""
+    top = max((n for _, n in days), default=0) or 1
+    width, height, bar = 24 * len(days), 120, 18
+    rects = "".join(
+        f'<rect x="{i * 24 + 3}" y="{100 - 95 * n // top}" width="{bar}" height="{95 * n // top}">'
+        f"<title>{esc(day)}: {n:,} tokens</title></rect>"
+        f'<text x="{i * 24 + 3}" y="114">{esc(day[-2:])}</text>'
+        for i, (day, n) in enumerate(days)
+    )
+    return (
+        f'<svg class="bars" role="img" aria-label="tokens per day" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}">{rects}</svg>'
+    )
+
+
+async def usage(host: Host, request: web.Request, view: View) -> web.Response:
+    meter = meter_of(host)
+    if meter is None:
+        return message("Usage", "Usage recording is off.", view)
+    uid, now = view.person.user_id, meter.clock()
+    since = (now - timedelta(days=USAGE_DAYS - 1)).astimezone(meter.tz)
+    since = since.replace(hour=0, minute=0, second=0, microsecond=0)
+    _, month = period_starts(now, meter.tz)
+    async with meter.sf() as s:
+        rows = await usage_repo.usage_rows(s, uid, since)
+        models = await usage_repo.groups(s, since=month, user_id=uid, by="model", limit=50)
+    per_day: dict[str, int] = defaultdict(int)
+    cost: dict[str, float] = defaultdict(float)
+    for at, _, tokens, usd_cost in rows:
+        day = f"{at.astimezone(meter.tz):%Y-%m-%d}"
+        per_day[day] += tokens
+        cost[day] += usd_cost or 0.0
+    days = [f"{since + timedelta(days=i):%Y-%m-%d}" for i in range(USAGE_DAYS)]
+    table = "".join(
+        f'<tr><td>{d}</td><td class="n">{per_day[d]:,}</td><td class="n">{usd(cost[d])}</td></tr>'
+        for d in reversed(days)
+        if per_day[d]
+    )
+    by_model = "".join(
+        f'<tr><td>{esc(g.model)}</td><td class="n">{g.calls}</td>'
+        f'<td class="n">{g.prompt_tokens + g.completion_tokens:,}</td>'
+        f'<td class="n">{usd(g.cost_usd)}</td></tr>'
+        for g in models
+    )
+    body = [
+        f"<pre>{esc(await usage_text(meter, uid))}</pre>",
+        f"<h2>Tokens per day (last {USAGE_DAYS} days)</h2>",
+        _bars([(d, per_day[d]) for d in days]),
+        f"<table><tr><th>Day</th><th>Tokens</th><th>Cost</th></tr>{table}</table>",
+        "<h2>By model this month</h2>",
+        "<table><tr><th>Model</th><th>Calls</th><th>Tokens</th><th>Cost</th></tr>"
+        f"{by_model}</table>",
+    ]
+    return page("Usage", "".join(body), view, active="/usage")
+
+
+# -- Sessions -------------------------------------------------------------------------------
+
+
+async def sessions(host: Host, request: web.Request, view: View) -> web.Response:
+    async with host.deps.session_factory() as s:
+        found = await sessions_repo.recent_sessions(s, view.person.user_id, SESSIONS)
+    items = []
+    for line in found:
+        state = f"ended {_when(line.ended_at, view)}" if line.ended_at else "open"
+        summary = f"<p>{esc(line.summary)}</p>" if line.summary else ""
+        items.append(
+            f'<div class="item"><a href="/sessions/{line.session_id}">{esc(line.name)}</a>'
+            f'<div class="meta">started {_when(line.started_at, view)} · {state} · '
+            f"{line.messages} messages</div>{summary}</div>"
+        )
+    body = "".join(items) or '<p class="hint">No sessions yet.</p>'
+    hint = f'<p class="hint">The newest {SESSIONS}.</p>' if len(found) == SESSIONS else ""
+    return page("Sessions", body + hint, view, active="/sessions")
+
+
+async def transcript(host: Host, request: web.Request, view: View) -> web.Response:
+    sid = row_id(request.match_info["id"])
+    async with host.deps.session_factory() as s:
+        chat = await sessions_repo.get_session(s, sid) if sid is not None else None
+        if chat is None or chat.user_id != view.person.user_id:
+            shown = request.match_info["id"][:12]
+            return message("Not found", f"There is no session #{shown}.", view, status=404)
+        messages = await core_repo.session_messages(s, chat.id, TRANSCRIPT)
+    items = []
+    for m in messages:
+        calls = ""
+        if m.tool_calls:
+            calls = f'<div class="meta">tool calls: {esc(_cut(m.tool_calls))}</div>'
+        if not m.content and not calls:
+            continue
+        items.append(
+            f'<div class="item"><div class="meta">{esc(m.role)} · {_when(m.created_at, view)}</div>'
+            f"<p>{esc(_cut(m.content or ''))}</p>{calls}</div>"
+        )
+    cut = len(messages) == TRANSCRIPT
+    head = f'<p class="hint">The newest {TRANSCRIPT} messages.</p>' if cut else ""
+    return page(chat.name, head + "".join(items), view, active="/sessions")
