@@ -38,7 +38,7 @@ RELEASED = {
     "0022_usage_written_calls.py": "2e7fbbed5108567c9d9adec06d9fd5929300d9e54837fbc406f8b82462e4e00f",  # noqa: E501
     "0023_inbox_updates.py": "b9c91b36d766a1544651af88a3d8bdf06da49d811ac5eb229559333acdc5c280",
     "0024_memories_long_rank.py": "98a7944d66f5cc9cb975693c190548e2f7ab21f728a4458e1bd12c29820dadd3",  # noqa: E501
-    "0029_dashboard_tokens.py": "4725dd86486ad1012afe2a2a6c82c3c3ad702b212f214ee59fd6a69e56c03c25",  # noqa: E501
+    "0029_dashboard_tokens.py": "4725dd86486ad1012afe2a2a6c82c3c3ad702b212f214ee59fd6a69e56c03c25",
 }
 
 
