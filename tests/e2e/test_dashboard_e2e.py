@@ -141,9 +141,7 @@ async def test_mini_app_init_data(board_tg: TG, board: Board) -> None:
     assert "script-src 'self' https://telegram.org" in page.headers["content-security-policy"]
 
 
-async def test_edit_and_forget_a_memory_show_in_memory_at_once(
-    board_tg: TG, board: Board
-) -> None:
+async def test_edit_and_forget_a_memory_show_in_memory_at_once(board_tg: TG, board: Board) -> None:
     tg = board_tg
     await board.sign_in(OWNER)
     porto = await remember(tg, OWNER, "Lives in Porto")
