@@ -181,7 +181,7 @@ bench: install-dev
 	$(BIN)/python bench/vs_plain.py
 	$(BIN)/python bench/data_growth.py
 	$(BIN)/python bench/message_path.py
-	$(BIN)/python bench/dashboard.py $(BENCH_ARGS)
+	$(BIN)/python bench/dashboard.py
 
 lint: install-dev
 	$(BIN)/ruff check .
