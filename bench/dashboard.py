@@ -32,7 +32,7 @@ from sqlalchemy import insert  # noqa: E402
 from timing import rss_mb  # noqa: E402
 
 from bench.cli import options  # noqa: E402
-from bot.app import build_app  # noqa: E402
+from bot.app import App, build_app  # noqa: E402
 from bot.config import load_settings  # noqa: E402
 from bot.dashboard.server import COOKIE, DASHBOARD  # noqa: E402
 from bot.usage.models import ModelUsage  # noqa: E402
@@ -48,18 +48,22 @@ BATCH = 2000
 TARGET_MS = 150.0
 
 
-async def fill_memories(app, user_id: int, n: int, rng: random.Random) -> list[int]:  # noqa: ANN001
+async def fill_memories(app: App, user_id: int, n: int, rng: random.Random) -> list[int]:
     """Through the memory repository's own insert (both indexes), in big transactions."""
     store = app.deps.memory
-    await store.index_status()
+    assert store is not None
+    await store.index_status()  # records the embedder, as the app does at startup
+    dim = store.embedder.dim
+    async with app.session_factory() as s, s.begin():  # as bench/recall_speed.py's bulk_fill
+        if dim and await memory_repo.vec_dim(s) != dim:
+            await memory_repo.recreate_vec(s, dim)
+        await memory_repo.set_meta(s, {"model": store.embedder.name})
     now = datetime.now(UTC)
     ids: list[int] = []
     for start in range(0, n, BATCH):
         texts = [sentence(rng) for _ in range(min(BATCH, n - start))]
-        vecs = await store.embedder.embed(texts) if store.embedder.dim else None
+        vecs = await store.embedder.embed(texts) if dim else None
         async with app.session_factory() as s, s.begin():
-            if vecs is not None and start == 0:
-                await store._fit(s, vecs[0])  # the index takes the embedder's dimension
             for i, text in enumerate(texts):
                 layer = ("long", "mid", "short")[i % 3]
                 m = Memory(
@@ -72,15 +76,19 @@ async def fill_memories(app, user_id: int, n: int, rng: random.Random) -> list[i
     return ids
 
 
-async def fill_history(app, user_id: int, sessions: int, messages: int, usage: int) -> int:  # noqa: ANN001
+async def fill_history(app: App, user_id: int, sessions: int, messages: int, usage: int) -> int:
     """Sessions with their messages, and model calls over the last 30 days; the newest
     session's id."""
     now = datetime.now(UTC)
     rng = random.Random(5)
     async with app.session_factory() as s, s.begin():
         rows = [
-            ChatSession(user_id=user_id, name=f"Session {i}", started_at=now - timedelta(hours=i),
-                        ended_at=now - timedelta(hours=i) + timedelta(minutes=30))  # fmt: skip
+            ChatSession(
+                user_id=user_id,
+                name=f"Session {i}",
+                started_at=now - timedelta(hours=i),
+                ended_at=now - timedelta(hours=i) + timedelta(minutes=30),
+            )
             for i in range(sessions, 0, -1)
         ]
         s.add_all(rows)
