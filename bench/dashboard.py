@@ -1,9 +1,10 @@
 """Each dashboard page's time (p50 and p95 over --requests sequential requests, over
 loopback HTTP, as a signed-in person) in the assembled app on a SQLite database holding
---memories memories, --messages messages in --sessions sessions and --usage-rows model
-calls of that person, and the process's memory growth from starting the dashboard to
-the end of the run. The issue's target: each page at most 150 ms at p95 with 10,000
-memories and 100,000 messages; the dashboard adds at most 30 MB.
+--memories memories, --messages messages in --sessions sessions, --usage-rows model
+calls and --code-runs code runs of that person, and the process's memory growth from
+starting the dashboard to the end of the run. The issue's target: each page at most
+150 ms at p95 with 10,000 memories, 100,000 messages and 5,000 code runs; the dashboard
+adds at most 30 MB.
 
 Usage: python bench/dashboard.py [--memories 10000] [--messages 100000] [--requests 100]
 """
@@ -38,6 +39,7 @@ from bot.dashboard.server import COOKIE, DASHBOARD  # noqa: E402
 from bot.usage.models import ModelUsage  # noqa: E402
 from db.models.core import ChatSession, Message  # noqa: E402
 from db.repos import core  # noqa: E402
+from tools.code.models import CodeExecution  # noqa: E402
 from tools.memory import repo as memory_repo  # noqa: E402
 from tools.memory.models import Memory  # noqa: E402
 from tools.reminders import jobs  # noqa: E402
@@ -76,9 +78,11 @@ async def fill_memories(app: App, user_id: int, n: int, rng: random.Random) -> l
     return ids
 
 
-async def fill_history(app: App, user_id: int, sessions: int, messages: int, usage: int) -> int:
-    """Sessions with their messages, and model calls over the last 30 days; the newest
-    session's id."""
+async def fill_history(
+    app: App, user_id: int, sessions: int, messages: int, usage: int, code_runs: int
+) -> int:
+    """Sessions with their messages, model calls and code runs over the last 30 days; the
+    newest session's id."""
     now = datetime.now(UTC)
     rng = random.Random(5)
     async with app.session_factory() as s, s.begin():
@@ -120,7 +124,24 @@ async def fill_history(app: App, user_id: int, sessions: int, messages: int, usa
         }
         for i in range(usage)
     ]
+    runs = [
+        {
+            "user_id": user_id,
+            "code": f"print({i})\n" + sentence(rng),
+            "stdout": sentence(rng),
+            "stderr": "" if i % 5 else "Traceback: " + sentence(rng),
+            "exit_code": 0 if i % 5 else 1,
+            "duration_ms": 40.0 + i % 300,
+            "success": bool(i % 5),
+            "error_category": None if i % 5 else "runtime",
+            "sandbox_mode": "bwrap",
+            "created_at": now - timedelta(minutes=i * 30 * 24 * 60 // max(code_runs, 1)),
+        }
+        for i in range(code_runs)
+    ]
     async with app.engine.begin() as conn:
+        if runs:
+            await conn.execute(insert(CodeExecution), runs)
         for start in range(0, len(calls), BATCH * 5):
             await conn.execute(insert(ModelUsage), calls[start : start + BATCH * 5])
     return ids[-1]
@@ -129,7 +150,7 @@ async def fill_history(app: App, user_id: int, sessions: int, messages: int, usa
 async def main() -> None:
     args = options(
         __doc__, memories=10_000, messages=100_000, sessions=500, usage_rows=20_000,
-        reminders=50, requests=100,
+        reminders=50, code_runs=5000, requests=100,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(
@@ -145,14 +166,17 @@ async def main() -> None:
             t0 = time.perf_counter()
             rng = random.Random(3)
             mids = await fill_memories(app, uid, args.memories, rng)
-            sid = await fill_history(app, uid, args.sessions, args.messages, args.usage_rows)
+            sid = await fill_history(
+                app, uid, args.sessions, args.messages, args.usage_rows, args.code_runs
+            )
             for i in range(args.reminders):
                 spec = build_spec(Fields(), f"in {i + 1} hours", now, ZoneInfo("UTC"))
                 await jobs.create(app.session_factory, user_id=uid, kind="reminder",
                                   text=sentence(rng), words="", spec=spec, now=now)  # fmt: skip
             print(
                 f"filled {args.memories} memories, {args.messages} messages in {args.sessions} "
-                f"sessions, {args.usage_rows} model calls, {args.reminders} reminders "
+                f"sessions, {args.usage_rows} model calls, {args.code_runs} code runs, "
+                f"{args.reminders} reminders "
                 f"({time.perf_counter() - t0:.0f} s)"
             )
             before = rss_mb()
@@ -166,6 +190,8 @@ async def main() -> None:
                 ("memory (edit form)", f"/memories/{mids[len(mids) // 2]}"),
                 ("reminders", "/reminders"),
                 ("usage", "/usage"),
+                ("code runs", "/code"),
+                ("code run", "/code/1"),
                 ("sessions", "/sessions"),
                 ("session transcript", f"/sessions/{sid}"),
             ]

@@ -34,6 +34,7 @@ NAV = (
     ("/reminders", "Reminders"),
     ("/usage", "Usage"),
     ("/sessions", "Sessions"),
+    ("/code", "Code"),
 )
 
 

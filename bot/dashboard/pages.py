@@ -5,8 +5,7 @@ Everything shown is escaped (html.esc)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime, time, timedelta
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -19,6 +18,7 @@ from bot.usage.meter import Meter, period_starts, usd
 from bot.usage.report import budget_lines, figures, usage_text
 from db.repos import core as core_repo
 from tools.base import ToolError
+from tools.code import repo as code_repo
 from tools.feature import Host, row_id
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
 from tools.reminders import jobs
@@ -32,6 +32,7 @@ CONTENT_MAX = 2000  # the memory tool's bound on one memory
 SESSIONS = 30
 TRANSCRIPT = 200  # newest messages of a session shown
 USAGE_DAYS = 14
+CODE_DAYS = 30
 
 
 def _number(text: str | None, default: int = 1) -> int:
@@ -81,6 +82,16 @@ async def today(host: Host, request: web.Request, view: View) -> web.Response:
     body = ["<h2>Next reminders and tasks</h2>", upcoming or '<p class="hint">None.</p>']
     if found[5:]:
         body.append(f'<p><a href="/reminders">… and {len(found) - 5} more</a></p>')
+    async with deps.session_factory() as s:
+        runs, _ = await code_repo.recent_executions(s, uid, 0, 3)
+    if runs:
+        body.append("<h2>Last code runs</h2>")
+        body += [
+            f'<div class="item"><a href="/code/{r.id}">#{r.id}</a> '
+            f"{_outcome(r.success, r.error_category)}"
+            f' <span class="meta">{_when(r.created_at, view)} · {_ms(r.duration_ms)}</span></div>'
+            for r in runs
+        ]
     meter = meter_of(host)
     if meter is not None:
         owner = bool(deps.owners) and view.person.telegram_id == deps.owners[0]
@@ -288,40 +299,95 @@ async def usage(host: Host, request: web.Request, view: View) -> web.Response:
     if meter is None:
         return message("Usage", "Usage recording is off.", view)
     uid, now = view.person.user_id, meter.clock()
-    since = (now - timedelta(days=USAGE_DAYS - 1)).astimezone(meter.tz)
-    since = since.replace(hour=0, minute=0, second=0, microsecond=0)
-    _, month = period_starts(now, meter.tz)
+    today, _ = period_starts(now, meter.tz)
+    # Midnights of the last days in the meter's zone (wall clock: a DST day is 23 or 25 h).
+    starts = [
+        datetime.combine(today.date() - timedelta(days=n), time(), meter.tz)
+        for n in range(USAGE_DAYS - 1, -1, -1)
+    ]
     async with meter.sf() as s:
-        rows = await usage_repo.usage_rows(s, uid, since)
-        models = await usage_repo.groups(s, since=month, user_id=uid, by="model", limit=50)
-    per_day: dict[str, int] = defaultdict(int)
-    cost: dict[str, float] = defaultdict(float)
-    for at, _, tokens, usd_cost in rows:
-        day = f"{at.astimezone(meter.tz):%Y-%m-%d}"
-        per_day[day] += tokens
-        cost[day] += usd_cost or 0.0
-    days = [f"{since + timedelta(days=i):%Y-%m-%d}" for i in range(USAGE_DAYS)]
+        days = await usage_repo.daily(s, uid, starts)
     table = "".join(
-        f'<tr><td>{d}</td><td class="n">{per_day[d]:,}</td><td class="n">{usd(cost[d])}</td></tr>'
-        for d in reversed(days)
-        if per_day[d]
-    )
-    by_model = "".join(
-        f'<tr><td>{esc(g.model)}</td><td class="n">{g.calls}</td>'
-        f'<td class="n">{g.prompt_tokens + g.completion_tokens:,}</td>'
-        f'<td class="n">{usd(g.cost_usd)}</td></tr>'
-        for g in models
+        f'<tr><td>{at:%Y-%m-%d}</td><td class="n">{tokens:,}</td><td class="n">{usd(cost)}</td>'
+        "</tr>"
+        for at, (tokens, cost) in reversed(list(zip(starts, days, strict=True)))
+        if tokens
     )
     body = [
         f"<pre>{esc(await usage_text(meter, uid))}</pre>",
         f"<h2>Tokens per day (last {USAGE_DAYS} days)</h2>",
-        _bars([(d, per_day[d]) for d in days]),
+        _bars([(f"{at:%Y-%m-%d}", tokens) for at, (tokens, _) in zip(starts, days, strict=True)]),
         f"<table><tr><th>Day</th><th>Tokens</th><th>Cost</th></tr>{table}</table>",
-        "<h2>By model this month</h2>",
-        "<table><tr><th>Model</th><th>Calls</th><th>Tokens</th><th>Cost</th></tr>"
-        f"{by_model}</table>",
     ]
     return page("Usage", "".join(body), view, active="/usage")
+
+
+# -- Code -------------------------------------------------------------------------------------
+
+
+def _outcome(success: bool, category: str | None) -> str:
+    return "ok" if success else f"failed ({esc(category or 'error')})"
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value / 1000:.1f} s" if value >= 1000 else f"{value:.0f} ms"
+
+
+async def code(host: Host, request: web.Request, view: View) -> web.Response:
+    deps, uid = host.deps, view.person.user_id
+    number = _number(request.query.get("page"))
+    since = deps.clock() - timedelta(days=CODE_DAYS)
+    async with deps.session_factory() as s:
+        stats = await code_repo.stats(s, uid, since)
+        runs, total = await code_repo.recent_executions(s, uid, (number - 1) * PAGE, PAGE)
+    body = [
+        f"<p>Last {CODE_DAYS} days: {stats.total} runs, {stats.succeeded} succeeded, "
+        f"{stats.failed} failed · average {_ms(stats.avg_ms)}, p95 {_ms(stats.p95_ms)}</p>"
+    ]
+    if stats.categories:
+        rows = "".join(
+            f'<tr><td>{esc(c)}</td><td class="n">{n}</td></tr>' for c, n in stats.categories
+        )
+        body.append(f"<h2>Failures by kind</h2><table>{rows}</table>")
+    body.append("<h2>Runs</h2>")
+    for r in runs:
+        outcome = _outcome(r.success, r.error_category)
+        first = _cut(deps.scrub(r.code.strip().splitlines()[0] if r.code.strip() else ""), 120)
+        body.append(
+            f'<div class="item"><a href="/code/{r.id}">#{r.id}</a> {outcome}'
+            f'<div class="meta">{_when(r.created_at, view)} · exit {esc(r.exit_code)} · '
+            f"{_ms(r.duration_ms)} · sandbox {esc(r.sandbox_mode or '?')}</div>"
+            f"<p><code>{esc(first)}</code></p></div>"
+        )
+    if not runs:
+        body.append('<p class="hint">No code runs.</p>')
+    body.append(_pager("/code", {}, number, max(1, -(-total // PAGE))))
+    return page("Code runs", "".join(body), view, active="/code")
+
+
+async def code_run(host: Host, request: web.Request, view: View) -> web.Response:
+    deps, rid = host.deps, row_id(request.match_info["id"])
+    async with deps.session_factory() as s:
+        run = await code_repo.get_execution(s, rid, view.person.user_id) if rid else None
+    if run is None:
+        shown = request.match_info["id"][:12]
+        return message("Not found", f"There is no code run #{shown}.", view, status=404)
+    outcome = "succeeded" if run.success else f"failed ({run.error_category or 'error'})"
+    cut = " (cut)"
+    parts = [
+        f'<p class="meta">{_when(run.created_at, view)} · {esc(outcome)} · exit '
+        f"{esc(run.exit_code)} · {_ms(run.duration_ms)} of {_ms(run.timeout_ms)} · sandbox "
+        f"{esc(run.sandbox_mode or '?')}</p>",
+        f"<h2>Code</h2><pre>{esc(_cut(deps.scrub(run.code), 20_000))}</pre>",
+        f"<h2>Output{cut if run.stdout_truncated else ''}</h2>"
+        f"<pre>{esc(_cut(deps.scrub(run.stdout), 20_000))}</pre>",
+    ]
+    if run.stderr:
+        parts.append(
+            f"<h2>Errors{cut if run.stderr_truncated else ''}</h2>"
+            f"<pre>{esc(_cut(deps.scrub(run.stderr), 20_000))}</pre>"
+        )
+    return page(f"Code run #{run.id}", "".join(parts), view, active="/code")
 
 
 # -- Sessions -------------------------------------------------------------------------------
@@ -356,12 +422,14 @@ async def transcript(host: Host, request: web.Request, view: View) -> web.Respon
     for m in messages:
         calls = ""
         if m.tool_calls:
-            calls = f'<div class="meta">tool calls: {esc(_cut(m.tool_calls))}</div>'
+            calls = (
+                f'<div class="meta">tool calls: {esc(_cut(host.deps.scrub(m.tool_calls)))}</div>'
+            )
         if not m.content and not calls:
             continue
         items.append(
             f'<div class="item"><div class="meta">{esc(m.role)} · {_when(m.created_at, view)}</div>'
-            f"<p>{esc(_cut(m.content or ''))}</p>{calls}</div>"
+            f"<p>{esc(_cut(host.deps.scrub(m.content or '')))}</p>{calls}</div>"
         )
     cut = len(messages) == TRANSCRIPT
     head = f'<p class="hint">The newest {TRANSCRIPT} messages.</p>' if cut else ""

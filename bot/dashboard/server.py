@@ -70,6 +70,8 @@ class Site:
         r.add_get("/reminders", self.read(pages.reminders))
         r.add_post("/reminders/{id}/{action}", self.write(pages.reminder_change))
         r.add_get("/usage", self.read(pages.usage))
+        r.add_get("/code", self.read(pages.code))
+        r.add_get("/code/{id}", self.read(pages.code_run))
         r.add_get("/sessions", self.read(pages.sessions))
         r.add_get("/sessions/{id}", self.read(pages.transcript))
         return app

@@ -23,6 +23,7 @@ from bot.telegram.delivery import TelegramDelivery
 from tests.dashboard_client import Board, link_for, user_id
 from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.fakes.openai_server import Text
+from tools.code import repo as code_repo
 from tools.memory.store import MemoryStore
 from tools.reminders import jobs
 from tools.reminders.models import ScheduledJob
@@ -274,6 +275,10 @@ async def test_usage_sessions_and_transcripts(board_tg: TG, board: Board) -> Non
     await board.sign_in(OWNER)
     usage = await board.get("/usage")
     assert usage.status_code == 200 and "fake-model" in usage.text and "<svg" in usage.text
+    # Today's row in the per-day table: the answer's tokens, bucketed by the database.
+    today = tg.app.deps.clock().astimezone(tg.app.deps.tz)
+    row = usage.text.split(f'<tr><td>{today:%Y-%m-%d}</td><td class="n">', 1)
+    assert len(row) == 2 and int(row[1].split("<", 1)[0].replace(",", "")) > 0
     sessions = await board.get("/sessions")
     assert sessions.status_code == 200
     sid = sessions.text.split('href="/sessions/', 1)[1].split('"', 1)[0]
@@ -300,3 +305,34 @@ async def test_doctor_and_status_show_the_address(board_tg: TG) -> None:
     open_lan = settings.model_copy(update={"dashboard_host": "0.0.0.0"})
     [warning] = await probe.check(open_lan)
     assert not warning.ok and "reverse proxy" in warning.fix
+
+
+async def test_code_runs_own_only_escaped_and_masked(board_tg: TG, board: Board) -> None:
+    tg = board_tg
+    await board.sign_in(OWNER)
+    await link_for(tg, OTHER)
+    secret = tg.settings.llm_api_key
+    assert secret is not None
+    mine, other = await user_id(tg, OWNER), await user_id(tg, OTHER)
+    async with tg.app.session_factory() as s, s.begin():
+        ok = await code_repo.add_execution(
+            s, user_id=mine, code="print('<b>hi</b>')", stdout="<b>hi</b>\n", exit_code=0,
+            success=True, duration_ms=42.0, sandbox_mode="bwrap",
+        )  # fmt: skip
+        bad = await code_repo.add_execution(
+            s, user_id=mine, code="import os\nprint(os.environ)",
+            stderr=f"KeyError: {secret.get_secret_value()}", exit_code=1, success=False,
+            error_category="runtime", duration_ms=1500.0, sandbox_mode="bwrap",
+        )  # fmt: skip
+        theirs = await code_repo.add_execution(
+            s, user_id=other, code="print('theirs')", success=True, sandbox_mode="bwrap"
+        )
+    listing = await board.get("/code")
+    assert f'href="/code/{ok.id}"' in listing.text and f'href="/code/{bad.id}"' in listing.text
+    assert f'href="/code/{theirs.id}"' not in listing.text
+    assert "2 runs, 1 succeeded, 1 failed" in listing.text and "runtime" in listing.text
+    shown = await board.get(f"/code/{ok.id}")
+    assert "&lt;b&gt;hi&lt;/b&gt;" in shown.text and "<b>hi" not in shown.text
+    failed = await board.get(f"/code/{bad.id}")
+    assert "KeyError" in failed.text and secret.get_secret_value() not in failed.text
+    assert (await board.get(f"/code/{theirs.id}")).status_code == 404
