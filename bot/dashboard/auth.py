@@ -11,7 +11,7 @@ import json
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -78,14 +78,6 @@ def init_data_user(init_data: str, bot_token: str, now: datetime) -> int:
     if now - signed > INIT_DATA_MAX_AGE or signed - now > timedelta(minutes=5):
         raise InitDataError("the Mini App data is stale: open the dashboard again")
     return user_id
-
-
-def sign_init_data(fields: dict[str, str], bot_token: str) -> str:
-    """initData as Telegram would send it (for tests and the benchmark's own client)."""
-    check = "\n".join(f"{k}={v}" for k, v in sorted(fields.items()))
-    secret = hmac.new(b"WebAppData", bot_token.encode(), hashlib.sha256).digest()
-    signed = hmac.new(secret, check.encode(), hashlib.sha256).hexdigest()
-    return urlencode({**fields, "hash": signed})
 
 
 class Tokens:

@@ -13,11 +13,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.dashboard.auth import sign_init_data
 from bot.telegram.delivery import TelegramDelivery
 from tests.browser.conftest import SHOTS
 from tests.browser.webdriver import Browser, WebDriverError, cdp
-from tests.dashboard_client import dashboard_url, link_for, user_id
+from tests.dashboard_client import dashboard_url, link_for, sign_init_data, user_id
 from tests.e2e.conftest import OWNER, TG
 from tools.reminders import jobs
 from tools.reminders.parse import Fields, build_spec

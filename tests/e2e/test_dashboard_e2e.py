@@ -16,11 +16,10 @@ import pytest
 from sqlalchemy import update
 
 from bot.dashboard import probe
-from bot.dashboard.auth import sign_init_data
 from bot.dashboard.models import DashboardToken
 from bot.dashboard.server import DASHBOARD
 from bot.telegram.delivery import TelegramDelivery
-from tests.dashboard_client import Board, link_for, user_id
+from tests.dashboard_client import Board, link_for, sign_init_data, user_id
 from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.fakes.openai_server import Text
 from tools.code import repo as code_repo
@@ -254,6 +253,12 @@ async def test_cancel_a_reminder_as_the_chat_does(board_tg: TG, board: Board) ->
     )  # fmt: skip
     page = await board.get("/reminders")
     assert "call &lt;b&gt;Anna&lt;/b&gt;" in page.text
+    assert (await board.post(f"/reminders/{job.id}/pause")).status_code == 303
+    await tg.send(OWNER, "/reminders")
+    assert "paused" in (await tg.reply(OWNER)).text
+    assert (await board.post(f"/reminders/{job.id}/resume")).status_code == 303
+    await tg.send(OWNER, "/reminders")
+    assert "next " in (await tg.reply(OWNER)).text
     today = await board.get("/")
     assert "call &lt;b&gt;Anna&lt;/b&gt;" in today.text
     assert (await board.post(f"/reminders/{job.id}/cancel")).status_code == 303
