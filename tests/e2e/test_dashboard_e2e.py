@@ -6,6 +6,7 @@ at once), for the signed-in person only, with the CSRF token, bounded, escaped."
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
@@ -341,3 +342,20 @@ async def test_code_runs_own_only_escaped_and_masked(board_tg: TG, board: Board)
     failed = await board.get(f"/code/{bad.id}")
     assert "KeyError" in failed.text and secret.get_secret_value() not in failed.text
     assert (await board.get(f"/code/{theirs.id}")).status_code == 404
+
+
+async def test_a_taken_port_leaves_the_bot_running(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        tg = await make_tg(dashboard_enabled=True, dashboard_port=port)
+        await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+        assert tg.app.part(DASHBOARD).state.startswith("failed")
+        await tg.send(OWNER, "/dashboard")
+        assert "not running (failed" in (await tg.reply(OWNER)).text
+        tg.llm.add(Text("still here"))
+        await tg.send(OWNER, "hello")
+        assert (await tg.reply(OWNER)).text == "still here"
