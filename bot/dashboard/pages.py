@@ -32,7 +32,7 @@ CONTENT_MAX = 2000  # the memory tool's bound on one memory
 SESSIONS = 30
 TRANSCRIPT = 200  # newest messages of a session shown
 USAGE_DAYS = 14
-CODE_DAYS = 30
+CODE_DAYS = 7  # as /codestats by default
 
 
 def _number(text: str | None, default: int = 1) -> int:
