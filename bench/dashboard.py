@@ -188,6 +188,7 @@ async def main() -> None:
                 ("memories, last page", f"/memories?page={-(-args.memories // 25)}"),
                 ("memories, search", f"/memories?q={'+'.join(WORDS[:3])}"),
                 ("memory (edit form)", f"/memories/{mids[len(mids) // 2]}"),
+                ("memories, export JSON", "/memories/export.json"),
                 ("reminders", "/reminders"),
                 ("usage", "/usage"),
                 ("code runs", "/code"),
@@ -195,6 +196,7 @@ async def main() -> None:
                 ("sessions", "/sessions"),
                 ("session transcript", f"/sessions/{sid}"),
             ]
+            edit_path = f"/memories/{mids[len(mids) // 2]}"
             async with httpx.AsyncClient(
                 base_url=board.url, cookies={COOKIE: session}, timeout=60
             ) as http:
@@ -208,14 +210,14 @@ async def main() -> None:
                         if answer.status_code != 200:
                             raise SystemExit(f"{path}: HTTP {answer.status_code}")
                     report(name, spans)
-                page = (await http.get(pages[4][1])).text
+                page = (await http.get(edit_path)).text
                 csrf = re.search(r'name="csrf" value="([^"]+)"', page)
                 assert csrf is not None
                 spans = []
                 for i in range(WARM_UP + args.requests):
                     start = time.perf_counter()
                     answer = await http.post(
-                        pages[4][1], data={"csrf": csrf.group(1), "content": sentence(rng)}
+                        edit_path, data={"csrf": csrf.group(1), "content": sentence(rng)}
                     )
                     if i >= WARM_UP:
                         spans.append((time.perf_counter() - start) * 1000)

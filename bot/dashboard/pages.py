@@ -5,6 +5,7 @@ Everything shown is escaped (html.esc)."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, time, timedelta
 from urllib.parse import urlencode
 
@@ -20,6 +21,7 @@ from db.repos import core as core_repo
 from tools.base import ToolError
 from tools.code import repo as code_repo
 from tools.feature import Host, row_id
+from tools.memory import repo as memory_repo
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
 from tools.reminders import jobs
 from tools.reminders import repo as schedule_repo
@@ -28,6 +30,7 @@ from tools.reminders.times import local_text
 
 PAGE = 25
 SEARCH_MAX = 200
+EXPORT_BATCH = 1000
 CONTENT_MAX = 2000  # the memory tool's bound on one memory
 SESSIONS = 30
 TRANSCRIPT = 200  # newest messages of a session shown
@@ -166,8 +169,50 @@ async def memories(host: Host, request: web.Request, view: View) -> web.Response
         body += [_memory_item(h, view) for h in found.items]
         params = {"layer": layer} if layer else {}
         body.append(_pager("/memories", params, number, pages))
-        body.append(f'<p class="hint">{found.total} in all.</p>')
+        body.append(
+            f'<p class="hint">{found.total} in all · export as <a href="/memories/export.json">'
+            'JSON</a> or <a href="/memories/export.md">Markdown</a></p>'
+        )
     return page("Memories", "".join(body), view, active="/memories")
+
+
+async def export(host: Host, request: web.Request, view: View) -> web.Response:
+    """Every live memory of the person as a file: JSON (for a program) or Markdown."""
+    kind = request.match_info["kind"]
+    if kind not in ("json", "md"):
+        raise web.HTTPNotFound(text="Export as .json or .md.")
+    deps, uid = host.deps, view.person.user_id
+    now, rows, after = deps.clock(), [], 0
+    async with deps.session_factory() as s:
+        while batch := await memory_repo.user_batch(s, uid, now, after, EXPORT_BATCH):
+            rows += batch
+            after = batch[-1].id
+    if kind == "json":
+        items = [
+            {
+                "id": m.id,
+                "layer": m.layer,
+                "category": m.category,
+                "content": m.content,
+                "created_at": m.created_at.isoformat(timespec="seconds"),
+                "updated_at": m.updated_at.isoformat(timespec="seconds"),
+                "expires_at": m.expires_at.isoformat(timespec="seconds") if m.expires_at else None,
+            }
+            for m in rows
+        ]
+        text, mime = json.dumps(items, ensure_ascii=False, indent=1), "application/json"
+    else:
+        lines = [f"# Memories ({len(rows)}, {now.astimezone(view.tz):%Y-%m-%d})"]
+        for layer in LAYERS:
+            mine = [m for m in rows if m.layer == layer]
+            if mine:
+                lines += ["", f"## {layer}", ""]
+                lines += [f"- {m.content} (#{m.id}, {_when(m.created_at, view)})" for m in mine]
+        text, mime = "\n".join(lines) + "\n", "text/markdown"
+    response = web.Response(text=text, content_type=mime, charset="utf-8")
+    name = f"memories-{now.astimezone(view.tz):%Y-%m-%d}.{kind}"
+    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 async def _own_memory(host: Host, request: web.Request, view: View) -> MemoryHit | None:

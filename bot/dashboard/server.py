@@ -64,6 +64,7 @@ class Site:
         r.add_get("/static/{name}", self.static)
         r.add_get("/", self.read(pages.today))
         r.add_get("/memories", self.read(pages.memories))
+        r.add_get("/memories/export.{kind}", self.read(pages.export))
         r.add_get("/memories/{id}", self.read(pages.memory))
         r.add_post("/memories/{id}", self.write(pages.memory_save))
         r.add_post("/memories/{id}/forget", self.write(pages.memory_forget))

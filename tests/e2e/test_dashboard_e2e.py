@@ -359,3 +359,18 @@ async def test_a_taken_port_leaves_the_bot_running(
         tg.llm.add(Text("still here"))
         await tg.send(OWNER, "hello")
         assert (await tg.reply(OWNER)).text == "still here"
+
+
+async def test_export_holds_own_memories_only(board_tg: TG, board: Board) -> None:
+    tg = board_tg
+    await board.sign_in(OWNER)
+    await link_for(tg, OTHER)
+    mine = await remember(tg, OWNER, "Plays the <cello>")
+    await remember(tg, OTHER, "Other person's diary")
+    as_json = await board.get("/memories/export.json")
+    assert as_json.headers["content-disposition"].startswith("attachment;")
+    assert [(m["id"], m["content"]) for m in as_json.json()] == [(mine, "Plays the <cello>")]
+    as_md = await board.get("/memories/export.md")
+    assert f"- Plays the <cello> (#{mine}," in as_md.text and "diary" not in as_md.text
+    assert as_md.headers["content-type"].startswith("text/markdown")
+    assert (await board.get("/memories/export.html")).status_code == 404
