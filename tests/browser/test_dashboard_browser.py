@@ -5,6 +5,7 @@ Each page's screenshot is saved and named in the test's report."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -18,6 +19,8 @@ from tests.browser.conftest import SHOTS
 from tests.browser.webdriver import Browser, WebDriverError, cdp
 from tests.dashboard_client import dashboard_url, link_for, sign_init_data, user_id
 from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Text
+from tools.code import repo as code_repo
 from tools.reminders import jobs
 from tools.reminders.parse import Fields, build_spec
 
@@ -66,11 +69,20 @@ async def test_link_sign_in_pages_and_changes(board_tg: TG, browser: Browser, sh
         words="in 3 hours", spec=spec, now=now,
     )  # fmt: skip
 
+    tg.llm.add(Text("Noted."))
+    await tg.send(OWNER, "I moved to <Porto>")
+    assert (await tg.reply(OWNER)).text == "Noted."
+    async with tg.app.session_factory() as s, s.begin():
+        run = await code_repo.add_execution(
+            s, user_id=uid, code="print(sum(range(10)))", stdout="45\n", exit_code=0,
+            success=True, duration_ms=38.0, sandbox_mode="bwrap",
+        )  # fmt: skip
+
     await browser.go(link)
     await browser.wait_for("#signin")
     await shot("sign-in")
     await browser.click("#signin")
-    await browser.wait_for("header")
+    await browser.wait_text("h1", "Today")
     assert "water the plants" in await browser.source()
     await shot("today")
 
@@ -83,18 +95,16 @@ async def test_link_sign_in_pages_and_changes(board_tg: TG, browser: Browser, sh
     await shot("memories")
 
     await browser.click(f"#m{porto} a.button")
-    await browser.wait_for("textarea")
+    await browser.wait_text("h1", f"Memory #{porto}")
     await browser.type("textarea", "Lives in Lisbon")
     await shot("edit")
     await browser.click("form[action$='/" + str(porto) + "'] button")
-    await browser.wait_for(".notice")
-    assert "Saved #" in await browser.text(".notice")
+    await browser.wait_text(".notice", "Saved #")
     chat = await memory_list(tg)
     assert "Lives in Lisbon" in chat and "Porto" not in chat
 
     await browser.click(f"#m{porto} button.danger")
-    await browser.wait_for(".notice")
-    assert "Forgot #" in await browser.text(".notice")
+    await browser.wait_text(".notice", "Forgot #")
     await shot("forgot")
     assert "Lisbon" not in await memory_list(tg)
 
@@ -102,21 +112,27 @@ async def test_link_sign_in_pages_and_changes(board_tg: TG, browser: Browser, sh
     await browser.wait_for(f"#r{job.id}")
     await shot("reminders")
     await browser.click(f"#r{job.id} button.danger")
-    await browser.wait_for(".notice")
+    await browser.wait_text(".notice", "Cancelled #")
     await tg.send(OWNER, "/reminders")
     assert (await tg.reply(OWNER)).text.startswith("No reminders")
 
-    for page in ("usage", "sessions"):
+    for page in ("usage", "sessions", "code", f"code/{run.id}"):
         await browser.go(f"{base}/{page}")
         await browser.wait_for("header")
-        await shot(page)
+        await shot(page.replace("/", "-"))
+    assert "45" in await browser.text("pre:nth-of-type(2)")
+    await browser.go(f"{base}/sessions")
+    await browser.click("main .item a")
+    await browser.wait_text("main", "I moved to")
+    assert "I moved to <Porto>" in await browser.text("main")  # the text, shown as text
+    await shot("transcript")
 
     await browser.go(f"{base}/memories/{porto + 1000}")
     await browser.wait_for("main")
     assert "There is no memory" in await browser.source()
 
     await browser.click("header button")  # sign out
-    await browser.wait_for(".notice")
+    await browser.wait_text(".notice", "Signed out")
     await browser.go(f"{base}/")
     await browser.wait_for("main")
     assert "not signed in" in await browser.source()
@@ -151,6 +167,7 @@ async def test_mini_app_sign_in(board_tg: TG, browser: Browser, shot: Shot) -> N
                 break
             if status != "Signing in…":
                 break
+            await asyncio.sleep(0.1)
         await shot(name)
         await cdp(browser, "Page.removeScriptToEvaluateOnNewDocument",
                   {"identifier": added["identifier"]})  # fmt: skip

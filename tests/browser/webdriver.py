@@ -139,6 +139,22 @@ class Browser:
                     raise
                 await asyncio.sleep(0.1)
 
+    async def wait_text(self, css: str, part: str, timeout: float = START_S) -> str:  # noqa: ASYNC109
+        """Until an element matching `css` holds `part` (the page after a click: the old
+        one may still be shown, or be going away mid-read)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                text = await self.text(css)
+                if part in text:
+                    return text
+            except WebDriverError:
+                pass
+            if loop.time() > deadline:
+                raise WebDriverError(f"no {css} holding {part!r}")
+            await asyncio.sleep(0.1)
+
 
 async def _ready(http: httpx.AsyncClient, proc: subprocess.Popen[bytes]) -> None:
     loop = asyncio.get_running_loop()
