@@ -26,7 +26,8 @@ from tools.memory.store import LAYERS, MemoryHit, MemoryStore
 from tools.reminders import jobs
 from tools.reminders import repo as schedule_repo
 from tools.reminders.commands import ACTIONS, DONE, STATUS_MARK
-from tools.reminders.times import local_text
+from tools.reminders.parse import Fields, build_spec
+from tools.reminders.times import describe, local_text
 
 PAGE = 25
 SEARCH_MAX = 200
@@ -35,6 +36,7 @@ CONTENT_MAX = 2000  # the memory tool's bound on one memory
 SESSIONS = 30
 TRANSCRIPT = 200  # newest messages of a session shown
 USAGE_DAYS = 14
+KINDS = ("reminder", "task")
 CODE_DAYS = 7  # as /codestats by default
 
 
@@ -273,7 +275,19 @@ async def reminders(host: Host, request: web.Request, view: View) -> web.Respons
     deps, uid = host.deps, view.person.user_id
     now = deps.clock()
     found = await jobs.listing(deps.session_factory, uid)
-    body = [_notice(request), f'<p class="hint">Times in {esc(view.tz.key)}.</p>']
+    body = [
+        _notice(request),
+        '<form method="post" action="/reminders" class="item">'
+        f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">'
+        f'<p><input type="search" name="text" maxlength="{jobs.MAX_TEXT}" required '
+        'placeholder="What: call Anna"></p>'
+        '<p><input type="search" name="when" maxlength="200" required '
+        'placeholder="When: tomorrow at 9 · in 2 hours · every weekday at 8"></p>'
+        '<div class="actions"><select name="kind"><option value="reminder">reminder</option>'
+        '<option value="task">task (I do it and send the answer)</option></select>'
+        "<button>Schedule</button></div></form>",
+        f'<p class="hint">Times in {esc(view.tz.key)}.</p>',
+    ]
     for j in found:
         toggle = "resume" if j.status == "paused" else "pause"
         buttons = (
@@ -299,6 +313,25 @@ async def reminders(host: Host, request: web.Request, view: View) -> web.Respons
         )
         body.append(f"<h2>Delivered lately</h2><table>{rows}</table>")
     return page("Reminders", "".join(body), view, active="/reminders")
+
+
+async def reminder_create(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
+    """A new reminder or task, as the schedule tool makes one from the person's words."""
+    text, when, kind = form.get("text"), form.get("when"), form.get("kind")
+    if not isinstance(text, str) or not isinstance(when, str) or kind not in KINDS:
+        return message("Not scheduled", "Say what, when, and whether it is a task.", view, 400)
+    deps = host.deps
+    now = deps.clock()
+    try:
+        spec = build_spec(Fields(), when[:200], now, view.tz)
+        job = await jobs.create(
+            deps.session_factory, user_id=view.person.user_id, kind=str(kind), text=text,
+            words=when[:200], spec=spec, now=now,
+        )  # fmt: skip
+    except ToolError as exc:
+        return message("Not scheduled", str(exc), view, status=400)
+    done = f"Scheduled {job.kind} #{job.id}: {describe(spec)}."
+    raise web.HTTPSeeOther(f"/reminders?{urlencode({'done': done})}")
 
 
 async def reminder_change(host: Host, request: web.Request, view: View, form: Form) -> web.Response:

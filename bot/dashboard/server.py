@@ -69,6 +69,7 @@ class Site:
         r.add_post("/memories/{id}", self.write(pages.memory_save))
         r.add_post("/memories/{id}/forget", self.write(pages.memory_forget))
         r.add_get("/reminders", self.read(pages.reminders))
+        r.add_post("/reminders", self.write(pages.reminder_create))
         r.add_post("/reminders/{id}/{action}", self.write(pages.reminder_change))
         r.add_get("/usage", self.read(pages.usage))
         r.add_get("/code", self.read(pages.code))

@@ -374,3 +374,24 @@ async def test_export_holds_own_memories_only(board_tg: TG, board: Board) -> Non
     assert f"- Plays the <cello> (#{mine}," in as_md.text and "diary" not in as_md.text
     assert as_md.headers["content-type"].startswith("text/markdown")
     assert (await board.get("/memories/export.html")).status_code == 404
+
+
+async def test_schedule_a_reminder_as_the_tool_does(board_tg: TG, board: Board) -> None:
+    tg = board_tg
+    await board.sign_in(OWNER)
+    await board.get("/reminders")
+    made = await board.post(
+        "/reminders", {"text": "call Anna", "when": "in 2 hours", "kind": "reminder"}
+    )
+    assert made.status_code == 303
+    assert "Scheduled reminder #" in (await board.get(made.headers["location"])).text
+    await tg.send(OWNER, "/reminders")
+    assert "call Anna" in (await tg.reply(OWNER)).text
+    unreadable = await board.post(
+        "/reminders", {"text": "call Anna", "when": "when pigs fly", "kind": "reminder"}
+    )
+    assert unreadable.status_code == 400 and "Not scheduled" in unreadable.text
+    odd = await board.post("/reminders", {"text": "x", "when": "in 2 hours", "kind": "bomb"})
+    assert odd.status_code == 400
+    empty = await board.post("/reminders", {"text": " ", "when": "in 2 hours", "kind": "task"})
+    assert empty.status_code == 400 and "needs `text`" in empty.text
