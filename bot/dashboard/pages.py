@@ -27,7 +27,7 @@ from tools.reminders import jobs
 from tools.reminders import repo as schedule_repo
 from tools.reminders.commands import ACTIONS, DONE, STATUS_MARK
 from tools.reminders.parse import Fields, build_spec
-from tools.reminders.times import describe, local_text
+from tools.reminders.times import local_text
 
 PAGE = 25
 SEARCH_MAX = 200
@@ -55,9 +55,23 @@ def _when(when: datetime | None, view: View) -> str:
     return f"{when.astimezone(view.tz):%Y-%m-%d %H:%M}" if when else "—"
 
 
+# What a write reports on the page it leads to: a word and an id in the address, never a
+# text (a link someone sends could otherwise put their words in the notice).
+NOTICES = {
+    "saved": "Saved",
+    "forgot": "Forgot",
+    "scheduled": "Scheduled",
+    **{action: DONE[action] for action in ACTIONS},
+}
+
+
+def _done(path: str, what: str, row: int) -> web.HTTPSeeOther:
+    return web.HTTPSeeOther(f"{path}?{urlencode({'done': what, 'id': row})}")
+
+
 def _notice(request: web.Request) -> str:
-    done = request.query.get("done", "")
-    return f'<p class="notice">{esc(done[:200])}</p>' if done else ""
+    what, row = NOTICES.get(request.query.get("done", "")), row_id(request.query.get("id", ""))
+    return f'<p class="notice">{what} #{row}.</p>' if what and row is not None else ""
 
 
 def _store(host: Host) -> MemoryStore:
@@ -257,7 +271,7 @@ async def memory_save(host: Host, request: web.Request, view: View, form: Form) 
         text = f"A memory holds at most {CONTENT_MAX} characters; this has {len(content)}."
         return message("Not saved", text, view, status=400)
     await _store(host).edit(user_id=view.person.user_id, memory_id=found.id, content=content)
-    raise web.HTTPSeeOther(f"/memories?{urlencode({'done': f'Saved #{found.id}.'})}")
+    raise _done("/memories", "saved", found.id)
 
 
 async def memory_forget(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
@@ -265,7 +279,7 @@ async def memory_forget(host: Host, request: web.Request, view: View, form: Form
     if found is None:
         return _no_memory(request, view)
     await _store(host).forget(user_id=view.person.user_id, memory_id=found.id)
-    raise web.HTTPSeeOther(f"/memories?{urlencode({'done': f'Forgot #{found.id}.'})}")
+    raise _done("/memories", "forgot", found.id)
 
 
 # -- Reminders ------------------------------------------------------------------------------
@@ -330,8 +344,7 @@ async def reminder_create(host: Host, request: web.Request, view: View, form: Fo
         )  # fmt: skip
     except ToolError as exc:
         return message("Not scheduled", str(exc), view, status=400)
-    done = f"Scheduled {job.kind} #{job.id}: {describe(spec)}."
-    raise web.HTTPSeeOther(f"/reminders?{urlencode({'done': done})}")
+    raise _done("/reminders", "scheduled", job.id)
 
 
 async def reminder_change(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
@@ -350,7 +363,7 @@ async def reminder_change(host: Host, request: web.Request, view: View, form: Fo
         )
     except ToolError as exc:
         return message("Not changed", str(exc), view, status=404)
-    raise web.HTTPSeeOther(f"/reminders?{urlencode({'done': f'{DONE[action]} #{job.id}.'})}")
+    raise _done("/reminders", action, job.id)
 
 
 # -- Usage ----------------------------------------------------------------------------------

@@ -384,7 +384,9 @@ async def test_schedule_a_reminder_as_the_tool_does(board_tg: TG, board: Board) 
         "/reminders", {"text": "call Anna", "when": "in 2 hours", "kind": "reminder"}
     )
     assert made.status_code == 303
-    assert "Scheduled reminder #" in (await board.get(made.headers["location"])).text
+    assert "Scheduled #" in (await board.get(made.headers["location"])).text
+    forged = await board.get("/reminders?done=Your+account+is+locked&id=1")
+    assert "locked" not in forged.text and 'class="notice"' not in forged.text
     await tg.send(OWNER, "/reminders")
     assert "call Anna" in (await tg.reply(OWNER)).text
     unreadable = await board.post(
