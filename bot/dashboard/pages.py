@@ -11,6 +11,8 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from bot.approvals import repo as approvals_repo
+from bot.approvals.gate import TIMEOUT_S as APPROVAL_TIMEOUT_S
 from bot.dashboard.html import Form, View, esc, message, page, post_form
 from bot.sessions import repo as sessions_repo
 from bot.usage import repo as usage_repo
@@ -93,12 +95,32 @@ async def _usage_today(meter: Meter, view: View, owner: bool) -> str:
     return f"<p>Today: {esc(line)}</p>" + (f"<ul>{items}</ul>" if items else "")
 
 
+async def _waiting(host: Host, view: View, now: datetime) -> list[str]:
+    """Approval questions still open (a tool call waits for a yes in the chat)."""
+    asked = await approvals_repo.log(host.deps.session_factory, view.person.user_id, 20)
+    open_ = [
+        d
+        for d in asked
+        if d.decision == approvals_repo.PENDING
+        and now - d.created_at < timedelta(seconds=APPROVAL_TIMEOUT_S)
+    ]
+    if not open_:
+        return []
+    items = [
+        f'<div class="item"><p>{esc(d.tool)}: {esc(_cut(d.action, 300))}</p>'
+        '<div class="meta">answer the question in the chat</div></div>'
+        for d in open_
+    ]
+    return ["<h2>Waiting for you</h2>", *items]
+
+
 async def today(host: Host, request: web.Request, view: View) -> web.Response:
     deps, uid = host.deps, view.person.user_id
     now = deps.clock()
     found = await jobs.listing(deps.session_factory, uid)
     upcoming = "".join(f'<div class="item">{esc(jobs.job_line(j, now))}</div>' for j in found[:5])
-    body = ["<h2>Next reminders and tasks</h2>", upcoming or '<p class="hint">None.</p>']
+    body = await _waiting(host, view, now)
+    body += ["<h2>Next reminders and tasks</h2>", upcoming or '<p class="hint">None.</p>']
     if found[5:]:
         body.append(f'<p><a href="/reminders">… and {len(found) - 5} more</a></p>')
     async with deps.session_factory() as s:

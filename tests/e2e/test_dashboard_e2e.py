@@ -16,6 +16,7 @@ import httpx
 import pytest
 from sqlalchemy import update
 
+from bot.approvals import repo as approvals_repo
 from bot.dashboard import probe
 from bot.dashboard.models import DashboardToken
 from bot.dashboard.server import DASHBOARD
@@ -397,3 +398,16 @@ async def test_schedule_a_reminder_as_the_tool_does(board_tg: TG, board: Board) 
     assert odd.status_code == 400
     empty = await board.post("/reminders", {"text": " ", "when": "in 2 hours", "kind": "task"})
     assert empty.status_code == 400 and "needs `text`" in empty.text
+
+
+async def test_today_shows_open_approval_questions(board_tg: TG, board: Board) -> None:
+    tg = board_tg
+    await board.sign_in(OWNER)
+    uid, now = await user_id(tg, OWNER), tg.app.deps.clock()
+    sf = tg.app.session_factory
+    await approvals_repo.ask(sf, uid, OWNER, "code", "run <b>rm -rf</b>", now)
+    hour_ago = now - timedelta(hours=1)
+    await approvals_repo.ask(sf, uid, OWNER, "web_fetch", "an old question", hour_ago)
+    today = (await board.get("/")).text
+    assert "Waiting for you" in today and "code: run &lt;b&gt;rm -rf&lt;/b&gt;" in today
+    assert "an old question" not in today
