@@ -111,6 +111,7 @@ async def press(call: CommandCall) -> Pressed:
         return Pressed(f"Already decided: {who} is {before.state}.", await _listing(call))
     await _tell(call, before, state)
     if verb == "remove":
+        await access.removed(chat_id)
         return Pressed(f"Removed {who}.", await _listing(call))
     done = {"allowed": "Allowed", "denied": "Denied"}[state]
     return Pressed(f"{done}: {who}.", Answer(f"{request_answer(before).text}\n→ {done}."))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from bot.access import commands
 from bot.access.gate import ACCESS, AccessList
 from bot.access.models import AccessEntry
+from tools.admission import ADMISSION, Admission
 from tools.feature import Command, Feature, Host, Provide
 
 
@@ -16,10 +17,14 @@ async def access_list(host: Host) -> AccessList:
     return AccessList(host.deps.owners, host.deps.session_factory)
 
 
+async def admission(host: Host) -> Admission:
+    return await host.need(ACCESS)
+
+
 FEATURE = Feature(
     name="access",
     models=(AccessEntry,),
     commands=(Command("users", "who may talk to me (owner only)", commands.users),),
     press=commands.press,
-    parts=(Provide(ACCESS, access_list),),
+    parts=(Provide(ACCESS, access_list), Provide(ADMISSION, admission)),
 )

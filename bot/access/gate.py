@@ -13,13 +13,17 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import logging
 import time
 from collections.abc import Sequence
 from datetime import datetime
 
 from bot.access import repo
 from db.engine import SessionFactory
+from tools.admission import OnRemoval
 from tools.state import Key
+
+log = logging.getLogger(__name__)
 
 REFRESH_S = 30.0
 MISS_REFRESH_S = 1.0
@@ -41,6 +45,7 @@ class AccessList:
         self._admitted: repo.Admitted | None = None
         self._read_at = 0.0
         self._lock = asyncio.Lock()
+        self._on_removal: list[OnRemoval] = []
 
     async def _current(self, miss: bool = False) -> repo.Admitted:
         age = time.monotonic() - self._read_at
@@ -64,6 +69,23 @@ class AccessList:
         if chat_id in (await self._current()).groups:
             return True
         return chat_id in (await self._current(miss=True)).groups
+
+    async def admits(self, telegram_id: int | None) -> bool:
+        """tools/admission.py: whom reminders, tasks and questions may still act for."""
+        return telegram_id is None or await self.allows_user(telegram_id)
+
+    def on_removal(self, react: OnRemoval) -> None:
+        self._on_removal.append(react)
+
+    async def removed(self, chat_id: int) -> None:
+        """The owner removed this person or group: the features that act on their own
+        stop acting for them (each one's failure is its own: the others still run)."""
+        self.invalidate()
+        for react in self._on_removal:
+            try:
+                await react(chat_id)
+            except Exception:
+                log.exception("reacting to the removal of chat %s failed", chat_id)
 
     async def owner(self) -> int | None:
         """The first of ALLOWED_USER_IDS, else the owner learned from the first message."""

@@ -49,6 +49,10 @@ OUTWARD = frozenset({"internet", "files", "messages"})
 LOCAL_CODE = frozenset({"execution"})  # sandboxed code with no network
 DENIED = "Not run: the user denied this action. Do not try it another way; ask them instead."
 TIMED_OUT = "Not run: the user did not answer the approval request within {:g} s (a no)."
+REMOVED = (
+    "Not run: the owner removed this person before they answered; nothing more may be "
+    "done for them."
+)
 NOBODY = "Not run: this action needs the user's approval, and there is no one to ask here."
 UNASKED = "Not run: the approval request could not be shown to the user ({}). It was not denied."
 DECISIONS: dict[Choice | None, str] = {
@@ -179,7 +183,8 @@ class Approvals:
             # The first answer stands: a press just before the timeout wins over it.
             stands = await repo.settle(self.sf, key, DECISIONS[choice], self.clock())
             if stands not in ("once", "always"):
-                return DENIED if stands == "denied" else TIMED_OUT.format(self.timeout_s)
+                said = {"denied": DENIED, repo.CLOSED: REMOVED}
+                return said.get(stands) or TIMED_OUT.format(self.timeout_s)
             seen.confirmed.add(call.call_id)  # the user saw this very call and said yes
         deleted.count += fx.deletes
         return None

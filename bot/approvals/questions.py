@@ -22,6 +22,7 @@ SAID = {
     "always": "✅ Allowed, now and from now on when you chat with me, also after I read web "
               "pages or files; scheduled tasks still ask (/approvals revokes it).",
     repo.PENDING: "⌛ No answer in time: not run.",
+    repo.CLOSED: "🚫 Closed: the owner removed you.",
 }  # fmt: skip
 ALWAYS_SCHEDULED = (
     "✅ Allowed, now and from now on, in chats and in scheduled tasks that run while you are "
@@ -89,3 +90,10 @@ class Doorbell:
 
 
 DOORBELL = Doorbell()
+
+
+async def close_for(sf: SessionFactory, clock: Clock, telegram_id: int) -> None:
+    """The owner removed this person (tools/admission.py): their open questions close,
+    whichever worker waits for them (its asker reads the row; this process's wakes now)."""
+    for key in await repo.close_pending(sf, telegram_id, clock()):
+        DOORBELL.ring(key)

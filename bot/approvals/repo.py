@@ -14,6 +14,7 @@ from db.engine import SessionFactory
 
 ACTION_LIMIT = 2000  # characters of the action kept in the audit
 PENDING = "pending"
+CLOSED = "closed"  # its person was removed before they answered
 
 
 async def _grant(s: AsyncSession, user_id: int, tool: str) -> ApprovalGrant | None:
@@ -53,6 +54,18 @@ async def ask(
         s.add(row)
         await s.flush()
         return row.id
+
+
+async def close_pending(sf: SessionFactory, telegram_id: int, now: datetime) -> list[int]:
+    """Close every question this person may still answer (they were removed); their ids."""
+    async with sf.begin() as s:
+        pending = ApprovalDecision.decision == PENDING
+        mine = ApprovalDecision.by_telegram_id == telegram_id
+        keys = list((await s.scalars(select(ApprovalDecision.id).where(pending, mine))).all())
+        if keys:
+            stmt = update(ApprovalDecision).where(ApprovalDecision.id.in_(keys), pending)
+            await s.execute(stmt.values(decision=CLOSED, decided_at=now))
+        return keys
 
 
 async def question(sf: SessionFactory, question_id: int) -> ApprovalDecision | None:
