@@ -9,8 +9,10 @@ from __future__ import annotations
 from bot.access import commands
 from bot.access.gate import ACCESS, AccessList
 from bot.access.models import AccessEntry
+from bot.access.turns import StopRemoved
 from tools.admission import ADMISSION, Admission
 from tools.feature import Command, Feature, Host, Provide
+from tools.hooks import Always, RequestHooks
 
 
 async def access_list(host: Host) -> AccessList:
@@ -21,10 +23,15 @@ async def admission(host: Host) -> Admission:
     return await host.need(ACCESS)
 
 
+def stop_removed(host: Host) -> RequestHooks:
+    return Always(StopRemoved(host.part(ACCESS)))
+
+
 FEATURE = Feature(
     name="access",
     models=(AccessEntry,),
     commands=(Command("users", "who may talk to me (owner only)", commands.users),),
     press=commands.press,
     parts=(Provide(ACCESS, access_list), Provide(ADMISSION, admission)),
+    turns=(stop_removed,),
 )

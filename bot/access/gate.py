@@ -46,6 +46,8 @@ class AccessList:
         self._read_at = 0.0
         self._lock = asyncio.Lock()
         self._on_removal: list[OnRemoval] = []
+        # Chats the owner removed in this process (bot/access/turns.py stops their turns).
+        self.gone: set[int] = set()
 
     async def _current(self, miss: bool = False) -> repo.Admitted:
         age = time.monotonic() - self._read_at
@@ -81,11 +83,16 @@ class AccessList:
         """The owner removed this person or group: the features that act on their own
         stop acting for them (each one's failure is its own: the others still run)."""
         self.invalidate()
+        self.gone.add(chat_id)
         for react in self._on_removal:
             try:
                 await react(chat_id)
             except Exception:
                 log.exception("reacting to the removal of chat %s failed", chat_id)
+
+    async def serves(self, chat_id: int) -> bool:
+        """A private chat (a person's id) or a group (a negative chat id) let in now."""
+        return await (self.allows_group(chat_id) if chat_id < 0 else self.allows_user(chat_id))
 
     async def owner(self) -> int | None:
         """The first of ALLOWED_USER_IDS, else the owner learned from the first message."""
