@@ -48,6 +48,10 @@ class AccessList:
         self._on_removal: list[OnRemoval] = []
         # Chats the owner removed in this process (bot/access/turns.py stops their turns).
         self.gone: set[int] = set()
+        # Requests turned away because MAX_WAITING waited (bot/access/pairing.py), not yet
+        # shown in /users; and whether the owner was told since the queue last had room.
+        self.turned_away: set[int] = set()  # their chat ids
+        self.told_full = False
 
     async def _current(self, miss: bool = False) -> repo.Admitted:
         age = time.monotonic() - self._read_at

@@ -74,6 +74,14 @@ def no_owner_text(user_id: int) -> str:
     )
 
 
+def full_text(waiting: int) -> str:
+    return (
+        f"I turned away a request to talk to me: {waiting} requests wait for your answer "
+        "already. Answer them in /users (each Deny frees a place); /users also counts "
+        "the requests turned away until then."
+    )
+
+
 def owner_text(user_id: int, written: Path | None) -> str:
     where = (
         f"I wrote ALLOWED_USER_IDS={user_id} to {written}."
@@ -145,7 +153,10 @@ class Pairing:
                 outcome = await repo.request(
                     self._sf, who.chat_id, kind, name, who.user_id, self._clock()
                 )
+            if outcome == "full":
+                await self._turned_away(who.chat_id, owner, ask_owner)
             if outcome == "asked":
+                self.access.told_full = False
                 entry = AccessEntry(chat_id=who.chat_id, kind=kind, name=name)
                 asker = f"{who.name} (Telegram id {who.user_id})"
                 if not await ask_owner(owner, request_answer(entry, asker)):
@@ -154,6 +165,14 @@ class Pairing:
             return None
         said = asked_text(who.user_id, group) if outcome == "asked" else refusal_text(who.user_id)
         return self._once(who.chat_id, outcome, said)
+
+    async def _turned_away(self, chat_id: int, owner: int, ask_owner: AskOwner) -> None:
+        """A request dropped as the queue is full: counted for /users, and the owner told
+        once until the queue has room again (a crowd cannot flood them with these either)."""
+        if len(self.access.turned_away) < MAX_REMEMBERED:
+            self.access.turned_away.add(chat_id)
+        if not self.access.told_full:
+            self.access.told_full = await ask_owner(owner, Answer(full_text(repo.MAX_WAITING)))
 
     def _once(self, chat_id: int, outcome: str, said: str) -> str | None:
         if self._told.get(chat_id) == outcome:
