@@ -99,7 +99,12 @@ chat: install .env
 # out with either (1.29 has no `cp`).
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
+# Without Compose (or Docker) the line below would end in "not found": say what to install.
+NO_COMPOSE = sidekick: Docker Compose is missing: install it, on Debian or Ubuntu with \
+	"sudo apt-get install docker.io docker-compose", or the docker-compose-plugin package from Docker
+
 docker-up: .env
+	@$(COMPOSE) version >/dev/null 2>&1 || { echo '$(NO_COMPOSE)' >&2; exit 1; }
 	$(COMPOSE) up -d
 
 docker-backup:

@@ -11,6 +11,7 @@ from bot.access.gate import ACCESS, AccessList
 from bot.access.models import AccessEntry
 from bot.access.turns import StopRemoved
 from tools.admission import ADMISSION, Admission
+from tools.base import CheckResult
 from tools.feature import Command, Feature, Host, Provide
 from tools.hooks import Always, RequestHooks
 
@@ -27,6 +28,24 @@ def stop_removed(host: Host) -> RequestHooks:
     return Always(StopRemoved(host.part(ACCESS)))
 
 
+async def check(host: Host) -> list[CheckResult]:
+    """Who is served: ALLOWED_USER_IDS, or the owner-code mode `sidekick setup` recommends
+    (an empty list is no failure there: the first to send the code becomes the owner)."""
+    access = host.part(ACCESS)
+    if access.seed:
+        ids = ", ".join(map(str, access.seed))
+        return [CheckResult("ALLOWED_USER_IDS", True, f"{ids} (the owner: {access.seed[0]})")]
+    owner = await access.owner()
+    if owner is not None:
+        found = f"empty; the owner (id {owner}) came from the owner code"
+        return [CheckResult("ALLOWED_USER_IDS", True, found)]
+    found = (
+        "empty: the first person to send the bot its owner code privately becomes its "
+        "owner (`sidekick run` prints the code at start, `sidekick setup` shows it)"
+    )
+    return [CheckResult("ALLOWED_USER_IDS", True, found)]
+
+
 FEATURE = Feature(
     name="access",
     models=(AccessEntry,),
@@ -34,4 +53,5 @@ FEATURE = Feature(
     press=commands.press,
     parts=(Provide(ACCESS, access_list), Provide(ADMISSION, admission)),
     turns=(stop_removed,),
+    doctor=check,
 )

@@ -82,6 +82,12 @@ def full_text(waiting: int) -> str:
     )
 
 
+CODE_KEPT_OUT = (
+    "That message carried this bot's owner code, so I kept it out of our conversation: "
+    "nothing of it reached the model or my memory. Send it again without the code."
+)
+
+
 def owner_text(user_id: int, written: Path | None) -> str:
     where = (
         f"I wrote ALLOWED_USER_IDS={user_id} to {written}."
@@ -113,11 +119,16 @@ class Pairing:
         self._told: dict[int, str] = {}  # chat id -> the last outcome it was told
         self._asking = asyncio.Lock()
 
+    def carries_code(self, text: str) -> bool:
+        """The owner code is the key to the bot while it has no owner: a message that
+        carries it is access's alone, never the model's or memory's."""
+        return self._code is not None and self._code in text.lower().split()
+
     async def claim(self, user_id: int, name: str, text: str) -> str | None:
         """While nobody owns the bot: a private message that carries the owner code makes
         its sender the owner (kept in .env as ALLOWED_USER_IDS when there is one). What to
         tell them; None when the message has no code or someone else was quicker."""
-        if self._code is None or self._code not in text.lower().split():
+        if not self.carries_code(text):
             return None
         if not await self.access.learn_owner(user_id, name, self._clock()):
             return None

@@ -35,7 +35,7 @@ FEATURE = Feature(
     models=(ApprovalGrant, ApprovalDecision),
     commands=(
         Command(
-            "approvals", "tools you allowed for good; /approvals revoke <tool>", commands.approvals
+            "approvals", "tools you allowed for good", commands.approvals, args="[revoke <tool>]"
         ),
     ),
     press=commands.press,

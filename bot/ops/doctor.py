@@ -34,9 +34,6 @@ async def check_settings(app: App) -> list[CheckResult]:
     if not s.telegram_bot_token:
         fix = "get a token from @BotFather; put it in .env"
         out.append(CheckResult("TELEGRAM_BOT_TOKEN", False, "not set", fix))
-    if not s.allowed_user_ids:
-        fix = "message the bot; it replies with your id and the line to add"
-        out.append(CheckResult("ALLOWED_USER_IDS", False, "empty: nobody will be served", fix))
     return out
 
 

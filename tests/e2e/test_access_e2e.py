@@ -11,8 +11,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
+
 from bot.access.gate import owner_code
-from bot.access.pairing import full_text
+from bot.access.pairing import CODE_KEPT_OUT, full_text
 from bot.access.repo import MAX_WAITING, REQUESTS_PER_HOUR
 from bot.telegram.delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, STRANGER, TG
@@ -199,9 +201,18 @@ async def test_first_private_message_makes_the_owner(
     told = await tg.reply(5557)
     assert "has no owner yet" in told.text and code not in told.text
     await tg.send(5555, f"hello bot {code}", **named(5555, "Ann"))
-    first, answer = await tg.replies(5555, 2)
+    first = await tg.reply(5555)
     assert "You are this bot's owner now" in first.text
-    assert answer.text == f"echo: hello bot {code}"
+    # The code is access's alone: not sent to the model, not kept in the conversation or
+    # in memory, also when the owner sends it again.
+    await tg.send(5555, f"is {code} still the code?")
+    assert (await tg.reply(5555)).text == CODE_KEPT_OUT
+    await tg.idle()
+    assert tg.unread(5555) == [] and tg.llm.requests == []
+    async with tg.app.session_factory() as s:
+        kept = [str(row) for table in ("messages", "memories")
+                for row in (await s.execute(text(f"SELECT * FROM {table}"))).all()]  # fmt: skip
+    assert not any(code in row for row in kept)
     assert env.read_text() == "# my settings\nALLOWED_USER_IDS=5555\nLOG_LEVEL=INFO\n"
     assert stat.S_IMODE(os.stat(env).st_mode) == 0o600
     await tg.send(5556, "me too", **named(5556, "Bob"))
