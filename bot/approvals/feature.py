@@ -19,10 +19,11 @@ from tools.hooks import Gate
 async def approvals(host: Host) -> Approvals:
     deps = host.deps
     mode = deps.settings_for(ApprovalSettings).approvals
-    if host.has(ADMISSION):  # a person the owner removes has no question left open
+    gate = Approvals(mode, TIMEOUT_S, deps.session_factory, deps.clock, deps.scrub)
+    if host.has(ADMISSION):  # a person or group the owner removes has no question left open
         admission = await host.need(ADMISSION)
-        admission.on_removal(partial(close_for, deps.session_factory, deps.clock))
-    return Approvals(mode, TIMEOUT_S, deps.session_factory, deps.clock, deps.scrub)
+        admission.on_removal(partial(close_for, gate))
+    return gate
 
 
 def gate(host: Host) -> Gate:

@@ -4,9 +4,10 @@ the first answer (a press, the timeout) is the one that stands."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.approvals.models import ApprovalDecision, ApprovalGrant
@@ -56,12 +57,15 @@ async def ask(
         return row.id
 
 
-async def close_pending(sf: SessionFactory, telegram_id: int, now: datetime) -> list[int]:
-    """Close every question this person may still answer (they were removed); their ids."""
+async def close_pending(
+    sf: SessionFactory, telegram_id: int, asked: Sequence[int], now: datetime
+) -> list[int]:
+    """Close every question this person may still answer, and those `asked` (in a group
+    that was removed); their ids."""
     async with sf.begin() as s:
         pending = ApprovalDecision.decision == PENDING
-        mine = ApprovalDecision.by_telegram_id == telegram_id
-        keys = list((await s.scalars(select(ApprovalDecision.id).where(pending, mine))).all())
+        theirs = or_(ApprovalDecision.by_telegram_id == telegram_id, ApprovalDecision.id.in_(asked))
+        keys = list((await s.scalars(select(ApprovalDecision.id).where(pending, theirs))).all())
         if keys:
             stmt = update(ApprovalDecision).where(ApprovalDecision.id.in_(keys), pending)
             await s.execute(stmt.values(decision=CLOSED, decided_at=now))

@@ -15,7 +15,7 @@ from bot.access.turns import STOPPED
 from bot.approvals.models import ApprovalDecision
 from db.repos import core as core_repo
 from tests.e2e.conftest import OWNER, STRANGER, TG
-from tests.e2e.test_access_e2e import deliveries, named
+from tests.e2e.test_access_e2e import GROUP, deliveries, named
 from tests.e2e.test_approvals_e2e import button, with_post_tool
 from tests.fakes.openai_server import Calls, Text
 from tests.test_access_list import eventually
@@ -108,10 +108,33 @@ async def test_a_removed_persons_open_question_closes(tg: TG) -> None:
     question = await tg.reply(STRANGER)
     assert button(question, "Allow once")
     await remove(tg)
-    await tg.server.wait_for(lambda: "the owner removed you" in question.text)
+    await tg.server.wait_for(lambda: "Closed" in question.text)
     assert (await tg.reply(STRANGER)).text == STOPPED  # not the model's "Done."
     await tg.idle()
     assert posted == [] and len(tg.llm.requests) == 1  # nothing more spent on them
     async with tg.app.session_factory() as s:
         closed = (await s.scalars(select(ApprovalDecision.decision))).all()
     assert closed == ["closed"]
+
+
+async def test_a_removed_groups_open_question_closes_and_its_turn_stops(tg: TG) -> None:
+    await deliveries(tg)
+    await tg.send(STRANGER, "@sidekick_test_bot hi all", chat_id=GROUP)
+    await tg.reply(GROUP)
+    await tg.reply(OWNER)
+    await tg.press(OWNER, f"access:allow:{GROUP}")
+    await tg.reply(GROUP)
+    await tg.idle()
+    posted: list[str] = []
+    with_post_tool(tg.app, posted)
+    tg.llm.add(Calls([("post", {"url": "https://example.org/x", "body": "hi"})]), Text("Done."))
+    await tg.send(667, "@sidekick_test_bot post it", chat_id=GROUP)
+    question = await tg.reply(GROUP)
+    assert button(question, "Allow once")
+    await tg.send(OWNER, "/users")
+    await tg.reply(OWNER)
+    await tg.press(OWNER, f"access:remove:{GROUP}")
+    await tg.server.wait_for(lambda: "Closed" in question.text)
+    assert (await tg.reply(GROUP)).text == STOPPED
+    await tg.idle()
+    assert posted == [] and len(tg.llm.requests) == 1
