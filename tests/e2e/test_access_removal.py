@@ -21,7 +21,7 @@ from tests.fakes.openai_server import Calls, Text
 from tests.test_access_list import eventually
 from tools.reminders import jobs
 from tools.reminders.firing import NOT_LET_IN, REMINDERS
-from tools.reminders.models import JobRun
+from tools.reminders.models import JobRun, ScheduledJob
 from tools.reminders.times import Spec
 
 
@@ -41,11 +41,11 @@ async def remove(tg: TG) -> None:
 
 
 async def due_now(tg: TG, kind: str, text: str) -> int:
-    """A job of the stranger's that is due now: its id."""
+    """A job of the stranger's, hourly, due now: its id."""
     now = datetime.now(UTC).replace(microsecond=0)
     async with tg.app.session_factory() as s, s.begin():
         user = await core_repo.get_or_create_user(s, STRANGER, "Mallory", now)
-    spec = Spec("at", ZoneInfo("UTC"), first=now - timedelta(seconds=30))
+    spec = Spec("every", ZoneInfo("UTC"), first=now - timedelta(seconds=30), every_s=3600)
     job = await jobs.create(tg.app.session_factory, user_id=user.id, kind=kind, text=text,
                             words="", spec=spec, now=now - timedelta(minutes=1))  # fmt: skip
     return job.id
@@ -71,6 +71,9 @@ async def test_a_removed_persons_reminders_and_tasks_neither_run_nor_deliver(tg:
     assert tg.llm.requests == []  # the task did not run: nothing spent
     assert len(tg.server.sent_to(STRANGER)) == seen  # nothing delivered
     assert await runs(tg) == [("skipped", NOT_LET_IN), ("skipped", NOT_LET_IN)]
+    async with tg.app.session_factory() as s:  # kept, paused, for a return
+        states = (await s.execute(select(ScheduledJob.status, ScheduledJob.paused_reason))).all()
+    assert [tuple(r) for r in states] == [("paused", "removed")] * 2
 
 
 async def test_a_task_computing_when_its_person_is_removed_stops(tg: TG) -> None:

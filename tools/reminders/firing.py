@@ -284,12 +284,15 @@ class ReminderJobs:
         by_user: dict[int, list[PendingRun]] = {}
         gone = {run.run_id for run in ready if not await self._serves(run.recipient)}
         if gone:
-            # Someone the owner removed: nothing is computed or delivered for them (their
-            # jobs stay as they are, for the day they are let in again).
+            # Someone the owner removed: nothing is computed or delivered for them, and their
+            # jobs pause (kept for the day they are let in again: /reminders resumes them).
             for run in ready:
                 if run.run_id in gone:
                     await self._finish(run, "skipped", error=NOT_LET_IN)
             await self._written()
+            async with self.session_factory() as s, s.begin():
+                for user_id in {r.recipient.user_id for r in ready if r.run_id in gone}:
+                    await repo.pause_user(s, user_id, "removed")
             ready = [run for run in ready if run.run_id not in gone]
         for run in ready:
             if run.text is None:
