@@ -138,7 +138,8 @@ async def put(bot: Bot, chat_id: int, item: Item) -> int:
             msg = await bot.send_message(chat_id, item.text, parse_mode=None,
                 entities=item.entities or None, reply_markup=markup)  # fmt: skip
         else:
-            file = BufferedInputFile(item.data or b"", filename=item.filename or "file")
+            # A file's name is shown too: "invoice\u202egpj.exe" must not read as a .jpg.
+            file = BufferedInputFile(item.data or b"", filename=shown(item.filename or "file"))
             send = bot.send_photo if item.kind == "photo" else bot.send_document
             msg = await send(chat_id, file, reply_markup=markup)
     except TelegramBadRequest as exc:

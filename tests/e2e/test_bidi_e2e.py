@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from bot.shown import BIDI
+from bot.telegram.delivery import TelegramDelivery
+from db.repos.core import Recipient
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 
@@ -33,3 +35,12 @@ async def test_an_answer_and_a_model_name_show_bidi_controls_escaped(
     assert not any(BIDI.search(t) for t in shown), shown
     assert any("fake\\u202eledom" in t and "1 call" in t for t in shown)
     assert any("fake\\u202eledom" in t and "Your model" in t for t in shown)
+
+
+async def test_a_delivered_files_name_shows_bidi_controls_escaped(tg: TG) -> None:
+    """A file a feature delivers (a code job's output) keeps its name readable."""
+    await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+    files = [("invoice\u202egpj.exe", b"MZ")]
+    await tg.app.deliver(Recipient(0, OWNER, "Owner"), "your files", False, files)
+    _, document = await tg.replies(OWNER, 2)
+    assert document.filename == "invoice\\u202egpj.exe"
