@@ -6,13 +6,14 @@ press closes at once."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 
 from bot.access.turns import STOPPED
 from bot.approvals.models import ApprovalDecision
+from bot.checkins.runs import tick as checkins_tick
 from db.repos import core as core_repo
 from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.e2e.test_access_e2e import GROUP, deliveries, named
@@ -141,3 +142,16 @@ async def test_a_removed_groups_open_question_closes_and_its_turn_stops(tg: TG) 
     assert (await tg.reply(GROUP)).text == STOPPED
     await tg.idle()
     assert posted == [] and len(tg.llm.requests) == 1
+
+
+async def test_a_removed_person_gets_no_check_in(tg: TG) -> None:
+    await deliveries(tg)
+    await let_in(tg)
+    await tg.send(STRANGER, "/checkins on")
+    assert "Check-ins: on" in (await tg.reply(STRANGER)).text
+    await remove(tg)
+    await tg.idle()
+    seen = len(tg.server.sent_to(STRANGER))
+    brief = datetime.combine(datetime.now(UTC).date(), time(8, 31), UTC)  # UTC is their zone
+    assert await checkins_tick(tg.app, brief) == []
+    assert tg.llm.requests == [] and len(tg.server.sent_to(STRANGER)) == seen
