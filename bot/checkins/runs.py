@@ -26,7 +26,7 @@ from bot.checkins.models import CheckinPrefs
 from bot.usage.meter import METER
 from db.models.core import User
 from db.repos.core import Recipient
-from tools.admission import ADMISSION
+from tools.admission import ADMISSION, Admission
 from tools.base import user_tz
 from tools.errors import public_text
 from tools.feature import Host
@@ -111,7 +111,9 @@ async def tick(host: Host, now: datetime) -> list[Outcome]:
     async with deps.session_factory() as s:
         people = await repo.enabled(s)
     # Someone the owner removed hears nothing more (tools/admission.py).
-    admission = await host.need(ADMISSION) if host.has(ADMISSION) else None
+    admission: Admission | None = None
+    if host.has(ADMISSION):
+        admission = await host.need(ADMISSION)
     outcomes = []
     for prefs, user in people:
         if admission is not None and not await admission.admits(user.telegram_id):
