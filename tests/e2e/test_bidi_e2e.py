@@ -39,7 +39,7 @@ async def test_an_answer_and_a_model_name_show_bidi_controls_escaped(
 
 async def test_a_delivered_files_name_shows_bidi_controls_escaped(tg: TG) -> None:
     """A file a feature delivers (a code job's output) keeps its name readable."""
-    await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))
     files = [("invoice\u202egpj.exe", b"MZ")]
     await tg.app.deliver(Recipient(0, OWNER, "Owner"), "your files", False, files)
     _, document = await tg.replies(OWNER, 2)
