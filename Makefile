@@ -28,7 +28,7 @@ QUIET = >>$(LOG) 2>&1 || { tail -n 25 $(LOG) >&2; echo "install failed; full log
 
 .PHONY: install install-dev python-check venv bwrap run setup chat doctor migrate test \
         docker-up docker-backup test-pg test-real test-docker bench bench-pg lint lock upgrade \
-        clean FORCE install-opencode test-opencode
+        clean FORCE install-opencode test-opencode test-browser
 
 # `make install`: what running needs, nothing else.
 install: python-check $(RUN_STAMP) bwrap
@@ -99,7 +99,12 @@ chat: install .env
 # out with either (1.29 has no `cp`).
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
+# Without Compose (or Docker) the line below would end in "not found": say what to install.
+NO_COMPOSE = sidekick: Docker Compose is missing: install it, on Debian or Ubuntu with \
+	"sudo apt-get install docker.io docker-compose", or the docker-compose-plugin package from Docker
+
 docker-up: .env
+	@$(COMPOSE) version >/dev/null 2>&1 || { echo '$(NO_COMPOSE)' >&2; exit 1; }
 	$(COMPOSE) up -d
 
 docker-backup:
@@ -151,6 +156,22 @@ install-opencode: install
 test-opencode: install-dev install-opencode
 	SIDEKICK_OPENCODE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/opencode
 
+# The dashboard in a real browser: Debian's chromium, headless, driven through chromedriver
+# (installed with apt-get as root on Debian/Ubuntu, like bubblewrap); each page's screenshot
+# lands in build/screenshots.
+test-browser: install-dev
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "sidekick: installing chromium and chromium-driver (the browser tier) with apt-get, as root"; \
+	    (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver) >>$(LOG) 2>&1 \
+	      || { echo "could not install chromium (see $(LOG))" >&2; exit 1; }; \
+	  else \
+	    echo "the browser tier needs chromium and its driver: sudo apt-get install chromium chromium-driver" >&2; exit 1; \
+	  fi; }
+	SIDEKICK_BROWSER=1 SIDEKICK_SCREENSHOTS=$(CURDIR)/build/screenshots \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -rA tests/browser
+	@echo "sidekick: screenshots in build/screenshots"
+
 # Figures, not pass/fail. BENCH_ARGS=--quick trims the memory benchmark (its full run
 # fills 100k memories and takes a while).
 bench: install-dev
@@ -166,6 +187,7 @@ bench: install-dev
 	$(BIN)/python bench/vs_plain.py
 	$(BIN)/python bench/data_growth.py
 	$(BIN)/python bench/message_path.py
+	$(BIN)/python bench/dashboard.py
 
 lint: install-dev
 	$(BIN)/ruff check .

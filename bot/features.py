@@ -13,6 +13,7 @@ from sqlalchemy import MetaData
 from bot.access.feature import FEATURE as access
 from bot.approvals.feature import FEATURE as approvals
 from bot.checkins.feature import FEATURE as checkins
+from bot.dashboard.feature import FEATURE as dashboard
 from bot.media.feature import FEATURE as media
 from bot.sessions.feature import FEATURE as sessions
 from bot.usage.feature import FEATURE as usage
@@ -45,6 +46,7 @@ FEATURES: tuple[Feature, ...] = (
     access,
     checkins,
     skills,
+    dashboard,
 )
 
 

@@ -10,6 +10,8 @@ from sqlalchemy import Column, Constraint, Index, MetaData, Table, inspect, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from db.engine import create_engine
+
 if TYPE_CHECKING:
     from alembic.config import Config
 
@@ -183,3 +185,53 @@ def _verb(kind: str) -> str:
 def _name(obj: object) -> str:
     name = obj.name if isinstance(obj, Table | Column | Index | Constraint) else None
     return str(name) if name else str(obj)
+
+
+async def extras(engine: AsyncEngine, metadata: MetaData) -> list[str]:
+    """The tables, views and triggers the database holds beyond what the migrations make (a
+    trigger that deletes rows changes what every write does, and compare_metadata sees
+    neither triggers nor views nor tables the models do not name). What the migrations make
+    besides the models (the memory index's raw-SQL tables, alembic_version) is read from a
+    scratch SQLite database migrated now; SQLite's own tables and a virtual table's shadow
+    tables are its parts. For doctor."""
+    scratch = create_engine("sqlite+aiosqlite:///:memory:")
+    try:
+        await upgrade(scratch)
+        async with scratch.connect() as conn:
+            made = await conn.run_sync(_objects)
+    finally:
+        await scratch.dispose()
+    async with engine.connect() as conn:
+        found = await conn.run_sync(_objects)
+    known = made | {("table", name) for name in metadata.tables}
+    return [f"not in the models: {kind} {name}" for kind, name in sorted(found - known)]
+
+
+def _objects(conn: Connection) -> set[tuple[str, str]]:
+    """(kind, name) of the schema's tables, views and triggers."""
+    if conn.dialect.name == "postgresql":
+        tables = conn.execute(
+            text(
+                "SELECT CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END, table_name "
+                "FROM information_schema.tables WHERE table_schema = current_schema()"
+            )
+        )
+        views = conn.execute(
+            text("SELECT 'view', matviewname FROM pg_matviews WHERE schemaname = current_schema()")
+        )
+        triggers = conn.execute(
+            text(
+                "SELECT DISTINCT 'trigger', trigger_name FROM information_schema.triggers "
+                "WHERE trigger_schema = current_schema()"
+            )
+        )
+        return {(r[0], r[1]) for rows in (tables, views, triggers) for r in rows}
+    listed = conn.execute(text("PRAGMA main.table_list")).all()
+    out = {
+        ("table", r[1])
+        for r in listed
+        if r[2] in ("table", "virtual") and not r[1].startswith("sqlite_")
+    }
+    out |= {("view", r[1]) for r in listed if r[2] == "view"}
+    triggers = conn.execute(text("SELECT name FROM main.sqlite_master WHERE type = 'trigger'"))
+    return out | {("trigger", r[0]) for r in triggers}

@@ -73,3 +73,21 @@ def test_ctrl_c_of_the_bot_is_no_error_of_makes(tmp_path: Path, target: str) -> 
     assert proc.returncode == 0 and "Error" not in proc.stderr, proc.stderr
     fake.write_text("#!/bin/sh\nexit 1\n")  # a real failure still is one
     assert make(tmp_path, target, "-o", "install", "-o", ".env", f"BIN={bin_dir}").returncode != 0
+
+
+def test_docker_up_without_compose_names_the_package(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("LLM_MODEL=mine\n")
+    empty = tmp_path / "bin"  # neither docker nor docker-compose on PATH
+    empty.mkdir()
+    proc = subprocess.run(
+        [shutil.which("make") or "make", "-s", "-f", str(MAKEFILE), "docker-up"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": str(empty)},
+    )
+    assert proc.returncode != 0
+    line = proc.stderr.strip().splitlines()[0]  # then make's own "Error 1"
+    assert "Docker Compose is missing" in line
+    assert "apt-get install docker.io docker-compose" in line

@@ -206,3 +206,18 @@ async def test_the_terminal_shows_it_is_thinking_until_the_first_text(
     answer = out.index("Nothing is scheduled.")
     assert thinking < running < answer
     assert out[:answer].endswith("\r\x1b[K")  # erased right before the text
+
+
+async def test_bidi_controls_from_the_model_are_shown_escaped(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """The terminal renders for the person as Telegram does (bot/shown.py): U+202E in an
+    answer or a model's name (/usage) is printed as \\u202e, never reorders the line."""
+    fake_llm.add(Text("open invoice\u202egpj.exe"))
+    here = {k: v for k, v in os.environ.items() if k == "PYTHONPATH"}  # a worktree's code
+    code, out, err = await run_chat(
+        tmp_path, fake_llm, "hello\n/usage\n", LLM_MODEL="fake\u202eledom", **here
+    )
+    assert code == 0, err
+    assert "open invoice\\u202egpj.exe" in out and "fake\\u202eledom" in out
+    assert "\u202e" not in out

@@ -14,6 +14,18 @@ from tools.feature import Answer, Button, CommandCall, Pressed
 log = logging.getLogger(__name__)
 
 OWNER_ONLY = "Only the bot's owner can do that."
+BIGINT_MAX = 2**63 - 1  # the access table keeps chat ids as BigInteger
+
+
+def chat_id_of(text: str) -> int | None:
+    """A chat id read back from a button's data (which anyone can forge), or None: ASCII
+    digits after an optional minus, no more than the table's BigInteger holds (a longer
+    number overflowed the driver and failed the press with a traceback)."""
+    digits = text.removeprefix("-")
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 19:
+        return None
+    number = int(text)
+    return number if -BIGINT_MAX <= number <= BIGINT_MAX else None
 
 
 def request_answer(entry: AccessEntry, asker: str = "") -> Answer:
@@ -62,6 +74,12 @@ async def users(call: CommandCall) -> Answer | str:
                             Button("Deny", f"deny:{e.chat_id}")))  # fmt: skip
         else:
             buttons.append((Button(f"Remove {e.name or e.chat_id}", f"remove:{e.chat_id}"),))
+    if access.turned_away:
+        lines.append(
+            f"• {len(access.turned_away)} more request(s) turned away while {repo.MAX_WAITING} "
+            "were waiting: they may ask again once you answer these."
+        )
+        access.turned_away, access.told_full = set(), False
     if not lines:
         return "Nobody is let in yet. A stranger who messages me asks you here first."
     foot = "A stranger who messages me asks you first; people in ALLOWED_USER_IDS stay."
@@ -92,12 +110,12 @@ async def press(call: CommandCall) -> Pressed:
     """`allow:<chat id>`, `deny:<chat id>` under a request or /users; `remove:<chat id>`."""
     verb, _, key = call.args.partition(":")
     state = {"allow": "allowed", "deny": "denied", "remove": "removed"}.get(verb)
-    if state is None or not key.lstrip("-").isdigit():
+    chat_id = chat_id_of(key)
+    if state is None or chat_id is None:
         return Pressed("That button is out of date.", alert=True)
     if not await _is_owner(call):
         return Pressed(OWNER_ONLY, alert=True)
     access = call.host.part(ACCESS)
-    chat_id = int(key)
     if chat_id in access.seed:
         return Pressed("That id is in ALLOWED_USER_IDS: remove it from .env.", alert=True)
     deps = call.host.deps
@@ -111,6 +129,7 @@ async def press(call: CommandCall) -> Pressed:
         return Pressed(f"Already decided: {who} is {before.state}.", await _listing(call))
     await _tell(call, before, state)
     if verb == "remove":
+        await access.removed(chat_id)
         return Pressed(f"Removed {who}.", await _listing(call))
     done = {"allowed": "Allowed", "denied": "Denied"}[state]
     return Pressed(f"{done}: {who}.", Answer(f"{request_answer(before).text}\n→ {done}."))

@@ -9,11 +9,41 @@ from __future__ import annotations
 from bot.access import commands
 from bot.access.gate import ACCESS, AccessList
 from bot.access.models import AccessEntry
+from bot.access.turns import StopRemoved
+from tools.admission import ADMISSION, Admission
+from tools.base import CheckResult
 from tools.feature import Command, Feature, Host, Provide
+from tools.hooks import Always, RequestHooks
 
 
 async def access_list(host: Host) -> AccessList:
     return AccessList(host.deps.owners, host.deps.session_factory)
+
+
+async def admission(host: Host) -> Admission:
+    return await host.need(ACCESS)
+
+
+def stop_removed(host: Host) -> RequestHooks:
+    return Always(StopRemoved(host.part(ACCESS)))
+
+
+async def check(host: Host) -> list[CheckResult]:
+    """Who is served: ALLOWED_USER_IDS, or the owner-code mode `sidekick setup` recommends
+    (an empty list is no failure there: the first to send the code becomes the owner)."""
+    access = host.part(ACCESS)
+    if access.seed:
+        ids = ", ".join(map(str, access.seed))
+        return [CheckResult("ALLOWED_USER_IDS", True, f"{ids} (the owner: {access.seed[0]})")]
+    owner = await access.owner()
+    if owner is not None:
+        found = f"empty; the owner (id {owner}) came from the owner code"
+        return [CheckResult("ALLOWED_USER_IDS", True, found)]
+    found = (
+        "empty: the first person to send the bot its owner code privately becomes its "
+        "owner (`sidekick run` prints the code at start, `sidekick setup` shows it)"
+    )
+    return [CheckResult("ALLOWED_USER_IDS", True, found)]
 
 
 FEATURE = Feature(
@@ -21,5 +51,7 @@ FEATURE = Feature(
     models=(AccessEntry,),
     commands=(Command("users", "who may talk to me (owner only)", commands.users),),
     press=commands.press,
-    parts=(Provide(ACCESS, access_list),),
+    parts=(Provide(ACCESS, access_list), Provide(ADMISSION, admission)),
+    turns=(stop_removed,),
+    doctor=check,
 )

@@ -13,13 +13,17 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import logging
 import time
 from collections.abc import Sequence
 from datetime import datetime
 
 from bot.access import repo
 from db.engine import SessionFactory
+from tools.admission import OnRemoval
 from tools.state import Key
+
+log = logging.getLogger(__name__)
 
 REFRESH_S = 30.0
 MISS_REFRESH_S = 1.0
@@ -41,6 +45,13 @@ class AccessList:
         self._admitted: repo.Admitted | None = None
         self._read_at = 0.0
         self._lock = asyncio.Lock()
+        self._on_removal: list[OnRemoval] = []
+        # Chats the owner removed in this process (bot/access/turns.py stops their turns).
+        self.gone: set[int] = set()
+        # Requests turned away because MAX_WAITING waited (bot/access/pairing.py), not yet
+        # shown in /users; and whether the owner was told since the queue last had room.
+        self.turned_away: set[int] = set()  # their chat ids
+        self.told_full = False
 
     async def _current(self, miss: bool = False) -> repo.Admitted:
         age = time.monotonic() - self._read_at
@@ -64,6 +75,28 @@ class AccessList:
         if chat_id in (await self._current()).groups:
             return True
         return chat_id in (await self._current(miss=True)).groups
+
+    async def admits(self, telegram_id: int | None) -> bool:
+        """tools/admission.py: whom reminders, tasks and questions may still act for."""
+        return telegram_id is None or await self.allows_user(telegram_id)
+
+    def on_removal(self, react: OnRemoval) -> None:
+        self._on_removal.append(react)
+
+    async def removed(self, chat_id: int) -> None:
+        """The owner removed this person or group: the features that act on their own
+        stop acting for them (each one's failure is its own: the others still run)."""
+        self.invalidate()
+        self.gone.add(chat_id)
+        for react in self._on_removal:
+            try:
+                await react(chat_id)
+            except Exception:
+                log.exception("reacting to the removal of chat %s failed", chat_id)
+
+    async def serves(self, chat_id: int) -> bool:
+        """A private chat (a person's id) or a group (a negative chat id) let in now."""
+        return await (self.allows_group(chat_id) if chat_id < 0 else self.allows_user(chat_id))
 
     async def owner(self) -> int | None:
         """The first of ALLOWED_USER_IDS, else the owner learned from the first message."""

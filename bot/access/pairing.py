@@ -74,6 +74,20 @@ def no_owner_text(user_id: int) -> str:
     )
 
 
+def full_text(waiting: int) -> str:
+    return (
+        f"I turned away a request to talk to me: {waiting} requests wait for your answer "
+        "already. Answer them in /users (each Deny frees a place); /users also counts "
+        "the requests turned away until then."
+    )
+
+
+CODE_KEPT_OUT = (
+    "That message carried this bot's owner code, so I kept it out of our conversation: "
+    "nothing of it reached the model or my memory. Send it again without the code."
+)
+
+
 def owner_text(user_id: int, written: Path | None) -> str:
     where = (
         f"I wrote ALLOWED_USER_IDS={user_id} to {written}."
@@ -105,11 +119,16 @@ class Pairing:
         self._told: dict[int, str] = {}  # chat id -> the last outcome it was told
         self._asking = asyncio.Lock()
 
+    def carries_code(self, text: str) -> bool:
+        """The owner code is the key to the bot while it has no owner: a message that
+        carries it is access's alone, never the model's or memory's."""
+        return self._code is not None and self._code in text.lower().split()
+
     async def claim(self, user_id: int, name: str, text: str) -> str | None:
         """While nobody owns the bot: a private message that carries the owner code makes
         its sender the owner (kept in .env as ALLOWED_USER_IDS when there is one). What to
         tell them; None when the message has no code or someone else was quicker."""
-        if self._code is None or self._code not in text.lower().split():
+        if not self.carries_code(text):
             return None
         if not await self.access.learn_owner(user_id, name, self._clock()):
             return None
@@ -145,7 +164,10 @@ class Pairing:
                 outcome = await repo.request(
                     self._sf, who.chat_id, kind, name, who.user_id, self._clock()
                 )
+            if outcome == "full":
+                await self._turned_away(who.chat_id, owner, ask_owner)
             if outcome == "asked":
+                self.access.told_full = False
                 entry = AccessEntry(chat_id=who.chat_id, kind=kind, name=name)
                 asker = f"{who.name} (Telegram id {who.user_id})"
                 if not await ask_owner(owner, request_answer(entry, asker)):
@@ -154,6 +176,14 @@ class Pairing:
             return None
         said = asked_text(who.user_id, group) if outcome == "asked" else refusal_text(who.user_id)
         return self._once(who.chat_id, outcome, said)
+
+    async def _turned_away(self, chat_id: int, owner: int, ask_owner: AskOwner) -> None:
+        """A request dropped as the queue is full: counted for /users, and the owner told
+        once until the queue has room again (a crowd cannot flood them with these either)."""
+        if len(self.access.turned_away) < MAX_REMEMBERED:
+            self.access.turned_away.add(chat_id)
+        if not self.access.told_full:
+            self.access.told_full = await ask_owner(owner, Answer(full_text(repo.MAX_WAITING)))
 
     def _once(self, chat_id: int, outcome: str, said: str) -> str | None:
         if self._told.get(chat_id) == outcome:

@@ -11,9 +11,12 @@ from sqlalchemy.exc import IntegrityError
 from bot.access.models import AccessEntry
 from db.engine import SessionFactory
 
-# A stranger has one request open at a time; the owner hears of at most this many new
-# requests an hour, whoever sends them, so a crowd of strangers cannot flood the owner.
-REQUESTS_PER_HOUR = 5
+# A stranger has one request open at a time, and asks at most this many an hour (for
+# themselves and for groups): one stranger cannot crowd out the others.
+REQUESTS_PER_HOUR = 3
+# At most this many requests wait for the owner at once: a crowd of strangers cannot flood
+# the owner, and what is turned away meanwhile is counted and said (bot/access/pairing.py).
+MAX_WAITING = 10
 # A request the owner left unanswered may be asked again after a day; a denied (or removed)
 # one after a week.
 ASK_AGAIN_AFTER = timedelta(days=1)
@@ -50,7 +53,8 @@ async def request(
 ) -> str:
     """Record a stranger's (or a group's) request. The outcome: "asked" (a new request: tell
     the owner), "pending" (one is open already), "denied" (refused lately), "busy" (this
-    hour's requests are used up) or "allowed" (let in meanwhile)."""
+    stranger's requests this hour are used up), "full" (MAX_WAITING requests wait for the
+    owner already: this one is turned away) or "allowed" (let in meanwhile)."""
     async with sf.begin() as s:
         row = (await s.scalars(select(AccessEntry).where(AccessEntry.chat_id == chat_id))).first()
         if row is not None:
@@ -61,14 +65,22 @@ async def request(
                 return "pending"
             if row.state in ("denied", "removed") and since < DENIED_FOR:
                 return "denied"
-        hour = await s.scalar(
+        mine = await s.scalar(
             select(func.count()).where(
                 AccessEntry.asked_at > now - timedelta(hours=1),
+                AccessEntry.asked_by == asked_by,
                 AccessEntry.state == "pending",
             )
         )
-        if (hour or 0) >= REQUESTS_PER_HOUR:
+        if (mine or 0) >= REQUESTS_PER_HOUR:
             return "busy"
+        waiting = await s.scalar(
+            select(func.count()).where(
+                AccessEntry.asked_at > now - ASK_AGAIN_AFTER, AccessEntry.state == "pending"
+            )
+        )
+        if (waiting or 0) >= MAX_WAITING:
+            return "full"
         if row is None:
             s.add(AccessEntry(chat_id=chat_id, kind=kind, name=name[:200], asked_by=asked_by,
                               state="pending", asked_at=now))  # fmt: skip

@@ -4,10 +4,14 @@ the "always" grants, and the question's Allow once / Always / Deny buttons."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from bot.approvals import commands
 from bot.approvals.gate import APPROVALS, TIMEOUT_S, Approvals
 from bot.approvals.models import ApprovalDecision, ApprovalGrant
+from bot.approvals.questions import close_for
 from bot.approvals.settings import ApprovalSettings
+from tools.admission import ADMISSION
 from tools.feature import Command, Feature, Host, Provide
 from tools.hooks import Gate
 
@@ -15,7 +19,11 @@ from tools.hooks import Gate
 async def approvals(host: Host) -> Approvals:
     deps = host.deps
     mode = deps.settings_for(ApprovalSettings).approvals
-    return Approvals(mode, TIMEOUT_S, deps.session_factory, deps.clock, deps.scrub)
+    gate = Approvals(mode, TIMEOUT_S, deps.session_factory, deps.clock, deps.scrub)
+    if host.has(ADMISSION):  # a person or group the owner removes has no question left open
+        admission = await host.need(ADMISSION)
+        admission.on_removal(partial(close_for, gate))
+    return gate
 
 
 def gate(host: Host) -> Gate:
@@ -28,7 +36,7 @@ FEATURE = Feature(
     models=(ApprovalGrant, ApprovalDecision),
     commands=(
         Command(
-            "approvals", "tools you allowed for good; /approvals revoke <tool>", commands.approvals
+            "approvals", "tools you allowed for good", commands.approvals, args="[revoke <tool>]"
         ),
     ),
     press=commands.press,

@@ -27,7 +27,7 @@ import json
 import logging
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from bot.approvals import repo
@@ -49,6 +49,10 @@ OUTWARD = frozenset({"internet", "files", "messages"})
 LOCAL_CODE = frozenset({"execution"})  # sandboxed code with no network
 DENIED = "Not run: the user denied this action. Do not try it another way; ask them instead."
 TIMED_OUT = "Not run: the user did not answer the approval request within {:g} s (a no)."
+REMOVED = (
+    "Not run: the owner removed this person before they answered; nothing more may be "
+    "done for them."
+)
 NOBODY = "Not run: this action needs the user's approval, and there is no one to ask here."
 UNASKED = "Not run: the approval request could not be shown to the user ({}). It was not denied."
 DECISIONS: dict[Choice | None, str] = {
@@ -141,6 +145,9 @@ class Approvals:
     clock: Clock
     scrub: Callable[[str], str]  # masks the settings' secrets
     asker: Asker | None = None  # set by the adapter that runs (Telegram, the terminal)
+    # The questions waiting in this process, by the chat they were asked in: a group the
+    # owner removes has its questions closed (bot/approvals/questions.py close_for).
+    waiting: dict[int, int | None] = field(default_factory=dict)
 
     async def check(
         self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
@@ -165,6 +172,7 @@ class Approvals:
             q = Question(key, ctx.telegram_user_id, ctx.chat_id, ctx.user_name, tool.name, action,
                          fx.text(), self.timeout_s, ctx.scheduled, why)  # fmt: skip
             choice: Choice | None = None
+            self.waiting[key] = ctx.chat_id
             try:
                 choice = await self.asker(q)
             except TimeoutError:
@@ -176,10 +184,13 @@ class Approvals:
                 log.warning("asking for approval of %s failed: %s", tool.name, exc)
                 await repo.settle(self.sf, key, "undelivered", self.clock())
                 return UNASKED.format(exc)
+            finally:
+                self.waiting.pop(key, None)
             # The first answer stands: a press just before the timeout wins over it.
             stands = await repo.settle(self.sf, key, DECISIONS[choice], self.clock())
             if stands not in ("once", "always"):
-                return DENIED if stands == "denied" else TIMED_OUT.format(self.timeout_s)
+                said = {"denied": DENIED, repo.CLOSED: REMOVED}
+                return said.get(stands) or TIMED_OUT.format(self.timeout_s)
             seen.confirmed.add(call.call_id)  # the user saw this very call and said yes
         deleted.count += fx.deletes
         return None

@@ -44,7 +44,8 @@ class ApprovalDecision(Base):
     by_telegram_id: Mapped[int | None] = mapped_column(BigInteger)
     tool: Mapped[str] = mapped_column(String(64))
     action: Mapped[str] = mapped_column(Text)  # what was asked, secrets masked
-    # pending (asked, no answer yet) | once | always | denied | timeout | revoked
+    # pending (asked, no answer yet) | once | always | denied | timeout | revoked |
+    # closed (the owner removed the person before they answered)
     decision: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)  # asked
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import get_args
 
 from bot.approvals import repo
-from bot.approvals.gate import DECISIONS, Choice
+from bot.approvals.gate import DECISIONS, Approvals, Choice
 from db.engine import SessionFactory
 from tools.base import Clock
 
@@ -22,6 +22,7 @@ SAID = {
     "always": "✅ Allowed, now and from now on when you chat with me, also after I read web "
               "pages or files; scheduled tasks still ask (/approvals revokes it).",
     repo.PENDING: "⌛ No answer in time: not run.",
+    repo.CLOSED: "🚫 Closed: the owner removed this chat's access.",
 }  # fmt: skip
 ALWAYS_SCHEDULED = (
     "✅ Allowed, now and from now on, in chats and in scheduled tasks that run while you are "
@@ -89,3 +90,12 @@ class Doorbell:
 
 
 DOORBELL = Doorbell()
+
+
+async def close_for(approvals: Approvals, chat_id: int) -> None:
+    """The owner removed this person or group (tools/admission.py): the person's open
+    questions close, whichever worker waits for them (its asker reads the row; this
+    process's wakes now), and so do those asked in the group here."""
+    asked = [key for key, chat in approvals.waiting.items() if chat == chat_id]
+    for key in await repo.close_pending(approvals.sf, chat_id, asked, approvals.clock()):
+        DOORBELL.ring(key)

@@ -4,9 +4,10 @@ the first answer (a press, the timeout) is the one that stands."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.approvals.models import ApprovalDecision, ApprovalGrant
@@ -14,6 +15,7 @@ from db.engine import SessionFactory
 
 ACTION_LIMIT = 2000  # characters of the action kept in the audit
 PENDING = "pending"
+CLOSED = "closed"  # its person was removed before they answered
 
 
 async def _grant(s: AsyncSession, user_id: int, tool: str) -> ApprovalGrant | None:
@@ -53,6 +55,21 @@ async def ask(
         s.add(row)
         await s.flush()
         return row.id
+
+
+async def close_pending(
+    sf: SessionFactory, telegram_id: int, asked: Sequence[int], now: datetime
+) -> list[int]:
+    """Close every question this person may still answer, and those `asked` (in a group
+    that was removed); their ids."""
+    async with sf.begin() as s:
+        pending = ApprovalDecision.decision == PENDING
+        theirs = or_(ApprovalDecision.by_telegram_id == telegram_id, ApprovalDecision.id.in_(asked))
+        keys = list((await s.scalars(select(ApprovalDecision.id).where(pending, theirs))).all())
+        if keys:
+            stmt = update(ApprovalDecision).where(ApprovalDecision.id.in_(keys), pending)
+            await s.execute(stmt.values(decision=CLOSED, decided_at=now))
+        return keys
 
 
 async def question(sf: SessionFactory, question_id: int) -> ApprovalDecision | None:

@@ -26,6 +26,7 @@ from bot.checkins.models import CheckinPrefs
 from bot.usage.meter import METER
 from db.models.core import User
 from db.repos.core import Recipient
+from tools.admission import ADMISSION, Admission
 from tools.base import user_tz
 from tools.errors import public_text
 from tools.feature import Host
@@ -109,8 +110,14 @@ async def tick(host: Host, now: datetime) -> list[Outcome]:
     deps = host.deps
     async with deps.session_factory() as s:
         people = await repo.enabled(s)
+    # Someone the owner removed hears nothing more (tools/admission.py).
+    admission: Admission | None = None
+    if host.has(ADMISSION):
+        admission = await host.need(ADMISSION)
     outcomes = []
     for prefs, user in people:
+        if admission is not None and not await admission.admits(user.telegram_id):
+            continue
         tz = user_tz(user.timezone, deps.tz)
         for slot, day in due_slots(prefs, now, tz):
             outcomes.append(await run_one(host, prefs, user, slot, day, now))

@@ -15,7 +15,7 @@ from bot.features import FEATURES, metadata
 from bot.ops.cli import check_operations
 from bot.ops.preflight import sqlite_file
 from db.engine import is_postgres, sqlite_module
-from db.migrate import differences, pending
+from db.migrate import differences, extras, pending
 from tools.base import CheckResult
 from tools.feature import Doctor as FeatureDoctor
 from tools.feature import Feature
@@ -34,9 +34,6 @@ async def check_settings(app: App) -> list[CheckResult]:
     if not s.telegram_bot_token:
         fix = "get a token from @BotFather; put it in .env"
         out.append(CheckResult("TELEGRAM_BOT_TOKEN", False, "not set", fix))
-    if not s.allowed_user_ids:
-        fix = "message the bot; it replies with your id and the line to add"
-        out.append(CheckResult("ALLOWED_USER_IDS", False, "empty: nobody will be served", fix))
     return out
 
 
@@ -81,9 +78,13 @@ async def check_database(app: App) -> list[CheckResult]:
 
 async def schema_check(app: App) -> CheckResult:
     """All migrations recorded as applied, and the live schema what the models declare
-    (a database whose stamp lies said "up to date" while every message failed)."""
+    (a database whose stamp lies said "up to date" while every message failed), with no
+    table, view or trigger beside what the migrations make (a trigger that deleted memories
+    passed as "the schema matches")."""
+    models = metadata(app.features)
     async with app.engine.connect() as conn:
-        found = await conn.run_sync(differences, metadata(app.features))
+        found = await conn.run_sync(differences, models)
+    found += await extras(app.engine, models)
     if not found:
         return CheckResult("migrations", True, "up to date; the schema matches the models")
     shown = "; ".join(found[:8]) + (f"; and {len(found) - 8} more" if len(found) > 8 else "")

@@ -17,6 +17,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from bot.config import Settings
+from bot.dashboard.probe import status_line
 from bot.logs import RUN_LOG, Scrubber
 from bot.ops.backup import archives, modified
 from bot.ops.runlock import holder
@@ -140,6 +141,7 @@ async def print_status(settings: Settings, now: datetime | None = None) -> int:
         *([missing] if missing else await database_lines(settings, now)),
         backup_line(settings, now),
         disk_line(settings),
+        await status_line(settings),
     ]
     print("\n".join(lines))
     return 0

@@ -24,7 +24,7 @@ from aiogram.types import Chat, Message, TelegramObject, Update, User
 
 from bot.access.feature import FEATURE as ACCESS_FEATURE
 from bot.access.gate import ACCESS, AccessList
-from bot.access.pairing import Pairing, Stranger
+from bot.access.pairing import CODE_KEPT_OUT, Pairing, Stranger
 from bot.telegram.approval_ask import WAITING, answers_a_question
 from bot.telegram.groups import GROUP_CHATS, addressed
 from bot.telegram.held import HELD, react
@@ -116,6 +116,8 @@ class AccessMiddleware(BaseMiddleware):
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         user: User | None = data.get("event_from_user")
+        if await self._kept_out(event, data):
+            return None
         if user is not None and await self.access.allows_user(user.id):
             return await handler(event, data)
         if user is None or not isinstance(event, Update):
@@ -137,9 +139,9 @@ class AccessMiddleware(BaseMiddleware):
             return None
         if message.chat.type == ChatType.PRIVATE and await self.access.owner() is None:
             said = await self.pairing.claim(user.id, user.full_name, message.text or "")
-            if said is not None:  # the owner now: told so, then served
+            if said is not None:  # the owner now: told so; the code stays access's
                 await bot.send_message(user.id, said)
-                return await handler(event, data)
+                return None
             said = self.pairing.unowned(user.id)
             if said is not None:
                 await bot.send_message(user.id, said)
@@ -158,6 +160,18 @@ class AccessMiddleware(BaseMiddleware):
         said = await self.pairing.knock(who, partial(_ask_owner, data["outbox"]))
         if said is not None:
             await bot.send_message(message.chat.id, said)
+
+    async def _kept_out(self, event: TelegramObject, data: dict[str, Any]) -> bool:
+        """A message that carries the owner code from someone let in (the owner sending it
+        again, in a private chat or a group): said so, and never handed on. While there is
+        no owner, the claim below takes it."""
+        message = event.message if isinstance(event, Update) else None
+        if message is None or await self.access.owner() is None:
+            return False
+        if not self.pairing.carries_code(message.text or message.caption or ""):
+            return False
+        await data["bot"].send_message(message.chat.id, CODE_KEPT_OUT)
+        return True
 
 
 async def _ask_owner(outbox: Outbox, owner: int, request: Answer) -> bool:

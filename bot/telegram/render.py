@@ -31,6 +31,8 @@ from tenacity import (
     wait_exponential,
 )
 
+from bot.shown import shown
+
 log = logging.getLogger(__name__)
 
 MAX_UTF16 = 4096
@@ -42,7 +44,9 @@ Chunk = tuple[str, list[MessageEntity]]
 
 
 def render(markdown: str, limit: int = MAX_UTF16) -> list[Chunk]:
-    """Convert Markdown and split it into chunks Telegram accepts (no chunk is whitespace)."""
+    """Convert Markdown and split it into chunks Telegram accepts (no chunk is whitespace),
+    bidi controls escaped (bot/shown.py) before the entities are measured."""
+    markdown = shown(markdown)
     try:
         text, entities = convert(markdown)
         parts = split_entities(text, entities, limit)
@@ -55,8 +59,9 @@ def render(markdown: str, limit: int = MAX_UTF16) -> list[Chunk]:
 
 
 def split_plain(text: str, limit: int = MAX_UTF16) -> list[str]:
-    """Split text without entities, at newlines where possible, never inside a character."""
-    pieces = split_entities(text, [], limit)
+    """Split text without entities, at newlines where possible, never inside a character;
+    bidi controls escaped (bot/shown.py)."""
+    pieces = split_entities(shown(text), [], limit)
     return [t for t, _ in pieces]
 
 
@@ -133,7 +138,8 @@ async def put(bot: Bot, chat_id: int, item: Item) -> int:
             msg = await bot.send_message(chat_id, item.text, parse_mode=None,
                 entities=item.entities or None, reply_markup=markup)  # fmt: skip
         else:
-            file = BufferedInputFile(item.data or b"", filename=item.filename or "file")
+            # A file's name is shown too: "invoice\u202egpj.exe" must not read as a .jpg.
+            file = BufferedInputFile(item.data or b"", filename=shown(item.filename or "file"))
             send = bot.send_photo if item.kind == "photo" else bot.send_document
             msg = await send(chat_id, file, reply_markup=markup)
     except TelegramBadRequest as exc:

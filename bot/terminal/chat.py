@@ -22,6 +22,7 @@ from bot.app import App, build_app
 from bot.approvals.gate import APPROVALS, Choice, Question
 from bot.config import Settings, require
 from bot.errors import user_text
+from bot.shown import shown
 from bot.surrogates import scrub
 from bot.terminal.commands import Who, run_command
 from db.repos.core import Recipient
@@ -217,7 +218,7 @@ class TerminalDelivery:
                 path = self.folder / Path(name).name
                 path.write_bytes(content)
                 text += f"\n(saved {path})"
-        self.out.write(f"\n{text}\nyou> ")
+        self.out.write(f"\n{shown(text)}\nyou> ")
         self.out.flush()
         self.sent += 1
         return self.sent
@@ -232,7 +233,7 @@ async def answer(app: App, who: Who, line: str) -> None:
     async def on_text(text: str) -> None:
         nonlocal printed
         status.clear()
-        sys.stdout.write(text[printed:])
+        sys.stdout.write(shown(text[printed:]))
         sys.stdout.flush()
         printed = len(text)
 
@@ -257,7 +258,7 @@ async def answer(app: App, who: Who, line: str) -> None:
         )
         status.clear()
         # Streamed text is on screen already; the notes under it (usage) are not.
-        sys.stdout.write(reply.text if printed == 0 else reply.notes)
+        sys.stdout.write(shown(reply.text if printed == 0 else reply.notes))
         sys.stdout.write("\n")
         await reply.delivered()
     except Exception as exc:
@@ -313,7 +314,7 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
                 except Exception as exc:
                     local = user_text(exc)
                 if local is not None:
-                    print(local, flush=True)
+                    print(shown(local), flush=True)
                 else:
                     await answer(app, who, line)
     finally:

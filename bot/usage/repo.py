@@ -228,3 +228,26 @@ async def usage_rows(
     if user_id is not None:
         stmt = stmt.where(ModelUsage.user_id == user_id)
     return [(r[0], str(r[1]), int(r[2] or 0), r[3]) for r in (await s.execute(stmt)).all()]
+
+
+async def daily(s: AsyncSession, user_id: int, starts: list[datetime]) -> list[tuple[int, float]]:
+    """(tokens in + out, USD) of the user's calls in each period from `starts[i]` to
+    `starts[i + 1]` (the last to now): the database buckets them, for the dashboard's days."""
+    if not starts:
+        return []
+    u = ModelUsage
+    bucket = case(*((u.at >= at, i) for i, at in reversed(list(enumerate(starts)))), else_=-1)
+    stmt = (
+        select(
+            bucket,
+            func.coalesce(func.sum(u.prompt_tokens + u.completion_tokens), 0),
+            func.coalesce(func.sum(u.cost_usd), 0.0),
+        )
+        .where(u.user_id == user_id, u.at >= starts[0])
+        .group_by(bucket)
+    )
+    out = [(0, 0.0)] * len(starts)
+    for i, tokens, cost in (await s.execute(stmt)).all():
+        if 0 <= int(i) < len(starts):
+            out[int(i)] = (int(tokens or 0), float(cost or 0.0))
+    return out

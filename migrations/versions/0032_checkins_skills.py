@@ -1,7 +1,7 @@
 """check-ins (bot/checkins) and skills (tools/skills)
 
 Revision ID: 0032
-Revises: 0027
+Revises: 0029
 Create Date: 2026-12-06 08:05:00
 
 Check-ins keep each person's choices (off by default) and one ledger row per person, local
@@ -17,7 +17,7 @@ from alembic import op
 from db.models.base import UTCDateTime
 
 revision: str = "0032"
-down_revision: str | Sequence[str] | None = "0027"
+down_revision: str | Sequence[str] | None = "0029"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

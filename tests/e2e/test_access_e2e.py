@@ -11,8 +11,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
+
 from bot.access.gate import owner_code
-from bot.access.repo import REQUESTS_PER_HOUR
+from bot.access.pairing import CODE_KEPT_OUT, full_text
+from bot.access.repo import MAX_WAITING, REQUESTS_PER_HOUR
 from bot.telegram.delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, STRANGER, TG
 
@@ -77,18 +80,55 @@ async def test_denied_stranger_is_told_once_and_not_asked_about_again(tg: TG) ->
     assert tg.unread(STRANGER) == [] and tg.unread(OWNER) == [] and tg.llm.requests == []
 
 
-async def test_a_crowd_of_strangers_cannot_flood_the_owner(tg: TG) -> None:
-    strangers = list(range(700, 700 + REQUESTS_PER_HOUR + 3))
+async def test_a_crowd_of_strangers_cannot_flood_the_owner_nor_lock_anyone_out(tg: TG) -> None:
+    strangers = list(range(700, 700 + MAX_WAITING + 3))
     for who in strangers:
         await tg.send(who, "let me in")
         await tg.send(who, "now")
     await tg.idle()
-    assert len(tg.server.sent_to(OWNER)) == REQUESTS_PER_HOUR
+    to_owner = [m.text for m in tg.server.sent_to(OWNER)]
+    asked = [t for t in to_owner if "asks to talk to me" in t]
+    # A bounded queue, and the owner hears once that requests were turned away.
+    assert len(asked) == MAX_WAITING and len(to_owner) == MAX_WAITING + 1
+    assert to_owner[-1] == full_text(MAX_WAITING)
     for who in strangers:  # each hears once: asked, or the plain refusal with their id
         sent = tg.server.sent_to(who)
         assert len(sent) == 1 and f"Your Telegram user id is {who}" in sent[0].text
     refused = [w for w in strangers if "I asked" not in tg.server.sent_to(w)[0].text]
     assert len(refused) == 3
+    await tg.send(OWNER, "/users")
+    await tg.server.wait_for(lambda: len(tg.server.sent_to(OWNER)) > MAX_WAITING + 1)
+    assert "3 more request(s) turned away" in tg.server.sent_to(OWNER)[-1].text
+    # The owner answers one: a place is free, and the next stranger (the friend) is asked.
+    await tg.press(OWNER, "access:deny:700")
+    await tg.idle()
+    await tg.send(STRANGER, "it's me", **named(STRANGER, "Friend"))
+    await tg.server.wait_for(lambda: "Friend" in tg.server.sent_to(OWNER)[-1].text)
+
+
+async def test_one_stranger_cannot_use_up_everyones_requests(tg: TG) -> None:
+    """A stranger asking for group after group is capped on their own: another stranger
+    is still asked about."""
+    groups = [GROUP - i for i in range(REQUESTS_PER_HOUR + 2)]
+    for group in groups:
+        await tg.send(STRANGER, "@sidekick_test_bot hi", chat_id=group)
+    await tg.idle()
+    assert len(tg.server.sent_to(OWNER)) == REQUESTS_PER_HOUR
+    await tg.send(667, "let me in", **named(667, "Friend"))
+    await tg.server.wait_for(lambda: "Friend" in tg.server.sent_to(OWNER)[-1].text)
+
+
+async def test_forged_access_buttons_are_out_of_date_not_a_crash(tg: TG) -> None:
+    await tg.send(OWNER, "/users")
+    listing = await tg.reply(OWNER)
+    forgeries = ("allow:" + "9" * 80, "remove:-" + "9" * 25, "deny:²", "allow:" + "9" * 19)
+    for forged in forgeries:
+        await tg.press(OWNER, f"access:{forged}", message_id=listing.message_id)
+        await tg.idle()
+        answers = [c for c in tg.server.calls if c.method == "answerCallbackQuery"]
+        assert "out of date" in answers[-1].params.get("text", ""), forged
+    await tg.send(OWNER, "still fine?")
+    assert (await tg.reply(OWNER)).text == "echo: still fine?"
 
 
 async def test_an_owner_the_bot_cannot_reach_leaves_the_stranger_the_plain_refusal(
@@ -161,9 +201,18 @@ async def test_first_private_message_makes_the_owner(
     told = await tg.reply(5557)
     assert "has no owner yet" in told.text and code not in told.text
     await tg.send(5555, f"hello bot {code}", **named(5555, "Ann"))
-    first, answer = await tg.replies(5555, 2)
+    first = await tg.reply(5555)
     assert "You are this bot's owner now" in first.text
-    assert answer.text == f"echo: hello bot {code}"
+    # The code is access's alone: not sent to the model, not kept in the conversation or
+    # in memory, also when the owner sends it again.
+    await tg.send(5555, f"is {code} still the code?")
+    assert (await tg.reply(5555)).text == CODE_KEPT_OUT
+    await tg.idle()
+    assert tg.unread(5555) == [] and tg.llm.requests == []
+    async with tg.app.session_factory() as s:
+        kept = [str(row) for table in ("messages", "memories")
+                for row in (await s.execute(text(f"SELECT * FROM {table}"))).all()]  # fmt: skip
+    assert not any(code in row for row in kept)
     assert env.read_text() == "# my settings\nALLOWED_USER_IDS=5555\nLOG_LEVEL=INFO\n"
     assert stat.S_IMODE(os.stat(env).st_mode) == 0o600
     await tg.send(5556, "me too", **named(5556, "Bob"))

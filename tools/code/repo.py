@@ -215,3 +215,14 @@ async def skill_runs(s: AsyncSession, user_id: int, since: datetime) -> list[tup
     )
     rows = (await s.execute(stmt)).all()
     return [(str(what)[len(SKILL_RUN) :], int(n), int(good or 0)) for what, n, good in rows]
+
+
+async def recent_executions(
+    s: AsyncSession, user_id: int, offset: int, limit: int
+) -> tuple[list[CodeExecution], int]:
+    """A page of the user's runs, newest first, and how many there are (the dashboard)."""
+    where = CodeExecution.user_id == user_id
+    total = int(await s.scalar(select(func.count(CodeExecution.id)).where(where)) or 0)
+    newest = (CodeExecution.created_at.desc(), CodeExecution.id.desc())
+    stmt = select(CodeExecution).where(where).order_by(*newest).offset(offset).limit(limit)
+    return list((await s.execute(stmt)).scalars()), total

@@ -655,3 +655,17 @@ async def set_fts_language(s: AsyncSession, lang: str) -> bool:
     """PostgreSQL: rebuild the tsvectors with this text search configuration if it changed
     (True then). SQLite's FTS5 tokenizer is fixed by migration 0003: nothing to do."""
     return await pg.set_language(s, lang) if is_postgres(s) else False
+
+
+async def user_batch(
+    s: AsyncSession, user_id: int, now: datetime, after_id: int, size: int
+) -> list[Memory]:
+    """A user's live memories with ids above `after_id`, in id order: an export reads them
+    all a batch at a time."""
+    stmt = (
+        select(Memory)
+        .where(Memory.user_id == user_id, _alive(now), Memory.id > after_id)
+        .order_by(Memory.id)
+        .limit(size)
+    )
+    return list((await s.execute(stmt)).scalars())

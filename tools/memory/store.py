@@ -354,6 +354,23 @@ class MemoryStore:
         self.words.note_writes()
         return gone
 
+    async def edit(self, *, user_id: int, memory_id: int, content: str) -> bool:
+        """The person's correction of one of their memories: new text, same layer and
+        origin, re-indexed. False: no such memory of theirs."""
+        content = normalise(content)
+        if not content:
+            raise ValueError("empty content")
+        vec = await self._embed(content)
+        async with self._write_lock, self._sf() as s, s.begin():
+            memory = await repo.get(s, user_id, memory_id)
+            if memory is None:
+                return False
+            memory.content = content
+            memory.updated_at = self._clock()
+            await repo.replace(s, memory, await self._fit(s, vec))
+        self.words.note_writes()
+        return True
+
     async def clear_session(self, *, user_id: int, session_id: int) -> int:
         """Drop the session-layer memories of one session (it ended)."""
         async with self._sf() as s, s.begin():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tools.admission import ADMISSION
 from tools.feature import Command, Feature, Host, Job, Provide
 from tools.reminders import commands, doctor
 from tools.reminders.firing import EVERY, JOB_ID, REMINDERS, ReminderJobs
@@ -15,13 +16,18 @@ from tools.reminders.tool import TOOL
 
 async def firing(host: Host) -> ReminderJobs:
     deps = host.deps
-    return ReminderJobs(
+    jobs = ReminderJobs(
         session_factory=deps.session_factory,
         deliver=host.deliver,
         run_task=host.ask,
         clock=deps.clock,
         local=host.local,
     )
+    if host.has(ADMISSION):  # a person the owner removes gets nothing more from here
+        admission = await host.need(ADMISSION)
+        jobs.admits = admission.admits
+        admission.on_removal(jobs.removed)
+    return jobs
 
 
 async def fire_due(host: Host) -> Any:

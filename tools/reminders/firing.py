@@ -64,6 +64,9 @@ class DeliveryRejected(Exception):
 
 # (recipient, prompt) -> the assistant's answer; raises when the task fails.
 RunTask = Callable[[Recipient, str], Awaitable[str]]
+# Whether the bot still serves this Telegram id (tools/admission.py).
+Admits = Callable[[int | None], Awaitable[bool]]
+NOT_LET_IN = "not run: the owner removed this person"
 
 
 @dataclass
@@ -108,11 +111,14 @@ class ReminderJobs:
     settings: ReminderSettings = field(default_factory=ReminderSettings)
     # The terminal serves the local user (no Telegram id); the bot every Telegram user.
     local: bool = False
+    # Who is still served (tools/admission.py); None: everyone (no access feature).
+    admits: Admits | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
     _started: bool = field(default=False, init=False)  # the first tick looks at everything
     _writer: asyncio.Task[None] | None = field(default=None, init=False)
     _unwritten: list[dict[str, Any]] = field(default_factory=list, init=False)
     _computing: dict[int, asyncio.Task[None]] = field(default_factory=dict, init=False)
+    _computing_for: dict[int, PendingRun] = field(default_factory=dict, init=False)
     _ticking: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
     # Where the last tick started: what came due up to then was looked at by it (a run it
     # could not deliver waits for its retry time or the minute tick, not for the alarm).
@@ -276,6 +282,10 @@ class ReminderJobs:
         async with self.session_factory() as s:
             ready = await repo.pending_runs(s, now, local=self.local)
         by_user: dict[int, list[PendingRun]] = {}
+        # Someone the owner removed: nothing is computed or delivered for them.
+        gone = [run for run in ready if not await self._serves(run.recipient)]
+        await self._skip_removed(gone)
+        ready = [run for run in ready if run not in gone]
         for run in ready:
             if run.text is None:
                 if run.run_id not in self._computing:
@@ -297,6 +307,31 @@ class ReminderJobs:
             await asyncio.gather(*(one_chat(runs) for runs in by_user.values()))
         finally:
             await self._written()
+
+    async def _serves(self, who: Recipient) -> bool:
+        return self.admits is None or await self.admits(who.telegram_id)
+
+    async def removed(self, telegram_id: int) -> None:
+        """The owner removed this person (tools/admission.py): their tasks stop computing
+        now; the runs are skipped by the next delivery."""
+        runs = [r for r in self._computing_for.values() if r.recipient.telegram_id == telegram_id]
+        tasks = [self._computing[r.run_id] for r in runs if r.run_id in self._computing]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._skip_removed(runs)
+
+    async def _skip_removed(self, runs: list[PendingRun]) -> None:
+        """Their runs end skipped and their jobs pause (kept for the day they are let in
+        again: /reminders resumes them)."""
+        if not runs:
+            return
+        for run in runs:
+            await self._finish(run, "skipped", error=NOT_LET_IN)
+        await self._written()
+        async with self.session_factory() as s, s.begin():
+            for user_id in {run.recipient.user_id for run in runs}:
+                await repo.pause_user(s, user_id, "removed")
 
     async def _deliver_one(self, run: PendingRun, report: TickReport) -> bool:
         """Deliver one run and record the outcome; False stops this chat for now."""
@@ -382,7 +417,13 @@ class ReminderJobs:
     def _start_task(self, run: PendingRun) -> None:
         task = asyncio.create_task(self._compute(run), name=f"scheduled-task-{run.run_id}")
         self._computing[run.run_id] = task
-        task.add_done_callback(lambda _: self._computing.pop(run.run_id, None))
+        self._computing_for[run.run_id] = run
+
+        def done(_: object) -> None:
+            self._computing.pop(run.run_id, None)
+            self._computing_for.pop(run.run_id, None)
+
+        task.add_done_callback(done)
 
     async def _compute(self, run: PendingRun) -> None:
         try:

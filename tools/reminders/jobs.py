@@ -34,7 +34,9 @@ def job_line(job: ScheduledJob, now: datetime) -> str:
     """'#12 reminder · daily at 08:00 on weekdays · next Tue 2026-11-24 08:00 · take pills'."""
     spec = spec_of(job)
     if job.status == "paused":
-        why = " (the bot was blocked)" if job.paused_reason == "blocked" else ""
+        why = {"blocked": " (the bot was blocked)", "removed": " (you were removed)"}.get(
+            job.paused_reason or "", ""
+        )
         when = f"paused{why}"
     elif job.status == "done":
         when = "due, waiting to be delivered"

@@ -18,6 +18,7 @@ from aiogram.types import (
 )
 
 from bot.app import App
+from bot.shown import shown
 from bot.telegram.groups import GROUP_CHATS
 from bot.telegram.outbox import Outbox, text_items
 from bot.telegram.render import with_retry
@@ -95,10 +96,10 @@ def _answer_presses(router: Router, feature: Feature) -> None:
                     "Telegram did not take the file; try again later.", show_alert=True
                 )
                 return
-        await query.answer(pressed.toast, show_alert=pressed.alert)
+        await query.answer(shown(pressed.toast), show_alert=pressed.alert)
         if pressed.answer is not None and pressed.answer.text and query.message is not None:
             await bot.edit_message_text(
-                pressed.answer.text,
+                shown(pressed.answer.text),
                 chat_id=query.message.chat.id,
                 message_id=query.message.message_id,
                 reply_markup=markup(feature, pressed.answer),

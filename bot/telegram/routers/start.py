@@ -24,10 +24,12 @@ def build_router() -> Router:
     @router.message(on_command("start"), flags={"command": "start"})
     async def on_start(message: Message, app: App, outbox: Outbox) -> None:
         name = message.from_user.first_name if message.from_user else "there"
-        await outbox.say_markdown(message.chat.id, f"Hi {name}! " + help_text(app))
+        await outbox.say(message.chat.id, f"Hi {name}! " + help_text(app))
 
+    # Plain text: Markdown took the placeholders `<text>` and `<tool>` for HTML and dropped
+    # them, so /help showed "/memory [layer | search  | forget ]".
     @router.message(on_command("help"), flags={"command": "help"})
     async def on_help(message: Message, app: App, outbox: Outbox) -> None:
-        await outbox.say_markdown(message.chat.id, help_text(app))
+        await outbox.say(message.chat.id, help_text(app))
 
     return router

@@ -1,0 +1,35 @@
+"""Dashboard: a window beside the chat, in a browser or as a Telegram Mini App. Served by
+the bot's own process (aiohttp) when DASHBOARD_ENABLED is set; /dashboard sends a one-time
+sign-in link, /dashboard off signs out everywhere. Its pages call the operations the chat's
+commands call (memory, reminders, usage), for the signed-in person only."""
+
+from __future__ import annotations
+
+from bot.dashboard import commands, probe
+from bot.dashboard.models import DashboardToken
+from bot.dashboard.server import DASHBOARD, start, stop
+from bot.dashboard.settings import DashboardSettings
+from tools.base import CheckResult
+from tools.feature import Command, Feature, Host, Provide
+
+
+async def check(host: Host) -> list[CheckResult]:
+    return await probe.check(host.deps.settings)
+
+
+FEATURE = Feature(
+    name="dashboard",
+    settings=DashboardSettings,
+    models=(DashboardToken,),
+    commands=(
+        Command(
+            "dashboard",
+            "a sign-in link to your dashboard",
+            commands.dashboard,
+            private=True,
+            args="[off]",
+        ),
+    ),
+    parts=(Provide(DASHBOARD, start, stop, on_start=True),),
+    doctor=check,
+)

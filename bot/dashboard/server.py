@@ -1,0 +1,272 @@
+"""The dashboard's HTTP server (aiohttp, which the webhook mode uses too), in the bot's own
+process: sign-in (a one-time link, a Mini App's initData), the session cookie, the CSRF check
+on every write, bounded forms, and the pages (pages.py) of the signed-in person.
+
+Nothing of the chat's path passes through here: the server only reads and calls the same
+operations the commands call."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from aiohttp import web
+
+from bot.access.gate import ACCESS
+from bot.dashboard import pages
+from bot.dashboard.auth import SESSION_TTL, InitDataError, Tokens, csrf_of, init_data_user, same
+from bot.dashboard.html import HEADERS, MINIAPP_CSP, Form, View, esc, message, page
+from bot.dashboard.repo import Person
+from bot.dashboard.settings import DashboardSettings
+from tools.feature import Host
+from tools.state import Key
+
+log = logging.getLogger(__name__)
+
+COOKIE = "sidekick_dashboard"
+MAX_FORM = 64 * 1024  # a memory is at most 2000 characters: any form fits many times over
+STATIC = Path(__file__).parent / "static"
+ASSETS = {"app.css": "text/css", "miniapp.js": "text/javascript"}
+TELEGRAM_JS = "https://telegram.org/js/telegram-web-app.js"
+
+Read = Callable[[Host, web.Request, View], Awaitable[web.Response]]
+Write = Callable[[Host, web.Request, View, Form], Awaitable[web.Response]]
+
+
+def _zone(person: Person, default: ZoneInfo) -> ZoneInfo:
+    try:
+        return ZoneInfo(person.timezone) if person.timezone else default
+    except (ZoneInfoNotFoundError, ValueError):
+        return default
+
+
+class Site:
+    """The routes, with what they share: the app (Host), the tokens, the settings."""
+
+    def __init__(self, host: Host, settings: DashboardSettings, tokens: Tokens) -> None:
+        self.host = host
+        self.settings = settings
+        self.tokens = tokens
+        self.secure = (settings.dashboard_url or "").startswith("https://")
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_FORM, middlewares=[self.guard])
+        r = app.router
+        r.add_get("/login", self.login_page)
+        r.add_post("/login", self.login)
+        r.add_get("/miniapp", self.miniapp)
+        r.add_post("/auth/webapp", self.webapp)
+        r.add_post("/logout", self.write(self.logout))
+        r.add_get("/static/{name}", self.static)
+        r.add_get("/", self.read(pages.today))
+        r.add_get("/memories", self.read(pages.memories))
+        r.add_get("/memories/export.{kind}", self.read(pages.export))
+        r.add_get("/memories/{id}", self.read(pages.memory))
+        r.add_post("/memories/{id}", self.write(pages.memory_save))
+        r.add_post("/memories/{id}/forget", self.write(pages.memory_forget))
+        r.add_get("/reminders", self.read(pages.reminders))
+        r.add_post("/reminders", self.write(pages.reminder_create))
+        r.add_post("/reminders/{id}/{action}", self.write(pages.reminder_change))
+        r.add_get("/usage", self.read(pages.usage))
+        r.add_get("/code", self.read(pages.code))
+        r.add_get("/code/{id}", self.read(pages.code_run))
+        r.add_get("/sessions", self.read(pages.sessions))
+        r.add_get("/sessions/{id}", self.read(pages.transcript))
+        return app
+
+    # -- every request ----------------------------------------------------------------
+
+    @web.middleware
+    async def guard(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """Security headers on every answer; a form over the bound refused before it is
+        read; any failure one page, logged, the server going on."""
+        response: web.StreamResponse
+        if (request.content_length or 0) > MAX_FORM:
+            response = self._too_large()
+        else:
+            try:
+                response = await handler(request)
+            except web.HTTPRequestEntityTooLarge:
+                response = self._too_large()
+            except web.HTTPException as exc:
+                if exc.status >= 400:
+                    response = message(exc.reason, exc.text or exc.reason, status=exc.status)
+                else:
+                    response = exc
+            except Exception:
+                log.exception("dashboard: %s %s failed", request.method, request.path)
+                response = message("Error", "Something went wrong; the log has the details.",
+                                   status=500)  # fmt: skip
+        for name, value in HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    def _too_large(self) -> web.Response:
+        text = f"The form is too large: at most {MAX_FORM // 1024} KB is accepted."
+        return message("Too large", text, status=413)
+
+    async def _view(self, request: web.Request) -> View | None:
+        session = request.cookies.get(COOKIE, "")
+        person = await self.tokens.person(session) if session else None
+        if person is None:
+            return None
+        return View(person, csrf_of(session), _zone(person, self.host.deps.tz))
+
+    def _signed_out(self) -> web.Response:
+        text = "You are not signed in. Send /dashboard to the bot in a private chat for a link."
+        return message("Sign in", text, status=401)
+
+    def read(self, handler: Read) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def run(request: web.Request) -> web.Response:
+            view = await self._view(request)
+            if view is None:
+                return self._signed_out()
+            return await handler(self.host, request, view)
+
+        return run
+
+    def write(self, handler: Write) -> Callable[[web.Request], Awaitable[web.Response]]:
+        """A change: signed in, and the form carries the session's CSRF token."""
+
+        async def run(request: web.Request) -> web.Response:
+            view = await self._view(request)
+            if view is None:
+                return self._signed_out()
+            form = await request.post()
+            token = form.get("csrf")
+            if not isinstance(token, str) or not same(token, view.csrf):
+                text = "This form is out of date or came from another site: reload the page."
+                return message("Refused", text, view, status=403)
+            return await handler(self.host, request, view, form)
+
+        return run
+
+    # -- signing in and out -----------------------------------------------------------
+
+    def _signed_in(self, session: str) -> web.Response:
+        response = web.HTTPSeeOther("/")
+        response.set_cookie(
+            COOKIE,
+            session,
+            max_age=int(SESSION_TTL.total_seconds()),
+            path="/",
+            httponly=True,
+            samesite="Strict",
+            secure=self.secure,
+        )
+        return response
+
+    async def login_page(self, request: web.Request) -> web.Response:
+        """The link's page: a button, so that a link preview fetching it spends nothing."""
+        token = request.query.get("t", "")[:200]
+        body = (
+            "<p>Sign in to your Sidekick dashboard in this browser.</p>"
+            '<form method="post" action="/login">'
+            f'<input type="hidden" name="t" value="{esc(token)}">'
+            '<button id="signin">Sign in</button></form>'
+        )
+        return page("Sign in", body, None)
+
+    async def login(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        token = form.get("t")
+        session = await self.tokens.open_link(token) if isinstance(token, str) else None
+        if session is None:
+            text = "This link is used, expired or unknown: send /dashboard for a new one."
+            return message("Link not valid", text, status=403)
+        return self._signed_in(session)
+
+    async def miniapp(self, request: web.Request) -> web.Response:
+        body = '<p id="status">Signing in…</p>'
+        scripts = (TELEGRAM_JS, "/static/miniapp.js")
+        return page("Sidekick", body, None, csp=MINIAPP_CSP, scripts=scripts)
+
+    async def webapp(self, request: web.Request) -> web.Response:
+        """The Mini App's initData, checked; a session for the person it names, if the bot
+        talks to them."""
+        token = self.settings.telegram_bot_token
+        if token is None:
+            return message("Refused", "The bot has no token.", status=403)
+        form = await request.post()
+        data = form.get("init_data")
+        now: datetime = self.host.deps.clock()
+        try:
+            secret = token.get_secret_value()
+            telegram_id = init_data_user(data if isinstance(data, str) else "", secret, now)
+        except InitDataError as exc:
+            return message("Refused", str(exc), status=403)
+        person = await self.tokens.person_of(telegram_id)
+        allowed = person is not None and (
+            not self.host.has(ACCESS) or await self.host.part(ACCESS).allows_user(telegram_id)
+        )
+        if person is None or not allowed:
+            return message("Refused", "Talk to the bot first; then open the dashboard.", status=403)
+        return self._signed_in(await self.tokens.open_for(person.user_id))
+
+    async def logout(
+        self, host: Host, request: web.Request, view: View, form: Form
+    ) -> web.Response:
+        await self.tokens.sign_out(request.cookies.get(COOKIE, ""))
+        response = message("Signed out", "Signed out. Send /dashboard for a new link.")
+        response.del_cookie(COOKIE, path="/")
+        return response
+
+    async def static(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in ASSETS:
+            raise web.HTTPNotFound(text="No such file.")
+        body = (STATIC / name).read_bytes()
+        response = web.Response(body=body, content_type=ASSETS[name])
+        response.headers["Cache-Control"] = "max-age=3600"
+        return response
+
+
+@dataclass
+class Dashboard:
+    """The running server (or not: `state` says why), and where it listens."""
+
+    settings: DashboardSettings
+    tokens: Tokens
+    state: str  # serving | off | failed: ...
+    port: int | None = None
+    runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return self.settings.base_url(self.port)
+
+
+DASHBOARD: Key[Dashboard] = Key("dashboard.server")
+
+
+async def start(host: Host) -> Dashboard:
+    deps = host.deps
+    settings = deps.settings_for(DashboardSettings)
+    tokens = Tokens(deps.session_factory, deps.clock)
+    if not settings.dashboard_enabled:
+        return Dashboard(settings, tokens, "off")
+    runner = web.AppRunner(Site(host, settings, tokens).app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.dashboard_host, settings.dashboard_port)
+    try:
+        await site.start()
+    except OSError as exc:  # the port is taken: the bot runs on, the doctor says so
+        await runner.cleanup()
+        log.error("dashboard: cannot listen on %s:%s (%s)", settings.dashboard_host,
+                  settings.dashboard_port, exc)  # fmt: skip
+        return Dashboard(settings, tokens, f"failed: {exc.strerror or exc}")
+    port = int(runner.addresses[0][1])
+    dashboard = Dashboard(settings, tokens, "serving", port, runner)
+    log.info("dashboard: serving on %s", dashboard.url)
+    return dashboard
+
+
+async def stop(dashboard: Dashboard) -> None:
+    if dashboard.runner is not None:
+        await dashboard.runner.cleanup()

@@ -1,0 +1,30 @@
+"""Who the bot still serves, as the features that act on their own ask it: a reminder or a
+scheduled task fires with nobody's message behind it, and an approval question waits for a
+press, so the door a person came in by (bot/access) is not on their path. The access
+feature provides ADMISSION; the others ask it before they act for someone and hear when
+someone is removed. Without a feature that provides it, everyone is served."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from tools.state import Key
+
+# A person or a group was removed: their Telegram id, or the group's chat id (negative).
+OnRemoval = Callable[[int], Awaitable[None]]
+
+
+class Admission(Protocol):
+    async def admits(self, telegram_id: int | None) -> bool:
+        """Whether the bot serves this person privately now (None: the terminal's local
+        user, always)."""
+        ...
+
+    def on_removal(self, react: OnRemoval) -> None:
+        """Call `react` when the owner removes someone in this process (it must not
+        raise); another worker's removal is seen by `admits` within a short while."""
+        ...
+
+
+ADMISSION: Key[Admission] = Key("admission")
