@@ -1,7 +1,7 @@
 """sessions and memories per chat; memories superseded by newer ones
 
 Revision ID: 0028
-Revises: 0032
+Revises: 0027
 Create Date: 2026-12-06 08:00:00
 
 A session belongs to one chat: `sessions.chat_id` is the group it is held in, NULL for the
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0028"
-down_revision: str | Sequence[str] | None = "0032"
+down_revision: str | Sequence[str] | None = "0027"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,7 +1,7 @@
 """dashboard: one-time sign-in links and sessions
 
 Revision ID: 0029
-Revises: 0027
+Revises: 0028
 Create Date: 2026-12-06 08:00:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0029"
-down_revision: str | Sequence[str] | None = "0027"
+down_revision: str | Sequence[str] | None = "0028"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
