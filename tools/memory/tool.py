@@ -78,13 +78,16 @@ class MemoryParams(BaseModel):
     @classmethod
     def _infer_action(cls, data: Any) -> Any:
         """Small models leave out `action` (and write a recall's query as `content`): where
-        the other fields say which one is meant, it is that one."""
+        the other fields say which one is meant, it is that one. Never `forget`: a call
+        deletes only when it names the action (the 1.5B model asked "What am I allergic
+        to?" wrote `content` and `memory_id` without one, and the allergy was deleted). A
+        call with an id and no action is unclear, and its error says so."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
         if not data.get("action"):
             if data.get("memory_id") is not None:
-                data["action"] = "forget"
+                pass  # forget, or a store or recall with an id copied in: not guessed
             elif data.get("content"):
                 data["action"] = "store"
             elif data.get("query"):
