@@ -8,8 +8,8 @@ language, and grounded (tools/grounding.py check_grounded: every name, number, d
 link and quote a sentence about the person states is in the person's own words, one about
 what a tool did may also draw on the tools' results, never on Sidekick's own words; an
 action it says happened needs the call that did it); with SUMMARY_REVIEW=model also a
-reviewer call in a fresh context. A summary that fails is asked for once more, naming the problem. The callers
-keep only what differs: the instruction, and where the result goes.
+reviewer call in a fresh context. A summary that fails is asked for once more, naming the
+problem. The callers keep only what differs: the instruction, and where the result goes.
 
 The language check is deliberately cheap: the dominant Unicode script of the letters,
 and for Latin-script text the best-scoring stop-word list. It catches the failure that
