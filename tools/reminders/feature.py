@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from tools.feature import Command, Feature, Host, Job, Provide
+from tools.hooks import Gate
 from tools.reminders import commands, doctor
+from tools.reminders.asked import AskedFirst
 from tools.reminders.firing import EVERY, JOB_ID, REMINDERS, ReminderJobs
 from tools.reminders.models import JobRun, ReminderPrefs, ScheduledJob
 from tools.reminders.tool import TOOL
@@ -31,6 +33,10 @@ async def fire_due(host: Host) -> Any:
     return report
 
 
+def asked_first(host: Host) -> Gate:
+    return AskedFirst(host.deps.session_factory)
+
+
 async def check(host: Host) -> list[Any]:
     return await doctor.reminder_checks(host.deps.session_factory, host.deps.clock())
 
@@ -48,5 +54,6 @@ FEATURE = Feature(
     press=commands.press,
     jobs=(Job(JOB_ID, "deliver due reminders and scheduled tasks", EVERY, fire_due),),
     parts=(Provide(REMINDERS, firing, ReminderJobs.stop, on_start=True),),
+    gates=(asked_first,),
     doctor=check,
 )
