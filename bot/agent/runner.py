@@ -55,6 +55,7 @@ from tools.hooks import (
     ModelRequest,
     NoPeriods,
     PromptParts,
+    ReplyButton,
     RequestHooks,
     ToolRound,
     TurnChain,
@@ -105,6 +106,7 @@ class Reply:
     # summarising a session the model ended, a model call the user should not wait for).
     followup: Callable[[], Awaitable[None]] | None = None
     files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
+    buttons: list[ReplyButton] = field(default_factory=list)  # under the answer (Undo)
     notes: str = ""  # lines under the answer (the features' and the model wrappers')
     user_id: int | None = None  # users.id of who asked
 
@@ -201,6 +203,7 @@ class Agent:
         turns = await TurnChain.begin(self.requests, ctx)
         reply = await self._loop(ctx, incoming, events or Events(), started.history, turns, used)
         reply.files = turns.files(ctx)
+        reply.buttons = turns.buttons(ctx)
         reply.user_id = user.id
         reply.followup = await turns.after_answer(ctx)
         return reply

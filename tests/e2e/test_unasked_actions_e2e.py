@@ -48,3 +48,24 @@ async def test_a_reminder_the_person_asks_for_is_created(tg: TG) -> None:
     await tg.send(OWNER, "Remind me in 30 minutes that I want to try making a quick dinner.")
     assert (await tg.reply(OWNER)).text.startswith("I will remind you.")
     assert await jobs(tg) == ["I want to try making some quick dinner tonight."]
+
+
+async def test_what_the_assistant_created_is_shown_with_an_undo_button(tg: TG) -> None:
+    tg.llm.add(Text(UNASKED), Text("I will remind you."))
+    await tg.send(OWNER, "Remind me in 30 minutes that I want to try making a quick dinner.")
+    reply = await tg.reply(OWNER)
+    assert reply.text == "I will remind you."
+    assert reply.reply_markup is not None
+    (row,) = reply.reply_markup["inline_keyboard"]
+    assert row == [{"text": "↩ Undo #1", "callback_data": "reminders:undo:1"}]
+
+    await tg.press(OWNER, "reminders:undo:1", reply.message_id)
+    await tg.idle()
+    async with tg.app.session_factory() as s:
+        assert list((await s.execute(select(ScheduledJob.status))).scalars()) == ["cancelled"]
+    answers = [c.params for c in tg.server.calls if c.method == "answerCallbackQuery"]
+    assert answers[-1].get("text") == "↩ Undone: #1 is cancelled."
+    # An answer that created nothing has no button.
+    tg.llm.add(Text("Hello."))
+    await tg.send(OWNER, "Hi")
+    assert (await tg.reply(OWNER)).reply_markup is None
