@@ -1,6 +1,7 @@
 """Actions the person did not ask for (issue 46 item 7), through the assembled app: asked to
-suggest a dinner, the 1.5B model created a reminder nobody wanted (recorded reply 23 of the
-day, tests/fixtures/llm/day/README.md: a fenced `schedule` call). It is not created and the
+suggest a dinner, the 1.5B model created a reminder nobody wanted (reply 23 of the day in
+/work/shared/fixtures/llm/qwen2.5-coder-1.5b-day-2026-12-06/calls.jsonl: a fenced `schedule`
+call). It is not created and the
 model is told to ask first; a reminder the person asks for, or agrees to when offered, is."""
 
 from __future__ import annotations
