@@ -57,6 +57,7 @@ def test_the_question_given_back_is_no_answer(n: str) -> None:
     ("answer", "question"),
     [
         ("Which sister do you mean?", "Where does my sister live?"),
+        ("Which Ana?", "Remind me to call Ana."),
         ("Anna lives in Porto.", "Where does my sister Anna live?"),
         ("Do you want it at 9:00 or at 10:00?", "Remind me tomorrow morning to call Ana."),
     ],

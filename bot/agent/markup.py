@@ -161,10 +161,13 @@ def repeats(answer: str, question: str) -> bool:
     text = answer.strip()
     if not text.endswith("?") or len(text) > 200 or text.count("?") > 1:
         return False
-    # Four letters: "live" is "lives", "allergic" is "allergy".
+    # Four letters: "live" is "lives", "allergic" is "allergy". A question back that asks
+    # something of its own ("Which Ana?") has words of its own beside theirs.
     asked = {w[:4] for w in _WORDS.findall(question.lower())}
-    words = [w for w in _WORDS.findall(text.lower()) if w not in _FUNCTION_WORDS]
-    return bool(words) and all(w[:4] in asked for w in words)
+    every = _WORDS.findall(text.lower())
+    words = [w for w in every if w not in _FUNCTION_WORDS]
+    theirs = sum(w[:4] in asked for w in every)
+    return bool(words) and all(w[:4] in asked for w in words) and theirs * 5 >= len(every) * 4
 
 
 class Drafts:
