@@ -68,6 +68,8 @@ KEEP_FRACTION = 0.5  # of the budget left to recent turns after a compression
 # The person's turns a compression covers at least (unless one summary call cannot read
 # them all): a small context then compresses at most once in this many turns.
 STEP_TURNS = 10
+# Meanwhile the oldest turns are left out this many of the person's turns at a time.
+TRIM_STEP = 5
 # Tokens of a summary call besides the turns it reads: its instruction and the summary it
 # continues (at most SUMMARY_MAX_TOKENS of an earlier call's answer).
 SUMMARY_PROMPT_RESERVE = 900
@@ -247,6 +249,19 @@ class Compressions:
 COMPRESSIONS: Key[Compressions] = Key("sessions.compressions")
 
 
+def _in_steps(rows: Sequence[Message], dropped: int) -> int:
+    """How many of the oldest rows to leave out when `dropped` must go: whole steps of
+    TRIM_STEP of the person's turns, so that the turns shown start at the same one for
+    several messages and a provider's prefix cache keeps reading them (never the newest
+    user turn)."""
+    starts = [i for i, m in enumerate(rows) if m.role == "user"]
+    if not dropped or not starts:
+        return dropped
+    gone = sum(1 for i in starts if i < dropped)
+    step = -(-gone // TRIM_STEP) * TRIM_STEP
+    return max(dropped, starts[min(step, len(starts) - 1)])
+
+
 class Compressor:
     def __init__(
         self,
@@ -284,8 +299,8 @@ class Compressor:
         room = budget - (len(note) // 4 + 1)
         if sum(costs) <= room or not rows:
             return Fitted(with_note(wire, note))
-        kept = trim_history(wire, max(room, 1), costs)
-        dropped = len(wire) - len(kept)
+        dropped = _in_steps(rows, len(wire) - len(trim_history(wire, max(room, 1), costs)))
+        kept = wire[dropped:]
         if dropped:
             gap = (
                 f"[not shown] Turns {before + 1}–{before + dropped} of this conversation do "
