@@ -1,4 +1,4 @@
-"""The grounding check (bot/sessions/grounding.py) on LoCoMo's own session summaries.
+"""The grounding check (tools/grounding.py) on LoCoMo's own session summaries.
 
 False rejects: each session summary checked against its session (the date line and the
 turns, image captions included) — a faithful human-written summary should pass. Catch
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.sessions.grounding import Source, check  # noqa: E402
+from tools.grounding import Source, check  # noqa: E402
 
 INVENTED = {
     "name": " They also talked about Ronaldo Figueira.",

@@ -18,7 +18,6 @@ from tools.reminders.tool import ScheduleParams
     [
         (MemoryParams, {"layer": "long", "content": "Sister is Ana"}, "store"),
         (MemoryParams, {"query": "sister"}, "recall"),
-        (MemoryParams, {"memory_id": 3}, "forget"),
         (CodeParams, {"code": "console.log(1)"}, "execute"),
         (CodeParams, {"task": "print the primes below 100"}, "generate"),
         (CodeParams, {"job_id": "abc"}, "status"),
@@ -62,3 +61,22 @@ def test_fields_the_action_does_not_read_are_left_out() -> None:
     assert (p.memory_id, p.limit, p.content) == (None, 10, "x")
     with pytest.raises(ValidationError, match="memory_id"):
         MemoryParams.model_validate({"action": "forget", "memory_id": "ana"})
+
+
+@pytest.mark.parametrize(
+    ("params", "args"),
+    [
+        (MemoryParams, {"memory_id": 3}),
+        # Recorded on the bench (issue 46): "What am I allergic to?" from the 1.5B model was
+        # read as forget, and the allergy was deleted ("forgot #2").
+        (MemoryParams, {"content": "What am I allergic to?", "memory_id": 2}),
+        (MemoryParams, {"query": "allergy", "memory_id": 2, "layer": "long"}),
+        (ScheduleParams, {"job_id": 4}),
+        (ScheduleParams, {"kind": "reminder", "job_id": 4}),
+    ],
+)
+def test_a_destructive_action_is_never_inferred(
+    params: type[BaseModel], args: dict[str, Any]
+) -> None:
+    with pytest.raises(ValidationError, match="action"):
+        params.model_validate(args)

@@ -49,6 +49,13 @@ def agent_for(app: App, model: ScriptedModel, budget: int = 600) -> Agent:
     return agent
 
 
+async def handled(app: App, agent: Agent, incoming: Incoming) -> None:
+    """One message, then the summary it found due, written after the answer (in the
+    background: awaited here so that each test reads one order of events)."""
+    await agent.handle(incoming)
+    await app.part(history.COMPRESSIONS).idle()
+
+
 def chat(i: int) -> str:
     return FACT if i == 3 else f"Message {i}: small talk about the weather, nothing else."
 
@@ -63,18 +70,23 @@ async def test_a_fact_from_turn_3_reaches_turn_300_through_a_verified_summary(ap
     agent = agent_for(app, model)
     for i in range(1, 301):
         model.add(Say(f"ok {i}"))
-        await agent.handle(Incoming(chat(i), telegram_user_id=21))
+        await handled(app, agent, Incoming(chat(i), telegram_user_id=21))
     last = model.requests[-1]
     system = earlier_of(last[1]["content"])  # the note at the cut
     assert "Ingrid lives in Tromsø and turns 41 on 3 May" in system
     ranges = re.findall(r"\[compressed\] Turns (\d+)–(\d+) of this conversation \(", system)
     assert ranges and ranges[0][0] == "1"  # the summary names the range it covers
     covered = int(ranges[0][1])
-    # What follows the summary starts right after the covered range and ends at turn 300.
+    # What follows the summary starts right after the covered range, or after the turns
+    # trimmed until the next summary (written in the background: the model is told), and
+    # ends at turn 300.
+    gap = re.findall(r"\[not shown\] Turns (\d+)–(\d+) ", system)
+    if gap:
+        assert int(gap[0][0]) == covered + 1
+        covered = int(gap[0][1])
     assert without_context(last[1]["content"]) == chat(covered // 2 + 1)
     assert last[-1]["content"].endswith(chat(300))
     assert all(FACT not in m["content"] for m in last[1:])  # turn 3 itself is gone
-    assert "[not shown]" not in system
     assert await stored(app) == 600  # every turn is still stored
     assert model.written  # the summaries were written by model calls
     async with app.session_factory() as s:
@@ -90,7 +102,7 @@ async def test_a_summary_with_an_invented_name_or_number_is_rejected_and_the_tur
     agent = agent_for(app, model)
     for i in range(1, 41):
         model.add(Say(f"ok {i}"))
-        await agent.handle(Incoming(chat(i), telegram_user_id=22))
+        await handled(app, agent, Incoming(chat(i), telegram_user_id=22))
     async with app.session_factory() as s:
         rows = list((await s.execute(select(SessionCompression))).scalars())
         assert (await sessions_repo.compression_counts(s))[1] == len(rows) >= 1
@@ -114,7 +126,7 @@ async def test_after_rejections_the_next_summary_still_covers_a_bounded_range(ap
         if i == 80:
             writer["fn"] = faithful
         model.add(Say(f"ok {i}"))
-        await agent.handle(Incoming(chat(i), telegram_user_id=24))
+        await handled(app, agent, Incoming(chat(i), telegram_user_id=24))
     calls = [m for m in model.written if m[0]["content"].startswith("You compress")]
     assert all(len(m[1]["content"]) // 4 <= 400 + 50 for m in calls)
     async with app.session_factory() as s:
@@ -137,7 +149,7 @@ async def test_a_rejected_summary_is_asked_for_again_naming_what_was_invented(ap
     agent = agent_for(app, model)
     for i in range(1, 31):
         model.add(Say(f"ok {i}"))
-        await agent.handle(Incoming(chat(i), telegram_user_id=25))
+        await handled(app, agent, Incoming(chat(i), telegram_user_id=25))
     retries = [m for m in model.written if m[-1]["content"].startswith("That will not do")]
     assert retries and "1987" in retries[0][-1]["content"] and "Bergen" in retries[0][-1]["content"]
     assert "Bergen" not in retries[0][0]["content"]  # the same instruction, asked again
@@ -161,7 +173,7 @@ async def test_with_summary_review_model_a_reviewer_in_a_fresh_context_can_refus
     history.SUMMARY_REVIEW = "model"
     for i in range(1, 31):
         model.add(Say(f"ok {i}"))
-        await agent.handle(Incoming(chat(i), telegram_user_id=23))
+        await handled(app, agent, Incoming(chat(i), telegram_user_id=23))
     reviews = [m for m in model.written if m[0]["content"].startswith("You check a summary")]
     assert reviews and len(reviews[0]) == 2  # only the turns and the summary, nothing else
     assert "Summary:\nThe user said that their sister Ingrid" in reviews[0][1]["content"]
@@ -202,7 +214,7 @@ async def test_a_range_another_writer_is_summarising_is_not_summarised_twice(app
     model = ScriptedModel(writer=faithful)
     agent = agent_for(app, model)
     model.add(Say("ok 1"))
-    await agent.handle(Incoming(chat(1), telegram_user_id=23))
+    await handled(app, agent, Incoming(chat(1), telegram_user_id=23))
     async with app.session_factory() as s, s.begin():
         user = await core_repo.get_or_create_user(s, 23, "", app.deps.clock())
         session = await core_repo.current_session(s, user.id)
@@ -215,12 +227,14 @@ async def test_a_range_another_writer_is_summarising_is_not_summarised_twice(app
         assert held
     for i in range(2, 31):
         model.add(Say(f"ok {i}"))
-        await agent.handle(Incoming(chat(i), telegram_user_id=23))
+        await handled(app, agent, Incoming(chat(i), telegram_user_id=23))
     assert model.written == []  # no summary call while the other writer holds it
     assert "[not shown]" in earlier_of(model.requests[-1][1]["content"])
     async with app.session_factory() as s, s.begin():
         await sessions_repo.drop_lease(s, session.id, "compressing_until")
     model.add(Say("ok 31"))
-    await agent.handle(Incoming(chat(31), telegram_user_id=23))
-    assert len(model.written) == 1
+    await handled(app, agent, Incoming(chat(31), telegram_user_id=23))
+    assert len(model.written) == 1  # written after the answer, in the background
+    model.add(Say("ok 32"))
+    await handled(app, agent, Incoming(chat(32), telegram_user_id=23))
     assert "[compressed]" in earlier_of(model.requests[-1][1]["content"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.sessions.grounding import check
+from tools.grounding import check
 
 TURNS = (
     "2026-05-07 User: I paid 1000 euros for the flat at https://flats.example/berlin-12. "

@@ -47,7 +47,8 @@ async def test_store_recall_list_forget(app: App, fake_llm: FakeOpenAI) -> None:
         ),
         Text("noted"),
     )
-    reply = await app.agent.handle(Incoming("I live in Berlin", telegram_user_id=5))
+    said = "I live in Berlin, and I am training for a marathon in April."
+    reply = await app.agent.handle(Incoming(said, telegram_user_id=5))
     assert reply.text == "noted"
     stored = tool_results(fake_llm)
     assert stored[0] == "stored #1" and stored[1] == "stored #2" and stored[2] == "updated #1"

@@ -31,6 +31,16 @@ Followup = Callable[[], Awaitable[None]]
 File = tuple[str, bytes]
 
 
+@dataclass(frozen=True)
+class ReplyButton:
+    """A button under the answer, where the adapter shows buttons (Telegram): its press
+    goes to `feature`'s press with `data`, as a command answer's buttons do."""
+
+    feature: str
+    label: str
+    data: str
+
+
 @dataclass
 class PromptParts:
     """What the prompt was built from (for /context's split)."""
@@ -94,6 +104,10 @@ class TurnHooks:
 
     def files(self, ctx: RequestContext) -> list[File]:
         """Files to send with the answer (what code wrote to ./output/)."""
+        return []
+
+    def buttons(self, ctx: RequestContext) -> list[ReplyButton]:
+        """Buttons under the answer (Undo for what the request created)."""
         return []
 
     async def after_answer(self, ctx: RequestContext) -> Followup | None:
@@ -201,6 +215,9 @@ class TurnChain(TurnHooks):
 
     def files(self, ctx: RequestContext) -> list[File]:
         return [f for t in self.turns for f in t.files(ctx)]
+
+    def buttons(self, ctx: RequestContext) -> list[ReplyButton]:
+        return [b for t in self.turns for b in t.buttons(ctx)]
 
     async def after_answer(self, ctx: RequestContext) -> Followup | None:
         later = [f for t in self.turns if (f := await t.after_answer(ctx)) is not None]

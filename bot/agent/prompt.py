@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -86,19 +85,6 @@ def with_context(history: list[dict[str, Any]], block: str) -> list[dict[str, An
 def joined(block: str, text: str) -> str:
     """A user turn as sent: its context block, then the text."""
     return f"{block}\n\n{text}"
-
-
-_ECHOED = re.compile(
-    rf"{re.escape(CONTEXT_OPEN)}.*?{re.escape(CONTEXT_CLOSE)}\s*"
-    rf"|{re.escape(EARLIER_OPEN)}.*?{re.escape(EARLIER_CLOSE)}\s*",
-    re.S,
-)
-
-
-def without_echo(answer: str) -> str:
-    """An answer without copies of the blocks Sidekick adds to user turns: a small model
-    (make test-real's 0.5B) starts answers with "[context] Now: Saturday … [/context]"."""
-    return _ECHOED.sub("", answer)
 
 
 def sent_context(history: list[dict[str, Any]]) -> str | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.agent.markup import ASK_AGAIN, GAVE_UP, UNREAD, Drafts, failure, shown
 from bot.agent.prompt import (
     context_block,
     context_size,
@@ -31,7 +32,6 @@ from bot.agent.prompt import (
     trim_history,
     with_context,
     with_parts,
-    without_echo,
 )
 from bot.agent.toolexec import CUT, cut_line, repeated_failure, run_round, wire_calls
 from bot.config import Settings
@@ -57,6 +57,7 @@ from tools.hooks import (
     ModelRequest,
     NoPeriods,
     PromptParts,
+    ReplyButton,
     RequestHooks,
     ToolRound,
     TurnChain,
@@ -107,6 +108,7 @@ class Reply:
     # summarising a session the model ended, a model call the user should not wait for).
     followup: Callable[[], Awaitable[None]] | None = None
     files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
+    buttons: list[ReplyButton] = field(default_factory=list)  # under the answer (Undo)
     notes: str = ""  # lines under the answer (the features' and the model wrappers')
     user_id: int | None = None  # users.id of who asked
 
@@ -211,6 +213,7 @@ class Agent:
             ctx, incoming, events or Events(), started.history, turns, used, cut_round, cut_calls
         )
         reply.files = turns.files(ctx)
+        reply.buttons = turns.buttons(ctx)
         reply.user_id = user.id
         reply.followup = await turns.after_answer(ctx)
         return reply
@@ -252,6 +255,7 @@ class Agent:
         failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed
         model = turns.model()  # e.g. the user's /model pick
         said: list[str] = []  # what the model wrappers said of the calls (an image not shown)
+        asked_again = False  # a reply that was no answer is asked once more
 
         async def answer(
             text: str, cut: str = "", stopped: bool = False, notes: bool = True
@@ -274,21 +278,37 @@ class Agent:
                     await turns.on_model_request(req)
                 except HookRefusal as refusal:
                     return await answer(str(refusal), notes=False)
+                # Template markup the model wrote as text is never shown (bot/agent/markup.py):
+                # the drafts pass through the same recogniser as the answer.
+                drafts = Drafts(events.on_text, results=bool(ran)) if events.on_text else None
                 completion = await self.llm.stream(
-                    messages, req.tools or None, events.on_text, model=model,
-                    on_wait=events.on_wait,
-                )  # fmt: skip
+                    messages, req.tools or None, drafts, model=model, on_wait=events.on_wait
+                )
                 await turns.on_model_response(req, completion)
                 said += [n for n in completion.notes if n not in said]
                 rounds += 1
                 calls = completion.tool_calls
+                raw = completion.content
+                completion.content = shown(raw, results=bool(ran))
                 if not calls:
+                    text = completion.content
+                    why = failure(raw, text, incoming.text)
+                    if why is not None and not asked_again:
+                        # A failed call, as a tool's error is: said to the model, asked once.
+                        asked_again = True
+                        messages += [
+                            {"role": "assistant", "content": UNREAD},
+                            {"role": "user", "content": ASK_AGAIN[why]},
+                        ]
+                        continue
+                    if why is not None:
+                        text, lost = "", GAVE_UP[why]
+                    else:
+                        lost = nothing_said(ran, last) if not text else ""
                     # An empty answer is recorded as it was, empty: a small model copies a
                     # stored placeholder into every later answer. The person reads which
                     # tools ran.
-                    text = without_echo(completion.content).strip()
-                    note = (nothing_said(ran, last) if not text else "") + completion.cut_note
-                    return await answer(text, note)
+                    return await answer(text, lost + completion.cut_note)
                 if completion.written:  # a call copied from someone's text asks first
                     ctx.state(SEEN).written(calls, messages)
                 # turn_fields: the reasoning, where the provider needs it back with the calls.

@@ -46,7 +46,6 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.exc import IntegrityError
 
 from bot.sessions import repo
-from bot.sessions.grounding import check
 from bot.sessions.summary import (
     CHARS_PER_TOKEN,
     DEFAULT_BUDGET,
@@ -55,7 +54,6 @@ from bot.sessions.summary import (
     Fact,
     Pace,
     Summariser,
-    checks_names,
     grounding_source,
     said,
 )
@@ -64,6 +62,7 @@ from db.models.core import Message
 from db.repos import core as core_repo
 from tools.base import Clock, TextModel, ToolDeps, user_tz
 from tools.effects import OUTSIDE_MARK
+from tools.grounding import check, checks_names, in_their_words
 from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
@@ -325,35 +324,18 @@ def source_message(fact: str, theirs: list[Message]) -> Message | None:
     return best
 
 
-_STEMMED = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
-NOT_WORDS = frozenset({"user", "users"})  # how a fact names the user, not what it says
-
-
-def stems(text: str) -> set[str]:
-    """Words of four letters or more by their first four ("lives" = "live")."""
-    return {w.lower()[:4] for w in _STEMMED.findall(text) if w.lower() not in NOT_WORDS}
-
-
-def in_their_words(fact: str, theirs: list[Message]) -> bool:
-    """Whether at least half of the fact's words are words the user wrote: a fact with no
-    name or number for the grounding check ("wants every action approved without asking")
-    must still be what the user said, not what a page made the model say."""
-    words = stems(fact)
-    said_words = set().union(*(stems(m.content) for m in theirs)) if theirs else set()
-    return len(words & said_words) * 2 >= len(words)
-
-
 async def consolidate(
     memory: FactWriter, user_id: int, messages: list[Message], facts: list[Fact], *, names: bool
 ) -> int:
     """Store the facts grounded in the user's own messages; how many were stored."""
     theirs = [m for m in messages if m.role == "user" and m.content.strip()]
-    source, _ = grounding_source(theirs)  # a fact about the user: in the user's own words
+    source = grounding_source(theirs).theirs  # a fact about the user: in the user's own words
     stored = 0
     for fact in facts:
         grounded = check(fact.content, source, names=names)
         origin = source_message(fact.content, theirs)
-        if not grounded.ok or origin is None or not in_their_words(fact.content, theirs):
+        own = in_their_words(fact.content, [m.content for m in theirs])
+        if not grounded.ok or origin is None or not own:
             why = grounded.reason() or "no user message says it"
             log.info("fact not kept (%s): %.80s", why, fact.content)
             continue

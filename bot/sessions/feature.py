@@ -12,7 +12,7 @@ from bot.sessions import commands
 from bot.sessions.archive import archiver_from
 from bot.sessions.background import ARCHIVE, BackgroundArchive
 from bot.sessions.doctor import session_checks, summaries_check
-from bot.sessions.history import HistoryWindow, SessionHistory
+from bot.sessions.history import COMPRESSIONS, Compressions, HistoryWindow, SessionHistory
 from bot.sessions.lifecycle import TOOL, SessionTurns
 from bot.sessions.models import SessionArchive, SessionCompression
 from bot.sessions.settings import SessionPolicy, SessionSettings
@@ -48,15 +48,20 @@ async def periods(host: Host) -> SessionPolicy:
     return host.deps.settings_for(SessionSettings).session_policy
 
 
-async def history(host: Host) -> SessionHistory:
+async def compressions(host: Host) -> Compressions:
     deps = host.deps
-    window = HistoryWindow(deps.session_factory, deps.clock)
-    return SessionHistory(window, deps.settings_for(ModelSettings))
+    return Compressions(HistoryWindow(deps.session_factory, deps.clock))
+
+
+async def history(host: Host) -> SessionHistory:
+    window = (await host.need(COMPRESSIONS)).window
+    return SessionHistory(window, host.deps.settings_for(ModelSettings))
 
 
 def closing(host: Host) -> RequestHooks:
     deps = host.deps
-    return SessionTurns(deps.session_factory, deps.clock, host.part(ARCHIVE).archiver)
+    archiver = host.part(ARCHIVE).archiver
+    return SessionTurns(deps.session_factory, deps.clock, archiver, host.part(COMPRESSIONS))
 
 
 async def split_due(host: Host) -> Any:
@@ -109,6 +114,7 @@ FEATURE = Feature(
     tools=(TOOL,),
     parts=(
         Provide(ARCHIVE, background, BackgroundArchive.stop),
+        Provide(COMPRESSIONS, compressions, Compressions.stop),
         Provide(PERIODS, periods),
         Provide(HISTORY, history),
         Provide(SPLIT, split, on_start=True),

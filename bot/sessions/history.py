@@ -4,16 +4,22 @@ session's oldest turns replaced by a verified summary.
 Most requests fit in the rows read with the user's message (db/conversation.py's
 HISTORY_ROWS: HistoryWindow's fast path, where a stored message's token cost is counted
 once per process, as it never changes). When the newest turns no longer fit the budget,
-the Compressor summarises the oldest uncovered range by the summary service
-(bot/sessions/summary.py; rolling: the previous summary is part of what is summarised;
-verified there: the grounding check, then a reviewer call in a fresh context when
-SUMMARY_REVIEW=model) and saves it; from then on the model sees "turns i..j (when) are
-summarised: ..." in front of the first turn shown instead of those turns (not in the
-system message: its bytes and the tool schemas stay the same, so a provider's prefix cache
-keeps them whatever is cut). The turns stay in the messages table and /sessions. A
-rejected summary is saved as rejected (doctor counts them), the turns are trimmed as
-before, and the model is told which turns it does not see: it never meets a gap without
-knowing.
+the prompt shows the newest that fit (the model is told which turns it does not see: it
+never meets a gap without knowing), and once enough has piled up the oldest uncovered range
+is summarised by the summary service (bot/sessions/summary.py; rolling: the previous
+summary is part of what is summarised; verified there: the grounding check, then a
+reviewer call in a fresh context when SUMMARY_REVIEW=model) and saved; from then on the
+model sees "turns i..j (when) are summarised: ..." in front of the first turn shown instead
+of those turns (not in the system message: its bytes and the tool schemas stay the same, so
+a provider's prefix cache keeps them whatever is cut). The turns stay in the messages table
+and /sessions. A rejected summary is saved as rejected (doctor counts them).
+
+No turn waits for a summary (issue 46: a 4k-context model waited 26-159 s in 7 of 22 turns).
+The request that finds one due only marks it (DUE); the sessions' turn hooks start it after
+the answer is stored (Compressions, in the background), and the next turn uses it when it is
+ready and trims meanwhile. A summary covers at least STEP_TURNS of the person's turns, or
+all one summary call can read (the model's whole context, not the history's share of it),
+so a small context compresses at most once in ten turns.
 """
 
 from __future__ import annotations
@@ -38,18 +44,35 @@ from bot.agent.prompt import (
 from bot.llm.settings import ModelSettings
 from bot.sessions import repo
 from bot.sessions.models import SessionCompression
-from bot.sessions.summary import SUMMARY_MAX_S, Ask, Review, Summariser, line_cost
+from bot.sessions.summary import (
+    DEFAULT_BUDGET,
+    SUMMARY_MAX_S,
+    SUMMARY_MAX_TOKENS,
+    Ask,
+    Review,
+    Summariser,
+    line_cost,
+)
 from db.conversation import HISTORY_ROWS, HistoryRow
 from db.engine import SessionFactory
 from db.models.core import Message
 from tools.base import Clock, RequestContext, TextModel
 from tools.chat import ChatModel
 from tools.model_call import ModelCall
+from tools.state import Key, Slot
 
 log = logging.getLogger(__name__)
 
 COST_CACHE_MAX = 200_000  # token counts of stored messages kept per process
 KEEP_FRACTION = 0.5  # of the budget left to recent turns after a compression
+# The person's turns a compression covers at least (unless one summary call cannot read
+# them all): a small context then compresses at most once in this many turns.
+STEP_TURNS = 10
+# Meanwhile the oldest turns are left out this many of the person's turns at a time.
+TRIM_STEP = 5
+# Tokens of a summary call besides the turns it reads: its instruction and the summary it
+# continues (at most SUMMARY_MAX_TOKENS of an earlier call's answer).
+SUMMARY_PROMPT_RESERVE = 900
 RETRY_AFTER_MESSAGES = 20  # a rejected range is tried again only once this much has grown
 
 WRITE = Ask(
@@ -67,9 +90,36 @@ if a tool call failed, say it failed. Write in {language}. No preamble, no Markd
 @dataclass
 class Fitted:
     """The turns the prompt shows; in front of the first, the note on what an earlier
-    summary covers or which turns are not shown (bot/agent/prompt.py with_note)."""
+    summary covers or which turns are not shown (bot/agent/prompt.py with_note). `due`: a
+    summary of the oldest uncovered turns is worth writing now."""
 
     history: list[dict[str, Any]]
+    due: bool = False
+
+
+def summary_chunk(budget: int, context: int | None) -> int:
+    """Tokens of turns one summary call reads: what the model's context holds beside the
+    summary's instruction and answer when the context is known (a summary call carries no
+    tool schemas), else the history's budget."""
+    if not context:
+        return budget
+    room = context - SUMMARY_MAX_TOKENS - SUMMARY_PROMPT_RESERVE
+    return max(budget, min(DEFAULT_BUDGET, room))
+
+
+@dataclass
+class Due:
+    """A request's word that its session's oldest turns should be summarised (set while
+    its history is fitted, acted on after its answer: SessionTurns)."""
+
+    llm: TextModel | None = None
+    session_id: int = 0
+    user_id: int = 0
+    budget: int = 0
+    chunk: int = 0
+
+
+DUE = Slot("sessions.compression_due", Due)
 
 
 def record_text(row: SessionCompression) -> str:
@@ -133,17 +183,83 @@ class HistoryWindow:
     ) -> Fitted:
         """The session's history within the budget (HISTORY_TOKEN_BUDGET, lowered to what the
         model's context leaves), oldest first, with the note on what an earlier summary
-        covers or what is not shown in front of the first turn. `llm` writes the summaries."""
-        budget = history_budget(settings, await context_size(llm))
+        covers or what is not shown in front of the first turn. A summary found due is set
+        on the request (DUE) for after its answer, `llm` to write it."""
+        context = await context_size(llm)
+        budget = history_budget(settings, context)
         got = prefetched
         # The whole session was read with the message and fits: nothing was compressed away.
         if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
             if sum(got.costs) <= budget:
                 return Fitted(got.wire)
-        compressor = Compressor(
-            self.session_factory, llm, self.clock, SUMMARY_REVIEW, costs=self._costs
-        )
-        return await compressor.fit(ctx.session_id, ctx.user_id, budget)
+        compressor = Compressor(self.session_factory, llm, self.clock, costs=self._costs)
+        chunk = summary_chunk(budget, context)
+        fitted = await compressor.fit(ctx.session_id, budget, chunk)
+        if fitted.due:
+            due = ctx.state(DUE)
+            due.llm, due.session_id, due.user_id = llm, ctx.session_id, ctx.user_id
+            due.budget, due.chunk = budget, chunk
+        return fitted
+
+
+class Compressions:
+    """Summaries of long sessions' oldest turns, written in the background after the answer
+    that found them due: one at a time per session (its lease keeps other workers out)."""
+
+    def __init__(self, window: HistoryWindow) -> None:
+        self.window = window
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+
+    def soon(self, due: Due) -> bool:
+        """Start the summary `due` asks for; False when one for the session is running."""
+        running = self._tasks.get(due.session_id)
+        if due.llm is None or (running is not None and not running.done()):
+            return False
+        w = self.window
+        compressor = Compressor(w.session_factory, due.llm, w.clock, SUMMARY_REVIEW, w._costs)
+
+        async def run() -> None:
+            try:
+                await compressor.compress(due.session_id, due.user_id, due.budget, due.chunk)
+            except Exception:
+                log.exception("compressing session %d failed; trimming meanwhile", due.session_id)
+
+        task = asyncio.create_task(run(), name=f"compress-session-{due.session_id}")
+        self._tasks[due.session_id] = task
+        task.add_done_callback(lambda t: self._forget(due.session_id, t))
+        return True
+
+    def _forget(self, session_id: int, task: asyncio.Task[None]) -> None:
+        if self._tasks.get(session_id) is task:
+            del self._tasks[session_id]
+
+    async def idle(self) -> None:
+        """Wait for the summaries being written."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+
+    async def stop(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+COMPRESSIONS: Key[Compressions] = Key("sessions.compressions")
+
+
+def _in_steps(rows: Sequence[Message], dropped: int) -> int:
+    """How many of the oldest rows to leave out when `dropped` must go: whole steps of
+    TRIM_STEP of the person's turns, so that the turns shown start at the same one for
+    several messages and a provider's prefix cache keeps reading them (never the newest
+    user turn)."""
+    starts = [i for i, m in enumerate(rows) if m.role == "user"]
+    if not dropped or not starts:
+        return dropped
+    gone = sum(1 for i in starts if i < dropped)
+    step = -(-gone // TRIM_STEP) * TRIM_STEP
+    return max(dropped, starts[min(step, len(starts) - 1)])
 
 
 class Compressor:
@@ -162,43 +278,61 @@ class Compressor:
         # Stored messages' token costs by id (they never change): the window's, shared.
         self.costs = costs if costs is not None else {}
 
-    async def fit(self, session_id: int, user_id: int, budget: int) -> Fitted:
-        """The session's history within `budget` tokens, compressing when it must."""
+    async def _uncovered(
+        self, session_id: int
+    ) -> tuple[SessionCompression | None, list[Message], list[dict[str, Any]], list[int]]:
+        """The newest verified summary, and the turns after it (rows, wire, costs)."""
         async with self.session_factory() as s:
             done = await repo.latest_compression(s, session_id, verified=True)
             rows = await repo.messages_after(s, session_id, done.last_message_id if done else 0)
-        note = record_text(done) if done else ""
-        before = done.last_turn if done else 0  # turns ahead of rows[0]
         wire = [to_openai(m) for m in rows]
         costs = [self._cost(m, w) for m, w in zip(rows, wire, strict=True)]
+        return done, list(rows), wire, costs
+
+    async def fit(self, session_id: int, budget: int, chunk: int) -> Fitted:
+        """The session's history within `budget` tokens: the newest summary, then the newest
+        turns that fit; `due` when the oldest turns not covered are worth a summary now (at
+        least STEP_TURNS of the person's, or all a summary call of `chunk` tokens reads)."""
+        done, rows, wire, costs = await self._uncovered(session_id)
+        note = record_text(done) if done else ""
+        before = done.last_turn if done else 0  # turns ahead of rows[0]
         room = budget - (len(note) // 4 + 1)
         if sum(costs) <= room or not rows:
             return Fitted(with_note(wire, note))
-        cut = self._cut(rows, costs, int(budget * KEEP_FRACTION), budget)
-        if (
-            self.llm
-            and cut > 0
-            and await self._worth_trying(session_id, rows)
-            and await self._claim(session_id)
-        ):
-            summariser = Summariser(self.llm, self.review, budget)
-            try:
-                row = await self._compress(summariser, session_id, user_id, done, rows[:cut])
-            finally:
-                await asyncio.shield(self._release(session_id))
-            if row.verified:
-                note, before = record_text(row), row.last_turn
-                rows, wire, costs = rows[cut:], wire[cut:], costs[cut:]
-                room = budget - (len(note) // 4 + 1)
-        kept = trim_history(wire, max(room, 1), costs)
-        dropped = len(wire) - len(kept)
+        dropped = _in_steps(rows, len(wire) - len(trim_history(wire, max(room, 1), costs)))
+        kept = wire[dropped:]
         if dropped:
             gap = (
                 f"[not shown] Turns {before + 1}–{before + dropped} of this conversation do "
                 f"not fit the context and are left out here; they are kept in full (/sessions)."
             )
             note = f"{note}\n\n{gap}" if note else gap
-        return Fitted(with_note(kept, note))
+        keep = int(budget * KEEP_FRACTION)
+        whole = self._cut(rows, costs, keep, None)
+        turns = sum(1 for m in rows[:whole] if m.role == "user")
+        size = sum(line_cost(m, tools=WRITE.tools) for m in rows[:whole])
+        due = bool(self.llm) and dropped > 0 and (turns >= STEP_TURNS or size >= chunk)
+        return Fitted(with_note(kept, note), due)
+
+    async def compress(
+        self, session_id: int, user_id: int, budget: int, chunk: int
+    ) -> SessionCompression | None:
+        """Summarise the oldest turns not covered (as many as one call of `chunk` tokens
+        reads, all but the newest that fit half the budget); None when there is nothing to
+        do, a rejected range has not grown enough, or another writer holds the session."""
+        if self.llm is None:
+            return None
+        done, rows, _, costs = await self._uncovered(session_id)
+        cut = self._cut(rows, costs, int(budget * KEEP_FRACTION), chunk)
+        if cut <= 0 or not await self._worth_trying(session_id, rows):
+            return None
+        if not await self._claim(session_id):
+            return None
+        summariser = Summariser(self.llm, self.review, chunk)
+        try:
+            return await self._compress(summariser, session_id, user_id, done, rows[:cut])
+        finally:
+            await asyncio.shield(self._release(session_id))
 
     def _cost(self, m: Message, wire: dict[str, Any]) -> int:
         cost = self.costs.get(m.id)
@@ -229,12 +363,12 @@ class Compressor:
             log.warning("releasing session %d's compression lease failed", session_id)
 
     @staticmethod
-    def _cut(rows: Sequence[Message], costs: list[int], keep: int, chunk: int) -> int:
+    def _cut(rows: Sequence[Message], costs: list[int], keep: int, chunk: int | None) -> int:
         """How many of the oldest rows to summarise: all but the newest that fit `keep`, and
         no more than the summary service reads in one call, `chunk` tokens by its size rule
-        (after rejected summaries the uncovered range keeps growing; the summary call must
-        still fit the model, and what is left goes in the next message's summary), ending
-        just before a user turn (tool results stay with their call)."""
+        (None: no such limit; after rejected summaries the uncovered range keeps growing;
+        the summary call must still fit the model, and what is left goes in the next
+        summary), ending just before a user turn (tool results stay with their call)."""
         used = 0
         cut = len(rows)
         for i in range(len(rows) - 1, -1, -1):
@@ -242,13 +376,14 @@ class Compressor:
                 break
             used += costs[i]
             cut = i
-        size, limit = 0, 1
-        for i in range(cut):
-            size += line_cost(rows[i], tools=WRITE.tools)
-            if size > chunk:
-                break
-            limit = i + 1
-        cut = min(cut, limit)
+        if chunk is not None:
+            size, limit = 0, 1
+            for i in range(cut):
+                size += line_cost(rows[i], tools=WRITE.tools)
+                if size > chunk:
+                    break
+                limit = i + 1
+            cut = min(cut, limit)
         while cut < len(rows) and rows[cut].role != "user":
             cut += 1
         # The newest user turn and what follows it are never summarised away.

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from bot.sessions import repo as sessions_repo
 from bot.sessions.archive import Archiver, ArchiveResult
+from bot.sessions.history import DUE, Compressions
 from bot.sessions.split import SessionArchiver
 from db.engine import SessionFactory
 from db.repos import core as repo
@@ -118,14 +119,19 @@ class SessionTurns(TurnHooks):
     session_factory: SessionFactory
     clock: Clock
     archiver: SessionArchiver | None  # None: memory is off; the scheduler archives it later
+    compressions: Compressions | None = None  # where a summary found due is written
 
     async def begin(self, ctx: RequestContext) -> SessionTurns:
         return self
 
     async def after_answer(self, ctx: RequestContext) -> Followup | None:
-        """Close the session now (the next message opens a new one) and return the
-        archiving, which waits until the reply is out. Never raises: the reply goes out
-        whatever happens here."""
+        """Start the summary of the session's oldest turns its history found due, in the
+        background: the answer is stored, and no turn waits for it. Then, when the model
+        asked for a fresh start, close the session now (the next message opens a new one)
+        and return the archiving, which waits until the reply is out. Never raises: the
+        reply goes out whatever happens here."""
+        if self.compressions is not None:
+            self.compressions.soon(ctx.state(DUE))
         if not ctx.state(ENDING).asked:
             return None
         try:

@@ -4,10 +4,12 @@ A closed session's summary (bot/sessions/archive.py, kept as a memory) and a lon
 oldest turns (bot/sessions/history.py, standing in for them in the prompt) are written the
 same way: one transcript of the turns, one model call with the caller's instruction and
 one size rule, and one verification: not empty, not too long, in the conversation's
-language, and grounded (bot/sessions/grounding.py: every name, number, date, link and quote
-it states occurs in the turns); with SUMMARY_REVIEW=model also a reviewer call in a fresh
-context. A summary that fails is asked for once more, naming the problem. The callers
-keep only what differs: the instruction, and where the result goes.
+language, and grounded (tools/grounding.py check_grounded: every name, number, date,
+link and quote a sentence about the person states is in the person's own words, one about
+what a tool did may also draw on the tools' results, never on Sidekick's own words; an
+action it says happened needs the call that did it); with SUMMARY_REVIEW=model also a
+reviewer call in a fresh context. A summary that fails is asked for once more, naming the
+problem. The callers keep only what differs: the instruction, and where the result goes.
 
 The language check is deliberately cheap: the dominant Unicode script of the letters,
 and for Latin-script text the best-scoring stop-word list. It catches the failure that
@@ -17,18 +19,25 @@ matters (a model answering in English about a German conversation) without a mod
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
-import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.sessions.grounding import Source, check
 from db.models.core import Message
 from tools.base import TextModel
+from tools.effects import OUTSIDE_MARK
+from tools.grounding import (
+    Source,
+    check_grounded,
+    checks_names,
+    language_of,
+    latin_language,
+    script_of,
+)
 from tools.model_call import ModelCall
 
 log = logging.getLogger(__name__)
@@ -67,81 +76,6 @@ class Pace:
     def seen(self, tokens: int, seconds: float) -> None:
         rate = tokens / max(seconds, 0.001)
         self.rate = rate if self.rate is None else (self.rate + rate) / 2
-
-
-# Scripts whose Unicode names differ but which one language mixes (Japanese).
-_SCRIPT_ALIASES = {"HIRAGANA": "CJK", "KATAKANA": "CJK", "IDEOGRAPHIC": "CJK"}
-
-STOPWORDS: dict[str, frozenset[str]] = {
-    "English": frozenset(
-        "the and is are was were to of in that it you i for on with this have be not "
-        "what we he she they my your but at from about will would can".split()
-    ),
-    "German": frozenset(
-        "der die das und ist sind war nicht ich du sie wir ein eine mit für auf zu den "
-        "dem des auch es im von wie aber noch wird hat haben".split()
-    ),
-    "French": frozenset(
-        "le la les et est sont était je tu il elle nous vous un une des du de pour pas "
-        "que qui dans sur avec mais ce cette au aux".split()
-    ),
-    "Spanish": frozenset(
-        "el la los las y es son era yo tú él ella nosotros un una de del para no que en "
-        "con por pero se lo como más muy está".split()
-    ),
-    "Italian": frozenset(
-        "il lo la gli le e è sono era io tu lui lei noi un una di del per non che in con "
-        "ma si come più anche questo della".split()
-    ),
-    "Portuguese": frozenset(
-        "o a os as e é são era eu tu ele ela nós um uma de do da para não que em com por "
-        "mas se como mais muito está isso".split()
-    ),
-    "Dutch": frozenset(
-        "de het een en is zijn was ik jij je hij zij wij we niet dat die in op met voor "
-        "van maar ook er naar om bij".split()
-    ),
-}
-
-_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-
-
-def script_of(text: str) -> str | None:
-    """The Unicode script most of the letters belong to (LATIN, CYRILLIC, CJK, ...)."""
-    counts: Counter[str] = Counter()
-    for ch in text:
-        if not ch.isalpha():
-            continue
-        name = unicodedata.name(ch, "")
-        if not name:
-            continue
-        first = name.split()[0]
-        counts[_SCRIPT_ALIASES.get(first, first)] += 1
-    if not counts:
-        return None
-    return counts.most_common(1)[0][0]
-
-
-def latin_language(text: str) -> str | None:
-    """The stop-word list that best covers the text; None when nothing stands out."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    if len(words) < 4:
-        return None
-    scores = {lang: sum(w in stop for w in words) for lang, stop in STOPWORDS.items()}
-    ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
-    (best, top), (_, second) = ranked[0], ranked[1]
-    # At least a few hits, and clearly ahead (many short words are shared).
-    if top >= 3 and top >= max(2, len(words) // 20) and top > second * 1.3:
-        return best
-    return None
-
-
-def language_of(text: str) -> str | None:
-    """A label such as 'German' or 'CYRILLIC'; None when unclear."""
-    script = script_of(text)
-    if script == "LATIN":
-        return latin_language(text) or "LATIN"
-    return script
 
 
 def describe(label: str | None) -> str:
@@ -229,11 +163,6 @@ def said(messages: Sequence[Message]) -> str:
     return "\n".join(m.content for m in messages if m.role == "user" and m.content.strip())
 
 
-def checks_names(words: str) -> bool:
-    """Whether capitalised words are read as names (German capitalises every noun)."""
-    return language_of(words) != "German"
-
-
 def _stamp(m: Message) -> str:
     # The day only: a summary may resolve "tomorrow", but the hours and minutes of every
     # turn would let nearly any small number pass the grounding check.
@@ -275,19 +204,45 @@ def transcript(
     return full[:head] + "\n\n[… part of the conversation omitted …]\n\n" + full[-(room - head) :]
 
 
-def grounding_source(messages: Sequence[Message], before: str = "") -> tuple[Source, bool]:
-    """What a summary may draw on: an earlier summary it continues, the user's and
-    Sidekick's words, the results of tool calls that succeeded and when the turns were
-    sent; and whether any tool call succeeded (failed calls' arguments and errors are not
-    facts about the user)."""
-    parts, ok = [before] if before else [], False
+@dataclass
+class Grounds:
+    """What a summary may draw on (tools/grounding.py check_grounded): `theirs`, the
+    person's own words (outside content they forwarded left out) and an earlier summary it
+    continues, checked the same way; `record`, those and what tools that succeeded returned;
+    `actions`, those calls (name, arguments, result), the record of what was done; `tool_ok`,
+    whether any call succeeded. Each with the days the turns were sent. Sidekick's own words
+    are none of them: a small model states there what never happened."""
+
+    theirs: Source
+    record: Source
+    actions: list[str]
+    tool_ok: bool
+
+
+def grounding_source(messages: Sequence[Message], before: str = "") -> Grounds:
+    theirs, results, actions, ok = [before] if before else [], [], [], False
+    asked: dict[str, str] = {}  # a call's id: its name and arguments
     for m in messages:
-        if m.role == "tool":
-            if m.content.startswith("Error:"):
-                continue
+        if m.role == "user":
+            own = m.content.partition(OUTSIDE_MARK)[0]
+            theirs.append(f"{_stamp(m)}{own}")
+        elif m.role == "assistant" and m.tool_calls:
+            for c in _calls(m.tool_calls):
+                asked[str(c.get("id"))] = json.dumps(c.get("function") or {}, ensure_ascii=False)
+        elif m.role == "tool" and not m.content.startswith("Error:"):
             ok = True
-        parts.append(f"{_stamp(m)}{m.content}")
-    return Source("\n".join(parts)), ok
+            results.append(f"{_stamp(m)}{m.content}")
+            actions.append(f"{asked.get(str(m.tool_call_id), '')} {m.content}")
+    person = "\n".join(theirs)
+    return Grounds(Source(person), Source("\n".join([person, *results])), actions, ok)
+
+
+def _calls(raw: str) -> list[dict[str, Any]]:
+    try:
+        calls = json.loads(raw)
+    except ValueError:
+        return []
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
 
 
 def split_facts(text: str) -> tuple[str, list[Fact]]:
@@ -346,7 +301,7 @@ class Summariser:
         words = said(messages)
         language = describe(language_of(words))
         turns = before + transcript(messages, tools=ask.tools, budget=self.budget)
-        source, tool_ok = grounding_source(messages, before)
+        grounds = grounding_source(messages, before)
         instruction = ask.instruction.format(language=language)
         base = [
             {"role": "system", "content": instruction + (FACTS_PROMPT if ask.facts else "")},
@@ -360,7 +315,7 @@ class Summariser:
                 problem = f"model failed: {type(exc).__name__}: {exc}"
                 return Summary("", problem=problem[:300], failed=True)
             text, facts = split_facts(text) if ask.facts else (text, [])
-            result = await self.verify(ask, text, turns, words, source, tool_ok, call)
+            result = await self.verify(ask, text, turns, words, grounds, call)
             result.facts = facts
             if result.ok:
                 return result
@@ -381,17 +336,23 @@ class Summariser:
         text: str,
         turns: str,
         words: str,
-        source: Source,
-        tool_ok: bool,
+        grounds: Grounds,
         call: ModelCall | None = None,
     ) -> Summary:
         """The summary, with why it may not be kept when it may not."""
         problem = check_summary(text, words, ask.max_chars)
         if problem or self.review == "off":
             return Summary(text, problem=problem)
-        grounded = check(text, source, tool_succeeded=tool_ok, names=checks_names(words))
+        grounded = check_grounded(
+            text,
+            grounds.theirs,
+            grounds.record,
+            grounds.actions,
+            tool_succeeded=grounds.tool_ok,
+            names=checks_names(words),
+        )
         if not grounded.ok:
-            why = f"it states what the turns do not ({grounded.reason()})"
+            why = f"it states what the user did not say or no call did ({grounded.reason()})"
             return Summary(text, problem=why, invented=True)
         if self.review == "model":
             return Summary(text, problem=await self._reviewed(text, turns, call))

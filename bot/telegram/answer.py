@@ -17,12 +17,18 @@ import contextlib
 import itertools
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 from aiogram import Bot
 from aiogram.enums import ChatAction, ChatType
 from aiogram.exceptions import TelegramAPIError
-from aiogram.types import BufferedInputFile, Message
+from aiogram.types import (
+    BufferedInputFile,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+)
 
 from bot.agent.runner import Events, Incoming, Reply
 from bot.app import App
@@ -193,6 +199,12 @@ async def _handle(app: App, incoming: Incoming, events: Events, streamer: ReplyS
 async def deliver(outbox: Outbox, chat: int, about: int | None, reply: Reply) -> bool:
     """Send the answer and its files; False when (some of) it went to the outbox."""
     items: list[Item] = text_items(render(reply.text))
+    if reply.buttons:  # under the answer's last part, pressed as a feature's own buttons
+        rows = [
+            [InlineKeyboardButton(text=b.label, callback_data=f"{b.feature}:{b.data}")]
+            for b in reply.buttons
+        ]
+        items[-1] = replace(items[-1], markup=InlineKeyboardMarkup(inline_keyboard=rows))
     if reply.files:
         # Several runs may write the same name: the last version is the one to send.
         latest = {name: (name, data) for name, data in reply.files}

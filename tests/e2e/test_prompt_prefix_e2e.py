@@ -77,7 +77,9 @@ async def test_after_a_compression_requests_extend_each_other_and_the_system_sta
     monkeypatch.setattr(history, "HISTORY_TOKEN_BUDGET", 400)
     tg = await make_tg()
     answers = []
-    for i in range(1, 17):
+    # Long enough for a compression (at least ten of the person's turns, written after an
+    # answer) and the turns after it, which fit beside the summary until the next overflow.
+    for i in range(1, 31):
         text = f"Message {i}: small talk about the weather, nothing else."
         await tg.send(OWNER, text)
         answers.append((await tg.reply(OWNER)).text)

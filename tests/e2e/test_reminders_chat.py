@@ -107,7 +107,12 @@ async def test_past_and_utc_times_come_back_as_clear_errors(tg: TG) -> None:
 
 async def test_reminders_list_cancel_button_and_history(tg: TG) -> None:
     await ask(tg, OWNER, "remind me", {"action": "create", "text": "buy milk", "in_minutes": 30})
-    await ask(tg, OWNER, "and", {"action": "create", "text": "stretch", "every": "2h"})
+    await ask(
+        tg,
+        OWNER,
+        "and every 2 hours to stretch",
+        {"action": "create", "text": "stretch", "every": "2h"},
+    )
     await tg.send(OWNER, "/reminders")
     await tg.idle()
     listing = tg.server.sent_to(OWNER)[-1]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.agent.markup import GAVE_UP, UNREAD
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 from tools.code.models import CodeExecution
@@ -275,11 +276,15 @@ async def test_a_copy_of_the_context_block_is_left_out_of_the_answer(tg: TG) -> 
     assert (await tg.reply(OWNER)).text == "You told me you are allergic to penicillin."
     await tg.idle()
     # Nor does the history teach it: the next request holds the answer without it.
-    tg.llm.add(Text(echo))  # an answer that is only the copy is an empty one
+    # An answer that is only the copy is template markup alone: asked once more, then said.
+    tg.llm.add(Text(echo), Text(echo))
     await tg.send(OWNER, "Thanks")
-    assert (await tg.reply(OWNER)).text == "(no answer)"
+    assert (await tg.reply(OWNER)).text == GAVE_UP["markup"]
     answers = [m for m in tg.llm.requests[-1]["messages"] if m["role"] == "assistant"]
-    assert [m["content"] for m in answers] == ["You told me you are allergic to penicillin."]
+    assert [m["content"] for m in answers] == [
+        "You told me you are allergic to penicillin.",
+        UNREAD,  # the failed reply, as the request that asks again says it
+    ]
 
 
 async def test_a_written_call_that_is_no_json_runs_into_its_error_and_is_not_shown(

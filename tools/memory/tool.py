@@ -1,6 +1,8 @@
 """The `memory` tool: store, recall, list and forget what matters about the user.
 
-A memory about the user comes from the user's own words. In a turn that has read outside
+A memory about the user comes from the user's own words: what the model stores must be
+supported by the person's messages in this session (every name, number, date, link and
+quote, and most of its words), else the call fails saying so. In a turn that has read outside
 content (a web page, search results, a file: RequestContext.outside), what the model stores
 is kept as what that source said (a short `sourced` memory, marked as outside content),
 never as the user's fact, preference or instruction, unless the user allowed this very
@@ -18,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from db.engine import SessionFactory
+from db.repos import core as core_repo
 from tools.base import (
     Tool,
     ToolCall,
@@ -28,7 +32,8 @@ from tools.base import (
     Unavailable,
     plain_brief,
 )
-from tools.effects import SEEN, effects, outside_note
+from tools.effects import OUTSIDE_MARK, SEEN, effects, outside_note
+from tools.grounding import Source, check, checks_names, in_their_words
 from tools.memory.store import MemoryHit, MemoryStore
 
 CATEGORIES = {
@@ -95,13 +100,16 @@ class MemoryParams(BaseModel):
     @classmethod
     def _infer_action(cls, data: Any) -> Any:
         """Small models leave out `action` (and write a recall's query as `content`): where
-        the other fields say which one is meant, it is that one."""
+        the other fields say which one is meant, it is that one. Never `forget`: a call
+        deletes only when it names the action (the 1.5B model asked "What am I allergic
+        to?" wrote `content` and `memory_id` without one, and the allergy was deleted). A
+        call with an id and no action is unclear, and its error says so."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
         if not data.get("action"):
             if data.get("memory_id") is not None:
-                data["action"] = "forget"
+                pass  # forget, or a store or recall with an id copied in: not guessed
             elif data.get("content"):
                 data["action"] = "store"
             elif data.get("query"):
@@ -124,7 +132,7 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
     async def run(p: MemoryParams, call: ToolCall) -> Any:
         ctx = call.ctx
         if p.action == "store":
-            return await _store(store, p, call)
+            return await _store(store, deps.session_factory, p, call)
         if p.action == "recall":
             if not (p.query or "").strip():
                 raise ToolError("recall needs a non-empty `query`")
@@ -199,7 +207,7 @@ def found(output: ToolOutput) -> str | None:
     return plain_brief(output)
 
 
-async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
+async def _store(store: MemoryStore, sf: SessionFactory, p: MemoryParams, call: ToolCall) -> str:
     content = (p.content or "").strip()
     if not content:
         raise ToolError("store needs non-empty `content`")
@@ -228,6 +236,8 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
     seen = call.ctx.state(SEEN)
     if seen.sources and call.call_id not in seen.confirmed:
         return await _store_sourced(store, content, call)
+    if (unsaid := await _not_theirs(sf, content, call)) is not None:
+        raise ToolError(unsaid)
     replaces = p.replaces
     if replaces == "last":
         used = await _last_used(store, call)
@@ -255,6 +265,26 @@ async def _store(store: MemoryStore, p: MemoryParams, call: ToolCall) -> str:
             f"with replaces={mid}"
         )
     return said + dropped
+
+
+async def _not_theirs(sf: SessionFactory, content: str, call: ToolCall) -> str | None:
+    """Why `content` is not what the person said in this session's messages (their own
+    words: what they forwarded is outside content), or None. Every name, number, date,
+    link and quote in it must be theirs, and most of its words (tools/grounding.py): the
+    1.5B model stored "My sister is a 20-year-old artist living in Paris" from its own
+    earlier answers, and recalled it in the next session as a fact."""
+    async with sf() as s:
+        rows = await core_repo.session_messages(s, call.ctx.session_id)
+    theirs = [m.content.partition(OUTSIDE_MARK)[0] for m in rows if m.role == "user"]
+    words = "\n".join(theirs)
+    grounded = check(content, Source(words), names=checks_names(words))
+    if grounded.ok and in_their_words(content, theirs):
+        return None
+    why = grounded.reason() or "most of its words are not the user's"
+    return (
+        f"Not stored: the user did not say this ({why}). A memory about the user comes "
+        "from their own messages: store what they told you, in their words, or ask them."
+    )
 
 
 async def _store_sourced(store: MemoryStore, content: str, call: ToolCall) -> str:

@@ -13,6 +13,7 @@ from tools.reminders import repo as schedule_repo
 from tools.reminders.jobs import Change
 from tools.reminders.models import ScheduledJob
 from tools.reminders.times import local_text, parse_hhmm
+from tools.reminders.undo import UNDO, undo
 
 HISTORY = 15
 SHOWN = 30
@@ -111,8 +112,11 @@ async def quiet(call: CommandCall) -> str:
 
 
 async def press(call: CommandCall) -> Pressed:
-    """A pause/resume/cancel button under /reminders: do it, then show the list anew."""
+    """A pause/resume/cancel button under /reminders: do it, then show the list anew. An
+    Undo under an answer cancels what that request created (tools/reminders/undo.py)."""
     action, _, number = call.args.partition(":")
+    if action == UNDO:
+        return await undo(call, number)
     change, job_id = ACTIONS.get(action), row_id(number)
     if change is None or job_id is None:
         return Pressed("That button is out of date.", alert=True)

@@ -8,10 +8,13 @@ from typing import Any
 
 from tools.admission import ADMISSION
 from tools.feature import Command, Feature, Host, Job, Provide
+from tools.hooks import Always, Gate, RequestHooks
 from tools.reminders import commands, doctor
+from tools.reminders.asked import AskedFirst
 from tools.reminders.firing import EVERY, JOB_ID, REMINDERS, ReminderJobs
 from tools.reminders.models import JobRun, ReminderPrefs, ScheduledJob
 from tools.reminders.tool import TOOL
+from tools.reminders.undo import UndoButtons
 
 
 async def firing(host: Host) -> ReminderJobs:
@@ -37,6 +40,14 @@ async def fire_due(host: Host) -> Any:
     return report
 
 
+def asked_first(host: Host) -> Gate:
+    return AskedFirst(host.deps.session_factory)
+
+
+def undo_buttons(host: Host) -> RequestHooks:
+    return Always(UndoButtons())
+
+
 async def check(host: Host) -> list[Any]:
     return await doctor.reminder_checks(host.deps.session_factory, host.deps.clock())
 
@@ -54,5 +65,7 @@ FEATURE = Feature(
     press=commands.press,
     jobs=(Job(JOB_ID, "deliver due reminders and scheduled tasks", EVERY, fire_due),),
     parts=(Provide(REMINDERS, firing, ReminderJobs.stop, on_start=True),),
+    gates=(asked_first,),
+    turns=(undo_buttons,),
     doctor=check,
 )

@@ -12,6 +12,11 @@ from tools.effects import effects
 from tools.reminders import jobs
 from tools.reminders.parse import Fields, build_spec
 from tools.reminders.times import describe, local_text
+from tools.state import Slot
+
+# The jobs a request created: the answer carries an Undo button for each (tools/reminders/
+# undo.py), as the person may not have wanted what a model read into their words.
+CREATED: Slot[list[int]] = Slot("reminders.created", list)
 
 DESCRIPTION = """Reminders and scheduled tasks, in the user's time zone.
 create: kind=reminder sends `text` at the time; kind=task runs `text` as your instruction
@@ -71,6 +76,7 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
                 now=now,
             )
             assert job.next_run_at is not None
+            ctx.state(CREATED).append(job.id)  # shown with an Undo button under the answer
             nxt = local_text(job.next_run_at, ctx.timezone)
             return (
                 f"Scheduled {job.kind} #{job.id}: {describe(spec)} ({ctx.timezone.key}); "

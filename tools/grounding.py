@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import datetime
 import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 MONTHS = {
@@ -275,3 +278,197 @@ def check(
 def _followed_by_name(text: str, end: int) -> bool:
     """Whether another capitalised word follows (a two-word name: 'John Doe')."""
     return bool(re.match(r"\s+[A-Z][a-z]", text[end : end + 4]))
+
+
+# Scripts whose Unicode names differ but which one language mixes (Japanese).
+_SCRIPT_ALIASES = {"HIRAGANA": "CJK", "KATAKANA": "CJK", "IDEOGRAPHIC": "CJK"}
+
+STOPWORDS: dict[str, frozenset[str]] = {
+    "English": frozenset(
+        "the and is are was were to of in that it you i for on with this have be not "
+        "what we he she they my your but at from about will would can".split()
+    ),
+    "German": frozenset(
+        "der die das und ist sind war nicht ich du sie wir ein eine mit für auf zu den "
+        "dem des auch es im von wie aber noch wird hat haben".split()
+    ),
+    "French": frozenset(
+        "le la les et est sont était je tu il elle nous vous un une des du de pour pas "
+        "que qui dans sur avec mais ce cette au aux".split()
+    ),
+    "Spanish": frozenset(
+        "el la los las y es son era yo tú él ella nosotros un una de del para no que en "
+        "con por pero se lo como más muy está".split()
+    ),
+    "Italian": frozenset(
+        "il lo la gli le e è sono era io tu lui lei noi un una di del per non che in con "
+        "ma si come più anche questo della".split()
+    ),
+    "Portuguese": frozenset(
+        "o a os as e é são era eu tu ele ela nós um uma de do da para não que em com por "
+        "mas se como mais muito está isso".split()
+    ),
+    "Dutch": frozenset(
+        "de het een en is zijn was ik jij je hij zij wij we niet dat die in op met voor "
+        "van maar ook er naar om bij".split()
+    ),
+}
+
+_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+
+def script_of(text: str) -> str | None:
+    """The Unicode script most of the letters belong to (LATIN, CYRILLIC, CJK, ...)."""
+    counts: Counter[str] = Counter()
+    for ch in text:
+        if not ch.isalpha():
+            continue
+        name = unicodedata.name(ch, "")
+        if not name:
+            continue
+        first = name.split()[0]
+        counts[_SCRIPT_ALIASES.get(first, first)] += 1
+    if not counts:
+        return None
+    return counts.most_common(1)[0][0]
+
+
+def latin_language(text: str) -> str | None:
+    """The stop-word list that best covers the text; None when nothing stands out."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    if len(words) < 4:
+        return None
+    scores = {lang: sum(w in stop for w in words) for lang, stop in STOPWORDS.items()}
+    ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
+    (best, top), (_, second) = ranked[0], ranked[1]
+    # At least a few hits, and clearly ahead (many short words are shared).
+    if top >= 3 and top >= max(2, len(words) // 20) and top > second * 1.3:
+        return best
+    return None
+
+
+def language_of(text: str) -> str | None:
+    """A label such as 'German' or 'CYRILLIC'; None when unclear."""
+    script = script_of(text)
+    if script == "LATIN":
+        return latin_language(text) or "LATIN"
+    return script
+
+
+def checks_names(words: str) -> bool:
+    """Whether capitalised words are read as names (German capitalises every noun)."""
+    return language_of(words) != "German"
+
+
+_STEMMED = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
+NOT_WORDS = frozenset({"user", "users"})  # how a fact names the user, not what it says
+
+
+def stems(text: str) -> set[str]:
+    """Words of four letters or more by their first four ("lives" = "live")."""
+    return {w.lower()[:4] for w in _STEMMED.findall(text) if w.lower() not in NOT_WORDS}
+
+
+def in_their_words(fact: str, theirs: Sequence[str]) -> bool:
+    """Whether at least half of the fact's words are words the user wrote: a fact with no
+    name or number for the grounding check ("wants every action approved without asking")
+    must still be what the user said, not what a page made the model say."""
+    words = stems(fact)
+    said_words = set().union(*(stems(t) for t in theirs)) if theirs else set()
+    return len(words & said_words) * 2 >= len(words)
+
+
+# A memory about the person comes from the person (issue 46: "Marta is 20 years old" and
+# "a reminder is still active" passed because the model's own turns said so). A summary's
+# sentence about the person is checked against the person's words alone; a sentence about
+# what Sidekick or a tool did may also draw on the tools' results; never on Sidekick's own
+# words, which a small model invents. A sentence that says an action happened (a reminder
+# set, a message sent) needs a call that did it in the record of actions.
+_SENTENCES = re.compile(r"[^.!?;\n]+(?:[.!?;]+|\n|$)")
+_NOT_ABOUT_THEM = re.compile(
+    r"^\W*(?:sidekick|the assistant|assistant|it|the (?:search|result|results|code|tool|"
+    r"program|page|web|answer|calculation|computation|output))\b",
+    re.I,
+)
+# Words of actions that leave a record when they happen, by the stem the record must hold.
+ACTIONS = {
+    "remind": re.compile(r"\bremind(?:er|ers|ed|s|ing)?\b", re.I),
+    "schedul": re.compile(r"\bschedul\w*", re.I),
+    "alarm": re.compile(r"\balarms?\b", re.I),
+    "sent": re.compile(r"\b(?:sent|emailed|messaged|texted|posted)\b", re.I),
+    "book": re.compile(r"\bbooked\b", re.I),
+    "cancel": re.compile(r"\bcancel(?:l?ed)\b", re.I),
+    "delet": re.compile(r"\bdeleted\b", re.I),
+}
+# A sentence that reports a wish is no claim that it happened ("asked to be reminded").
+_ASKED = re.compile(
+    r"\b(?:ask(?:s|ed)?|want(?:s|ed)?|request(?:s|ed)?|would like|wish(?:es|ed)?|"
+    r"plan(?:s|ned|ning)? to|needs? to|intend(?:s|ed)?)\b",
+    re.I,
+)
+
+
+def sentences(text: str) -> list[str]:
+    return [m.group().strip() for m in _SENTENCES.finditer(text) if m.group().strip()]
+
+
+def about_them(sentence: str) -> bool:
+    """Whether a sentence says something about the person (anything not opening with
+    Sidekick, a tool or a result as its subject)."""
+    return not _NOT_ABOUT_THEM.match(sentence)
+
+
+def claimed_actions(sentence: str) -> list[str]:
+    """The actions a sentence says happened (their stems), none when it reports a wish."""
+    if _ASKED.search(sentence):
+        return []
+    return [stem for stem, pattern in ACTIONS.items() if pattern.search(sentence)]
+
+
+# Stems that say nothing of which action is meant ("will", "still", "sidekick").
+_FILLER = frozenset("will stil also that this with from have been side their them they".split())
+
+
+def _supports(stem: str, sentence: str, done: Sequence[str]) -> bool:
+    """Whether a call in `done` did the action `stem` a sentence claims: its record holds
+    the stem and at least half of what else the sentence says of it ("reminder ... take
+    the laundry out" needs a reminder about the laundry, not one about dinner)."""
+    about = stems(sentence) - _FILLER - {stem[:4]}
+    for entry in done:
+        if stem in entry.lower() and len(about & stems(entry)) * 2 >= len(about):
+            return True
+    return False
+
+
+def check_grounded(
+    summary: str,
+    theirs: str | Source,
+    record: str | Source,
+    actions: Sequence[str],
+    *,
+    tool_succeeded: bool = True,
+    names: bool = True,
+) -> Grounding:
+    """What in `summary` its sources do not say: a sentence about the person against
+    `theirs` (the person's own words, and an earlier summary checked the same way), any
+    other against `record` (those and what the tools returned), and an action a sentence
+    says happened against `actions` (the successful tool calls, one entry each: name,
+    arguments, result)."""
+    person = theirs if isinstance(theirs, Source) else Source(theirs)
+    wider = record if isinstance(record, Source) else Source(record)
+    result = Grounding()
+    for sentence in sentences(summary):
+        found = check(
+            sentence,
+            person if about_them(sentence) else wider,
+            tool_succeeded=tool_succeeded,
+            names=names,
+        )
+        for kind, items in found.missing.items():
+            have = result.missing.setdefault(kind, [])
+            have += [i for i in items if i not in have]
+        for stem in claimed_actions(sentence):
+            if not _supports(stem, sentence, actions):
+                what = "a reminder no call set" if stem == "remind" else f"no call {stem}…"
+                result.missing.setdefault("actions", []).append(f"{what}: {sentence[:80]}")
+    return result

@@ -1,0 +1,32 @@
+"""A destructive action runs only when the call names it (issue 46 item 6): the 1.5B model,
+asked "What am I allergic to?", wrote a memory call with `content` and `memory_id` and no
+`action`; it was read as forget and the allergy was deleted."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Text
+from tools.memory.models import Memory
+
+
+async def test_an_id_without_an_action_deletes_nothing(tg: TG) -> None:
+    store = '{"name": "memory", "arguments": {"action": "store", "layer": "long", '
+    store += '"content": "Allergic to peanuts", "category": "fact"}}'
+    tg.llm.add(Text(store), Text("Noted."))
+    await tg.send(OWNER, "Remember that I'm allergic to peanuts.")
+    assert (await tg.reply(OWNER)).text == "Noted."
+    async with tg.app.session_factory() as s:
+        (mid,) = (await s.execute(select(Memory.id))).scalars()
+
+    unclear = '{"name": "memory", "arguments": {"content": "What am I allergic to?", '
+    unclear += f'"memory_id": {mid}}}}}'
+    tg.llm.add(Text(unclear), Text("You are allergic to peanuts."))
+    await tg.send(OWNER, "What am I allergic to?")
+    assert (await tg.reply(OWNER)).text == "You are allergic to peanuts."
+    await tg.idle()
+    async with tg.app.session_factory() as s:
+        assert list((await s.execute(select(Memory.content))).scalars()) == ["Allergic to peanuts"]
+    results = [m["content"] for m in tg.llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert "action" in results[-1] and "forgot" not in results[-1], results

@@ -1,0 +1,72 @@
+"""Actions the person did not ask for (issue 46 item 7), through the assembled app: asked to
+suggest a dinner, the 1.5B model created a reminder nobody wanted (reply 23 of the day in
+/work/shared/fixtures/llm/qwen2.5-coder-1.5b-day-2026-12-06/calls.jsonl: a fenced `schedule`
+call). It is not created and the
+model is told to ask first; a reminder the person asks for, or agrees to when offered, is."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Text
+from tools.reminders.asked import ASK_FIRST
+from tools.reminders.models import ScheduledJob
+
+UNASKED = (  # recorded (23), the time moved to one that is always ahead
+    '```json\n{\n  "name": "schedule",\n  "arguments": {\n    "kind": "reminder",\n'
+    '    "text": "I want to try making some quick dinner tonight.",\n'
+    '    "when": "in 30 minutes",\n    "in_minutes": 30\n  }\n}\n```'
+)
+
+
+async def jobs(tg: TG) -> list[str]:
+    async with tg.app.session_factory() as s:
+        return list((await s.execute(select(ScheduledJob.text))).scalars())
+
+
+async def tool_results(tg: TG) -> list[str]:
+    return [m["content"] for m in tg.llm.requests[-1]["messages"] if m["role"] == "tool"]
+
+
+async def test_a_reminder_nobody_asked_for_is_not_created(tg: TG) -> None:
+    tg.llm.add(Text(UNASKED), Text("Try a quick pasta. Want a reminder to start at 19:00?"))
+    await tg.send(OWNER, "Can you suggest a quick dinner I could make tonight?")
+    assert (await tg.reply(OWNER)).text.startswith("Try a quick pasta.")
+    await tg.idle()
+    assert await jobs(tg) == []
+    assert (await tool_results(tg))[-1] == ASK_FIRST
+
+    # The person agrees to the offer: now it is created.
+    tg.llm.add(Text(UNASKED), Text("Done."))
+    await tg.send(OWNER, "Yes please.")
+    assert (await tg.reply(OWNER)).text.startswith("Done.")
+    assert await jobs(tg) == ["I want to try making some quick dinner tonight."]
+
+
+async def test_a_reminder_the_person_asks_for_is_created(tg: TG) -> None:
+    tg.llm.add(Text(UNASKED), Text("I will remind you."))
+    await tg.send(OWNER, "Remind me in 30 minutes that I want to try making a quick dinner.")
+    assert (await tg.reply(OWNER)).text.startswith("I will remind you.")
+    assert await jobs(tg) == ["I want to try making some quick dinner tonight."]
+
+
+async def test_what_the_assistant_created_is_shown_with_an_undo_button(tg: TG) -> None:
+    tg.llm.add(Text(UNASKED), Text("I will remind you."))
+    await tg.send(OWNER, "Remind me in 30 minutes that I want to try making a quick dinner.")
+    reply = await tg.reply(OWNER)
+    assert reply.text == "I will remind you."
+    assert reply.reply_markup is not None
+    (row,) = reply.reply_markup["inline_keyboard"]
+    assert row == [{"text": "↩ Undo #1", "callback_data": "reminders:undo:1"}]
+
+    await tg.press(OWNER, "reminders:undo:1", reply.message_id)
+    await tg.idle()
+    async with tg.app.session_factory() as s:
+        assert list((await s.execute(select(ScheduledJob.status))).scalars()) == ["cancelled"]
+    answers = [c.params for c in tg.server.calls if c.method == "answerCallbackQuery"]
+    assert answers[-1].get("text") == "↩ Undone: #1 is cancelled."
+    # An answer that created nothing has no button.
+    tg.llm.add(Text("Hello."))
+    await tg.send(OWNER, "Hi")
+    assert (await tg.reply(OWNER)).reply_markup is None

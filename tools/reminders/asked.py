@@ -1,0 +1,66 @@
+"""A reminder or task only when the person asked for one (issue 46 item 7): the 1.5B model,
+asked to "suggest a quick dinner I could make tonight", created a reminder "I want to try
+making some quick dinner tonight" that nobody wanted, and it fired.
+
+The reminders' gate (tools/hooks.py Gate) lets a `create` run when the person's message
+speaks of one (remind, schedule, an alarm, a time of day, "in 10 minutes", "every
+morning", in a few languages), or answers Sidekick's last answer that proposed one (the
+person read the offer and said yes). Otherwise the model is told to ask them first, and
+nothing is created."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from db.engine import SessionFactory
+from db.repos import core as core_repo
+from tools.base import Tool, ToolCall
+from tools.reminders.tool import ScheduleParams
+
+# Words a message that asks for a reminder or task uses.
+ASKING = re.compile(
+    r"\bremind|\breminder|\bschedul|\balarm|\btimer\b|\bwake me\b|\bping me\b|\bnotify me\b"
+    r"|\balert me\b|\bdon'?t let me forget\b|\bevery\s+(?:\d+|day|week|month|morning|evening"
+    r"|night|hour|minute|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekday)"
+    r"|\b(?:daily|weekly|hourly)\b|\bin\s+\d+\s*(?:min|minute|hour|h\b|day|week|sec)"
+    r"|\bat\s+\d{1,2}(?::\d{2})?\s*(?:am|pm|h\b|o'?clock)?|\b\d{1,2}:\d{2}\b"
+    r"|erinner|\brappel|recuérd|recordatorio|ricord|lembr|herinner|напомн",
+    re.I,
+)
+ASK_FIRST = (
+    "Not created: the user did not ask for a reminder or task in this message. If one "
+    "would help, ask them first (what, and when); create it only once they say so."
+)
+# Rows read back from the session to find the person's message and the answer before it.
+RECENT = 60
+
+
+def asks(text: str) -> bool:
+    return bool(ASKING.search(text))
+
+
+class AskedFirst:
+    """The gate: None lets a create run, ASK_FIRST tells the model to ask first."""
+
+    def __init__(self, session_factory: SessionFactory) -> None:
+        self.sf = session_factory
+
+    async def check(
+        self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
+    ) -> str | None:
+        ctx = call.ctx
+        if not isinstance(params, ScheduleParams) or params.action != "create" or ctx.scheduled:
+            return None
+        async with self.sf() as s:
+            rows = await core_repo.session_messages(s, ctx.session_id, limit=RECENT)
+        at = next((i for i, m in enumerate(rows) if m.id == ctx.trigger_message_id), None)
+        if at is None:
+            return None  # the message is not in the session's newest rows: nothing to judge
+        offered = next(
+            (m.content for m in reversed(rows[:at]) if m.role == "assistant" and m.content),
+            "",
+        )
+        if asks(rows[at].content) or asks(offered):
+            return None
+        return ASK_FIRST
