@@ -156,7 +156,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(
             data_dir=Path(tmp) / "data", llm_base_url="http://127.0.0.1:9/v1",
-            llm_model="bench-model", dashboard_enabled=True, dashboard_port=0,
+            llm_model="bench-model", dashboard="127.0.0.1:0",
         )  # fmt: skip
         settings.data_dir.mkdir(parents=True)
         app = await build_app(settings)

@@ -107,17 +107,21 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def copied(arguments: str, messages: Iterable[dict[str, Any]]) -> str | None:
-    """Where a call the model wrote out as text (its JSON `arguments`) was copied from: a
-    call whose code, text or query (12 characters or more) stands in the person's message
-    or a tool's result was written by whoever wrote that text (an e-mail the person pasted,
-    a page), not meant by the person."""
+def copied(name: str, arguments: str, messages: Iterable[dict[str, Any]]) -> str | None:
+    """Where a call the model wrote out as text (tool `name`, JSON `arguments`) was copied
+    from: a text in the person's message or a tool's result that itself holds that call,
+    the tool named as JSON names it ("code") beside the call's code, text or query (12
+    characters or more), was written by whoever wrote that text (an e-mail the person
+    pasted, a page), not meant by the person. What the person merely asked for ("remind me
+    to call Ana") names no tool so, and is theirs."""
     try:
         values = [_flat(v) for v in _strings(json.loads(arguments)) if len(v.strip()) >= 12]
     except (ValueError, RecursionError):
         values = [_flat(arguments)] if len(arguments.strip()) >= 12 else []
+    named = f'"{name}"'
     for m in messages:
-        if m.get("role") in COPIED_FROM and any(v in _flat(str(m.get("content"))) for v in values):
+        text = _flat(str(m.get("content")))
+        if m.get("role") in COPIED_FROM and named in text and any(v in text for v in values):
             return COPIED_FROM[m["role"]]
     return None
 
@@ -147,7 +151,7 @@ class Seen:
     def written(self, calls: Iterable[LLMToolCall], messages: list[dict[str, Any]]) -> None:
         """Calls the model wrote out as text: those copied from the prompt's text."""
         for c in calls:
-            if (source := copied(c.arguments, messages)) is not None:
+            if (source := copied(c.name, c.arguments, messages)) is not None:
                 self.copies[c.id] = source
                 self.add([source])
 

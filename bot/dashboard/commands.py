@@ -23,7 +23,7 @@ async def dashboard(call: CommandCall) -> str:
         await board.tokens.sign_out_everywhere(call.who.user_id)
         return "Signed out of the dashboard everywhere; old links no longer work."
     if board.state == "off":
-        return "The dashboard is off. The owner turns it on with DASHBOARD_ENABLED=true."
+        return "The dashboard is off. The owner turns it on with DASHBOARD=on."
     if board.state != "serving":
         return f"The dashboard is not running ({board.state}); `sidekick doctor` says more."
     token = await board.tokens.link(call.who.user_id)

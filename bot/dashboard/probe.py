@@ -37,7 +37,7 @@ def _loopback(host: str) -> bool:
 
 async def state(s: DashboardSettings) -> str:
     if not s.dashboard_enabled:
-        return "off (DASHBOARD_ENABLED=true turns it on)"
+        return "off (DASHBOARD=on turns it on)"
     up = await answers(s.dashboard_host, s.dashboard_port)
     return f"{s.base_url()} ({'answering' if up else 'not answering: is the bot running?'})"
 
@@ -54,7 +54,7 @@ async def check(settings: BaseModel) -> list[CheckResult]:
                     "dashboard",
                     False,
                     f"listens on {settings.dashboard_host} over plain HTTP",
-                    "keep DASHBOARD_HOST=127.0.0.1 and reach it through an HTTPS reverse proxy "
+                    "keep DASHBOARD=on (127.0.0.1) and reach it through an HTTPS reverse proxy "
                     "or a private network (DASHBOARD_URL=https://...)",
                 )
             ]

@@ -35,7 +35,7 @@ OTHER = 2001
 
 @pytest.fixture
 async def board_tg(make_tg: Callable[..., Awaitable[TG]]) -> TG:
-    tg = await make_tg(dashboard_enabled=True, dashboard_port=0)
+    tg = await make_tg(dashboard="127.0.0.1:0")
     await tg.app.start_features(TelegramDelivery(tg.runtime.bot))  # as `sidekick run` does
     return tg
 
@@ -66,7 +66,7 @@ async def memory_list(tg: TG, telegram_id: int) -> str:
 async def test_off_unless_enabled(tg: TG) -> None:
     await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
     await tg.send(OWNER, "/dashboard")
-    assert "DASHBOARD_ENABLED=true" in (await tg.reply(OWNER)).text
+    assert "DASHBOARD=on" in (await tg.reply(OWNER)).text
 
 
 async def test_one_time_link_signs_in_once(board_tg: TG, board: Board) -> None:
@@ -305,11 +305,11 @@ async def test_usage_sessions_and_transcripts(board_tg: TG, board: Board) -> Non
 
 async def test_doctor_and_status_show_the_address(board_tg: TG) -> None:
     board = board_tg.app.part(DASHBOARD)
-    settings = board_tg.settings.model_copy(update={"dashboard_port": board.port})
+    settings = board_tg.settings.model_copy(update={"dashboard": f"127.0.0.1:{board.port}"})
     [line] = await probe.check(settings)
     assert line.ok and line.detail == f"{board.url} (answering)"
     assert (await probe.status_line(settings)).startswith("dashboard:   http://127.0.0.1:")
-    open_lan = settings.model_copy(update={"dashboard_host": "0.0.0.0"})
+    open_lan = settings.model_copy(update={"dashboard": "0.0.0.0:8765"})
     [warning] = await probe.check(open_lan)
     assert not warning.ok and "reverse proxy" in warning.fix
 
@@ -352,7 +352,7 @@ async def test_a_taken_port_leaves_the_bot_running(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        tg = await make_tg(dashboard_enabled=True, dashboard_port=port)
+        tg = await make_tg(dashboard=f"127.0.0.1:{port}")
         await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
         assert tg.app.part(DASHBOARD).state.startswith("failed")
         await tg.send(OWNER, "/dashboard")
