@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from tools.base import (
     Tool,
@@ -31,12 +32,9 @@ CATEGORIES = {
     "mid": ("goal", "plan", "project"),
 }
 
-DESCRIPTION = """Memory about the user. Layers: long (facts, preferences, relationships;
-permanent), mid (goals, plans, projects; 90 days), short (recent context; 14 days),
-session (this conversation).
-- store: `content` in `layer` with `category`; one self-contained fact per call, in the
-  third person ("Lives in Berlin"); storing a known fact updates it.
-- recall: memories relevant to `query`. list: memories. forget: `memory_id`."""
+DESCRIPTION = """Facts about the user. store: one per call, third person ("Lives in Berlin"),
+`layer` long (facts, people, likes), mid (goals, plans), short (recent) or session. recall by
+`query`; list; forget by `memory_id`."""
 
 SOURCED = "sourced"  # the category of what outside content said, kept as such
 SOURCED_LAYER = "short"  # recent context that expires, not a standing fact about the user
@@ -62,17 +60,14 @@ ACTION_FIELDS = {
 
 class MemoryParams(BaseModel):
     action: Literal["store", "recall", "list", "forget"]
-    layer: Literal["long", "mid", "short", "session"] | None = Field(
-        None, description="store: required; else a filter"
-    )
-    content: str | None = Field(None, description="store: the memory text")
-    category: str | None = Field(
-        None, description="long: fact|preference|relationship; mid: goal|plan|project"
-    )
-    certainty: float = Field(1.0, ge=0.0, le=1.0, description="store: how sure, 0-1")
-    query: str | None = Field(None, description="recall: what to look for")
-    limit: int = Field(10, ge=1, le=50)
-    memory_id: int | None = Field(None, description="forget: the id to delete")
+    layer: Literal["long", "mid", "short", "session"] | None = None
+    content: str | None = Field(None, description="store: the fact")
+    category: str | None = Field(None, description="fact, preference, relationship, goal, plan")
+    # Knobs a model seldom turns: validated, not shown (their tokens are in every prompt).
+    certainty: SkipJsonSchema[float] = Field(1.0, ge=0.0, le=1.0)
+    query: str | None = None
+    limit: SkipJsonSchema[int] = Field(10, ge=1, le=50)
+    memory_id: int | None = None
 
     @model_validator(mode="before")
     @classmethod
