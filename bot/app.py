@@ -244,7 +244,9 @@ async def build_app(
             llm=llm,
             clock=clock,
             data_dir=settings.data_dir,
-            endpoint=ModelEndpoint(settings.llm_base_url, key, settings.llm_model),
+            endpoint=ModelEndpoint(
+                settings.llm_base_url, key, settings.llm_model, llm.context_tokens
+            ),
             tz=settings.tz,
             owners=settings.allowed_user_ids,
             scrub=Scrubber(settings.secrets()).scrub,

@@ -248,6 +248,9 @@ class ModelEndpoint:
     base_url: str
     api_key: str | None = field(repr=False)
     model: str
+    # How many tokens the model's context holds (None: unknown): a program that talks to
+    # the model with a long prompt of its own checks first that it fits.
+    context_tokens: Callable[[], Awaitable[int | None]] | None = field(default=None, repr=False)
 
 
 @dataclass

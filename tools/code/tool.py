@@ -142,7 +142,12 @@ class CodeService:
         self.data_dir = deps.data_dir
         self.generator, self.generator_reason, opencode = self._generator(deps, s, mode)
         self.jobs = JobManager(
-            deps.session_factory, deps.llm, deps.clock, data_dir=deps.data_dir, opencode=opencode
+            deps.session_factory,
+            deps.llm,
+            deps.clock,
+            data_dir=deps.data_dir,
+            opencode=opencode,
+            context_tokens=deps.endpoint.context_tokens if deps.endpoint else None,
         )
         deps.closers.append(self.jobs.close)
         deps.closers.append(self.close)
@@ -310,8 +315,10 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
         if p.action == "generate":
             if not p.task or not p.task.strip():
                 raise ToolError("generate needs `task`: what the code should do")
-            job_id = await service.jobs.start(call.ctx, p.task, p.context or "")
-            return {"job_id": job_id, "status": "pending", "hint": "call action=status with job_id"}
+            job_id, why = await service.jobs.start(call.ctx, p.task, p.context or "")
+            hint = "call action=status with job_id"
+            started = {"job_id": job_id, "status": "pending", "hint": hint}
+            return {**started, "note": why} if why else started
         if not p.job_id:
             raise ToolError(f"{p.action} needs `job_id` (returned by generate)")
         if p.action == "abort":
