@@ -234,7 +234,9 @@ async def run(
                            bool(first.tool_calls()), streamed(first))  # fmt: skip
             out.append(done)
             mark = "tool " + ("yes" if case.tool in called else "no " if case.tool else "-  ")
-            mark += " (sent)" if done.sent else " (text)" if called else ""
+            held = "response_format" in (first.request or {})
+            mark += " (sent)" if done.sent else " (held)" if held and called else ""
+            mark += " (text)" if called and not done.sent and not held else ""
             verdict = ("yes" if right else "no ") if case.checkable else "-  "
             print(f"  {mark}  right {verdict}  {done.seconds:5.0f} s  "
                   f"{case.text[:48]:<48} -> {' '.join(text.split())[:70]!r}",
