@@ -29,6 +29,7 @@ from sqlalchemy import insert, update
 from bench.cli import options
 from bot.telegram.delivery import TelegramDelivery
 from bot.telegram.dispatcher import build_bot
+from bot.telegram.outbox import Outbox
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.models.core import User
@@ -85,7 +86,7 @@ async def main(users: int, jobs: int, due: int, concurrency: int) -> None:
         bot = build_bot(settings)
         reminders = ReminderJobs(
             session_factory=sf,
-            deliver=TelegramDelivery(bot),
+            deliver=TelegramDelivery(Outbox(bot, sf, lambda: now[0])),
             run_task=no_task,
             clock=lambda: now[0],
             settings=ReminderSettings(reminder_concurrency=concurrency),

@@ -116,11 +116,16 @@ class App:
         return await self.wrapped(client)
 
     async def deliver(
-        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+        self,
+        recipient: Recipient,
+        text: str,
+        markdown: bool,
+        files: Sequence[File] = (),
+        buttons: Sequence[tuple[str, str]] = (),
     ) -> int:
         if self.deliver_to is None:
             raise RuntimeError("no adapter runs: nothing can be delivered")
-        return await self.deliver_to(recipient, text, markdown, files)
+        return await self.deliver_to(recipient, text, markdown, files, buttons)
 
     async def ask(self, recipient: Recipient, prompt: str) -> str:
         reply = await self.agent.handle(

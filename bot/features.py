@@ -12,6 +12,7 @@ from sqlalchemy import MetaData
 
 from bot.access.feature import FEATURE as access
 from bot.approvals.feature import FEATURE as approvals
+from bot.checkins.feature import FEATURE as checkins
 from bot.media.feature import FEATURE as media
 from bot.sessions.feature import FEATURE as sessions
 from bot.usage.feature import FEATURE as usage
@@ -26,6 +27,7 @@ from tools.mcp.feature import FEATURE as mcp
 from tools.memory.feature import FEATURE as memory
 from tools.reminders.feature import FEATURE as reminders
 from tools.search.feature import FEATURE as search
+from tools.skills.feature import FEATURE as skills
 
 FEATURES: tuple[Feature, ...] = (
     sessions,
@@ -41,6 +43,8 @@ FEATURES: tuple[Feature, ...] = (
     approvals,
     usage,
     access,
+    checkins,
+    skills,
 )
 
 

@@ -67,6 +67,7 @@ class MessageFields(TypedDict):
     tool_call_id: NotRequired[str | None]
     tool_name: NotRequired[str | None]
     telegram_message_id: NotRequired[int | None]
+    chat_id: NotRequired[int | None]
     kind: NotRequired[str]
 
 
@@ -82,6 +83,7 @@ def message_params(message: MessageFields) -> dict[str, Any]:
         "tool_call_id": message.get("tool_call_id"),
         "tool_name": message.get("tool_name"),
         "telegram_message_id": message.get("telegram_message_id"),
+        "chat_id": message.get("chat_id"),
         "kind": message.get("kind", "text"),
         "created_at": message["now"],
     }
@@ -143,6 +145,10 @@ class Unfinished(Started):
     kind: str
     telegram_message_id: int | None
     tool_calls: int
+    # The round whose writing calls were running when the turn was cut (the assistant
+    # message with its calls), and those calls' ids.
+    in_flight: dict[str, Any] | None = None
+    started: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,7 @@ class Conversation(Protocol):
         request_id: str,
         now: datetime,
         period_over: PeriodOver,
+        chat_id: int | None = None,
     ) -> Started:
         """Find (or make) the user and their current session, store their message and
         read the session's newest history."""
@@ -223,6 +230,13 @@ class Conversation(Protocol):
     async def record_answer(
         self, turn: Turn, now: datetime, answer: str, writes: Sequence[RecordWrite] = ()
     ) -> None: ...
+
+    async def record_in_flight(
+        self, turn: Turn, now: datetime, message: dict[str, Any], call_id: str
+    ) -> None:
+        """A writing call of the round `message` (the assistant's, with its calls) starts;
+        the round's record_tool_round ends that."""
+        ...
 
     async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
         """The session's newest `limit` rows, oldest first."""
@@ -256,6 +270,7 @@ class SqlConversation:
         request_id: str,
         now: datetime,
         period_over: PeriodOver,
+        chat_id: int | None = None,
     ) -> Started:
         async def unit(c: AsyncConnection) -> Started:
             read = repo.LOCAL_START_READ if telegram_id is None else repo.START_READ
@@ -293,6 +308,7 @@ class SqlConversation:
                 "request_id": request_id,
                 "now": now,
                 "telegram_message_id": telegram_message_id,
+                "chat_id": chat_id if chat_id != telegram_id else None,
                 "kind": kind,
             }
             message_id = (await c.execute(ADD_MESSAGE, message_params(message))).scalar_one()
@@ -330,6 +346,7 @@ class SqlConversation:
             rows = [message("assistant", content, calls=json.dumps(wire_calls))]
             rows += [message("tool", r.text, result=r) for r in results]
             await c.execute(ADD_MESSAGES, rows)
+            await c.execute(resume.LANDED, {"request_id": turn.request_id})
             if results:
                 audit = [
                     {
@@ -370,6 +387,17 @@ class SqlConversation:
 
         await self._run(unit)
 
+    async def record_in_flight(
+        self, turn: Turn, now: datetime, message: dict[str, Any], call_id: str
+    ) -> None:
+        row = {"request_id": turn.request_id, "call_id": call_id,
+               "message": json.dumps(message), "started_at": now}  # fmt: skip
+
+        async def unit(c: AsyncConnection) -> None:
+            await c.execute(resume.ADD_IN_FLIGHT, row)
+
+        await self._run(unit)
+
     async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
         async with self._engine.connect() as conn:
             return await _history(conn, session_id, limit)
@@ -389,9 +417,12 @@ class SqlConversation:
             history = list((await c.execute(resume.HISTORY_UNTIL, at)).all())
             history.reverse()
             calls = (await c.execute(resume.TOOL_RESULTS, at)).scalar_one()
+            flying = (await c.execute(resume.IN_FLIGHT, at)).all()
         return Unfinished(
             user, session_id, message_id, history,
             request_id, text, kind, telegram_message_id, int(calls),
+            json.loads(flying[0].message) if flying else None,
+            frozenset(row.call_id for row in flying),
         )  # fmt: skip
 
 

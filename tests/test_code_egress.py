@@ -95,6 +95,7 @@ async def test_code_reaches_no_local_address_by_default(
     fetches = [line for line in lines if line.startswith("fetch")]
     assert len(fetches) == 4, res.stdout + res.stderr
     if egress_capable(svc.runner.mode, svc.runner.namespaces):
+        assert res.reached == ()  # refused by our proxy: nothing came from outside
         for line in fetches:
             assert line.startswith("fetch 403 sidekick egress: refused"), line
             assert "CODE_NETWORK=all" in line
@@ -121,6 +122,11 @@ async def test_allowed_addresses_are_reached_through_the_proxy(
     _, res, cat = await svc.execute(code, 20000, None)
     assert cat is None and res.stdout.strip() == "host-only", res.stdout + res.stderr
     assert seen == [b"GET /ok?x=1 HTTP/1.1\r\n"]
+    assert res.reached == ("127.0.0.1",)  # what it printed came from there: outside content
+
+    # The same run without the network (a turn that read outside content): nothing leaves.
+    _, off, _ = await svc.execute(code, 20000, None, network=False)
+    assert off.reached == () and "host-only" not in off.stdout and len(seen) == 1
 
 
 @pytest.mark.parametrize("mode", STRONG_MODES)

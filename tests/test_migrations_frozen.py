@@ -38,6 +38,8 @@ RELEASED = {
     "0022_usage_written_calls.py": "2e7fbbed5108567c9d9adec06d9fd5929300d9e54837fbc406f8b82462e4e00f",  # noqa: E501
     "0023_inbox_updates.py": "b9c91b36d766a1544651af88a3d8bdf06da49d811ac5eb229559333acdc5c280",
     "0024_memories_long_rank.py": "98a7944d66f5cc9cb975693c190548e2f7ab21f728a4458e1bd12c29820dadd3",  # noqa: E501
+    "0027_message_chat.py": "d06f95b72a47339568ccbb3cdd81c079e7a22b48f84a3ccce95df0a090842fec",
+    "0032_checkins_skills.py": "7adec5920c605261a5a1df00978c49e3a4c1387749d4d7dacf22ec201f1307d0",
 }
 
 

@@ -38,6 +38,17 @@ ToolOutput = str | dict[str, Any] | list[Any]
 Clock = Callable[[], datetime]
 
 
+@dataclass(frozen=True)
+class FromOutside:
+    """A result known to be outside content only once the call ran (code that reached the
+    network: what it printed may be a page's words). The runtime marks it as a result its
+    tool declares outside (Effects.outside) is marked: for the model, in the history, and
+    in what the turn has seen."""
+
+    source: str  # "the output of code that reached example.org"
+    output: ToolOutput
+
+
 def system_clock() -> datetime:
     return datetime.now(UTC)
 
@@ -118,7 +129,7 @@ class Tool(Generic[P]):
     name: str
     description: str
     params: type[P]
-    run: Callable[[P, ToolCall], Awaitable[ToolOutput]]
+    run: Callable[[P, ToolCall], Awaitable[ToolOutput | FromOutside]]
     parameters: dict[str, Any] = field(default_factory=dict)
     effects: Declared = NONE
     # What the person reads of a result when the model says nothing after the call (a
@@ -345,3 +356,8 @@ class ToolCatalog(Protocol):
     tools: dict[str, Tool[Any]]
 
     def extension_tools(self) -> dict[str, Tool[Any]]: ...
+
+    def searched_only(self) -> set[str]:
+        """Extensions never shown directly, only found through tool_search (skills: the
+        system prompt names them in one line)."""
+        ...

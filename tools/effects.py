@@ -8,6 +8,7 @@ taken to write. Every MCP result is outside content."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from tools.state import Slot
 
 if TYPE_CHECKING:  # only MCP tools need it, and they import it anyway
     from mcp_types import ToolAnnotations
+
+    from tools.chat import LLMToolCall
 
 Kind = Literal["internet", "files", "execution", "memory", "messages"]
 
@@ -81,14 +84,48 @@ def seen_outside(messages: Iterable[dict[str, Any]]) -> list[str]:
         if isinstance(content, str):
             found += marks(content)
         elif isinstance(content, list):  # a message with parts: text and images
-            for part in content:
-                if not isinstance(part, dict):
-                    continue
-                if part.get("type") == "image_url":
-                    found.append(IMAGE)
-                elif isinstance(text := part.get("text"), str):
-                    found += marks(text)
+            texts = [p["text"] for p in content if isinstance(p, dict) and "text" in p]
+            named = [m for t in texts if isinstance(t, str) for m in marks(t)]
+            images = any(isinstance(p, dict) and p.get("type") == "image_url" for p in content)
+            # An image its placeholder names (bot/media/attachments.py) once, by name.
+            found += named or ([IMAGE] if images else [])
     return list(dict.fromkeys(found))
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def copied(arguments: str, messages: Iterable[dict[str, Any]]) -> str | None:
+    """Where a call the model wrote out as text (its JSON `arguments`) was copied from: a
+    call whose code, text or query (12 characters or more) stands in the person's message
+    or a tool's result was written by whoever wrote that text (an e-mail the person pasted,
+    a page), not meant by the person."""
+    try:
+        values = [_flat(v) for v in _strings(json.loads(arguments)) if len(v.strip()) >= 12]
+    except (ValueError, RecursionError):
+        values = [_flat(arguments)] if len(arguments.strip()) >= 12 else []
+    for m in messages:
+        if m.get("role") in COPIED_FROM and any(v in _flat(str(m.get("content"))) for v in values):
+            return COPIED_FROM[m["role"]]
+    return None
+
+
+COPIED_FROM = {
+    "user": "a tool call copied from text in your message",
+    "tool": "a tool call copied from a tool's result",
+}
 
 
 @dataclass
@@ -100,9 +137,19 @@ class Seen:
 
     sources: list[str] = field(default_factory=list)
     confirmed: set[str] = field(default_factory=set)
+    # Calls (by id) the model wrote out by copying someone's text: each asks before it
+    # writes, whatever it writes (sandboxed code without the network too).
+    copies: dict[str, str] = field(default_factory=dict)
 
     def add(self, sources: Iterable[str]) -> None:
         self.sources += [s for s in dict.fromkeys(sources) if s not in self.sources]
+
+    def written(self, calls: Iterable[LLMToolCall], messages: list[dict[str, Any]]) -> None:
+        """Calls the model wrote out as text: those copied from the prompt's text."""
+        for c in calls:
+            if (source := copied(c.arguments, messages)) is not None:
+                self.copies[c.id] = source
+                self.add([source])
 
 
 SEEN = Slot("outside", Seen)

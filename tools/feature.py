@@ -35,11 +35,17 @@ T = TypeVar("T")
 
 
 class Deliver(Protocol):
-    """(recipient, text, markdown, files) -> the id of the message it arrived as; raises on
-    failure. The files follow the text, as documents."""
+    """(recipient, text, markdown, files, buttons) -> the id of the message it arrived as;
+    raises on failure. The files follow the text, as documents; the buttons (label, the
+    routed data `button_data` makes) ride on the text's last message."""
 
     async def __call__(
-        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+        self,
+        recipient: Recipient,
+        text: str,
+        markdown: bool,
+        files: Sequence[File] = (),
+        buttons: Sequence[tuple[str, str]] = (),
     ) -> int: ...
 
 
@@ -97,11 +103,16 @@ class Host(Protocol):
         ...
 
     async def deliver(
-        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+        self,
+        recipient: Recipient,
+        text: str,
+        markdown: bool,
+        files: Sequence[File] = (),
+        buttons: Sequence[tuple[str, str]] = (),
     ) -> int:
         """Send a message the user did not ask for just now (a reminder, a finished code
-        job with its files), through whichever adapter runs: Telegram, or the terminal for
-        its local user."""
+        job with its files, a check-in with its buttons), through whichever adapter runs:
+        Telegram, or the terminal for its local user."""
         ...
 
     async def ask(self, recipient: Recipient, prompt: str) -> str:

@@ -43,22 +43,30 @@ class Registry:
         # else reached through tool_search. `self.tools` are the core tools, always shown.
         self.extensions: dict[str, Tool[Any]] = {}
         self.sources: list[ToolSource] = []
+        # Sources whose tools only tool_search finds (skills, tools/skills): their one-line
+        # catalogue is the system prompt's, within its own token budget.
+        self.searched_sources: list[ToolSource] = []
         self.planner: RequestPlanner | None = None
         # Listed tools the settings leave unusable: not offered; name -> what enables it.
         self.unusable: dict[str, str] = {}
         # What the system prompt says about each offered tool, in the features' order.
         self.prompt: dict[str, str] = {}
+        # Lines that change while the bot runs (the skills' catalogue), after those.
+        self.prompt_sources: list[Callable[[], str]] = []
 
     def extension_tools(self) -> dict[str, Tool[Any]]:
         out = dict(self.extensions)
-        for source in self.sources:
+        for source in [*self.sources, *self.searched_sources]:
             for tool in source.tools():
                 out.setdefault(tool.name, tool)
         return out
 
+    def searched_only(self) -> set[str]:
+        return {t.name for source in self.searched_sources for t in source.tools()}
+
     async def start(self) -> None:
         """Start tool sources (MCP servers) and load what the planner learned."""
-        for source in self.sources:
+        for source in [*self.sources, *self.searched_sources]:
             await source.start()
         if self.planner is not None:
             await self.planner.start()
@@ -71,7 +79,7 @@ class Registry:
 
     def prompt_lines(self) -> list[str]:
         """One line per offered tool of ours, for the system prompt."""
-        return list(self.prompt.values())
+        return [*self.prompt.values(), *(line for f in self.prompt_sources if (line := f()))]
 
     def for_request(self, ctx: RequestContext, text: str) -> RequestTools:
         if self.planner is not None:

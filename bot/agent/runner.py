@@ -5,7 +5,9 @@ message before any model call (then the context block it is first sent with), ea
 round and the answer are recorded in one transaction each, with the rows features' turn
 hooks hand over inside them. Features reach the loop only through
 tools/hooks.py's declarations (no names). A request a restart cut goes on through the
-same loop (`resume`), seeded from its records.
+same loop (`resume`), seeded from its records; a writing call is kept as it starts, so a
+round a restart cut mid-run is taken up without running such a call again
+(bot/agent/toolexec.py).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from bot.agent.prompt import (
     with_parts,
     without_echo,
 )
-from bot.agent.toolexec import repeated_failure, run_round, wire_calls
+from bot.agent.toolexec import CUT, cut_line, repeated_failure, run_round, wire_calls
 from bot.config import Settings
 from db.conversation import (
     Conversation,
@@ -45,7 +47,7 @@ from db.conversation import (
 )
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock, user_tz
-from tools.chat import ChatModel, OnText
+from tools.chat import ChatModel, LLMToolCall, OnText
 from tools.effects import SEEN, seen_outside
 from tools.feature import ContextProvider
 from tools.hooks import (
@@ -158,6 +160,7 @@ class Agent:
             request_id=request_id,
             now=now,
             period_over=self.turn_policy.period_over(now),
+            chat_id=incoming.chat_id,
         )
         return await self._turn(incoming, request_id, started, events)
 
@@ -175,7 +178,10 @@ class Agent:
         incoming = Incoming(
             cut.text, user.telegram_id, user.name, chat_id, cut.telegram_message_id, cut.kind
         )
-        return await self._turn(incoming, cut.request_id, cut, events, used=cut.tool_calls)
+        return await self._turn(
+            incoming, cut.request_id, cut, events, used=cut.tool_calls,
+            cut_round=cut.in_flight, cut_calls=cut.started,
+        )  # fmt: skip
 
     async def _turn(
         self,
@@ -184,6 +190,8 @@ class Agent:
         started: Started,
         events: Events | None,
         used: int = 0,
+        cut_round: dict[str, Any] | None = None,
+        cut_calls: frozenset[str] = frozenset(),
     ) -> Reply:
         user = started.user
         ctx = RequestContext(
@@ -199,7 +207,9 @@ class Agent:
             purpose=incoming.purpose,
         )
         turns = await TurnChain.begin(self.requests, ctx)
-        reply = await self._loop(ctx, incoming, events or Events(), started.history, turns, used)
+        reply = await self._loop(
+            ctx, incoming, events or Events(), started.history, turns, used, cut_round, cut_calls
+        )
         reply.files = turns.files(ctx)
         reply.user_id = user.id
         reply.followup = await turns.after_answer(ctx)
@@ -213,8 +223,11 @@ class Agent:
         rows: Sequence[HistoryRow],
         turns: TurnChain,
         used: int,
+        cut_round: dict[str, Any] | None = None,
+        cut_calls: frozenset[str] = frozenset(),
     ) -> Reply:
-        """`used`: tool calls the request made before (a continued turn's recorded ones)."""
+        """`used`: tool calls the request made before (a continued turn's recorded ones);
+        `cut_round`: the assistant message of the round a restart cut while `cut_calls` ran."""
         turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
         tools = self.registry.for_request(ctx, incoming.text)
         parts = await self.build_prompt(ctx, incoming.text, rows)
@@ -225,7 +238,7 @@ class Agent:
         if block is not None and ctx.trigger_message_id is not None:
             keep = kept_context(ctx.trigger_message_id, block)
 
-        def writes() -> list[RecordWrite]:
+        def record_writes() -> list[RecordWrite]:
             nonlocal keep
             first, keep = keep, None
             return [*([first] if first else []), *turns.writes(ctx)]
@@ -243,57 +256,64 @@ class Agent:
         async def answer(
             text: str, cut: str = "", stopped: bool = False, notes: bool = True
         ) -> Reply:
-            await self.conversation.record_answer(turn, self.clock(), text, writes())
+            await self.conversation.record_answer(turn, self.clock(), text, record_writes())
             await turns.on_answer(ctx, text)
             lines = cut + "".join(f"\n\n{n}" for n in said) + (turns.notes() if notes else "")
             return Reply(text + lines, ctx.request_id, ctx.session_id, used, stopped, notes=lines)
 
+        flying: dict[str, Any] = {}  # the round whose calls run now
+
+        async def starts(c: LLMToolCall) -> None:  # a writing call: kept until its round is
+            await self.conversation.record_in_flight(turn, self.clock(), flying, c.id)
+
         while True:
-            req = ModelRequest(ctx, messages, tools.schemas(), parts, rounds)
-            try:
-                await turns.on_model_request(req)
-            except HookRefusal as refusal:
-                return await answer(str(refusal), notes=False)
-            completion = await self.llm.stream(
-                messages, req.tools or None, events.on_text, model=model, on_wait=events.on_wait
-            )
-            await turns.on_model_response(req, completion)
-            said += [n for n in completion.notes if n not in said]
-            rounds += 1
-            calls = completion.tool_calls
-            if not calls:
-                # An empty answer is recorded as it was, empty: a small model copies a stored
-                # placeholder into every later answer. The person reads which tools ran.
-                text = without_echo(completion.content).strip()
-                note = (nothing_said(ran, last) if not text else "") + completion.cut_note
-                return await answer(text, note)
-            wire = wire_calls(calls)
-            # turn_fields: the reasoning, where the provider needs it back with the calls.
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": completion.content or None,
-                    "tool_calls": wire,
-                    **completion.turn_fields(),
-                }
-            )
+            called = cut_round
+            if called is None:
+                req = ModelRequest(ctx, messages, tools.schemas(), parts, rounds)
+                try:
+                    await turns.on_model_request(req)
+                except HookRefusal as refusal:
+                    return await answer(str(refusal), notes=False)
+                completion = await self.llm.stream(
+                    messages, req.tools or None, events.on_text, model=model,
+                    on_wait=events.on_wait,
+                )  # fmt: skip
+                await turns.on_model_response(req, completion)
+                said += [n for n in completion.notes if n not in said]
+                rounds += 1
+                calls = completion.tool_calls
+                if not calls:
+                    # An empty answer is recorded as it was, empty: a small model copies a
+                    # stored placeholder into every later answer. The person reads which
+                    # tools ran.
+                    text = without_echo(completion.content).strip()
+                    note = (nothing_said(ran, last) if not text else "") + completion.cut_note
+                    return await answer(text, note)
+                if completion.written:  # a call copied from someone's text asks first
+                    ctx.state(SEEN).written(calls, messages)
+                # turn_fields: the reasoning, where the provider needs it back with the calls.
+                called = {"role": "assistant", "content": completion.content or None,
+                          "tool_calls": wire_calls(calls), **completion.turn_fields()}  # fmt: skip
+            else:
+                calls = [LLMToolCall(w["id"], w["function"]["name"], w["function"]["arguments"])
+                         for w in called["tool_calls"]]  # fmt: skip
+            cut_round, cut, cut_calls, flying = None, cut_calls, frozenset(), called
+            content, wire = called["content"] or "", called["tool_calls"]
+            messages.append(called)
             if events.on_tools is not None and used < cap:
                 await events.on_tools([c.name for c in calls[: cap - used]])
             results = await run_round(
-                tools, ctx, calls, completion.content, used=used, cap=cap, gate=self.gate
-            )
+                tools, ctx, calls, content, used=used, cap=cap, gate=self.gate,
+                on_start=starts, cut=cut,
+            )  # fmt: skip
+            said += [cut_line(r.name) for r in results if r.error == CUT]
             used = min(cap, used + len(calls))
             ran += [c.name for c in calls]
             last = results
             await self.conversation.record_tool_round(
-                turn,
-                self.clock(),
-                completion.content or "",
-                wire,
-                results,
-                writes(),
+                turn, self.clock(), content, wire, results, record_writes()
             )
-            await turns.on_tool_round(ToolRound(ctx, completion.content, wire, calls, results))
+            await turns.on_tool_round(ToolRound(ctx, content, wire, calls, results))
             messages += [
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in results
             ]

@@ -1,8 +1,15 @@
 """Runs a round of tool calls: parse, validate, pass the features' gates (tools/hooks.py Gate),
 run, and turn every failure into text for the model; calls over the request's cap are
 answered with a note instead of being run. A result its tool declares outside content
-(tools/effects.py) is marked so for the model and in the history, and the turn has seen it
-once the round is over (the gate asks before the next writing call)."""
+(tools/effects.py), or returns as FromOutside, is marked so for the model and in the
+history, and the turn has seen it once the round is over (the gate asks before the next
+writing call).
+
+A writing call is recorded as it starts (`on_start`, past the gates), so a continuation of
+a round the process stopped in runs again only what is safe: a call its tool declares to
+write nothing (tools/effects.py), or one that had not started (it was waiting at a gate); a
+writing call that had started is not (it may or may not have finished), and the model and
+the person are told so."""
 
 from __future__ import annotations
 
@@ -10,12 +17,20 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from db.conversation import ToolResult
-from tools.base import RequestContext, RequestTools, ToolCall, ToolError, ToolOutput
+from tools.base import (
+    FromOutside,
+    RequestContext,
+    RequestTools,
+    ToolCall,
+    ToolError,
+    ToolOutput,
+)
 from tools.chat import LLMToolCall
 from tools.effects import SEEN, marks, outside_note
 from tools.hooks import Gate
@@ -23,6 +38,16 @@ from tools.hooks import Gate
 log = logging.getLogger(__name__)
 
 RESULT_LIMIT = 16_000  # characters of a result the model sees
+CUT = "cut by a restart"  # the error of a writing call a restart cut mid-run
+CUT_TEXT = (
+    "Not run again: I was restarted while this call was running, so it may or may not have "
+    "finished. Do not repeat it unasked: tell the user, who can check."
+)
+
+
+def cut_line(name: str) -> str:
+    """What the person reads of a writing call a restart cut."""
+    return f"I was restarted while running {name}; it may or may not have finished."
 
 
 def render(output: ToolOutput) -> str:
@@ -42,20 +67,49 @@ def _validation_text(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _parsed(tools: RequestTools, c: LLMToolCall) -> tuple[Any, Any] | None:
+    """The call's tool and params, when it names a tool and its arguments are valid."""
+    tool = tools.get(c.name)
+    if tool is None:
+        return None
+    try:
+        args = json.loads(c.arguments) if c.arguments.strip() else {}
+        if isinstance(args, str) and tool.text_field:
+            args = {tool.text_field: args}
+        return tool, tool.params.model_validate(args)
+    except (ValueError, RecursionError):  # ValidationError is a ValueError
+        return None
+
+
+def writes(tools: RequestTools, c: LLMToolCall) -> bool:
+    """Whether the call may change something if it runs (as its tool declares)."""
+    found = _parsed(tools, c)
+    return found is not None and bool(found[0].effects_of(found[1]).writes)
+
+
+OnStart = Callable[[LLMToolCall], Awaitable[None]]
+
+
 async def run_call(
     tools: RequestTools,
     c: LLMToolCall,
     call: ToolCall,
     gate: Gate | None = None,
     seen: list[str] | None = None,
+    on_start: OnStart | None = None,
+    cut: frozenset[str] = frozenset(),
 ) -> ToolResult:
-    """`seen` gets the outside content the call returned (its source), if any."""
+    """`seen` gets the outside content the call returned (its source), if any; `on_start`
+    is told when a writing call starts; `cut`: the calls a stop cut mid-run (their round is
+    continued), of which a writing one is not run again."""
     name, raw_args, start = c.name, c.arguments, time.perf_counter()
 
     def done(text: str, error: str | None = None, brief: str | None = None) -> ToolResult:
         ms = (time.perf_counter() - start) * 1000  # text: what the model sees
         return ToolResult(c.id, name, raw_args, text, error is None, error, ms, brief)
 
+    if c.id in cut and writes(tools, c):
+        return done(CUT_TEXT, CUT)
     tool = tools.get(name)
     if tool is None:
         msg = tools.unknown(name)
@@ -86,6 +140,8 @@ async def run_call(
     refusal = await gate.check(tool, params, args, call) if gate is not None else None
     if refusal is not None:
         return done(refusal, "not approved")
+    if on_start is not None and tool.effects_of(params).writes:
+        await on_start(c)
     try:
         output = await tool.run(params, call)
     except ToolError as exc:
@@ -94,7 +150,10 @@ async def run_call(
         log.exception("tool %s raised", name)
         msg = f"tool {name} failed: {type(exc).__name__}"
         return done(f"Error: {msg}. It may work with other arguments.", msg)
-    text, source = render(output), tool.effects_of(params).outside
+    source = tool.effects_of(params).outside
+    if isinstance(output, FromOutside):
+        source, output = output.source, output.output
+    text = render(output)
     if source:
         text = outside_note(source) + text
     if seen is not None:  # also what was marked before (a remembered page, a file's text)
@@ -151,13 +210,15 @@ async def run_round(
     used: int,
     cap: int,
     gate: Gate | None = None,
+    on_start: OnStart | None = None,
+    cut: frozenset[str] = frozenset(),
 ) -> list[ToolResult]:
     """Calls run at once while the request has room under `cap` (`used` so far); the rest
     are answered that the cap was reached."""
     seen: list[str] = []
     ran = await asyncio.gather(
         *(
-            run_call(tools, c, ToolCall(ctx, c.id, reasoning), gate, seen)
+            run_call(tools, c, ToolCall(ctx, c.id, reasoning), gate, seen, on_start, cut)
             for c in calls[: max(0, cap - used)]
         )
     )

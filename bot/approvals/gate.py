@@ -4,10 +4,12 @@ Deny, in whichever adapter asks (the `asker`: Telegram buttons, the terminal's y
 answer within TIMEOUT_S is a no. The model gets the outcome as the tool's result;
 every decision goes to the audit (bot/approvals/repo.py).
 
-What is risky depends on what the turn has seen (RequestContext.outside): once content from
-outside the user reached it (a web page, search results, a document, an MCP tool's answer),
-every call that writes asks, as that content may be steering the model. A turn that saw
-only the user's own words and memories runs sandboxed code without asking. An "always"
+What is risky depends on what the turn has seen (the SEEN slot): once content from outside
+the user reached it (a web page, search results, a document, an MCP tool's answer, the
+output of code that reached the network, a call copied from someone's text), every call
+that writes asks, as that content may be steering the model, except sandboxed code
+without the network, which can neither send what it read nor reach anyone. A turn that
+saw only the user's own words and memories runs sandboxed code without asking. An "always"
 grant given in a chat covers chats; a scheduled task's run, which nobody watches, needs a
 grant given for one.
 
@@ -44,9 +46,11 @@ TIMEOUT_S = 120.0
 # around it (an MCP tool that writes files, sends mail, posts). Sandboxed code reaches only
 # public addresses through the egress proxy, and asks in a turn that saw outside content.
 OUTWARD = frozenset({"internet", "files", "messages"})
+LOCAL_CODE = frozenset({"execution"})  # sandboxed code with no network
 DENIED = "Not run: the user denied this action. Do not try it another way; ask them instead."
 TIMED_OUT = "Not run: the user did not answer the approval request within {:g} s (a no)."
 NOBODY = "Not run: this action needs the user's approval, and there is no one to ask here."
+UNASKED = "Not run: the approval request could not be shown to the user ({}). It was not denied."
 DECISIONS: dict[Choice | None, str] = {
     "once": "once", "always": "always", "deny": "denied", None: "timeout",
 }  # fmt: skip
@@ -67,7 +71,9 @@ class Question:
 
 
 class Asker(Protocol):
-    """Puts the question to the user and returns their choice; cancelled at the timeout."""
+    """Puts the question to the user and returns their choice; TimeoutError when they did
+    not answer within `q.timeout_s` of seeing it (a question still on its way, as Telegram
+    is down, waits: it is not a no)."""
 
     async def __call__(self, q: Question) -> Choice: ...
 
@@ -76,11 +82,17 @@ def needs_approval(
     mode: str, fx: Effects, *, scheduled: bool, deletions: int, outside: bool = False
 ) -> bool:
     """APPROVALS=all: every call that writes. risky: every call that writes once the turn
-    has seen outside content; else code a scheduled task runs (nobody watches), MCP tools
-    that write (OUTWARD, no sandbox) and deleting a second thing in one message."""
+    has seen outside content, but sandboxed code without the network (nothing it read can
+    leave, nothing is sent: the person's own files stay theirs); else code a scheduled task
+    runs (nobody watches), MCP tools that write (OUTWARD, no sandbox) and deleting a second
+    thing in one message."""
     if mode == "off" or not fx.writes:
         return False
-    if mode == "all" or outside:
+    if mode == "all":
+        return True
+    if fx.writes == LOCAL_CODE:
+        return scheduled
+    if outside:
         return True
     if "execution" in fx.writes:  # sandboxed code the user's own words asked for
         return scheduled
@@ -138,7 +150,12 @@ class Approvals:
         seen, deleted = ctx.state(SEEN), ctx.state(DELETIONS)
         risky = needs_approval(self.mode, fx, scheduled=ctx.scheduled, deletions=deleted.count,
                                outside=bool(seen.sources))  # fmt: skip
-        if risky and not await repo.granted(self.sf, ctx.user_id, tool.name, ctx.scheduled):
+        # A call the model copied from someone's text asks, an "always" grant or not: the
+        # grant was given for what the person asked, not for what an e-mail wrote.
+        copied = self.mode != "off" and bool(fx.writes) and call.call_id in seen.copies
+        if copied or (
+            risky and not await repo.granted(self.sf, ctx.user_id, tool.name, ctx.scheduled)
+        ):
             if self.asker is None:
                 return NOBODY
             action, now = self.scrub(action_text(tool.name, args)), self.clock()
@@ -149,16 +166,16 @@ class Approvals:
                          fx.text(), self.timeout_s, ctx.scheduled, why)  # fmt: skip
             choice: Choice | None = None
             try:
-                async with asyncio.timeout(self.timeout_s):
-                    choice = await self.asker(q)
+                choice = await self.asker(q)
             except TimeoutError:
                 pass
             except asyncio.CancelledError:  # the request ended (shutdown): so does the question
                 await asyncio.shield(repo.settle(self.sf, key, DECISIONS[None], self.clock()))
                 raise
-            except Exception:  # could not ask (Telegram refused the message): not run
-                log.exception("asking for approval of %s failed", tool.name)
-                choice = "deny"
+            except Exception as exc:  # Telegram refused the question for good: not asked
+                log.warning("asking for approval of %s failed: %s", tool.name, exc)
+                await repo.settle(self.sf, key, "undelivered", self.clock())
+                return UNASKED.format(exc)
             # The first answer stands: a press just before the timeout wins over it.
             stands = await repo.settle(self.sf, key, DECISIONS[choice], self.clock())
             if stands not in ("once", "always"):

@@ -14,8 +14,11 @@ a reply sits in the history every later one copies it. The forms met:
 - the OpenAI wire shape `{"type": "function", "function": {"name": ..., "arguments": ...}}`.
 
 `adopt_written` turns such a reply into the calls it means when every call names a tool
-offered in that request (JSON naming anything else stays text): prose before the calls stays
-the turn's text, what follows them (the model imagining the result) is dropped. `Holdback`
+offered in that request (JSON naming anything else stays text) and the calls *are* the
+reply: at most a short lead-in before them (LEAD_IN), nothing after them but template
+markup (the model imagining the result as `<tool_response>`). A call the model only quotes
+("the e-mail contains this block: ```json {…}``` — I would not run it") is prose around
+a call, and stays text: an attacker's text the model explains must never run. `Holdback`
 keeps text that may be starting a written call out of the streamed drafts, and lets it go
 the moment it cannot be one: a name that was not offered, a fence of another language.
 """
@@ -55,6 +58,12 @@ _ESCAPE = re.compile(r"\\(.)", re.S)
 _JSON_ESCAPES = frozenset('"\\/bfnrtu')
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 Calls = list[tuple[str, Any]]  # (tool name, arguments: a dict, or raw text)
+# The most text a written call may follow and still be the reply ("I will check:"). Longer,
+# the model is writing about the call (explaining, quoting), not making it.
+LEAD_IN = 160
+# What may follow the calls and still leave them the whole reply: the chat template's own
+# tokens and a result the model imagined in its template's form (dropped).
+_TEMPLATE_TAIL = re.compile(r"<tool_response>.*?(?:</tool_response>|$)|<\|[\w.-]{1,40}\|>", re.S)
 
 
 @dataclass
@@ -338,7 +347,11 @@ def _scan(text: str, offered: Collection[str], final: bool) -> tuple[int, Found 
     open begins, None), or (len(text), None). `final`: the text is whole, nothing is open."""
     pos = 0
     while (m := _START.search(text, pos)) is not None:
+        if len(text[: m.start()].strip()) > LEAD_IN:
+            break  # too far in to be the reply: a call written here is quoted, not made
         what = _at(text, m.start(), offered)
+        if isinstance(what, Found) and _TEMPLATE_TAIL.sub("", text[what.end :]).strip():
+            what = what.end  # prose after the calls: written about, not made
         if isinstance(what, Found):
             return m.start(), what
         if what is None and not final:

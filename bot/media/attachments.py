@@ -141,7 +141,10 @@ class MediaService:
                 uri = await self._image(path)
                 out.parts.append({"type": "image_url", "image_url": {"url": uri}})
                 # History keeps this placeholder; the image itself goes to this request only.
-                return f"[{item.kind}: {item.name}, file_id={item.file_id}]"
+                # An image is outside content (a screenshot can carry instructions): marked,
+                # so later turns, which no longer see it, still know the model read it.
+                head = outside_note(f"the image {item.name}")
+                return f"{head}[{item.kind}: {item.name}, file_id={item.file_id}]"
             return await self._document(item, key, path)
         finally:
             with contextlib.suppress(OSError):

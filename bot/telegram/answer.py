@@ -27,6 +27,8 @@ from aiogram.types import BufferedInputFile, Message
 from bot.agent.runner import Events, Incoming, Reply
 from bot.app import App
 from bot.telegram.files import file_items
+from bot.telegram.held import HELD
+from bot.telegram.origin import marked
 from bot.telegram.outbox import Outbox, text_items
 from bot.telegram.render import Item, render, tail, with_retry
 from bot.voice.replies import VOICE
@@ -128,7 +130,7 @@ class ReplyStreamer:
 def incoming_from(message: Message, text: str, kind: str = "text") -> Incoming:
     user = message.from_user
     return Incoming(
-        text=text,
+        text=marked(message, text),
         telegram_user_id=user.id if user else None,
         user_name=user.full_name if user else "",
         chat_id=message.chat.id,
@@ -149,6 +151,7 @@ async def answer(
 
     async def on_wait(line: str) -> None:
         nonlocal told
+        HELD.hold(chat)  # the chat's next messages wait for the model too: they say so
         if not told:  # one word per message, whatever the model's trouble
             told = True
             await outbox.send(chat, None, text_items([line]))
@@ -164,6 +167,7 @@ async def answer(
                 await outbox.settled(chat, incoming.telegram_message_id)
         raise
     finally:
+        HELD.release(chat)
         await streamer.close()
     answered_at = time.perf_counter()
     if not await deliver(outbox, chat, incoming.telegram_message_id, reply):

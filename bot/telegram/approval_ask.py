@@ -9,7 +9,15 @@ chat_key): that chat's turn is the one waiting for it.
 The question shows the whole action: one too long for a message goes along as a file
 (what a message would cut off is where a payload hides). While it waits, the chat is not
 frozen: WAITING tells the chat's order (bot/telegram/middlewares.py) that its turn waits
-for a question, so commands are answered at once and a message hears why it waits."""
+for a question, so commands are answered at once and a message hears why it waits.
+
+A question Telegram does not take (an outage, 429) is not a no: it goes through the outbox
+like any reply and the turn waits for it to arrive; the time to answer starts when it is
+shown. Only a question Telegram refuses for good (the chat is gone, the bot blocked) is
+not asked: Undeliverable.
+
+A shutdown does not wait for a press (`stop`): the questions are closed at once, their turns
+end, and the next start continues them (bot/telegram/resume.py), asking again."""
 
 from __future__ import annotations
 
@@ -17,15 +25,17 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from aiogram import Bot
-from aiogram.types import BufferedInputFile, InlineKeyboardButton, InlineKeyboardMarkup
+from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.approvals import repo
 from bot.approvals.feature import FEATURE
 from bot.approvals.gate import Choice, Question
 from bot.approvals.questions import ALWAYS_LABEL, DOORBELL, answer_data, said
-from bot.telegram.render import send_chunk, with_retry
+from bot.telegram.outbox import Outbox
+from bot.telegram.render import Item
 from db.engine import SessionFactory
 from tools.feature import button_data
 
@@ -39,6 +49,7 @@ ANSWER = button_data(FEATURE, "answer")
 # answered (bot/telegram/routers/approvals.py), as a question a worker of the previous
 # version asked may be pressed after a newer one took over the updates.
 OLD_PREFIX = "appr"
+RESTARTING = "⌛ Closed: I am restarting. Not run; I'll ask again when I'm back."
 
 
 def answers_a_question(data: str) -> bool:
@@ -71,7 +82,8 @@ def question_text(q: Question) -> str:
         seen = q.why if len(q.why) <= WHY_CHARS else q.why[: WHY_CHARS - 1] + "…"
         why = (
             f"\nI have read outside content in this conversation ({seen}); it may be "
-            "steering me, so I ask before anything that writes."
+            "steering me, so I ask before anything that reaches out or changes what you "
+            "keep (code without the network runs unasked)."
         )
     when = "\nA scheduled task asks: nobody may be watching." if q.scheduled else ""
     return (
@@ -121,13 +133,31 @@ WAITING = Waiting()
 
 
 class TelegramAsker:
-    def __init__(self, bot: Bot, sf: SessionFactory) -> None:
-        self.bot, self.sf = bot, sf
+    def __init__(self, bot: Bot, sf: SessionFactory, outbox: Outbox) -> None:
+        self.bot, self.sf, self.outbox = bot, sf, outbox
+        self._asking: set[asyncio.Task[Any]] = set()
+        self._stopping = False
+
+    def stop(self) -> None:
+        """Close every question still waiting (a shutdown): their turns are cut, not run
+        out to the grace period."""
+        self._stopping = True
+        for task in self._asking:
+            task.cancel()
 
     async def __call__(self, q: Question) -> Choice:
         if q.chat_id is None:
             return "deny"  # nowhere to ask
-        chat, text, sent, decision = q.chat_id, question_text(q), None, repo.PENDING
+        task = asyncio.current_task()
+        if task is not None:
+            self._asking.add(task)
+        try:
+            return await self._ask(q, q.chat_id)
+        finally:
+            self._asking.discard(task)
+
+    async def _ask(self, q: Question, chat: int) -> Choice:
+        text, sent, decision = question_text(q), None, repo.PENDING
         row = [
             InlineKeyboardButton(
                 text=label, callback_data=button_data(FEATURE, answer_data(q.key, c))
@@ -139,22 +169,25 @@ class TelegramAsker:
             # A scheduled run's question holds no chat turn: the chat's order is not waiting.
             holds = contextlib.nullcontext() if q.scheduled else WAITING.asking(chat)
             with DOORBELL.waiting(q.key) as rung, holds:
+                items = [Item("answer", text, [], markup)]
                 if (whole := action_file(q)) is not None:
-                    document = BufferedInputFile(whole[1], filename=whole[0])
-                    await with_retry(lambda: self.bot.send_document(chat, document), "sendDocument")
-                sent = await send_chunk(self.bot, chat, text, [], markup)
-                while decision == repo.PENDING:
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(POLL_S):
-                            await rung.wait()
-                    rung.clear()
-                    found = await repo.question(self.sf, q.key)
-                    decision = found.decision if found is not None else "denied"
+                    items.insert(0, Item("document", data=whole[1], filename=whole[0]))
+                sent = (await self.outbox.hand(chat, None, items))[-1]
+                async with asyncio.timeout(q.timeout_s):  # from when it is shown
+                    while decision == repo.PENDING:
+                        with contextlib.suppress(TimeoutError):
+                            async with asyncio.timeout(POLL_S):
+                                await rung.wait()
+                        rung.clear()
+                        found = await repo.question(self.sf, q.key)
+                        decision = found.decision if found is not None else "denied"
             return "once" if decision == "once" else "always" if decision == "always" else "deny"
         finally:  # also at the timeout: the buttons go, the outcome is said
             if sent is not None:
                 with contextlib.suppress(Exception):
                     outcome = said(decision, q.scheduled)
+                    if self._stopping and decision == repo.PENDING:
+                        outcome = RESTARTING
                     await self.bot.edit_message_text(
                         f"{text}\n\n{outcome}", chat_id=chat, message_id=sent
                     )

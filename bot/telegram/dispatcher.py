@@ -54,6 +54,7 @@ def _pin_response_models() -> tuple[Any, ...]:
         m.SendMessage, m.SendMessageDraft, m.SendChatAction, m.SendDocument, m.EditMessageText,
         m.EditMessageReplyMarkup, m.DeleteMessage, m.AnswerCallbackQuery, m.GetUpdates, m.GetMe,
         m.SetMyCommands, m.DeleteWebhook, m.SetWebhook, m.GetFile, m.SendPhoto,
+        m.SetMessageReaction,
     )  # fmt: skip
     return tuple(Response[method.__returning__] for method in used)  # type: ignore[name-defined]
 
@@ -123,6 +124,7 @@ class Runtime:
     bot: Bot
     dp: Dispatcher
     inflight: InFlight
+    asker: TelegramAsker | None = None  # approval questions, closed at shutdown
     polling: bool = False
     stopping: bool = False
 
@@ -166,6 +168,8 @@ class Runtime:
             # return on its own, as `stopping` is set.
             with contextlib.suppress(RuntimeError):
                 await self.dp.stop_polling()
+        if self.asker is not None:  # a press may never come: the turn is continued at start
+            self.asker.stop()
         try:
             await self.drain(grace)
         finally:
@@ -207,7 +211,9 @@ def build_runtime(
     app.warm_up()  # heavy models load in the background; polling does not wait for them
     bot = bot or build_bot(app.settings)
     locks: Locks = dp["locks"]
-    dp["outbox"] = Outbox(bot, app.session_factory, app.deps.clock, locks if locks.shared else None)
+    outbox = Outbox(bot, app.session_factory, app.deps.clock, locks if locks.shared else None)
+    dp["outbox"] = outbox
+    asker = None
     if app.has(APPROVALS):
-        app.part(APPROVALS).asker = TelegramAsker(bot, app.session_factory)
-    return Runtime(app, bot, dp, inflight)
+        asker = app.part(APPROVALS).asker = TelegramAsker(bot, app.session_factory, outbox)
+    return Runtime(app, bot, dp, inflight, asker)

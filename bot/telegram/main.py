@@ -154,7 +154,7 @@ async def run_bot(settings: Settings) -> None:
         # Before updates are taken: each chat's cut turn goes before its newer messages.
         await continue_cut_turns(rt, app.deps.clock())
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
-        jobs = await app.start_features(TelegramDelivery(rt.bot))
+        jobs = await app.start_features(TelegramDelivery(rt.outbox))
         jobs += backup_jobs(settings)  # the outbox has a courier of its own (rt.outbox)
         db_file = app.engine.url.database
         if app.engine.dialect.name == "sqlite" and db_file not in (None, "", ":memory:"):

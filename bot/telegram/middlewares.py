@@ -27,6 +27,7 @@ from bot.access.gate import ACCESS, AccessList
 from bot.access.pairing import Pairing, Stranger
 from bot.telegram.approval_ask import WAITING, answers_a_question
 from bot.telegram.groups import GROUP_CHATS, addressed
+from bot.telegram.held import HELD, react
 from bot.telegram.outbox import Outbox
 from bot.telegram.replies import send_answer
 from tools.feature import Answer
@@ -253,6 +254,9 @@ class ChatOrderMiddleware(BaseMiddleware):
     aiogram runs every update in its own task (handle_as_tasks); asyncio.Lock wakes waiters
     first-in first-out, and the tasks reach the lock in the order polling created them.
 
+    A message that comes while the chat's turn waits for the model (an outage) gets a
+    reaction: it is held too (bot/telegram/held.py).
+
     Except while the chat's turn waits for the user's answer to an approval question (up to
     its timeout, minutes): then a command is answered at once, and the first message that
     comes meanwhile hears at once that it waits for the question, then keeps its place.
@@ -298,6 +302,9 @@ class ChatOrderMiddleware(BaseMiddleware):
                 return await handler(event, data)
             if await _for_the_bot(event, data) and WAITING.tell_once(key):
                 await data["outbox"].say(key, WAITS_FOR_QUESTION)
+        elif lock is not None and lock.locked() and isinstance(event, Update) and HELD.holds(key):
+            if event.message is not None and await _for_the_bot(event, data):
+                await react(data["bot"], key, event.message.message_id)
         await self.enter(key)
         try:
             return await handler(event, data)

@@ -10,6 +10,11 @@ continued by bot/telegram/resume.py.)
   takes them, each chat's in order; it also looks every IDLE_S (rows from before a start,
   or another worker's). A row counts as sent only with the message id Telegram returned
   (as reminder runs do). A Telegram outage is a warning in the log, never a traceback.
+- Telegram's 429 asks the bot to wait `retry_after` seconds: until then nothing is sent
+  straight, every reply queues and the courier waits it out (flood control is the bot's,
+  not one chat's).
+- `hand` is for what the turn cannot go on without (an approval question): it sends like
+  `send` and then waits until Telegram has taken the messages, however long it is down.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -45,9 +51,19 @@ GIVE_UP_AFTER = timedelta(days=1)  # a reply Telegram has not taken for a day is
 PROBE_MAX_S = 5.0  # the longest pause between two tries while Telegram is down
 IDLE_S = 60.0  # a look at the outbox now and then, with nothing queued here
 PAGE = 100  # rows a pass reads at once (a queued file's bytes come with its row)
+BLOCKED = "the user blocked the bot (403)"
+LOOK_S = 1.0  # a wait for handed messages looks at their rows this often (another worker's)
 
 # The Telegram errors that say "not now" rather than "never".
 TRANSIENT = (TelegramNetworkError, TelegramServerError, TelegramRetryAfter)
+
+
+class Undeliverable(Exception):
+    """Telegram refused a handed message for good (400, 403, or a day of trying)."""
+
+    def __init__(self, reason: str, *, blocked: bool = False) -> None:
+        super().__init__(reason)
+        self.blocked = blocked  # the user blocked the bot (403)
 
 
 def text_items(chunks: Sequence[Chunk | str]) -> list[Item]:
@@ -91,6 +107,8 @@ class Outbox:
     _queued: int = 0  # queue() calls so far, to tell whether one came during a pass
     _stuck: float | None = None  # the last pass stopped: Telegram is down (or asked to wait)
     _more: bool = False  # the last pass had a full page: more rows wait
+    _hold_until: float = 0.0  # time.monotonic() before which Telegram asked not to be called
+    _passed: asyncio.Event = field(default_factory=asyncio.Event)  # a pass sent something
 
     async def say(self, chat_id: int, text: str, about: int | None = None) -> bool:
         """A line as is (no formatting), split if long: a notice, an error."""
@@ -110,13 +128,14 @@ class Outbox:
         """Send a reply's messages in order; True when all went now, False when (some of)
         them were queued: Telegram did not take them, or the chat's older replies still
         wait in the outbox and these go after them."""
-        if await self._owed(chat_id):
+        if self._held() or await self._owed(chat_id):
             await self.queue(chat_id, about, items, behind=True)
             return False
         for i, item in enumerate(items):
             try:
                 await put(self.bot, chat_id, item)
             except TRANSIENT as exc:
+                self._note(exc)
                 log.warning("reply to chat %d not sent (%s): queued", chat_id, type(exc).__name__)
                 await self.queue(chat_id, about, items[i:])
                 return False
@@ -126,16 +145,74 @@ class Outbox:
                 log.warning("Telegram refused a reply to chat %d: %s", chat_id, exc)
         return True
 
+    async def hand(self, chat_id: int, about: int | None, items: Sequence[Item]) -> list[int]:
+        """Send messages and wait until Telegram has taken them all, queued like any reply
+        while it is down or the chat's older replies wait; their message ids. Undeliverable
+        when Telegram refuses one for good; cancelled, what is still queued is withdrawn."""
+        ids: list[int] = []
+        rest = list(items)
+        if not self._held() and not await self._owed(chat_id):
+            try:
+                while rest:
+                    ids.append(await put(self.bot, chat_id, rest[0]))
+                    rest.pop(0)
+            except TRANSIENT as exc:
+                self._note(exc)
+                log.warning("message to chat %d not sent (%s): queued", chat_id, type(exc).__name__)
+            except (TelegramBadRequest, TelegramForbiddenError) as exc:
+                blocked = isinstance(exc, TelegramForbiddenError)
+                raise Undeliverable(str(exc), blocked=blocked) from exc
+        if not rest:
+            return ids
+        rows = await self.queue(chat_id, about, rest, behind=True)
+        self.start()  # someone waits for these: a courier must be running
+        try:
+            return ids + await self._taken(rows)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._withdraw(rows))
+            raise
+
+    async def _taken(self, rows: list[int]) -> list[int]:
+        while True:
+            self._passed.clear()
+            async with self.sf() as s:
+                found = sorted(await repo.outcomes(s, rows))
+            if all(sent_at is not None for _, sent_at, _, _ in found):
+                if any(message_id is None for _, _, message_id, _ in found):
+                    error = next(e or "" for _, _, mid, e in found if mid is None)
+                    raise Undeliverable(error, blocked=error == BLOCKED)
+                return [message_id for _, _, message_id, _ in found if message_id is not None]
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._passed.wait(), LOOK_S)
+
+    async def _withdraw(self, rows: list[int]) -> None:
+        """Queued messages nobody waits for any more (the turn ended) are not sent."""
+        now = self.clock()
+        async with self.sf() as s, s.begin():
+            for row_id, sent_at, _, _ in await repo.outcomes(s, rows):
+                if sent_at is None:
+                    await repo.settle(s, row_id, sent_at=now, error="withdrawn", data=None)
+
+    def _note(self, exc: Exception) -> None:
+        """A 429 holds every send for the time Telegram asked."""
+        if isinstance(exc, TelegramRetryAfter):
+            until = time.monotonic() + float(exc.retry_after)
+            self._hold_until = max(self._hold_until, until)
+
+    def _held(self) -> bool:
+        return time.monotonic() < self._hold_until
+
     async def queue(
         self, chat_id: int, about: int | None, items: Sequence[Item], *, behind: bool = False
-    ) -> None:
-        """Keep messages to send when Telegram takes them, after the chat's queued ones."""
+    ) -> list[int]:
+        """Keep messages to send when Telegram takes them, after the chat's queued ones;
+        their rows."""
         self._clear = False
         self._queued += 1
         now = self.clock()
         rows = [_item_row(chat_id, about, item, now) for item in items]
         async with self.sf() as s, s.begin():
-            await repo.add(s, rows)
+            ids = await repo.add(s, rows)
         if not behind:
             log.warning(
                 "Telegram did not take a reply to chat %d: %d message(s) queued, sent when it "
@@ -143,6 +220,7 @@ class Outbox:
                 *(chat_id, len(rows)),
             )
         self._wake.set()
+        return ids
 
     async def _owed(self, chat_id: int) -> bool:
         if self._clear:
@@ -206,8 +284,11 @@ class Outbox:
     async def deliver(self) -> int:
         """Send what is owed and due, each chat in order; how many went out. A pass stops
         at Telegram's first "not now" (`_stuck` says how long to wait); a chat Telegram
-        asked to slow down (429) waits while the others go on."""
+        asked to wait (429) holds every chat for that long."""
         async with self._pass:
+            if self._held():  # Telegram asked to wait: nothing goes before that
+                self._stuck = self._hold_until - time.monotonic()
+                return 0
             now = self.clock()
             async with self.sf() as s:
                 owed = await repo.pending(s, now, PAGE)
@@ -222,13 +303,12 @@ class Outbox:
                         sent += 1
                     else:
                         stopped.add(row.chat_id)
-                except TelegramRetryAfter as exc:
-                    stopped.add(row.chat_id)
-                    self._stuck = max(self._stuck or 0.0, float(exc.retry_after))
-                except TRANSIENT:
-                    self._stuck = max(self._stuck or 0.0, 0.0)
+                except TRANSIENT as exc:
+                    self._note(exc)
+                    self._stuck = max(0.0, self._hold_until - time.monotonic())
                     break
         if sent:
+            self._passed.set()
             log.info("outbox: %d queued message(s) delivered", sent)
         return sent
 
@@ -240,7 +320,7 @@ class Outbox:
         except TelegramBadRequest:
             return await self._give_up(row, "Telegram refused the message (400)")
         except TelegramForbiddenError:
-            return await self._give_up(row, "the user blocked the bot (403)")
+            return await self._give_up(row, BLOCKED)
         except TRANSIENT as exc:
             attempts = row.attempts + 1
             if now - row.created_at > GIVE_UP_AFTER:

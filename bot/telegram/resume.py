@@ -30,6 +30,7 @@ from bot.agent.runner import Events
 from bot.errors import SidekickError, user_text
 from bot.telegram.answer import ReplyStreamer, deliver
 from bot.telegram.dispatcher import Runtime
+from bot.telegram.held import HELD
 from bot.telegram.middlewares import REPLAYED
 from bot.telegram.outbox import text_items
 from bot.telegram.render import send_plain, split_plain
@@ -144,6 +145,7 @@ async def _answer(rt: Runtime, cut: Cut) -> None:
 
     async def on_wait(line: str) -> None:  # the model's outage, waited out as for an update
         nonlocal told
+        HELD.hold(cut.chat_id)
         if not told:
             told = True
             await outbox.send(cut.chat_id, None, text_items([line]))
@@ -161,6 +163,7 @@ async def _answer(rt: Runtime, cut: Cut) -> None:
         await outbox.send(cut.chat_id, None, text_items(split_plain(user_text(exc))))
         return
     finally:
+        HELD.release(cut.chat_id)
         await streamer.close()
     if reply is None:
         return

@@ -145,14 +145,15 @@ class TerminalAsker:
         async with self.lock:
             sys.stdout.write(f"\n🔐 May I do this?\n{q.action}\n({q.effects})\n")
             try:
-                if not self.idle:
-                    line = await read_line(self.source, ASK)
-                else:
-                    self.pending = asyncio.get_running_loop().create_future()
-                    sys.stdout.write(ASK)
-                    sys.stdout.flush()
-                    line = await self.pending
-            except asyncio.CancelledError:
+                async with asyncio.timeout(q.timeout_s):
+                    if not self.idle:
+                        line = await read_line(self.source, ASK)
+                    else:
+                        self.pending = asyncio.get_running_loop().create_future()
+                        sys.stdout.write(ASK)
+                        sys.stdout.flush()
+                        line = await self.pending
+            except (asyncio.CancelledError, TimeoutError):
                 sys.stdout.write("\n(No answer in time: not run.)\n")
                 sys.stdout.flush()
                 raise
@@ -200,8 +201,16 @@ class TerminalDelivery:
         self.folder = folder
 
     async def __call__(
-        self, recipient: Recipient, text: str, markdown: bool, files: Sequence[File] = ()
+        self,
+        recipient: Recipient,
+        text: str,
+        markdown: bool,
+        files: Sequence[File] = (),
+        buttons: Sequence[tuple[str, str]] = (),
     ) -> int:
+        # The terminal has no buttons: they are named, for Telegram.
+        if buttons:
+            text += "\n(" + " · ".join(label for label, _ in buttons) + ": buttons in Telegram)"
         if files and self.folder is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
             for name, content in files:

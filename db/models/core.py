@@ -51,6 +51,9 @@ class Message(Base):
     tool_name: Mapped[str | None] = mapped_column(String(100))
     request_id: Mapped[str] = mapped_column(String(40), index=True)
     telegram_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    # The Telegram chat a user message came from (a group's, or None: the user's own chat),
+    # where its turn goes on after a restart.
+    chat_id: Mapped[int | None] = mapped_column(BigInteger)
     # What the user sent: text, voice, audio, video_note, photo, document, album.
     kind: Mapped[str] = mapped_column(String(16), default="text", server_default="text")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

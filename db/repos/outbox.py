@@ -26,9 +26,22 @@ class Owed:
     created_at: datetime
 
 
-async def add(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    if rows:
-        await s.execute(insert(OutboxMessage), rows)
+async def add(s: AsyncSession, rows: list[dict[str, Any]]) -> list[int]:
+    """Queue the rows; their ids, in the rows' order."""
+    if not rows:
+        return []
+    stmt = insert(OutboxMessage).returning(OutboxMessage.id, sort_by_parameter_order=True)
+    return list((await s.execute(stmt, rows)).scalars())
+
+
+async def outcomes(
+    s: AsyncSession, ids: list[int]
+) -> list[tuple[int, datetime | None, int | None, str | None]]:
+    """(id, sent_at, message_id, error) of the rows `ids`."""
+    stmt = select(
+        OutboxMessage.id, OutboxMessage.sent_at, OutboxMessage.message_id, OutboxMessage.error
+    ).where(OutboxMessage.id.in_(ids))
+    return [(r.id, r.sent_at, r.message_id, r.error) for r in (await s.execute(stmt)).all()]
 
 
 async def pending(s: AsyncSession, now: datetime, limit: int = 100) -> list[Owed]:

@@ -7,14 +7,27 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, exists, func, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from db.models.core import Message, User
 from db.models.outbox import OutboxMessage
-from db.models.resume import TurnResume
+from db.models.resume import RoundInFlight, TurnResume
+
+# Where a user message came from: its group, or the user's own chat.
+CHAT = func.coalesce(Message.chat_id, User.telegram_id)
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,7 @@ def _cut() -> list[ColumnElement[bool]]:
         ),
         ~exists().where(
             and_(
-                OutboxMessage.chat_id == User.telegram_id,
+                OutboxMessage.chat_id == CHAT,
                 OutboxMessage.telegram_message_id == Message.telegram_message_id,
             )
         ),
@@ -59,7 +72,7 @@ async def cut_turns(s: AsyncSession, since: datetime, before: datetime) -> list[
         select(
             Message.id,
             Message.user_id,
-            User.telegram_id,
+            CHAT,
             Message.telegram_message_id,
             Message.content,
         )
@@ -175,3 +188,12 @@ HISTORY_UNTIL = (
 TOOL_RESULTS = select(func.count()).where(
     Message.request_id == bindparam("request_id"), Message.role == "tool"
 )
+
+# The writing calls of the request that were running when the process stopped, with their
+# round (one round runs at a time: they share it).
+IN_FLIGHT = select(RoundInFlight.message, RoundInFlight.call_id).where(
+    RoundInFlight.request_id == bindparam("request_id")
+)
+ADD_IN_FLIGHT = insert(RoundInFlight)
+# A round recorded (or a continuation that took it over): no longer in flight.
+LANDED = delete(RoundInFlight).where(RoundInFlight.request_id == bindparam("request_id"))

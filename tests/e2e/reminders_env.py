@@ -3,7 +3,7 @@ the real aiogram Bot of a running `tg` (so delivery goes through the fake Telegr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -37,7 +37,6 @@ class Env:
     tg: TG
     clock: Clock
     reminders: ReminderJobs
-    sleeps: list[float] = field(default_factory=list)
 
     async def user(self, telegram_id: int, tz: str = "Europe/Berlin") -> int:
         async with self.tg.app.session_factory() as s, s.begin():
@@ -90,19 +89,14 @@ class Env:
 
 def make_env(tg: TG, start: datetime, **settings: Any) -> Env:
     clock = Clock(start)
-    env_sleeps: list[float] = []
-
-    async def sleep(seconds: float) -> None:  # record the backoff instead of waiting it out
-        env_sleeps.append(seconds)
-
     reminders = ReminderJobs(
         session_factory=tg.app.session_factory,
-        deliver=TelegramDelivery(tg.runtime.bot, sleep=sleep),
+        deliver=TelegramDelivery(tg.runtime.outbox),
         run_task=tg.app.ask,
         clock=clock,
         settings=ReminderSettings(**settings),
     )
-    return Env(tg, clock, reminders, env_sleeps)
+    return Env(tg, clock, reminders)
 
 
 MINUTE = timedelta(minutes=1)

@@ -25,7 +25,7 @@ def named(user_id: int, name: str) -> dict[str, Any]:
 
 async def deliveries(tg: TG) -> None:
     """What `sidekick run` does at start: the features' deliveries go through Telegram."""
-    await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))
 
 
 def buttons(markup: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -53,7 +53,7 @@ async def add_job(tg: TG, job_id: str, files: dict[str, bytes], **fields: object
 
 
 async def start_delivering(tg: TG) -> None:
-    await tg.app.start_features(TelegramDelivery(tg.runtime.bot))  # as `sidekick run` does
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # as `sidekick run` does
 
 
 async def test_a_done_job_sends_its_summary_and_files_once(tg: TG) -> None:

@@ -247,7 +247,7 @@ async def test_the_throwaway_feature_works_in_the_assembled_app(make_tg) -> None
     local = await run_command(tg.app, Who(OWNER, "Owner"), "/tally")
     assert local == "Tally: coffee x 1 (4 model calls)"  # the terminal renders the same
 
-    jobs = await tg.app.start_features(TelegramDelivery(tg.runtime.bot))  # as `sidekick run` does
+    jobs = await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # as `run` does
     [run] = [run for job_id, *_, run in jobs if job_id == "tally-report"]
     await run()
     assert (await tg.reply(OWNER)).text == "Today: coffee x 1"

@@ -44,7 +44,7 @@ async def test_an_old_split_time_and_speech_switch_still_take_effect(
     began = latest_four_am(app.deps.clock()) - timedelta(minutes=1)
     async with app.session_factory() as s, s.begin():
         await s.execute(update(ChatSession).values(started_at=began))
-    specs = await app.start_features(TelegramDelivery(tg.runtime.bot))
+    specs = await app.start_features(TelegramDelivery(tg.runtime.outbox))
     split = next(run for job_id, _, _, run in specs if job_id == "session-split")
     tg.llm.add(Text("The user is planning a trip to Lisbon."))
     assert len((await split()).archived) == 1

@@ -22,7 +22,7 @@ from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.fakes.openai_server import Calls, Error, Text
 from tests.fakes.telegram_server import album_updates, message_update
 from tests.media_helpers import document, make_image, make_pdf, photo, voice
-from tools.effects import OUTSIDE_MARK
+from tools.effects import OUTSIDE_MARK, outside_note
 
 
 @pytest.fixture
@@ -89,8 +89,8 @@ async def test_photo_with_caption_reaches_a_vision_model(make_tg: Any) -> None:
     await tg.send(OWNER, None, **photo(file_id, len(TINY_PNG), caption="What colour is it?"))
     await tg.reply(OWNER)
     content = last_user_content(tg.llm.requests[0])
-    assert content[0] == {"type": "text", "text": "What colour is it?\n\n[photo: photo.jpg, "
-                          f"file_id={file_id}]"}  # fmt: skip
+    assert content[0] == {"type": "text", "text": "What colour is it?\n\n" + outside_note(
+        "the image photo.jpg") + f"[photo: photo.jpg, file_id={file_id}]"}  # fmt: skip
     assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
     stored = (await user_messages(tg))[-1]
     assert stored.kind == "photo" and "base64" not in stored.content and file_id in stored.content

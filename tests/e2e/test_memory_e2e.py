@@ -115,7 +115,7 @@ async def test_the_scheduled_sweep_deletes_expired_memories(tg: TG) -> None:
     async with tg.app.session_factory() as s, s.begin():
         past = tg.app.deps.clock() - timedelta(minutes=1)
         await s.execute(update(Memory).where(Memory.id == 1).values(expires_at=past))
-    jobs = await tg.app.start_features(TelegramDelivery(tg.runtime.bot))  # as `sidekick run` does
+    jobs = await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # as `run` does
     [sweep] = [run for job_id, *_, run in jobs if job_id == "memory-sweep"]
     assert await sweep() == 1
     assert await memory_contents(tg) == ["Lives in Porto"]

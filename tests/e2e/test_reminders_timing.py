@@ -1,5 +1,6 @@
 """Reminders on time: the scheduler ticks on whole minutes (also after the startup run),
-and a delivery retry lands on the tick it was meant for, not one minute later."""
+a reminder fires on its second, and one due in a Telegram outage goes out once it is back,
+through the outbox's courier."""
 
 from __future__ import annotations
 
@@ -10,10 +11,8 @@ from zoneinfo import ZoneInfo
 from bot.telegram.delivery import TelegramDelivery
 from scheduler.setup import Scheduler
 from tests.e2e.conftest import OWNER, TG
-from tests.e2e.reminders_env import MINUTE, Clock, Env, make_env
+from tests.e2e.reminders_env import make_env
 from tools.reminders import jobs
-from tools.reminders.firing import ReminderJobs
-from tools.reminders.settings import ReminderSettings
 from tools.reminders.times import Spec
 
 BERLIN = "Europe/Berlin"
@@ -43,29 +42,26 @@ async def test_the_minute_tick_stays_on_whole_minutes_after_the_startup_run() ->
         await scheduler.stop()
 
 
-async def test_a_delivery_retry_goes_out_on_the_next_tick_not_one_later(tg: TG) -> None:
-    clock = Clock(FRIDAY)
-
-    async def sleep(seconds: float) -> None:  # Telegram's backoff passes on the clock
-        clock.set(clock.now + timedelta(seconds=seconds))
-
-    reminders = ReminderJobs(
-        session_factory=tg.app.session_factory,
-        deliver=TelegramDelivery(tg.runtime.bot, sleep=sleep),
-        run_task=tg.app.ask,
-        clock=clock,
-        settings=ReminderSettings(reminder_delivery_attempts=3),
-    )
-    env = Env(tg, clock, reminders)
+async def test_a_reminder_due_in_a_telegram_outage_goes_out_when_it_is_back(tg: TG) -> None:
+    """Through the outbox's courier, within its next try after the outage (seconds), not at
+    a scheduler tick a minute or more later."""
+    tg.runtime.outbox.probe_max_s = 0.2  # the courier's tries, close together for the test
+    env = make_env(tg, FRIDAY)
     user = await env.user(OWNER, BERLIN)
     job = await env.job(user, BERLIN, "stretch", at="2026-11-20 06:30")
-    due = FRIDAY + timedelta(minutes=30)
-    tg.server.fail_next("sendMessage", 502, times=4)  # one attempt: its retries take seconds
-    assert await env.tick_at(due) == []
+    await tg.server.wait_for(lambda: any(c.method == "getUpdates" for c in tg.server.calls))
+    tg.server.down(502)
+    tick = asyncio.create_task(env.tick_at(FRIDAY + timedelta(minutes=30)))
+
+    def tries() -> int:
+        return sum(c.method == "sendMessage" and c.status == 502 for c in tg.server.calls)
+
+    await tg.server.wait_for(lambda: tries() >= 6 or tick.done())
+    assert not tick.done(), "the delivery gave up during the outage"
+    tg.server.up()
+    assert await tick == ["⏰ stretch"]  # the same tick: no later one was needed
     [run] = await env.runs(job.id)
-    assert run.status == "pending" and clock.now > due  # the failed send ended past the tick
-    # The first retry is due one minute later: the tick at that minute delivers it.
-    assert await env.tick_at(due + MINUTE) == ["⏰ stretch"]
+    assert run.status == "sent" and run.message_id == tg.server.messages[-1].message_id
 
 
 async def test_a_reminder_fires_on_its_second_not_at_the_next_minute_tick(tg: TG) -> None:
@@ -79,7 +75,7 @@ async def test_a_reminder_fires_on_its_second_not_at_the_next_minute_tick(tg: TG
     second = datetime.now(UTC).second
     if second >= 30:
         await asyncio.sleep(60.5 - second)
-    scheduler = Scheduler(await tg.app.start_features(TelegramDelivery(tg.runtime.bot)))
+    scheduler = Scheduler(await tg.app.start_features(TelegramDelivery(tg.runtime.outbox)))
     scheduler.start()
     try:
         # The start-up run (it arms the alarm) is over once the next run is on the grid.

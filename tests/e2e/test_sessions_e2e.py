@@ -27,7 +27,7 @@ SUMMARY = (
 
 async def split_job(tg: TG) -> Callable[[], Awaitable[Any]]:
     """The session-split job as `sidekick run` schedules it: from the features' job specs."""
-    specs = await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+    specs = await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))
     return next(run for job_id, _, _, run in specs if job_id == "session-split")
 
 

@@ -36,7 +36,9 @@ ENTITY_TYPES = {
     "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
     "code", "pre", "text_link", "text_mention", "custom_emoji", "date_time",
 }  # fmt: skip
-JSON_FIELDS = {"entities", "reply_markup", "commands", "allowed_updates", "reply_parameters"}
+JSON_FIELDS = {
+    "entities", "reply_markup", "commands", "allowed_updates", "reply_parameters", "reaction",
+}  # fmt: skip
 SENDS = {"sendMessage", "sendDocument", "sendPhoto", "sendVoice"}
 
 
@@ -95,6 +97,7 @@ class FakeTelegram(FileMethods):
     actions: list[Call] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
+    reactions: list[tuple[int, int, list[str]]] = field(default_factory=list)  # chat, message
     # update_id of the newest update the bot has confirmed (via getUpdates offset)
     confirmed: int = 0
     _updates: list[dict[str, Any]] = field(default_factory=list)
@@ -402,6 +405,12 @@ class FakeTelegram(FileMethods):
 
     async def _m_sendChatAction(self, params: dict[str, Any], files: dict[str, Any]) -> Any:
         self._chat_id(params)
+        return True
+
+    async def _m_setMessageReaction(self, params: dict[str, Any], files: dict[str, Any]) -> Any:
+        chat_id, message_id = self._chat_id(params), int(params["message_id"])
+        emoji = [r["emoji"] for r in params.get("reaction") or []]
+        self.reactions.append((chat_id, message_id, emoji))
         return True
 
     async def _m_setMyCommands(self, params: dict[str, Any], files: dict[str, Any]) -> Any:

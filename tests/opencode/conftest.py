@@ -66,7 +66,7 @@ def lane(fake_llm: FakeOpenAI) -> Lane:
 
 async def delivering(tg: TG) -> TG:
     """The features' parts started, as `sidekick run` does: finished jobs are sent."""
-    await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))
     return tg
 
 

@@ -83,6 +83,14 @@ def jobs_text(js: JobStats) -> str:
     )
 
 
+def skills_text(runs: list[tuple[str, int, int]]) -> str:
+    """The runs of skills' scripts among them, by skill and script (tools/skills)."""
+    if not runs:
+        return ""
+    lines = [f"{what}: {n} ({ok} ok)" for what, n, ok in runs[:10]]
+    return "\n\n**Skills' scripts**\n" + "\n".join(lines)
+
+
 def job_failure_answer(job: CodeJob, tz: ZoneInfo) -> Answer:
     when = job.created_at.astimezone(tz).strftime("%Y-%m-%d %H:%M")
     files = job.files.splitlines()
@@ -179,8 +187,9 @@ async def codestats(call: CommandCall) -> Answer | str:
         st = await repo.stats(s, user_id, since)
         runs = await repo.code_runs(s, user_id, since)
         js = await repo.job_stats(s, user_id, since)
+        skills = await repo.skill_runs(s, user_id, since)
     series = runs_series(runs, now, call.who.tz, days)
-    text = stats_text(st, days) + jobs_text(js)
+    text = stats_text(st, days) + jobs_text(js) + skills_text(skills)
     return Answer(text, markdown=True, chart=lambda: chart(series))
 
 

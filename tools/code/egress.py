@@ -50,6 +50,7 @@ class _Gate:
     server: asyncio.AbstractServer | None = None
     slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(RUN_CONNECTIONS))
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    reached: list[str] = field(default_factory=list)  # hosts connected to, in order
 
 
 class EgressProxy:
@@ -83,6 +84,11 @@ class EgressProxy:
             raise
         return folder
 
+    def reached(self, folder: Path) -> tuple[str, ...]:
+        """The hosts the run behind `folder` connected to so far, each once."""
+        gate = self._gates.get(folder)
+        return tuple(dict.fromkeys(gate.reached)) if gate is not None else ()
+
     async def release(self, folder: Path) -> None:
         """Close the run's socket and every connection still open through it."""
         gate = self._gates.pop(folder, None)
@@ -106,7 +112,7 @@ class EgressProxy:
         gate.tasks.add(task)
         try:
             async with gate.slots:
-                await self._serve(reader, writer)
+                await self._serve(reader, writer, gate.reached)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
             pass  # the run went away, or sent no proxy request in time
         except asyncio.CancelledError:
@@ -119,7 +125,9 @@ class EgressProxy:
             gate.tasks.discard(task)
             writer.close()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, reached: list[str]
+    ) -> None:
         async with asyncio.timeout(HEAD_TIMEOUT_S):
             head = await reader.readuntil(b"\r\n\r\n")
         line, _, rest = head.partition(b"\r\n")
@@ -146,6 +154,7 @@ class EgressProxy:
         if upstream is None:
             return await _refuse(writer, 502, f"cannot connect to {url[:200]}")
         up_reader, up_writer = upstream
+        reached.append(urlsplit(url).hostname or url)
         try:
             if method == "CONNECT":
                 writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Integer, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tools.code.models import CodeExecution, CodeJob
@@ -193,3 +193,25 @@ async def interrupt_orphans(s: AsyncSession, owner: str, now: datetime) -> int:
         )
     )
     return int(res.rowcount or 0)  # type: ignore[attr-defined]
+
+
+# A skill's script run is traced with this reasoning (tools/skills/source.py), so /codestats
+# can say which skill ran what.
+SKILL_RUN = "skill "
+
+
+async def skill_runs(s: AsyncSession, user_id: int, since: datetime) -> list[tuple[str, int, int]]:
+    """(what ran: "skill <name>: <script>", runs, succeeded) of the period, most run first."""
+    ok = func.sum(func.cast(CodeExecution.success, Integer))
+    stmt = (
+        select(CodeExecution.llm_reasoning, func.count(), ok)
+        .where(
+            CodeExecution.user_id == user_id,
+            CodeExecution.created_at >= since,
+            CodeExecution.llm_reasoning.startswith(SKILL_RUN),
+        )
+        .group_by(CodeExecution.llm_reasoning)
+        .order_by(func.count().desc(), CodeExecution.llm_reasoning)
+    )
+    rows = (await s.execute(stmt)).all()
+    return [(str(what)[len(SKILL_RUN) :], int(n), int(good or 0)) for what, n, good in rows]

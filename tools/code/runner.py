@@ -67,6 +67,10 @@ class RunResult:
     stderr_truncated: bool = False
     sandbox_error: str | None = None  # the run could not be started
     outputs: files.Collected | None = None  # what the run wrote under ./output/
+    # The hosts the run reached through the egress proxy; None when it had the network
+    # directly (CODE_NETWORK=all, a mode without a namespace of its own), so nobody knows.
+    # What such a run printed may be a page's words: outside content (tools/code/tool.py).
+    reached: tuple[str, ...] | None = ()
 
 
 class _Sink:
@@ -136,17 +140,21 @@ class CodeRunner:
                 proc.kill()
             await proc.wait()
 
-    async def run(self, code: str, timeout_ms: int, inputs: Path | None = None) -> RunResult:
-        """Run `code`; the files in `inputs` are copied to ./input/ first."""
+    async def run(
+        self, code: str, timeout_ms: int, inputs: Path | None = None, network: bool = True
+    ) -> RunResult:
+        """Run `code`; the files in `inputs` are copied to ./input/ first. `network`: False
+        runs it without any network, whatever the runner's."""
         slot = await self._slots.get()
         try:
-            return await self._run_in_slot(slot, code, timeout_ms, inputs)
+            return await self._run_in_slot(slot, code, timeout_ms, inputs, network)
         finally:
             self._slots.put_nowait(slot)
 
     async def _run_in_slot(
-        self, slot: int, code: str, timeout_ms: int, inputs: Path | None
+        self, slot: int, code: str, timeout_ms: int, inputs: Path | None, network: bool
     ) -> RunResult:
+        network = self.network and network
         uid = None if self._uid_base is None or self.mode == "off" else self._uid_base + slot
         nproc = TASKS_PER_RUN if uid is not None else None
         if uid is None and self.mode != "off" and os.geteuid() != 0:
@@ -164,19 +172,23 @@ class CodeRunner:
                 await asyncio.to_thread(files.stage, io, inputs, uid)
             except OSError as exc:
                 return RunResult("", "", None, 0.0, sandbox_error=f"could not stage: {exc}")
-            if self.egress is not None:  # a socket of this run's own: its slots, its uid
+            if network and self.egress is not None:  # a socket of its own: its slots, its uid
                 egress = await self.egress.open(uid)
             plan = build_plan(
                 self.mode,
                 self.bun,
                 workdir,
-                network=self.network,
+                network=network,
                 limits=limits,
                 uid=uid,
                 namespaces=self.namespaces,
                 egress=egress,
             )
             result = await self._execute(plan, code, timeout_ms, io / files.OUTPUT_DIR)
+            if egress is not None and self.egress is not None:
+                result.reached = self.egress.reached(egress)
+            elif network:
+                result.reached = None
             try:
                 result.outputs = await asyncio.to_thread(files.collect, workdir)
             except (OSError, ValueError, RecursionError) as exc:  # the run is still reported

@@ -13,6 +13,7 @@ from db.engine import SessionFactory
 from tools.base import (
     Clock,
     ConfigError,
+    FromOutside,
     Tool,
     ToolCall,
     ToolDeps,
@@ -41,7 +42,7 @@ from tools.code.relay import ModelRelay
 from tools.code.runner import CodeRunner, RunResult
 from tools.code.sandbox import Mode, uid_block
 from tools.code.settings import GENERATE_MEMORY_MB, GENERATE_TIMEOUT_S, CodeSettings
-from tools.effects import NONE, Effects, effects
+from tools.effects import NONE, SEEN, Effects, effects
 from tools.fetch.policy import Policy
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ class CodeParams(BaseModel):
     task: str | None = Field(default=None, description="generate: what to do")
     context: SkipJsonSchema[str | None] = None  # generate: details (the task says enough)
     job_id: str | None = Field(default=None, description="status, abort")
+    network: bool | None = Field(default=None, description="true if the code needs the internet")
 
     @model_validator(mode="before")
     @classmethod
@@ -225,15 +227,16 @@ class CodeService:
         return data.decode("utf-8", errors="replace")
 
     async def execute(
-        self, code: str, timeout_ms: int, call: ToolCall | None
+        self, code: str, timeout_ms: int, call: ToolCall | None, network: bool = True
     ) -> tuple[int, RunResult, str | None]:
-        """Run and trace; returns (execution id, result, category)."""
+        """Run and trace; returns (execution id, result, category). `network`: False runs
+        it without the network, whatever the settings give."""
         if self.runner is None:
             raise ToolError(f"the code tool is not available: {self.problem}")
         ctx = call.ctx if call else None
         inputs = self.inputs.dir_for(user_key(ctx.telegram_user_id, ctx.user_id)) if ctx else None
         try:
-            res = await self.runner.run(code, timeout_ms, inputs)
+            res = await self.runner.run(code, timeout_ms, inputs, network)
         except asyncio.CancelledError:
             res = RunResult("", "cancelled: the request ended before the run", None, 0.0)
             await asyncio.shield(self._trace(code, timeout_ms, call, res, "killed"))
@@ -279,14 +282,19 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
     if service.runner is None:
         raise Unavailable(service.problem or "bun cannot run here")
 
-    async def run(p: CodeParams, call: ToolCall) -> dict[str, Any]:
+    async def run(p: CodeParams, call: ToolCall) -> dict[str, Any] | FromOutside:
         if p.action == "execute":
             if p.file and not p.code:
                 p = p.model_copy(update={"code": await service.job_file(p.file, call.ctx.user_id)})
             if not p.code or not p.code.strip():
                 raise ToolError("execute needs `code`: the ES module to run")
             timeout = min(p.timeout_ms or service.default_timeout, MAX_TIMEOUT_MS)
-            row_id, res, cat = await service.execute(p.code, timeout, call)
+            # After outside content, a run gets the network only when the call asks for it
+            # (and so asks the person: `effects` below); without it, nothing the run read
+            # can leave, and it runs unasked ("sum column B of this CSV" after a document).
+            outside = bool(call.ctx.state(SEEN).sources)
+            network = bool(p.network) if outside else p.network is not False
+            row_id, res, cat = await service.execute(p.code, timeout, call, network)
             out: dict[str, Any] = {
                 "success": cat is None,
                 "exit_code": res.exit_code,
@@ -311,6 +319,15 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
                 out["note"] = (
                     "killed: wrote more than 128 MiB or 1000 files; write less under ./output/"
                 )
+            elif outside and not network and service.network and not p.network:
+                out["note"] = (
+                    "ran without the network, as outside content was read: set network "
+                    "true if it needs the internet (the person is asked)"
+                )
+            if res.reached is None or res.reached:
+                # What it printed may be what a page said: outside content, as web_fetch's.
+                hosts = ", ".join(res.reached[:5]) if res.reached else "the network"
+                return FromOutside(f"the output of code that reached {hosts}", out)
             return out
         if p.action == "generate":
             if not p.task or not p.task.strip():
@@ -322,20 +339,34 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
         if not p.job_id:
             raise ToolError(f"{p.action} needs `job_id` (returned by generate)")
         if p.action == "abort":
-            return await service.jobs.abort(p.job_id, call.ctx.user_id)
-        return await service.jobs.status(p.job_id, call.ctx.user_id)
+            out = await service.jobs.abort(p.job_id, call.ctx.user_id)
+        else:
+            out = await service.jobs.status(p.job_id, call.ctx.user_id)
+        if "summary" in out and service.network:
+            # An OpenCode job with the network may have read anything: its own account of
+            # what it did is outside content, as code's output that reached the network is.
+            return FromOutside(f"the output of OpenCode job {p.job_id}", out)
+        return out
 
     jobs_run = service.generator == "opencode"
-    ran: Effects = effects(writes=("execution", "internet") if service.network else ("execution",))
+    local = effects(writes=("execution",))
+    networked = effects(writes=("execution", "internet")) if service.network else local
+
+    def fx(p: CodeParams) -> Effects:
+        """A run is networked when the call asks for the network; one that leaves it out
+        has it only until the turn reads outside content (run() above), so it never needs
+        a question for the network. An OpenCode job runs code too (its shell, the same
+        sandbox, the settings' network)."""
+        if p.action == "execute":
+            return networked if p.network else local
+        return networked if p.action == "generate" and jobs_run else NONE
+
     return Tool(
         "code",
         DESCRIPTION,
         CodeParams,
         run,
-        # An OpenCode job runs code too (its shell, in the same sandbox): the same rule.
-        effects=lambda p: (
-            ran if p.action == "execute" or (p.action == "generate" and jobs_run) else NONE
-        ),
+        effects=fx,
         brief=printed,
         text_field="code",
     )

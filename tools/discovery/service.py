@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tools.base import (
+    FromOutside,
     RequestContext,
     RequestTools,
     Tool,
@@ -109,11 +110,18 @@ class Discovery:
         cat = catalog or self.catalog()
         core_cost = sum(cat.cost(n) for n in cat.core)
         all_ext = list(cat.extensions)
-        if core_cost + sum(cat.cost(n) for n in all_ext) <= self.budget:
+        searched = self.registry.searched_only()
+        if not searched and core_cost + sum(cat.cost(n) for n in all_ext) <= self.budget:
             return Plan(all_ext, [], False)
         room = self.budget - core_cost - cat.meta_cost
         direct: list[str] = []
+        shown = [n for n in all_ext if n not in searched]
+        if sum(cat.cost(n) for n in shown) <= room:
+            direct, room = shown, room - sum(cat.cost(n) for n in shown)
+        # What a user calls often is shown directly, a skill too (usage teaches the ranking).
         for name in self.usage.favourites(user_id):
+            if name in direct:
+                continue
             if name in cat.extensions and cat.cost(name) <= room:
                 direct.append(name)
                 room -= cat.cost(name)
@@ -212,7 +220,7 @@ class DiscoveringTools(RequestTools):
     def _recording(self, tool: Tool[Any]) -> Tool[Any]:
         text = self.text
 
-        async def run(params: Any, call: ToolCall) -> ToolOutput:
+        async def run(params: Any, call: ToolCall) -> ToolOutput | FromOutside:
             out = await tool.run(params, call)  # an exception means no success to learn from
             call.ctx.state(USED).append((tool.name, text))
             return out

@@ -1,0 +1,129 @@
+"""/checkins: turn check-ins on or off and shape them; the buttons under each check-in."""
+
+from __future__ import annotations
+
+from bot.checkins import repo
+from bot.checkins.models import CheckinPrefs
+from bot.checkins.runs import FOLLOWUP_AFTER
+from tools.feature import Answer, Button, CommandCall, Pressed, row_id
+from tools.reminders.times import parse_hhmm
+
+USAGE = (
+    "/checkins on · off · at HH:MM (the morning brief) · quiet HH:MM-HH:MM · "
+    "max N (messages a day) · topic <what the brief looks at> · topic off"
+)
+MOST_PER_DAY = 5
+
+
+def _inside(at: str, p: CheckinPrefs) -> bool:
+    t, start, end = parse_hhmm(at), parse_hhmm(p.quiet_start), parse_hhmm(p.quiet_end)
+    if start == end:
+        return False
+    return start <= t < end if start < end else (t >= start or t < end)
+
+
+def _status(p: CheckinPrefs, month: dict[str, object], tz: str) -> str:
+    h, m = map(int, p.brief_at.split(":"))
+    follow = (h * 60 + m + int(FOLLOWUP_AFTER.total_seconds()) // 60) % (24 * 60)
+    counts = month["counts"]
+    assert isinstance(counts, dict)
+    stopped = [
+        f"{counts[k]} {what}"
+        for k, what in (("capped", "by the daily cap"), ("budget", "by the budget"))
+        if counts.get(k)
+    ]
+    lines = [
+        f"Check-ins: {'on' if p.enabled else 'off'}",
+        f"Morning brief at {p.brief_at}, a follow-up at {follow // 60:02d}:{follow % 60:02d} "
+        f"({tz}); only when there is something worth saying",
+        f"Quiet hours: {p.quiet_start}-{p.quiet_end}",
+        f"At most {p.max_per_day} a day",
+        f"Brief looks at: {p.topic or '(nothing chosen)'}",
+        f"Your answers: {p.useful} useful, {p.less} less of this",
+        f"cost: ${month['cost']:.4f} this month over {counts.get('sent', 0)} sent, "
+        f"{counts.get('nothing', 0)} with nothing to say"
+        + (f"; stopped before the model call: {', '.join(stopped)}" if stopped else ""),
+    ]
+    return "\n".join(lines) + "\n\n" + USAGE
+
+
+async def checkins(call: CommandCall) -> Answer:
+    words = call.args.split(maxsplit=1)
+    verb = words[0].lower() if words else ""
+    rest = words[1].strip() if len(words) > 1 else ""
+    error = ""
+    async with call.host.deps.session_factory() as s, s.begin():
+        p = await repo.prefs(s, call.who.user_id)
+        if verb == "on":
+            p.enabled = True
+        elif verb == "off":
+            p.enabled = False
+        elif verb == "at":
+            error = _set_time(p, rest)
+        elif verb == "quiet":
+            error = _set_quiet(p, rest)
+        elif verb == "max":
+            if rest.isascii() and rest.isdigit() and 1 <= int(rest) <= MOST_PER_DAY:
+                p.max_per_day = int(rest)
+            else:
+                error = f"max takes a number from 1 to {MOST_PER_DAY}."
+        elif verb == "topic":
+            p.topic = "" if rest.lower() in ("", "off") else rest[:200]
+        elif verb:
+            error = f"I don't know /checkins {verb}."
+        month = call.host.deps.clock().astimezone(call.who.tz).strftime("%Y-%m")
+        summary = await repo.month_summary(s, call.who.user_id, month)
+        text = _status(p, summary, call.who.tz.key)
+        on = p.enabled
+    if error:
+        return Answer(error + "\n" + USAGE)
+    toggle = Button("Turn off", "off") if on else Button("Turn on", "on")
+    return Answer(text, ((toggle,),))
+
+
+def _set_time(p: CheckinPrefs, value: str) -> str:
+    try:
+        at = parse_hhmm(value).strftime("%H:%M")
+    except ValueError:
+        return f"at takes a time like 07:30, not {value!r}."
+    if _inside(at, p):
+        return (
+            f"{at} is inside your quiet hours ({p.quiet_start}-{p.quiet_end}); pick a time "
+            "outside them, or change them with /checkins quiet."
+        )
+    p.brief_at = at
+    return ""
+
+
+def _set_quiet(p: CheckinPrefs, value: str) -> str:
+    start, _, end = value.partition("-")
+    try:
+        p.quiet_start = parse_hhmm(start).strftime("%H:%M")
+        p.quiet_end = parse_hhmm(end).strftime("%H:%M")
+    except ValueError:
+        return f"quiet takes hours like 22:00-08:00, not {value!r}."
+    return ""
+
+
+async def press(call: CommandCall) -> Pressed:
+    verb, _, rest = call.args.partition(":")
+    async with call.host.deps.session_factory() as s, s.begin():
+        p = await repo.prefs(s, call.who.user_id)
+        if verb in ("stop", "off"):
+            p.enabled = False
+            return Pressed("Check-ins are off. /checkins on brings them back.")
+        if verb == "on":
+            p.enabled = True
+            return Pressed("Check-ins are on.")
+        run = row_id(rest)
+        if verb in ("useful", "less") and run is not None:
+            if await repo.run_of(s, run, call.who.user_id) is None:
+                return Pressed("That check-in is not yours.", alert=True)
+            if verb == "useful":
+                p.useful += 1
+                return Pressed("Thanks, noted: more like this.")
+            p.less += 1
+            if p.less > p.useful and p.max_per_day > 1:
+                p.max_per_day -= 1
+            return Pressed(f"Noted: fewer and shorter ({p.max_per_day} a day at most).")
+    return Pressed("That button is no longer valid.", alert=True)

@@ -1,0 +1,45 @@
+"""Check-ins: a person's choices (off by default) and one ledger row per check-in slot and
+local day. The row is claimed before anything runs, so a restart at brief time, or a second
+worker, finds it taken and sends nothing twice; a claimed slot is never tried again that day
+(no retry loops: a failure is reported once)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from db.models.base import Base, UTCDateTime, utcnow
+
+
+class CheckinPrefs(Base):
+    __tablename__ = "checkin_prefs"
+
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    enabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    brief_at: Mapped[str] = mapped_column(String(5), default="08:30")  # HH:MM, the person's zone
+    quiet_start: Mapped[str] = mapped_column(String(5), default="22:00")
+    quiet_end: Mapped[str] = mapped_column(String(5), default="08:00")
+    max_per_day: Mapped[int] = mapped_column(Integer, default=2)
+    topic: Mapped[str] = mapped_column(Text, default="")  # "a short look at …"
+    useful: Mapped[int] = mapped_column(Integer, default=0)  # presses of "useful"
+    less: Mapped[int] = mapped_column(Integer, default=0)  # presses of "less of this"
+
+
+class CheckinRun(Base):
+    __tablename__ = "checkin_runs"
+    __table_args__ = (UniqueConstraint("user_id", "day", "slot", name="uq_checkin_runs_slot"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    day: Mapped[str] = mapped_column(String(10))  # the person's local date, YYYY-MM-DD
+    slot: Mapped[str] = mapped_column(String(10))  # brief | followup
+    # running | sent | nothing (the model had nothing worth saying) | capped | budget | failed
+    status: Mapped[str] = mapped_column(String(10), default="running")
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    cost_usd: Mapped[float | None] = mapped_column(Float)
+    note: Mapped[str | None] = mapped_column(Text)

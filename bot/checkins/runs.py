@@ -1,0 +1,191 @@
+"""Running check-ins: each minute, every person who turned them on and whose slot is due
+(the morning brief at their time, a follow-up six hours later) gets one request of their
+own, unless a guard stops it before the model is asked:
+
+- the slot is claimed first (one row per person, day and slot): a restart at brief time, or
+  a second worker, finds it taken, so one morning never gets two briefs, and a run that
+  failed is not tried again that day (reported once, then quiet until one works);
+- quiet hours (the person's zone) and the daily cap of messages are checked before the
+  call; so is the model budget (bot/usage's meter), which a check-in must never overrun;
+- a run whose answer is the sentinel (or empty) had nothing worth saying: nothing is sent.
+
+The request is the agent's own (`host.ask`, a scheduled task): recorded like any turn,
+metered in usage under "scheduled", with the tools and the caps every request has.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from bot.checkins import repo
+from bot.checkins.models import CheckinPrefs
+from bot.usage.meter import METER
+from db.models.core import User
+from db.repos.core import Recipient
+from tools.base import user_tz
+from tools.errors import public_text
+from tools.feature import Host
+from tools.reminders.times import local_instant, parse_hhmm, quiet_until
+
+log = logging.getLogger(__name__)
+
+NOTHING = "NOTHING"
+# How late a slot may still run (the bot was down at brief time): later, the day's slot is
+# let go rather than sending a morning brief in the afternoon.
+WINDOW = timedelta(hours=2)
+FOLLOWUP_AFTER = timedelta(hours=6)
+SLOTS = ("brief", "followup")
+
+
+def slot_time(prefs: CheckinPrefs, slot: str, day: datetime, tz: ZoneInfo) -> datetime:
+    start = local_instant(day.date(), parse_hhmm(prefs.brief_at), tz)
+    return start if slot == "brief" else start + FOLLOWUP_AFTER
+
+
+def quiet(prefs: CheckinPrefs, when: datetime, tz: ZoneInfo) -> bool:
+    start, end = parse_hhmm(prefs.quiet_start), parse_hhmm(prefs.quiet_end)
+    return quiet_until(when, tz, start, end) is not None
+
+
+def due_slots(prefs: CheckinPrefs, now: datetime, tz: ZoneInfo) -> list[tuple[str, str]]:
+    """The (slot, local day) pairs due at `now`: past their time by less than WINDOW, and
+    neither the slot nor now inside quiet hours."""
+    local = now.astimezone(tz)
+    out = []
+    for slot in SLOTS:
+        at = slot_time(prefs, slot, local, tz)
+        if at <= now < at + WINDOW and not quiet(prefs, at, tz) and not quiet(prefs, now, tz):
+            out.append((slot, local.date().isoformat()))
+    return out
+
+
+def prompt(prefs: CheckinPrefs, slot: str) -> str:
+    if slot == "brief":
+        ask = (
+            "Write my short morning brief: today's reminders and tasks (list them with the "
+            "schedule tool), what is waiting on me, and anything I said in passing I would "
+            "do today or tomorrow (search my memory)"
+        )
+        ask += f", and a short look at {prefs.topic}." if prefs.topic else "."
+    else:
+        ask = (
+            "Look in my memory and our recent conversation for an open thread I may want a "
+            "nudge on today (something I meant to do, a question left open) and write one "
+            "short follow-up about it."
+        )
+    if prefs.less > prefs.useful:
+        ask += " I asked for less of these: only what clearly matters, in two lines at most."
+    return (
+        f"{ask} This is a check-in I turned on, not a question I asked: if nothing is worth "
+        f"my attention, answer exactly {NOTHING} and nothing else."
+    )
+
+
+def said_nothing(answer: str) -> bool:
+    return re.sub(r"[^A-Za-z]", "", answer).upper() in ("", NOTHING)
+
+
+def buttons(run_id: int) -> tuple[tuple[str, str], ...]:
+    return (
+        ("👍 useful", f"checkins:useful:{run_id}"),
+        ("less of this", f"checkins:less:{run_id}"),
+        ("stop", "checkins:stop"),
+    )
+
+
+@dataclass
+class Outcome:
+    user_id: int
+    slot: str
+    status: str  # sent | nothing | capped | budget | failed | taken
+
+
+async def tick(host: Host, now: datetime) -> list[Outcome]:
+    """One pass: every due slot of every person who turned check-ins on."""
+    deps = host.deps
+    async with deps.session_factory() as s:
+        people = await repo.enabled(s)
+    outcomes = []
+    for prefs, user in people:
+        tz = user_tz(user.timezone, deps.tz)
+        for slot, day in due_slots(prefs, now, tz):
+            outcomes.append(await run_one(host, prefs, user, slot, day, now))
+    return outcomes
+
+
+async def run_one(
+    host: Host, prefs: CheckinPrefs, user: User, slot: str, day: str, now: datetime
+) -> Outcome:
+    sf = host.deps.session_factory
+    async with sf() as s, s.begin():
+        run_id = await repo.claim(s, user.id, day, slot, now)
+        if run_id is None:
+            return Outcome(user.id, slot, "taken")
+        if await repo.sent_today(s, user.id, day) >= prefs.max_per_day:
+            note = f"stopped before the model call: {prefs.max_per_day} check-ins today already"
+            await repo.finish(s, run_id, status="capped", finished_at=now, note=note)
+            return Outcome(user.id, slot, "capped")
+    if (over := await _over_budget(host, user.id)) is not None:
+        async with sf() as s, s.begin():
+            await repo.finish(s, run_id, status="budget", finished_at=now, note=over)
+        return Outcome(user.id, slot, "budget")
+    recipient = Recipient(user.id, user.telegram_id, user.name)
+    started = host.deps.clock()
+    try:
+        answer = (await host.ask(recipient, prompt(prefs, slot))).strip()
+        status = "nothing" if said_nothing(answer) else "sent"
+        if status == "sent":
+            await host.deliver(recipient, answer, True, buttons=buttons(run_id))
+    except Exception as exc:  # reported once below; the slot is never tried again today
+        return await _failed(host, recipient, run_id, slot, exc)
+    finally_at = host.deps.clock()
+    async with sf() as s, s.begin():
+        cost = await repo.scheduled_cost(s, user.id, started, finally_at)
+        await repo.finish(s, run_id, status=status, finished_at=finally_at, cost_usd=cost)
+    return Outcome(user.id, slot, status)
+
+
+async def _over_budget(host: Host, user_id: int) -> str | None:
+    """Why the run would pass a budget, or None: used up already, or the money budget's
+    room is less than what this person's last check-in cost (a check-in is optional; it
+    never spends what the person's own questions may need)."""
+    if not host.has(METER):
+        return None
+    meter = await host.need(METER)
+    if (refusal := await meter.refusal(user_id)) is not None:
+        return refusal
+    async with host.deps.session_factory() as s:
+        estimate = await repo.last_cost(s, user_id)
+    for limit in meter.limits(await meter.spent(), user_id):
+        if limit.key in ("day", "month") and estimate and limit.used + estimate > limit.cap:
+            return (
+                f"the {limit.key}'s budget has ${limit.cap - limit.used:.4f} left, less than "
+                f"a check-in costs (${estimate:.4f} last time)"
+            )
+    return None
+
+
+async def _failed(
+    host: Host, recipient: Recipient, run_id: int, slot: str, exc: Exception
+) -> Outcome:
+    reason = public_text(exc)
+    log.warning("check-in %d (%s) of user %d failed: %s", run_id, slot, recipient.user_id, reason)
+    async with host.deps.session_factory() as s, s.begin():
+        told = await repo.previous_failed(s, recipient.user_id, run_id)
+        await repo.finish(
+            s, run_id, status="failed", finished_at=host.deps.clock(), note=reason[:500]
+        )
+    if not told:
+        text = (
+            f"⚠️ Your check-in could not run: {reason.rstrip('.')}. I won't try it again "
+            "today, and I'll only tell you again after one has worked."
+        )
+        try:
+            await host.deliver(recipient, text, False)
+        except Exception:
+            log.exception("telling user %d about a failed check-in failed", recipient.user_id)
+    return Outcome(recipient.user_id, slot, "failed")

@@ -1,0 +1,200 @@
+"""Check-ins through the assembled app on the fake Telegram and model: off until the person
+turns them on; the brief arrives at its time in the person's zone, never in quiet hours; a
+run with nothing to say sends nothing; "stop" stops; the daily cap and the budget stop a run
+before its model call; a restart at brief time sends one brief."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import select
+
+from bot.checkins.models import CheckinRun
+from bot.checkins.runs import tick
+from bot.sessions import repo as sessions_repo
+from bot.telegram.delivery import TelegramDelivery
+from db.models.core import User
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Text
+from tests.test_usage import usage
+
+# Today (the app's clock is the real one: /checkins sums this month's runs): brief time in
+# New York whatever its offset today, and 08:31 in UTC.
+TODAY = datetime.now(UTC).date()
+NY_0730 = datetime.combine(TODAY, time(7, 30), ZoneInfo("America/New_York")).astimezone(UTC)
+UTC_0831 = datetime.combine(TODAY, time(8, 31), UTC)
+
+
+async def _started(tg: TG) -> None:
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # as `sidekick run` does
+
+
+async def _command(tg: TG, text: str) -> str:
+    await tg.send(OWNER, text)
+    return (await tg.reply(OWNER)).text
+
+
+async def _zone(tg: TG, tz: str) -> None:
+    async with tg.app.session_factory() as s, s.begin():
+        user = (await s.execute(select(User).where(User.telegram_id == OWNER))).scalar_one()
+        await sessions_repo.set_user_timezone(s, user.id, tz)
+
+
+async def _statuses(tg: TG) -> list[tuple[str, str]]:
+    async with tg.app.session_factory() as s:
+        rows = (await s.execute(select(CheckinRun).order_by(CheckinRun.id))).scalars()
+        return [(r.slot, r.status) for r in rows]
+
+
+async def test_the_brief_comes_at_its_time_in_the_persons_zone_and_stop_stops(tg: TG) -> None:
+    await _started(tg)
+    assert "Check-ins: off" in await _command(tg, "/checkins")
+    assert await tick(tg.app, NY_0730 + timedelta(minutes=1)) == []  # off by default
+
+    assert "Check-ins: on" in await _command(tg, "/checkins on")
+    await _zone(tg, "America/New_York")
+    refused = await _command(tg, "/checkins at 07:30")
+    assert "07:30 is inside your quiet hours (22:00-08:00)" in refused
+    await _command(tg, "/checkins quiet 22:00-07:00")
+    shown = await _command(tg, "/checkins at 07:30")
+    assert "Morning brief at 07:30, a follow-up at 13:30 (America/New_York)" in shown
+    assert "Quiet hours: 22:00-07:00" in shown and "At most 2 a day" in shown
+
+    asked = len(tg.llm.requests)
+    # 07:30 UTC is 02:30 or 03:30 in New York: quiet hours there, not the brief's time.
+    assert await tick(tg.app, datetime.combine(TODAY, time(7, 30), UTC)) == []
+    assert await tick(tg.app, NY_0730 - timedelta(minutes=1)) == []
+    assert len(tg.llm.requests) == asked
+
+    tg.llm.add(Text("Call the dentist today, as you said yesterday."))
+    [done] = await tick(tg.app, NY_0730 + timedelta(minutes=1))
+    assert (done.slot, done.status) == ("brief", "sent")
+    brief = await tg.reply(OWNER)
+    assert brief.text == "Call the dentist today, as you said yesterday."
+    labels = [b["text"] for b in brief.reply_markup["inline_keyboard"][0]]
+    assert labels == ["👍 useful", "less of this", "stop"]
+    prompt = tg.llm.requests[-1]["messages"][-1]["content"]
+    assert "morning brief" in prompt and "answer exactly NOTHING" in prompt
+
+    # The follow-up finds nothing worth saying: the model is asked, nothing is sent.
+    tg.llm.add(Text("NOTHING"))
+    [done] = await tick(tg.app, NY_0730 + timedelta(hours=6, minutes=2))
+    assert (done.slot, done.status) == ("followup", "nothing")
+    await tg.idle()
+    assert tg.unread(OWNER) == []
+
+    await tg.press(OWNER, brief.reply_markup["inline_keyboard"][0][0]["callback_data"])
+    await tg.idle()
+    await tg.press(OWNER, "checkins:stop", message_id=brief.message_id)
+    await tg.idle()
+    shown = await _command(tg, "/checkins")
+    assert "Check-ins: off" in shown and "Your answers: 1 useful, 0 less of this" in shown
+    asked = len(tg.llm.requests)
+    assert await tick(tg.app, NY_0730 + timedelta(days=1, minutes=1)) == []
+    assert len(tg.llm.requests) == asked
+
+
+async def test_the_daily_cap_stops_a_run_before_its_model_call(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(prices="fake-model=1/2")
+    await _started(tg)
+    await _command(tg, "/checkins on")
+    await _zone(tg, "UTC")
+    assert "At most 1 a day" in await _command(tg, "/checkins max 1")
+    tg.llm.add(Text("Two tasks are due today.", usage=usage(1000, 100)))
+    [done] = await tick(tg.app, UTC_0831)
+    assert done.status == "sent"
+    await tg.reply(OWNER)
+    asked = len(tg.llm.requests)
+    [done] = await tick(tg.app, UTC_0831 + timedelta(hours=6))
+    assert (done.slot, done.status) == ("followup", "capped")
+    assert len(tg.llm.requests) == asked  # stopped before the model was asked
+    shown = await _command(tg, "/checkins")
+    assert "stopped before the model call: 1 by the daily cap" in shown
+    # The brief's model call, metered as a scheduled request: $0.001 in + $0.0002 out.
+    assert "cost: $0.0012 this month over 1 sent, 0 with nothing to say" in shown
+
+
+async def test_the_budget_stops_a_run_before_its_model_call(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(prices="fake-model=1/2", budget_usd="0.001/day")
+    await _started(tg)
+    await _command(tg, "/checkins on")
+    await _zone(tg, "UTC")
+    tg.llm.add(Text("spent", usage=usage(1200, 300)))  # $0.0018: today's budget is gone
+    assert (await _command(tg, "what is up")).startswith("spent")
+    asked = len(tg.llm.requests)
+    [done] = await tick(tg.app, UTC_0831)
+    assert done.status == "budget"
+    assert len(tg.llm.requests) == asked
+    await tg.idle()
+    assert tg.unread(OWNER) == []  # nothing sent; /checkins says why
+    assert "1 by the budget" in await _command(tg, "/checkins")
+
+
+async def test_a_run_that_would_pass_the_budget_stops_before_its_model_call(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(prices="fake-model=1/2", budget_usd="0.002/day")
+    await _started(tg)
+    await _command(tg, "/checkins on")
+    await _zone(tg, "UTC")
+    tg.llm.add(Text("The report is due at noon.", usage=usage(1000, 100)))  # $0.0012
+    [done] = await tick(tg.app, UTC_0831)
+    assert done.status == "sent"
+    await tg.reply(OWNER)
+    asked = len(tg.llm.requests)
+    # $0.0008 left, and a check-in costs $0.0012: the follow-up is not started.
+    [done] = await tick(tg.app, UTC_0831 + timedelta(hours=6))
+    assert (done.slot, done.status) == ("followup", "budget")
+    assert len(tg.llm.requests) == asked
+    async with tg.app.session_factory() as s:
+        run = (await s.execute(select(CheckinRun).order_by(CheckinRun.id.desc()))).scalars()
+        assert "less than a check-in costs ($0.0012 last time)" in (next(run).note or "")
+
+
+async def test_a_restart_at_brief_time_sends_one_brief(tg: TG) -> None:
+    await _started(tg)
+    await _command(tg, "/checkins on")
+    await _zone(tg, "UTC")
+    tg.llm.add(Text("Good morning: the report is due at noon."))
+    [done] = await tick(tg.app, UTC_0831)
+    assert done.status == "sent"
+    assert (await tg.reply(OWNER)).text == "Good morning: the report is due at noon."
+    await tg.restart()
+    await _started(tg)
+    asked = len(tg.llm.requests)
+    # The start-up catch-up and the next minute's tick both find the morning's slot taken.
+    assert [o.status for o in await tick(tg.app, UTC_0831 + timedelta(minutes=1))] == ["taken"]
+    assert [o.status for o in await tick(tg.app, UTC_0831 + timedelta(minutes=2))] == ["taken"]
+    assert len(tg.llm.requests) == asked
+    await tg.idle()
+    assert tg.unread(OWNER) == []
+    assert await _statuses(tg) == [("brief", "sent")]
+
+
+async def test_a_failed_run_is_told_once_and_not_retried(tg: TG) -> None:
+    await _started(tg)
+    await _command(tg, "/checkins on")
+    await _zone(tg, "UTC")
+    tg.llm.failing = 500
+    try:
+        [done] = await tick(tg.app, UTC_0831)
+        assert done.status == "failed"
+        notice = await tg.reply(OWNER)
+        assert notice.text.startswith("⚠️ Your check-in could not run:")
+        asked = len(tg.llm.requests)
+        # The same slot is not tried again; the next day's failure is not told again.
+        assert [o.status for o in await tick(tg.app, UTC_0831 + timedelta(minutes=5))] == ["taken"]
+        assert len(tg.llm.requests) == asked
+        [done] = await tick(tg.app, UTC_0831 + timedelta(days=1))
+        assert done.status == "failed"
+        await tg.idle()
+        assert tg.unread(OWNER) == []
+    finally:
+        tg.llm.failing = None
+    assert await _statuses(tg) == [("brief", "failed"), ("brief", "failed")]

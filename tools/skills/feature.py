@@ -1,0 +1,44 @@
+"""Skills: folders with a SKILL.md the owner adds from the chat (tools/skills/bundle.py
+checks them), found by tool_search from their one-line descriptions, loaded only when used,
+their scripts run in the code sandbox (tools/skills/source.py); /skills."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tools.feature import Command, Feature, Host, Provide
+from tools.hooks import RequestHooks
+from tools.skills import commands
+from tools.skills.models import Skill
+from tools.skills.source import SKILLS, Skills
+
+
+async def installed(host: Host) -> Skills:
+    return Skills(host.deps, Path(host.deps.data_dir) / "skills")
+
+
+def listed(host: Host) -> RequestHooks | None:
+    """Built with the agent, once the registry is: the skills become tools only tool_search
+    finds, and the system prompt's catalogue line is theirs (read per request)."""
+    skills = host.part(SKILLS)
+    registry = host.registry
+    registry.searched_sources.append(skills)
+    registry.prompt_sources.append(skills.catalogue)
+    return None
+
+
+FEATURE = Feature(
+    name="skills",
+    models=(Skill,),
+    commands=(
+        Command(
+            "skills",
+            "skills the owner added: list, add, turn off, remove",
+            commands.skills,
+            args="[add [file] | on|off|remove <name>]",
+        ),
+    ),
+    press=commands.press,
+    parts=(Provide(SKILLS, installed),),
+    turns=(listed,),
+)

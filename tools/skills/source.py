@@ -1,0 +1,274 @@
+"""Installed skills as the model meets them: each is an extension tool `skill_<name>` that
+only tool_search finds (its one-line description is what the search and the catalogue
+show), and the system prompt names the skills in one line within SKILL_CATALOG_TOKENS.
+Calling the tool loads the instructions (outside content: the turn is marked through
+tools/effects.py's mechanism, as a web page would mark it) or runs one of its scripts in
+the code sandbox (tools/code: bun, the same limits, egress rule and trace, the run named
+after the skill). A skill cannot change approvals or give itself tools: its text reaches
+the model only as a tool result."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlalchemy import delete, select, update
+
+from tools.base import Tool, ToolCall, ToolDeps, ToolError
+from tools.code.repo import SKILL_RUN
+from tools.code.tool import MAX_TIMEOUT_MS, STDOUT_FOR_MODEL, CodeService, trim
+from tools.effects import Effects, effects
+from tools.skills.bundle import SCRIPT_SUFFIXES, Bundle, front_matter
+from tools.skills.models import Skill
+from tools.state import Key
+from tools.tokens import count_text
+
+# Tokens the system prompt's skills line may take; past it, the rest are counted ("and N
+# more"), still found through tool_search.
+SKILL_CATALOG_TOKENS = 300
+ENTRY_TOKENS = 10  # one skill's entry in that line, at most
+SCRIPT_TIMEOUT_MS = 30_000
+MAX_PENDING = 20  # previews waiting for Allow / Deny
+
+
+def tool_name(skill: str) -> str:
+    return "skill_" + skill.replace("-", "_")
+
+
+class SkillParams(BaseModel):
+    script: str | None = Field(
+        default=None, description="A script of the skill to run (as listed); omit to read it"
+    )
+    args: list[str] = Field(default_factory=list, description="Arguments for the script")
+    network: bool = Field(
+        default=False, description="Give the script the internet (the person is asked first)"
+    )
+
+
+@dataclass
+class Installed:
+    name: str
+    description: str
+    enabled: bool
+    files: int
+
+
+@dataclass
+class Skills:
+    """The installed skills (their rows, their folders), the previews waiting for the
+    owner's answer, and the tools the registry lists (tools/registry.py searched_sources)."""
+
+    deps: ToolDeps
+    folder: Path
+    installed: list[Installed] = field(default_factory=list)
+    pending: dict[str, Bundle] = field(default_factory=dict)
+    _tools: dict[str, Tool[Any]] = field(default_factory=dict)
+    _line: str = ""  # the catalogue, counted when the skills change, not per message
+    _code: CodeService | None = None
+
+    # -- the ToolSource ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.reload()
+
+    def tools(self) -> list[Tool[Any]]:
+        return list(self._tools.values())
+
+    async def reload(self) -> None:
+        async with self.deps.session_factory() as s:
+            rows = (await s.execute(select(Skill).order_by(Skill.name))).scalars().all()
+        self.installed = [Installed(r.name, r.description, r.enabled, r.files) for r in rows]
+        # The same Tool objects while nothing changed: discovery re-indexes on a change only.
+        kept = dict(self._tools)
+        self._tools = {}
+        for r in self.installed:
+            if not r.enabled:
+                continue
+            old = kept.get(tool_name(r.name))
+            if old is not None and old.description == r.description:
+                self._tools[old.name] = old
+            else:
+                self._tools[tool_name(r.name)] = self._tool(r.name, r.description)
+        self._line = await asyncio.to_thread(self._catalogue)
+
+    def catalogue(self) -> str:
+        """The system prompt's line (registry.prompt_sources asks for it every message)."""
+        return self._line
+
+    def _catalogue(self) -> str:
+        """Each skill's name and the start of its description, at most ENTRY_TOKENS each,
+        within SKILL_CATALOG_TOKENS; nothing without skills (no tokenizer loaded)."""
+        on = [r for r in self.installed if r.enabled]
+        if not on:
+            return ""
+        line = "skills (the owner's; tool_search finds them, then call skill_<name>):"
+        used = count_text(line)
+        for i, r in enumerate(on):
+            entry = _entry(r.name, r.description)
+            cost = count_text(entry)
+            if used + cost > SKILL_CATALOG_TOKENS:
+                return line + f" and {len(on) - i} more"
+            line, used = line + entry, used + cost
+        return line
+
+    # -- installing -------------------------------------------------------------------
+
+    def preview(self, bundle: Bundle) -> str:
+        token = hashlib.sha256(_digest(bundle).encode()).hexdigest()[:16]
+        if len(self.pending) >= MAX_PENDING:
+            self.pending.pop(next(iter(self.pending)))
+        self.pending[token] = bundle
+        return token
+
+    async def install(self, bundle: Bundle, now: datetime) -> None:
+        target = self.folder / bundle.name
+        staging = self.folder / f".new-{bundle.name}"
+        await asyncio.to_thread(_write, staging, bundle.files)
+        await asyncio.to_thread(shutil.rmtree, target, True)
+        staging.rename(target)
+        async with self.deps.session_factory() as s, s.begin():
+            await s.execute(delete(Skill).where(Skill.name == bundle.name))
+            s.add(
+                Skill(
+                    name=bundle.name,
+                    description=bundle.description,
+                    enabled=True,
+                    files=len(bundle.files),
+                    sha256=_digest(bundle),
+                    installed_at=now,
+                )
+            )
+        await self.reload()
+
+    async def set_enabled(self, name: str, on: bool) -> bool:
+        async with self.deps.session_factory() as s, s.begin():
+            done = await s.execute(update(Skill).where(Skill.name == name).values(enabled=on))
+        await self.reload()
+        return bool(getattr(done, "rowcount", 0))
+
+    async def remove(self, name: str) -> bool:
+        async with self.deps.session_factory() as s, s.begin():
+            done = await s.execute(delete(Skill).where(Skill.name == name))
+        await asyncio.to_thread(shutil.rmtree, self.folder / name, True)
+        await self.reload()
+        return bool(getattr(done, "rowcount", 0))
+
+    # -- using ------------------------------------------------------------------------
+
+    def _tool(self, name: str, description: str) -> Tool[SkillParams]:
+        source = f"the skill {name}"
+        read: Effects = effects(reads=("files",), outside=source)
+        # A script runs without the network unless the call asks for it, and then the person
+        # is asked (bot/approvals/gate.py): nothing a skill's script read can leave unasked.
+        ran: Effects = effects(writes=("execution",), outside=source)
+        networked: Effects = effects(writes=("execution", "internet"), outside=source)
+
+        def fx(p: SkillParams) -> Effects:
+            # Only a script bun runs writes: a Python one is refused before anything runs.
+            if not (p.script and p.script.strip().endswith(SCRIPT_SUFFIXES)):
+                return read
+            return networked if p.network else ran
+
+        async def run(p: SkillParams, call: ToolCall) -> dict[str, Any]:
+            folder = self.folder / name
+            files = await asyncio.to_thread(_listing, folder)
+            if p.script is None:
+                text = await asyncio.to_thread((folder / "SKILL.md").read_text, "utf-8")
+                return {
+                    "skill": name,
+                    "instructions": _body(text),
+                    "files": files,
+                    "scripts": [f for f in files if f.endswith((*SCRIPT_SUFFIXES, ".py"))],
+                    "note": "a script runs with script=<path>; it runs sandboxed, like code",
+                }
+            return await self._run_script(name, folder, files, p, call)
+
+        return Tool(tool_name(name), description, SkillParams, run, effects=fx)
+
+    async def _run_script(
+        self, name: str, folder: Path, files: list[str], p: SkillParams, call: ToolCall
+    ) -> dict[str, Any]:
+        script = (p.script or "").strip().removeprefix("./")
+        if script not in files:
+            raise ToolError(f"the skill {name} has no file {p.script!r}; its files: {files}")
+        if script.endswith(".py"):
+            raise ToolError(
+                f"{script} is a Python script, and the code sandbox runs only JavaScript and "
+                "TypeScript (bun): it was not run. Do its steps another way, or tell the person."
+            )
+        if not script.endswith(SCRIPT_SUFFIXES):
+            raise ToolError(f"{script} is not a script (.js, .mjs or .ts run here).")
+        if self._code is None:
+            self._code = CodeService(self.deps)
+        if self._code.runner is None:
+            raise ToolError(f"scripts cannot run here: {self._code.problem}")
+        body = await asyncio.to_thread((folder / script).read_text, "utf-8")
+        # Named in the trace (its reasoning and first line), so /codestats and
+        # /codefailures show which skill ran what.
+        code = (
+            f"// skill {name}: {script}\n"
+            f"process.argv.splice(2, Infinity, ...{json.dumps([str(a) for a in p.args])});\n" + body
+        )
+        named = dataclasses.replace(call, reasoning=f"{SKILL_RUN}{name}: {script}")
+        row_id, res, cat = await self._code.execute(code, SCRIPT_TIMEOUT_MS, named, p.network)
+        return {
+            "skill": name,
+            "script": script,
+            "success": cat is None,
+            "exit_code": res.exit_code,
+            "stdout": trim(res.stdout, STDOUT_FOR_MODEL, res.stdout_truncated),
+            "stderr": trim(res.sandbox_error or res.stderr, 2000, res.stderr_truncated),
+            "execution_id": row_id,
+        }
+
+
+assert SCRIPT_TIMEOUT_MS <= MAX_TIMEOUT_MS
+
+SKILLS: Key[Skills] = Key("skills.installed")
+
+
+def _entry(name: str, description: str) -> str:
+    words = description.split()
+    for n in range(min(len(words), 6), -1, -1):
+        entry = f" {name}" + (f" ({' '.join(words[:n])})" if n else "") + ";"
+        if count_text(entry) <= ENTRY_TOKENS:
+            return entry
+    return f" {name};"
+
+
+def _body(text: str) -> str:
+    return front_matter(text)[1].strip()
+
+
+def _digest(bundle: Bundle) -> str:
+    h = hashlib.sha256()
+    for path in sorted(bundle.files):
+        h.update(path.encode() + b"\0" + hashlib.sha256(bundle.files[path]).digest())
+    return h.hexdigest()
+
+
+def _write(folder: Path, files: dict[str, bytes]) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, mode=0o700)
+    for rel, content in files.items():
+        path = folder.joinpath(*rel.split("/"))
+        if not path.resolve().is_relative_to(folder.resolve()):
+            raise ValueError(f"{rel} is outside the skill's folder")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and not p.is_symlink()
+    )
