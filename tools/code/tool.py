@@ -61,10 +61,9 @@ STDERR_FOR_MODEL = 2000
 
 # Every token here sits in each request's prompt: a small model's context is 4k.
 DESCRIPTION = (
-    "Run JavaScript (Bun, sandboxed): execute `code`, an ES module that prints with "
-    "console.log (node:*, fetch; no npm); or generate: `task` becomes a program in the "
-    f"background (job_id; status, abort). ./{INPUT_DIR}/ has the user's files; files in "
-    f"./{OUTPUT_DIR}/ are sent to them."
+    "Run JavaScript (Bun, sandboxed): execute `code`, an ES module printing with console.log "
+    "(node:*, fetch; no npm), or generate: `task` becomes a program in the background "
+    f"(job_id; status, abort). ./{INPUT_DIR}/: the user's files; ./{OUTPUT_DIR}/: sent to them."
 )
 
 
@@ -81,7 +80,7 @@ class CodeParams(BaseModel):
     task: str | None = Field(default=None, description="generate: what to do")
     context: SkipJsonSchema[str | None] = None  # generate: details (the task says enough)
     job_id: str | None = Field(default=None, description="status, abort")
-    network: bool | None = Field(default=None, description="true if the code needs the internet")
+    network: bool | None = Field(default=None, description="true: it needs the internet")
 
     @model_validator(mode="before")
     @classmethod

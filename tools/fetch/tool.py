@@ -20,7 +20,7 @@ TOTAL_CHARS = 14_000  # stays under the runner's result cap, with room for the l
 
 
 class FetchParams(BaseModel):
-    urls: list[str] = Field(description="http(s)", min_length=1, max_length=MAX_URLS)
+    urls: list[str] = Field(min_length=1, max_length=MAX_URLS)
     max_chars: SkipJsonSchema[int] = Field(  # validated, not shown
         default=6000, ge=500, le=TOTAL_CHARS, description="per page"
     )
@@ -62,7 +62,7 @@ def build_tool(http: Any, policy: Policy, deadline_s: float = DEADLINE_S) -> Too
 
     return Tool(
         "web_fetch",
-        "Readable text of 1-5 web pages (after a search, or a link the user gave).",
+        "Readable text of 1-5 web pages (from a search, or the user's link).",
         FetchParams,
         web_fetch,
         effects=lambda p: effects(reads=("internet",), outside="the page " + ", ".join(p.urls)),

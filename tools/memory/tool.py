@@ -32,9 +32,11 @@ CATEGORIES = {
     "mid": ("goal", "plan", "project"),
 }
 
-DESCRIPTION = """Facts about the user. store: one per call, third person ("Lives in Berlin"),
-`layer` long (facts, people, likes), mid (goals, plans), short (recent) or session. recall by
-`query`; list; forget by `memory_id`."""
+DESCRIPTION = (
+    'Facts about the user. store: one per call, third person ("Lives in Berlin"), `layer` long '
+    "(facts, people, likes), mid (goals, plans), short (recent) or session. recall by `query`; "
+    "list; forget by `memory_id`."
+)
 
 SOURCED = "sourced"  # the category of what outside content said, kept as such
 SOURCED_LAYER = "short"  # recent context that expires, not a standing fact about the user

@@ -13,10 +13,13 @@ from tools.reminders import jobs
 from tools.reminders.parse import Fields, build_spec
 from tools.reminders.times import describe, local_text
 
-DESCRIPTION = """Reminders and tasks at the user's local time, never UTC. create: `text`,
-`when` (the user's words) and `at` (YYYY-MM-DD HH:MM, tomorrow HH:MM), `in_minutes`, `every`
-(30m, 2h) or `daily_at` HH:MM (+ `days`: weekdays, mon,fri); kind=task runs `text` as your
-instruction then. list; cancel/pause/resume by `job_id`."""
+# One line: each newline is a token more in every prompt.
+DESCRIPTION = (
+    "Reminders and tasks at the user's local time, never UTC. create: `text`, `when` (their "
+    "words) and `at` (YYYY-MM-DD HH:MM, tomorrow HH:MM), `in_minutes`, `every` (30m, 2h) or "
+    "`daily_at` HH:MM (+ `days`: weekdays, mon,fri); kind=task runs `text` as your instruction "
+    "then. list; cancel/pause/resume by `job_id`."
+)
 # Reminders and tasks are kept for the user like memories; a task's own tool calls are gated
 # when it runs.
 READS, WRITES = effects(reads=("memory",)), effects(writes=("memory",))
