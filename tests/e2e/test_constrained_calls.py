@@ -2,7 +2,7 @@
 assembled app: a server that says it is llama.cpp's (GET /props) gets the schema of every
 reply with tools offered; the held call runs as a tool call, the held answer is what the
 person reads (and its JSON never shows, not even in a draft). A server that says nothing is
-not asked, and LLM_CONSTRAINED_CALLS forces it either way."""
+not asked, and LLM_CONSTRAINED_CALLS forces it either way (off by default)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ async def test_a_held_call_runs_and_the_held_answer_is_shown(
     make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
 ) -> None:
     fake_llm.n_ctx = 32768  # /props answers as llama-server's does
-    tg = await make_tg()
+    tg = await make_tg(llm_constrained_calls="auto")
     tg.llm.add(
         Text(json.dumps({"name": "memory", "arguments": STORE}, indent=1), chunk=5),
         Text('{"answer": "Noted: your sister is \\"Ana\\".\\nAnything else?"}', chunk=3),
@@ -69,22 +69,27 @@ async def test_a_held_call_runs_and_the_held_answer_is_shown(
         assert '"answer"' not in text and '"name"' not in text and "{" not in text, text
 
 
-async def test_a_server_that_does_not_say_is_not_held(tg: TG) -> None:
+async def test_a_server_that_does_not_say_is_not_held(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(llm_constrained_calls="auto")
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == "echo: hello"
     assert tg.llm.requests[0]["tools"] and held(tg.llm.requests[0]) is None
 
 
-@pytest.mark.parametrize(("setting", "says", "holds"), [("on", False, True), ("off", True, False)])
+@pytest.mark.parametrize(
+    ("setting", "says", "holds"), [("on", False, True), ("off", True, False), (None, True, False)]
+)
 async def test_the_setting_forces_it_on_and_off(
     make_tg: Callable[..., Awaitable[TG]],
     fake_llm: FakeOpenAI,
-    setting: str,
+    setting: str | None,
     says: bool,
     holds: bool,
 ) -> None:
     fake_llm.n_ctx = 32768 if says else None
-    tg = await make_tg(llm_constrained_calls=setting)
+    tg = await make_tg(**({"llm_constrained_calls": setting} if setting else {}))
     tg.llm.add(Text('{"answer": "held"}' if holds else "free"))
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == ("held" if holds else "free")
