@@ -180,6 +180,7 @@ bench: install-dev
 	$(BIN)/python bench/code_exec.py
 	$(BIN)/python bench/memory_recall.py $(BENCH_ARGS)
 	$(BIN)/python bench/tools_budget.py
+	$(BIN)/python bench/tool_schemas.py
 	$(BIN)/python bench/skills_catalog.py
 	$(BIN)/python bench/session_split.py
 	$(BIN)/python bench/media.py

@@ -22,15 +22,18 @@ from tests.real.servers import LlamaServer, manifest, start_chat
 
 
 @contextmanager
-def chat_server() -> Iterator[tuple[LlamaServer, str]]:
+def chat_server(model: Path | None = None) -> Iterator[tuple[LlamaServer, str]]:
     """The chat model's server, started (and always stopped) for the bench, and the model's
-    name; the app's warnings are kept out of the figures."""
+    name (`model`: another GGUF than the real tier's, named by its file); the app's warnings
+    are kept out of the figures."""
     logging.disable(logging.WARNING)
     # SIGTERM unwinds like Ctrl-C does, so the server below is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     found = manifest()
     if found is None:
         raise SystemExit("llama-server is not installed: run `python scripts/real_llm.py`")
+    if model is not None:
+        found = {**found, "chat_model": str(model), "chat_model_name": model.stem}
     with tempfile.TemporaryDirectory() as logs:
         server = start_chat(found, Path(logs) / "chat-server.log")
         try:

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from cachetools import TTLCache
+from pydantic import ValidationError
 
 from bot.agent.runner import Incoming
 from bot.agent.toolexec import run_call
@@ -95,9 +96,12 @@ def test_schema_has_the_documented_parameters(tmp_path: Path, http: httpx.AsyncC
     tool = tool_for(make_service(make_settings(tmp_path), http))
     params = tool.schema()["function"]["parameters"]
     assert tool.name == "search"
-    assert set(params["properties"]) == {"query", "type", "max_results", "language", "time_range"}
+    # max_results is validated (1-10) but not shown: its tokens would sit in every prompt.
+    assert set(params["properties"]) == {"query", "type", "language", "time_range"}
     assert params["required"] == ["query"]
-    assert params["properties"]["max_results"]["maximum"] == 10
+    assert SearchParams.model_validate({"query": "x", "max_results": 3}).max_results == 3
+    with pytest.raises(ValidationError):
+        SearchParams.model_validate({"query": "x", "max_results": 11})
 
 
 async def test_primary_choice(

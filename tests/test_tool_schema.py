@@ -30,3 +30,27 @@ def test_schema_keeps_a_field_named_title_and_inlines_refs() -> None:
     assert "title" not in schema  # the model's own title is dropped
     assert schema["required"] == ["title"]
     assert schema["properties"]["limit"]["maximum"] == 10
+
+
+class Optionals(BaseModel):
+    action: Literal["store", "recall"]
+    note: str | None = Field(None, description="what to keep", max_length=20)
+    layer: Literal["long", "short"] | None = None
+    default: str = Field("x", pattern="^[a-z]+$")  # fields may be called like keywords
+    pattern: int | None = None
+
+
+def test_optional_fields_are_their_type_and_checks_stay_with_the_validation() -> None:
+    """Small models carry every token of the tools: `anyOf [X, null]` + `default: null` is
+    X left out of `required`; defaults, lengths and patterns are the validation's."""
+    schema = json_schema(Optionals)
+    assert schema["properties"] == {
+        "action": {"enum": ["store", "recall"], "type": "string"},
+        "note": {"type": "string", "description": "what to keep"},
+        "layer": {"enum": ["long", "short"], "type": "string"},
+        "default": {"type": "string"},
+        "pattern": {"type": "integer"},
+    }
+    assert schema["required"] == ["action"]
+    assert Optionals.model_validate({"action": "store"}).default == "x"
+    assert Optionals.model_validate({"action": "store", "note": None}).note is None

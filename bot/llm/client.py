@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from bot.config import Settings
 from bot.errors import ProviderError
+from bot.llm import constrained
 from bot.llm.completion import collect, from_json
 from bot.llm.wire import (
     APIConnectionError,
@@ -322,6 +323,7 @@ class LLMClient:
         self.silence = silence_limit(settings.llm_timeout_s)
         self.client = Endpoint(settings.llm_base_url, key, self.silence, http_client=http_client)
         self.context = ContextSize(self.client, settings.llm_context_tokens)
+        self.constraint = constrained.Constraint(settings.llm_constrained_calls)
         self.ask_usage = True  # stream_options.include_usage, until a server rejects it
         self.limit_field = "max_tokens"  # max_completion_tokens where a server asks for it
         self.fallback_model = settings.llm_fallback_model
@@ -447,22 +449,36 @@ class LLMClient:
         delay = min(self.retry_max_delay, self.retry_base_delay * 2.0 ** min(step, 32))
         return delay * (0.75 + random.random() / 2)
 
-    async def _adapting(self, body: dict[str, Any], send: Callable[[], Awaitable[T]]) -> T:
+    async def _adapting(
+        self,
+        body: dict[str, Any],
+        send: Callable[[], Awaitable[T]],
+        endpoint: Endpoint | None = None,
+    ) -> T:
         """`send()`, once more after each refused field `_adapted` took out of `body`."""
         while True:
             try:
                 return await send()
             except APIStatusError as exc:
-                if not self._adapted(exc, body):
+                if not self._adapted(exc, body, endpoint):
                     raise
 
-    def _adapted(self, exc: APIStatusError, body: dict[str, Any]) -> bool:
+    def _adapted(
+        self, exc: APIStatusError, body: dict[str, Any], endpoint: Endpoint | None = None
+    ) -> bool:
         """Whether a 400 was a server refusing one of our optional fields, now changed in
         `body` (and for later calls): stream_options (older servers; usage is then
-        estimated), max_tokens (OpenAI's reasoning models want max_completion_tokens)."""
+        estimated), max_tokens (OpenAI's reasoning models want max_completion_tokens),
+        response_format (a server that cannot hold a reply to a schema)."""
         said = str(exc)
         if exc.status_code not in (400, 422):  # Mistral answers 422 to a field it does not take
             return False
+        if re.search(r"response_format|json_schema|grammar", said) and "response_format" in body:
+            log.warning("the model endpoint refuses response_format: tool calls go unheld")
+            del body["response_format"]
+            if endpoint is not None:
+                self.constraint.refused(endpoint)
+            return True
         if "stream_options" in said and body.pop("stream_options", None) is not None:
             log.warning("the model endpoint rejects stream_options; usage will be estimated")
             self.ask_usage = False
@@ -493,22 +509,31 @@ class LLMClient:
         outage is waited out, and `on_wait` gets the line to show them: once that the
         provider is not answering, once that a stream went quiet.
 
-        A small model may write a tool call out as text (completion.adopt_written): naming an
-        offered tool, it becomes the completion's tool call, and its text is never shown."""
+        Where the server can (bot/llm/constrained.py), a reply with tools offered is held to
+        an answer or one valid call. A small model may still write a tool call out as text
+        (written.adopt_written): naming an offered tool, it becomes the completion's tool
+        call, and its text is never shown."""
         offered = tool_names(tools or [])
         shown = holdback(on_text, offered)
 
         async def once(client: Endpoint, model: str, silence: Silence) -> Completion:
             body = self._body(model, messages, None)
             body["stream"] = True
+            held = bool(tools) and await self.constraint.wanted(client)
             if tools:
                 body["tools"] = tools
+                if held:
+                    body["response_format"] = constrained.response_format(tools)
             if self.ask_usage:
                 # The provider's own token counts arrive in a last chunk without choices.
                 body["stream_options"] = {"include_usage": True}
             async with silence.watch():
-                events = await self._adapting(body, lambda: open_stream(client, body))
-                return await collect(_heard(events, silence), model, shown)
+                events = await self._adapting(body, lambda: open_stream(client, body), client)
+                drafts = constrained.drafts(shown) if "response_format" in body else shown
+                out = await collect(_heard(events, silence), model, drafts)
+            if "response_format" in body and not constrained.adopt(out, offered):
+                log.info("a held reply was no answer or call: read as written")
+            return out
 
         completion = await self._call(model, once, on_wait)
         adopt_written(completion, offered)

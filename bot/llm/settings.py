@@ -7,7 +7,7 @@ without importing the config."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -46,6 +46,11 @@ class ModelSettings(BaseModel):
     llm_max_output_tokens: int = Field(default=4096, ge=1)
     # The model's context in tokens; 0: ask the server (llama.cpp, Ollama) or unknown.
     llm_context_tokens: int = Field(default=0, ge=0)
+    # Replies held by the server to "an answer or a call of one offered tool with valid
+    # arguments" (bot/llm/constrained.py): auto where the server is llama.cpp's or Ollama's.
+    # Off by default: on bench/tool_use.py the 0.5B model, held, called the same tool again
+    # and again instead of answering (measured 2026-12-06; the 1.5B not yet measured).
+    llm_constrained_calls: Literal["auto", "on", "off"] = "off"
 
     _more_models: tuple[str, ...] = PrivateAttr(default=())
 

@@ -167,6 +167,7 @@ class FakeOpenAI:
     requests: list[dict[str, Any]] = field(default_factory=list)
     send_usage: bool = True
     reject_stream_options: bool = False  # an older server: 400 when the field is present
+    reject_response_format: bool = False  # a server that cannot hold a reply to a schema
     host: str = "127.0.0.1"
     port: int = 0
     _runner: web.AppRunner | None = None
@@ -283,6 +284,9 @@ class FakeOpenAI:
         self.authorizations.append(request.headers.get("Authorization"))
         if self.reject_stream_options and "stream_options" in body:
             err = {"error": {"message": "Unrecognized request argument supplied: stream_options"}}
+            return web.json_response(err, status=400)
+        if self.reject_response_format and "response_format" in body:
+            err = {"error": {"message": "response_format type json_schema is not supported"}}
             return web.json_response(err, status=400)
         if self.n_ctx is not None and (n := prompt_tokens(body)) >= self.n_ctx:
             # llama-server refuses before it reads the prompt: no scripted turn is used up.

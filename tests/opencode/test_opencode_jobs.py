@@ -268,3 +268,64 @@ async def test_a_job_runs_on_the_users_model_and_its_calls_are_theirs(
     report = (await oc.replies(OWNER, 2))[1].text or ""
     assert "code generation —" in report and "big-model —" in report
     assert await until_gone(installed) == []
+
+
+async def test_a_job_that_wrote_nothing_is_failed_with_the_reason(
+    oc: TG, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    """The 1.5B model behind OpenCode wrote its `write` call as text (recorded 2026-12-06):
+    OpenCode ran nothing and ended. The person reads that the job failed and why, not
+    OpenCode's model's closing words; /codestats counts it as failed."""
+    written = (
+        '<tools>\n  <function name="write" arguments=\'{"filePath": "/work/fib.ts", '
+        '"content": "console.log(832040)"}\'>\n</tools>\nI wrote fib.ts; it prints 832040.'
+    )
+    lane.script += [Text(written)]
+    job_id = await start_job(oc, "a program that prints the 30th Fibonacci number")
+
+    text = (await oc.reply(OWNER, timeout=300)).text or ""
+    assert text.startswith(f"❌ Code job {job_id} failed"), text
+    assert "Why: it ended without writing a file" in text and "832040" not in text
+    async with oc.app.session_factory() as s:
+        job = (await s.execute(select(CodeJob))).scalar_one()
+    assert (job.status, job.files, job.summary) == ("failed", "", None)
+
+    status = await ask(oc, {"action": "status", "job_id": job_id})
+    assert status["status"] == "failed" and "without writing a file" in status["error"]
+    await oc.send(OWNER, "/codestats")
+    stats = (await oc.reply(OWNER)).text or ""  # no runs: no chart before it
+    assert "Done: 0" in stats and "Failed or stopped: 1" in stats
+    assert await until_gone(installed) == []
+
+
+def from_code_model(body: dict[str, Any]) -> bool:
+    """The one completion that writes a program when OpenCode does not."""
+    system = next((m for m in body.get("messages", []) if m.get("role") == "system"), None)
+    return system is not None and str(system.get("content")).startswith("You write one")
+
+
+async def test_a_context_too_small_for_opencode_has_the_model_write_the_program(
+    make_tg: Any, fake_llm: Any, lane: Lane, installed: OpenCodeInstall
+) -> None:
+    """llama-server run with `-c 4096` (its /props says so): OpenCode's own prompt would not
+    fit, so the model writes the program in one call, and the tool result says why."""
+    fake_llm.n_ctx = 4096
+    coder = Lane(from_code_model, script=[Text("```ts\nconsole.log(6 * 7)\n```")])
+    fake_llm.lanes.insert(0, coder)
+    oc = await delivering(await make_tg(approvals="off", code_generator="opencode"))
+    job_id = await start_job(oc, "a program that prints 42")
+    started = json.loads(tool_results(oc.llm.requests)[-1])
+    assert "needs about 8,192 tokens" in started["note"] and "holds 4,096" in started["note"]
+
+    async def finished() -> CodeJob:
+        while True:
+            async with oc.app.session_factory() as s:
+                job = (await s.execute(select(CodeJob))).scalar_one()
+            if job.status != "pending":
+                return job
+            await asyncio.sleep(0.2)
+
+    job = await asyncio.wait_for(finished(), 120)
+    assert (job.id, job.status, job.generator) == (job_id, "done", "llm")
+    assert job.code == "console.log(6 * 7)"
+    assert len(coder.requests) == 1 and lane.requests == []  # OpenCode never started

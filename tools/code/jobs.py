@@ -13,6 +13,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,14 @@ OWNER = uuid.uuid4().hex
 JOBS_FOLDER = "code-jobs"
 MAX_LISTED = 200  # files named in a job's trace
 SHUTDOWN = "the bot shut down before the job finished"
+# OpenCode's own first request (its system prompt and tool schemas) was 7,293 tokens on
+# Qwen2.5's tokenizer (OpenCode 1.x, 2026-12): with room for its answer, a context smaller
+# than this cannot hold one step of a job, and the model writes the program itself.
+OPENCODE_CONTEXT = 8192
+NOTHING_MADE = (
+    "it ended without writing a file: OpenCode's model ran {steps} step(s) and no tool made "
+    "anything (a small model may write its tool calls as text, which OpenCode does not run)"
+)
 
 
 def job_work(data_dir: Path, job_id: str) -> Path:
@@ -94,6 +103,7 @@ class JobManager:
         data_dir: Path = Path("./data"),
         opencode: OpenCodeRunner | None = None,
         metering: Metering | None = None,
+        context_tokens: Callable[[], Awaitable[int | None]] | None = None,
     ) -> None:
         self.sf = session_factory
         self.metering = metering
@@ -101,6 +111,7 @@ class JobManager:
         self.clock = clock
         self.data_dir = data_dir
         self.opencode = opencode
+        self.context_tokens = context_tokens
         self.owner = OWNER
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.live: dict[str, tuple[Progress, float]] = {}  # running OpenCode jobs
@@ -119,11 +130,31 @@ class JobManager:
                 log.info("marked %d code job(s) of an earlier run as interrupted", n)
             self._swept = True
 
-    async def start(self, ctx: RequestContext, task: str, context: str) -> str:
+    async def too_small(self) -> str | None:
+        """Why OpenCode cannot run a job on this model (None: it can, or nobody knows)."""
+        if self.opencode is None or self.context_tokens is None:
+            return None
+        try:
+            held = await self.context_tokens()
+        except Exception:  # the job itself will say what is wrong with the server
+            log.debug("the model's context could not be asked", exc_info=True)
+            return None
+        if held is None or held >= OPENCODE_CONTEXT:
+            return None
+        return (
+            f"OpenCode's prompt needs about {OPENCODE_CONTEXT:,} tokens and the model's "
+            f"context holds {held:,}, so the model writes the program in one call instead."
+        )
+
+    async def start(self, ctx: RequestContext, task: str, context: str) -> tuple[str, str | None]:
+        """The new job's id, and the line that says why OpenCode does not run it (None: it
+        does, or the model writes code here anyway)."""
         await self._sweep()
         job_id = uuid.uuid4().hex[:12]
+        why = await self.too_small()
+        opencode = None if why else self.opencode
         call = ModelCall("code", ctx.user_id, ctx.session_id, ctx.request_id)
-        relay = await self.relay_job(call) if self.opencode is not None else None
+        relay = await self.relay_job(call) if opencode is not None else None
         async with self.sf.begin() as s:
             await repo.add_job(
                 s,
@@ -132,22 +163,24 @@ class JobManager:
                 session_id=ctx.session_id,
                 task=task,
                 context=context,
-                generator=self.generator,
+                generator="opencode" if opencode else "llm",
                 model=relay.models[0] if relay else "",
                 owner=self.owner,
                 created_at=self.clock(),
             )
-        if self.opencode is not None and relay is not None:
+        if opencode is not None and relay is not None:
             work = job_work(self.data_dir, job_id)
             work.mkdir(mode=0o700, parents=True)
             self.live[job_id] = (Progress(), time.monotonic())
-            job = self._opencode_job(job_id, task, context, work, self.opencode, relay)
+            job = self._opencode_job(job_id, task, context, work, opencode, relay)
         else:
+            if why:
+                log.info("code job %s: %s", job_id, why)
             job = self._work(job_id, task, context, call)
         t = asyncio.create_task(job, name=f"code-job-{job_id}")
         self.tasks[job_id] = t
         t.add_done_callback(lambda _t: self.tasks.pop(job_id, None))
-        return job_id
+        return job_id, why
 
     async def relay_job(self, call: ModelCall) -> RelayJob:
         """The job's calls: the user's, on the model they picked with /model (else the
@@ -219,6 +252,11 @@ class JobManager:
             self.live.pop(job_id, None)
             self._aborted.discard(job_id)
             files = await asyncio.to_thread(written, work)
+            summary = progress.summary or None
+            if status == "done" and not files:
+                # Nothing to show for it: a failure, and OpenCode's model's closing words
+                # (which may tell of a file it never wrote) are not passed on as its result.
+                status, error, summary = "failed", NOTHING_MADE.format(steps=progress.steps), None
             await self._store(
                 job_id,
                 status=status,
@@ -226,7 +264,7 @@ class JobManager:
                 steps=progress.steps,
                 duration_ms=(time.monotonic() - started) * 1000,
                 files="\n".join(files[:MAX_LISTED]),
-                summary=progress.summary or None,
+                summary=summary,
             )
 
     async def _store(self, job_id: str, **values: Any) -> None:

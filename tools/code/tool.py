@@ -7,6 +7,7 @@ import logging
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from db.engine import SessionFactory
 from tools.base import (
@@ -58,33 +59,28 @@ MAX_CONCURRENT = 2
 STDOUT_FOR_MODEL = 4000
 STDERR_FOR_MODEL = 2000
 
+# Every token here sits in each request's prompt: a small model's context is 4k.
 DESCRIPTION = (
-    "Run JavaScript/TypeScript with Bun in a sandbox, or have code written in the background. "
-    "action=execute: `code` is an ES module read from stdin (top-level await works; print "
-    "results with console.log); only built-ins (Bun APIs, node:* modules, fetch) — npm "
-    "packages cannot be installed. Returns success, exit code, stdout, stderr, duration, "
-    "execution id and error category. action=generate: `task` (+ optional `context`) returns "
-    "a job_id at once; action=status with that job_id gives its progress or result; "
-    "action=abort ends it. "
-    f"Files the user sent are in ./{INPUT_DIR}/; files the code writes to ./{OUTPUT_DIR}/ are "
-    "sent to the user (images as photos)."
+    "Run JavaScript (Bun, sandboxed): execute `code`, an ES module printing with console.log "
+    "(node:*, fetch; no npm), or generate: `task` becomes a program in the background "
+    f"(job_id; status, abort). ./{INPUT_DIR}/: the user's files; ./{OUTPUT_DIR}/: sent to them."
 )
 
 
 class CodeParams(BaseModel):
     action: Literal["execute", "generate", "status", "abort"]
-    code: str | None = Field(default=None, description="ES module source, for execute")
+    code: str | None = Field(default=None, description="execute: the source")
     file: str | None = Field(
         default=None,
-        description="for execute instead of code: `<job_id>/<path>`, a file a generate job wrote",
+        description="execute: a generate job's `<job_id>/<path>`",
     )
-    timeout_ms: int | None = Field(
-        default=None, ge=1, description="for execute; default 30000, capped at 120000"
+    timeout_ms: SkipJsonSchema[int | None] = Field(  # validated, not shown
+        default=None, ge=1, description="execute: at most 120000"
     )
-    task: str | None = Field(default=None, description="what the code should do, for generate")
-    context: str | None = Field(default=None, description="extra detail, for generate")
-    job_id: str | None = Field(default=None, description="for status and abort")
-    network: bool | None = Field(default=None, description="true if the code needs the internet")
+    task: str | None = Field(default=None, description="generate: what to do")
+    context: SkipJsonSchema[str | None] = None  # generate: details (the task says enough)
+    job_id: str | None = Field(default=None, description="status, abort")
+    network: bool | None = Field(default=None, description="true: it needs the internet")
 
     @model_validator(mode="before")
     @classmethod
@@ -153,6 +149,7 @@ class CodeService:
             data_dir=deps.data_dir,
             opencode=opencode,
             metering=deps.metering,
+            context_tokens=deps.endpoint.context_tokens if deps.endpoint else None,
         )
         deps.closers.append(self.jobs.close)
         deps.closers.append(self.close)
@@ -341,8 +338,10 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
         if p.action == "generate":
             if not p.task or not p.task.strip():
                 raise ToolError("generate needs `task`: what the code should do")
-            job_id = await service.jobs.start(call.ctx, p.task, p.context or "")
-            return {"job_id": job_id, "status": "pending", "hint": "call action=status with job_id"}
+            job_id, why = await service.jobs.start(call.ctx, p.task, p.context or "")
+            hint = "call action=status with job_id"
+            started = {"job_id": job_id, "status": "pending", "hint": hint}
+            return {**started, "note": why} if why else started
         if not p.job_id:
             raise ToolError(f"{p.action} needs `job_id` (returned by generate)")
         if p.action == "abort":

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
 from tools.effects import effects
@@ -19,11 +20,9 @@ TOTAL_CHARS = 14_000  # stays under the runner's result cap, with room for the l
 
 
 class FetchParams(BaseModel):
-    urls: list[str] = Field(
-        description="One to five http(s) URLs", min_length=1, max_length=MAX_URLS
-    )
-    max_chars: int = Field(
-        default=6000, ge=500, le=TOTAL_CHARS, description="Characters of text kept per page"
+    urls: list[str] = Field(min_length=1, max_length=MAX_URLS)
+    max_chars: SkipJsonSchema[int] = Field(  # validated, not shown
+        default=6000, ge=500, le=TOTAL_CHARS, description="per page"
     )
 
 
@@ -63,8 +62,7 @@ def build_tool(http: Any, policy: Policy, deadline_s: float = DEADLINE_S) -> Too
 
     return Tool(
         "web_fetch",
-        "Fetch one to five web pages by URL and return their readable text (articles, docs). "
-        "Use after a search, or when the user gives a link.",
+        "Readable text of 1-5 web pages (from a search, or the user's link).",
         FetchParams,
         web_fetch,
         effects=lambda p: effects(reads=("internet",), outside="the page " + ", ".join(p.urls)),

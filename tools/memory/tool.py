@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from db.engine import SessionFactory
 from db.repos import core as core_repo
@@ -41,15 +42,12 @@ CATEGORIES = {
     "mid": ("goal", "plan", "project"),
 }
 
-DESCRIPTION = """Memory about the user. Layers: long (facts, preferences, relationships;
-permanent), mid (goals, plans, projects; 90 days), short (recent context; 14 days),
-session (this conversation).
-- store: `content` in `layer` with `category`; one self-contained fact per call, in the
-  third person ("Lives in Berlin"); storing a known fact updates it. When it contradicts
-  or corrects a remembered one ("moved to Lisbon" after "Lives in Porto"), set `replaces`
-  to that memory's id ("last": the one your last answer used); the old one is kept as history.
-- recall: memories relevant to `query`. list: memories. forget: `memory_id` (none: the
-  memory your last answer used, for "forget that")."""
+DESCRIPTION = (
+    'Facts about the user. store: one per call, third person ("Lives in Berlin"), `layer` long '
+    "(facts, people, likes), mid (goals, plans), short (recent) or session; a fact that "
+    'corrects a remembered one sets `replaces` (its id, or "last": the one your last answer '
+    "used). recall by `query`; list; forget by `memory_id` (none: the last answer's)."
+)
 
 SOURCED = "sourced"  # the category of what outside content said, kept as such
 SOURCED_LAYER = "short"  # recent context that expires, not a standing fact about the user
@@ -79,22 +77,15 @@ ACTION_FIELDS = {
 
 class MemoryParams(BaseModel):
     action: Literal["store", "recall", "list", "forget"]
-    layer: Literal["long", "mid", "short", "session"] | None = Field(
-        None, description="store: required; else a filter"
-    )
-    content: str | None = Field(None, description="store: the memory text")
-    category: str | None = Field(
-        None, description="long: fact|preference|relationship; mid: goal|plan|project"
-    )
-    certainty: float = Field(1.0, ge=0.0, le=1.0, description="store: how sure, 0-1")
-    query: str | None = Field(None, description="recall: what to look for")
-    limit: int = Field(10, ge=1, le=50)
-    memory_id: int | None = Field(
-        None, description="forget: the id to delete (none: the one your last answer used)"
-    )
-    replaces: int | Literal["last"] | None = Field(
-        None, description="store: id of the memory this corrects or contradicts, or 'last'"
-    )
+    layer: Literal["long", "mid", "short", "session"] | None = None
+    content: str | None = Field(None, description="store: the fact")
+    category: str | None = Field(None, description="fact, preference, relationship, goal, plan")
+    # Knobs a model seldom turns: validated, not shown (their tokens are in every prompt).
+    certainty: SkipJsonSchema[float] = Field(1.0, ge=0.0, le=1.0)
+    query: str | None = None
+    limit: SkipJsonSchema[int] = Field(10, ge=1, le=50)
+    memory_id: int | None = None
+    replaces: int | Literal["last"] | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -18,13 +18,13 @@ from tools.state import Slot
 # undo.py), as the person may not have wanted what a model read into their words.
 CREATED: Slot[list[int]] = Slot("reminders.created", list)
 
-DESCRIPTION = """Reminders and scheduled tasks, in the user's time zone.
-create: kind=reminder sends `text` at the time; kind=task runs `text` as your instruction
-then (with your tools) and sends the answer. Pass `when` = the user's own words AND local
-wall-clock fields: `at` (YYYY-MM-DD HH:MM, HH:MM, tomorrow HH:MM), `in_minutes`, `every`
-(30m, 2h; `at` = first run) or `daily_at` HH:MM with `days` (weekdays, weekends,
-mon,wed,fri). Never convert to UTC. On an error (time passed or unclear), ask the user or
-follow its hint. list: ids and next runs. cancel/pause/resume: by `job_id`."""
+# One line: each newline is a token more in every prompt.
+DESCRIPTION = (
+    "Reminders and tasks at the user's local time, never UTC. create: `text`, `when` (their "
+    "words) and `at` (YYYY-MM-DD HH:MM, tomorrow HH:MM), `in_minutes`, `every` (30m, 2h) or "
+    "`daily_at` HH:MM (+ `days`: weekdays, mon,fri); kind=task runs `text` as your instruction "
+    "then. list; cancel/pause/resume by `job_id`."
+)
 # Reminders and tasks are kept for the user like memories; a task's own tool calls are gated
 # when it runs.
 READS, WRITES = effects(reads=("memory",)), effects(writes=("memory",))

@@ -1,0 +1,204 @@
+"""Replies held by the server to "an answer" or "a call of one offered tool", where it can.
+
+A small local model chooses the right tool but writes the call in a form of its own
+(`<tools><function name=...>`, fences, bare JSON), and every form it invents is one more for
+the written-call reader. llama.cpp's server (and Ollama's) can instead hold a reply to a
+JSON schema, sampling only tokens that keep it valid. With tools offered, the reply is asked
+as one of
+
+    {"answer": "<what the person reads>"}
+    {"name": "<an offered tool>", "arguments": {<valid for that tool's schema>}}
+
+(the second is the object Qwen's and Hermes' templates put inside `<tool_call>`, so the
+model writes what it was trained to). The request still carries `tools`, so the chat
+template shows them to the model as usual; only what it may write is held.
+
+`Constraint` says per server whether to ask (LLM_CONSTRAINED_CALLS: `auto` asks llama.cpp's
+server and Ollama, detected as the context probe does, `on` every server, `off` none);
+a server that refuses the field is not asked again (client.LLMClient._adapted). `drafts`
+shows the answer's text as it streams, `adopt` turns the finished reply into the
+completion's text or tool call. A reply that is no such JSON (a server that ignored the
+field) is left to the written-call reader.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Collection
+from typing import Any
+
+from bot.llm.wire import APIConnectionError, APIError, APIStatusError, Endpoint
+from tools.chat import Completion, LLMToolCall, OnText
+
+log = logging.getLogger(__name__)
+
+ANSWER = "answer"
+_ANSWER_HEAD = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
+_CALL_HEAD = re.compile(r'\s*\{\s*"name"\s*:')
+# A string's raw content up to its closing quote (or the end so far).
+_RAW_STRING = re.compile(r'(?:\\.|[^"\\])*', re.S)
+# An escape not finished yet, or the first half of a surrogate pair without its second.
+_OPEN_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?$|\\u[dD][89abAB][0-9a-fA-F]{2}$")
+
+
+def reply_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON schema of a reply: an answer, or a call of one of `tools` (OpenAI's tool
+    entries) with arguments valid for its parameters."""
+    answer = {
+        "type": "object",
+        "properties": {ANSWER: {"type": "string"}},
+        "required": [ANSWER],
+        "additionalProperties": False,
+    }
+    calls = []
+    for tool in tools:
+        fn = tool.get("function") or {}
+        if not isinstance(fn.get("name"), str):
+            continue
+        calls.append(
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"const": fn["name"]},
+                    "arguments": fn.get("parameters") or {"type": "object"},
+                },
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    return {"anyOf": [answer, *calls]}
+
+
+def response_format(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The request's `response_format` (OpenAI's structured-output field, which llama.cpp's
+    server, Ollama and vLLM read as a grammar)."""
+    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": reply_schema(tools)}}
+
+
+def answer_so_far(text: str) -> str | None:
+    """The answer's text in a reply streamed so far; None while it is not (yet) an answer."""
+    head = _ANSWER_HEAD.match(text)
+    if head is None:
+        return None
+    raw = _RAW_STRING.match(text, head.end())
+    assert raw is not None  # the pattern matches the empty string
+    piece = _OPEN_ESCAPE.sub("", raw.group())
+    try:
+        decoded: str = json.loads(f'"{piece}"')
+    except ValueError:  # a control character the grammar let through: show it as it came
+        return piece
+    return decoded
+
+
+def drafts(shown: OnText | None) -> OnText | None:
+    """`shown` fed with the answer's text instead of the JSON around it; a reply that is no
+    JSON at all (the server did not hold it) goes on as it is, and a call is never shown."""
+    if shown is None:
+        return None
+
+    async def draft(text: str) -> None:
+        start = text.lstrip()[:1]
+        if start and start != "{":
+            await shown(text)
+            return
+        answer = answer_so_far(text)
+        if answer:
+            await shown(answer)
+
+    return draft
+
+
+def adopt(completion: Completion, offered: Collection[str]) -> bool:
+    """Read a held reply into `completion`: its answer becomes the text, its call the one
+    tool call. False when the reply is not such JSON (the written-call reader's turn)."""
+    if completion.tool_calls:  # the server read the call itself
+        return True
+    text = completion.content
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        answer = answer_so_far(text)
+        if answer is not None:  # cut at the output limit mid-answer: what there is
+            completion.content = answer
+            return True
+        if completion.truncated and _CALL_HEAD.match(text):
+            completion.content, completion.cut_call = "", True
+            return True
+        return False
+    if not isinstance(reply, dict):
+        return False
+    if set(reply) == {ANSWER} and isinstance(reply[ANSWER], str):
+        completion.content = reply[ANSWER]
+        return True
+    name, arguments = reply.get("name"), reply.get("arguments")
+    if (
+        set(reply) == {"name", "arguments"}
+        and isinstance(name, str)
+        and name in offered
+        and isinstance(arguments, dict)
+    ):
+        call_id = f"call_{uuid.uuid4().hex[:12]}"
+        completion.tool_calls = [LLMToolCall(call_id, name, json.dumps(arguments))]
+        completion.content = ""
+        if completion.finish_reason in ("stop", None):
+            completion.finish_reason = "tool_calls"
+        return True
+    return False
+
+
+def _llama_cpp(raw: Any) -> bool:
+    return isinstance(raw, dict) and isinstance(raw.get("default_generation_settings"), dict)
+
+
+def _ollama(raw: Any) -> bool:
+    """Ollama's version answer, from 0.5 (structured outputs) on."""
+    version = raw.get("version") if isinstance(raw, dict) else None
+    parts = re.match(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    return parts is not None and (int(parts[1]), int(parts[2])) >= (0, 5)
+
+
+class Constraint:
+    """Whether a server's chat replies are asked as held JSON (LLM_CONSTRAINED_CALLS): `on`,
+    `off`, or `auto`, asked once per server: llama.cpp's server (GET /props) and Ollama
+    (GET /api/version) hold a reply to a schema; other servers are not asked to. A server
+    that could not be asked (down, loading) is asked again with the next request."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.known: dict[str, bool] = {}
+
+    async def wanted(self, endpoint: Endpoint) -> bool:
+        if self.mode != "auto":
+            return self.known.get(endpoint.base_url, self.mode == "on")
+        if endpoint.base_url not in self.known:
+            found = await self._ask(endpoint)
+            if found is not None:
+                self.known[endpoint.base_url] = found
+                log.info(
+                    "%s: tool calls %s", endpoint.base_url, "held to a schema" if found else "free"
+                )
+            return bool(found)
+        return self.known[endpoint.base_url]
+
+    def refused(self, endpoint: Endpoint) -> None:
+        """The server refused the field: its replies go free from now on."""
+        self.known[endpoint.base_url] = False
+
+    async def _ask(self, endpoint: Endpoint) -> bool | None:
+        base = endpoint.base_url
+        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        for path, read in (("/props", _llama_cpp), ("/api/version", _ollama)):
+            try:
+                if read(await endpoint.call("GET", root + path, quiet=True)):
+                    return True
+            except APIConnectionError:
+                return None
+            except APIStatusError as exc:
+                if exc.status_code == 503:  # llama-server while it loads its model
+                    return None
+            except APIError:
+                continue
+        return False

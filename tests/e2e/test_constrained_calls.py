@@ -1,0 +1,96 @@
+"""Replies held to "an answer or one valid call" (bot/llm/constrained.py), through the
+assembled app: a server that says it is llama.cpp's (GET /props) gets the schema of every
+reply with tools offered; the held call runs as a tool call, the held answer is what the
+person reads (and its JSON never shows, not even in a draft). A server that says nothing is
+not asked, and LLM_CONSTRAINED_CALLS forces it either way (off by default)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import FakeOpenAI, Text
+from tools.memory.models import Memory
+
+STORE = {"action": "store", "layer": "long", "content": "Sister is called Ana"}
+
+
+def held(body: dict[str, Any]) -> dict[str, Any] | None:
+    fmt = body.get("response_format")
+    return fmt["json_schema"]["schema"] if fmt else None
+
+
+def seen_by_user(tg: TG) -> list[str]:
+    texts = [m.text or "" for m in tg.server.sent_to(OWNER)]
+    return texts + [str(d.params.get("text") or "") for d in tg.server.drafts]
+
+
+async def memories(tg: TG) -> list[str]:
+    async with tg.app.session_factory() as s:
+        return list((await s.execute(select(Memory.content).order_by(Memory.id))).scalars())
+
+
+async def test_a_held_call_runs_and_the_held_answer_is_shown(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.n_ctx = 32768  # /props answers as llama-server's does
+    tg = await make_tg(llm_constrained_calls="auto")
+    tg.llm.add(
+        Text(json.dumps({"name": "memory", "arguments": STORE}, indent=1), chunk=5),
+        Text('{"answer": "Noted: your sister is \\"Ana\\".\\nAnything else?"}', chunk=3),
+    )
+    await tg.send(OWNER, "Remember that my sister's name is Ana.")
+    assert (await tg.reply(OWNER)).text == 'Noted: your sister is "Ana".\nAnything else?'
+    await tg.idle()
+    assert await memories(tg) == ["Sister is called Ana"]
+
+    first, second = tg.llm.requests[:2]
+    schema = held(first)
+    assert schema is not None and held(second) == schema
+    answer, *calls = schema["anyOf"]
+    assert answer["required"] == ["answer"]
+    offered = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
+    schemas = {c["properties"]["name"]["const"]: c["properties"]["arguments"] for c in calls}
+    assert schemas == offered
+
+    # The call went back to the model as a proper tool call with its result.
+    turn = [m for m in second["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+    (call,) = turn[-1]["tool_calls"]
+    assert call["function"]["name"] == "memory" and not turn[-1]["content"]
+    assert json.loads(call["function"]["arguments"]) == STORE
+    (result,) = [m for m in second["messages"] if m["role"] == "tool"]
+    assert result["tool_call_id"] == call["id"] and result["content"].startswith("stored")
+    for text in seen_by_user(tg):
+        assert '"answer"' not in text and '"name"' not in text and "{" not in text, text
+
+
+async def test_a_server_that_does_not_say_is_not_held(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(llm_constrained_calls="auto")
+    await tg.send(OWNER, "hello")
+    assert (await tg.reply(OWNER)).text == "echo: hello"
+    assert tg.llm.requests[0]["tools"] and held(tg.llm.requests[0]) is None
+
+
+@pytest.mark.parametrize(
+    ("setting", "says", "holds"), [("on", False, True), ("off", True, False), (None, True, False)]
+)
+async def test_the_setting_forces_it_on_and_off(
+    make_tg: Callable[..., Awaitable[TG]],
+    fake_llm: FakeOpenAI,
+    setting: str | None,
+    says: bool,
+    holds: bool,
+) -> None:
+    fake_llm.n_ctx = 32768 if says else None
+    tg = await make_tg(**({"llm_constrained_calls": setting} if setting else {}))
+    tg.llm.add(Text('{"answer": "held"}' if holds else "free"))
+    await tg.send(OWNER, "hello")
+    assert (await tg.reply(OWNER)).text == ("held" if holds else "free")
+    assert (held(tg.llm.requests[-1]) is not None) is holds
