@@ -68,6 +68,7 @@ class Site:
         r.add_get("/memories/{id}", self.read(pages.memory))
         r.add_post("/memories/{id}", self.write(pages.memory_save))
         r.add_post("/memories/{id}/forget", self.write(pages.memory_forget))
+        r.add_post("/memories/{id}/pin", self.write(pages.memory_pin))
         r.add_get("/reminders", self.read(pages.reminders))
         r.add_post("/reminders", self.write(pages.reminder_create))
         r.add_post("/reminders/{id}/{action}", self.write(pages.reminder_change))

@@ -411,3 +411,39 @@ async def test_today_shows_open_approval_questions(board_tg: TG, board: Board) -
     today = (await board.get("/")).text
     assert "Waiting for you" in today and "code: run &lt;b&gt;rm -rf&lt;/b&gt;" in today
     assert "an old question" not in today
+
+
+async def test_pin_a_memory_to_long_term_shows_in_memory_at_once(
+    board_tg: TG, board: Board
+) -> None:
+    tg = board_tg
+    await board.sign_in(OWNER)
+    uid = await user_id(tg, OWNER)
+    trip = (await store(tg).store(user_id=uid, layer="mid", content="Plans a trip to Kyoto")).id
+    assert "Kyoto" not in await memory_list(tg, OWNER)  # /memory shows the long layer
+    listing = await board.get("/memories")
+    assert f'action="/memories/{trip}/pin"' in listing.text
+
+    pinned = await board.post(f"/memories/{trip}/pin")
+    assert pinned.status_code == 303
+    assert "Pinned to long-term" in (await board.get(pinned.headers["location"])).text
+    chat = await memory_list(tg, OWNER)
+    assert f"#{trip} [long" in chat and "Plans a trip to Kyoto" in chat
+    await tg.send(OWNER, "/memory mid")
+    assert "Kyoto" not in (await tg.reply(OWNER)).text
+    found = await store(tg).get(user_id=uid, memory_id=trip)
+    assert found is not None and found.layer == "long" and found.expires_at is None
+    # Recall under the long layer finds it: the index moved with it.
+    hits = await store(tg).recall(user_id=uid, query="Kyoto", layers=["long"], limit=3)
+    assert [h.id for h in hits][:1] == [trip]
+    assert f'action="/memories/{trip}/pin"' not in (await board.get("/memories")).text
+
+    # Another person's memory cannot be pinned.
+    await tg.send(OTHER, "/memory")
+    await tg.reply(OTHER)
+    theirs_uid = await user_id(tg, OTHER)
+    theirs = (await store(tg).store(user_id=theirs_uid, layer="short", content="Other plan")).id
+    await board.get("/memories")
+    assert (await board.post(f"/memories/{theirs}/pin")).status_code == 404
+    other = await store(tg).get(user_id=theirs_uid, memory_id=theirs)
+    assert other is not None and other.layer == "short"
