@@ -3,15 +3,10 @@ button per person or group let in from the chat, and those buttons' presses."""
 
 from __future__ import annotations
 
-import logging
-
 from bot.access import repo
 from bot.access.gate import ACCESS
 from bot.access.models import AccessEntry
-from db.repos.core import Recipient
 from tools.feature import Answer, Button, CommandCall, Pressed
-
-log = logging.getLogger(__name__)
 
 OWNER_ONLY = "Only the bot's owner can do that."
 BIGINT_MAX = 2**63 - 1  # the access table keeps chat ids as BigInteger
@@ -62,7 +57,7 @@ async def users(call: CommandCall) -> Answer | str:
     if not await _is_owner(call):
         return OWNER_ONLY
     access = call.host.part(ACCESS)
-    rows = await repo.entries(call.host.deps.session_factory)
+    rows = await access.entries()
     lines = [f"• id {i}: in ALLOWED_USER_IDS (.env)" for i in access.seed]
     lines += [_line(e) for e in rows if e.chat_id not in access.seed]
     buttons: list[tuple[Button, ...]] = []
@@ -86,26 +81,6 @@ async def users(call: CommandCall) -> Answer | str:
     return Answer("Who may talk to me:\n" + "\n".join(lines) + f"\n{foot}", tuple(buttons))
 
 
-_TOLD = {
-    "allowed": "The owner let you in: go ahead, I'm listening.",
-    "denied": "The owner did not let you in.",
-}
-_GROUP_TOLD = {
-    "allowed": "The owner admitted this group: mention me to talk to me.",
-    "denied": "The owner did not admit this group.",
-}
-
-
-async def _tell(call: CommandCall, entry: AccessEntry, state: str) -> None:
-    told = (_GROUP_TOLD if entry.kind == "group" else _TOLD).get(state)
-    if told is None:
-        return
-    try:
-        await call.host.deliver(Recipient(0, entry.chat_id, entry.name), told, False)
-    except Exception as exc:  # they blocked the bot, left the group: the decision stands
-        log.info("could not tell chat %s of the owner's decision: %s", entry.chat_id, exc)
-
-
 async def press(call: CommandCall) -> Pressed:
     """`allow:<chat id>`, `deny:<chat id>` under a request or /users; `remove:<chat id>`."""
     verb, _, key = call.args.partition(":")
@@ -116,20 +91,18 @@ async def press(call: CommandCall) -> Pressed:
     if not await _is_owner(call):
         return Pressed(OWNER_ONLY, alert=True)
     access = call.host.part(ACCESS)
-    if chat_id in access.seed:
-        return Pressed("That id is in ALLOWED_USER_IDS: remove it from .env.", alert=True)
-    deps = call.host.deps
-    before, changed = await repo.decide(deps.session_factory, chat_id, state,
-                                        call.who.telegram_id, deps.clock())  # fmt: skip
-    access.invalidate()
+    try:
+        before, changed = await access.decide(
+            chat_id, state, call.who.telegram_id, call.host.deps.clock()
+        )
+    except ValueError as exc:
+        return Pressed(str(exc), alert=True)
     if before is None:
         return Pressed("That request is gone.", alert=True)
     who = before.name or str(chat_id)
     if not changed:
         return Pressed(f"Already decided: {who} is {before.state}.", await _listing(call))
-    await _tell(call, before, state)
     if verb == "remove":
-        await access.removed(chat_id)
         return Pressed(f"Removed {who}.", await _listing(call))
     done = {"allowed": "Allowed", "denied": "Denied"}[state]
     return Pressed(f"{done}: {who}.", Answer(f"{request_answer(before).text}\n→ {done}."))

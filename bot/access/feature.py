@@ -17,7 +17,7 @@ from tools.hooks import Always, RequestHooks
 
 
 async def access_list(host: Host) -> AccessList:
-    return AccessList(host.deps.owners, host.deps.session_factory)
+    return AccessList(host.deps.owners, host.deps.session_factory, host.deliver)
 
 
 async def admission(host: Host) -> Admission:

@@ -15,11 +15,13 @@ import hashlib
 import hmac
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 from bot.access import repo
+from bot.access.models import AccessEntry
 from db.engine import SessionFactory
+from db.repos.core import Recipient
 from tools.admission import OnRemoval
 from tools.state import Key
 
@@ -27,6 +29,19 @@ log = logging.getLogger(__name__)
 
 REFRESH_S = 30.0
 MISS_REFRESH_S = 1.0
+
+Tell = Callable[[Recipient, str, bool], Awaitable[object]]
+"""Send a chat a message (the app's delivery; None: nobody is told, as in a test of the
+list alone)."""
+
+TOLD = {
+    "allowed": "The owner let you in: go ahead, I'm listening.",
+    "denied": "The owner did not let you in.",
+}
+GROUP_TOLD = {
+    "allowed": "The owner admitted this group: mention me to talk to me.",
+    "denied": "The owner did not admit this group.",
+}
 
 
 def owner_code(token: str) -> str:
@@ -39,9 +54,10 @@ def owner_code(token: str) -> str:
 
 
 class AccessList:
-    def __init__(self, seed: Sequence[int], sf: SessionFactory) -> None:
+    def __init__(self, seed: Sequence[int], sf: SessionFactory, tell: Tell | None = None) -> None:
         self.seed = tuple(seed)
         self._sf = sf
+        self._tell = tell
         self._admitted: repo.Admitted | None = None
         self._read_at = 0.0
         self._lock = asyncio.Lock()
@@ -93,6 +109,37 @@ class AccessList:
                 await react(chat_id)
             except Exception:
                 log.exception("reacting to the removal of chat %s failed", chat_id)
+
+    async def entries(self) -> list[AccessEntry]:
+        """Everyone let in from the chat or waiting (the seed is `seed`)."""
+        return await repo.entries(self._sf)
+
+    async def decide(
+        self, chat_id: int, state: str, by: int | None, now: datetime
+    ) -> tuple[AccessEntry | None, bool]:
+        """The owner's Allow, Deny or Remove (/users' buttons, the dashboard): kept, in
+        effect at once, the person or group told, a removal stopping what acts for them.
+        The entry as it was (None: no such entry) and whether this changed it. An id of
+        the seed is .env's to change: ValueError."""
+        if chat_id in self.seed:
+            raise ValueError("That id is in ALLOWED_USER_IDS: remove it from .env.")
+        before, changed = await repo.decide(self._sf, chat_id, state, by, now)
+        self.invalidate()
+        if before is None or not changed:
+            return before, changed
+        await self._told(before, state)
+        if state == "removed":
+            await self.removed(chat_id)
+        return before, changed
+
+    async def _told(self, entry: AccessEntry, state: str) -> None:
+        told = (GROUP_TOLD if entry.kind == "group" else TOLD).get(state)
+        if told is None or self._tell is None:
+            return
+        try:
+            await self._tell(Recipient(0, entry.chat_id, entry.name), told, False)
+        except Exception as exc:  # they blocked the bot, left the group: the decision stands
+            log.info("could not tell chat %s of the owner's decision: %s", entry.chat_id, exc)
 
     async def serves(self, chat_id: int) -> bool:
         """A private chat (a person's id) or a group (a negative chat id) let in now."""

@@ -36,6 +36,7 @@ NAV = (
     ("/sessions", "Sessions"),
     ("/code", "Code"),
 )
+OWNER_NAV = (("/people", "People"),)
 
 
 def esc(value: object) -> str:
@@ -49,6 +50,7 @@ class View:
     person: Person
     csrf: str
     tz: ZoneInfo
+    owner: bool = False  # the bot's owner: the owner-only pages too
 
 
 def post_form(
@@ -79,7 +81,7 @@ def page(
     if view is not None:
         links = " ".join(
             f'<a href="{href}"{" class=on" if href == active else ""}>{label}</a>'
-            for href, label in NAV
+            for href, label in (*NAV, *(OWNER_NAV if view.owner else ()))
         )
         who = esc(view.person.name or "you")
         nav = (

@@ -62,6 +62,7 @@ def _when(when: datetime | None, view: View) -> str:
 NOTICES = {
     "saved": "Saved",
     "forgot": "Forgot",
+    "pinned": "Pinned to long-term",
     "scheduled": "Scheduled",
     **{action: DONE[action] for action in ACTIONS},
 }
@@ -156,8 +157,11 @@ def _memory_item(h: MemoryHit, view: View, *, actions: bool = True) -> str:
         meta += f" · changed {_when(h.updated_at, view)}"
     buttons = ""
     if actions:
+        pin = ""
+        if h.layer != "long":
+            pin = post_form(view, f"/memories/{h.id}/pin", "Pin to long-term", cls="quiet")
         buttons = (
-            f'<div class="actions"><a class="button" href="/memories/{h.id}">Edit</a>'
+            f'<div class="actions"><a class="button" href="/memories/{h.id}">Edit</a>{pin}'
             f"{post_form(view, f'/memories/{h.id}/forget', 'Forget', cls='danger')}</div>"
         )
     return f'<div class="item memory" id="m{h.id}"><p>{esc(h.content)}</p>' + (
@@ -302,6 +306,15 @@ async def memory_forget(host: Host, request: web.Request, view: View, form: Form
         return _no_memory(request, view)
     await _store(host).forget(user_id=view.person.user_id, memory_id=found.id)
     raise _done("/memories", "forgot", found.id)
+
+
+async def memory_pin(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
+    """To long-term: kept for good, as the memory tool keeps a long memory."""
+    found = await _own_memory(host, request, view)
+    if found is None:
+        return _no_memory(request, view)
+    await _store(host).pin(user_id=view.person.user_id, memory_id=found.id)
+    raise _done("/memories", "pinned", found.id)
 
 
 # -- Reminders ------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from aiohttp import web
 
 from bot.access.gate import ACCESS
-from bot.dashboard import pages
+from bot.dashboard import pages, people
 from bot.dashboard.auth import SESSION_TTL, InitDataError, Tokens, csrf_of, init_data_user, same
 from bot.dashboard.html import HEADERS, MINIAPP_CSP, Form, View, esc, message, page
 from bot.dashboard.repo import Person
@@ -68,6 +68,7 @@ class Site:
         r.add_get("/memories/{id}", self.read(pages.memory))
         r.add_post("/memories/{id}", self.write(pages.memory_save))
         r.add_post("/memories/{id}/forget", self.write(pages.memory_forget))
+        r.add_post("/memories/{id}/pin", self.write(pages.memory_pin))
         r.add_get("/reminders", self.read(pages.reminders))
         r.add_post("/reminders", self.write(pages.reminder_create))
         r.add_post("/reminders/{id}/{action}", self.write(pages.reminder_change))
@@ -76,6 +77,8 @@ class Site:
         r.add_get("/code/{id}", self.read(pages.code_run))
         r.add_get("/sessions", self.read(pages.sessions))
         r.add_get("/sessions/{id}", self.read(pages.transcript))
+        r.add_get("/people", self.read(people.listing))
+        r.add_post("/people/{chat_id}/{verb}", self.write(people.decide))
         return app
 
     # -- every request ----------------------------------------------------------------
@@ -116,7 +119,12 @@ class Site:
         person = await self.tokens.person(session) if session else None
         if person is None:
             return None
-        return View(person, csrf_of(session), _zone(person, self.host.deps.tz))
+        owner = (
+            person.telegram_id is not None
+            and self.host.has(ACCESS)
+            and await self.host.part(ACCESS).owner() == person.telegram_id
+        )
+        return View(person, csrf_of(session), _zone(person, self.host.deps.tz), owner)
 
     def _signed_out(self) -> web.Response:
         text = "You are not signed in. Send /dashboard to the bot in a private chat for a link."

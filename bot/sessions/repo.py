@@ -169,29 +169,35 @@ async def record_failure(s: AsyncSession, session_id: int, error: str, retry_at:
 
 async def recent_sessions(s: AsyncSession, user_id: int, limit: int = 10) -> list[SessionLine]:
     """The user's newest sessions with message counts and summaries, newest first."""
-    counts = (
-        select(Message.session_id, func.count().label("n"))
-        # What the user sees as messages: not tool results nor bare tool-call turns.
-        .where(
-            Message.user_id == user_id,
-            Message.role.in_(("user", "assistant")),
-            Message.content != "",
-        )
-        .group_by(Message.session_id)
-        .subquery()
-    )
     stmt = (
-        select(ChatSession, func.coalesce(counts.c.n, 0), SessionArchive)
-        .outerjoin(counts, counts.c.session_id == ChatSession.id)
+        select(ChatSession, SessionArchive)
         .outerjoin(SessionArchive, SessionArchive.session_id == ChatSession.id)
         .where(ChatSession.user_id == user_id)
         .order_by(ChatSession.id.desc())
         .limit(limit)
     )
+    rows = (await s.execute(stmt)).all()
+    if not rows:
+        return []
+    # Counted for the listed sessions only (through the session index): a person's whole
+    # history can be 100k messages, and /sessions shows ten.
+    counted = (
+        select(Message.session_id, func.count())
+        # What the user sees as messages: not tool results nor bare tool-call turns.
+        .where(
+            Message.session_id.in_([c.id for c, _ in rows]),
+            Message.user_id == user_id,
+            Message.role.in_(("user", "assistant")),
+            Message.content != "",
+        )
+        .group_by(Message.session_id)
+    )
+    counts = {sid: int(n) for sid, n in (await s.execute(counted)).all()}
     out = []
-    for c, n, arch in (await s.execute(stmt)).all():
+    for c, arch in rows:
         summary, archived = (arch.summary, arch.archived_at is not None) if arch else (None, False)
-        out.append(SessionLine(c.id, c.name, c.started_at, c.ended_at, int(n), summary, archived))
+        n = counts.get(c.id, 0)
+        out.append(SessionLine(c.id, c.name, c.started_at, c.ended_at, n, summary, archived))
     return out
 
 

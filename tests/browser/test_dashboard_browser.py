@@ -30,7 +30,7 @@ Shot = Callable[[str], Awaitable[Path]]
 @pytest.fixture
 async def board_tg(make_tg: Callable[..., Awaitable[TG]]) -> TG:
     tg = await make_tg(dashboard="127.0.0.1:0")
-    await tg.app.start_features(TelegramDelivery(tg.runtime.bot))  # as `sidekick run` does
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # as `sidekick run` does
     return tg
 
 

@@ -36,7 +36,7 @@ OTHER = 2001
 @pytest.fixture
 async def board_tg(make_tg: Callable[..., Awaitable[TG]]) -> TG:
     tg = await make_tg(dashboard="127.0.0.1:0")
-    await tg.app.start_features(TelegramDelivery(tg.runtime.bot))  # as `sidekick run` does
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # as `sidekick run` does
     return tg
 
 
@@ -64,7 +64,7 @@ async def memory_list(tg: TG, telegram_id: int) -> str:
 
 
 async def test_off_unless_enabled(tg: TG) -> None:
-    await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))
     await tg.send(OWNER, "/dashboard")
     assert "DASHBOARD=on" in (await tg.reply(OWNER)).text
 
@@ -353,7 +353,7 @@ async def test_a_taken_port_leaves_the_bot_running(
         taken.listen()
         port = taken.getsockname()[1]
         tg = await make_tg(dashboard=f"127.0.0.1:{port}")
-        await tg.app.start_features(TelegramDelivery(tg.runtime.bot))
+        await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))
         assert tg.app.part(DASHBOARD).state.startswith("failed")
         await tg.send(OWNER, "/dashboard")
         assert "not running (failed" in (await tg.reply(OWNER)).text
@@ -411,3 +411,99 @@ async def test_today_shows_open_approval_questions(board_tg: TG, board: Board) -
     today = (await board.get("/")).text
     assert "Waiting for you" in today and "code: run &lt;b&gt;rm -rf&lt;/b&gt;" in today
     assert "an old question" not in today
+
+
+async def test_pin_a_memory_to_long_term_shows_in_memory_at_once(
+    board_tg: TG, board: Board
+) -> None:
+    tg = board_tg
+    await board.sign_in(OWNER)
+    uid = await user_id(tg, OWNER)
+    trip = (await store(tg).store(user_id=uid, layer="mid", content="Plans a trip to Kyoto")).id
+    assert "Kyoto" not in await memory_list(tg, OWNER)  # /memory shows the long layer
+    listing = await board.get("/memories")
+    assert f'action="/memories/{trip}/pin"' in listing.text
+
+    pinned = await board.post(f"/memories/{trip}/pin")
+    assert pinned.status_code == 303
+    assert "Pinned to long-term" in (await board.get(pinned.headers["location"])).text
+    chat = await memory_list(tg, OWNER)
+    assert f"#{trip} [long" in chat and "Plans a trip to Kyoto" in chat
+    await tg.send(OWNER, "/memory mid")
+    assert "Kyoto" not in (await tg.reply(OWNER)).text
+    found = await store(tg).get(user_id=uid, memory_id=trip)
+    assert found is not None and found.layer == "long" and found.expires_at is None
+    # Recall under the long layer finds it: the index moved with it.
+    hits = await store(tg).recall(user_id=uid, query="Kyoto", layers=["long"], limit=3)
+    assert [h.id for h in hits][:1] == [trip]
+    assert f'action="/memories/{trip}/pin"' not in (await board.get("/memories")).text
+
+    # Another person's memory cannot be pinned.
+    await tg.send(OTHER, "/memory")
+    await tg.reply(OTHER)
+    theirs_uid = await user_id(tg, OTHER)
+    theirs = (await store(tg).store(user_id=theirs_uid, layer="short", content="Other plan")).id
+    await board.get("/memories")
+    assert (await board.post(f"/memories/{theirs}/pin")).status_code == 404
+    other = await store(tg).get(user_id=theirs_uid, memory_id=theirs)
+    assert other is not None and other.layer == "short"
+
+
+def asking(telegram_id: int, name: str) -> dict[str, object]:
+    return {"from": {"id": telegram_id, "is_bot": False, "first_name": name}}
+
+
+async def test_the_owner_allows_denies_and_removes_people(board_tg: TG, board: Board) -> None:
+    tg = board_tg
+    await board.sign_in(OWNER)
+    eve = STRANGER + 1
+    for who, name in ((STRANGER, "Mallory"), (eve, "Eve")):
+        await tg.send(who, "let me in", **asking(who, name))
+        assert "asked its owner" in (await tg.reply(who)).text
+        assert name in (await tg.reply(OWNER)).text
+    people = await board.get("/people")
+    assert people.status_code == 200 and 'href="/people"' in people.text
+    assert f'action="/people/{STRANGER}/allow"' in people.text
+    assert f'action="/people/{eve}/deny"' in people.text
+    assert f"id {OWNER}" in people.text  # the seed, which only .env changes
+
+    # A write without the CSRF token changes nothing.
+    assert (await board.http.post(f"/people/{STRANGER}/allow")).status_code == 403
+    allowed = await board.post(f"/people/{STRANGER}/allow")
+    assert allowed.status_code == 303
+    assert "Allowed" in (await board.get(allowed.headers["location"])).text
+    assert "let you in" in (await tg.reply(STRANGER)).text
+    await tg.send(STRANGER, "thanks")
+    assert (await tg.reply(STRANGER)).text == "echo: thanks"
+    assert (await board.post(f"/people/{eve}/deny")).status_code == 303
+    assert "did not let you in" in (await tg.reply(eve)).text
+    again = await board.post(f"/people/{eve}/deny")
+    assert again.status_code == 409 and "Already decided" in again.text
+    assert (await board.post(f"/people/{OWNER}/remove")).status_code == 400
+
+    # Removed from the page: the bot refuses them at once; /users no longer lists them.
+    people = await board.get("/people")
+    assert "Mallory" in people.text and f'action="/people/{STRANGER}/remove"' in people.text
+    assert (await board.post(f"/people/{STRANGER}/remove")).status_code == 303
+    await tg.send(STRANGER, "still in?")
+    assert f"ALLOWED_USER_IDS={STRANGER}" in (await tg.reply(STRANGER)).text
+    await tg.send(OWNER, "/users")
+    assert "Mallory" not in (await tg.reply(OWNER)).text
+    assert "Mallory" not in (await board.get("/people")).text
+
+
+async def test_people_is_the_owners_only(board_tg: TG, board: Board) -> None:
+    tg = board_tg
+    await tg.send(STRANGER, "let me in", **asking(STRANGER, "Mallory"))
+    await tg.reply(STRANGER)
+    await tg.reply(OWNER)
+    await board.sign_in(OTHER)  # let in by ALLOWED_USER_IDS, not the owner
+    assert 'href="/people"' not in (await board.get("/")).text
+    assert (await board.get("/people")).status_code == 404
+    assert (await board.get("/memories")).status_code == 200  # a fresh CSRF token
+    assert (await board.post(f"/people/{STRANGER}/allow")).status_code == 404
+    await tg.send(STRANGER, "am I in?")
+    await tg.idle()
+    assert tg.unread(STRANGER) == []  # still waiting for the owner: no answer
+    await tg.send(OWNER, "/users")
+    assert "asked, waiting for you" in (await tg.reply(OWNER)).text

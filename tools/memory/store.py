@@ -371,6 +371,25 @@ class MemoryStore:
         self.words.note_writes()
         return True
 
+    async def pin(self, *, user_id: int, memory_id: int) -> bool:
+        """The person's word that one of their memories is for good: moved to the long
+        layer, no expiry, re-indexed under it. False: no such memory of theirs."""
+        found = await self.get(user_id=user_id, memory_id=memory_id)
+        if found is None:
+            return False
+        if found.layer == "long":
+            return True
+        vec = await self._embed(found.content)
+        async with self._write_lock, self._sf() as s, s.begin():
+            memory = await repo.get(s, user_id, memory_id)
+            if memory is None:
+                return False
+            memory.layer, memory.expires_at = "long", None
+            memory.updated_at = self._clock()
+            await repo.replace(s, memory, await self._fit(s, vec))
+        self.words.note_writes()
+        return True
+
     async def clear_session(self, *, user_id: int, session_id: int) -> int:
         """Drop the session-layer memories of one session (it ended)."""
         async with self._sf() as s, s.begin():
