@@ -103,7 +103,9 @@ async def test_a_crowd_of_strangers_cannot_flood_the_owner_nor_lock_anyone_out(t
     await tg.press(OWNER, "access:deny:700")
     await tg.idle()
     await tg.send(STRANGER, "it's me", **named(STRANGER, "Friend"))
-    await tg.server.wait_for(lambda: "Friend" in tg.server.sent_to(OWNER)[-1].text)
+    await tg.server.wait_for(
+        lambda: any("Friend" in (m.text or "") for m in tg.server.sent_to(OWNER))
+    )
 
 
 async def test_one_stranger_cannot_use_up_everyones_requests(tg: TG) -> None:
@@ -115,7 +117,9 @@ async def test_one_stranger_cannot_use_up_everyones_requests(tg: TG) -> None:
     await tg.idle()
     assert len(tg.server.sent_to(OWNER)) == REQUESTS_PER_HOUR
     await tg.send(667, "let me in", **named(667, "Friend"))
-    await tg.server.wait_for(lambda: "Friend" in tg.server.sent_to(OWNER)[-1].text)
+    await tg.server.wait_for(
+        lambda: any("Friend" in (m.text or "") for m in tg.server.sent_to(OWNER))
+    )
 
 
 async def test_forged_access_buttons_are_out_of_date_not_a_crash(tg: TG) -> None:
