@@ -20,31 +20,17 @@ def tool_results(fake_llm: FakeOpenAI, count: int | None = None) -> list[str]:
 
 
 async def test_store_recall_list_forget(app: App, fake_llm: FakeOpenAI) -> None:
+    # One call a round: calls of one round run at once, and which of two stores of one
+    # fact comes first (and so which is "updated") would be a race.
+    berlin = {"action": "store", "layer": "long", "content": "Lives in Berlin",
+              "category": "fact", "certainty": 0.9}  # fmt: skip
+    marathon = {"action": "store", "layer": "mid", "content": "Training for a marathon in April",
+                "category": "goal"}  # fmt: skip
+    again = {"action": "store", "layer": "long", "content": "lives in Berlin"}
     fake_llm.add(
-        Calls(
-            [
-                (
-                    "memory",
-                    {
-                        "action": "store",
-                        "layer": "long",
-                        "content": "Lives in Berlin",
-                        "category": "fact",
-                        "certainty": 0.9,
-                    },
-                ),
-                (
-                    "memory",
-                    {
-                        "action": "store",
-                        "layer": "mid",
-                        "content": "Training for a marathon in April",
-                        "category": "goal",
-                    },
-                ),
-                ("memory", {"action": "store", "layer": "long", "content": "lives in Berlin"}),
-            ]
-        ),
+        Calls([("memory", berlin)]),
+        Calls([("memory", marathon)]),
+        Calls([("memory", again)]),
         Text("noted"),
     )
     said = "I live in Berlin, and I am training for a marathon in April."
