@@ -80,7 +80,7 @@ class CodeParams(BaseModel):
     task: str | None = Field(default=None, description="generate: what to do")
     context: SkipJsonSchema[str | None] = None  # generate: details (the task says enough)
     job_id: str | None = Field(default=None, description="status, abort")
-    network: bool | None = Field(default=None, description="true: it needs the internet")
+    network: bool | None = Field(default=None, description="needs the internet")
 
     @model_validator(mode="before")
     @classmethod

@@ -16,10 +16,10 @@ point at the memory the last answer used: `forget` without an id, `replaces: "la
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
-from pydantic.json_schema import SkipJsonSchema
+from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
 from db.engine import SessionFactory
 from db.repos import core as core_repo
@@ -44,9 +44,8 @@ CATEGORIES = {
 
 DESCRIPTION = (
     'Facts about the user. store: one per call, third person ("Lives in Berlin"), `layer` long '
-    "(facts, people, likes), mid (goals, plans), short (recent) or session; a fact that "
-    'corrects a remembered one sets `replaces` (its id, or "last": the one your last answer '
-    "used). recall by `query`; list; forget by `memory_id` (none: the last answer's)."
+    "(facts, people), mid (goals, plans), short or session; `replaces`: the id it corrects "
+    '("last": your last answer\'s). recall by `query`; list; forget `memory_id`.'
 )
 
 SOURCED = "sourced"  # the category of what outside content said, kept as such
@@ -85,7 +84,9 @@ class MemoryParams(BaseModel):
     query: str | None = None
     limit: SkipJsonSchema[int] = Field(10, ge=1, le=50)
     memory_id: int | None = None
-    replaces: int | Literal["last"] | None = None
+    # Shown as one string type (an id or "last"): the union's schema costs every prompt ~20
+    # tokens; validation still takes an int or "last" ("12" becomes 12).
+    replaces: Annotated[int | Literal["last"] | None, WithJsonSchema({"type": "string"})] = None
 
     @model_validator(mode="before")
     @classmethod

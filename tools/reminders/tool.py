@@ -20,9 +20,9 @@ CREATED: Slot[list[int]] = Slot("reminders.created", list)
 
 # One line: each newline is a token more in every prompt.
 DESCRIPTION = (
-    "Reminders and tasks at the user's local time, never UTC. create: `text`, `when` (their "
-    "words) and `at` (YYYY-MM-DD HH:MM, tomorrow HH:MM), `in_minutes`, `every` (30m, 2h) or "
-    "`daily_at` HH:MM (+ `days`: weekdays, mon,fri); kind=task runs `text` as your instruction "
+    "Reminders and tasks at the user's local time. create: `text`, `when` (their "
+    "words) and `at` (YYYY-MM-DD HH:MM, tomorrow HH:MM), `in_minutes`, `every` (30m) or "
+    "`daily_at` HH:MM (+ `days`: mon,fri); kind=task runs `text` as your prompt "
     "then. list; cancel/pause/resume by `job_id`."
 )
 # Reminders and tasks are kept for the user like memories; a task's own tool calls are gated
