@@ -183,6 +183,9 @@ class Pairing:
         if len(self.access.turned_away) < MAX_REMEMBERED:
             self.access.turned_away.add(chat_id)
         if not self.access.told_full:
+            # Set before the send: strangers' chats run concurrently, and two turned away
+            # while the first notice is on its way would each tell the owner (PostgreSQL).
+            self.access.told_full = True
             self.access.told_full = await ask_owner(owner, Answer(full_text(repo.MAX_WAITING)))
 
     def _once(self, chat_id: int, outcome: str, said: str) -> str | None:
