@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -132,6 +133,16 @@ async def _context(sf: Any) -> RequestContext:
             trigger_message_id=message_id,
             telegram_user_id=4242,
         )
+
+
+async def gone(marker: str, deadline_s: float = 15.0) -> list[str]:
+    """`leftovers(marker)` once they are gone, or what is left at the deadline: processes
+    killed by the run's sweep take a moment to exit under load (a survivor stays a failure)."""
+    for _ in range(int(deadline_s / 0.05)):
+        if not (left := leftovers(marker)):
+            return left
+        await asyncio.sleep(0.05)
+    return leftovers(marker)
 
 
 def leftovers(marker: str) -> list[str]:

@@ -17,7 +17,7 @@ from tests.test_code_helpers import (
     SECRET_TOKEN,
     Env,
     env,
-    leftovers,
+    gone,
     needs_bwrap,
 )
 from tools.code.models import CodeExecution
@@ -90,7 +90,7 @@ await Bun.sleep(100000);
     # itself could not make threads; either way the run ended and nothing survived it.
     assert "EAGAIN" in res.stdout or cat == "killed", (res.stdout, res.stderr[-300:])
     assert cat in {"timeout", "killed"}
-    assert leftovers(TAG + "1") == []
+    assert await gone(TAG + "1") == []
     await still_serves(svc)
 
 
@@ -208,7 +208,7 @@ async def test_setsid_child_does_not_outlive_the_timeout(env: Env, mode: str) ->
     code += " await Bun.sleep(100000);"
     _, res, cat = await svc.execute(code, 1000, None)
     assert cat == "timeout" and res.stdout.strip() == "started"
-    assert leftovers(TAG + "2") == []
+    assert await gone(TAG + "2") == []
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -223,7 +223,7 @@ console.log("bye");
     _, res, cat = await svc.execute(code.replace("TAG", TAG + "3"), 60000, None)
     # Returned on bun's exit, not on the timeout, and the holder is gone.
     assert cat is None and not res.timed_out and res.stdout.strip() == "bye"
-    assert leftovers(TAG + "3") == []
+    assert await gone(TAG + "3") == []
 
 
 @pytest.mark.parametrize("mode", MODES)
