@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.agent import prompt as history
+from bot.sessions.history import COMPRESSIONS
 from bot.sessions.models import SessionCompression
 from tests.e2e.conftest import OWNER, TG
 from tests.real.proxy import RecordingProxy
@@ -68,7 +69,11 @@ async def test_a_long_chat_is_compressed_into_a_verified_summary_in_a_4k_context
             break
     assert rows, "the history outgrew its budget but nothing was compressed"
     assert any(r.verified for r in rows), [(r.verified, r.reason, r.summary) for r in rows]
-    last = proxy.chats()[-1]
+    # Summaries are written after the answer, in the background (issue 46): the next turn
+    # is the one that carries it.
+    await bot.app.part(COMPRESSIONS).idle()
+    await ask(bot, "One more note: the weather was mild today.")
+    last = next(c for c in reversed(proxy.chats()) if "[context]" in str(c.request["messages"]))
     assert last.status == 200
     # The note rides at the cut, in an [earlier] block of the first turn shown; the system
     # message (and the tool schemas after it) stay the prefix every request starts with.

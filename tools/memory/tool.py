@@ -100,12 +100,11 @@ class MemoryParams(BaseModel):
             return data
         data = dict(data)
         if not data.get("action"):
-            if data.get("memory_id") is not None:
-                pass  # forget, or a store or recall with an id copied in: not guessed
-            elif data.get("content"):
-                data["action"] = "store"
+            if data.get("content"):
+                data["action"] = "store"  # an id beside it is dropped: a store reads none
             elif data.get("query"):
                 data["action"] = "recall"
+            # An id alone: forget, or a recall with an id copied in: not guessed.
         if data.get("action") == "recall" and not data.get("query") and data.get("content"):
             data["query"] = data.pop("content")
         # A small model fills in every field of the schema ({"action": "store", ...,
@@ -232,10 +231,9 @@ async def _store(store: MemoryStore, sf: SessionFactory, p: MemoryParams, call: 
         raise ToolError(unsaid)
     replaces = p.replaces
     if replaces == "last":
+        # Nothing the last answer used: a new fact (a small model fills in every field).
         used = await _last_used(store, call)
-        if used is None:
-            raise ToolError(UNKNOWN_LAST)
-        replaces = used.id
+        replaces = used.id if used is not None else None
     result = await store.store(
         user_id=call.ctx.user_id,
         layer=layer,
