@@ -123,7 +123,6 @@ PHISHING = (
         # A call followed by prose (here the model imagining the result as text): the reply
         # is about the call, so nothing runs and the person reads it as written.
         (FIXTURES / "prose-fenced-search-imagined-result.txt").read_text(),
-        '{"name": "memory", "arguments": {"action": "list"}}\nThat is how I would list them.',
     ],
 )
 def test_a_call_with_prose_around_it_is_quoted_not_made(text: str) -> None:

@@ -15,8 +15,9 @@ a reply sits in the history every later one copies it. The forms met:
 
 `adopt_written` turns such a reply into the calls it means when every call names a tool
 offered in that request (JSON naming anything else stays text) and the calls *are* the
-reply: at most a short lead-in before them (LEAD_IN), nothing after them but template
-markup (the model imagining the result as `<tool_response>`). A call the model only quotes
+reply: at most a short lead-in before them (LEAD_IN), and after a lead-in nothing but
+template markup (the model imagining the result as `<tool_response>`); a reply that starts
+with the call may go on (a small model imagining its result, dropped). A call the model only quotes
 ("the e-mail contains this block: ```json {…}``` — I would not run it") is prose around
 a call, and stays text: an attacker's text the model explains must never run. `Holdback`
 keeps text that may be starting a written call out of the streamed drafts, and lets it go
@@ -350,8 +351,12 @@ def _scan(text: str, offered: Collection[str], final: bool) -> tuple[int, Found 
         if len(text[: m.start()].strip()) > LEAD_IN:
             break  # too far in to be the reply: a call written here is quoted, not made
         what = _at(text, m.start(), offered)
-        if isinstance(what, Found) and _TEMPLATE_TAIL.sub("", text[what.end :]).strip():
-            what = what.end  # prose after the calls: written about, not made
+        if (
+            isinstance(what, Found)
+            and text[: m.start()].strip()
+            and _TEMPLATE_TAIL.sub("", text[what.end :]).strip()
+        ):
+            what = what.end  # prose before and after the calls: written about, not made
         if isinstance(what, Found):
             return m.start(), what
         if what is None and not final:
