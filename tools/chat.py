@@ -30,6 +30,11 @@ class LLMToolCall:
     name: str
     arguments: str  # raw JSON text, as the model wrote it
 
+    @classmethod
+    def of(cls, wire: dict[str, Any]) -> LLMToolCall:
+        """A call as the wire (and our records) carry it."""
+        return cls(wire["id"], wire["function"]["name"], wire["function"]["arguments"])
+
 
 @dataclass
 class Usage:

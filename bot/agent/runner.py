@@ -231,120 +231,54 @@ class Agent:
     ) -> Reply:
         """`used`: tool calls the request made before (a continued turn's recorded ones);
         `cut_round`: the assistant message of the round a restart cut while `cut_calls` ran."""
-        turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
-        tools = self.registry.for_request(ctx, incoming.text)
         parts = await self.build_prompt(ctx, incoming.text, rows)
-        block = sent_context(parts.history)
-        # Kept with the turn as first sent (in its first record): each later request extends
-        # this one byte for byte, and a provider's prefix cache re-reads only what is new.
-        keep = None
-        if block is not None and ctx.trigger_message_id is not None:
-            keep = kept_context(ctx.trigger_message_id, block)
-
-        def record_writes() -> list[RecordWrite]:
-            nonlocal keep
-            first, keep = keep, None
-            return [*([first] if first else []), *turns.writes(ctx)]
-
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
         ctx.state(SEEN).add(seen_outside(messages))  # earlier turns' pages, this message's files
-        cap, rounds = MAX_TOOL_CALLS, 0
-        ran: list[str] = []  # the tools this request called, for an empty answer's line
-        last: list[ToolResult] = []  # the last round's results, for the same
+        run = _Run(self, ctx, incoming, events, turns, parts, messages, used)
+        cap = MAX_TOOL_CALLS
         failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed
-        model = turns.model()  # e.g. the user's /model pick
-        said: list[str] = []  # what the model wrappers said of the calls (an image not shown)
-        asked_again = False  # a reply that was no answer is asked once more
-
-        async def answer(
-            text: str, cut: str = "", stopped: bool = False, notes: bool = True
-        ) -> Reply:
-            await self.conversation.record_answer(turn, self.clock(), text, record_writes())
-            await turns.on_answer(ctx, text)
-            lines = cut + "".join(f"\n\n{n}" for n in said) + (turns.notes() if notes else "")
-            return Reply(text + lines, ctx.request_id, ctx.session_id, used, stopped, notes=lines)
-
-        flying: dict[str, Any] = {}  # the round whose calls run now
+        tools = run.tools
 
         async def starts(c: LLMToolCall) -> None:  # a writing call: kept until its round is
-            await self.conversation.record_in_flight(turn, self.clock(), flying, c.id)
+            await self.conversation.record_in_flight(run.turn, self.clock(), called, c.id)
 
         while True:
-            called = cut_round
-            if called is None:
-                req = ModelRequest(ctx, messages, tools.schemas(), parts, rounds)
-                try:
-                    await turns.on_model_request(req)
-                except HookRefusal as refusal:
-                    return await answer(str(refusal), notes=False)
-                # Template markup the model wrote as text is never shown (bot/agent/markup.py):
-                # the drafts pass through the same recogniser as the answer.
-                drafts = Drafts(events.on_text, results=bool(ran)) if events.on_text else None
-                completion = await self.llm.stream(
-                    messages, req.tools or None, drafts, model=model, on_wait=events.on_wait
-                )
-                await turns.on_model_response(req, completion)
-                said += [n for n in completion.notes if n not in said]
-                rounds += 1
-                calls = completion.tool_calls
-                raw = completion.content
-                completion.content = shown(raw, results=bool(ran))
-                if not calls:
-                    text = completion.content
-                    why = failure(raw, text, incoming.text)
-                    if why is not None and not asked_again:
-                        # A failed call, as a tool's error is: said to the model, asked once.
-                        asked_again = True
-                        messages += [
-                            {"role": "assistant", "content": UNREAD},
-                            {"role": "user", "content": ASK_AGAIN[why]},
-                        ]
-                        continue
-                    if why is not None:
-                        text, lost = "", GAVE_UP[why]
-                    else:
-                        lost = nothing_said(ran, last) if not text else ""
-                    # An empty answer is recorded as it was, empty: a small model copies a
-                    # stored placeholder into every later answer. The person reads which
-                    # tools ran.
-                    return await answer(text, lost + completion.cut_note)
-                if completion.written:  # a call copied from someone's text asks first
-                    ctx.state(SEEN).written(calls, messages)
-                # turn_fields: the reasoning, where the provider needs it back with the calls.
-                called = {"role": "assistant", "content": completion.content or None,
-                          "tool_calls": wire_calls(calls), **completion.turn_fields()}  # fmt: skip
+            if cut_round is None:
+                asked = await run.ask()
+                if isinstance(asked, Reply):
+                    return asked
+                called, calls = asked
             else:
-                calls = [LLMToolCall(w["id"], w["function"]["name"], w["function"]["arguments"])
-                         for w in called["tool_calls"]]  # fmt: skip
-            cut_round, cut, cut_calls, flying = None, cut_calls, frozenset(), called
+                called, calls = cut_round, [LLMToolCall.of(w) for w in cut_round["tool_calls"]]
+            cut_round, cut, cut_calls = None, cut_calls, frozenset()
             content, wire = called["content"] or "", called["tool_calls"]
             messages.append(called)
-            if events.on_tools is not None and used < cap:
-                await events.on_tools([c.name for c in calls[: cap - used]])
+            if events.on_tools is not None and run.used < cap:
+                await events.on_tools([c.name for c in calls[: cap - run.used]])
             results = await run_round(
-                tools, ctx, calls, content, used=used, cap=cap, gate=self.gate,
+                tools, ctx, calls, content, used=run.used, cap=cap, gate=self.gate,
                 on_start=starts, cut=cut,
             )  # fmt: skip
-            said += [cut_line(r.name) for r in results if r.error == CUT]
-            used = min(cap, used + len(calls))
-            ran += [c.name for c in calls]
-            last = results
+            run.said += [cut_line(r.name) for r in results if r.error == CUT]
+            run.used = min(cap, run.used + len(calls))
+            run.ran += [c.name for c in calls]
+            run.last = results
             await self.conversation.record_tool_round(
-                turn, self.clock(), content, wire, results, record_writes()
+                run.turn, self.clock(), content, wire, results, run.record_writes()
             )
             await turns.on_tool_round(ToolRound(ctx, content, wire, calls, results))
             messages += [
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in results
             ]
-            if used >= cap:
-                return await answer(
-                    f"I stopped this task after {used} tool calls (the limit for one message is "
-                    f"{cap}). Tell me to continue if you want me to go on.",
+            if run.used >= cap:
+                return await run.answer(
+                    f"I stopped this task after {run.used} tool calls (the limit for one message "
+                    f"is {cap}). Tell me to continue if you want me to go on.",
                     stopped=True,
                 )
             if (stop := repeated_failure(results, failed)) is not None:
-                return await answer(stop)
+                return await run.answer(stop)
 
     async def build_prompt(
         self, ctx: RequestContext, text: str, rows: Sequence[HistoryRow]
@@ -366,3 +300,100 @@ class Agent:
             return await self.history.fit(ctx, self.llm, rows)
         budget = history_budget(self.settings, await context_size(self.llm))
         return trim_history([to_openai(r) for r in rows], budget)
+
+
+class _Run:
+    """One request's loop state: the messages so far, what ran, what the wrappers said; and
+    the two ways a model round ends it (an answer) or goes on (calls to run)."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        ctx: RequestContext,
+        incoming: Incoming,
+        events: Events,
+        turns: TurnChain,
+        parts: PromptParts,
+        messages: list[dict[str, Any]],
+        used: int,
+    ) -> None:
+        self.agent, self.ctx, self.incoming, self.events, self.turns = (
+            agent, ctx, incoming, events, turns
+        )  # fmt: skip
+        self.parts, self.messages, self.used = parts, messages, used
+        self.turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
+        self.tools = agent.registry.for_request(ctx, incoming.text)
+        self.model = turns.model()  # e.g. the user's /model pick
+        self.rounds = 0
+        self.ran: list[str] = []  # the tools this request called, for an empty answer's line
+        self.last: Sequence[ToolResult] = []  # the last round's results, for the same
+        self.said: list[str] = []  # what the model wrappers said of the calls
+        self.asked_again = False  # a reply that was no answer is asked once more
+        # Kept with the turn as first sent (in its first record): each later request extends
+        # this one byte for byte, and a provider's prefix cache re-reads only what is new.
+        block = sent_context(parts.history)
+        self.keep = None
+        if block is not None and ctx.trigger_message_id is not None:
+            self.keep = kept_context(ctx.trigger_message_id, block)
+
+    def record_writes(self) -> list[RecordWrite]:
+        first, self.keep = self.keep, None
+        return [*([first] if first else []), *self.turns.writes(self.ctx)]
+
+    async def answer(
+        self, text: str, cut: str = "", stopped: bool = False, notes: bool = True
+    ) -> Reply:
+        ctx, turns = self.ctx, self.turns
+        await self.agent.conversation.record_answer(
+            self.turn, self.agent.clock(), text, self.record_writes()
+        )
+        await turns.on_answer(ctx, text)
+        lines = cut + "".join(f"\n\n{n}" for n in self.said) + (turns.notes() if notes else "")
+        return Reply(text + lines, ctx.request_id, ctx.session_id, self.used, stopped, notes=lines)
+
+    async def ask(self) -> Reply | tuple[dict[str, Any], list[LLMToolCall]]:
+        """One model round: the answer (the turn ends), or the assistant message with the
+        calls to run."""
+        ctx, turns, events, messages = self.ctx, self.turns, self.events, self.messages
+        while True:
+            req = ModelRequest(ctx, messages, self.tools.schemas(), self.parts, self.rounds)
+            try:
+                await turns.on_model_request(req)
+            except HookRefusal as refusal:
+                return await self.answer(str(refusal), notes=False)
+            # Template markup the model wrote as text is never shown (bot/agent/markup.py):
+            # the drafts pass through the same recogniser as the answer.
+            results = bool(self.ran)
+            drafts = Drafts(events.on_text, results=results) if events.on_text else None
+            completion = await self.agent.llm.stream(
+                messages, req.tools or None, drafts, model=self.model, on_wait=events.on_wait
+            )
+            await turns.on_model_response(req, completion)
+            self.said += [n for n in completion.notes if n not in self.said]
+            self.rounds += 1
+            calls, raw = completion.tool_calls, completion.content
+            completion.content = shown(raw, results=results)
+            if calls:
+                if completion.written:  # a call copied from someone's text asks first
+                    ctx.state(SEEN).written(calls, messages)
+                # turn_fields: the reasoning, where the provider needs it back with the calls.
+                called = {"role": "assistant", "content": completion.content or None,
+                          "tool_calls": wire_calls(calls), **completion.turn_fields()}  # fmt: skip
+                return called, calls
+            text = completion.content
+            why = failure(raw, text, self.incoming.text)
+            if why is not None and not self.asked_again:
+                # A failed call, as a tool's error is: said to the model, asked once.
+                self.asked_again = True
+                messages += [
+                    {"role": "assistant", "content": UNREAD},
+                    {"role": "user", "content": ASK_AGAIN[why]},
+                ]
+                continue
+            if why is not None:
+                text, lost = "", GAVE_UP[why]
+            else:
+                lost = nothing_said(self.ran, self.last) if not text else ""
+            # An empty answer is recorded as it was, empty: a small model copies a stored
+            # placeholder into every later answer. The person reads which tools ran.
+            return await self.answer(text, lost + completion.cut_note)
