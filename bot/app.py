@@ -83,6 +83,9 @@ class App:
     def has(self, key: Key[Any]) -> bool:
         return key in self._provides
 
+    def maybe(self, key: Key[T]) -> T | None:
+        return self.part(key) if self.has(key) else None
+
     async def need(self, key: Key[T]) -> T:
         if key not in self._parts:
             provide = self._provides.get(key)
@@ -263,7 +266,7 @@ async def build_app(
         )
         app = App(settings, engine, sf, http, llm, deps, features)
         await app.build_parts(on_start=False)
-        deps.metering = app.part(METERING) if app.has(METERING) else None
+        deps.metering = app.maybe(METERING)
         # One model for everything (the chat, the tools' plain completions), inside every
         # listed feature's wrapper.
         model = await app.wrapped(llm)
@@ -281,8 +284,8 @@ async def build_app(
             context_providers=context,
             requests=requests,
             gate=Gates(gates) if gates else None,
-            turn_policy=app.part(PERIODS) if app.has(PERIODS) else NoPeriods(),
-            history=app.part(HISTORY) if app.has(HISTORY) else None,
+            turn_policy=app.maybe(PERIODS) or NoPeriods(),
+            history=app.maybe(HISTORY),
             default_tz=settings.tz,
         )
         await app.registry.start()  # tool sources (servers) up, what the planner learned loaded

@@ -84,6 +84,11 @@ class Host(Protocol):
         starts: see Provide)."""
         ...
 
+    def maybe(self, key: Key[T]) -> T | None:
+        """The part when a listed feature provides `key`, None when none does (a feature
+        that may be switched off)."""
+        ...
+
     async def need(self, key: Key[T]) -> T:
         """The part, built now if it is not yet (a builder's dependency)."""
         ...

@@ -72,6 +72,7 @@ class Question:
     timeout_s: float
     scheduled: bool = False  # a scheduled task's run: "always" then covers those runs too
     why: str = ""  # what outside content the turn saw before this call, if any
+    needs: str = ""  # what the call would do, named after outside content ("reach the network")
 
 
 class Asker(Protocol):
@@ -101,6 +102,21 @@ def needs_approval(
     if "execution" in fx.writes:  # sandboxed code the user's own words asked for
         return scheduled
     return bool(fx.writes & OUTWARD) or (fx.deletes and deletions > 0)
+
+
+# What a writing call needs, as the question names it: after outside content the person
+# decides on this, not on the code (code without the network would not have asked).
+NEEDS: dict[str, str] = {
+    "internet": "reach the network",
+    "messages": "send messages",
+    "memory": "change what you keep",
+    "files": "change files",
+    "execution": "run code",
+}
+
+
+def needs(fx: Effects) -> str:
+    return " and ".join(NEEDS[k] for k in NEEDS if k in fx.writes)
 
 
 def visible(text: str) -> str:
@@ -170,7 +186,7 @@ class Approvals:
                                  scheduled=ctx.scheduled)  # fmt: skip
             why = ", ".join(seen.sources)
             q = Question(key, ctx.telegram_user_id, ctx.chat_id, ctx.user_name, tool.name, action,
-                         fx.text(), self.timeout_s, ctx.scheduled, why)  # fmt: skip
+                         fx.text(), self.timeout_s, ctx.scheduled, why, needs(fx))  # fmt: skip
             choice: Choice | None = None
             self.waiting[key] = ctx.chat_id
             try:

@@ -80,10 +80,11 @@ def question_text(q: Question) -> str:
     why = ""
     if q.why:
         seen = q.why if len(q.why) <= WHY_CHARS else q.why[: WHY_CHARS - 1] + "…"
+        needs = f" This call would {q.needs}." if q.needs else ""
         why = (
             f"\nI have read outside content in this conversation ({seen}); it may be "
             "steering me, so I ask before anything that reaches out or changes what you "
-            "keep (code without the network runs unasked)."
+            f"keep (code without the network runs unasked).{needs}"
         )
     when = "\nA scheduled task asks: nobody may be watching." if q.scheduled else ""
     return (

@@ -33,7 +33,7 @@ def settings(host: Host) -> ModelSettings:
 
 def meter_of(host: Host) -> Meter | None:
     """The usage feature's Meter; None: usage is not recorded."""
-    return host.part(METER) if host.has(METER) else None
+    return host.maybe(METER)
 
 
 async def _chart(meter: Meter, user_id: int) -> bytes | None:

@@ -114,6 +114,7 @@ async def test_after_a_web_page_writes_ask_and_say_why(
     question = await tg.reply(OWNER)
     assert "may I do this" in question.text and ran == []
     assert f"I have read outside content in this conversation (the page {site})" in question.text
+    assert "This call would reach the network and run code." in question.text
     # The model read the page marked as outside content, not as the user's words.
     page = [m for m in tg.llm.requests[1]["messages"] if m["role"] == "tool"][-1]["content"]
     assert page.startswith(f"{OUTSIDE_MARK}the page {site}; not the user's words")
