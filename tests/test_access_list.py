@@ -6,9 +6,7 @@ refresh time. The .env writer keeps every other line, quotes what needs it, and 
 
 from __future__ import annotations
 
-import asyncio
 import stat
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,13 +16,7 @@ from bot.access import gate, repo
 from bot.access.gate import AccessList
 from bot.app import App
 from bot.ops.envfile import mask, read_env, set_values
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:  # noqa: ASYNC109
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, "not seen in time"
-        await asyncio.sleep(0.05)
+from tests.polling import until
 
 
 async def test_another_worker_sees_a_yes_at_once_and_a_removal_soon(
@@ -40,14 +32,16 @@ async def test_another_worker_sees_a_yes_at_once_and_a_removal_soon(
     _, changed = await repo.decide(sf, 42, "allowed", 1, now)
     here.invalidate()
     assert changed and await here.allows_user(42)
-    await eventually(lambda: there.allows_user(42))  # an unknown id reads the table again
+    await until(
+        lambda: there.allows_user(42), "the yes seen elsewhere"
+    )  # an unknown id reads the table again
     _, changed = await repo.decide(sf, 42, "removed", 1, now)
     assert changed
 
     async def gone() -> bool:
         return not await there.allows_user(42)
 
-    await eventually(gone)
+    await until(gone, "the removal seen elsewhere")
     assert await repo.request(sf, 42, "user", "Ann", 42, now) == "denied"  # for a while
 
 

@@ -11,11 +11,12 @@ import shutil
 import socket
 import stat
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from tests.polling import until
 from tests.test_code_helpers import STRONG_MODES, Env, env
 from tools.code.egress import RUN_CONNECTIONS, EgressProxy
 from tools.code.runner import CodeRunner
@@ -259,19 +260,11 @@ async def test_one_runs_idle_connections_do_not_delay_another_runs_fetch() -> No
         await proxy.release(a)  # the run ended: its connections go with it
         assert not a.exists()
         for sock in held:
-            await wait_until(lambda sock=sock: not still_open(sock))  # type: ignore[misc]
+            await until(lambda sock=sock: not still_open(sock), "the socket closed")  # type: ignore[misc]
             sock.close()
     finally:
         await proxy.close()
     assert not b.exists()
-
-
-async def wait_until(check: Callable[[], bool]) -> None:
-    for _ in range(600):
-        if check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in 30 s")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="trying another account needs root")

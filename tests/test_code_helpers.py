@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from db.migrate import upgrade
 from db.repos import core
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
+from tests.polling import polled
 from tools.base import RequestContext, ToolCall, ToolDeps
 from tools.code.modes import choose_mode, probe_kernel
 from tools.code.runner import CodeRunner
@@ -138,10 +138,7 @@ async def _context(sf: Any) -> RequestContext:
 async def gone(marker: str, deadline_s: float = 15.0) -> list[str]:
     """`leftovers(marker)` once they are gone, or what is left at the deadline: processes
     killed by the run's sweep take a moment to exit under load (a survivor stays a failure)."""
-    for _ in range(int(deadline_s / 0.05)):
-        if not (left := leftovers(marker)):
-            return left
-        await asyncio.sleep(0.05)
+    await polled(lambda: not leftovers(marker), deadline_s)
     return leftovers(marker)
 
 

@@ -19,6 +19,7 @@ from bot.agent.prompt import earlier_of
 from bot.sessions.models import SessionCompression
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Lane, Text, Turn
+from tests.polling import until
 
 DAY = Path(__file__).parents[1] / "fixtures" / "llm" / "day" / "day-messages.json"
 # The day's messages to the model (its commands left out), as the person wrote them.
@@ -38,14 +39,6 @@ def faithful(body: dict[str, Any]) -> str:
 async def compressions(tg: TG) -> list[SessionCompression]:
     async with tg.app.session_factory() as s:
         return list((await s.execute(select(SessionCompression))).scalars())
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    for _ in range(600):
-        if await check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"never happened: {what}")
 
 
 async def test_no_turn_waits_for_a_summary(

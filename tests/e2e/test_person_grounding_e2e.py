@@ -6,7 +6,6 @@ why; what the person said is kept."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,6 +15,7 @@ from sqlalchemy import select
 
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Lane, Text, Turn, echo
+from tests.polling import polled
 from tools.memory.models import Memory
 
 DAY = json.loads(
@@ -78,10 +78,11 @@ async def test_an_archive_of_what_only_the_model_said_is_not_kept(
     await tg.reply(OWNER)
     await tg.send(OWNER, "/newsession")
     await tg.reply(OWNER)
-    for _ in range(600):
-        if any(m.startswith("2026") or "wrote" in m for m in await memories(tg)):
-            break
-        await asyncio.sleep(0.05)
+
+    async def archived() -> bool:
+        return any(m.startswith("2026") or "wrote" in m for m in await memories(tg))
+
+    await polled(archived, 30.0)  # the asserts below say what was kept
     kept = await memories(tg)
     assert kept and not any("20 years" in m for m in kept), kept
     assert any("Anna lives in Porto" in m for m in kept), kept

@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from sqlalchemy import select
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Lane, Text
 from tests.opencode.conftest import delivering
+from tests.polling import polled
 from tools.code.jobs import job_kept, job_work
 from tools.code.models import CodeJob
 from tools.code.opencode import OPENCODE_IN_SANDBOX, OpenCodeInstall
@@ -79,18 +78,8 @@ def leftovers(install: OpenCodeInstall) -> list[str]:
     return found
 
 
-async def poll(condition: Callable[[], bool], deadline_s: float = 300.0) -> bool:
-    """Whether `condition` came true in time: processes and files, nothing to await."""
-    end = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        await asyncio.sleep(0.2)
-    return True
-
-
 async def until_gone(install: OpenCodeInstall) -> list[str]:
-    await poll(lambda: not leftovers(install), 60.0)
+    await polled(lambda: not leftovers(install), 60.0)
     return leftovers(install)
 
 
@@ -151,7 +140,9 @@ async def test_abort_ends_the_whole_sandbox_and_keeps_the_files(
     ]
     job_id = await start_job(oc, "something slow")
     # Running, and at its slow step: the sleeps are up (and the file written).
-    assert await poll(lambda: len(leftovers(installed)) >= 3), "never reached its slow step"
+    assert await polled(lambda: len(leftovers(installed)) >= 3, 300.0), (
+        "never reached its slow step"
+    )
     status = await ask(oc, {"action": "status", "job_id": job_id})
     assert status["status"] == "running" and status["steps"] >= 1
 
@@ -189,7 +180,9 @@ async def test_a_shutdown_interrupts_a_job_and_the_restart_reports_it(
     ]
     job_id = await start_job(oc, "take notes slowly")
     notes = job_work(oc.settings.data_dir, job_id) / "notes.md"
-    assert await poll(lambda: bool(leftovers(installed)) and notes.exists()), "never got there"
+    assert await polled(lambda: bool(leftovers(installed)) and notes.exists(), 300.0), (
+        "never got there"
+    )
     await oc.restart()
     assert await until_gone(installed) == []
     await delivering(oc)
