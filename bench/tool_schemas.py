@@ -40,8 +40,7 @@ async def offered() -> list[dict[str, Any]]:
             settings = make_settings(Path(tmp), fake, searxng_url="http://127.0.0.1:9")
             app = await build_app(settings)
             try:
-                reply = await app.agent.handle(Incoming("hi", telegram_user_id=1, user_name="A"))
-                await reply.delivered()
+                await app.agent.handle(Incoming("hi", telegram_user_id=1, user_name="A"))
             finally:
                 await app.close()
     finally:

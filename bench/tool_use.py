@@ -219,7 +219,6 @@ async def run(
                 reply = await app.agent.handle(
                     Incoming(case.text, telegram_user_id=USER, user_name="Ana")
                 )
-                await reply.delivered()
                 text = reply.text
             except ProviderError as exc:  # e.g. the server could not parse the model's call
                 text = f"(error: {exc})"

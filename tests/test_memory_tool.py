@@ -9,6 +9,7 @@ from sqlalchemy import select
 from bot.agent.prompt import context_of
 from bot.agent.runner import Incoming
 from bot.app import App
+from bot.sessions.background import ARCHIVE
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tools.memory.models import Memory
 
@@ -147,11 +148,11 @@ async def test_the_model_ends_a_session_with_the_sessions_tool_not_a_memory(
     app: App, fake_llm: FakeOpenAI
 ) -> None:
     """Ending a session is the sessions feature's typed effect (its new_session tool): the
-    next message opens a new session, and the ended one is archived into memory once the
-    reply is delivered."""
+    next message opens a new session, and the ended one is archived into memory in the
+    background."""
     fake_llm.add(Calls([("new_session", {})]), Text("fresh start"), Text("hello again"))
     first = await app.agent.handle(Incoming("let's start over", telegram_user_id=5))
-    await first.delivered()
+    await app.part(ARCHIVE).idle()
     second = await app.agent.handle(Incoming("hi", telegram_user_id=5))
     assert second.session_id != first.session_id
     seen = [m["content"] for r in fake_llm.requests for m in r["messages"] if m["role"] == "tool"]

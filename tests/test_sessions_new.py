@@ -10,6 +10,7 @@ import pytest
 
 from bot.agent.prompt import without_context
 from bot.agent.runner import Agent, Incoming
+from bot.sessions.background import BackgroundArchive
 from bot.sessions.lifecycle import SessionTurns, new_session_tool, start_new_session
 from db.repos import core as core_repo
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
@@ -78,7 +79,7 @@ async def test_first_session_and_empty_old_session(tmp_path: Path, fake_llm: Fak
         assert fake_llm.requests == []
 
 
-def agent_for(env: Env, http: httpx.AsyncClient, *, archive_now: bool = False) -> Agent:
+def agent_for(env: Env, http: httpx.AsyncClient) -> Agent:
     deps = ToolDeps(
         settings=env.settings,
         session_factory=env.sf,
@@ -94,8 +95,7 @@ def agent_for(env: Env, http: httpx.AsyncClient, *, archive_now: bool = False) -
         registry=Registry([memory_tool(deps), new_session_tool(deps)]),
         clock=env.clock,
     )
-    archiver = env.archiver if archive_now else None
-    sessions = SessionTurns(env.sf, env.clock, archiver)
+    sessions = SessionTurns(env.sf, env.clock, BackgroundArchive(None))
     agent.requests, agent.turn_policy = [sessions], env.settings.session_policy
     return agent
 
@@ -121,26 +121,6 @@ async def test_the_model_can_start_a_new_session(tmp_path: Path, fake_llm: FakeO
         assert len(summary_requests(fake_llm)) == 1
         uid = (await env.session(first.session_id)).user_id
         assert [m.session_id for m in await env.memories(uid, "short")] == [first.session_id]
-
-
-async def test_the_models_new_session_is_archived_once_the_reply_is_delivered(
-    tmp_path: Path, fake_llm: FakeOpenAI
-) -> None:
-    async with make_env(tmp_path, fake_llm, T0) as env, httpx.AsyncClient() as http:
-        agent = agent_for(env, http, archive_now=True)
-        first = await agent.handle(Incoming("I like rye bread", telegram_user_id=9))
-        fake_llm.add(Calls([("new_session", {})]), Text("Fresh start!"), Text(SUMMARY))
-        reply = await agent.handle(Incoming("let's start over", telegram_user_id=9))
-        assert reply.text == "Fresh start!"
-        # The summary (a model call) waits until the adapter has sent the reply.
-        assert summary_requests(fake_llm) == [] and reply.followup is not None
-        uid = (await env.session(first.session_id)).user_id
-        assert await env.memories(uid, "short") == []
-        await reply.delivered()
-        await reply.delivered()  # once only
-        assert [m.session_id for m in await env.memories(uid, "short")] == [first.session_id]
-        assert (await env.jobs.split_sessions()).archived == []  # nothing left to do
-        assert len(summary_requests(fake_llm)) == 1
 
 
 async def test_a_message_after_the_split_time_opens_a_new_session(

@@ -15,7 +15,7 @@ A hook that raises HookRefusal before a model call stops the request with its te
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -25,8 +25,6 @@ from tools.base import RequestContext, Tool, ToolCall
 from tools.chat import ChatModel, Completion, LLMToolCall
 from tools.state import Key
 
-# Work that waits until the adapter has delivered the reply.
-Followup = Callable[[], Awaitable[None]]
 # A file sent with the reply: (name, content).
 File = tuple[str, bytes]
 
@@ -87,6 +85,8 @@ class TurnHooks:
         return None
 
     async def on_answer(self, ctx: RequestContext, answer: str) -> None:
+        """Called once the answer is stored, before the reply goes out. Must not raise, nor
+        make the person wait: what takes long (a summary) starts in the background."""
         return None
 
     def model(self) -> str | None:
@@ -109,11 +109,6 @@ class TurnHooks:
     def buttons(self, ctx: RequestContext) -> list[ReplyButton]:
         """Buttons under the answer (Undo for what the request created)."""
         return []
-
-    async def after_answer(self, ctx: RequestContext) -> Followup | None:
-        """Called once the answer is stored, before the reply goes out; what it returns runs
-        after the adapter delivered the reply. Must not raise: the reply goes out anyway."""
-        return None
 
 
 class RequestHooks(Protocol):
@@ -218,17 +213,6 @@ class TurnChain(TurnHooks):
 
     def buttons(self, ctx: RequestContext) -> list[ReplyButton]:
         return [b for t in self.turns for b in t.buttons(ctx)]
-
-    async def after_answer(self, ctx: RequestContext) -> Followup | None:
-        later = [f for t in self.turns if (f := await t.after_answer(ctx)) is not None]
-        if len(later) <= 1:
-            return later[0] if later else None
-
-        async def each() -> None:
-            for f in later:
-                await f()
-
-        return each
 
 
 @dataclass

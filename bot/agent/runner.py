@@ -104,22 +104,10 @@ class Reply:
     session_id: int
     tool_calls: int = 0
     stopped_at_cap: bool = False
-    # Work that waits until the adapter has delivered the reply (TurnHooks.after_answer:
-    # summarising a session the model ended, a model call the user should not wait for).
-    followup: Callable[[], Awaitable[None]] | None = None
     files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
     buttons: list[ReplyButton] = field(default_factory=list)  # under the answer (Undo)
     notes: str = ""  # lines under the answer (the features' and the model wrappers')
     user_id: int | None = None  # users.id of who asked
-
-    async def delivered(self) -> None:
-        """The adapter calls this once the reply is out."""
-        followup, self.followup = self.followup, None
-        if followup is not None:
-            try:
-                await followup()
-            except Exception:
-                log.exception("work after the reply (request %s) failed", self.request_id)
 
 
 @dataclass
@@ -215,7 +203,6 @@ class Agent:
         reply.files = turns.files(ctx)
         reply.buttons = turns.buttons(ctx)
         reply.user_id = user.id
-        reply.followup = await turns.after_answer(ctx)
         return reply
 
     async def _loop(

@@ -60,8 +60,9 @@ async def history(host: Host) -> SessionHistory:
 
 def closing(host: Host) -> RequestHooks:
     deps = host.deps
-    archiver = host.part(ARCHIVE).archiver
-    return SessionTurns(deps.session_factory, deps.clock, archiver, host.part(COMPRESSIONS))
+    return SessionTurns(
+        deps.session_factory, deps.clock, host.part(ARCHIVE), host.part(COMPRESSIONS)
+    )
 
 
 async def split_due(host: Host) -> Any:

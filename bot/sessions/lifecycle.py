@@ -25,12 +25,12 @@ from pydantic import BaseModel
 
 from bot.sessions import repo as sessions_repo
 from bot.sessions.archive import Archiver, ArchiveResult
+from bot.sessions.background import BackgroundArchive
 from bot.sessions.history import DUE, Compressions
-from bot.sessions.split import SessionArchiver
 from db.engine import SessionFactory
 from db.repos import core as repo
 from tools.base import Clock, RequestContext, Tool, ToolCall, ToolDeps, ToolModule
-from tools.hooks import Followup, TurnHooks
+from tools.hooks import TurnHooks
 from tools.state import Slot
 
 log = logging.getLogger(__name__)
@@ -118,22 +118,22 @@ class SessionTurns(TurnHooks):
 
     session_factory: SessionFactory
     clock: Clock
-    archiver: SessionArchiver | None  # None: memory is off; the scheduler archives it later
+    archive: BackgroundArchive  # writes the ended session's summary (none: memory is off)
     compressions: Compressions | None = None  # where a summary found due is written
 
     async def begin(self, ctx: RequestContext) -> SessionTurns:
         return self
 
-    async def after_answer(self, ctx: RequestContext) -> Followup | None:
+    async def on_answer(self, ctx: RequestContext, answer: str) -> None:
         """Start the summary of the session's oldest turns its history found due, in the
         background: the answer is stored, and no turn waits for it. Then, when the model
         asked for a fresh start, close the session now (the next message opens a new one)
-        and return the archiving, which waits until the reply is out. Never raises: the
+        and write its summary in the background, as /newsession does. Never raises: the
         reply goes out whatever happens here."""
         if self.compressions is not None:
             self.compressions.soon(ctx.state(DUE))
         if not ctx.state(ENDING).asked:
-            return None
+            return
         try:
             started = await start_new_session(
                 self.session_factory,
@@ -144,12 +144,6 @@ class SessionTurns(TurnHooks):
             )
         except Exception:
             log.exception("starting the new session the model asked for failed")
-            return None
-        ended, archiver = started.ended_session_id, self.archiver
-        if ended is None or archiver is None:
-            return None
-
-        async def archive() -> None:
-            await archiver.archive(ended)
-
-        return archive
+            return
+        if started.ended_session_id is not None:
+            self.archive.archive_soon(started.ended_session_id)

@@ -168,7 +168,6 @@ async def _answer(rt: Runtime, cut: Cut) -> None:
     if reply is None:
         return
     await deliver(outbox, cut.chat_id, cut.telegram_message_id, reply)
-    await reply.delivered()
 
 
 async def _give_up(rt: Runtime, cut: Cut, tries: int) -> None:

@@ -260,7 +260,6 @@ async def answer(app: App, who: Who, line: str) -> None:
         # Streamed text is on screen already; the notes under it (usage) are not.
         sys.stdout.write(shown(reply.text if printed == 0 else reply.notes))
         sys.stdout.write("\n")
-        await reply.delivered()
     except Exception as exc:
         status.clear()
         print(f"\n{user_text(exc)}")

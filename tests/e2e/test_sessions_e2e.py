@@ -17,7 +17,8 @@ from bot.sessions.models import SessionArchive
 from bot.telegram.delivery import TelegramDelivery
 from db.models import ChatSession, User
 from tests.e2e.conftest import OWNER, TG
-from tests.fakes.openai_server import Text
+from tests.fakes.openai_server import Calls, Text
+from tests.polling import until
 
 SUMMARY = (
     "The user is planning a trip to Lisbon in May with their sister and wants a quiet "
@@ -103,6 +104,26 @@ async def test_newsession_archives_and_sessions_lists(tg: TG) -> None:
     assert "· 2 messages\n  The user is planning a trip to Lisbon" in listing
     assert "Sessions split every day at 00:00" in listing
     assert len(tg.server.sent_to(OWNER)) == 4
+
+
+async def test_a_session_the_model_ends_is_summarised_into_memory_at_once(tg: TG) -> None:
+    """Asked for a fresh start in words, the model ends the session with its tool: the
+    next message starts empty and the ended session's summary is in memory, written in the
+    background right after the answer (not left for the night's split)."""
+    await talk(tg, "I am planning a trip to Lisbon in May with my sister", "Lovely!")
+    tg.llm.add(Calls([("new_session", {})]), Text("Done, a fresh start."), Text(SUMMARY))
+    await tg.send(OWNER, "let's start over")
+    assert (await tg.reply(OWNER)).text == "Done, a fresh start."
+    await until(lambda: len(summary_requests(tg)) == 1, "the summary was asked for")
+    await tg.app.part(ARCHIVE).idle()
+    async with tg.app.session_factory() as s:
+        archived = (await s.execute(select(SessionArchive.archived_at))).scalars().all()
+    assert len(archived) == 1 and archived[0] is not None
+
+    await talk(tg, "hello", "hi")
+    request = chat_requests(tg)[-1]["messages"]
+    assert [without_context(m["content"]) for m in request[1:]] == ["hello"]
+    assert SUMMARY in context_of(request)
 
 
 async def test_newsession_with_the_model_down_still_starts_fresh(tg: TG) -> None:
