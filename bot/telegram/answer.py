@@ -33,6 +33,7 @@ from aiogram.types import (
 from bot.agent.runner import Events, Incoming, Reply
 from bot.app import App
 from bot.telegram.files import file_items
+from bot.telegram.groups import GROUP_CHATS, addressed, without_mention
 from bot.telegram.held import HELD
 from bot.telegram.origin import marked
 from bot.telegram.outbox import Outbox, text_items
@@ -143,6 +144,19 @@ def incoming_from(message: Message, text: str, kind: str = "text") -> Incoming:
         telegram_message_id=message.message_id,
         kind=kind,
     )
+
+
+async def answer_text(message: Message, app: App, draft_interval: float, outbox: Outbox) -> None:
+    """A text message's answer (the chat router's handler); in a group, only a message
+    addressed to the bot, its mention taken out."""
+    bot = message.bot
+    assert bot is not None and message.text is not None
+    text = message.text
+    if message.chat.type in GROUP_CHATS:  # outside groups every message is for the bot
+        if not await addressed(message, bot, app.settings.group_replies):
+            return
+        text = without_mention(text, (await bot.me()).username)
+    await answer(message, app, incoming_from(message, text), draft_interval, outbox)
 
 
 async def answer(

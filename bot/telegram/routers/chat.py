@@ -19,7 +19,7 @@ from aiogram.types import CallbackQuery, Message, MessageEntity
 
 from bot.app import App
 from bot.media.attachments import MEDIA, MediaItem, MediaService
-from bot.telegram.answer import answer, incoming_from
+from bot.telegram.answer import answer, answer_text, incoming_from
 from bot.telegram.files import download
 from bot.telegram.groups import GROUP_CHATS, addressed, addressed_any, without_mention
 from bot.telegram.middlewares import Album
@@ -45,16 +45,7 @@ async def has_text(message: Message) -> bool:
 def build_router() -> Router:
     router = Router(name="chat")
 
-    @router.message(has_text)
-    async def on_text(message: Message, app: App, draft_interval: float, outbox: Outbox) -> None:
-        bot = message.bot
-        assert bot is not None and message.text is not None
-        text = message.text
-        if message.chat.type in GROUP_CHATS:  # outside groups every message is for the bot
-            if not await addressed(message, bot, app.settings.group_replies):
-                return
-            text = without_mention(text, (await bot.me()).username)
-        await answer(message, app, incoming_from(message, text), draft_interval, outbox)
+    router.message(has_text)(answer_text)  # the handler is the answer: one step less to read
 
     @router.message()
     async def on_other(message: Message, app: App, outbox: Outbox) -> None:
