@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from db.conversation import SqlConversation, Started, ToolResult, Turn
 from db.engine import SessionFactory, session_factory
 from db.models.outbox import OutboxMessage
+from db.models.resume import RoundInFlight
 from db.repos import resume
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -64,6 +65,8 @@ async def test_one_of_two_claims_wins_a_clean_stop_gives_it_back_and_give_up_is_
     sf, conv = session_factory(engine), SqlConversation(session_factory(engine))
     started = await begin(conv, "cut", 1, "r1")
     mid = started.message_id
+    wire = {"role": "assistant", "content": None, "tool_calls": []}
+    await conv.record_in_flight(Turn(started.session_id, started.user.id, "r1"), T0, wire, "c1")
 
     async def claim() -> bool:
         async with sf() as s, s.begin():
@@ -87,6 +90,7 @@ async def test_one_of_two_claims_wins_a_clean_stop_gives_it_back_and_give_up_is_
     async with sf() as s:
         notices = list((await s.execute(select(OutboxMessage))).scalars())
         assert await resume.tries(s, mid) is None  # given up: cut no more
+        assert (await s.execute(select(RoundInFlight))).first() is None  # nothing left of it
     assert [(n.kind, n.text, n.telegram_message_id) for n in notices] == [("notice", "told", 1)]
     assert await cut(sf) == []
 

@@ -144,6 +144,9 @@ async def give_up(
     )
     if not marked.rowcount:  # type: ignore[attr-defined]
         return None
+    # The round a restart cut is not taken up any more: its calls' records go with it.
+    request = select(Message.request_id).where(Message.id == cut.message_id).scalar_subquery()
+    await s.execute(delete(RoundInFlight).where(RoundInFlight.request_id == request))
     row: dict[str, Any] = {
         "chat_id": cut.chat_id, "user_id": cut.user_id,
         "telegram_message_id": cut.telegram_message_id, "kind": "notice", "text": notice,
