@@ -95,14 +95,16 @@ async def test_a_skill_from_a_zip_is_found_when_needed_and_runs_sandboxed(
     await install(tg)
     listing = (await command(tg, "/skills")).text
     assert "• pdf-forms (on, 3 file(s)): Fill in PDF forms" in listing
+    assert "Searched only (skills) — 1 tool: skill_pdf_forms;" in (await command(tg, "/tools")).text
 
-    # A request that needs no skill: the skill is not offered, its instructions never sent.
+    # A request that needs no skill: neither the skill nor the search tools are offered
+    # (the skill costs the prompt only its catalogue entry), its instructions never sent.
     tg.llm.add(Text("It will be sunny."))
     await tg.send(OWNER, "what's the weather tomorrow?")
     assert (await tg.reply(OWNER)).text == "It will be sunny."
     body = tg.llm.requests[-1]
-    assert "skill_pdf_forms" not in offered(body) and "tool_search" in offered(body)
-    assert "pdf-forms (Fill in PDF forms" in body["messages"][0]["content"]  # the catalogue
+    assert "skill_pdf_forms" not in offered(body) and "tool_search" not in offered(body)
+    assert "- Skills: skill_pdf_forms (Fill" in body["messages"][0]["content"]  # the catalogue
     assert "scripts/fields.js" not in json.dumps(body["messages"])
 
     # A request that needs it: tool_search finds it, the instructions load as outside
@@ -134,6 +136,7 @@ async def test_a_skill_from_a_zip_is_found_when_needed_and_runs_sandboxed(
     searched = json.loads(tool_results(tg.llm.requests[first + 1])[0])
     assert searched["tools"][0]["name"] == "skill_pdf_forms"
     assert "skill_pdf_forms" not in offered(tg.llm.requests[first])
+    assert "tool_search" in offered(tg.llm.requests[first])  # the request meets the skill
     results = tool_results(tg.llm.requests[-1])
     loaded = results[2]
     assert loaded.startswith(f"{OUTSIDE_MARK}the skill pdf-forms;")
@@ -150,6 +153,24 @@ async def test_a_skill_from_a_zip_is_found_when_needed_and_runs_sandboxed(
     await tg.send(OWNER, "/codestats")
     _chart, stats = await tg.replies(OWNER, 2)
     assert "Skills' scripts\npdf-forms: scripts/fields.js: 1 (1 ok)" in stats.text
+
+    # Used once, the owner's next requests show it directly (usage teaches the ranking).
+    tg.llm.add(Text("Hello."))
+    await tg.send(OWNER, "hello")
+    assert (await tg.reply(OWNER)).text == "Hello."
+    assert "skill_pdf_forms" in offered(tg.llm.requests[-1])
+
+    # Someone who never used it calls it by the name the catalogue gives it, on a request
+    # whose words meet no skill: loaded then (its schema joins the next call), read as
+    # outside content.
+    tg.llm.add(Calls([("skill_pdf_forms", {})]), Text("Done as the skill says."))
+    await tg.send(2001, "do the usual with my papers")
+    assert (await tg.reply(2001)).text == "Done as the skill says."
+    called, after = tg.llm.requests[-2:]
+    assert "skill_pdf_forms" not in offered(called) and "tool_search" not in offered(called)
+    assert "skill_pdf_forms" in offered(after)
+    read = tool_results(after)[-1]
+    assert read.startswith(f"{OUTSIDE_MARK}the skill pdf-forms;") and "Run scripts" in read
 
     # Turned off, it is gone from the catalogue and the search; removed, its files too.
     assert (await command(tg, "/skills off pdf-forms")).text == "Skill pdf-forms is off."
