@@ -11,16 +11,20 @@ import io
 import json
 import zipfile
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
+from bot.access.gate import owner_code
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
 from tests.fakes.telegram_server import Sent
 from tests.media_helpers import document
 from tools.code.models import CodeExecution
 from tools.effects import OUTSIDE_MARK
+from tools.skills.commands import OWNER_ONLY
 
 SKILL_MD = """---
 name: pdf-forms
@@ -224,3 +228,27 @@ async def test_each_hostile_skill_is_refused_with_a_clear_line(tg: TG) -> None:
 async def test_only_the_owner_adds_skills(tg: TG) -> None:
     await tg.send(2001, "/skills add")
     assert (await tg.reply(2001)).text == "Only the bot's owner can add or change skills."
+
+
+async def test_the_owner_is_the_one_access_knows(
+    make_tg: Callable[..., Awaitable[TG]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ALLOWED_USER_IDS the owner is who sent the owner code (the access feature's
+    answer, tools/admission.py): they add skills; a person they let in does not."""
+    monkeypatch.chdir(tmp_path)  # the learned owner is written to this .env
+    (tmp_path / ".env").write_text("ALLOWED_USER_IDS=\n")
+    tg = await make_tg(allowed_user_ids="")
+    token = tg.app.settings.telegram_bot_token
+    assert token is not None
+    await tg.send(5555, f"hello {owner_code(token.get_secret_value())}")
+    assert "You are this bot's owner now" in (await tg.reply(5555)).text
+    await tg.send(5555, "/skills add")
+    assert (await tg.reply(5555)).text.startswith("Send me the skill first")
+    await tg.send(5556, "let me in")
+    assert "I asked its owner" in (await tg.reply(5556)).text
+    request = await tg.reply(5555)
+    assert request.reply_markup["inline_keyboard"][0][0]["text"] == "Allow"
+    await tg.press(5555, request.reply_markup["inline_keyboard"][0][0]["callback_data"])
+    await tg.idle()
+    await tg.send(5556, "/skills add")
+    assert (await tg.reply(5556)).text == OWNER_ONLY
