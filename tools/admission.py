@@ -18,8 +18,8 @@ OnRemoval = Callable[[int], Awaitable[None]]
 
 class Admission(Protocol):
     async def admits(self, telegram_id: int | None) -> bool:
-        """Whether the bot serves this person privately now (None: the terminal's local
-        user, always)."""
+        """Whether the bot serves this person privately now, or this group (a negative chat
+        id: a group's check-in); None: the terminal's local user, always."""
         ...
 
     async def owner(self) -> int | None:
