@@ -11,6 +11,7 @@ import io
 import json
 import zipfile
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,10 @@ from tests.fakes.telegram_server import Sent
 from tests.media_helpers import document
 from tools.code.models import CodeExecution
 from tools.effects import OUTSIDE_MARK
+from tools.skills.bundle import from_upload
 from tools.skills.commands import OWNER_ONLY
+from tools.skills.source import ENTRY_TOKENS, SKILL_CATALOG_TOKENS, SKILLS
+from tools.tokens import count_payload, count_text
 
 SKILL_MD = """---
 name: pdf-forms
@@ -252,3 +256,34 @@ async def test_the_owner_is_the_one_access_knows(
     await tg.idle()
     await tg.send(5556, "/skills add")
     assert (await tg.reply(5556)).text == OWNER_ONLY
+
+
+async def test_installed_skills_cost_an_empty_chat_at_most_ten_tokens_each(tg: TG) -> None:
+    """The issue's goal, through the assembled app's own requests: each skill adds at most
+    ENTRY_TOKENS to what a message that needs no skill sends (system prompt and tools),
+    the first one too, and nothing past SKILL_CATALOG_TOKENS; a name too long for its share
+    is left to tool_search."""
+    store = tg.app.part(SKILLS)
+
+    async def cost() -> int:
+        tg.llm.add(Text("Hello."))
+        await tg.send(OWNER, "hello")
+        await tg.reply(OWNER)
+        body = tg.llm.requests[-1]
+        assert not {"tool_search", "tool_explain"} & set(offered(body))
+        return count_text(body["messages"][0]["content"]) + count_payload(body.get("tools", []))
+
+    async def add(name: str, description: str) -> None:
+        md = f"---\nname: {name}\ndescription: {description}\n---\nSteps.\n"
+        await store.install(from_upload("SKILL.md", md.encode()), datetime.now(UTC))
+
+    empty = await cost()
+    await add("pdf-forms", "Fill in PDF forms and list their fields before sending them.")
+    assert 0 < await cost() - empty <= ENTRY_TOKENS
+    for i in range(11):
+        await add(f"{'very-long-skill-name-' * 2}{i}", "Long words, internationalisation " * 9)
+    twelve = await cost() - empty
+    assert 0 < twelve <= 12 * ENTRY_TOKENS
+    for i in range(100):
+        await add(f"travel-{i}", f"Plan trips and check bookings, variant {i}.")
+    assert twelve < await cost() - empty <= SKILL_CATALOG_TOKENS

@@ -41,7 +41,7 @@ ENTRY_TOKENS = 10  # one skill's entry in that line, at most
 # tool_search on a request that mentions one.
 CATALOGUE_HEAD = "Skills:"
 LINE_BREAK = "\n- "
-MORE_TOKENS = 5  # " and 123 more", kept free under SKILL_CATALOG_TOKENS
+MORE_TOKENS = 5  # " and 123 more" at most
 SCRIPT_TIMEOUT_MS = 30_000
 MAX_PENDING = 20  # previews waiting for Allow / Deny
 
@@ -118,17 +118,23 @@ class Skills:
         on = [r for r in self.installed if r.enabled]
         if not on:
             return ""
-        line, used, left = CATALOGUE_HEAD, count_text(LINE_BREAK + CATALOGUE_HEAD), 0
+        limit = min(len(on) * ENTRY_TOKENS, SKILL_CATALOG_TOKENS)
+        entries: list[tuple[str, int]] = []
+        used = count_text(LINE_BREAK + CATALOGUE_HEAD)
         for i, r in enumerate(on):
             # Room up to this skill's share: what earlier entries left unused carries on.
-            cap = min((i + 1) * ENTRY_TOKENS, SKILL_CATALOG_TOKENS - MORE_TOKENS)
-            sep = ";" if line != CATALOGUE_HEAD else ""
-            entry = _entry(sep, tool_name(r.name), r.description, cap - used)
-            if entry is None:
-                left += 1  # still found by tool_search
-                continue
-            line, used = line + entry, used + count_text(entry)
-        return line + (f" and {left} more" if left else "")
+            cap = min((i + 1) * ENTRY_TOKENS, SKILL_CATALOG_TOKENS)
+            entry = _entry(";" if entries else "", tool_name(r.name), r.description, cap - used)
+            if entry is not None:  # else still found by tool_search, counted below
+                entries.append((entry, count_text(entry)))
+                used += entries[-1][1]
+        left = len(on) - len(entries)
+        # "and N more" fits the limit too: the last entries make room for it.
+        while left and entries and used + MORE_TOKENS > limit:
+            used -= entries.pop()[1]
+            left += 1
+        more = f" and {left} more" if left else ""
+        return CATALOGUE_HEAD + "".join(e for e, _ in entries) + more
 
     # -- installing -------------------------------------------------------------------
 
