@@ -268,3 +268,21 @@ async def test_a_group_gets_a_brief_only_when_a_member_asked_for_it_there(tg: TG
     assert (await _in(tg, GROUP, "/checkins", 2001)).startswith("Check-ins in this group: off")
     assert await tick(tg.app, UTC_0831 + timedelta(days=1)) == []
     assert len(tg.llm.requests) == asked
+
+
+async def test_a_groups_brief_is_stopped_by_the_members_budget(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(prices="fake-model=1/2", budget_usd="0.001/day")
+    await _started(tg)
+    tg.llm.add(Text("spent", usage=usage(1200, 300)))  # $0.0018: the member's day is gone
+    assert (await _command(tg, "what is up")).startswith("spent")
+    await _zone(tg, "UTC")
+    assert "on, asked for by Tester" in await _in(tg, GROUP, "/checkins on")
+    asked = len(tg.llm.requests)
+    [done] = await tick(tg.app, UTC_0831)
+    assert (done.chat_id, done.status) == (GROUP, "budget")
+    assert len(tg.llm.requests) == asked  # stopped before the model call
+    await tg.idle()
+    assert tg.unread(GROUP) == [] and tg.unread(OWNER) == []
+    assert "1 by the budget" in await _command(tg, "/checkins")
