@@ -3,10 +3,11 @@
 An App is built (the real features) and given 0, 1, 10, 100 and 200 skills, installed the way
 /skills add installs them (tools/skills/source.py); the figures are tokens (o200k_base) of
 the system prompt (whose skills line is the catalogue) and of the first model call's
-`tools` array, for a first message that needs no skill. Skills are found through
-tool_search: the first skill may bring tool_search / tool_explain into view (a one-off,
-when the other tools fit the budget without them); each skill adds only its catalogue entry
-(at most ENTRY_TOKENS) until SKILL_CATALOG_TOKENS, and nothing beyond it.
+`tools` array, for a first message that needs no skill. A skill adds only its catalogue
+entry (the line's header counted in the first one's share): at most ENTRY_TOKENS each, and
+nothing past SKILL_CATALOG_TOKENS. No schema joins the tools array: tool_search /
+tool_explain come only with a request whose words meet a skill (or when the other tools
+overflow the budget), and a skill's own schema only when it is called or explained.
 
 Usage: python bench/skills_catalog.py
 """
@@ -57,8 +58,8 @@ async def main() -> None:
                 f"SKILL_CATALOG_TOKENS {SKILL_CATALOG_TOKENS}"
             )
             head = f"{'skills':>6} {'system':>7} {'tools':>6} {'total':>6} {'catalogue':>10}"
-            print(head + f" {'per skill after the first':>26}")
-            first: int | None = None
+            print(head + f" {'per skill':>10}")
+            base = 0
             installed = 0
             for n in (0, 1, 10, 100, 200):
                 while installed < n:
@@ -70,12 +71,12 @@ async def main() -> None:
                 tools = count_payload(app.registry.for_request(ctx, "hello").schemas())
                 line = skills.catalogue()
                 total = system + tools
-                if n == 1:
-                    first = total
-                each = f"{(total - first) / (n - 1):.1f}" if first is not None and n > 1 else "-"
-                print(f"{n:>6} {system:>7} {tools:>6} {total:>6} {count_text(line):>10} {each:>26}")
-            print("the catalogue line is in `system`; from 0 to 1 skill the tools array gains")
-            print("tool_search / tool_explain when the other tools showed without them (a one-off)")
+                if n == 0:
+                    base = total
+                each = f"{(total - base) / n:.1f}" if n else "-"
+                print(f"{n:>6} {system:>7} {tools:>6} {total:>6} {count_text(line):>10} {each:>10}")
+            print("per skill: what the empty chat's prompt grew by, over the skills installed;")
+            print("the catalogue line is in `system`")
         finally:
             await app.close()
 

@@ -136,7 +136,7 @@ class App:
                 TASK_PREFIX + prompt,
                 telegram_user_id=recipient.telegram_id,
                 user_name=recipient.name,
-                chat_id=recipient.telegram_id,
+                chat_id=recipient.telegram_id if recipient.chat_id is None else recipient.chat_id,
                 purpose="scheduled",  # the features treat it as chat, reported apart
             )
         )

@@ -2,7 +2,8 @@
 scheduled task fires with nobody's message behind it, and an approval question waits for a
 press, so the door a person came in by (bot/access) is not on their path. The access
 feature provides ADMISSION; the others ask it before they act for someone and hear when
-someone is removed. Without a feature that provides it, everyone is served."""
+someone is removed, and who the owner is. Without a feature that provides it, everyone is
+served and nobody but the terminal's local user is the owner."""
 
 from __future__ import annotations
 
@@ -17,8 +18,13 @@ OnRemoval = Callable[[int], Awaitable[None]]
 
 class Admission(Protocol):
     async def admits(self, telegram_id: int | None) -> bool:
-        """Whether the bot serves this person privately now (None: the terminal's local
-        user, always)."""
+        """Whether the bot serves this person privately now, or this group (a negative chat
+        id: a group's check-in); None: the terminal's local user, always."""
+        ...
+
+    async def owner(self) -> int | None:
+        """The owner's Telegram id (the first of ALLOWED_USER_IDS, else the one who sent
+        the owner code), None while there is none: who decides for everyone (skills)."""
         ...
 
     def on_removal(self, react: OnRemoval) -> None:

@@ -43,8 +43,8 @@ class Registry:
         # else reached through tool_search. `self.tools` are the core tools, always shown.
         self.extensions: dict[str, Tool[Any]] = {}
         self.sources: list[ToolSource] = []
-        # Sources whose tools only tool_search finds (skills, tools/skills): their one-line
-        # catalogue is the system prompt's, within its own token budget.
+        # Sources whose tools are never shown up front (skills, tools/skills): tool_search
+        # finds them, or a call by the name their system prompt catalogue line gives.
         self.searched_sources: list[ToolSource] = []
         self.planner: RequestPlanner | None = None
         # Listed tools the settings leave unusable: not offered; name -> what enables it.

@@ -93,8 +93,9 @@ class AccessList:
         return chat_id in (await self._current(miss=True)).groups
 
     async def admits(self, telegram_id: int | None) -> bool:
-        """tools/admission.py: whom reminders, tasks and questions may still act for."""
-        return telegram_id is None or await self.allows_user(telegram_id)
+        """tools/admission.py: whom reminders, tasks and questions may still act for, and
+        which groups (a negative chat id) a check-in may still go to."""
+        return telegram_id is None or await self.serves(telegram_id)
 
     def on_removal(self, react: OnRemoval) -> None:
         self._on_removal.append(react)

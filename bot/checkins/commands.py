@@ -1,18 +1,31 @@
-"""/checkins: turn check-ins on or off and shape them; the buttons under each check-in."""
+"""/checkins: turn check-ins on or off and shape them; the buttons under each check-in. In a
+group, /checkins is the group's: a member's `on` gives the group a morning brief (theirs:
+their quiet hours, cap and budget), anyone there may turn it off."""
 
 from __future__ import annotations
 
 from bot.checkins import repo
 from bot.checkins.models import CheckinPrefs
 from bot.checkins.runs import FOLLOWUP_AFTER
-from tools.feature import Answer, Button, CommandCall, Pressed, row_id
+from tools.base import user_tz
+from tools.feature import Answer, Button, CommandCall, Pressed, Who, row_id
 from tools.reminders.times import parse_hhmm
 
 USAGE = (
     "/checkins on · off · at HH:MM (the morning brief) · quiet HH:MM-HH:MM · "
     "max N (messages a day) · topic <what the brief looks at> · topic off"
 )
+GROUP_USAGE = (
+    "In a group: /checkins on (a morning brief for this group, from your check-ins' "
+    "quiet hours, cap and budget) · off · at HH:MM; the rest of yours is set in our "
+    "private chat."
+)
 MOST_PER_DAY = 5
+
+
+def _group(who: Who) -> int | None:
+    """The group the command was sent in; None in the person's private chat."""
+    return who.chat_id if who.chat_id is not None and who.chat_id != who.telegram_id else None
 
 
 def _inside(at: str, p: CheckinPrefs) -> bool:
@@ -51,6 +64,8 @@ async def checkins(call: CommandCall) -> Answer:
     words = call.args.split(maxsplit=1)
     verb = words[0].lower() if words else ""
     rest = words[1].strip() if len(words) > 1 else ""
+    if (group := _group(call.who)) is not None:
+        return await _in_group(call, group, verb, rest)
     error = ""
     async with call.host.deps.session_factory() as s, s.begin():
         p = await repo.prefs(s, call.who.user_id)
@@ -82,17 +97,66 @@ async def checkins(call: CommandCall) -> Answer:
 
 
 def _set_time(p: CheckinPrefs, value: str) -> str:
+    at, error = _checked_time(p, value)
+    if not error:
+        p.brief_at = at
+    return error
+
+
+def _checked_time(p: CheckinPrefs, value: str, where: str = "") -> tuple[str, str]:
+    """(HH:MM, "") or ("", why not): a time outside `p`'s quiet hours."""
     try:
         at = parse_hhmm(value).strftime("%H:%M")
     except ValueError:
-        return f"at takes a time like 07:30, not {value!r}."
+        return "", f"at takes a time like 07:30, not {value!r}."
     if _inside(at, p):
-        return (
+        return "", (
             f"{at} is inside your quiet hours ({p.quiet_start}-{p.quiet_end}); pick a time "
-            "outside them, or change them with /checkins quiet."
+            f"outside them, or change them with /checkins quiet{where}."
         )
-    p.brief_at = at
-    return ""
+    return at, ""
+
+
+async def _in_group(call: CommandCall, chat_id: int, verb: str, rest: str) -> Answer:
+    """The group's brief: asked for by a member here (on, at), turned off by anyone here;
+    its status names whose it is and nothing of their private check-ins."""
+    error = ""
+    async with call.host.deps.session_factory() as s, s.begin():
+        if verb in ("on", "at"):
+            # Asking for it makes it the asker's: their quiet hours, cap and budget.
+            mine = await repo.prefs(s, call.who.user_id)
+            now = call.host.deps.clock()
+            if verb == "at":
+                at, error = _checked_time(mine, rest, " in our private chat")
+            else:
+                at = mine.brief_at
+            if not error:
+                row = await repo.ask_in_group(s, chat_id, call.who.user_id, at, now)
+                if verb == "at":
+                    row.brief_at = at
+                elif _inside(row.brief_at, mine):
+                    row.brief_at = mine.brief_at
+        elif verb == "off":
+            await repo.group_off(s, chat_id)
+        elif verb:
+            error = f"I don't know /checkins {verb} in a group."
+        found = await repo.group(s, chat_id)
+        prefs = None if found is None else await repo.prefs(s, found[0].user_id)
+    if error:
+        return Answer(error + "\n" + GROUP_USAGE)
+    if found is None or prefs is None or not found[0].enabled:
+        text = "Check-ins in this group: off (a member turns them on with /checkins on)."
+        return Answer(text + "\n\n" + GROUP_USAGE, ((Button("Turn on", "on"),),))
+    group, member = found
+    tz = user_tz(member.timezone, call.host.deps.tz).key
+    name = member.name or "a member"
+    text = (
+        f"Check-ins in this group: on, asked for by {name}\n"
+        f"Morning brief at {group.brief_at} ({tz}); only when there is something worth "
+        f"saying, never in the quiet hours of {name} ({prefs.quiet_start}-{prefs.quiet_end}), "
+        f"at most {prefs.max_per_day} a day here"
+    )
+    return Answer(text + "\n\n" + GROUP_USAGE, ((Button("Turn off", "off"),),))
 
 
 def _set_quiet(p: CheckinPrefs, value: str) -> str:
@@ -107,6 +171,16 @@ def _set_quiet(p: CheckinPrefs, value: str) -> str:
 
 async def press(call: CommandCall) -> Pressed:
     verb, _, rest = call.args.partition(":")
+    group = _group(call.who)
+    if group is not None and verb in ("stop", "off", "on"):
+        async with call.host.deps.session_factory() as s, s.begin():
+            if verb == "on":
+                mine = await repo.prefs(s, call.who.user_id)
+                now = call.host.deps.clock()
+                await repo.ask_in_group(s, group, call.who.user_id, mine.brief_at, now)
+                return Pressed("This group's check-ins are on.")
+            await repo.group_off(s, group)
+        return Pressed("This group's check-ins are off. /checkins on here brings them back.")
     async with call.host.deps.session_factory() as s, s.begin():
         p = await repo.prefs(s, call.who.user_id)
         if verb in ("stop", "off"):

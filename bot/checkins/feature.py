@@ -1,12 +1,13 @@
-"""Check-ins: the assistant speaks first, when a person turned it on and it has something
-worth saying (bot/checkins/runs.py), within their quiet hours, daily cap and the budget."""
+"""Check-ins: the assistant speaks first, when a person turned it on (in their chat, or a
+group where they asked for it) and it has something worth saying (bot/checkins/runs.py),
+within their quiet hours, daily cap and the budget."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from bot.checkins import commands
-from bot.checkins.models import CheckinPrefs, CheckinRun
+from bot.checkins.models import CheckinGroup, CheckinPrefs, CheckinRun
 from bot.checkins.runs import Outcome, tick
 from tools.feature import Command, Feature, Host, Job
 
@@ -17,7 +18,7 @@ async def run_due(host: Host) -> list[Outcome]:
 
 FEATURE = Feature(
     name="checkins",
-    models=(CheckinPrefs, CheckinRun),
+    models=(CheckinPrefs, CheckinGroup, CheckinRun),
     commands=(
         Command(
             "checkins",

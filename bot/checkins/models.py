@@ -1,13 +1,23 @@
-"""Check-ins: a person's choices (off by default) and one ledger row per check-in slot and
-local day. The row is claimed before anything runs, so a restart at brief time, or a second
-worker, finds it taken and sends nothing twice; a claimed slot is never tried again that day
-(no retry loops: a failure is reported once)."""
+"""Check-ins: a person's choices (off by default), the groups where a member asked for a
+brief there, and one ledger row per person, chat, check-in slot and local day. The row is
+claimed before anything runs, so a restart at brief time, or a second worker, finds it taken
+and sends nothing twice; a claimed slot is never tried again that day (no retry loops: a
+failure is reported once)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.models.base import Base, UTCDateTime, utcnow
@@ -29,12 +39,31 @@ class CheckinPrefs(Base):
     less: Mapped[int] = mapped_column(Integer, default=0)  # presses of "less of this"
 
 
+class CheckinGroup(Base):
+    """A group where a member sent /checkins on: its morning brief goes to the group, at the
+    time set there, within that member's quiet hours, daily cap and budget (it is their
+    request, recorded and metered as theirs). A group nobody asked in has no row."""
+
+    __tablename__ = "checkin_groups"
+
+    chat_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)  # the group's (negative)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    brief_at: Mapped[str] = mapped_column(String(5), default="08:30")  # HH:MM, the member's zone
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class CheckinRun(Base):
     __tablename__ = "checkin_runs"
-    __table_args__ = (UniqueConstraint("user_id", "day", "slot", name="uq_checkin_runs_slot"),)
+    __table_args__ = (
+        UniqueConstraint("user_id", "chat_id", "day", "slot", name="uq_checkin_runs_slot"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # Where it goes: 0 the person's private chat, else the group's chat id (not NULL, so the
+    # unique row guards private runs too).
+    chat_id: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     day: Mapped[str] = mapped_column(String(10))  # the person's local date, YYYY-MM-DD
     slot: Mapped[str] = mapped_column(String(10))  # brief | followup
     # running | sent | nothing (the model had nothing worth saying) | capped | budget | failed

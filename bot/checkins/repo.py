@@ -1,4 +1,5 @@
-"""The check-ins' SQL: a person's choices, the claim of a slot, the ledger."""
+"""The check-ins' SQL: a person's choices, the groups asked for, the claim of a slot, the
+ledger."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.checkins.models import CheckinPrefs, CheckinRun
+from bot.checkins.models import CheckinGroup, CheckinPrefs, CheckinRun
 from bot.usage.models import ModelUsage
 from db.models.core import User
 
@@ -43,10 +44,63 @@ async def enabled(s: AsyncSession) -> list[tuple[CheckinPrefs, User]]:
     return [(p, u) for p, u in (await s.execute(stmt)).all()]
 
 
-async def claim(s: AsyncSession, user_id: int, day: str, slot: str, now: datetime) -> int | None:
-    """The new run's id, or None when this slot of that day was claimed before (by a run
-    before a restart, or another worker): the unique row is the guard, on both databases."""
-    run = CheckinRun(user_id=user_id, day=day, slot=slot, status="running", started_at=now)
+async def enabled_groups(s: AsyncSession) -> list[tuple[CheckinGroup, CheckinPrefs, User]]:
+    """The groups with a brief on, each with the choices of the member who asked for it."""
+    stmt = (
+        select(CheckinGroup, CheckinPrefs, User)
+        .join(User, User.id == CheckinGroup.user_id)
+        .join(CheckinPrefs, CheckinPrefs.user_id == CheckinGroup.user_id)
+        .where(CheckinGroup.enabled.is_(True))
+    )
+    return [(g, p, u) for g, p, u in (await s.execute(stmt)).all()]
+
+
+async def group(s: AsyncSession, chat_id: int) -> tuple[CheckinGroup, User] | None:
+    """The group's brief and the member who asked for it; None: nobody asked there."""
+    stmt = (
+        select(CheckinGroup, User)
+        .join(User, User.id == CheckinGroup.user_id)
+        .where(CheckinGroup.chat_id == chat_id)
+    )
+    row = (await s.execute(stmt)).one_or_none()
+    return None if row is None else (row[0], row[1])
+
+
+async def ask_in_group(
+    s: AsyncSession, chat_id: int, user_id: int, brief_at: str, now: datetime
+) -> CheckinGroup:
+    """A member asked for the group's brief: it is theirs from now on (their quiet hours,
+    cap and budget), on, at the time it had (or `brief_at`, the first time)."""
+    row = await s.get(CheckinGroup, chat_id)
+    if row is None:
+        row = CheckinGroup(
+            chat_id=chat_id, user_id=user_id, enabled=True, brief_at=brief_at, created_at=now
+        )
+        s.add(row)
+    else:
+        row.user_id, row.enabled = user_id, True
+    await s.flush()
+    return row
+
+
+async def group_off(s: AsyncSession, chat_id: int) -> bool:
+    done = await s.execute(
+        update(CheckinGroup)
+        .where(CheckinGroup.chat_id == chat_id, CheckinGroup.enabled.is_(True))
+        .values(enabled=False)
+    )
+    return bool(getattr(done, "rowcount", 0))
+
+
+async def claim(
+    s: AsyncSession, user_id: int, day: str, slot: str, now: datetime, chat_id: int = 0
+) -> int | None:
+    """The new run's id, or None when this slot of that day was claimed before for this chat
+    (by a run before a restart, or another worker): the unique row is the guard, on both
+    databases."""
+    run = CheckinRun(
+        user_id=user_id, chat_id=chat_id, day=day, slot=slot, status="running", started_at=now
+    )
     try:
         async with s.begin_nested():
             s.add(run)
@@ -56,9 +110,13 @@ async def claim(s: AsyncSession, user_id: int, day: str, slot: str, now: datetim
     return run.id
 
 
-async def sent_today(s: AsyncSession, user_id: int, day: str) -> int:
+async def sent_today(s: AsyncSession, user_id: int, day: str, chat_id: int = 0) -> int:
+    """The person's check-ins sent today in that chat (the daily cap is per chat)."""
     stmt = select(func.count()).where(
-        CheckinRun.user_id == user_id, CheckinRun.day == day, CheckinRun.status == "sent"
+        CheckinRun.user_id == user_id,
+        CheckinRun.chat_id == chat_id,
+        CheckinRun.day == day,
+        CheckinRun.status == "sent",
     )
     return int((await s.execute(stmt)).scalar_one())
 
@@ -97,12 +155,14 @@ async def run_of(s: AsyncSession, run_id: int, user_id: int) -> CheckinRun | Non
     return run if run is not None and run.user_id == user_id else None
 
 
-async def previous_failed(s: AsyncSession, user_id: int, run_id: int) -> bool:
-    """Whether the run before this one failed too (its failure was told already)."""
+async def previous_failed(s: AsyncSession, user_id: int, run_id: int, chat_id: int = 0) -> bool:
+    """Whether the run before this one in that chat failed too (its failure was told
+    already)."""
     stmt = (
         select(CheckinRun.status)
         .where(
             CheckinRun.user_id == user_id,
+            CheckinRun.chat_id == chat_id,
             CheckinRun.id < run_id,
             CheckinRun.status.in_(("sent", "nothing", "failed")),
         )

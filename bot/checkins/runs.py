@@ -11,6 +11,11 @@ own, unless a guard stops it before the model is asked:
 
 The request is the agent's own (`host.ask`, a scheduled task): recorded like any turn,
 metered in usage under "scheduled", with the tools and the caps every request has.
+
+A group gets a morning brief only when a member sent /checkins on there: it is that
+member's request held in the group (what the memory finds there is what was said in the
+group, and no one's reminders are listed: tools/reminders), sent to the group, within the
+member's quiet hours, daily cap (per chat) and budget; never in the terminal.
 """
 
 from __future__ import annotations
@@ -42,8 +47,8 @@ FOLLOWUP_AFTER = timedelta(hours=6)
 SLOTS = ("brief", "followup")
 
 
-def slot_time(prefs: CheckinPrefs, slot: str, day: datetime, tz: ZoneInfo) -> datetime:
-    start = local_instant(day.date(), parse_hhmm(prefs.brief_at), tz)
+def slot_time(brief_at: str, slot: str, day: datetime, tz: ZoneInfo) -> datetime:
+    start = local_instant(day.date(), parse_hhmm(brief_at), tz)
     return start if slot == "brief" else start + FOLLOWUP_AFTER
 
 
@@ -52,20 +57,33 @@ def quiet(prefs: CheckinPrefs, when: datetime, tz: ZoneInfo) -> bool:
     return quiet_until(when, tz, start, end) is not None
 
 
-def due_slots(prefs: CheckinPrefs, now: datetime, tz: ZoneInfo) -> list[tuple[str, str]]:
+def due_slots(
+    prefs: CheckinPrefs,
+    now: datetime,
+    tz: ZoneInfo,
+    brief_at: str | None = None,
+    slots: tuple[str, ...] = SLOTS,
+) -> list[tuple[str, str]]:
     """The (slot, local day) pairs due at `now`: past their time by less than WINDOW, and
-    neither the slot nor now inside quiet hours."""
+    neither the slot nor now inside quiet hours. `brief_at`: a group's time (the person's
+    own by default)."""
     local = now.astimezone(tz)
     out = []
-    for slot in SLOTS:
-        at = slot_time(prefs, slot, local, tz)
+    for slot in slots:
+        at = slot_time(brief_at or prefs.brief_at, slot, local, tz)
         if at <= now < at + WINDOW and not quiet(prefs, at, tz) and not quiet(prefs, now, tz):
             out.append((slot, local.date().isoformat()))
     return out
 
 
-def prompt(prefs: CheckinPrefs, slot: str) -> str:
-    if slot == "brief":
+def prompt(prefs: CheckinPrefs, slot: str, group: bool = False) -> str:
+    if group:
+        ask = (
+            "Write this group's short morning brief: what was planned or left open in this "
+            "group that matters today (search the memory: only what was said in this group "
+            "is found here). Every member reads it: nothing from my private chat."
+        )
+    elif slot == "brief":
         ask = (
             "Write my short morning brief: today's reminders and tasks (list them with the "
             "schedule tool), what is waiting on me, and anything I said in passing I would "
@@ -103,6 +121,7 @@ class Outcome:
     user_id: int
     slot: str
     status: str  # sent | nothing | capped | budget | failed | taken
+    chat_id: int = 0  # the group's, for a group's brief
 
 
 async def tick(host: Host, now: datetime) -> list[Outcome]:
@@ -121,29 +140,51 @@ async def tick(host: Host, now: datetime) -> list[Outcome]:
         tz = user_tz(user.timezone, deps.tz)
         for slot, day in due_slots(prefs, now, tz):
             outcomes.append(await run_one(host, prefs, user, slot, day, now))
+    if host.local:  # the terminal serves its local user only: no groups there
+        return outcomes
+    async with deps.session_factory() as s:
+        groups = await repo.enabled_groups(s)
+    for group, prefs, user in groups:
+        # Served as their message there would be: a person let in, or anyone in a group
+        # the owner admitted (bot/telegram/middlewares.py).
+        if admission is not None and not (
+            await admission.admits(user.telegram_id) or await admission.admits(group.chat_id)
+        ):
+            continue
+        tz = user_tz(user.timezone, deps.tz)
+        for slot, day in due_slots(prefs, now, tz, group.brief_at, ("brief",)):
+            outcomes.append(await run_one(host, prefs, user, slot, day, now, group.chat_id))
     return outcomes
 
 
 async def run_one(
-    host: Host, prefs: CheckinPrefs, user: User, slot: str, day: str, now: datetime
+    host: Host,
+    prefs: CheckinPrefs,
+    user: User,
+    slot: str,
+    day: str,
+    now: datetime,
+    chat_id: int = 0,
 ) -> Outcome:
+    """One slot for one person, in their private chat (`chat_id` 0) or a group they asked
+    in."""
     sf = host.deps.session_factory
     async with sf() as s, s.begin():
-        run_id = await repo.claim(s, user.id, day, slot, now)
+        run_id = await repo.claim(s, user.id, day, slot, now, chat_id)
         if run_id is None:
-            return Outcome(user.id, slot, "taken")
-        if await repo.sent_today(s, user.id, day) >= prefs.max_per_day:
+            return Outcome(user.id, slot, "taken", chat_id)
+        if await repo.sent_today(s, user.id, day, chat_id) >= prefs.max_per_day:
             note = f"stopped before the model call: {prefs.max_per_day} check-ins today already"
             await repo.finish(s, run_id, status="capped", finished_at=now, note=note)
-            return Outcome(user.id, slot, "capped")
+            return Outcome(user.id, slot, "capped", chat_id)
     if (over := await _over_budget(host, user.id)) is not None:
         async with sf() as s, s.begin():
             await repo.finish(s, run_id, status="budget", finished_at=now, note=over)
-        return Outcome(user.id, slot, "budget")
-    recipient = Recipient(user.id, user.telegram_id, user.name)
+        return Outcome(user.id, slot, "budget", chat_id)
+    recipient = Recipient(user.id, user.telegram_id, user.name, chat_id or None)
     started = host.deps.clock()
     try:
-        answer = (await host.ask(recipient, prompt(prefs, slot))).strip()
+        answer = (await host.ask(recipient, prompt(prefs, slot, bool(chat_id)))).strip()
         status = "nothing" if said_nothing(answer) else "sent"
         if status == "sent":
             await host.deliver(recipient, answer, True, buttons=buttons(run_id))
@@ -153,7 +194,7 @@ async def run_one(
     async with sf() as s, s.begin():
         cost = await repo.scheduled_cost(s, user.id, started, finally_at)
         await repo.finish(s, run_id, status=status, finished_at=finally_at, cost_usd=cost)
-    return Outcome(user.id, slot, status)
+    return Outcome(user.id, slot, status, chat_id)
 
 
 async def _over_budget(host: Host, user_id: int) -> str | None:
@@ -181,18 +222,20 @@ async def _failed(
 ) -> Outcome:
     reason = public_text(exc)
     log.warning("check-in %d (%s) of user %d failed: %s", run_id, slot, recipient.user_id, reason)
+    chat_id = recipient.chat_id or 0
     async with host.deps.session_factory() as s, s.begin():
-        told = await repo.previous_failed(s, recipient.user_id, run_id)
+        told = await repo.previous_failed(s, recipient.user_id, run_id, chat_id)
         await repo.finish(
             s, run_id, status="failed", finished_at=host.deps.clock(), note=reason[:500]
         )
     if not told:
+        whose = "This group's" if recipient.chat_id else "Your"
         text = (
-            f"⚠️ Your check-in could not run: {reason.rstrip('.')}. I won't try it again "
+            f"⚠️ {whose} check-in could not run: {reason.rstrip('.')}. I won't try it again "
             "today, and I'll only tell you again after one has worked."
         )
         try:
             await host.deliver(recipient, text, False)
         except Exception:
             log.exception("telling user %d about a failed check-in failed", recipient.user_id)
-    return Outcome(recipient.user_id, slot, "failed")
+    return Outcome(recipient.user_id, slot, "failed", chat_id)

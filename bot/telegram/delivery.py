@@ -37,7 +37,8 @@ class TelegramDelivery:
     ) -> int:
         """Send the text (split if long) with the buttons on its last message, then the
         files; the id of its first message."""
-        if recipient.telegram_id is None:
+        chat = recipient.telegram_id if recipient.chat_id is None else recipient.chat_id
+        if chat is None:
             raise DeliveryRejected("the local user has no Telegram chat")
         chunks: list[Chunk] = render(text) if markdown else [(t, []) for t in split_plain(text)]
         items = text_items(chunks)
@@ -46,7 +47,7 @@ class TelegramDelivery:
             items[-1] = replace(items[-1], markup=InlineKeyboardMarkup(inline_keyboard=[row]))
         items += file_items(list(files))
         try:
-            return (await self.outbox.hand(recipient.telegram_id, None, items))[0]
+            return (await self.outbox.hand(chat, None, items))[0]
         except Undeliverable as exc:
             if exc.blocked:
                 raise RecipientBlocked(str(exc)) from exc

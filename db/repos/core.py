@@ -28,6 +28,9 @@ class Recipient:
     user_id: int
     telegram_id: int | None
     name: str = ""
+    # A group it goes to instead of the person's private chat: a group they asked in
+    # (a check-in there); its request is then held in that group, as their message there is.
+    chat_id: int | None = None
 
 
 async def get_or_create_user(

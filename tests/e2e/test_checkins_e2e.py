@@ -5,6 +5,7 @@ before its model call; a restart at brief time sends one brief."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -17,14 +18,16 @@ from bot.sessions import repo as sessions_repo
 from bot.telegram.delivery import TelegramDelivery
 from db.models.core import User
 from tests.e2e.conftest import OWNER, TG
-from tests.fakes.openai_server import Text
+from tests.fakes.openai_server import Calls, Text
 from tests.test_usage import usage
+from tools.reminders.tool import NOT_IN_GROUP
 
 # Today (the app's clock is the real one: /checkins sums this month's runs): brief time in
 # New York whatever its offset today, and 08:31 in UTC.
 TODAY = datetime.now(UTC).date()
 NY_0730 = datetime.combine(TODAY, time(7, 30), ZoneInfo("America/New_York")).astimezone(UTC)
 UTC_0831 = datetime.combine(TODAY, time(8, 31), UTC)
+SECRET = {"action": "create", "text": "buy the surprise party cake", "in_minutes": 600}
 
 
 async def _started(tg: TG) -> None:
@@ -198,3 +201,88 @@ async def test_a_failed_run_is_told_once_and_not_retried(tg: TG) -> None:
     finally:
         tg.llm.failing = None
     assert await _statuses(tg) == [("brief", "failed"), ("brief", "failed")]
+
+
+GROUP, QUIET_GROUP = -100777, -100778
+
+
+async def _in(tg: TG, chat: int, text: str, user: int = OWNER) -> str:
+    await tg.send(user, text, chat_id=chat)
+    return (await tg.reply(chat)).text
+
+
+async def test_a_group_gets_a_brief_only_when_a_member_asked_for_it_there(tg: TG) -> None:
+    await _started(tg)
+    # The owner's private reminder: a group's check-in never lists it.
+    tg.llm.add(Calls([("schedule", SECRET)]), Text("ok"))
+    await tg.send(OWNER, "remind me about the surprise party")
+    await tg.reply(OWNER)
+    await _zone(tg, "UTC")
+    # People talk to the bot in another group; nobody asks for check-ins there.
+    await tg.send(OWNER, "@sidekick_test_bot hello", chat_id=QUIET_GROUP)
+    await tg.reply(QUIET_GROUP)
+
+    shown = await _in(tg, GROUP, "/checkins")
+    assert shown.startswith("Check-ins in this group: off")
+    shown = await _in(tg, GROUP, "/checkins on")
+    assert "Check-ins in this group: on, asked for by Tester" in shown
+    assert "Morning brief at 08:30 (UTC)" in shown and "(22:00-08:00)" in shown
+    assert "cost" not in shown  # the member's own figures stay private
+    refused = await _in(tg, GROUP, "/checkins at 07:00")
+    assert "07:00 is inside your quiet hours (22:00-08:00)" in refused  # the member's
+    assert "Check-ins: off" in await _command(tg, "/checkins")  # their own stay off
+
+    asked = len(tg.llm.requests)
+    assert await tick(tg.app, UTC_0831 - timedelta(minutes=2)) == []
+    assert len(tg.llm.requests) == asked
+    tg.llm.add(
+        Calls([("schedule", {"action": "list"})]),
+        Text("Today: the group's hike starts at noon."),
+    )
+    [done] = await tick(tg.app, UTC_0831)
+    assert (done.chat_id, done.slot, done.status) == (GROUP, "brief", "sent")
+    brief = await tg.reply(GROUP)
+    assert brief.text == "Today: the group's hike starts at noon."
+    labels = [b["text"] for b in brief.reply_markup["inline_keyboard"][0]]
+    assert labels == ["👍 useful", "less of this", "stop"]
+    body = tg.llm.requests[-1]
+    assert "this group's short morning brief" in body["messages"][-3]["content"]
+    listed = [m["content"] for m in body["messages"] if m["role"] == "tool"][-1]
+    assert listed == NOT_IN_GROUP
+    assert "surprise party" not in json.dumps(body["messages"])
+
+    # Once a morning, also after a restart; nothing in the private chat or the other group.
+    await tg.restart()
+    await _started(tg)
+    asked = len(tg.llm.requests)
+    assert [o.status for o in await tick(tg.app, UTC_0831 + timedelta(minutes=1))] == ["taken"]
+    assert len(tg.llm.requests) == asked
+    await tg.idle()
+    assert tg.unread(OWNER) == [] and tg.unread(GROUP) == [] and tg.unread(QUIET_GROUP) == []
+    assert not any("brief" in m.text or "hike" in m.text for m in tg.server.sent_to(QUIET_GROUP))
+    assert "cost: $0.0000 this month over 1 sent" in await _command(tg, "/checkins")
+
+    # Another member there presses stop: the group's brief stops, the next day sends nothing.
+    await tg.press(2001, "checkins:stop", message_id=brief.message_id, chat_id=GROUP)
+    await tg.idle()
+    assert (await _in(tg, GROUP, "/checkins", 2001)).startswith("Check-ins in this group: off")
+    assert await tick(tg.app, UTC_0831 + timedelta(days=1)) == []
+    assert len(tg.llm.requests) == asked
+
+
+async def test_a_groups_brief_is_stopped_by_the_members_budget(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(prices="fake-model=1/2", budget_usd="0.001/day")
+    await _started(tg)
+    tg.llm.add(Text("spent", usage=usage(1200, 300)))  # $0.0018: the member's day is gone
+    assert (await _command(tg, "what is up")).startswith("spent")
+    await _zone(tg, "UTC")
+    assert "on, asked for by Tester" in await _in(tg, GROUP, "/checkins on")
+    asked = len(tg.llm.requests)
+    [done] = await tick(tg.app, UTC_0831)
+    assert (done.chat_id, done.status) == (GROUP, "budget")
+    assert len(tg.llm.requests) == asked  # stopped before the model call
+    await tg.idle()
+    assert tg.unread(GROUP) == [] and tg.unread(OWNER) == []
+    assert "1 by the budget" in await _command(tg, "/checkins")

@@ -11,16 +11,24 @@ import io
 import json
 import zipfile
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
+from bot.access.gate import owner_code
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
 from tests.fakes.telegram_server import Sent
 from tests.media_helpers import document
 from tools.code.models import CodeExecution
 from tools.effects import OUTSIDE_MARK
+from tools.skills.bundle import from_upload
+from tools.skills.commands import OWNER_ONLY
+from tools.skills.source import ENTRY_TOKENS, SKILL_CATALOG_TOKENS, SKILLS
+from tools.tokens import count_payload, count_text
 
 SKILL_MD = """---
 name: pdf-forms
@@ -95,14 +103,16 @@ async def test_a_skill_from_a_zip_is_found_when_needed_and_runs_sandboxed(
     await install(tg)
     listing = (await command(tg, "/skills")).text
     assert "• pdf-forms (on, 3 file(s)): Fill in PDF forms" in listing
+    assert "Searched only (skills) — 1 tool: skill_pdf_forms;" in (await command(tg, "/tools")).text
 
-    # A request that needs no skill: the skill is not offered, its instructions never sent.
+    # A request that needs no skill: neither the skill nor the search tools are offered
+    # (the skill costs the prompt only its catalogue entry), its instructions never sent.
     tg.llm.add(Text("It will be sunny."))
     await tg.send(OWNER, "what's the weather tomorrow?")
     assert (await tg.reply(OWNER)).text == "It will be sunny."
     body = tg.llm.requests[-1]
-    assert "skill_pdf_forms" not in offered(body) and "tool_search" in offered(body)
-    assert "pdf-forms (Fill in PDF forms" in body["messages"][0]["content"]  # the catalogue
+    assert "skill_pdf_forms" not in offered(body) and "tool_search" not in offered(body)
+    assert "- Skills: skill_pdf_forms (Fill" in body["messages"][0]["content"]  # the catalogue
     assert "scripts/fields.js" not in json.dumps(body["messages"])
 
     # A request that needs it: tool_search finds it, the instructions load as outside
@@ -134,6 +144,7 @@ async def test_a_skill_from_a_zip_is_found_when_needed_and_runs_sandboxed(
     searched = json.loads(tool_results(tg.llm.requests[first + 1])[0])
     assert searched["tools"][0]["name"] == "skill_pdf_forms"
     assert "skill_pdf_forms" not in offered(tg.llm.requests[first])
+    assert "tool_search" in offered(tg.llm.requests[first])  # the request meets the skill
     results = tool_results(tg.llm.requests[-1])
     loaded = results[2]
     assert loaded.startswith(f"{OUTSIDE_MARK}the skill pdf-forms;")
@@ -150,6 +161,24 @@ async def test_a_skill_from_a_zip_is_found_when_needed_and_runs_sandboxed(
     await tg.send(OWNER, "/codestats")
     _chart, stats = await tg.replies(OWNER, 2)
     assert "Skills' scripts\npdf-forms: scripts/fields.js: 1 (1 ok)" in stats.text
+
+    # Used once, the owner's next requests show it directly (usage teaches the ranking).
+    tg.llm.add(Text("Hello."))
+    await tg.send(OWNER, "hello")
+    assert (await tg.reply(OWNER)).text == "Hello."
+    assert "skill_pdf_forms" in offered(tg.llm.requests[-1])
+
+    # Someone who never used it calls it by the name the catalogue gives it, on a request
+    # whose words meet no skill: loaded then (its schema joins the next call), read as
+    # outside content.
+    tg.llm.add(Calls([("skill_pdf_forms", {})]), Text("Done as the skill says."))
+    await tg.send(2001, "do the usual with my papers")
+    assert (await tg.reply(2001)).text == "Done as the skill says."
+    called, after = tg.llm.requests[-2:]
+    assert "skill_pdf_forms" not in offered(called) and "tool_search" not in offered(called)
+    assert "skill_pdf_forms" in offered(after)
+    read = tool_results(after)[-1]
+    assert read.startswith(f"{OUTSIDE_MARK}the skill pdf-forms;") and "Run scripts" in read
 
     # Turned off, it is gone from the catalogue and the search; removed, its files too.
     assert (await command(tg, "/skills off pdf-forms")).text == "Skill pdf-forms is off."
@@ -203,3 +232,58 @@ async def test_each_hostile_skill_is_refused_with_a_clear_line(tg: TG) -> None:
 async def test_only_the_owner_adds_skills(tg: TG) -> None:
     await tg.send(2001, "/skills add")
     assert (await tg.reply(2001)).text == "Only the bot's owner can add or change skills."
+
+
+async def test_the_owner_is_the_one_access_knows(
+    make_tg: Callable[..., Awaitable[TG]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ALLOWED_USER_IDS the owner is who sent the owner code (the access feature's
+    answer, tools/admission.py): they add skills; a person they let in does not."""
+    monkeypatch.chdir(tmp_path)  # the learned owner is written to this .env
+    (tmp_path / ".env").write_text("ALLOWED_USER_IDS=\n")
+    tg = await make_tg(allowed_user_ids="")
+    token = tg.app.settings.telegram_bot_token
+    assert token is not None
+    await tg.send(5555, f"hello {owner_code(token.get_secret_value())}")
+    assert "You are this bot's owner now" in (await tg.reply(5555)).text
+    await tg.send(5555, "/skills add")
+    assert (await tg.reply(5555)).text.startswith("Send me the skill first")
+    await tg.send(5556, "let me in")
+    assert "I asked its owner" in (await tg.reply(5556)).text
+    request = await tg.reply(5555)
+    assert request.reply_markup["inline_keyboard"][0][0]["text"] == "Allow"
+    await tg.press(5555, request.reply_markup["inline_keyboard"][0][0]["callback_data"])
+    await tg.idle()
+    await tg.send(5556, "/skills add")
+    assert (await tg.reply(5556)).text == OWNER_ONLY
+
+
+async def test_installed_skills_cost_an_empty_chat_at_most_ten_tokens_each(tg: TG) -> None:
+    """The issue's goal, through the assembled app's own requests: each skill adds at most
+    ENTRY_TOKENS to what a message that needs no skill sends (system prompt and tools),
+    the first one too, and nothing past SKILL_CATALOG_TOKENS; a name too long for its share
+    is left to tool_search."""
+    store = tg.app.part(SKILLS)
+
+    async def cost() -> int:
+        tg.llm.add(Text("Hello."))
+        await tg.send(OWNER, "hello")
+        await tg.reply(OWNER)
+        body = tg.llm.requests[-1]
+        assert not {"tool_search", "tool_explain"} & set(offered(body))
+        return count_text(body["messages"][0]["content"]) + count_payload(body.get("tools", []))
+
+    async def add(name: str, description: str) -> None:
+        md = f"---\nname: {name}\ndescription: {description}\n---\nSteps.\n"
+        await store.install(from_upload("SKILL.md", md.encode()), datetime.now(UTC))
+
+    empty = await cost()
+    await add("pdf-forms", "Fill in PDF forms and list their fields before sending them.")
+    assert 0 < await cost() - empty <= ENTRY_TOKENS
+    for i in range(11):
+        await add(f"{'very-long-skill-name-' * 2}{i}", "Long words, internationalisation " * 9)
+    twelve = await cost() - empty
+    assert 0 < twelve <= 12 * ENTRY_TOKENS
+    for i in range(100):
+        await add(f"travel-{i}", f"Plan trips and check bookings, variant {i}.")
+    assert twelve < await cost() - empty <= SKILL_CATALOG_TOKENS

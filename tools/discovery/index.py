@@ -59,6 +59,14 @@ class ToolIndex:
             # description away from what it says; the better of the two views counts.
             self.desc_vectors = normalise_rows(embed([_SERVER_TAG.sub("", d) for _, d in docs]))
 
+    def mentions(self, text: str, names: set[str]) -> bool:
+        """Whether `text` shares a word with one of `names`' documents: words only, as the
+        vector half ranks every tool for any text."""
+        if not names or not text.strip():
+            return False
+        lex = self.bm25.scores(text)
+        return any(score > 0 and n in names for n, score in zip(self.names, lex, strict=True))
+
     def search(self, query: str, limit: int = 5) -> list[Hit]:
         if not self.names or not query.strip():
             return []

@@ -38,6 +38,12 @@ def tools_text(disc: Discovery, user_id: int, mcp: McpManager | None) -> str:
             f"{tokens(plan.discoverable)} tokens if all were shown: {_names(plan.discoverable)}"
         )
         lines.append(f"tool_search + tool_explain cost {cat.meta_cost} tokens.")
+    elif plan.discoverable:
+        lines.append(
+            f"Searched only (skills) — {_count(plan.discoverable)}: {_names(plan.discoverable)}; "
+            f"tool_search + tool_explain ({cat.meta_cost} tokens) join a request that "
+            "mentions one, and one called by its name is loaded then."
+        )
     else:
         lines.append("Discoverable — none: every tool fits the budget.")
     if mcp is not None and mcp.servers:

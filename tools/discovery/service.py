@@ -57,7 +57,9 @@ class Catalog:
 class Plan:
     direct: list[str]  # extension tools shown directly
     discoverable: list[str]  # extension tools reached through tool_search
-    meta: bool  # whether tool_search / tool_explain are shown
+    # Whether tool_search / tool_explain are shown on every request; else only on one whose
+    # words meet a searched-only tool (a skill).
+    meta: bool
 
 
 class Discovery:
@@ -111,13 +113,23 @@ class Discovery:
         core_cost = sum(cat.cost(n) for n in cat.core)
         all_ext = list(cat.extensions)
         searched = self.registry.searched_only()
-        if not searched and core_cost + sum(cat.cost(n) for n in all_ext) <= self.budget:
-            return Plan(all_ext, [], False)
-        room = self.budget - core_cost - cat.meta_cost
-        direct: list[str] = []
         shown = [n for n in all_ext if n not in searched]
-        if sum(cat.cost(n) for n in shown) <= room:
-            direct, room = shown, room - sum(cat.cost(n) for n in shown)
+        if core_cost + sum(cat.cost(n) for n in shown) <= self.budget:
+            # Everything but the searched-only tools (skills) fits: tool_search joins only a
+            # request whose words meet one of them (for_request), so an installed skill
+            # costs an empty chat its catalogue entry and no schema. Room for the search
+            # tools is kept, favourites fill what is left.
+            direct = list(shown)
+            room = self.budget - core_cost - sum(cat.cost(n) for n in shown)
+            if searched:
+                room -= cat.meta_cost
+            return self._favourites(user_id, cat, direct, room, meta=False)
+        room = self.budget - core_cost - cat.meta_cost
+        return self._favourites(user_id, cat, [], room, meta=True)
+
+    def _favourites(
+        self, user_id: int, cat: Catalog, direct: list[str], room: int, meta: bool
+    ) -> Plan:
         # What a user calls often is shown directly, a skill too (usage teaches the ranking).
         for name in self.usage.favourites(user_id):
             if name in direct:
@@ -125,13 +137,13 @@ class Discovery:
             if name in cat.extensions and cat.cost(name) <= room:
                 direct.append(name)
                 room -= cat.cost(name)
-        return Plan(direct, [n for n in all_ext if n not in direct], True)
+        return Plan(direct, [n for n in cat.extensions if n not in direct], meta)
 
     def for_request(self, ctx: RequestContext, text: str) -> DiscoveringTools:
         cat = self.catalog()
         plan = self.plan(ctx.user_id, cat)
         req = DiscoveringTools(self, cat, ctx, text, plan.direct, [])
-        if plan.meta:
+        if plan.meta or cat.index.mentions(text, set(plan.discoverable)):
             for tool in build_meta(req):
                 req.tools[tool.name] = tool
                 req.meta.add(tool.name)
@@ -200,6 +212,15 @@ class DiscoveringTools(RequestTools):
 
     def get(self, name: str) -> Tool[Any] | None:
         tool = self.tools.get(name)
+        if (
+            tool is None
+            and name in self.catalog.extensions
+            and name in self.discovery.registry.searched_only()
+        ):
+            # A skill called by the name the system prompt's catalogue gives it: loaded as
+            # tool_explain would load it (its schema joins the next call), then run.
+            self.load(name)
+            tool = self.tools.get(name)
         if tool is None or name in self.meta:
             return tool
         return self._recording(tool)

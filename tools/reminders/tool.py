@@ -17,6 +17,10 @@ from tools.state import Slot
 # The jobs a request created: the answer carries an Undo button for each (tools/reminders/
 # undo.py), as the person may not have wanted what a model read into their words.
 CREATED: Slot[list[int]] = Slot("reminders.created", list)
+NOT_IN_GROUP = (
+    "Not listed: this is a group's check-in, read by every member, and the person's "
+    "reminders and tasks are private."
+)
 
 # One line: each newline is a token more in every prompt.
 DESCRIPTION = (
@@ -83,6 +87,9 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
                 f"next run {nxt}."
             )
         if p.action == "list":
+            if ctx.scheduled and ctx.shared_chat:
+                # A group's check-in: nobody there asked, and every member reads the answer.
+                return NOT_IN_GROUP
             found = await jobs.listing(sf, ctx.user_id)
             if not found:
                 return "No reminders or tasks scheduled."

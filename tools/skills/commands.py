@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from tools.admission import ADMISSION
 from tools.code.files import user_key
 from tools.feature import Answer, Button, CommandCall, Pressed
 from tools.skills.bundle import MAX_UPLOAD_BYTES, Bundle, Refused, from_upload
@@ -16,11 +17,16 @@ OWNER_ONLY = "Only the bot's owner can add or change skills."
 PREVIEW_CHARS = 2500
 
 
-def _owner(call: CommandCall) -> bool:
-    """The first of ALLOWED_USER_IDS, or the terminal's local user (the person at the
-    machine): a skill steers the model for everyone, so only they decide."""
-    owners = call.host.deps.owners
-    return call.host.local or (bool(owners) and call.who.telegram_id == owners[0])
+async def _owner(call: CommandCall) -> bool:
+    """The owner as the access feature knows them (tools/admission.py), or the terminal's
+    local user (the person at the machine): a skill steers the model for everyone, so only
+    they decide."""
+    if call.host.local:
+        return True
+    if not call.host.has(ADMISSION):
+        return False
+    owner = await (await call.host.need(ADMISSION)).owner()
+    return owner is not None and call.who.telegram_id == owner
 
 
 async def skills(call: CommandCall) -> Answer | str:
@@ -29,7 +35,7 @@ async def skills(call: CommandCall) -> Answer | str:
     verb, rest = verb.lower(), rest.strip()
     if not verb:
         return _listing(store)
-    if not _owner(call):
+    if not await _owner(call):
         return OWNER_ONLY
     if verb == "add":
         return await _add(call, store, rest)
@@ -105,7 +111,7 @@ def preview_text(bundle: Bundle) -> str:
 
 async def press(call: CommandCall) -> Pressed:
     verb, _, token = call.args.partition(":")
-    if not _owner(call):
+    if not await _owner(call):
         return Pressed(OWNER_ONLY, alert=True)
     store = call.host.part(SKILLS)
     bundle = store.pending.pop(token, None)

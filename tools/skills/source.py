@@ -1,6 +1,7 @@
 """Installed skills as the model meets them: each is an extension tool `skill_<name>` that
-only tool_search finds (its one-line description is what the search and the catalogue
-show), and the system prompt names the skills in one line within SKILL_CATALOG_TOKENS.
+is never shown up front (tools/discovery/service.py: tool_search finds it on a request
+that mentions it; called by its name it is loaded), and the system prompt names the skills
+in one line, at most ENTRY_TOKENS each, within SKILL_CATALOG_TOKENS.
 Calling the tool loads the instructions (outside content: the turn is marked through
 tools/effects.py's mechanism, as a web page would mark it) or runs one of its scripts in
 the code sandbox (tools/code: bun, the same limits, egress rule and trace, the run named
@@ -35,6 +36,12 @@ from tools.tokens import count_text
 # more"), still found through tool_search.
 SKILL_CATALOG_TOKENS = 300
 ENTRY_TOKENS = 10  # one skill's entry in that line, at most
+# The line (after the system prompt's "\n- "): the skills are named by their tools, which the
+# model may call by that name (tools/discovery/service.py loads one called so) or find with
+# tool_search on a request that mentions one.
+CATALOGUE_HEAD = "Skills:"
+LINE_BREAK = "\n- "
+MORE_TOKENS = 5  # " and 123 more" at most
 SCRIPT_TIMEOUT_MS = 30_000
 MAX_PENDING = 20  # previews waiting for Allow / Deny
 
@@ -104,20 +111,30 @@ class Skills:
         return self._line
 
     def _catalogue(self) -> str:
-        """Each skill's name and the start of its description, at most ENTRY_TOKENS each,
-        within SKILL_CATALOG_TOKENS; nothing without skills (no tokenizer loaded)."""
+        """Each skill's tool name and the start of its description within ENTRY_TOKENS, the
+        header and its line break counted in the first entry's share, so n skills cost an
+        empty chat at most n * ENTRY_TOKENS, and never more than SKILL_CATALOG_TOKENS;
+        nothing without skills (no tokenizer loaded)."""
         on = [r for r in self.installed if r.enabled]
         if not on:
             return ""
-        line = "skills (the owner's; tool_search finds them, then call skill_<name>):"
-        used = count_text(line)
+        limit = min(len(on) * ENTRY_TOKENS, SKILL_CATALOG_TOKENS)
+        entries: list[tuple[str, int]] = []
+        used = count_text(LINE_BREAK + CATALOGUE_HEAD)
         for i, r in enumerate(on):
-            entry = _entry(r.name, r.description)
-            cost = count_text(entry)
-            if used + cost > SKILL_CATALOG_TOKENS:
-                return line + f" and {len(on) - i} more"
-            line, used = line + entry, used + cost
-        return line
+            # Room up to this skill's share: what earlier entries left unused carries on.
+            cap = min((i + 1) * ENTRY_TOKENS, SKILL_CATALOG_TOKENS)
+            entry = _entry(";" if entries else "", tool_name(r.name), r.description, cap - used)
+            if entry is not None:  # else still found by tool_search, counted below
+                entries.append((entry, count_text(entry)))
+                used += entries[-1][1]
+        left = len(on) - len(entries)
+        # "and N more" fits the limit too: the last entries make room for it.
+        while left and entries and used + MORE_TOKENS > limit:
+            used -= entries.pop()[1]
+            left += 1
+        more = f" and {left} more" if left else ""
+        return CATALOGUE_HEAD + "".join(e for e, _ in entries) + more
 
     # -- installing -------------------------------------------------------------------
 
@@ -235,13 +252,16 @@ assert SCRIPT_TIMEOUT_MS <= MAX_TIMEOUT_MS
 SKILLS: Key[Skills] = Key("skills.installed")
 
 
-def _entry(name: str, description: str) -> str:
+def _entry(sep: str, name: str, description: str, room: int) -> str | None:
+    """`; name (the description's first words)`, as many words as fit `room` tokens; the
+    bare name when none do; None when not even that fits (a name is never cut: it is what
+    the model calls)."""
     words = description.split()
     for n in range(min(len(words), 6), -1, -1):
-        entry = f" {name}" + (f" ({' '.join(words[:n])})" if n else "") + ";"
-        if count_text(entry) <= ENTRY_TOKENS:
+        entry = f"{sep} {name}" + (f" ({' '.join(words[:n])})" if n else "")
+        if count_text(entry) <= room:
             return entry
-    return f" {name};"
+    return None
 
 
 def _body(text: str) -> str:
