@@ -96,6 +96,10 @@ class AccessList:
         """tools/admission.py: whom reminders, tasks and questions may still act for."""
         return telegram_id is None or await self.allows_user(telegram_id)
 
+    async def is_owner(self, telegram_id: int) -> bool:
+        """tools/admission.py: the one answer to "is this person the owner"."""
+        return telegram_id == await self.owner()
+
     def on_removal(self, react: OnRemoval) -> None:
         self._on_removal.append(react)
 
