@@ -32,7 +32,7 @@ async def dashboard(call: CommandCall) -> Answer | str:
         f"sign-in link (works once, for {minutes} minutes):\n{board.url}/login?t={token}\n\n"
         "Sign out everywhere: /dashboard off"
     )
-    if board.mini_app is None:
+    if board.mini_app is None or call.host.local:  # the terminal shows no button
         return f"Your dashboard {link}"
     # Inside Telegram the button opens it signed in; the link serves another browser.
     opens = WebApp("Open the dashboard", board.mini_app)

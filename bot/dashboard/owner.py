@@ -19,7 +19,7 @@ from tools.feature import Host, row_id
 COVERS = {False: "in chats", True: "in chats and scheduled tasks"}
 
 
-def _operator(host: Host, view: View) -> Operator:
+def _operator(host: Host) -> Operator:
     if not host.has(OPERATOR):
         text = "The doctor and backups are there when the bot runs as `sidekick run`."
         raise web.HTTPServiceUnavailable(text=text)
@@ -32,9 +32,10 @@ def _operator(host: Host, view: View) -> Operator:
 async def approvals(host: Host, request: web.Request, view: View) -> web.Response:
     owner_only(view)
     body = []
-    tool = request.query.get("revoked", "")[:64]
-    if tool:
-        body.append(f'<p class="notice">Revoked: {esc(tool)} asks again.</p>')
+    # An id in the address, never a text: a link someone sends cannot word the notice.
+    revoked = row_id(request.query.get("revoked", ""))
+    if revoked is not None:
+        body.append(f'<p class="notice">Revoked #{revoked}: that tool asks again.</p>')
     lines = await approvals_repo.everyones_grants(host.deps.session_factory)
     body.append('<p class="hint">Tools allowed for good (“Always”): they run without asking.</p>')
     for line in lines:
@@ -58,13 +59,12 @@ async def revoke(host: Host, request: web.Request, view: View, form: Form) -> we
     line = next(
         (x for x in await approvals_repo.everyones_grants(sf) if x.grant.id == grant_id), None
     )
-    gone = None
-    if line is not None:
-        gone = await approvals_repo.revoke(sf, line.user_id, view.person.telegram_id,
-                                           line.grant.tool, host.deps.clock())  # fmt: skip
-    if gone is None:
+    # The revoke `/approvals revoke <tool>` makes, for the grant's own person.
+    if line is None or not await approvals_repo.revoke(
+        sf, line.user_id, view.person.telegram_id, line.grant.tool, host.deps.clock()
+    ):
         return message("Not found", "That grant is gone already.", view, status=404)
-    raise web.HTTPSeeOther(f"/approvals?{urlencode({'revoked': gone})}")
+    raise web.HTTPSeeOther(f"/approvals?{urlencode({'revoked': line.grant.id})}")
 
 
 # -- Doctor -----------------------------------------------------------------------------------
@@ -73,7 +73,7 @@ async def revoke(host: Host, request: web.Request, view: View, form: Form) -> we
 async def doctor(host: Host, request: web.Request, view: View) -> web.Response:
     """`sidekick doctor`'s checks, run now on the running bot; read only (no --fix)."""
     owner_only(view)
-    results = await _operator(host, view).doctor()
+    results = await _operator(host).doctor()
     scrub = host.deps.scrub
     rows = "".join(
         f'<tr class="{"ok" if r.ok else "fail"}"><td>{"ok" if r.ok else "FAIL"}</td>'
@@ -96,9 +96,11 @@ async def doctor(host: Host, request: web.Request, view: View) -> web.Response:
 
 async def backups(host: Host, request: web.Request, view: View) -> web.Response:
     owner_only(view)
-    found = _operator(host, view).backups()
+    found = _operator(host).backups()
     made = request.query.get("made", "")
-    body = [f'<p class="notice">Made and verified: {esc(made)}.</p>'] if made else []
+    body = []
+    if made in (p.name for p in found):  # a name the address carries is shown only if real
+        body.append(f'<p class="notice">Made and verified: {esc(made)}.</p>')
     body.append(post_form(view, "/backups", "Make a backup now"))
     body.append(
         '<p class="hint">The database and the data folder in one archive, as '
@@ -119,7 +121,7 @@ async def backups(host: Host, request: web.Request, view: View) -> web.Response:
 async def backup_make(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
     owner_only(view)
     try:
-        made = await _operator(host, view).backup()
+        made = await _operator(host).backup()
     except SidekickError as exc:  # BackupError: no pg_dump, a damaged database
         return message("No backup", str(exc), view, status=500)
     raise web.HTTPSeeOther(f"/backups?{urlencode({'made': made.name})}")
@@ -129,7 +131,7 @@ async def backup_file(host: Host, request: web.Request, view: View) -> web.Strea
     """One of the listed archives, by its exact name: nothing else is served from here."""
     owner_only(view)
     name = request.match_info["name"]
-    path = next((p for p in _operator(host, view).backups() if p.name == name), None)
+    path = next((p for p in _operator(host).backups() if p.name == name), None)
     if path is None:
         raise web.HTTPNotFound(text="There is no such backup.")
     return web.FileResponse(path, headers={

@@ -79,7 +79,10 @@ async def test_the_owner_revokes_anyones_always_rule(board_tg: TG, board: Board)
     assert (await board.http.post(f"/approvals/{fetch.id}/revoke")).status_code == 403  # no CSRF
     revoked = await board.post(f"/approvals/{fetch.id}/revoke")
     assert revoked.status_code == 303
-    assert "Revoked: web_fetch asks again" in (await board.get(revoked.headers["location"])).text
+    shown = (await board.get(revoked.headers["location"])).text
+    assert f"Revoked #{fetch.id}" in shown and 'id="g' + str(fetch.id) not in shown
+    forged = (await board.get("/approvals?revoked=Your+account+is+locked")).text
+    assert "locked" not in forged and 'class="notice"' not in forged
     # The person's own /approvals shows it at once; the audit has the revoke, as the
     # command's revoke writes it; the others' grants stand.
     await tg.send(OTHER, "/approvals")
@@ -115,6 +118,8 @@ async def test_the_owner_makes_and_downloads_a_backup(board_tg: TG, board: Board
     [archive] = tg.app.part(OPERATOR).backups()
     assert f"Made and verified: {archive.name}" in page.text
     assert f'href="/backups/{archive.name}"' in page.text
+    forged = (await board.get("/backups?made=Your+account+is+locked")).text
+    assert "locked" not in forged and 'class="notice"' not in forged
     download = await board.http.get(f"/backups/{archive.name}")
     assert download.status_code == 200
     assert download.headers["content-disposition"] == f'attachment; filename="{archive.name}"'
