@@ -85,7 +85,7 @@ class App:
 
     def hand(self, key: Key[T], part: T) -> None:
         """A part made above the features by what runs the app (the operator's commands,
-        bot/ops/live.py): a feature reaches it as any part, after asking `has`."""
+        bot/ops/live.py): a feature reaches it with `maybe`, None when nothing handed it."""
         if key in self._provides:
             raise ValueError(f"a listed feature provides {key}")
         self._parts[key] = part

@@ -85,8 +85,8 @@ class Host(Protocol):
         ...
 
     def maybe(self, key: Key[T]) -> T | None:
-        """The part when a listed feature provides `key`, None when none does (a feature
-        that may be switched off)."""
+        """The part when a listed feature provides `key` (or what runs the app handed it
+        in), None when none does (a feature that may be switched off)."""
         ...
 
     async def need(self, key: Key[T]) -> T:

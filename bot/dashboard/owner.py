@@ -20,10 +20,11 @@ COVERS = {False: "in chats", True: "in chats and scheduled tasks"}
 
 
 def _operator(host: Host) -> Operator:
-    if not host.has(OPERATOR):
+    operator = host.maybe(OPERATOR)
+    if operator is None:
         text = "The doctor and backups are there when the bot runs as `sidekick run`."
         raise web.HTTPServiceUnavailable(text=text)
-    return host.part(OPERATOR)
+    return operator
 
 
 # -- Approvals --------------------------------------------------------------------------------

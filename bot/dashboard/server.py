@@ -128,10 +128,11 @@ class Site:
         if person is None:
             return None
         # The access feature answers who the owner is; without it, nobody is.
+        admission = self.host.maybe(ADMISSION)
         owner = (
             person.telegram_id is not None
-            and self.host.has(ADMISSION)
-            and await self.host.part(ADMISSION).is_owner(person.telegram_id)
+            and admission is not None
+            and await admission.is_owner(person.telegram_id)
         )
         return View(person, csrf_of(session), _zone(person, self.host.deps.tz), owner)
 
@@ -219,9 +220,8 @@ class Site:
         except InitDataError as exc:
             return message("Refused", str(exc), status=403)
         person = await self.tokens.person_of(telegram_id)
-        allowed = person is not None and (
-            not self.host.has(ADMISSION) or await self.host.part(ADMISSION).admits(telegram_id)
-        )
+        admission = self.host.maybe(ADMISSION)
+        allowed = person is not None and (admission is None or await admission.admits(telegram_id))
         if person is None or not allowed:
             return message("Refused", "Talk to the bot first; then open the dashboard.", status=403)
         return self._signed_in(await self.tokens.open_for(person.user_id))

@@ -150,9 +150,10 @@ async def set_menu_button(rt: Runtime) -> None:
     """The chat's menu button opens the dashboard as a Mini App when it is served over
     https; otherwise it is Telegram's own again (a Mini App set by an earlier run would
     open nothing). A refusal leaves the bot running."""
-    if not rt.app.has(DASHBOARD):
+    board = rt.app.maybe(DASHBOARD)
+    if board is None:
         return
-    url = rt.app.part(DASHBOARD).mini_app
+    url = board.mini_app
     button: MenuButtonWebApp | MenuButtonDefault = (
         MenuButtonDefault()
         if url is None

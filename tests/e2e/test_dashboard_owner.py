@@ -16,6 +16,7 @@ from bot.approvals import repo as approvals_repo
 from bot.ops.backup import verify
 from bot.ops.doctor import check_all
 from bot.ops.operator import OPERATOR
+from bot.telegram.delivery import TelegramDelivery
 from bot.telegram.main import start
 from tests.dashboard_client import Board, link_for, user_id
 from tests.e2e.conftest import OWNER, STRANGER, TG
@@ -140,6 +141,22 @@ async def test_owner_pages_refuse_anyone_else(board_tg: TG, board: Board) -> Non
     assert (await board.post("/backups")).status_code == 403
     assert (await board.post("/approvals/1/revoke")).status_code == 403
     assert tg.app.part(OPERATOR).backups() == []
+
+
+async def test_without_sidekick_runs_operator_the_pages_say_so(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg(dashboard="127.0.0.1:0")
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # nothing handed in
+    board = Board.open(tg)
+    try:
+        await board.sign_in(OWNER)
+        for path in ("/doctor", "/backups"):
+            page = await board.get(path)
+            assert page.status_code == 503 and "sidekick run" in page.text
+        assert (await board.get("/approvals")).status_code == 200
+    finally:
+        await board.close()
 
 
 async def test_mini_app_button_and_menu_over_https(make_tg: Callable[..., Awaitable[TG]]) -> None:
