@@ -36,6 +36,7 @@ from bench.cli import options  # noqa: E402
 from bot.app import App, build_app  # noqa: E402
 from bot.config import load_settings  # noqa: E402
 from bot.dashboard.server import COOKIE, DASHBOARD  # noqa: E402
+from bot.ops.live import hand_operator  # noqa: E402
 from bot.usage.models import ModelUsage  # noqa: E402
 from db.models.core import ChatSession, Message  # noqa: E402
 from db.repos import core  # noqa: E402
@@ -156,7 +157,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(
             data_dir=Path(tmp) / "data", llm_base_url="http://127.0.0.1:9/v1",
-            llm_model="bench-model", dashboard="127.0.0.1:0",
+            llm_model="bench-model", dashboard="127.0.0.1:0", allowed_user_ids="1001",
         )  # fmt: skip
         settings.data_dir.mkdir(parents=True)
         app = await build_app(settings)
@@ -170,10 +171,14 @@ async def main() -> None:
             sid = await fill_history(
                 app, uid, args.sessions, args.messages, args.usage_rows, args.code_runs
             )
-            for i in range(args.reminders):
+            job = 0
+            for i in range(max(args.reminders, 1)):
                 spec = build_spec(Fields(), f"in {i + 1} hours", now, ZoneInfo("UTC"))
-                await jobs.create(app.session_factory, user_id=uid, kind="reminder",
-                                  text=sentence(rng), words="", spec=spec, now=now)  # fmt: skip
+                made = await jobs.create(
+                    app.session_factory, user_id=uid, kind="reminder", text=sentence(rng),
+                    words="", spec=spec, now=now,
+                )  # fmt: skip
+                job = made.id
             print(
                 f"filled {args.memories} memories, {args.messages} messages in {args.sessions} "
                 f"sessions, {args.usage_rows} model calls, {args.code_runs} code runs, "
@@ -181,6 +186,7 @@ async def main() -> None:
                 f"({time.perf_counter() - t0:.0f} s)"
             )
             before = rss_mb()
+            hand_operator(app)  # the owner's Backups page, as `sidekick run` hands it in
             board = await app.need(DASHBOARD)
             session = await board.tokens.open_for(uid)
             pages = [
@@ -191,11 +197,18 @@ async def main() -> None:
                 ("memory (edit form)", f"/memories/{mids[len(mids) // 2]}"),
                 ("memories, export JSON", "/memories/export.json"),
                 ("reminders", "/reminders"),
+                ("reminder (edit form)", f"/reminders/{job}"),
                 ("usage", "/usage"),
                 ("code runs", "/code"),
                 ("code run", "/code/1"),
                 ("sessions", "/sessions"),
                 ("session transcript", f"/sessions/{sid}"),
+                # The owner's (the bench person is ALLOWED_USER_IDS' first); the doctor's
+                # page is the doctor's own checks (the model's and Telegram's answers).
+                ("people", "/people"),
+                ("groups", "/groups"),
+                ("approvals", "/approvals"),
+                ("backups", "/backups"),
             ]
             edit_path = f"/memories/{mids[len(mids) // 2]}"
             async with httpx.AsyncClient(

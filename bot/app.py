@@ -81,7 +81,14 @@ class App:
         return value
 
     def has(self, key: Key[Any]) -> bool:
-        return key in self._provides
+        return key in self._provides or key in self._parts
+
+    def hand(self, key: Key[T], part: T) -> None:
+        """A part made above the features by what runs the app (the operator's commands,
+        bot/ops/live.py): a feature reaches it with `maybe`, None when nothing handed it."""
+        if key in self._provides:
+            raise ValueError(f"a listed feature provides {key}")
+        self._parts[key] = part
 
     def maybe(self, key: Key[T]) -> T | None:
         return self.part(key) if self.has(key) else None

@@ -27,6 +27,11 @@ class Admission(Protocol):
         the owner code), None while there is none: who decides for everyone (skills)."""
         ...
 
+    async def is_owner(self, telegram_id: int) -> bool:
+        """Whether this person is the bot's owner (the first of ALLOWED_USER_IDS, or the
+        one learned from the owner code): who may use what only the owner may."""
+        ...
+
     def on_removal(self, react: OnRemoval) -> None:
         """Call `react` when the owner removes someone in this process (it must not
         raise); another worker's removal is seen by `admits` within a short while."""

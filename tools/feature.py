@@ -81,12 +81,12 @@ class Host(Protocol):
 
     def has(self, key: Key[Any]) -> bool:
         """Whether a listed feature provides `key` (built with the app, or when an adapter
-        starts: see Provide)."""
+        starts: see Provide), or what runs the app handed it in (the operator's commands)."""
         ...
 
     def maybe(self, key: Key[T]) -> T | None:
-        """The part when a listed feature provides `key`, None when none does (a feature
-        that may be switched off)."""
+        """The part when a listed feature provides `key` (or what runs the app handed it
+        in), None when none does (a feature that may be switched off)."""
         ...
 
     async def need(self, key: Key[T]) -> T:
@@ -132,6 +132,15 @@ class Button:
 
 
 @dataclass(frozen=True)
+class WebApp:
+    """A button that opens an https page inside Telegram as a Mini App (Telegram hands the
+    page who opened it, signed). The terminal has none: the answer's text must stand alone."""
+
+    label: str
+    url: str
+
+
+@dataclass(frozen=True)
 class Answer:
     """A command's reply: text (plain), and what the adapter shows where it can: buttons,
     a chart (PNG, sent above the text), a file. The terminal prints the text, and says where
@@ -147,6 +156,7 @@ class Answer:
     # Messages that follow this one, each with its own buttons (one per item of a list whose
     # items would not share one message: /codefailures).
     more: tuple[Answer, ...] = ()
+    web_app: WebApp | None = None  # above the buttons, where the adapter opens Mini Apps
 
 
 @dataclass(frozen=True)

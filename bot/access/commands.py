@@ -41,8 +41,8 @@ async def _is_owner(call: CommandCall) -> bool:
     person at the machine."""
     if call.host.local:
         return True
-    owner = await call.host.part(ACCESS).owner()
-    return owner is not None and call.who.telegram_id == owner
+    who = call.who.telegram_id
+    return who is not None and await call.host.part(ACCESS).is_owner(who)
 
 
 def _line(e: AccessEntry) -> str:

@@ -5,6 +5,7 @@ the first answer (a press, the timeout) is the one that stands."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import or_, select, update
@@ -12,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.approvals.models import ApprovalDecision, ApprovalGrant
 from db.engine import SessionFactory
+from db.models.core import User
 
 ACTION_LIMIT = 2000  # characters of the action kept in the audit
 PENDING = "pending"
@@ -35,6 +37,27 @@ async def grants(sf: SessionFactory, user_id: int) -> list[ApprovalGrant]:
     async with sf() as s:
         stmt = select(ApprovalGrant).where(ApprovalGrant.user_id == user_id)
         return list((await s.scalars(stmt.order_by(ApprovalGrant.tool))).all())
+
+
+@dataclass(frozen=True)
+class GrantLine:
+    """A grant with whose it is (the owner's list of everyone's)."""
+
+    grant: ApprovalGrant
+    user_id: int
+    name: str
+    telegram_id: int | None
+
+
+async def everyones_grants(sf: SessionFactory, limit: int = 500) -> list[GrantLine]:
+    async with sf() as s:
+        stmt = (
+            select(ApprovalGrant, User.name, User.telegram_id)
+            .join(User, User.id == ApprovalGrant.user_id)
+            .order_by(User.id, ApprovalGrant.tool)
+            .limit(limit)
+        )
+        return [GrantLine(g, g.user_id, n, t) for g, n, t in (await s.execute(stmt)).all()]
 
 
 async def ask(

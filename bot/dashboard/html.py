@@ -36,7 +36,13 @@ NAV = (
     ("/sessions", "Sessions"),
     ("/code", "Code"),
 )
-OWNER_NAV = (("/people", "People"),)
+OWNER_NAV = (
+    ("/people", "People"),
+    ("/groups", "Groups"),
+    ("/approvals", "Approvals"),
+    ("/doctor", "Doctor"),
+    ("/backups", "Backups"),
+)
 
 
 def esc(value: object) -> str:
@@ -51,6 +57,13 @@ class View:
     csrf: str
     tz: ZoneInfo
     owner: bool = False  # the bot's owner: the owner-only pages too
+
+
+def owner_only(view: View) -> None:
+    """The owner's pages (people, groups, approvals, the doctor, backups): anyone else is
+    refused before anything is read."""
+    if not view.owner:
+        raise web.HTTPForbidden(text="Only the bot's owner sees this page.")
 
 
 def post_form(

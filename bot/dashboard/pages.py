@@ -6,6 +6,7 @@ Everything shown is escaped (html.esc)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from datetime import datetime, time, timedelta
 from urllib.parse import urlencode
 
@@ -28,6 +29,7 @@ from tools.memory.store import LAYERS, MemoryHit, MemoryStore
 from tools.reminders import jobs
 from tools.reminders import repo as schedule_repo
 from tools.reminders.commands import ACTIONS, DONE, STATUS_MARK
+from tools.reminders.models import ScheduledJob
 from tools.reminders.parse import Fields, build_spec
 from tools.reminders.times import local_text
 
@@ -39,6 +41,8 @@ SESSIONS = 30
 TRANSCRIPT = 200  # newest messages of a session shown
 USAGE_DAYS = 14
 KINDS = ("reminder", "task")
+WHEN_MAX = 200
+WHEN_EXAMPLES = "tomorrow at 9 · in 2 hours · every weekday at 8"
 CODE_DAYS = 7  # as /codestats by default
 
 
@@ -64,6 +68,7 @@ NOTICES = {
     "forgot": "Forgot",
     "pinned": "Pinned to long-term",
     "scheduled": "Scheduled",
+    "edited": "Changed",
     **{action: DONE[action] for action in ACTIONS},
 }
 
@@ -136,8 +141,7 @@ async def today(host: Host, request: web.Request, view: View) -> web.Response:
         ]
     meter = meter_of(host)
     if meter is not None:
-        owner = bool(deps.owners) and view.person.telegram_id == deps.owners[0]
-        body += ["<h2>Usage</h2>", await _usage_today(meter, view, owner)]
+        body += ["<h2>Usage</h2>", await _usage_today(meter, view, view.owner)]
     if deps.memory is not None:
         count = (await deps.memory.page(user_id=uid, limit=1)).total
         body.append(f'<h2>Memory</h2><p><a href="/memories">{count} memories</a></p>')
@@ -300,21 +304,22 @@ async def memory_save(host: Host, request: web.Request, view: View, form: Form) 
     raise _done("/memories", "saved", found.id)
 
 
-async def memory_forget(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
-    found = await _own_memory(host, request, view)
-    if found is None:
-        return _no_memory(request, view)
-    await _store(host).forget(user_id=view.person.user_id, memory_id=found.id)
-    raise _done("/memories", "forgot", found.id)
+# A memory's buttons: what the press does in the store (as /memory and the memory tool do),
+# and the word the page it leads to shows. Pin: to long-term, kept for good.
+MEMORY_ACTIONS: dict[str, tuple[str, Callable[[MemoryStore, int, int], Awaitable[bool]]]] = {
+    "forget": ("forgot", lambda store, uid, mid: store.forget(user_id=uid, memory_id=mid)),
+    "pin": ("pinned", lambda store, uid, mid: store.pin(user_id=uid, memory_id=mid)),
+}
 
 
-async def memory_pin(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
-    """To long-term: kept for good, as the memory tool keeps a long memory."""
+async def memory_act(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
     found = await _own_memory(host, request, view)
-    if found is None:
+    act = MEMORY_ACTIONS.get(request.match_info["action"])
+    if found is None or act is None:
         return _no_memory(request, view)
-    await _store(host).pin(user_id=view.person.user_id, memory_id=found.id)
-    raise _done("/memories", "pinned", found.id)
+    done, run = act
+    await run(_store(host), view.person.user_id, found.id)
+    raise _done("/memories", done, found.id)
 
 
 # -- Reminders ------------------------------------------------------------------------------
@@ -328,11 +333,9 @@ async def reminders(host: Host, request: web.Request, view: View) -> web.Respons
         _notice(request),
         '<form method="post" action="/reminders" class="item">'
         f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">'
-        f'<p><input type="search" name="text" maxlength="{jobs.MAX_TEXT}" required '
-        'placeholder="What: call Anna"></p>'
-        '<p><input type="search" name="when" maxlength="200" required '
-        'placeholder="When: tomorrow at 9 · in 2 hours · every weekday at 8"></p>'
-        '<div class="actions"><select name="kind"><option value="reminder">reminder</option>'
+        + _line("text", jobs.MAX_TEXT, "What: call Anna")
+        + _line("when", WHEN_MAX, f"When: {WHEN_EXAMPLES}")
+        + '<div class="actions"><select name="kind"><option value="reminder">reminder</option>'
         '<option value="task">task (I do it and send the answer)</option></select>'
         "<button>Schedule</button></div></form>",
         f'<p class="hint">Times in {esc(view.tz.key)}.</p>',
@@ -341,8 +344,11 @@ async def reminders(host: Host, request: web.Request, view: View) -> web.Respons
         toggle = "resume" if j.status == "paused" else "pause"
         buttons = (
             []
-            if j.status == "done"
-            else [post_form(view, f"/reminders/{j.id}/{toggle}", toggle.capitalize(), cls="quiet")]
+            if j.status == "done"  # came due, waits for delivery: only cancelling is left
+            else [
+                f'<a class="button" href="/reminders/{j.id}">Edit</a>',
+                post_form(view, f"/reminders/{j.id}/{toggle}", toggle.capitalize(), cls="quiet"),
+            ]
         )
         buttons.append(post_form(view, f"/reminders/{j.id}/cancel", "Cancel", cls="danger"))
         body.append(
@@ -364,6 +370,72 @@ async def reminders(host: Host, request: web.Request, view: View) -> web.Respons
     return page("Reminders", "".join(body), view, active="/reminders")
 
 
+def _line(name: str, most: int, placeholder: str, *, required: bool = True) -> str:
+    """One line of a reminder's form."""
+    need = " required" if required else ""
+    return (
+        f'<p><input type="search" name="{name}" maxlength="{most}"{need} '
+        f'placeholder="{esc(placeholder)}"></p>'
+    )
+
+
+async def _own_job(host: Host, request: web.Request, view: View) -> ScheduledJob | None:
+    """The person's reminder that can still be edited (not come due, not cancelled)."""
+    jid = row_id(request.match_info["id"])
+    if jid is None:
+        return None
+    async with host.deps.session_factory() as s:
+        job = await schedule_repo.user_job(s, view.person.user_id, jid)
+    return job if job is not None and job.status in schedule_repo.LIVE else None
+
+
+def _no_job(request: web.Request, view: View) -> web.Response:
+    shown = request.match_info["id"][:12]
+    return message("Not found", f"There is no reminder #{shown} to change.", view, status=404)
+
+
+async def reminder(host: Host, request: web.Request, view: View) -> web.Response:
+    """A reminder's edit form: a new text, a new time (empty: the time stays)."""
+    job = await _own_job(host, request, view)
+    if job is None:
+        return _no_job(request, view)
+    now = host.deps.clock()
+    keep = f"New time, e.g. {WHEN_EXAMPLES} (empty: keep it)"
+    form = (
+        f'<form method="post" action="/reminders/{job.id}">'
+        f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">'
+        f'<textarea name="text" maxlength="{jobs.MAX_TEXT}" required>{esc(job.text)}</textarea>'
+        + _line("when", WHEN_MAX, keep, required=False)
+        + '<div class="actions"><button>Save</button><a href="/reminders">Back</a></div></form>'
+    )
+    body = (
+        f'<div class="item reminder"><p>{esc(jobs.job_line(job, now))}</p></div>'
+        f'<h2>Change</h2>{form}<p class="hint">Times in {esc(view.tz.key)}.</p>'
+    )
+    return page(f"Reminder #{job.id}", body, view, active="/reminders")
+
+
+async def reminder_save(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
+    """The schedule tool's edit: the same checks, the same row, /reminders shows it at once."""
+    job = await _own_job(host, request, view)
+    if job is None:
+        return _no_job(request, view)
+    text, when = form.get("text"), form.get("when", "")
+    if not isinstance(text, str) or not isinstance(when, str):
+        return message("Not changed", "Say what, and when (or leave the time).", view, 400)
+    deps = host.deps
+    now = deps.clock()
+    try:
+        spec = build_spec(Fields(), when[:WHEN_MAX], now, view.tz) if when.strip() else None
+        await jobs.edit(
+            deps.session_factory, user_id=view.person.user_id, job_id=job.id, now=now,
+            text=text, spec=spec, words=when[:WHEN_MAX],
+        )  # fmt: skip
+    except ToolError as exc:
+        return message("Not changed", str(exc), view, status=400)
+    raise _done("/reminders", "edited", job.id)
+
+
 async def reminder_create(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
     """A new reminder or task, as the schedule tool makes one from the person's words."""
     text, when, kind = form.get("text"), form.get("when"), form.get("kind")
@@ -372,10 +444,10 @@ async def reminder_create(host: Host, request: web.Request, view: View, form: Fo
     deps = host.deps
     now = deps.clock()
     try:
-        spec = build_spec(Fields(), when[:200], now, view.tz)
+        spec = build_spec(Fields(), when[:WHEN_MAX], now, view.tz)
         job = await jobs.create(
             deps.session_factory, user_id=view.person.user_id, kind=str(kind), text=text,
-            words=when[:200], spec=spec, now=now,
+            words=when[:WHEN_MAX], spec=spec, now=now,
         )  # fmt: skip
     except ToolError as exc:
         return message("Not scheduled", str(exc), view, status=400)

@@ -1,7 +1,7 @@
-"""The owner's People page: pairing requests with Allow / Deny, who is let in with Remove.
-Each decision is the access feature's own (its ACCESS part's `decide`, the one /users'
-buttons call): kept, in effect at once, the person told. Anyone but the owner reads the
-page as one that does not exist."""
+"""The owner's People and Groups pages: requests to talk to the bot with Allow / Deny, who is
+let in with Remove (a person on People, a group on Groups). Each decision is the access
+feature's own (its ACCESS part's `decide`, the one /users' buttons call): kept, in effect at
+once, the person or group told. Anyone but the owner is refused (html.owner_only)."""
 
 from __future__ import annotations
 
@@ -11,66 +11,77 @@ from aiohttp import web
 
 from bot.access.commands import chat_id_of
 from bot.access.gate import ACCESS
-from bot.dashboard.html import Form, View, esc, message, page, post_form
+from bot.access.models import AccessEntry
+from bot.dashboard.html import Form, View, esc, message, owner_only, page, post_form
 from tools.feature import Host
 
 VERBS = {"allow": "allowed", "deny": "denied", "remove": "removed"}
 DONE = {"allowed": "Allowed", "denied": "Denied", "removed": "Removed"}
 
 
-def _owner_only(view: View) -> None:
-    if not view.owner:
-        raise web.HTTPNotFound(text="Not found.")
+def _home(chat_id: int) -> str:
+    """A group's chat id is negative, a person's their Telegram id."""
+    return "/groups" if chat_id < 0 else "/people"
 
 
-async def listing(host: Host, request: web.Request, view: View) -> web.Response:
-    _owner_only(view)
+def _entry(view: View, e: AccessEntry, meta: str, buttons: list[tuple[str, str, str]]) -> str:
+    forms = "".join(post_form(view, f"/people/{e.chat_id}/{verb}", label, cls=cls)
+                    for verb, label, cls in buttons)  # fmt: skip
+    return (
+        f'<div class="item person" id="p{e.chat_id}"><p>{esc(e.name or "(no name)")}</p>'
+        f'<div class="meta">{meta}</div><div class="actions">{forms}</div></div>'
+    )
+
+
+async def _listing(host: Host, request: web.Request, view: View, groups: bool) -> web.Response:
+    owner_only(view)
     access = host.part(ACCESS)
     body = []
     done, who = DONE.get(request.query.get("done", "")), request.query.get("who", "")
     if done and chat_id_of(who) is not None:
         body.append(f'<p class="notice">{done}: {esc(who)}.</p>')
-    rows = await access.entries()
+    rows = [e for e in await access.entries() if (e.kind == "group") == groups]
     waiting = [e for e in rows if e.state == "pending" and e.chat_id not in access.seed]
+    what = "group" if groups else "id"
     body.append("<h2>Asking to talk to me</h2>")
-    for e in waiting:
-        what = "group" if e.kind == "group" else "id"
-        buttons = post_form(view, f"/people/{e.chat_id}/allow", "Allow") + post_form(
-            view, f"/people/{e.chat_id}/deny", "Deny", cls="danger"
-        )
-        body.append(
-            f'<div class="item person" id="p{e.chat_id}"><p>{esc(e.name or "(no name)")}</p>'
-            f'<div class="meta">{what} {e.chat_id} · asked {e.asked_at:%Y-%m-%d}</div>'
-            f'<div class="actions">{buttons}</div></div>'
-        )
+    decide = [("allow", "Allow", ""), ("deny", "Deny", "danger")]
+    body += [
+        _entry(view, e, f"{what} {e.chat_id} · asked {e.asked_at:%Y-%m-%d}", decide)
+        for e in waiting
+    ]
     if not waiting:
         body.append('<p class="hint">Nobody is waiting.</p>')
     body.append("<h2>Let in</h2>")
-    body += [
-        f'<div class="item"><p>id {i}</p><div class="meta">in ALLOWED_USER_IDS (.env)</div></div>'
-        for i in access.seed
-    ]
-    for e in rows:
-        if e.state == "pending" or e.chat_id in access.seed:
+    if not groups:
+        body += [
+            f'<div class="item"><p>id {i}</p><div class="meta">in ALLOWED_USER_IDS (.env)</div>'
+            "</div>"
+            for i in access.seed
+        ]
+    admitted = [e for e in rows if e.state != "pending" and e.chat_id not in access.seed]
+    for e in admitted:
+        if e.state == "owner":
+            body.append(_entry(view, e, f"{what} {e.chat_id} · owner", []))
             continue
-        what = "group" if e.kind == "group" else "id"
         since = e.decided_at or e.asked_at
-        state = "owner" if e.state == "owner" else f"since {since:%Y-%m-%d}"
-        remove = (
-            ""
-            if e.state == "owner"
-            else post_form(view, f"/people/{e.chat_id}/remove", "Remove", cls="danger")
-        )
-        body.append(
-            f'<div class="item person" id="p{e.chat_id}"><p>{esc(e.name or "(no name)")}</p>'
-            f'<div class="meta">{what} {e.chat_id} · {state}</div>'
-            f'<div class="actions">{remove}</div></div>'
-        )
-    return page("People", "".join(body), view, active="/people")
+        remove = [("remove", "Remove", "danger")]
+        body.append(_entry(view, e, f"{what} {e.chat_id} · since {since:%Y-%m-%d}", remove))
+    if groups and not admitted:
+        body.append('<p class="hint">No group is admitted.</p>')
+    title = "Groups" if groups else "People"
+    return page(title, "".join(body), view, active=f"/{title.lower()}")
+
+
+async def people(host: Host, request: web.Request, view: View) -> web.Response:
+    return await _listing(host, request, view, groups=False)
+
+
+async def groups(host: Host, request: web.Request, view: View) -> web.Response:
+    return await _listing(host, request, view, groups=True)
 
 
 async def decide(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
-    _owner_only(view)
+    owner_only(view)
     state = VERBS.get(request.match_info["verb"])
     chat_id = chat_id_of(request.match_info["chat_id"])
     if state is None or chat_id is None:
@@ -86,4 +97,4 @@ async def decide(host: Host, request: web.Request, view: View, form: Form) -> we
     if not changed:
         text = f"Already decided: {before.name or chat_id} is {before.state}."
         return message("Not changed", text, view, status=409)
-    raise web.HTTPSeeOther(f"/people?{urlencode({'done': state, 'who': chat_id})}")
+    raise web.HTTPSeeOther(f"{_home(chat_id)}?{urlencode({'done': state, 'who': chat_id})}")

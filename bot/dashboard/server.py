@@ -16,12 +16,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aiohttp import web
 
-from bot.access.gate import ACCESS
-from bot.dashboard import pages, people
+from bot.dashboard import owner, pages, people
 from bot.dashboard.auth import SESSION_TTL, InitDataError, Tokens, csrf_of, init_data_user, same
 from bot.dashboard.html import HEADERS, MINIAPP_CSP, Form, View, esc, message, page
 from bot.dashboard.repo import Person
 from bot.dashboard.settings import DashboardSettings
+from tools.admission import ADMISSION
 from tools.feature import Host
 from tools.state import Key
 
@@ -33,7 +33,7 @@ STATIC = Path(__file__).parent / "static"
 ASSETS = {"app.css": "text/css", "miniapp.js": "text/javascript"}
 TELEGRAM_JS = "https://telegram.org/js/telegram-web-app.js"
 
-Read = Callable[[Host, web.Request, View], Awaitable[web.Response]]
+Read = Callable[[Host, web.Request, View], Awaitable[web.StreamResponse]]
 Write = Callable[[Host, web.Request, View, Form], Awaitable[web.Response]]
 
 
@@ -67,18 +67,26 @@ class Site:
         r.add_get("/memories/export.{kind}", self.read(pages.export))
         r.add_get("/memories/{id}", self.read(pages.memory))
         r.add_post("/memories/{id}", self.write(pages.memory_save))
-        r.add_post("/memories/{id}/forget", self.write(pages.memory_forget))
-        r.add_post("/memories/{id}/pin", self.write(pages.memory_pin))
+        r.add_post("/memories/{id}/{action}", self.write(pages.memory_act))
         r.add_get("/reminders", self.read(pages.reminders))
         r.add_post("/reminders", self.write(pages.reminder_create))
+        r.add_get("/reminders/{id}", self.read(pages.reminder))
+        r.add_post("/reminders/{id}", self.write(pages.reminder_save))
         r.add_post("/reminders/{id}/{action}", self.write(pages.reminder_change))
         r.add_get("/usage", self.read(pages.usage))
         r.add_get("/code", self.read(pages.code))
         r.add_get("/code/{id}", self.read(pages.code_run))
         r.add_get("/sessions", self.read(pages.sessions))
         r.add_get("/sessions/{id}", self.read(pages.transcript))
-        r.add_get("/people", self.read(people.listing))
+        r.add_get("/people", self.read(people.people))
+        r.add_get("/groups", self.read(people.groups))
         r.add_post("/people/{chat_id}/{verb}", self.write(people.decide))
+        r.add_get("/approvals", self.read(owner.approvals))
+        r.add_post("/approvals/{id}/revoke", self.write(owner.revoke))
+        r.add_get("/doctor", self.read(owner.doctor))
+        r.add_get("/backups", self.read(owner.backups))
+        r.add_post("/backups", self.write(owner.backup_make))
+        r.add_get("/backups/{name}", self.read(owner.backup_file))
         return app
 
     # -- every request ----------------------------------------------------------------
@@ -119,10 +127,12 @@ class Site:
         person = await self.tokens.person(session) if session else None
         if person is None:
             return None
+        # The access feature answers who the owner is; without it, nobody is.
+        admission = self.host.maybe(ADMISSION)
         owner = (
             person.telegram_id is not None
-            and self.host.has(ACCESS)
-            and await self.host.part(ACCESS).owner() == person.telegram_id
+            and admission is not None
+            and await admission.is_owner(person.telegram_id)
         )
         return View(person, csrf_of(session), _zone(person, self.host.deps.tz), owner)
 
@@ -130,8 +140,8 @@ class Site:
         text = "You are not signed in. Send /dashboard to the bot in a private chat for a link."
         return message("Sign in", text, status=401)
 
-    def read(self, handler: Read) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def run(request: web.Request) -> web.Response:
+    def read(self, handler: Read) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def run(request: web.Request) -> web.StreamResponse:
             view = await self._view(request)
             if view is None:
                 return self._signed_out()
@@ -210,9 +220,8 @@ class Site:
         except InitDataError as exc:
             return message("Refused", str(exc), status=403)
         person = await self.tokens.person_of(telegram_id)
-        allowed = person is not None and (
-            not self.host.has(ACCESS) or await self.host.part(ACCESS).allows_user(telegram_id)
-        )
+        admission = self.host.maybe(ADMISSION)
+        allowed = person is not None and (admission is None or await admission.admits(telegram_id))
         if person is None or not allowed:
             return message("Refused", "Talk to the bot first; then open the dashboard.", status=403)
         return self._signed_in(await self.tokens.open_for(person.user_id))
@@ -248,6 +257,14 @@ class Dashboard:
     @property
     def url(self) -> str:
         return self.settings.base_url(self.port)
+
+    @property
+    def mini_app(self) -> str | None:
+        """The Mini App's address when Telegram can open it: served, and over https (a
+        Mini App must be; DASHBOARD_URL names the reverse proxy's address)."""
+        if self.state != "serving" or not self.url.startswith("https://"):
+            return None
+        return f"{self.url}/miniapp"
 
 
 DASHBOARD: Key[Dashboard] = Key("dashboard.server")

@@ -174,6 +174,18 @@ def all_checks(features: tuple[Feature, ...] = FEATURES) -> list[Check]:
     ]
 
 
+async def check_all(app: App) -> list[CheckResult]:
+    """Every check's results on `app` (`sidekick doctor`'s, the dashboard's for the running
+    bot); a check that crashes is one failed line."""
+    results: list[CheckResult] = []
+    for check in all_checks(app.features):
+        try:
+            results.extend(await check(app))
+        except Exception as exc:
+            results.append(CheckResult(check.__name__, False, f"crashed: {exc!r}"))
+    return results
+
+
 def format_table(results: list[CheckResult]) -> str:
     width = max((len(r.name) for r in results), default=10)
     lines = []
@@ -212,11 +224,7 @@ async def run_doctor(settings: Settings, fix: bool = False) -> int:
     results: list[CheckResult] = [missing] if missing is not None else []
     results += fixed
     try:
-        for check in all_checks(app.features):
-            try:
-                results.extend(await check(app))
-            except Exception as exc:
-                results.append(CheckResult(check.__name__, False, f"crashed: {exc!r}"))
+        results += await check_all(app)
     finally:
         await app.close()
     print(format_table(results))

@@ -54,7 +54,7 @@ def _pin_response_models() -> tuple[Any, ...]:
         m.SendMessage, m.SendMessageDraft, m.SendChatAction, m.SendDocument, m.EditMessageText,
         m.EditMessageReplyMarkup, m.DeleteMessage, m.AnswerCallbackQuery, m.GetUpdates, m.GetMe,
         m.SetMyCommands, m.DeleteWebhook, m.SetWebhook, m.GetFile, m.SendPhoto,
-        m.SetMessageReaction,
+        m.SetMessageReaction, m.SetChatMenuButton,
     )  # fmt: skip
     return tuple(Response[method.__returning__] for method in used)  # type: ignore[name-defined]
 

@@ -12,27 +12,33 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from aiogram.exceptions import (
+    TelegramAPIError,
     TelegramNetworkError,
     TelegramServerError,
     TelegramUnauthorizedError,
 )
+from aiogram.types import MenuButtonDefault, MenuButtonWebApp, WebAppInfo
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
 
 from bot.access.gate import owner_code
 from bot.app import build_app
 from bot.config import Settings, require
+from bot.dashboard.server import DASHBOARD
 from bot.errors import ConfigError, ProviderError
 from bot.ops.backup import backup_jobs
+from bot.ops.live import hand_operator
 from bot.telegram.delivery import TelegramDelivery
 from bot.telegram.dispatcher import Runtime, build_runtime
+from bot.telegram.render import with_retry
 from bot.telegram.resume import continue_cut_turns
 from bot.telegram.webhook_guard import guards
 from scheduler.dbfile import DatabaseFileWatch
-from scheduler.setup import Scheduler, start_scheduler
+from scheduler.setup import JobSpec, Scheduler, start_scheduler
 
 log = logging.getLogger(__name__)
 
+MENU_LABEL = "Dashboard"
 WEBHOOK_IDLE_S = 30.0  # a connection without a complete request is closed after this
 
 
@@ -128,6 +134,38 @@ async def serve_polling(rt: Runtime, stop: asyncio.Event) -> None:
         poll.result()  # polling ended on its own: surface why
 
 
+async def start(rt: Runtime) -> list[JobSpec]:
+    """What `sidekick run` starts before it takes updates: the operator's commands handed to
+    the features (the dashboard's owner pages), the features' parts and jobs, the daily
+    backups, and the menu button (the dashboard's Mini App, where Telegram can open it)."""
+    app = rt.app
+    hand_operator(app)
+    jobs = await app.start_features(TelegramDelivery(rt.outbox))
+    jobs += backup_jobs(app.settings)  # the outbox has a courier of its own (rt.outbox)
+    await set_menu_button(rt)
+    return jobs
+
+
+async def set_menu_button(rt: Runtime) -> None:
+    """The chat's menu button opens the dashboard as a Mini App when it is served over
+    https; otherwise it is Telegram's own again (a Mini App set by an earlier run would
+    open nothing). A refusal leaves the bot running."""
+    board = rt.app.maybe(DASHBOARD)
+    if board is None:
+        return
+    url = board.mini_app
+    button: MenuButtonWebApp | MenuButtonDefault = (
+        MenuButtonDefault()
+        if url is None
+        else MenuButtonWebApp(text=MENU_LABEL, web_app=WebAppInfo(url=url))
+    )
+    try:
+        await with_retry(lambda: rt.bot.set_chat_menu_button(menu_button=button),
+                         "setChatMenuButton")  # fmt: skip
+    except TelegramAPIError as exc:
+        log.warning("Telegram did not take the menu button (%s): /dashboard still works", exc)
+
+
 async def run_bot(settings: Settings) -> None:
     require(settings, "telegram_bot_token", "llm_model")
     if not settings.allowed_user_ids:
@@ -153,8 +191,7 @@ async def run_bot(settings: Settings) -> None:
         # Before updates are taken: each chat's cut turn goes before its newer messages.
         await continue_cut_turns(rt, app.deps.clock())
         guard = functools.partial(rt.locks.try_hold, "job")  # one worker runs each due job
-        jobs = await app.start_features(TelegramDelivery(rt.outbox))
-        jobs += backup_jobs(settings)  # the outbox has a courier of its own (rt.outbox)
+        jobs = await start(rt)
         db_file = app.engine.url.database
         if app.engine.dialect.name == "sqlite" and db_file not in (None, "", ":memory:"):
             jobs.append(DatabaseFileWatch(Path(db_file)).job_spec())

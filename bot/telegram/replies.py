@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
+from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup, WebAppInfo
 
 from bot import heap
 from bot.telegram.outbox import Outbox, text_items
@@ -16,8 +16,6 @@ from tools.feature import Answer, Feature, button_data
 
 
 def markup(feature: Feature, answer: Answer) -> InlineKeyboardMarkup | None:
-    if not answer.buttons:
-        return None
     rows = [
         [
             InlineKeyboardButton(text=b.label, callback_data=button_data(feature, b.data))
@@ -25,7 +23,10 @@ def markup(feature: Feature, answer: Answer) -> InlineKeyboardMarkup | None:
         ]
         for row in answer.buttons
     ]
-    return InlineKeyboardMarkup(inline_keyboard=rows)
+    if answer.web_app is not None:
+        app = WebAppInfo(url=answer.web_app.url)
+        rows.insert(0, [InlineKeyboardButton(text=answer.web_app.label, web_app=app)])
+    return InlineKeyboardMarkup(inline_keyboard=rows) if rows else None
 
 
 async def answer_items(feature: Feature, answer: Answer) -> list[Item]:

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.telegram.delivery import TelegramDelivery
+from bot.telegram.main import start
 from tests.browser.conftest import SHOTS
 from tests.browser.webdriver import Browser, WebDriverError, cdp
 from tests.dashboard_client import dashboard_url, link_for, sign_init_data, user_id
@@ -30,7 +30,7 @@ Shot = Callable[[str], Awaitable[Path]]
 @pytest.fixture
 async def board_tg(make_tg: Callable[..., Awaitable[TG]]) -> TG:
     tg = await make_tg(dashboard="127.0.0.1:0")
-    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # as `sidekick run` does
+    await start(tg.runtime)  # as `sidekick run` does
     return tg
 
 
@@ -111,6 +111,16 @@ async def test_link_sign_in_pages_and_changes(board_tg: TG, browser: Browser, sh
     await browser.go(f"{base}/reminders")
     await browser.wait_for(f"#r{job.id}")
     await shot("reminders")
+    await browser.click(f"#r{job.id} a.button")
+    await browser.wait_text("h1", f"Reminder #{job.id}")
+    await browser.type("textarea", "water the roses")
+    await browser.type("input[name=when]", "every day at 18:00")
+    await shot("reminder-edit")
+    await browser.click(f"form[action$='/reminders/{job.id}'] button")
+    await browser.wait_text(".notice", "Changed #")
+    await tg.send(OWNER, "/reminders")
+    assert "daily at 18:00 every day" in (chat := (await tg.reply(OWNER)).text)
+    assert "water the roses" in chat
     await browser.click(f"#r{job.id} button.danger")
     await browser.wait_text(".notice", "Cancelled #")
     await tg.send(OWNER, "/reminders")
@@ -121,6 +131,10 @@ async def test_link_sign_in_pages_and_changes(board_tg: TG, browser: Browser, sh
         await browser.wait_for("header")
         await shot(page.replace("/", "-"))
     assert "45" in await browser.text("pre:nth-of-type(2)")
+    for page in ("people", "groups", "approvals", "doctor", "backups"):  # the owner's
+        await browser.go(f"{base}/{page}")
+        await browser.wait_text("h1", page.capitalize())
+        await shot(page)
     await browser.go(f"{base}/sessions")
     await browser.click("main .item a")
     await browser.wait_text("main", "I moved to")

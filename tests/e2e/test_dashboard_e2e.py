@@ -21,6 +21,7 @@ from bot.dashboard import probe
 from bot.dashboard.models import DashboardToken
 from bot.dashboard.server import DASHBOARD
 from bot.telegram.delivery import TelegramDelivery
+from bot.telegram.main import start
 from tests.dashboard_client import Board, link_for, sign_init_data, user_id
 from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.fakes.openai_server import Text
@@ -31,12 +32,13 @@ from tools.reminders.models import ScheduledJob
 from tools.reminders.parse import Fields, build_spec
 
 OTHER = 2001
+OWNER_PAGES = ("/people", "/groups", "/approvals", "/doctor", "/backups")
 
 
 @pytest.fixture
 async def board_tg(make_tg: Callable[..., Awaitable[TG]]) -> TG:
     tg = await make_tg(dashboard="127.0.0.1:0")
-    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # as `sidekick run` does
+    await start(tg.runtime)  # as `sidekick run` does
     return tg
 
 
@@ -274,6 +276,72 @@ async def test_cancel_a_reminder_as_the_chat_does(board_tg: TG, board: Board) ->
     assert (await board.post(f"/reminders/{job.id}/explode")).status_code == 404
 
 
+async def test_edit_a_reminders_text_and_time_as_the_tool_does(board_tg: TG, board: Board) -> None:
+    tg = board_tg
+    await board.sign_in(OWNER)
+    uid, sf = await user_id(tg, OWNER), tg.app.session_factory
+    now, utc = tg.app.deps.clock(), ZoneInfo("UTC")
+    job = await jobs.create(
+        sf, user_id=uid, kind="reminder", text="call Anna", words="in 2 hours",
+        spec=build_spec(Fields(), "in 2 hours", now, utc), now=now,
+    )  # fmt: skip
+    listing = await board.get("/reminders")
+    assert f'href="/reminders/{job.id}"' in listing.text
+    form = await board.get(f"/reminders/{job.id}")
+    assert form.status_code == 200 and ">call Anna</textarea>" in form.text
+
+    # A new text and a new time: the row the schedule tool's edit writes, in /reminders now.
+    moved = await board.post(
+        f"/reminders/{job.id}", {"text": "call <b>Bob</b>", "when": "every day at 07:30"}
+    )
+    assert moved.status_code == 303
+    assert f"Changed #{job.id}" in (await board.get(moved.headers["location"])).text
+    await tg.send(OWNER, "/reminders")
+    chat = (await tg.reply(OWNER)).text
+    assert f"#{job.id} reminder · daily at 07:30" in chat and "call <b>Bob</b>" in chat
+    async with sf() as s:
+        row = await s.get(ScheduledJob, job.id)
+        assert row is not None
+        assert (row.schedule, row.at_time, row.words) == ("cron", "07:30", "every day at 07:30")
+        before = row.next_run_at
+        assert before is not None and before.astimezone(utc).strftime("%H:%M") == "07:30"
+
+    # The text alone (no time given: the time stays); a paused one stays paused.
+    assert (await board.post(f"/reminders/{job.id}/pause")).status_code == 303
+    await board.get(f"/reminders/{job.id}")
+    kept = await board.post(f"/reminders/{job.id}", {"text": "call Bob", "when": " "})
+    assert kept.status_code == 303
+    async with sf() as s:
+        row = await s.get(ScheduledJob, job.id)
+        assert row is not None
+        assert (row.text, row.status, row.next_run_at) == ("call Bob", "paused", before)
+    await tg.send(OWNER, "/reminders")
+    paused = f"#{job.id} reminder · daily at 07:30 every day · paused · call Bob"
+    assert paused in (await tg.reply(OWNER)).text
+
+    # The tool's own refusals, as the chat gets them; nothing changed.
+    unreadable = await board.post(f"/reminders/{job.id}", {"text": "x", "when": "when pigs fly"})
+    assert unreadable.status_code == 400 and "Not changed" in unreadable.text
+    empty = await board.post(f"/reminders/{job.id}", {"text": "  ", "when": ""})
+    assert empty.status_code == 400 and "edit needs `text`" in empty.text
+    assert (await board.http.post(f"/reminders/{job.id}", data={"text": "x"})).status_code == 403
+
+    # Another person's reminder, or one cancelled, reads as one that does not exist.
+    await link_for(tg, OTHER)
+    theirs = await jobs.create(
+        sf, user_id=await user_id(tg, OTHER), kind="reminder", text="their plan", words="",
+        spec=build_spec(Fields(), "in 3 hours", now, utc), now=now,
+    )  # fmt: skip
+    assert (await board.get(f"/reminders/{theirs.id}")).status_code == 404
+    taken = await board.post(f"/reminders/{theirs.id}", {"text": "mine now", "when": ""})
+    assert taken.status_code == 404
+    async with sf() as s:
+        other = await s.get(ScheduledJob, theirs.id)
+        assert other is not None and other.text == "their plan"
+    assert (await board.post(f"/reminders/{job.id}/cancel")).status_code == 303
+    assert (await board.get(f"/reminders/{job.id}")).status_code == 404
+
+
 async def test_usage_sessions_and_transcripts(board_tg: TG, board: Board) -> None:
     tg = board_tg
     tg.llm.add(Text("Hello there"))
@@ -499,9 +567,10 @@ async def test_people_is_the_owners_only(board_tg: TG, board: Board) -> None:
     await tg.reply(OWNER)
     await board.sign_in(OTHER)  # let in by ALLOWED_USER_IDS, not the owner
     assert 'href="/people"' not in (await board.get("/")).text
-    assert (await board.get("/people")).status_code == 404
+    for path in OWNER_PAGES:
+        assert (await board.get(path)).status_code == 403, path
     assert (await board.get("/memories")).status_code == 200  # a fresh CSRF token
-    assert (await board.post(f"/people/{STRANGER}/allow")).status_code == 404
+    assert (await board.post(f"/people/{STRANGER}/allow")).status_code == 403
     await tg.send(STRANGER, "am I in?")
     await tg.idle()
     assert tg.unread(STRANGER) == []  # still waiting for the owner: no answer

@@ -105,6 +105,33 @@ async def test_past_and_utc_times_come_back_as_clear_errors(tg: TG) -> None:
     assert await all_jobs(tg) == []
 
 
+async def test_edit_moves_a_reminder_and_changes_its_text(tg: TG) -> None:
+    """The schedule tool's edit (the operation the dashboard's form calls too)."""
+    await ask(tg, OWNER, "remind me", {"action": "create", "text": "buy milk", "in_minutes": 30})
+    [job] = await all_jobs(tg)
+    result = await ask(
+        tg,
+        OWNER,
+        "make that every day at 7:15",
+        {"action": "edit", "job_id": job.id, "when": "every day at 7:15", "daily_at": "07:15"},
+    )
+    assert result.startswith(f"Changed #{job.id}: #{job.id} reminder · daily at 07:15")
+    # A small model leaves out the action: a job id with a text is an edit, not a new job.
+    result = await ask(tg, OWNER, "call it oat milk", {"job_id": job.id, "text": "buy oat milk"})
+    assert result.startswith(f"Changed #{job.id}") and result.endswith("buy oat milk")
+    [edited] = await all_jobs(tg)
+    assert (edited.text, edited.schedule, edited.at_time) == ("buy oat milk", "cron", "07:15")
+    assert edited.next_run_at is not None and edited.next_run_at.strftime("%M") == "15"
+    await tg.send(OWNER, "/reminders")
+    await tg.idle()
+    assert "daily at 07:15 every day · next" in tg.server.sent_to(OWNER)[-1].text
+    nothing = await ask(tg, OWNER, "change it", {"action": "edit", "job_id": job.id})
+    assert "edit needs a new `text` or a new time" in nothing
+    theirs = await ask(tg, OTHER, "mine", {"action": "edit", "job_id": job.id, "text": "x"})
+    assert f"there is no reminder or task #{job.id}" in theirs
+    assert [j.text for j in await all_jobs(tg)] == ["buy oat milk"]
+
+
 async def test_reminders_list_cancel_button_and_history(tg: TG) -> None:
     await ask(tg, OWNER, "remind me", {"action": "create", "text": "buy milk", "in_minutes": 30})
     await ask(

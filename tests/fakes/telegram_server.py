@@ -38,6 +38,7 @@ ENTITY_TYPES = {
 }  # fmt: skip
 JSON_FIELDS = {
     "entities", "reply_markup", "commands", "allowed_updates", "reply_parameters", "reaction",
+    "menu_button",
 }  # fmt: skip
 SENDS = {"sendMessage", "sendDocument", "sendPhoto", "sendVoice"}
 
@@ -97,6 +98,7 @@ class FakeTelegram(FileMethods):
     actions: list[Call] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
+    menu_button: dict[str, Any] | None = None  # the last setChatMenuButton's
     reactions: list[tuple[int, int, list[str]]] = field(default_factory=list)  # chat, message
     # update_id of the newest update the bot has confirmed (via getUpdates offset)
     confirmed: int = 0
@@ -415,6 +417,10 @@ class FakeTelegram(FileMethods):
 
     async def _m_setMyCommands(self, params: dict[str, Any], files: dict[str, Any]) -> Any:
         self.commands = list(params.get("commands") or [])
+        return True
+
+    async def _m_setChatMenuButton(self, params: dict[str, Any], files: dict[str, Any]) -> Any:
+        self.menu_button = params.get("menu_button")
         return True
 
     async def _m_answerCallbackQuery(self, params: dict[str, Any], files: dict[str, Any]) -> Any:

@@ -1,11 +1,14 @@
-"""Jobs as the user sees them: create, list, cancel, pause, resume. Used by the `schedule`
-tool and the /reminders command alike; every change checks the job is the user's own."""
+"""Jobs as the user sees them: create, list, edit, cancel, pause, resume. Used by the
+`schedule` tool, the /reminders command and the dashboard alike; every change checks the
+job is the user's own."""
 
 from __future__ import annotations
 
 from datetime import datetime, time
 from typing import Literal
 from zoneinfo import ZoneInfo
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.engine import SessionFactory
 from tools.base import ToolError
@@ -48,6 +51,24 @@ def job_line(job: ScheduledJob, now: datetime) -> str:
     return f"#{job.id} {job.kind} · {describe(spec)} · {when} · {text}"
 
 
+def _text(text: str, action: str) -> str:
+    text = text.strip()
+    if not text:
+        raise ToolError(f"{action} needs `text`: what to remind the user of, or the task to run")
+    if len(text) > MAX_TEXT:
+        raise ToolError(f"text is too long (max {MAX_TEXT} characters)")
+    return text
+
+
+def _first(kind: str, spec: Spec, now: datetime) -> datetime:
+    if kind == "task" and spec.every_s is not None and spec.every_s < MIN_TASK_EVERY_S:
+        raise ToolError("a task runs the assistant each time: every 15 minutes at most")
+    nxt = first_run(spec, now)
+    if nxt is None:
+        raise ToolError("that schedule never runs")
+    return nxt
+
+
 async def create(
     sf: SessionFactory,
     *,
@@ -58,16 +79,8 @@ async def create(
     spec: Spec,
     now: datetime,
 ) -> ScheduledJob:
-    text = text.strip()
-    if not text:
-        raise ToolError("create needs `text`: what to remind the user of, or the task to run")
-    if len(text) > MAX_TEXT:
-        raise ToolError(f"text is too long (max {MAX_TEXT} characters)")
-    if kind == "task" and spec.every_s is not None and spec.every_s < MIN_TASK_EVERY_S:
-        raise ToolError("a task runs the assistant each time: every 15 minutes at most")
-    nxt = first_run(spec, now)
-    if nxt is None:
-        raise ToolError("that schedule never runs")
+    text = _text(text, "create")
+    nxt = _first(kind, spec, now)
     async with sf() as s, s.begin():
         if await repo.count_live(s, user_id) >= MAX_LIVE_JOBS:
             raise ToolError(
@@ -98,20 +111,55 @@ async def listing(sf: SessionFactory, user_id: int) -> list[ScheduledJob]:
         return await repo.live_jobs(s, user_id)
 
 
+async def _live(s: AsyncSession, user_id: int, job_id: int, action: str) -> ScheduledJob:
+    """The user's job that `action` may change; ToolError for anything else (another
+    user's job id reads exactly like a job that does not exist)."""
+    job = await repo.user_job(s, user_id, job_id)
+    waiting = job is not None and job.status == "done" and await repo.has_waiting_run(s, job_id)
+    if job is None or (job.status not in repo.LIVE and not waiting):
+        raise ToolError(f"there is no reminder or task #{job_id} (see list for the ids)")
+    if waiting and action != "cancel":
+        raise ToolError(f"#{job_id} came due and waits to be delivered: it can only be cancelled")
+    return job
+
+
+async def edit(
+    sf: SessionFactory,
+    *,
+    user_id: int,
+    job_id: int,
+    now: datetime,
+    text: str | None = None,
+    spec: Spec | None = None,
+    words: str = "",
+) -> ScheduledJob:
+    """A new text and/or a new time for the user's job (the `schedule` tool's edit, the
+    dashboard's form). The new time counts from now; a paused job keeps it for its resume."""
+    if text is None and spec is None:
+        raise ToolError("edit needs a new `text` or a new time (`when` and the time fields)")
+    new_text = _text(text, "edit") if text is not None else None
+    async with sf() as s, s.begin():
+        job = await _live(s, user_id, job_id, "edit")
+        if new_text is not None:
+            job.text = new_text
+        if spec is not None:
+            job.next_run_at = _first(job.kind, spec, now)
+            job.schedule, job.timezone, job.first_at = spec.kind, spec.tz.key, spec.first
+            job.every_s, job.days = spec.every_s, spec.days
+            job.at_time = f"{spec.at_time:%H:%M}" if spec.at_time else None
+            job.words = words.strip()[:500]
+        await s.flush()
+    changed(sf)
+    return job
+
+
 async def change(
     sf: SessionFactory, *, user_id: int, job_id: int, action: Change, now: datetime
 ) -> ScheduledJob:
     """Cancel, pause or resume the user's job; ToolError for anything else (another
     user's job id reads exactly like a job that does not exist)."""
     async with sf() as s, s.begin():
-        job = await repo.user_job(s, user_id, job_id)
-        waiting = job is not None and job.status == "done" and await repo.has_waiting_run(s, job_id)
-        if job is None or (job.status not in repo.LIVE and not waiting):
-            raise ToolError(f"there is no reminder or task #{job_id} (see list for the ids)")
-        if waiting and action != "cancel":
-            raise ToolError(
-                f"#{job_id} came due and waits to be delivered: it can only be cancelled"
-            )
+        job = await _live(s, user_id, job_id, action)
         if action == "cancel":
             job.status, job.next_run_at = "cancelled", None
             await repo.skip_pending_of_job(s, job.id, "cancelled by the user", now)

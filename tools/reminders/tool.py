@@ -27,7 +27,7 @@ DESCRIPTION = (
     "Reminders and tasks at the user's local time. create: `text`, `when` (their "
     "words) and `at` (YYYY-MM-DD HH:MM, tomorrow HH:MM), `in_minutes`, `every` (30m) or "
     "`daily_at` HH:MM (+ `days`: mon,fri); kind=task runs `text` as your prompt "
-    "then. list; cancel/pause/resume by `job_id`."
+    "then. list; cancel/pause/resume by `job_id`; edit by `job_id`: new `text` and/or time."
 )
 # Reminders and tasks are kept for the user like memories; a task's own tool calls are gated
 # when it runs.
@@ -35,7 +35,7 @@ READS, WRITES = effects(reads=("memory",)), effects(writes=("memory",))
 
 
 class ScheduleParams(BaseModel):
-    action: Literal["create", "list", "cancel", "pause", "resume"]
+    action: Literal["create", "list", "edit", "cancel", "pause", "resume"]
     kind: Literal["reminder", "task"] = "reminder"
     text: str | None = None
     when: str | None = None
@@ -49,13 +49,14 @@ class ScheduleParams(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _infer_action(cls, data: Any) -> Any:
-        """Small models leave out `action`: a text or a time means create; nothing but the
-        kind means list (a bare job id stays unclear: cancel, pause or resume)."""
+        """Small models leave out `action`: a text or a time means create (edit, with a job
+        id); nothing but the kind means list (a bare job id stays unclear: cancel, pause or
+        resume)."""
         if not isinstance(data, dict) or data.get("action"):
             return data
         timing = ("text", "when", "at", "in_minutes", "every", "daily_at", "days")
         if any(data.get(k) for k in timing):
-            return {**data, "action": "create"}
+            return {**data, "action": "edit" if data.get("job_id") else "create"}
         if not any(v not in (None, "") for k, v in data.items() if k != "kind"):
             return {**data, "action": "list"}
         return data
@@ -96,6 +97,13 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
             return "\n".join(jobs.job_line(j, now) for j in found)
         if p.job_id is None:
             raise ToolError(f"{p.action} needs `job_id` (see list for the ids)")
+        if p.action == "edit":
+            fields = Fields(p.at, p.in_minutes, p.every, p.daily_at, p.days)
+            timed = fields.given() or bool(p.when and p.when.strip())
+            moved = build_spec(fields, p.when or "", now, ctx.timezone) if timed else None
+            job = await jobs.edit(sf, user_id=ctx.user_id, job_id=p.job_id, now=now,
+                                  text=p.text, spec=moved, words=p.when or "")  # fmt: skip
+            return f"Changed #{job.id}: " + jobs.job_line(job, now)
         job = await jobs.change(sf, user_id=ctx.user_id, job_id=p.job_id, action=p.action, now=now)
         return {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed"}[p.action] + (
             f" #{job.id}: " + jobs.job_line(job, now)
