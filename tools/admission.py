@@ -24,12 +24,7 @@ class Admission(Protocol):
 
     async def owner(self) -> int | None:
         """The owner's Telegram id (the first of ALLOWED_USER_IDS, else the one who sent
-        the owner code), None while there is none: who decides for everyone (skills)."""
-        ...
-
-    async def is_owner(self, telegram_id: int) -> bool:
-        """Whether this person is the bot's owner (the first of ALLOWED_USER_IDS, or the
-        one learned from the owner code): who may use what only the owner may."""
+        the owner code), None while there is none: who decides for everyone."""
         ...
 
     def on_removal(self, react: OnRemoval) -> None:

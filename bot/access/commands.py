@@ -42,7 +42,7 @@ async def _is_owner(call: CommandCall) -> bool:
     if call.host.local:
         return True
     who = call.who.telegram_id
-    return who is not None and await call.host.part(ACCESS).is_owner(who)
+    return who is not None and await call.host.part(ACCESS).owner() == who
 
 
 def _line(e: AccessEntry) -> str:

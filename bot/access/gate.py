@@ -97,10 +97,6 @@ class AccessList:
         which groups (a negative chat id) a check-in may still go to."""
         return telegram_id is None or await self.serves(telegram_id)
 
-    async def is_owner(self, telegram_id: int) -> bool:
-        """tools/admission.py: the one answer to "is this person the owner"."""
-        return telegram_id == await self.owner()
-
     def on_removal(self, react: OnRemoval) -> None:
         self._on_removal.append(react)
 

@@ -132,7 +132,7 @@ class Site:
         owner = (
             person.telegram_id is not None
             and admission is not None
-            and await admission.is_owner(person.telegram_id)
+            and await admission.owner() == person.telegram_id
         )
         return View(person, csrf_of(session), _zone(person, self.host.deps.tz), owner)
 
