@@ -140,6 +140,18 @@ class WebApp:
     url: str
 
 
+class MenuApp(Protocol):
+    """What the chat's menu button opens, for an adapter that has one (Telegram)."""
+
+    def menu(self) -> WebApp | None:
+        """The Mini App the menu opens; None: the adapter's own button (a Mini App set
+        by an earlier run would open nothing)."""
+        ...
+
+
+MENU: Key[MenuApp] = Key("chat.menu")
+
+
 @dataclass(frozen=True)
 class Answer:
     """A command's reply: text (plain), and what the adapter shows where it can: buttons,

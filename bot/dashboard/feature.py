@@ -10,7 +10,11 @@ from bot.dashboard.models import DashboardToken
 from bot.dashboard.server import DASHBOARD, start, stop
 from bot.dashboard.settings import DashboardSettings
 from tools.base import CheckResult
-from tools.feature import Command, Feature, Host, Provide
+from tools.feature import MENU, Command, Feature, Host, MenuApp, Provide
+
+
+async def menu(host: Host) -> MenuApp:
+    return await host.need(DASHBOARD)
 
 
 async def check(host: Host) -> list[CheckResult]:
@@ -30,6 +34,9 @@ FEATURE = Feature(
             args="[off]",
         ),
     ),
-    parts=(Provide(DASHBOARD, start, stop, on_start=True),),
+    parts=(
+        Provide(DASHBOARD, start, stop, on_start=True),
+        Provide(MENU, menu, on_start=True),
+    ),
     doctor=check,
 )

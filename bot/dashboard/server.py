@@ -22,7 +22,7 @@ from bot.dashboard.html import HEADERS, MINIAPP_CSP, Form, View, esc, message, p
 from bot.dashboard.repo import Person
 from bot.dashboard.settings import DashboardSettings
 from tools.admission import ADMISSION
-from tools.feature import Host
+from tools.feature import Host, WebApp
 from tools.state import Key
 
 log = logging.getLogger(__name__)
@@ -266,8 +266,14 @@ class Dashboard:
             return None
         return f"{self.url}/miniapp"
 
+    def menu(self) -> WebApp | None:
+        """tools/feature.py MenuApp: the chat's menu opens the dashboard where it can."""
+        url = self.mini_app
+        return None if url is None else WebApp(MENU_LABEL, url)
+
 
 DASHBOARD: Key[Dashboard] = Key("dashboard.server")
+MENU_LABEL = "Dashboard"
 
 
 async def start(host: Host) -> Dashboard:

@@ -24,7 +24,6 @@ from aiohttp import web
 from bot.access.gate import owner_code
 from bot.app import build_app
 from bot.config import Settings, require
-from bot.dashboard.server import DASHBOARD
 from bot.errors import ConfigError, ProviderError
 from bot.ops.backup import backup_jobs
 from bot.ops.live import hand_operator
@@ -35,10 +34,10 @@ from bot.telegram.resume import continue_cut_turns
 from bot.telegram.webhook_guard import guards
 from scheduler.dbfile import DatabaseFileWatch
 from scheduler.setup import JobSpec, Scheduler, start_scheduler
+from tools.feature import MENU
 
 log = logging.getLogger(__name__)
 
-MENU_LABEL = "Dashboard"
 WEBHOOK_IDLE_S = 30.0  # a connection without a complete request is closed after this
 
 
@@ -150,14 +149,14 @@ async def set_menu_button(rt: Runtime) -> None:
     """The chat's menu button opens the dashboard as a Mini App when it is served over
     https; otherwise it is Telegram's own again (a Mini App set by an earlier run would
     open nothing). A refusal leaves the bot running."""
-    board = rt.app.maybe(DASHBOARD)
-    if board is None:
+    menu = rt.app.maybe(MENU)
+    if menu is None:
         return
-    url = board.mini_app
+    opens = menu.menu()
     button: MenuButtonWebApp | MenuButtonDefault = (
         MenuButtonDefault()
-        if url is None
-        else MenuButtonWebApp(text=MENU_LABEL, web_app=WebAppInfo(url=url))
+        if opens is None
+        else MenuButtonWebApp(text=opens.label, web_app=WebAppInfo(url=opens.url))
     )
     try:
         await with_retry(lambda: rt.bot.set_chat_menu_button(menu_button=button),
