@@ -26,8 +26,8 @@ NOT_IN_GROUP = (
 DESCRIPTION = (
     "Reminders and tasks at the user's local time. create: `text`, `when` (their "
     "words) and `at` (YYYY-MM-DD HH:MM, tomorrow HH:MM), `in_minutes`, `every` (30m) or "
-    "`daily_at` HH:MM (+ `days`: mon,fri); kind=task runs `text` as your prompt "
-    "then. list; cancel/pause/resume by `job_id`; edit by `job_id`: new `text` and/or time."
+    "`daily_at` HH:MM (+ `days`: mon,fri); kind=task runs `text` as your prompt. "
+    "list; cancel/pause/resume/edit by `job_id`."
 )
 # Reminders and tasks are kept for the user like memories; a task's own tool calls are gated
 # when it runs.
