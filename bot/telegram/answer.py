@@ -17,6 +17,7 @@ import contextlib
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -55,8 +56,17 @@ _draft_ids = itertools.count(1)
 class ReplyStreamer:
     """Feeds `Events.on_text` / `Events.on_tools` of one request into Telegram."""
 
-    def __init__(self, bot: Bot, chat_id: int, *, drafts: bool, interval: float = 0.7) -> None:
+    def __init__(
+        self,
+        bot: Bot,
+        chat_id: int,
+        *,
+        drafts: bool,
+        interval: float = 0.7,
+        held: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.bot = bot
+        self.held = held  # Telegram asked the bot to wait (Outbox.held): nothing is shown
         self.chat_id = chat_id
         self.drafts = drafts
         self.interval = interval
@@ -78,7 +88,7 @@ class ReplyStreamer:
             return
         self._newest = text
         now = time.monotonic()
-        if now - self._last_at < self.interval:
+        if now - self._last_at < self.interval or self.held():
             return
         if self._draft is not None and not self._draft.done():
             return  # one draft in flight at a time; the next delta will catch up
@@ -130,7 +140,8 @@ class ReplyStreamer:
     async def _type(self) -> None:
         with contextlib.suppress(Exception):
             while True:
-                await self.bot.send_chat_action(self.chat_id, ChatAction.TYPING)
+                if not self.held():
+                    await self.bot.send_chat_action(self.chat_id, ChatAction.TYPING)
                 await asyncio.sleep(TYPING_EVERY_S)
 
 
@@ -166,7 +177,7 @@ async def answer(
     assert bot is not None
     chat = message.chat.id
     private = message.chat.type == ChatType.PRIVATE
-    streamer = ReplyStreamer(bot, chat, drafts=private, interval=draft_interval)
+    streamer = ReplyStreamer(bot, chat, drafts=private, interval=draft_interval, held=outbox.held)
     told = False
 
     async def on_wait(line: str) -> None:

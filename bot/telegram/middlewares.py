@@ -317,8 +317,9 @@ class ChatOrderMiddleware(BaseMiddleware):
             if await _for_the_bot(event, data) and WAITING.tell_once(key):
                 await data["outbox"].say(key, WAITS_FOR_QUESTION)
         elif lock is not None and lock.locked() and isinstance(event, Update) and HELD.holds(key):
-            if event.message is not None and await _for_the_bot(event, data):
-                await react(data["bot"], key, event.message.message_id)
+            if event.message is not None and not data["outbox"].held():
+                if await _for_the_bot(event, data):
+                    await react(data["bot"], key, event.message.message_id)
         await self.enter(key)
         try:
             return await handler(event, data)

@@ -128,7 +128,7 @@ class Outbox:
         """Send a reply's messages in order; True when all went now, False when (some of)
         them were queued: Telegram did not take them, or the chat's older replies still
         wait in the outbox and these go after them."""
-        if self._held() or await self._owed(chat_id):
+        if self.held() or await self._owed(chat_id):
             await self.queue(chat_id, about, items, behind=True)
             return False
         for i, item in enumerate(items):
@@ -151,7 +151,7 @@ class Outbox:
         when Telegram refuses one for good; cancelled, what is still queued is withdrawn."""
         ids: list[int] = []
         rest = list(items)
-        if not self._held() and not await self._owed(chat_id):
+        if not self.held() and not await self._owed(chat_id):
             try:
                 while rest:
                     ids.append(await put(self.bot, chat_id, rest[0]))
@@ -199,7 +199,9 @@ class Outbox:
             until = time.monotonic() + float(exc.retry_after)
             self._hold_until = max(self._hold_until, until)
 
-    def _held(self) -> bool:
+    def held(self) -> bool:
+        """Whether Telegram asked the bot to wait (a 429): drafts, "typing" and reactions
+        wait too, as Telegram's flood control counts every call of the bot."""
         return time.monotonic() < self._hold_until
 
     async def queue(
@@ -286,7 +288,7 @@ class Outbox:
         at Telegram's first "not now" (`_stuck` says how long to wait); a chat Telegram
         asked to wait (429) holds every chat for that long."""
         async with self._pass:
-            if self._held():  # Telegram asked to wait: nothing goes before that
+            if self.held():  # Telegram asked to wait: nothing goes before that
                 self._stuck = self._hold_until - time.monotonic()
                 return 0
             now = self.clock()

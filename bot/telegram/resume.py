@@ -140,7 +140,9 @@ async def _take_up(rt: Runtime, cut: Cut) -> None:
 async def _answer(rt: Runtime, cut: Cut) -> None:
     bot, app, outbox = rt.bot, rt.app, rt.outbox
     draft_interval: float = rt.dp["draft_interval"]
-    streamer = ReplyStreamer(bot, cut.chat_id, drafts=True, interval=draft_interval)
+    streamer = ReplyStreamer(
+        bot, cut.chat_id, drafts=True, interval=draft_interval, held=outbox.held
+    )
     told = False
 
     async def on_wait(line: str) -> None:  # the model's outage, waited out as for an update

@@ -79,6 +79,22 @@ async def test_after_a_429_nothing_is_sent_before_the_time_telegram_asked(tg: TG
     assert min(after) >= 2.95, sorted(after)
 
 
+async def test_during_a_429_hold_no_draft_or_typing_is_sent_either(tg: TG) -> None:
+    """Telegram's flood control is per bot: drafts and "typing" during the hold would be
+    refused too (and may lengthen it). The answer streams meanwhile; it is sent after."""
+    tg.server.fail_next("sendMessage", 429, retry_after=3)
+    tg.llm.add(Text("first answer"))
+    await tg.send(2001, "first")
+    await tg.server.wait_for(lambda: any(c.status == 429 for c in tg.server.calls))
+    [told] = [c for c in tg.server.calls if c.status == 429]
+    tg.llm.add(Text("a long answer that streams for a while " * 8, chunk=8, delay=0.05))
+    await tg.send(2002, "meanwhile")
+    assert (await tg.reply(2002)).text.startswith("a long answer")
+    shown = ("sendMessageDraft", "sendChatAction", "setMessageReaction")
+    early = [c.method for c in tg.server.calls if c.method in shown and c.at - told.at < 2.95]
+    assert early == []
+
+
 async def test_in_a_model_outage_a_second_message_gets_a_sign_that_it_is_held(tg: TG) -> None:
     tg.llm.failing = 500
     await tg.send(OWNER, "the first question")
