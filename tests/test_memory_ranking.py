@@ -41,6 +41,7 @@ def day(y: int, m: int, d: int) -> tuple[datetime, datetime]:
         # Without a year: the latest one that has begun (NOW is Saturday 10 January 2026).
         ("when did we go camping in June?", (day(2025, 6, 1)[0], day(2025, 7, 1)[0])),
         ("since early January", (day(2026, 1, 1)[0], day(2026, 2, 1)[0])),
+        ("last January", (day(2025, 1, 1)[0], day(2025, 2, 1)[0])),
         ("on 3 June", day(2025, 6, 3)),
         ("January 9th", day(2026, 1, 9)),
         # Relative to now; the first time named counts.

@@ -53,7 +53,7 @@ _DAY_MONTH = re.compile(
     re.IGNORECASE,
 )
 _IN_MONTH = re.compile(
-    rf"\b(?:in|of|since|during|early|mid|late|last|this)[\s-]+({_MONTH})\b\.?(?!,?\s*\d)",
+    rf"\b(in|of|since|during|early|mid|late|last|this)[\s-]+({_MONTH})\b\.?(?!,?\s*\d)",
     re.IGNORECASE,
 )
 _AGO = re.compile(rf"\b({_COUNT})\s+(day|week(?:end)?|month|year)s?\s+ago\b", re.IGNORECASE)
@@ -118,8 +118,10 @@ def _day_month(m: re.Match[str], now: datetime) -> Span | None:
 
 
 def _in_month(m: re.Match[str], now: datetime) -> Span | None:
-    month = MONTHS[m.group(1).lower()]
-    return _month(now.year if month <= now.month else now.year - 1, month, now.tzinfo)
+    """The latest such month that has begun ("last March", asked in March: a year ago)."""
+    month = MONTHS[m.group(2).lower()]
+    begun = month < now.month or (month == now.month and m.group(1).lower() != "last")
+    return _month(now.year if begun else now.year - 1, month, now.tzinfo)
 
 
 def _ago(m: re.Match[str], now: datetime) -> Span | None:
