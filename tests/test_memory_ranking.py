@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_memory_store import Env, make_env
-from tools.memory.rank import query_span
+from tools.memory.dates import query_span
 
 NOW = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
 
@@ -38,6 +38,24 @@ def day(y: int, m: int, d: int) -> tuple[datetime, datetime]:
         ("plans in December 2023", (datetime(2023, 12, 1, tzinfo=UTC), day(2024, 1, 1)[0])),
         ("what did I say yesterday", day(2026, 1, 9)),
         ("anything today?", day(2026, 1, 10)),
+        # Without a year: the latest one that has begun (NOW is Saturday 10 January 2026).
+        ("when did we go camping in June?", (day(2025, 6, 1)[0], day(2025, 7, 1)[0])),
+        ("since early January", (day(2026, 1, 1)[0], day(2026, 2, 1)[0])),
+        ("last January", (day(2025, 1, 1)[0], day(2025, 2, 1)[0])),
+        ("on 3 June", day(2025, 6, 3)),
+        ("January 9th", day(2026, 1, 9)),
+        # Relative to now; the first time named counts.
+        ("what did I do last week, not yesterday", (day(2025, 12, 29)[0], day(2026, 1, 5)[0])),
+        ("two days ago", day(2026, 1, 8)),
+        ("3 weeks ago", (day(2025, 12, 17)[0], day(2025, 12, 24)[0])),
+        ("a few months ago", (day(2025, 10, 1)[0], day(2025, 11, 1)[0])),
+        ("last month", (day(2025, 12, 1)[0], day(2026, 1, 1)[0])),
+        ("our trip last year", (day(2025, 1, 1)[0], day(2026, 1, 1)[0])),
+        ("last weekend", (day(2026, 1, 3)[0], day(2026, 1, 5)[0])),
+        ("this weekend", (day(2026, 1, 10)[0], day(2026, 1, 12)[0])),
+        ("what happened last Friday", day(2026, 1, 9)),
+        ("on Sat", day(2026, 1, 3)),
+        ("Monday was long", day(2026, 1, 5)),
     ],
 )
 def test_query_span_reads_the_dates_people_write(
@@ -48,7 +66,17 @@ def test_query_span_reads_the_dates_people_write(
 
 @pytest.mark.parametrize(
     "text",
-    ["what may I do", "on 31 February, 2023", "2023-13-45", "in 2023", "Marching in June", ""],
+    [
+        "what may I do",
+        "May I?",
+        "we march at dawn",
+        "sat on the sofa",
+        "on 31 February, 2023",
+        "on 31 February",
+        "2023-13-45",
+        "in 2023",
+        "",
+    ],
 )
 def test_query_span_is_none_without_a_valid_date(text: str) -> None:
     assert query_span(text, NOW) is None
