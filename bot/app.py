@@ -91,7 +91,8 @@ class App:
         self._parts[key] = part
 
     def maybe(self, key: Key[T]) -> T | None:
-        return self.part(key) if self.has(key) else None
+        value: T | None = self._parts.get(key)
+        return value
 
     async def need(self, key: Key[T]) -> T:
         if key not in self._parts:

@@ -28,7 +28,10 @@ from tools.chat import ChatModel
 from tools.hooks import File, Gate, RequestHooks
 from tools.state import Key
 
-if TYPE_CHECKING:  # the registry imports the extension machinery; a feature needs only the type
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    # the registry imports the extension machinery; a feature needs only the type
     from tools.registry import Registry
 
 T = TypeVar("T")
@@ -85,8 +88,9 @@ class Host(Protocol):
         ...
 
     def maybe(self, key: Key[T]) -> T | None:
-        """The part when a listed feature provides `key` (or what runs the app handed it
-        in), None when none does (a feature that may be switched off)."""
+        """The part when it is built (by a listed feature, or handed in by what runs the
+        app), None otherwise: a feature that may be switched off, or an on_start part
+        before an adapter started."""
         ...
 
     async def need(self, key: Key[T]) -> T:
@@ -150,6 +154,16 @@ class MenuApp(Protocol):
 
 
 MENU: Key[MenuApp] = Key("chat.menu")
+
+
+class WebPages(Protocol):
+    """Pages a feature serves from the adapter's own HTTP server where it has one (the
+    webhook's: behind the HTTPS reverse proxy that already reaches the bot)."""
+
+    def routes(self) -> list[web.RouteDef]: ...
+
+
+PAGES: Key[WebPages] = Key("web.pages")
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,14 @@ from bot.dashboard.models import DashboardToken
 from bot.dashboard.server import DASHBOARD, start, stop
 from bot.dashboard.settings import DashboardSettings
 from tools.base import CheckResult
-from tools.feature import MENU, Command, Feature, Host, MenuApp, Provide
+from tools.feature import MENU, PAGES, Command, Feature, Host, MenuApp, Provide, WebPages
 
 
 async def menu(host: Host) -> MenuApp:
+    return await host.need(DASHBOARD)
+
+
+async def pages(host: Host) -> WebPages:
     return await host.need(DASHBOARD)
 
 
@@ -37,6 +41,7 @@ FEATURE = Feature(
     parts=(
         Provide(DASHBOARD, start, stop, on_start=True),
         Provide(MENU, menu, on_start=True),
+        Provide(PAGES, pages, on_start=True),
     ),
     doctor=check,
 )

@@ -38,6 +38,8 @@ def _loopback(host: str) -> bool:
 async def state(s: DashboardSettings) -> str:
     if not s.dashboard_enabled:
         return "off (DASHBOARD=on turns it on)"
+    if s.on_webhook:
+        return f"{s.base_url()} (served by the webhook's server)"
     up = await answers(s.dashboard_host, s.dashboard_port)
     return f"{s.base_url()} ({'answering' if up else 'not answering: is the bot running?'})"
 

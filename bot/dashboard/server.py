@@ -33,6 +33,7 @@ STATIC = Path(__file__).parent / "static"
 ASSETS = {"app.css": "text/css", "miniapp.js": "text/javascript"}
 TELEGRAM_JS = "https://telegram.org/js/telegram-web-app.js"
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Read = Callable[[Host, web.Request, View], Awaitable[web.StreamResponse]]
 Write = Callable[[Host, web.Request, View, Form], Awaitable[web.Response]]
 
@@ -51,50 +52,61 @@ class Site:
         self.host = host
         self.settings = settings
         self.tokens = tokens
-        self.secure = (settings.dashboard_url or "").startswith("https://")
+        self.secure = settings.base_url().startswith("https://")  # cookies only over https
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_FORM, middlewares=[self.guard])
-        r = app.router
-        r.add_get("/login", self.login_page)
-        r.add_post("/login", self.login)
-        r.add_get("/miniapp", self.miniapp)
-        r.add_post("/auth/webapp", self.webapp)
-        r.add_post("/logout", self.write(self.logout))
-        r.add_get("/static/{name}", self.static)
-        r.add_get("/", self.read(pages.today))
-        r.add_get("/memories", self.read(pages.memories))
-        r.add_get("/memories/export.{kind}", self.read(pages.export))
-        r.add_get("/memories/{id}", self.read(pages.memory))
-        r.add_post("/memories/{id}", self.write(pages.memory_save))
-        r.add_post("/memories/{id}/{action}", self.write(pages.memory_act))
-        r.add_get("/reminders", self.read(pages.reminders))
-        r.add_post("/reminders", self.write(pages.reminder_create))
-        r.add_get("/reminders/{id}", self.read(pages.reminder))
-        r.add_post("/reminders/{id}", self.write(pages.reminder_save))
-        r.add_post("/reminders/{id}/{action}", self.write(pages.reminder_change))
-        r.add_get("/usage", self.read(pages.usage))
-        r.add_get("/code", self.read(pages.code))
-        r.add_get("/code/{id}", self.read(pages.code_run))
-        r.add_get("/sessions", self.read(pages.sessions))
-        r.add_get("/sessions/{id}", self.read(pages.transcript))
-        r.add_get("/people", self.read(people.people))
-        r.add_get("/groups", self.read(people.groups))
-        r.add_post("/people/{chat_id}/{verb}", self.write(people.decide))
-        r.add_get("/approvals", self.read(owner.approvals))
-        r.add_post("/approvals/{id}/revoke", self.write(owner.revoke))
-        r.add_get("/doctor", self.read(owner.doctor))
-        r.add_get("/backups", self.read(owner.backups))
-        r.add_post("/backups", self.write(owner.backup_make))
-        r.add_get("/backups/{name}", self.read(owner.backup_file))
+        """Its own server's application (DASHBOARD=on, or HOST:PORT)."""
+        app = web.Application(client_max_size=MAX_FORM)
+        app.add_routes(self.routes())
         return app
+
+    def routes(self) -> list[web.RouteDef]:
+        """Every page, each behind the guard: the same routes on the dashboard's own server
+        and on the webhook's (whose other routes are not the dashboard's to guard)."""
+        table: list[tuple[str, str, Handler]] = [
+            ("GET", "/login", self.login_page),
+            ("POST", "/login", self.login),
+            ("GET", "/miniapp", self.miniapp),
+            ("POST", "/auth/webapp", self.webapp),
+            ("POST", "/logout", self.write(self.logout)),
+            ("GET", "/static/{name}", self.static),
+            ("GET", "/", self.read(pages.today)),
+            ("GET", "/memories", self.read(pages.memories)),
+            ("GET", "/memories/export.{kind}", self.read(pages.export)),
+            ("GET", "/memories/{id}", self.read(pages.memory)),
+            ("POST", "/memories/{id}", self.write(pages.memory_save)),
+            ("POST", "/memories/{id}/{action}", self.write(pages.memory_act)),
+            ("GET", "/reminders", self.read(pages.reminders)),
+            ("POST", "/reminders", self.write(pages.reminder_create)),
+            ("GET", "/reminders/{id}", self.read(pages.reminder)),
+            ("POST", "/reminders/{id}", self.write(pages.reminder_save)),
+            ("POST", "/reminders/{id}/{action}", self.write(pages.reminder_change)),
+            ("GET", "/usage", self.read(pages.usage)),
+            ("GET", "/code", self.read(pages.code)),
+            ("GET", "/code/{id}", self.read(pages.code_run)),
+            ("GET", "/sessions", self.read(pages.sessions)),
+            ("GET", "/sessions/{id}", self.read(pages.transcript)),
+            ("GET", "/people", self.read(people.people)),
+            ("GET", "/groups", self.read(people.groups)),
+            ("POST", "/people/{chat_id}/{verb}", self.write(people.decide)),
+            ("GET", "/approvals", self.read(owner.approvals)),
+            ("POST", "/approvals/{id}/revoke", self.write(owner.revoke)),
+            ("GET", "/doctor", self.read(owner.doctor)),
+            ("GET", "/backups", self.read(owner.backups)),
+            ("POST", "/backups", self.write(owner.backup_make)),
+            ("GET", "/backups/{name}", self.read(owner.backup_file)),
+        ]
+        return [web.route(method, path, self.guarded(handler)) for method, path, handler in table]
 
     # -- every request ----------------------------------------------------------------
 
-    @web.middleware
-    async def guard(
-        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
+    def guarded(self, handler: Handler) -> Handler:
+        async def run(request: web.Request) -> web.StreamResponse:
+            return await self.guard(request, handler)
+
+        return run
+
+    async def guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Security headers on every answer; a form over the bound refused before it is
         read; any failure one page, logged, the server going on."""
         response: web.StreamResponse
@@ -253,6 +265,7 @@ class Dashboard:
     state: str  # serving | off | failed: ...
     port: int | None = None
     runner: web.AppRunner | None = None
+    site: Site | None = None  # served by the webhook's server (DASHBOARD=on in webhook mode)
 
     @property
     def url(self) -> str:
@@ -265,6 +278,10 @@ class Dashboard:
         if self.state != "serving" or not self.url.startswith("https://"):
             return None
         return f"{self.url}/miniapp"
+
+    def routes(self) -> list[web.RouteDef]:
+        """tools/feature.py WebPages: what the webhook's server serves of the dashboard."""
+        return self.site.routes() if self.site is not None else []
 
     def menu(self) -> WebApp | None:
         """tools/feature.py MenuApp: the chat's menu opens the dashboard where it can."""
@@ -282,6 +299,10 @@ async def start(host: Host) -> Dashboard:
     tokens = Tokens(deps.session_factory, deps.clock)
     if not settings.dashboard_enabled:
         return Dashboard(settings, tokens, "off")
+    if settings.on_webhook:  # the adapter's server takes the routes (tools/feature.py PAGES)
+        dashboard = Dashboard(settings, tokens, "serving", site=Site(host, settings, tokens))
+        log.info("dashboard: served by the webhook's server at %s", dashboard.url)
+        return dashboard
     runner = web.AppRunner(Site(host, settings, tokens).app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.dashboard_host, settings.dashboard_port)

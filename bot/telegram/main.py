@@ -34,7 +34,7 @@ from bot.telegram.resume import continue_cut_turns
 from bot.telegram.webhook_guard import guards
 from scheduler.dbfile import DatabaseFileWatch
 from scheduler.setup import JobSpec, Scheduler, start_scheduler
-from tools.feature import MENU
+from tools.feature import MENU, PAGES
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,8 @@ async def serve_webhook(rt: Runtime, stop: asyncio.Event) -> None:
     web_app = web.Application(middlewares=guards(secret))
     path = urlparse(settings.webhook_url).path or "/"
     SimpleRequestHandler(rt.dp, rt.bot, secret_token=secret).register(web_app, path=path)
+    if (pages := rt.app.maybe(PAGES)) is not None:  # the dashboard, behind the same proxy
+        web_app.add_routes(pages.routes())
     # A connection that sends no complete request within this time is closed (aiohttp's
     # idle timeout also runs before the first request): half-open and byte-dripping
     # clients cannot pile up.
