@@ -19,7 +19,7 @@ from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.e2e.test_access_e2e import GROUP, deliveries, named
 from tests.e2e.test_approvals_e2e import button, with_post_tool
 from tests.fakes.openai_server import Calls, Text
-from tests.test_access_list import eventually
+from tests.polling import until
 from tools.reminders import jobs
 from tools.reminders.firing import NOT_LET_IN, REMINDERS
 from tools.reminders.models import JobRun, ScheduledJob
@@ -89,13 +89,13 @@ async def test_a_task_computing_when_its_person_is_removed_stops(tg: TG) -> None
     async def asked() -> bool:
         return len(tg.llm.requests) == 1
 
-    await eventually(asked)
+    await until(asked, "the task computing")
     await remove(tg)
 
     async def stopped() -> bool:
         return await runs(tg) == [("skipped", NOT_LET_IN)]
 
-    await eventually(stopped)
+    await until(stopped, "the task stopped")
     slow.set()
     await reminders.idle()
     await tg.idle()
