@@ -41,6 +41,7 @@ RELEASED = {
     "0027_message_chat.py": "d06f95b72a47339568ccbb3cdd81c079e7a22b48f84a3ccce95df0a090842fec",
     "0032_checkins_skills.py": "b6ec897661cc37cc6b2e864a2c533487828e19b0b9c7157389f8ef765051b4bc",
     "0034_checkin_groups.py": "dcb2d622728f01e660550bea0f6408f3f051fbe9500d213a92cb8cf8ee02516b",
+    "0037_memories_user_alive.py": "88dd8640fda8d433416bed6968d110816d5fcf8b1f88fa9e042e9f7ce10d9886",  # noqa: E501
     "0029_dashboard_tokens.py": "80af30e87a58beae8fa98966b3a401dfae28894b9374f16b3d0801844ec73cb4",
     "0028_chat_scope_superseded.py": "1a1d92f0bd799d080cd92a0cb078aae10e7f6707466fec9eb9266bbe53e474ca",  # noqa: E501
 }

@@ -45,6 +45,14 @@ OWNER_NAV = (
 )
 
 
+def secure(response: web.StreamResponse) -> web.StreamResponse:
+    """The security headers every answer gets: the guard adds them to what a page returns,
+    and a streamed download (sent before its handler returns) to itself before it starts."""
+    for name, value in HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
+
+
 def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 

@@ -6,7 +6,8 @@ Everything shown is escaped (html.esc)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, time, timedelta
 from urllib.parse import urlencode
 
@@ -14,7 +15,7 @@ from aiohttp import web
 
 from bot.approvals import repo as approvals_repo
 from bot.approvals.gate import TIMEOUT_S as APPROVAL_TIMEOUT_S
-from bot.dashboard.html import Form, View, esc, message, page, post_form
+from bot.dashboard.html import Form, View, esc, message, page, post_form, secure
 from bot.sessions import repo as sessions_repo
 from bot.usage import repo as usage_repo
 from bot.usage.commands import meter_of
@@ -25,6 +26,7 @@ from tools.base import ToolError
 from tools.code import repo as code_repo
 from tools.feature import Host, row_id
 from tools.memory import repo as memory_repo
+from tools.memory.models import Memory
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
 from tools.reminders import jobs
 from tools.reminders import repo as schedule_repo
@@ -32,6 +34,8 @@ from tools.reminders.commands import ACTIONS, DONE, STATUS_MARK
 from tools.reminders.models import ScheduledJob
 from tools.reminders.parse import Fields, build_spec
 from tools.reminders.times import local_text
+
+log = logging.getLogger(__name__)
 
 PAGE = 25
 SEARCH_MAX = 200
@@ -222,43 +226,92 @@ async def memories(host: Host, request: web.Request, view: View) -> web.Response
     return page("Memories", "".join(body), view, active="/memories")
 
 
-async def export(host: Host, request: web.Request, view: View) -> web.Response:
-    """Every live memory of the person as a file: JSON (for a program) or Markdown."""
+async def export(host: Host, request: web.Request, view: View) -> web.StreamResponse:
+    """Every live memory of the person as a file: JSON (for a program) or Markdown. Written
+    a batch at a time as it is read, so a person with 100,000 memories costs the process one
+    batch, not the whole file (and the database session is not held while the client reads)."""
     kind = request.match_info["kind"]
     if kind not in ("json", "md"):
         raise web.HTTPNotFound(text="Export as .json or .md.")
-    deps, uid = host.deps, view.person.user_id
-    now, rows, after = deps.clock(), [], 0
-    async with deps.session_factory() as s:
-        while batch := await memory_repo.user_batch(s, uid, now, after, EXPORT_BATCH):
-            rows += batch
-            after = batch[-1].id
+    store, now = _store(host), host.deps.clock()
     if kind == "json":
-        items = [
-            {
-                "id": m.id,
-                "layer": m.layer,
-                "category": m.category,
-                "content": m.content,
-                "created_at": m.created_at.isoformat(timespec="seconds"),
-                "updated_at": m.updated_at.isoformat(timespec="seconds"),
-                "expires_at": m.expires_at.isoformat(timespec="seconds") if m.expires_at else None,
-            }
-            for m in rows
-        ]
-        text, mime = json.dumps(items, ensure_ascii=False, indent=1), "application/json"
+        parts = _json_export(host, view, now)
     else:
-        lines = [f"# Memories ({len(rows)}, {now.astimezone(view.tz):%Y-%m-%d})"]
-        for layer in LAYERS:
-            mine = [m for m in rows if m.layer == layer]
-            if mine:
-                lines += ["", f"## {layer}", ""]
-                lines += [f"- {m.content} (#{m.id}, {_when(m.created_at, view)})" for m in mine]
-        text, mime = "\n".join(lines) + "\n", "text/markdown"
-    response = web.Response(text=text, content_type=mime, charset="utf-8")
+        total = (await store.page(user_id=view.person.user_id, limit=1)).total
+        parts = _md_export(host, view, now, total)
+    response = web.StreamResponse()
+    response.content_type = "application/json" if kind == "json" else "text/markdown"
+    response.charset = "utf-8"
     name = f"memories-{now.astimezone(view.tz):%Y-%m-%d}.{kind}"
     response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    await secure(response).prepare(request)
+    try:
+        async for text in parts:
+            await response.write(text.encode())
+    except ConnectionError:
+        raise  # the client went away
+    except Exception:
+        # The status line has gone out: a failure now can only cut the download short, so
+        # that the client sees an unfinished body rather than a file that looks whole.
+        log.exception("dashboard: the export of memories failed")
+        if request.transport is not None:
+            request.transport.close()
+        return response
+    await response.write_eof()
     return response
+
+
+async def _batches(
+    host: Host, uid: int, now: datetime, layer: str | None = None
+) -> AsyncIterator[list[Memory]]:
+    after = 0
+    while True:
+        async with host.deps.session_factory() as s:
+            batch = await memory_repo.user_batch(s, uid, now, after, EXPORT_BATCH, layer)
+        if not batch:
+            return
+        yield batch
+        after = batch[-1].id
+
+
+def _stamp(when: datetime | None) -> str | None:
+    return when.isoformat(timespec="seconds") if when else None
+
+
+async def _json_export(host: Host, view: View, now: datetime) -> AsyncIterator[str]:
+    """A JSON list, one memory a line."""
+    sep = "[\n"
+    async for batch in _batches(host, view.person.user_id, now):
+        items = [
+            json.dumps(
+                {
+                    "id": m.id,
+                    "layer": m.layer,
+                    "category": m.category,
+                    "content": m.content,
+                    "created_at": _stamp(m.created_at),
+                    "updated_at": _stamp(m.updated_at),
+                    "expires_at": _stamp(m.expires_at),
+                },
+                ensure_ascii=False,
+            )
+            for m in batch
+        ]
+        yield sep + ",\n".join(items)
+        sep = ",\n"
+    yield "[]\n" if sep == "[\n" else "\n]\n"
+
+
+async def _md_export(host: Host, view: View, now: datetime, total: int) -> AsyncIterator[str]:
+    """A heading per layer, one memory a line."""
+    uid = view.person.user_id
+    yield f"# Memories ({total}, {now.astimezone(view.tz):%Y-%m-%d})\n"
+    for layer in LAYERS:
+        head = f"\n## {layer}\n\n"
+        async for batch in _batches(host, uid, now, layer):
+            lines = [f"- {m.content} (#{m.id}, {_when(m.created_at, view)})\n" for m in batch]
+            yield head + "".join(lines)
+            head = ""
 
 
 async def _own_memory(host: Host, request: web.Request, view: View) -> MemoryHit | None:

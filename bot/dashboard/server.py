@@ -18,7 +18,7 @@ from aiohttp import web
 
 from bot.dashboard import owner, pages, people
 from bot.dashboard.auth import SESSION_TTL, InitDataError, Tokens, csrf_of, init_data_user, same
-from bot.dashboard.html import HEADERS, MINIAPP_CSP, Form, View, esc, message, page
+from bot.dashboard.html import MINIAPP_CSP, Form, View, esc, message, page, secure
 from bot.dashboard.repo import Person
 from bot.dashboard.settings import DashboardSettings
 from tools.admission import ADMISSION
@@ -126,9 +126,7 @@ class Site:
                 log.exception("dashboard: %s %s failed", request.method, request.path)
                 response = message("Error", "Something went wrong; the log has the details.",
                                    status=500)  # fmt: skip
-        for name, value in HEADERS.items():
-            response.headers.setdefault(name, value)
-        return response
+        return secure(response)
 
     def _too_large(self) -> web.Response:
         text = f"The form is too large: at most {MAX_FORM // 1024} KB is accepted."

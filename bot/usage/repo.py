@@ -5,9 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-from sqlalchemy import Select, Table, bindparam, case, func, insert, literal, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    bindparam,
+    case,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.usage.models import ModelUsage
@@ -15,7 +25,6 @@ from db.models.core import User
 
 TABLE: Table = ModelUsage.__table__  # type: ignore[assignment]
 INSERT = insert(TABLE)
-_T = TypeVar("_T")
 
 
 async def add_usage(s: AsyncSession, **values: Any) -> None:
@@ -48,12 +57,34 @@ async def groups(
     user_id: int | None = None,
     session_id: int | None = None,
     by: Literal["model", "purpose", "both", "none"] = "both",
-    limit: int | None = None,
 ) -> list[Group]:
     """Totals by model and purpose (`by`: one of them, or "none" for one total row),
-    optionally for one user, one session, since a time. With `limit`, the groups that cost
-    most (then the busiest) come first and only `limit` of them: the database aggregates,
-    so a table with thousands of model names is never read into the process."""
+    optionally for one user, one session, since a time."""
+    found, _ = await _grouped(s, by, None, _scoped_where(since, user_id, session_id))
+    return found
+
+
+async def top_groups(
+    s: AsyncSession,
+    *,
+    limit: int,
+    since: datetime | None = None,
+    user_id: int | None = None,
+    session_id: int | None = None,
+    by: Literal["model", "purpose", "both"] = "model",
+) -> tuple[list[Group], int]:
+    """The `limit` groups that cost most (then the busiest), and how many groups there are
+    in all, from one pass over the rows (a window count over the groups): the database
+    aggregates, so a table with thousands of model names is never read into the process."""
+    return await _grouped(s, by, limit, _scoped_where(since, user_id, session_id))
+
+
+async def _grouped(
+    s: AsyncSession,
+    by: Literal["model", "purpose", "both", "none"],
+    limit: int | None,
+    where: list[ColumnElement[bool]],
+) -> tuple[list[Group], int]:
     u = ModelUsage
     keys = {"model": [u.model], "purpose": [u.purpose], "both": [u.model, u.purpose]}.get(by, [])
     cost = func.coalesce(func.sum(u.cost_usd), 0.0)
@@ -70,15 +101,15 @@ async def groups(
         cost,
         func.coalesce(func.sum(case((u.cost_usd.is_(None), 1), else_=0)), 0),
         func.coalesce(func.sum(u.written_calls), 0),
-    )
+        func.count().over() if limit is not None else literal(0),
+    ).where(*where)
     if keys:
         stmt = stmt.group_by(*keys)
-    stmt = _scoped(stmt, since, user_id, session_id)
     if limit is not None:
         stmt = stmt.order_by(cost.desc(), calls.desc(), *keys).limit(limit)
     else:
         stmt = stmt.order_by(*keys)
-    rows = await s.execute(stmt)
+    rows = (await s.execute(stmt)).all()
     found = [
         Group(
             model=str(r[0]),
@@ -96,32 +127,21 @@ async def groups(
         for r in rows
     ]
     # An aggregate over no rows is one row of zeros: no calls is no group.
-    return [g for g in found if g.calls]
+    return [g for g in found if g.calls], int(rows[0][11]) if limit is not None and rows else 0
 
 
-async def count_models(
-    s: AsyncSession,
-    *,
-    since: datetime | None = None,
-    user_id: int | None = None,
-    session_id: int | None = None,
-) -> int:
-    """How many distinct model names the calls in scope used."""
-    stmt = select(func.count(func.distinct(ModelUsage.model)))
-    return int(await s.scalar(_scoped(stmt, since, user_id, session_id)) or 0)
-
-
-def _scoped(
-    stmt: Select[_T], since: datetime | None, user_id: int | None, session_id: int | None
-) -> Select[_T]:
+def _scoped_where(
+    since: datetime | None, user_id: int | None, session_id: int | None
+) -> list[ColumnElement[bool]]:
     u = ModelUsage
+    where: list[ColumnElement[bool]] = []
     if since is not None:
-        stmt = stmt.where(u.at >= since)
+        where.append(u.at >= since)
     if user_id is not None:
-        stmt = stmt.where(u.user_id == user_id)
+        where.append(u.user_id == user_id)
     if session_id is not None:
-        stmt = stmt.where(u.session_id == session_id)
-    return stmt
+        where.append(u.session_id == session_id)
+    return where
 
 
 @dataclass
@@ -170,7 +190,8 @@ async def last_request(
             ModelUsage.purpose.in_(purposes),
             ModelUsage.request_id.is_not(None),
         )
-        .order_by(ModelUsage.id.desc())
+        # The (user_id, at) index read backwards: the newest call first, not every one.
+        .order_by(ModelUsage.at.desc(), ModelUsage.id.desc())
         .limit(1)
         .scalar_subquery()
     )

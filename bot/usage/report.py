@@ -73,19 +73,21 @@ def _by_purpose(title: str, groups: list[Group]) -> list[str]:
 
 
 async def _breakdowns(
-    s: AsyncSession, scope: dict[str, Any], total: Group, titles: tuple[str, str]
-) -> list[str]:
-    """By model (the TOP_MODELS that cost most, the others as one line) and by purpose."""
+    s: AsyncSession, scope: dict[str, Any], titles: tuple[str, str]
+) -> tuple[Group, list[str]]:
+    """The total, and its lines by model (the TOP_MODELS that cost most, the others as one
+    line) and by purpose: two passes over the rows, the total being the purposes' sum."""
+    purposes = await repo.groups(s, by="purpose", **scope)
+    total = _sum(purposes)
     if not total.calls:
-        return []
-    top = await repo.groups(s, by="model", limit=TOP_MODELS, **scope)
+        return total, []
+    top, models = await repo.top_groups(s, by="model", limit=TOP_MODELS, **scope)
     lines = [titles[0], *(f"  {g.model} — {figures(g)}" for g in top)]
-    others = await repo.count_models(s, **scope) - len(top)
+    others = models - len(top)
     if others > 0:
         plural = "s" if others != 1 else ""
         lines.append(f"  {others:,} other model{plural} — {figures(_minus(total, _sum(top)))}")
-    lines += _by_purpose(titles[1], await repo.groups(s, by="purpose", **scope))
-    return lines
+    return total, lines + _by_purpose(titles[1], purposes)
 
 
 async def _total(s: AsyncSession, **scope: Any) -> Group:
@@ -143,9 +145,9 @@ async def usage_text(meter: Meter, user_id: int | None, *, amounts: bool = False
     day, month = period_starts(now, meter.tz)
     async with meter.sf() as s:
         today = await _total(s, since=day, user_id=user_id)
-        this_month = await _total(s, since=month, user_id=user_id)
         titles = ("By model (this month):", "By purpose (this month):")
-        breakdowns = await _breakdowns(s, {"since": month, "user_id": user_id}, this_month, titles)
+        scope = {"since": month, "user_id": user_id}
+        this_month, breakdowns = await _breakdowns(s, scope, titles)
     zone = meter.tz.key
     lines = [
         f"Today ({day:%Y-%m-%d}, {zone}): " + (figures(today) if today.calls else "nothing yet"),
@@ -167,8 +169,7 @@ async def session_text(meter: Meter, user_id: int) -> str:
         if session is None:
             return "No model calls in this session yet."
         scope: dict[str, Any] = {"user_id": user_id, "session_id": session.id}
-        total = await _total(s, **scope)
-        breakdowns = await _breakdowns(s, scope, total, ("By model:", "By purpose:"))
+        total, breakdowns = await _breakdowns(s, scope, ("By model:", "By purpose:"))
     if not total.calls:
         return "No model calls in this session yet."
     started: datetime = session.started_at.astimezone(meter.tz)

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import update
 
 from bot.approvals import repo as approvals_repo
-from bot.dashboard import probe
+from bot.dashboard import pages, probe
 from bot.dashboard.models import DashboardToken
 from bot.dashboard.server import DASHBOARD
 from bot.telegram.delivery import TelegramDelivery
@@ -443,6 +443,44 @@ async def test_export_holds_own_memories_only(board_tg: TG, board: Board) -> Non
     assert f"- Plays the <cello> (#{mine}," in as_md.text and "diary" not in as_md.text
     assert as_md.headers["content-type"].startswith("text/markdown")
     assert (await board.get("/memories/export.html")).status_code == 404
+
+
+async def test_export_streams_every_memory_a_batch_at_a_time(
+    board_tg: TG, board: Board, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written as read, a few rows a batch: every memory once, in id order, each layer under
+    its heading, and the security headers on the streamed answer too."""
+    tg = board_tg
+    monkeypatch.setattr(pages, "EXPORT_BATCH", 2)
+    await board.sign_in(OWNER)
+    uid = await user_id(tg, OWNER)
+    facts = [
+        ("long", "Plays the cello on Sundays"),
+        ("mid", "Training for the Berlin marathon"),
+        ("long", "Allergic to peanuts"),
+        ("short", "Waiting for a parcel from Lisbon"),
+        ("long", "Daughter is called Mira"),
+    ]
+    made = [
+        (await store(tg).store(user_id=uid, layer=layer, content=text)).id for layer, text in facts
+    ]
+    as_json = await board.get("/memories/export.json")
+    assert as_json.headers["x-content-type-options"] == "nosniff"
+    assert as_json.headers["cache-control"] == "no-store"
+    assert [m["id"] for m in as_json.json()] == sorted(made)
+    as_md = (await board.get("/memories/export.md")).text
+    assert as_md.startswith("# Memories (5, ")
+    longs = as_md.split("## long\n", 1)[1].split("## mid\n", 1)[0]
+    assert [line.split(" (#")[0] for line in longs.split("\n") if line.startswith("- ")] == [
+        "- Plays the cello on Sundays", "- Allergic to peanuts", "- Daughter is called Mira",
+    ]  # fmt: skip
+    assert "- Training for the Berlin marathon" in as_md.split("## mid\n", 1)[1]
+    assert "- Waiting for a parcel from Lisbon" in as_md.split("## short\n", 1)[1]
+
+
+async def test_export_of_no_memories_is_an_empty_list(board_tg: TG, board: Board) -> None:
+    await board.sign_in(OWNER)
+    assert (await board.get("/memories/export.json")).json() == []
 
 
 async def test_schedule_a_reminder_as_the_tool_does(board_tg: TG, board: Board) -> None:

@@ -21,6 +21,11 @@ class Memory(Base):
         Index("ix_memories_user_layer", "user_id", "layer", "id"),
         # Auto-recall's long-term order (repo.top_long), read backwards to its limit.
         Index("ix_memories_user_layer_rank", "user_id", "layer", "certainty", "updated_at"),
+        # The memory list's order (repo.page), with the columns "alive" reads: its count
+        # reads only the index, and a page walks it in order instead of sorting them all.
+        Index(
+            "ix_memories_user_alive", "user_id", "superseded_by", "updated_at", "id", "expires_at"
+        ),
         Index("ix_memories_expires", "expires_at"),
         Index("ix_memories_session", "session_id"),
     )

@@ -658,14 +658,12 @@ async def set_fts_language(s: AsyncSession, lang: str) -> bool:
 
 
 async def user_batch(
-    s: AsyncSession, user_id: int, now: datetime, after_id: int, size: int
+    s: AsyncSession, user_id: int, now: datetime, after_id: int, size: int, layer: str | None = None
 ) -> list[Memory]:
-    """A user's live memories with ids above `after_id`, in id order: an export reads them
-    all a batch at a time."""
-    stmt = (
-        select(Memory)
-        .where(Memory.user_id == user_id, _alive(now), Memory.id > after_id)
-        .order_by(Memory.id)
-        .limit(size)
-    )
+    """A user's live memories (of one layer, when given) with ids above `after_id`, in id
+    order: an export reads them all a batch at a time."""
+    cond = [Memory.user_id == user_id, _alive(now), Memory.id > after_id]
+    if layer is not None:
+        cond.append(Memory.layer == layer)
+    stmt = select(Memory).where(*cond).order_by(Memory.id).limit(size)
     return list((await s.execute(stmt)).scalars())
