@@ -9,7 +9,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.dashboard.models import DashboardToken
-from db.models.core import User
+from db.models.core import ToolCallRecord, User
 
 
 @dataclass(frozen=True)
@@ -74,3 +74,15 @@ async def drop_expired(s: AsyncSession, now: datetime) -> None:
 async def by_telegram_id(s: AsyncSession, telegram_id: int) -> Person | None:
     u = (await s.execute(select(User).where(User.telegram_id == telegram_id))).scalar_one_or_none()
     return _person(u) if u is not None else None
+
+
+async def record_change(
+    s: AsyncSession, user_id: int, request_id: str, arguments: str, result: str, ok: bool,
+    duration_ms: float, now: datetime,
+) -> None:  # fmt: skip
+    """A change made in the dashboard, in the audit trail a chat's tool calls are in."""
+    row = ToolCallRecord(
+        request_id=request_id, user_id=user_id, tool="dashboard", arguments=arguments,
+        result=result, ok=ok, duration_ms=duration_ms, created_at=now,
+    )  # fmt: skip
+    s.add(row)

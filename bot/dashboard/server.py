@@ -7,7 +7,10 @@ operations the commands call."""
 
 from __future__ import annotations
 
+import json
 import logging
+import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aiohttp import web
 
-from bot.dashboard import owner, pages, people
+from bot.dashboard import owner, pages, people, repo
 from bot.dashboard.auth import SESSION_TTL, InitDataError, Tokens, csrf_of, init_data_user, same
 from bot.dashboard.html import MINIAPP_CSP, Form, View, esc, message, page, secure
 from bot.dashboard.repo import Person
@@ -29,6 +32,7 @@ log = logging.getLogger(__name__)
 
 COOKIE = "sidekick_dashboard"
 MAX_FORM = 64 * 1024  # a memory is at most 2000 characters: any form fits many times over
+ARGUMENTS_KEPT = 4000  # of a change's fields in its audit row
 STATIC = Path(__file__).parent / "static"
 ASSETS = {"app.css": "text/css", "miniapp.js": "text/javascript"}
 TELEGRAM_JS = "https://telegram.org/js/telegram-web-app.js"
@@ -171,9 +175,36 @@ class Site:
             if not isinstance(token, str) or not same(token, view.csrf):
                 text = "This form is out of date or came from another site: reload the page."
                 return message("Refused", text, view, status=403)
-            return await handler(self.host, request, view, form)
+            started, status = time.perf_counter(), 500
+            try:
+                response = await handler(self.host, request, view, form)
+                status = response.status
+                return response
+            except web.HTTPException as exc:
+                status = exc.status
+                raise
+            finally:
+                await self._record(request, view, form, status, time.perf_counter() - started)
 
         return run
+
+    async def _record(
+        self, request: web.Request, view: View, form: Form, status: int, seconds: float
+    ) -> None:
+        """A change is recorded as a chat's tool call is (tool "dashboard"): the page, the
+        form's fields but its token, secrets masked, and how it ended."""
+        fields = {k: v for k, v in form.items() if k != "csrf" and isinstance(v, str)}
+        arguments = json.dumps({"action": request.path, **fields}, ensure_ascii=False)
+        deps = self.host.deps
+        try:
+            async with deps.session_factory() as s, s.begin():
+                await repo.record_change(
+                    s, view.person.user_id, f"dashboard-{uuid.uuid4().hex[:16]}",
+                    deps.scrub(arguments)[:ARGUMENTS_KEPT], f"HTTP {status}", status < 400,
+                    seconds * 1000, deps.clock(),
+                )  # fmt: skip
+        except Exception:  # the change is made: its record must not undo the answer
+            log.exception("dashboard: could not record %s", request.path)
 
     # -- signing in and out -----------------------------------------------------------
 

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from bot.approvals import repo as approvals_repo
 from bot.dashboard import pages, probe
@@ -22,6 +22,7 @@ from bot.dashboard.models import DashboardToken
 from bot.dashboard.server import DASHBOARD
 from bot.telegram.delivery import TelegramDelivery
 from bot.telegram.main import start
+from db.models.core import ToolCallRecord
 from tests.dashboard_client import Board, link_for, sign_init_data, user_id
 from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.fakes.openai_server import Text
@@ -172,6 +173,19 @@ async def test_edit_and_forget_a_memory_show_in_memory_at_once(board_tg: TG, boa
     chat = await memory_list(tg, OWNER)
     assert "Lisbon" not in chat and "Likes green tea" in chat
     assert (await board.get(f"/memories/{porto}")).status_code == 404
+    # Each change is in the audit trail as a chat action is: who, what, the outcome.
+    async with tg.app.session_factory() as s:
+        rows = (
+            await s.execute(
+                select(ToolCallRecord).where(ToolCallRecord.tool == "dashboard")
+                .order_by(ToolCallRecord.id)
+            )
+        ).scalars().all()  # fmt: skip
+    me = await user_id(tg, OWNER)
+    assert [(r.user_id, r.ok) for r in rows] == [(me, True), (me, True)]
+    assert f"/memories/{porto}" in rows[0].arguments and "Lives in Lisbon" in rows[0].arguments
+    assert f"/memories/{porto}/forget" in rows[1].arguments and "csrf" not in rows[1].arguments
+    assert all(r.request_id.startswith("dashboard-") for r in rows)
 
 
 async def test_another_persons_memory_is_refused(board_tg: TG, board: Board) -> None:
