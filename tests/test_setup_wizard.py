@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from bot.ops.envfile import read_env
+from tests.child import interruptible
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.search_server import FakeSearch, Reply, fixture
 from tests.fakes.telegram_server import FakeTelegram
@@ -37,6 +38,7 @@ class Terminal:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bot.cli", *args],
             stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, start_new_session=True,
+            preexec_fn=interruptible,
         )  # fmt: skip
         os.close(slave)
         self.screen = ""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.agent.prompt import without_context
+from tests.child import interruptible
 from tests.fakes.openai_server import FakeOpenAI, Text
 
 pytestmark = pytest.mark.db  # every test here opens its own database
@@ -37,7 +38,7 @@ async def start_chat(tmp_path: Path, env: dict[str, str], *args: str, prelude: s
     main = f"{prelude}\nfrom bot.cli import main\nraise SystemExit(main(['chat', *{args!r}]))"
     return await asyncio.create_subprocess_exec(
         sys.executable, "-c", main,
-        cwd=tmp_path, env=env, stdin=pipe, stdout=pipe, stderr=pipe,
+        cwd=tmp_path, env=env, stdin=pipe, stdout=pipe, stderr=pipe, preexec_fn=interruptible,
     )  # fmt: skip
 
 
