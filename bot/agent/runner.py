@@ -33,7 +33,7 @@ from bot.agent.prompt import (
     with_context,
     with_parts,
 )
-from bot.agent.toolexec import CUT, cut_line, repeated_failure, run_round, wire_calls
+from bot.agent.toolexec import CUT, cut_line, done_before, repeated_failure, run_round, wire_calls
 from bot.config import Settings
 from db.conversation import (
     Conversation,
@@ -225,6 +225,7 @@ class Agent:
         run = _Run(self, ctx, incoming, events, turns, parts, messages, used)
         cap = MAX_TOOL_CALLS
         failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed
+        succeeded: list[LLMToolCall] = []  # the request's calls that ran without an error
         tools = run.tools
 
         async def starts(c: LLMToolCall) -> None:  # a writing call: kept until its round is
@@ -236,6 +237,10 @@ class Agent:
                 if isinstance(asked, Reply):
                     return asked
                 called, calls = asked
+                if done_before(tools, calls, succeeded):
+                    # Its results are in hand and the model asks for them again: it will not
+                    # answer from them, so the person reads what they were, not a rerun.
+                    return await run.answer("", nothing_said(run.ran, run.last))
             else:
                 called, calls = cut_round, [LLMToolCall.of(w) for w in cut_round["tool_calls"]]
             cut_round, cut, cut_calls = None, cut_calls, frozenset()
@@ -251,6 +256,8 @@ class Agent:
             run.used = min(cap, run.used + len(calls))
             run.ran += [c.name for c in calls]
             run.last = results
+            ok = {r.call_id for r in results if r.ok}
+            succeeded += [c for c in calls if c.id in ok]
             await self.conversation.record_tool_round(
                 run.turn, self.clock(), content, wire, results, run.record_writes()
             )
