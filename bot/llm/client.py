@@ -522,6 +522,8 @@ class LLMClient:
             held = bool(tools) and await self.constraint.wanted(client)
             if tools:
                 body["tools"] = tools
+                if await self.constraint.local(client):
+                    body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:
                     body["response_format"] = constrained.response_format(tools)
             if self.ask_usage:
