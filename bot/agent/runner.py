@@ -33,7 +33,15 @@ from bot.agent.prompt import (
     with_context,
     with_parts,
 )
-from bot.agent.toolexec import CUT, cut_line, done_before, repeated_failure, run_round, wire_calls
+from bot.agent.toolexec import (
+    CUT,
+    cut_line,
+    done_before,
+    repeated_failure,
+    run_round,
+    wire_calls,
+    writes,
+)
 from bot.config import Settings
 from db.conversation import (
     Conversation,
@@ -225,7 +233,7 @@ class Agent:
         run = _Run(self, ctx, incoming, events, turns, parts, messages, used)
         cap = MAX_TOOL_CALLS
         failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed
-        succeeded: list[LLMToolCall] = []  # the request's calls that ran without an error
+        succeeded: list[LLMToolCall] = []  # calls that ran without an error, since a write
         tools = run.tools
 
         async def starts(c: LLMToolCall) -> None:  # a writing call: kept until its round is
@@ -256,8 +264,10 @@ class Agent:
             run.used = min(cap, run.used + len(calls))
             run.ran += [c.name for c in calls]
             run.last = results
-            ok = {r.call_id for r in results if r.ok}
-            succeeded += [c for c in calls if c.id in ok]
+            ok = [c for c in calls if c.id in {r.call_id for r in results if r.ok}]
+            # After a write, a read of before may find something else: only calls since count.
+            wrote = any(writes(tools, c) for c in ok)
+            succeeded = ok if wrote else succeeded + ok
             await self.conversation.record_tool_round(
                 run.turn, self.clock(), content, wire, results, run.record_writes()
             )

@@ -59,3 +59,14 @@ async def test_the_same_read_with_other_arguments_still_runs(tg: TG) -> None:
     await tg.send(OWNER, "List my reminders and tasks.")
     assert (await tg.reply(OWNER)).text == "You have no reminders or tasks."
     assert len(tool_results(tg)) == 2
+
+
+async def test_a_read_after_a_write_runs_again(tg: TG) -> None:
+    """list, create, list: what the first list read has changed, so the second one runs."""
+    create = '{"name": "schedule", "arguments": {"action": "create", "text": "stretch", '
+    create += '"in_minutes": 2}}'
+    tg.llm.add(Text(LIST), Text(create), Text(LIST_BARE), Text("One: stretch."))
+    await tg.send(OWNER, "List my reminders, then remind me in 2 minutes to stretch.")
+    assert (await tg.reply(OWNER)).text == "One: stretch."
+    results = tool_results(tg)
+    assert len(results) == 3 and "stretch" in results[-1], results
