@@ -262,15 +262,6 @@ def _from_fields(fields: Fields, now: datetime, tz: ZoneInfo) -> Spec:
         first = parse_at(fields.at, now, tz) if fields.at else now + timedelta(seconds=every_s)
         return Spec("every", tz, first=first.replace(microsecond=0), every_s=every_s)
     if len(kinds) > 1:
-        # A small model fills in every time field it is shown: `in_minutes` 2 beside `at`
-        # 12:16 at 12:14 name one moment, and are one time, not a conflict.
-        try:
-            alone = [_from_fields(Fields(**{k: getattr(fields, k)}, days=fields.days), now, tz)
-                     for k in kinds]  # fmt: skip
-        except ToolError:
-            alone = []
-        if alone and all(_same(alone[0], other) for other in alone[1:]):
-            return alone[0]
         raise ToolError(f"pass one of at, in_minutes, daily_at (got {', '.join(kinds)})")
     if fields.daily_at is not None:
         return Spec("cron", tz, at_time=parse_clock(fields.daily_at),
