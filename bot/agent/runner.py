@@ -233,7 +233,8 @@ class Agent:
         run = _Run(self, ctx, incoming, events, turns, parts, messages, used)
         cap = MAX_TOOL_CALLS
         failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed
-        succeeded: list[LLMToolCall] = []  # calls that ran without an error, since a write
+        # Calls that ran without an error since the last write, with their results.
+        succeeded: list[tuple[LLMToolCall, ToolResult]] = []
         tools = run.tools
 
         async def starts(c: LLMToolCall) -> None:  # a writing call: kept until its round is
@@ -245,10 +246,10 @@ class Agent:
                 if isinstance(asked, Reply):
                     return asked
                 called, calls = asked
-                if done_before(tools, calls, succeeded):
+                if (earlier := done_before(tools, calls, succeeded)) is not None:
                     # Its results are in hand and the model asks for them again: it will not
                     # answer from them, so the person reads what they were, not a rerun.
-                    return await run.answer("", nothing_said(run.ran, run.last))
+                    return await run.answer("", nothing_said(run.ran, earlier))
             else:
                 called, calls = cut_round, [LLMToolCall.of(w) for w in cut_round["tool_calls"]]
             cut_round, cut, cut_calls = None, cut_calls, frozenset()
@@ -264,9 +265,10 @@ class Agent:
             run.used = min(cap, run.used + len(calls))
             run.ran += [c.name for c in calls]
             run.last = results
-            ok = [c for c in calls if c.id in {r.call_id for r in results if r.ok}]
+            by_id = {r.call_id: r for r in results if r.ok}
+            ok = [(c, by_id[c.id]) for c in calls if c.id in by_id]
             # After a write, a read of before may find something else: only calls since count.
-            wrote = any(writes(tools, c) for c in ok)
+            wrote = any(writes(tools, c) for c, _ in ok)
             succeeded = ok if wrote else succeeded + ok
             await self.conversation.record_tool_round(
                 run.turn, self.clock(), content, wire, results, run.record_writes()

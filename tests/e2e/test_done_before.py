@@ -70,3 +70,27 @@ async def test_a_read_after_a_write_runs_again(tg: TG) -> None:
     assert (await tg.reply(OWNER)).text == "One: stretch."
     results = tool_results(tg)
     assert len(results) == 3 and "stretch" in results[-1], results
+
+
+async def test_the_person_reads_what_the_repeated_call_found_not_the_last_round(tg: TG) -> None:
+    """Recorded by `bench/tool_use.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --constrained
+    auto --show` (2026-12-06): "What is my sister's name?" recalled, then tried to forget the
+    memory (refused: not asked), then wrote the recall again. The turn ends with what the
+    recall found, not with the refused forget's nothing."""
+    store = '{"name": "memory", "arguments": {"action": "store", "layer": "short", '
+    store += '"content": "My sister\'s name is Ana.", "category": "goal"}}'
+    tg.llm.add(Text(store), Text("Noted."))
+    await tg.send(OWNER, "Remember that my sister's name is Ana.")
+    assert (await tg.reply(OWNER)).text == "Noted."
+    recall = '{ "name": "memory", "arguments": { "action": "recall", "layer": "short", '
+    recall += '"query": "My sister\'s name", "memory_id": 1 } }'
+    forget = '{"name": "memory", "arguments": {"action": "forget", "memory_id": 1}}'
+    tg.llm.add(Text(recall), Text(forget), Text(recall), Text("never asked for"))
+    await tg.send(OWNER, "What is my sister's name?")
+    reply = (await tg.reply(OWNER)).text
+    assert "Ana" in reply and "never asked for" not in reply, reply
+    await tg.idle()
+    async with tg.app.session_factory() as s:
+        assert list((await s.execute(select(Memory.content))).scalars()) == [
+            "My sister's name is Ana."
+        ]
