@@ -196,6 +196,7 @@ async def run(
     max_tokens: int,
     show: bool = False,
     day: bool = False,
+    greedy: bool = False,
     **settings: Any,
 ) -> list[Outcome]:
     """Each case in a fresh session, or (`day`) all in one, `/newsession` starting the next."""
@@ -205,6 +206,7 @@ async def run(
         approvals="off",  # nobody is there to say yes: the model's choices are measured
         **settings,
     ) as (app, proxy):  # fmt: skip
+        proxy.greedy = greedy
         for n, case in enumerate(cases):
             if not day or n == 0 or case.text == "/newsession":
                 await start_new_session(
@@ -241,6 +243,8 @@ async def run(
                   f"{case.text[:48]:<48} -> {' '.join(text.split())[:70]!r}",
                   file=sys.stderr, flush=True)  # fmt: skip
             if show:
+                for x in proxy.chats()[before:]:  # what the model wrote, as it came
+                    print(f"      wrote {' '.join(streamed(x).split())[:160]!r}", file=sys.stderr)
                 for f, result in zip(functions, results, strict=False):
                     call = f"{f['name']}({f['arguments']})"
                     print(f"      {call[:150]!r}\n        -> {result[:150]!r}", file=sys.stderr)
@@ -255,6 +259,8 @@ def main() -> None:
     parser.add_argument("--day", action="store_true", help="the recorded day, in one session")
     parser.add_argument("--constrained", choices=("auto", "on", "off"), default="auto",
                         help="LLM_CONSTRAINED_CALLS")  # fmt: skip
+    parser.add_argument("--greedy", action="store_true",
+                        help="temperature 0 (set by the proxy): one reply per prompt")  # fmt: skip
     parser.add_argument("--model", type=Path, help="a chat model's GGUF (default: the real tier's)")
     args = parser.parse_args()
     days = (date(2027, 1, 1) - date.today()).days
@@ -268,7 +274,7 @@ def main() -> None:
     held = {"llm_constrained_calls": args.constrained}
     with chat_server(args.model) as (server, name):
         outcomes = asyncio.run(
-            run(server, name, cases, args.max_tokens, args.show, args.day, **held)
+            run(server, name, cases, args.max_tokens, args.show, args.day, args.greedy, **held)
         )
         first, tokens, bare = ({}, 0, 0) if args.day else _empty_chat(server, name)
     n = len(outcomes)
@@ -277,7 +283,8 @@ def main() -> None:
     called = sum(o.case.tool in o.called for o in needing)
     right = sum(o.right for o in checked)
     what = "messages of the recorded day, one session" if args.day else "everyday requests"
-    print(f"\nTool use on {name}, replies held: {args.constrained} "
+    print(f"\nTool use on {name}, replies held: {args.constrained}"
+          f"{', temperature 0' if args.greedy else ''} "
           f"({n} {what}, {time.monotonic() - started:.0f} s, "
           f"{sum(o.seconds for o in outcomes) / max(n, 1):.1f} s a message)")  # fmt: skip
     print(f"  the needed tool called: {called} of {len(needing)}")

@@ -267,6 +267,7 @@ async def build_app(
                 others=settings.llm_models,
                 max_output_tokens=settings.llm_max_output_tokens,
                 context_tokens=llm.context_tokens,
+                parameters=llm.parameters,
             ),
             tz=settings.tz,
             owners=settings.allowed_user_ids,

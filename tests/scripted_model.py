@@ -97,3 +97,6 @@ class ScriptedModel:
 
     async def context_tokens(self, model: str | None = None) -> int | None:
         return self.context
+
+    async def parameters(self, model: str | None = None) -> int | None:
+        return None  # a server that does not say

@@ -120,7 +120,13 @@ async def test_tool_call_cap_stops_the_task(
 ) -> None:
     monkeypatch.setattr(runner, "MAX_TOOL_CALLS", 3)
     agent = agent_with_tools(app)
-    fake_llm.responder = lambda body: Calls([("add", {"a": 1, "b": 1}), ("add", {"a": 2, "b": 2})])
+    rounds = iter(range(1, 100))
+
+    def more(body: object) -> Calls:  # new arguments each round: a repeat would end the turn
+        n = next(rounds)
+        return Calls([("add", {"a": n, "b": 1}), ("add", {"a": n, "b": 2})])
+
+    fake_llm.responder = more
     reply = await agent.handle(Incoming("loop forever", telegram_user_id=7))
     assert reply.stopped_at_cap and reply.tool_calls == 3
     assert "after 3 tool calls" in reply.text

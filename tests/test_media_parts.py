@@ -174,6 +174,9 @@ class Refuses:
     async def context_tokens(self, model: str | None = None) -> int | None:
         return None
 
+    async def parameters(self, model: str | None = None) -> int | None:
+        return None
+
 
 IMAGE_MSG = [{"role": "user", "content": [{"type": "text", "text": "x"},
               {"type": "image_url", "image_url": {"url": "data:,"}}]}]  # fmt: skip

@@ -89,7 +89,7 @@ async def test_bad_input_gets_clear_errors(app: App, fake_llm: FakeOpenAI) -> No
         ),
         Text("sorry"),
     )
-    await app.agent.handle(Incoming("do odd things", telegram_user_id=5))
+    await app.agent.handle(Incoming("do odd things, and forget #1", telegram_user_id=5))
     r = tool_results(fake_llm, 8)
     assert "layer" in r[0] and "invalid arguments" in r[0]
     assert "non-empty `content`" in r[1]

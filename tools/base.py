@@ -271,6 +271,9 @@ class ModelEndpoint:
     # How many tokens the model's context holds (None: unknown): a program that talks to
     # the model with a long prompt of its own checks first that it fits.
     context_tokens: Callable[[], Awaitable[int | None]] | None = field(default=None, repr=False)
+    # The model's size in parameters (None: unknown): a small model's reading of what the
+    # person asked is confirmed with them before it is acted on (tools/reminders/asked.py).
+    parameters: Callable[[], Awaitable[int | None]] | None = field(default=None, repr=False)
 
 
 @dataclass

@@ -130,6 +130,11 @@ class ChatModel(Protocol):
         else what the server says (llama.cpp, Ollama), else None (unknown)."""
         ...
 
+    async def parameters(self, model: str | None = None) -> int | None:
+        """`model`'s size in parameters where the server says (llama.cpp, Ollama), else
+        None: a feature may trust a small model's reading of the person less."""
+        ...
+
 
 class Metering(Protocol):
     """What a part that reaches the model by itself needs of metering (the code tool's
@@ -197,3 +202,6 @@ class ModelWrapper:
 
     async def context_tokens(self, model: str | None = None) -> int | None:
         return await self.inner.context_tokens(model)
+
+    async def parameters(self, model: str | None = None) -> int | None:
+        return await self.inner.parameters(model)

@@ -144,6 +144,9 @@ class Seen:
     # Calls (by id) the model wrote out by copying someone's text: each asks before it
     # writes, whatever it writes (sandboxed code without the network too).
     copies: dict[str, str] = field(default_factory=dict)
+    # Calls (by id) a feature wants the person to confirm though nothing outside steered
+    # them: a reminder a small model read into their words (tools/reminders/asked.py).
+    unsure: set[str] = field(default_factory=set)
 
     def add(self, sources: Iterable[str]) -> None:
         self.sources += [s for s in dict.fromkeys(sources) if s not in self.sources]

@@ -33,7 +33,15 @@ from bot.agent.prompt import (
     with_context,
     with_parts,
 )
-from bot.agent.toolexec import CUT, cut_line, repeated_failure, run_round, wire_calls
+from bot.agent.toolexec import (
+    CUT,
+    cut_line,
+    done_before,
+    repeated_failure,
+    run_round,
+    wire_calls,
+    writes,
+)
 from bot.config import Settings
 from db.conversation import (
     Conversation,
@@ -225,6 +233,8 @@ class Agent:
         run = _Run(self, ctx, incoming, events, turns, parts, messages, used)
         cap = MAX_TOOL_CALLS
         failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed
+        # Calls that ran without an error since the last write, with their results.
+        succeeded: list[tuple[LLMToolCall, ToolResult]] = []
         tools = run.tools
 
         async def starts(c: LLMToolCall) -> None:  # a writing call: kept until its round is
@@ -236,6 +246,10 @@ class Agent:
                 if isinstance(asked, Reply):
                     return asked
                 called, calls = asked
+                if (earlier := done_before(tools, calls, succeeded)) is not None:
+                    # Its results are in hand and the model asks for them again: it will not
+                    # answer from them, so the person reads what they were, not a rerun.
+                    return await run.answer("", nothing_said(run.ran, earlier))
             else:
                 called, calls = cut_round, [LLMToolCall.of(w) for w in cut_round["tool_calls"]]
             cut_round, cut, cut_calls = None, cut_calls, frozenset()
@@ -251,6 +265,11 @@ class Agent:
             run.used = min(cap, run.used + len(calls))
             run.ran += [c.name for c in calls]
             run.last = results
+            by_id = {r.call_id: r for r in results if r.ok}
+            ok = [(c, by_id[c.id]) for c in calls if c.id in by_id]
+            # After a write, a read of before may find something else: only calls since count.
+            wrote = any(writes(tools, c) for c, _ in ok)
+            succeeded = ok if wrote else succeeded + ok
             await self.conversation.record_tool_round(
                 run.turn, self.clock(), content, wire, results, run.record_writes()
             )

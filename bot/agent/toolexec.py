@@ -178,6 +178,32 @@ def repeated_failure(results: list[ToolResult], failed: set[tuple[str, str]]) ->
     )
 
 
+def done_before(
+    tools: RequestTools, calls: list[LLMToolCall], ok: list[tuple[LLMToolCall, ToolResult]]
+) -> list[ToolResult] | None:
+    """The earlier results when every call of a round is one that already succeeded in the
+    request (`ok`: calls and their results), the same tool with the same arguments once
+    validated (an `action` the model left out and then wrote counts as the same); else None.
+    A small model that has its result and does not know how to go on writes the call again,
+    and again (the 1.5B model ran `12345 * 6789` twice, then answered "I apologize, but I'm
+    unable to assist"): running it again changes nothing for a read and doubles a write."""
+    if not calls or not ok:
+        return None
+    known = []
+    for c, result in ok:
+        if (found := _parsed(tools, c)) is not None:
+            known.append(((found[0].name, found[1].model_dump()), result))
+    earlier: list[ToolResult] = []
+    for c in calls:
+        found = _parsed(tools, c)
+        key = (found[0].name, found[1].model_dump()) if found is not None else None
+        match = next((r for k, r in known if k == key), None)
+        if match is None:
+            return None
+        earlier.append(match)
+    return earlier
+
+
 def wire_calls(calls: list[LLMToolCall]) -> list[dict[str, Any]]:
     """The assistant message's tool calls as the OpenAI wire shape. Arguments that are no
     JSON (a small model's `"arguments": "for (let i = 1; ..."`) are sent back as a JSON

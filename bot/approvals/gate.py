@@ -174,8 +174,10 @@ class Approvals:
         risky = needs_approval(self.mode, fx, scheduled=ctx.scheduled, deletions=deleted.count,
                                outside=bool(seen.sources))  # fmt: skip
         # A call the model copied from someone's text asks, an "always" grant or not: the
-        # grant was given for what the person asked, not for what an e-mail wrote.
-        copied = self.mode != "off" and bool(fx.writes) and call.call_id in seen.copies
+        # grant was given for what the person asked, not for what an e-mail wrote. So does
+        # one a feature is unsure the person wanted (a small model's reminder).
+        marked = call.call_id in seen.copies or call.call_id in seen.unsure
+        copied = self.mode != "off" and bool(fx.writes) and marked
         if copied or (
             risky and not await repo.granted(self.sf, ctx.user_id, tool.name, ctx.scheduled)
         ):

@@ -192,13 +192,25 @@ def _from_props(raw: Any) -> int | None:
     return _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
 
 
-def _from_models(raw: Any, model: str) -> int | None:
+def _from_models(raw: Any, model: str, key: str = "n_ctx") -> int | None:
     data = raw.get("data") if isinstance(raw, dict) else None
     for entry in data if isinstance(data, list) else ():
         if isinstance(entry, dict) and entry.get("id") == model:
             meta = entry.get("meta")
-            return _positive(meta.get("n_ctx")) if isinstance(meta, dict) else None
+            return _positive(meta.get(key)) if isinstance(meta, dict) else None
     return None
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMBT])\s*$", re.I)
+_SCALE = {"K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+
+def _ollama_size(raw: Any) -> int | None:
+    """Ollama's `details.parameter_size` ("1.5B", "494.03M") in parameters."""
+    details = raw.get("details") if isinstance(raw, dict) else None
+    size = details.get("parameter_size") if isinstance(details, dict) else None
+    found = _SIZE.match(size) if isinstance(size, str) else None
+    return int(float(found[1]) * _SCALE[found[2].upper()]) if found else None
 
 
 def _from_ollama(raw: Any) -> int | None:
@@ -230,7 +242,9 @@ class ContextSize:
     again with the next message rather than taken for one that does not say.
     """
 
-    def __init__(self, endpoint: Endpoint, configured: int) -> None:
+    what = "context"
+
+    def __init__(self, endpoint: Endpoint, configured: int = 0) -> None:
         self.endpoint = endpoint
         self.configured = configured
         self.known: dict[str, int | None] = {}
@@ -243,21 +257,23 @@ class ContextSize:
         found, heard = await self._ask(model)
         if heard:
             self.known[model] = found
-            log.info("context of %s: %s tokens", model, found or "unknown")
+            log.info("%s of %s: %s", self.what, model, found or "unknown")
         return found
 
-    async def _ask(self, model: str) -> tuple[int | None, bool]:
-        """The context size the server says, and whether the server could be asked at all
-        (False: ask again later)."""
+    def _asks(self, model: str) -> list[tuple[str, str, Any, Callable[[Any], int | None]]]:
         # The server's root: /props and /api/show sit beside /v1, not under it.
         base = self.endpoint.base_url
         root = base[: -len("/v1")] if base.endswith("/v1") else base
-        asks = (
+        return [
             ("GET", root + "/props", None, _from_props),
             ("GET", base + "/models", None, lambda raw: _from_models(raw, model)),
             ("POST", root + "/api/show", {"model": model}, _from_ollama),
-        )
-        for method, url, body, read in asks:
+        ]
+
+    async def _ask(self, model: str) -> tuple[int | None, bool]:
+        """The number the server says, and whether the server could be asked at all
+        (False: ask again later)."""
+        for method, url, body, read in self._asks(model):
             try:
                 found = read(await self.endpoint.call(method, url, body, quiet=True))
             except APIConnectionError:
@@ -271,6 +287,22 @@ class ContextSize:
             if found:
                 return found, True
         return None, True
+
+
+class ModelSize(ContextSize):
+    """How many parameters the model has, where the server says, asked once per model:
+    llama.cpp's model list (`meta.n_params`), Ollama's /api/show (`details.parameter_size`,
+    "1.5B"); else None (cloud providers do not say)."""
+
+    what = "parameters"
+
+    def _asks(self, model: str) -> list[tuple[str, str, Any, Callable[[Any], int | None]]]:
+        base = self.endpoint.base_url
+        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        return [
+            ("GET", base + "/models", None, lambda raw: _from_models(raw, model, "n_params")),
+            ("POST", root + "/api/show", {"model": model}, _ollama_size),
+        ]
 
 
 # -- the calls ----------------------------------------------------------------------------
@@ -323,6 +355,7 @@ class LLMClient:
         self.silence = silence_limit(settings.llm_timeout_s)
         self.client = Endpoint(settings.llm_base_url, key, self.silence, http_client=http_client)
         self.context = ContextSize(self.client, settings.llm_context_tokens)
+        self.size = ModelSize(self.client)
         self.constraint = constrained.Constraint(settings.llm_constrained_calls)
         self.ask_usage = True  # stream_options.include_usage, until a server rejects it
         self.limit_field = "max_tokens"  # max_completion_tokens where a server asks for it
@@ -347,6 +380,10 @@ class LLMClient:
         """The model's context in tokens: LLM_CONTEXT_TOKENS, else what the server says
         (llama.cpp, Ollama), else None (unknown)."""
         return await self.context.tokens(model or self.model)
+
+    async def parameters(self, model: str | None = None) -> int | None:
+        """The model's size in parameters where the server says (llama.cpp, Ollama)."""
+        return await self.size.tokens(model or self.model)
 
     async def _call(
         self,
@@ -522,6 +559,8 @@ class LLMClient:
             held = bool(tools) and await self.constraint.wanted(client)
             if tools:
                 body["tools"] = tools
+                if await self.constraint.local(client):
+                    body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:
                     body["response_format"] = constrained.response_format(tools)
             if self.ask_usage:

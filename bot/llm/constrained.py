@@ -36,6 +36,13 @@ from tools.chat import Completion, LLMToolCall, OnText
 log = logging.getLogger(__name__)
 
 ANSWER = "answer"
+# The temperature a local server samples a reply with when tools are offered. At its default
+# (llama.cpp's and Ollama's 0.8) the 1.5B model stored "Lives in Berlin" (the tool
+# description's example) for "Remember that my sister's name is Ana." in two runs of two,
+# and deleted a memory asked "How many days until 2027-01-01?"; at 0 it called the right
+# tool with the person's words (bench/tool_use.py, figures in the issue's notes). A call is
+# a decision, not prose to vary: the reply most likely is the one wanted.
+TOOL_TEMPERATURE = 0.0
 _ANSWER_HEAD = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
 _CALL_HEAD = re.compile(r'\s*\{\s*"name"\s*:')
 # A string's raw content up to its closing quote (or the end so far).
@@ -162,26 +169,34 @@ def _ollama(raw: Any) -> bool:
 
 class Constraint:
     """Whether a server's chat replies are asked as held JSON (LLM_CONSTRAINED_CALLS): `on`,
-    `off`, or `auto`, asked once per server: llama.cpp's server (GET /props) and Ollama
-    (GET /api/version) hold a reply to a schema; other servers are not asked to. A server
-    that could not be asked (down, loading) is asked again with the next request."""
+    `off`, or `auto`: llama.cpp's server (GET /props) and Ollama (GET /api/version) hold a
+    reply to a schema; other servers are not asked to. Which server it is (`local`) is asked
+    once per server; one that could not be asked (down, loading) is asked again with the
+    next request."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.known: dict[str, bool] = {}
+        self.servers: dict[str, bool] = {}
 
     async def wanted(self, endpoint: Endpoint) -> bool:
+        if endpoint.base_url in self.known:
+            return self.known[endpoint.base_url]
         if self.mode != "auto":
-            return self.known.get(endpoint.base_url, self.mode == "on")
-        if endpoint.base_url not in self.known:
+            return self.mode == "on"
+        return await self.local(endpoint)
+
+    async def local(self, endpoint: Endpoint) -> bool:
+        """The server is llama.cpp's or Ollama: a model on the person's own machine, most
+        often a small one, sampled at the server's default temperature (0.8) unless the
+        request says otherwise (TOOL_TEMPERATURE)."""
+        if endpoint.base_url not in self.servers:
             found = await self._ask(endpoint)
-            if found is not None:
-                self.known[endpoint.base_url] = found
-                log.info(
-                    "%s: tool calls %s", endpoint.base_url, "held to a schema" if found else "free"
-                )
-            return bool(found)
-        return self.known[endpoint.base_url]
+            if found is None:
+                return False
+            self.servers[endpoint.base_url] = found
+            log.info("%s: %s", endpoint.base_url, "a local server" if found else "not local")
+        return self.servers[endpoint.base_url]
 
     def refused(self, endpoint: Endpoint) -> None:
         """The server refused the field: its replies go free from now on."""

@@ -94,3 +94,28 @@ async def test_the_setting_forces_it_on_and_off(
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == ("held" if holds else "free")
     assert (held(tg.llm.requests[-1]) is not None) is holds
+
+
+async def test_a_local_server_samples_tool_replies_at_temperature_0_even_unheld(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+) -> None:
+    """At llama.cpp's default temperature (0.8) the 1.5B model stored the tool description's
+    example "Lives in Berlin" for "Remember that my sister's name is Ana." (bench/tool_use.py,
+    2026-12-06): with tools offered, a local server is asked for its likeliest reply. The
+    default (replies not held) included; a server that does not say it is local is left at
+    its own temperature."""
+    fake_llm.n_ctx = 4096  # /props answers as llama-server's does
+    tg = await make_tg()
+    await tg.send(OWNER, "hello")
+    assert (await tg.reply(OWNER)).text == "echo: hello"
+    (first,) = tg.llm.requests
+    assert first["tools"] and first["temperature"] == 0 and held(first) is None
+
+
+async def test_a_server_not_known_as_local_keeps_its_temperature(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    tg = await make_tg()
+    await tg.send(OWNER, "hello")
+    assert (await tg.reply(OWNER)).text == "echo: hello"
+    assert tg.llm.requests[0]["tools"] and "temperature" not in tg.llm.requests[0]

@@ -183,6 +183,8 @@ class FakeOpenAI:
     junk_sent: int = 0
     n_ctx: int | None = None  # llama-server's context size (`-c`); None: a server that won't say
     props: bool = True  # False: refuses past n_ctx but does not say it (a proxy in front)
+    # The model's size as llama-server's model list says it (`meta.n_params`); None: unsaid.
+    n_params: int | None = None
     refused: list[dict[str, Any]] = field(default_factory=list)  # requests refused as too long
     lanes: list[Lane] = field(default_factory=list)
     # The Authorization header of every chat request, in order (None: it had none).
@@ -218,7 +220,12 @@ class FakeOpenAI:
             await self._runner.cleanup()
 
     async def _models(self, request: web.Request) -> web.Response:
-        data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in self.models]
+        data: list[dict[str, Any]] = [
+            {"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in self.models
+        ]
+        if self.n_params is not None:  # llama-server's `meta` (its model list, 2026)
+            for entry in data:
+                entry["meta"] = {"n_params": self.n_params, "n_ctx": self.n_ctx or 4096}
         return web.json_response({"object": "list", "data": data})
 
     async def _props(self, request: web.Request) -> web.Response:

@@ -16,6 +16,7 @@ point at the memory the last answer used: `forget` without an id, `replaces: "la
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -48,6 +49,19 @@ DESCRIPTION = (
     '("last": your last answer\'s). recall by `query`; list; forget `memory_id`.'
 )
 
+# Words a message that asks to forget, or says a memory is wrong, uses (English-centred, as
+# tools/reminders/asked.py): the 1.5B model, asked "How many days are there from
+# 2026-01-01 to 2026-12-25?", recalled and then forgot #2 (bench/tool_use.py, 2026-12-06).
+FORGETTING = re.compile(
+    r"\bforget|\bforgot|\bdelete|\bremove|\berase|\bwrong\b|\bnot true\b|\bincorrect"
+    r"|\bno longer\b|\bnot anymore\b|\boutdated|\bclear\b|\bwipe"
+    r"|esque[cç]|olvid|vergiss|oubli|dimentic|vergeet|забуд|удали",
+    re.I,
+)
+NOT_ASKED = (
+    "Not forgotten: the user did not ask to forget or correct anything in this message. "
+    "Answer what they asked; to forget a memory, ask them first."
+)
 SOURCED = "sourced"  # the category of what outside content said, kept as such
 SOURCED_LAYER = "short"  # recent context that expires, not a standing fact about the user
 SOURCE_CHARS = 200
@@ -147,6 +161,8 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
             if not items:
                 return PRIVATE if ctx.shared_chat else "No memories yet."
             return {"total": page.total, "memories": items}
+        if not await _asked_to_forget(deps.session_factory, call):
+            raise ToolError(NOT_ASKED)
         memory_id = p.memory_id
         if memory_id is None:
             used = await _last_used(store, call)
@@ -165,6 +181,23 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
         effects=lambda p: MEMORY_EFFECTS[p.action],
         brief=found,
     )
+
+
+async def _asked_to_forget(sf: SessionFactory, call: ToolCall) -> bool:
+    """The person's message asks to forget (or says something is wrong), or answers the
+    last answer that offered to; a scheduled task's prompt is the person's own order."""
+    ctx = call.ctx
+    if ctx.scheduled or ctx.trigger_message_id is None:
+        return True
+    async with sf() as s:
+        rows = await core_repo.session_messages(s, ctx.session_id, limit=60)
+    at = next((i for i, m in enumerate(rows) if m.id == ctx.trigger_message_id), None)
+    if at is None:
+        return True  # not among the session's newest rows: nothing to judge by
+    offered = next(
+        (m.content for m in reversed(rows[:at]) if m.role == "assistant" and m.content), ""
+    )
+    return bool(FORGETTING.search(rows[at].content) or FORGETTING.search(offered))
 
 
 async def _last_used(store: MemoryStore, call: ToolCall) -> MemoryHit | None:

@@ -41,7 +41,8 @@ async def fire_due(host: Host) -> Any:
 
 
 def asked_first(host: Host) -> Gate:
-    return AskedFirst(host.deps.session_factory)
+    endpoint = host.deps.endpoint
+    return AskedFirst(host.deps.session_factory, endpoint.parameters if endpoint else None)
 
 
 def undo_buttons(host: Host) -> RequestHooks:
