@@ -24,6 +24,7 @@ from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
 from db.engine import SessionFactory
 from db.repos import core as core_repo
+from tools.asked import asked
 from tools.base import (
     Tool,
     ToolCall,
@@ -161,7 +162,7 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
             if not items:
                 return PRIVATE if ctx.shared_chat else "No memories yet."
             return {"total": page.total, "memories": items}
-        if not await _asked_to_forget(deps.session_factory, call):
+        if not await asked(deps.session_factory, ctx, FORGETTING):
             raise ToolError(NOT_ASKED)
         memory_id = p.memory_id
         if memory_id is None:
@@ -181,23 +182,6 @@ def build(deps: ToolDeps) -> Tool[MemoryParams]:
         effects=lambda p: MEMORY_EFFECTS[p.action],
         brief=found,
     )
-
-
-async def _asked_to_forget(sf: SessionFactory, call: ToolCall) -> bool:
-    """The person's message asks to forget (or says something is wrong), or answers the
-    last answer that offered to; a scheduled task's prompt is the person's own order."""
-    ctx = call.ctx
-    if ctx.scheduled or ctx.trigger_message_id is None:
-        return True
-    async with sf() as s:
-        rows = await core_repo.session_messages(s, ctx.session_id, limit=60)
-    at = next((i for i, m in enumerate(rows) if m.id == ctx.trigger_message_id), None)
-    if at is None:
-        return True  # not among the session's newest rows: nothing to judge by
-    offered = next(
-        (m.content for m in reversed(rows[:at]) if m.role == "assistant" and m.content), ""
-    )
-    return bool(FORGETTING.search(rows[at].content) or FORGETTING.search(offered))
 
 
 async def _last_used(store: MemoryStore, call: ToolCall) -> MemoryHit | None:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from db.engine import SessionFactory
-from db.repos import core as core_repo
+from tools.asked import asked
 from tools.base import Tool, ToolCall
 from tools.effects import SEEN
 from tools.reminders.tool import ScheduleParams
@@ -40,12 +40,6 @@ ASK_FIRST = (
 # Below this many parameters a model's reading of the person is confirmed with them: the
 # 0.5B and 1.5B models this was seen with, and the 3B ones beside them.
 SMALL_MODEL = 4_000_000_000
-# Rows read back from the session to find the person's message and the answer before it.
-RECENT = 60
-
-
-def asks(text: str) -> bool:
-    return bool(ASKING.search(text))
 
 
 class AskedFirst:
@@ -65,16 +59,7 @@ class AskedFirst:
         ctx = call.ctx
         if not isinstance(params, ScheduleParams) or params.action != "create" or ctx.scheduled:
             return None
-        async with self.sf() as s:
-            rows = await core_repo.session_messages(s, ctx.session_id, limit=RECENT)
-        at = next((i for i, m in enumerate(rows) if m.id == ctx.trigger_message_id), None)
-        if at is None:
-            return None  # the message is not in the session's newest rows: nothing to judge
-        offered = next(
-            (m.content for m in reversed(rows[:at]) if m.role == "assistant" and m.content),
-            "",
-        )
-        if not (asks(rows[at].content) or asks(offered)):
+        if not await asked(self.sf, ctx, ASKING):
             return ASK_FIRST
         if await self.small():
             ctx.state(SEEN).unsure.add(call.call_id)  # the approval gate asks the person
