@@ -233,8 +233,6 @@ class Agent:
         run = _Run(self, ctx, incoming, events, turns, parts, messages, used)
         cap = MAX_TOOL_CALLS
         failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed
-        # Calls that ran without an error since the last write, with their results.
-        succeeded: list[tuple[LLMToolCall, ToolResult]] = []
         tools = run.tools
 
         async def starts(c: LLMToolCall) -> None:  # a writing call: kept until its round is
@@ -246,7 +244,7 @@ class Agent:
                 if isinstance(asked, Reply):
                     return asked
                 called, calls = asked
-                if (earlier := done_before(tools, calls, succeeded)) is not None:
+                if (earlier := done_before(tools, calls, run.succeeded)) is not None:
                     # Its results are in hand and the model asks for them again: it will not
                     # answer from them, so the person reads what they were, not a rerun.
                     return await run.answer("", nothing_said(run.ran, earlier))
@@ -261,15 +259,7 @@ class Agent:
                 tools, ctx, calls, content, used=run.used, cap=cap, gate=self.gate,
                 on_start=starts, cut=cut,
             )  # fmt: skip
-            run.said += [cut_line(r.name) for r in results if r.error == CUT]
-            run.used = min(cap, run.used + len(calls))
-            run.ran += [c.name for c in calls]
-            run.last = results
-            by_id = {r.call_id: r for r in results if r.ok}
-            ok = [(c, by_id[c.id]) for c in calls if c.id in by_id]
-            # After a write, a read of before may find something else: only calls since count.
-            wrote = any(writes(tools, c) for c, _ in ok)
-            succeeded = ok if wrote else succeeded + ok
+            run.ran_round(calls, results, cap)
             await self.conversation.record_tool_round(
                 run.turn, self.clock(), content, wire, results, run.record_writes()
             )
@@ -334,6 +324,8 @@ class _Run:
         self.ran: list[str] = []  # the tools this request called, for an empty answer's line
         self.last: Sequence[ToolResult] = []  # the last round's results, for the same
         self.said: list[str] = []  # what the model wrappers said of the calls
+        # Calls that ran without an error since the last write, with their results.
+        self.succeeded: list[tuple[LLMToolCall, ToolResult]] = []
         self.asked_again = False  # a reply that was no answer is asked once more
         # Kept with the turn as first sent (in its first record): each later request extends
         # this one byte for byte, and a provider's prefix cache re-reads only what is new.
@@ -341,6 +333,17 @@ class _Run:
         self.keep = None
         if block is not None and ctx.trigger_message_id is not None:
             self.keep = kept_context(ctx.trigger_message_id, block)
+
+    def ran_round(self, calls: list[LLMToolCall], results: list[ToolResult], cap: int) -> None:
+        self.said += [cut_line(r.name) for r in results if r.error == CUT]
+        self.used = min(cap, self.used + len(calls))
+        self.ran += [c.name for c in calls]
+        self.last = results
+        by_id = {r.call_id: r for r in results if r.ok}
+        ok = [(c, by_id[c.id]) for c in calls if c.id in by_id]
+        # After a write, a read of before may find something else: only calls since count.
+        wrote = any(writes(self.tools, c) for c, _ in ok)
+        self.succeeded = ok if wrote else self.succeeded + ok
 
     def record_writes(self) -> list[RecordWrite]:
         first, self.keep = self.keep, None

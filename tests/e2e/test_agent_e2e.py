@@ -53,7 +53,9 @@ async def test_tool_call_cap_stops_the_task(make_tg: Any, monkeypatch: Any) -> N
     monkeypatch.setattr(runner, "MAX_TOOL_CALLS", 3)
     tg: TG = await make_tg()
     with_add_tool(tg.app)
-    tg.llm.responder = lambda body: Calls([("add", {"a": 1, "b": 1})])
+    n = iter(range(100))
+    # A new sum each time: the same call again would end the turn with its first result.
+    tg.llm.responder = lambda body: Calls([("add", {"a": next(n), "b": 1})])
     await tg.send(OWNER, "loop forever")
     reply = await tg.reply(OWNER)
     assert "stopped this task after 3 tool calls" in reply.text
