@@ -15,8 +15,9 @@ if [ "$code" = 2 ]; then
   # must end the container, not be taken by the first trap and lost.
   sleeper=
   trap 'kill $sleeper 2>/dev/null; exit 2' TERM INT
-  touch "$marker"
+  # The reason first: whoever sees the marker (the health check, a test) finds it logged.
   echo "sidekick: not restarting after a configuration error (the lines above): fix .env, then run: docker compose up -d" >&2
+  touch "$marker"
   while :; do sleep 3600 & sleeper=$!; wait $sleeper; done
 fi
 exit "$code"
