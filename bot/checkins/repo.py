@@ -4,9 +4,10 @@ ledger."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import func, select, update
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -89,7 +90,7 @@ async def group_off(s: AsyncSession, chat_id: int) -> bool:
         .where(CheckinGroup.chat_id == chat_id, CheckinGroup.enabled.is_(True))
         .values(enabled=False)
     )
-    return bool(getattr(done, "rowcount", 0))
+    return bool(cast(CursorResult[Any], done).rowcount)
 
 
 async def claim(

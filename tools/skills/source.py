@@ -18,10 +18,11 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, Field
 from sqlalchemy import delete, select, update
+from sqlalchemy.engine import CursorResult
 
 from tools.base import Tool, ToolCall, ToolDeps, ToolError
 from tools.code.repo import SKILL_RUN
@@ -169,14 +170,14 @@ class Skills:
         async with self.deps.session_factory() as s, s.begin():
             done = await s.execute(update(Skill).where(Skill.name == name).values(enabled=on))
         await self.reload()
-        return bool(getattr(done, "rowcount", 0))
+        return bool(cast(CursorResult[Any], done).rowcount)
 
     async def remove(self, name: str) -> bool:
         async with self.deps.session_factory() as s, s.begin():
             done = await s.execute(delete(Skill).where(Skill.name == name))
         await asyncio.to_thread(shutil.rmtree, self.folder / name, True)
         await self.reload()
-        return bool(getattr(done, "rowcount", 0))
+        return bool(cast(CursorResult[Any], done).rowcount)
 
     # -- using ------------------------------------------------------------------------
 
