@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,7 @@ class VisionGate(ModelWrapper):
         self.state = state
         self.dropped_note = dropped_note
 
-    async def stream(
+    def stream(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
@@ -114,9 +115,21 @@ class VisionGate(ModelWrapper):
         *,
         model: str | None = None,
         on_wait: OnText | None = None,
-    ) -> Completion:
+    ) -> Coroutine[Any, Any, Completion]:
+        # A request without images is the inner model's own call (tools/chat.py ModelWrapper).
         if not has_images(messages):
-            return await self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)
+            return self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)
+        return self._with_images(messages, tools, on_text, model=model, on_wait=on_wait)
+
+    async def _with_images(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        on_text: OnText | None,
+        *,
+        model: str | None,
+        on_wait: OnText | None,
+    ) -> Completion:
         state = self.state
         try:
             out = await self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)
