@@ -249,16 +249,17 @@ class Compressions:
 COMPRESSIONS: Key[Compressions] = Key("sessions.compressions")
 
 
-def _in_steps(rows: Sequence[Message], dropped: int) -> int:
+def _in_steps(rows: Sequence[Message], dropped: int, turns_before: int = 0) -> int:
     """How many of the oldest rows to leave out when `dropped` must go: whole steps of
-    TRIM_STEP of the person's turns, so that the turns shown start at the same one for
-    several messages and a provider's prefix cache keeps reading them (never the newest
+    TRIM_STEP of the person's turns, counted from the first uncovered turn (`turns_before`
+    of them lie ahead of `rows`, not read), so that the turns shown start at the same one
+    for several messages and a provider's prefix cache keeps reading them (never the newest
     user turn)."""
     starts = [i for i, m in enumerate(rows) if m.role == "user"]
-    if not dropped or not starts:
+    if not (dropped or turns_before) or not starts:
         return dropped
-    gone = sum(1 for i in starts if i < dropped)
-    step = -(-gone // TRIM_STEP) * TRIM_STEP
+    gone = turns_before + sum(1 for i in starts if i < dropped)
+    step = -(-gone // TRIM_STEP) * TRIM_STEP - turns_before
     return max(dropped, starts[min(step, len(starts) - 1)])
 
 
@@ -289,18 +290,48 @@ class Compressor:
         costs = [self._cost(m, w) for m, w in zip(rows, wire, strict=True)]
         return done, list(rows), wire, costs
 
+    async def _newest(
+        self, session_id: int, budget: int
+    ) -> tuple[str, int, list[Message], list[dict[str, Any]], list[int], int, int]:
+        """What the prompt can show: the newest verified summary's note and the turn it
+        ends at, then the newest turns after it, read a page at a time until they pass what
+        the budget leaves (rows, wire, costs, oldest first), and how many rows, and of them
+        the person's turns, lie between the two unread. However long a session whose
+        summaries keep failing grows, a message reads about what it shows."""
+        async with self.session_factory() as s:
+            done = await repo.latest_compression(s, session_id, verified=True)
+            note = record_text(done) if done else ""
+            after = done.last_message_id if done else 0
+            room = budget - (len(note) // 4 + 1)
+            rows: list[Message] = []
+            costs: list[int] = []
+            wire: list[dict[str, Any]] = []
+            while True:
+                page = await repo.newest_messages(
+                    s, session_id, after, rows[0].id if rows else None, HISTORY_ROWS
+                )
+                page_wire = [to_openai(m) for m in page]
+                rows[:0], wire[:0] = page, page_wire
+                costs[:0] = [self._cost(m, w) for m, w in zip(page, page_wire, strict=True)]
+                if len(page) < HISTORY_ROWS or sum(costs) > room:
+                    break
+            older, older_turns = (0, 0)
+            if len(page) == HISTORY_ROWS:
+                older, older_turns = await repo.count_messages(s, session_id, after, rows[0].id)
+        return note, done.last_turn if done else 0, rows, wire, costs, older, older_turns
+
     async def fit(self, session_id: int, budget: int, chunk: int) -> Fitted:
         """The session's history within `budget` tokens: the newest summary, then the newest
         turns that fit; `due` when the oldest turns not covered are worth a summary now (at
         least STEP_TURNS of the person's, or all a summary call of `chunk` tokens reads)."""
-        done, rows, wire, costs = await self._uncovered(session_id)
-        note = record_text(done) if done else ""
-        before = done.last_turn if done else 0  # turns ahead of rows[0]
+        note, before, rows, wire, costs, older, older_turns = await self._newest(session_id, budget)
         room = budget - (len(note) // 4 + 1)
-        if sum(costs) <= room or not rows:
+        if not older and (sum(costs) <= room or not rows):
             return Fitted(with_note(wire, note))
-        dropped = _in_steps(rows, len(wire) - len(trim_history(wire, max(room, 1), costs)))
-        kept = wire[dropped:]
+        trimmed = len(wire) - len(trim_history(wire, max(room, 1), costs))
+        shown_from = _in_steps(rows, trimmed, older_turns)
+        kept = wire[shown_from:]
+        dropped = older + shown_from
         if dropped:
             gap = (
                 f"[not shown] Turns {before + 1}–{before + dropped} of this conversation do "
@@ -309,7 +340,8 @@ class Compressor:
             note = f"{note}\n\n{gap}" if note else gap
         keep = int(budget * KEEP_FRACTION)
         whole = self._cut(rows, costs, keep, None)
-        turns = sum(1 for m in rows[:whole] if m.role == "user")
+        turns = older_turns + sum(1 for m in rows[:whole] if m.role == "user")
+        # Rows not read count by their turns only: a range that long is due by them anyway.
         size = sum(line_cost(m, tools=WRITE.tools) for m in rows[:whole])
         due = bool(self.llm) and dropped > 0 and (turns >= STEP_TURNS or size >= chunk)
         return Fitted(with_note(kept, note), due)
@@ -322,9 +354,11 @@ class Compressor:
         do, a rejected range has not grown enough, or another writer holds the session."""
         if self.llm is None:
             return None
+        if not await self._worth_trying(session_id):
+            return None
         done, rows, _, costs = await self._uncovered(session_id)
         cut = self._cut(rows, costs, int(budget * KEEP_FRACTION), chunk)
-        if cut <= 0 or not await self._worth_trying(session_id, rows):
+        if cut <= 0:
             return None
         if not await self._claim(session_id):
             return None
@@ -390,13 +424,17 @@ class Compressor:
         newest = max((i for i, m in enumerate(rows) if m.role == "user"), default=0)
         return min(cut, newest)
 
-    async def _worth_trying(self, session_id: int, rows: Sequence[Message]) -> bool:
+    async def _worth_trying(self, session_id: int) -> bool:
+        """Asked before the range is read: after a rejected summary, try again only once the
+        session has grown well since (counted in SQL)."""
         async with self.session_factory() as s:
             failed = await repo.latest_compression(s, session_id)
-        if failed is None or failed.verified:
-            return True
-        # A rejected summary: try again only once the session has grown well since.
-        grown = sum(1 for m in rows if m.created_at > failed.created_at)
+            if failed is None or failed.verified:
+                return True
+            # What it covered existed then: anything newer has a larger id.
+            grown, _ = await repo.count_messages(
+                s, session_id, failed.last_message_id, since=failed.created_at
+            )
         return grown >= RETRY_AFTER_MESSAGES
 
     async def _compress(

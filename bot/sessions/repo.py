@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, and_, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.sessions.models import SessionArchive, SessionCompression
@@ -239,6 +239,39 @@ async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> Seq
         .order_by(Message.id)
     )
     return list((await s.execute(stmt)).scalars())
+
+
+async def newest_messages(
+    s: AsyncSession, session_id: int, after_id: int, before_id: int | None, limit: int
+) -> list[Message]:
+    """Up to `limit` of the session's newest messages with `after_id` < id < `before_id`
+    (None: no upper bound), oldest first."""
+    stmt = select(Message).where(Message.session_id == session_id, Message.id > after_id)
+    if before_id is not None:
+        stmt = stmt.where(Message.id < before_id)
+    stmt = stmt.order_by(Message.id.desc()).limit(limit)
+    return list(reversed((await s.execute(stmt)).scalars().all()))
+
+
+async def count_messages(
+    s: AsyncSession,
+    session_id: int,
+    after_id: int,
+    before_id: int | None = None,
+    since: datetime | None = None,
+) -> tuple[int, int]:
+    """How many of the session's messages with `after_id` < id < `before_id` (created after
+    `since`) there are, and how many of them are the person's turns: counted in SQL, not
+    read."""
+    stmt = select(
+        func.count(), func.coalesce(func.sum(case((Message.role == "user", 1), else_=0)), 0)
+    ).where(Message.session_id == session_id, Message.id > after_id)
+    if before_id is not None:
+        stmt = stmt.where(Message.id < before_id)
+    if since is not None:
+        stmt = stmt.where(Message.created_at > since)
+    rows, turns = (await s.execute(stmt)).one()
+    return int(rows), int(turns)
 
 
 async def add_compression(s: AsyncSession, *, now: datetime, **fields: Any) -> SessionCompression:

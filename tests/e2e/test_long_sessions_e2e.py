@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from bot.agent import prompt as history
 from bot.agent.prompt import earlier_of, without_context
+from bot.sessions.history import TRIM_STEP
 from bot.sessions.models import SessionCompression
 from bot.usage.models import ModelUsage
 from tests.e2e.conftest import OWNER, TG
@@ -112,3 +113,41 @@ async def test_the_context_size_bounds_every_prompt(
     assert whole > fake_llm.n_ctx and max(prompts) < fake_llm.n_ctx
     cut = earlier_of(chat_requests(fake_llm)[-1][1]["content"])
     assert "locker code is 4711" in cut  # compressed, not dropped
+
+
+def inventor(body: dict[str, Any]) -> Turn:
+    """A model whose every summary states what nobody said (rejected), so the uncovered
+    range only grows; the chat gets an echo."""
+    if body.get("stream"):
+        return echo(body)
+    return Text("The user is 20 years old and lives in Paris.")
+
+
+async def test_a_session_whose_summaries_fail_shows_the_newest_turns_in_steady_steps(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Far more rows than one read of the newest ones (db/conversation.py HISTORY_ROWS, 64):
+    # each message reads back only what it can show, the rest it counts.
+    fake_llm.responder = inventor
+    monkeypatch.setattr(history, "HISTORY_TOKEN_BUDGET", 300)
+    tg = await make_tg()
+    await talk(tg, 90)
+
+    async with tg.app.session_factory() as s:
+        rows = list((await s.execute(select(SessionCompression))).scalars())
+    assert rows and not any(r.verified for r in rows)  # nothing was ever compressed away
+
+    firsts = []
+    for n, request in enumerate(chat_requests(fake_llm)[40:], start=41):
+        sent = [without_context(m["content"]) for m in request[1:]]
+        assert sent[-1] == chat(n)  # the newest turn always
+        first = next(i for i in range(1, n + 1) if chat(i) == sent[0])
+        # The model is told exactly which turns it does not see: the rows before the first
+        # shown (the person's and the echo's), and the first shown starts a step of
+        # TRIM_STEP of the person's turns, so a provider's cached prefix holds for a while.
+        gap = re.findall(r"\[not shown\] Turns 1–(\d+) ", earlier_of(request[1]["content"]))
+        assert gap == [str(2 * (first - 1))], (n, first, gap)
+        assert (first - 1) % TRIM_STEP == 0, (n, first)
+        assert sum(len(m["content"]) for m in request[1:]) // 4 < 300 + 200  # within budget
+        firsts.append(first)
+    assert firsts == sorted(firsts) and len(set(firsts)) < len(firsts) // 2  # steady steps
