@@ -74,6 +74,9 @@ TRIM_STEP = 5
 # continues (at most SUMMARY_MAX_TOKENS of an earlier call's answer).
 SUMMARY_PROMPT_RESERVE = 900
 RETRY_AFTER_MESSAGES = 20  # a rejected range is tried again only once this much has grown
+# Rows of a session read back at a time, newest first, until they pass the budget: one read
+# holds what a 6,000-token budget shows of an ordinary chat.
+PAGE_ROWS = 256
 
 WRITE = Ask(
     instruction="""You compress the start of a conversation between a user and their \
@@ -308,15 +311,15 @@ class Compressor:
             wire: list[dict[str, Any]] = []
             while True:
                 page = await repo.newest_messages(
-                    s, session_id, after, rows[0].id if rows else None, HISTORY_ROWS
+                    s, session_id, after, rows[0].id if rows else None, PAGE_ROWS
                 )
                 page_wire = [to_openai(m) for m in page]
                 rows[:0], wire[:0] = page, page_wire
                 costs[:0] = [self._cost(m, w) for m, w in zip(page, page_wire, strict=True)]
-                if len(page) < HISTORY_ROWS or sum(costs) > room:
+                if len(page) < PAGE_ROWS or sum(costs) > room:
                     break
             older, older_turns = (0, 0)
-            if len(page) == HISTORY_ROWS:
+            if len(page) == PAGE_ROWS:
                 older, older_turns = await repo.count_messages(s, session_id, after, rows[0].id)
         return note, done.last_turn if done else 0, rows, wire, costs, older, older_turns
 

@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from bot.agent import prompt as history
 from bot.agent.prompt import earlier_of, without_context
+from bot.sessions import history as sessions_history
 from bot.sessions.history import TRIM_STEP
 from bot.sessions.models import SessionCompression
 from bot.usage.models import ModelUsage
@@ -126,10 +127,11 @@ def inventor(body: dict[str, Any]) -> Turn:
 async def test_a_session_whose_summaries_fail_shows_the_newest_turns_in_steady_steps(
     make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Far more rows than one read of the newest ones (db/conversation.py HISTORY_ROWS, 64):
+    # Far more rows than one read of the newest ones (a page of 16 here, 256 as shipped):
     # each message reads back only what it can show, the rest it counts.
     fake_llm.responder = inventor
     monkeypatch.setattr(history, "HISTORY_TOKEN_BUDGET", 300)
+    monkeypatch.setattr(sessions_history, "PAGE_ROWS", 16)
     tg = await make_tg()
     await talk(tg, 90)
 
