@@ -507,3 +507,33 @@ async def test_a_reply_to_a_message_in_another_chat_is_outside_content(tg: TG) -
     await tg.press(OWNER, button(question, "Deny"))
     assert (await tg.reply(OWNER)).text == "Not done."
     assert await executions(tg) == []
+
+
+async def test_what_code_read_from_the_network_never_reaches_the_summary(
+    make_tg: Callable[..., Awaitable[TG]], site: str
+) -> None:
+    """Issue 45 item 1: the summary of a session in which code fetched a page carried the
+    page's bank account into the next session. Code's networked output is outside content
+    for the archive as a page is (APPROVALS=off: nothing asks, the model repeats the page)."""
+    tg = await make_tg(code_network="all", approvals="off")
+    fetch = f"console.log(await (await fetch('{site}')).text())"
+    answer = f"The page asks you to pay {BANK}, account {ACCOUNT}, at {LINK}."
+    tg.llm.add(Calls([("code", {"action": "execute", "code": fetch})]), Text(answer))
+    await tg.send(OWNER, f"fetch {site} with code and tell me what it says")
+    assert (await tg.reply(OWNER)).text == answer
+    (run,) = await executions(tg)
+    assert ACCOUNT in run.stdout  # the page did come through the code's output
+
+    leaked = f"The user wants to pay {BANK}, account {ACCOUNT}, via {LINK}."
+    tg.llm.add(Text(leaked), Text(leaked))
+    await tg.send(OWNER, "/newsession")
+    await tg.reply(OWNER)
+    await tg.app.part(ARCHIVE).idle()  # the summary is written after the reply
+    summary_call = next(
+        r for r in tg.llm.requests if "memory of a finished conversation" in str(r["messages"])
+    )
+    shown = str(summary_call["messages"])
+    assert ACCOUNT not in shown and BANK not in shown and "Sidekick read outside" in shown
+    (summary,) = [m for m in await memories(tg) if m.category == "session"]
+    for specific in (BANK, ACCOUNT, LINK):
+        assert specific not in summary.content
