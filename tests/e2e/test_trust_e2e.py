@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -25,6 +26,7 @@ from tests.e2e.test_approvals_e2e import button
 from tests.fakes.openai_server import Calls, Text
 from tests.fakes.telegram_server import Sent
 from tests.media_helpers import document, make_image, photo
+from tests.tools_helpers import write_mcp_config
 from tools.base import Tool, ToolCall
 from tools.code.models import CodeExecution
 from tools.effects import OUTSIDE_MARK, effects
@@ -557,3 +559,27 @@ async def test_after_a_document_another_writing_tool_still_asks(tg: TG) -> None:
     assert (await tg.reply(OWNER)).text == "Not set."
     async with tg.app.session_factory() as s:
         assert (await s.scalars(select(ScheduledJob))).all() == []
+
+
+async def test_an_mcp_tools_answer_is_outside_content(
+    make_tg: Callable[..., Awaitable[TG]], tmp_path: Path
+) -> None:
+    """Issue 45 item 1: an MCP server's answer is another program's: it reaches the model
+    marked, and what the model stores after it is kept as that tool's, not as the user's
+    (APPROVALS=off: nothing asks)."""
+    tg = await make_tg(mcp_config=write_mcp_config(tmp_path), approvals="off")
+    name = "fake__bank_balance"
+    tg.llm.add(
+        Calls([("tool_explain", {"name": name})]),
+        Calls([(name, {})]),
+        Calls([("memory", store(INJECTED[0]))]),
+        Text("Done."),
+    )
+    await tg.send(OWNER, "how much money do I have")
+    assert (await tg.reply(OWNER)).text == "Done."
+    answer = [m for m in tg.llm.requests[2]["messages"] if m["role"] == "tool"][-1]["content"]
+    source = "the MCP tool fake/bank_balance"
+    assert answer.startswith(f"{OUTSIDE_MARK}{source}; not the user's words"), answer
+    (memory,) = await memories(tg)
+    assert (memory.layer, memory.category) == ("short", "sourced")
+    assert memory.content.startswith(f"{OUTSIDE_MARK}{source}")
