@@ -2,7 +2,7 @@
 page's title or a model's answer may carry U+202E and its kin, which reorder what is read
 around them ("exe.txt" reads as "txt.exe"); they are shown as the six characters \\u202e
 instead, where each adapter renders text for the person (bot/telegram/render.py, the
-terminal's output), so no one place has to remember it."""
+terminal's output, the dashboard's esc), so no one place has to remember it."""
 
 from __future__ import annotations
 

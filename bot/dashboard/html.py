@@ -13,6 +13,7 @@ from aiohttp import web
 from multidict import MultiDictProxy
 
 from bot.dashboard.repo import Person
+from bot.shown import shown
 
 # A posted form as aiohttp reads it.
 Form = MultiDictProxy[str | bytes | bytearray | web.FileField]
@@ -54,7 +55,8 @@ def secure(response: web.StreamResponse) -> web.StreamResponse:
 
 
 def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    # Bidi controls (a model's name, a page's words) shown as \u202e, as in the chat.
+    return html.escape(shown(str(value)), quote=True)
 
 
 @dataclass(frozen=True)

@@ -155,3 +155,25 @@ async def test_a_removed_person_gets_no_check_in(tg: TG) -> None:
     brief = datetime.combine(datetime.now(UTC).date(), time(8, 31), UTC)  # UTC is their zone
     assert await checkins_tick(tg.app, brief) == []
     assert tg.llm.requests == [] and len(tg.server.sent_to(STRANGER)) == seen
+
+
+async def test_a_removed_group_gets_no_brief(tg: TG) -> None:
+    """A group's morning brief, asked for there by a member the group's admission lets in:
+    once the owner removes the group, it is not computed nor sent."""
+    await deliveries(tg)
+    await tg.send(STRANGER, "@sidekick_test_bot hi all", chat_id=GROUP)
+    await tg.reply(GROUP)
+    await tg.reply(OWNER)
+    await tg.press(OWNER, f"access:allow:{GROUP}")
+    await tg.reply(GROUP)
+    await tg.send(667, "/checkins on", chat_id=GROUP)
+    assert "Check-ins in this group: on" in (await tg.reply(GROUP)).text
+    await tg.send(OWNER, "/users")
+    await tg.reply(OWNER)
+    await tg.press(OWNER, f"access:remove:{GROUP}")
+    await tg.idle()
+    seen, asked = len(tg.server.sent_to(GROUP)), len(tg.llm.requests)
+    brief = datetime.combine(datetime.now(UTC).date(), time(8, 31), UTC)  # UTC is their zone
+    assert await checkins_tick(tg.app, brief) == []
+    await tg.idle()
+    assert len(tg.llm.requests) == asked and len(tg.server.sent_to(GROUP)) == seen

@@ -9,7 +9,9 @@ from collections.abc import Awaitable, Callable
 
 from bot.shown import BIDI
 from bot.telegram.delivery import TelegramDelivery
+from bot.telegram.main import start
 from db.repos.core import Recipient
+from tests.dashboard_client import Board, user_id
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 
@@ -44,3 +46,33 @@ async def test_a_delivered_files_name_shows_bidi_controls_escaped(tg: TG) -> Non
     await tg.app.deliver(Recipient(0, OWNER, "Owner"), "your files", False, files)
     _, document = await tg.replies(OWNER, 2)
     assert document.filename == "invoice\\u202egpj.exe"
+
+
+async def test_the_dashboard_shows_bidi_controls_escaped(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    """Issue 45 item 9, the dashboard: a provider's model name (/usage), a model's answer
+    (a session's transcript) and a memory a page gave are shown as \\u202e there too."""
+    tg = await make_tg(llm_model=MODEL, dashboard="127.0.0.1:0")
+    await start(tg.runtime)  # as `sidekick run` does
+    tg.llm.add(Text("Open invoice\u202egpj.exe now."))
+    await tg.send(OWNER, "hello")
+    assert (await tg.reply(OWNER)).text == "Open invoice\\u202egpj.exe now."
+    memory = tg.app.deps.memory
+    assert memory is not None
+    uid = await user_id(tg, OWNER)
+    await memory.store(user_id=uid, layer="long", content="Pay invoice\u202egpj.exe today")
+    board = Board.open(tg)
+    try:
+        await board.sign_in(OWNER)
+        usage = (await board.get("/usage")).text
+        sessions = (await board.get("/sessions")).text
+        sid = sessions.split('href="/sessions/', 1)[1].split('"', 1)[0]
+        transcript = (await board.get(f"/sessions/{sid}")).text
+        memories = (await board.get("/memories")).text
+    finally:
+        await board.close()
+    assert "fake\\u202eledom" in usage and "invoice\\u202egpj.exe now" in transcript
+    assert "Pay invoice\\u202egpj.exe today" in memories
+    for page in (usage, sessions, transcript, memories):
+        assert not BIDI.search(page), BIDI.findall(page)

@@ -8,11 +8,16 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from sqlalchemy import select
+
 from bot.telegram.delivery import TelegramDelivery
+from db.repos.core import get_or_create_user
 from scheduler.setup import Scheduler
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.reminders_env import make_env
 from tools.reminders import jobs
+from tools.reminders.firing import REMINDERS
+from tools.reminders.models import JobRun
 from tools.reminders.times import Spec
 
 BERLIN = "Europe/Berlin"
@@ -108,3 +113,34 @@ async def test_a_reminder_fires_on_its_second_not_at_the_next_minute_tick(tg: TG
     assert [m.text for m in tg.server.messages] == ["⏰ tea is ready"]
     assert after.next_run == tick.next_run  # the minute tick did not run: the alarm sent it
     assert run.status == "sent" and run.due_at == due
+
+
+async def test_the_apps_own_reminders_wait_out_an_outage_in_the_courier(tg: TG) -> None:
+    """The same, with the reminders part `sidekick run` starts (its deliveries as the app
+    wires them): the reminder due in the outage is sent on the courier's next try after it,
+    by the tick that found it due, not left for a later one."""
+    tg.runtime.outbox.probe_max_s = 0.2  # the courier's tries, close together for the test
+    await tg.app.start_features(TelegramDelivery(tg.runtime.outbox))  # as `sidekick run` does
+    now = datetime.now(UTC).replace(microsecond=0)
+    async with tg.app.session_factory() as s, s.begin():
+        user = await get_or_create_user(s, OWNER, "Owner", now)
+    spec = Spec("at", ZoneInfo("UTC"), first=now - timedelta(seconds=5))
+    job = await jobs.create(
+        tg.app.session_factory, user_id=user.id, kind="reminder", text="stretch", words="",
+        spec=spec, now=now - timedelta(minutes=1),
+    )  # fmt: skip
+    await tg.server.wait_for(lambda: any(c.method == "getUpdates" for c in tg.server.calls))
+    tg.server.down(502)
+    tick = asyncio.create_task(tg.app.part(REMINDERS).tick())
+
+    def tries() -> int:
+        return sum(c.method == "sendMessage" and c.status == 502 for c in tg.server.calls)
+
+    await tg.server.wait_for(lambda: tries() >= 6 or tick.done())
+    assert not tick.done(), "the delivery gave up during the outage"
+    tg.server.up()
+    await tick
+    async with tg.app.session_factory() as s:
+        (run,) = (await s.scalars(select(JobRun).where(JobRun.job_id == job.id))).all()
+    assert run.status == "sent" and run.message_id == tg.server.messages[-1].message_id
+    assert tg.server.messages[-1].text == "⏰ stretch"

@@ -14,18 +14,23 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
+from bot.agent.toolexec import CUT_TEXT
 from bot.llm.client import STILL_WAITING
 from bot.telegram.resume import continuing_line, given_up_line
 from db.engine import create_engine, session_factory
 from db.models.inbox import TelegramUpdate
+from db.models.resume import RoundInFlight
 from tests.conftest import make_settings
 from tests.e2e.conftest import OWNER
 from tests.fakes.openai_server import Calls, FakeOpenAI, KeepAlive, Text
 from tests.fakes.telegram_server import FakeTelegram, message_update
+from tests.polling import until
+from tools.code.models import CodeExecution
 from tools.reminders.models import ScheduledJob
 
 REMIND = {"action": "create", "text": "call mum", "when": "in 2 hours"}
@@ -136,6 +141,47 @@ async def test_kill_after_a_recorded_tool_round_continues_without_running_it_aga
     assert len(llm.requests) == 3  # the continuation asked the model once, from the record
     resumed = llm.requests[-1]["messages"]
     assert resumed[-1]["role"] == "tool" and "Scheduled reminder" in resumed[-1]["content"]
+    assert "Traceback" not in log
+
+
+async def rows(tmp_path: Path, fake_llm: FakeOpenAI, model: type[Any]) -> int:
+    engine = create_engine(make_settings(tmp_path, fake_llm).db_url)
+    try:
+        async with session_factory(engine)() as s:
+            return int((await s.execute(select(func.count()).select_from(model))).scalar())
+    finally:
+        await engine.dispose()
+
+
+async def test_kill_while_a_writing_call_runs_reports_it_instead_of_running_it_again(
+    sidekick: Sidekick, tmp_path: Path, fake_llm: FakeOpenAI, telegram_server: FakeTelegram
+) -> None:
+    """Issue 45 item 7: code (a writing call) is running when the process is killed -9; the
+    next start does not run it again (it may have done its work) but tells the model and
+    the person that it may or may not have finished."""
+    server, llm = telegram_server, fake_llm
+    slow = "await new Promise((r) => setTimeout(r, 60000)); console.log('sent the invoices')"
+    llm.add(Calls([("code", {"action": "execute", "code": slow, "timeout_ms": 90000})]))
+    await sidekick.start()
+    await server.push(message_update(OWNER, "send the invoices with code", message_id=1))
+
+    async def in_flight() -> bool:  # kept before the call runs: the run is under way
+        return await rows(tmp_path, llm, RoundInFlight) > 0
+
+    await until(in_flight, "the writing round kept", WAIT_S)
+    await sidekick.kill()
+    llm.add(Text("The invoices may not have gone out; please check."))
+    await sidekick.start()
+    await server.wait_for(lambda: len(server.sent_to(OWNER)) >= 2, WAIT_S)
+    log = await sidekick.stop()
+    continuing, answer = texts(server)
+    assert continuing == continuing_line("send the invoices with code")
+    assert answer is not None and answer.startswith("The invoices may not have gone out")
+    assert "I was restarted while running code; it may or may not have finished." in answer
+    assert len(llm.requests) == 2
+    resumed = llm.requests[-1]["messages"]
+    assert resumed[-1]["role"] == "tool" and resumed[-1]["content"] == CUT_TEXT
+    assert await rows(tmp_path, llm, CodeExecution) == 0  # no second run was traced
     assert "Traceback" not in log
 
 
