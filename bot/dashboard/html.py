@@ -59,6 +59,12 @@ def esc(value: object) -> str:
     return html.escape(shown(str(value)), quote=True)
 
 
+def esc_field(value: object) -> str:
+    """A form field's value as stored: what a person edits and saves back must not come
+    back rewritten (an escaped bidi control would be saved as its six characters)."""
+    return html.escape(str(value), quote=True)
+
+
 @dataclass(frozen=True)
 class View:
     """The signed-in person as a page sees them, and the token their forms carry."""
@@ -80,7 +86,8 @@ def post_form(
     view: View, action: str, label: str, *, cls: str = "", fields: dict[str, str] | None = None
 ) -> str:
     hidden = "".join(
-        f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">' for k, v in (fields or {}).items()
+        f'<input type="hidden" name="{esc(k)}" value="{esc_field(v)}">'
+        for k, v in (fields or {}).items()
     )
     klass = f' class="{esc(cls)}"' if cls else ""
     return (

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from bot.approvals import repo as approvals_repo
 from bot.approvals.gate import TIMEOUT_S as APPROVAL_TIMEOUT_S
-from bot.dashboard.html import Form, View, esc, message, page, post_form, secure
+from bot.dashboard.html import Form, View, esc, esc_field, message, page, post_form, secure
 from bot.sessions import repo as sessions_repo
 from bot.usage import repo as usage_repo
 from bot.usage.commands import meter_of
@@ -200,7 +200,7 @@ async def memories(host: Host, request: web.Request, view: View) -> web.Response
     )
     search = (
         '<form method="get" action="/memories" role="search">'
-        f'<input type="search" name="q" value="{esc(query)}" placeholder="Search memories" '
+        f'<input type="search" name="q" value="{esc_field(query)}" placeholder="Search memories" '
         f'maxlength="{SEARCH_MAX}"></form>'
     )
     body = [_notice(request), search, f'<div class="tabs">{tabs}</div>']
@@ -334,7 +334,7 @@ async def memory(host: Host, request: web.Request, view: View) -> web.Response:
     edit = (
         f'<form method="post" action="/memories/{found.id}">'
         f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">'
-        f'<textarea name="content" maxlength="{CONTENT_MAX}" required>{esc(found.content)}'
+        f'<textarea name="content" maxlength="{CONTENT_MAX}" required>{esc_field(found.content)}'
         '</textarea><div class="actions"><button>Save</button>'
         '<a href="/memories">Back</a></div></form>'
     )
@@ -457,7 +457,8 @@ async def reminder(host: Host, request: web.Request, view: View) -> web.Response
     form = (
         f'<form method="post" action="/reminders/{job.id}">'
         f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">'
-        f'<textarea name="text" maxlength="{jobs.MAX_TEXT}" required>{esc(job.text)}</textarea>'
+        f'<textarea name="text" maxlength="{jobs.MAX_TEXT}" required>'
+        f"{esc_field(job.text)}</textarea>"
         + _line("when", WHEN_MAX, keep, required=False)
         + '<div class="actions"><button>Save</button><a href="/reminders">Back</a></div></form>'
     )

@@ -5,6 +5,8 @@ bot/telegram/render.py renders)."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Awaitable, Callable
 
 from bot.shown import BIDI
@@ -76,3 +78,31 @@ async def test_the_dashboard_shows_bidi_controls_escaped(
     assert "Pay invoice\\u202egpj.exe today" in memories
     for page in (usage, sessions, transcript, memories):
         assert not BIDI.search(page), BIDI.findall(page)
+
+
+async def test_a_memory_edited_on_the_dashboard_keeps_its_own_characters(
+    make_tg: Callable[..., Awaitable[TG]],
+) -> None:
+    """The edit form holds the memory as stored (a Hebrew or Arabic note carries U+200F
+    marks): saved back unchanged, it is what it was, not its escaped picture."""
+    tg = await make_tg(dashboard="127.0.0.1:0")
+    await start(tg.runtime)
+    tg.llm.add(Text("Hello."))
+    await tg.send(OWNER, "hello")
+    await tg.reply(OWNER)
+    memory = tg.app.deps.memory
+    assert memory is not None
+    uid = await user_id(tg, OWNER)
+    content = "Mother's name: \u200fשרה\u200f, calls on Fridays"
+    stored = await memory.store(user_id=uid, layer="long", content=content)
+    board = Board.open(tg)
+    try:
+        await board.sign_in(OWNER)
+        form = (await board.get(f"/memories/{stored.id}")).text
+        sent = html.unescape(re.search(r"<textarea[^>]*>(.*?)</textarea>", form, re.S)[1])
+        assert sent == content
+        assert (await board.post(f"/memories/{stored.id}", {"content": sent})).status_code == 303
+    finally:
+        await board.close()
+    after = await memory.get(user_id=uid, memory_id=stored.id)
+    assert after is not None and after.content == content
