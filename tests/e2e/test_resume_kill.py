@@ -168,6 +168,8 @@ async def test_kill_while_a_writing_call_runs_reports_it_instead_of_running_it_a
     async def in_flight() -> bool:  # kept before the call runs: the run is under way
         return await rows(tmp_path, llm, RoundInFlight) > 0
 
+    # The model was asked: the child's database is migrated (PostgreSQL's takes a while).
+    await server.wait_for(lambda: len(llm.requests) >= 1, WAIT_S)
     await until(in_flight, "the writing round kept", WAIT_S)
     await sidekick.kill()
     llm.add(Text("The invoices may not have gone out; please check."))
