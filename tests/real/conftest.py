@@ -40,11 +40,13 @@ ENABLED = os.environ.get("SIDEKICK_REAL") == "1"
 # What of a chat template must never reach the person (issue 46): tool-call and tool-result
 # tags (`<tools>`, `<tool_call>`, `<tool_response>`, `<function name=…>`, `<function=…>`, their
 # closing tags), special tokens (`<|im_start|>`, `<|python_tag|>`), Sidekick's own blocks
-# around user turns and the lines inside them, and the empty answer's placeholder.
+# around user turns and the lines inside them, and the placeholders of an empty answer and
+# of a reply that could not be read (bot/agent/markup.py UNREAD).
 MARKUP = re.compile(
     r"</?(?:tools?|tool_\w+|functions?|function_\w+)\b"
     r"|<[|｜][^<>\n]{0,60}?[|｜]>"
-    r"|\[/?(?:context|earlier)\]|\[(?:compressed|not shown)\]|\(empty answer\)",
+    r"|\[/?(?:context|earlier)\]|\[(?:compressed|not shown)\]"
+    r"|\(empty answer\)|\(no readable reply\)",
     re.I,
 )
 

@@ -65,6 +65,9 @@ async def test_a_written_call_stores_a_memory_that_memory_lists_and_a_new_sessio
     await bot.reply(OWNER, timeout=WAIT)
     before = len(proxy.chats())
     question = "What is my sister's name?"
+    # Offered tools, the 0.5B model answers this with memory and code calls (a minute of
+    # rounds); what is proved here is what it reads, in the first request.
+    proxy.without_tools = True
     await ask(bot, question)
     x = next(c for c in proxy.chats()[before:] if question in str(c.request["messages"][-1]))
     read = "\n".join(str(m.get("content")) for m in x.request["messages"])
