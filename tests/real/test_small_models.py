@@ -41,7 +41,8 @@ async def test_a_written_call_stores_a_memory_that_memory_lists_and_a_new_sessio
     # The 0.5B model writes a call of whichever tool comes first in the request (`code`, for
     # "Remember that my sister's name is Ana." in 3 of 3 greedy runs; `memory` for a sum, once
     # memory came first: bench/tool_use.py measures the choice). Named, the tool is its pick,
-    # and what this proves is the written call's way through the app: run, stored, listed.
+    # and what this proves is the written call's way through the app: run, stored, listed,
+    # recalled.
     proxy.greedy = True
     await ask(bot, "Use the memory tool to remember that my sister's name is Ana.")
     first, *rest = proxy.chats()
