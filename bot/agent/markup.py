@@ -180,6 +180,8 @@ class Drafts:
 
     async def __call__(self, text: str) -> None:
         visible = shown(text, results=self.results, final=False)
+        if visible and UNREAD.startswith(visible):
+            return  # the placeholder given back (see failure), or not yet told apart from it
         if visible != self.last:
             self.last = visible
             await self.on_text(visible)
@@ -206,7 +208,9 @@ GAVE_UP = {
 def failure(raw: str, text: str, question: str) -> str | None:
     """Why a reply is no answer: 'markup' (all of it template markup), 'echo' (the person's
     question given back), or None."""
-    if raw.strip() and not text:
+    # The placeholder the model was shown for its unread reply, given back (the 0.5B model
+    # did, asked again after copying the [context] block): Sidekick's text, not an answer.
+    if raw.strip() and (not text or text == UNREAD):
         return "markup"
     if text and repeats(text, question):
         return "echo"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bot.agent.markup import ASK_AGAIN, GAVE_UP
+from bot.agent.markup import ASK_AGAIN, GAVE_UP, UNREAD
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
 
@@ -16,7 +16,7 @@ DAY = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "llm" / "day" / "excerpts.json").read_text()
 )
 REPLIES = DAY["replies"]
-MARKS = ("<tool", "<function", "</", "<|", "[context]", "arguments=", "(empty answer)")
+MARKS = ("<tool", "<function", "</", "<|", "[context]", "arguments=", "(empty answer)", UNREAD)
 
 
 def seen_by_user(tg: TG) -> list[str]:
@@ -56,6 +56,16 @@ async def test_markup_twice_is_said_in_one_line_not_as_an_empty_answer(tg: TG) -
     assert (await tg.reply(OWNER)).text == GAVE_UP["markup"]
     await tg.idle()
     assert len(tg.llm.requests) == 2
+    assert_nothing_of_the_template(tg)
+
+
+async def test_the_placeholder_given_back_is_no_answer(tg: TG) -> None:
+    # The real 0.5B model (make test-real), asked again after a reply that only copied the
+    # [context] block, answered with the placeholder it was shown for that reply.
+    tg.llm.add(Text(REPLIES["9"]["content"], chunk=4), Text(UNREAD, chunk=3))
+    await tg.send(OWNER, REPLIES["9"]["message"])
+    assert (await tg.reply(OWNER)).text == GAVE_UP["markup"]
+    await tg.idle()
     assert_nothing_of_the_template(tg)
 
 

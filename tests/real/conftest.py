@@ -8,7 +8,11 @@ Fixtures
     embed_server  llama-server --embeddings with all-MiniLM-L6-v2 (one per session)
     proxy         tests/real/proxy.py in front of both: records every exchange
     bot           the real App + Telegram adapter (against tests/fakes/telegram_server.py),
-                  its model and its embeddings model both reached through `proxy`
+                  its model and its embeddings model both reached through `proxy` (whose
+                  witness is the fake Telegram's count of calls). After every test that
+                  used it: no text the fake Telegram was sent (answers, drafts, edits,
+                  captions, button answers) holds template markup (issue 46 item 2):
+                  whatever the real model wrote, the person never reads it.
 
 The server processes are ended by the fixtures' finalizers, whatever the tests did.
 """
@@ -16,6 +20,7 @@ The server processes are ended by the fixtures' finalizers, whatever the tests d
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +37,28 @@ from tests.real.servers import LlamaServer, manifest, start_chat, start_embed
 
 HERE = Path(__file__).parent
 ENABLED = os.environ.get("SIDEKICK_REAL") == "1"
+# What of a chat template must never reach the person (issue 46): tool-call and tool-result
+# tags (`<tools>`, `<tool_call>`, `<tool_response>`, `<function name=…>`, `<function=…>`, their
+# closing tags), special tokens (`<|im_start|>`, `<|python_tag|>`), Sidekick's own blocks
+# around user turns and the lines inside them, and the placeholders of an empty answer and
+# of a reply that could not be read (bot/agent/markup.py UNREAD).
+MARKUP = re.compile(
+    r"</?(?:tools?|tool_\w+|functions?|function_\w+)\b"
+    r"|<[|｜][^<>\n]{0,60}?[|｜]>"
+    r"|\[/?(?:context|earlier)\]|\[(?:compressed|not shown)\]"
+    r"|\(empty answer\)|\(no readable reply\)",
+    re.I,
+)
+
+
+def markup_seen(server: FakeTelegram) -> list[tuple[str, str]]:
+    """(method, text) of every call to the fake Telegram whose text holds template markup."""
+    return [
+        (c.method, str(c.params[k]))
+        for c in server.calls
+        for k in ("text", "caption")
+        if c.params.get(k) and MARKUP.search(str(c.params[k]))
+    ]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -119,9 +146,14 @@ async def bot(
 ) -> AsyncIterator[TG]:
     server = await FakeTelegram().start()
     tg = TG(server, None, real_settings(tmp_path, proxy, server, installed))  # type: ignore[arg-type]
+    proxy.witness = lambda: len(server.calls)
     try:
         await tg.start()
         yield tg
     finally:
+        proxy.release()  # a summary the test held must not hold the shutdown
         await tg.stop(grace=5.0)
         await server.stop()
+    drafts = len(server.drafts)
+    assert not markup_seen(server), (f"template markup reached the person ({drafts} drafts "
+                                     f"in all): {markup_seen(server)}")  # fmt: skip

@@ -22,11 +22,19 @@ It changes a chat request in two cases only, and records that it did:
   does not depend on them (streaming, usage): offered tools, the 0.5B model sampled writes
   a call out for "Count from 1 to 10" (`{"name": "code", ...}`) in about half the runs.
 /v1/embeddings goes to the embedding server when one is given.
+
+`hold(match)` keeps the chat requests `match` picks (a summary call) from the server until
+`release()`: what the app does meanwhile shows what waits for them and what does not.
+`witness` (the bot fixture sets it: how many calls the fake Telegram has had) is read when
+an exchange arrives and before the first byte of its answer goes back to the app, so a test
+puts the model's requests and what reached the person in one order, timing nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +51,10 @@ class Exchange:
     status: int = 0
     raw: bytes = b""
     changed: list[str] = field(default_factory=list)
+    arrived: int = 0  # the proxy's witness when the request arrived
+    # ... and just before anything of the answer went back to the app (None: not yet)
+    answering: int | None = None
+    held: bool = False
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -99,6 +111,9 @@ class RecordingProxy:
         self._force: str | None = None
         self.greedy = False
         self.without_tools = False
+        self.witness: Callable[[], int] = lambda: 0
+        self._hold: Callable[[dict[str, Any]], bool] | None = None
+        self._released = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
         self.port = free_port()
@@ -106,6 +121,18 @@ class RecordingProxy:
 
     def force_tool(self, name: str) -> None:
         self._force = name
+
+    def hold(self, match: Callable[[dict[str, Any]], bool]) -> None:
+        """Keep every chat request `match` picks from the server until release()."""
+        self._hold = match
+        self._released.clear()
+
+    def release(self) -> None:
+        self._hold = None
+        self._released.set()
+
+    def held(self) -> list[Exchange]:
+        return [x for x in self.exchanges if x.held]
 
     def chats(self) -> list[Exchange]:
         return [x for x in self.exchanges if x.path.endswith("/chat/completions")]
@@ -151,9 +178,12 @@ class RecordingProxy:
         path = request.path
         raw = await request.read()
         body = json.loads(raw) if raw else None
-        x = Exchange(path=path, request=body)
+        x = Exchange(path=path, request=body, arrived=self.witness())
         self.exchanges.append(x)
         if path.endswith("/chat/completions") and isinstance(body, dict):
+            if self._hold is not None and self._hold(body):
+                x.held = True
+                await self._released.wait()
             self._rewrite(body, x.changed)
         upstream = self.embed_url if path.endswith("/embeddings") and self.embed_url else None
         url = (upstream or self.chat_url) + path
@@ -163,6 +193,7 @@ class RecordingProxy:
         upstream_response = await self._client.send(req, stream=True)
         try:
             x.status = upstream_response.status_code
+            x.answering = self.witness()
             out = web.StreamResponse(status=x.status)
             kind = upstream_response.headers.get("content-type", "").split(";")[0]
             out.content_type = kind or "application/octet-stream"
