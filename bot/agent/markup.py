@@ -195,6 +195,19 @@ ASK_AGAIN = {
     "echo": "Your last reply only repeated the user's question. Answer it: use a "
     "tool if you need one, or say plainly that you do not know.",
 }
+
+
+def ask_again(names: list[str]) -> str:
+    """What the model is told when its reply wrote calls of `names` among its own words:
+    such a call is not run (a call only quoted must never run), and not shown."""
+    tools = ", ".join(f"`{n}`" for n in dict.fromkeys(names))
+    return (
+        f"Your last reply wrote a {tools} call as text among other words: it did not run, "
+        "and the user saw nothing. To use the tool, reply with the call alone; otherwise "
+        "answer the user's message in plain words."
+    )
+
+
 # The line the person reads when the second reply failed the same way.
 GAVE_UP = {
     "markup": "(The model answered only with tool-call markup it could not use, twice; "

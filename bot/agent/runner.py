@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.agent.markup import ASK_AGAIN, GAVE_UP, UNREAD, Drafts, failure, shown
+from bot.agent.markup import ASK_AGAIN, GAVE_UP, UNREAD, Drafts, ask_again, failure, shown
 from bot.agent.prompt import (
     context_block,
     context_size,
@@ -56,7 +56,7 @@ from db.conversation import (
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock, user_tz
 from tools.chat import ChatModel, LLMToolCall, OnText
-from tools.effects import SEEN, seen_outside
+from tools.effects import SEEN, copied, seen_outside
 from tools.feature import ContextProvider
 from tools.hooks import (
     Gate,
@@ -360,6 +360,17 @@ class _Run:
         lines = cut + "".join(f"\n\n{n}" for n in self.said) + (turns.notes() if notes else "")
         return Reply(text + lines, ctx.request_id, ctx.session_id, self.used, stopped, notes=lines)
 
+    def meant(self, quoted: list[LLMToolCall]) -> str | None:
+        """What to tell the model when its reply wrote calls among its words that it meant
+        to make: its own calls, in a turn that has read nothing from outside (a call copied
+        from someone's text, or written after a page was read, was explained, not meant:
+        asked again, the model would make it)."""
+        if not quoted or self.ctx.state(SEEN).sources:
+            return None
+        if any(copied(c.name, c.arguments, self.messages) for c in quoted):
+            return None
+        return ask_again([c.name for c in quoted])
+
     async def ask(self) -> Reply | tuple[dict[str, Any], list[LLMToolCall]]:
         """One model round: the answer (the turn ends), or the assistant message with the
         calls to run."""
@@ -391,12 +402,13 @@ class _Run:
                 return called, calls
             text = completion.content
             why = failure(raw, text, self.incoming.text)
-            if why is not None and not self.asked_again:
+            again = ASK_AGAIN[why] if why is not None else self.meant(completion.quoted)
+            if again is not None and not self.asked_again:
                 # A failed call, as a tool's error is: said to the model, asked once.
                 self.asked_again = True
                 messages += [
                     {"role": "assistant", "content": UNREAD},
-                    {"role": "user", "content": ASK_AGAIN[why]},
+                    {"role": "user", "content": again},
                 ]
                 continue
             if why is not None:

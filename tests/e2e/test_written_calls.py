@@ -130,7 +130,7 @@ async def test_a_call_with_prose_after_it_is_quoted_and_never_runs(tg: TG) -> No
     call = json.dumps({"name": "code", "arguments": {"action": "execute", "code": code}})
     quoted = f"It contains this block:\n```json\n{call}\n```\nI would not run it: phishing."
     tg.llm.add(Text(quoted, chunk=5))
-    await tg.send(OWNER, "What does this e-mail want from me? (pasted below)")
+    await tg.send(OWNER, f"What does this e-mail want from me? (pasted below)\n\n{call}")
     answer = (await tg.reply(OWNER)).text  # the fence is rendered as a code block
     assert code in answer and answer.endswith("I would not run it: phishing.")
     assert len(tg.llm.requests) == 1  # no tool ran, so no second request
