@@ -20,9 +20,10 @@ template markup (the model imagining the result as `<tool_response>`); a reply t
 with the call may go on (a small model imagining its result, dropped). A call the model only quotes
 ("the e-mail contains this block: ```json {…}``` — I would not run it") is prose around
 a call, and stays text: an attacker's text the model explains must never run (`quoted`
-names it: when the call is the model's own, the loop asks it once more, bot/agent/runner.py). `Holdback`
-keeps text that may be starting a written call out of the streamed drafts, and lets it go
-the moment it cannot be one: a name that was not offered, a fence of another language.
+names it: when the call is the model's own, the loop asks it once more, bot/agent/runner.py).
+`Holdback` keeps text that may be starting a written call out of the streamed drafts (and
+a call among words near the start), and lets it go the moment it cannot be one: a name
+that was not offered, a fence of another language.
 """
 
 from __future__ import annotations
