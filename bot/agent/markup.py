@@ -23,6 +23,7 @@ given back.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from tools.chat import OnText
 
@@ -194,12 +195,15 @@ ASK_AGAIN = {
     "tools you are given; otherwise answer the user's message in plain words.",
     "echo": "Your last reply only repeated the user's question. Answer it: use a "
     "tool if you need one, or say plainly that you do not know.",
+    "copy": "Your last reply was word for word your answer to an earlier message. Answer "
+    "this message itself: use a tool if it needs one, or answer in plain words.",
 }
 
 
 def ask_again(names: list[str]) -> str:
     """What the model is told when its reply wrote calls of `names` among its own words:
-    such a call is not run (a call only quoted must never run), and not shown."""
+    such a call is not run (a call only quoted must never run), and not shown. (Not the
+    call itself: written alone after that, it would read as copied from this message.)"""
     tools = ", ".join(f"`{n}`" for n in dict.fromkeys(names))
     return (
         f"Your last reply wrote a {tools} call as text among other words: it did not run, "
@@ -214,6 +218,19 @@ GAVE_UP = {
     "nothing was done. Try asking again in other words.)",
     "echo": "(The model only repeated your question, twice. Try asking again in other words.)",
 }
+
+
+# The fewest words an answer copied from an earlier one must have to count ("Noted." and
+# "You're welcome!" may well be said twice).
+COPY_WORDS = 5
+
+
+def copies(answer: str, earlier: Iterable[str]) -> bool:
+    """The answer is word for word one given to an earlier message: a small model copies
+    its last answer into every later one (the 1.5B model answered eleven messages of the
+    recorded day with "I'm sorry, but I can't assist with that.")."""
+    words = _WORDS.findall(answer.lower())
+    return len(words) >= COPY_WORDS and any(_WORDS.findall(e.lower()) == words for e in earlier)
 
 
 def failure(raw: str, text: str, question: str) -> str | None:

@@ -20,7 +20,16 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.agent.markup import ASK_AGAIN, GAVE_UP, UNREAD, Drafts, ask_again, failure, shown
+from bot.agent.markup import (
+    ASK_AGAIN,
+    GAVE_UP,
+    UNREAD,
+    Drafts,
+    ask_again,
+    copies,
+    failure,
+    shown,
+)
 from bot.agent.prompt import (
     context_block,
     context_size,
@@ -327,6 +336,11 @@ class _Run:
         # Calls that ran without an error since the last write, with their results.
         self.succeeded: list[tuple[LLMToolCall, ToolResult]] = []
         self.asked_again = False  # a reply that was no answer is asked once more
+        # The answers given to earlier messages, as the prompt shows them.
+        self.answers = [
+            str(m["content"]) for m in messages
+            if m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls")
+        ]  # fmt: skip
         # Kept with the turn as first sent (in its first record): each later request extends
         # this one byte for byte, and a provider's prefix cache re-reads only what is new.
         block = sent_context(parts.history)
@@ -402,7 +416,13 @@ class _Run:
                 return called, calls
             text = completion.content
             why = failure(raw, text, self.incoming.text)
-            again = ASK_AGAIN[why] if why is not None else self.meant(completion.quoted)
+            again = ASK_AGAIN[why] if why is not None else None
+            if again is None and not self.asked_again:
+                # Not shown as an answer when the model can do better: a call it meant to
+                # make, an answer it copied from an earlier turn (shown if it comes again).
+                again = self.meant(completion.quoted)
+                if again is None and copies(text, self.answers):
+                    again = ASK_AGAIN["copy"]
             if again is not None and not self.asked_again:
                 # A failed call, as a tool's error is: said to the model, asked once.
                 self.asked_again = True
