@@ -197,6 +197,8 @@ ASK_AGAIN = {
     "tool if you need one, or say plainly that you do not know.",
     "copy": "Your last reply was word for word your answer to an earlier message. Answer "
     "this message itself: use a tool if it needs one, or answer in plain words.",
+    "empty": "Your last reply was empty: the user saw nothing. Answer their message in plain "
+    "words (from the tool results, if you used a tool), or use a tool if it needs one.",
 }
 
 
@@ -235,8 +237,11 @@ def copies(answer: str, earlier: Iterable[str]) -> bool:
 
 def failure(raw: str, text: str, question: str) -> str | None:
     """Why a reply is no answer: 'markup' (all of it template markup), 'echo' (the person's
-    question given back), or None."""
-    if raw.strip() and not text:
+    question given back), 'empty' (nothing at all: a small model copies an empty answer in
+    its history into every later one), or None."""
+    if not raw.strip():
+        return "empty"
+    if not text:
         return "markup"
     if text and repeats(text, question):
         return "echo"

@@ -431,7 +431,7 @@ class _Run:
                     {"role": "user", "content": again},
                 ]
                 continue
-            if why is not None:
+            if why in GAVE_UP:
                 text, lost = "", GAVE_UP[why]
             else:
                 lost = nothing_said(self.ran, self.last) if not text else ""

@@ -53,3 +53,23 @@ async def test_a_copy_that_comes_again_is_shown_and_short_answers_are_answers(tg
         await tg.send(OWNER, text)
         assert (await tg.reply(OWNER)).text == "Noted."
     assert len(tg.llm.requests) == 5
+
+
+async def test_an_empty_reply_is_asked_again(tg: TG) -> None:
+    """Recorded the same way: the 1.5B model's first turns ended empty after a store, and
+    from the third message on its first reply was empty, every time (0 of 13 right). Asked
+    again once a request: empty twice, the person reads what the tools did."""
+    tg.llm.add(Text(""), Calls([("memory", STORE)]), Text("Noted: peanuts."))
+    await tg.send(OWNER, "Remember that I'm allergic to peanuts.")
+    assert (await tg.reply(OWNER)).text == "Noted: peanuts."
+    await tg.idle()
+    assert await memories(tg) == ["Allergic to peanuts"]
+    tg.llm.add(Calls([("memory", {"action": "list"})]), Text(""), Text("You are allergic."))
+    await tg.send(OWNER, "What do you keep about me?")
+    assert (await tg.reply(OWNER)).text == "You are allergic."
+    tg.llm.add(Calls([("memory", {"action": "list"})]), Text(""), Text(""))
+    await tg.send(OWNER, "And now?")
+    said = (await tg.reply(OWNER)).text
+    assert said.startswith("(The model gave no answer after using memory.)"), said
+    asked = [r["messages"][-1]["content"] for r in tg.llm.requests]
+    assert asked.count(ASK_AGAIN["empty"]) == 3, asked
