@@ -40,6 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.llama import assembled, chat_server, prompt_tokens
+from bot.agent.markup import UNREAD
 from bot.agent.runner import Incoming
 from bot.sessions.lifecycle import start_new_session
 from tests.real.proxy import Exchange
@@ -183,7 +184,12 @@ def tools_called(xs: list[Exchange]) -> tuple[list[dict[str, Any]], list[str]]:
     if not xs:
         return [], []
     messages = xs[-1].request.get("messages") or []
-    last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    # The person's message: not the loop's own asking again (bot/agent/runner.py), which
+    # follows its placeholder for the reply it could not use.
+    last_user = max(
+        i for i, m in enumerate(messages)
+        if m.get("role") == "user" and not (i and messages[i - 1].get("content") == UNREAD)
+    )  # fmt: skip
     turn = messages[last_user + 1 :]
     functions = [c["function"] for m in turn for c in m.get("tool_calls") or []]
     return functions, [str(m.get("content")) for m in turn if m.get("role") == "tool"]

@@ -85,7 +85,7 @@ def test_past_time_today_suggests_tomorrow() -> None:
         (Fields(every="1 day"), "", "use daily_at"),
         (Fields(every="10 seconds"), "", "minutes or hours"),
         (Fields(daily_at="08:00", days="funday"), "", "days are weekdays"),
-        (Fields(at="10:00", daily_at="08:00"), "", "pass one of"),
+        (Fields(at="10:00", daily_at="08:00"), "", "at and daily_at each set the time"),
         (Fields(in_minutes=0), "", "in_minutes must be"),
         (Fields(at="2040-01-01 09:00"), "", "five years"),
     ],

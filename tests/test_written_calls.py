@@ -141,6 +141,8 @@ def test_a_short_lead_in_and_template_tokens_after_still_make_the_call() -> None
 
 
 async def test_drafts_show_a_quoted_call_once_the_lead_in_is_too_long_for_a_call() -> None:
+    """Near the start, a call among words is held back (the model may be asked again for
+    it: bot/agent/runner.py); after a lead-in too long for a call it is prose, shown."""
     shown: list[str] = []
 
     async def on_text(text: str) -> None:
@@ -148,7 +150,10 @@ async def test_drafts_show_a_quoted_call_once_the_lead_in_is_too_long_for_a_call
 
     hold = Holdback(on_text, OFFERED)
     await hold(PHISHING)
-    assert shown[-1] == PHISHING
+    assert shown[-1] == PHISHING.split("```")[0]
+    long = "Here is what the e-mail you pasted says, in full, so that you can judge it " * 3
+    await hold(long + PHISHING)
+    assert shown[-1] == long + PHISHING
 
 
 def test_adopt_sets_the_calls_and_keeps_the_prose_before() -> None:

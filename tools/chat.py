@@ -64,6 +64,8 @@ class Completion:
     written: int = 0
     # The output limit cut a written call of an offered tool short: left out of content.
     cut_call: bool = False
+    # Calls of offered tools the reply wrote among its words: not run, as text is not.
+    quoted: list[LLMToolCall] = field(default_factory=list)
     # Lines the person reads under the answer about this call (a wrapper's: the image was
     # not shown), each once.
     notes: list[str] = field(default_factory=list)

@@ -23,6 +23,7 @@ given back.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from tools.chat import OnText
 
@@ -196,7 +197,25 @@ ASK_AGAIN = {
     "tools you are given; otherwise answer the user's message in plain words.",
     "echo": "Your last reply only repeated the user's question. Answer it: use a "
     "tool if you need one, or say plainly that you do not know.",
+    "copy": "Your last reply was word for word your answer to an earlier message. Answer "
+    "this message itself: use a tool if it needs one, or answer in plain words.",
+    "empty": "Your last reply was empty: the user saw nothing. Answer their message in plain "
+    "words (from the tool results, if you used a tool), or use a tool if it needs one.",
 }
+
+
+def ask_again(names: list[str]) -> str:
+    """What the model is told when its reply wrote calls of `names` among its own words:
+    such a call is not run (a call only quoted must never run), and not shown. (Not the
+    call itself: written alone after that, it would read as copied from this message.)"""
+    tools = ", ".join(f"`{n}`" for n in dict.fromkeys(names))
+    return (
+        f"Your last reply wrote a {tools} call as text among other words: it did not run, "
+        "and the user saw nothing. To use the tool, reply with the call alone; otherwise "
+        "answer the user's message in plain words."
+    )
+
+
 # The line the person reads when the second reply failed the same way.
 GAVE_UP = {
     "markup": "(The model answered only with tool-call markup it could not use, twice; "
@@ -205,12 +224,28 @@ GAVE_UP = {
 }
 
 
+# The fewest words an answer copied from an earlier one must have to count ("Noted." and
+# "You're welcome!" may well be said twice).
+COPY_WORDS = 5
+
+
+def copies(answer: str, earlier: Iterable[str]) -> bool:
+    """The answer is word for word one given to an earlier message: a small model copies
+    its last answer into every later one (the 1.5B model answered eleven messages of the
+    recorded day with "I'm sorry, but I can't assist with that.")."""
+    words = _WORDS.findall(answer.lower())
+    return len(words) >= COPY_WORDS and any(_WORDS.findall(e.lower()) == words for e in earlier)
+
+
 def failure(raw: str, text: str, question: str) -> str | None:
     """Why a reply is no answer: 'markup' (all of it template markup), 'echo' (the person's
-    question given back), or None."""
+    question given back), 'empty' (nothing at all: a small model copies an empty answer in
+    its history into every later one), or None."""
+    if not raw.strip():
+        return "empty"
     # The placeholder the model was shown for its unread reply, given back (the 0.5B model
     # did, asked again after copying the [context] block): Sidekick's text, not an answer.
-    if raw.strip() and (not text or text == UNREAD):
+    if not text or text == UNREAD:
         return "markup"
     if text and repeats(text, question):
         return "echo"

@@ -20,7 +20,16 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.agent.markup import ASK_AGAIN, GAVE_UP, UNREAD, Drafts, failure, shown
+from bot.agent.markup import (
+    ASK_AGAIN,
+    GAVE_UP,
+    UNREAD,
+    Drafts,
+    ask_again,
+    copies,
+    failure,
+    shown,
+)
 from bot.agent.prompt import (
     context_block,
     context_size,
@@ -56,7 +65,7 @@ from db.conversation import (
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock, user_tz
 from tools.chat import ChatModel, LLMToolCall, OnText
-from tools.effects import SEEN, seen_outside
+from tools.effects import SEEN, copied, seen_outside
 from tools.feature import ContextProvider
 from tools.hooks import (
     Gate,
@@ -327,6 +336,11 @@ class _Run:
         # Calls that ran without an error since the last write, with their results.
         self.succeeded: list[tuple[LLMToolCall, ToolResult]] = []
         self.asked_again = False  # a reply that was no answer is asked once more
+        # The answers given to earlier messages, as the prompt shows them.
+        self.answers = [
+            str(m["content"]) for m in messages
+            if m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls")
+        ]  # fmt: skip
         # Kept with the turn as first sent (in its first record): each later request extends
         # this one byte for byte, and a provider's prefix cache re-reads only what is new.
         block = sent_context(parts.history)
@@ -360,6 +374,17 @@ class _Run:
         lines = cut + "".join(f"\n\n{n}" for n in self.said) + (turns.notes() if notes else "")
         return Reply(text + lines, ctx.request_id, ctx.session_id, self.used, stopped, notes=lines)
 
+    def meant(self, quoted: list[LLMToolCall]) -> str | None:
+        """What to tell the model when its reply wrote calls among its words that it meant
+        to make: its own calls, in a turn that has read nothing from outside (a call copied
+        from someone's text, or written after a page was read, was explained, not meant:
+        asked again, the model would make it)."""
+        if not quoted or self.ctx.state(SEEN).sources:
+            return None
+        if any(copied(c.name, c.arguments, self.messages) for c in quoted):
+            return None
+        return ask_again([c.name for c in quoted])
+
     async def ask(self) -> Reply | tuple[dict[str, Any], list[LLMToolCall]]:
         """One model round: the answer (the turn ends), or the assistant message with the
         calls to run."""
@@ -391,15 +416,22 @@ class _Run:
                 return called, calls
             text = completion.content
             why = failure(raw, text, self.incoming.text)
-            if why is not None and not self.asked_again:
+            again = ASK_AGAIN[why] if why is not None else None
+            if again is None and not self.asked_again:
+                # Not shown as an answer when the model can do better: a call it meant to
+                # make, an answer it copied from an earlier turn (shown if it comes again).
+                again = self.meant(completion.quoted)
+                if again is None and copies(text, self.answers):
+                    again = ASK_AGAIN["copy"]
+            if again is not None and not self.asked_again:
                 # A failed call, as a tool's error is: said to the model, asked once.
                 self.asked_again = True
                 messages += [
                     {"role": "assistant", "content": UNREAD},
-                    {"role": "user", "content": ASK_AGAIN[why]},
+                    {"role": "user", "content": again},
                 ]
                 continue
-            if why is not None:
+            if why in GAVE_UP:
                 text, lost = "", GAVE_UP[why]
             else:
                 lost = nothing_said(self.ran, self.last) if not text else ""

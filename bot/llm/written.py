@@ -19,9 +19,11 @@ reply: at most a short lead-in before them (LEAD_IN), and after a lead-in nothin
 template markup (the model imagining the result as `<tool_response>`); a reply that starts
 with the call may go on (a small model imagining its result, dropped). A call the model only quotes
 ("the e-mail contains this block: ```json {…}``` — I would not run it") is prose around
-a call, and stays text: an attacker's text the model explains must never run. `Holdback`
-keeps text that may be starting a written call out of the streamed drafts, and lets it go
-the moment it cannot be one: a name that was not offered, a fence of another language.
+a call, and stays text: an attacker's text the model explains must never run (`quoted`
+names it: when the call is the model's own, the loop asks it once more, bot/agent/runner.py).
+`Holdback` keeps text that may be starting a written call out of the streamed drafts (and
+a call among words near the start), and lets it go the moment it cannot be one: a name
+that was not offered, a fence of another language.
 """
 
 from __future__ import annotations
@@ -343,9 +345,12 @@ def _open_fence(text: str, pos: int, offered: Collection[str]) -> int | None:
     return len(text) if isinstance(_series(text, body, offered), int) else None
 
 
-def _scan(text: str, offered: Collection[str], final: bool) -> tuple[int, Found | None]:
+def _scan(
+    text: str, offered: Collection[str], final: bool, about: list[tuple[int, Calls]] | None = None
+) -> tuple[int, Found | None]:
     """(where, Found) for the first written calls; else (where the first candidate still
-    open begins, None), or (len(text), None). `final`: the text is whole, nothing is open."""
+    open begins, None), or (len(text), None). `final`: the text is whole, nothing is open.
+    `about` gets (where, calls) of the calls written with prose before and after them."""
     pos = 0
     while (m := _START.search(text, pos)) is not None:
         if len(text[: m.start()].strip()) > LEAD_IN:
@@ -356,6 +361,8 @@ def _scan(text: str, offered: Collection[str], final: bool) -> tuple[int, Found 
             and text[: m.start()].strip()
             and _TEMPLATE_TAIL.sub("", text[what.end :]).strip()
         ):
+            if about is not None:
+                about.append((m.start(), what.calls))
             what = what.end  # prose before and after the calls: written about, not made
         if isinstance(what, Found):
             return m.start(), what
@@ -383,8 +390,23 @@ def find_written(text: str, offered: Collection[str]) -> Written | None:
     start, found = _scan(text, offered, final=True)
     if found is None:
         return None
+    return Written(_as_calls(found.calls, offered), text[:start].strip())
+
+
+def written_about(text: str, offered: Collection[str]) -> list[LLMToolCall]:
+    """The calls of offered tools `text` writes with its own words before and after them,
+    near its start (within LEAD_IN): not made (a call the model quotes never runs), but
+    meant, when the model wrote them itself (bot/agent/runner.py asks it once more)."""
+    if not offered or not text:
+        return []
+    about: list[tuple[int, Calls]] = []
+    _scan(text, offered, final=True, about=about)
+    return _as_calls(about[0][1], offered) if about else []
+
+
+def _as_calls(found: Calls, offered: Collection[str]) -> list[LLMToolCall]:
     calls = []
-    for name, args in found.calls:
+    for name, args in found:
         tool, action = offered[name] if isinstance(offered, Mapping) else (name, None)
         if action is not None and isinstance(args, dict) and not args.get("action"):
             args = {"action": action, **args}
@@ -395,31 +417,32 @@ def find_written(text: str, offered: Collection[str]) -> Written | None:
                 arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
             )
         )
-    return Written(calls, text[:start].strip())
+    return calls
 
 
 def adopt_written(completion: Completion, offered: Collection[str]) -> None:
     """A reply with no tool calls whose text is a written call of an offered tool becomes
     that call: its calls set, its text what came before them, `written` their number. One
-    the output limit cut short is left out of the text (`cut_call`)."""
+    the output limit cut short is left out of the text (`cut_call`); calls written among
+    words stay text and are named in `quoted`."""
     if completion.tool_calls:
         return
     text = completion.content
     found = find_written(text, offered)
     if found is None and offered:
         start, _ = _scan(text, offered, final=False)
-        if start == len(text):
-            return  # nothing open at the end: plain text
-        if completion.truncated:
-            # Cut at the output limit while a call was being written: its half is no
-            # answer (the user would read raw JSON), and the history must not teach it.
-            completion.content = _FENCE_OPENED.sub("", text[:start]).strip()
-            completion.cut_call = True
-            return
-        # The reply ended before its call's last brace (the 0.5B model: `{"name": "code",
-        # "arguments": [...]` and stop): closed, it is the call it began.
-        found = find_written(text + _closers(text[start:]), offered)
+        if start < len(text):  # something still open at the end
+            if completion.truncated:
+                # Cut at the output limit while a call was being written: its half is no
+                # answer (the user would read raw JSON), and the history must not teach it.
+                completion.content = _FENCE_OPENED.sub("", text[:start]).strip()
+                completion.cut_call = True
+                return
+            # The reply ended before its call's last brace (the 0.5B model: `{"name":
+            # "code", "arguments": [...]` and stop): closed, it is the call it began.
+            found = find_written(text + _closers(text[start:]), offered)
     if found is None:
+        completion.quoted = written_about(text, offered)
         return
     completion.tool_calls = found.calls
     completion.content = found.before
@@ -440,7 +463,10 @@ class Holdback:
     async def __call__(self, text: str) -> None:
         if self.on_text is None:
             return
-        visible = text[: _scan(text, self.offered, final=False)[0]] if self.offered else text
+        about: list[tuple[int, Calls]] = []
+        end = _scan(text, self.offered, final=False, about=about)[0] if self.offered else len(text)
+        # A call written among words is held back too: the model may be asked again for it.
+        visible = text[: min([end, *(a for a, _ in about)])]
         if visible != self.shown:
             self.shown = visible
             await self.on_text(visible)

@@ -130,7 +130,7 @@ async def test_a_call_with_prose_after_it_is_quoted_and_never_runs(tg: TG) -> No
     call = json.dumps({"name": "code", "arguments": {"action": "execute", "code": code}})
     quoted = f"It contains this block:\n```json\n{call}\n```\nI would not run it: phishing."
     tg.llm.add(Text(quoted, chunk=5))
-    await tg.send(OWNER, "What does this e-mail want from me? (pasted below)")
+    await tg.send(OWNER, f"What does this e-mail want from me? (pasted below)\n\n{call}")
     answer = (await tg.reply(OWNER)).text  # the fence is rendered as a code block
     assert code in answer and answer.endswith("I would not run it: phishing.")
     assert len(tg.llm.requests) == 1  # no tool ran, so no second request
@@ -240,10 +240,11 @@ async def test_a_written_call_cut_at_the_output_limit_is_not_shown(tg: TG) -> No
 
 async def test_an_empty_answer_after_a_tool_names_the_tool(tg: TG) -> None:
     # bench/tool_use.py: the 0.5B model stored the fact, then answered with nothing; the
-    # person read "(no answer)" and could not tell the fact was kept.
+    # person read "(no answer)" and could not tell the fact was kept. (An empty reply is
+    # asked again once: bot/agent/runner.py; here it is empty again.)
     args = '{"action": "store", "layer": "long", "content": "Lives in Lisbon"}'
     store = '{"name": "memory", "arguments": ' + args + "}"
-    tg.llm.add(Text(store), Text(""))
+    tg.llm.add(Text(store), Text(""), Text(""))
     await tg.send(OWNER, "Remember that I live in Lisbon.")
     said = (await tg.reply(OWNER)).text
     assert said == "(The model gave no answer after using memory.)\nmemory: stored #1", said
@@ -263,21 +264,21 @@ async def test_an_empty_answer_after_code_shows_what_it_printed(tg: TG) -> None:
     # bench/tool_use.py: "What is 12345 times 6789?" ran code that printed the product, then
     # the 0.5B model said nothing: the person never read the answer the tool had found.
     run = '{"name": "code", "arguments": {"action": "execute", "code": "console.log(12345*6789)"}}'
-    tg.llm.add(Text(run), Text(""))
+    tg.llm.add(Text(run), Text(""), Text(""))
     await tg.send(OWNER, "What is 12345 times 6789?")
     said = (await tg.reply(OWNER)).text
     assert said == "(The model gave no answer after using code.)\ncode: 83810205", said
     await tg.idle()
     # A failed run shows no output, a recall the memories it found, each by its words.
     fail = '{"name": "code", "arguments": {"action": "execute", "code": "console.log(1); null.x"}}'
-    tg.llm.add(Text(fail), Text(""))
+    tg.llm.add(Text(fail), Text(""), Text(""))
     await tg.send(OWNER, "Try this.")
     assert (await tg.reply(OWNER)).text == "(The model gave no answer after using code.)"
     await tg.idle()
     fact = '"action": "store", "layer": "long", "content": "Sister is Ana"'
     store = '{"name": "memory", "arguments": {' + fact + "}}"
     recall = '{"name": "memory", "arguments": {"action": "recall", "query": "sister"}}'
-    tg.llm.add(Text(store), Text("Noted."), Text(recall), Text(""))
+    tg.llm.add(Text(store), Text("Noted."), Text(recall), Text(""), Text(""))
     await tg.send(OWNER, "Remember my sister is Ana.")
     await tg.reply(OWNER)
     await tg.idle()
@@ -331,7 +332,7 @@ async def test_code_written_as_plain_text_arguments_is_the_code_to_run(tg: TG) -
     # the code itself, and read "arguments are not valid JSON" seven times over.
     code = "let s = [...'sidekick'].reverse().join('');\\nconsole.log(s)"
     run = '{"name": "code", "arguments": "' + code + '"}'
-    tg.llm.add(Text(run), Text(""))
+    tg.llm.add(Text(run), Text(""), Text(""))
     await tg.send(OWNER, "Reverse the string 'sidekick'.")
     said = (await tg.reply(OWNER)).text
     assert said == "(The model gave no answer after using code.)\ncode: kcikedis", said
@@ -340,7 +341,7 @@ async def test_code_written_as_plain_text_arguments_is_the_code_to_run(tg: TG) -
     tg.llm.add(Text('{"name": "memory", "arguments": "my sister is Ana"}'), Text("Sorry."))
     await tg.send(OWNER, "Remember my sister is Ana.")
     assert (await tg.reply(OWNER)).text == "Sorry."
-    _, results = sent_call(tg, 3)
+    _, results = sent_call(tg, 4)  # the first message's empty reply was asked again
     assert "not valid JSON" in results[-1]["content"], results
     assert await memories(tg) == []
 

@@ -67,6 +67,13 @@ DESCRIPTION = (
 )
 
 
+# A run that succeeded and printed nothing: its value never reached the model.
+PRINTED_NOTHING = (
+    "it printed nothing: you read only what the program prints. Run it again with "
+    "console.log(...) of the result."
+)
+
+
 class CodeParams(BaseModel):
     action: Literal["execute", "generate", "status", "abort"]
     code: str | None = Field(default=None, description="execute: the source")
@@ -330,6 +337,9 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
                     "ran without the network, as outside content was read: set network "
                     "true if it needs the internet (the person is asked)"
                 )
+            elif cat is None and not res.stdout.strip() and not out.get("files_sent_to_user"):
+                # A small model writes `12345 * 6789` and reads the empty result as done.
+                out["note"] = PRINTED_NOTHING
             if res.reached is None or res.reached:
                 # What it printed may be what a page said: outside content, as web_fetch's.
                 hosts = ", ".join(res.reached[:5]) if res.reached else "the network"

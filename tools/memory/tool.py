@@ -63,6 +63,9 @@ NOT_ASKED = (
     "Not forgotten: the user did not ask to forget or correct anything in this message. "
     "Answer what they asked; to forget a memory, ask them first."
 )
+# A template's slot ("[sister's name]", "<fact>", "{name}"): every word of it may be the
+# person's, but it says nothing (the 0.5B model stored "my sister's name is [sister's name]").
+_SLOT = re.compile(r"\[[^\[\]\n]{1,60}\]|<[^<>\n]{1,60}>|\{[^{}\n]{1,60}\}")
 SOURCED = "sourced"  # the category of what outside content said, kept as such
 SOURCED_LAYER = "short"  # recent context that expires, not a standing fact about the user
 SOURCE_CHARS = 200
@@ -284,6 +287,13 @@ async def _not_theirs(sf: SessionFactory, content: str, call: ToolCall) -> str |
         rows = await core_repo.session_messages(s, call.ctx.session_id)
     theirs = [m.content.partition(OUTSIDE_MARK)[0] for m in rows if m.role == "user"]
     words = "\n".join(theirs)
+    for slot in _SLOT.finditer(content):
+        if slot.group() not in words:
+            return (
+                f"Not stored: {slot.group()!r} is a slot left to fill in, not what the user "
+                "said. Store the fact itself, in their words; if they did not say it, store "
+                "nothing."
+            )
     grounded = check(content, Source(words), names=checks_names(words))
     if grounded.ok and in_their_words(content, theirs):
         return None

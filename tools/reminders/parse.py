@@ -221,6 +221,7 @@ def build_spec(fields: Fields, when: str, now: datetime, tz: ZoneInfo) -> Spec:
             )
         parsed = from_words(when, now, tz)
         return _from_fields(replace(parsed, days=fields.days or parsed.days), now, tz)
+    fields = _completed(fields, when, now, tz)
     spec = _from_fields(fields, now, tz)
     try:
         said = build_spec(Fields(days=fields.days if fields.daily_at else None), when, now, tz)
@@ -233,6 +234,26 @@ def build_spec(fields: Fields, when: str, now: datetime, tz: ZoneInfo) -> Spec:
             "match their words"
         )
     return spec
+
+
+def _completed(fields: Fields, when: str, now: datetime, tz: ZoneInfo) -> Fields:
+    """A bare time of day in `at` with the user's words that give no time of their own
+    ("tomorrow", "every day"): the words at that time. The 1.5B model passed `when`
+    "tomorrow" (and "every day") beside `at` "09:00", which alone is today (and once)."""
+    only_at = fields.at is not None and not (fields.in_minutes or fields.every or fields.daily_at)
+    if not only_at or not when.strip() or not re.fullmatch(CLOCK, str(fields.at).strip()):
+        return fields
+    try:
+        from_words(when, now, tz)
+        return fields  # the words have a time of their own: checked against the fields
+    except ToolError:
+        pass
+    try:
+        together = from_words(f"{when} at {fields.at}", now, tz)
+        _from_fields(together, now, tz)
+    except ToolError:  # words that are no time ("after dinner"): the fields stand
+        return fields
+    return together
 
 
 def _same(a: Spec, b: Spec) -> bool:
@@ -262,7 +283,10 @@ def _from_fields(fields: Fields, now: datetime, tz: ZoneInfo) -> Spec:
         first = parse_at(fields.at, now, tz) if fields.at else now + timedelta(seconds=every_s)
         return Spec("every", tz, first=first.replace(microsecond=0), every_s=every_s)
     if len(kinds) > 1:
-        raise ToolError(f"pass one of at, in_minutes, daily_at (got {', '.join(kinds)})")
+        raise ToolError(
+            f"nothing created: {' and '.join(kinds)} each set the time, so only one may be "
+            "given. Call schedule again now with just one of them"
+        )
     if fields.daily_at is not None:
         return Spec("cron", tz, at_time=parse_clock(fields.daily_at),
                     days=parse_days(fields.days or "daily"))  # fmt: skip
