@@ -229,12 +229,18 @@ GAVE_UP = {
 COPY_WORDS = 5
 
 
-def copies(answer: str, earlier: Iterable[str]) -> bool:
-    """The answer is word for word one given to an earlier message: a small model copies
-    its last answer into every later one (the 1.5B model answered eleven messages of the
-    recorded day with "I'm sorry, but I can't assist with that.")."""
+def copies(answer: str, question: str, earlier: Iterable[tuple[str, str]]) -> bool:
+    """The answer is word for word one given to an earlier, other message (`earlier`: the
+    person's message and the answer it got): a small model copies its last answer into
+    every later one (the 1.5B model answered eleven messages of the recorded day with "I'm
+    sorry, but I can't assist with that."). The same question asked again may well get the
+    same answer."""
     words = _WORDS.findall(answer.lower())
-    return len(words) >= COPY_WORDS and any(_WORDS.findall(e.lower()) == words for e in earlier)
+    asked = _WORDS.findall(question.lower())
+    return len(words) >= COPY_WORDS and any(
+        _WORDS.findall(a.lower()) == words and _WORDS.findall(q.lower()) != asked
+        for q, a in earlier
+    )
 
 
 def failure(raw: str, text: str, question: str) -> str | None:

@@ -41,6 +41,7 @@ from bot.agent.prompt import (
     trim_history,
     with_context,
     with_parts,
+    without_context,
 )
 from bot.agent.toolexec import (
     CUT,
@@ -336,11 +337,14 @@ class _Run:
         # Calls that ran without an error since the last write, with their results.
         self.succeeded: list[tuple[LLMToolCall, ToolResult]] = []
         self.asked_again = False  # a reply that was no answer is asked once more
-        # The answers given to earlier messages, as the prompt shows them.
-        self.answers = [
-            str(m["content"]) for m in messages
-            if m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls")
-        ]  # fmt: skip
+        # The earlier messages and the answers they got, as the prompt shows them.
+        self.answers: list[tuple[str, str]] = []
+        asked = ""
+        for m in messages:
+            if m.get("role") == "user":
+                asked = str(without_context(m.get("content")))
+            elif m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls"):
+                self.answers.append((asked, str(m["content"])))
         # Kept with the turn as first sent (in its first record): each later request extends
         # this one byte for byte, and a provider's prefix cache re-reads only what is new.
         block = sent_context(parts.history)
@@ -421,7 +425,7 @@ class _Run:
                 # Not shown as an answer when the model can do better: a call it meant to
                 # make, an answer it copied from an earlier turn (shown if it comes again).
                 again = self.meant(completion.quoted)
-                if again is None and copies(text, self.answers):
+                if again is None and copies(text, self.incoming.text, self.answers):
                     again = ASK_AGAIN["copy"]
             if again is not None and not self.asked_again:
                 # A failed call, as a tool's error is: said to the model, asked once.

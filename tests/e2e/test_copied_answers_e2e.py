@@ -73,3 +73,12 @@ async def test_an_empty_reply_is_asked_again(tg: TG) -> None:
     assert said.startswith("(The model gave no answer after using memory.)"), said
     asked = [r["messages"][-1]["content"] for r in tg.llm.requests]
     assert asked.count(ASK_AGAIN["empty"]) == 3, asked
+
+
+async def test_the_same_question_asked_again_may_get_the_same_answer(tg: TG) -> None:
+    answer = "Your sister's name is Ana, she lives in Porto."
+    for _ in range(2):
+        tg.llm.add(Text(answer))
+        await tg.send(OWNER, "What is my sister's name?")
+        assert (await tg.reply(OWNER)).text == answer
+    assert len(tg.llm.requests) == 2  # not asked again: the person asked the same thing
