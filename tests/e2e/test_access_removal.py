@@ -121,13 +121,18 @@ async def test_a_removed_persons_open_question_closes(tg: TG) -> None:
     assert closed == ["closed"]
 
 
-async def test_a_removed_groups_open_question_closes_and_its_turn_stops(tg: TG) -> None:
+async def admitted_group(tg: TG) -> None:
+    """A stranger's mention in GROUP, the owner's Allow for the group, as people do it."""
     await deliveries(tg)
     await tg.send(STRANGER, "@sidekick_test_bot hi all", chat_id=GROUP)
     await tg.reply(GROUP)
     await tg.reply(OWNER)
     await tg.press(OWNER, f"access:allow:{GROUP}")
     await tg.reply(GROUP)
+
+
+async def test_a_removed_groups_open_question_closes_and_its_turn_stops(tg: TG) -> None:
+    await admitted_group(tg)
     await tg.idle()
     posted: list[str] = []
     with_post_tool(tg.app, posted)
@@ -160,12 +165,7 @@ async def test_a_removed_person_gets_no_check_in(tg: TG) -> None:
 async def test_a_removed_group_gets_no_brief(tg: TG) -> None:
     """A group's morning brief, asked for there by a member the group's admission lets in:
     once the owner removes the group, it is not computed nor sent."""
-    await deliveries(tg)
-    await tg.send(STRANGER, "@sidekick_test_bot hi all", chat_id=GROUP)
-    await tg.reply(GROUP)
-    await tg.reply(OWNER)
-    await tg.press(OWNER, f"access:allow:{GROUP}")
-    await tg.reply(GROUP)
+    await admitted_group(tg)
     await tg.send(667, "/checkins on", chat_id=GROUP)
     assert "Check-ins in this group: on" in (await tg.reply(GROUP)).text
     await tg.send(OWNER, "/users")
