@@ -13,7 +13,7 @@ from sqlalchemy import select
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.test_approvals_e2e import button
 from tests.fakes.openai_server import FakeOpenAI, Text
-from tools.reminders.asked import ASK_FIRST
+from tools.reminders.asked import ASK_FIRST, NOT_STOPPED
 from tools.reminders.models import ScheduledJob
 
 UNASKED = (  # recorded (23), the time moved to one that is always ahead
@@ -111,3 +111,35 @@ async def test_with_a_bigger_model_a_reminder_asked_for_is_created_at_once(
     await tg.send(OWNER, "Remind me in 30 minutes that I want to try making a quick dinner.")
     assert (await tg.reply(OWNER)).text == "I will remind you."
     assert await jobs(tg) == ["I want to try making some quick dinner tonight."]
+
+
+async def statuses(tg: TG) -> list[str]:
+    async with tg.app.session_factory() as s:
+        return list((await s.execute(select(ScheduledJob.status))).scalars())
+
+
+async def test_a_cancel_or_pause_nobody_asked_for_stops_nothing(tg: TG) -> None:
+    """Issue 46 item 6 (bench/tool_use.py --day, held replies, 2026-12-06): the 1.5B model
+    cancelled the laundry reminder when the next message asked nothing of the kind. A
+    cancel or pause runs only when the person's message asks for it."""
+    tg.llm.add(Text(UNASKED), Text("I will remind you."))
+    await tg.send(OWNER, "Remind me in 30 minutes that I want to try making a quick dinner.")
+    await tg.reply(OWNER)
+    async with tg.app.session_factory() as s:
+        (job_id,) = (await s.execute(select(ScheduledJob.id))).scalars()
+    for action in ("cancel", "pause"):
+        call = f'{{"name": "schedule", "arguments": {{"action": "{action}", "job_id": {job_id}}}}}'
+        tg.llm.add(Text(call), Text("Pasta with pesto is quick."))
+        await tg.send(OWNER, "What could I cook tonight?")
+        assert (await tg.reply(OWNER)).text.startswith("Pasta with pesto")
+        await tg.idle()
+        assert await statuses(tg) == ["active"]
+        assert (await tool_results(tg))[-1] == NOT_STOPPED
+
+    # Asked, it is cancelled.
+    call = f'{{"name": "schedule", "arguments": {{"action": "cancel", "job_id": {job_id}}}}}'
+    tg.llm.add(Text(call), Text("Cancelled."))
+    await tg.send(OWNER, "Cancel that dinner reminder, please.")
+    assert (await tg.reply(OWNER)).text.startswith("Cancelled.")
+    await tg.idle()
+    assert await statuses(tg) != ["active"]

@@ -1,6 +1,7 @@
-"""A reminder or task only when the person asked for one (issue 46 item 7): the 1.5B model,
-asked to "suggest a quick dinner I could make tonight", created a reminder "I want to try
-making some quick dinner tonight" that nobody wanted, and it fired.
+"""A reminder or task only when the person asked for one (issue 46 item 7), and cancelled
+or paused only when they asked for that (item 6): the 1.5B model, asked to "suggest a quick
+dinner I could make tonight", created a reminder "I want to try making some quick dinner
+tonight" that nobody wanted, and it fired.
 
 The reminders' gate (tools/hooks.py Gate) lets a `create` run when the person's message
 speaks of one (remind, schedule, an alarm, a time of day, "in 10 minutes", "every
@@ -9,7 +10,8 @@ person read the offer and said yes). Otherwise the model is told to ask them fir
 nothing is created. With a small model (the server says it has fewer than SMALL_MODEL
 parameters) even a create the message asked for is put to the person first, as the approval
 gate puts its questions (Allow / Deny): such a model reads "remind" into words that did not
-ask, and gets the time or the text wrong."""
+ask, and gets the time or the text wrong. A cancel or pause the message (or the offer it
+answers) did not ask for is refused with NOT_STOPPED."""
 
 from __future__ import annotations
 
@@ -32,6 +34,20 @@ ASKING = re.compile(
     r"|\bat\s+\d{1,2}(?::\d{2})?\s*(?:am|pm|h\b|o'?clock)?|\b\d{1,2}:\d{2}\b"
     r"|erinner|\brappel|recuérd|recordatorio|ricord|lembr|herinner|напомн",
     re.I,
+)
+# Words a message that asks to stop or hold a reminder or task uses (English-centred, as
+# ASKING): held to one valid call, the 1.5B model cancelled the laundry reminder when the
+# day's next message asked nothing of the kind (bench/tool_use.py --day, 2026-12-06).
+STOPPING = re.compile(
+    r"\bcancel|\bstop\b|\bpause|\bhold\b|\bdelete|\bremove|\bturn off|\bswitch off"
+    r"|\bdisable|\bno longer|\bnot anymore|\bdon'?t (?:need|want)|\bskip|\bclear\b"
+    r"|\bdon'?t remind|\bforget (?:it|about)|annul|stornier|lösch|abbrech|cancela|elimin"
+    r"|annule|supprim|отмен|удали",
+    re.I,
+)
+NOT_STOPPED = (
+    "Not done: the user did not ask to cancel or pause a reminder or task in this message. "
+    "Answer what they asked; to stop one, ask them first."
 )
 ASK_FIRST = (
     "Not created: the user did not ask for a reminder or task in this message. If one "
@@ -57,7 +73,11 @@ class AskedFirst:
         self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
     ) -> str | None:
         ctx = call.ctx
-        if not isinstance(params, ScheduleParams) or params.action != "create" or ctx.scheduled:
+        if not isinstance(params, ScheduleParams) or ctx.scheduled:
+            return None
+        if params.action in ("cancel", "pause"):
+            return None if await asked(self.sf, ctx, STOPPING) else NOT_STOPPED
+        if params.action != "create":
             return None
         if not await asked(self.sf, ctx, ASKING):
             return ASK_FIRST
