@@ -266,6 +266,23 @@ def _in_steps(rows: Sequence[Message], dropped: int, turns_before: int = 0) -> i
     return max(dropped, starts[min(step, len(starts) - 1)])
 
 
+@dataclass
+class _Newest:
+    """What a prompt can show of a session (Compressor._newest): the newest verified
+    summary's note and the turn it ends at, what the budget leaves beside it, the newest
+    rows read (with their wire form and token costs, oldest first), and the rows and the
+    person's turns between the summary and them, counted, not read."""
+
+    note: str
+    before: int
+    room: int = 0
+    rows: list[Message] = field(default_factory=list)
+    wire: list[dict[str, Any]] = field(default_factory=list)
+    costs: list[int] = field(default_factory=list)
+    older: int = 0
+    older_turns: int = 0
+
+
 class Compressor:
     def __init__(
         self,
@@ -293,42 +310,37 @@ class Compressor:
         costs = [self._cost(m, w) for m, w in zip(rows, wire, strict=True)]
         return done, list(rows), wire, costs
 
-    async def _newest(
-        self, session_id: int, budget: int
-    ) -> tuple[str, int, list[Message], list[dict[str, Any]], list[int], int, int]:
-        """What the prompt can show: the newest verified summary's note and the turn it
-        ends at, then the newest turns after it, read a page at a time until they pass what
-        the budget leaves (rows, wire, costs, oldest first), and how many rows, and of them
-        the person's turns, lie between the two unread. However long a session whose
-        summaries keep failing grows, a message reads about what it shows."""
+    async def _newest(self, session_id: int, budget: int) -> _Newest:
+        """The newest verified summary's note, then the newest turns after it, read a page
+        at a time until they pass what the budget leaves, and how many rows (and of them the
+        person's turns) lie between the two unread. However long a session whose summaries
+        keep failing grows, a message reads about what it shows."""
         async with self.session_factory() as s:
             done = await repo.latest_compression(s, session_id, verified=True)
-            note = record_text(done) if done else ""
+            got = _Newest(record_text(done) if done else "", done.last_turn if done else 0)
+            got.room = budget - (len(got.note) // 4 + 1)
             after = done.last_message_id if done else 0
-            room = budget - (len(note) // 4 + 1)
-            rows: list[Message] = []
-            costs: list[int] = []
-            wire: list[dict[str, Any]] = []
             while True:
-                page = await repo.newest_messages(
-                    s, session_id, after, rows[0].id if rows else None, PAGE_ROWS
-                )
-                page_wire = [to_openai(m) for m in page]
-                rows[:0], wire[:0] = page, page_wire
-                costs[:0] = [self._cost(m, w) for m, w in zip(page, page_wire, strict=True)]
-                if len(page) < PAGE_ROWS or sum(costs) > room:
+                before = got.rows[0].id if got.rows else None
+                page = await repo.newest_messages(s, session_id, after, before, PAGE_ROWS)
+                wire = [to_openai(m) for m in page]
+                got.rows[:0], got.wire[:0] = page, wire
+                got.costs[:0] = [self._cost(m, w) for m, w in zip(page, wire, strict=True)]
+                if len(page) < PAGE_ROWS or sum(got.costs) > got.room:
                     break
-            older, older_turns = (0, 0)
             if len(page) == PAGE_ROWS:
-                older, older_turns = await repo.count_messages(s, session_id, after, rows[0].id)
-        return note, done.last_turn if done else 0, rows, wire, costs, older, older_turns
+                got.older, got.older_turns = await repo.count_messages(
+                    s, session_id, after, got.rows[0].id
+                )
+        return got
 
     async def fit(self, session_id: int, budget: int, chunk: int) -> Fitted:
         """The session's history within `budget` tokens: the newest summary, then the newest
         turns that fit; `due` when the oldest turns not covered are worth a summary now (at
         least STEP_TURNS of the person's, or all a summary call of `chunk` tokens reads)."""
-        note, before, rows, wire, costs, older, older_turns = await self._newest(session_id, budget)
-        room = budget - (len(note) // 4 + 1)
+        got = await self._newest(session_id, budget)
+        note, before, rows, wire, costs = got.note, got.before, got.rows, got.wire, got.costs
+        room, older, older_turns = got.room, got.older, got.older_turns
         if not older and (sum(costs) <= room or not rows):
             return Fitted(with_note(wire, note))
         trimmed = len(wire) - len(trim_history(wire, max(room, 1), costs))

@@ -92,11 +92,11 @@ async def sidekick(
         await bot.kill()
 
 
-async def reminders(tmp_path: Path, fake_llm: FakeOpenAI) -> int:
+async def rows(tmp_path: Path, fake_llm: FakeOpenAI, model: type[Any]) -> int:
     engine = create_engine(make_settings(tmp_path, fake_llm).db_url)
     try:
         async with session_factory(engine)() as s:
-            return int((await s.execute(select(func.count()).select_from(ScheduledJob))).scalar())
+            return int((await s.execute(select(func.count()).select_from(model))).scalar())
     finally:
         await engine.dispose()
 
@@ -137,20 +137,11 @@ async def test_kill_after_a_recorded_tool_round_continues_without_running_it_aga
     await server.wait_for(lambda: len(server.sent_to(OWNER)) >= 2, WAIT_S)
     log = await sidekick.stop()
     assert texts(server) == [continuing_line(ASK), "Done: I'll remind you to call mum at 14:00."]
-    assert await reminders(tmp_path, llm) == 1  # the recorded call did not run again
+    assert await rows(tmp_path, llm, ScheduledJob) == 1  # the recorded call did not run again
     assert len(llm.requests) == 3  # the continuation asked the model once, from the record
     resumed = llm.requests[-1]["messages"]
     assert resumed[-1]["role"] == "tool" and "Scheduled reminder" in resumed[-1]["content"]
     assert "Traceback" not in log
-
-
-async def rows(tmp_path: Path, fake_llm: FakeOpenAI, model: type[Any]) -> int:
-    engine = create_engine(make_settings(tmp_path, fake_llm).db_url)
-    try:
-        async with session_factory(engine)() as s:
-            return int((await s.execute(select(func.count()).select_from(model))).scalar())
-    finally:
-        await engine.dispose()
 
 
 async def test_kill_while_a_writing_call_runs_reports_it_instead_of_running_it_again(
