@@ -108,10 +108,21 @@ def env_for(tmp: Path, tg: PollClock, llm: FakeOpenAI, chats: int) -> dict[str, 
     }
 
 
+# Every answer is its own, as a model's are: Sidekick asks a model again when it gives a
+# different message an answer word for word an earlier one got (bot/agent/markup.py copies),
+# which would make every message here two model calls.
+_NUMBER = itertools.count(1)
+
+
+def answer() -> str:
+    return f"{ANSWER} (answer {next(_NUMBER)})"
+
+
 def streamed(load: Load) -> Text:
-    """ANSWER in `load.chunks` deltas, `load.gap` seconds apart."""
-    size = -(-len(ANSWER) // load.chunks)
-    return Text(ANSWER, chunk=size, delay=load.gap)
+    """An answer in `load.chunks` deltas, `load.gap` seconds apart."""
+    text = answer()
+    size = -(-len(text) // load.chunks)
+    return Text(text, chunk=size, delay=load.gap)
 
 
 async def start(name: str, home: Path, tg: PollClock, llm: FakeOpenAI, chats: int) -> Bot:
@@ -191,7 +202,8 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
 
     def respond(body: dict) -> Text:  # type: ignore[type-arg]
         if shape["instant"] or load is None:
-            return Text(ANSWER, chunk=len(ANSWER))  # one delta, at once
+            text = answer()
+            return Text(text, chunk=len(text))  # one delta, at once
         return streamed(load)
 
     llm = await FakeOpenAI(responder=respond).start()
