@@ -105,12 +105,13 @@ HISTORY = (
         _MESSAGES.c.tool_calls,
         _MESSAGES.c.tool_call_id,
         _MESSAGES.c.context,
+        _MESSAGES.c.created_at,  # the summary's size rule reads the day (bot/sessions)
     )
     .where(_MESSAGES.c.session_id == bindparam("session_id"))
     .order_by(_MESSAGES.c.id.desc())
     .limit(bindparam("limit"))
 )
-HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None, str | None]"
+HistoryRow: TypeAlias = "Row[int, str, str, str | None, str | None, str | None, datetime]"
 
 
 @dataclass(frozen=True)

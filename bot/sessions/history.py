@@ -29,11 +29,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.exc import IntegrityError
 
 from bot.agent.prompt import (
+    StoredMessage,
     context_size,
     history_budget,
     message_cost,
@@ -51,6 +52,7 @@ from bot.sessions.summary import (
     Ask,
     Review,
     Summariser,
+    Turn,
     line_cost,
 )
 from db.conversation import HISTORY_ROWS, HistoryRow
@@ -146,12 +148,13 @@ SUMMARY_REVIEW: Review = "grounding"
 
 @dataclass(frozen=True)
 class Prefetched:
-    """History rows of a session as wire messages with their token costs."""
+    """The newest history rows of a session, read with the message (at most HISTORY_ROWS:
+    fewer is the whole session), as wire messages with their token costs."""
 
     session_id: int
+    rows: Sequence[Shown]
     wire: list[dict[str, Any]]
     costs: list[int]
-    rows: int  # how many rows were read
 
 
 @dataclass
@@ -175,7 +178,7 @@ class HistoryWindow:
                 if m.role != "user" or m.context is not None:
                     self._costs[m.id] = cost
             costs.append(cost)
-        return Prefetched(session_id, wire, costs, len(rows))
+        return Prefetched(session_id, rows, wire, costs)
 
     async def fit(
         self,
@@ -190,14 +193,13 @@ class HistoryWindow:
         on the request (DUE) for after its answer, `llm` to write it."""
         context = await context_size(llm)
         budget = history_budget(settings, context)
-        got = prefetched
+        got = prefetched if prefetched and prefetched.session_id == ctx.session_id else None
         # The whole session was read with the message and fits: nothing was compressed away.
-        if got is not None and got.session_id == ctx.session_id and got.rows < HISTORY_ROWS:
-            if sum(got.costs) <= budget:
-                return Fitted(got.wire)
+        if got is not None and len(got.rows) < HISTORY_ROWS and sum(got.costs) <= budget:
+            return Fitted(got.wire)
         compressor = Compressor(self.session_factory, llm, self.clock, costs=self._costs)
         chunk = summary_chunk(budget, context)
-        fitted = await compressor.fit(ctx.session_id, budget, chunk)
+        fitted = await compressor.fit(ctx.session_id, budget, chunk, got)
         if fitted.due:
             due = ctx.state(DUE)
             due.llm, due.session_id, due.user_id = llm, ctx.session_id, ctx.user_id
@@ -252,7 +254,14 @@ class Compressions:
 COMPRESSIONS: Key[Compressions] = Key("sessions.compressions")
 
 
-def _in_steps(rows: Sequence[Message], dropped: int, turns_before: int = 0) -> int:
+class Shown(StoredMessage, Turn, Protocol):
+    """A stored turn as a prompt shows it (repo.SHOWN's columns; an ORM Message too)."""
+
+    @property
+    def id(self) -> int: ...
+
+
+def _in_steps(rows: Sequence[Shown], dropped: int, turns_before: int = 0) -> int:
     """How many of the oldest rows to leave out when `dropped` must go: whole steps of
     TRIM_STEP of the person's turns, counted from the first uncovered turn (`turns_before`
     of them lie ahead of `rows`, not read), so that the turns shown start at the same one
@@ -276,7 +285,7 @@ class _Newest:
     note: str
     before: int
     room: int = 0
-    rows: list[Message] = field(default_factory=list)
+    rows: list[Shown] = field(default_factory=list)
     wire: list[dict[str, Any]] = field(default_factory=list)
     costs: list[int] = field(default_factory=list)
     older: int = 0
@@ -310,35 +319,43 @@ class Compressor:
         costs = [self._cost(m, w) for m, w in zip(rows, wire, strict=True)]
         return done, list(rows), wire, costs
 
-    async def _newest(self, session_id: int, budget: int) -> _Newest:
-        """The newest verified summary's note, then the newest turns after it, read a page
-        at a time until they pass what the budget leaves, and how many rows (and of them the
-        person's turns) lie between the two unread. However long a session whose summaries
-        keep failing grows, a message reads about what it shows."""
+    async def _newest(self, session_id: int, budget: int, read: Prefetched | None) -> _Newest:
+        """The newest verified summary's note, then the newest turns after it (those `read`
+        with the message first), read a page at a time until they pass what the budget
+        leaves, and how many rows (and of them the person's turns) lie between the two
+        unread. However long a session whose summaries keep failing grows, a message reads
+        about what it shows."""
         async with self.session_factory() as s:
             done = await repo.latest_compression(s, session_id, verified=True)
             got = _Newest(record_text(done) if done else "", done.last_turn if done else 0)
             got.room = budget - (len(got.note) // 4 + 1)
             after = done.last_message_id if done else 0
-            while True:
+            whole = False  # every row after the summary is in got.rows
+            if read is not None:
+                first = next((i for i, m in enumerate(read.rows) if m.id > after), len(read.rows))
+                got.rows, got.wire = list(read.rows[first:]), read.wire[first:]
+                got.costs = read.costs[first:]
+                whole = first > 0 or len(read.rows) < HISTORY_ROWS
+            while not whole and sum(got.costs) <= got.room:
                 before = got.rows[0].id if got.rows else None
                 page = await repo.newest_messages(s, session_id, after, before, PAGE_ROWS)
                 wire = [to_openai(m) for m in page]
                 got.rows[:0], got.wire[:0] = page, wire
                 got.costs[:0] = [self._cost(m, w) for m, w in zip(page, wire, strict=True)]
-                if len(page) < PAGE_ROWS or sum(got.costs) > got.room:
-                    break
-            if len(page) == PAGE_ROWS:
+                whole = len(page) < PAGE_ROWS
+            if not whole:
                 got.older, got.older_turns = await repo.count_messages(
                     s, session_id, after, got.rows[0].id
                 )
         return got
 
-    async def fit(self, session_id: int, budget: int, chunk: int) -> Fitted:
+    async def fit(
+        self, session_id: int, budget: int, chunk: int, read: Prefetched | None = None
+    ) -> Fitted:
         """The session's history within `budget` tokens: the newest summary, then the newest
         turns that fit; `due` when the oldest turns not covered are worth a summary now (at
         least STEP_TURNS of the person's, or all a summary call of `chunk` tokens reads)."""
-        got = await self._newest(session_id, budget)
+        got = await self._newest(session_id, budget, read)
         note, before, rows, wire, costs = got.note, got.before, got.rows, got.wire, got.costs
         room, older, older_turns = got.room, got.older, got.older_turns
         if not older and (sum(costs) <= room or not rows):
@@ -383,7 +400,7 @@ class Compressor:
         finally:
             await asyncio.shield(self._release(session_id))
 
-    def _cost(self, m: Message, wire: dict[str, Any]) -> int:
+    def _cost(self, m: Shown, wire: dict[str, Any]) -> int:
         cost = self.costs.get(m.id)
         if cost is None:
             cost = message_cost(wire)
@@ -412,7 +429,7 @@ class Compressor:
             log.warning("releasing session %d's compression lease failed", session_id)
 
     @staticmethod
-    def _cut(rows: Sequence[Message], costs: list[int], keep: int, chunk: int | None) -> int:
+    def _cut(rows: Sequence[Shown], costs: list[int], keep: int, chunk: int | None) -> int:
         """How many of the oldest rows to summarise: all but the newest that fit `keep`, and
         no more than the summary service reads in one call, `chunk` tokens by its size rule
         (None: no such limit; after rejected summaries the uncovered range keeps growing;

@@ -25,7 +25,8 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any, Literal, Protocol
 
 from db.models.core import Message
 from tools.base import TextModel
@@ -163,13 +164,26 @@ def said(messages: Sequence[Message]) -> str:
     return "\n".join(m.content for m in messages if m.role == "user" and m.content.strip())
 
 
-def _stamp(m: Message) -> str:
+class Turn(Protocol):
+    """What the size rule reads of a stored turn: an ORM Message or a history row."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def tool_calls(self) -> str | None: ...
+    @property
+    def created_at(self) -> datetime | None: ...
+
+
+def _stamp(m: Turn) -> str:
     # The day only: a summary may resolve "tomorrow", but the hours and minutes of every
     # turn would let nearly any small number pass the grounding check.
     return f"{m.created_at:%Y-%m-%d} " if m.created_at is not None else ""
 
 
-def turn_line(m: Message, *, tools: bool) -> str | None:
+def turn_line(m: Turn, *, tools: bool) -> str | None:
     """One turn as the summariser reads it; None for what it does not see (tool calls and
     results unless `tools`, empty turns)."""
     text = (m.content or "").strip()
@@ -185,7 +199,7 @@ def turn_line(m: Message, *, tools: bool) -> str | None:
     return f"{_stamp(m)}{who}: {text}"
 
 
-def line_cost(m: Message, *, tools: bool) -> int:
+def line_cost(m: Turn, *, tools: bool) -> int:
     """What one turn takes of a summary call's budget, in tokens (the size rule)."""
     line = turn_line(m, tools=tools)
     return 0 if line is None else (len(line) + 2) // CHARS_PER_TOKEN + 1

@@ -183,6 +183,7 @@ HISTORY_UNTIL = (
         Message.tool_calls,
         Message.tool_call_id,
         Message.context,  # as the turn was sent: the continued request extends it unchanged
+        Message.created_at,
     )
     .where(Message.session_id == bindparam("session_id"), Message.id <= _LAST.scalar_subquery())
     .order_by(Message.id.desc())
