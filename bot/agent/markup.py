@@ -236,9 +236,17 @@ def copies(answer: str, question: str, earlier: Iterable[tuple[str, str]]) -> bo
     sorry, but I can't assist with that."). The same question asked again may well get the
     same answer."""
     words = _WORDS.findall(answer.lower())
+    if len(words) < COPY_WORDS:
+        return False
     asked = _WORDS.findall(question.lower())
-    return len(words) >= COPY_WORDS and any(
-        _WORDS.findall(a.lower()) == words and _WORDS.findall(q.lower()) != asked
+    # Split into words only the earlier answers that hold the first and the last word: a
+    # long session's every answer is read at every message.
+    first, last = words[0], words[-1]
+    return any(
+        first in (low := a.lower())
+        and last in low
+        and _WORDS.findall(low) == words
+        and _WORDS.findall(q.lower()) != asked
         for q, a in earlier
     )
 
