@@ -34,7 +34,6 @@ from typing import Any, Protocol
 from sqlalchemy.exc import IntegrityError
 
 from bot.agent.prompt import (
-    StoredMessage,
     context_size,
     history_budget,
     message_cost,
@@ -254,7 +253,7 @@ class Compressions:
 COMPRESSIONS: Key[Compressions] = Key("sessions.compressions")
 
 
-class Shown(StoredMessage, Turn, Protocol):
+class Shown(Turn, Protocol):
     """A stored turn as a prompt shows it (repo.SHOWN's columns; an ORM Message too)."""
 
     @property

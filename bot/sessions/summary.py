@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from bot.agent.prompt import StoredMessage
 from db.models.core import Message
 from tools.base import TextModel
 from tools.effects import OUTSIDE_MARK
@@ -164,15 +165,10 @@ def said(messages: Sequence[Message]) -> str:
     return "\n".join(m.content for m in messages if m.role == "user" and m.content.strip())
 
 
-class Turn(Protocol):
-    """What the size rule reads of a stored turn: an ORM Message or a history row."""
+class Turn(StoredMessage, Protocol):
+    """A stored turn as the summary's size rule reads it (the day it was sent, too): an ORM
+    Message or a history row."""
 
-    @property
-    def role(self) -> str: ...
-    @property
-    def content(self) -> str: ...
-    @property
-    def tool_calls(self) -> str | None: ...
     @property
     def created_at(self) -> datetime | None: ...
 
