@@ -39,7 +39,7 @@ from aiogram.exceptions import (
 )
 from aiogram.types import InlineKeyboardMarkup, MessageEntity
 
-from bot.telegram.render import Chunk, Item, put, render, split_plain
+from bot.telegram.render import Chunk, Item, put, split_plain
 from db.engine import SessionFactory
 from db.locks import Locks
 from db.repos import outbox as repo
@@ -113,9 +113,6 @@ class Outbox:
     async def say(self, chat_id: int, text: str, about: int | None = None) -> bool:
         """A line as is (no formatting), split if long: a notice, an error."""
         return await self.send(chat_id, about, text_items(split_plain(text) or ["(empty)"]))
-
-    async def say_markdown(self, chat_id: int, markdown: str, about: int | None = None) -> bool:
-        return await self.send(chat_id, about, text_items(render(markdown)))
 
     async def send(
         self,
