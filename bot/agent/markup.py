@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
+from bot.agent.prompt import without_context
 from tools.chat import OnText
 
 # The words template markup is made of; a name counts when one of its parts is one.
@@ -229,12 +231,12 @@ GAVE_UP = {
 COPY_WORDS = 5
 
 
-def copies(answer: str, question: str, earlier: Iterable[tuple[str, str]]) -> bool:
+def copies(answer: str, question: str, earlier: Iterable[tuple[Any, str]]) -> bool:
     """The answer is word for word one given to an earlier, other message (`earlier`: the
-    person's message and the answer it got): a small model copies its last answer into
-    every later one (the 1.5B model answered eleven messages of the recorded day with "I'm
-    sorry, but I can't assist with that."). The same question asked again may well get the
-    same answer."""
+    person's message as the prompt shows it, and the answer it got): a small model copies
+    its last answer into every later one (the 1.5B model answered eleven messages of the
+    recorded day with "I'm sorry, but I can't assist with that."). The same question asked
+    again may well get the same answer."""
     words = _WORDS.findall(answer.lower())
     if len(words) < COPY_WORDS:
         return False
@@ -246,7 +248,7 @@ def copies(answer: str, question: str, earlier: Iterable[tuple[str, str]]) -> bo
         first in (low := a.lower())
         and last in low
         and _WORDS.findall(low) == words
-        and _WORDS.findall(q.lower()) != asked
+        and _WORDS.findall(str(without_context(q)).lower()) != asked
         for q, a in earlier
     )
 

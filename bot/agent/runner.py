@@ -41,7 +41,6 @@ from bot.agent.prompt import (
     trim_history,
     with_context,
     with_parts,
-    without_context,
 )
 from bot.agent.toolexec import (
     CUT,
@@ -337,12 +336,12 @@ class _Run:
         # Calls that ran without an error since the last write, with their results.
         self.succeeded: list[tuple[LLMToolCall, ToolResult]] = []
         self.asked_again = False  # a reply that was no answer is asked once more
-        # The earlier messages and the answers they got, as the prompt shows them.
-        self.answers: list[tuple[str, str]] = []
-        asked = ""
+        # The earlier messages (as the prompt shows them, blocks and all) and their answers.
+        self.answers: list[tuple[Any, str]] = []
+        asked: Any = ""
         for m in messages:
             if m.get("role") == "user":
-                asked = str(without_context(m.get("content")))
+                asked = m.get("content")
             elif m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls"):
                 self.answers.append((asked, str(m["content"])))
         # Kept with the turn as first sent (in its first record): each later request extends
