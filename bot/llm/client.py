@@ -563,11 +563,16 @@ class LLMClient:
                     body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:
                     body["response_format"] = constrained.response_format(tools)
+                    body["messages"] = constrained.held_messages(messages)
             if self.ask_usage:
                 # The provider's own token counts arrive in a last chunk without choices.
                 body["stream_options"] = {"include_usage": True}
             async with silence.watch():
-                events = await self._adapting(body, lambda: open_stream(client, body), client)
+                # A server that refused the schema gets the messages as they are.
+                def sent() -> dict[str, Any]:
+                    return body if "response_format" in body else {**body, "messages": messages}
+
+                events = await self._adapting(body, lambda: open_stream(client, sent()), client)
                 drafts = constrained.drafts(shown) if "response_format" in body else shown
                 out = await collect(_heard(events, silence), model, drafts)
             if "response_format" in body and not constrained.adopt(out, offered):

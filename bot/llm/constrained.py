@@ -79,6 +79,34 @@ def reply_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     return {"anyOf": [answer, *calls]}
 
 
+# Said at the end of the system message of a held request: a model asked for JSON
+# should be told which (structured output the prompt does not describe is sampled blind).
+FORMAT_LINE = (
+    'Reply with JSON only: {"answer": "<your reply to the user>"}, or one tool call '
+    '{"name": "<tool>", "arguments": {...}}. Once a tool has given you its result, answer '
+    "the user from it."
+)
+
+
+def held_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` as a held request sends them: the model's earlier answers written as the
+    held reply is (`{"answer": …}`), and the reply's form said in the system message.
+    Held, a reply's first token is `{`, and the only JSON the model saw itself write was its
+    calls: the 1.5B model called a tool again after every result, never answering, in 13 of
+    13 tool turns of the recorded day (bench/tool_use.py --day). With its own answers in the
+    same form, the history shows it how an answer after a result looks. The same bytes for
+    the same history, so a server's prefix cache still holds."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") == "assistant" and not m.get("tool_calls") and isinstance(content, str):
+            m = {**m, "content": json.dumps({ANSWER: content}, ensure_ascii=False)}
+        elif m.get("role") == "system" and isinstance(content, str) and not out:
+            m = {**m, "content": f"{content}\n{FORMAT_LINE}"}
+        out.append(m)
+    return out
+
+
 def response_format(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """The request's `response_format` (OpenAI's structured-output field, which llama.cpp's
     server, Ollama and vLLM read as a grammar)."""

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.llm.constrained import FORMAT_LINE
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text
 from tools.memory.models import Memory
@@ -119,3 +120,48 @@ async def test_a_server_not_known_as_local_keeps_its_temperature(
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == "echo: hello"
     assert tg.llm.requests[0]["tools"] and "temperature" not in tg.llm.requests[0]
+
+
+def held_small_model(body: dict[str, Any]) -> Text:
+    """The 1.5B model held to JSON, as the recorded day showed it (bench/tool_use.py --day,
+    2026-12-06): the reply must begin with `{`, and the only JSON the prompt shows it writing
+    is its calls, so after a tool's result it writes the call again instead of answering.
+    It answers from the result once the prompt shows it answering in that JSON."""
+    messages = body["messages"]
+    last = messages[-1]
+    if last["role"] == "user":
+        if "reminders" in str(last["content"]):
+            return Text(LIST)
+        return Text('{"answer": "Hi Marta."}')
+    shown = " ".join(str(m.get("content")) for m in messages if m["role"] != "tool")
+    if '{"answer"' in shown:
+        return Text(json.dumps({"answer": f"From your list: {last['content']}"}))
+    return Text(LIST)
+
+
+LIST = '{"name": "schedule", "arguments": {"action": "list", "kind": "reminder"}}'
+
+
+async def test_held_the_model_sees_its_answers_in_the_form_it_must_write(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+) -> None:
+    """Held, a request shows the model its earlier answers as held answers (`{"answer":
+    …}`) and says the reply's form in the system message: the model that wrote its call
+    again after every result (never answering) answers from the result. The person and the
+    stored history read plain text."""
+    fake_llm.n_ctx = 32768
+    fake_llm.responder = held_small_model
+    tg = await make_tg(llm_constrained_calls="auto")
+    await tg.send(OWNER, "Hi! I'm Marta.")
+    assert (await tg.reply(OWNER)).text == "Hi Marta."
+    await tg.send(OWNER, "What reminders do I have?")
+    assert (await tg.reply(OWNER)).text == "From your list: No reminders or tasks scheduled."
+
+    last = tg.llm.requests[-1]
+    assert held(last) is not None
+    system, *rest = last["messages"]
+    assert system["content"].endswith(FORMAT_LINE)
+    said = [m["content"] for m in rest if m["role"] == "assistant" and not m.get("tool_calls")]
+    assert said == ['{"answer": "Hi Marta."}']
+    for text in seen_by_user(tg):
+        assert '"answer"' not in text, text
