@@ -562,7 +562,8 @@ class LLMClient:
                 if await self.constraint.local(client):
                     body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:
-                    body["response_format"] = constrained.response_format(tools)
+                    done = constrained.answered(messages)
+                    body["response_format"] = constrained.response_format(tools, done)
                     body["messages"] = constrained.held_messages(messages)
             if self.ask_usage:
                 # The provider's own token counts arrive in a last chunk without choices.

@@ -43,6 +43,7 @@ ANSWER = "answer"
 # tool with the person's words (bench/tool_use.py, figures in the issue's notes). A call is
 # a decision, not prose to vary: the reply most likely is the one wanted.
 TOOL_TEMPERATURE = 0.0
+_FAILED = re.compile(r"\s*Error\b")
 _ANSWER_HEAD = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
 _CALL_HEAD = re.compile(r'\s*\{\s*"name"\s*:')
 # A string's raw content up to its closing quote (or the end so far).
@@ -51,9 +52,10 @@ _RAW_STRING = re.compile(r'(?:\\.|[^"\\])*', re.S)
 _OPEN_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?$|\\u[dD][89abAB][0-9a-fA-F]{2}$")
 
 
-def reply_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+def reply_schema(tools: list[dict[str, Any]], done: Collection[str] = ()) -> dict[str, Any]:
     """The JSON schema of a reply: an answer, or a call of one of `tools` (OpenAI's tool
-    entries) with arguments valid for its parameters."""
+    entries) with arguments valid for its parameters; not of the tools in `done` (they
+    gave their results this turn)."""
     answer = {
         "type": "object",
         "properties": {ANSWER: {"type": "string"}},
@@ -63,7 +65,7 @@ def reply_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     calls = []
     for tool in tools:
         fn = tool.get("function") or {}
-        if not isinstance(fn.get("name"), str):
+        if not isinstance(fn.get("name"), str) or fn["name"] in done:
             continue
         calls.append(
             {
@@ -107,10 +109,33 @@ def held_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def response_format(tools: list[dict[str, Any]]) -> dict[str, Any]:
+def answered(messages: list[dict[str, Any]]) -> set[str]:
+    """The tools that gave a result in this turn (since the person's last message) with no
+    error (the loop's failed calls say `Error: …`, bot/agent/toolexec.py). Held, the 1.5B
+    model never chose the answer after a result while a call stayed open: it wrote the same
+    call again (13 of 13 tool turns of the recorded day), or, shown its answers as held
+    answers, alternated two stores of the same fact 40 times (bench/tool_use.py --day). A
+    tool that succeeded is not offered again in the turn: the reply is the answer, or
+    another tool's call (search, then fetch); a failed call can be made again, corrected."""
+    names: dict[str, str] = {}
+    done: set[str] = set()
+    for m in messages:
+        if m.get("role") == "user":
+            names, done = {}, set()
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            names[str(call.get("id"))] = str(fn.get("name"))
+        if m.get("role") == "tool" and not _FAILED.match(str(m.get("content") or "")):
+            if (name := names.get(str(m.get("tool_call_id")))) is not None:
+                done.add(name)
+    return done
+
+
+def response_format(tools: list[dict[str, Any]], done: Collection[str] = ()) -> dict[str, Any]:
     """The request's `response_format` (OpenAI's structured-output field, which llama.cpp's
     server, Ollama and vLLM read as a grammar)."""
-    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": reply_schema(tools)}}
+    schema = reply_schema(tools, done)
+    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
 
 
 def answer_so_far(text: str) -> str | None:

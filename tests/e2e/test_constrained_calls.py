@@ -52,12 +52,19 @@ async def test_a_held_call_runs_and_the_held_answer_is_shown(
 
     first, second = tg.llm.requests[:2]
     schema = held(first)
-    assert schema is not None and held(second) == schema
+    assert schema is not None
     answer, *calls = schema["anyOf"]
     assert answer["required"] == ["answer"]
     offered = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
     schemas = {c["properties"]["name"]["const"]: c["properties"]["arguments"] for c in calls}
     assert schemas == offered
+    # After its result, the tool that gave it is not offered again in the turn; the others
+    # are, and the answer.
+    after = held(second)
+    assert after is not None and after["anyOf"][0] == answer
+    assert {c["properties"]["name"]["const"] for c in after["anyOf"][1:]} == set(offered) - {
+        "memory"
+    }
 
     # The call went back to the model as a proper tool call with its result.
     turn = [m for m in second["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
@@ -165,3 +172,67 @@ async def test_held_the_model_sees_its_answers_in_the_form_it_must_write(
     assert said == ['{"answer": "Hi Marta."}']
     for text in seen_by_user(tg):
         assert '"answer"' not in text, text
+
+
+def offered_calls(body: dict[str, Any]) -> set[str]:
+    schema = held(body) or {"anyOf": []}
+    return {c["properties"]["name"]["const"] for c in schema["anyOf"][1:]}
+
+
+def storing_model(body: dict[str, Any]) -> Text:
+    """Held, the 1.5B model after a store's result stored the fact again, alternating the
+    layer, forty times before it answered (bench/tool_use.py --day, 2026-12-06): while the
+    grammar lets it write a `memory` call, it does; else it answers."""
+    messages = body["messages"]
+    layer = "mid" if sum(m["role"] == "tool" for m in messages) % 2 else "short"
+    if "memory" in offered_calls(body):
+        store = {"action": "store", "layer": layer, "content": "Anna lives in Porto"}
+        return Text(json.dumps({"name": "memory", "arguments": store}))
+    return Text('{"answer": "Noted: Anna lives in Porto."}')
+
+
+async def test_held_a_tool_that_gave_its_result_is_not_offered_again_in_the_turn(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.n_ctx = 32768
+    fake_llm.responder = storing_model
+    tg = await make_tg(llm_constrained_calls="auto")
+    await tg.send(OWNER, "Please remember that my sister Anna lives in Porto.")
+    assert (await tg.reply(OWNER)).text == "Noted: Anna lives in Porto."
+    assert await memories(tg) == ["Anna lives in Porto"]
+    first, second = tg.llm.requests
+    assert "memory" in offered_calls(first) and "memory" not in offered_calls(second)
+    assert "schedule" in offered_calls(second)  # another tool may follow (search, then fetch)
+
+    # The next message offers it again.
+    await tg.send(OWNER, "And that she is a teacher.")
+    await tg.reply(OWNER)
+    assert "memory" in offered_calls(tg.llm.requests[2])
+
+
+def correcting_model(body: dict[str, Any]) -> Text:
+    """The schedule call with both times (recorded: the 1.5B's laundry reminder), then, told
+    so, with one."""
+    messages = body["messages"]
+    results = [str(m["content"]) for m in messages if m["role"] == "tool"]
+    arguments: dict[str, Any] = {"action": "create", "text": "Take the laundry out"}
+    if not results:
+        arguments |= {"at": "23:59", "in_minutes": 30}
+    elif results[-1].startswith("Error") and "schedule" in offered_calls(body):
+        arguments |= {"in_minutes": 30}
+    else:
+        return Text('{"answer": "I will remind you in 30 minutes."}')
+    return Text(json.dumps({"name": "schedule", "arguments": arguments}))
+
+
+async def test_held_a_call_that_failed_may_be_made_again_corrected(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.n_ctx = 32768
+    fake_llm.responder = correcting_model
+    tg = await make_tg(llm_constrained_calls="auto")
+    await tg.send(OWNER, "Remind me in 30 minutes to take the laundry out.")
+    assert (await tg.reply(OWNER)).text == "I will remind you in 30 minutes."
+    assert len(tg.llm.requests) == 3
+    assert "schedule" in offered_calls(tg.llm.requests[1])
+    assert "schedule" not in offered_calls(tg.llm.requests[2])
