@@ -562,18 +562,13 @@ class LLMClient:
                 if await self.constraint.local(client):
                     body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:
-                    done = constrained.answered(messages)
-                    body["response_format"] = constrained.response_format(tools, done)
-                    body["messages"] = constrained.held_messages(messages)
+                    due = constrained.answer_due(messages)
+                    body["response_format"] = constrained.response_format([] if due else tools)
             if self.ask_usage:
                 # The provider's own token counts arrive in a last chunk without choices.
                 body["stream_options"] = {"include_usage": True}
             async with silence.watch():
-                # A server that refused the schema gets the messages as they are.
-                def sent() -> dict[str, Any]:
-                    return body if "response_format" in body else {**body, "messages": messages}
-
-                events = await self._adapting(body, lambda: open_stream(client, sent()), client)
+                events = await self._adapting(body, lambda: open_stream(client, body), client)
                 drafts = constrained.drafts(shown) if "response_format" in body else shown
                 out = await collect(_heard(events, silence), model, drafts)
             if "response_format" in body and not constrained.adopt(out, offered):

@@ -28,6 +28,7 @@ import logging
 import re
 import uuid
 from collections.abc import Collection
+from itertools import takewhile
 from typing import Any
 
 from bot.llm.wire import APIConnectionError, APIError, APIStatusError, Endpoint
@@ -52,10 +53,9 @@ _RAW_STRING = re.compile(r'(?:\\.|[^"\\])*', re.S)
 _OPEN_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?$|\\u[dD][89abAB][0-9a-fA-F]{2}$")
 
 
-def reply_schema(tools: list[dict[str, Any]], done: Collection[str] = ()) -> dict[str, Any]:
+def reply_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """The JSON schema of a reply: an answer, or a call of one of `tools` (OpenAI's tool
-    entries) with arguments valid for its parameters; not of the tools in `done` (they
-    gave their results this turn)."""
+    entries) with arguments valid for its parameters."""
     answer = {
         "type": "object",
         "properties": {ANSWER: {"type": "string"}},
@@ -65,7 +65,7 @@ def reply_schema(tools: list[dict[str, Any]], done: Collection[str] = ()) -> dic
     calls = []
     for tool in tools:
         fn = tool.get("function") or {}
-        if not isinstance(fn.get("name"), str) or fn["name"] in done:
+        if not isinstance(fn.get("name"), str):
             continue
         calls.append(
             {
@@ -81,61 +81,23 @@ def reply_schema(tools: list[dict[str, Any]], done: Collection[str] = ()) -> dic
     return {"anyOf": [answer, *calls]}
 
 
-# Said at the end of the system message of a held request: a model asked for JSON
-# should be told which (structured output the prompt does not describe is sampled blind).
-FORMAT_LINE = (
-    'Reply with JSON only: {"answer": "<your reply to the user>"}, or one tool call '
-    '{"name": "<tool>", "arguments": {...}}. Once a tool has given you its result, answer '
-    "the user from it."
-)
+def answer_due(messages: list[dict[str, Any]]) -> bool:
+    """The messages end with a round of tool results and none of them is an error (the
+    loop's failed calls say `Error: …`, bot/agent/toolexec.py): the reply is the answer.
+    Held, the 1.5B model never chose the answer after a result while a call stayed open: it
+    wrote the same call again (13 of 13 tool turns of the recorded day), stored what a
+    program printed as a memory, or started a new session (bench/tool_use.py --day,
+    2026-12-06); offered only the tools it had not used yet, it went on to those. Its
+    results in hand, the model answers from them; a call that failed stays open to be made
+    again, corrected. (A task of several successful steps is one step a message, held.)"""
+    results = list(takewhile(lambda m: m.get("role") == "tool", reversed(messages)))
+    return bool(results) and not any(_FAILED.match(str(m.get("content") or "")) for m in results)
 
 
-def held_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`messages` as a held request sends them: the model's earlier answers written as the
-    held reply is (`{"answer": …}`), and the reply's form said in the system message.
-    Held, a reply's first token is `{`, and the only JSON the model saw itself write was its
-    calls: the 1.5B model called a tool again after every result, never answering, in 13 of
-    13 tool turns of the recorded day (bench/tool_use.py --day). With its own answers in the
-    same form, the history shows it how an answer after a result looks. The same bytes for
-    the same history, so a server's prefix cache still holds."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        content = m.get("content")
-        if m.get("role") == "assistant" and not m.get("tool_calls") and isinstance(content, str):
-            m = {**m, "content": json.dumps({ANSWER: content}, ensure_ascii=False)}
-        elif m.get("role") == "system" and isinstance(content, str) and not out:
-            m = {**m, "content": f"{content}\n{FORMAT_LINE}"}
-        out.append(m)
-    return out
-
-
-def answered(messages: list[dict[str, Any]]) -> set[str]:
-    """The tools that gave a result in this turn (since the person's last message) with no
-    error (the loop's failed calls say `Error: …`, bot/agent/toolexec.py). Held, the 1.5B
-    model never chose the answer after a result while a call stayed open: it wrote the same
-    call again (13 of 13 tool turns of the recorded day), or, shown its answers as held
-    answers, alternated two stores of the same fact 40 times (bench/tool_use.py --day). A
-    tool that succeeded is not offered again in the turn: the reply is the answer, or
-    another tool's call (search, then fetch); a failed call can be made again, corrected."""
-    names: dict[str, str] = {}
-    done: set[str] = set()
-    for m in messages:
-        if m.get("role") == "user":
-            names, done = {}, set()
-        for call in m.get("tool_calls") or []:
-            fn = call.get("function") or {}
-            names[str(call.get("id"))] = str(fn.get("name"))
-        if m.get("role") == "tool" and not _FAILED.match(str(m.get("content") or "")):
-            if (name := names.get(str(m.get("tool_call_id")))) is not None:
-                done.add(name)
-    return done
-
-
-def response_format(tools: list[dict[str, Any]], done: Collection[str] = ()) -> dict[str, Any]:
+def response_format(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """The request's `response_format` (OpenAI's structured-output field, which llama.cpp's
     server, Ollama and vLLM read as a grammar)."""
-    schema = reply_schema(tools, done)
-    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": reply_schema(tools)}}
 
 
 def answer_so_far(text: str) -> str | None:

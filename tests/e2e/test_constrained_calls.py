@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.llm.constrained import FORMAT_LINE
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text
 from tools.memory.models import Memory
@@ -58,13 +57,8 @@ async def test_a_held_call_runs_and_the_held_answer_is_shown(
     offered = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
     schemas = {c["properties"]["name"]["const"]: c["properties"]["arguments"] for c in calls}
     assert schemas == offered
-    # After its result, the tool that gave it is not offered again in the turn; the others
-    # are, and the answer.
-    after = held(second)
-    assert after is not None and after["anyOf"][0] == answer
-    assert {c["properties"]["name"]["const"] for c in after["anyOf"][1:]} == set(offered) - {
-        "memory"
-    }
+    # Its result in hand, the reply is the answer.
+    assert held(second) == {"anyOf": [answer]}
 
     # The call went back to the model as a proper tool call with its result.
     turn = [m for m in second["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
@@ -129,69 +123,24 @@ async def test_a_server_not_known_as_local_keeps_its_temperature(
     assert tg.llm.requests[0]["tools"] and "temperature" not in tg.llm.requests[0]
 
 
-def held_small_model(body: dict[str, Any]) -> Text:
-    """The 1.5B model held to JSON, as the recorded day showed it (bench/tool_use.py --day,
-    2026-12-06): the reply must begin with `{`, and the only JSON the prompt shows it writing
-    is its calls, so after a tool's result it writes the call again instead of answering.
-    It answers from the result once the prompt shows it answering in that JSON."""
-    messages = body["messages"]
-    last = messages[-1]
-    if last["role"] == "user":
-        if "reminders" in str(last["content"]):
-            return Text(LIST)
-        return Text('{"answer": "Hi Marta."}')
-    shown = " ".join(str(m.get("content")) for m in messages if m["role"] != "tool")
-    if '{"answer"' in shown:
-        return Text(json.dumps({"answer": f"From your list: {last['content']}"}))
-    return Text(LIST)
-
-
-LIST = '{"name": "schedule", "arguments": {"action": "list", "kind": "reminder"}}'
-
-
-async def test_held_the_model_sees_its_answers_in_the_form_it_must_write(
-    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
-) -> None:
-    """Held, a request shows the model its earlier answers as held answers (`{"answer":
-    …}`) and says the reply's form in the system message: the model that wrote its call
-    again after every result (never answering) answers from the result. The person and the
-    stored history read plain text."""
-    fake_llm.n_ctx = 32768
-    fake_llm.responder = held_small_model
-    tg = await make_tg(llm_constrained_calls="auto")
-    await tg.send(OWNER, "Hi! I'm Marta.")
-    assert (await tg.reply(OWNER)).text == "Hi Marta."
-    await tg.send(OWNER, "What reminders do I have?")
-    assert (await tg.reply(OWNER)).text == "From your list: No reminders or tasks scheduled."
-
-    last = tg.llm.requests[-1]
-    assert held(last) is not None
-    system, *rest = last["messages"]
-    assert system["content"].endswith(FORMAT_LINE)
-    said = [m["content"] for m in rest if m["role"] == "assistant" and not m.get("tool_calls")]
-    assert said == ['{"answer": "Hi Marta."}']
-    for text in seen_by_user(tg):
-        assert '"answer"' not in text, text
-
-
 def offered_calls(body: dict[str, Any]) -> set[str]:
     schema = held(body) or {"anyOf": []}
     return {c["properties"]["name"]["const"] for c in schema["anyOf"][1:]}
 
 
 def storing_model(body: dict[str, Any]) -> Text:
-    """Held, the 1.5B model after a store's result stored the fact again, alternating the
-    layer, forty times before it answered (bench/tool_use.py --day, 2026-12-06): while the
-    grammar lets it write a `memory` call, it does; else it answers."""
+    """Held, the 1.5B model after a store's result wrote the store again, or alternated two
+    stores of one fact forty times, before it answered (bench/tool_use.py --day,
+    2026-12-06): while the grammar lets it write a call, it does; else it answers."""
     messages = body["messages"]
     layer = "mid" if sum(m["role"] == "tool" for m in messages) % 2 else "short"
-    if "memory" in offered_calls(body):
+    if offered_calls(body):
         store = {"action": "store", "layer": layer, "content": "Anna lives in Porto"}
         return Text(json.dumps({"name": "memory", "arguments": store}))
     return Text('{"answer": "Noted: Anna lives in Porto."}')
 
 
-async def test_held_a_tool_that_gave_its_result_is_not_offered_again_in_the_turn(
+async def test_held_results_in_hand_the_reply_is_the_answer(
     make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
 ) -> None:
     fake_llm.n_ctx = 32768
@@ -201,10 +150,9 @@ async def test_held_a_tool_that_gave_its_result_is_not_offered_again_in_the_turn
     assert (await tg.reply(OWNER)).text == "Noted: Anna lives in Porto."
     assert await memories(tg) == ["Anna lives in Porto"]
     first, second = tg.llm.requests
-    assert "memory" in offered_calls(first) and "memory" not in offered_calls(second)
-    assert "schedule" in offered_calls(second)  # another tool may follow (search, then fetch)
+    assert "memory" in offered_calls(first) and offered_calls(second) == set()
 
-    # The next message offers it again.
+    # The next message may call tools again.
     await tg.send(OWNER, "And that she is a teacher.")
     await tg.reply(OWNER)
     assert "memory" in offered_calls(tg.llm.requests[2])
@@ -235,4 +183,4 @@ async def test_held_a_call_that_failed_may_be_made_again_corrected(
     assert (await tg.reply(OWNER)).text == "I will remind you in 30 minutes."
     assert len(tg.llm.requests) == 3
     assert "schedule" in offered_calls(tg.llm.requests[1])
-    assert "schedule" not in offered_calls(tg.llm.requests[2])
+    assert offered_calls(tg.llm.requests[2]) == set()
