@@ -558,7 +558,7 @@ class LLMClient:
             body["stream"] = True
             held = bool(tools) and await self.constraint.wanted(client)
             if tools:
-                body["tools"] = tools
+                body["tools"] = constrained.shown(tools)
                 if await self.constraint.local(client):
                     body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:

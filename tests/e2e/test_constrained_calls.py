@@ -16,6 +16,7 @@ from sqlalchemy import select
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text
 from tools.memory.models import Memory
+from tools.reminders.tool import HELD as SCHEDULE_HELD
 
 STORE = {"action": "store", "layer": "long", "content": "Sister is called Ana"}
 
@@ -56,7 +57,7 @@ async def test_a_held_call_runs_and_the_held_answer_is_shown(
     assert answer["required"] == ["answer"]
     offered = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
     schemas = {c["properties"]["name"]["const"]: c["properties"]["arguments"] for c in calls}
-    assert schemas == offered
+    assert schemas == offered | {"schedule": SCHEDULE_HELD}  # its own stricter schema
     # Its result in hand, the reply is the answer.
     assert held(second) == {"anyOf": [answer]}
 
@@ -184,3 +185,44 @@ async def test_held_a_call_that_failed_may_be_made_again_corrected(
     assert len(tg.llm.requests) == 3
     assert "schedule" in offered_calls(tg.llm.requests[1])
     assert offered_calls(tg.llm.requests[2]) == set()
+
+
+ALL_TIMES = {  # the 1.5B's held call, recorded (bench/tool_use.py --day, 2026-12-06)
+    "action": "create", "text": "Take the laundry out", "when": "in 2 minutes",
+    "at": "2026-12-06T17:42+00:00", "in_minutes": 2, "every": "daily_at",
+}  # fmt: skip
+
+
+async def test_held_a_schedule_call_names_its_time_in_one_field(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+) -> None:
+    """Held to the schema the model is shown, the 1.5B filled every time field of a
+    reminder at once, was told so, and wrote the same call again: no reminder. Held to the
+    schedule tool's own argument sets, a create names its time once (its words in `when`
+    may come with it); the model is still shown the short schema (the prompt's tokens)."""
+    fake_llm.n_ctx = 32768
+    tg = await make_tg(llm_constrained_calls="auto")
+    once = {k: v for k, v in ALL_TIMES.items() if k not in ("at", "every")}
+    call = json.dumps({"name": "schedule", "arguments": once})
+    tg.llm.add(Text(call), Text('{"answer": "Set."}'))
+    await tg.send(OWNER, "Remind me in 2 minutes to take the laundry out.")
+    assert (await tg.reply(OWNER)).text == "Set."
+
+    first = tg.llm.requests[0]
+    (tool,) = [t["function"] for t in first["tools"] if t["function"]["name"] == "schedule"]
+    assert set(tool) == {"name", "description", "parameters"}  # no held schema shown
+    assert "at" in tool["parameters"]["properties"]
+    schema = held(first)
+    assert schema is not None
+    (call,) = [c for c in schema["anyOf"][1:] if c["properties"]["name"]["const"] == "schedule"]
+    creates = [
+        v for v in call["properties"]["arguments"]["anyOf"]
+        if v["properties"]["action"] == {"const": "create"}
+    ]  # fmt: skip
+    times = {"when", "at", "in_minutes", "every", "daily_at"}
+    for variant in creates:
+        assert variant["additionalProperties"] is False
+        assert len(set(variant["required"]) & times) == 1, variant
+        assert len(set(variant["properties"]) & times - {"when"}) <= 1, variant
+    # The recorded call fits none of them.
+    assert not any(set(ALL_TIMES) <= set(v["properties"]) for v in creates)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, model_validator
 
-from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
+from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule, json_schema
 from tools.effects import effects
 from tools.reminders import jobs
 from tools.reminders.parse import Fields, build_spec
@@ -60,6 +60,39 @@ class ScheduleParams(BaseModel):
         if not any(v not in (None, "") for k, v in data.items() if k != "kind"):
             return {**data, "action": "list"}
         return data
+
+
+def _held() -> dict[str, Any]:
+    """The argument sets `schedule` accepts, for a reply held to a grammar: a create names
+    its time in one field (`when`, their words, may come with it, or be it), a list nothing
+    but the kind, a change its job. Held to `parameters`, the 1.5B model filled every time
+    field at once ("when": "in 2 minutes", "at": "…17:42", "in_minutes": 2, "every":
+    "daily_at"), was told so, and wrote the same call again (bench/tool_use.py --day)."""
+    shown = json_schema(ScheduleParams)["properties"]
+
+    def variant(action: Any, *fields: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"action": action, **{f: shown[f] for f in fields}},
+            "required": ["action", *required],
+            "additionalProperties": False,
+        }
+
+    create = {"const": "create"}
+    times = [("at",), ("in_minutes",), ("every", "days"), ("daily_at", "days")]
+    edits = ("text", "when", "at", "in_minutes", "every", "daily_at", "days")
+    return {
+        "anyOf": [
+            *(variant(create, "kind", "text", "when", *t, required=("text", t[0])) for t in times),
+            variant(create, "kind", "text", "when", required=("text", "when")),
+            variant({"const": "list"}, "kind"),
+            variant({"enum": ["cancel", "pause", "resume"]}, "job_id", required=("job_id",)),
+            variant({"const": "edit"}, "job_id", *edits, required=("job_id",)),
+        ]
+    }
+
+
+HELD = _held()
 
 
 def build(deps: ToolDeps) -> Tool[ScheduleParams]:
@@ -115,6 +148,7 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
         ScheduleParams,
         run,
         effects=lambda p: READS if p.action == "list" else WRITES,
+        held=HELD,
     )
 
 
