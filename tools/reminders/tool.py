@@ -64,10 +64,11 @@ class ScheduleParams(BaseModel):
 
 def _held() -> dict[str, Any]:
     """The argument sets `schedule` accepts, for a reply held to a grammar: a create names
-    its time in one field (`when`, their words, may come with it, or be it), a list nothing
-    but the kind, a change its job. Held to `parameters`, the 1.5B model filled every time
-    field at once ("when": "in 2 minutes", "at": "…17:42", "in_minutes": 2, "every":
-    "daily_at"), was told so, and wrote the same call again (bench/tool_use.py --day)."""
+    its time in one structured field (`when`, their words, may come with it), a list
+    nothing but the kind, a change its job. Held to `parameters`, the 1.5B model filled
+    every time field at once ("when": "in 2 minutes", "at": "…17:42", "in_minutes": 2,
+    "every": "daily_at"); allowed `when` alone, it wrote "when": "now"; each time it was
+    told so and wrote the same call again (bench/tool_use.py --day, 2026-12-06)."""
     shown = json_schema(ScheduleParams)["properties"]
 
     def variant(action: Any, *fields: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -84,7 +85,6 @@ def _held() -> dict[str, Any]:
     return {
         "anyOf": [
             *(variant(create, "kind", "text", "when", *t, required=("text", t[0])) for t in times),
-            variant(create, "kind", "text", "when", required=("text", "when")),
             variant({"const": "list"}, "kind"),
             variant({"enum": ["cancel", "pause", "resume"]}, "job_id", required=("job_id",)),
             variant({"const": "edit"}, "job_id", *edits, required=("job_id",)),
