@@ -21,6 +21,7 @@ import httpx
 from pydantic import BaseModel
 
 from db.engine import SessionFactory
+from tools.chat import HELD
 from tools.effects import NONE, Declared, Effects
 from tools.errors import ConfigError, ProviderError, ToolError
 from tools.model_call import ModelCall, Purpose
@@ -168,9 +169,6 @@ class Tool(Generic[P]):
         if self.held is not None:
             function[HELD] = self.held
         return {"type": "function", "function": function}
-
-
-HELD = "held_parameters"
 
 
 @functools.cache

@@ -39,7 +39,7 @@ from bot.llm.wire import (
     open_stream,
 )
 from bot.llm.written import adopt_written, holdback, tool_names
-from tools.chat import Completion, LLMToolCall, OnText, Usage
+from tools.chat import Completion, LLMToolCall, OnText, Usage, shown_tools
 from tools.model_call import ModelCall
 
 __all__ = ["Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
@@ -558,7 +558,7 @@ class LLMClient:
             body["stream"] = True
             held = bool(tools) and await self.constraint.wanted(client)
             if tools:
-                body["tools"] = constrained.shown(tools)
+                body["tools"] = shown_tools(tools)
                 if await self.constraint.local(client):
                     body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:

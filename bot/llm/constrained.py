@@ -32,8 +32,7 @@ from itertools import takewhile
 from typing import Any
 
 from bot.llm.wire import APIConnectionError, APIError, APIStatusError, Endpoint
-from tools.base import HELD
-from tools.chat import Completion, LLMToolCall, OnText
+from tools.chat import HELD, Completion, LLMToolCall, OnText
 
 log = logging.getLogger(__name__)
 
@@ -80,18 +79,6 @@ def reply_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
             }
         )
     return {"anyOf": [answer, *calls]}
-
-
-def shown(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tool entries as the request carries them: without a tool's held schema (Tool.held),
-    which only holds the reply."""
-    out = []
-    for tool in tools:
-        fn = tool.get("function")
-        if isinstance(fn, dict) and HELD in fn:
-            tool = {**tool, "function": {k: v for k, v in fn.items() if k != HELD}}
-        out.append(tool)
-    return out
 
 
 def answer_due(messages: list[dict[str, Any]]) -> bool:

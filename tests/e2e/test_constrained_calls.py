@@ -17,6 +17,7 @@ from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text
 from tools.memory.models import Memory
 from tools.reminders.tool import HELD as SCHEDULE_HELD
+from tools.tokens import count_schema
 
 STORE = {"action": "store", "layer": "long", "content": "Sister is called Ana"}
 
@@ -213,6 +214,9 @@ async def test_held_a_schedule_call_names_its_time_in_one_field(
     (tool,) = [t["function"] for t in first["tools"] if t["function"]["name"] == "schedule"]
     assert set(tool) == {"name", "description", "parameters"}  # no held schema shown
     assert "at" in tool["parameters"]["properties"]
+    # Nor counted where the tools' tokens are (the planner's budget, /context).
+    schedule = tg.app.registry.tools["schedule"].schema()
+    assert count_schema(schedule) == count_schema({"type": "function", "function": tool})
     schema = held(first)
     assert schema is not None
     (call,) = [c for c in schema["anyOf"][1:] if c["properties"]["name"]["const"] == "schedule"]
