@@ -130,7 +130,12 @@ DAY = [
     Case("What did I tell you about my sister?", "memory", answer=r"Porto"),
     Case("What's my license plate again?", "memory", answer=r"42-?XP-?17"),
     Case("Compute the SHA-256 hash of the word sidekick.", "code", answer=r"ed19097781f5578c"),
-    Case("What's the median of 34, 7, 19, 88, 2, 41, 56?", "code", answer=r"\b34\b"),
+    # The answer, not the question's own 34 given back beside another number.
+    Case(
+        "What's the median of 34, 7, 19, 88, 2, 41, 56?",
+        "code",
+        answer=r"^\s*\**34\**\.?\s*$|(?:is|=|:)\s*\**34\b(?![.,]\d)",
+    ),
     Case(
         "Where does my sister live, and what am I allergic to?",
         "memory",
