@@ -13,6 +13,10 @@ as one of
 model writes what it was trained to). The request still carries `tools`, so the chat
 template shows them to the model as usual; only what it may write is held.
 
+A tool may hold its arguments to a stricter schema than the one the model reads (Tool.held:
+the argument sets it accepts). Once a round of calls has given its results with no error,
+the reply is held to the answer alone (answer_due).
+
 `Constraint` says per server whether to ask (LLM_CONSTRAINED_CALLS: `auto` asks llama.cpp's
 server and Ollama, detected as the context probe does, `on` every server, `off` none);
 a server that refuses the field is not asked again (client.LLMClient._adapted). `drafts`
