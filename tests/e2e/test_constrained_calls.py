@@ -7,6 +7,7 @@ not asked, and LLM_CONSTRAINED_CALLS forces it either way (off by default)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -231,3 +232,8 @@ async def test_held_a_schedule_call_names_its_time_in_one_field(
         assert len(set(variant["properties"]) & times) == 1, variant
     # The recorded call fits none of them.
     assert not any(set(ALL_TIMES) <= set(v["properties"]) for v in creates)
+    # Nor a field's name written as another's value ("every": "daily_at", recorded), while
+    # what the tool reads fits.
+    (every,) = [v["properties"]["every"] for v in creates if "every" in v["properties"]]
+    assert not re.fullmatch(every["pattern"].strip("^$"), "daily_at")
+    assert re.fullmatch(every["pattern"].strip("^$"), "30m")

@@ -62,6 +62,18 @@ class ScheduleParams(BaseModel):
         return data
 
 
+# What the time fields hold, as the tool reads them (tools/reminders/parse.py), for a held
+# reply: the 1.5B model wrote a field's name as another's value ("every": "daily_at").
+_CLOCK = "[0-2]?[0-9]:[0-5][0-9]"
+_DAY = "(mon|tue|wed|thu|fri|sat|sun)"
+PATTERNS = {
+    "at": f"^((today|tomorrow|[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}) )?{_CLOCK}$",
+    "every": "^[1-9][0-9]{0,3} ?(m|min|minutes?|h|hours?)$",
+    "daily_at": f"^{_CLOCK}$",
+    "days": f"^(weekdays|weekends|{_DAY}(,{_DAY}){{0,6}})$",
+}
+
+
 def _held() -> dict[str, Any]:
     """The argument sets `schedule` accepts, for a reply held to a grammar: a create names
     its time in one structured field (`when`, their words, may come with it), a list
@@ -69,7 +81,9 @@ def _held() -> dict[str, Any]:
     every time field at once ("when": "in 2 minutes", "at": "…17:42", "in_minutes": 2,
     "every": "daily_at"); allowed `when` alone, it wrote "when": "now"; each time it was
     told so and wrote the same call again (bench/tool_use.py --day, 2026-12-06)."""
-    shown = json_schema(ScheduleParams)["properties"]
+    shown = json_schema(ScheduleParams)["properties"] | {
+        f: {"type": "string", "pattern": p} for f, p in PATTERNS.items()
+    }
 
     def variant(action: Any, *fields: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
         return {
