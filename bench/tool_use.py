@@ -82,7 +82,11 @@ CASES = [
     Case("How many days until 2027-01-01?", "code", answer=""),  # filled in from today
     Case("Remind me in 2 minutes to stretch.", "schedule", effect=r"^Scheduled reminder"),
     Case("Remind me tomorrow at 9:00 to call mom.", "schedule", effect=r"^Scheduled reminder"),
-    Case("Remind me every day at 8:00 to drink water.", "schedule", effect=r"^Scheduled"),
+    Case(
+        "Remind me every day at 8:00 to drink water.",
+        "schedule",
+        effect=r"^Scheduled reminder #\d+: daily at 0?8:00",
+    ),
     Case("List my reminders.", "schedule", answer=r"stretch|mom|water"),
 ]
 

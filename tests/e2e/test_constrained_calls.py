@@ -200,8 +200,8 @@ async def test_held_a_schedule_call_names_its_time_in_one_field(
 ) -> None:
     """Held to the schema the model is shown, the 1.5B filled every time field of a
     reminder at once, was told so, and wrote the same call again: no reminder. Held to the
-    schedule tool's own argument sets, a create names its time in one structured field (its
-    words in `when` may come with it); the model is still shown the short schema (the
+    schedule tool's own argument sets, a create names its time in one structured field,
+    beside the person's words in `when`; the model is still shown the short schema (the
     prompt's tokens)."""
     fake_llm.n_ctx = 32768
     tg = await make_tg(llm_constrained_calls="auto")
@@ -230,6 +230,7 @@ async def test_held_a_schedule_call_names_its_time_in_one_field(
         assert variant["additionalProperties"] is False
         assert len(set(variant["required"]) & times) == 1, variant
         assert len(set(variant["properties"]) & times) == 1, variant
+        assert "when" in variant["required"]  # their words, which the tool checks it against
     # The recorded call fits none of them.
     assert not any(set(ALL_TIMES) <= set(v["properties"]) for v in creates)
     # Nor a field's name written as another's value ("every": "daily_at", recorded), while
