@@ -78,10 +78,10 @@ def _held() -> dict[str, Any]:
     """The argument sets `schedule` accepts, for a reply held to a grammar: a create names
     its time in one structured field beside `when`, the person's words (which the tool
     checks the field against), a list nothing but the kind, a change its job. Held to
-    `parameters`, the 1.5B model filled every time field at once ("when": "in 2 minutes", "at": "…17:42", "in_minutes": 2,
-    "every": "daily_at"); allowed `when` alone, it wrote "when": "now"; each time it was
-    told so and wrote the same call again; allowed to leave `when` out, "every day at
-    8:00" became "every": "30m" (bench/tool_use.py, 2026-12-06)."""
+    `parameters`, the 1.5B model filled every time field at once ("when": "in 2 minutes",
+    "at": "…17:42", "in_minutes": 2, "every": "daily_at"); allowed `when` alone, it wrote
+    "when": "now"; each time it was told so and wrote the same call again; allowed to leave
+    `when` out, "every day at 8:00" became "every": "30m" (bench/tool_use.py, 2026-12-06)."""
     shown = json_schema(ScheduleParams)["properties"] | {
         f: {"type": "string", "pattern": p} for f, p in PATTERNS.items()
     }
