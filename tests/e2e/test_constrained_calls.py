@@ -2,7 +2,7 @@
 assembled app: a server that says it is llama.cpp's (GET /props) gets the schema of every
 reply with tools offered; the held call runs as a tool call, the held answer is what the
 person reads (and its JSON never shows, not even in a draft). A server that says nothing is
-not asked, and LLM_CONSTRAINED_CALLS forces it either way (off by default)."""
+not asked, and LLM_CONSTRAINED_CALLS forces it either way (auto by default)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ async def test_a_server_that_does_not_say_is_not_held(
 
 
 @pytest.mark.parametrize(
-    ("setting", "says", "holds"), [("on", False, True), ("off", True, False), (None, True, False)]
+    ("setting", "says", "holds"), [("on", False, True), ("off", True, False), (None, True, True)]
 )
 async def test_the_setting_forces_it_on_and_off(
     make_tg: Callable[..., Awaitable[TG]],
@@ -106,11 +106,10 @@ async def test_a_local_server_samples_tool_replies_at_temperature_0_even_unheld(
 ) -> None:
     """At llama.cpp's default temperature (0.8) the 1.5B model stored the tool description's
     example "Lives in Berlin" for "Remember that my sister's name is Ana." (bench/tool_use.py,
-    2026-12-06): with tools offered, a local server is asked for its likeliest reply. The
-    default (replies not held) included; a server that does not say it is local is left at
-    its own temperature."""
+    2026-12-06): with tools offered, a local server is asked for its likeliest reply, held
+    or not; a server that does not say it is local is left at its own temperature."""
     fake_llm.n_ctx = 4096  # /props answers as llama-server's does
-    tg = await make_tg()
+    tg = await make_tg(llm_constrained_calls="off")
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == "echo: hello"
     (first,) = tg.llm.requests
