@@ -50,7 +50,7 @@ class ModelSettings(BaseModel):
     # arguments" (bot/llm/constrained.py): auto where the server is llama.cpp's or Ollama's.
     # Auto by default: on bench/tool_use.py (2026-12-06), held with the answer due once a
     # round's calls succeeded, the 1.5B model was right on 16 of 20 requests (unheld 15)
-    # and on 11 of the recorded day's 13 answers (unheld 3); the 0.5B on 9 of 20 (unheld 3).
+    # and on 10-13 of the recorded day's 13 answers (unheld 2); the 0.5B on 9 of 20 (unheld 3).
     llm_constrained_calls: Literal["auto", "on", "off"] = "auto"
 
     _more_models: tuple[str, ...] = PrivateAttr(default=())
