@@ -82,7 +82,11 @@ CASES = [
     Case("How many days until 2027-01-01?", "code", answer=""),  # filled in from today
     Case("Remind me in 2 minutes to stretch.", "schedule", effect=r"^Scheduled reminder"),
     Case("Remind me tomorrow at 9:00 to call mom.", "schedule", effect=r"^Scheduled reminder"),
-    Case("Remind me every day at 8:00 to drink water.", "schedule", effect=r"^Scheduled"),
+    Case(
+        "Remind me every day at 8:00 to drink water.",
+        "schedule",
+        effect=r"^Scheduled reminder #\d+: daily at 0?8:00",
+    ),
     Case("List my reminders.", "schedule", answer=r"stretch|mom|water"),
 ]
 
@@ -130,7 +134,12 @@ DAY = [
     Case("What did I tell you about my sister?", "memory", answer=r"Porto"),
     Case("What's my license plate again?", "memory", answer=r"42-?XP-?17"),
     Case("Compute the SHA-256 hash of the word sidekick.", "code", answer=r"ed19097781f5578c"),
-    Case("What's the median of 34, 7, 19, 88, 2, 41, 56?", "code", answer=r"\b34\b"),
+    # The answer, not the question's own 34 given back beside another number.
+    Case(
+        "What's the median of 34, 7, 19, 88, 2, 41, 56?",
+        "code",
+        answer=r"^\s*\**34\**\.?\s*$|(?:is|=|:)\s*\**34\b(?![.,]\d)",
+    ),
     Case(
         "Where does my sister live, and what am I allergic to?",
         "memory",

@@ -21,6 +21,7 @@ import httpx
 from pydantic import BaseModel
 
 from db.engine import SessionFactory
+from tools.chat import HELD
 from tools.effects import NONE, Declared, Effects
 from tools.errors import ConfigError, ProviderError, ToolError
 from tools.model_call import ModelCall, Purpose
@@ -145,6 +146,10 @@ class Tool(Generic[P]):
     # The field arguments fill when they are plain text, no JSON object: a small model
     # writes `{"name": "code", "arguments": "let s = …"}`. None: such a call is an error.
     text_field: str | None = None
+    # The argument sets the tool accepts, as a JSON schema stricter than `parameters`, for a
+    # reply the server holds to a grammar (bot/llm/constrained.py): never shown to the model
+    # (no prompt tokens), only what it may write. None: `parameters`.
+    held: dict[str, Any] | None = None
 
     def effects_of(self, params: P) -> Effects:
         return self.effects if isinstance(self.effects, Effects) else self.effects(params)
@@ -154,15 +159,16 @@ class Tool(Generic[P]):
             object.__setattr__(self, "parameters", json_schema(self.params))
 
     def schema(self) -> dict[str, Any]:
-        """The OpenAI function-tool schema for this tool."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
+        """The OpenAI function-tool schema for this tool (with `held` under HELD, which the
+        model client takes out before the request goes)."""
+        function = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
         }
+        if self.held is not None:
+            function[HELD] = self.held
+        return {"type": "function", "function": function}
 
 
 @functools.cache

@@ -89,6 +89,23 @@ class Completion:
         return {self.reasoning_field: self.reasoning} if self.reasoning_field else {}
 
 
+# A tool entry's stricter schema of the arguments it accepts (tools/base.py Tool.held), for
+# a reply the server holds to a grammar: the model client takes it out before the request
+# goes, and what counts a request's tokens leaves it out (the model never reads it).
+HELD = "held_parameters"
+
+
+def shown_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool entries as the model reads them: without HELD."""
+    out = []
+    for tool in tools:
+        fn = tool.get("function")
+        if isinstance(fn, dict) and HELD in fn:
+            tool = {**tool, "function": {k: v for k, v in fn.items() if k != HELD}}
+        out.append(tool)
+    return out
+
+
 class ChatModel(Protocol):
     async def stream(
         self,

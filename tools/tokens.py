@@ -14,6 +14,8 @@ import threading
 from functools import lru_cache
 from typing import Any, Protocol
 
+from tools.chat import shown_tools
+
 
 class Encoder(Protocol):
     def encode(self, text: str) -> list[int]: ...
@@ -78,14 +80,15 @@ def count_text(text: str) -> int:
 
 def count_schema(schema: dict[str, Any]) -> int:
     """Tokens one tool schema costs in the request payload (compact JSON)."""
-    return count_text(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
+    (shown,) = shown_tools([schema])
+    return count_text(json.dumps(shown, ensure_ascii=False, separators=(",", ":")))
 
 
 def count_payload(schemas: list[dict[str, Any]]) -> int:
     """Tokens of the whole `tools` array of one model call."""
     if not schemas:
         return 0
-    return count_text(json.dumps(schemas, ensure_ascii=False, separators=(",", ":")))
+    return count_text(json.dumps(shown_tools(schemas), ensure_ascii=False, separators=(",", ":")))
 
 
 def estimate_tokens(text: str) -> int:

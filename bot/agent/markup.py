@@ -183,8 +183,8 @@ class Drafts:
 
     async def __call__(self, text: str) -> None:
         visible = shown(text, results=self.results, final=False)
-        if visible and UNREAD.startswith(visible):
-            return  # the placeholder given back (see failure), or not yet told apart from it
+        if visible and any(o.startswith(visible) for o in _OURS):
+            return  # our own words given back (see failure), or not yet told apart from them
         if visible != self.last:
             self.last = visible
             await self.on_text(visible)
@@ -203,7 +203,15 @@ ASK_AGAIN = {
     "this message itself: use a tool if it needs one, or answer in plain words.",
     "empty": "Your last reply was empty: the user saw nothing. Answer their message in plain "
     "words (from the tool results, if you used a tool), or use a tool if it needs one.",
+    "ours": "Your last reply gave back what Sidekick told you, not an answer. Answer the "
+    "user's own message in plain words.",
 }
+
+
+_QUOTED = (
+    "call as text among other words: it did not run, and the user saw nothing. To use the "
+    "tool, reply with the call alone; otherwise answer the user's message in plain words."
+)
 
 
 def ask_again(names: list[str]) -> str:
@@ -211,11 +219,21 @@ def ask_again(names: list[str]) -> str:
     such a call is not run (a call only quoted must never run), and not shown. (Not the
     call itself: written alone after that, it would read as copied from this message.)"""
     tools = ", ".join(f"`{n}`" for n in dict.fromkeys(names))
-    return (
-        f"Your last reply wrote a {tools} call as text among other words: it did not run, "
-        "and the user saw nothing. To use the tool, reply with the call alone; otherwise "
-        "answer the user's message in plain words."
-    )
+    return f"Your last reply wrote a {tools} {_QUOTED}"
+
+
+# What Sidekick itself says to the model about its reply: given back, it is no answer (the
+# 0.5B model answered with the placeholder; held, the 1.5B with "Your last reply was empty:
+# the user saw nothing.", bench/tool_use.py --day, 2026-12-06).
+_OURS = (UNREAD, *ASK_AGAIN.values(), _QUOTED)
+# Shorter than this, a piece of our words may well be the model's own ("Nothing ran.").
+_OURS_CHARS = 24
+
+
+def ours(text: str) -> bool:
+    """`text` is Sidekick's own words to the model (or a piece of them) given back."""
+    body = text.strip()
+    return body == UNREAD or (len(body) >= _OURS_CHARS and any(body in o for o in _OURS))
 
 
 # The line the person reads when the second reply failed the same way.
@@ -223,6 +241,7 @@ GAVE_UP = {
     "markup": "(The model answered only with tool-call markup it could not use, twice; "
     "nothing was done. Try asking again in other words.)",
     "echo": "(The model only repeated your question, twice. Try asking again in other words.)",
+    "ours": "(The model gave no answer, twice. Try asking again in other words.)",
 }
 
 
@@ -256,13 +275,16 @@ def copies(answer: str, question: str, earlier: Iterable[tuple[Any, str]]) -> bo
 def failure(raw: str, text: str, question: str) -> str | None:
     """Why a reply is no answer: 'markup' (all of it template markup), 'echo' (the person's
     question given back), 'empty' (nothing at all: a small model copies an empty answer in
-    its history into every later one), or None."""
+    its history into every later one), 'ours' (what Sidekick told the model about its last
+    reply, given back), or None."""
     if not raw.strip():
         return "empty"
     # The placeholder the model was shown for its unread reply, given back (the 0.5B model
     # did, asked again after copying the [context] block): Sidekick's text, not an answer.
     if not text or text == UNREAD:
         return "markup"
+    if ours(text):
+        return "ours"
     if text and repeats(text, question):
         return "echo"
     return None

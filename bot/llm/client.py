@@ -39,7 +39,7 @@ from bot.llm.wire import (
     open_stream,
 )
 from bot.llm.written import adopt_written, holdback, tool_names
-from tools.chat import Completion, LLMToolCall, OnText, Usage
+from tools.chat import Completion, LLMToolCall, OnText, Usage, shown_tools
 from tools.model_call import ModelCall
 
 __all__ = ["Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
@@ -558,11 +558,12 @@ class LLMClient:
             body["stream"] = True
             held = bool(tools) and await self.constraint.wanted(client)
             if tools:
-                body["tools"] = tools
+                body["tools"] = shown_tools(tools)
                 if await self.constraint.local(client):
                     body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:
-                    body["response_format"] = constrained.response_format(tools)
+                    due = constrained.answer_due(messages)
+                    body["response_format"] = constrained.response_format([] if due else tools)
             if self.ask_usage:
                 # The provider's own token counts arrive in a last chunk without choices.
                 body["stream_options"] = {"include_usage": True}

@@ -13,6 +13,10 @@ as one of
 model writes what it was trained to). The request still carries `tools`, so the chat
 template shows them to the model as usual; only what it may write is held.
 
+A tool may hold its arguments to a stricter schema than the one the model reads (Tool.held:
+the argument sets it accepts). Once a round of calls has given its results with no error,
+the reply is held to the answer alone (answer_due).
+
 `Constraint` says per server whether to ask (LLM_CONSTRAINED_CALLS: `auto` asks llama.cpp's
 server and Ollama, detected as the context probe does, `on` every server, `off` none);
 a server that refuses the field is not asked again (client.LLMClient._adapted). `drafts`
@@ -28,10 +32,11 @@ import logging
 import re
 import uuid
 from collections.abc import Collection
+from itertools import takewhile
 from typing import Any
 
 from bot.llm.wire import APIConnectionError, APIError, APIStatusError, Endpoint
-from tools.chat import Completion, LLMToolCall, OnText
+from tools.chat import HELD, Completion, LLMToolCall, OnText
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +48,7 @@ ANSWER = "answer"
 # tool with the person's words (bench/tool_use.py, figures in the issue's notes). A call is
 # a decision, not prose to vary: the reply most likely is the one wanted.
 TOOL_TEMPERATURE = 0.0
+_FAILED = re.compile(r"\s*Error\b")
 _ANSWER_HEAD = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
 _CALL_HEAD = re.compile(r'\s*\{\s*"name"\s*:')
 # A string's raw content up to its closing quote (or the end so far).
@@ -70,13 +76,26 @@ def reply_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
                 "type": "object",
                 "properties": {
                     "name": {"const": fn["name"]},
-                    "arguments": fn.get("parameters") or {"type": "object"},
+                    "arguments": fn.get(HELD) or fn.get("parameters") or {"type": "object"},
                 },
                 "required": ["name", "arguments"],
                 "additionalProperties": False,
             }
         )
     return {"anyOf": [answer, *calls]}
+
+
+def answer_due(messages: list[dict[str, Any]]) -> bool:
+    """The messages end with a round of tool results and none of them is an error (the
+    loop's failed calls say `Error: …`, bot/agent/toolexec.py): the reply is the answer.
+    Held, the 1.5B model never chose the answer after a result while a call stayed open: it
+    wrote the same call again (13 of 13 tool turns of the recorded day), stored what a
+    program printed as a memory, or started a new session (bench/tool_use.py --day,
+    2026-12-06); offered only the tools it had not used yet, it went on to those. Its
+    results in hand, the model answers from them; a call that failed stays open to be made
+    again, corrected. (A task of several successful steps is one step a message, held.)"""
+    results = list(takewhile(lambda m: m.get("role") == "tool", reversed(messages)))
+    return bool(results) and not any(_FAILED.match(str(m.get("content") or "")) for m in results)
 
 
 def response_format(tools: list[dict[str, Any]]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from bot.sessions.archive import archiver_from
 from bot.sessions.background import ARCHIVE, BackgroundArchive
 from bot.sessions.doctor import session_checks, summaries_check
 from bot.sessions.history import COMPRESSIONS, Compressions, HistoryWindow, SessionHistory
-from bot.sessions.lifecycle import TOOL, SessionTurns
+from bot.sessions.lifecycle import TOOL, AskedToEnd, SessionTurns
 from bot.sessions.models import SessionArchive, SessionCompression
 from bot.sessions.settings import SessionPolicy, SessionSettings
 from bot.sessions.split import EVERY, SPLIT, SessionSplit
@@ -63,6 +63,10 @@ def closing(host: Host) -> RequestHooks:
     return SessionTurns(
         deps.session_factory, deps.clock, host.part(ARCHIVE), host.part(COMPRESSIONS)
     )
+
+
+def asked_to_end(host: Host) -> AskedToEnd:
+    return AskedToEnd(host.deps.session_factory)
 
 
 async def split_due(host: Host) -> Any:
@@ -120,6 +124,7 @@ FEATURE = Feature(
         Provide(HISTORY, history),
         Provide(SPLIT, split, on_start=True),
     ),
+    gates=(asked_to_end,),
     turns=(closing,),
     doctor=check,
 )

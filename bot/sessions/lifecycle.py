@@ -19,7 +19,9 @@ archives it.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -29,6 +31,7 @@ from bot.sessions.background import BackgroundArchive
 from bot.sessions.history import DUE, Compressions
 from db.engine import SessionFactory
 from db.repos import core as repo
+from tools.asked import asked
 from tools.base import Clock, RequestContext, Tool, ToolCall, ToolDeps, ToolModule
 from tools.hooks import TurnHooks
 from tools.state import Slot
@@ -100,6 +103,37 @@ def new_session_tool(deps: ToolDeps) -> Tool[NewSessionParams]:
         params=NewSessionParams,
         run=_end,
     )
+
+
+# Words a message that asks for a fresh start uses (English-centred, as the reminders'
+# gate). Held to one valid call, the 1.5B model chose `new_session` (no arguments: the
+# cheapest call to write) after storing a memory, twice in the recorded day, unasked.
+ASKING = re.compile(
+    r"\bnew (?:session|conversation|chat|topic)|\bfresh (?:start|session|conversation|chat)"
+    r"|\bstart (?:over|again|afresh|fresh)|\breset\b|\bnewsession|\bclear (?:the |our |this )?"
+    r"(?:chat|conversation|history|context)|\bforget (?:this|our) (?:conversation|chat)"
+    r"|neue[nrs]? (?:sitzung|unterhaltung|chat)|nouvelle (?:session|conversation)"
+    r"|nueva (?:sesión|conversación)|nova (?:sessão|conversa)|нов(?:ый|ую) (?:чат|разговор|сесси)",
+    re.I,
+)
+NOT_ASKED = (
+    "Not done: the user did not ask to start a new session in this message. Answer what they asked."
+)
+
+
+class AskedToEnd:
+    """The sessions' gate: `new_session` runs only when the person's message (or the offer
+    it answers) asks for a fresh start (tools/asked.py)."""
+
+    def __init__(self, session_factory: SessionFactory) -> None:
+        self.sf = session_factory
+
+    async def check(
+        self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
+    ) -> str | None:
+        if not isinstance(params, NewSessionParams):
+            return None
+        return None if await asked(self.sf, call.ctx, ASKING) else NOT_ASKED
 
 
 TOOL = ToolModule(

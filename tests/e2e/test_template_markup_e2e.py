@@ -98,3 +98,20 @@ async def test_the_question_given_back_is_asked_again(tg: TG) -> None:
     await tg.idle()
     assert tg.llm.requests[1]["messages"][-1]["content"] == ASK_AGAIN["echo"]
     assert_nothing_of_the_template(tg)
+
+
+async def test_our_words_to_the_model_given_back_are_no_answer(tg: TG) -> None:
+    """Held, the 1.5B model gave an empty reply, was told "Your last reply was empty: the
+    user saw nothing. …", and answered with that sentence (bench/tool_use.py --day,
+    2026-12-06): Sidekick's words to the model never reach the person, in drafts either."""
+    said = ASK_AGAIN["empty"].split(". ")[0] + "."
+    tg.llm.add(Text(""), Text(said, chunk=4))
+    await tg.send(OWNER, "I need some advice about my weekend rota.")
+    assert (await tg.reply(OWNER)).text == GAVE_UP["ours"]
+    await tg.idle()
+    assert not any("Your last reply" in t for t in seen_by_user(tg))
+
+    # Asked again, a real answer is shown.
+    tg.llm.add(Text(said), Text("Tell your manager plainly what you can cover."))
+    await tg.send(OWNER, "How do I talk to my manager?")
+    assert (await tg.reply(OWNER)).text == "Tell your manager plainly what you can cover."

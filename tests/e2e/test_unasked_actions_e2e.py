@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy import select
 
+from bot.sessions.lifecycle import NOT_ASKED
+from db.models.core import ChatSession
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.test_approvals_e2e import button
 from tests.fakes.openai_server import FakeOpenAI, Text
@@ -143,3 +145,63 @@ async def test_a_cancel_or_pause_nobody_asked_for_stops_nothing(tg: TG) -> None:
     assert (await tg.reply(OWNER)).text.startswith("Cancelled.")
     await tg.idle()
     assert await statuses(tg) != ["active"]
+
+
+LISTED_AS_CREATE = (  # bench/tool_use.py, "List my reminders.", 1.5B model, 2026-12-06
+    '{"name": "schedule", "arguments": {"action": "create", "text": "List my reminders", '
+    '"in_minutes": 1}}'
+)
+
+
+async def test_asking_for_the_list_of_reminders_creates_none(tg: TG) -> None:
+    """ "List my reminders." names reminders but asks for none: the 1.5B model created one,
+    and the gate let it (it took the word "reminders" for asking). Now the model is told to
+    ask first, and the list it calls next is what the person reads."""
+    tg.llm.add(
+        Text(LISTED_AS_CREATE),
+        Text('{"name": "schedule", "arguments": {"action": "list"}}'),
+        Text("You have no reminders."),
+    )
+    await tg.send(OWNER, "List my reminders.")
+    assert (await tg.reply(OWNER)).text == "You have no reminders."
+    await tg.idle()
+    assert await jobs(tg) == []
+    first, listed = await tool_results(tg)
+    assert first == ASK_FIRST and listed.startswith("No reminders")
+
+    # Asked for with the noun and a verb, one is created.
+    tg.llm.add(Text(LISTED_AS_CREATE), Text("Set."))
+    await tg.send(OWNER, "Please set a reminder to list my reminders.")
+    assert (await tg.reply(OWNER)).text == "Set."
+    assert await jobs(tg) == ["List my reminders"]
+
+
+async def sessions(tg: TG) -> list[int]:
+    async with tg.app.session_factory() as s:
+        return list((await s.execute(select(ChatSession.id).order_by(ChatSession.id))).scalars())
+
+
+async def test_a_new_session_nobody_asked_for_is_not_started(tg: TG) -> None:
+    """Held to one valid call, the 1.5B model called `new_session` (no arguments to get
+    wrong) after storing a licence plate, and again after a long message about a trip
+    (bench/tool_use.py --day, 2026-12-06): the person's conversation ended unasked. It
+    runs only when the message asks for a fresh start."""
+    tg.llm.add(Text('{"name": "new_session", "arguments": {}}'), Text("Noted."))
+    await tg.send(OWNER, "Please remember that my car's license plate is 42-XP-17.")
+    assert (await tg.reply(OWNER)).text == "Noted."
+    await tg.idle()
+    (first,) = await sessions(tg)
+    assert (await tool_results(tg))[-1] == NOT_ASKED
+
+    tg.llm.add(Text("It is 42-XP-17."))
+    await tg.send(OWNER, "What's my license plate again?")
+    assert (await tg.reply(OWNER)).text == "It is 42-XP-17."
+    assert await sessions(tg) == [first]
+    earlier = [m["content"] for m in tg.llm.requests[-1]["messages"] if m["role"] == "user"]
+    assert any("42-XP-17" in str(c) for c in earlier[:-1])  # the same session goes on
+
+    # Asked, the session ends after the answer.
+    tg.llm.add(Text('{"name": "new_session", "arguments": {}}'), Text("Fresh start."))
+    await tg.send(OWNER, "Let's start a new conversation.")
+    assert (await tg.reply(OWNER)).text == "Fresh start."
+    assert len(await sessions(tg)) == 2

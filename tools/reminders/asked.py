@@ -25,9 +25,13 @@ from tools.base import Tool, ToolCall
 from tools.effects import SEEN
 from tools.reminders.tool import ScheduleParams
 
-# Words a message that asks for a reminder or task uses.
+# Words a message that asks for a reminder or task uses. "Reminders" named alone is not
+# asking for one: "List my reminders." made the 1.5B model create a reminder, and the gate
+# let it (bench/tool_use.py, 2026-12-06); a reminder is asked for with the verb, or set,
+# added, made.
 ASKING = re.compile(
-    r"\bremind|\breminder|\bschedul|\balarm|\btimer\b|\bwake me\b|\bping me\b|\bnotify me\b"
+    r"\bremind(?:s|ed|ing)?\b|\b(?:set|add|create|make|new|another|want|need|put)\b"
+    r"[\w' ]{0,20}\breminders?\b|\bschedul|\balarm|\btimer\b|\bwake me\b|\bping me\b|\bnotify me\b"
     r"|\balert me\b|\bdon'?t let me forget\b|\bevery\s+(?:\d+|day|week|month|morning|evening"
     r"|night|hour|minute|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekday)"
     r"|\b(?:daily|weekly|hourly)\b|\bin\s+\d+\s*(?:min|minute|hour|h\b|day|week|sec)"

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, model_validator
 
-from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule
+from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule, json_schema
 from tools.effects import effects
 from tools.reminders import jobs
 from tools.reminders.parse import Fields, build_spec
@@ -60,6 +60,57 @@ class ScheduleParams(BaseModel):
         if not any(v not in (None, "") for k, v in data.items() if k != "kind"):
             return {**data, "action": "list"}
         return data
+
+
+# What the time fields hold, as the tool reads them (tools/reminders/parse.py), for a held
+# reply: the 1.5B model wrote a field's name as another's value ("every": "daily_at").
+_CLOCK = "[0-2]?[0-9]:[0-5][0-9]"
+_DAY = "(mon|tue|wed|thu|fri|sat|sun)"
+PATTERNS = {
+    "at": f"^((today|tomorrow|[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}) )?{_CLOCK}$",
+    "every": "^[1-9][0-9]{0,3} ?(m|min|minutes?|h|hours?)$",
+    "daily_at": f"^{_CLOCK}$",
+    "days": f"^(weekdays|weekends|{_DAY}(,{_DAY}){{0,6}})$",
+}
+
+
+def _held() -> dict[str, Any]:
+    """The argument sets `schedule` accepts, for a reply held to a grammar: a create names
+    its time in one structured field beside `when`, the person's words (which the tool
+    checks the field against), a list nothing but the kind, a change its job. Held to
+    `parameters`, the 1.5B model filled every time field at once ("when": "in 2 minutes",
+    "at": "…17:42", "in_minutes": 2, "every": "daily_at"); allowed `when` alone, it wrote
+    "when": "now"; each time it was told so and wrote the same call again; allowed to leave
+    `when` out, "every day at 8:00" became "every": "30m" (bench/tool_use.py, 2026-12-06)."""
+    shown = json_schema(ScheduleParams)["properties"] | {
+        f: {"type": "string", "pattern": p} for f, p in PATTERNS.items()
+    }
+
+    def variant(action: Any, *fields: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"action": action, **{f: shown[f] for f in fields}},
+            "required": ["action", *required],
+            "additionalProperties": False,
+        }
+
+    create = {"const": "create"}
+    times = [("at",), ("in_minutes",), ("every", "days"), ("daily_at", "days")]
+    edits = ("text", "when", "at", "in_minutes", "every", "daily_at", "days")
+    return {
+        "anyOf": [
+            *(
+                variant(create, "kind", "text", "when", *t, required=("text", "when", t[0]))
+                for t in times
+            ),
+            variant({"const": "list"}, "kind"),
+            variant({"enum": ["cancel", "pause", "resume"]}, "job_id", required=("job_id",)),
+            variant({"const": "edit"}, "job_id", *edits, required=("job_id",)),
+        ]
+    }
+
+
+HELD = _held()
 
 
 def build(deps: ToolDeps) -> Tool[ScheduleParams]:
@@ -115,6 +166,7 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
         ScheduleParams,
         run,
         effects=lambda p: READS if p.action == "list" else WRITES,
+        held=HELD,
     )
 
 
