@@ -48,12 +48,12 @@ class ModelSettings(BaseModel):
     llm_context_tokens: int = Field(default=0, ge=0)
     # Replies held by the server to "an answer or a call of one offered tool with valid
     # arguments" (bot/llm/constrained.py): auto where the server is llama.cpp's or Ollama's.
-    # On bench/tool_use.py (2026-12-06), held with the answer due once a round's calls
-    # succeeded, the 1.5B model was right on 16 of 20 requests (unheld 15) and on 10-13 of
-    # the recorded day's 13 answers (unheld 2); the 0.5B on 9 of 20 (unheld 3). Still off by
-    # default: held, five tests of the real tier (make test-real) do not hold as written
-    # (they count one model call a message, and the prefix each turn re-processes).
-    llm_constrained_calls: Literal["auto", "on", "off"] = "off"
+    # Auto by default: on bench/tool_use.py (2026-12-06), held with the answer due once a
+    # round's calls succeeded, the 1.5B model was right on 16 of 20 requests (unheld 15) and
+    # on 10-13 of the recorded day's 13 answers (unheld 2); the 0.5B on 9 of 20 (unheld 3).
+    # The price: held, a message takes one round of successful calls (a bigger local model
+    # that chains tools well may run `off`).
+    llm_constrained_calls: Literal["auto", "on", "off"] = "auto"
 
     _more_models: tuple[str, ...] = PrivateAttr(default=())
 

@@ -142,10 +142,16 @@ def real_settings(tmp_path: Path, proxy: RecordingProxy, server: FakeTelegram,
 
 @pytest.fixture
 async def bot(
-    tmp_path: Path, proxy: RecordingProxy, installed: dict[str, str]
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    proxy: RecordingProxy,
+    installed: dict[str, str],
 ) -> AsyncIterator[TG]:
     server = await FakeTelegram().start()
-    tg = TG(server, None, real_settings(tmp_path, proxy, server, installed))  # type: ignore[arg-type]
+    marker = request.node.get_closest_marker("settings")
+    extra = marker.kwargs if marker is not None else {}
+    settings = real_settings(tmp_path, proxy, server, installed, **extra)
+    tg = TG(server, None, settings)  # type: ignore[arg-type]
     proxy.witness = lambda: len(server.calls)
     try:
         await tg.start()

@@ -16,7 +16,14 @@ from tests.e2e.conftest import OWNER, TG
 from tests.real.proxy import Exchange, RecordingProxy
 from tools.memory.models import Memory
 
-pytestmark = pytest.mark.timeout(1200)
+# These prove llama.cpp's own paths, unheld: its streamed answer and usage, its tool-call
+# stream (the proxy forces one; with a held reply's schema as well llama-server refuses the
+# request: "Failed to initialize samplers"), embeddings, the prompt prefix it reuses. The
+# default, held, is proven by tests/real/test_small_models.py.
+pytestmark = [
+    pytest.mark.timeout(1200),
+    pytest.mark.settings(llm_constrained_calls="off"),
+]
 
 WAIT = 900.0  # one message: a whole uncached prompt on a loaded 2-core machine
 # From the 2nd message of a session on, at most 15% of the prompt may be processed again
