@@ -147,6 +147,11 @@ async def endpoint() -> AsyncIterator[Any]:
 LLAMA = {"/props": (200, {"default_generation_settings": {"n_ctx": 4096}})}
 
 
+async def unsaid() -> int | None:
+    """A model whose size the server does not say (held, as a small one)."""
+    return None
+
+
 @pytest.mark.parametrize(
     ("routes", "holds"),
     [
@@ -162,27 +167,27 @@ async def test_auto_asks_each_server_once(
     async with Server(routes) as server:
         at = endpoint(server.base_url)
         constraint = Constraint("auto")
-        assert await constraint.wanted(at) is holds
+        assert await constraint.wanted(at, unsaid) is holds
         asked = len(server.asked)
-        assert await constraint.wanted(at) is holds and len(server.asked) == asked
+        assert await constraint.wanted(at, unsaid) is holds and len(server.asked) == asked
 
 
 async def test_a_loading_server_is_asked_again_and_a_refusal_is_kept(endpoint: Any) -> None:
     async with Server({"/props": (503, {"error": {"message": "Loading model"}})}) as server:
         at = endpoint(server.base_url)
         constraint = Constraint("auto")
-        assert not await constraint.wanted(at)
+        assert not await constraint.wanted(at, unsaid)
         server.routes.update(LLAMA)
-        assert await constraint.wanted(at)
+        assert await constraint.wanted(at, unsaid)
         constraint.refused(at)
-        assert not await constraint.wanted(at)
+        assert not await constraint.wanted(at, unsaid)
 
 
 async def test_on_and_off_ask_nothing(endpoint: Any) -> None:
     async with Server(LLAMA) as server:
         at = endpoint(server.base_url)
-        assert await Constraint("on").wanted(at)
-        assert not await Constraint("off").wanted(at)
+        assert await Constraint("on").wanted(at, unsaid)
+        assert not await Constraint("off").wanted(at, unsaid)
         assert server.asked == []
 
 

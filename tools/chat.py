@@ -106,6 +106,13 @@ def shown_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+# Below this many parameters a model is a small one (where the server says its size): its
+# tool replies are held to a schema by default (bot/llm/constrained.py), and what it reads
+# into the person's words is confirmed with them (tools/reminders/asked.py). The 0.5B and
+# 1.5B models this was measured with, and the 3B ones beside them.
+SMALL_MODEL = 4_000_000_000
+
+
 class ChatModel(Protocol):
     async def stream(
         self,

@@ -20,6 +20,7 @@ import logging
 import random
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from bot.config import Settings
@@ -556,7 +557,8 @@ class LLMClient:
         async def once(client: Endpoint, model: str, silence: Silence) -> Completion:
             body = self._body(model, messages, None)
             body["stream"] = True
-            held = bool(tools) and await self.constraint.wanted(client)
+            size = partial(self.parameters, model)
+            held = bool(tools) and await self.constraint.wanted(client, size)
             if tools:
                 body["tools"] = shown_tools(tools)
                 if await self.constraint.local(client):

@@ -18,7 +18,8 @@ the argument sets it accepts). Once a round of calls has given its results with 
 the reply is held to the answer alone (answer_due).
 
 `Constraint` says per server whether to ask (LLM_CONSTRAINED_CALLS: `auto` asks llama.cpp's
-server and Ollama, detected as the context probe does, `on` every server, `off` none);
+server and Ollama, detected as the context probe does, for a model under SMALL_MODEL
+parameters or of a size not said; `on` every server, `off` none);
 a server that refuses the field is not asked again (client.LLMClient._adapted). `drafts`
 shows the answer's text as it streams, `adopt` turns the finished reply into the
 completion's text or tool call. A reply that is no such JSON (a server that ignored the
@@ -31,12 +32,12 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from itertools import takewhile
 from typing import Any
 
 from bot.llm.wire import APIConnectionError, APIError, APIStatusError, Endpoint
-from tools.chat import HELD, Completion, LLMToolCall, OnText
+from tools.chat import HELD, SMALL_MODEL, Completion, LLMToolCall, OnText
 
 log = logging.getLogger(__name__)
 
@@ -198,12 +199,19 @@ class Constraint:
         self.known: dict[str, bool] = {}
         self.servers: dict[str, bool] = {}
 
-    async def wanted(self, endpoint: Endpoint) -> bool:
+    async def wanted(self, endpoint: Endpoint, size: Callable[[], Awaitable[int | None]]) -> bool:
+        """`size`: the model's parameters, where the server says (asked only for `auto` on a
+        local server). A model of SMALL_MODEL or more is not held: it sends native calls well
+        and may chain several rounds of them, which a held reply (the answer due once a
+        round succeeded) would cut to one. A model whose size is not said is held."""
         if endpoint.base_url in self.known:
             return self.known[endpoint.base_url]
         if self.mode != "auto":
             return self.mode == "on"
-        return await self.local(endpoint)
+        if not await self.local(endpoint):
+            return False
+        parameters = await size()
+        return parameters is None or parameters < SMALL_MODEL
 
     async def local(self, endpoint: Endpoint) -> bool:
         """The server is llama.cpp's or Ollama: a model on the person's own machine, most

@@ -74,6 +74,20 @@ async def test_a_held_call_runs_and_the_held_answer_is_shown(
         assert '"answer"' not in text and '"name"' not in text and "{" not in text, text
 
 
+@pytest.mark.parametrize(("n_params", "holds"), [(1_540_000_000, True), (7_620_000_000, False)])
+async def test_auto_holds_a_small_model_and_leaves_a_bigger_ones_native_calls(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI, n_params: int, holds: bool
+) -> None:
+    # llama-server says its model's size in its model list (`meta.n_params`): a 7B model
+    # calls tools natively and may chain rounds of them, which a held reply would cut to one.
+    fake_llm.n_ctx, fake_llm.n_params = 32768, n_params
+    tg = await make_tg()  # the default, auto
+    await tg.send(OWNER, "hello")
+    await tg.reply(OWNER)
+    request = tg.llm.requests[0]
+    assert request["tools"] and (held(request) is not None) is holds
+
+
 async def test_a_server_that_does_not_say_is_not_held(
     make_tg: Callable[..., Awaitable[TG]],
 ) -> None:

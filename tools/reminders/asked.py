@@ -22,6 +22,7 @@ from typing import Any
 from db.engine import SessionFactory
 from tools.asked import asked
 from tools.base import Tool, ToolCall
+from tools.chat import SMALL_MODEL
 from tools.effects import SEEN
 from tools.reminders.tool import ScheduleParams
 
@@ -57,9 +58,6 @@ ASK_FIRST = (
     "Not created: the user did not ask for a reminder or task in this message. If one "
     "would help, ask them first (what, and when); create it only once they say so."
 )
-# Below this many parameters a model's reading of the person is confirmed with them: the
-# 0.5B and 1.5B models this was seen with, and the 3B ones beside them.
-SMALL_MODEL = 4_000_000_000
 
 
 class AskedFirst:
