@@ -156,12 +156,21 @@ def storing_model(body: dict[str, Any]) -> Text:
     return Text('{"answer": "Noted: Anna lives in Porto."}')
 
 
+async def held_app(
+    make_tg: Callable[..., Awaitable[TG]],
+    fake_llm: FakeOpenAI,
+    model: Callable[[dict[str, Any]], Text],
+) -> TG:
+    """The app on a server that says it is llama.cpp's, its replies played by `model`."""
+    fake_llm.n_ctx = 32768
+    fake_llm.responder = model
+    return await make_tg(llm_constrained_calls="auto")
+
+
 async def test_held_results_in_hand_the_reply_is_the_answer(
     make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
 ) -> None:
-    fake_llm.n_ctx = 32768
-    fake_llm.responder = storing_model
-    tg = await make_tg(llm_constrained_calls="auto")
+    tg = await held_app(make_tg, fake_llm, storing_model)
     await tg.send(OWNER, "Please remember that my sister Anna lives in Porto.")
     assert (await tg.reply(OWNER)).text == "Noted: Anna lives in Porto."
     assert await memories(tg) == ["Anna lives in Porto"]
@@ -192,9 +201,7 @@ def correcting_model(body: dict[str, Any]) -> Text:
 async def test_held_a_call_that_failed_may_be_made_again_corrected(
     make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
 ) -> None:
-    fake_llm.n_ctx = 32768
-    fake_llm.responder = correcting_model
-    tg = await make_tg(llm_constrained_calls="auto")
+    tg = await held_app(make_tg, fake_llm, correcting_model)
     await tg.send(OWNER, "Remind me in 30 minutes to take the laundry out.")
     assert (await tg.reply(OWNER)).text == "I will remind you in 30 minutes."
     assert len(tg.llm.requests) == 3
