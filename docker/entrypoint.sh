@@ -18,6 +18,8 @@ if [ "$code" = 2 ]; then
   # The reason first: whoever sees the marker (the health check, a test) finds it logged.
   echo "sidekick: not restarting after a configuration error (the lines above): fix .env, then run: docker compose up -d" >&2
   touch "$marker"
-  while :; do sleep 3600 & sleeper=$!; wait $sleeper; done
+  # The sleep holds none of our output: a stop that lands before `sleeper` is set leaves it
+  # behind, and it must not keep the log pipe open (a reader would wait an hour for its end).
+  while :; do sleep 3600 >/dev/null 2>&1 & sleeper=$!; wait $sleeper; done
 fi
 exit "$code"
