@@ -29,7 +29,7 @@ from sqlalchemy import Executable, Row, Table, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from db.engine import SessionFactory, engine_of
-from db.models.core import ChatSession, Message, ToolCallRecord, User
+from db.models.core import SHOWN, ChatSession, Message, ToolCallRecord, User
 from db.repos import core as repo
 from db.repos import resume
 
@@ -98,15 +98,7 @@ async def add_message(s: AsyncSession | AsyncConnection, **message: Unpack[Messa
 
 # What the prompt needs of a history row (bot/agent/prompt.py), newest first.
 HISTORY = (
-    select(
-        _MESSAGES.c.id,
-        _MESSAGES.c.role,
-        _MESSAGES.c.content,
-        _MESSAGES.c.tool_calls,
-        _MESSAGES.c.tool_call_id,
-        _MESSAGES.c.context,
-        _MESSAGES.c.created_at,  # the summary's size rule reads the day (bot/sessions)
-    )
+    select(*SHOWN)
     .where(_MESSAGES.c.session_id == bindparam("session_id"))
     .order_by(_MESSAGES.c.id.desc())
     .limit(bindparam("limit"))

@@ -13,7 +13,7 @@ from sqlalchemy import ColumnElement, and_, case, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.sessions.models import SessionArchive, SessionCompression
-from db.models.core import ChatSession, Message, User
+from db.models.core import SHOWN, ChatSession, Message, User
 
 
 @dataclass
@@ -241,24 +241,11 @@ async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> Seq
     return list((await s.execute(stmt)).scalars())
 
 
-# The columns a prompt shows of a stored turn (and the summary's size rule reads): plain
-# rows, not ORM objects; a message's history read builds none (bot/sessions/history.py).
-SHOWN = (
-    Message.id,
-    Message.role,
-    Message.content,
-    Message.tool_calls,
-    Message.tool_call_id,
-    Message.context,
-    Message.created_at,
-)
-
-
 async def newest_messages(
     s: AsyncSession, session_id: int, after_id: int, before_id: int | None, limit: int
 ) -> list[Any]:
     """Up to `limit` of the session's newest messages with `after_id` < id < `before_id`
-    (None: no upper bound), oldest first, as rows of the SHOWN columns."""
+    (None: no upper bound), oldest first, as plain rows of the SHOWN columns."""
     stmt = select(*SHOWN).where(Message.session_id == session_id, Message.id > after_id)
     if before_id is not None:
         stmt = stmt.where(Message.id < before_id)

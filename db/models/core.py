@@ -65,6 +65,15 @@ class Message(Base):
     context: Mapped[str | None] = mapped_column(Text)
 
 
+# The columns a prompt shows of a stored message (the history read with a turn, a turn a
+# restart cut, a long session's older pages) and the summary's size rule reads (the day):
+# one list, on the table, so a read builds plain rows and no ORM objects.
+SHOWN = tuple(
+    Message.__table__.c[name]
+    for name in ("id", "role", "content", "tool_calls", "tool_call_id", "context", "created_at")
+)
+
+
 class ToolCallRecord(Base):
     """Audit trail: one row per tool call, written by the runtime."""
 

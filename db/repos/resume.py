@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from db.models.core import Message, User
+from db.models.core import SHOWN, Message, User
 from db.models.outbox import OutboxMessage
 from db.models.resume import RoundInFlight, TurnResume
 
@@ -175,16 +175,9 @@ TURN = (
 # The session's history up to the cut turn's last record (the prompt's columns, as
 # db/conversation.py's HISTORY), newest first; and how many tool calls the turn recorded.
 _LAST = select(func.max(Message.id)).where(Message.request_id == bindparam("request_id"))
+# (SHOWN holds the context as the turn was sent: the continued request extends it unchanged.)
 HISTORY_UNTIL = (
-    select(
-        Message.id,
-        Message.role,
-        Message.content,
-        Message.tool_calls,
-        Message.tool_call_id,
-        Message.context,  # as the turn was sent: the continued request extends it unchanged
-        Message.created_at,
-    )
+    select(*SHOWN)
     .where(Message.session_id == bindparam("session_id"), Message.id <= _LAST.scalar_subquery())
     .order_by(Message.id.desc())
     .limit(bindparam("limit"))
