@@ -150,6 +150,11 @@ class Tool(Generic[P]):
     # reply the server holds to a grammar (bot/llm/constrained.py): never shown to the model
     # (no prompt tokens), only what it may write. None: `parameters`.
     held: dict[str, Any] | None = None
+    # What the tool would refuse in a call, known before it runs: checked before any gate,
+    # so a person is never asked to allow a call the tool then turns down (the 0.5B model's
+    # reminder was allowed, then refused as two times, and its corrected call was a second
+    # question). None: nothing to check before running.
+    refuses: Callable[[P, ToolCall], str | None] | None = None
 
     def effects_of(self, params: P) -> Effects:
         return self.effects if isinstance(self.effects, Effects) else self.effects(params)

@@ -1,9 +1,9 @@
-"""Runs a round of tool calls: parse, validate, pass the features' gates (tools/hooks.py Gate),
-run, and turn every failure into text for the model; calls over the request's cap are
-answered with a note instead of being run. A result its tool declares outside content
-(tools/effects.py), or returns as FromOutside, is marked so for the model and in the
-history, and the turn has seen it once the round is over (the gate asks before the next
-writing call).
+"""Runs a round of tool calls: parse, validate, the tool's own checks (Tool.refuses), pass
+the features' gates (tools/hooks.py Gate), run, and turn every failure into text for the
+model; calls over the request's cap are answered with a note instead of being run. A
+result its tool declares outside content (tools/effects.py), or returns as FromOutside, is
+marked so for the model and in the history, and the turn has seen it once the round is over
+(the gate asks before the next writing call).
 
 A writing call is recorded as it starts (`on_start`, past the gates), so a continuation of
 a round the process stopped in runs again only what is safe: a call its tool declares to
@@ -137,6 +137,8 @@ async def run_call(
     except ValidationError as exc:
         msg = f"invalid arguments: {_validation_text(exc)}"
         return done(f"Error: {msg}", msg)
+    if tool.refuses is not None and (wrong := tool.refuses(params, call)) is not None:
+        return done(f"Error: {wrong}", wrong)
     refusal = await gate.check(tool, params, args, call) if gate is not None else None
     if refusal is not None:
         return done(refusal, "not approved")

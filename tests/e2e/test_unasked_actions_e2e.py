@@ -104,6 +104,36 @@ async def test_with_a_small_model_a_reminder_asked_for_is_put_to_the_person_firs
     assert await jobs(tg) == ["I want to try making some quick dinner tonight."]
 
 
+async def test_a_call_the_tool_would_refuse_is_never_put_to_the_person(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+) -> None:
+    """Held, the real tier's 0.5B wrote `when` "2026-12-06 18:55" beside `in_minutes` 30: the
+    person allowed it, the tool then refused the two times, and the corrected call was a
+    second question nobody answered. The tool's own checks come first: the contradiction
+    goes back to the model unasked, and only the call the tool takes is put to the person."""
+    fake_llm.n_params = 494_032_768
+    tg = await make_tg()
+    two_times = (
+        '{"name": "schedule", "arguments": {"action": "create", "text": "call Ana", '
+        '"when": "tomorrow at 09:00", "in_minutes": 30}}'
+    )
+    one_time = (
+        '{"name": "schedule", "arguments": {"action": "create", "text": "call Ana", '
+        '"when": "in 30 minutes", "in_minutes": 30}}'
+    )
+    tg.llm.add(Text(two_times), Text(one_time), Text("I will remind you."))
+    await tg.send(OWNER, "Remind me in 30 minutes to call Ana.")
+    question = await tg.reply(OWNER)
+    assert "may I do this" in question.text and "in 30 minutes" in question.text, question.text
+    refused = [m["content"] for m in tg.llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert len(refused) == 1 and "read as" in refused[0], refused
+    await tg.press(OWNER, button(question, "Allow once"))
+    assert (await tg.reply(OWNER)).text == "I will remind you."
+    assert await jobs(tg) == ["call Ana"]
+    asked = [m for m in tg.server.sent_to(OWNER) if "may I do this" in (m.text or "")]
+    assert len(asked) == 1, [m.text for m in asked]
+
+
 async def test_with_a_bigger_model_a_reminder_asked_for_is_created_at_once(
     make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
 ) -> None:

@@ -69,6 +69,12 @@ def _first(kind: str, spec: Spec, now: datetime) -> datetime:
     return nxt
 
 
+def new_job(kind: str, text: str, spec: Spec, now: datetime) -> tuple[str, datetime]:
+    """A new job's text and first run, or the ToolError that refuses it (checked before
+    the person is asked to allow it: tools/reminders/tool.py)."""
+    return _text(text, "create"), _first(kind, spec, now)
+
+
 async def create(
     sf: SessionFactory,
     *,
@@ -79,8 +85,7 @@ async def create(
     spec: Spec,
     now: datetime,
 ) -> ScheduledJob:
-    text = _text(text, "create")
-    nxt = _first(kind, spec, now)
+    text, nxt = new_job(kind, text, spec, now)
     async with sf() as s, s.begin():
         if await repo.count_live(s, user_id) >= MAX_LIVE_JOBS:
             raise ToolError(

@@ -11,7 +11,7 @@ from tools.base import Tool, ToolCall, ToolDeps, ToolError, ToolModule, json_sch
 from tools.effects import effects
 from tools.reminders import jobs
 from tools.reminders.parse import Fields, build_spec
-from tools.reminders.times import describe, local_text
+from tools.reminders.times import Spec, describe, local_text
 from tools.state import Slot
 
 # The jobs a request created: the answer carries an Undo button for each (tools/reminders/
@@ -116,12 +116,22 @@ HELD = _held()
 def build(deps: ToolDeps) -> Tool[ScheduleParams]:
     sf = deps.session_factory
 
+    def refuses(p: ScheduleParams, call: ToolCall) -> str | None:
+        """A new or moved job's time and text, checked before anyone is asked to allow it."""
+        try:
+            if p.action == "create":
+                jobs.new_job(p.kind, p.text or "", _spec(p, call), call.ctx.now())
+            elif p.action == "edit" and _timed(p):
+                _spec(p, call)
+        except ToolError as exc:
+            return str(exc)
+        return None
+
     async def run(p: ScheduleParams, call: ToolCall) -> str:
         ctx = call.ctx
         now = ctx.now()
         if p.action == "create":
-            fields = Fields(p.at, p.in_minutes, p.every, p.daily_at, p.days)
-            spec = build_spec(fields, p.when or "", now, ctx.timezone)
+            spec = _spec(p, call)
             job = await jobs.create(
                 sf,
                 user_id=ctx.user_id,
@@ -149,9 +159,7 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
         if p.job_id is None:
             raise ToolError(f"{p.action} needs `job_id` (see list for the ids)")
         if p.action == "edit":
-            fields = Fields(p.at, p.in_minutes, p.every, p.daily_at, p.days)
-            timed = fields.given() or bool(p.when and p.when.strip())
-            moved = build_spec(fields, p.when or "", now, ctx.timezone) if timed else None
+            moved = _spec(p, call) if _timed(p) else None
             job = await jobs.edit(sf, user_id=ctx.user_id, job_id=p.job_id, now=now,
                                   text=p.text, spec=moved, words=p.when or "")  # fmt: skip
             return f"Changed #{job.id}: " + jobs.job_line(job, now)
@@ -167,7 +175,20 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
         run,
         effects=lambda p: READS if p.action == "list" else WRITES,
         held=HELD,
+        refuses=refuses,
     )
+
+
+def _fields(p: ScheduleParams) -> Fields:
+    return Fields(p.at, p.in_minutes, p.every, p.daily_at, p.days)
+
+
+def _timed(p: ScheduleParams) -> bool:
+    return _fields(p).given() or bool(p.when and p.when.strip())
+
+
+def _spec(p: ScheduleParams, call: ToolCall) -> Spec:
+    return build_spec(_fields(p), p.when or "", call.ctx.now(), call.ctx.timezone)
 
 
 TOOL = ToolModule(
