@@ -2,7 +2,7 @@
 assembled app: a server that says it is llama.cpp's (GET /props) gets the schema of every
 reply with tools offered; the held call runs as a tool call, the held answer is what the
 person reads (and its JSON never shows, not even in a draft). A server that says nothing is
-not asked, and LLM_CONSTRAINED_CALLS forces it either way (off by default)."""
+not asked, and LLM_CONSTRAINED_CALLS forces it either way (auto by default)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ async def test_auto_holds_a_small_model_and_leaves_a_bigger_ones_native_calls(
     # llama-server says its model's size in its model list (`meta.n_params`): a 7B model
     # calls tools natively and may chain rounds of them, which a held reply would cut to one.
     fake_llm.n_ctx, fake_llm.n_params = 32768, n_params
-    tg = await make_tg(llm_constrained_calls="auto")
+    tg = await make_tg()  # the default, auto
     await tg.send(OWNER, "hello")
     await tg.reply(OWNER)
     request = tg.llm.requests[0]
@@ -98,7 +98,7 @@ async def test_a_server_that_does_not_say_is_not_held(
 
 
 @pytest.mark.parametrize(
-    ("setting", "says", "holds"), [("on", False, True), ("off", True, False), (None, True, False)]
+    ("setting", "says", "holds"), [("on", False, True), ("off", True, False), (None, True, True)]
 )
 async def test_the_setting_forces_it_on_and_off(
     make_tg: Callable[..., Awaitable[TG]],

@@ -16,10 +16,10 @@ from tests.e2e.conftest import OWNER, TG
 from tests.real.proxy import Exchange, RecordingProxy
 from tools.memory.models import Memory
 
-# These prove llama.cpp's own paths, unheld, whatever the default: its streamed answer and
-# usage, its tool-call stream (the proxy forces one; with a held reply's schema as well
-# llama-server refuses the request: "Failed to initialize samplers"), embeddings, the prompt
-# prefix it reuses.
+# These prove llama.cpp's own paths, unheld: its streamed answer and usage, its tool-call
+# stream (the proxy forces one; with a held reply's schema as well llama-server refuses the
+# request: "Failed to initialize samplers"), embeddings, the prompt prefix it reuses. The
+# default, held, is proven by tests/real/test_small_models.py.
 pytestmark = [
     pytest.mark.timeout(1200),
     pytest.mark.settings(llm_constrained_calls="off"),
