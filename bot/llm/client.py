@@ -40,7 +40,7 @@ from bot.llm.wire import (
     open_stream,
 )
 from bot.llm.written import adopt_written, holdback, tool_names
-from tools.chat import Completion, LLMToolCall, OnText, Usage, shown_tools
+from tools.chat import ChatModel, Completion, LLMToolCall, OnText, Usage, shown_tools
 from tools.model_call import ModelCall
 
 __all__ = ["Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
@@ -327,7 +327,7 @@ def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
     return False, None, None
 
 
-class LLMClient:
+class LLMClient(ChatModel):
     """Chat completions against an OpenAI-compatible endpoint, over httpx (bot/llm/wire.py):
     the ChatModel (tools/chat.py) that every wrapper ends at.
 
@@ -609,16 +609,6 @@ class LLMClient:
             return out
 
         return await self._call(model, once)
-
-    async def complete_text(
-        self,
-        messages: list[dict[str, Any]],
-        max_tokens: int | None = None,
-        *,
-        call: ModelCall | None = None,
-    ) -> str:
-        """The text of `complete` (unmetered: the app wraps this client in MeteredModel)."""
-        return (await self.complete(messages, max_tokens, call=call)).content
 
     async def list_models(self) -> list[str]:
         page = await self.client.call("GET", "/models")
