@@ -111,14 +111,8 @@ class Host(Protocol):
         """True in the terminal chat, which serves its local user only (no Telegram id)."""
         ...
 
-    async def deliver(
-        self,
-        recipient: Recipient,
-        text: str,
-        markdown: bool,
-        files: Sequence[File] = (),
-        buttons: Sequence[tuple[str, str]] = (),
-    ) -> int:
+    @property
+    def deliver(self) -> Deliver:
         """Send a message the user did not ask for just now (a reminder, a finished code
         job with its files, a check-in with its buttons), through whichever adapter runs:
         Telegram, or the terminal for its local user."""
