@@ -9,7 +9,7 @@ from bot.checkins.models import CheckinPrefs
 from bot.checkins.runs import FOLLOWUP_AFTER
 from tools.base import user_tz
 from tools.feature import Answer, Button, CommandCall, Pressed, Who, row_id
-from tools.reminders.times import parse_hhmm
+from tools.reminders.times import in_quiet, parse_hhmm
 
 USAGE = (
     "/checkins on · off · at HH:MM (the morning brief) · quiet HH:MM-HH:MM · "
@@ -29,10 +29,7 @@ def _group(who: Who) -> int | None:
 
 
 def _inside(at: str, p: CheckinPrefs) -> bool:
-    t, start, end = parse_hhmm(at), parse_hhmm(p.quiet_start), parse_hhmm(p.quiet_end)
-    if start == end:
-        return False
-    return start <= t < end if start < end else (t >= start or t < end)
+    return in_quiet(parse_hhmm(at), parse_hhmm(p.quiet_start), parse_hhmm(p.quiet_end))
 
 
 def _status(p: CheckinPrefs, month: dict[str, object], tz: str) -> str:
