@@ -19,28 +19,20 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+# Each month and weekday by its name and its first three letters ("sept" too).
 MONTHS = {
-    m: i + 1
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ]
+    n: i
+    for i, name in enumerate(
+        "january february march april may june july august september october november "
+        "december".split(),
+        1,
     )
-    for m in names
-}
+    for n in (name, name[:3])
+} | {"sept": 9}
 WEEKDAYS = frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday mon tue wed thu fri sat sun".split()
+    n
+    for day in "monday tuesday wednesday thursday friday saturday sunday".split()
+    for n in (day, day[:3])
 )
 NUMBER_WORDS = {
     w: i
