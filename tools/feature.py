@@ -292,3 +292,12 @@ def row_id(text: str) -> int | None:
         return None
     number = int(text)
     return number if number <= ROW_ID_MAX else None
+
+
+def bounded(text: str | None, default: int, high: int) -> int | None:
+    """A whole number from 1 to `high` a person typed (a command's argument, a page in an
+    address): `default` when nothing was typed, None when it is not such a number."""
+    if text is None or not text.strip():
+        return default
+    number = row_id(text.strip())
+    return number if number is not None and 1 <= number <= high else None

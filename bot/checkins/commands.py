@@ -8,7 +8,7 @@ from bot.checkins import repo
 from bot.checkins.models import CheckinPrefs
 from bot.checkins.runs import FOLLOWUP_AFTER
 from tools.base import user_tz
-from tools.feature import Answer, Button, CommandCall, Pressed, Who, row_id
+from tools.feature import Answer, Button, CommandCall, Pressed, Who, bounded, row_id
 from tools.reminders.times import in_quiet, parse_hhmm
 
 USAGE = (
@@ -75,8 +75,9 @@ async def checkins(call: CommandCall) -> Answer:
         elif verb == "quiet":
             error = _set_quiet(p, rest)
         elif verb == "max":
-            if rest.isascii() and rest.isdigit() and 1 <= int(rest) <= MOST_PER_DAY:
-                p.max_per_day = int(rest)
+            most = bounded(rest, 0, MOST_PER_DAY)
+            if most:
+                p.max_per_day = most
             else:
                 error = f"max takes a number from 1 to {MOST_PER_DAY}."
         elif verb == "topic":

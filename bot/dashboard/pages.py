@@ -24,7 +24,7 @@ from bot.usage.report import budget_lines, figures, usage_text
 from db.repos import core as core_repo
 from tools.base import ToolError
 from tools.code import repo as code_repo
-from tools.feature import Host, row_id
+from tools.feature import Host, bounded, row_id
 from tools.memory import repo as memory_repo
 from tools.memory.models import Memory
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
@@ -38,6 +38,7 @@ from tools.reminders.times import local_text
 log = logging.getLogger(__name__)
 
 PAGE = 25
+PAGES_MOST = 999_999  # the offset stays a small integer
 SEARCH_MAX = 200
 EXPORT_BATCH = 1000
 CONTENT_MAX = 2000  # the memory tool's bound on one memory
@@ -48,13 +49,6 @@ KINDS = ("reminder", "task")
 WHEN_MAX = 200
 WHEN_EXAMPLES = "tomorrow at 9 · in 2 hours · every weekday at 8"
 CODE_DAYS = 7  # as /codestats by default
-
-
-def _number(text: str | None, default: int = 1) -> int:
-    """A page number from a query string: small positive ASCII digits, else `default`."""
-    if text and text.isascii() and text.isdigit() and len(text) <= 6 and int(text) > 0:
-        return int(text)
-    return default
 
 
 def _cut(text: str, most: int = 4000) -> str:
@@ -215,7 +209,7 @@ async def memories(host: Host, request: web.Request, view: View) -> web.Response
         body.append(f'<p class="hint">{len(hits)} found for “{esc(query)}”.</p>')
         body += [_memory_item(h, view) for h in hits]
     else:
-        number = _number(request.query.get("page"))
+        number = bounded(request.query.get("page"), 1, PAGES_MOST) or 1
         found = await store.page(
             user_id=uid, layer=layer or None, offset=(number - 1) * PAGE, limit=PAGE
         )
@@ -582,7 +576,7 @@ def _ms(value: float | None) -> str:
 
 async def code(host: Host, request: web.Request, view: View) -> web.Response:
     deps, uid = host.deps, view.person.user_id
-    number = _number(request.query.get("page"))
+    number = bounded(request.query.get("page"), 1, PAGES_MOST) or 1
     since = deps.clock() - timedelta(days=CODE_DAYS)
     async with deps.session_factory() as s:
         stats = await code_repo.stats(s, uid, since)
