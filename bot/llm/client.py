@@ -262,9 +262,7 @@ class ContextSize:
         return found
 
     def _asks(self, model: str) -> list[tuple[str, str, Any, Callable[[Any], int | None]]]:
-        # The server's root: /props and /api/show sit beside /v1, not under it.
-        base = self.endpoint.base_url
-        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        base, root = self.endpoint.base_url, self.endpoint.root
         return [
             ("GET", root + "/props", None, _from_props),
             ("GET", base + "/models", None, lambda raw: _from_models(raw, model)),
@@ -298,8 +296,7 @@ class ModelSize(ContextSize):
     what = "parameters"
 
     def _asks(self, model: str) -> list[tuple[str, str, Any, Callable[[Any], int | None]]]:
-        base = self.endpoint.base_url
-        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        base, root = self.endpoint.base_url, self.endpoint.root
         return [
             ("GET", base + "/models", None, lambda raw: _from_models(raw, model, "n_params")),
             ("POST", root + "/api/show", {"model": model}, _ollama_size),

@@ -163,6 +163,11 @@ class Endpoint:
             verify=_ssl_context(),
         )
 
+    @property
+    def root(self) -> str:
+        """The server's root: llama.cpp's /props and Ollama's /api/* sit beside /v1."""
+        return self.base_url.removesuffix("/v1")
+
     async def send(
         self, method: str, path: str, body: dict[str, Any] | None = None, *, quiet: bool = False
     ) -> httpx.Response:
