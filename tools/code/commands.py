@@ -31,10 +31,6 @@ FILE_BUTTON = "📄 Full code + output as a file"
 OUTCOME_COLOURS = {"succeeded": "#4caf50", "failed": "#e53935", "timed out": "#fb8c00"}
 
 
-def window_start(now: datetime, days: int) -> datetime:
-    return now - timedelta(days=days)
-
-
 def _ms(value: float | None) -> str:
     if value is None:
         return "-"
@@ -171,7 +167,7 @@ async def codestats(call: CommandCall) -> Answer | str:
         return STATS_USAGE
     deps, user_id = call.host.deps, call.who.user_id
     now = deps.clock()
-    since = window_start(now, days)
+    since = now - timedelta(days=days)
     async with deps.session_factory() as s:
         st = await repo.stats(s, user_id, since)
         runs = await repo.code_runs(s, user_id, since)
