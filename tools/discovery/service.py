@@ -142,7 +142,7 @@ class Discovery:
     def for_request(self, ctx: RequestContext, text: str) -> DiscoveringTools:
         cat = self.catalog()
         plan = self.plan(ctx.user_id, cat)
-        req = DiscoveringTools(self, cat, ctx, text, plan.direct, [])
+        req = DiscoveringTools(self, cat, text, plan.direct)
         if plan.meta or cat.index.mentions(text, set(plan.discoverable)):
             for tool in build_meta(req):
                 req.tools[tool.name] = tool
@@ -158,23 +158,13 @@ class DiscoveringTools(RequestTools):
     """Per request: which schemas the model sees; grows as tools are explained."""
 
     def __init__(
-        self,
-        discovery: Discovery,
-        catalog: Catalog,
-        ctx: RequestContext,
-        text: str,
-        direct: list[str],
-        meta: list[Tool[Any]],
+        self, discovery: Discovery, catalog: Catalog, text: str, direct: list[str]
     ) -> None:
-        shown: dict[str, Tool[Any]] = dict(catalog.core)
-        shown.update({t.name: t for t in meta})
-        shown.update({n: catalog.extensions[n] for n in direct})
-        super().__init__(shown)
+        super().__init__({**catalog.core, **{n: catalog.extensions[n] for n in direct}})
         self.discovery = discovery
         self.catalog = catalog
-        self.ctx = ctx
         self.text = text
-        self.meta = {t.name for t in meta}
+        self.meta: set[str] = set()  # tool_search and tool_explain, when offered
         # Extension tools that may be unloaded to make room, oldest first.
         self.loaded: OrderedDict[str, None] = OrderedDict((n, None) for n in direct)
 
