@@ -261,14 +261,13 @@ def summary(description: str, limit: int = 140) -> str:
 def build_meta(req: DiscoveringTools) -> list[Tool[Any]]:
     async def tool_search(p: SearchParams, call: ToolCall) -> dict[str, Any]:
         catalog = req.catalog
-        hits = catalog.index.search(p.query, p.limit)
         found = [
             {
-                "name": h.name,
-                "summary": summary(catalog.extensions[h.name].description),
-                **({"loaded": True} if h.name in req.tools else {}),
+                "name": name,
+                "summary": summary(catalog.extensions[name].description),
+                **({"loaded": True} if name in req.tools else {}),
             }
-            for h in hits
+            for name in catalog.index.search(p.query, p.limit)
         ]
         if not found:
             return {"tools": [], "note": "no tool matches; try other words"}
@@ -279,7 +278,7 @@ def build_meta(req: DiscoveringTools) -> list[Tool[Any]]:
         name = p.name.strip()
         tool = catalog.extensions.get(name) or catalog.core.get(name)
         if tool is None:
-            close = [h.name for h in catalog.index.search(name, 3)]
+            close = catalog.index.search(name, 3)
             hint = f"; did you mean: {', '.join(close)}" if close else ""
             raise ToolError(f"no tool named {name!r}{hint}. Use tool_search to find tools.")
         if name in catalog.extensions:
