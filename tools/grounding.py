@@ -426,10 +426,9 @@ def _supports(stem: str, sentence: str, done: Sequence[str]) -> bool:
     the stem and at least half of what else the sentence says of it ("reminder ... take
     the laundry out" needs a reminder about the laundry, not one about dinner)."""
     about = stems(sentence) - _FILLER - {stem[:4]}
-    for entry in done:
-        if stem in entry.lower() and len(about & stems(entry)) * 2 >= len(about):
-            return True
-    return False
+    return any(
+        stem in entry.lower() and len(about & stems(entry)) * 2 >= len(about) for entry in done
+    )
 
 
 def check_grounded(
