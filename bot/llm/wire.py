@@ -75,7 +75,6 @@ class Stalled(APITimeoutError):
 
     def __init__(self, seconds: float) -> None:
         APIConnectionError.__init__(self, f"Nothing from the model for {seconds:g} s.")
-        self.seconds = seconds
 
 
 class ResponseDataError(APIError):
