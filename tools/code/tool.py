@@ -124,7 +124,7 @@ class CodeService:
         self.sf: SessionFactory = deps.session_factory
         self.clock: Clock = deps.clock
         network = self.network = s.code_network != "off"
-        mode, self.mode_reason = choose_mode(s.code_sandbox, network)
+        mode, self.mode_reason = choose_mode(s.code_sandbox)
         self.mode: Mode | Literal["refused"] = mode or "refused"
         private_ok = s.code_network == "all"
         self.protects = protection(mode, network, private_ok) if mode else "nothing runs"
