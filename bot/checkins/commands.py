@@ -71,7 +71,8 @@ async def checkins(call: CommandCall) -> Answer:
         elif verb == "off":
             p.enabled = False
         elif verb == "at":
-            error = _set_time(p, rest)
+            at, error = _checked_time(p, rest)
+            p.brief_at = at or p.brief_at  # unchanged when the time is refused
         elif verb == "quiet":
             error = _set_quiet(p, rest)
         elif verb == "max":
@@ -92,13 +93,6 @@ async def checkins(call: CommandCall) -> Answer:
         return Answer(error + "\n" + USAGE)
     toggle = Button("Turn off", "off") if on else Button("Turn on", "on")
     return Answer(text, ((toggle,),))
-
-
-def _set_time(p: CheckinPrefs, value: str) -> str:
-    at, error = _checked_time(p, value)
-    if not error:
-        p.brief_at = at
-    return error
 
 
 def _checked_time(p: CheckinPrefs, value: str, where: str = "") -> tuple[str, str]:
