@@ -319,8 +319,8 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
                 "error_category": cat,
             }
             if res.outputs is not None and (res.outputs.files or res.outputs.skipped):
-                call.ctx.state(OUTPUT_FILES).extend((f.name, f.data) for f in res.outputs.files)
-                out["files_sent_to_user"] = [f.name for f in res.outputs.files]
+                call.ctx.state(OUTPUT_FILES).extend(res.outputs.files)
+                out["files_sent_to_user"] = [name for name, _ in res.outputs.files]
                 if res.outputs.skipped:
                     out["files_not_sent"] = res.outputs.skipped
             if res.timed_out:
