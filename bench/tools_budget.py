@@ -121,15 +121,13 @@ def quality() -> None:
     def rate(top: Any, needs: list[tuple[str, str]] = NEEDS) -> float:
         return sum(want in top(need) for need, want in needs) / len(needs)
 
-    h = rate(lambda q: [x.name for x in hybrid.search(q, 3)])
-    w = rate(lambda q: [x.name for x in words.search(q, 3)])
+    h = rate(lambda q: hybrid.search(q, 3))
+    w = rate(lambda q: words.search(q, 3))
     v = rate(lambda q: vectors_top(q, 3)) if embed is not None else float("nan")
     # The ranking was tuned (vector weight, two vector views) looking at the even half.
-    hy = lambda q: [x.name for x in hybrid.search(q, 3)]  # noqa: E731
+    hy = lambda q: hybrid.search(q, 3)  # noqa: E731
     even, odd = rate(hy, NEEDS[0::2]), rate(hy, NEEDS[1::2])
-    misses = [
-        (need, want) for need, want in NEEDS if want not in [x.name for x in hybrid.search(need, 3)]
-    ]
+    misses = [(need, want) for need, want in NEEDS if want not in hybrid.search(need, 3)]
     times = []
     for need, _ in NEEDS:
         t = time.perf_counter()

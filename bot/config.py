@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.features import FEATURES
-from bot.llm.settings import ModelSettings
+from bot.llm.settings import HttpUrl, ModelSettings
 from bot.ops.former_settings import RENAMED, Raw, translate
 from tools.errors import ConfigError
 
@@ -94,7 +94,7 @@ class Settings(
 
     # Telegram
     telegram_bot_token: SecretStr | None = None
-    telegram_api_url: str = "https://api.telegram.org"
+    telegram_api_url: HttpUrl = "https://api.telegram.org"
     # In the order given: the first is the owner (asked to let strangers in, bot/access).
     allowed_user_ids: Annotated[tuple[int, ...], NoDecode] = ()
     webhook_url: str | None = None
@@ -153,13 +153,6 @@ class Settings(
                 "must be sqlite+aiosqlite:////absolute/path.db or postgresql://user:pass@host/db"
             )
         return value
-
-    @field_validator("telegram_api_url")
-    @classmethod
-    def _strip_slash(cls, value: str) -> str:
-        if not re.match(r"^https?://", value):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
 
     # The .env these settings were read from (the owner learned from the first message is
     # written back to it); set by settings_and_errors.

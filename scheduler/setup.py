@@ -18,7 +18,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,14 +34,6 @@ STOP_GRACE_S = 5.0  # then cancel: every job's steps are idempotent, a restart r
 
 # (id, description, every, what to run): one periodic job.
 JobSpec = tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]
-
-
-@dataclass(frozen=True)
-class JobInfo:
-    id: str
-    description: str
-    every: timedelta
-    next_run: datetime | None
 
 
 class AlignedInterval(IntervalTrigger):  # type: ignore[misc]  # APScheduler 3 is untyped
@@ -144,19 +135,12 @@ class Scheduler:
     def running(self) -> bool:
         return self._aps is not None and self._aps.running
 
-    def job_infos(self, now: datetime | None = None) -> list[JobInfo]:
-        """The jobs with their next run time (computed from the trigger when not started)."""
-        now = now or datetime.now(UTC)
-        out = []
-        for job_id, description, every, _ in self._specs:
-            next_run: datetime | None = None
-            job = self._aps.get_job(job_id) if self._aps is not None else None
-            if job is not None:
-                next_run = job.next_run_time
-            elif self._aps is None:
-                next_run = now  # a fresh start runs every job at once
-            out.append(JobInfo(job_id, description, every, next_run))
-        return out
+    def next_runs(self) -> dict[str, datetime | None]:
+        """Each job's next run time; None while it is not scheduled (before start)."""
+        jobs = (
+            {j.id: j.next_run_time for j in self._aps.get_jobs()} if self._aps is not None else {}
+        )
+        return {job_id: jobs.get(job_id) for job_id, *_ in self._specs}
 
 
 def start_scheduler(specs: Sequence[JobSpec], guard: Guard | None = None) -> Scheduler:

@@ -367,17 +367,17 @@ def test_landlock_rights_follow_the_abi() -> None:
 
 
 @pytest.mark.parametrize(
-    ("abi", "namespaces", "network", "setting", "expected"),
+    ("abi", "namespaces", "setting", "expected"),
     [
-        (7, True, False, "on", "landlock"),
-        (1, False, True, "on", "landlock"),
-        (3, False, False, "on", "landlock"),  # a seccomp filter takes the network away
-        (3, False, False, "unsafe-basic", "landlock"),
-        (3, True, False, "on", "landlock"),  # the network namespace does it
-        (0, True, False, "on", "namespace"),
-        (0, False, True, "on", None),
-        (0, False, True, "unsafe-basic", "basic"),
-        (7, True, True, "off", "off"),
+        (7, True, "on", "landlock"),
+        (1, False, "on", "landlock"),
+        (3, False, "on", "landlock"),  # a seccomp filter takes the network away
+        (3, False, "unsafe-basic", "landlock"),
+        (3, True, "on", "landlock"),  # the network namespace does it
+        (0, True, "on", "namespace"),
+        (0, False, "on", None),
+        (0, False, "unsafe-basic", "basic"),
+        (7, True, "off", "off"),
     ],
 )
 def test_mode_choice_without_bwrap(
@@ -385,7 +385,6 @@ def test_mode_choice_without_bwrap(
     tmp_path: Path,
     abi: int,
     namespaces: bool,
-    network: bool,
     setting: str,
     expected: str | None,
 ) -> None:
@@ -393,7 +392,7 @@ def test_mode_choice_without_bwrap(
 
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(modes, "probe_kernel", lambda: modes.Kernel(abi, namespaces))
-    mode, why = choose_mode(setting, network)
+    mode, why = choose_mode(setting)
     assert mode == expected, why
     if expected is None:
         assert why.startswith("Code execution is off") and why.count(". ") == 0

@@ -50,7 +50,7 @@ async def test_inputs_in_outputs_out(env: Env, mode: str) -> None:
     assert cat is None, res.stderr
     assert "rows 3" in res.stdout
     assert res.outputs is not None
-    assert [(f.name, f.data) for f in res.outputs.files] == [("result.csv", b"total,3\n")]
+    assert res.outputs.files == [("result.csv", b"total,3\n")]
     assert [s.split(":")[0] for s in res.outputs.skipped] == ["passwd"]
     assert (store.dir_for(key) / "data.csv").read_bytes() == b"a\nb\nc\n"  # original intact
 
@@ -102,7 +102,7 @@ async def test_filling_output_stops_the_run_and_frees_the_disk(env: Env, mode: s
         assert cat == "output_limit"
     assert res.duration_ms < 15000
     assert res.outputs is not None
-    sent = sum(len(f.data) for f in res.outputs.files)
+    sent = sum(len(data) for _, data in res.outputs.files)
     assert sent <= 50 * 2**20 and res.outputs.skipped  # the collection caps still apply
     left = os.listdir(base)
     shutil.rmtree(base)

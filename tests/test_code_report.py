@@ -14,6 +14,7 @@ from bot.telegram.render import render
 from tools.code import commands as report
 from tools.code.models import CodeExecution
 from tools.code.repo import CodeStats, percentile
+from tools.feature import bounded
 
 
 def row(**kw: object) -> CodeExecution:
@@ -105,10 +106,10 @@ def test_stats_text() -> None:
 @pytest.mark.parametrize(
     ("arg", "expected"),
     [(None, 7), ("", 7), (" 30 ", 30), ("365", 365), ("0", None), ("366", None),
-     ("-3", None), ("abc", None), ("1.5", None), ("7 days", None)],
+     ("-3", None), ("abc", None), ("1.5", None), ("7 days", None), ("²", None)],
 )  # fmt: skip
 def test_argument_parsing(arg: str | None, expected: int | None) -> None:
-    assert report.parse_bounded(arg, 7, 365) == expected
+    assert bounded(arg, 7, 365) == expected
 
 
 def test_percentile_nearest_rank() -> None:

@@ -148,8 +148,9 @@ class ChatModel(Protocol):
         call: ModelCall | None = None,
     ) -> str:
         """The text of `complete`: what summaries and tools need (a ChatModel is a
-        TextModel, tools/base.py)."""
-        ...
+        TextModel, tools/base.py). Written once here: a class deriving from ChatModel (the
+        client, ModelWrapper) inherits it."""
+        return (await self.complete(messages, max_tokens, call=call)).content
 
     async def context_tokens(self, model: str | None = None) -> int | None:
         """How many tokens `model`'s context holds (default LLM_MODEL): LLM_CONTEXT_TOKENS,
@@ -190,7 +191,7 @@ class Metering(Protocol):
 METERING: Key[Metering] = Key("model.metering")
 
 
-class ModelWrapper:
+class ModelWrapper(ChatModel):
     """A ChatModel around another: every member passes on to `inner` unless overridden."""
 
     def __init__(self, inner: ChatModel) -> None:
@@ -219,15 +220,6 @@ class ModelWrapper:
         call: ModelCall | None = None,
     ) -> Coroutine[Any, Any, Completion]:
         return self.inner.complete(messages, max_tokens, model=model, call=call)
-
-    async def complete_text(
-        self,
-        messages: list[dict[str, Any]],
-        max_tokens: int | None = None,
-        *,
-        call: ModelCall | None = None,
-    ) -> str:
-        return (await self.complete(messages, max_tokens, call=call)).content
 
     def context_tokens(self, model: str | None = None) -> Coroutine[Any, Any, int | None]:
         return self.inner.context_tokens(model)

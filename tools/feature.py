@@ -111,14 +111,8 @@ class Host(Protocol):
         """True in the terminal chat, which serves its local user only (no Telegram id)."""
         ...
 
-    async def deliver(
-        self,
-        recipient: Recipient,
-        text: str,
-        markdown: bool,
-        files: Sequence[File] = (),
-        buttons: Sequence[tuple[str, str]] = (),
-    ) -> int:
+    @property
+    def deliver(self) -> Deliver:
         """Send a message the user did not ask for just now (a reminder, a finished code
         job with its files, a check-in with its buttons), through whichever adapter runs:
         Telegram, or the terminal for its local user."""
@@ -298,3 +292,12 @@ def row_id(text: str) -> int | None:
         return None
     number = int(text)
     return number if number <= ROW_ID_MAX else None
+
+
+def bounded(text: str | None, default: int, high: int) -> int | None:
+    """A whole number from 1 to `high` a person typed (a command's argument, a page in an
+    address): `default` when nothing was typed, None when it is not such a number."""
+    if text is None or not text.strip():
+        return default
+    number = row_id(text.strip())
+    return number if number is not None and 1 <= number <= high else None

@@ -19,28 +19,20 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+# Each month and weekday by its name and its first three letters ("sept" too).
 MONTHS = {
-    m: i + 1
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ]
+    n: i
+    for i, name in enumerate(
+        "january february march april may june july august september october november "
+        "december".split(),
+        1,
     )
-    for m in names
-}
+    for n in (name, name[:3])
+} | {"sept": 9}
 WEEKDAYS = frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday mon tue wed thu fri sat sun".split()
+    n
+    for day in "monday tuesday wednesday thursday friday saturday sunday".split()
+    for n in (day, day[:3])
 )
 NUMBER_WORDS = {
     w: i
@@ -434,10 +426,9 @@ def _supports(stem: str, sentence: str, done: Sequence[str]) -> bool:
     the stem and at least half of what else the sentence says of it ("reminder ... take
     the laundry out" needs a reminder about the laundry, not one about dinner)."""
     about = stems(sentence) - _FILLER - {stem[:4]}
-    for entry in done:
-        if stem in entry.lower() and len(about & stems(entry)) * 2 >= len(about):
-            return True
-    return False
+    return any(
+        stem in entry.lower() and len(about & stems(entry)) * 2 >= len(about) for entry in done
+    )
 
 
 def check_grounded(

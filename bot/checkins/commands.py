@@ -8,8 +8,8 @@ from bot.checkins import repo
 from bot.checkins.models import CheckinPrefs
 from bot.checkins.runs import FOLLOWUP_AFTER
 from tools.base import user_tz
-from tools.feature import Answer, Button, CommandCall, Pressed, Who, row_id
-from tools.reminders.times import parse_hhmm
+from tools.feature import Answer, Button, CommandCall, Pressed, Who, bounded, row_id
+from tools.reminders.times import in_quiet, parse_hhmm
 
 USAGE = (
     "/checkins on · off · at HH:MM (the morning brief) · quiet HH:MM-HH:MM · "
@@ -29,10 +29,7 @@ def _group(who: Who) -> int | None:
 
 
 def _inside(at: str, p: CheckinPrefs) -> bool:
-    t, start, end = parse_hhmm(at), parse_hhmm(p.quiet_start), parse_hhmm(p.quiet_end)
-    if start == end:
-        return False
-    return start <= t < end if start < end else (t >= start or t < end)
+    return in_quiet(parse_hhmm(at), parse_hhmm(p.quiet_start), parse_hhmm(p.quiet_end))
 
 
 def _status(p: CheckinPrefs, month: dict[str, object], tz: str) -> str:
@@ -74,12 +71,14 @@ async def checkins(call: CommandCall) -> Answer:
         elif verb == "off":
             p.enabled = False
         elif verb == "at":
-            error = _set_time(p, rest)
+            at, error = _checked_time(p, rest)
+            p.brief_at = at or p.brief_at  # unchanged when the time is refused
         elif verb == "quiet":
             error = _set_quiet(p, rest)
         elif verb == "max":
-            if rest.isascii() and rest.isdigit() and 1 <= int(rest) <= MOST_PER_DAY:
-                p.max_per_day = int(rest)
+            most = bounded(rest, 0, MOST_PER_DAY)
+            if most:
+                p.max_per_day = most
             else:
                 error = f"max takes a number from 1 to {MOST_PER_DAY}."
         elif verb == "topic":
@@ -94,13 +93,6 @@ async def checkins(call: CommandCall) -> Answer:
         return Answer(error + "\n" + USAGE)
     toggle = Button("Turn off", "off") if on else Button("Turn on", "on")
     return Answer(text, ((toggle,),))
-
-
-def _set_time(p: CheckinPrefs, value: str) -> str:
-    at, error = _checked_time(p, value)
-    if not error:
-        p.brief_at = at
-    return error
 
 
 def _checked_time(p: CheckinPrefs, value: str, where: str = "") -> tuple[str, str]:

@@ -24,7 +24,7 @@ from bot.usage.report import budget_lines, figures, usage_text
 from db.repos import core as core_repo
 from tools.base import ToolError
 from tools.code import repo as code_repo
-from tools.feature import Host, row_id
+from tools.feature import Host, bounded, row_id
 from tools.memory import repo as memory_repo
 from tools.memory.models import Memory
 from tools.memory.store import LAYERS, MemoryHit, MemoryStore
@@ -38,6 +38,7 @@ from tools.reminders.times import local_text
 log = logging.getLogger(__name__)
 
 PAGE = 25
+PAGES_MOST = 999_999  # the offset stays a small integer
 SEARCH_MAX = 200
 EXPORT_BATCH = 1000
 CONTENT_MAX = 2000  # the memory tool's bound on one memory
@@ -48,13 +49,6 @@ KINDS = ("reminder", "task")
 WHEN_MAX = 200
 WHEN_EXAMPLES = "tomorrow at 9 · in 2 hours · every weekday at 8"
 CODE_DAYS = 7  # as /codestats by default
-
-
-def _number(text: str | None, default: int = 1) -> int:
-    """A page number from a query string: small positive ASCII digits, else `default`."""
-    if text and text.isascii() and text.isdigit() and len(text) <= 6 and int(text) > 0:
-        return int(text)
-    return default
 
 
 def _cut(text: str, most: int = 4000) -> str:
@@ -84,6 +78,12 @@ def _done(path: str, what: str, row: int) -> web.HTTPSeeOther:
 def _notice(request: web.Request) -> str:
     what, row = NOTICES.get(request.query.get("done", "")), row_id(request.query.get("id", ""))
     return f'<p class="notice">{what} #{row}.</p>' if what and row is not None else ""
+
+
+def _missing(what: str, request: web.Request, view: View, more: str = "") -> web.Response:
+    # Another person's id reads exactly like one that does not exist.
+    shown = request.match_info["id"][:12]
+    return message("Not found", f"There is no {what} #{shown}{more}.", view, status=404)
 
 
 def _store(host: Host) -> MemoryStore:
@@ -209,7 +209,7 @@ async def memories(host: Host, request: web.Request, view: View) -> web.Response
         body.append(f'<p class="hint">{len(hits)} found for “{esc(query)}”.</p>')
         body += [_memory_item(h, view) for h in hits]
     else:
-        number = _number(request.query.get("page"))
+        number = bounded(request.query.get("page"), 1, PAGES_MOST) or 1
         found = await store.page(
             user_id=uid, layer=layer or None, offset=(number - 1) * PAGE, limit=PAGE
         )
@@ -321,16 +321,10 @@ async def _own_memory(host: Host, request: web.Request, view: View) -> MemoryHit
     return await _store(host).get(user_id=view.person.user_id, memory_id=mid)
 
 
-def _no_memory(request: web.Request, view: View) -> web.Response:
-    # Another person's id reads exactly like one that does not exist.
-    shown = request.match_info["id"][:12]
-    return message("Not found", f"There is no memory #{shown}.", view, status=404)
-
-
 async def memory(host: Host, request: web.Request, view: View) -> web.Response:
     found = await _own_memory(host, request, view)
     if found is None:
-        return _no_memory(request, view)
+        return _missing("memory", request, view)
     edit = (
         f'<form method="post" action="/memories/{found.id}">'
         f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">'
@@ -346,7 +340,7 @@ async def memory(host: Host, request: web.Request, view: View) -> web.Response:
 async def memory_save(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
     found = await _own_memory(host, request, view)
     if found is None:
-        return _no_memory(request, view)
+        return _missing("memory", request, view)
     content = form.get("content")
     if not isinstance(content, str) or not content.strip():
         return message("Not saved", "A memory needs some text.", view, status=400)
@@ -369,7 +363,7 @@ async def memory_act(host: Host, request: web.Request, view: View, form: Form) -
     found = await _own_memory(host, request, view)
     act = MEMORY_ACTIONS.get(request.match_info["action"])
     if found is None or act is None:
-        return _no_memory(request, view)
+        return _missing("memory", request, view)
     done, run = act
     await run(_store(host), view.person.user_id, found.id)
     raise _done("/memories", done, found.id)
@@ -442,16 +436,11 @@ async def _own_job(host: Host, request: web.Request, view: View) -> ScheduledJob
     return job if job is not None and job.status in schedule_repo.LIVE else None
 
 
-def _no_job(request: web.Request, view: View) -> web.Response:
-    shown = request.match_info["id"][:12]
-    return message("Not found", f"There is no reminder #{shown} to change.", view, status=404)
-
-
 async def reminder(host: Host, request: web.Request, view: View) -> web.Response:
     """A reminder's edit form: a new text, a new time (empty: the time stays)."""
     job = await _own_job(host, request, view)
     if job is None:
-        return _no_job(request, view)
+        return _missing("reminder", request, view, " to change")
     now = host.deps.clock()
     keep = f"New time, e.g. {WHEN_EXAMPLES} (empty: keep it)"
     form = (
@@ -473,7 +462,7 @@ async def reminder_save(host: Host, request: web.Request, view: View, form: Form
     """The schedule tool's edit: the same checks, the same row, /reminders shows it at once."""
     job = await _own_job(host, request, view)
     if job is None:
-        return _no_job(request, view)
+        return _missing("reminder", request, view, " to change")
     text, when = form.get("text"), form.get("when", "")
     if not isinstance(text, str) or not isinstance(when, str):
         return message("Not changed", "Say what, and when (or leave the time).", view, 400)
@@ -587,7 +576,7 @@ def _ms(value: float | None) -> str:
 
 async def code(host: Host, request: web.Request, view: View) -> web.Response:
     deps, uid = host.deps, view.person.user_id
-    number = _number(request.query.get("page"))
+    number = bounded(request.query.get("page"), 1, PAGES_MOST) or 1
     since = deps.clock() - timedelta(days=CODE_DAYS)
     async with deps.session_factory() as s:
         stats = await code_repo.stats(s, uid, since)
@@ -622,8 +611,7 @@ async def code_run(host: Host, request: web.Request, view: View) -> web.Response
     async with deps.session_factory() as s:
         run = await code_repo.get_execution(s, rid, view.person.user_id) if rid else None
     if run is None:
-        shown = request.match_info["id"][:12]
-        return message("Not found", f"There is no code run #{shown}.", view, status=404)
+        return _missing("code run", request, view)
     outcome = "succeeded" if run.success else f"failed ({run.error_category or 'error'})"
     cut = " (cut)"
     parts = [
@@ -667,8 +655,7 @@ async def transcript(host: Host, request: web.Request, view: View) -> web.Respon
     async with host.deps.session_factory() as s:
         chat = await sessions_repo.get_session(s, sid) if sid is not None else None
         if chat is None or chat.user_id != view.person.user_id:
-            shown = request.match_info["id"][:12]
-            return message("Not found", f"There is no session #{shown}.", view, status=404)
+            return _missing("session", request, view)
         messages = await core_repo.session_messages(s, chat.id, TRANSCRIPT)
     items = []
     for m in messages:

@@ -33,7 +33,8 @@ def _entry(view: View, e: AccessEntry, meta: str, buttons: list[tuple[str, str, 
     )
 
 
-async def _listing(host: Host, request: web.Request, view: View, groups: bool) -> web.Response:
+async def listing(host: Host, request: web.Request, view: View, *, groups: bool) -> web.Response:
+    """People (`groups` False) or Groups: who asks to talk to the bot, and who is let in."""
     owner_only(view)
     access = host.part(ACCESS)
     body = []
@@ -70,14 +71,6 @@ async def _listing(host: Host, request: web.Request, view: View, groups: bool) -
         body.append('<p class="hint">No group is admitted.</p>')
     title = "Groups" if groups else "People"
     return page(title, "".join(body), view, active=f"/{title.lower()}")
-
-
-async def people(host: Host, request: web.Request, view: View) -> web.Response:
-    return await _listing(host, request, view, groups=False)
-
-
-async def groups(host: Host, request: web.Request, view: View) -> web.Response:
-    return await _listing(host, request, view, groups=True)
 
 
 async def decide(host: Host, request: web.Request, view: View, form: Form) -> web.Response:

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -90,8 +91,8 @@ class Site:
             ("GET", "/code/{id}", self.read(pages.code_run)),
             ("GET", "/sessions", self.read(pages.sessions)),
             ("GET", "/sessions/{id}", self.read(pages.transcript)),
-            ("GET", "/people", self.read(people.people)),
-            ("GET", "/groups", self.read(people.groups)),
+            ("GET", "/people", self.read(partial(people.listing, groups=False))),
+            ("GET", "/groups", self.read(partial(people.listing, groups=True))),
             ("POST", "/people/{chat_id}/{verb}", self.write(people.decide)),
             ("GET", "/approvals", self.read(owner.approvals)),
             ("POST", "/approvals/{id}/revoke", self.write(owner.revoke)),

@@ -40,7 +40,7 @@ from bot.llm.wire import (
     open_stream,
 )
 from bot.llm.written import adopt_written, holdback, tool_names
-from tools.chat import Completion, LLMToolCall, OnText, Usage, shown_tools
+from tools.chat import ChatModel, Completion, LLMToolCall, OnText, Usage, shown_tools
 from tools.model_call import ModelCall
 
 __all__ = ["Completion", "LLMClient", "LLMToolCall", "OnText", "Usage"]
@@ -262,9 +262,7 @@ class ContextSize:
         return found
 
     def _asks(self, model: str) -> list[tuple[str, str, Any, Callable[[Any], int | None]]]:
-        # The server's root: /props and /api/show sit beside /v1, not under it.
-        base = self.endpoint.base_url
-        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        base, root = self.endpoint.base_url, self.endpoint.root
         return [
             ("GET", root + "/props", None, _from_props),
             ("GET", base + "/models", None, lambda raw: _from_models(raw, model)),
@@ -298,8 +296,7 @@ class ModelSize(ContextSize):
     what = "parameters"
 
     def _asks(self, model: str) -> list[tuple[str, str, Any, Callable[[Any], int | None]]]:
-        base = self.endpoint.base_url
-        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        base, root = self.endpoint.base_url, self.endpoint.root
         return [
             ("GET", base + "/models", None, lambda raw: _from_models(raw, model, "n_params")),
             ("POST", root + "/api/show", {"model": model}, _ollama_size),
@@ -327,7 +324,7 @@ def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
     return False, None, None
 
 
-class LLMClient:
+class LLMClient(ChatModel):
     """Chat completions against an OpenAI-compatible endpoint, over httpx (bot/llm/wire.py):
     the ChatModel (tools/chat.py) that every wrapper ends at.
 
@@ -609,16 +606,6 @@ class LLMClient:
             return out
 
         return await self._call(model, once)
-
-    async def complete_text(
-        self,
-        messages: list[dict[str, Any]],
-        max_tokens: int | None = None,
-        *,
-        call: ModelCall | None = None,
-    ) -> str:
-        """The text of `complete` (unmetered: the app wraps this client in MeteredModel)."""
-        return (await self.complete(messages, max_tokens, call=call)).content
 
     async def list_models(self) -> list[str]:
         page = await self.client.call("GET", "/models")

@@ -230,11 +230,9 @@ class Constraint:
         self.known[endpoint.base_url] = False
 
     async def _ask(self, endpoint: Endpoint) -> bool | None:
-        base = endpoint.base_url
-        root = base[: -len("/v1")] if base.endswith("/v1") else base
         for path, read in (("/props", _llama_cpp), ("/api/version", _ollama)):
             try:
-                if read(await endpoint.call("GET", root + path, quiet=True)):
+                if read(await endpoint.call("GET", endpoint.root + path, quiet=True)):
                     return True
             except APIConnectionError:
                 return None

@@ -7,15 +7,16 @@ without importing the config."""
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
     SecretStr,
-    field_validator,
     model_validator,
 )
 
@@ -25,8 +26,20 @@ def split_models(value: str) -> list[str]:
     return list(dict.fromkeys(p for p in (x.strip() for x in value.split(",")) if p))
 
 
+def http_url(value: str) -> str:
+    """An endpoint's URL: http(s), without its trailing slash."""
+    if not re.match(r"^https?://", value):
+        raise ValueError("must start with http:// or https://")
+    return value.rstrip("/")
+
+
+HttpUrl = Annotated[str, AfterValidator(http_url)]
+# A blank value is unset.
+Blank = BeforeValidator(lambda v: (v.strip() or None) if isinstance(v, str) else v)
+
+
 class ModelSettings(BaseModel):
-    llm_base_url: str = "https://api.openai.com/v1"
+    llm_base_url: HttpUrl = "https://api.openai.com/v1"
     llm_api_key: SecretStr | None = None
     # The model; several, comma-separated: the first is everyone's default, the others are
     # what a user may pick with /model too (LLM_MODELS was that list on its own). The field
@@ -37,8 +50,8 @@ class ModelSettings(BaseModel):
     # a minute) counts as stalled. Raise it for a slow local model.
     llm_timeout_s: float = Field(default=600.0, gt=0)
     # Used when the primary model still fails after its retries (429, 5xx, timeouts).
-    llm_fallback_model: str | None = None
-    llm_fallback_base_url: str | None = None  # default: LLM_BASE_URL
+    llm_fallback_model: Annotated[str | None, Blank] = None
+    llm_fallback_base_url: Annotated[HttpUrl | None, Blank] = None  # default: LLM_BASE_URL
     llm_fallback_api_key: SecretStr | None = None  # default: LLM_API_KEY
     # The max_tokens of every call, and the ceiling of what a caller asks for: a degenerate
     # stream (a small model repeating a newline until its context fills) stops there. The
@@ -73,24 +86,3 @@ class ModelSettings(BaseModel):
     def llm_models(self) -> tuple[str, ...]:
         """The models after the first in LLM_MODEL: what /model offers besides the default."""
         return self._more_models
-
-    @field_validator("llm_base_url")
-    @classmethod
-    def _base_url(cls, value: str) -> str:
-        if not re.match(r"^https?://", value):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
-
-    @field_validator("llm_fallback_base_url")
-    @classmethod
-    def _fallback_url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        if not re.match(r"^https?://", value):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
-
-    @field_validator("llm_fallback_model")
-    @classmethod
-    def _blank_is_none(cls, value: str | None) -> str | None:
-        return value.strip() or None if value is not None else None

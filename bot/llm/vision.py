@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,10 @@ class VisionState:
             log.warning("could not save what the model supports to %s", self.state_file)
 
 
+Messages = list[dict[str, Any]]
+Stream = Callable[[Messages], Awaitable[Completion]]  # the request's stream, but its messages
+
+
 class VisionGate(ModelWrapper):
     """The chat model, with a request's images taken out when the model refuses them; the
     completion then carries `dropped_note`, which the person reads under the answer."""
@@ -117,22 +122,15 @@ class VisionGate(ModelWrapper):
         on_wait: OnText | None = None,
     ) -> Coroutine[Any, Any, Completion]:
         # A request without images is the inner model's own call (tools/chat.py ModelWrapper).
-        if not has_images(messages):
-            return self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)
-        return self._with_images(messages, tools, on_text, model=model, on_wait=on_wait)
+        call = partial(
+            self.inner.stream, tools=tools, on_text=on_text, model=model, on_wait=on_wait
+        )
+        return call(messages) if not has_images(messages) else self._with_images(messages, call)
 
-    async def _with_images(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        on_text: OnText | None,
-        *,
-        model: str | None,
-        on_wait: OnText | None,
-    ) -> Completion:
+    async def _with_images(self, messages: Messages, call: Stream) -> Completion:
         state = self.state
         try:
-            out = await self.inner.stream(messages, tools, on_text, model=model, on_wait=on_wait)
+            out = await call(messages)
         except ProviderError as exc:
             status = exc.status or 0
             if not (400 <= status < 500 and status != 429 and _REFUSAL.search(str(exc))):
@@ -140,9 +138,7 @@ class VisionGate(ModelWrapper):
             log.warning("the model rejected an image (%s); answering without it", exc)
             if state.mode == "auto":
                 state._remember(False)
-            out = await self.inner.stream(
-                without_images(messages), tools, on_text, model=model, on_wait=on_wait
-            )
+            out = await call(without_images(messages))
             out.notes.append(self.dropped_note)
             return out
         if state.mode == "auto" and state.supported is None:

@@ -75,7 +75,6 @@ class Stalled(APITimeoutError):
 
     def __init__(self, seconds: float) -> None:
         APIConnectionError.__init__(self, f"Nothing from the model for {seconds:g} s.")
-        self.seconds = seconds
 
 
 class ResponseDataError(APIError):
@@ -162,6 +161,11 @@ class Endpoint:
             follow_redirects=True,
             verify=_ssl_context(),
         )
+
+    @property
+    def root(self) -> str:
+        """The server's root: llama.cpp's /props and Ollama's /api/* sit beside /v1."""
+        return self.base_url.removesuffix("/v1")
 
     async def send(
         self, method: str, path: str, body: dict[str, Any] | None = None, *, quiet: bool = False

@@ -265,7 +265,7 @@ def _in(body: str, offered: Collection[str]) -> Calls | None:
     return None
 
 
-def _tagged(text: str, pos: int, pattern: re.Pattern[str], offered: Collection[str],
+def _tagged(text: str, pos: int, pattern: re.Pattern[str],
             one: Callable[[re.Match[str]], Calls | None],
             other: Callable[[re.Match[str]], bool]) -> Found | int | None:  # fmt: skip
     """Tagged calls one after another (`<tool_call>…</tool_call>`, `<function=…>…`); an
@@ -300,11 +300,11 @@ def _at(text: str, start: int, offered: Collection[str]) -> Found | int | None:
     pos = start + len(text[start:]) - len(text[start:].lstrip(" \t"))
     if text.startswith("<tool_call>", pos):
         return _tagged(
-            text, pos, _TAGGED, offered, lambda m: _in(m.group(1), offered),
+            text, pos, _TAGGED, lambda m: _in(m.group(1), offered),
             lambda m: _names_other(text, _SPACE.match(text, m.start(1)).end(), offered),  # type: ignore[union-attr]
         )  # fmt: skip
     if text.startswith("<function=", pos):
-        return _tagged(text, pos, _FUNCTION, offered, lambda m: _function(m, offered),
+        return _tagged(text, pos, _FUNCTION, lambda m: _function(m, offered),
                        lambda m: m.group(1) not in offered)  # fmt: skip
     if text.startswith("[TOOL_CALLS]", pos):
         m = _MISTRAL_ARGS.match(text, pos)

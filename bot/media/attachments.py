@@ -17,7 +17,7 @@ from typing import Any
 
 from bot.media import extract, images, isolated
 from bot.media.errors import MediaError
-from bot.media.settings import TELEGRAM_DOWNLOAD_LIMIT_MB, MediaSettings
+from bot.media.settings import TELEGRAM_DOWNLOAD_LIMIT_MB
 from bot.media.transcribe import VOICE_OFF, Transcriber
 from tools.code.files import INPUT_DIR, InputStore
 from tools.effects import outside_note
@@ -70,20 +70,12 @@ Fetch = Callable[[MediaItem, Path, int], Awaitable[None]]  # item, destination, 
 
 class MediaService:
     def __init__(
-        self,
-        settings: MediaSettings,
-        transcriber: Transcriber,
-        inputs: InputStore,
-        vision_enabled: Callable[[], bool],
-        vision_supported: Callable[[], bool | None] = lambda: None,
+        self, transcriber: Transcriber, inputs: InputStore, vision_enabled: Callable[[], bool]
     ) -> None:
-        self.settings = settings
         self.transcriber = transcriber
         self.inputs = inputs
         self.vision_enabled = vision_enabled
-        self.vision_supported = vision_supported  # for doctor: None = not known yet
         self.max_bytes = int(MEDIA_MAX_MB * 1024 * 1024)
-        self.max_pages = DOCUMENT_MAX_PAGES
         self._work = asyncio.Semaphore(2)  # CPU-bound decoding/extraction at once
 
     def too_big(self, item: MediaItem) -> str | None:
@@ -176,7 +168,7 @@ class MediaService:
         size = (await asyncio.to_thread(path.stat)).st_size
         async with self._work:
             got = await isolated.extract_file(
-                path, item.name, item.mime, self.max_pages, MEDIA_TIMEOUT_S
+                path, item.name, item.mime, DOCUMENT_MAX_PAGES, MEDIA_TIMEOUT_S
             )
         if got.kind in ("pdf", "docx") and not got.text.strip():
             return (

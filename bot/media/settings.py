@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
+import httpx
 from pydantic import AfterValidator, BaseModel, SecretStr, field_validator
 
 TELEGRAM_DOWNLOAD_LIMIT_MB = 20  # getFile serves files up to 20 MB
@@ -84,6 +85,28 @@ def _speech_model(value: str) -> str:
 
 # TRANSCRIBE_MODEL / TTS_MODEL: a model's name or `model@URL`, checked as it is read.
 SpeechModel = Annotated[str, AfterValidator(_speech_model)]
+
+
+def bearer(key: str | None) -> dict[str, str]:
+    """A request's headers to a speech endpoint: the key, when one is sent."""
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+async def probe(
+    http: httpx.AsyncClient, url: str, key: str | None, what: str, about: str, **request: Any
+) -> tuple[bool | None, str]:
+    """Is there a `what` route at `url` (doctor)? `request` holds no input (no file, no
+    text): a 4xx other than 401/403/404/405 means the route is there, and nothing is made
+    or billed. None: the endpoint has no such route at all (404/405)."""
+    try:
+        code = (await http.post(url, headers=bearer(key), timeout=15.0, **request)).status_code
+    except httpx.HTTPError as exc:
+        return False, f"{url}: {type(exc).__name__}"
+    if code in (404, 405):
+        return None, f"{url}: HTTP {code}, no {what} route"
+    if code in (401, 403) or code >= 500:
+        return False, f"{url}: HTTP {code} to a request without input"
+    return True, f"{url} answers (HTTP {code} to a request without input, {about})"
 
 
 def _plain(key: SecretStr | str | None) -> str | None:

@@ -31,4 +31,4 @@ async def media(host: Host) -> MediaService:
     stt = transcriber(settings, end.base_url if end else "", key, deps.http)
     inputs = InputStore(deps.data_dir / "inputs")
     vision = await host.need(VISION)
-    return MediaService(settings, stt, inputs, vision.enabled, lambda: vision.supported)
+    return MediaService(stt, inputs, vision.enabled)

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from bot import capped
 from bot.media.errors import MediaError
-from bot.media.settings import Endpoint, MediaSettings
+from bot.media.settings import Endpoint, MediaSettings, bearer, probe
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,6 @@ class Transcriber:
     async def transcribe(self, data: bytes, filename: str, mime: str) -> str:
         if self.base_url is None:
             raise MediaError(VOICE_OFF)
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
             # httpx's timeout is per read: a service dripping bytes would hold the chat for
             # good. TIMEOUT_S is the whole call's deadline.
@@ -64,7 +63,7 @@ class Transcriber:
                     self.http,
                     f"{self.base_url}/audio/transcriptions",
                     MAX_ANSWER_BYTES,
-                    headers=headers,
+                    headers=bearer(self.api_key),
                     files={"file": (filename, data, mime)},
                     data={"model": self.model, "response_format": "json"},
                     timeout=httpx.Timeout(self.timeout_s, connect=10.0),
@@ -113,24 +112,11 @@ class Transcriber:
         return text.strip()[:MAX_TRANSCRIPT_CHARS]
 
     async def probe(self) -> tuple[bool | None, str]:
-        """Is there a transcription endpoint? A form without a file: 4xx other than
-        401/403/404/405 means it exists (nothing is transcribed, nothing is billed).
-        None: the endpoint has no such route at all (404/405)."""
         if self.base_url is None:
             return True, "off (TRANSCRIBE_MODEL=off): voice messages get one sentence"
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        url = f"{self.base_url}/audio/transcriptions"
-        try:
-            resp = await self.http.post(  # multipart, like a real request, minus the file
-                url, headers=headers, files={"model": (None, self.model)}, timeout=15.0
-            )
-        except httpx.HTTPError as exc:
-            return False, f"{url}: {type(exc).__name__}"
-        if resp.status_code in (404, 405):
-            return None, f"{url}: HTTP {resp.status_code}, no speech-to-text route"
-        if resp.status_code in (401, 403) or resp.status_code >= 500:
-            return False, f"{url}: HTTP {resp.status_code}"
-        return True, f"{url} answers (model {self.model})"
+        form = {"model": (None, self.model)}  # multipart, like a real request, minus the file
+        url, about = f"{self.base_url}/audio/transcriptions", f"nothing heard; model {self.model}"
+        return await probe(self.http, url, self.api_key, "speech-to-text", about, files=form)
 
 
 def transcriber(

@@ -10,6 +10,7 @@ the vision cache, chat history) without the database, its journals, the backups 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import shutil
@@ -67,11 +68,16 @@ def archive_path(settings: Settings, target: Path | None, now: datetime) -> Path
     return target
 
 
+def read_only(db: Path) -> contextlib.closing[sqlite3.Connection]:
+    """A SQLite file opened read only, closed when the `with` ends (sqlite3's own context
+    manager only ends a transaction)."""
+    return contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True))
+
+
 def table_counts(db: Path) -> dict[str, int]:
     """Rows per ordinary table; raises BackupError unless the integrity check says ok."""
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
+        with read_only(db) as conn:
             check = conn.execute("PRAGMA integrity_check").fetchall()
             if check != [("ok",)]:
                 raise BackupError(f"{db.name}: integrity check failed: {check[:3]}")
@@ -87,8 +93,6 @@ def table_counts(db: Path) -> dict[str, int]:
             return {
                 n: conn.execute(f"SELECT count(*) FROM {quoted(n)}").fetchone()[0] for n in names
             }
-        finally:
-            conn.close()
     except sqlite3.DatabaseError as exc:  # not a database, or damaged past reading
         raise BackupError(f"{db.name} is not a readable SQLite database ({exc})") from None
 
@@ -100,13 +104,8 @@ def quoted(name: str) -> str:
 
 def copy_sqlite(source: Path, target: Path) -> None:
     """The online backup API: consistent even while the bot writes (WAL or not)."""
-    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-    dst = sqlite3.connect(target)
-    try:
+    with read_only(source) as src, contextlib.closing(sqlite3.connect(target)) as dst:
         src.backup(dst)
-    finally:
-        dst.close()
-        src.close()
 
 
 def libpq_url(url: str) -> str:

@@ -78,32 +78,29 @@ def install_service(env_file: Path | None, only_print: bool) -> int:
 
 
 def run_ops_command(command: str, args: argparse.Namespace, settings: Settings) -> int:
-    from bot.ops.backup import BackupError, make_backup, verify
+    """A BackupError is the CLI's one line and exit status 1, as any SidekickError."""
+    from bot.ops.backup import make_backup, verify
     from bot.ops.restore import restore
 
-    try:
-        if command == "service":
-            return install_service(args.env_file, args.print)
-        if command == "backup":
-            archive = make_backup(settings, args.path)
-            print(f"backup written: {archive}")
-            if args.verify:
-                checked = verify(archive)
-                rows = sum(checked.tables.values())
-                print(
-                    f"verified: integrity ok, {len(checked.tables)} table(s), {rows} row(s), "
-                    f"{checked.files} file(s)"
-                )
-            return 0
-        checked = restore(settings, args.path, force=args.force)
-        print(
-            f"restored {args.path}: {sum(checked.tables.values())} row(s), "
-            f"{checked.files} file(s) into {settings.data_dir}"
-        )
+    if command == "service":
+        return install_service(args.env_file, args.print)
+    if command == "backup":
+        archive = make_backup(settings, args.path)
+        print(f"backup written: {archive}")
+        if args.verify:
+            checked = verify(archive)
+            rows = sum(checked.tables.values())
+            print(
+                f"verified: integrity ok, {len(checked.tables)} table(s), {rows} row(s), "
+                f"{checked.files} file(s)"
+            )
         return 0
-    except BackupError as exc:
-        print(f"sidekick: {exc}", file=sys.stderr)
-        return 1
+    checked = restore(settings, args.path, force=args.force)
+    print(
+        f"restored {args.path}: {sum(checked.tables.values())} row(s), "
+        f"{checked.files} file(s) into {settings.data_dir}"
+    )
+    return 0
 
 
 async def check_operations(app: App) -> list[CheckResult]:

@@ -33,6 +33,7 @@ from bot.ops.backup import (
     libpq_url,
     pg_tool,
     read_manifest,
+    read_only,
     run_tool,
     verify,
 )
@@ -210,11 +211,8 @@ def _stamp(db: Path) -> str:
     from db.migrate import alembic_config
 
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
+        with read_only(db) as conn:
             rows = conn.execute("SELECT version_num FROM alembic_version").fetchall()
-        finally:
-            conn.close()
     except sqlite3.DatabaseError:
         raise BackupError("the database has no migration stamp (empty, or not ours)") from None
     if len(rows) != 1:
@@ -230,11 +228,8 @@ def _stamp(db: Path) -> str:
 
 
 def _objects(db: Path) -> set[tuple[str, str]]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
+    with read_only(db) as conn:
         return {(str(t), str(n)) for t, n in conn.execute("SELECT type, name FROM sqlite_master")}
-    finally:
-        conn.close()
 
 
 async def _migrate_to(db: Path, revision: str | None) -> None:

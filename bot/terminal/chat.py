@@ -24,7 +24,7 @@ from bot.config import Settings, require
 from bot.errors import user_text
 from bot.shown import shown
 from bot.surrogates import scrub
-from bot.terminal.commands import Who, run_command
+from bot.terminal.commands import Who, run_command, saved
 from db.repos.core import Recipient
 from scheduler.setup import Scheduler
 from tools.hooks import File
@@ -212,12 +212,8 @@ class TerminalDelivery:
         # The terminal has no buttons: they are named, for Telegram.
         if buttons:
             text += "\n(" + " · ".join(label for label, _ in buttons) + ": buttons in Telegram)"
-        if files and self.folder is not None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            for name, content in files:
-                path = self.folder / Path(name).name
-                path.write_bytes(content)
-                text += f"\n(saved {path})"
+        if self.folder is not None:
+            text += "".join(saved(self.folder, name, content) for name, content in files)
         self.out.write(f"\n{shown(text)}\nyou> ")
         self.out.flush()
         self.sent += 1

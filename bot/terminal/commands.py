@@ -55,17 +55,20 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+def saved(folder: Path, name: str, content: bytes) -> str:
+    """A file saved in `folder` under its own name; the line that says where."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / Path(name).name
+    path.write_bytes(content)
+    return f"\n(saved {path})"
+
+
 def _printed(app: App, answer: feature.Answer) -> str:
     """An answer as the terminal shows it: its text (and the messages that follow it); a
     file is saved under DATA_DIR/files."""
     text = answer.text
     if answer.file is not None:
-        name, content = answer.file
-        folder = app.settings.data_dir / "files"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / Path(name).name
-        path.write_bytes(content)
-        text += f"\n(saved {path})"
+        text += saved(app.settings.data_dir / "files", *answer.file)
     return "\n\n".join([text, *(_printed(app, then) for then in answer.more)])
 
 

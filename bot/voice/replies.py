@@ -34,13 +34,8 @@ class Spoken:
 
 class VoiceReplies:
     def __init__(
-        self,
-        settings: VoiceSettings,
-        synthesizer: Synthesizer | None,
-        session_factory: SessionFactory,
-        meter: Meter | None,
+        self, synthesizer: Synthesizer | None, session_factory: SessionFactory, meter: Meter | None
     ) -> None:
-        self.settings = settings
         self.synthesizer = synthesizer  # None: TTS_MODEL=off or SPEECH_BASE_URL=off
         self.sf = session_factory
         self.meter = meter
@@ -106,7 +101,7 @@ def build_voice(
     meter: Meter | None,
 ) -> VoiceReplies:
     synth = synthesizer(settings, llm_base_url, llm_api_key, http)
-    return VoiceReplies(settings, synth, session_factory, meter)
+    return VoiceReplies(synth, session_factory, meter)
 
 
 VOICE: Key[VoiceReplies] = Key("voice.replies")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import httpx
 
 from bot import capped
-from bot.media.settings import Endpoint
+from bot.media.settings import Endpoint, bearer, probe
 from bot.voice.convert import ConvertError, TooLong, to_ogg_opus
 from bot.voice.settings import VoiceSettings, speech_off
 
@@ -78,9 +78,6 @@ class Synthesizer:
     def url(self) -> str:
         return f"{self.base_url}/audio/speech"
 
-    def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-
     async def synthesize(self, text: str) -> bytes:
         """OGG/Opus bytes of `text` spoken, at most MAX_AUDIO_BYTES and MAX_SECONDS long."""
         body = {"model": self.model, "input": text, "voice": self.voice, "response_format": "opus"}
@@ -92,7 +89,7 @@ class Synthesizer:
                     self.http,
                     self.url,
                     MAX_AUDIO_BYTES,
-                    headers=self._headers(),
+                    headers=bearer(self.api_key),
                     json=body,
                     timeout=httpx.Timeout(self.timeout_s, connect=10.0),
                 )
@@ -142,27 +139,9 @@ class Synthesizer:
         return data
 
     async def probe(self) -> tuple[bool | None, str]:
-        """Is there a speech endpoint? A body without `input`: a 4xx other than
-        401/403/404/405 means the route exists (nothing is synthesised, nothing billed).
-        None: the endpoint has no such route at all (404/405)."""
-        try:
-            resp = await self.http.post(
-                self.url,
-                headers=self._headers(),
-                json={"model": self.model, "voice": self.voice},
-                timeout=15.0,
-            )
-        except httpx.HTTPError as exc:
-            return False, f"{self.url}: {type(exc).__name__}"
-        code = resp.status_code
-        if code in (404, 405):
-            return None, f"{self.url}: HTTP {code}, no text-to-speech route"
-        if code in (401, 403) or code >= 500:
-            return False, f"{self.url}: HTTP {code} to a request without input"
-        return True, (
-            f"{self.url} answers (HTTP {code} to a request without input, nothing "
-            f"synthesised; model {self.model}, voice {self.voice})"
-        )
+        body = {"model": self.model, "voice": self.voice}  # no `input`: nothing is spoken
+        about = f"nothing synthesised; model {self.model}, voice {self.voice}"
+        return await probe(self.http, self.url, self.api_key, "text-to-speech", about, json=body)
 
 
 def synthesizer(

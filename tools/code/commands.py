@@ -18,7 +18,7 @@ from tools.charts import DailySeries, bucket, chart, day_range
 from tools.code import repo
 from tools.code.models import CodeExecution, CodeJob
 from tools.code.repo import CodeStats, JobStats
-from tools.feature import Answer, Button, CommandCall, Pressed, row_id
+from tools.feature import Answer, Button, CommandCall, Pressed, bounded, row_id
 
 CODE_PREVIEW = 500
 STDERR_PREVIEW = 300
@@ -29,21 +29,6 @@ FAILURES_USAGE = f"Usage: /codefailures [n] (a whole number 1-{MAX_FAILURES}, de
 NO_FAILURES = "No failed code runs. 🎉"
 FILE_BUTTON = "📄 Full code + output as a file"
 OUTCOME_COLOURS = {"succeeded": "#4caf50", "failed": "#e53935", "timed out": "#fb8c00"}
-
-
-def parse_bounded(arg: str | None, default: int, high: int) -> int | None:
-    """The optional integer argument, or None when it is not a number in 1..high."""
-    if arg is None or not arg.strip():
-        return default
-    raw = arg.strip()
-    if not raw.isdigit():
-        return None
-    value = int(raw)
-    return value if 1 <= value <= high else None
-
-
-def window_start(now: datetime, days: int) -> datetime:
-    return now - timedelta(days=days)
 
 
 def _ms(value: float | None) -> str:
@@ -177,12 +162,12 @@ def full_report(row: CodeExecution, tz: ZoneInfo) -> tuple[str, bytes]:
 
 
 async def codestats(call: CommandCall) -> Answer | str:
-    days = parse_bounded(call.args, 7, MAX_DAYS)
+    days = bounded(call.args, 7, MAX_DAYS)
     if days is None:
         return STATS_USAGE
     deps, user_id = call.host.deps, call.who.user_id
     now = deps.clock()
-    since = window_start(now, days)
+    since = now - timedelta(days=days)
     async with deps.session_factory() as s:
         st = await repo.stats(s, user_id, since)
         runs = await repo.code_runs(s, user_id, since)
@@ -194,7 +179,7 @@ async def codestats(call: CommandCall) -> Answer | str:
 
 
 async def codefailures(call: CommandCall) -> Answer | str:
-    n = parse_bounded(call.args, 5, MAX_FAILURES)
+    n = bounded(call.args, 5, MAX_FAILURES)
     if n is None:
         return FAILURES_USAGE
     async with call.host.deps.session_factory() as s:

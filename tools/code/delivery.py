@@ -98,7 +98,7 @@ def packed(job: CodeJob, found: list[File]) -> list[File]:
     return [(f"code-job-{job.id}.zip", buf.getvalue())]
 
 
-def result_text(job: CodeJob, sent: list[File], left: list[str]) -> str:
+def result_text(job: CodeJob, left: list[str]) -> str:
     head = HEADS.get(job.status, "Code job {id}: " + job.status).format(id=job.id)
     head += f" ({job.steps} steps, {job.duration_ms / 1000:.0f} s)."
     parts = [head]
@@ -178,7 +178,7 @@ class JobDelivery:
             files, left = await asyncio.to_thread(job_files, job, deps.data_dir)
             recipient = Recipient(user.id, user.telegram_id, user.name or "")
             try:
-                await self.host.deliver(recipient, result_text(job, files, left), False, files)
+                await self.host.deliver(recipient, result_text(job, left), False, files)
                 sent += 1
             except Exception as exc:  # one user's failure (blocked the bot) stops no one else's
                 log.warning("could not deliver code job %s: %s", job.id, type(exc).__name__)

@@ -35,15 +35,9 @@ STALE_DOWNLOAD_S = 3600  # a ".dl-" file this old is left from a crash
 PRIVATE_DIR = 0o700
 
 
-@dataclass(frozen=True)
-class OutFile:
-    name: str
-    data: bytes
-
-
 @dataclass
 class Collected:
-    files: list[OutFile] = field(default_factory=list)
+    files: list[File] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "name: why"
 
 
@@ -178,7 +172,7 @@ def collect(workdir: Path) -> Collected:
             out.skipped.append(f"{rel}: over {MAX_OUTPUT_TOTAL_BYTES // 2**20} MB in all")
         else:
             total += len(data)
-            out.files.append(OutFile(safe_name(rel.rpartition("/")[2]), data))
+            out.files.append((safe_name(rel.rpartition("/")[2]), data))
     out.skipped.extend(found.left_out)
     return out
 

@@ -47,7 +47,7 @@ def probe_kernel() -> Kernel:
         return Kernel(0, False, f"probe failed: {exc}")
 
 
-def choose_mode(setting: str, network: bool = True) -> tuple[Mode | None, str]:
+def choose_mode(setting: str) -> tuple[Mode | None, str]:
     """The mode to use and a line saying why; None: no run is allowed, the line says why."""
     if setting == "off":
         return "off", "CODE_SANDBOX=off: no sandbox, only a clean environment"

@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import shutil
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -30,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from tools.code.bun import BunInfo
-from tools.code.diskuse import usage
 from tools.code.egress import PROXY_PORT, RELAY_JS, SOCKET_NAME, EgressProxy
 from tools.code.relay import SOCKET_NAME as MODEL_SOCKET
 from tools.code.relay import ModelRelay, RelayJob
+from tools.code.runner import disk_watch, killpg
 from tools.code.sandbox import (
     BUN_IN_SANDBOX,
     EGRESS_IN_SANDBOX,
@@ -67,7 +66,6 @@ MEMORY_POLL_S = 0.5
 # (each file is held to FILE_SIZE_BYTES by the kernel as it is written).
 JOB_DISK_BYTES = 256 * 1024**2
 JOB_DISK_FILES = 5000
-DISK_POLL_S = 0.1  # as a code run's output/ (runner.py)
 KILL_WAIT_S = 5.0
 STDERR_KEEP = 16 * 1024
 PROVIDER = "sidekick"
@@ -337,7 +335,7 @@ class OpenCodeRunner:
             watcher.cancel()
             disk.cancel()
             if proc.returncode is None:
-                _kill(proc.pid)
+                killpg(proc.pid)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.shield(asyncio.wait_for(proc.wait(), KILL_WAIT_S))
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
@@ -355,25 +353,19 @@ class OpenCodeRunner:
             result.progress.peak_rss = max(result.progress.peak_rss, rss)
             if rss > self.budget.memory_bytes:
                 result.memory_exceeded = True
-                _kill(pid)
+                killpg(pid)
                 return
 
 
 async def watch_disk(work: Path, pid: int, result: JobRun) -> None:
-    """The cap on the work dir's whole size: past it, the sandbox (`pid`'s group) ends."""
-    while True:
-        await asyncio.sleep(DISK_POLL_S)
-        size, count = await asyncio.to_thread(usage, work, JOB_DISK_BYTES, JOB_DISK_FILES)
-        if size > JOB_DISK_BYTES or count > JOB_DISK_FILES:
-            result.disk_exceeded = True
-            _kill(pid)
-            return
+    """The cap on the work dir's whole size: past it, the sandbox ends (bwrap leads `pid`'s
+    group; with it dies the sandbox's PID namespace)."""
 
+    def full() -> None:
+        result.disk_exceeded = True
+        killpg(pid)
 
-def _kill(pid: int) -> None:
-    # bwrap leads its group (start_new_session); with it dies the sandbox's PID namespace.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+    await disk_watch(work, JOB_DISK_BYTES, JOB_DISK_FILES, full)
 
 
 async def _read_events(stream: asyncio.StreamReader, progress: Progress, started: float) -> None:

@@ -65,12 +65,6 @@ class RelayJob:
     models: tuple[str, ...]
 
 
-@dataclass
-class _Socket:
-    runner: web.AppRunner
-    job: RelayJob
-
-
 class ModelRelay:
     def __init__(
         self,
@@ -87,7 +81,7 @@ class ModelRelay:
         self.metering = metering
         self._timeout = httpx.Timeout(timeout_s, connect=15.0)
         self._client: httpx.AsyncClient | None = None
-        self._sockets: dict[Path, _Socket] = {}
+        self._sockets: dict[Path, web.AppRunner] = {}  # a job's folder: its socket's server
 
     async def open(self, job: RelayJob, uid: int | None) -> Path:
         """A new folder holding the job's socket (bound into its sandbox), owned by `uid`
@@ -101,7 +95,7 @@ class ModelRelay:
             # A job that ended leaves no connection to wait for: its sandbox is gone.
             runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
             await runner.setup()
-            self._sockets[folder] = _Socket(runner, job)
+            self._sockets[folder] = runner
             path = folder / SOCKET_NAME
             await web.UnixSite(runner, str(path)).start()
             os.chmod(path, 0o600)
@@ -115,9 +109,9 @@ class ModelRelay:
 
     async def release(self, folder: Path) -> None:
         """Close the job's socket and whatever still passes through it."""
-        found = self._sockets.pop(folder, None)
-        if found is not None:
-            await found.runner.cleanup()
+        runner = self._sockets.pop(folder, None)
+        if runner is not None:
+            await runner.cleanup()
         remove_tree(folder)
 
     async def close(self) -> None:

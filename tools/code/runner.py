@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -247,7 +248,8 @@ class CodeRunner:
         feeder = asyncio.create_task(_feed(proc, plan.stdin_prefix + code.encode("utf-8")))
         poller = None if pidfd is not None else asyncio.create_task(_poll_exit(proc, exited))
         disk_full = asyncio.Event()
-        disk = None if watched is None else asyncio.create_task(_watch_disk(watched, disk_full))
+        caps = (DISK_CAP_BYTES, DISK_CAP_FILES, disk_full.set)
+        disk = None if watched is None else asyncio.create_task(disk_watch(watched, *caps))
         timed_out = output_limited = disk_limited = False
         try:
             exit_task = asyncio.create_task(exited.wait())
@@ -271,7 +273,7 @@ class CodeRunner:
                 # or escaped it in basic mode): kill what we can, then stop listening
                 # (the readers are cancelled below). The pipes close when their last
                 # holder dies; until then a full pipe stalls it, and proc.wait() is bounded.
-                _killpg(proc.pid)
+                killpg(proc.pid)
                 await asyncio.wait(readers, timeout=EXIT_GRACE_S)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), FINAL_WAIT_S)
@@ -307,7 +309,7 @@ class CodeRunner:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         else:
-            _killpg(pid)
+            killpg(pid)
 
     async def _kill_uid(self, uid: int) -> None:
         """As root without a PID namespace: nothing of the throwaway uid may outlive the run."""
@@ -326,7 +328,7 @@ class CodeRunner:
             log.warning("could not sweep the processes of uid %s", uid)
 
 
-def _killpg(pid: int) -> None:
+def killpg(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
@@ -344,12 +346,14 @@ def _watch_exit(loop: asyncio.AbstractEventLoop, pid: int, exited: asyncio.Event
     return fd
 
 
-async def _watch_disk(top: Path, full: asyncio.Event) -> None:
+async def disk_watch(top: Path, most_bytes: int, most_files: int, full: Callable[[], None]) -> None:
+    """`full()` once `top` holds more than `most_bytes` or `most_files` (polled: it is on the
+    host's disk, where no tmpfs caps it): a code run's output/, a generate job's work dir."""
     while True:
         await asyncio.sleep(DISK_POLL_S)
-        size, count = await asyncio.to_thread(usage, top, DISK_CAP_BYTES, DISK_CAP_FILES)
-        if size > DISK_CAP_BYTES or count > DISK_CAP_FILES:
-            full.set()
+        size, count = await asyncio.to_thread(usage, top, most_bytes, most_files)
+        if size > most_bytes or count > most_files:
+            full()
             return
 
 

@@ -123,9 +123,8 @@ class CodeService:
         s = self.settings = deps.settings_for(CodeSettings)
         self.sf: SessionFactory = deps.session_factory
         self.clock: Clock = deps.clock
-        self.default_timeout = DEFAULT_TIMEOUT_MS
         network = self.network = s.code_network != "off"
-        mode, self.mode_reason = choose_mode(s.code_sandbox, network)
+        mode, self.mode_reason = choose_mode(s.code_sandbox)
         self.mode: Mode | Literal["refused"] = mode or "refused"
         private_ok = s.code_network == "all"
         self.protects = protection(mode, network, private_ok) if mode else "nothing runs"
@@ -301,7 +300,7 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
                 p = p.model_copy(update={"code": await service.job_file(p.file, call.ctx.user_id)})
             if not p.code or not p.code.strip():
                 raise ToolError("execute needs `code`: the ES module to run")
-            timeout = min(p.timeout_ms or service.default_timeout, MAX_TIMEOUT_MS)
+            timeout = min(p.timeout_ms or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
             # After outside content, a run gets the network only when the call asks for it
             # (and so asks the person: `effects` below); without it, nothing the run read
             # can leave, and it runs unasked ("sum column B of this CSV" after a document).
@@ -320,8 +319,8 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
                 "error_category": cat,
             }
             if res.outputs is not None and (res.outputs.files or res.outputs.skipped):
-                call.ctx.state(OUTPUT_FILES).extend((f.name, f.data) for f in res.outputs.files)
-                out["files_sent_to_user"] = [f.name for f in res.outputs.files]
+                call.ctx.state(OUTPUT_FILES).extend(res.outputs.files)
+                out["files_sent_to_user"] = [name for name, _ in res.outputs.files]
                 if res.outputs.skipped:
                     out["files_not_sent"] = res.outputs.skipped
             if res.timed_out:

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from db.conversation import RecordWrite
 from tools.base import CheckResult, RequestContext
 from tools.discovery import commands
-from tools.discovery.doctor import budget_check
 from tools.discovery.models import ToolUsage
 from tools.discovery.repo import ADD_USE, USED, UsageStore
 from tools.feature import Command, Feature, Host
 from tools.hooks import Always, RequestHooks, TurnHooks
 from tools.registry import discovery
-from tools.tokens import encoder
+from tools.tokens import count_payload, encoder, tokenizer_name
 
 
 async def warm(host: Host) -> None:
@@ -53,8 +52,22 @@ def learning(host: Host) -> RequestHooks | None:
 
 
 async def check(host: Host) -> list[CheckResult]:
+    """The tool counts, and the tokens the first call's tool list takes."""
     disc = discovery(host.registry)
-    return [] if disc is None else [budget_check(disc)]
+    if disc is None:
+        return []
+    cat = disc.catalog()
+    plan = disc.plan(-1, cat)
+    shown = list(cat.core) + plan.direct
+    first = count_payload([(cat.core.get(n) or cat.extensions[n]).schema() for n in shown])
+    first += cat.meta_cost if plan.meta else 0
+    detail = (
+        f"{len(cat.core)} core + {len(cat.extensions)} extension tools; "
+        f"first call ~{first} of {disc.budget} tokens ({tokenizer_name()})"
+        + (", the rest via tool_search" if plan.meta else "")
+    )
+    fix = "the core tools alone do not fit TOOL_TOKEN_BUDGET (tools/discovery/service.py)"
+    return [CheckResult("tools", first <= disc.budget, detail, fix)]
 
 
 FEATURE = Feature(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,12 +38,6 @@ def rrf(words: Sequence[int], vectors: Sequence[int], k: float = RRF_K) -> dict[
     return out
 
 
-@dataclass
-class Hit:
-    name: str
-    score: float
-
-
 class ToolIndex:
     def __init__(self, docs: Sequence[tuple[str, str]], embed: EmbedFn | None = None) -> None:
         self.names = [n for n, _ in docs]
@@ -67,7 +60,8 @@ class ToolIndex:
         lex = self.bm25.scores(text)
         return any(score > 0 and n in names for n, score in zip(self.names, lex, strict=True))
 
-    def search(self, query: str, limit: int = 5) -> list[Hit]:
+    def search(self, query: str, limit: int = 5) -> list[str]:
+        """The names of the tools that best match `query`, best first."""
         if not self.names or not query.strip():
             return []
         lex = self.bm25.scores(query)
@@ -81,4 +75,4 @@ class ToolIndex:
             vec_rank = [int(i) for i in np.argsort(sims)[::-1][: max(limit * 4, 20)]]
         fused = rrf([int(i) for i in lex_rank], vec_rank)
         ordered = sorted(fused.items(), key=lambda kv: kv[1], reverse=True)[:limit]
-        return [Hit(self.names[i], score) for i, score in ordered]
+        return [self.names[i] for i, _ in ordered]

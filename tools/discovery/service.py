@@ -142,7 +142,7 @@ class Discovery:
     def for_request(self, ctx: RequestContext, text: str) -> DiscoveringTools:
         cat = self.catalog()
         plan = self.plan(ctx.user_id, cat)
-        req = DiscoveringTools(self, cat, ctx, text, plan.direct, [])
+        req = DiscoveringTools(self, cat, text, plan.direct)
         if plan.meta or cat.index.mentions(text, set(plan.discoverable)):
             for tool in build_meta(req):
                 req.tools[tool.name] = tool
@@ -158,23 +158,13 @@ class DiscoveringTools(RequestTools):
     """Per request: which schemas the model sees; grows as tools are explained."""
 
     def __init__(
-        self,
-        discovery: Discovery,
-        catalog: Catalog,
-        ctx: RequestContext,
-        text: str,
-        direct: list[str],
-        meta: list[Tool[Any]],
+        self, discovery: Discovery, catalog: Catalog, text: str, direct: list[str]
     ) -> None:
-        shown: dict[str, Tool[Any]] = dict(catalog.core)
-        shown.update({t.name: t for t in meta})
-        shown.update({n: catalog.extensions[n] for n in direct})
-        super().__init__(shown)
+        super().__init__({**catalog.core, **{n: catalog.extensions[n] for n in direct}})
         self.discovery = discovery
         self.catalog = catalog
-        self.ctx = ctx
         self.text = text
-        self.meta = {t.name for t in meta}
+        self.meta: set[str] = set()  # tool_search and tool_explain, when offered
         # Extension tools that may be unloaded to make room, oldest first.
         self.loaded: OrderedDict[str, None] = OrderedDict((n, None) for n in direct)
 
@@ -271,14 +261,13 @@ def summary(description: str, limit: int = 140) -> str:
 def build_meta(req: DiscoveringTools) -> list[Tool[Any]]:
     async def tool_search(p: SearchParams, call: ToolCall) -> dict[str, Any]:
         catalog = req.catalog
-        hits = catalog.index.search(p.query, p.limit)
         found = [
             {
-                "name": h.name,
-                "summary": summary(catalog.extensions[h.name].description),
-                **({"loaded": True} if h.name in req.tools else {}),
+                "name": name,
+                "summary": summary(catalog.extensions[name].description),
+                **({"loaded": True} if name in req.tools else {}),
             }
-            for h in hits
+            for name in catalog.index.search(p.query, p.limit)
         ]
         if not found:
             return {"tools": [], "note": "no tool matches; try other words"}
@@ -289,7 +278,7 @@ def build_meta(req: DiscoveringTools) -> list[Tool[Any]]:
         name = p.name.strip()
         tool = catalog.extensions.get(name) or catalog.core.get(name)
         if tool is None:
-            close = [h.name for h in catalog.index.search(name, 3)]
+            close = catalog.index.search(name, 3)
             hint = f"; did you mean: {', '.join(close)}" if close else ""
             raise ToolError(f"no tool named {name!r}{hint}. Use tool_search to find tools.")
         if name in catalog.extensions:

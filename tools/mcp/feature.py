@@ -7,13 +7,22 @@ from __future__ import annotations
 
 from tools.base import CheckResult
 from tools.feature import Feature, Host
-from tools.mcp.doctor import server_checks
 from tools.mcp.settings import ExtensionSettings
 from tools.registry import mcp_manager
 
+FIX = "check its command/url in MCP_CONFIG; run the command by hand to see errors"
+
 
 async def check(host: Host) -> list[CheckResult]:
-    return server_checks(mcp_manager(host.registry))
+    """One row per configured MCP server: up with its tool count, or why not."""
+    mcp = mcp_manager(host.registry)
+    out: list[CheckResult] = []
+    for st in mcp.status() if mcp is not None else []:
+        tools = f"up, {st.tools} tool{'s' if st.tools != 1 else ''}"
+        out.append(
+            CheckResult(f"MCP {st.name}", st.up, tools if st.up else st.error or "not running", FIX)
+        )
+    return out
 
 
 FEATURE = Feature(name="mcp", settings=ExtensionSettings, doctor=check)

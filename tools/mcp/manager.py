@@ -21,7 +21,6 @@ class ServerStatus:
     name: str
     up: bool
     tools: int
-    starts: int
     error: str | None
 
 
@@ -76,7 +75,4 @@ class McpManager:
         return out
 
     def status(self) -> list[ServerStatus]:
-        return [
-            ServerStatus(s.name, s.up, len(s.our_tools), s.starts, s.last_error)
-            for s in self.servers
-        ]
+        return [ServerStatus(s.name, s.up, len(s.our_tools), s.last_error) for s in self.servers]

@@ -180,7 +180,7 @@ def parse_at(value: str, now: datetime, tz: ZoneInfo) -> datetime:
     return max(run, now)
 
 
-def from_words(when: str, now: datetime, tz: ZoneInfo) -> Fields:
+def from_words(when: str) -> Fields:
     """Structured fields from common phrasings: 'in 20 minutes', 'tomorrow at 9',
     'every 2 hours', 'every weekday at 8', 'daily at 08:00 on weekdays', 'mondays 9am'."""
     w = re.sub(r"\s+", " ", when.lower().replace("o'clock", "")).strip(" .!")
@@ -219,7 +219,7 @@ def build_spec(fields: Fields, when: str, now: datetime, tz: ZoneInfo) -> Spec:
             raise ToolError(
                 "say when: pass `when` (the user's words) and at / in_minutes / every / daily_at"
             )
-        parsed = from_words(when, now, tz)
+        parsed = from_words(when)
         return _from_fields(replace(parsed, days=fields.days or parsed.days), now, tz)
     fields = _completed(fields, when, now, tz)
     spec = _from_fields(fields, now, tz)
@@ -244,12 +244,12 @@ def _completed(fields: Fields, when: str, now: datetime, tz: ZoneInfo) -> Fields
     if not only_at or not when.strip() or not re.fullmatch(CLOCK, str(fields.at).strip()):
         return fields
     try:
-        from_words(when, now, tz)
+        from_words(when)
         return fields  # the words have a time of their own: checked against the fields
     except ToolError:
         pass
     try:
-        together = from_words(f"{when} at {fields.at}", now, tz)
+        together = from_words(f"{when} at {fields.at}")
         _from_fields(together, now, tz)
     except ToolError:  # words that are no time ("after dinner"): the fields stand
         return fields

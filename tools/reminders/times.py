@@ -165,19 +165,23 @@ def local_text(dt: datetime, tz: ZoneInfo, now: datetime | None = None) -> str:
     return f"{local:%a %Y-%m-%d %H:%M}"
 
 
+def in_quiet(t: time, start: time, end: time) -> bool:
+    """Whether the wall time `t` is in the quiet hours start-end: start > end wraps midnight
+    (22:00-07:00); start == end means no quiet hours."""
+    if start == end:
+        return False
+    return start <= t < end if start < end else (t >= start or t < end)
+
+
 def quiet_until(now: datetime, tz: ZoneInfo, start: time, end: time) -> datetime | None:
-    """The end of the quiet period `now` is in (UTC), or None outside quiet hours.
-    start > end wraps midnight (22:00-07:00); start == end means no quiet hours."""
+    """The end of the quiet period `now` is in (UTC), or None outside quiet hours."""
     local = _aware(now).astimezone(tz)
     t = local.time().replace(tzinfo=None)
-    if start == end:
+    if not in_quiet(t, start, end):
         return None
-    if start < end:
-        inside, end_day = start <= t < end, local.date()
-    else:
-        inside = t >= start or t < end
-        end_day = local.date() + timedelta(days=1) if t >= start else local.date()
-    return local_instant(end_day, end, tz) if inside else None
+    # In the evening part of hours that wrap midnight, they end tomorrow.
+    days = 1 if start > end and t >= start else 0
+    return local_instant(local.date() + timedelta(days=days), end, tz)
 
 
 def parse_hhmm(value: str) -> time:

@@ -14,10 +14,7 @@ SAFESEARCH_MODERATE = 1
 
 def base_url(configured: str) -> str:
     """Accept the instance root with or without a trailing /search or slash."""
-    url = configured.strip().rstrip("/")
-    if url.endswith("/search"):
-        url = url[: -len("/search")]
-    return url
+    return configured.strip().rstrip("/").removesuffix("/search")
 
 
 class SearxngBackend:
