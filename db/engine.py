@@ -175,6 +175,17 @@ class _Connection(aiosqlite.Connection):
     def cursor(self) -> _Cursor:  # type: ignore[override]
         return _Cursor(self)
 
+    # SQLAlchemy ends every transaction it began with the driver's commit or rollback, a
+    # read's too; the driver's deferred mode opened none for a read, so there is nothing to
+    # end and no trip to make (about one a message: the history's read).
+    async def commit(self) -> None:
+        if self.in_transaction:
+            await super().commit()
+
+    async def rollback(self) -> None:
+        if self.in_transaction:
+            await super().rollback()
+
     async def trip(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await self._execute(fn, *args)  # type: ignore[no-untyped-call]
 
