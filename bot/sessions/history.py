@@ -373,8 +373,16 @@ class Compressor:
         whole = self._cut(rows, costs, keep, None)
         turns = older_turns + sum(1 for m in rows[:whole] if m.role == "user")
         # Rows not read count by their turns only: a range that long is due by them anyway.
-        size = sum(line_cost(m, tools=WRITE.tools) for m in rows[:whole])
-        due = bool(self.llm) and dropped > 0 and (turns >= STEP_TURNS or size >= chunk)
+        # Their size is summed only when the turns leave it to decide (every row's summary
+        # line, at every message of a long session, otherwise).
+        due = (
+            bool(self.llm)
+            and dropped > 0
+            and (
+                turns >= STEP_TURNS
+                or sum(line_cost(m, tools=WRITE.tools) for m in rows[:whole]) >= chunk
+            )
+        )
         return Fitted(with_note(kept, note), due)
 
     async def compress(
