@@ -249,16 +249,19 @@ def create_engine(url: str) -> AsyncEngine:
     module = sqlite_module()
     # The URL still names the file so SQLAlchemy picks the right pool (a queue pool for
     # files, a static one for :memory:); the connection itself comes from async_creator.
+    # A file's queue pool: SQLAlchemy's default (5 kept, 10 more made and closed as needed)
+    # opened a new connection for ~1 message in 4 of a burst (its thread, sqlite-vec loaded:
+    # ~1 ms CPU); the same 15 at most, kept once made, the most recent first, its cache warm.
+    pool = (
+        {"pool_size": 15, "max_overflow": 0, "pool_use_lifo": True}
+        if database != ":memory:"
+        else {}
+    )
     engine = create_async_engine(
         f"sqlite+aiosqlite:///{database}",
         async_creator=partial(_aiosqlite_connection, database, module),
         pool_reset_on_return=None,  # the "reset" handler below does it
-        # SQLAlchemy's default (5 kept, 10 more made and closed as needed) opened ~1 in 4
-        # messages a new connection in a burst (its thread, sqlite-vec loaded: ~1 ms CPU):
-        # the same 15 at most, kept once made; the most recent first, its cache warm.
-        pool_size=15,
-        max_overflow=0,
-        pool_use_lifo=True,
+        **pool,
     )
     event.listen(engine.sync_engine, "reset", _rollback_if_open)
     if module is not sqlite3:
