@@ -4,7 +4,6 @@ zones."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -239,14 +238,11 @@ async def latest_compression(
     return (await s.execute(_LATEST[verified], {"sid": session_id})).scalars().first()
 
 
-async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> Sequence[Message]:
-    """The session's messages after message id `after_id`, oldest first."""
-    stmt = (
-        select(Message)
-        .where(Message.session_id == session_id, Message.id > after_id)
-        .order_by(Message.id)
-    )
-    return list((await s.execute(stmt)).scalars())
+async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> list[Any]:
+    """The session's messages after message id `after_id`, oldest first, as plain rows of
+    the SHOWN columns (a summary reads a hundred or more: ORM instances cost ~50 us each)."""
+    params = {"sid": session_id, "after": after_id}
+    return list((await s.execute(_AFTER, params)).all())
 
 
 def _in_range(stmt: Any, before: bool, since: bool) -> Any:
@@ -262,6 +258,7 @@ _NEWEST = {
     b: _in_range(select(*SHOWN), b, False).order_by(Message.id.desc()).limit(bindparam("limit"))
     for b in (False, True)
 }
+_AFTER = _in_range(select(*SHOWN), False, False).order_by(Message.id)
 _COUNT = {
     (b, t): _in_range(
         select(
