@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import sqlite3
 import types
-from collections import deque
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -77,43 +76,21 @@ def _connect(path: str, module: types.ModuleType) -> Any:
     return conn
 
 
-CHUNK = 256  # rows a statement's trip brings back; a longer result fetches the rest after
-
-
-def _run(conn: Any, sql: str, parameters: Any, many: bool) -> tuple[Any, ...]:
-    """One statement on the connection's thread: executed and its first CHUNK rows fetched;
-    its cursor closed there too unless rows may remain."""
-    cursor = conn.cursor()
-    try:
-        if many:
-            cursor.executemany(sql, parameters)
-        else:
-            cursor.execute(sql, parameters)
-        rows = cursor.fetchmany(CHUNK) if cursor.description is not None else []
-    except BaseException:
-        cursor.close()
-        raise
-    meta = (cursor.description, cursor.rowcount, cursor.lastrowid, rows)
-    if len(rows) < CHUNK:
-        cursor.close()
-        return (None, *meta)
-    return (cursor, *meta)
-
-
 class _Cursor:
-    """The cursor SQLAlchemy's aiosqlite adapter drives: a statement is one trip to the
-    connection's thread (aiosqlite's cursor takes four: make, execute, fetch, close; each trip
-    is two thread switches and ~30 us of CPU, a message runs about ten statements)."""
+    """The cursor SQLAlchemy's aiosqlite adapter drives, on aiosqlite's public calls: a
+    statement is executed by the connection (aiosqlite's own cursor makes a cursor first, one
+    more trip to the connection's thread: two thread switches and ~30 us of CPU, a message
+    runs about ten statements), and a cursor whose statement is done is not closed: SQLite has
+    reset it (a write, or rows read to the end), nothing is held, garbage collection closes
+    it. Trips a statement: a write one, a read two (aiosqlite's cursor: three and four)."""
 
-    arraysize = 1
-
-    def __init__(self, conn: _Connection) -> None:
+    def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
-        self._open: Any = None  # the sqlite3 cursor while rows may remain
-        self._rows: deque[Any] = deque()
+        self._open: aiosqlite.Cursor | None = None  # while rows may remain
         self.description: Any = None
         self.rowcount = -1
         self.lastrowid: int | None = None
+        self.arraysize = 1
 
     async def __aenter__(self) -> _Cursor:
         return self
@@ -122,55 +99,49 @@ class _Cursor:
         await self.close()
 
     async def execute(self, sql: str, parameters: Any = None) -> _Cursor:
-        return await self._start(sql, () if parameters is None else parameters, False)
+        await self.close()
+        return self._started(await self._conn.execute(sql, parameters))
 
     async def executemany(self, sql: str, parameters: Any) -> _Cursor:
-        return await self._start(sql, parameters, True)
-
-    async def _start(self, sql: str, parameters: Any, many: bool) -> _Cursor:
         await self.close()
-        got = await self._conn.trip(_run, self._conn._conn, sql, parameters, many)
-        self._open, self.description, self.rowcount, self.lastrowid, rows = got
-        self._rows = deque(rows)
+        return self._started(await self._conn.executemany(sql, parameters))
+
+    def _started(self, cursor: aiosqlite.Cursor) -> _Cursor:
+        self.description, self.rowcount = cursor.description, cursor.rowcount
+        self.lastrowid = cursor.lastrowid
+        self._open = cursor if cursor.description is not None else None
         return self
 
-    async def _more(self, size: int | None) -> None:
-        cursor = self._open
-        rows = await self._conn.trip(
-            cursor.fetchall if size is None else cursor.fetchmany,
-            *(() if size is None else (size,)),
-        )
-        self._rows.extend(rows)
-        if size is None or len(rows) < size:
-            await self.close()
-
     async def fetchone(self) -> Any:
-        if not self._rows and self._open is not None:
-            await self._more(CHUNK)
-        return self._rows.popleft() if self._rows else None
+        if self._open is None:
+            return None
+        row = await self._open.fetchone()
+        if row is None:
+            self._open = None
+        return row
 
     async def fetchmany(self, size: int | None = None) -> list[Any]:
+        if self._open is None:
+            return []
         size = size or self.arraysize
-        while len(self._rows) < size and self._open is not None:
-            await self._more(CHUNK)
-        return [self._rows.popleft() for _ in range(min(size, len(self._rows)))]
+        rows = list(await self._open.fetchmany(size))
+        if len(rows) < size:
+            self._open = None
+        return rows
 
     async def fetchall(self) -> list[Any]:
-        if self._open is not None:
-            await self._more(None)
-        rows = list(self._rows)
-        self._rows.clear()
-        return rows
+        cursor, self._open = self._open, None
+        return [] if cursor is None else list(await cursor.fetchall())
 
     async def close(self) -> None:
         cursor, self._open = self._open, None
-        if cursor is not None:
-            await self._conn.trip(cursor.close)
+        if cursor is not None:  # rows left unread: their statement is still open
+            await cursor.close()
 
 
 class _Connection(aiosqlite.Connection):
-    """aiosqlite's connection (its thread, transactions, close) with a cursor of one trip a
-    statement. `_execute` is aiosqlite's queue to the thread, the one its own methods use."""
+    """aiosqlite's connection (its thread, transactions, close) with a cursor of fewer trips
+    to that thread."""
 
     def cursor(self) -> _Cursor:  # type: ignore[override]
         return _Cursor(self)
@@ -186,13 +157,10 @@ class _Connection(aiosqlite.Connection):
         if self.in_transaction:
             await super().rollback()
 
-    async def trip(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await self._execute(fn, *args)  # type: ignore[no-untyped-call]
-
 
 async def _aiosqlite_connection(path: str, module: types.ModuleType) -> aiosqlite.Connection:
     # aiosqlite.connect() would open the stdlib module; its Connection takes any connector.
-    return await _Connection(partial(_connect, path, module), iter_chunk_size=CHUNK)
+    return await _Connection(partial(_connect, path, module), iter_chunk_size=64)
 
 
 def _wrap_foreign_errors(module: types.ModuleType) -> Callable[[ExceptionContext], Any]:
