@@ -122,3 +122,21 @@ async def test_reads_do_not_wait_for_an_open_write(sqlite_engine: AsyncEngine) -
         await writer.flush()
         async with asyncio.timeout(2):
             assert await _users(sqlite_engine) == []  # WAL: the reader sees the last commit
+
+
+async def test_a_long_result_and_a_memory_database_read_whole(tmp_path: Path) -> None:
+    """A statement is one trip to the driver's thread for its first rows (db/engine.py
+    CHUNK): a longer result, read at once or streamed, still comes back whole; and the
+    in-memory database (doctor's scratch schema) takes the engine too."""
+    for url in (f"sqlite+aiosqlite:///{tmp_path / 'long.db'}", "sqlite+aiosqlite:///:memory:"):
+        engine = create_engine(url)
+        try:
+            async with engine.begin() as c:
+                await c.execute(text("CREATE TABLE t (x INTEGER)"))
+                await c.execute(text("INSERT INTO t VALUES (:x)"), [{"x": i} for i in range(700)])
+                got = (await c.execute(text("SELECT x FROM t ORDER BY x"))).scalars().all()
+                assert got == list(range(700))
+                streamed = await c.stream(text("SELECT x FROM t ORDER BY x"))
+                assert [r[0] async for r in streamed] == list(range(700))
+        finally:
+            await engine.dispose()

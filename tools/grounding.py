@@ -13,6 +13,7 @@ SUMMARY_REVIEW=model) is the second, costlier opinion.
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 import unicodedata
 from collections import Counter
@@ -312,17 +313,27 @@ _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 def script_of(text: str) -> str | None:
     """The Unicode script most of the letters belong to (LATIN, CYRILLIC, CJK, ...)."""
     counts: Counter[str] = Counter()
-    for ch in text:
-        if not ch.isalpha():
-            continue
-        name = unicodedata.name(ch, "")
-        if not name:
-            continue
-        first = name.split()[0]
-        counts[_SCRIPT_ALIASES.get(first, first)] += 1
+    # Each distinct character looked up once, in order of first appearance (so a tie goes
+    # to the script seen first, as letter by letter): a session summary's check reads a
+    # whole conversation, ~10 ms letter by letter.
+    for ch, n in Counter(text).items():
+        script = _script(ch)
+        if script is not None:
+            counts[script] += n
     if not counts:
         return None
     return counts.most_common(1)[0][0]
+
+
+@functools.lru_cache(maxsize=4096)
+def _script(ch: str) -> str | None:
+    if not ch.isalpha():
+        return None
+    name = unicodedata.name(ch, "")
+    if not name:
+        return None
+    first = name.split()[0]
+    return _SCRIPT_ALIASES.get(first, first)
 
 
 def latin_language(text: str) -> str | None:

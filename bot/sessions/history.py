@@ -56,7 +56,6 @@ from bot.sessions.summary import (
 )
 from db.conversation import HISTORY_ROWS, HistoryRow
 from db.engine import SessionFactory
-from db.models.core import Message
 from tools.base import Clock, RequestContext, TextModel
 from tools.chat import ChatModel
 from tools.model_call import ModelCall
@@ -309,7 +308,7 @@ class Compressor:
 
     async def _uncovered(
         self, session_id: int
-    ) -> tuple[SessionCompression | None, list[Message], list[dict[str, Any]], list[int]]:
+    ) -> tuple[SessionCompression | None, list[Shown], list[dict[str, Any]], list[int]]:
         """The newest verified summary, and the turns after it (rows, wire, costs)."""
         async with self.session_factory() as s:
             done = await repo.latest_compression(s, session_id, verified=True)
@@ -373,8 +372,16 @@ class Compressor:
         whole = self._cut(rows, costs, keep, None)
         turns = older_turns + sum(1 for m in rows[:whole] if m.role == "user")
         # Rows not read count by their turns only: a range that long is due by them anyway.
-        size = sum(line_cost(m, tools=WRITE.tools) for m in rows[:whole])
-        due = bool(self.llm) and dropped > 0 and (turns >= STEP_TURNS or size >= chunk)
+        # Their size is summed only when the turns leave it to decide (every row's summary
+        # line, at every message of a long session, otherwise).
+        due = (
+            bool(self.llm)
+            and dropped > 0
+            and (
+                turns >= STEP_TURNS
+                or sum(line_cost(m, tools=WRITE.tools) for m in rows[:whole]) >= chunk
+            )
+        )
         return Fitted(with_note(kept, note), due)
 
     async def compress(
@@ -474,7 +481,7 @@ class Compressor:
         session_id: int,
         user_id: int,
         done: SessionCompression | None,
-        rows: Sequence[Message],
+        rows: Sequence[Shown],
     ) -> SessionCompression:
         first_turn = done.first_turn if done else 1
         start = done.last_turn + 1 if done else 1

@@ -4,12 +4,11 @@ zones."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, and_, case, func, or_, select, update
+from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.sessions.models import SessionArchive, SessionCompression
@@ -220,25 +219,58 @@ async def failing_archives(s: AsyncSession, min_attempts: int) -> list[tuple[int
     return [(sid, err or "") for sid, err in (await s.execute(stmt)).all()]
 
 
+def _latest_compression(verified: bool | None) -> Select[SessionCompression]:
+    stmt = select(SessionCompression).where(SessionCompression.session_id == bindparam("sid"))
+    if verified is not None:
+        stmt = stmt.where(SessionCompression.verified == verified)
+    return stmt.order_by(SessionCompression.id.desc()).limit(1)
+
+
+# The history's reads, built once: a long session's every message runs them, and building
+# a statement (and its cache key) cost more than SQLite's part of it.
+_LATEST = {v: _latest_compression(v) for v in (None, True, False)}
+
+
 async def latest_compression(
     s: AsyncSession, session_id: int, *, verified: bool | None = None
 ) -> SessionCompression | None:
     """The session's newest compression (only verified or only rejected ones if asked)."""
-    stmt = select(SessionCompression).where(SessionCompression.session_id == session_id)
-    if verified is not None:
-        stmt = stmt.where(SessionCompression.verified == verified)
-    stmt = stmt.order_by(SessionCompression.id.desc()).limit(1)
-    return (await s.execute(stmt)).scalars().first()
+    return (await s.execute(_LATEST[verified], {"sid": session_id})).scalars().first()
 
 
-async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> Sequence[Message]:
-    """The session's messages after message id `after_id`, oldest first."""
-    stmt = (
-        select(Message)
-        .where(Message.session_id == session_id, Message.id > after_id)
-        .order_by(Message.id)
+async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> list[Any]:
+    """The session's messages after message id `after_id`, oldest first, as plain rows of
+    the SHOWN columns (a summary reads a hundred or more: ORM instances cost ~50 us each)."""
+    params = {"sid": session_id, "after": after_id}
+    return list((await s.execute(_AFTER, params)).all())
+
+
+def _in_range(stmt: Any, before: bool, since: bool) -> Any:
+    stmt = stmt.where(Message.session_id == bindparam("sid"), Message.id > bindparam("after"))
+    if before:
+        stmt = stmt.where(Message.id < bindparam("before"))
+    if since:
+        stmt = stmt.where(Message.created_at > bindparam("since"))
+    return stmt
+
+
+_NEWEST = {
+    b: _in_range(select(*SHOWN), b, False).order_by(Message.id.desc()).limit(bindparam("limit"))
+    for b in (False, True)
+}
+_AFTER = _in_range(select(*SHOWN), False, False).order_by(Message.id)
+_COUNT = {
+    (b, t): _in_range(
+        select(
+            func.count(),
+            func.coalesce(func.sum(case((Message.role == "user", 1), else_=0)), 0),
+        ),
+        b,
+        t,
     )
-    return list((await s.execute(stmt)).scalars())
+    for b in (False, True)
+    for t in (False, True)
+}
 
 
 async def newest_messages(
@@ -246,11 +278,8 @@ async def newest_messages(
 ) -> list[Any]:
     """Up to `limit` of the session's newest messages with `after_id` < id < `before_id`
     (None: no upper bound), oldest first, as plain rows of the SHOWN columns."""
-    stmt = select(*SHOWN).where(Message.session_id == session_id, Message.id > after_id)
-    if before_id is not None:
-        stmt = stmt.where(Message.id < before_id)
-    stmt = stmt.order_by(Message.id.desc()).limit(limit)
-    return list(reversed((await s.execute(stmt)).all()))
+    params = {"sid": session_id, "after": after_id, "before": before_id, "limit": limit}
+    return list(reversed((await s.execute(_NEWEST[before_id is not None], params)).all()))
 
 
 async def count_messages(
@@ -263,14 +292,9 @@ async def count_messages(
     """How many of the session's messages with `after_id` < id < `before_id` (created after
     `since`) there are, and how many of them are the person's turns: counted in SQL, not
     read."""
-    stmt = select(
-        func.count(), func.coalesce(func.sum(case((Message.role == "user", 1), else_=0)), 0)
-    ).where(Message.session_id == session_id, Message.id > after_id)
-    if before_id is not None:
-        stmt = stmt.where(Message.id < before_id)
-    if since is not None:
-        stmt = stmt.where(Message.created_at > since)
-    rows, turns = (await s.execute(stmt)).one()
+    stmt = _COUNT[before_id is not None, since is not None]
+    params = {"sid": session_id, "after": after_id, "before": before_id, "since": since}
+    rows, turns = (await s.execute(stmt, params)).one()
     return int(rows), int(turns)
 
 

@@ -29,7 +29,6 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from bot.agent.prompt import StoredMessage
-from db.models.core import Message
 from tools.base import TextModel
 from tools.effects import OUTSIDE_MARK
 from tools.grounding import (
@@ -160,7 +159,7 @@ class Summary:
         return self.problem is None
 
 
-def said(messages: Sequence[Message]) -> str:
+def said(messages: Sequence[Turn]) -> str:
     """The user's own words: what decides the language and whether names are checked."""
     return "\n".join(m.content for m in messages if m.role == "user" and m.content.strip())
 
@@ -202,7 +201,7 @@ def line_cost(m: Turn, *, tools: bool) -> int:
 
 
 def transcript(
-    messages: Sequence[Message], *, tools: bool = False, budget: int = DEFAULT_BUDGET
+    messages: Sequence[Turn], *, tools: bool = False, budget: int = DEFAULT_BUDGET
 ) -> str:
     """The turns, oldest first, within `budget` tokens: the middle is cut when longer."""
     lines = [line for m in messages if (line := turn_line(m, tools=tools)) is not None]
@@ -229,7 +228,7 @@ class Grounds:
     tool_ok: bool
 
 
-def grounding_source(messages: Sequence[Message], before: str = "") -> Grounds:
+def grounding_source(messages: Sequence[Turn], before: str = "") -> Grounds:
     theirs, results, actions, ok = [before] if before else [], [], [], False
     asked: dict[str, str] = {}  # a call's id: its name and arguments
     for m in messages:
@@ -305,7 +304,7 @@ class Summariser:
         return out
 
     async def summarise(
-        self, ask: Ask, messages: Sequence[Message], call: ModelCall, *, before: str = ""
+        self, ask: Ask, messages: Sequence[Turn], call: ModelCall, *, before: str = ""
     ) -> Summary:
         """`before`: an earlier summary these turns continue (it is summarised with them)."""
         words = said(messages)

@@ -28,6 +28,9 @@ class Waiting:
     replays: int
 
 
+CLAIM = insert(TelegramUpdate)  # built once, as FINISH: every update runs it
+
+
 async def claim(
     sf: SessionFactory,
     update_id: int,
@@ -43,7 +46,7 @@ async def claim(
         # A Core connection, not an ORM session: this and `finish` run for every update,
         # and the session's set-up and tear-down cost more than the statement.
         async with engine_of(sf).begin() as c:
-            await c.execute(insert(TelegramUpdate), row)
+            await c.execute(CLAIM, row)
         return True
     except IntegrityError:
         return False
