@@ -99,7 +99,7 @@ def test_output_files_are_collected_safely(tmp_path: Path) -> None:
     os.link(secret, out / "hard.txt")
     os.mkfifo(out / "pipe")
     got = files.collect(tmp_path)
-    assert [(f.name, f.data) for f in got.files] == [("chart.png", b"png"), ("t.csv", b"a")]
+    assert got.files == [("chart.png", b"png"), ("t.csv", b"a")]
     assert sorted(s.split(":")[0] for s in got.skipped) == ["hard.txt", "link.txt", "pipe"]
 
 
@@ -111,7 +111,7 @@ def test_output_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, size in (("a", 5), ("b", 50), ("c", 5), ("d", 5)):
         (out / name).write_bytes(b"x" * size)
     got = files.collect(tmp_path)
-    assert [f.name for f in got.files] == ["a", "c"]
+    assert [name for name, _ in got.files] == ["a", "c"]
     assert got.skipped == ["b: over 0 MB", "d: more than 2 files"]
 
 
