@@ -116,17 +116,6 @@ HELD = _held()
 def build(deps: ToolDeps) -> Tool[ScheduleParams]:
     sf = deps.session_factory
 
-    def refuses(p: ScheduleParams, call: ToolCall) -> str | None:
-        """A new or moved job's time and text, checked before anyone is asked to allow it."""
-        try:
-            if p.action == "create":
-                jobs.new_job(p.kind, p.text or "", _spec(p, call), call.ctx.now())
-            elif p.action == "edit" and _timed(p):
-                _spec(p, call)
-        except ToolError as exc:
-            return str(exc)
-        return None
-
     async def run(p: ScheduleParams, call: ToolCall) -> str:
         ctx = call.ctx
         now = ctx.now()
@@ -177,6 +166,18 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
         held=HELD,
         refuses=refuses,
     )
+
+
+def refuses(p: ScheduleParams, call: ToolCall) -> str | None:
+    """A new or moved job's time and text, checked before anyone is asked to allow it."""
+    try:
+        if p.action == "create":
+            jobs.new_job(p.kind, p.text or "", _spec(p, call), call.ctx.now())
+        elif p.action == "edit" and _timed(p):
+            _spec(p, call)
+    except ToolError as exc:
+        return str(exc)
+    return None
 
 
 def _fields(p: ScheduleParams) -> Fields:
