@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -255,11 +256,7 @@ async def _copy(source: str | None, target: str | None) -> int:
 
 def _sqlite_url(url: str) -> str:
     """sqlite:///path as the async driver's URL; other URLs as given."""
-    return (
-        "sqlite+aiosqlite://" + url.removeprefix("sqlite://")
-        if url.startswith("sqlite://")
-        else url
-    )
+    return re.sub(r"^sqlite://", "sqlite+aiosqlite://", url)
 
 
 # What each command needs set before it starts.

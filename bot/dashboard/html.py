@@ -82,17 +82,11 @@ def owner_only(view: View) -> None:
         raise web.HTTPForbidden(text="Only the bot's owner sees this page.")
 
 
-def post_form(
-    view: View, action: str, label: str, *, cls: str = "", fields: dict[str, str] | None = None
-) -> str:
-    hidden = "".join(
-        f'<input type="hidden" name="{esc(k)}" value="{esc_field(v)}">'
-        for k, v in (fields or {}).items()
-    )
+def post_form(view: View, action: str, label: str, *, cls: str = "") -> str:
     klass = f' class="{esc(cls)}"' if cls else ""
     return (
         f'<form method="post" action="{esc(action)}">'
-        f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">{hidden}'
+        f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">'
         f"<button{klass}>{esc(label)}</button></form>"
     )
 

@@ -106,32 +106,30 @@ class Site:
     # -- every request ----------------------------------------------------------------
 
     def guarded(self, handler: Handler) -> Handler:
-        async def run(request: web.Request) -> web.StreamResponse:
-            return await self.guard(request, handler)
-
-        return run
-
-    async def guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Security headers on every answer; a form over the bound refused before it is
         read; any failure one page, logged, the server going on."""
-        response: web.StreamResponse
-        if (request.content_length or 0) > MAX_FORM:
-            response = self._too_large()
-        else:
-            try:
-                response = await handler(request)
-            except web.HTTPRequestEntityTooLarge:
+
+        async def run(request: web.Request) -> web.StreamResponse:
+            response: web.StreamResponse
+            if (request.content_length or 0) > MAX_FORM:
                 response = self._too_large()
-            except web.HTTPException as exc:
-                if exc.status >= 400:
-                    response = message(exc.reason, exc.text or exc.reason, status=exc.status)
-                else:
-                    response = exc
-            except Exception:
-                log.exception("dashboard: %s %s failed", request.method, request.path)
-                response = message("Error", "Something went wrong; the log has the details.",
-                                   status=500)  # fmt: skip
-        return secure(response)
+            else:
+                try:
+                    response = await handler(request)
+                except web.HTTPRequestEntityTooLarge:
+                    response = self._too_large()
+                except web.HTTPException as exc:
+                    if exc.status >= 400:
+                        response = message(exc.reason, exc.text or exc.reason, status=exc.status)
+                    else:
+                        response = exc
+                except Exception:
+                    log.exception("dashboard: %s %s failed", request.method, request.path)
+                    response = message("Error", "Something went wrong; the log has the details.",
+                                       status=500)  # fmt: skip
+            return secure(response)
+
+        return run
 
     def _too_large(self) -> web.Response:
         text = f"The form is too large: at most {MAX_FORM // 1024} KB is accepted."

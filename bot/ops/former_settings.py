@@ -52,6 +52,17 @@ class Raw:
 
 
 Rule = Callable[[Raw, Translation], None]
+# Each rule, and the former names it reads (not "unknown" to the misspelling check): it runs
+# when one of them is set.
+RULES: dict[Rule, tuple[str, ...]] = {}
+
+
+def reads(*names: str) -> Callable[[Rule], Rule]:
+    def register(rule: Rule) -> Rule:
+        RULES[rule] = names
+        return rule
+
+    return register
 
 
 def _replaced(
@@ -77,11 +88,10 @@ def _new_is_set(t: Translation, raw: Raw, olds: list[str], new: str) -> bool:
     return True
 
 
+@reads("SESSION_SPLIT_TIME")
 def session_split(raw: Raw, t: Translation) -> None:
     old = "SESSION_SPLIT_TIME"
-    at = raw.get(old)
-    if at is None:
-        return
+    at = raw.values[old][0]
     m = re.fullmatch(r"\s*([01]?\d|2[0-3]):([0-5]\d)\s*", at)
     if not m:
         t.errors.append(f"{old}: must be HH:MM, e.g. 04:00 (now part of SESSION_SPLIT)")
@@ -102,11 +112,10 @@ def session_split(raw: Raw, t: Translation) -> None:
         _replaced(t, raw, old, "SESSION_SPLIT", f"SESSION_SPLIT={value}")
 
 
+@reads("CODE_PRIVATE_NETWORKS")
 def code_network(raw: Raw, t: Translation) -> None:
     old = "CODE_PRIVATE_NETWORKS"
-    value = raw.get(old)
-    if value is None:
-        return
+    value = raw.values[old][0]
     value = value.strip().lower()
     if value not in ("on", "off"):
         t.errors.append(f"{old}: must be on or off (now CODE_NETWORK=all for on)")
@@ -121,6 +130,7 @@ def code_network(raw: Raw, t: Translation) -> None:
         _unused(t, raw, old, f"CODE_NETWORK={network} says what the code reaches")
 
 
+@reads("CODE_GENERATE_TIMEOUT_S", "CODE_GENERATE_MEMORY_MB")
 def code_generate(raw: Raw, t: Translation) -> None:
     """Constants now: the built-in value is a warning; another value cannot be kept, so it
     stops the start rather than change what a job may use behind the operator's back."""
@@ -140,6 +150,7 @@ def code_generate(raw: Raw, t: Translation) -> None:
             )
 
 
+@reads("TRANSCRIBE_BASE_URL", "TTS_BASE_URL", "TRANSCRIBE_API_KEY", "TTS_API_KEY")
 def speech(raw: Raw, t: Translation) -> None:
     urls: dict[str, str] = {}
     for old, model in (("TRANSCRIBE_BASE_URL", "TRANSCRIBE_MODEL"), ("TTS_BASE_URL", "TTS_MODEL")):
@@ -302,6 +313,7 @@ def _per_period(raw: Raw, t: Translation, new: str, day: str, month: str, whole:
         _replaced(t, raw, old, new, f"{new}={value}")
 
 
+@reads("DAILY_BUDGET_USD", "MONTHLY_BUDGET_USD", "USER_DAILY_TOKEN_CAP", "USER_MONTHLY_TOKEN_CAP")
 def budgets(raw: Raw, t: Translation) -> None:
     _per_period(raw, t, "BUDGET_USD", "DAILY_BUDGET_USD", "MONTHLY_BUDGET_USD", whole=False)
     _per_period(
@@ -309,11 +321,10 @@ def budgets(raw: Raw, t: Translation) -> None:
     )
 
 
+@reads("EMBEDDINGS_MODEL")
 def embeddings(raw: Raw, t: Translation) -> None:
     old = "EMBEDDINGS_MODEL"
-    model = raw.get(old)
-    if model is None:
-        return
+    model = raw.values[old][0]
     model = model.strip()
     kind = (raw.get("EMBEDDINGS") or "wordllama").strip()
     if kind.lower() == "openai":
@@ -325,43 +336,23 @@ def embeddings(raw: Raw, t: Translation) -> None:
         _unused(t, raw, old, f"EMBEDDINGS={kind} names the model, so its value is not used")
 
 
+@reads("LLM_MODELS")
 def models(raw: Raw, t: Translation) -> None:
     old = "LLM_MODELS"
-    more = raw.get(old)
-    if more is None:
-        return
+    more = raw.values[old][0]
     names = split_models(raw.get("LLM_MODEL") or "") + split_models(more)
     value = ", ".join(dict.fromkeys(names))
     t.values["llm_model"] = value
     _replaced(t, raw, old, "LLM_MODEL", f"LLM_MODEL={value}", " (the default model first)")
 
 
-RULES: tuple[Rule, ...] = (
-    session_split,
-    code_network,
-    code_generate,
-    speech,
-    budgets,
-    embeddings,
-    models,
-)
-
-# Every former name the rules read: not "unknown" to the misspelling check.
-RENAMED = frozenset(
-    {
-        "SESSION_SPLIT_TIME", "CODE_PRIVATE_NETWORKS", "CODE_GENERATE_TIMEOUT_S",
-        "CODE_GENERATE_MEMORY_MB", "TRANSCRIBE_BASE_URL", "TTS_BASE_URL",
-        "TRANSCRIBE_API_KEY", "TTS_API_KEY", "DAILY_BUDGET_USD", "MONTHLY_BUDGET_USD",
-        "USER_DAILY_TOKEN_CAP", "USER_MONTHLY_TOKEN_CAP", "EMBEDDINGS_MODEL", "LLM_MODELS",
-    }
-)  # fmt: skip
+RENAMED = frozenset(name for names in RULES.values() for name in names)
 
 
 def translate(raw: Raw) -> Translation:
     """What the former names in `raw` mean in today's settings."""
     t = Translation()
-    if not RENAMED & {n for n in raw.values if raw.get(n) is not None}:
-        return t
-    for rule in RULES:
-        rule(raw, t)
+    for rule, names in RULES.items():
+        if raw.present(*names):
+            rule(raw, t)
     return t
