@@ -118,10 +118,6 @@ class Settings(
                 return tuple(dict.fromkeys(int(p) for p in parts))
             except ValueError as exc:
                 raise ValueError("must be comma-separated numeric Telegram user ids") from exc
-        if isinstance(value, int):
-            return (value,)
-        if isinstance(value, (set, frozenset)):
-            return tuple(sorted(value))
         return value
 
     @field_validator("telegram_bot_token")
@@ -342,7 +338,6 @@ def missing(settings: Settings, *names: str) -> list[str]:
     hints = {
         "telegram_bot_token": "get one from @BotFather and put TELEGRAM_BOT_TOKEN=... in .env",
         "llm_model": "set LLM_MODEL, e.g. gpt-4o-mini or llama3.1",
-        "allowed_user_ids": "set ALLOWED_USER_IDS to your numeric Telegram id",
     }
     out = []
     for name in names:

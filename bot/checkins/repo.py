@@ -20,17 +20,7 @@ async def prefs(s: AsyncSession, user_id: int) -> CheckinPrefs:
     """The person's choices; a new row (off, the defaults) the first time."""
     row = await s.get(CheckinPrefs, user_id)
     if row is None:
-        row = CheckinPrefs(
-            user_id=user_id,
-            enabled=False,
-            brief_at="08:30",
-            quiet_start="22:00",
-            quiet_end="08:00",
-            max_per_day=2,
-            topic="",
-            useful=0,
-            less=0,
-        )
+        row = CheckinPrefs(user_id=user_id)  # the model's defaults, set by the flush
         s.add(row)
         await s.flush()
     return row
@@ -74,9 +64,7 @@ async def ask_in_group(
     cap and budget), on, at the time it had (or `brief_at`, the first time)."""
     row = await s.get(CheckinGroup, chat_id)
     if row is None:
-        row = CheckinGroup(
-            chat_id=chat_id, user_id=user_id, enabled=True, brief_at=brief_at, created_at=now
-        )
+        row = CheckinGroup(chat_id=chat_id, user_id=user_id, brief_at=brief_at, created_at=now)
         s.add(row)
     else:
         row.user_id, row.enabled = user_id, True

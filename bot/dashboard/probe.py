@@ -47,20 +47,15 @@ async def state(s: DashboardSettings) -> str:
 async def check(settings: BaseModel) -> list[CheckResult]:
     if not isinstance(settings, DashboardSettings):
         return []
-    result = CheckResult("dashboard", True, await state(settings))
-    if settings.dashboard_enabled and not _loopback(settings.dashboard_host):
-        https = (settings.dashboard_url or "").startswith("https://")
-        if not https:
-            return [
-                CheckResult(
-                    "dashboard",
-                    False,
-                    f"listens on {settings.dashboard_host} over plain HTTP",
-                    "keep DASHBOARD=on (127.0.0.1) and reach it through an HTTPS reverse proxy "
-                    "or a private network (DASHBOARD_URL=https://...)",
-                )
-            ]
-    return [result]
+    exposed = settings.dashboard_enabled and not _loopback(settings.dashboard_host)
+    if exposed and not (settings.dashboard_url or "").startswith("https://"):
+        fix = (
+            "keep DASHBOARD=on (127.0.0.1) and reach it through an HTTPS reverse proxy or a "
+            "private network (DASHBOARD_URL=https://...)"
+        )
+        plain = f"listens on {settings.dashboard_host} over plain HTTP"
+        return [CheckResult("dashboard", False, plain, fix)]
+    return [CheckResult("dashboard", True, await state(settings))]
 
 
 async def status_line(settings: BaseModel) -> str:

@@ -21,6 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from sqlalchemy.engine import make_url
 
@@ -184,14 +185,17 @@ MAX_FILE_BYTES = 1 << 30
 MAX_DATABASE_BYTES = 16 << 30
 
 
+def _member(tar: tarfile.TarFile, name: str, missing: str) -> IO[bytes]:
+    """A regular file of the archive, read by its bytes; BackupError `missing` if none."""
+    with contextlib.suppress(KeyError):
+        if (member := tar.extractfile(name)) is not None:
+            return member
+    raise BackupError(missing)
+
+
 def read_manifest(tar: tarfile.TarFile) -> dict[str, object]:
     """backup.json, checked for the shape `make_backup` writes."""
-    try:
-        member = tar.extractfile(MANIFEST)
-    except KeyError:
-        member = None
-    if member is None:
-        raise BackupError(f"not a Sidekick backup: no {MANIFEST}")
+    member = _member(tar, MANIFEST, f"not a Sidekick backup: no {MANIFEST}")
     try:
         data = json.loads(member.read(1 << 20))
     except ValueError:
@@ -270,12 +274,7 @@ def verify(archive: Path) -> Verified:
 def extract_one(tar: tarfile.TarFile, name: str, folder: Path) -> Path:
     """One member to folder/name by its bytes (no paths or links from the archive are
     followed; tarfile's extraction filters are missing from some 3.11 builds)."""
-    try:
-        member = tar.extractfile(name)
-    except KeyError:
-        member = None
-    if member is None:
-        raise BackupError(f"{name} in the archive is not a file")
+    member = _member(tar, name, f"{name} in the archive is not a file")
     out = folder / Path(name).name
     with out.open("wb") as f:
         shutil.copyfileobj(member, f)
