@@ -10,6 +10,7 @@ from bot.approvals.settings import ApprovalSettings
 from tools.feature import Answer, Button, CommandCall, Pressed, row_id
 
 APPROVALS_USAGE = "Usage: /approvals · /approvals revoke <tool>"
+COVERS = {False: "in chats", True: "in chats and scheduled tasks"}  # by a grant's `scheduled`
 
 
 def revoke_data(grant_id: int) -> str:
@@ -30,8 +31,7 @@ async def _text(call: CommandCall) -> str:
     head = f"Approvals: {mode}" + (" (nothing asks)" if mode == "off" else "")
     if not grants:
         return f"{head}. You have allowed no tool for good.\n{APPROVALS_USAGE}"
-    covers = {False: "in chats", True: "in chats and scheduled tasks"}
-    lines = [f"• {g.tool} (since {g.created_at:%Y-%m-%d}, {covers[g.scheduled]})" for g in grants]
+    lines = [f"• {g.tool} (since {g.created_at:%Y-%m-%d}, {COVERS[g.scheduled]})" for g in grants]
     return (
         f"{head}. Allowed for good, without asking:\n" + "\n".join(lines) + f"\n{APPROVALS_USAGE}"
     )

@@ -11,12 +11,11 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from bot.approvals import repo as approvals_repo
+from bot.approvals.commands import COVERS
 from bot.dashboard.html import Form, View, esc, message, owner_only, page, post_form
 from bot.errors import SidekickError
 from bot.ops.operator import OPERATOR, Operator
 from tools.feature import Host, row_id
-
-COVERS = {False: "in chats", True: "in chats and scheduled tasks"}
 
 
 def _operator(host: Host) -> Operator:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic import SecretStr
-
 from bot.llm.vision import VISION, VisionGate, VisionState
 from bot.media.attachments import NO_VISION, MediaService
 from bot.media.settings import VISION_FILE, VISION_MODE, MediaSettings
@@ -26,9 +24,8 @@ async def vision_gate(host: Host, model: ChatModel) -> ChatModel:
 async def media(host: Host) -> MediaService:
     deps = host.deps
     end = deps.endpoint
-    key = SecretStr(end.api_key) if end is not None and end.api_key else None
-    settings = deps.settings_for(MediaSettings)
-    stt = transcriber(settings, end.base_url if end else "", key, deps.http)
+    url, key = (end.base_url, end.api_key) if end is not None else ("", None)
+    stt = transcriber(deps.settings_for(MediaSettings), url, key, deps.http)
     inputs = InputStore(deps.data_dir / "inputs")
     vision = await host.need(VISION)
     return MediaService(stt, inputs, vision.enabled)

@@ -122,7 +122,7 @@ class Transcriber:
 def transcriber(
     settings: MediaSettings,
     llm_base_url: str,
-    llm_api_key: SecretStr | None,
+    llm_api_key: SecretStr | str | None,
     http: httpx.AsyncClient,
 ) -> Transcriber:
     """The transcription endpoint the settings name: TRANSCRIBE_MODEL's own (`model@URL`),

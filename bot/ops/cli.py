@@ -114,16 +114,10 @@ def operations_results(settings: Settings) -> list[CheckResult]:
     out = []
     env = env_path()
     if env.is_file():
-        mode = stat.S_IMODE(env.stat().st_mode)
+        where, mode = env.resolve(), stat.S_IMODE(env.stat().st_mode)
         if mode & 0o077:
-            out.append(
-                CheckResult(
-                    ".env",
-                    False,
-                    f"{env.resolve()} is readable by others (mode {mode:o}); it holds the token",
-                    f"chmod 600 {env.resolve()}",
-                )
-            )
+            said = f"{where} is readable by others (mode {mode:o}); it holds the token"
+            out.append(CheckResult(".env", False, said, f"chmod 600 {where}"))
         else:
-            out.append(CheckResult(".env", True, f"{env.resolve()} readable by its owner only"))
+            out.append(CheckResult(".env", True, f"{where} readable by its owner only"))
     return [*out, backup_status(settings)]

@@ -44,6 +44,7 @@ from bot.ops.runlock import LOCK_FILE, Busy, hold
 KEPT = frozenset({"backups", LOCK_FILE})
 STAGING = ".restore-"
 JOURNALS = ("-wal", "-shm", "-journal")
+PG_RESTORE = ("--clean", "--if-exists", "--no-owner", "--single-transaction")
 
 
 def kept(path: Path) -> bool:
@@ -96,7 +97,8 @@ def _restore(settings: Settings, archive: Path, checked: Verified, force: bool) 
         with tarfile.open(archive, "r:gz") as tar:
             staged_db = _stage(settings, archive, tar, database, staging)
         if database is None:
-            _restore_pg(settings, staging)
+            url, dump = libpq_url(settings.db_url), str(staging / PG_NAME)
+            run_tool([pg_tool("pg_restore"), *PG_RESTORE, f"--dbname={url}", dump])
         _swap(settings.data_dir, staging / "new", database, staged_db)
     except (tarfile.TarError, EOFError, KeyError) as exc:
         raise BackupError(f"{archive}: cannot read it: {type(exc).__name__}") from None
@@ -142,17 +144,6 @@ def _stage(
     staged = extract_one(tar, SQLITE_NAME, staging)
     check_database(staged, staging)
     return staged
-
-
-def _restore_pg(settings: Settings, staging: Path) -> None:
-    restore_pg = [
-        pg_tool("pg_restore"),
-        "--clean",
-        "--if-exists",
-        "--no-owner",
-        "--single-transaction",
-    ]
-    run_tool([*restore_pg, f"--dbname={libpq_url(settings.db_url)}", str(staging / PG_NAME)])
 
 
 def _swap(data_dir: Path, new: Path, database: Path | None, staged_db: Path | None) -> None:

@@ -23,6 +23,7 @@ from pydantic import SecretStr
 
 from bot.access.gate import owner_code
 from bot.llm.settings import ModelSettings, split_models
+from bot.media.settings import bearer
 from bot.ops.envfile import mask, read_env, set_values
 
 TOKEN_SHAPE = re.compile(r"\d+:[A-Za-z0-9_-]+")
@@ -75,7 +76,7 @@ class Prompt:
 
 def _get(url: str, headers: dict[str, str] | None = None) -> httpx.Response:
     with httpx.Client(timeout=CHECK_TIMEOUT_S, follow_redirects=True) as http:
-        return http.get(url, headers=headers or {})
+        return http.get(url, headers=headers)
 
 
 def check_token(api_url: str, token: str) -> tuple[bool, str]:
@@ -94,9 +95,8 @@ def check_token(api_url: str, token: str) -> tuple[bool, str]:
 
 def list_models(base_url: str, key: str) -> tuple[list[str] | None, str]:
     """The models the endpoint lists, or None and why (empty reason: it has no list)."""
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        resp = _get(f"{base_url.rstrip('/')}/models", headers)
+        resp = _get(f"{base_url.rstrip('/')}/models", bearer(key))
     except httpx.HTTPError as exc:
         return None, f"cannot connect to {base_url} ({type(exc).__name__}): is the server running?"
     if resp.status_code in (401, 403):
@@ -113,11 +113,11 @@ def list_models(base_url: str, key: str) -> tuple[list[str] | None, str]:
 
 def try_model(base_url: str, key: str, model: str) -> tuple[bool, str]:
     """One short chat call: does this model answer?"""
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
     body = {"model": model, "messages": [{"role": "user", "content": "Say OK"}], "max_tokens": 5}
     try:
         with httpx.Client(timeout=CHECK_TIMEOUT_S * 4) as http:
-            resp = http.post(f"{base_url.rstrip('/')}/chat/completions", json=body, headers=headers)
+            url = f"{base_url.rstrip('/')}/chat/completions"
+            resp = http.post(url, json=body, headers=bearer(key))
     except httpx.HTTPError as exc:
         return False, f"cannot connect to {base_url} ({type(exc).__name__})"
     if resp.status_code != 200:

@@ -153,19 +153,17 @@ def print_logs(settings: Settings, lines: int, follow: bool) -> int:
     rotation."""
     path = settings.data_dir / RUN_LOG
     scrub = Scrubber(settings.secrets()).scrub
+    out, position, inode = sys.stdout, 0, -1
     if not path.is_file():
         print(f"sidekick: no log yet at {path} (`sidekick run` writes it)", file=sys.stderr)
         if not follow:
             return 1
-    out = sys.stdout
-    if path.is_file():
+    else:
         with path.open("rb") as raw:
             tail = raw.readlines()[-lines:] if lines > 0 else []
             position, inode = raw.tell(), os.fstat(raw.fileno()).st_ino
         out.writelines(scrub(line.decode("utf-8", "replace")) for line in tail)
         out.flush()
-    else:
-        position, inode = 0, -1
     try:
         while follow:
             time.sleep(FOLLOW_POLL_S)
