@@ -8,26 +8,16 @@ import os
 import re
 from pathlib import Path
 
+from dotenv import dotenv_values
+
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
 
 
-def _unquote(raw: str) -> str:
-    value = raw.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return re.sub(r"\s+#.*$", "", value)  # an unquoted value's trailing comment
-
-
 def read_env(path: Path) -> dict[str, str]:
-    """The settings a .env file sets (names upper-cased; the last line of a name wins)."""
-    if not path.is_file():
-        return {}
-    out: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        m = _LINE.match(line)
-        if m:
-            out[m.group(1).upper()] = _unquote(m.group(2))
-    return out
+    """The settings a .env file sets, read as the bot reads them (python-dotenv, as
+    pydantic-settings does); names upper-cased, the last line of a name wins."""
+    values = dotenv_values(path) if path.is_file() else {}
+    return {k.upper(): v for k, v in values.items() if v is not None}
 
 
 def _quoted(value: str) -> str:
