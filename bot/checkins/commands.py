@@ -4,6 +4,9 @@ their quiet hours, cap and budget), anyone there may turn it off."""
 
 from __future__ import annotations
 
+from datetime import date, datetime
+from typing import Any
+
 from bot.checkins import repo
 from bot.checkins.models import CheckinPrefs
 from bot.checkins.runs import FOLLOWUP_AFTER
@@ -32,11 +35,9 @@ def _inside(at: str, p: CheckinPrefs) -> bool:
     return in_quiet(parse_hhmm(at), parse_hhmm(p.quiet_start), parse_hhmm(p.quiet_end))
 
 
-def _status(p: CheckinPrefs, month: dict[str, object], tz: str) -> str:
-    h, m = map(int, p.brief_at.split(":"))
-    follow = (h * 60 + m + int(FOLLOWUP_AFTER.total_seconds()) // 60) % (24 * 60)
+def _status(p: CheckinPrefs, month: dict[str, Any], tz: str) -> str:
+    follow = datetime.combine(date.min, parse_hhmm(p.brief_at)) + FOLLOWUP_AFTER
     counts = month["counts"]
-    assert isinstance(counts, dict)
     stopped = [
         f"{counts[k]} {what}"
         for k, what in (("capped", "by the daily cap"), ("budget", "by the budget"))
@@ -44,7 +45,7 @@ def _status(p: CheckinPrefs, month: dict[str, object], tz: str) -> str:
     ]
     lines = [
         f"Check-ins: {'on' if p.enabled else 'off'}",
-        f"Morning brief at {p.brief_at}, a follow-up at {follow // 60:02d}:{follow % 60:02d} "
+        f"Morning brief at {p.brief_at}, a follow-up at {follow:%H:%M} "
         f"({tz}); only when there is something worth saying",
         f"Quiet hours: {p.quiet_start}-{p.quiet_end}",
         f"At most {p.max_per_day} a day",

@@ -95,12 +95,12 @@ def _store(host: Host) -> MemoryStore:
 # -- Today ----------------------------------------------------------------------------------
 
 
-async def _usage_today(meter: Meter, view: View, owner: bool) -> str:
+async def _usage_today(meter: Meter, view: View) -> str:
     day, _ = period_starts(meter.clock(), meter.tz)
     async with meter.sf() as s:
         total = await usage_repo.groups(s, since=day, user_id=view.person.user_id, by="none")
     line = figures(total[0]) if total else "nothing yet"
-    budgets = await budget_lines(meter, view.person.user_id, amounts=owner)
+    budgets = await budget_lines(meter, view.person.user_id, amounts=view.owner)
     items = "".join(f"<li>{esc(b)}</li>" for b in budgets)
     return f"<p>Today: {esc(line)}</p>" + (f"<ul>{items}</ul>" if items else "")
 
@@ -145,7 +145,7 @@ async def today(host: Host, request: web.Request, view: View) -> web.Response:
         ]
     meter = meter_of(host)
     if meter is not None:
-        body += ["<h2>Usage</h2>", await _usage_today(meter, view, view.owner)]
+        body += ["<h2>Usage</h2>", await _usage_today(meter, view)]
     if deps.memory is not None:
         count = (await deps.memory.page(user_id=uid, limit=1)).total
         body.append(f'<h2>Memory</h2><p><a href="/memories">{count} memories</a></p>')
@@ -177,7 +177,9 @@ def _memory_item(h: MemoryHit, view: View, *, actions: bool = True) -> str:
     )
 
 
-def _pager(base: str, params: dict[str, str], number: int, pages: int) -> str:
+def _pager(base: str, params: dict[str, str], number: int, total: int) -> str:
+    pages = max(1, -(-total // PAGE))
+
     def link(to: int, label: str) -> str:
         return f'<a href="{base}?{esc(urlencode({**params, "page": to}))}">{label}</a>'
 
@@ -213,12 +215,11 @@ async def memories(host: Host, request: web.Request, view: View) -> web.Response
         found = await store.page(
             user_id=uid, layer=layer or None, offset=(number - 1) * PAGE, limit=PAGE
         )
-        pages = max(1, -(-found.total // PAGE))
         if not found.items:
             body.append('<p class="hint">No memories here.</p>')
         body += [_memory_item(h, view) for h in found.items]
         params = {"layer": layer} if layer else {}
-        body.append(_pager("/memories", params, number, pages))
+        body.append(_pager("/memories", params, number, found.total))
         body.append(
             f'<p class="hint">{found.total} in all · export as <a href="/memories/export.json">'
             'JSON</a> or <a href="/memories/export.md">Markdown</a></p>'
@@ -466,12 +467,11 @@ async def reminder_save(host: Host, request: web.Request, view: View, form: Form
     text, when = form.get("text"), form.get("when", "")
     if not isinstance(text, str) or not isinstance(when, str):
         return message("Not changed", "Say what, and when (or leave the time).", view, 400)
-    deps = host.deps
-    now = deps.clock()
+    now = host.deps.clock()
     try:
         spec = build_spec(Fields(), when[:WHEN_MAX], now, view.tz) if when.strip() else None
         await jobs.edit(
-            deps.session_factory, user_id=view.person.user_id, job_id=job.id, now=now,
+            host.deps.session_factory, user_id=view.person.user_id, job_id=job.id, now=now,
             text=text, spec=spec, words=when[:WHEN_MAX],
         )  # fmt: skip
     except ToolError as exc:
@@ -484,12 +484,11 @@ async def reminder_create(host: Host, request: web.Request, view: View, form: Fo
     text, when, kind = form.get("text"), form.get("when"), form.get("kind")
     if not isinstance(text, str) or not isinstance(when, str) or kind not in KINDS:
         return message("Not scheduled", "Say what, when, and whether it is a task.", view, 400)
-    deps = host.deps
-    now = deps.clock()
+    now = host.deps.clock()
     try:
         spec = build_spec(Fields(), when[:WHEN_MAX], now, view.tz)
         job = await jobs.create(
-            deps.session_factory, user_id=view.person.user_id, kind=str(kind), text=text,
+            host.deps.session_factory, user_id=view.person.user_id, kind=str(kind), text=text,
             words=when[:WHEN_MAX], spec=spec, now=now,
         )  # fmt: skip
     except ToolError as exc:
@@ -602,7 +601,7 @@ async def code(host: Host, request: web.Request, view: View) -> web.Response:
         )
     if not runs:
         body.append('<p class="hint">No code runs.</p>')
-    body.append(_pager("/code", {}, number, max(1, -(-total // PAGE))))
+    body.append(_pager("/code", {}, number, total))
     return page("Code runs", "".join(body), view, active="/code")
 
 

@@ -122,9 +122,7 @@ def pg_tool(name: str) -> str:
 
 
 def user_files(data_dir: Path, skip: set[Path]) -> list[Path]:
-    if not data_dir.is_dir():
-        return []
-    out = []
+    out = []  # (none when the folder is missing: rglob finds nothing there)
     for path in sorted(data_dir.rglob("*")):
         rel = path.relative_to(data_dir)
         if path.is_dir() or rel.parts[0] in ("backups", LOCK_FILE) or path.resolve() in skip:
