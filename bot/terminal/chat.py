@@ -14,8 +14,8 @@ import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
 from bot.agent.runner import Events, Incoming
 from bot.app import App, build_app
@@ -191,15 +191,14 @@ class Status:
             self.shown = False
 
 
+@dataclass
 class TerminalDelivery:
     """`sidekick chat`: reminders of the local user printed into the chat; the id is a
     local counter (there is no Telegram message). Files are saved in `folder`
     (DATA_DIR/files, as the commands' files are) and their paths printed."""
 
-    def __init__(self, out: TextIO = sys.stdout, folder: Path | None = None) -> None:
-        self.out = out
-        self.sent = 0
-        self.folder = folder
+    folder: Path
+    sent: int = 0
 
     async def __call__(
         self,
@@ -212,10 +211,9 @@ class TerminalDelivery:
         # The terminal has no buttons: they are named, for Telegram.
         if buttons:
             text += "\n(" + " · ".join(label for label, _ in buttons) + ": buttons in Telegram)"
-        if self.folder is not None:
-            text += "".join(saved(self.folder, name, content) for name, content in files)
-        self.out.write(f"\n{shown(text)}\nyou> ")
-        self.out.flush()
+        text += "".join(saved(self.folder, name, content) for name, content in files)
+        sys.stdout.write(f"\n{shown(text)}\n{PROMPT}")
+        sys.stdout.flush()
         self.sent += 1
         return self.sent
 
@@ -270,7 +268,7 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
     # Reminders of the local user arrive here while the chat runs (missed ones at start);
     # a user linked with --as gets theirs in Telegram, from the bot.
     jobs = (
-        await app.start_features(TerminalDelivery(folder=settings.data_dir / "files"), local=True)
+        await app.start_features(TerminalDelivery(settings.data_dir / "files"), local=True)
         if as_user is None
         else []
     )
