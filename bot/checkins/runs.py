@@ -127,33 +127,27 @@ class Outcome:
 async def tick(host: Host, now: datetime) -> list[Outcome]:
     """One pass: every due slot of every person who turned check-ins on."""
     deps = host.deps
+    # Each person's own slots; and a group's brief, held for the member who asked there.
     async with deps.session_factory() as s:
-        people = await repo.enabled(s)
+        wanted: list[tuple[CheckinPrefs, User, int, str | None, tuple[str, ...]]]
+        wanted = [(p, u, 0, None, SLOTS) for p, u in await repo.enabled(s)]
+        if not host.local:  # the terminal serves its local user only: no groups there
+            groups = await repo.enabled_groups(s)
+            wanted += [(p, u, g.chat_id, g.brief_at, ("brief",)) for g, p, u in groups]
     # Someone the owner removed hears nothing more (tools/admission.py).
     admission: Admission | None = None
     if host.has(ADMISSION):
         admission = await host.need(ADMISSION)
     outcomes = []
-    for prefs, user in people:
-        if admission is not None and not await admission.admits(user.telegram_id):
-            continue
-        tz = user_tz(user.timezone, deps.tz)
-        for slot, day in due_slots(prefs, now, tz):
-            outcomes.append(await run_one(host, prefs, user, slot, day, now))
-    if host.local:  # the terminal serves its local user only: no groups there
-        return outcomes
-    async with deps.session_factory() as s:
-        groups = await repo.enabled_groups(s)
-    for group, prefs, user in groups:
+    for prefs, user, chat_id, brief_at, slots in wanted:
         # Served as their message there would be: a person let in, or anyone in a group
         # the owner admitted (bot/telegram/middlewares.py).
-        if admission is not None and not (
-            await admission.admits(user.telegram_id) or await admission.admits(group.chat_id)
-        ):
+        ids = (user.telegram_id, chat_id) if chat_id else (user.telegram_id,)
+        if admission is not None and not any([await admission.admits(i) for i in ids]):
             continue
         tz = user_tz(user.timezone, deps.tz)
-        for slot, day in due_slots(prefs, now, tz, group.brief_at, ("brief",)):
-            outcomes.append(await run_one(host, prefs, user, slot, day, now, group.chat_id))
+        for slot, day in due_slots(prefs, now, tz, brief_at, slots):
+            outcomes.append(await run_one(host, prefs, user, slot, day, now, chat_id))
     return outcomes
 
 

@@ -16,7 +16,6 @@ from bot.dashboard.html import Form, View, esc, message, owner_only, page, post_
 from tools.feature import Host
 
 VERBS = {"allow": "allowed", "deny": "denied", "remove": "removed"}
-DONE = {"allowed": "Allowed", "denied": "Denied", "removed": "Removed"}
 
 
 def _home(chat_id: int) -> str:
@@ -38,9 +37,9 @@ async def listing(host: Host, request: web.Request, view: View, *, groups: bool)
     owner_only(view)
     access = host.part(ACCESS)
     body = []
-    done, who = DONE.get(request.query.get("done", "")), request.query.get("who", "")
-    if done and chat_id_of(who) is not None:
-        body.append(f'<p class="notice">{done}: {esc(who)}.</p>')
+    done, who = request.query.get("done", ""), request.query.get("who", "")
+    if done in VERBS.values() and chat_id_of(who) is not None:
+        body.append(f'<p class="notice">{done.capitalize()}: {esc(who)}.</p>')
     rows = [e for e in await access.entries() if (e.kind == "group") == groups]
     waiting = [e for e in rows if e.state == "pending" and e.chat_id not in access.seed]
     what = "group" if groups else "id"
