@@ -333,19 +333,21 @@ def unknown_names(env_file: Path | None = None) -> list[str]:
     return out
 
 
+HOW_TO_SET = {
+    "telegram_bot_token": "get one from @BotFather and put TELEGRAM_BOT_TOKEN=... in .env",
+    "llm_model": "set LLM_MODEL, e.g. gpt-4o-mini or llama3.1",
+}
+
+
 def missing(settings: Settings, *names: str) -> list[str]:
     """One line per named setting that is empty, with how to set it."""
-    hints = {
-        "telegram_bot_token": "get one from @BotFather and put TELEGRAM_BOT_TOKEN=... in .env",
-        "llm_model": "set LLM_MODEL, e.g. gpt-4o-mini or llama3.1",
-    }
     out = []
     for name in names:
         value = getattr(settings, name)
         if isinstance(value, SecretStr):
             value = value.get_secret_value()
         if not value:
-            out.append(f"{name.upper()} is not set: {hints.get(name, 'set it in .env')}")
+            out.append(f"{name.upper()} is not set: {HOW_TO_SET.get(name, 'set it in .env')}")
     return out
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from bot.app import App, build_app
-from bot.config import Settings
+from bot.config import HOW_TO_SET, Settings
 from bot.features import FEATURES, metadata
 from bot.ops.cli import check_operations
 from bot.ops.preflight import sqlite_file
@@ -29,11 +29,9 @@ async def check_settings(app: App) -> list[CheckResult]:
     # A .env from an older release: each former name, and what it was read as. It works, so
     # the line is no failure; it says what to write instead.
     out += [CheckResult("former setting", True, line) for line in s.renamed]
-    if not s.llm_model:
-        out.append(CheckResult("LLM_MODEL", False, "not set", "set LLM_MODEL in .env"))
-    if not s.telegram_bot_token:
-        fix = "get a token from @BotFather; put it in .env"
-        out.append(CheckResult("TELEGRAM_BOT_TOKEN", False, "not set", fix))
+    for name in ("llm_model", "telegram_bot_token"):
+        if not getattr(s, name):
+            out.append(CheckResult(name.upper(), False, "not set", HOW_TO_SET[name]))
     return out
 
 
