@@ -76,11 +76,9 @@ def _pdf(path: Path, max_pages: int) -> Extracted:
         total = len(reader.pages)
         parts: list[str] = []
         size = 0
-        read = 0
-        for page in reader.pages[:max_pages]:
+        for number, page in enumerate(reader.pages[:max_pages], 1):
             text = (page.extract_text() or "").strip()
-            read += 1
-            parts.append(f"--- page {read} ---\n{text.strip()}")
+            parts.append(f"--- page {number} ---\n{text}")
             size += len(text)
             if size > MAX_CHARS:
                 break
@@ -90,7 +88,7 @@ def _pdf(path: Path, max_pages: int) -> Extracted:
         log.info("PDF not readable: %s", exc)
         raise MediaError("I could not read this PDF (it seems damaged).") from None
     # A scan has pages but no text layer: say so rather than hand over empty page markers.
-    text = "\n\n".join(parts) if size else ""
+    text, read = "\n\n".join(parts) if size else "", len(parts)
     return Extracted("pdf", text[:MAX_CHARS], total, read, read < total or size > MAX_CHARS)
 
 
