@@ -7,17 +7,14 @@ from __future__ import annotations
 
 from bot.dashboard import commands, probe
 from bot.dashboard.models import DashboardToken
-from bot.dashboard.server import DASHBOARD, start, stop
+from bot.dashboard.server import DASHBOARD, Dashboard, start, stop
 from bot.dashboard.settings import DashboardSettings
 from tools.base import CheckResult
-from tools.feature import MENU, PAGES, Command, Feature, Host, MenuApp, Provide, WebPages
+from tools.feature import MENU, PAGES, Command, Feature, Host, Provide
 
 
-async def menu(host: Host) -> MenuApp:
-    return await host.need(DASHBOARD)
-
-
-async def pages(host: Host) -> WebPages:
+async def served(host: Host) -> Dashboard:
+    """The server as the chat's menu (MenuApp) and the webhook's pages (WebPages) see it."""
     return await host.need(DASHBOARD)
 
 
@@ -40,8 +37,8 @@ FEATURE = Feature(
     ),
     parts=(
         Provide(DASHBOARD, start, stop, on_start=True),
-        Provide(MENU, menu, on_start=True),
-        Provide(PAGES, pages, on_start=True),
+        Provide(MENU, served, on_start=True),
+        Provide(PAGES, served, on_start=True),
     ),
     doctor=check,
 )
