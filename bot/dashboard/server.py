@@ -59,12 +59,6 @@ class Site:
         self.tokens = tokens
         self.secure = settings.base_url().startswith("https://")  # cookies only over https
 
-    def app(self) -> web.Application:
-        """Its own server's application (DASHBOARD=on, or HOST:PORT)."""
-        app = web.Application(client_max_size=MAX_FORM)
-        app.add_routes(self.routes())
-        return app
-
     def routes(self) -> list[web.RouteDef]:
         """Every page, each behind the guard: the same routes on the dashboard's own server
         and on the webhook's (whose other routes are not the dashboard's to guard)."""
@@ -331,7 +325,9 @@ async def start(host: Host) -> Dashboard:
         dashboard = Dashboard(settings, tokens, "serving", site=Site(host, settings, tokens))
         log.info("dashboard: served by the webhook's server at %s", dashboard.url)
         return dashboard
-    runner = web.AppRunner(Site(host, settings, tokens).app(), access_log=None)
+    app = web.Application(client_max_size=MAX_FORM)  # its own server (DASHBOARD=on, or HOST:PORT)
+    app.add_routes(Site(host, settings, tokens).routes())
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.dashboard_host, settings.dashboard_port)
     try:
