@@ -47,11 +47,6 @@ FOLLOWUP_AFTER = timedelta(hours=6)
 SLOTS = ("brief", "followup")
 
 
-def slot_time(brief_at: str, slot: str, day: datetime, tz: ZoneInfo) -> datetime:
-    start = local_instant(day.date(), parse_hhmm(brief_at), tz)
-    return start if slot == "brief" else start + FOLLOWUP_AFTER
-
-
 def quiet(prefs: CheckinPrefs, when: datetime, tz: ZoneInfo) -> bool:
     start, end = parse_hhmm(prefs.quiet_start), parse_hhmm(prefs.quiet_end)
     return quiet_until(when, tz, start, end) is not None
@@ -70,7 +65,8 @@ def due_slots(
     local = now.astimezone(tz)
     out = []
     for slot in slots:
-        at = slot_time(brief_at or prefs.brief_at, slot, local, tz)
+        at = local_instant(local.date(), parse_hhmm(brief_at or prefs.brief_at), tz)
+        at += FOLLOWUP_AFTER if slot == "followup" else timedelta()
         if at <= now < at + WINDOW and not quiet(prefs, at, tz) and not quiet(prefs, now, tz):
             out.append((slot, local.date().isoformat()))
     return out

@@ -18,11 +18,6 @@ from tools.feature import Host
 VERBS = {"allow": "allowed", "deny": "denied", "remove": "removed"}
 
 
-def _home(chat_id: int) -> str:
-    """A group's chat id is negative, a person's their Telegram id."""
-    return "/groups" if chat_id < 0 else "/people"
-
-
 def _entry(view: View, e: AccessEntry, meta: str, buttons: list[tuple[str, str, str]]) -> str:
     forms = "".join(post_form(view, f"/people/{e.chat_id}/{verb}", label, cls=cls)
                     for verb, label, cls in buttons)  # fmt: skip
@@ -89,4 +84,5 @@ async def decide(host: Host, request: web.Request, view: View, form: Form) -> we
     if not changed:
         text = f"Already decided: {before.name or chat_id} is {before.state}."
         return message("Not changed", text, view, status=409)
-    raise web.HTTPSeeOther(f"{_home(chat_id)}?{urlencode({'done': state, 'who': chat_id})}")
+    home = "/groups" if chat_id < 0 else "/people"  # a person's chat id is their Telegram id
+    raise web.HTTPSeeOther(f"{home}?{urlencode({'done': state, 'who': chat_id})}")

@@ -113,7 +113,8 @@ class MediaService:
         is_image = item.kind == "photo" or (
             item.kind == "document"
             and (
-                (mime.startswith("image/") and "svg" not in mime) or images.is_image_name(item.name)
+                (mime.startswith("image/") and "svg" not in mime)
+                or item.name.lower().endswith(images.IMAGE_EXTENSIONS)
             )
         )
         if is_image and not self.vision_enabled():

@@ -47,7 +47,3 @@ def prepare(data: bytes, max_side: int) -> tuple[str, tuple[int, int]]:
 
 def _uri(mime: str, data: bytes) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-
-
-def is_image_name(name: str) -> bool:
-    return name.lower().endswith(IMAGE_EXTENSIONS)

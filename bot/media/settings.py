@@ -201,7 +201,3 @@ class MediaSettings(SpeechSettings):
     # Speech to text on the speech endpoint, or `model@URL` on its own; off: voice messages
     # are not transcribed.
     transcribe_model: SpeechModel = "whisper-1"
-
-    def transcribe_off(self) -> bool:
-        """TRANSCRIBE_MODEL=off or SPEECH_BASE_URL=off: voice messages get one sentence."""
-        return self.off(self.transcribe_model)

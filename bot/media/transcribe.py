@@ -131,6 +131,6 @@ def transcriber(
     end = settings.direction(
         "TRANSCRIBE_MODEL", settings.transcribe_model, llm_base_url, llm_api_key
     )
-    if end is None or settings.transcribe_off():
+    if end is None or settings.off(settings.transcribe_model):  # voice notes get one sentence
         return Transcriber(http, None, None, settings.transcribe_model, TIMEOUT_S)
     return Transcriber(http, end.base_url, end.api_key, end.model, TIMEOUT_S, end)
