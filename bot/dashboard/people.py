@@ -54,13 +54,10 @@ async def listing(host: Host, request: web.Request, view: View, *, groups: bool)
             for i in access.seed
         ]
     admitted = [e for e in rows if e.state != "pending" and e.chat_id not in access.seed]
-    for e in admitted:
-        if e.state == "owner":
-            body.append(_entry(view, e, f"{what} {e.chat_id} · owner", []))
-            continue
-        since = e.decided_at or e.asked_at
-        remove = [("remove", "Remove", "danger")]
-        body.append(_entry(view, e, f"{what} {e.chat_id} · since {since:%Y-%m-%d}", remove))
+    for e in admitted:  # the owner cannot be removed
+        owner, since = e.state == "owner", e.decided_at or e.asked_at
+        meta = f"{what} {e.chat_id} · " + ("owner" if owner else f"since {since:%Y-%m-%d}")
+        body.append(_entry(view, e, meta, [] if owner else [("remove", "Remove", "danger")]))
     if groups and not admitted:
         body.append('<p class="hint">No group is admitted.</p>')
     title = "Groups" if groups else "People"

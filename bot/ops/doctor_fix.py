@@ -44,8 +44,7 @@ def fix_files(settings: Settings) -> list[CheckResult]:
         if not folder.is_dir():
             folder.mkdir(parents=True, mode=0o700)
             out.append(CheckResult("folder", True, f"fixed: made {folder.resolve()} (mode 700)"))
-    if settings.data_dir.is_dir():
-        out += [r for r in [_mode(settings.data_dir, 0o700, "data folder mode")] if r]
+    out += [r for r in [_mode(settings.data_dir, 0o700, "data folder mode")] if r]  # made above
     return out
 
 
