@@ -115,8 +115,7 @@ def session_split(raw: Raw, t: Translation) -> None:
 @reads("CODE_PRIVATE_NETWORKS")
 def code_network(raw: Raw, t: Translation) -> None:
     old = "CODE_PRIVATE_NETWORKS"
-    value = raw.values[old][0]
-    value = value.strip().lower()
+    value = raw.values[old][0].strip().lower()
     if value not in ("on", "off"):
         t.errors.append(f"{old}: must be on or off (now CODE_NETWORK=all for on)")
         return
@@ -324,8 +323,7 @@ def budgets(raw: Raw, t: Translation) -> None:
 @reads("EMBEDDINGS_MODEL")
 def embeddings(raw: Raw, t: Translation) -> None:
     old = "EMBEDDINGS_MODEL"
-    model = raw.values[old][0]
-    model = model.strip()
+    model = raw.values[old][0].strip()
     kind = (raw.get("EMBEDDINGS") or "wordllama").strip()
     if kind.lower() == "openai":
         t.values["embeddings"] = model
