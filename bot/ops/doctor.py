@@ -94,11 +94,9 @@ def llm_hint(exc: Exception, base_url: str) -> tuple[str, str]:
     """What went wrong with the model endpoint, and the question a person should ask next."""
     from bot.llm.wire import APIConnectionError, APIStatusError, APITimeoutError
 
-    v1 = (
-        ""
-        if base_url.rstrip("/").endswith("/v1")
-        else f" does LLM_BASE_URL ({base_url}) end in /v1?"
-    )
+    path = "check LLM_BASE_URL"  # where a 404 or another API's answer points
+    if not base_url.rstrip("/").endswith("/v1"):
+        path = f"wrong path: does LLM_BASE_URL ({base_url}) end in /v1?"
     if isinstance(exc, APIConnectionError):
         kind = "timed out" if isinstance(exc, APITimeoutError) else "cannot connect"
         return f"{kind} to {base_url}", "is the server running and LLM_BASE_URL right?"
@@ -107,12 +105,10 @@ def llm_hint(exc: Exception, base_url: str) -> tuple[str, str]:
         if status in (401, 403):
             return f"HTTP {status}: the key was refused", "check LLM_API_KEY"
         if status == 404:
-            return "HTTP 404 for /models", ("wrong path:" + v1) if v1 else "check LLM_BASE_URL"
+            return "HTTP 404 for /models", path
         return f"HTTP {status}", "check LLM_BASE_URL and LLM_API_KEY"
     # A 200 that is not the OpenAI API (an HTML page, another JSON shape).
-    return f"not an OpenAI-compatible answer ({type(exc).__name__})", (
-        ("wrong path:" + v1) if v1 else "check LLM_BASE_URL"
-    )
+    return f"not an OpenAI-compatible answer ({type(exc).__name__})", path
 
 
 async def check_llm(app: App) -> list[CheckResult]:
