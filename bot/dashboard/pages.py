@@ -114,14 +114,12 @@ async def _waiting(host: Host, view: View, now: datetime) -> list[str]:
         if d.decision == approvals_repo.PENDING
         and now - d.created_at < timedelta(seconds=APPROVAL_TIMEOUT_S)
     ]
-    if not open_:
-        return []
     items = [
         f'<div class="item"><p>{esc(d.tool)}: {esc(_cut(d.action, 300))}</p>'
         '<div class="meta">answer the question in the chat</div></div>'
         for d in open_
     ]
-    return ["<h2>Waiting for you</h2>", *items]
+    return ["<h2>Waiting for you</h2>", *items] if items else []
 
 
 async def today(host: Host, request: web.Request, view: View) -> web.Response:
