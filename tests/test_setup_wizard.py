@@ -77,14 +77,19 @@ class Terminal:
     async def interrupt(self) -> int:
         """Ctrl-C until the child ends, as a person presses it again: one that lands between
         the prompt being written and the read starting is seen only by the next read (the
-        read blocks first), which under load happens. The exit status."""
+        read blocks first), which under load happens. Once the child answers a press (it
+        writes that setup stopped) no more are pressed: one landing while it exits would kill
+        it by the signal (-2) instead of its own 130. The exit status."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + WAIT_S
-        while self.proc.poll() is None and loop.time() < deadline:
+        seen = len(self.screen)
+        while self.proc.poll() is None and loop.time() < deadline and len(self.screen) == seen:
             os.kill(self.proc.pid, signal.SIGINT)
             pressed = loop.time()
             while self.proc.poll() is None and loop.time() < pressed + 1.0:
                 await asyncio.to_thread(self._read, 0.1)
+                if len(self.screen) > seen:
+                    break
         return await self.ended()
 
     async def ended(self) -> int:
