@@ -118,10 +118,6 @@ class JobManager:
         self._aborted: set[str] = set()
         self._swept = False
 
-    @property
-    def generator(self) -> str:
-        return "opencode" if self.opencode is not None else "llm"
-
     async def _sweep(self) -> None:
         if not self._swept:
             async with self.sf.begin() as s:

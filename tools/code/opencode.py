@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.code.bun import BunInfo
-from tools.code.egress import PROXY_PORT, RELAY_JS, SOCKET_NAME, EgressProxy
+from tools.code.egress import RELAY_JS, EgressProxy
 from tools.code.relay import SOCKET_NAME as MODEL_SOCKET
 from tools.code.relay import ModelRelay, RelayJob
 from tools.code.runner import disk_watch, killpg
@@ -42,8 +42,10 @@ from tools.code.sandbox import (
     bwrap_path,
     clean_env,
     drop_uid_argv,
+    egress_env,
     own_task_count,
     relayed_argv,
+    sealed,
 )
 from tools.code.spawn import spawn
 
@@ -240,11 +242,8 @@ class OpenCodeRunner:
             "PATH": "/opt/bun:/usr/local/bin:/usr/bin:/bin",
         }
         if egress is not None:
-            proxy = f"http://127.0.0.1:{PROXY_PORT}"
-            env |= {"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy,
-                    "https_proxy": proxy, "NO_PROXY": "127.0.0.1,localhost",
-                    "no_proxy": "127.0.0.1,localhost",
-                    "SIDEKICK_EGRESS_SOCKET": f"{EGRESS_IN_SANDBOX}/{SOCKET_NAME}"}  # fmt: skip
+            local = "127.0.0.1,localhost"
+            env |= egress_env(EGRESS_IN_SANDBOX) | {"NO_PROXY": local, "no_proxy": local}
         opts = _system_binds()
         opts += ["--perms", "0755", "--dir", "/opt/opencode"]
         opts += ["--ro-bind", self.bun.path, BUN_IN_SANDBOX]
@@ -263,11 +262,7 @@ class OpenCodeRunner:
             opts += ["--ro-bind", str(egress), EGRESS_IN_SANDBOX]
         # Always a network namespace of its own: the model is reached through the relay,
         # anything else through the egress proxy or not at all.
-        opts += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        opts += ["--unshare-net", "--hostname", "sandbox", "--die-with-parent", "--new-session"]
-        opts += ["--clearenv"]
-        for key, value in env.items():
-            opts += ["--setenv", key, value]
+        opts += ["--unshare-net", *sealed(env)]
         nproc = TASKS if uid is not None else self._nproc_base + TASKS
         prlimit = shutil.which("prlimit")
         limits = [] if prlimit is None else [

@@ -223,6 +223,14 @@ def _system_binds() -> list[str]:
     return out
 
 
+def sealed(env: dict[str, str]) -> list[str]:
+    """bwrap's closing options: namespaces of its own, the sandbox ended with its parent,
+    and of the environment only `env`."""
+    argv = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+    return argv + [arg for key, value in env.items() for arg in ("--setenv", key, value)]
+
+
 def build_plan(
     mode: Mode,
     bun: BunInfo,
@@ -253,7 +261,6 @@ def build_plan(
         argv += ["--ro-bind", str(io / INPUT_DIR), f"{WORK_IN_SANDBOX}/{INPUT_DIR}"]
         argv += ["--bind", str(io / OUTPUT_DIR), f"{WORK_IN_SANDBOX}/{OUTPUT_DIR}"]
         argv += ["--chdir", WORK_IN_SANDBOX]
-        argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         bun_argv = bun.argv(BUN_IN_SANDBOX)
         if not network or egress is not None:
             # Only loopback in here (which bwrap brings up): with egress, the way out
@@ -263,9 +270,7 @@ def build_plan(
             argv += ["--ro-bind", str(egress), EGRESS_IN_SANDBOX]
             argv += ["--ro-bind", str(egress / RELAY_JS.name), RELAY_JS_IN_SANDBOX]
             bun_argv = relayed_argv(bun, BUN_IN_SANDBOX, RELAY_JS_IN_SANDBOX)
-        argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
-        for key, value in env.items():
-            argv += ["--setenv", key, value]
+        argv += sealed(env)
         command = [*drop_uid_argv(uid), *bun_argv]
         plan = _with_limits([argv[0], *command], env, workdir, limits)
         at = len(plan.argv) - len(command)

@@ -398,7 +398,7 @@ class ReminderJobs:
         async with self.session_factory() as s, s.begin():
             await self._finish_in(s, run, "delivery_failed", now, error)
             paused = await repo.pause_user(s, run.recipient.user_id, "blocked")
-            await repo.fail_pending_of(s, run.recipient.user_id, error, now)
+            await repo.end_pending(s, "delivery_failed", error, now, user_id=run.recipient.user_id)
         # Logged once: the jobs are paused, so nothing more is tried for this user.
         log.warning(
             "user %d blocked the bot: paused their %d active job(s); /reminders resumes them",

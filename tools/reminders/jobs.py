@@ -167,7 +167,7 @@ async def change(
         job = await _live(s, user_id, job_id, action)
         if action == "cancel":
             job.status, job.next_run_at = "cancelled", None
-            await repo.skip_pending_of_job(s, job.id, "cancelled by the user", now)
+            await repo.end_pending(s, "skipped", "cancelled by the user", now, job_id=job.id)
         elif action == "pause":
             job.status = "paused"
         elif job.status == "paused":

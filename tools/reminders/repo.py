@@ -217,24 +217,22 @@ async def pending_runs(
         .order_by(JobRun.due_at, JobRun.id)
         .limit(limit)
     )
-    out = []
-    for run, kind, job_text, tz, user in (await s.execute(stmt)).all():
-        out.append(
-            PendingRun(
-                run_id=run.id,
-                job_id=run.job_id,
-                kind=kind,
-                job_text=job_text,
-                text=run.text,
-                note=run.note,
-                outcome=run.outcome,
-                due_at=run.due_at,
-                attempts=run.attempts,
-                recipient=Recipient(user.id, user.telegram_id, user.name),
-                timezone=tz,
-            )
+    return [
+        PendingRun(
+            run_id=run.id,
+            job_id=run.job_id,
+            kind=kind,
+            job_text=job_text,
+            text=run.text,
+            note=run.note,
+            outcome=run.outcome,
+            due_at=run.due_at,
+            attempts=run.attempts,
+            recipient=Recipient(user.id, user.telegram_id, user.name),
+            timezone=tz,
         )
-    return out
+        for run, kind, job_text, tz, user in (await s.execute(stmt)).all()
+    ]
 
 
 async def finish_runs(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
@@ -268,23 +266,14 @@ async def pause_user(s: AsyncSession, user_id: int, reason: str) -> int:
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
-async def fail_pending_of(s: AsyncSession, user_id: int, error: str, now: datetime) -> int:
-    result = await s.execute(
+async def end_pending(s: AsyncSession, status: str, error: str, now: datetime, **of: int) -> None:
+    """End the runs still waiting (quiet hours, retry) of a user (`user_id=`: they blocked
+    the bot) or of a job (`job_id=`: it was cancelled); they are not sent any more."""
+    await s.execute(
         update(JobRun)
-        .where(JobRun.user_id == user_id, JobRun.status == "pending")
-        .values(status="delivery_failed", error=error, finished_at=now)
+        .filter_by(status="pending", **of)
+        .values(status=status, error=error, finished_at=now)
     )
-    return int(result.rowcount)  # type: ignore[attr-defined]
-
-
-async def skip_pending_of_job(s: AsyncSession, job_id: int, error: str, now: datetime) -> int:
-    """A cancelled job's runs still waiting (quiet hours, retry) are not sent any more."""
-    result = await s.execute(
-        update(JobRun)
-        .where(JobRun.job_id == job_id, JobRun.status == "pending")
-        .values(status="skipped", error=error, finished_at=now)
-    )
-    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
