@@ -118,7 +118,6 @@ class Progress:
     error: str = ""
     first_step_s: float | None = None  # from the job's start
     peak_rss: int = 0  # bytes, the sandbox's processes together
-    tokens: int = 0
 
     def read(self, event: dict[str, Any], elapsed: float) -> None:
         kind = event.get("type")
@@ -133,8 +132,6 @@ class Progress:
             self.last_action = f"{part.get('tool', 'tool')}: {what}"[:200]
         elif kind == "text" and part.get("text"):
             self.summary = str(part["text"]).strip()
-        elif kind == "step_finish":
-            self.tokens += int((part.get("tokens") or {}).get("total") or 0)
         elif kind == "error":
             err = event.get("error") or {}
             data = err.get("data") or {}

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.code import files
@@ -74,12 +74,12 @@ class RunResult:
     reached: tuple[str, ...] | None = ()
 
 
+@dataclass
 class _Sink:
     """One pipe's kept bytes and total count."""
 
-    def __init__(self) -> None:
-        self.kept = bytearray()
-        self.total = 0
+    kept: bytearray = field(default_factory=bytearray)
+    total: int = 0
 
     def text(self) -> str:
         return self.kept.decode("utf-8", errors="replace")

@@ -194,10 +194,8 @@ class PendingRun:
     text: str | None
     note: str | None
     outcome: str
-    due_at: datetime
     attempts: int
     recipient: Recipient
-    timezone: str
 
 
 async def pending_runs(
@@ -206,7 +204,7 @@ async def pending_runs(
     """Runs to deliver whose time has come, and tasks still to compute (quiet hours hold
     a task's answer, not its computation), in delivery order."""
     stmt = (
-        select(JobRun, ScheduledJob.kind, ScheduledJob.text, ScheduledJob.timezone, User)
+        select(JobRun, ScheduledJob.kind, ScheduledJob.text, User)
         .join(ScheduledJob, ScheduledJob.id == JobRun.job_id)
         .join(User, User.id == JobRun.user_id)
         .where(
@@ -226,12 +224,10 @@ async def pending_runs(
             text=run.text,
             note=run.note,
             outcome=run.outcome,
-            due_at=run.due_at,
             attempts=run.attempts,
             recipient=Recipient(user.id, user.telegram_id, user.name),
-            timezone=tz,
         )
-        for run, kind, job_text, tz, user in (await s.execute(stmt)).all()
+        for run, kind, job_text, user in (await s.execute(stmt)).all()
     ]
 
 
@@ -278,41 +274,25 @@ async def end_pending(s: AsyncSession, status: str, error: str, now: datetime, *
 
 @dataclass(frozen=True)
 class RunLine:
-    run_id: int
     job_id: int
-    kind: str
     text: str
     due_at: datetime
-    finished_at: datetime | None
     status: str
-    message_id: int | None
     error: str | None
-    note: str | None
 
 
 async def history(s: AsyncSession, user_id: int, limit: int = 15) -> list[RunLine]:
     """The user's newest runs, newest first."""
     stmt = (
-        select(JobRun, ScheduledJob.kind, ScheduledJob.text)
+        select(JobRun, ScheduledJob.text)
         .join(ScheduledJob, ScheduledJob.id == JobRun.job_id)
         .where(JobRun.user_id == user_id)
         .order_by(JobRun.id.desc())
         .limit(limit)
     )
     return [
-        RunLine(
-            r.id,
-            r.job_id,
-            kind,
-            text,
-            r.due_at,
-            r.finished_at,
-            r.status,
-            r.message_id,
-            r.error,
-            r.note,
-        )
-        for r, kind, text in (await s.execute(stmt)).all()
+        RunLine(r.job_id, text, r.due_at, r.status, r.error)
+        for r, text in (await s.execute(stmt)).all()
     ]
 
 
