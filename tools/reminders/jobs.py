@@ -18,6 +18,7 @@ from tools.reminders.models import ScheduledJob
 from tools.reminders.times import Spec, describe, first_run, local_text, next_after
 
 Change = Literal["cancel", "pause", "resume"]
+DONE = {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed"}
 MAX_LIVE_JOBS = 200
 MAX_TEXT = 2000
 MIN_TASK_EVERY_S = 15 * 60  # a task calls the model each time: not more often than this

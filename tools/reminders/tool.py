@@ -153,9 +153,7 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
                                   text=p.text, spec=moved, words=p.when or "")  # fmt: skip
             return f"Changed #{job.id}: " + jobs.job_line(job, now)
         job = await jobs.change(sf, user_id=ctx.user_id, job_id=p.job_id, action=p.action, now=now)
-        return {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed"}[p.action] + (
-            f" #{job.id}: " + jobs.job_line(job, now)
-        )
+        return f"{jobs.DONE[p.action]} #{job.id}: " + jobs.job_line(job, now)
 
     return Tool(
         "schedule",
