@@ -371,15 +371,6 @@ def serve_egress(pidfd: int, listener: Any, path: str) -> None:
     only as fast as its peer takes it."""
     import asyncio
 
-    async def pipe(src: Any, dst: Any) -> None:
-        try:
-            while data := await src.read(65536):
-                dst.write(data)
-                await dst.drain()
-            dst.write_eof()
-        except OSError:
-            dst.close()
-
     async def forward(client: Any, back: Any) -> None:
         try:
             opened = asyncio.open_unix_connection(path)
@@ -402,6 +393,19 @@ def serve_egress(pidfd: int, listener: Any, path: str) -> None:
         await ended.wait()
 
     asyncio.run(serve())
+
+
+async def pipe(src: Any, dst: Any) -> None:
+    """Copy a stream reader to a writer up to its end, then pass the end on (the other
+    direction may go on); egress.py's proxy does the same on the host's side."""
+    try:
+        while data := await src.read(65536):
+            dst.write(data)
+            await dst.drain()
+        if dst.can_write_eof():
+            dst.write_eof()
+    except OSError:
+        dst.close()
 
 
 def own_proc_entry() -> list[tuple[str, int]]:
