@@ -251,43 +251,39 @@ def build_view(root: str, plan: dict[str, Any]) -> None:
     # the bot's umask back for its own files.
     umask = os.umask(0o022)
     try:
-        _build_view(root, plan)
+        tmpfs(root, 1024 * 1024, None, "0755")
+        os.makedirs(root + "/etc")
+        for d in plan["system_dirs"]:
+            if os.path.islink(d):
+                os.symlink(os.readlink(d), root + d)
+            elif os.path.isdir(d):
+                bind_ro(d, mount_point(root + d, True))
+        for f in plan["etc_files"]:
+            if os.path.exists(f):
+                bind_ro(f, mount_point(root + f, os.path.isdir(f)))
+        for dev in (*DEVICES_RW, *DEVICES_RO):
+            mount(dev, mount_point(root + dev, False), None, MS_BIND, None)
+        bind_ro(plan["bun"], mount_point(root + plan["bun_inside"], False))
+        if plan["egress"]:  # the proxy's socket folder and the relay bun preloads
+            bind_ro(plan["egress"], mount_point(root + plan["egress_inside"], True))
+            bind_ro(plan["egress_js"], mount_point(root + plan["egress_js_inside"], False))
+        for d in ("/proc", "/tmp", "/work"):
+            os.makedirs(root + d)
+        if not mount_proc(root + "/proc"):
+            raise Refused("the kernel refused a /proc for the PID namespace")
+        for d in ("/tmp", "/work"):  # both of the size a work dir may take
+            tmpfs(root + d, plan["work_bytes"], plan["uid"])
+        bind_io(plan["io"], root + "/work", plan["uid"])
+        os.chdir(root)
+        nr = SYS_PIVOT_ROOT.get(os.uname().machine)
+        if nr is None:
+            raise Refused(f"pivot_root: unknown syscall number on {os.uname().machine}")
+        _check(_libc.syscall(nr, b".", b"."), "pivot_root")
+        _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+        os.chdir("/")
+        mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
     finally:
         os.umask(umask)
-
-
-def _build_view(root: str, plan: dict[str, Any]) -> None:
-    tmpfs(root, 1024 * 1024, None, "0755")
-    os.makedirs(root + "/etc")
-    for d in plan["system_dirs"]:
-        if os.path.islink(d):
-            os.symlink(os.readlink(d), root + d)
-        elif os.path.isdir(d):
-            bind_ro(d, mount_point(root + d, True))
-    for f in plan["etc_files"]:
-        if os.path.exists(f):
-            bind_ro(f, mount_point(root + f, os.path.isdir(f)))
-    for dev in (*DEVICES_RW, *DEVICES_RO):
-        mount(dev, mount_point(root + dev, False), None, MS_BIND, None)
-    bind_ro(plan["bun"], mount_point(root + plan["bun_inside"], False))
-    if plan["egress"]:  # the proxy's socket folder and the relay bun preloads
-        bind_ro(plan["egress"], mount_point(root + plan["egress_inside"], True))
-        bind_ro(plan["egress_js"], mount_point(root + plan["egress_js_inside"], False))
-    for d in ("/proc", "/tmp", "/work"):
-        os.makedirs(root + d)
-    if not mount_proc(root + "/proc"):
-        raise Refused("the kernel refused a /proc for the PID namespace")
-    tmpfs(root + "/tmp", plan["tmp_bytes"], plan["uid"])
-    tmpfs(root + "/work", plan["work_bytes"], plan["uid"])
-    bind_io(plan["io"], root + "/work", plan["uid"])
-    os.chdir(root)
-    nr = SYS_PIVOT_ROOT.get(os.uname().machine)
-    if nr is None:
-        raise Refused(f"pivot_root: unknown syscall number on {os.uname().machine}")
-    _check(_libc.syscall(nr, b".", b"."), "pivot_root")
-    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
-    os.chdir("/")
-    mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
 
 
 def mount_proc(dst: str) -> bool:

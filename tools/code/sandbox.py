@@ -323,7 +323,6 @@ def confined_plan(
         "egress_js_inside": RELAY_JS_IN_SANDBOX,
         "system_dirs": list(SYSTEM_DIRS),
         "etc_files": [*ETC_FILES, "/etc/ld.so.cache"],
-        "tmp_bytes": WORK_SIZE_BYTES,
         "work_bytes": WORK_SIZE_BYTES,
         "limits": dataclasses.asdict(limits),
     }

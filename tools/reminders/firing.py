@@ -221,8 +221,6 @@ class ReminderJobs:
                     "deliver_after": now,
                     "text": job.text if job.kind == "reminder" else None,
                     "status": "pending",
-                    "attempts": 0,
-                    "outcome": "sent",
                     "finished_at": None,
                     "error": None,
                 }
