@@ -246,9 +246,10 @@ def build_plan(
     whether confine.py should try them (False tests the Landlock-only path). `egress`:
     the proxy's socket folder, when the network goes through it (bwrap and namespaced
     confine.py modes; see egress.py)."""
+    egress = egress if network else None
     if mode == "bwrap":
         env = clean_env(WORK_IN_SANDBOX, "/tmp")
-        if network and egress is not None:
+        if egress is not None:
             env |= egress_env(EGRESS_IN_SANDBOX)
         argv = [bwrap_path() or "bwrap", *_system_binds()]
         argv += ["--ro-bind", bun.path, BUN_IN_SANDBOX]
@@ -266,7 +267,7 @@ def build_plan(
             # Only loopback in here (which bwrap brings up): with egress, the way out
             # is the proxy's socket.
             argv.append("--unshare-net")
-        if network and egress is not None:
+        if egress is not None:
             argv += ["--ro-bind", str(egress), EGRESS_IN_SANDBOX]
             argv += ["--ro-bind", str(egress / RELAY_JS.name), RELAY_JS_IN_SANDBOX]
             bun_argv = relayed_argv(bun, BUN_IN_SANDBOX, RELAY_JS_IN_SANDBOX)
@@ -276,7 +277,6 @@ def build_plan(
         at = len(plan.argv) - len(command)
         return dataclasses.replace(plan, piped_args=tuple(argv[1:]), args_at=at)
     if mode in CONFINED:
-        egress = egress if network else None
         return confined_plan(mode, bun, workdir, network, limits, uid, namespaces, egress)
     env = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
     prefix: list[str] = []
