@@ -24,7 +24,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -184,37 +184,29 @@ def opencode_config(model: str, network: bool) -> dict[str, Any]:
     }
 
 
+@dataclass(eq=False)
 class OpenCodeRunner:
     """Starts jobs; shared by every job of the process (each job gets a socket of its own
     from the relay and, with the network on, from the egress proxy)."""
 
-    def __init__(
-        self,
-        install: OpenCodeInstall,
-        bun: BunInfo,
-        relay: ModelRelay,
-        model: str,
-        budget: Budget,
-        *,
-        network: bool,
-        egress: EgressProxy | None,
-        uid_base: int | None = None,
-        max_concurrent: int = 2,
-        others: tuple[str, ...] = (),
-    ) -> None:
-        self.install = install
-        self.bun = bun
-        self.relay = relay
-        self.model = model  # the default; a user's /model pick among `others` goes first
-        self.others = others
-        self.budget = budget
-        self.network = network
-        self.egress = egress if network else None
-        # As root: each job its own throwaway uid of the block (RLIMIT_NPROC counts per uid).
-        self._uid_base = uid_base
+    install: OpenCodeInstall
+    bun: BunInfo
+    relay: ModelRelay
+    model: str  # the default; a user's /model pick among `others` goes first
+    budget: Budget
+    _: KW_ONLY
+    network: bool
+    egress: EgressProxy | None
+    # As root: each job its own throwaway uid of the block (RLIMIT_NPROC counts per uid).
+    uid_base: int | None = None
+    max_concurrent: int = 2  # jobs at once: each takes 0.5-0.7 GB
+    others: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.egress = self.egress if self.network else None
         self._uids = itertools.count()
         self._nproc_base = 0 if os.geteuid() == 0 else own_task_count()
-        self._slots = asyncio.Semaphore(max_concurrent)  # each takes 0.5-0.7 GB
+        self._slots = asyncio.Semaphore(self.max_concurrent)
 
     async def close(self) -> None:
         await self.relay.close()
@@ -286,8 +278,8 @@ class OpenCodeRunner:
 
     async def _run(self, work: Path, prompt: str, progress: Progress, job: RelayJob) -> JobRun:
         uid = None
-        if self._uid_base is not None:
-            uid = self._uid_base + next(self._uids) % 32
+        if self.uid_base is not None:
+            uid = self.uid_base + next(self._uids) % 32
             os.chown(work, uid, uid)
         network = "on (public addresses through a proxy)" if self.network else "off"
         text = INSTRUCTIONS.format(work=WORK_IN_SANDBOX, network=network) + "\n\n" + prompt
