@@ -177,7 +177,7 @@ class ReminderJobs:
         self._poke.clear()  # before reading: a change made meanwhile wakes the next sleep
         floor = self._floor or self.clock()
         async with self.session_factory() as s:
-            at = await repo.next_due_after(s, floor)
+            at = await repo.first_due(s, floor)
         delay = NAP_S if at is None else (at - self.clock()).total_seconds()
         try:
             await asyncio.wait_for(self._poke.wait(), timeout=min(NAP_S, max(0.0, delay)))
@@ -199,8 +199,8 @@ class ReminderJobs:
 
     async def _anything_due(self, now: datetime) -> bool:
         async with self.session_factory() as s:
-            job_at, run_at = await repo.earliest(s)
-        return any(at is not None and at <= now for at in (job_at, run_at))
+            at = await repo.first_due(s)
+        return at is not None and at <= now
 
     async def claim(self, now: datetime, report: TickReport | None = None) -> int:
         report = report or TickReport()

@@ -114,32 +114,20 @@ async def due_jobs(s: AsyncSession, now: datetime, *, local: bool) -> list[DueJo
     return [DueJob(job, Quiet(qs, qe) if qs and qe else None) for job, qs, qe in rows]
 
 
-async def earliest(s: AsyncSession) -> tuple[datetime | None, datetime | None]:
-    """The earliest next run of an active job and the earliest pending delivery: the
-    per-minute check in one round trip over two indexes (nothing else runs when idle)."""
+async def first_due(s: AsyncSession, after: datetime | None = None) -> datetime | None:
+    """The first moment a job comes due or a pending run may be delivered: the per-minute
+    check in one round trip over two indexes (nothing else runs when idle). With `after`,
+    the first one after it (when the alarm fires next), leaving out a task's run still
+    being computed (no text yet): it is delivered when its computation ends."""
     jobs = ScheduledJob.__table__
     runs = JobRun.__table__
+    job_due, run_due = [jobs.c.status == "active"], [runs.c.status == "pending"]
+    if after is not None:
+        job_due.append(jobs.c.next_run_at > after)
+        run_due += [runs.c.deliver_after > after, runs.c.text.is_not(None)]
     stmt = select(
-        select(func.min(jobs.c.next_run_at)).where(jobs.c.status == "active").scalar_subquery(),
-        select(func.min(runs.c.deliver_after)).where(runs.c.status == "pending").scalar_subquery(),
-    )
-    row = (await s.execute(stmt)).one()
-    return row[0], row[1]
-
-
-async def next_due_after(s: AsyncSession, after: datetime) -> datetime | None:
-    """The first moment after `after` at which a job comes due or a run's delivery is
-    allowed: when the alarm fires next. A task's run still being computed (no text yet)
-    is delivered when its computation ends, not by the alarm."""
-    jobs = ScheduledJob.__table__
-    runs = JobRun.__table__
-    stmt = select(
-        select(func.min(jobs.c.next_run_at))
-        .where(jobs.c.status == "active", jobs.c.next_run_at > after)
-        .scalar_subquery(),
-        select(func.min(runs.c.deliver_after))
-        .where(runs.c.status == "pending", runs.c.deliver_after > after, runs.c.text.is_not(None))
-        .scalar_subquery(),
+        select(func.min(jobs.c.next_run_at)).where(*job_due).scalar_subquery(),
+        select(func.min(runs.c.deliver_after)).where(*run_due).scalar_subquery(),
     )
     row = (await s.execute(stmt)).one()
     return min((at for at in row if at is not None), default=None)
