@@ -138,8 +138,7 @@ class ReminderJobs:
                 return report  # the idle path: one indexed query, no write, no model call
             self._started = True
             await self.claim(now, report)
-            async with self._lock:
-                await self._deliver_ready(self.clock(), report)
+            await self.deliver_ready(report)
         if report.busy():
             log.info(
                 "reminders: %d claimed, %d skipped, %d task(s) started, %d sent, "
@@ -267,9 +266,9 @@ class ReminderJobs:
         except ValueError:
             return None
 
-    async def deliver_ready(self) -> TickReport:
-        """Deliver what is ready now (after a task finished, or from tests)."""
-        report = TickReport()
+    async def deliver_ready(self, report: TickReport | None = None) -> TickReport:
+        """Deliver what is ready now (in a tick, after a task finished, or from tests)."""
+        report = report or TickReport()
         async with self._lock:
             await self._deliver_ready(self.clock(), report)
         return report
