@@ -322,26 +322,23 @@ async def overview(s: AsyncSession, since: datetime) -> Overview:
         .tuples()
         .all()
     )
-    next_due = (
-        await s.execute(
-            select(func.min(ScheduledJob.next_run_at)).where(ScheduledJob.status == "active")
-        )
-    ).scalar_one_or_none()
-    pending = (await s.execute(select(func.count()).where(JobRun.status == "pending"))).scalar_one()
-    failed = (
-        await s.execute(
-            select(JobRun.id, JobRun.due_at, JobRun.error)
-            .where(JobRun.status == "delivery_failed", JobRun.due_at >= since)
-            .order_by(JobRun.id.desc())
-            .limit(20)
-        )
-    ).all()
+    next_due = await s.scalar(
+        select(func.min(ScheduledJob.next_run_at)).where(ScheduledJob.status == "active")
+    )
+    pending = await s.scalar(select(func.count()).where(JobRun.status == "pending"))
+    stmt = (
+        select(JobRun.id, JobRun.due_at, JobRun.error)
+        .where(JobRun.status == "delivery_failed", JobRun.due_at >= since)
+        .order_by(JobRun.id.desc())
+        .limit(20)
+    )
+    failed = (await s.execute(stmt)).all()
     next_at = next_due.replace(tzinfo=since.tzinfo) if isinstance(next_due, datetime) else None
     return Overview(
         active=int(counts.get("active", 0)),
         paused=int(counts.get("paused", 0)),
         next_due=next_at,
-        pending=int(pending),
+        pending=int(pending or 0),
         delivery_failed=[(i, d, e or "") for i, d, e in failed],
     )
 
