@@ -104,11 +104,12 @@ class JobManager:
     opencode: OpenCodeRunner | None = None
     metering: Metering | None = None
     context_tokens: Callable[[], Awaitable[int | None]] | None = None
-    owner: str = OWNER
-    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
-    live: dict[str, tuple[Progress, float]] = field(default_factory=dict)  # running OpenCode jobs
-    _aborted: set[str] = field(default_factory=set)
-    _swept: bool = False
+    owner: str = field(default=OWNER, init=False)
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False)
+    # The running OpenCode jobs.
+    live: dict[str, tuple[Progress, float]] = field(default_factory=dict, init=False)
+    _aborted: set[str] = field(default_factory=set, init=False)
+    _swept: bool = field(default=False, init=False)
 
     async def _sweep(self) -> None:
         if not self._swept:
