@@ -66,10 +66,13 @@ _QUOTED = re.compile(
 _ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _NUMERIC_DATE = re.compile(r"\b(\d{1,2})[./](\d{1,2})[./](\d{2,4})\b")
 _DAY_MONTH = re.compile(
-    r"\b(\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+([A-Za-z]{3,9})\.?(?:,?\s+(\d{4}))?", re.I
+    r"\b(?P<day>\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+(?P<month>[A-Za-z]{3,9})\.?"
+    r"(?:,?\s+(?P<year>\d{4}))?",
+    re.I,
 )
 _MONTH_DAY = re.compile(
-    r"\b([A-Za-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4}))?", re.I
+    r"\b(?P<month>[A-Za-z]{3,9})\.?\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(?P<year>\d{4}))?",
+    re.I,
 )
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[,\u202f\u00a0 ]\d{3})*(?:\.\d+)?(?![\w])|\d+")
 # A list item's number ("1. The user ...", "2) ...") counts the summary's own points.
@@ -142,14 +145,10 @@ def _dates(text: str) -> tuple[set[Date], list[tuple[int, int]]]:
         # Day-first and month-first are both read: the check only asks "was it said".
         add(year, int(m[2]), int(m[1]), m.span())
         add(year, int(m[1]), int(m[2]), m.span())
-    for m in _DAY_MONTH.finditer(text):
-        month = MONTHS.get(m[2].lower())
-        if month:
-            add(int(m[3]) if m[3] else None, month, int(m[1]), m.span())
-    for m in _MONTH_DAY.finditer(text):
-        month = MONTHS.get(m[1].lower())
-        if month:
-            add(int(m[3]) if m[3] else None, month, int(m[2]), m.span())
+    for named in (_DAY_MONTH, _MONTH_DAY):  # a month's name: 0 for any other word
+        for m in named.finditer(text):
+            said = int(m["year"]) if m["year"] else None
+            add(said, MONTHS.get(m["month"].lower(), 0), int(m["day"]), m.span())
     return found, spans
 
 
@@ -178,7 +177,6 @@ class Source:
     """The turns a summary covers, indexed once for any number of checks."""
 
     def __init__(self, text: str) -> None:
-        self.text = text
         self.flat = _norm(text)
         self.lower = text.lower()
         self.dates, spans = _dates(text)

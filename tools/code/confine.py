@@ -251,43 +251,39 @@ def build_view(root: str, plan: dict[str, Any]) -> None:
     # the bot's umask back for its own files.
     umask = os.umask(0o022)
     try:
-        _build_view(root, plan)
+        tmpfs(root, 1024 * 1024, None, "0755")
+        os.makedirs(root + "/etc")
+        for d in plan["system_dirs"]:
+            if os.path.islink(d):
+                os.symlink(os.readlink(d), root + d)
+            elif os.path.isdir(d):
+                bind_ro(d, mount_point(root + d, True))
+        for f in plan["etc_files"]:
+            if os.path.exists(f):
+                bind_ro(f, mount_point(root + f, os.path.isdir(f)))
+        for dev in (*DEVICES_RW, *DEVICES_RO):
+            mount(dev, mount_point(root + dev, False), None, MS_BIND, None)
+        bind_ro(plan["bun"], mount_point(root + plan["bun_inside"], False))
+        if plan["egress"]:  # the proxy's socket folder and the relay bun preloads
+            bind_ro(plan["egress"], mount_point(root + plan["egress_inside"], True))
+            bind_ro(plan["egress_js"], mount_point(root + plan["egress_js_inside"], False))
+        for d in ("/proc", "/tmp", "/work"):
+            os.makedirs(root + d)
+        if not mount_proc(root + "/proc"):
+            raise Refused("the kernel refused a /proc for the PID namespace")
+        for d in ("/tmp", "/work"):  # both of the size a work dir may take
+            tmpfs(root + d, plan["work_bytes"], plan["uid"])
+        bind_io(plan["io"], root + "/work", plan["uid"])
+        os.chdir(root)
+        nr = SYS_PIVOT_ROOT.get(os.uname().machine)
+        if nr is None:
+            raise Refused(f"pivot_root: unknown syscall number on {os.uname().machine}")
+        _check(_libc.syscall(nr, b".", b"."), "pivot_root")
+        _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+        os.chdir("/")
+        mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
     finally:
         os.umask(umask)
-
-
-def _build_view(root: str, plan: dict[str, Any]) -> None:
-    tmpfs(root, 1024 * 1024, None, "0755")
-    os.makedirs(root + "/etc")
-    for d in plan["system_dirs"]:
-        if os.path.islink(d):
-            os.symlink(os.readlink(d), root + d)
-        elif os.path.isdir(d):
-            bind_ro(d, mount_point(root + d, True))
-    for f in plan["etc_files"]:
-        if os.path.exists(f):
-            bind_ro(f, mount_point(root + f, os.path.isdir(f)))
-    for dev in (*DEVICES_RW, *DEVICES_RO):
-        mount(dev, mount_point(root + dev, False), None, MS_BIND, None)
-    bind_ro(plan["bun"], mount_point(root + plan["bun_inside"], False))
-    if plan["egress"]:  # the proxy's socket folder and the relay bun preloads
-        bind_ro(plan["egress"], mount_point(root + plan["egress_inside"], True))
-        bind_ro(plan["egress_js"], mount_point(root + plan["egress_js_inside"], False))
-    for d in ("/proc", "/tmp", "/work"):
-        os.makedirs(root + d)
-    if not mount_proc(root + "/proc"):
-        raise Refused("the kernel refused a /proc for the PID namespace")
-    tmpfs(root + "/tmp", plan["tmp_bytes"], plan["uid"])
-    tmpfs(root + "/work", plan["work_bytes"], plan["uid"])
-    bind_io(plan["io"], root + "/work", plan["uid"])
-    os.chdir(root)
-    nr = SYS_PIVOT_ROOT.get(os.uname().machine)
-    if nr is None:
-        raise Refused(f"pivot_root: unknown syscall number on {os.uname().machine}")
-    _check(_libc.syscall(nr, b".", b"."), "pivot_root")
-    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
-    os.chdir("/")
-    mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
 
 
 def mount_proc(dst: str) -> bool:
@@ -367,87 +363,45 @@ def serve_egress(pidfd: int, listener: Any, path: str) -> None:
     """Until `pidfd` is readable: the run's way out under Landlock. Each connection to
     the listener goes on to the egress proxy's socket, opened here, outside the seccomp
     filter that keeps the code itself from every Unix socket (the host's included).
-    One thread (RLIMIT_NPROC may leave no room for more), non-blocking, with
-    backpressure: a side is read only while its peer has nothing left to write."""
-    import selectors
-    import socket
+    One thread (RLIMIT_NPROC may leave no room for more): an event loop, each side read
+    only as fast as its peer takes it."""
+    import asyncio
 
-    sel = selectors.DefaultSelector()
-    sel.register(pidfd, selectors.EVENT_READ)
-    listener.setblocking(False)
-    sel.register(listener, selectors.EVENT_READ)
-    peer: dict[Any, Any] = {}
-    out: dict[Any, bytes] = {}
-    ended: set[Any] = set()  # sockets that sent EOF
-
-    def update(sock: Any) -> None:
-        if sock not in peer:
+    async def forward(client: Any, back: Any) -> None:
+        try:
+            opened = asyncio.open_unix_connection(path)
+            upstream, up = await asyncio.wait_for(opened, 5)
+        except (OSError, TimeoutError):
+            back.close()
             return
-        events = 0 if sock in ended or out[peer[sock]] else selectors.EVENT_READ
-        events |= selectors.EVENT_WRITE if out[sock] else 0
-        if sock in sel.get_map():
-            if events:
-                sel.modify(sock, events)
-            else:
-                sel.unregister(sock)
-        elif events:
-            sel.register(sock, events)
+        try:
+            await asyncio.gather(pipe(client, up), pipe(upstream, back))
+        except asyncio.CancelledError:
+            pass  # the run ended; the stream server would print a traceback into its stderr
+        finally:
+            back.close()
+            up.close()
 
-    def close(sock: Any) -> None:
-        for end in (sock, peer.get(sock)):
-            if end is not None and end in peer:
-                if end in sel.get_map():
-                    sel.unregister(end)
-                end.close()
-                del peer[end], out[end]
-                ended.discard(end)
+    async def serve() -> None:
+        ended = asyncio.Event()
+        asyncio.get_running_loop().add_reader(pidfd, ended.set)
+        await asyncio.start_server(forward, sock=listener)
+        await ended.wait()
 
-    def flush(sock: Any) -> None:
-        if out[sock]:
-            out[sock] = out[sock][sock.send(out[sock]) :]
-        if not out[sock] and peer[sock] in ended:
-            sock.shutdown(socket.SHUT_WR)
-            if sock in ended:
-                return close(sock)
-        update(sock)
-        update(peer[sock])
+    asyncio.run(serve())
 
-    while True:
-        for key, events in sel.select():
-            sock: Any = key.fileobj
-            if sock == pidfd:
-                return
-            try:
-                if sock is listener:
-                    client, _ = listener.accept()
-                    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    upstream.settimeout(5)
-                    try:
-                        upstream.connect(path)
-                    except OSError:
-                        client.close()
-                        upstream.close()
-                        continue
-                    for end, other in ((client, upstream), (upstream, client)):
-                        end.setblocking(False)
-                        peer[end], out[end] = other, b""
-                    update(client)
-                    update(upstream)
-                    continue
-                if sock not in peer:
-                    continue  # closed earlier in this round
-                if events & selectors.EVENT_READ:
-                    data = sock.recv(65536)
-                    if not data:
-                        ended.add(sock)
-                    out[peer[sock]] += data
-                    flush(peer[sock])
-                if sock in peer and events & selectors.EVENT_WRITE:
-                    flush(sock)
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError:
-                close(sock)
+
+async def pipe(src: Any, dst: Any) -> None:
+    """Copy a stream reader to a writer up to its end, then pass the end on (the other
+    direction may go on); egress.py's proxy does the same on the host's side."""
+    try:
+        while data := await src.read(65536):
+            dst.write(data)
+            await dst.drain()
+        if dst.can_write_eof():
+            dst.write_eof()
+    except OSError:
+        dst.close()
 
 
 def own_proc_entry() -> list[tuple[str, int]]:

@@ -39,7 +39,6 @@ HEAD_LIMIT = 64 * 1024
 HEAD_TIMEOUT_S = 10.0  # a connection that sends no request is closed after this
 CONNECT_TIMEOUT_S = 10.0
 RUN_CONNECTIONS = 32  # at once, per run; more wait for a slot of that run
-CHUNK = 65536
 AFTER_CLOSE_S = 5.0
 
 
@@ -184,8 +183,8 @@ async def _splice(
 ) -> None:
     """Both directions until both end; once the run's side has ended (it exited, or
     was killed), the server gets a short while to finish, not forever."""
-    outward = asyncio.create_task(_pipe(reader, up_writer))
-    inward = asyncio.create_task(_pipe(up_reader, writer))
+    outward = asyncio.create_task(confine.pipe(reader, up_writer))
+    inward = asyncio.create_task(confine.pipe(up_reader, writer))
     try:
         await asyncio.wait({outward, inward}, return_when=asyncio.FIRST_COMPLETED)
         if outward.done():
@@ -196,17 +195,6 @@ async def _splice(
         for task in (outward, inward):
             task.cancel()
         await asyncio.gather(outward, inward, return_exceptions=True)
-
-
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    try:
-        while chunk := await src.read(CHUNK):
-            dst.write(chunk)
-            await dst.drain()
-        if dst.can_write_eof():
-            dst.write_eof()
-    except OSError:
-        dst.close()
 
 
 async def _refuse(writer: asyncio.StreamWriter, status: int, why: str) -> None:

@@ -14,6 +14,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,36 +92,24 @@ def extract_code(reply: str) -> str:
     return (m.group(1) if m else reply).strip()
 
 
+@dataclass(eq=False)  # compared and hashed by identity, as a service is
 class JobManager:
     """Runs generation jobs as asyncio tasks; the rows outlive the process."""
 
-    def __init__(
-        self,
-        session_factory: SessionFactory,
-        llm: TextModel,
-        clock: Clock,
-        *,
-        data_dir: Path = Path("./data"),
-        opencode: OpenCodeRunner | None = None,
-        metering: Metering | None = None,
-        context_tokens: Callable[[], Awaitable[int | None]] | None = None,
-    ) -> None:
-        self.sf = session_factory
-        self.metering = metering
-        self.llm = llm
-        self.clock = clock
-        self.data_dir = data_dir
-        self.opencode = opencode
-        self.context_tokens = context_tokens
-        self.owner = OWNER
-        self.tasks: dict[str, asyncio.Task[None]] = {}
-        self.live: dict[str, tuple[Progress, float]] = {}  # running OpenCode jobs
-        self._aborted: set[str] = set()
-        self._swept = False
-
-    @property
-    def generator(self) -> str:
-        return "opencode" if self.opencode is not None else "llm"
+    sf: SessionFactory
+    llm: TextModel
+    clock: Clock
+    _: KW_ONLY
+    data_dir: Path = Path("./data")
+    opencode: OpenCodeRunner | None = None
+    metering: Metering | None = None
+    context_tokens: Callable[[], Awaitable[int | None]] | None = None
+    owner: str = field(default=OWNER, init=False)
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False)
+    # The running OpenCode jobs.
+    live: dict[str, tuple[Progress, float]] = field(default_factory=dict, init=False)
+    _aborted: set[str] = field(default_factory=set, init=False)
+    _swept: bool = field(default=False, init=False)
 
     async def _sweep(self) -> None:
         if not self._swept:

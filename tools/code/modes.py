@@ -32,7 +32,6 @@ def bwrap_advice() -> str:
 class Kernel:
     landlock_abi: int  # 0: no Landlock
     namespaces: bool  # user (or, as root, plain) mount/PID/net namespaces work
-    problem: str = ""  # why the probe itself failed
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,8 +42,8 @@ def probe_kernel() -> Kernel:
         res = subprocess.run(argv, capture_output=True, text=True, timeout=10, env={})
         found = dict(item.split("=", 1) for item in res.stdout.split())
         return Kernel(int(found["landlock_abi"]), found["namespaces"] == "1")
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError) as exc:
-        return Kernel(0, False, f"probe failed: {exc}")
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
+        return Kernel(0, False)
 
 
 def choose_mode(setting: str) -> tuple[Mode | None, str]:
@@ -91,8 +90,9 @@ def protection(mode: Mode, network: bool, private_networks: bool = False) -> str
         )
     else:
         net = "on, every address (the public-only rule needs a network namespace)"
-    if mode == "bwrap":
-        files = "files: only system dirs and a private 128 MiB /work and /tmp"
+    if mode in ("bwrap", "namespace"):
+        view = "mount namespace with only" if mode == "namespace" else "only"
+        files = f"files: {view} system dirs and a private 128 MiB /work and /tmp"
         procs = "processes: own PID namespace"
         net = net if network else "off (empty network namespace)"
     elif mode == "landlock":
@@ -101,10 +101,6 @@ def protection(mode: Mode, network: bool, private_networks: bool = False) -> str
         procs = "processes: own PID namespace" if k.namespaces else "processes: rlimits"
         if not network:
             net = "off (" + ("network namespace" if k.namespaces else "seccomp: no sockets") + ")"
-    elif mode == "namespace":
-        files = "files: mount namespace with only system dirs and a private 128 MiB /work and /tmp"
-        procs = "processes: own PID namespace"
-        net = net if network else "off (empty network namespace)"
     elif mode == "basic":
         files = "files: NOT protected, the code can read whatever the bot's user can"
         procs = "processes: rlimits, a throwaway uid when root"

@@ -24,12 +24,12 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tools.code.bun import BunInfo
-from tools.code.egress import PROXY_PORT, RELAY_JS, SOCKET_NAME, EgressProxy
+from tools.code.egress import RELAY_JS, EgressProxy
 from tools.code.relay import SOCKET_NAME as MODEL_SOCKET
 from tools.code.relay import ModelRelay, RelayJob
 from tools.code.runner import disk_watch, killpg
@@ -42,8 +42,10 @@ from tools.code.sandbox import (
     bwrap_path,
     clean_env,
     drop_uid_argv,
+    egress_env,
     own_task_count,
     relayed_argv,
+    sealed,
 )
 from tools.code.spawn import spawn
 
@@ -116,7 +118,6 @@ class Progress:
     error: str = ""
     first_step_s: float | None = None  # from the job's start
     peak_rss: int = 0  # bytes, the sandbox's processes together
-    tokens: int = 0
 
     def read(self, event: dict[str, Any], elapsed: float) -> None:
         kind = event.get("type")
@@ -131,8 +132,6 @@ class Progress:
             self.last_action = f"{part.get('tool', 'tool')}: {what}"[:200]
         elif kind == "text" and part.get("text"):
             self.summary = str(part["text"]).strip()
-        elif kind == "step_finish":
-            self.tokens += int((part.get("tokens") or {}).get("total") or 0)
         elif kind == "error":
             err = event.get("error") or {}
             data = err.get("data") or {}
@@ -185,37 +184,29 @@ def opencode_config(model: str, network: bool) -> dict[str, Any]:
     }
 
 
+@dataclass(eq=False)
 class OpenCodeRunner:
     """Starts jobs; shared by every job of the process (each job gets a socket of its own
     from the relay and, with the network on, from the egress proxy)."""
 
-    def __init__(
-        self,
-        install: OpenCodeInstall,
-        bun: BunInfo,
-        relay: ModelRelay,
-        model: str,
-        budget: Budget,
-        *,
-        network: bool,
-        egress: EgressProxy | None,
-        uid_base: int | None = None,
-        max_concurrent: int = 2,
-        others: tuple[str, ...] = (),
-    ) -> None:
-        self.install = install
-        self.bun = bun
-        self.relay = relay
-        self.model = model  # the default; a user's /model pick among `others` goes first
-        self.others = others
-        self.budget = budget
-        self.network = network
-        self.egress = egress if network else None
-        # As root: each job its own throwaway uid of the block (RLIMIT_NPROC counts per uid).
-        self._uid_base = uid_base
+    install: OpenCodeInstall
+    bun: BunInfo
+    relay: ModelRelay
+    model: str  # the default; a user's /model pick among `others` goes first
+    budget: Budget
+    _: KW_ONLY
+    network: bool
+    egress: EgressProxy | None
+    # As root: each job its own throwaway uid of the block (RLIMIT_NPROC counts per uid).
+    uid_base: int | None = None
+    max_concurrent: int = 2  # jobs at once: each takes 0.5-0.7 GB
+    others: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.egress = self.egress if self.network else None
         self._uids = itertools.count()
         self._nproc_base = 0 if os.geteuid() == 0 else own_task_count()
-        self._slots = asyncio.Semaphore(max_concurrent)  # each takes 0.5-0.7 GB
+        self._slots = asyncio.Semaphore(self.max_concurrent)
 
     async def close(self) -> None:
         await self.relay.close()
@@ -240,11 +231,8 @@ class OpenCodeRunner:
             "PATH": "/opt/bun:/usr/local/bin:/usr/bin:/bin",
         }
         if egress is not None:
-            proxy = f"http://127.0.0.1:{PROXY_PORT}"
-            env |= {"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy,
-                    "https_proxy": proxy, "NO_PROXY": "127.0.0.1,localhost",
-                    "no_proxy": "127.0.0.1,localhost",
-                    "SIDEKICK_EGRESS_SOCKET": f"{EGRESS_IN_SANDBOX}/{SOCKET_NAME}"}  # fmt: skip
+            local = "127.0.0.1,localhost"
+            env |= egress_env(EGRESS_IN_SANDBOX) | {"NO_PROXY": local, "no_proxy": local}
         opts = _system_binds()
         opts += ["--perms", "0755", "--dir", "/opt/opencode"]
         opts += ["--ro-bind", self.bun.path, BUN_IN_SANDBOX]
@@ -263,11 +251,7 @@ class OpenCodeRunner:
             opts += ["--ro-bind", str(egress), EGRESS_IN_SANDBOX]
         # Always a network namespace of its own: the model is reached through the relay,
         # anything else through the egress proxy or not at all.
-        opts += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        opts += ["--unshare-net", "--hostname", "sandbox", "--die-with-parent", "--new-session"]
-        opts += ["--clearenv"]
-        for key, value in env.items():
-            opts += ["--setenv", key, value]
+        opts += ["--unshare-net", *sealed(env)]
         nproc = TASKS if uid is not None else self._nproc_base + TASKS
         prlimit = shutil.which("prlimit")
         limits = [] if prlimit is None else [
@@ -294,8 +278,8 @@ class OpenCodeRunner:
 
     async def _run(self, work: Path, prompt: str, progress: Progress, job: RelayJob) -> JobRun:
         uid = None
-        if self._uid_base is not None:
-            uid = self._uid_base + next(self._uids) % 32
+        if self.uid_base is not None:
+            uid = self.uid_base + next(self._uids) % 32
             os.chown(work, uid, uid)
         network = "on (public addresses through a proxy)" if self.network else "off"
         text = INSTRUCTIONS.format(work=WORK_IN_SANDBOX, network=network) + "\n\n" + prompt

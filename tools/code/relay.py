@@ -24,7 +24,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ DROPPED = {
 }
 KEPT_RESPONSE = ("content-type", "retry-after")
 LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+TIMEOUT = httpx.Timeout(600.0, connect=15.0)  # a job's model call may think a while
 
 
 @dataclass(frozen=True)
@@ -65,29 +66,25 @@ class RelayJob:
     models: tuple[str, ...]
 
 
+@dataclass(eq=False)
 class ModelRelay:
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None,
-        *,
-        max_output_tokens: int | None = None,
-        metering: Metering | None = None,
-        timeout_s: float = 600.0,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._key = api_key
-        self.max_output_tokens = max_output_tokens
-        self.metering = metering
-        self._timeout = httpx.Timeout(timeout_s, connect=15.0)
-        self._client: httpx.AsyncClient | None = None
-        self._sockets: dict[Path, web.AppRunner] = {}  # a job's folder: its socket's server
+    base_url: str
+    _key: str | None = field(repr=False)
+    _: KW_ONLY
+    max_output_tokens: int | None = None
+    metering: Metering | None = None
+    _client: httpx.AsyncClient | None = field(default=None, init=False)
+    # A job's folder: its socket's server.
+    _sockets: dict[Path, web.AppRunner] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.base_url = self.base_url.rstrip("/")
 
     async def open(self, job: RelayJob, uid: int | None) -> Path:
         """A new folder holding the job's socket (bound into its sandbox), owned by `uid`
         (the job's throwaway uid when we are root) and closed to everyone else."""
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
+            self._client = httpx.AsyncClient(timeout=TIMEOUT)
         folder = Path(tempfile.mkdtemp(prefix="sidekick-model-"))  # 0700
         try:
             app = web.Application(client_max_size=BODY_LIMIT)

@@ -37,19 +37,17 @@ class CodeStats:
 
 async def stats(s: AsyncSession, user_id: int, since: datetime) -> CodeStats:
     where = (CodeExecution.user_id == user_id, CodeExecution.created_at >= since)
-    rows = (
-        await s.execute(select(CodeExecution.success, CodeExecution.duration_ms).where(*where))
-    ).all()
+    stmt = select(CodeExecution.success, CodeExecution.duration_ms).where(*where)
+    rows = (await s.execute(stmt)).all()
     durations = sorted(float(r.duration_ms) for r in rows)
     ok = sum(1 for r in rows if r.success)
-    cats = (
-        await s.execute(
-            select(CodeExecution.error_category, func.count())
-            .where(*where, CodeExecution.error_category.is_not(None))
-            .group_by(CodeExecution.error_category)
-            .order_by(func.count().desc(), CodeExecution.error_category)
-        )
-    ).all()
+    by_category = (
+        select(CodeExecution.error_category, func.count())
+        .where(*where, CodeExecution.error_category.is_not(None))
+        .group_by(CodeExecution.error_category)
+        .order_by(func.count().desc(), CodeExecution.error_category)
+    )
+    cats = (await s.execute(by_category)).all()
     return CodeStats(
         total=len(rows),
         succeeded=ok,
@@ -150,16 +148,13 @@ class JobStats:
 
 async def job_stats(s: AsyncSession, user_id: int, since: datetime) -> JobStats:
     """The user's OpenCode jobs since `since` (the model generator's have no trace)."""
-    rows = (
-        await s.execute(
-            select(CodeJob.status, CodeJob.duration_ms, CodeJob.steps).where(
-                CodeJob.user_id == user_id,
-                CodeJob.created_at >= since,
-                CodeJob.generator == "opencode",
-                CodeJob.status != "pending",
-            )
-        )
-    ).all()
+    stmt = select(CodeJob.status, CodeJob.duration_ms, CodeJob.steps).where(
+        CodeJob.user_id == user_id,
+        CodeJob.created_at >= since,
+        CodeJob.generator == "opencode",
+        CodeJob.status != "pending",
+    )
+    rows = (await s.execute(stmt)).all()
     n = len(rows)
     return JobStats(
         total=n,

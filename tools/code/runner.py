@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.code import files
@@ -74,12 +74,12 @@ class RunResult:
     reached: tuple[str, ...] | None = ()
 
 
+@dataclass
 class _Sink:
     """One pipe's kept bytes and total count."""
 
-    def __init__(self) -> None:
-        self.kept = bytearray()
-        self.total = 0
+    kept: bytearray = field(default_factory=bytearray)
+    total: int = 0
 
     def text(self) -> str:
         return self.kept.decode("utf-8", errors="replace")
@@ -252,20 +252,14 @@ class CodeRunner:
         disk = None if watched is None else asyncio.create_task(disk_watch(watched, *caps))
         timed_out = output_limited = disk_limited = False
         try:
-            exit_task = asyncio.create_task(exited.wait())
-            cap_task = asyncio.create_task(capped.wait())
-            disk_task = asyncio.create_task(disk_full.wait())
-            await asyncio.wait(
-                {exit_task, cap_task, disk_task},
-                timeout=timeout_ms / 1000,
-                return_when="FIRST_COMPLETED",
-            )
+            ends = [asyncio.create_task(e.wait()) for e in (exited, capped, disk_full)]
+            await asyncio.wait(ends, timeout=timeout_ms / 1000, return_when="FIRST_COMPLETED")
             if not exited.is_set():
                 output_limited = capped.is_set()
                 disk_limited = disk_full.is_set() and not output_limited
                 timed_out = not (output_limited or disk_limited)
                 self._stop(proc.pid)
-            for t in (exit_task, cap_task, disk_task):
+            for t in ends:
                 t.cancel()
             _, pending = await asyncio.wait(readers, timeout=EXIT_GRACE_S)
             if pending:

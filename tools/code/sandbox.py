@@ -223,6 +223,14 @@ def _system_binds() -> list[str]:
     return out
 
 
+def sealed(env: dict[str, str]) -> list[str]:
+    """bwrap's closing options: namespaces of its own, the sandbox ended with its parent,
+    and of the environment only `env`."""
+    argv = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+    return argv + [arg for key, value in env.items() for arg in ("--setenv", key, value)]
+
+
 def build_plan(
     mode: Mode,
     bun: BunInfo,
@@ -238,9 +246,10 @@ def build_plan(
     whether confine.py should try them (False tests the Landlock-only path). `egress`:
     the proxy's socket folder, when the network goes through it (bwrap and namespaced
     confine.py modes; see egress.py)."""
+    egress = egress if network else None
     if mode == "bwrap":
         env = clean_env(WORK_IN_SANDBOX, "/tmp")
-        if network and egress is not None:
+        if egress is not None:
             env |= egress_env(EGRESS_IN_SANDBOX)
         argv = [bwrap_path() or "bwrap", *_system_binds()]
         argv += ["--ro-bind", bun.path, BUN_IN_SANDBOX]
@@ -253,25 +262,21 @@ def build_plan(
         argv += ["--ro-bind", str(io / INPUT_DIR), f"{WORK_IN_SANDBOX}/{INPUT_DIR}"]
         argv += ["--bind", str(io / OUTPUT_DIR), f"{WORK_IN_SANDBOX}/{OUTPUT_DIR}"]
         argv += ["--chdir", WORK_IN_SANDBOX]
-        argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         bun_argv = bun.argv(BUN_IN_SANDBOX)
         if not network or egress is not None:
             # Only loopback in here (which bwrap brings up): with egress, the way out
             # is the proxy's socket.
             argv.append("--unshare-net")
-        if network and egress is not None:
+        if egress is not None:
             argv += ["--ro-bind", str(egress), EGRESS_IN_SANDBOX]
             argv += ["--ro-bind", str(egress / RELAY_JS.name), RELAY_JS_IN_SANDBOX]
             bun_argv = relayed_argv(bun, BUN_IN_SANDBOX, RELAY_JS_IN_SANDBOX)
-        argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
-        for key, value in env.items():
-            argv += ["--setenv", key, value]
+        argv += sealed(env)
         command = [*drop_uid_argv(uid), *bun_argv]
         plan = _with_limits([argv[0], *command], env, workdir, limits)
         at = len(plan.argv) - len(command)
         return dataclasses.replace(plan, piped_args=tuple(argv[1:]), args_at=at)
     if mode in CONFINED:
-        egress = egress if network else None
         return confined_plan(mode, bun, workdir, network, limits, uid, namespaces, egress)
     env = clean_env(str(workdir / ".home"), str(workdir / ".tmp"))
     prefix: list[str] = []
@@ -318,7 +323,6 @@ def confined_plan(
         "egress_js_inside": RELAY_JS_IN_SANDBOX,
         "system_dirs": list(SYSTEM_DIRS),
         "etc_files": [*ETC_FILES, "/etc/ld.so.cache"],
-        "tmp_bytes": WORK_SIZE_BYTES,
         "work_bytes": WORK_SIZE_BYTES,
         "limits": dataclasses.asdict(limits),
     }

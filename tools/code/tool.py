@@ -166,7 +166,7 @@ class CodeService:
         """Who writes code for `generate`, why, and OpenCode's runner when it is OpenCode."""
         if s.code_generator == "model":
             return "model", "CODE_GENERATOR=model", None
-        install = locate_opencode()
+        install, endpoint = locate_opencode(), deps.endpoint
         problem = None
         if install is None:
             problem = f"OpenCode is not installed in {install_dir()} (make install-opencode)"
@@ -174,17 +174,13 @@ class CodeService:
             problem = f"code runs are off here ({self.problem})"
         elif mode != "bwrap":
             problem = f"OpenCode runs only in bubblewrap, and the sandbox here is {mode}"
-        elif deps.endpoint is None or not deps.endpoint.model:
+        elif endpoint is None or not endpoint.model:
             problem = "no model endpoint to relay (LLM_MODEL)"
-        if problem is not None or install is None or self.runner is None:
+        if problem or install is None or self.runner is None or endpoint is None:
             if s.code_generator == "opencode":
                 log.warning("CODE_GENERATOR=opencode, but %s: the model writes code", problem)
             return "model", f"one model call ({problem})", None
-        assert deps.endpoint is not None
-        network = self.network
         policy = Policy(allow_private=s.code_network == "all", opens=CODE_EGRESS.opens)
-        budget = Budget(GENERATE_TIMEOUT_S, GENERATE_MEMORY_MB * 2**20)
-        endpoint = deps.endpoint
         runner = OpenCodeRunner(
             install,
             self.runner.bun,
@@ -195,9 +191,9 @@ class CodeService:
                 metering=deps.metering,
             ),
             endpoint.model,
-            budget,
-            network=network,
-            egress=EgressProxy(policy) if network else None,
+            Budget(GENERATE_TIMEOUT_S, GENERATE_MEMORY_MB * 2**20),
+            network=self.network,
+            egress=EgressProxy(policy) if self.network else None,
             uid_base=uid_block(),
             others=endpoint.others,
         )

@@ -81,12 +81,8 @@ class Policy:
         except ValueError:
             raise ToolError(f"refused {url[:200]}: bad port") from None
         try:
-            literal: IP | None = ipaddress.ip_address(host)
-        except ValueError:
-            literal = None
-        if literal is not None:
-            addresses = [literal]
-        else:
+            addresses: list[IP] = [ipaddress.ip_address(host)]
+        except ValueError:  # a name, not an address
             try:
                 addresses = await self.resolve(host, port)
             except (OSError, UnicodeError):

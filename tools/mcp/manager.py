@@ -69,10 +69,7 @@ class McpManager:
     def tools(self) -> list[Tool[Any]]:
         """Tools of every server that listed them once (a restarting server keeps its list:
         its calls wait for it, then fail with a clear error)."""
-        out: list[Tool[Any]] = []
-        for server in self.servers:
-            out.extend(server.our_tools)
-        return out
+        return [tool for server in self.servers for tool in server.our_tools]
 
     def status(self) -> list[ServerStatus]:
         return [ServerStatus(s.name, s.up, len(s.our_tools), s.last_error) for s in self.servers]

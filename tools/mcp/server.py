@@ -182,7 +182,7 @@ class McpServer:
                     f"MCP server {self.name} did not answer within {t:g} s; "
                     "try again later or another way"
                 ) from None
-            if _is_transport_failure(exc):
+            if any(w in said for w in ("closed", "connection", "terminated", "parse")):
                 self._mark_dead()
                 raise ToolError(self._down_text()) from None
             raise ToolError(f"MCP server {self.name}: {exc}"[:500]) from None
@@ -298,8 +298,3 @@ def quiet_sdk_parse_errors() -> None:
     logger = logging.getLogger("mcp.client.stdio")
     if not any(isinstance(f, _QuietParseErrors) for f in logger.filters):
         logger.addFilter(_QuietParseErrors())
-
-
-def _is_transport_failure(exc: MCPError) -> bool:
-    text = str(exc).lower()
-    return any(w in text for w in ("closed", "connection", "terminated", "parse"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from db.engine import SessionFactory
@@ -60,16 +61,12 @@ ASK_FIRST = (
 )
 
 
+@dataclass(eq=False)
 class AskedFirst:
     """The gate: None lets a create run, ASK_FIRST tells the model to ask first."""
 
-    def __init__(
-        self,
-        session_factory: SessionFactory,
-        parameters: Callable[[], Awaitable[int | None]] | None = None,
-    ) -> None:
-        self.sf = session_factory
-        self.parameters = parameters  # the model's size, where the server says
+    sf: SessionFactory
+    parameters: Callable[[], Awaitable[int | None]] | None = None  # the model's size, if known
 
     async def check(
         self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall

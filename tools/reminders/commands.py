@@ -10,6 +10,7 @@ from tools.base import ToolError
 from tools.feature import Answer, Button, CommandCall, Pressed, row_id
 from tools.reminders import jobs
 from tools.reminders import repo as schedule_repo
+from tools.reminders.jobs import DONE as DONE
 from tools.reminders.jobs import Change
 from tools.reminders.models import ScheduledJob
 from tools.reminders.times import local_text, parse_hhmm
@@ -25,7 +26,6 @@ STATUS_MARK = {
     "pending": "⏳",
 }
 QUIET_USAGE = "Usage: /quiet 22:00-07:00 (reminders wait until it ends) · /quiet off · /quiet"
-DONE = {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed"}
 ACTIONS: dict[str, Change] = {"cancel": "cancel", "pause": "pause", "resume": "resume"}
 
 

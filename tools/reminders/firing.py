@@ -117,8 +117,10 @@ class ReminderJobs:
     _started: bool = field(default=False, init=False)  # the first tick looks at everything
     _writer: asyncio.Task[None] | None = field(default=None, init=False)
     _unwritten: list[dict[str, Any]] = field(default_factory=list, init=False)
-    _computing: dict[int, asyncio.Task[None]] = field(default_factory=dict, init=False)
-    _computing_for: dict[int, PendingRun] = field(default_factory=dict, init=False)
+    # Tasks still computing, by run id: the task and its run.
+    _computing: dict[int, tuple[asyncio.Task[None], PendingRun]] = field(
+        default_factory=dict, init=False
+    )
     _ticking: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
     # Where the last tick started: what came due up to then was looked at by it (a run it
     # could not deliver waits for its retry time or the minute tick, not for the alarm).
@@ -130,18 +132,13 @@ class ReminderJobs:
     async def tick(self) -> TickReport:
         """Claim what is due, start tasks, deliver what is ready."""
         async with self._ticking:
-            return await self._tick()
-
-    async def _tick(self) -> TickReport:
-        report = TickReport()
-        now = self.clock()
-        self._floor = now
-        if self._started and not await self._anything_due(now):
-            return report  # the idle path: one indexed query, no write, no model call
-        self._started = True
-        await self.claim(now, report)
-        async with self._lock:
-            await self._deliver_ready(self.clock(), report)
+            report = TickReport()
+            now = self._floor = self.clock()
+            if self._started and not await self._anything_due(now):
+                return report  # the idle path: one indexed query, no write, no model call
+            self._started = True
+            await self.claim(now, report)
+            await self.deliver_ready(report)
         if report.busy():
             log.info(
                 "reminders: %d claimed, %d skipped, %d task(s) started, %d sent, "
@@ -179,7 +176,7 @@ class ReminderJobs:
         self._poke.clear()  # before reading: a change made meanwhile wakes the next sleep
         floor = self._floor or self.clock()
         async with self.session_factory() as s:
-            at = await repo.next_due_after(s, floor)
+            at = await repo.first_due(s, floor)
         delay = NAP_S if at is None else (at - self.clock()).total_seconds()
         try:
             await asyncio.wait_for(self._poke.wait(), timeout=min(NAP_S, max(0.0, delay)))
@@ -201,8 +198,8 @@ class ReminderJobs:
 
     async def _anything_due(self, now: datetime) -> bool:
         async with self.session_factory() as s:
-            job_at, run_at = await repo.earliest(s)
-        return any(at is not None and at <= now for at in (job_at, run_at))
+            at = await repo.first_due(s)
+        return at is not None and at <= now
 
     async def claim(self, now: datetime, report: TickReport | None = None) -> int:
         report = report or TickReport()
@@ -223,8 +220,6 @@ class ReminderJobs:
                     "deliver_after": now,
                     "text": job.text if job.kind == "reminder" else None,
                     "status": "pending",
-                    "attempts": 0,
-                    "outcome": "sent",
                     "finished_at": None,
                     "error": None,
                 }
@@ -271,9 +266,9 @@ class ReminderJobs:
         except ValueError:
             return None
 
-    async def deliver_ready(self) -> TickReport:
-        """Deliver what is ready now (after a task finished, or from tests)."""
-        report = TickReport()
+    async def deliver_ready(self, report: TickReport | None = None) -> TickReport:
+        """Deliver what is ready now (in a tick, after a task finished, or from tests)."""
+        report = report or TickReport()
         async with self._lock:
             await self._deliver_ready(self.clock(), report)
         return report
@@ -314,12 +309,11 @@ class ReminderJobs:
     async def removed(self, telegram_id: int) -> None:
         """The owner removed this person (tools/admission.py): their tasks stop computing
         now; the runs are skipped by the next delivery."""
-        runs = [r for r in self._computing_for.values() if r.recipient.telegram_id == telegram_id]
-        tasks = [self._computing[r.run_id] for r in runs if r.run_id in self._computing]
-        for task in tasks:
+        gone = [c for c in self._computing.values() if c[1].recipient.telegram_id == telegram_id]
+        for task, _ in gone:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await self._skip_removed(runs)
+        await asyncio.gather(*(task for task, _ in gone), return_exceptions=True)
+        await self._skip_removed([run for _, run in gone])
 
     async def _skip_removed(self, runs: list[PendingRun]) -> None:
         """Their runs end skipped and their jobs pause (kept for the day they are let in
@@ -398,7 +392,7 @@ class ReminderJobs:
         async with self.session_factory() as s, s.begin():
             await self._finish_in(s, run, "delivery_failed", now, error)
             paused = await repo.pause_user(s, run.recipient.user_id, "blocked")
-            await repo.fail_pending_of(s, run.recipient.user_id, error, now)
+            await repo.end_pending(s, "delivery_failed", error, now, user_id=run.recipient.user_id)
         # Logged once: the jobs are paused, so nothing more is tried for this user.
         log.warning(
             "user %d blocked the bot: paused their %d active job(s); /reminders resumes them",
@@ -416,14 +410,8 @@ class ReminderJobs:
 
     def _start_task(self, run: PendingRun) -> None:
         task = asyncio.create_task(self._compute(run), name=f"scheduled-task-{run.run_id}")
-        self._computing[run.run_id] = task
-        self._computing_for[run.run_id] = run
-
-        def done(_: object) -> None:
-            self._computing.pop(run.run_id, None)
-            self._computing_for.pop(run.run_id, None)
-
-        task.add_done_callback(done)
+        self._computing[run.run_id] = (task, run)
+        task.add_done_callback(lambda _: self._computing.pop(run.run_id, None))
 
     async def _compute(self, run: PendingRun) -> None:
         try:
@@ -462,7 +450,7 @@ class ReminderJobs:
     async def idle(self) -> None:
         """Wait until no task is computing (and what they produced was delivered)."""
         while self._computing:
-            await asyncio.gather(*list(self._computing.values()), return_exceptions=True)
+            await asyncio.gather(*[t for t, _ in self._computing.values()], return_exceptions=True)
 
     async def stop(self) -> None:
         """Stop the alarm; cancel tasks still computing (their runs stay pending: redone at
@@ -470,7 +458,7 @@ class ReminderJobs:
         if self._unlisten is not None:
             self._unlisten()
             self._unlisten = None
-        tasks = list(self._computing.values())
+        tasks = [task for task, _ in self._computing.values()]
         if self._alarm is not None:
             tasks.append(self._alarm)
             self._alarm = None

@@ -18,6 +18,7 @@ from tools.reminders.models import ScheduledJob
 from tools.reminders.times import Spec, describe, first_run, local_text, next_after
 
 Change = Literal["cancel", "pause", "resume"]
+DONE = {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed"}
 MAX_LIVE_JOBS = 200
 MAX_TEXT = 2000
 MIN_TASK_EVERY_S = 15 * 60  # a task calls the model each time: not more often than this
@@ -167,7 +168,7 @@ async def change(
         job = await _live(s, user_id, job_id, action)
         if action == "cancel":
             job.status, job.next_run_at = "cancelled", None
-            await repo.skip_pending_of_job(s, job.id, "cancelled by the user", now)
+            await repo.end_pending(s, "skipped", "cancelled by the user", now, job_id=job.id)
         elif action == "pause":
             job.status = "paused"
         elif job.status == "paused":

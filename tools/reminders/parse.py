@@ -46,8 +46,12 @@ class Fields:
     daily_at: str | None = None
     days: str | None = None
 
+    def timing(self) -> list[str]:
+        """The fields given that set the time (`days` only qualifies `daily_at`)."""
+        return [k for k, v in vars(self).items() if v is not None and k != "days"]
+
     def given(self) -> bool:
-        return any(v is not None for v in (self.at, self.in_minutes, self.every, self.daily_at))
+        return bool(self.timing())
 
 
 def parse_clock(value: str) -> time:
@@ -75,9 +79,8 @@ def parse_days(value: str) -> int:
     if v in ("weekends", "weekend"):
         return WEEKEND
     m = re.fullmatch(r"([a-z]+)\s*-\s*([a-z]+)", v)
-    if m and _day(m.group(1)) is not None and _day(m.group(2)) is not None:
-        a, b = _day(m.group(1)), _day(m.group(2))
-        assert a is not None and b is not None
+    a, b = (_day(m.group(1)), _day(m.group(2))) if m else (None, None)
+    if a is not None and b is not None:
         span = range(a, b + 1) if a <= b else [*range(a, 7), *range(0, b + 1)]
         return sum(1 << d for d in span)
     bits = 0
@@ -266,16 +269,7 @@ def _same(a: Spec, b: Spec) -> bool:
 
 
 def _from_fields(fields: Fields, now: datetime, tz: ZoneInfo) -> Spec:
-    kinds = [
-        k
-        for k, v in (
-            ("at", fields.at),
-            ("in_minutes", fields.in_minutes),
-            ("every", fields.every),
-            ("daily_at", fields.daily_at),
-        )
-        if v is not None
-    ]
+    kinds = fields.timing()
     if fields.every is not None:
         every_s = parse_every(fields.every)
         if fields.daily_at is not None or fields.in_minutes is not None:

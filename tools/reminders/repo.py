@@ -114,32 +114,20 @@ async def due_jobs(s: AsyncSession, now: datetime, *, local: bool) -> list[DueJo
     return [DueJob(job, Quiet(qs, qe) if qs and qe else None) for job, qs, qe in rows]
 
 
-async def earliest(s: AsyncSession) -> tuple[datetime | None, datetime | None]:
-    """The earliest next run of an active job and the earliest pending delivery: the
-    per-minute check in one round trip over two indexes (nothing else runs when idle)."""
+async def first_due(s: AsyncSession, after: datetime | None = None) -> datetime | None:
+    """The first moment a job comes due or a pending run may be delivered: the per-minute
+    check in one round trip over two indexes (nothing else runs when idle). With `after`,
+    the first one after it (when the alarm fires next), leaving out a task's run still
+    being computed (no text yet): it is delivered when its computation ends."""
     jobs = ScheduledJob.__table__
     runs = JobRun.__table__
+    job_due, run_due = [jobs.c.status == "active"], [runs.c.status == "pending"]
+    if after is not None:
+        job_due.append(jobs.c.next_run_at > after)
+        run_due += [runs.c.deliver_after > after, runs.c.text.is_not(None)]
     stmt = select(
-        select(func.min(jobs.c.next_run_at)).where(jobs.c.status == "active").scalar_subquery(),
-        select(func.min(runs.c.deliver_after)).where(runs.c.status == "pending").scalar_subquery(),
-    )
-    row = (await s.execute(stmt)).one()
-    return row[0], row[1]
-
-
-async def next_due_after(s: AsyncSession, after: datetime) -> datetime | None:
-    """The first moment after `after` at which a job comes due or a run's delivery is
-    allowed: when the alarm fires next. A task's run still being computed (no text yet)
-    is delivered when its computation ends, not by the alarm."""
-    jobs = ScheduledJob.__table__
-    runs = JobRun.__table__
-    stmt = select(
-        select(func.min(jobs.c.next_run_at))
-        .where(jobs.c.status == "active", jobs.c.next_run_at > after)
-        .scalar_subquery(),
-        select(func.min(runs.c.deliver_after))
-        .where(runs.c.status == "pending", runs.c.deliver_after > after, runs.c.text.is_not(None))
-        .scalar_subquery(),
+        select(func.min(jobs.c.next_run_at)).where(*job_due).scalar_subquery(),
+        select(func.min(runs.c.deliver_after)).where(*run_due).scalar_subquery(),
     )
     row = (await s.execute(stmt)).one()
     return min((at for at in row if at is not None), default=None)
@@ -194,10 +182,8 @@ class PendingRun:
     text: str | None
     note: str | None
     outcome: str
-    due_at: datetime
     attempts: int
     recipient: Recipient
-    timezone: str
 
 
 async def pending_runs(
@@ -206,7 +192,7 @@ async def pending_runs(
     """Runs to deliver whose time has come, and tasks still to compute (quiet hours hold
     a task's answer, not its computation), in delivery order."""
     stmt = (
-        select(JobRun, ScheduledJob.kind, ScheduledJob.text, ScheduledJob.timezone, User)
+        select(JobRun, ScheduledJob.kind, ScheduledJob.text, User)
         .join(ScheduledJob, ScheduledJob.id == JobRun.job_id)
         .join(User, User.id == JobRun.user_id)
         .where(
@@ -217,24 +203,20 @@ async def pending_runs(
         .order_by(JobRun.due_at, JobRun.id)
         .limit(limit)
     )
-    out = []
-    for run, kind, job_text, tz, user in (await s.execute(stmt)).all():
-        out.append(
-            PendingRun(
-                run_id=run.id,
-                job_id=run.job_id,
-                kind=kind,
-                job_text=job_text,
-                text=run.text,
-                note=run.note,
-                outcome=run.outcome,
-                due_at=run.due_at,
-                attempts=run.attempts,
-                recipient=Recipient(user.id, user.telegram_id, user.name),
-                timezone=tz,
-            )
+    return [
+        PendingRun(
+            run_id=run.id,
+            job_id=run.job_id,
+            kind=kind,
+            job_text=job_text,
+            text=run.text,
+            note=run.note,
+            outcome=run.outcome,
+            attempts=run.attempts,
+            recipient=Recipient(user.id, user.telegram_id, user.name),
         )
-    return out
+        for run, kind, job_text, user in (await s.execute(stmt)).all()
+    ]
 
 
 async def finish_runs(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
@@ -268,62 +250,37 @@ async def pause_user(s: AsyncSession, user_id: int, reason: str) -> int:
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
-async def fail_pending_of(s: AsyncSession, user_id: int, error: str, now: datetime) -> int:
-    result = await s.execute(
+async def end_pending(s: AsyncSession, status: str, error: str, now: datetime, **of: int) -> None:
+    """End the runs still waiting (quiet hours, retry) of a user (`user_id=`: they blocked
+    the bot) or of a job (`job_id=`: it was cancelled); they are not sent any more."""
+    await s.execute(
         update(JobRun)
-        .where(JobRun.user_id == user_id, JobRun.status == "pending")
-        .values(status="delivery_failed", error=error, finished_at=now)
+        .filter_by(status="pending", **of)
+        .values(status=status, error=error, finished_at=now)
     )
-    return int(result.rowcount)  # type: ignore[attr-defined]
-
-
-async def skip_pending_of_job(s: AsyncSession, job_id: int, error: str, now: datetime) -> int:
-    """A cancelled job's runs still waiting (quiet hours, retry) are not sent any more."""
-    result = await s.execute(
-        update(JobRun)
-        .where(JobRun.job_id == job_id, JobRun.status == "pending")
-        .values(status="skipped", error=error, finished_at=now)
-    )
-    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
 class RunLine:
-    run_id: int
     job_id: int
-    kind: str
     text: str
     due_at: datetime
-    finished_at: datetime | None
     status: str
-    message_id: int | None
     error: str | None
-    note: str | None
 
 
 async def history(s: AsyncSession, user_id: int, limit: int = 15) -> list[RunLine]:
     """The user's newest runs, newest first."""
     stmt = (
-        select(JobRun, ScheduledJob.kind, ScheduledJob.text)
+        select(JobRun, ScheduledJob.text)
         .join(ScheduledJob, ScheduledJob.id == JobRun.job_id)
         .where(JobRun.user_id == user_id)
         .order_by(JobRun.id.desc())
         .limit(limit)
     )
     return [
-        RunLine(
-            r.id,
-            r.job_id,
-            kind,
-            text,
-            r.due_at,
-            r.finished_at,
-            r.status,
-            r.message_id,
-            r.error,
-            r.note,
-        )
-        for r, kind, text in (await s.execute(stmt)).all()
+        RunLine(r.job_id, text, r.due_at, r.status, r.error)
+        for r, text in (await s.execute(stmt)).all()
     ]
 
 
@@ -365,26 +322,23 @@ async def overview(s: AsyncSession, since: datetime) -> Overview:
         .tuples()
         .all()
     )
-    next_due = (
-        await s.execute(
-            select(func.min(ScheduledJob.next_run_at)).where(ScheduledJob.status == "active")
-        )
-    ).scalar_one_or_none()
-    pending = (await s.execute(select(func.count()).where(JobRun.status == "pending"))).scalar_one()
-    failed = (
-        await s.execute(
-            select(JobRun.id, JobRun.due_at, JobRun.error)
-            .where(JobRun.status == "delivery_failed", JobRun.due_at >= since)
-            .order_by(JobRun.id.desc())
-            .limit(20)
-        )
-    ).all()
+    next_due = await s.scalar(
+        select(func.min(ScheduledJob.next_run_at)).where(ScheduledJob.status == "active")
+    )
+    pending = await s.scalar(select(func.count()).where(JobRun.status == "pending"))
+    stmt = (
+        select(JobRun.id, JobRun.due_at, JobRun.error)
+        .where(JobRun.status == "delivery_failed", JobRun.due_at >= since)
+        .order_by(JobRun.id.desc())
+        .limit(20)
+    )
+    failed = (await s.execute(stmt)).all()
     next_at = next_due.replace(tzinfo=since.tzinfo) if isinstance(next_due, datetime) else None
     return Overview(
         active=int(counts.get("active", 0)),
         paused=int(counts.get("paused", 0)),
         next_due=next_at,
-        pending=int(pending),
+        pending=int(pending or 0),
         delivery_failed=[(i, d, e or "") for i, d, e in failed],
     )
 

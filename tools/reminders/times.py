@@ -128,13 +128,9 @@ def catch_up(spec: Spec, next_run: datetime, now: datetime) -> Catch:
 
 
 def days_text(days: int) -> str:
-    if days == ALL_DAYS:
-        return "every day"
-    if days == WORKDAYS:
-        return "on weekdays"
-    if days == WEEKEND:
-        return "on weekends"
-    return "on " + ", ".join(WEEKDAYS[i].capitalize() for i in range(7) if days >> i & 1)
+    named = {ALL_DAYS: "every day", WORKDAYS: "on weekdays", WEEKEND: "on weekends"}
+    listed = ", ".join(WEEKDAYS[i].capitalize() for i in range(7) if days >> i & 1)
+    return named.get(days, f"on {listed}")
 
 
 def every_text(seconds: int) -> str:

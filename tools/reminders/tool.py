@@ -29,6 +29,8 @@ DESCRIPTION = (
     "`daily_at` HH:MM (+ `days`: mon,fri); kind=task runs `text` as your prompt. "
     "list; cancel/pause/resume/edit by `job_id`."
 )
+# What a create or an edit may give: the text and the time.
+CHANGES = ("text", "when", "at", "in_minutes", "every", "daily_at", "days")
 # Reminders and tasks are kept for the user like memories; a task's own tool calls are gated
 # when it runs.
 READS, WRITES = effects(reads=("memory",)), effects(writes=("memory",))
@@ -54,8 +56,7 @@ class ScheduleParams(BaseModel):
         resume)."""
         if not isinstance(data, dict) or data.get("action"):
             return data
-        timing = ("text", "when", "at", "in_minutes", "every", "daily_at", "days")
-        if any(data.get(k) for k in timing):
+        if any(data.get(k) for k in CHANGES):
             return {**data, "action": "edit" if data.get("job_id") else "create"}
         if not any(v not in (None, "") for k, v in data.items() if k != "kind"):
             return {**data, "action": "list"}
@@ -96,7 +97,6 @@ def _held() -> dict[str, Any]:
 
     create = {"const": "create"}
     times = [("at",), ("in_minutes",), ("every", "days"), ("daily_at", "days")]
-    edits = ("text", "when", "at", "in_minutes", "every", "daily_at", "days")
     return {
         "anyOf": [
             *(
@@ -105,7 +105,7 @@ def _held() -> dict[str, Any]:
             ),
             variant({"const": "list"}, "kind"),
             variant({"enum": ["cancel", "pause", "resume"]}, "job_id", required=("job_id",)),
-            variant({"const": "edit"}, "job_id", *edits, required=("job_id",)),
+            variant({"const": "edit"}, "job_id", *CHANGES, required=("job_id",)),
         ]
     }
 
@@ -153,9 +153,7 @@ def build(deps: ToolDeps) -> Tool[ScheduleParams]:
                                   text=p.text, spec=moved, words=p.when or "")  # fmt: skip
             return f"Changed #{job.id}: " + jobs.job_line(job, now)
         job = await jobs.change(sf, user_id=ctx.user_id, job_id=p.job_id, action=p.action, now=now)
-        return {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed"}[p.action] + (
-            f" #{job.id}: " + jobs.job_line(job, now)
-        )
+        return f"{jobs.DONE[p.action]} #{job.id}: " + jobs.job_line(job, now)
 
     return Tool(
         "schedule",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import httpx
@@ -40,28 +41,22 @@ def _told_wait(state: RetryCallState) -> float:
     return exc.wait if isinstance(exc, RateLimited) else 0.0
 
 
+@dataclass(eq=False)  # compared and hashed by identity, as a service is
 class BraveBackend:
     name = "brave"
+    label = "Brave Search"
 
-    def __init__(
-        self,
-        http: httpx.AsyncClient,
-        api_key: str,
-        api_url: str,
-        limiter: AsyncLimiter,
-        *,
-        timeout: float = 15.0,
-        max_wait: float = 5.0,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        self.http = http
-        self._key = api_key
-        self.url = api_url.rstrip("/")
-        self.limiter = limiter
-        self.sleep = sleep
-        self.timeout = timeout
-        self.max_wait = max_wait  # longest 429 wait we sit through before giving up
-        self.label = "Brave Search"
+    http: httpx.AsyncClient
+    _key: str = field(repr=False)
+    url: str
+    limiter: AsyncLimiter
+    _: KW_ONLY
+    timeout: float = 15.0
+    max_wait: float = 5.0  # longest 429 wait we sit through before giving up
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def __post_init__(self) -> None:
+        self.url = self.url.rstrip("/")
 
     async def search(self, query: Query) -> list[Hit]:
         endpoint = f"{self.url}/{'news' if query.kind == 'news' else 'web'}/search"

@@ -99,12 +99,5 @@ def _hit(raw: object) -> Hit | None:
 
 def _unresponsive(raw: object) -> str:
     """[["engine", "reason"], ...] → "engine (reason), ..."."""
-    if not isinstance(raw, list):
-        return ""
-    parts = []
-    for item in raw:
-        if isinstance(item, list | tuple) and item:
-            name = str(item[0])
-            reason = str(item[1]) if len(item) > 1 and item[1] else ""
-            parts.append(f"{name} ({reason})" if reason else name)
-    return ", ".join(parts)
+    items = [i for i in raw if isinstance(i, list | tuple) and i] if isinstance(raw, list) else []
+    return ", ".join(f"{i[0]} ({i[1]})" if len(i) > 1 and i[1] else str(i[0]) for i in items)

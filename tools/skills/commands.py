@@ -39,15 +39,12 @@ async def skills(call: CommandCall) -> Answer | str:
         return OWNER_ONLY
     if verb == "add":
         return await _add(call, store, rest)
-    if verb in ("on", "off") and rest:
-        if not await store.set_enabled(rest, verb == "on"):
-            return f"No skill named {rest!r}. " + USAGE
-        return f"Skill {rest} is {verb}."
-    if verb == "remove" and rest:
-        if not await store.remove(rest):
-            return f"No skill named {rest!r}. " + USAGE
-        return f"Skill {rest} removed, with its files."
-    return USAGE
+    if verb not in ("on", "off", "remove") or not rest:
+        return USAGE
+    removing = verb == "remove"
+    if not await (store.remove(rest) if removing else store.set_enabled(rest, verb == "on")):
+        return f"No skill named {rest!r}. " + USAGE
+    return f"Skill {rest} removed, with its files." if removing else f"Skill {rest} is {verb}."
 
 
 def _listing(store: Skills) -> str:
