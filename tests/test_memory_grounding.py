@@ -83,3 +83,13 @@ def test_a_numbered_list_numbers_its_own_points() -> None:
     invented = check("1. The locker code is 4712.\n2. planted basil.", source)
     assert invented.missing == {"numbers": ["4712"]}, invented.missing
     assert check("Code 4711.\n7 plants were planted.", source).missing == {"numbers": ["7"]}
+
+
+def test_a_hyphenated_name_the_user_said_is_grounded() -> None:
+    # tools/grounding.py once defined its word pattern twice; the second (letters only, for
+    # language detection) replaced the first, so "Jean-Luc" said was read as "jean", "luc"
+    # and the summary naming him was flagged as inventing a name.
+    turns = "User: Jean-Luc and Mary-Anne O'Brien come for dinner on Friday."
+    summary = "Jean-Luc and Mary-Anne O'Brien are coming for dinner on Friday."
+    assert check(summary, turns).ok, check(summary, turns).reason()
+    assert "names" in check("Anne-Sophie is coming for dinner.", turns).missing

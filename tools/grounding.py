@@ -305,7 +305,8 @@ STOPWORDS: dict[str, frozenset[str]] = {
     ),
 }
 
-_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+# Letters only, for the stop-word count (the checks' _WORD keeps apostrophes and hyphens).
+_LETTERS = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
 def script_of(text: str) -> str | None:
@@ -336,7 +337,7 @@ def _script(ch: str) -> str | None:
 
 def latin_language(text: str) -> str | None:
     """The stop-word list that best covers the text; None when nothing stands out."""
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w.lower() for w in _LETTERS.findall(text)]
     if len(words) < 4:
         return None
     scores = {lang: sum(w in stop for w in words) for lang, stop in STOPWORDS.items()}
