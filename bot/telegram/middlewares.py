@@ -316,7 +316,7 @@ class ChatOrderMiddleware(BaseMiddleware):
                 return await handler(event, data)
             if await _for_the_bot(event, data) and WAITING.tell_once(key):
                 await data["outbox"].say(key, WAITS_FOR_QUESTION)
-        elif lock is not None and lock.locked() and isinstance(event, Update) and HELD.holds(key):
+        elif lock is not None and lock.locked() and isinstance(event, Update) and key in HELD:
             if event.message is not None and not data["outbox"].held():
                 if await _for_the_bot(event, data):
                     await react(data["bot"], key, event.message.message_id)

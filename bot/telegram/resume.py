@@ -147,7 +147,7 @@ async def _answer(rt: Runtime, cut: Cut) -> None:
 
     async def on_wait(line: str) -> None:  # the model's outage, waited out as for an update
         nonlocal told
-        HELD.hold(cut.chat_id)
+        HELD.add(cut.chat_id)
         if not told:
             told = True
             await outbox.send(cut.chat_id, None, text_items([line]))
@@ -165,7 +165,7 @@ async def _answer(rt: Runtime, cut: Cut) -> None:
         await outbox.send(cut.chat_id, None, text_items(split_plain(user_text(exc))))
         return
     finally:
-        HELD.release(cut.chat_id)
+        HELD.discard(cut.chat_id)
         await streamer.close()
     if reply is None:
         return
