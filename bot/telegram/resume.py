@@ -70,8 +70,9 @@ def given_up_line(text: str) -> str:
 
 async def continue_cut_turns(rt: Runtime, started: datetime) -> int:
     """Take up every turn a restart cut (messages from before `started`, within the
-    window), then the updates that were waiting for their chat's turn (bot/telegram/inbox.py),
-    each chat's in order and before that chat's newer updates; how many turns were found.
+    window), then the updates that were waiting for their chat's turn (the inbox:
+    bot/telegram/middlewares.py), each chat's in order and before that chat's newer
+    updates; how many turns were found.
     The work goes on in tasks that shutdown waits for like updates in progress."""
     since = started - RESTART_WINDOW
     async with rt.app.session_factory() as s:
@@ -196,7 +197,7 @@ async def _give_up(rt: Runtime, cut: Cut, tries: int) -> None:
         await outbox_repo.settle(s, row, sent_at=clock(), message_id=ids[0], attempts=1)
 
 
-# The updates a stop left waiting (bot/telegram/inbox.py keeps them).
+# The updates a stop left waiting (the inbox keeps them: bot/telegram/middlewares.py).
 
 
 def dropped_line(text: str) -> str:
