@@ -141,6 +141,11 @@ class InboxMiddleware(BaseMiddleware):
         # Per chat, the last update to pass on: storing takes an await, and updates of one
         # chat must still reach the chat's turn (ChatOrderMiddleware) in arrival order.
         self._last: dict[int, asyncio.Future[None]] = {}
+        # The updates of one getUpdates answer take their first step in one pass of the
+        # loop: their claims gather here and are written together on the next pass, one
+        # transaction for the batch rather than one each.
+        self._claims: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
+        self._writes: set[asyncio.Task[None]] = set()
 
     def mine(self, chat: int) -> set[int]:
         return self.held.get(chat, set())
@@ -151,7 +156,9 @@ class InboxMiddleware(BaseMiddleware):
         now = self.clock()
         payload = event.model_dump_json(exclude_none=True)
         try:
-            claimed = await updates.claim(self.sf, event.update_id, chat_key(event), now, payload)
+            claimed = await self._claim(
+                updates.claim_row(event.update_id, chat_key(event), now, payload)
+            )
         except DBAPIError as exc:
             # The database is busy past its timeout (or failing): the message is handled
             # without its stored copy (the turn waits out a busy database once, or names the
@@ -168,6 +175,28 @@ class InboxMiddleware(BaseMiddleware):
             self._pruned = now
             await updates.prune(self.sf, now - KEEP_CLAIMS)
         return True
+
+    async def _claim(self, row: dict[str, Any]) -> bool:
+        claimed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._claims.append((row, claimed))
+        if len(self._claims) == 1:  # the pass's first: its write goes on the next pass
+            write = asyncio.create_task(self._write_claims())
+            self._writes.add(write)
+            write.add_done_callback(self._writes.discard)
+        return await claimed
+
+    async def _write_claims(self) -> None:
+        batch, self._claims = self._claims, []
+        try:
+            got = await updates.claim_all(self.sf, [row for row, _ in batch])
+        except Exception as exc:  # each waiting update hears it (DBAPIError: kept() says so)
+            for _, claimed in batch:
+                if not claimed.done():
+                    claimed.set_exception(exc)
+            return
+        for (_, claimed), kept in zip(batch, got, strict=True):
+            if not claimed.done():  # not cancelled meanwhile (a stop)
+                claimed.set_result(kept)
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         if not isinstance(event, Update) or data.get(REPLAYED):
