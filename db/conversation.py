@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar, Unpack, cast
 
-from sqlalchemy import Executable, Row, Table, bindparam, insert, select, update
+from sqlalchemy import BigInteger, Executable, Row, Table, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from db.engine import SessionFactory, engine_of
@@ -46,6 +46,31 @@ _T = TypeVar("_T")
 _ADD_TOOL_CALL = insert(cast(Table, ToolCallRecord.__table__))
 _ADD_USER = insert(User).returning(User.id)
 _ADD_SESSION = insert(ChatSession).returning(ChatSession.id)
+
+# Every message starts with this read, built once: what a request needs of the user row
+# and the open session's id and start, as plain columns (loading ORM objects costs more
+# than the read). A feature reads its own rows in its own hooks.
+START_COLUMNS = (
+    User.id,
+    User.name,
+    User.timezone,
+    ChatSession.id,
+    ChatSession.started_at,
+)
+_CHAT = repo.in_chat(bindparam("chat_id", type_=BigInteger))
+START_READ = repo.with_open_session(
+    User.telegram_id == bindparam("telegram_id"), *START_COLUMNS, chat=_CHAT
+)
+LOCAL_START_READ = repo.with_open_session(User.telegram_id.is_(None), *START_COLUMNS, chat=_CHAT)
+# The same by users.id: a turn a restart cut, continued (`unfinished`).
+USER_READ = repo.with_open_session(User.id == bindparam("user_id"), *START_COLUMNS)
+
+
+def chat_scope(telegram_id: int | None, chat_id: int | None) -> int | None:
+    """The chat a session is held in: a group's id, or None for the user's own chat (their
+    private chat, whose id is their own, or the terminal, which has none)."""
+    return chat_id if chat_id is not None and chat_id != telegram_id else None
+
 
 # Hot-path statements are built once, on the table (plain Core: the ORM entity form goes
 # through the ORM's bulk-insert and loading machinery).
@@ -206,7 +231,7 @@ class Conversation(Protocol):
     ) -> Started:
         """Find (or make) the user and their current session in the chat `chat_id` (a
         group's session is that group's; a private chat's or the terminal's is the user's
-        own: db/repos/core.py chat_scope), store their message and read the session's newest
+        own: chat_scope), store their message and read the session's newest
         history."""
         ...
 
@@ -267,10 +292,10 @@ class SqlConversation:
         period_over: PeriodOver,
         chat_id: int | None = None,
     ) -> Started:
-        chat = repo.chat_scope(telegram_id, chat_id)
+        chat = chat_scope(telegram_id, chat_id)
 
         async def unit(c: AsyncConnection) -> Started:
-            read = repo.LOCAL_START_READ if telegram_id is None else repo.START_READ
+            read = LOCAL_START_READ if telegram_id is None else START_READ
             row = (await c.execute(read, {"telegram_id": telegram_id, "chat_id": chat})).first()
             if row is None:
                 values = {"telegram_id": telegram_id, "name": user_name, "created_at": now}
@@ -405,7 +430,7 @@ class SqlConversation:
             if turn is None:
                 return None
             uid, telegram_id, session_id, request_id, text, kind, telegram_message_id = turn
-            row = (await c.execute(repo.USER_READ, {"user_id": uid})).first()
+            row = (await c.execute(USER_READ, {"user_id": uid})).first()
             if row is None:
                 return None
             uid, name, tz_name, _, _ = row

@@ -103,7 +103,7 @@ class RequestContext:
     @property
     def chat(self) -> int | None:
         """The chat this request's session is held in: the group's id, None for the user's
-        own chat (db/repos/core.py chat_scope)."""
+        own chat (db/conversation.py chat_scope)."""
         return self.chat_id if self.shared_chat else None
 
 

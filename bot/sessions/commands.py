@@ -13,6 +13,7 @@ from bot.sessions import repo
 from bot.sessions.background import ARCHIVE
 from bot.sessions.lifecycle import NewSession, start_new_session
 from bot.sessions.settings import SessionSettings
+from db.conversation import chat_scope
 from db.repos import core as core_repo
 from tools.feature import CommandCall, Host
 
@@ -31,7 +32,7 @@ async def newsession(call: CommandCall) -> str:
     if name is not None and len(name) > MAX_NAME:
         return f"Session names are at most {MAX_NAME} characters."
     who = call.who
-    chat = core_repo.chat_scope(who.telegram_id, who.chat_id)
+    chat = chat_scope(who.telegram_id, who.chat_id)
     created = await new_session(call.host, who.telegram_id, who.name, name, chat)
     return new_session_text(created)
 

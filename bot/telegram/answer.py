@@ -182,7 +182,7 @@ async def answer(
 
     async def on_wait(line: str) -> None:
         nonlocal told
-        HELD.hold(chat)  # the chat's next messages wait for the model too: they say so
+        HELD.add(chat)  # the chat's next messages wait for the model too: they say so
         if not told:  # one word per message, whatever the model's trouble
             told = True
             await outbox.send(chat, None, text_items([line]))
@@ -198,7 +198,7 @@ async def answer(
                 await outbox.settled(chat, incoming.telegram_message_id)
         raise
     finally:
-        HELD.release(chat)
+        HELD.discard(chat)
         await streamer.close()
     answered_at = time.perf_counter()
     if not await deliver(outbox, chat, incoming.telegram_message_id, reply):

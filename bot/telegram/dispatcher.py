@@ -20,12 +20,12 @@ from bot.approvals.gate import APPROVALS
 from bot.config import Settings
 from bot.telegram.approval_ask import TelegramAsker
 from bot.telegram.errors import on_error
-from bot.telegram.inbox import InboxMiddleware
 from bot.telegram.middlewares import (
     ALBUM_WINDOW_S,
     AccessMiddleware,
     AlbumMiddleware,
     ChatOrderMiddleware,
+    InboxMiddleware,
     InFlight,
 )
 from bot.telegram.outbox import Outbox
@@ -91,7 +91,7 @@ def build_dispatcher(
     for mw in existing:
         outer.unregister(mw)
     outer.register(inflight)  # first: counts every update task, even one an album holds
-    # Stored before anything makes it wait, so a kill loses no update (bot/telegram/inbox.py).
+    # Stored before anything makes it wait, so a kill loses no update (bot/telegram/middlewares.py).
     inbox = InboxMiddleware(app.session_factory, app.deps.clock)
     outer.register(inbox)
     outer.register(AlbumMiddleware(album_window))  # before ordering (see middlewares.py)

@@ -16,21 +16,7 @@ log = logging.getLogger(__name__)
 REACTION = "👀"  # one of the reactions Telegram lets a bot set
 
 
-class Held:
-    def __init__(self) -> None:
-        self._chats: set[int] = set()
-
-    def hold(self, chat_id: int) -> None:
-        self._chats.add(chat_id)
-
-    def release(self, chat_id: int) -> None:
-        self._chats.discard(chat_id)
-
-    def holds(self, chat_id: int) -> bool:
-        return chat_id in self._chats
-
-
-HELD = Held()
+HELD: set[int] = set()  # the chats whose turn waits for the model now
 
 
 async def react(bot: Bot, chat_id: int, message_id: int) -> None:

@@ -1,5 +1,24 @@
-"""Update middlewares: who may talk to the bot, one-at-a-time handling per chat, and an
-album's parts as one message.
+"""Update middlewares, in the order every update passes them (bot/telegram/dispatcher.py):
+counted while in flight, kept in the inbox until handled, an album's parts as one message,
+one chat's updates one at a time in arrival order, and who may talk to the bot. The inbox
+and the chat's order are one mechanism: the inbox passes a chat's updates on in arrival
+order for the chat's turn to take, and its replays at start-up hold that turn already.
+
+The inbox: every update is kept, in one INSERT on arrival, until it is handled. Telegram
+forgets an update once it was fetched (polling confirms the offset with the next
+getUpdates) or answered (webhook), but a chat's updates are handled one at a time: those
+that wait behind a long turn would be lost with the process. So each update is stored
+before it waits for its chat's turn (the same INSERT claims its id, so an update sent again
+is handled once) and marked done when handled. At the next start, the updates of the last
+RESTART_WINDOW still not done are handled again, each chat's in order, after its cut turns
+(bot/telegram/resume.py: `waiting`, `take_up`), through the dispatcher like a new update.
+
+An update whose turn had begun (its message is stored) is not handled again: the turn is
+continued instead. An update a replay did not get through (the process died again) is
+dropped with a line in the log, as it may be the update that takes the process down. A
+clean stop cancels the updates still waiting after the grace: not done, they are taken up
+at the next start. Several workers (PostgreSQL): one claims each replay (compare-and-set on
+`replays`), under the chat's advisory lock.
 
 Telegram delivers an album (media group) as separate updates sharing a `media_group_id`.
 AlbumMiddleware runs before the per-chat ordering: the first part goes on (taking its place
@@ -14,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +41,7 @@ from aiogram import BaseMiddleware, Bot
 from aiogram.enums import ChatType
 from aiogram.exceptions import TelegramAPIError
 from aiogram.types import Chat, Message, TelegramObject, Update, User
+from sqlalchemy.exc import DBAPIError
 
 from bot.access.feature import FEATURE as ACCESS_FEATURE
 from bot.access.gate import ACCESS, AccessList
@@ -30,6 +51,9 @@ from bot.telegram.groups import GROUP_CHATS, addressed
 from bot.telegram.held import HELD, react
 from bot.telegram.outbox import Outbox
 from bot.telegram.replies import send_answer
+from db.engine import SessionFactory
+from db.repos import updates
+from tools.base import Clock
 from tools.feature import Answer
 
 if TYPE_CHECKING:
@@ -38,7 +62,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
-# Set in the data of an update handled again at start-up (bot/telegram/inbox.py): the task
+# Set in the data of an update handled again at start-up (the inbox, below): the task
 # that replays it is counted in flight and holds the chat's turn already.
 REPLAYED = "inbox_replayed"
 
@@ -94,6 +118,139 @@ def chat_key(update: Update) -> int | None:
         msg = update.callback_query.message
         return msg.chat.id if msg is not None else update.callback_query.from_user.id
     return None
+
+
+# Old rows are deleted at the first update after a start, then hourly: Telegram stops
+# retrying an update within a day, and after a week without updates it may start its ids
+# anew, at random, so a row kept that long could take a new update for one sent again.
+PRUNE_EVERY = timedelta(hours=1)
+KEEP_CLAIMS = timedelta(days=2)
+
+
+class InboxMiddleware(BaseMiddleware):
+    """Stores each update on arrival (registered right after InFlight, before an album or
+    the chat's turn makes it wait), skips one stored before, marks it done when handled."""
+
+    def __init__(self, sf: SessionFactory, clock: Clock) -> None:
+        self.sf = sf
+        self.clock = clock
+        self._pruned: datetime | None = None
+        # Per chat, the updates this process stored and has not finished (several workers
+        # order only the others' updates through the database: bot/telegram/workers.py).
+        self.held: dict[int, set[int]] = {}
+        # Per chat, the last update to pass on: storing takes an await, and updates of one
+        # chat must still reach the chat's turn (ChatOrderMiddleware) in arrival order.
+        self._last: dict[int, asyncio.Future[None]] = {}
+        # The updates of one getUpdates answer take their first step in one pass of the
+        # loop: their claims gather here and are written together on the next pass, one
+        # transaction for the batch rather than one each.
+        self._claims: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
+        self._writes: set[asyncio.Task[None]] = set()
+
+    def mine(self, chat: int) -> set[int]:
+        return self.held.get(chat, set())
+
+    async def keep(self, event: Update) -> bool:
+        """Store the update; False when it was stored before (a webhook retry, another
+        worker's, or fetched again by polling after a kill)."""
+        now = self.clock()
+        payload = event.model_dump_json(exclude_none=True)
+        try:
+            claimed = await self._claim(
+                updates.claim_row(event.update_id, chat_key(event), now, payload)
+            )
+        except DBAPIError as exc:
+            # The database is busy past its timeout (or failing): the message is handled
+            # without its stored copy (the turn waits out a busy database once, or names the
+            # problem), rather than dropped here.
+            log.warning("update %d not stored (%s): handled without a copy", event.update_id,
+                        type(exc.orig).__name__ if exc.orig is not None else exc)  # fmt: skip
+            return True
+        if not claimed:
+            log.info(
+                "update %d was already taken (sent again, or another worker's)", event.update_id
+            )
+            return False
+        if self._pruned is None or now - self._pruned >= PRUNE_EVERY:
+            self._pruned = now
+            await updates.prune(self.sf, now - KEEP_CLAIMS)
+        return True
+
+    async def _claim(self, row: dict[str, Any]) -> bool:
+        claimed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._claims.append((row, claimed))
+        if len(self._claims) == 1:  # the pass's first: its write goes on the next pass
+            write = asyncio.create_task(self._write_claims())
+            self._writes.add(write)
+            write.add_done_callback(self._writes.discard)
+        return await claimed
+
+    async def _write_claims(self) -> None:
+        batch, self._claims = self._claims, []
+        try:
+            got = await updates.claim_all(self.sf, [row for row, _ in batch])
+        except Exception as exc:  # each waiting update hears it (DBAPIError: kept() says so)
+            for _, claimed in batch:
+                if not claimed.done():
+                    claimed.set_exception(exc)
+            return
+        for (_, claimed), kept in zip(batch, got, strict=True):
+            if not claimed.done():  # not cancelled meanwhile (a stop)
+                claimed.set_result(kept)
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        if not isinstance(event, Update) or data.get(REPLAYED):
+            return await handler(event, data)  # a replay's row is kept by take_up
+        chat = chat_key(event)
+        if not await self._in_order(chat, self.keep(event)):
+            return None
+        if chat is not None:
+            self.held.setdefault(chat, set()).add(event.update_id)
+        try:
+            result = await handler(event, data)
+        except asyncio.CancelledError:
+            raise  # a clean stop cut it: not done, the next start takes it up
+        except Exception:
+            await self._finish(event.update_id)
+            raise
+        finally:
+            if chat is not None:
+                self._release(chat, event.update_id)
+        await self._finish(event.update_id)
+        return result
+
+    async def _finish(self, update_id: int) -> None:
+        """Mark it done. A database too busy for that leaves the row undone: a replay at the
+        next start finds its message stored and skips it, so nothing is answered twice."""
+        try:
+            await updates.finish(self.sf, update_id)
+        except DBAPIError as exc:
+            log.warning("update %d handled, but not marked done: %s", update_id, exc.orig)
+
+    async def _in_order(self, chat: int | None, storing: Awaitable[bool]) -> bool:
+        """Store, then pass on only after the chat's earlier update passed on: the place in
+        line is taken before the first await, and the handler is called right after (no
+        await between), so the chat's turn sees its updates in arrival order."""
+        if chat is None:
+            return await storing
+        before = self._last.get(chat)
+        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._last[chat] = mine
+        try:
+            kept = await storing
+            if before is not None:
+                await asyncio.wait({before})  # never cancels the earlier one's future
+            return kept
+        finally:
+            mine.set_result(None)
+            if self._last.get(chat) is mine:
+                del self._last[chat]
+
+    def _release(self, chat: int, update_id: int) -> None:
+        held = self.held[chat]
+        held.discard(update_id)
+        if not held:
+            del self.held[chat]
 
 
 class AccessMiddleware(BaseMiddleware):
@@ -316,7 +473,7 @@ class ChatOrderMiddleware(BaseMiddleware):
                 return await handler(event, data)
             if await _for_the_bot(event, data) and WAITING.tell_once(key):
                 await data["outbox"].say(key, WAITS_FOR_QUESTION)
-        elif lock is not None and lock.locked() and isinstance(event, Update) and HELD.holds(key):
+        elif lock is not None and lock.locked() and isinstance(event, Update) and key in HELD:
             if event.message is not None and not data["outbox"].held():
                 if await _for_the_bot(event, data):
                     await react(data["bot"], key, event.message.message_id)

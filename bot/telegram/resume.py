@@ -70,8 +70,9 @@ def given_up_line(text: str) -> str:
 
 async def continue_cut_turns(rt: Runtime, started: datetime) -> int:
     """Take up every turn a restart cut (messages from before `started`, within the
-    window), then the updates that were waiting for their chat's turn (bot/telegram/inbox.py),
-    each chat's in order and before that chat's newer updates; how many turns were found.
+    window), then the updates that were waiting for their chat's turn (the inbox:
+    bot/telegram/middlewares.py), each chat's in order and before that chat's newer
+    updates; how many turns were found.
     The work goes on in tasks that shutdown waits for like updates in progress."""
     since = started - RESTART_WINDOW
     async with rt.app.session_factory() as s:
@@ -147,7 +148,7 @@ async def _answer(rt: Runtime, cut: Cut) -> None:
 
     async def on_wait(line: str) -> None:  # the model's outage, waited out as for an update
         nonlocal told
-        HELD.hold(cut.chat_id)
+        HELD.add(cut.chat_id)
         if not told:
             told = True
             await outbox.send(cut.chat_id, None, text_items([line]))
@@ -165,7 +166,7 @@ async def _answer(rt: Runtime, cut: Cut) -> None:
         await outbox.send(cut.chat_id, None, text_items(split_plain(user_text(exc))))
         return
     finally:
-        HELD.release(cut.chat_id)
+        HELD.discard(cut.chat_id)
         await streamer.close()
     if reply is None:
         return
@@ -196,7 +197,7 @@ async def _give_up(rt: Runtime, cut: Cut, tries: int) -> None:
         await outbox_repo.settle(s, row, sent_at=clock(), message_id=ids[0], attempts=1)
 
 
-# The updates a stop left waiting (bot/telegram/inbox.py keeps them).
+# The updates a stop left waiting (the inbox keeps them: bot/telegram/middlewares.py).
 
 
 def dropped_line(text: str) -> str:

@@ -3,7 +3,7 @@ updates one at a time across workers.
 
 Telegram retries a webhook call that failed or timed out, and a load balancer may hand the
 retry to another worker: the update id is claimed in the database first (durable
-de-duplication, bot/telegram/inbox.py), then the chat's advisory lock is held while the
+de-duplication, bot/telegram/middlewares.py), then the chat's advisory lock is held while the
 update is handled, so a second worker waits for the first to finish that chat; and an
 update whose chat has an earlier one claimed by another worker, not yet done, waits for it
 (update id order). Inside one worker, ChatOrderMiddleware (outside this one) already keeps
@@ -21,8 +21,7 @@ from typing import Any
 from aiogram import BaseMiddleware
 from aiogram.types import TelegramObject, Update
 
-from bot.telegram.inbox import InboxMiddleware
-from bot.telegram.middlewares import REPLAYED, UNORDERED, Handler, chat_key
+from bot.telegram.middlewares import REPLAYED, UNORDERED, Handler, InboxMiddleware, chat_key
 from db.locks import Locks
 from db.repos import updates
 
@@ -36,7 +35,7 @@ WAIT_S = 0.05  # pause before looking again for an earlier update in another wor
 
 class WorkerOrderMiddleware(BaseMiddleware):
     """Several workers (PostgreSQL): a chat's updates in order across processes. The update
-    was claimed and is marked done by InboxMiddleware (bot/telegram/inbox.py)."""
+    was claimed and is marked done by InboxMiddleware (bot/telegram/middlewares.py)."""
 
     def __init__(self, locks: Locks, inbox: InboxMiddleware) -> None:
         self.locks = locks

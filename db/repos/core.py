@@ -1,5 +1,5 @@
-"""Users, sessions and a session's messages, for commands, jobs and features, and the read
-each turn starts with (a turn's writes and its history are db/conversation.py's)."""
+"""Users, sessions and a session's messages, for commands, jobs and features (a turn's own
+reads and writes are db/conversation.py's)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     BindParameter,
     ColumnElement,
     Select,
@@ -51,20 +50,14 @@ async def get_or_create_user(
     return user
 
 
-def chat_scope(telegram_id: int | None, chat_id: int | None) -> int | None:
-    """The chat a session is held in: a group's id, or None for the user's own chat (their
-    private chat, whose id is their own, or the terminal, which has none)."""
-    return chat_id if chat_id is not None and chat_id != telegram_id else None
-
-
 def in_chat(chat: int | BindParameter[Any] | None) -> ColumnElement[bool]:
-    """The sessions of this chat (chat_scope); a bound value may be either."""
+    """The sessions of this chat (db/conversation.py chat_scope); a bound value may be either."""
     if isinstance(chat, BindParameter):
         return ChatSession.chat_id.is_not_distinct_from(chat)
     return ChatSession.chat_id.is_(None) if chat is None else ChatSession.chat_id == chat
 
 
-def _user_with_open_session(
+def with_open_session(
     who: ColumnElement[bool], *columns: Any, chat: ColumnElement[bool] | None = None
 ) -> Select[Any]:
     open_one = (ChatSession.user_id == User.id) & ChatSession.ended_at.is_(None)
@@ -77,29 +70,10 @@ def _user_with_open_session(
     )
 
 
-# Every message starts with this read (db/conversation.py), built once: what a request
-# needs of the user row and the open session's id and start, as plain columns (loading ORM
-# objects costs more than the read). A feature reads its own rows in its own hooks.
-START_COLUMNS = (
-    User.id,
-    User.name,
-    User.timezone,
-    ChatSession.id,
-    ChatSession.started_at,
-)
-_CHAT = in_chat(bindparam("chat_id", type_=BigInteger))
-START_READ = _user_with_open_session(
-    User.telegram_id == bindparam("telegram_id"), *START_COLUMNS, chat=_CHAT
-)
-LOCAL_START_READ = _user_with_open_session(User.telegram_id.is_(None), *START_COLUMNS, chat=_CHAT)
-# The same by users.id: a turn a restart cut, continued (db/conversation.py).
-USER_READ = _user_with_open_session(User.id == bindparam("user_id"), *START_COLUMNS)
-_USER_WITH_OPEN_SESSION = _user_with_open_session(
+_USER_WITH_OPEN_SESSION = with_open_session(
     User.telegram_id == bindparam("telegram_id"), User, ChatSession
 )
-_LOCAL_USER_WITH_OPEN_SESSION = _user_with_open_session(
-    User.telegram_id.is_(None), User, ChatSession
-)
+_LOCAL_USER_WITH_OPEN_SESSION = with_open_session(User.telegram_id.is_(None), User, ChatSession)
 
 
 async def user_with_open_session(

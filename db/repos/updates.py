@@ -5,9 +5,10 @@ chat has an earlier update still in hand."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import bindparam, delete, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -31,6 +32,13 @@ class Waiting:
 CLAIM = insert(TelegramUpdate)  # built once, as FINISH: every update runs it
 
 
+def claim_row(
+    update_id: int, chat_id: int | None, now: datetime, payload: str | None = None
+) -> dict[str, Any]:
+    """What `claim_all` keeps of an update (`payload`: its JSON)."""
+    return {"update_id": update_id, "chat_id": chat_id, "received_at": now, "payload": payload}
+
+
 async def claim(
     sf: SessionFactory,
     update_id: int,
@@ -38,10 +46,28 @@ async def claim(
     now: datetime,
     payload: str | None = None,
 ) -> bool:
-    """Keep the update (`payload`, its JSON) until `finish`: True for the first caller with
-    this update id; False for every later one. The primary key decides, in its own
-    transaction (one INSERT), so it holds across worker processes and restarts."""
-    row = {"update_id": update_id, "chat_id": chat_id, "received_at": now, "payload": payload}
+    """`claim_all` for one update."""
+    (claimed,) = await claim_all(sf, [claim_row(update_id, chat_id, now, payload)])
+    return claimed
+
+
+async def claim_all(sf: SessionFactory, rows: Sequence[dict[str, Any]]) -> list[bool]:
+    """Keep updates until `finish`: for each, True for the first caller with its update id,
+    False for every later one. The primary key decides, so it holds across worker
+    processes and restarts. Updates that came together go in one transaction (one INSERT of
+    them all) unless one of them was taken before; then each goes in its own, which tells
+    which."""
+    if len(rows) > 1:
+        try:
+            async with engine_of(sf).begin() as c:
+                await c.execute(CLAIM, list(rows))
+            return [True] * len(rows)
+        except IntegrityError:
+            pass
+    return [await _claim(sf, row) for row in rows]
+
+
+async def _claim(sf: SessionFactory, row: dict[str, Any]) -> bool:
     try:
         # A Core connection, not an ORM session: this and `finish` run for every update,
         # and the session's set-up and tear-down cost more than the statement.

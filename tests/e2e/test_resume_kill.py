@@ -2,7 +2,7 @@
 the fake model; the next start continues the turn (bot/telegram/resume.py): one line that it
 continues, then the answer, once, and a tool call the turn recorded is not run again. A turn
 cut twice is not tried a third time: one line tells the user. Messages that waited behind
-the cut turn are answered after it, once, in order (bot/telegram/inbox.py). Runs on
+the cut turn are answered after it, once, in order (the inbox: bot/telegram/middlewares.py). Runs on
 PostgreSQL too (the child gets DATABASE_URL under `make test-pg`)."""
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 (alone or as an album). The answer streams as drafts and is sent once at the end
 (bot/telegram/answer.py).
 
-Two routers: the files' one goes before the features' (a caption that starts with "/" is
-a file's caption, not a command); the text one catches every plain message, so it goes
-last. Strangers never get here (the access middleware refuses them before any download).
-Each file is checked against the size limit before it is downloaded; a file that cannot
-be used costs the user one sentence, and whatever else the message had is still answered.
+Three routers: plain text goes first (a message without "/" in front is no command: it
+meets no command's filter); the files' one goes before the features' (a caption that starts
+with "/" is a file's caption, not a command); the last catches what no other answers (a
+command nobody declares goes to the agent as text). Strangers never get here (the access
+middleware refuses them before any download). Each file is checked against the size limit
+before it is downloaded; a file that cannot be used costs the user one sentence, and
+whatever else the message had is still answered.
 """
 
 from __future__ import annotations
@@ -42,10 +44,20 @@ async def has_text(message: Message) -> bool:
     return message.text is not None
 
 
+async def plain_text(message: Message) -> bool:
+    return message.text is not None and not message.text.startswith("/")
+
+
+def build_text_router() -> Router:
+    router = Router(name="text")
+    router.message(plain_text)(answer_text)  # the handler is the answer: one step less to read
+    return router
+
+
 def build_router() -> Router:
     router = Router(name="chat")
 
-    router.message(has_text)(answer_text)  # the handler is the answer: one step less to read
+    router.message(has_text)(answer_text)  # a command no router answers
 
     @router.message()
     async def on_other(message: Message, app: App, outbox: Outbox) -> None:

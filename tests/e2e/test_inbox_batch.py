@@ -1,0 +1,73 @@
+"""Updates that come in one getUpdates answer are kept by the inbox in one write
+(bot/telegram/middlewares.py InboxMiddleware, db/repos/updates.py claim_all): each is
+stored before it is handled and marked done after, each chat's are answered in order, and
+one among them that was taken before (sent again, or another worker's) is skipped while
+the others are answered."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+
+from bot.agent.prompt import without_context
+from bot.app import App
+from db.models.inbox import TelegramUpdate
+from db.repos import updates
+from tests.e2e.conftest import OWNER, TG
+from tests.fakes.openai_server import Text
+
+
+async def _batch(tg: TG, texts: list[str]) -> list[int]:
+    """The texts sent while the bot is down: its first poll after the start takes them all
+    in one answer."""
+    await tg.stop()
+    return [await tg.send(OWNER, text) for text in texts]
+
+
+def _asked(tg: TG) -> list[str]:
+    return [
+        without_context([m for m in r["messages"] if m["role"] == "user"][-1]["content"])
+        for r in tg.llm.requests
+    ]
+
+
+async def _rows(tg: TG, ids: list[int]) -> dict[int, bool]:
+    async with tg.app.session_factory() as s:
+        found = await s.execute(
+            select(TelegramUpdate.update_id, TelegramUpdate.done).where(
+                TelegramUpdate.update_id.in_(ids)
+            )
+        )
+        return {int(uid): bool(done) for uid, done in found.all()}
+
+
+async def test_updates_that_come_together_are_kept_handled_in_order_and_marked_done(
+    tg: TG,
+) -> None:
+    ids = await _batch(tg, ["one", "two", "three"])
+    tg.llm.add(Text("1"), Text("2"), Text("3"))
+    await tg.start()
+    assert [r.text for r in await tg.replies(OWNER, 3)] == ["1", "2", "3"]
+    await tg.idle()
+    assert _asked(tg) == ["one", "two", "three"]
+    assert await _rows(tg, ids) == dict.fromkeys(ids, True)
+
+
+async def test_one_taken_before_is_skipped_and_the_others_are_answered(tg: TG) -> None:
+    ids = await _batch(tg, ["first", "again", "last"])
+    taken = ids[1]
+
+    async def claimed_elsewhere(app: App) -> None:  # by another worker, say
+        assert await updates.claim(app.session_factory, taken, OWNER, datetime.now(UTC))
+
+    tg.on_build.append(claimed_elsewhere)
+    tg.llm.add(Text("A"), Text("B"))
+    await tg.start()
+    assert [r.text for r in await tg.replies(OWNER, 2)] == ["A", "B"]
+    await tg.idle()
+    assert _asked(tg) == ["first", "last"]
+    assert len(tg.llm.requests) == 2
+    rows = await _rows(tg, ids)
+    assert rows[ids[0]] and rows[ids[2]]  # handled: done
+    assert rows[taken] is False  # the other worker's, left to it
