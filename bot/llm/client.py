@@ -31,7 +31,6 @@ from bot.llm.wire import (
     APIConnectionError,
     APIError,
     APIStatusError,
-    APITimeoutError,
     Endpoint,
     ResponseDataError,
     Stalled,
@@ -306,24 +305,6 @@ class ModelSize(ContextSize):
 # -- the calls ----------------------------------------------------------------------------
 
 
-def _retryable(exc: Exception) -> tuple[bool, int | None, float | None]:
-    """(retry?, HTTP status, server-suggested delay in seconds)."""
-    if isinstance(exc, APIStatusError):
-        status = exc.status_code
-        retry_after: float | None = None
-        header = exc.headers.get("retry-after")
-        if header:
-            try:
-                retry_after = float(header)
-            except ValueError:
-                retry_after = None
-        return status == 429 or status >= 500, status, retry_after
-    # A malformed stream is a broken connection or proxy as far as a retry is concerned.
-    if isinstance(exc, APIConnectionError | StreamDataError):
-        return True, None, None
-    return False, None, None
-
-
 class LLMClient(ChatModel):
     """Chat completions against an OpenAI-compatible endpoint, over httpx (bot/llm/wire.py):
     the ChatModel (tools/chat.py) that every wrapper ends at.
@@ -457,15 +438,20 @@ class LLMClient(ChatModel):
     def _passing(self, exc: APIError) -> tuple[bool, float | None, str, int | None]:
         """(a passing failure?, the server's Retry-After, what failed, its status); a
         ProviderError for a refusal (a 4xx, the context overflowed)."""
+        status = exc.status_code if isinstance(exc, APIStatusError) else None
         said = f"{exc.message} {exc.body}"
         if isinstance(exc, APIStatusError | StreamErrorEvent) and _OVERFLOW.search(said):
-            status = exc.status_code if isinstance(exc, APIStatusError) else None
-            raise ContextOverflow(_kind(exc), status) from exc
-        retry, status, after = _retryable(exc)
-        if isinstance(exc, APIStatusError) and not retry:
-            raise ProviderError(_describe(exc), status) from exc
-        what_failed = f"HTTP {status}" if status else _kind(exc)
-        return retry, after, what_failed, status
+            raise ContextOverflow(exc.kind, status) from exc
+        if not isinstance(exc, APIStatusError):
+            # A malformed stream is a broken connection or proxy as far as a retry is concerned.
+            return isinstance(exc, APIConnectionError | StreamDataError), None, exc.kind, None
+        if exc.status_code != 429 and exc.status_code < 500:
+            described = f"HTTP {status}: {exc.error_message or exc.message}"[:300]
+            raise ProviderError(described, status) from exc
+        after = None
+        with contextlib.suppress(ValueError):
+            after = float(exc.headers.get("retry-after") or 0) or None
+        return True, after, exc.kind, status
 
     def _backoff(self, failures: int, quick: int, retry_after: float | None) -> float:
         """Seconds before the next try: doubling within each model's quick retries, then
@@ -623,25 +609,3 @@ async def _heard(
         async for event in events:
             silence.heard()
             yield event
-
-
-def _kind(exc: Exception) -> str:
-    if isinstance(exc, Stalled):
-        return "stalled"
-    if isinstance(exc, APITimeoutError):
-        return "timed out"
-    if isinstance(exc, APIConnectionError):
-        return "connection failed"
-    if isinstance(exc, StreamDataError):
-        return "malformed stream"
-    if isinstance(exc, ResponseDataError):
-        return "malformed answer"
-    if isinstance(exc, StreamErrorEvent):
-        return "error in the stream"  # the provider's own words go to no user
-    if isinstance(exc, APIStatusError):
-        return f"HTTP {exc.status_code}"
-    return type(exc).__name__
-
-
-def _describe(exc: APIStatusError) -> str:
-    return f"HTTP {exc.status_code}: {exc.error_message or exc.message}"[:300]

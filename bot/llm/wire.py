@@ -31,7 +31,10 @@ log = logging.getLogger(__name__)
 
 
 class APIError(Exception):
-    """Any failure talking to the model endpoint."""
+    """Any failure talking to the model endpoint; `kind` is what failed, in the words the
+    log and the user's outage line use (never the provider's own)."""
+
+    kind = "failed"
 
     def __init__(self, message: str, *, body: object = None) -> None:
         super().__init__(message)
@@ -56,15 +59,20 @@ class APIStatusError(APIError):
         self.status_code = status_code
         self.headers = headers
         self.error_message = error_message  # {"error": {"message": ...}} when sent so
+        self.kind = f"HTTP {status_code}"
 
 
 class APIConnectionError(APIError):
+    kind = "connection failed"
+
     def __init__(self, message: str = "Connection error.") -> None:
         super().__init__(message)
 
 
 class APITimeoutError(APIConnectionError):
     """A subclass, as in the SDK: a timeout is a connection that did not answer in time."""
+
+    kind = "timed out"
 
     def __init__(self) -> None:
         super().__init__("Request timed out.")
@@ -73,6 +81,8 @@ class APITimeoutError(APIConnectionError):
 class Stalled(APITimeoutError):
     """A try that brought nothing new (no event of its stream, or no answer) for too long."""
 
+    kind = "stalled"
+
     def __init__(self, seconds: float) -> None:
         APIConnectionError.__init__(self, f"Nothing from the model for {seconds:g} s.")
 
@@ -80,13 +90,19 @@ class Stalled(APITimeoutError):
 class ResponseDataError(APIError):
     """A 200 whose body is not what the OpenAI API sends: a broken provider or proxy."""
 
+    kind = "malformed answer"
+
 
 class StreamDataError(ResponseDataError):
     """The stream carried something that is not a JSON event."""
 
+    kind = "malformed stream"
+
 
 class StreamErrorEvent(APIError):
     """The provider reported an error inside the stream, after answering 200."""
+
+    kind = "error in the stream"  # the provider's own words go to no user
 
 
 def status_error(status: int, headers: httpx.Headers, raw: bytes) -> APIStatusError:
