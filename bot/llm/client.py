@@ -31,11 +31,13 @@ from bot.llm.wire import (
     APIConnectionError,
     APIError,
     APIStatusError,
+    Ask,
     Endpoint,
     ResponseDataError,
     Stalled,
     StreamDataError,
     StreamErrorEvent,
+    first_said,
     open_stream,
 )
 from bot.llm.written import adopt_written, holdback, tool_names
@@ -254,37 +256,19 @@ class ContextSize:
             return self.configured
         if model in self.known:
             return self.known[model]
-        found, heard = await self._ask(model)
+        found, heard = await first_said(self.endpoint, self._asks(model))
         if heard:
             self.known[model] = found
             log.info("%s of %s: %s", self.what, model, found or "unknown")
         return found
 
-    def _asks(self, model: str) -> list[tuple[str, str, Any, Callable[[Any], int | None]]]:
+    def _asks(self, model: str) -> list[Ask[int]]:
         base, root = self.endpoint.base_url, self.endpoint.root
         return [
             ("GET", root + "/props", None, _from_props),
             ("GET", base + "/models", None, lambda raw: _from_models(raw, model)),
             ("POST", root + "/api/show", {"model": model}, _from_ollama),
         ]
-
-    async def _ask(self, model: str) -> tuple[int | None, bool]:
-        """The number the server says, and whether the server could be asked at all
-        (False: ask again later)."""
-        for method, url, body, read in self._asks(model):
-            try:
-                found = read(await self.endpoint.call(method, url, body, quiet=True))
-            except APIConnectionError:
-                return None, False  # down: the other questions would fail the same way
-            except APIStatusError as exc:
-                if exc.status_code == 503:  # llama-server while it loads its model
-                    return None, False
-                continue  # this server does not answer that question
-            except APIError:
-                continue  # nor in a form we read
-            if found:
-                return found, True
-        return None, True
 
 
 class ModelSize(ContextSize):
@@ -294,7 +278,7 @@ class ModelSize(ContextSize):
 
     what = "parameters"
 
-    def _asks(self, model: str) -> list[tuple[str, str, Any, Callable[[Any], int | None]]]:
+    def _asks(self, model: str) -> list[Ask[int]]:
         base, root = self.endpoint.base_url, self.endpoint.root
         return [
             ("GET", base + "/models", None, lambda raw: _from_models(raw, model, "n_params")),

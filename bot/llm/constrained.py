@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Collection
 from itertools import takewhile
 from typing import Any
 
-from bot.llm.wire import APIConnectionError, APIError, APIStatusError, Endpoint
+from bot.llm.wire import Endpoint, first_said
 from tools.chat import HELD, SMALL_MODEL, Completion, LLMToolCall, OnText
 
 log = logging.getLogger(__name__)
@@ -187,6 +187,9 @@ def _ollama(raw: Any) -> bool:
     return parts is not None and (int(parts[1]), int(parts[2])) >= (0, 5)
 
 
+_SERVERS = (("/props", _llama_cpp), ("/api/version", _ollama))
+
+
 class Constraint:
     """Whether a server's chat replies are asked as held JSON (LLM_CONSTRAINED_CALLS): `on`,
     `off`, or `auto`: llama.cpp's server (GET /props) and Ollama (GET /api/version) hold a
@@ -230,15 +233,6 @@ class Constraint:
         self.known[endpoint.base_url] = False
 
     async def _ask(self, endpoint: Endpoint) -> bool | None:
-        for path, read in (("/props", _llama_cpp), ("/api/version", _ollama)):
-            try:
-                if read(await endpoint.call("GET", endpoint.root + path, quiet=True)):
-                    return True
-            except APIConnectionError:
-                return None
-            except APIStatusError as exc:
-                if exc.status_code == 503:  # llama-server while it loads its model
-                    return None
-            except APIError:
-                continue
-        return False
+        asks = [("GET", endpoint.root + path, None, read) for path, read in _SERVERS]
+        found, heard = await first_said(endpoint, asks)
+        return bool(found) if heard else None

@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 import os
 import ssl
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import orjson
@@ -28,6 +28,7 @@ from httpx_sse import EventSource, SSEError
 from bot.logs import Scrubber
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class APIError(Exception):
@@ -235,6 +236,29 @@ class Endpoint:
     async def aclose(self) -> None:
         if self.owns_http:
             await self.http.aclose()
+
+
+Ask = tuple[str, str, Any, Callable[[Any], T | None]]  # method, URL, body, how to read it
+
+
+async def first_said(endpoint: Endpoint, asks: Iterable[Ask[T]]) -> tuple[T | None, bool]:
+    """The first answer found by `asks`, questions that only some kinds of server answer
+    (llama.cpp's /props, Ollama's /api/*), and whether the server could be asked at all
+    (False: down, or llama-server's 503 while it loads its model; ask again later)."""
+    for method, url, body, read in asks:
+        try:
+            found = read(await endpoint.call(method, url, body, quiet=True))
+        except APIConnectionError:
+            return None, False  # down: the other questions would fail the same way
+        except APIStatusError as exc:
+            if exc.status_code == 503:
+                return None, False
+            continue  # this server does not answer that question
+        except APIError:
+            continue  # nor in a form we read
+        if found:
+            return found, True
+    return None, True
 
 
 @contextmanager
