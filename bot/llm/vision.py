@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 
 NOT_SHOWN = "[image not shown: this model cannot read images]"
 _REFUSAL = re.compile(r"image|vision|multi-?modal|modalit|content.{0,20}(type|part)", re.I)
-# Set in the handling task when this request's images were dropped.
 
 
 def has_images(messages: list[dict[str, Any]]) -> bool:
@@ -68,16 +67,12 @@ class VisionState:
         self.mode = mode
         self.model = model
         self.state_file = state_file
-        self.supported: bool | None = True if mode == "on" else None
-        if mode == "auto":
-            self.supported = self._load()
+        auto = remembered(state_file, model) if mode == "auto" else None
+        self.supported: bool | None = True if mode == "on" else auto
 
     def enabled(self) -> bool:
         """Whether images should be sent to the model at all."""
         return self.mode == "on" or (self.mode == "auto" and self.supported is not False)
-
-    def _load(self) -> bool | None:
-        return remembered(self.state_file, self.model)
 
     def _remember(self, supported: bool) -> None:
         self.supported = supported

@@ -169,10 +169,9 @@ class Endpoint:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.headers = request_headers(api_key)
-        self.timeout = httpx.Timeout(timeout)
         self.owns_http = http_client is None
         self.http: httpx.AsyncClient = http_client or httpx.AsyncClient(
-            timeout=self.timeout,
+            timeout=httpx.Timeout(timeout),
             # The SDK's pool sizes and redirect rule.
             limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
             follow_redirects=True,
