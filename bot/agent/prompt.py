@@ -16,9 +16,6 @@ from tools.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
-# A prompt section provider (tools/feature.py): its text goes in the newest user turn's
-# [context] block, after the cacheable prefix.
-
 # The stable prefix: identical for every message of a user's sessions, so a provider's
 # prefix cache (llama.cpp, OpenAI, Anthropic, DeepSeek) reuses it and the tool schemas
 # after it. What changes per message goes into the newest user turn (context_block).

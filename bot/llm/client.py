@@ -128,13 +128,13 @@ class Silence:
     `on_wait`, once a call."""
 
     def __init__(
-        self, limit_s: float, notice_s: float, on_wait: OnText | None, first_s: float | None = None
+        self, limit_s: float, notice_s: float, on_wait: OnText | None, first_s: float
     ) -> None:
         self.limit_s = limit_s
         # Before a try's first event the server may still be reading the prompt: llama-server
         # sends nothing meanwhile, for minutes on a CPU, and a retry would read it again from
         # the start. `first_s` (the call's deadline) bounds that wait instead of `limit_s`.
-        self.first_s = limit_s if first_s is None else first_s
+        self.first_s = first_s
         self.notice_s = notice_s
         self.on_wait = on_wait
         self.noticed = False
