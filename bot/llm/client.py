@@ -455,10 +455,7 @@ class LLMClient(ChatModel):
         return delay * (0.75 + random.random() / 2)
 
     async def _adapting(
-        self,
-        body: dict[str, Any],
-        send: Callable[[], Awaitable[T]],
-        endpoint: Endpoint | None = None,
+        self, body: dict[str, Any], send: Callable[[], Awaitable[T]], endpoint: Endpoint
     ) -> T:
         """`send()`, once more after each refused field `_adapted` took out of `body`."""
         while True:
@@ -468,9 +465,7 @@ class LLMClient(ChatModel):
                 if not self._adapted(exc, body, endpoint):
                     raise
 
-    def _adapted(
-        self, exc: APIStatusError, body: dict[str, Any], endpoint: Endpoint | None = None
-    ) -> bool:
+    def _adapted(self, exc: APIStatusError, body: dict[str, Any], endpoint: Endpoint) -> bool:
         """Whether a 400 was a server refusing one of our optional fields, now changed in
         `body` (and for later calls): stream_options (older servers; usage is then
         estimated), max_tokens (OpenAI's reasoning models want max_completion_tokens),
@@ -481,18 +476,16 @@ class LLMClient(ChatModel):
         if re.search(r"response_format|json_schema|grammar", said) and "response_format" in body:
             log.warning("the model endpoint refuses response_format: tool calls go unheld")
             del body["response_format"]
-            if endpoint is not None:
-                self.constraint.refused(endpoint)
-            return True
-        if "stream_options" in said and body.pop("stream_options", None) is not None:
+            self.constraint.refused(endpoint)
+        elif "stream_options" in said and body.pop("stream_options", None) is not None:
             log.warning("the model endpoint rejects stream_options; usage will be estimated")
             self.ask_usage = False
-            return True
-        if "max_completion_tokens" in said and "max_tokens" in body:
+        elif "max_completion_tokens" in said and "max_tokens" in body:
             body["max_completion_tokens"] = body.pop("max_tokens")
             self.limit_field = "max_completion_tokens"
-            return True
-        return False
+        else:
+            return False
+        return True
 
     def _body(
         self, model: str, messages: list[dict[str, Any]], limit: int | None
@@ -564,7 +557,7 @@ class LLMClient(ChatModel):
             body = self._body(model, messages, max_tokens)
             async with silence.watch():
                 raw = await self._adapting(
-                    body, lambda: client.call("POST", "/chat/completions", body)
+                    body, lambda: client.call("POST", "/chat/completions", body), client
                 )
             out = from_json(raw, model)
             if out is None:
