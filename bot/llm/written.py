@@ -383,25 +383,17 @@ class Written:
     before: str  # the reply's text before the first call
 
 
-def find_written(text: str, offered: Collection[str]) -> Written | None:
-    """The first written call(s) in `text` naming only offered tools, else None."""
+def find_written(
+    text: str, offered: Collection[str], about: list[tuple[int, Calls]] | None = None
+) -> Written | None:
+    """The first written call(s) in `text` naming only offered tools, else None. `about`
+    gets the calls written with prose before and after them (_scan)."""
     if not offered or not text:
         return None
-    start, found = _scan(text, offered, final=True)
+    start, found = _scan(text, offered, final=True, about=about)
     if found is None:
         return None
     return Written(_as_calls(found.calls, offered), text[:start].strip())
-
-
-def written_about(text: str, offered: Collection[str]) -> list[LLMToolCall]:
-    """The calls of offered tools `text` writes with its own words before and after them,
-    near its start (within LEAD_IN): not made (a call the model quotes never runs), but
-    meant, when the model wrote them itself (bot/agent/runner.py asks it once more)."""
-    if not offered or not text:
-        return []
-    about: list[tuple[int, Calls]] = []
-    _scan(text, offered, final=True, about=about)
-    return _as_calls(about[0][1], offered) if about else []
 
 
 def _as_calls(found: Calls, offered: Collection[str]) -> list[LLMToolCall]:
@@ -424,12 +416,15 @@ def adopt_written(completion: Completion, offered: Collection[str]) -> None:
     """A reply with no tool calls whose text is a written call of an offered tool becomes
     that call: its calls set, its text what came before them, `written` their number. One
     the output limit cut short is left out of the text (`cut_call`); calls written among
-    words stay text and are named in `quoted`."""
-    if completion.tool_calls:
+    words stay text and are named in `quoted`: near its start (within LEAD_IN), not made (a
+    call the model quotes never runs), but meant when the model wrote them itself
+    (bot/agent/runner.py asks it once more)."""
+    if completion.tool_calls or not offered:
         return
     text = completion.content
-    found = find_written(text, offered)
-    if found is None and offered:
+    about: list[tuple[int, Calls]] = []
+    found = find_written(text, offered, about)
+    if found is None:
         start, _ = _scan(text, offered, final=False)
         if start < len(text):  # something still open at the end
             if completion.truncated:
@@ -442,7 +437,7 @@ def adopt_written(completion: Completion, offered: Collection[str]) -> None:
             # "code", "arguments": [...]` and stop): closed, it is the call it began.
             found = find_written(text + _closers(text[start:]), offered)
     if found is None:
-        completion.quoted = written_about(text, offered)
+        completion.quoted = _as_calls(about[0][1], offered) if about else []
         return
     completion.tool_calls = found.calls
     completion.content = found.before
@@ -455,16 +450,14 @@ class Holdback:
     """An OnText for the streamed drafts that leaves out text that may be starting a written
     call of an offered tool (the call itself is never shown)."""
 
-    def __init__(self, on_text: OnText | None, offered: Collection[str]) -> None:
+    def __init__(self, on_text: OnText, offered: Collection[str]) -> None:
         self.on_text = on_text
         self.offered = offered
         self.shown = ""
 
     async def __call__(self, text: str) -> None:
-        if self.on_text is None:
-            return
         about: list[tuple[int, Calls]] = []
-        end = _scan(text, self.offered, final=False, about=about)[0] if self.offered else len(text)
+        end = _scan(text, self.offered, final=False, about=about)[0]
         # A call written among words is held back too: the model may be asked again for it.
         visible = text[: min([end, *(a for a, _ in about)])]
         if visible != self.shown:
@@ -473,7 +466,8 @@ class Holdback:
 
 
 def holdback(on_text: OnText | None, offered: Collection[str]) -> OnText | None:
-    """`on_text` behind a Holdback (None stays None: nobody watches the stream)."""
+    """`on_text` behind a Holdback (None stays None: nobody watches the stream; with no
+    tool offered there is no call to hold back)."""
     return Holdback(on_text, offered) if on_text is not None and offered else on_text
 
 
