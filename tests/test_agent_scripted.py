@@ -18,6 +18,7 @@ from tests.scripted_model import Call, Say, ScriptedModel
 from tools.base import Tool, ToolCall
 from tools.hooks import Always, HookRefusal, ModelRequest, ToolRound, TurnHooks
 from tools.registry import Registry
+from tools.state import Slot
 
 
 class Echo(BaseModel):
@@ -111,3 +112,37 @@ async def test_consecutive_messages_share_a_byte_identical_prefix(app: App) -> N
     assert "Mon" in b[-1]["content"] and b[-1]["content"].endswith("third")
     # The previous turn keeps the time it was sent at.
     assert "09:07" in b[len(a) - 1]["content"] and b[len(a) - 1]["content"].endswith("second")
+
+
+ECHOED: Slot[list[str]] = Slot("test.echoed", list)
+
+
+async def echo_kept(p: Echo, call: ToolCall) -> str:
+    call.ctx.state(ECHOED).append(p.word)
+    return p.word
+
+
+class EchoedNote(TurnHooks):
+    """Applies only to a request whose echo tool ran (tools/hooks.py TurnHooks.when)."""
+
+    when = (ECHOED,)
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def notes(self) -> str:
+        self.calls += 1
+        return "\n\nthe echo ran"
+
+
+async def test_a_hook_declared_for_a_slot_runs_only_once_the_request_holds_it(app: App) -> None:
+    model = ScriptedModel()
+    model.add(Say("plain"), Call([("echo", {"word": "hi"})]), Say("done"))
+    agent = scripted(app, model)
+    agent.registry = Registry([Tool("echo", "Echo a word", Echo, echo_kept)])
+    hook = EchoedNote()
+    agent.requests = [Always(hook)]
+    plain = await agent.handle(Incoming("hello", telegram_user_id=12))
+    assert plain.text == "plain" and hook.calls == 0  # never asked: no echo ran
+    echoed = await agent.handle(Incoming("echo hi", telegram_user_id=12))
+    assert echoed.text.endswith("the echo ran") and hook.calls == 1

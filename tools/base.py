@@ -87,6 +87,10 @@ class RequestContext:
         value: T = self._state[slot]
         return value
 
+    def holds(self, slot: Slot[Any]) -> bool:
+        """Whether this request has read or set the slot (tools/hooks.py TurnHooks.when)."""
+        return slot in self._state
+
     @property
     def scheduled(self) -> bool:
         return self.purpose == "scheduled"

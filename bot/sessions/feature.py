@@ -20,7 +20,7 @@ from bot.sessions.split import EVERY, SPLIT, SessionSplit
 from bot.sessions.summary import SUMMARY_MAX_S
 from tools.base import CheckResult
 from tools.feature import Command, Feature, Host, Job, Provide
-from tools.hooks import HISTORY, PERIODS, RequestHooks
+from tools.hooks import HISTORY, PERIODS, Always, RequestHooks
 from tools.memory.store import MEMORY
 
 
@@ -60,8 +60,8 @@ async def history(host: Host) -> SessionHistory:
 
 def closing(host: Host) -> RequestHooks:
     deps = host.deps
-    return SessionTurns(
-        deps.session_factory, deps.clock, host.part(ARCHIVE), host.part(COMPRESSIONS)
+    return Always(
+        SessionTurns(deps.session_factory, deps.clock, host.part(ARCHIVE), host.part(COMPRESSIONS))
     )
 
 

@@ -32,9 +32,10 @@ async def warm(host: Host) -> None:
 
 @dataclass
 class Learning(TurnHooks):
-    """The discovery feature's part of every request: what its calls used goes in with the
-    tool round's record."""
+    """The discovery feature's part of a request whose tools ran: what its calls used goes
+    in with the tool round's record."""
 
+    when = (USED,)
     store: UsageStore
 
     def record_writes(self, ctx: RequestContext) -> list[RecordWrite]:
