@@ -16,7 +16,7 @@ from bot.app import App
 from db.models import Message, ToolCallRecord
 from tests.scripted_model import Call, Say, ScriptedModel
 from tools.base import Tool, ToolCall
-from tools.hooks import Always, HookRefusal, ModelRequest, ToolRound, TurnHooks
+from tools.hooks import Always, Gates, HookRefusal, ModelRequest, Only, ToolRound, TurnHooks
 from tools.registry import Registry
 from tools.state import Slot
 
@@ -146,3 +146,36 @@ async def test_a_hook_declared_for_a_slot_runs_only_once_the_request_holds_it(ap
     assert plain.text == "plain" and hook.calls == 0  # never asked: no echo ran
     echoed = await agent.handle(Incoming("echo hi", telegram_user_id=12))
     assert echoed.text.endswith("the echo ran") and hook.calls == 1
+
+
+class Other(BaseModel):
+    n: int
+
+
+class RefuseAll:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def check(
+        self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
+    ) -> str | None:
+        self.asked.append(tool.name)
+        return "refused"
+
+
+async def test_a_gate_for_some_tools_is_asked_about_their_calls_only(app: App) -> None:
+    async def other(p: Other, call: ToolCall) -> str:
+        return f"other {p.n}"
+
+    model = ScriptedModel()
+    model.add(Call([("echo", {"word": "hi"}), ("other", {"n": 1})]), Say("done"))
+    agent = scripted(app, model)
+    agent.registry = Registry(
+        [Tool("echo", "Echo a word", Echo, echo), Tool("other", "Other", Other, other)]
+    )
+    refuse = RefuseAll()
+    agent.gate = Gates([Only((Echo,), refuse)])
+    await agent.handle(Incoming("go", telegram_user_id=13))
+    results = [m["content"] for m in model.requests[1] if m["role"] == "tool"]
+    assert refuse.asked == ["echo"]
+    assert "refused" in results[0] and "other 1" in results[1]

@@ -144,6 +144,23 @@ class Gate(Protocol):
     ) -> str | None: ...
 
 
+@dataclass(frozen=True)
+class Only:
+    """A gate for the calls of some tools only (those whose params are one of `params`):
+    every other call passes without asking it, so a message whose tools it has nothing to
+    say about never enters it."""
+
+    params: tuple[type[Any], ...]
+    gate: Gate
+
+    async def check(
+        self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
+    ) -> str | None:
+        if not isinstance(params, self.params):
+            return None
+        return await self.gate.check(tool, params, args, call)
+
+
 class TurnPolicy(Protocol):
     def period_over(self, now: datetime) -> PeriodOver:
         """For the turn beginning at `now`: whether an open session (started when, in which

@@ -123,7 +123,8 @@ NOT_ASKED = (
 
 class AskedToEnd:
     """The sessions' gate: `new_session` runs only when the person's message (or the offer
-    it answers) asks for a fresh start (tools/asked.py)."""
+    it answers) asks for a fresh start (tools/asked.py). It sees that tool's calls only
+    (tools/hooks.py Only, in bot/sessions/feature.py)."""
 
     def __init__(self, session_factory: SessionFactory) -> None:
         self.sf = session_factory
@@ -131,8 +132,6 @@ class AskedToEnd:
     async def check(
         self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
     ) -> str | None:
-        if not isinstance(params, NewSessionParams):
-            return None
         return None if await asked(self.sf, call.ctx, ASKING) else NOT_ASKED
 
 
