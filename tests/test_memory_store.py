@@ -336,7 +336,7 @@ async def test_word_counts_refresh_after_writes(env: Env) -> None:
     from tools.memory.text import REFRESH_WRITES
 
     env.store.weights = replace(env.store.weights, vector=0.0)
-    env.store.words.budget = 3
+    env.store.words.budget = 1  # below two words' counts even in a store of one memory
     await put(env, "Tea with lemon")
     await contents(env, "tea lemon")
     assert env.store.words.freqs["tea"][1] == 1
@@ -540,3 +540,18 @@ async def test_an_unscoped_bm25_read_that_held_every_match_is_not_asked_again(en
     finally:
         event.remove(Engine, "before_cursor_execute", seen)
     assert len([x for x in statements if "bm25(memory_fts" in x]) == 1
+
+
+async def test_a_store_too_small_to_prune_reads_no_word_counts(env: Env) -> None:
+    """No word is in more memories than there are: while every query word's share of the
+    budget holds them all, the counts are not read (no statement), and the words all stay."""
+    env.store.weights = replace(env.store.weights, vector=0.0)
+    env.store.words.budget = 4
+    await put(env, "Tea with lemon")
+    await put(env, "Coffee with milk")
+    await contents(env, "tea lemon")  # 2 words x 2 memories: within 4
+    assert env.store.words.freqs == {}
+    await put(env, "Tea with honey")
+    await contents(env, "tea lemon")  # 2 x 3 memories: over 4, so counted, and pruned
+    assert env.store.words.freqs["tea"][1] == 2
+    assert (await contents(env, "tea lemon", limit=1)) == ["Tea with lemon"]

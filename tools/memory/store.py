@@ -590,12 +590,11 @@ class MemoryStore:
         index (exact when it yields k rows or read all the index's matches, see repo.bm25),
         else scoped to the owner."""
         now = self._clock()
-        kept = await self.words.keep(s, terms)
-        match = fts_match(kept)
         if user_id not in self._counts:
             self._counts[user_id] = await repo.count_user(s, user_id)
         if self._total is None:
             self._total = await repo.count_all(s)
+        match = fts_match(await self.words.keep(s, terms, self._total))
         if self._counts[user_id] * 2 >= max(self._total, 1):
             hits, complete = await repo.bm25(s, user_id, match, k, wanted, now, scoped=False)
             if complete:
