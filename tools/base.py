@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, KeysView
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -87,9 +87,9 @@ class RequestContext:
         value: T = self._state[slot]
         return value
 
-    def holds(self, slot: Slot[Any]) -> bool:
-        """Whether this request has read or set the slot (tools/hooks.py TurnHooks.when)."""
-        return slot in self._state
+    def held(self) -> KeysView[Slot[Any]]:
+        """The slots this request has read or set so far (tools/hooks.py TurnHooks.when)."""
+        return self._state.keys()
 
     @property
     def scheduled(self) -> bool:

@@ -209,8 +209,8 @@ class TurnChain(TurnHooks):
         return cls(ctx, [t for t in begun if t is not None])
 
     def _live(self) -> list[TurnHooks]:
-        held = self.ctx.holds
-        return [t for t in self.turns if not t.when or any(held(s) for s in t.when)]
+        held = self.ctx.held()
+        return [t for t in self.turns if not t.when or not held.isdisjoint(t.when)]
 
     async def on_model_request(self, req: ModelRequest) -> None:
         for t in self._live():
