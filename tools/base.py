@@ -372,6 +372,16 @@ class ToolSource(Protocol):
     def tools(self) -> list[Tool[Any]]: ...
 
 
+@dataclass
+class Listing:
+    """Tools found through tool_search only, never shown up front (the skills), and the
+    system prompt's line that names them. What lists them rewrites both when they change,
+    so no request asks it for them (tools/registry.py reads them as they stand)."""
+
+    tools: dict[str, Tool[Any]] = field(default_factory=dict)
+    line: str = ""
+
+
 class RequestPlanner(Protocol):
     """Chooses a request's tool set (tools/discovery): core always, extensions in budget."""
 
