@@ -16,8 +16,9 @@ from bot.app import App
 from db.models import Message, ToolCallRecord
 from tests.scripted_model import Call, Say, ScriptedModel
 from tools.base import Tool, ToolCall
-from tools.hooks import Always, HookRefusal, ModelRequest, ToolRound, TurnHooks
+from tools.hooks import Always, Gates, HookRefusal, ModelRequest, Only, ToolRound, TurnHooks
 from tools.registry import Registry
+from tools.state import Slot
 
 
 class Echo(BaseModel):
@@ -111,3 +112,70 @@ async def test_consecutive_messages_share_a_byte_identical_prefix(app: App) -> N
     assert "Mon" in b[-1]["content"] and b[-1]["content"].endswith("third")
     # The previous turn keeps the time it was sent at.
     assert "09:07" in b[len(a) - 1]["content"] and b[len(a) - 1]["content"].endswith("second")
+
+
+ECHOED: Slot[list[str]] = Slot("test.echoed", list)
+
+
+async def echo_kept(p: Echo, call: ToolCall) -> str:
+    call.ctx.state(ECHOED).append(p.word)
+    return p.word
+
+
+class EchoedNote(TurnHooks):
+    """Applies only to a request whose echo tool ran (tools/hooks.py TurnHooks.when)."""
+
+    when = (ECHOED,)
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def notes(self) -> str:
+        self.calls += 1
+        return "\n\nthe echo ran"
+
+
+async def test_a_hook_declared_for_a_slot_runs_only_once_the_request_holds_it(app: App) -> None:
+    model = ScriptedModel()
+    model.add(Say("plain"), Call([("echo", {"word": "hi"})]), Say("done"))
+    agent = scripted(app, model)
+    agent.registry = Registry([Tool("echo", "Echo a word", Echo, echo_kept)])
+    hook = EchoedNote()
+    agent.requests = [Always(hook)]
+    plain = await agent.handle(Incoming("hello", telegram_user_id=12))
+    assert plain.text == "plain" and hook.calls == 0  # never asked: no echo ran
+    echoed = await agent.handle(Incoming("echo hi", telegram_user_id=12))
+    assert echoed.text.endswith("the echo ran") and hook.calls == 1
+
+
+class Other(BaseModel):
+    n: int
+
+
+class RefuseAll:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def check(
+        self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
+    ) -> str | None:
+        self.asked.append(tool.name)
+        return "refused"
+
+
+async def test_a_gate_for_some_tools_is_asked_about_their_calls_only(app: App) -> None:
+    async def other(p: Other, call: ToolCall) -> str:
+        return f"other {p.n}"
+
+    model = ScriptedModel()
+    model.add(Call([("echo", {"word": "hi"}), ("other", {"n": 1})]), Say("done"))
+    agent = scripted(app, model)
+    agent.registry = Registry(
+        [Tool("echo", "Echo a word", Echo, echo), Tool("other", "Other", Other, other)]
+    )
+    refuse = RefuseAll()
+    agent.gate = Gates([Only((Echo,), refuse)])
+    await agent.handle(Incoming("go", telegram_user_id=13))
+    results = [m["content"] for m in model.requests[1] if m["role"] == "tool"]
+    assert refuse.asked == ["echo"]
+    assert "refused" in results[0] and "other 1" in results[1]

@@ -336,7 +336,7 @@ async def test_word_counts_refresh_after_writes(env: Env) -> None:
     from tools.memory.text import REFRESH_WRITES
 
     env.store.weights = replace(env.store.weights, vector=0.0)
-    env.store.words.budget = 3
+    env.store.words.budget = 1  # below two words' counts even in a store of one memory
     await put(env, "Tea with lemon")
     await contents(env, "tea lemon")
     assert env.store.words.freqs["tea"][1] == 1
@@ -497,3 +497,61 @@ async def test_word_counts_make_their_temp_tables_once_per_connection(env: Env) 
     assert counts[0] == counts[1] == counts[2]
     assert counts[0] == {"running": ("run", 1), "violins": ("violin", 1), "piano": ("piano", 0)}
     assert (await contents(env, "who plays violin?"))[0] == "Plays the violin in an orchestra"
+
+
+@sqlite_only  # the owner-scoped FTS5 MATCH (PostgreSQL filters a plain column)
+async def test_an_unscoped_bm25_read_that_held_every_match_is_not_asked_again(env: Env) -> None:
+    """A user who owns most of the index is searched without the owner term first: when
+    that read took in all the index's matches, its rows are the user's whole answer (one
+    statement, not a second scoped one); when the index's best matches were others', it
+    says so and the scoped read finds the user's."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from tools.memory import repo
+
+    env.store.weights = replace(env.store.weights, vector=0.0)  # the BM25 half alone
+    for i in range(4):
+        await put(env, f"Zeppelin flight number {i}", user=1)
+    await put(env, "Once read a long history of airships, one a zeppelin, over a whole winter")
+    for i in range(5):
+        await put(env, f"Grows tomatoes on balcony {i}")
+    now = env.clock()
+    async with env.sf() as s:
+        # k=1 reads the index's best 4: all user 1's, so user 0's may be further down.
+        assert await repo.bm25(s, env.users[0], "zeppelin", 1, None, now, scoped=False) == (
+            [],
+            False,
+        )
+        found, complete = await repo.bm25(s, env.users[0], "zeppelin", 1, None, now)
+        assert complete and len(found) == 1
+        # k=2 reads up to 8: all 5 matches, so user 0's one is the whole answer.
+        again, complete = await repo.bm25(s, env.users[0], "zeppelin", 2, None, now, scoped=False)
+        assert complete and again == found
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        statements.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        found_first = (await contents(env, "zeppelin"))[0]
+        assert found_first.startswith("Once read a long history of airships")
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert len([x for x in statements if "bm25(memory_fts" in x]) == 1
+
+
+async def test_a_store_too_small_to_prune_reads_no_word_counts(env: Env) -> None:
+    """No word is in more memories than there are: while every query word's share of the
+    budget holds them all, the counts are not read (no statement), and the words all stay."""
+    env.store.weights = replace(env.store.weights, vector=0.0)
+    env.store.words.budget = 4
+    await put(env, "Tea with lemon")
+    await put(env, "Coffee with milk")
+    await contents(env, "tea lemon")  # 2 words x 2 memories: within 4
+    assert env.store.words.freqs == {}
+    await put(env, "Tea with honey")
+    await contents(env, "tea lemon")  # 2 x 3 memories: over 4, so counted, and pruned
+    assert env.store.words.freqs["tea"][1] == 2
+    assert (await contents(env, "tea lemon", limit=1)) == ["Tea with lemon"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, KeysView
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -86,6 +86,10 @@ class RequestContext:
             self._state[slot] = slot.default()
         value: T = self._state[slot]
         return value
+
+    def held(self) -> KeysView[Slot[Any]]:
+        """The slots this request has read or set so far (tools/hooks.py TurnHooks.when)."""
+        return self._state.keys()
 
     @property
     def scheduled(self) -> bool:
@@ -366,6 +370,16 @@ class ToolSource(Protocol):
     async def start(self) -> None: ...
 
     def tools(self) -> list[Tool[Any]]: ...
+
+
+@dataclass
+class Listing:
+    """Tools found through tool_search only, never shown up front (the skills), and the
+    system prompt's line that names them. What lists them rewrites both when they change,
+    so no request asks it for them (tools/registry.py reads them as they stand)."""
+
+    tools: dict[str, Tool[Any]] = field(default_factory=dict)
+    line: str = ""
 
 
 class RequestPlanner(Protocol):

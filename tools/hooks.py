@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from db.conversation import HistoryRow, PeriodOver, RecordWrite, ToolResult
 from tools.base import RequestContext, Tool, ToolCall
 from tools.chat import ChatModel, Completion, LLMToolCall
-from tools.state import Key
+from tools.state import Key, Slot
 
 # A file sent with the reply: (name, content).
 File = tuple[str, bytes]
@@ -73,7 +73,14 @@ class HookRefusal(Exception):
 
 
 class TurnHooks:
-    """One request's part of a feature. Every member is optional: override what you need."""
+    """One request's part of a feature. Every member is optional: override what you need.
+
+    `when` names the slots only this feature's tools fill (the files a run wrote, the
+    reminders a call set): until the request holds one of them, the loop does not call the
+    hooks at all, so a message that used none of the feature costs it nothing. Empty: every
+    request, from its first model call."""
+
+    when: ClassVar[tuple[Slot[Any], ...]] = ()
 
     async def on_model_request(self, req: ModelRequest) -> None:
         return None
@@ -137,6 +144,23 @@ class Gate(Protocol):
     ) -> str | None: ...
 
 
+@dataclass(frozen=True)
+class Only:
+    """A gate for the calls of some tools only (those whose params are one of `params`):
+    every other call passes without asking it, so a message whose tools it has nothing to
+    say about never enters it."""
+
+    params: tuple[type[Any], ...]
+    gate: Gate
+
+    async def check(
+        self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
+    ) -> str | None:
+        if not isinstance(params, self.params):
+            return None
+        return await self.gate.check(tool, params, args, call)
+
+
 class TurnPolicy(Protocol):
     def period_over(self, now: datetime) -> PeriodOver:
         """For the turn beginning at `now`: whether an open session (started when, in which
@@ -173,46 +197,52 @@ def _never(started: datetime, tz_name: str | None) -> bool:
 @dataclass
 class TurnChain(TurnHooks):
     """The requests' TurnHooks asked together, in the order the features were listed; the
-    first to raise stops the rest."""
+    first to raise stops the rest. A hook whose `when` slots the request does not hold yet
+    is left out of each call."""
 
+    ctx: RequestContext
     turns: list[TurnHooks] = field(default_factory=list)
 
     @classmethod
     async def begin(cls, requests: Sequence[RequestHooks], ctx: RequestContext) -> TurnChain:
         begun = [await r.begin(ctx) for r in requests]
-        return cls([t for t in begun if t is not None])
+        return cls(ctx, [t for t in begun if t is not None])
+
+    def _live(self) -> list[TurnHooks]:
+        held = self.ctx.held()
+        return [t for t in self.turns if not t.when or not held.isdisjoint(t.when)]
 
     async def on_model_request(self, req: ModelRequest) -> None:
-        for t in self.turns:
+        for t in self._live():
             await t.on_model_request(req)
 
     async def on_model_response(self, req: ModelRequest, completion: Completion) -> None:
-        for t in self.turns:
+        for t in self._live():
             await t.on_model_response(req, completion)
 
     async def on_tool_round(self, round_: ToolRound) -> None:
-        for t in self.turns:
+        for t in self._live():
             await t.on_tool_round(round_)
 
     async def on_answer(self, ctx: RequestContext, answer: str) -> None:
-        for t in self.turns:
+        for t in self._live():
             await t.on_answer(ctx, answer)
 
     def model(self) -> str | None:
-        return next((m for t in self.turns if (m := t.model()) is not None), None)
+        return next((m for t in self._live() if (m := t.model()) is not None), None)
 
     def writes(self, ctx: RequestContext) -> list[RecordWrite]:
         """Every feature's rows for the next record, all in its one transaction."""
-        return [w for t in self.turns for w in t.record_writes(ctx)]
+        return [w for t in self._live() for w in t.record_writes(ctx)]
 
     def notes(self) -> str:
-        return "".join(t.notes() for t in self.turns)
+        return "".join(t.notes() for t in self._live())
 
     def files(self, ctx: RequestContext) -> list[File]:
-        return [f for t in self.turns for f in t.files(ctx)]
+        return [f for t in self._live() for f in t.files(ctx)]
 
     def buttons(self, ctx: RequestContext) -> list[ReplyButton]:
-        return [b for t in self.turns for b in t.buttons(ctx)]
+        return [b for t in self._live() for b in t.buttons(ctx)]
 
 
 @dataclass

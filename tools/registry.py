@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TextIO
 
 from tools.base import (
+    Listing,
     RequestContext,
     RequestPlanner,
     RequestTools,
@@ -43,30 +44,32 @@ class Registry:
         # else reached through tool_search. `self.tools` are the core tools, always shown.
         self.extensions: dict[str, Tool[Any]] = {}
         self.sources: list[ToolSource] = []
-        # Sources whose tools are never shown up front (skills, tools/skills): tool_search
-        # finds them, or a call by the name their system prompt catalogue line gives.
-        self.searched_sources: list[ToolSource] = []
+        # Tools never shown up front (skills, tools/skills), with the system prompt's line
+        # about them (after the tools' own lines): tool_search finds them, or a call by the
+        # name that line gives. What lists them keeps them up to date.
+        self.listings: list[Listing] = []
         self.planner: RequestPlanner | None = None
         # Listed tools the settings leave unusable: not offered; name -> what enables it.
         self.unusable: dict[str, str] = {}
         # What the system prompt says about each offered tool, in the features' order.
         self.prompt: dict[str, str] = {}
-        # Lines that change while the bot runs (the skills' catalogue), after those.
-        self.prompt_sources: list[Callable[[], str]] = []
 
     def extension_tools(self) -> dict[str, Tool[Any]]:
         out = dict(self.extensions)
-        for source in [*self.sources, *self.searched_sources]:
+        for source in self.sources:
             for tool in source.tools():
                 out.setdefault(tool.name, tool)
+        for listing in self.listings:
+            for name, tool in listing.tools.items():
+                out.setdefault(name, tool)
         return out
 
     def searched_only(self) -> set[str]:
-        return {t.name for source in self.searched_sources for t in source.tools()}
+        return {name for listing in self.listings for name in listing.tools}
 
     async def start(self) -> None:
         """Start tool sources (MCP servers) and load what the planner learned."""
-        for source in [*self.sources, *self.searched_sources]:
+        for source in self.sources:
             await source.start()
         if self.planner is not None:
             await self.planner.start()
@@ -79,7 +82,7 @@ class Registry:
 
     def prompt_lines(self) -> list[str]:
         """One line per offered tool of ours, for the system prompt."""
-        return [*self.prompt.values(), *(line for f in self.prompt_sources if (line := f()))]
+        return [*self.prompt.values(), *(listing.line for listing in self.listings if listing.line)]
 
     def for_request(self, ctx: RequestContext, text: str) -> RequestTools:
         if self.planner is not None:

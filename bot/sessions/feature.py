@@ -13,14 +13,14 @@ from bot.sessions.archive import archiver_from
 from bot.sessions.background import ARCHIVE, BackgroundArchive
 from bot.sessions.doctor import session_checks, summaries_check
 from bot.sessions.history import COMPRESSIONS, Compressions, HistoryWindow, SessionHistory
-from bot.sessions.lifecycle import TOOL, AskedToEnd, SessionTurns
+from bot.sessions.lifecycle import TOOL, AskedToEnd, NewSessionParams, SessionTurns
 from bot.sessions.models import SessionArchive, SessionCompression
 from bot.sessions.settings import SessionPolicy, SessionSettings
 from bot.sessions.split import EVERY, SPLIT, SessionSplit
 from bot.sessions.summary import SUMMARY_MAX_S
 from tools.base import CheckResult
 from tools.feature import Command, Feature, Host, Job, Provide
-from tools.hooks import HISTORY, PERIODS, RequestHooks
+from tools.hooks import HISTORY, PERIODS, Always, Gate, Only, RequestHooks
 from tools.memory.store import MEMORY
 
 
@@ -60,13 +60,13 @@ async def history(host: Host) -> SessionHistory:
 
 def closing(host: Host) -> RequestHooks:
     deps = host.deps
-    return SessionTurns(
-        deps.session_factory, deps.clock, host.part(ARCHIVE), host.part(COMPRESSIONS)
+    return Always(
+        SessionTurns(deps.session_factory, deps.clock, host.part(ARCHIVE), host.part(COMPRESSIONS))
     )
 
 
-def asked_to_end(host: Host) -> AskedToEnd:
-    return AskedToEnd(host.deps.session_factory)
+def asked_to_end(host: Host) -> Gate:
+    return Only((NewSessionParams,), AskedToEnd(host.deps.session_factory))
 
 
 async def split_due(host: Host) -> Any:

@@ -123,7 +123,8 @@ NOT_ASKED = (
 
 class AskedToEnd:
     """The sessions' gate: `new_session` runs only when the person's message (or the offer
-    it answers) asks for a fresh start (tools/asked.py)."""
+    it answers) asks for a fresh start (tools/asked.py). It sees that tool's calls only
+    (tools/hooks.py Only, in bot/sessions/feature.py)."""
 
     def __init__(self, session_factory: SessionFactory) -> None:
         self.sf = session_factory
@@ -131,8 +132,6 @@ class AskedToEnd:
     async def check(
         self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
     ) -> str | None:
-        if not isinstance(params, NewSessionParams):
-            return None
         return None if await asked(self.sf, call.ctx, ASKING) else NOT_ASKED
 
 
@@ -146,17 +145,15 @@ TOOL = ToolModule(
 
 @dataclass
 class SessionTurns(TurnHooks):
-    """The sessions' part of every agent request (tools/hooks.py RequestHooks): when the
-    model asked for a fresh start, the session is closed after its answer. It holds nothing
-    per request, so each request gets this same object."""
+    """The sessions' part of an agent request whose history found a summary due, or whose
+    model asked for a fresh start (then the session is closed after its answer). It holds
+    nothing per request, so each request gets this same object (tools/hooks.py Always)."""
 
+    when = (DUE, ENDING)
     session_factory: SessionFactory
     clock: Clock
     archive: BackgroundArchive  # writes the ended session's summary (none: memory is off)
     compressions: Compressions | None = None  # where a summary found due is written
-
-    async def begin(self, ctx: RequestContext) -> SessionTurns:
-        return self
 
     async def on_answer(self, ctx: RequestContext, answer: str) -> None:
         """Start the summary of the session's oldest turns its history found due, in the
@@ -164,7 +161,7 @@ class SessionTurns(TurnHooks):
         asked for a fresh start, close the session now (the next message opens a new one)
         and write its summary in the background, as /newsession does. Never raises: the
         reply goes out whatever happens here."""
-        if self.compressions is not None:
+        if self.compressions is not None and DUE in ctx.held():
             self.compressions.soon(ctx.state(DUE))
         if not ctx.state(ENDING).asked:
             return

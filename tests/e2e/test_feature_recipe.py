@@ -39,7 +39,7 @@ from tools.chat import ChatModel, Completion, ModelWrapper
 from tools.feature import (
     Answer, Button, Command, CommandCall, Feature, Host, Job, Pressed, Provide,
 )
-from tools.hooks import Gate, RequestHooks, TurnHooks
+from tools.hooks import Gate, Only, RequestHooks, TurnHooks
 from tools.state import Key, Slot
 
 
@@ -111,6 +111,7 @@ async def counting(host: Host, model: ChatModel) -> ChatModel:
 
 @dataclass
 class TallyTurn(TurnHooks):
+    when = (COUNTED,)  # nothing to do for a request that counted nothing: never asked
     ctx: RequestContext
     written: int = 0
 
@@ -138,13 +139,13 @@ class NoForbidden:
     async def check(
         self, tool: Any, params: Any, args: dict[str, Any], call: ToolCall
     ) -> str | None:
-        if tool.name == "tally" and args.get("item") == "forbidden":
+        if args.get("item") == "forbidden":
             return "Not counted: that item may not be tallied."
         return None
 
 
 def gate(host: Host) -> Gate:
-    return NoForbidden()
+    return Only((Params,), NoForbidden())  # asked about the tally tool's calls alone
 
 
 async def counts(host: Host, user_id: int) -> str:

@@ -199,7 +199,9 @@ OUTPUT_FILES: Slot[list[File]] = Slot("code.files", list)
 
 
 class FilesOut(TurnHooks):
-    """The code feature's part of every request: its runs' files go with the answer."""
+    """The code feature's part of a request that ran code: its runs' files go with the answer."""
+
+    when = (OUTPUT_FILES,)
 
     def files(self, ctx: RequestContext) -> list[File]:
         return ctx.state(OUTPUT_FILES)

@@ -14,7 +14,8 @@ from db.conversation import RecordWrite
 from tools.base import CheckResult, RequestContext
 from tools.discovery import commands
 from tools.discovery.models import ToolUsage
-from tools.discovery.repo import ADD_USE, USED, UsageStore
+from tools.discovery.repo import ADD_USE, USED
+from tools.discovery.service import Discovery
 from tools.feature import Command, Feature, Host
 from tools.hooks import Always, RequestHooks, TurnHooks
 from tools.registry import discovery
@@ -32,23 +33,24 @@ async def warm(host: Host) -> None:
 
 @dataclass
 class Learning(TurnHooks):
-    """The discovery feature's part of every request: what its calls used goes in with the
-    tool round's record."""
+    """The discovery feature's part of a request whose tools ran: what its calls used goes
+    in with the tool round's record."""
 
-    store: UsageStore
+    when = (USED,)
+    disc: Discovery
 
     def record_writes(self, ctx: RequestContext) -> list[RecordWrite]:
         used = ctx.state(USED)
         if not used:
             return []
-        rows = self.store.rows(ctx.user_id, used)
+        rows = self.disc.learned(ctx.user_id, used)
         used.clear()
         return [RecordWrite(ADD_USE, rows)]
 
 
 def learning(host: Host) -> RequestHooks | None:
     disc = discovery(host.registry)
-    return Always(Learning(disc.usage)) if disc is not None else None
+    return Always(Learning(disc)) if disc is not None else None
 
 
 async def check(host: Host) -> list[CheckResult]:

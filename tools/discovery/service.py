@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 TOOL_TOKEN_BUDGET = 3800
 # Tokens between tool entries in the JSON array (comma, brackets), per tool.
 PER_TOOL_OVERHEAD = 1
+PLANS_KEPT = 10_000  # users whose plan is kept (a bound: every user is one row)
 
 
 @dataclass
@@ -78,9 +79,19 @@ class Discovery:
         self.context_log = context_log or ContextLog()
         self._costs: dict[str, tuple[str, int]] = {}
         self._catalog: tuple[tuple[tuple[str, str, int], ...], Catalog] | None = None
+        # Each user's plan for the catalog of the moment: made again when the catalog
+        # changes or the user's favourites do (learned), not on every message.
+        self._plans: dict[int, Plan] = {}
 
     async def start(self) -> None:
         await self.usage.load()
+        self._plans.clear()
+
+    def learned(self, user_id: int, used: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The tool_usage rows of these calls (UsageStore.rows); the user's next request
+        plans with them."""
+        self._plans.pop(user_id, None)
+        return self.usage.rows(user_id, used)
 
     def _cost_of(self, tool: Tool[Any]) -> int:
         schema = tool.schema()
@@ -106,6 +117,7 @@ class Discovery:
         meta_cost = sum(count_schema(t.schema()) + PER_TOOL_OVERHEAD for t in build_meta(probe))
         cat = Catalog(core, ext, costs, index, meta_cost)
         self._catalog = (key, cat)
+        self._plans.clear()
         return cat
 
     def plan(self, user_id: int, catalog: Catalog | None = None) -> Plan:
@@ -141,9 +153,13 @@ class Discovery:
 
     def for_request(self, ctx: RequestContext, text: str) -> DiscoveringTools:
         cat = self.catalog()
-        plan = self.plan(ctx.user_id, cat)
+        plan = self._plans.get(ctx.user_id)
+        if plan is None:
+            if len(self._plans) >= PLANS_KEPT:
+                self._plans.clear()
+            plan = self._plans[ctx.user_id] = self.plan(ctx.user_id, cat)
         req = DiscoveringTools(self, cat, text, plan.direct)
-        if plan.meta or cat.index.mentions(text, set(plan.discoverable)):
+        if plan.meta or (plan.discoverable and cat.index.mentions(text, set(plan.discoverable))):
             for tool in build_meta(req):
                 req.tools[tool.name] = tool
                 req.meta.add(tool.name)

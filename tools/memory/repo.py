@@ -585,20 +585,23 @@ async def bm25(
     layers: Sequence[str] | None,
     now: datetime,
     scoped: bool = True,
-) -> list[tuple[int, float]]:
+) -> tuple[list[tuple[int, float]], bool]:
     """Best BM25 matches of one user (higher score is better); `match` is an FTS5 query.
+    With them, whether they are all of the user's best `k` (always so scoped).
 
     `scoped=False` leaves the owner term out of the MATCH (the user is still filtered on
     the rows): for a user who owns most of the index, reading the owner's posting list
-    costs more than it saves. Scores are the same either way (owner has weight 0), so when
-    at least `k` rows come back they are exactly the user's best `k`; fewer means the
-    caller must ask again scoped."""
+    costs more than it saves. Scores are the same either way (owner has weight 0), so the
+    rows are the user's best `k` when `k` of them come back, or when the index's best
+    matches read were all it had; else (False) the caller must ask again scoped."""
     if is_postgres(s):  # the user filter is a plain column there: no scoping needed
-        return await pg.full_text(s, user_id, match, k, layers, now)
+        return await pg.full_text(s, user_id, match, k, layers, now), True
     layer_sql = ""
+    inner = k * 4
     params: dict[str, object] = {
         "q": f"owner : {_owner(user_id)} AND ({match})" if scoped else match,
         "k": k,
+        "inner": inner,
         "user": user_id,
         "now": now.astimezone(UTC).replace(tzinfo=None),
     }
@@ -609,16 +612,21 @@ async def bm25(
     # FTS5 first (confined to the user by the owner column), then the row filters by primary
     # key. `user_id + 0` keeps the planner off ix_memories_user_layer: with it, it walks all
     # of the user's rows and probes the hits for each, several times slower for big users.
+    # The last row (no id) counts the index's matches read, so an unscoped read that found
+    # the whole index's matches needs no second, scoped one.
     sql = (
         "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(memory_fts, 1.0, 0.3, 0.0) AS r "
-        "FROM memory_fts WHERE memory_fts MATCH :q ORDER BY r LIMIT :inner) "
-        "SELECT h.id, -h.r AS score FROM hits h JOIN memories m ON m.id = h.id "
+        "FROM memory_fts WHERE memory_fts MATCH :q ORDER BY r LIMIT :inner), "
+        "mine AS (SELECT h.id, -h.r AS score FROM hits h JOIN memories m ON m.id = h.id "
         "WHERE m.user_id + 0 = :user AND (m.expires_at IS NULL OR m.expires_at > :now)"
         + layer_sql
-        + " ORDER BY score DESC LIMIT :k"
+        + " ORDER BY score DESC LIMIT :k) "
+        "SELECT id, score FROM mine UNION ALL SELECT NULL, count(*) FROM hits"
     )
-    params["inner"] = k * 4
-    return [(int(r[0]), float(r[1])) for r in (await s.execute(text(sql), params)).all()]
+    rows = (await s.execute(text(sql), params)).all()
+    hits = sorted(((int(r[0]), float(r[1])) for r in rows if r[0] is not None), key=lambda h: -h[1])
+    read = next(int(r[1]) for r in rows if r[0] is None)
+    return hits, scoped or len(hits) >= k or read < inner
 
 
 # The tokenizer of memory_fts (migration 0003): query words are stemmed the same way.

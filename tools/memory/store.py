@@ -587,19 +587,19 @@ class MemoryStore:
         self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]
     ) -> list[tuple[int, float]]:
         """BM25 over the rarest query words; unscoped first for a user who owns most of the
-        index (exact when it yields k rows, see repo.bm25), else scoped to the owner."""
+        index (exact when it yields k rows or read all the index's matches, see repo.bm25),
+        else scoped to the owner."""
         now = self._clock()
-        kept = await self.words.keep(s, terms)
-        match = fts_match(kept)
         if user_id not in self._counts:
             self._counts[user_id] = await repo.count_user(s, user_id)
         if self._total is None:
             self._total = await repo.count_all(s)
+        match = fts_match(await self.words.keep(s, terms, self._total))
         if self._counts[user_id] * 2 >= max(self._total, 1):
-            hits = await repo.bm25(s, user_id, match, k, wanted, now, scoped=False)
-            if len(hits) >= k:
+            hits, complete = await repo.bm25(s, user_id, match, k, wanted, now, scoped=False)
+            if complete:
                 return hits
-        return await repo.bm25(s, user_id, match, k, wanted, now)
+        return (await repo.bm25(s, user_id, match, k, wanted, now))[0]
 
     # -- maintenance ----------------------------------------------------------------------
 

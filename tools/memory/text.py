@@ -98,8 +98,12 @@ class WordCounts:
     def note_writes(self, n: int = 1) -> None:
         self.writes += n
 
-    async def keep(self, s: Any, terms: list[str]) -> list[str]:
-        """The rarest of `terms` (at least one) whose counts fit the budget."""
+    async def keep(self, s: Any, terms: list[str], memories: int) -> list[str]:
+        """The rarest of `terms` (at least one) whose counts fit the budget. No word is in
+        more than the `memories` there are: when that many for each word fit, every word
+        stays and no count is read (the three statements a recall on a small store made)."""
+        if len(terms) * memories <= self.budget:
+            return terms
         if self.writes >= REFRESH_WRITES:
             self.freqs.clear()
             self.writes = 0

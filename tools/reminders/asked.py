@@ -25,7 +25,6 @@ from tools.asked import asked
 from tools.base import Tool, ToolCall
 from tools.chat import SMALL_MODEL
 from tools.effects import SEEN
-from tools.reminders.tool import ScheduleParams
 
 # Words a message that asks for a reminder or task uses. "Reminders" named alone is not
 # asking for one: "List my reminders." made the 1.5B model create a reminder, and the gate
@@ -63,7 +62,8 @@ ASK_FIRST = (
 
 @dataclass(eq=False)
 class AskedFirst:
-    """The gate: None lets a create run, ASK_FIRST tells the model to ask first."""
+    """The gate: None lets a create run, ASK_FIRST tells the model to ask first. It sees
+    the reminders tool's calls only (tools/hooks.py Only, in tools/reminders/feature.py)."""
 
     sf: SessionFactory
     parameters: Callable[[], Awaitable[int | None]] | None = None  # the model's size, if known
@@ -72,7 +72,7 @@ class AskedFirst:
         self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
     ) -> str | None:
         ctx = call.ctx
-        if not isinstance(params, ScheduleParams) or ctx.scheduled:
+        if ctx.scheduled:
             return None
         if params.action in ("cancel", "pause"):
             return None if await asked(self.sf, ctx, STOPPING) else NOT_STOPPED

@@ -8,12 +8,12 @@ from typing import Any
 
 from tools.admission import ADMISSION
 from tools.feature import Command, Feature, Host, Job, Provide
-from tools.hooks import Always, Gate, RequestHooks
+from tools.hooks import Always, Gate, Only, RequestHooks
 from tools.reminders import commands, doctor
 from tools.reminders.asked import AskedFirst
 from tools.reminders.firing import EVERY, JOB_ID, REMINDERS, ReminderJobs
 from tools.reminders.models import JobRun, ReminderPrefs, ScheduledJob
-from tools.reminders.tool import TOOL
+from tools.reminders.tool import TOOL, ScheduleParams
 from tools.reminders.undo import UndoButtons
 
 
@@ -42,7 +42,8 @@ async def fire_due(host: Host) -> Any:
 
 def asked_first(host: Host) -> Gate:
     endpoint = host.deps.endpoint
-    return AskedFirst(host.deps.session_factory, endpoint.parameters if endpoint else None)
+    asked = AskedFirst(host.deps.session_factory, endpoint.parameters if endpoint else None)
+    return Only((ScheduleParams,), asked)
 
 
 def undo_buttons(host: Host) -> RequestHooks:

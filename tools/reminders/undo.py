@@ -15,7 +15,10 @@ UNDO = "undo"
 
 
 class UndoButtons(TurnHooks):
-    """The same for every request: its buttons come from the request's own slot."""
+    """The same for every request that set a reminder: its buttons come from the request's
+    own slot."""
+
+    when = (CREATED,)
 
     def buttons(self, ctx: RequestContext) -> list[ReplyButton]:
         return [ReplyButton(FEATURE, f"↩ Undo #{i}", f"{UNDO}:{i}") for i in ctx.state(CREATED)]

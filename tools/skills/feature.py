@@ -14,16 +14,16 @@ from tools.skills.source import SKILLS, Skills
 
 
 async def installed(host: Host) -> Skills:
-    return Skills(host.deps, Path(host.deps.data_dir) / "skills")
+    skills = Skills(host.deps, Path(host.deps.data_dir) / "skills")
+    await skills.reload()
+    return skills
 
 
 def listed(host: Host) -> RequestHooks | None:
     """Built with the agent, once the registry is: the skills become tools only tool_search
-    finds, and the system prompt's catalogue line is theirs (read per request)."""
-    skills = host.part(SKILLS)
-    registry = host.registry
-    registry.searched_sources.append(skills)
-    registry.prompt_sources.append(skills.catalogue)
+    finds, and the system prompt's catalogue line is theirs (both kept up to date by the
+    skills, read as they stand by every request)."""
+    host.registry.listings.append(host.part(SKILLS).listing)
     return None
 
 

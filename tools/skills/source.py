@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import CursorResult
 
-from tools.base import Tool, ToolCall, ToolDeps, ToolError
+from tools.base import Listing, Tool, ToolCall, ToolDeps, ToolError
 from tools.code.repo import SKILL_RUN
 from tools.code.tool import MAX_TIMEOUT_MS, STDOUT_FOR_MODEL, CodeService, trim
 from tools.effects import Effects, effects
@@ -72,44 +72,36 @@ class Installed:
 @dataclass
 class Skills:
     """The installed skills (their rows, their folders), the previews waiting for the
-    owner's answer, and the tools the registry lists (tools/registry.py searched_sources)."""
+    owner's answer, and the tools the registry lists (its listing: tools/registry.py listings)."""
 
     deps: ToolDeps
     folder: Path
     installed: list[Installed] = field(default_factory=list)
     pending: dict[str, Bundle] = field(default_factory=dict)
-    _tools: dict[str, Tool[Any]] = field(default_factory=dict)
-    _line: str = ""  # the catalogue, counted when the skills change, not per message
+    # The enabled skills' tools and the catalogue line, as the registry reads them (made
+    # when the skills change, not per message).
+    listing: Listing = field(default_factory=Listing)
     _code: CodeService | None = None
 
-    # -- the ToolSource ---------------------------------------------------------------
-
-    async def start(self) -> None:
-        await self.reload()
-
-    def tools(self) -> list[Tool[Any]]:
-        return list(self._tools.values())
+    # -- the listing ------------------------------------------------------------------
 
     async def reload(self) -> None:
         async with self.deps.session_factory() as s:
             rows = (await s.execute(select(Skill).order_by(Skill.name))).scalars().all()
         self.installed = [Installed(r.name, r.description, r.enabled, r.files) for r in rows]
         # The same Tool objects while nothing changed: discovery re-indexes on a change only.
-        kept = dict(self._tools)
-        self._tools = {}
+        kept = self.listing.tools
+        tools: dict[str, Tool[Any]] = {}
         for r in self.installed:
             if not r.enabled:
                 continue
             old = kept.get(tool_name(r.name))
             if old is not None and old.description == r.description:
-                self._tools[old.name] = old
+                tools[old.name] = old
             else:
-                self._tools[tool_name(r.name)] = self._tool(r.name, r.description)
-        self._line = await asyncio.to_thread(self._catalogue)
-
-    def catalogue(self) -> str:
-        """The system prompt's line (registry.prompt_sources asks for it every message)."""
-        return self._line
+                tools[tool_name(r.name)] = self._tool(r.name, r.description)
+        self.listing.tools = tools
+        self.listing.line = await asyncio.to_thread(self._catalogue)
 
     def _catalogue(self) -> str:
         """Each skill's tool name and the start of its description within ENTRY_TOKENS, the
