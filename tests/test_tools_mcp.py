@@ -25,7 +25,6 @@ from tools.mcp import manager as mcp_module
 from tools.mcp.config import HttpServer, StdioServer, load_config, parse_config
 from tools.mcp.convert import render_result
 from tools.mcp.manager import McpManager
-from tools.registry import mcp_manager
 
 DOCTOR = ("check_discovery", "check_mcp")  # the tool budget's row; one row per server
 
@@ -73,7 +72,7 @@ async def test_misbehaving_server(extras_app: App, fake_llm: FakeOpenAI) -> None
     assert "stopped answering" in crashed and "restarted" in crashed
     (after,) = await run_calls(extras_app, fake_llm, "fake__weather_current")
     assert after.startswith("weather_current ok")
-    manager = mcp_manager(extras_app.registry)
+    manager = extras_app.registry.mcp
     assert manager is not None and manager.servers[0].starts >= 2
     # Slow: the per-call timeout answers, the server stays usable.
     slow, fine = await run_calls(extras_app, fake_llm, "fake__slow", "fake__weather_current")
@@ -103,7 +102,7 @@ async def test_broken_server_does_not_stop_the_bot(tmp_path: Path, fake_llm: Fak
     cfg = write_mcp_config(tmp_path, missing=missing, quits=quits)
     app = await build_tools_app(tmp_path, fake_llm, mcp_config=cfg)
     try:
-        manager = mcp_manager(app.registry)
+        manager = app.registry.mcp
         assert manager is not None
         status = {s.name: s for s in manager.status()}
         assert status["fake"].up and status["fake"].tools == 60

@@ -364,20 +364,15 @@ class RequestTools:
         return f"unknown tool {name!r}; the tools are: {known}"
 
 
-class ToolSource(Protocol):
-    """Tools that appear at run time (MCP servers): started with the bot, listed per request."""
-
-    async def start(self) -> None: ...
-
-    def tools(self) -> list[Tool[Any]]: ...
-
-
 @dataclass
 class Listing:
-    """Tools found through tool_search only, never shown up front (the skills), and the
-    system prompt's line that names them. What lists them rewrites both when they change,
-    so no request asks it for them (tools/registry.py reads them as they stand)."""
+    """Tools that come and go while the bot runs (an MCP server's, the skills) and the
+    system prompt's line about them. What lists them rewrites both when they change, so no
+    request asks it for them (tools/registry.py reads them as they stand). `searched`: found
+    through tool_search only, never shown up front (the skills, which their line names);
+    else shown while they fit the tool budget, like any extension (MCP tools)."""
 
+    searched: bool
     tools: dict[str, Tool[Any]] = field(default_factory=dict)
     line: str = ""
 

@@ -1,7 +1,7 @@
 """The registry a request's tools come from: every listed feature's tools (bot/features.py
 names them, core tools in the order the model sees them, then extensions), the system
-prompt's tool lines, then MCP servers and the discovery that shows extensions within a
-budget.
+prompt's tool lines, then the listings of tools that come and go (MCP servers' here, the
+skills'), and the discovery that shows extensions within a budget.
 """
 
 from __future__ import annotations
@@ -18,15 +18,14 @@ from tools.base import (
     Tool,
     ToolDeps,
     ToolModule,
-    ToolSource,
     Unavailable,
 )
 from tools.discovery import service as discovery_service
 from tools.discovery.index import EmbedFn
 from tools.discovery.repo import UsageStore
 from tools.discovery.service import Discovery
+from tools.mcp import config as mcp_config
 from tools.mcp import manager as mcp_module
-from tools.mcp.config import load_config
 from tools.mcp.manager import McpManager
 from tools.mcp.settings import MCP_LOG, ExtensionSettings
 
@@ -40,14 +39,15 @@ class Registry:
             if tool.name in self.tools:
                 raise ValueError(f"two tools named {tool.name!r}")
             self.tools[tool.name] = tool
-        # Extension tools (web_fetch, MCP servers): shown while they fit TOOL_TOKEN_BUDGET,
-        # else reached through tool_search. `self.tools` are the core tools, always shown.
+        # Extension tools (web_fetch): shown while they fit TOOL_TOKEN_BUDGET, else reached
+        # through tool_search. `self.tools` are the core tools, always shown.
         self.extensions: dict[str, Tool[Any]] = {}
-        self.sources: list[ToolSource] = []
-        # Tools never shown up front (skills, tools/skills), with the system prompt's line
-        # about them (after the tools' own lines): tool_search finds them, or a call by the
-        # name that line gives. What lists them keeps them up to date.
+        # Tools that come and go, each listing kept up to date by what lists it: MCP
+        # servers' (extensions too) and the skills' (searched only: tool_search finds them,
+        # or a call by the name the system prompt's line, after the tools' own, gives).
         self.listings: list[Listing] = []
+        # The configured MCP servers, started with the registry (their listing is above).
+        self.mcp: McpManager | None = None
         self.planner: RequestPlanner | None = None
         # Listed tools the settings leave unusable: not offered; name -> what enables it.
         self.unusable: dict[str, str] = {}
@@ -56,21 +56,18 @@ class Registry:
 
     def extension_tools(self) -> dict[str, Tool[Any]]:
         out = dict(self.extensions)
-        for source in self.sources:
-            for tool in source.tools():
-                out.setdefault(tool.name, tool)
         for listing in self.listings:
             for name, tool in listing.tools.items():
                 out.setdefault(name, tool)
         return out
 
     def searched_only(self) -> set[str]:
-        return {name for listing in self.listings for name in listing.tools}
+        return {name for listing in self.listings if listing.searched for name in listing.tools}
 
     async def start(self) -> None:
-        """Start tool sources (MCP servers) and load what the planner learned."""
-        for source in self.sources:
-            await source.start()
+        """Start the MCP servers and load what the planner learned."""
+        if self.mcp is not None:
+            await self.mcp.start()
         if self.planner is not None:
             await self.planner.start()
 
@@ -110,13 +107,19 @@ def build_registry(deps: ToolDeps, modules: tuple[ToolModule, ...]) -> Registry:
 
 def install_extensions(registry: Registry, deps: ToolDeps) -> None:
     s = deps.settings_for(ExtensionSettings)
-    configs = load_config(s.mcp_config)
-    # Without servers there is no source: a request does not ask an empty manager for tools.
+    configs = mcp_config.load_config(s.mcp_config)
+    # Without servers no manager: no log file opened, no MCP SDK imported.
     if configs:
         deps.data_dir.mkdir(parents=True, exist_ok=True)
         errlog = open(deps.data_dir / MCP_LOG, "a", encoding="utf-8")  # closed after the servers
-        mcp = McpManager(configs, mcp_module.CALL_TIMEOUT_S, errlog=errlog)
-        registry.sources.append(mcp)
+        mcp = McpManager(
+            configs,
+            mcp_module.CALL_TIMEOUT_S,
+            health_interval=mcp_config.HEALTH_INTERVAL_S,
+            errlog=errlog,
+        )
+        registry.mcp = mcp
+        registry.listings.append(mcp.listing)
         deps.closers.append(mcp.stop)
         deps.closers.insert(0, _closer(errlog))  # closers run in reverse: after mcp.stop
     usage = UsageStore(deps.session_factory, deps.clock)
@@ -146,10 +149,6 @@ def memory_embedder(deps: ToolDeps) -> EmbedFn | None:
     if isinstance(embedder, WordLlamaEmbedder):
         return embedder.embed_sync
     return WordLlamaEmbedder().embed_sync  # loads the shared model on first use
-
-
-def mcp_manager(registry: Registry) -> McpManager | None:
-    return next((s for s in registry.sources if isinstance(s, McpManager)), None)
 
 
 def discovery(registry: Registry) -> Discovery | None:

@@ -3,7 +3,8 @@
 Offers the sixty tools of mcp_catalog (each echoes its name and arguments), plus with
 `--extras`: `crash` (the process dies), `slow` (sleeps far past any test timeout),
 `garbage` (writes non-JSON lines to stdout, then answers), `garbage_only` (junk, no
-answer), `fail` (an is_error result) and `env_keys` (the variable names it sees).
+answer), `fail` (an is_error result), `env_keys` (the variable names it sees) and `learn`
+(offers one more echo tool, named by its `query`, from the next tool listing on).
 """
 
 from __future__ import annotations
@@ -58,7 +59,11 @@ def build(extras: bool) -> MCPServer:
         def env_keys() -> str:
             return " ".join(sorted(os.environ))
 
-        for fn in (crash, slow, garbage, garbage_only, fail, env_keys):
+        def learn(query: str) -> str:
+            server.add_tool(_echo(query), name=query, description=f"learned at run time: {query}")
+            return f"learned {query}"
+
+        for fn in (crash, slow, garbage, garbage_only, fail, env_keys, learn):
             server.add_tool(fn, name=fn.__name__, description=f"test tool {fn.__name__}")
     return server
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tools.discovery.report import tools_text
 from tools.feature import CommandCall
-from tools.registry import discovery, mcp_manager
+from tools.registry import discovery
 
 
 async def tools(call: CommandCall) -> str:
@@ -14,7 +14,7 @@ async def tools(call: CommandCall) -> str:
     text = (
         "Tools: " + ", ".join(registry.names())
         if disc is None
-        else tools_text(disc, call.who.user_id, mcp_manager(registry))
+        else tools_text(disc, call.who.user_id, registry.mcp)
     )
     off = registry.unusable
     if off:

@@ -1,21 +1,20 @@
 """MCP servers as extension tools: MCP_CONFIG names them, DATA_DIR/mcp.log takes their stderr.
 
-tools/registry.py starts them as a tool source of the registry (their tools appear at run
-time); the feature declares the settings and the doctor's row per server."""
+tools/registry.py starts them with the registry and reads their tools from the manager's
+listing; the feature declares the settings and the doctor's row per server."""
 
 from __future__ import annotations
 
 from tools.base import CheckResult
 from tools.feature import Feature, Host
 from tools.mcp.settings import ExtensionSettings
-from tools.registry import mcp_manager
 
 FIX = "check its command/url in MCP_CONFIG; run the command by hand to see errors"
 
 
 async def check(host: Host) -> list[CheckResult]:
     """One row per configured MCP server: up with its tool count, or why not."""
-    mcp = mcp_manager(host.registry)
+    mcp = host.registry.mcp
     out: list[CheckResult] = []
     for st in mcp.status() if mcp is not None else []:
         tools = f"up, {st.tools} tool{'s' if st.tools != 1 else ''}"

@@ -1,4 +1,6 @@
-"""Every configured MCP server: started with the bot, their tools listed per request."""
+"""Every configured MCP server: started with the bot, their tools published in one listing
+that a server rewrites when it lists its tools (at each start, and when a health probe finds
+the list changed); the registry reads it as it stands (tools/base.py Listing)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tools.base import Tool
+from tools.base import Listing, Tool
 from tools.mcp.config import HEALTH_INTERVAL_S, ServerConfig
 
 if TYPE_CHECKING:
@@ -39,10 +41,13 @@ class McpManager:
         errlog: TextIO | None = None,
     ) -> None:
         self.servers: list[McpServer] = []
+        self.listing = Listing(searched=False)
         if configs:  # the MCP SDK is slow and large to import: only when used
             from tools.mcp.server import McpServer, quiet_sdk_parse_errors
 
-            self.servers = [McpServer(c, call_timeout, health_interval, errlog) for c in configs]
+            self.servers = [
+                McpServer(c, call_timeout, self._publish, health_interval, errlog) for c in configs
+            ]
             quiet_sdk_parse_errors()
         self.start_wait = start_wait
 
@@ -66,10 +71,14 @@ class McpManager:
     async def stop(self) -> None:
         await asyncio.gather(*(s.stop() for s in self.servers), return_exceptions=True)
 
-    def tools(self) -> list[Tool[Any]]:
-        """Tools of every server that listed them once (a restarting server keeps its list:
-        its calls wait for it, then fail with a clear error)."""
-        return [tool for server in self.servers for tool in server.our_tools]
+    def _publish(self) -> None:
+        """The listing from every server that listed its tools once (a restarting server
+        keeps its list: its calls wait for it, then fail with a clear error)."""
+        tools: dict[str, Tool[Any]] = {}
+        for server in self.servers:
+            for tool in server.our_tools:
+                tools.setdefault(tool.name, tool)
+        self.listing.tools = tools
 
     def status(self) -> list[ServerStatus]:
         return [ServerStatus(s.name, s.up, len(s.our_tools), s.last_error) for s in self.servers]

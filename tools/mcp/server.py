@@ -40,6 +40,7 @@ class McpServer:
         self,
         config: ServerConfig,
         call_timeout: float,
+        on_tools: Callable[[], None],
         health_interval: float = HEALTH_INTERVAL_S,
         errlog: TextIO | None = None,
     ) -> None:
@@ -48,6 +49,7 @@ class McpServer:
         self.health_interval = health_interval
         self.name = config.name
         self.call_timeout = call_timeout
+        self.on_tools = on_tools  # told when our_tools changed: the manager republishes them
         self.client: Client | None = None
         self.remote_tools: list[types.Tool] = []
         self.our_tools: list[Tool[McpArgs]] = []
@@ -93,6 +95,7 @@ class McpServer:
     def _adopt(self, listed: list[types.Tool]) -> None:
         self.remote_tools = listed
         self.our_tools = [build_tool(self.name, t, self.call) for t in listed]
+        self.on_tools()
 
     async def _list_tools(self, client: Client, cache: CacheMode = "use") -> list[types.Tool]:
         tools: list[types.Tool] = []

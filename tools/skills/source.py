@@ -80,7 +80,7 @@ class Skills:
     pending: dict[str, Bundle] = field(default_factory=dict)
     # The enabled skills' tools and the catalogue line, as the registry reads them (made
     # when the skills change, not per message).
-    listing: Listing = field(default_factory=Listing)
+    listing: Listing = field(default_factory=lambda: Listing(searched=True))
     _code: CodeService | None = None
 
     # -- the listing ------------------------------------------------------------------
