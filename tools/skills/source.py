@@ -101,16 +101,15 @@ class Skills:
             else:
                 tools[tool_name(r.name)] = self._tool(r.name, r.description)
         self.listing.tools = tools
-        self.listing.line = await asyncio.to_thread(self._catalogue)
+        # Counting loads the tokenizer, so off the loop; without skills no line, and no
+        # thread started for it (a failed build leaves none behind).
+        self.listing.line = await asyncio.to_thread(self._catalogue) if tools else ""
 
     def _catalogue(self) -> str:
         """Each skill's tool name and the start of its description within ENTRY_TOKENS, the
         header and its line break counted in the first entry's share, so n skills cost an
-        empty chat at most n * ENTRY_TOKENS, and never more than SKILL_CATALOG_TOKENS;
-        nothing without skills (no tokenizer loaded)."""
+        empty chat at most n * ENTRY_TOKENS, and never more than SKILL_CATALOG_TOKENS."""
         on = [r for r in self.installed if r.enabled]
-        if not on:
-            return ""
         limit = min(len(on) * ENTRY_TOKENS, SKILL_CATALOG_TOKENS)
         entries: list[tuple[str, int]] = []
         used = count_text(LINE_BREAK + CATALOGUE_HEAD)
