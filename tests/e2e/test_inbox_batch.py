@@ -14,8 +14,10 @@ from bot.agent.prompt import without_context
 from bot.app import App
 from db.models.inbox import TelegramUpdate
 from db.repos import updates
-from tests.e2e.conftest import OWNER, TG
+from tests.e2e.conftest import ALLOWED, OWNER, TG
 from tests.fakes.openai_server import Text
+
+OTHER = ALLOWED[1]  # another allowed person: another chat
 
 
 async def _batch(tg: TG, texts: list[str]) -> list[int]:
@@ -55,11 +57,18 @@ async def test_updates_that_come_together_are_kept_handled_in_order_and_marked_d
 
 
 async def test_one_taken_before_is_skipped_and_the_others_are_answered(tg: TG) -> None:
-    ids = await _batch(tg, ["first", "again", "last"])
+    # The taken one is another chat's: on PostgreSQL a chat's later updates rightly wait
+    # while another worker holds an earlier one of the same chat (db/repos/updates.py).
+    await tg.stop()
+    ids = [
+        await tg.send(OWNER, "first"),
+        await tg.send(OTHER, "again"),
+        await tg.send(OWNER, "last"),
+    ]
     taken = ids[1]
 
     async def claimed_elsewhere(app: App) -> None:  # by another worker, say
-        assert await updates.claim(app.session_factory, taken, OWNER, datetime.now(UTC))
+        assert await updates.claim(app.session_factory, taken, OTHER, datetime.now(UTC))
 
     tg.on_build.append(claimed_elsewhere)
     tg.llm.add(Text("A"), Text("B"))
@@ -71,3 +80,4 @@ async def test_one_taken_before_is_skipped_and_the_others_are_answered(tg: TG) -
     rows = await _rows(tg, ids)
     assert rows[ids[0]] and rows[ids[2]]  # handled: done
     assert rows[taken] is False  # the other worker's, left to it
+    assert tg.server.sent_to(OTHER) == []
