@@ -161,7 +161,7 @@ class SessionTurns(TurnHooks):
         asked for a fresh start, close the session now (the next message opens a new one)
         and write its summary in the background, as /newsession does. Never raises: the
         reply goes out whatever happens here."""
-        if self.compressions is not None and DUE in ctx.held():
+        if self.compressions is not None:  # a request whose history found none due: no llm
             self.compressions.soon(ctx.state(DUE))
         if not ctx.state(ENDING).asked:
             return
