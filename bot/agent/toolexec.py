@@ -144,23 +144,32 @@ async def run_call(
         return done(refusal, "not approved")
     if on_start is not None and tool.effects_of(params).writes:
         await on_start(c)
+    source = tool.effects_of(params).outside
     try:
         output = await tool.run(params, call)
     except ToolError as exc:
-        return done(f"Error: {exc}", str(exc))
+        # A tool that reads outside content may fail in its source's words (an MCP server's
+        # error result): marked like its answers, and seen.
+        return done(_read(f"Error: {exc}", source, seen), str(exc))
     except Exception as exc:
         log.exception("tool %s raised", name)
         msg = f"tool {name} failed: {type(exc).__name__}"
         return done(f"Error: {msg}. It may work with other arguments.", msg)
-    source = tool.effects_of(params).outside
     if isinstance(output, FromOutside):
         source, output = output.source, output.output
-    text = render(output)
+    text = _read(render(output), source, seen)
+    return done(text, brief=None if source else tool.brief(output))
+
+
+def _read(text: str, source: str | None, seen: list[str] | None) -> str:
+    """What a call returned as the model reads it: marked when it came from `source`, and
+    what it carries marked (this mark, or one made before: a remembered page) added to
+    `seen`."""
     if source:
         text = outside_note(source) + text
-    if seen is not None:  # also what was marked before (a remembered page, a file's text)
+    if seen is not None:
         seen += marks(text)
-    return done(text, brief=None if source else tool.brief(output))
+    return text
 
 
 def repeated_failure(results: list[ToolResult], failed: set[tuple[str, str]]) -> str | None:

@@ -99,6 +99,31 @@ def questions(tg: TG, chat: int = OWNER) -> list[Sent]:
     return [m for m in tg.server.sent_to(chat) if m.reply_markup and "may I do this" in m.text]
 
 
+async def test_an_mcp_tools_error_is_outside_content_too(
+    make_tg: Callable[..., Awaitable[TG]], tmp_path: Path
+) -> None:
+    """An MCP tool that fails answers in its server's words (the error result's text): the
+    model reads them marked as that tool's, and what it stores after them is kept as the
+    tool's, as after an answer (APPROVALS=off: nothing asks)."""
+    tg = await make_tg(mcp_config=write_mcp_config(tmp_path, extras=True), approvals="off")
+    name = "fake__fail"
+    tg.llm.add(
+        Calls([("tool_explain", {"name": name})]),
+        Calls([(name, {})]),
+        Calls([("memory", store(INJECTED[0]))]),
+        Text("Done."),
+    )
+    await tg.send(OWNER, "try the remote thing")
+    assert (await tg.reply(OWNER)).text == "Done."
+    answer = [m for m in tg.llm.requests[2]["messages"] if m["role"] == "tool"][-1]["content"]
+    source = "the MCP tool fake/fail"
+    assert answer.startswith(f"{OUTSIDE_MARK}{source}; not the user's words"), answer
+    assert "Error executing tool fail" in answer  # the server's own words
+    (memory,) = await memories(tg)
+    assert (memory.layer, memory.category) == ("short", "sourced")
+    assert memory.content.startswith(f"{OUTSIDE_MARK}{source}")
+
+
 async def memories(tg: TG) -> list[Memory]:
     async with tg.app.session_factory() as s:
         return list((await s.scalars(select(Memory).order_by(Memory.id))).all())
