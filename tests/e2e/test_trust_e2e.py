@@ -99,31 +99,6 @@ def questions(tg: TG, chat: int = OWNER) -> list[Sent]:
     return [m for m in tg.server.sent_to(chat) if m.reply_markup and "may I do this" in m.text]
 
 
-async def test_an_mcp_tools_error_is_outside_content_too(
-    make_tg: Callable[..., Awaitable[TG]], tmp_path: Path
-) -> None:
-    """An MCP tool that fails answers in its server's words (the error result's text): the
-    model reads them marked as that tool's, and what it stores after them is kept as the
-    tool's, as after an answer (APPROVALS=off: nothing asks)."""
-    tg = await make_tg(mcp_config=write_mcp_config(tmp_path, extras=True), approvals="off")
-    name = "fake__fail"
-    tg.llm.add(
-        Calls([("tool_explain", {"name": name})]),
-        Calls([(name, {})]),
-        Calls([("memory", store(INJECTED[0]))]),
-        Text("Done."),
-    )
-    await tg.send(OWNER, "try the remote thing")
-    assert (await tg.reply(OWNER)).text == "Done."
-    answer = [m for m in tg.llm.requests[2]["messages"] if m["role"] == "tool"][-1]["content"]
-    source = "the MCP tool fake/fail"
-    assert answer.startswith(f"{OUTSIDE_MARK}{source}; not the user's words"), answer
-    assert "Error executing tool fail" in answer  # the server's own words
-    (memory,) = await memories(tg)
-    assert (memory.layer, memory.category) == ("short", "sourced")
-    assert memory.content.startswith(f"{OUTSIDE_MARK}{source}")
-
-
 async def memories(tg: TG) -> list[Memory]:
     async with tg.app.session_factory() as s:
         return list((await s.scalars(select(Memory).order_by(Memory.id))).all())
@@ -586,25 +561,34 @@ async def test_after_a_document_another_writing_tool_still_asks(tg: TG) -> None:
         assert (await s.scalars(select(ScheduledJob))).all() == []
 
 
-async def test_an_mcp_tools_answer_is_outside_content(
-    make_tg: Callable[..., Awaitable[TG]], tmp_path: Path
+@pytest.mark.parametrize(
+    ("tool", "asked", "said"),
+    [
+        ("bank_balance", "how much money do I have", ""),
+        # A failing tool answers in its server's words too (the error result's text).
+        ("fail", "try the remote thing", "Error executing tool fail"),
+    ],
+)
+async def test_an_mcp_tools_answer_or_error_is_outside_content(
+    make_tg: Callable[..., Awaitable[TG]], tmp_path: Path, tool: str, asked: str, said: str
 ) -> None:
-    """Issue 45 item 1: an MCP server's answer is another program's: it reaches the model
-    marked, and what the model stores after it is kept as that tool's, not as the user's
-    (APPROVALS=off: nothing asks)."""
-    tg = await make_tg(mcp_config=write_mcp_config(tmp_path), approvals="off")
-    name = "fake__bank_balance"
+    """Issue 45 item 1: an MCP server's answer, or its error, is another program's: it
+    reaches the model marked, and what the model stores after it is kept as that tool's,
+    not as the user's (APPROVALS=off: nothing asks)."""
+    tg = await make_tg(mcp_config=write_mcp_config(tmp_path, extras=True), approvals="off")
+    name = f"fake__{tool}"
     tg.llm.add(
         Calls([("tool_explain", {"name": name})]),
         Calls([(name, {})]),
         Calls([("memory", store(INJECTED[0]))]),
         Text("Done."),
     )
-    await tg.send(OWNER, "how much money do I have")
+    await tg.send(OWNER, asked)
     assert (await tg.reply(OWNER)).text == "Done."
     answer = [m for m in tg.llm.requests[2]["messages"] if m["role"] == "tool"][-1]["content"]
-    source = "the MCP tool fake/bank_balance"
+    source = f"the MCP tool fake/{tool}"
     assert answer.startswith(f"{OUTSIDE_MARK}{source}; not the user's words"), answer
+    assert said in answer
     (memory,) = await memories(tg)
     assert (memory.layer, memory.category) == ("short", "sourced")
     assert memory.content.startswith(f"{OUTSIDE_MARK}{source}")
