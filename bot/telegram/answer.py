@@ -39,7 +39,7 @@ from bot.telegram.held import HELD
 from bot.telegram.origin import marked
 from bot.telegram.outbox import Outbox, text_items
 from bot.telegram.render import Item, render, tail, with_retry
-from bot.voice.replies import VOICE
+from bot.voice.replies import VOICE, VoiceReplies
 from bot.voice.speech import SpeechError
 from tools.errors import storage_problem
 
@@ -157,7 +157,13 @@ def incoming_from(message: Message, text: str, kind: str = "text") -> Incoming:
     )
 
 
-async def answer_text(message: Message, app: App, draft_interval: float, outbox: Outbox) -> None:
+async def answer_text(
+    message: Message,
+    app: App,
+    draft_interval: float,
+    outbox: Outbox,
+    voice: VoiceReplies | None,
+) -> None:
     """A text message's answer (the chat router's handler); in a group, only a message
     addressed to the bot, its mention taken out."""
     bot = message.bot
@@ -167,11 +173,25 @@ async def answer_text(message: Message, app: App, draft_interval: float, outbox:
         if not await addressed(message, bot, app.settings.group_replies):
             return
         text = without_mention(text, (await bot.me()).username)
-    await answer(message, app, incoming_from(message, text), draft_interval, outbox)
+    await answer(message, app, incoming_from(message, text), draft_interval, outbox, voice)
+
+
+def speaking(app: App) -> VoiceReplies | None:
+    """The voice replies, resolved once for the dispatcher (its `voice`): None when the
+    feature is not listed or speech is off on this bot, so no answer asks about them."""
+    if not app.has(VOICE):
+        return None
+    voice = app.part(VOICE)
+    return voice if voice.synthesizer is not None else None
 
 
 async def answer(
-    message: Message, app: App, incoming: Incoming, draft_interval: float, outbox: Outbox
+    message: Message,
+    app: App,
+    incoming: Incoming,
+    draft_interval: float,
+    outbox: Outbox,
+    voice: VoiceReplies | None,
 ) -> Reply:
     bot = message.bot
     assert bot is not None
@@ -203,7 +223,8 @@ async def answer(
     answered_at = time.perf_counter()
     if not await deliver(outbox, chat, incoming.telegram_message_id, reply):
         return reply  # queued: it goes when Telegram is back, without the spoken version
-    await send_voice_reply(bot, outbox, chat, app, incoming, reply, answered_at)
+    if voice is not None:
+        await send_voice_reply(bot, outbox, chat, voice, incoming, reply, answered_at)
     return reply
 
 
@@ -248,16 +269,15 @@ async def send_voice_reply(
     bot: Bot,
     outbox: Outbox,
     chat_id: int,
-    app: App,
+    voice: VoiceReplies,
     incoming: Incoming,
     reply: Reply,
     answered_at: float,
 ) -> None:
     """`answered_at`: perf_counter when the answer's last token arrived."""
     user_id = reply.user_id
-    if not app.has(VOICE) or incoming.telegram_user_id is None or user_id is None:
+    if incoming.telegram_user_id is None or user_id is None:
         return
-    voice = app.part(VOICE)
     if not await voice.wanted(user_id, incoming.kind):
         return
     try:

@@ -18,6 +18,7 @@ from aiogram.types import BotCommand
 from bot.app import App
 from bot.approvals.gate import APPROVALS
 from bot.config import Settings
+from bot.telegram.answer import speaking
 from bot.telegram.approval_ask import TelegramAsker
 from bot.telegram.errors import on_error
 from bot.telegram.middlewares import (
@@ -109,6 +110,7 @@ def build_dispatcher(
     dp.startup.register(_on_startup)
     dp["app"] = app
     dp["draft_interval"] = draft_interval
+    dp["voice"] = speaking(app)
     dp["commands"] = bot_commands(app.features)
     dp["inflight"] = inflight
     dp["locks"] = locks

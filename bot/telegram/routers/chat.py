@@ -27,6 +27,7 @@ from bot.telegram.groups import GROUP_CHATS, addressed, addressed_any, without_m
 from bot.telegram.middlewares import Album
 from bot.telegram.outbox import Outbox
 from bot.telegram.render import Item, utf16_len
+from bot.voice.replies import VoiceReplies
 from tools.code.files import user_key
 
 log = logging.getLogger(__name__)
@@ -130,6 +131,7 @@ def build_media_router() -> Router:
         app: App,
         draft_interval: float,
         outbox: Outbox,
+        voice: VoiceReplies | None,
         album: Album | None = None,
     ) -> None:
         bot = message.bot
@@ -164,6 +166,6 @@ def build_media_router() -> Router:
             return
         incoming = incoming_from(message, prepared.text, prepared.kind)
         incoming.parts = prepared.parts
-        await answer(message, app, incoming, draft_interval, outbox)
+        await answer(message, app, incoming, draft_interval, outbox, voice)
 
     return router
