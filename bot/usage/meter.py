@@ -109,14 +109,16 @@ class Meter:
         self.clock = clock
         self.tz = tz
         self.prices = prices or PriceTable.from_setting(settings.prices)
-        # Whether any budget or cap is set, decided once (settings do not change while the
-        # app runs): without one, the default, the check before each call has nothing to do.
-        self.budgeted = bool(
-            settings.daily_budget_usd
-            or settings.monthly_budget_usd
-            or settings.user_daily_token_cap
-            or settings.user_monthly_token_cap
+        # Read once (settings do not change while the app runs; each property parses its
+        # setting): without a price list, the default, no call is priced, and without a
+        # budget or cap the checks before and after each call have nothing to do.
+        self.priced = bool(self.prices.prices)
+        self.day_usd, self.month_usd = settings.daily_budget_usd, settings.monthly_budget_usd
+        self.user_day, self.user_month = (
+            settings.user_daily_token_cap,
+            settings.user_monthly_token_cap,
         )
+        self.budgeted = bool(self.day_usd or self.month_usd or self.user_day or self.user_month)
         # Users' usage columns as requests read them; /model and the footer drop one.
         self._users: Kept[repo.UserUsage] = Kept()
         self._spent: repo.Spent | None = None
@@ -179,18 +181,18 @@ class Meter:
             self._spent.user_tokens[user_id] = (day + tokens, month + tokens)
 
     def limits(self, spent: repo.Spent, user_id: int | None) -> list[Limit]:
-        s, local = self.settings, self.clock().astimezone(self.tz)
+        local = self.clock().astimezone(self.tz)
         today, month = local.strftime("%Y-%m-%d"), local.strftime("%Y-%m")
         out = []
-        if s.daily_budget_usd:
-            out.append(Limit("day", spent.day_usd, s.daily_budget_usd, today))
-        if s.monthly_budget_usd:
-            out.append(Limit("month", spent.month_usd, s.monthly_budget_usd, month))
+        if self.day_usd:
+            out.append(Limit("day", spent.day_usd, self.day_usd, today))
+        if self.month_usd:
+            out.append(Limit("month", spent.month_usd, self.month_usd, month))
         day_tokens, month_tokens = spent.user_tokens.get(user_id, (0, 0)) if user_id else (0, 0)
-        if s.user_daily_token_cap and user_id is not None:
-            out.append(Limit("user_day", day_tokens, s.user_daily_token_cap, today))
-        if s.user_monthly_token_cap and user_id is not None:
-            out.append(Limit("user_month", month_tokens, s.user_monthly_token_cap, month))
+        if self.user_day and user_id is not None:
+            out.append(Limit("user_day", day_tokens, self.user_day, today))
+        if self.user_month and user_id is not None:
+            out.append(Limit("user_month", month_tokens, self.user_month, month))
         return out
 
     # -- before a call ---------------------------------------------------------------
@@ -234,6 +236,8 @@ class Meter:
         tools: list[dict[str, Any]] | None,
     ) -> tuple[Usage, float | None]:
         usage = out.usage if out.usage is not None else estimate(messages, tools, out)
+        if not self.priced:
+            return usage, None
         cost = self.prices.cost(
             out.model, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens
         )
@@ -284,7 +288,7 @@ class Meter:
     def warnings(self, user_id: int, warned: dict[str, str]) -> list[str]:
         """Lines for limits past WARN_AT not yet warned about this period; marks them in
         `warned` (the caller stores it)."""
-        if not self.budgeted or self._spent is None:
+        if self._spent is None:
             return []
         out = []
         for limit in self.limits(self._spent, user_id):

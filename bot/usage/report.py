@@ -200,7 +200,7 @@ async def doctor_checks(meter: Meter, models: list[str]) -> list[CheckResult]:
         out.append(CheckResult("budget", True, "no USD budget set (BUDGET_USD)"))
     unpriced = [m for m in models if meter.prices.lookup(m) is None]
     if unpriced:
-        usd_budget = bool(meter.settings.daily_budget_usd or meter.settings.monthly_budget_usd)
+        usd_budget = bool(meter.day_usd or meter.month_usd)
         detail = f"price unknown for {', '.join(unpriced)}: counted in tokens only"
         detail += "; the USD budget cannot see their cost" if usd_budget else ""
         fix = "add them to PRICES (model=input/output[/cached] USD per 1M tokens)"

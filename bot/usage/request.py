@@ -1,9 +1,9 @@
 """The usage feature's hooks on one agent request (tools/hooks.py): what it used.
 
-- Metering: the user's model, the budget check before each model call, the usage row with
-  each stored answer, and the lines added under the answer. UsageTurns (declared in
-  bot/usage/feature.py) reads the user's own usage columns as the request begins and makes
-  each request's Metering.
+- Metering: the user's model, the usage row with each stored answer, and the lines added
+  under the answer; Budgeted adds the budget check before each model call where a budget
+  or cap is set. UsageTurns (declared in bot/usage/feature.py) reads the user's own usage
+  columns as the request begins and makes each request's Metering.
 - ContextAccounting: /context's bookkeeping, the token split of each user's last request.
 """
 
@@ -68,16 +68,17 @@ def begin(
         call=ModelCall(purpose, ctx.user_id, ctx.session_id, ctx.request_id),
         model=chosen,
         footer=bool(user.usage_footer),
-        warned=parse_warned(user.usage_warned),
+        # The warnings already given matter only where a budget or cap can warn.
+        warned=parse_warned(user.usage_warned) if meter.budgeted else {},
     )
-    return Metering(meter, usage)
+    return (Budgeted if meter.budgeted else Metering)(meter, usage)
 
 
 @dataclass
 class Metering(TurnHooks):
-    """One request's metering, as its turn hooks: the user's model, the budget check
-    before each model call, each call's usage row handed to the transaction that records
-    its answer, and the notes (fallbacks, budget warnings, the usage footer)."""
+    """One request's metering, as its turn hooks: the user's model, each call's usage row
+    handed to the transaction that records its answer, and the notes (fallbacks, budget
+    warnings, the usage footer)."""
 
     meter: Meter
     ru: RequestUsage
@@ -85,11 +86,6 @@ class Metering(TurnHooks):
     pending: list[tuple[list[dict[str, Any]], list[dict[str, Any]], Completion]] = field(
         default_factory=list
     )
-
-    async def on_model_request(self, req: ModelRequest) -> None:
-        refusal = await self.meter.refusal(req.ctx.user_id)
-        if refusal is not None:  # checked before every model call: none is made
-            raise HookRefusal(refusal)
 
     async def on_model_response(self, req: ModelRequest, completion: Completion) -> None:
         # A copy: the loop appends to the same list after the call.
@@ -119,6 +115,16 @@ class Metering(TurnHooks):
         return extra_lines(self.ru)
 
 
+class Budgeted(Metering):
+    """Metering where a budget or cap is set: it is checked before every model call, and
+    none is made once it is used up (without one, the request has nothing to check)."""
+
+    async def on_model_request(self, req: ModelRequest) -> None:
+        refusal = await self.meter.refusal(req.ctx.user_id)
+        if refusal is not None:
+            raise HookRefusal(refusal)
+
+
 def after_call(
     meter: Meter,
     ctx: RequestContext,
@@ -136,6 +142,8 @@ def after_call(
         note = f"{out.fallback_from} is not answering{why}; this answer is from {out.model}."
         if note not in ru.notes:
             ru.notes.append(note)
+    if not meter.budgeted:
+        return row, False
     warnings = meter.warnings(ctx.user_id, ru.warned)
     ru.notes.extend(warnings)
     return row, bool(warnings)
