@@ -323,9 +323,9 @@ class AccessMiddleware(BaseMiddleware):
         again, in a private chat or a group): said so, and never handed on. While there is
         no owner, the claim below takes it."""
         message = event.message if isinstance(event, Update) else None
-        if message is None or await self.access.owner() is None:
+        if message is None or not self.pairing.carries_code(message.text or message.caption or ""):
             return False
-        if not self.pairing.carries_code(message.text or message.caption or ""):
+        if await self.access.owner() is None:
             return False
         await data["bot"].send_message(message.chat.id, CODE_KEPT_OUT)
         return True
@@ -370,16 +370,31 @@ class Album:
         return sorted(self.parts, key=lambda m: m.message_id)
 
 
-class AlbumMiddleware(BaseMiddleware):
+class AlbumMiddleware:
+    """Not a coroutine itself: an update that is no album part is the handler's own
+    awaitable, so this middleware takes no step in the rest of its handling."""
+
     def __init__(self, window: float = ALBUM_WINDOW_S) -> None:
         self.window = window
         self.groups: dict[tuple[int, str], Album] = {}
 
-    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+    def __call__(
+        self, handler: Handler, event: TelegramObject, data: dict[str, Any]
+    ) -> Awaitable[Any]:
         msg = event.message if isinstance(event, Update) else None
         if msg is None or not msg.media_group_id:
-            return await handler(event, data)
-        key = (msg.chat.id, msg.media_group_id)
+            return handler(event, data)
+        return self._part(handler, event, data, msg, msg.media_group_id)
+
+    async def _part(
+        self,
+        handler: Handler,
+        event: TelegramObject,
+        data: dict[str, Any],
+        msg: Message,
+        group: str,
+    ) -> Any:
+        key = (msg.chat.id, group)
         album = self.groups.get(key)
         if album is not None and not album.closed:
             album.add(msg)
