@@ -209,10 +209,11 @@ def time_metering(app: Any) -> list[float]:
 
         return run
 
-    for name in ("begin", "after_call", "extra_lines"):
+    for name in ("after_call", "extra_lines"):
         setattr(metering, name, timed(getattr(metering, name)))
-    hook = metering.Metering.on_model_request
-    metering.Metering.on_model_request = timed(hook)  # type: ignore[method-assign]
+    metering.UsageTurns.begin = timed(metering.UsageTurns.begin)  # type: ignore[method-assign]
+    hook = metering.Budgeted.on_model_request  # the budgets are set: Budgeted meters
+    metering.Budgeted.on_model_request = timed(hook)  # type: ignore[method-assign]
     return spent
 
 

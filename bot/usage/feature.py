@@ -35,7 +35,7 @@ async def metered(host: Host, model: ChatModel) -> ChatModel:
 def metering(host: Host) -> RequestHooks:
     s = commands.settings(host)
     models = commands.allowed_models(s.llm_model, s.llm_models)
-    return UsageTurns(host.part(METER), models, host.deps.session_factory)
+    return UsageTurns(host.part(METER), models)
 
 
 def accounting(host: Host) -> RequestHooks | None:

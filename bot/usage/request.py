@@ -18,15 +18,13 @@ from sqlalchemy import bindparam, update
 from bot.agent.prompt import without_context
 from bot.usage import repo
 from bot.usage.meter import Meter, Totals, parse_warned
-from bot.usage.repo import UserUsage
 from db.conversation import RecordWrite
-from db.engine import SessionFactory
 from db.models.core import User
 from tools.base import RequestContext
 from tools.chat import Completion
 from tools.discovery.context_log import ContextLog
 from tools.hooks import HookRefusal, ModelRequest, TurnHooks
-from tools.model_call import ModelCall, Purpose
+from tools.model_call import ModelCall
 from tools.tokens import count_payload
 
 
@@ -52,26 +50,18 @@ class UsageTurns:
 
     meter: Meter
     models: list[str]  # what /model may pick (the default model first, then the others)
-    sf: SessionFactory
 
     async def begin(self, ctx: RequestContext) -> Metering:
-        user = await self.meter.user_usage(ctx.user_id)
-        return begin(self.meter, ctx, user, ctx.purpose, self.models)
-
-
-def begin(
-    meter: Meter, ctx: RequestContext, user: UserUsage, purpose: Purpose, models: list[str]
-) -> Metering:
-    """Called with the user's row at the start of a request (no extra query)."""
-    chosen = user.llm_model if user.llm_model in models else None
-    usage = RequestUsage(
-        call=ModelCall(purpose, ctx.user_id, ctx.session_id, ctx.request_id),
-        model=chosen,
-        footer=bool(user.usage_footer),
-        # The warnings already given matter only where a budget or cap can warn.
-        warned=parse_warned(user.usage_warned) if meter.budgeted else {},
-    )
-    return (Budgeted if meter.budgeted else Metering)(meter, usage)
+        meter = self.meter
+        user = await meter.user_usage(ctx.user_id)
+        usage = RequestUsage(
+            call=ModelCall(ctx.purpose, ctx.user_id, ctx.session_id, ctx.request_id),
+            model=user.llm_model if user.llm_model in self.models else None,
+            footer=bool(user.usage_footer),
+            # The warnings already given matter only where a budget or cap can warn.
+            warned=parse_warned(user.usage_warned) if meter.budgeted else {},
+        )
+        return (Budgeted if meter.budgeted else Metering)(meter, usage)
 
 
 @dataclass
