@@ -209,8 +209,8 @@ def time_metering(app: Any) -> list[float]:
 
         return run
 
-    for name in ("after_call", "extra_lines"):
-        setattr(metering, name, timed(getattr(metering, name)))
+    metering.after_call = timed(metering.after_call)
+    metering.Metering.notes = timed(metering.Metering.notes)  # type: ignore[method-assign]
     metering.UsageTurns.begin = timed(metering.UsageTurns.begin)  # type: ignore[method-assign]
     hook = metering.Budgeted.on_model_request  # the budgets are set: Budgeted meters
     metering.Budgeted.on_model_request = timed(hook)  # type: ignore[method-assign]

@@ -39,7 +39,7 @@ from bot.telegram.held import HELD
 from bot.telegram.origin import marked
 from bot.telegram.outbox import Outbox, text_items
 from bot.telegram.render import Item, render, tail, with_retry
-from bot.voice.replies import VOICE, VoiceReplies
+from bot.voice.replies import VoiceReplies
 from bot.voice.speech import SpeechError
 from tools.errors import storage_problem
 
@@ -174,15 +174,6 @@ async def answer_text(
             return
         text = without_mention(text, (await bot.me()).username)
     await answer(message, app, incoming_from(message, text), draft_interval, outbox, voice)
-
-
-def speaking(app: App) -> VoiceReplies | None:
-    """The voice replies, resolved once for the dispatcher (its `voice`): None when the
-    feature is not listed or speech is off on this bot, so no answer asks about them."""
-    if not app.has(VOICE):
-        return None
-    voice = app.part(VOICE)
-    return voice if voice.synthesizer is not None else None
 
 
 async def answer(

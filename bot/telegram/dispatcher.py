@@ -18,7 +18,6 @@ from aiogram.types import BotCommand
 from bot.app import App
 from bot.approvals.gate import APPROVALS
 from bot.config import Settings
-from bot.telegram.answer import speaking
 from bot.telegram.approval_ask import TelegramAsker
 from bot.telegram.errors import on_error
 from bot.telegram.middlewares import (
@@ -34,6 +33,7 @@ from bot.telegram.render import with_retry
 from bot.telegram.routers import bot_commands, build_routers
 from bot.telegram.session import SkippingSession
 from bot.telegram.workers import WorkerOrderMiddleware
+from bot.voice.replies import VOICE
 from db.locks import Locks
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,10 @@ def build_dispatcher(
     dp.startup.register(_on_startup)
     dp["app"] = app
     dp["draft_interval"] = draft_interval
-    dp["voice"] = speaking(app)
+    # Resolved once: None where the voice feature is not listed or speech is off on this bot
+    # (TTS_MODEL=off, SPEECH_BASE_URL=off), so then no answer asks about voice replies.
+    voice = app.part(VOICE) if app.has(VOICE) else None
+    dp["voice"] = voice if voice is not None and voice.synthesizer is not None else None
     dp["commands"] = bot_commands(app.features)
     dp["inflight"] = inflight
     dp["locks"] = locks

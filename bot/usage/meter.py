@@ -114,10 +114,8 @@ class Meter:
         # budget or cap the checks before and after each call have nothing to do.
         self.priced = bool(self.prices.prices)
         self.day_usd, self.month_usd = settings.daily_budget_usd, settings.monthly_budget_usd
-        self.user_day, self.user_month = (
-            settings.user_daily_token_cap,
-            settings.user_monthly_token_cap,
-        )
+        self.user_day = settings.user_daily_token_cap
+        self.user_month = settings.user_monthly_token_cap
         self.budgeted = bool(self.day_usd or self.month_usd or self.user_day or self.user_month)
         # Users' usage columns as requests read them; /model and the footer drop one.
         self._users: Kept[repo.UserUsage] = Kept()

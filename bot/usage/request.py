@@ -102,7 +102,11 @@ class Metering(TurnHooks):
         return writes
 
     def notes(self) -> str:
-        return extra_lines(self.ru)
+        """Text to append to the answer the user sees (never stored in the history)."""
+        lines = [f"ℹ️ {n}" for n in self.ru.notes]
+        if self.ru.footer and self.ru.totals.calls:
+            lines.append(f"📊 {self.ru.totals.footer()}")
+        return "\n\n" + "\n".join(lines) if lines else ""
 
 
 class Budgeted(Metering):
@@ -137,14 +141,6 @@ def after_call(
     warnings = meter.warnings(ctx.user_id, ru.warned)
     ru.notes.extend(warnings)
     return row, bool(warnings)
-
-
-def extra_lines(ru: RequestUsage) -> str:
-    """Text to append to the answer the user sees (never stored in the history)."""
-    lines = [f"ℹ️ {n}" for n in ru.notes]
-    if ru.footer and ru.totals.calls:
-        lines.append(f"📊 {ru.totals.footer()}")
-    return "\n\n" + "\n".join(lines) if lines else ""
 
 
 @dataclass
