@@ -69,9 +69,9 @@ async def _current(engine: AsyncEngine) -> set[str] | None:
         return {r[0] for r in rows}
 
 
-async def upgrade(engine: AsyncEngine) -> None:
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     # The usual start: the database is already at head, and Alembic need not load at all.
-    heads = script_heads()
+    heads = script_heads() if revision == "head" else None
     if heads is not None and engine.dialect.name == "sqlite" and await _current(engine) == heads:
         return
     from alembic import command
@@ -83,7 +83,7 @@ async def upgrade(engine: AsyncEngine) -> None:
             # Workers starting together: one migrates, the others wait and find it done.
             conn.execute(text("SELECT pg_advisory_xact_lock(5163736)"))
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+        command.upgrade(cfg, revision)
 
     async with engine.begin() as conn:
         await conn.run_sync(run)

@@ -4,10 +4,9 @@ ledger."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -72,13 +71,10 @@ async def ask_in_group(
     return row
 
 
-async def group_off(s: AsyncSession, chat_id: int) -> bool:
-    done = await s.execute(
-        update(CheckinGroup)
-        .where(CheckinGroup.chat_id == chat_id, CheckinGroup.enabled.is_(True))
-        .values(enabled=False)
+async def group_off(s: AsyncSession, chat_id: int) -> None:
+    await s.execute(
+        update(CheckinGroup).where(CheckinGroup.chat_id == chat_id).values(enabled=False)
     )
-    return bool(cast(CursorResult[Any], done).rowcount)
 
 
 async def claim(

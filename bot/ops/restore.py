@@ -189,7 +189,7 @@ def check_database(db: Path, scratch: Path) -> None:
     if extra:
         shown = ", ".join(f"{kind} {name[:60]!r}" for kind, name in extra[:5])
         raise BackupError(f"the database holds what its schema does not have: {shown}")
-    asyncio.run(_migrate_to(db, None))
+    asyncio.run(_migrate_to(db))
     problems = asyncio.run(_differences(db))
     if problems:
         raise BackupError(f"the database does not match the models: {'; '.join(problems[:5])}")
@@ -223,24 +223,14 @@ def _objects(db: Path) -> set[tuple[str, str]]:
         return {(str(t), str(n)) for t, n in conn.execute("SELECT type, name FROM sqlite_master")}
 
 
-async def _migrate_to(db: Path, revision: str | None) -> None:
-    """`db` (made if absent) migrated to `revision` (None: head)."""
-    from alembic import command
-    from sqlalchemy.engine import Connection
-
+async def _migrate_to(db: Path, revision: str = "head") -> None:
+    """`db` (made if absent) migrated to `revision`."""
     from db.engine import create_engine
-    from db.migrate import alembic_config
+    from db.migrate import upgrade
 
-    cfg = alembic_config()
     engine = create_engine(f"sqlite+aiosqlite:///{db}")
-
-    def run(conn: Connection) -> None:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, revision or "head")
-
     try:
-        async with engine.begin() as conn:
-            await conn.run_sync(run)
+        await upgrade(engine, revision)
     finally:
         await engine.dispose()
 
