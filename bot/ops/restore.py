@@ -54,21 +54,21 @@ def kept(path: Path) -> bool:
 
 def occupied(settings: Settings) -> list[str]:
     """What in the target would be overwritten: the database, and files in DATA_DIR."""
-    found = []
     database = sqlite_file(settings)
-    if database is not None and database.exists():
-        found.append(str(database))
-    if settings.data_dir.is_dir():
-        found += [
-            str(p)
-            for p in sorted(settings.data_dir.iterdir())
-            if not kept(p) and p.resolve() != database and not _journal_of(p, database)
-        ]
-    return found
+    found = [str(database)] if database is not None and database.exists() else []
+    return found + [str(p) for p in _replaced(settings.data_dir, database)]
 
 
-def _journal_of(path: Path, database: Path | None) -> bool:
-    return database is not None and path.name in {database.name + s for s in JOURNALS}
+def _replaced(data_dir: Path, database: Path | None) -> list[Path]:
+    """DATA_DIR's entries a restore replaces (the database and its journals move apart)."""
+    if not data_dir.is_dir():
+        return []
+    journals = {database.name + s for s in JOURNALS} if database is not None else set()
+    return [
+        p
+        for p in sorted(data_dir.iterdir())
+        if not kept(p) and p.resolve() != database and p.name not in journals
+    ]
 
 
 def restore(settings: Settings, archive: Path, force: bool = False) -> Verified:
@@ -163,9 +163,8 @@ def _swap(data_dir: Path, new: Path, database: Path | None, staged_db: Path | No
             for path in [database, *(database.with_name(database.name + s) for s in JOURNALS)]:
                 if path.exists():
                     move(path, aside / "database" / path.name)
-        for entry in sorted(data_dir.iterdir()):
-            if not kept(entry) and entry != database and not _journal_of(entry, database):
-                move(entry, aside / entry.name)
+        for entry in _replaced(data_dir, database):
+            move(entry, aside / entry.name)
         for entry in sorted(new.iterdir()):
             move(entry, data_dir / entry.name)
         if database is not None and staged_db is not None:
