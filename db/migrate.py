@@ -210,22 +210,18 @@ async def extras(engine: AsyncEngine, metadata: MetaData) -> list[str]:
 def _objects(conn: Connection) -> set[tuple[str, str]]:
     """(kind, name) of the schema's tables, views and triggers."""
     if conn.dialect.name == "postgresql":
-        tables = conn.execute(
+        rows = conn.execute(
             text(
-                "SELECT CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END, table_name "
-                "FROM information_schema.tables WHERE table_schema = current_schema()"
-            )
-        )
-        views = conn.execute(
-            text("SELECT 'view', matviewname FROM pg_matviews WHERE schemaname = current_schema()")
-        )
-        triggers = conn.execute(
-            text(
-                "SELECT DISTINCT 'trigger', trigger_name FROM information_schema.triggers "
+                "SELECT CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END, "
+                "table_name::text FROM information_schema.tables "
+                "WHERE table_schema = current_schema() "
+                "UNION SELECT 'view', matviewname::text FROM pg_matviews "
+                "WHERE schemaname = current_schema() "
+                "UNION SELECT 'trigger', trigger_name::text FROM information_schema.triggers "
                 "WHERE trigger_schema = current_schema()"
             )
         )
-        return {(r[0], r[1]) for rows in (tables, views, triggers) for r in rows}
+        return {(r[0], r[1]) for r in rows}
     listed = conn.execute(text("PRAGMA main.table_list")).all()
     out = {
         ("table", r[1])
