@@ -141,8 +141,7 @@ async def run_of(s: AsyncSession, run_id: int, user_id: int) -> CheckinRun | Non
 
 
 async def previous_failed(s: AsyncSession, user_id: int, run_id: int, chat_id: int = 0) -> bool:
-    """Whether the run before this one in that chat failed too (its failure was told
-    already)."""
+    """Whether the run before this one in that chat failed too (its failure was told already)."""
     stmt = (
         select(CheckinRun.status)
         .where(

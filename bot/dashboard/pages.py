@@ -417,7 +417,6 @@ async def reminders(host: Host, request: web.Request, view: View) -> web.Respons
 
 
 def _line(name: str, most: int, placeholder: str, *, required: bool = True) -> str:
-    """One line of a reminder's form."""
     need = " required" if required else ""
     return (
         f'<p><input type="search" name="{name}" maxlength="{most}"{need} '
