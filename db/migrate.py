@@ -167,19 +167,15 @@ def differences(conn: Connection, metadata: MetaData) -> list[str]:
 
 def _describe(step: tuple[object, ...]) -> str:
     kind = str(step[0])
-    if kind in ("add_table", "remove_table"):
-        return f"{_verb(kind)} table {_name(step[1])}"
-    if kind in ("add_column", "remove_column"):
-        return f"{_verb(kind)} column {step[2]}.{_name(step[3])}"
-    if kind in ("add_index", "remove_index", "add_constraint", "remove_constraint"):
-        return f"{_verb(kind)} {kind.split('_')[1]} {_name(step[1])}"
-    if kind.startswith("modify_"):  # (kind, schema, table, column, ...)
-        return f"column {step[2]}.{step[3]}: {kind.removeprefix('modify_')} differs"
+    verb, _, what = kind.partition("_")
+    said = "missing" if verb == "add" else "not in the models:"
+    if verb in ("add", "remove") and what == "column":
+        return f"{said} column {step[2]}.{_name(step[3])}"
+    if verb in ("add", "remove") and what in ("table", "index", "constraint"):
+        return f"{said} {what} {_name(step[1])}"
+    if verb == "modify":  # (kind, schema, table, column, ...)
+        return f"column {step[2]}.{step[3]}: {what} differs"
     return kind.replace("_", " ")
-
-
-def _verb(kind: str) -> str:
-    return "missing" if kind.startswith("add_") else "not in the models:"
 
 
 def _name(obj: object) -> str:
