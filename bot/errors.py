@@ -27,9 +27,8 @@ __all__ = [
 ]
 
 
-def user_text(exc: BaseException) -> str:
-    """The short text a user sees for any error; details go to the log only."""
-    return public_text(exc)
+# The short text a user sees for any error; details go to the log only.
+user_text = public_text
 
 
 def schema_text(exc: SchemaMismatch) -> str:

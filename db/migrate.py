@@ -69,9 +69,9 @@ async def _current(engine: AsyncEngine) -> set[str] | None:
         return {r[0] for r in rows}
 
 
-async def upgrade(engine: AsyncEngine) -> None:
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     # The usual start: the database is already at head, and Alembic need not load at all.
-    heads = script_heads()
+    heads = script_heads() if revision == "head" else None
     if heads is not None and engine.dialect.name == "sqlite" and await _current(engine) == heads:
         return
     from alembic import command
@@ -83,7 +83,7 @@ async def upgrade(engine: AsyncEngine) -> None:
             # Workers starting together: one migrates, the others wait and find it done.
             conn.execute(text("SELECT pg_advisory_xact_lock(5163736)"))
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+        command.upgrade(cfg, revision)
 
     async with engine.begin() as conn:
         await conn.run_sync(run)
@@ -167,19 +167,15 @@ def differences(conn: Connection, metadata: MetaData) -> list[str]:
 
 def _describe(step: tuple[object, ...]) -> str:
     kind = str(step[0])
-    if kind in ("add_table", "remove_table"):
-        return f"{_verb(kind)} table {_name(step[1])}"
-    if kind in ("add_column", "remove_column"):
-        return f"{_verb(kind)} column {step[2]}.{_name(step[3])}"
-    if kind in ("add_index", "remove_index", "add_constraint", "remove_constraint"):
-        return f"{_verb(kind)} {kind.split('_')[1]} {_name(step[1])}"
-    if kind.startswith("modify_"):  # (kind, schema, table, column, ...)
-        return f"column {step[2]}.{step[3]}: {kind.removeprefix('modify_')} differs"
+    verb, _, what = kind.partition("_")
+    said = "missing" if verb == "add" else "not in the models:"
+    if verb in ("add", "remove") and what == "column":
+        return f"{said} column {step[2]}.{_name(step[3])}"
+    if verb in ("add", "remove") and what in ("table", "index", "constraint"):
+        return f"{said} {what} {_name(step[1])}"
+    if verb == "modify":  # (kind, schema, table, column, ...)
+        return f"column {step[2]}.{step[3]}: {what} differs"
     return kind.replace("_", " ")
-
-
-def _verb(kind: str) -> str:
-    return "missing" if kind.startswith("add_") else "not in the models:"
 
 
 def _name(obj: object) -> str:
@@ -210,22 +206,18 @@ async def extras(engine: AsyncEngine, metadata: MetaData) -> list[str]:
 def _objects(conn: Connection) -> set[tuple[str, str]]:
     """(kind, name) of the schema's tables, views and triggers."""
     if conn.dialect.name == "postgresql":
-        tables = conn.execute(
+        rows = conn.execute(
             text(
-                "SELECT CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END, table_name "
-                "FROM information_schema.tables WHERE table_schema = current_schema()"
-            )
-        )
-        views = conn.execute(
-            text("SELECT 'view', matviewname FROM pg_matviews WHERE schemaname = current_schema()")
-        )
-        triggers = conn.execute(
-            text(
-                "SELECT DISTINCT 'trigger', trigger_name FROM information_schema.triggers "
+                "SELECT CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END, "
+                "table_name::text FROM information_schema.tables "
+                "WHERE table_schema = current_schema() "
+                "UNION SELECT 'view', matviewname::text FROM pg_matviews "
+                "WHERE schemaname = current_schema() "
+                "UNION SELECT 'trigger', trigger_name::text FROM information_schema.triggers "
                 "WHERE trigger_schema = current_schema()"
             )
         )
-        return {(r[0], r[1]) for rows in (tables, views, triggers) for r in rows}
+        return {(r[0], r[1]) for r in rows}
     listed = conn.execute(text("PRAGMA main.table_list")).all()
     out = {
         ("table", r[1])

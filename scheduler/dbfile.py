@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+
+from scheduler.setup import JobSpec
 
 log = logging.getLogger(__name__)
 
@@ -58,5 +58,5 @@ class DatabaseFileWatch:
             )
         return problem
 
-    def job_spec(self) -> tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]:
+    def job_spec(self) -> JobSpec:
         return ("database-file", "notice a deleted database file", EVERY, self.check)

@@ -14,11 +14,10 @@ grant given in a chat covers chats; a scheduled task's run, which nobody watches
 grant given for one.
 
 What the turn has seen is read from the prompt itself (tools/effects.py seen_outside): a tool
-result or a
-document marked as outside content where it was made (tools/effects.py OUTSIDE_MARK), a
-remembered page, an image; the current turn's own tool results are added as they return
-(bot/agent/toolexec.py). The memory tool reads it too: it asks before storing what such a
-turn wants kept."""
+result or a document marked as outside content where it was made (tools/effects.py
+OUTSIDE_MARK), a remembered page, an image; the current turn's own tool results are added as
+they return (bot/agent/toolexec.py). The memory tool reads it too: it asks before storing
+what such a turn wants kept."""
 
 from __future__ import annotations
 

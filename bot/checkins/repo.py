@@ -4,10 +4,9 @@ ledger."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -72,13 +71,10 @@ async def ask_in_group(
     return row
 
 
-async def group_off(s: AsyncSession, chat_id: int) -> bool:
-    done = await s.execute(
-        update(CheckinGroup)
-        .where(CheckinGroup.chat_id == chat_id, CheckinGroup.enabled.is_(True))
-        .values(enabled=False)
+async def group_off(s: AsyncSession, chat_id: int) -> None:
+    await s.execute(
+        update(CheckinGroup).where(CheckinGroup.chat_id == chat_id).values(enabled=False)
     )
-    return bool(cast(CursorResult[Any], done).rowcount)
 
 
 async def claim(
@@ -145,8 +141,7 @@ async def run_of(s: AsyncSession, run_id: int, user_id: int) -> CheckinRun | Non
 
 
 async def previous_failed(s: AsyncSession, user_id: int, run_id: int, chat_id: int = 0) -> bool:
-    """Whether the run before this one in that chat failed too (its failure was told
-    already)."""
+    """Whether the run before this one in that chat failed too (its failure was told already)."""
     stmt = (
         select(CheckinRun.status)
         .where(

@@ -156,8 +156,7 @@ async def run_one(
     now: datetime,
     chat_id: int = 0,
 ) -> Outcome:
-    """One slot for one person, in their private chat (`chat_id` 0) or a group they asked
-    in."""
+    """One slot for one person, in their private chat (`chat_id` 0) or a group they asked in."""
     sf = host.deps.session_factory
     async with sf() as s, s.begin():
         run_id = await repo.claim(s, user.id, day, slot, now, chat_id)

@@ -128,7 +128,7 @@ class Tokens:
         async with self._sf() as s, s.begin():
             await repo.drop(s, digest(session))
 
-    async def sign_out_everywhere(self, user_id: int) -> int:
+    async def sign_out_everywhere(self, user_id: int) -> None:
         """Every session and unused link of the person: the next page asks to sign in."""
         async with self._sf() as s, s.begin():
-            return await repo.drop_user(s, user_id)
+            await repo.drop_user(s, user_id)

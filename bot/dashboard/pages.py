@@ -229,15 +229,11 @@ async def export(host: Host, request: web.Request, view: View) -> web.StreamResp
     """Every live memory of the person as a file: JSON (for a program) or Markdown. Written
     a batch at a time as it is read, so a person with 100,000 memories costs the process one
     batch, not the whole file (and the database session is not held while the client reads)."""
-    kind = request.match_info["kind"]
+    kind, now = request.match_info["kind"], host.deps.clock()
     if kind not in ("json", "md"):
         raise web.HTTPNotFound(text="Export as .json or .md.")
-    store, now = _store(host), host.deps.clock()
-    if kind == "json":
-        parts = _json_export(host, view, now)
-    else:
-        total = (await store.page(user_id=view.person.user_id, limit=1)).total
-        parts = _md_export(host, view, now, total)
+    _store(host)  # memory off: a 404 now, before the download starts
+    parts = (_json_export if kind == "json" else _md_export)(host, view, now)
     response = web.StreamResponse()
     response.content_type = "application/json" if kind == "json" else "text/markdown"
     response.charset = "utf-8"
@@ -301,9 +297,10 @@ async def _json_export(host: Host, view: View, now: datetime) -> AsyncIterator[s
     yield "[]\n" if sep == "[\n" else "\n]\n"
 
 
-async def _md_export(host: Host, view: View, now: datetime, total: int) -> AsyncIterator[str]:
+async def _md_export(host: Host, view: View, now: datetime) -> AsyncIterator[str]:
     """A heading per layer, one memory a line."""
     uid = view.person.user_id
+    total = (await _store(host).page(user_id=uid, limit=1)).total
     yield f"# Memories ({total}, {now.astimezone(view.tz):%Y-%m-%d})\n"
     for layer in LAYERS:
         head = f"\n## {layer}\n\n"
@@ -417,7 +414,6 @@ async def reminders(host: Host, request: web.Request, view: View) -> web.Respons
 
 
 def _line(name: str, most: int, placeholder: str, *, required: bool = True) -> str:
-    """One line of a reminder's form."""
     need = " required" if required else ""
     return (
         f'<p><input type="search" name="{name}" maxlength="{most}"{need} '

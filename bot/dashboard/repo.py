@@ -62,9 +62,8 @@ async def drop(s: AsyncSession, digest: str) -> None:
     await s.execute(delete(DashboardToken).where(DashboardToken.digest == digest))
 
 
-async def drop_user(s: AsyncSession, user_id: int) -> int:
-    res = await s.execute(delete(DashboardToken).where(DashboardToken.user_id == user_id))
-    return int(res.rowcount or 0)  # type: ignore[attr-defined]
+async def drop_user(s: AsyncSession, user_id: int) -> None:
+    await s.execute(delete(DashboardToken).where(DashboardToken.user_id == user_id))
 
 
 async def drop_expired(s: AsyncSession, now: datetime) -> None:

@@ -136,7 +136,6 @@ def user_files(data_dir: Path, skip: set[Path]) -> list[Path]:
 def make_backup(
     settings: Settings, target: Path | None = None, now: datetime | None = None
 ) -> Path:
-    """Write one archive and return its path."""
     now = now or datetime.now(UTC)
     out = archive_path(settings, target, now)
     out.parent.mkdir(parents=True, exist_ok=True)

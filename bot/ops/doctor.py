@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -35,15 +34,12 @@ async def check_settings(app: App) -> list[CheckResult]:
     return out
 
 
-def database_file(url: str) -> str:
-    """The file a person can look for (the URL's path, absolute), or the URL itself."""
-    parsed = make_url(url)
-    if not parsed.drivername.startswith("sqlite"):
-        return parsed.render_as_string()  # a server URL may hold a password: masked
-    database = parsed.database
-    if not database or database == ":memory:":
-        return url
-    return f"{Path(database).resolve()} ({'exists' if Path(database).exists() else 'new'})"
+def database_file(settings: Settings) -> str:
+    """The file a person can look for (absolute), or the URL itself."""
+    path = sqlite_file(settings)
+    if path is None:  # a server URL may hold a password: masked
+        return make_url(settings.db_url).render_as_string()
+    return f"{path} ({'exists' if path.exists() else 'new'})"
 
 
 async def check_database(app: App) -> list[CheckResult]:
@@ -71,7 +67,7 @@ async def check_database(app: App) -> list[CheckResult]:
         migrations = CheckResult("migrations", False, f"pending: {todo}", "run `sidekick migrate`")
     else:
         migrations = await schema_check(app)
-    return [CheckResult("database", True, database_file(app.settings.db_url)), vectors, migrations]
+    return [CheckResult("database", True, database_file(app.settings)), vectors, migrations]
 
 
 async def schema_check(app: App) -> CheckResult:

@@ -15,15 +15,12 @@ from tools.state import Key
 class Operator(Protocol):
     async def doctor(self) -> list[CheckResult]:
         """`sidekick doctor`'s checks, on the running app."""
-        ...
 
     async def backup(self) -> Path:
         """A new archive, as `sidekick backup --verify` makes it (BackupError: why not)."""
-        ...
 
     def backups(self) -> list[Path]:
         """The archives in DATA_DIR/backups, oldest first."""
-        ...
 
 
 OPERATOR: Key[Operator] = Key("ops.operator")

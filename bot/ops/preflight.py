@@ -35,10 +35,9 @@ def preflight(settings: Settings) -> list[str]:
     accounts must not read the users' data."""
     os.umask(0o077)
     out: list[str] = []
-    if settings.database_url and settings.database_url.startswith("sqlite"):
-        database = make_url(settings.database_url).database or ":memory:"
-        if database != ":memory:":
-            out.append(writable(Path(database).parent, "DATABASE_URL") or "")
+    database = sqlite_file(settings) if settings.database_url else None
+    if database is not None:
+        out.append(writable(database.parent, "DATABASE_URL") or "")
     out.append(writable(settings.data_dir, "DATA_DIR") or "")
     try:
         load_config(settings.mcp_config)

@@ -54,21 +54,21 @@ def kept(path: Path) -> bool:
 
 def occupied(settings: Settings) -> list[str]:
     """What in the target would be overwritten: the database, and files in DATA_DIR."""
-    found = []
     database = sqlite_file(settings)
-    if database is not None and database.exists():
-        found.append(str(database))
-    if settings.data_dir.is_dir():
-        found += [
-            str(p)
-            for p in sorted(settings.data_dir.iterdir())
-            if not kept(p) and p.resolve() != database and not _journal_of(p, database)
-        ]
-    return found
+    found = [str(database)] if database is not None and database.exists() else []
+    return found + [str(p) for p in _replaced(settings.data_dir, database)]
 
 
-def _journal_of(path: Path, database: Path | None) -> bool:
-    return database is not None and path.name in {database.name + s for s in JOURNALS}
+def _replaced(data_dir: Path, database: Path | None) -> list[Path]:
+    """DATA_DIR's entries a restore replaces (the database and its journals move apart)."""
+    if not data_dir.is_dir():
+        return []
+    journals = {database.name + s for s in JOURNALS} if database is not None else set()
+    return [
+        p
+        for p in sorted(data_dir.iterdir())
+        if not kept(p) and p.resolve() != database and p.name not in journals
+    ]
 
 
 def restore(settings: Settings, archive: Path, force: bool = False) -> Verified:
@@ -163,9 +163,8 @@ def _swap(data_dir: Path, new: Path, database: Path | None, staged_db: Path | No
             for path in [database, *(database.with_name(database.name + s) for s in JOURNALS)]:
                 if path.exists():
                     move(path, aside / "database" / path.name)
-        for entry in sorted(data_dir.iterdir()):
-            if not kept(entry) and entry != database and not _journal_of(entry, database):
-                move(entry, aside / entry.name)
+        for entry in _replaced(data_dir, database):
+            move(entry, aside / entry.name)
         for entry in sorted(new.iterdir()):
             move(entry, data_dir / entry.name)
         if database is not None and staged_db is not None:
@@ -189,7 +188,7 @@ def check_database(db: Path, scratch: Path) -> None:
     if extra:
         shown = ", ".join(f"{kind} {name[:60]!r}" for kind, name in extra[:5])
         raise BackupError(f"the database holds what its schema does not have: {shown}")
-    asyncio.run(_migrate_to(db, None))
+    asyncio.run(_migrate_to(db))
     problems = asyncio.run(_differences(db))
     if problems:
         raise BackupError(f"the database does not match the models: {'; '.join(problems[:5])}")
@@ -223,24 +222,14 @@ def _objects(db: Path) -> set[tuple[str, str]]:
         return {(str(t), str(n)) for t, n in conn.execute("SELECT type, name FROM sqlite_master")}
 
 
-async def _migrate_to(db: Path, revision: str | None) -> None:
-    """`db` (made if absent) migrated to `revision` (None: head)."""
-    from alembic import command
-    from sqlalchemy.engine import Connection
-
+async def _migrate_to(db: Path, revision: str = "head") -> None:
+    """`db` (made if absent) migrated to `revision`."""
     from db.engine import create_engine
-    from db.migrate import alembic_config
+    from db.migrate import upgrade
 
-    cfg = alembic_config()
     engine = create_engine(f"sqlite+aiosqlite:///{db}")
-
-    def run(conn: Connection) -> None:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, revision or "head")
-
     try:
-        async with engine.begin() as conn:
-            await conn.run_sync(run)
+        await upgrade(engine, revision)
     finally:
         await engine.dispose()
 

@@ -276,7 +276,7 @@ class Wizard:
                 break
             self.p.say("  a Telegram id is a number (or type 'learn')")
         if got == "learn":
-            self.save({"ALLOWED_USER_IDS": ",".join(ids[1:]) if ids[1:] else ""})
+            self.save({"ALLOWED_USER_IDS": ",".join(ids[1:])})
             token = self.get("TELEGRAM_BOT_TOKEN")
             code = owner_code(token) if token else "(printed by `sidekick run` at start)"
             self.p.say(f"  send the bot this owner code from your Telegram account: {code}")
@@ -307,8 +307,7 @@ class Wizard:
         if choice == "keep":
             return
         if choice == "3":
-            self.save({"SEARXNG_URL": None, "BRAVE_API_KEY": None})
-            return
+            searxng = brave = ""
         self.save({"SEARXNG_URL": searxng or None, "BRAVE_API_KEY": brave or None})
 
     # The whole ------------------------------------------------------------------------

@@ -14,12 +14,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
 from bot.config import Settings
 from bot.dashboard.probe import status_line
 from bot.logs import RUN_LOG, Scrubber
 from bot.ops.backup import archives, modified
+from bot.ops.preflight import sqlite_file
 from bot.ops.runlock import holder
 
 FOLLOW_POLL_S = 0.5
@@ -37,8 +36,8 @@ def ago(then: datetime, now: datetime) -> str:
 
 
 def size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
+    for unit in ("B", "KB", "MB"):
+        if n < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GB"
@@ -106,9 +105,9 @@ def backup_line(settings: Settings, now: datetime) -> str:
 
 
 def no_database(settings: Settings) -> str | None:
-    parsed = make_url(settings.db_url)
-    if parsed.drivername.startswith("sqlite") and not Path(parsed.database or "").is_file():
-        return f"database:    none yet at {parsed.database} (the first start makes it)"
+    path = sqlite_file(settings)
+    if path is not None and not path.is_file():
+        return f"database:    none yet at {path} (the first start makes it)"
     return None
 
 

@@ -219,7 +219,6 @@ class TerminalDelivery:
 
 
 async def answer(app: App, who: Who, line: str) -> None:
-    """Stream the agent's answer to stdout."""
     printed = 0
     status = Status(sys.stdout.isatty())
     status.show("thinking…")
