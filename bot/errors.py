@@ -23,12 +23,8 @@ __all__ = [
     "SidekickError",
     "ToolError",
     "provider_text",
-    "user_text",
+    "public_text",
 ]
-
-
-# The short text a user sees for any error; details go to the log only.
-user_text = public_text
 
 
 def schema_text(exc: SchemaMismatch) -> str:

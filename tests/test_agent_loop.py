@@ -138,13 +138,13 @@ async def test_tool_call_cap_stops_the_task(
 
 
 async def test_provider_outage_then_recovery(app: App, fake_llm: FakeOpenAI) -> None:
-    from bot.errors import ProviderError, user_text
+    from bot.errors import ProviderError, public_text
 
     fake_llm.add(Error(503), Error(503), Error(503))
     try:
         await app.agent.handle(Incoming("are you there?", telegram_user_id=9))
     except ProviderError as exc:
-        assert user_text(exc) == (
+        assert public_text(exc) == (
             "The model provider is not answering (HTTP 503); try again in a minute."
         )
     else:

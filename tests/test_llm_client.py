@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bot.config import Settings
-from bot.errors import ProviderError, user_text
+from bot.errors import ProviderError, public_text
 from bot.llm.client import LLMClient
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
 
@@ -58,7 +58,7 @@ async def test_gives_up_with_plain_message(settings: Settings, fake_llm: FakeOpe
         await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
     assert len(fake_llm.requests) == llm.max_retries + 1
-    assert user_text(info.value) == (
+    assert public_text(info.value) == (
         "The model provider is not answering (HTTP 502); try again in a minute."
     )
 
@@ -70,7 +70,7 @@ async def test_client_errors_are_not_retried(settings: Settings, fake_llm: FakeO
         await llm.complete_text([{"role": "user", "content": "hi"}])
     await llm.close()
     assert len(fake_llm.requests) == 1
-    text = user_text(info.value)
+    text = public_text(info.value)
     assert "LLM_API_KEY" in text and "sk-test" not in text
 
 
@@ -86,7 +86,7 @@ async def test_unreachable_endpoint(tmp_path: object, monkeypatch: pytest.Monkey
     with pytest.raises(ProviderError) as info:
         await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
-    assert "not answering (connection failed)" in user_text(info.value)
+    assert "not answering (connection failed)" in public_text(info.value)
 
 
 async def test_usage_from_the_last_chunk_with_details(

@@ -13,7 +13,7 @@ import pytest
 
 from bot.agent.runner import Incoming
 from bot.app import build_app
-from bot.errors import ProviderError, user_text
+from bot.errors import ProviderError, public_text
 from bot.llm.client import LLMClient
 from bot.llm.completion import parse_usage
 from tests.conftest import make_settings
@@ -147,7 +147,7 @@ async def test_a_provider_error_inside_a_200_stream(tmp_path: Path, replay: Repl
         await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
     assert len(replay.requests) == 1
-    assert "error in the stream" in user_text(info.value)
+    assert "error in the stream" in public_text(info.value)
 
     replay.queue += ["dialects/openrouter-error.txt", "dialects/groq.txt"]
     llm = client(tmp_path, replay, llm_fallback_model="backup")

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from bot.agent.runner import Incoming
 from bot.app import build_app
-from bot.errors import ProviderError, user_text
+from bot.errors import ProviderError, public_text
 from bot.llm.client import LLMClient
 from tests.conftest import make_settings
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
@@ -197,7 +197,7 @@ async def test_overflow_wordings_are_told_in_one_sentence(
     with pytest.raises(ProviderError) as info:
         await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
-    assert len(fake_llm.requests) == 1 and "/newsession" in user_text(info.value)
+    assert len(fake_llm.requests) == 1 and "/newsession" in public_text(info.value)
 
 
 async def test_another_400_is_not_an_overflow(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
@@ -206,4 +206,4 @@ async def test_another_400_is_not_an_overflow(tmp_path: Path, fake_llm: FakeOpen
     with pytest.raises(ProviderError) as info:
         await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
-    assert user_text(info.value) == "The model provider rejected the request (HTTP 400)."
+    assert public_text(info.value) == "The model provider rejected the request (HTTP 400)."

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import ProviderError, user_text
+from bot.errors import ProviderError, public_text
 from tests.llm_replay import Replay, client, replaying
 
 
@@ -78,7 +78,7 @@ async def test_context_overflow_is_logged_and_told_in_one_sentence(
         await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
     assert len(replay.requests) == 1  # a refusal for length is not retried
-    text = user_text(info.value)
+    text = public_text(info.value)
     assert "/newsession" in text and "LLM_CONTEXT_TOKENS" in text and text.count(".") == 1
     logged = [
         r.getMessage() for r in caplog.records if "exceeds the available context" in r.getMessage()

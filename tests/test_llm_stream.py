@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from bot.errors import ProviderError, user_text
+from bot.errors import ProviderError, public_text
 from bot.llm.client import LLMClient
 from tests.conftest import make_settings
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, KeepAlive, Text
@@ -105,7 +105,7 @@ async def test_truncated_every_time_is_one_plain_error(
     with pytest.raises(ProviderError) as info:
         await llm.stream([{"role": "user", "content": "hi"}])
     assert len(broken_llm.requests) == 3  # MAX_RETRIES=2 (tests/conftest.py)
-    assert user_text(info.value) == (
+    assert public_text(info.value) == (
         "The model provider is not answering (connection failed); try again in a minute."
     )
     # The same client (and its connection pool) still answers.
@@ -126,7 +126,7 @@ async def test_non_json_line_is_retried_then_reported(
     with pytest.raises(ProviderError) as info:
         await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
-    assert "not answering (malformed stream)" in user_text(info.value)
+    assert "not answering (malformed stream)" in public_text(info.value)
 
 
 async def test_error_event_mid_stream(
@@ -142,7 +142,7 @@ async def test_error_event_mid_stream(
         out = await llm.stream([{"role": "user", "content": "next"}])
     await llm.close()
     assert out.content == "echo: next"
-    text = user_text(info.value)
+    text = public_text(info.value)
     assert (
         text == "The model provider is not answering (error in the stream); try again in a minute."
     )
@@ -202,7 +202,7 @@ async def test_keep_alives_forever_end_at_the_deadline(
         with pytest.raises(ProviderError) as info:
             await llm.stream([{"role": "user", "content": "hi"}])
     await llm.close()
-    text = user_text(info.value)
+    text = public_text(info.value)
     assert "LLM_TIMEOUT_S (1 s)" in text and text.count("\n") == 0
     broken_llm.script.clear()  # the retries the deadline left no time for
     llm = client(tmp_path, broken_llm)

@@ -8,7 +8,7 @@ import logging
 from aiogram import Bot
 from aiogram.types import ErrorEvent, Update
 
-from bot.errors import SidekickError, user_text
+from bot.errors import SidekickError, public_text
 from bot.telegram.outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ async def on_error(event: ErrorEvent, bot: Bot, outbox: Outbox) -> bool:
     chat_id = _chat_id(event.update)
     if chat_id is not None:
         try:
-            await outbox.say(chat_id, user_text(exc))
+            await outbox.say(chat_id, public_text(exc))
         except Exception:
             log.exception("could not tell the user about the error")
     return True

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from aiogram.types import Update
 
 from bot.agent.runner import Events
-from bot.errors import SidekickError, user_text
+from bot.errors import SidekickError, public_text
 from bot.telegram.answer import ReplyStreamer, deliver
 from bot.telegram.dispatcher import Runtime
 from bot.telegram.held import HELD
@@ -163,7 +163,7 @@ async def _answer(rt: Runtime, cut: Cut) -> None:
         else:
             log.error("message %d: continuing failed", cut.message_id, exc_info=exc)
         await outbox.settled(cut.chat_id, cut.telegram_message_id)
-        await outbox.send(cut.chat_id, None, text_items(split_plain(user_text(exc))))
+        await outbox.send(cut.chat_id, None, text_items(split_plain(public_text(exc))))
         return
     finally:
         HELD.discard(cut.chat_id)

@@ -21,7 +21,7 @@ from bot.agent.runner import Events, Incoming
 from bot.app import App, build_app
 from bot.approvals.gate import APPROVALS, Choice, Question
 from bot.config import Settings, require
-from bot.errors import user_text
+from bot.errors import public_text
 from bot.shown import shown
 from bot.surrogates import scrub
 from bot.terminal.commands import Who, run_command, saved
@@ -255,7 +255,7 @@ async def answer(app: App, who: Who, line: str) -> None:
         sys.stdout.write("\n")
     except Exception as exc:
         status.clear()
-        print(f"\n{user_text(exc)}")
+        print(f"\n{public_text(exc)}")
 
 
 async def run_chat(settings: Settings, as_user: int | None = None) -> None:
@@ -304,7 +304,7 @@ async def run_chat(settings: Settings, as_user: int | None = None) -> None:
                 try:
                     local = await run_command(app, who, line)
                 except Exception as exc:
-                    local = user_text(exc)
+                    local = public_text(exc)
                 if local is not None:
                     print(shown(local), flush=True)
                 else:
