@@ -410,16 +410,6 @@ _ASKED = re.compile(
 )
 
 
-def sentences(text: str) -> list[str]:
-    return [m.group().strip() for m in _SENTENCES.finditer(text) if m.group().strip()]
-
-
-def about_them(sentence: str) -> bool:
-    """Whether a sentence says something about the person (anything not opening with
-    Sidekick, a tool or a result as its subject)."""
-    return not _NOT_ABOUT_THEM.match(sentence)
-
-
 def claimed_actions(sentence: str) -> list[str]:
     """The actions a sentence says happened (their stems), none when it reports a wish."""
     if _ASKED.search(sentence):
@@ -443,8 +433,8 @@ def _supports(stem: str, sentence: str, done: Sequence[str]) -> bool:
 
 def check_grounded(
     summary: str,
-    theirs: str | Source,
-    record: str | Source,
+    theirs: Source,
+    record: Source,
     actions: Sequence[str],
     *,
     tool_succeeded: bool = True,
@@ -455,13 +445,14 @@ def check_grounded(
     other against `record` (those and what the tools returned), and an action a sentence
     says happened against `actions` (the successful tool calls, one entry each: name,
     arguments, result)."""
-    person = theirs if isinstance(theirs, Source) else Source(theirs)
-    wider = record if isinstance(record, Source) else Source(record)
     result = Grounding()
-    for sentence in sentences(summary):
+    for m in _SENTENCES.finditer(summary):
+        if not (sentence := m.group().strip()):
+            continue
+        # About the person: anything not opening with Sidekick, a tool or a result.
         found = check(
             sentence,
-            person if about_them(sentence) else wider,
+            record if _NOT_ABOUT_THEM.match(sentence) else theirs,
             tool_succeeded=tool_succeeded,
             names=names,
         )

@@ -278,7 +278,8 @@ class ReminderJobs:
             ready = await repo.pending_runs(s, now, local=self.local)
         by_user: dict[int, list[PendingRun]] = {}
         # Someone the owner removed: nothing is computed or delivered for them.
-        gone = [run for run in ready if not await self._serves(run.recipient)]
+        admits = self.admits
+        gone = [r for r in ready if admits and not await admits(r.recipient.telegram_id)]
         await self._skip_removed(gone)
         ready = [run for run in ready if run not in gone]
         for run in ready:
@@ -302,9 +303,6 @@ class ReminderJobs:
             await asyncio.gather(*(one_chat(runs) for runs in by_user.values()))
         finally:
             await self._written()
-
-    async def _serves(self, who: Recipient) -> bool:
-        return self.admits is None or await self.admits(who.telegram_id)
 
     async def removed(self, telegram_id: int) -> None:
         """The owner removed this person (tools/admission.py): their tasks stop computing
@@ -441,8 +439,7 @@ class ReminderJobs:
                 return
             notice = (
                 f"⚠️ Your scheduled task #{run.job_id} failed: {reason.rstrip('.')}. It stays "
-                "scheduled; "
-                "I'll only tell you again after it has worked once."
+                "scheduled; I'll only tell you again after it has worked once."
             )
             await repo.set_run_text(s, run.run_id, notice, outcome="failed")
             await repo.finish_runs(s, [{"id": run.run_id, "error": reason}])
