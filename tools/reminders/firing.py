@@ -207,8 +207,7 @@ class ReminderJobs:
         runs: list[dict[str, Any]] = []
         moves: list[dict[str, Any]] = []
         async with self.session_factory() as s, s.begin():
-            for due in await repo.due_jobs(s, now, local=self.local):
-                job = due.job
+            for job, quiet in await repo.due_jobs(s, now, local=self.local):
                 assert job.next_run_at is not None
                 spec = spec_of(job)
                 c = catch_up(spec, job.next_run_at, now)
@@ -224,7 +223,7 @@ class ReminderJobs:
                     "error": None,
                 }
                 notes = []
-                held = self._quiet_end(due.quiet, spec.tz, now)
+                held = self._quiet_end(quiet, spec.tz, now)
                 # The date shows when the message arrives on another day than it was due.
                 when = local_text(c.due, spec.tz, held or now)
                 if spec.kind != "at" and now - c.due > window:
