@@ -105,10 +105,8 @@ def result_text(job: CodeJob, left: list[str]) -> str:
     if job.error:
         parts.append(f"Why: {job.error}")
     if job.summary:
-        summary = job.summary
-        if len(summary) > SUMMARY_CHARS:
-            summary = summary[:SUMMARY_CHARS] + "…"
-        parts.append(summary)
+        cut = len(job.summary) > SUMMARY_CHARS
+        parts.append(job.summary[:SUMMARY_CHARS] + ("…" if cut else ""))
     names = job.files.splitlines()
     if names:
         more = f" and {len(names) - 20} more" if len(names) > 20 else ""
