@@ -246,13 +246,8 @@ class ReminderJobs:
                     report.claimed += 1
                 run["note"] = "; ".join(notes) or None
                 runs.append(run)
-                moves.append(
-                    {
-                        "id": job.id,
-                        "next_run_at": c.next,
-                        "status": "active" if c.next is not None else "done",
-                    }
-                )
+                status = "active" if c.next is not None else "done"
+                moves.append({"id": job.id, "next_run_at": c.next, "status": status})
             await repo.claim(s, runs, moves)
         return len(runs)
 
