@@ -101,6 +101,7 @@ _RELATIVE = re.compile(
 RELATIVE_DAYS = 10  # how far "next week" / "last weekend" may reach from the session's date
 
 _VERBISH = re.compile(r"(ing|ed|ly|s)$")  # "Planning", "Asked", "Lives": verbs, not names
+_NAME_NEXT = re.compile(r"\s+[A-Z][a-z]")  # another capitalised word: a name ("John Doe")
 Date = tuple[int | None, int, int]  # (year or None, month, day)
 
 
@@ -258,17 +259,12 @@ def check(
             if low in UNITS and _AFTER_NUMBER.search(rest[: m.start()]):
                 continue  # "20 C": a unit, not a name
             opener = m.start() == 0 or bool(_SENTENCE_END.search(rest[: m.start()]))
-            if opener and _VERBISH.search(low) and not _followed_by_name(rest, m.end()):
+            if opener and _VERBISH.search(low) and not _NAME_NEXT.match(rest, m.end(), m.end() + 4):
                 continue  # a sentence's first word ("Planning", "Asked"): not a name
             miss("names", word)
     if not tool_succeeded and _RAN.search(summary):
         miss("tool results", "says code ran, but no tool call in these turns succeeded")
     return result
-
-
-def _followed_by_name(text: str, end: int) -> bool:
-    """Whether another capitalised word follows (a two-word name: 'John Doe')."""
-    return bool(re.match(r"\s+[A-Z][a-z]", text[end : end + 4]))
 
 
 # Scripts whose Unicode names differ but which one language mixes (Japanese).

@@ -201,15 +201,13 @@ class CodeRunner:
                 await asyncio.shield(self.egress.release(egress))
             if plan is not None and plan.stdin_prefix:
                 self._prewarm(plan)
-            if uid is not None and self._needs_sweep():
+            # Without a PID namespace, processes may outlive bun (setsid, double fork).
+            unreaped = self.mode == "basic" or (self.mode in CONFINED and not self.namespaces)
+            if uid is not None and unreaped:
                 await self._kill_uid(uid)
             # In a thread (a big tree takes a while); shielded so a cancelled request
             # still leaves nothing behind.
             await asyncio.shield(asyncio.to_thread(remove_tree, workdir.parent))
-
-    def _needs_sweep(self) -> bool:
-        """Without a PID namespace, processes may outlive bun (setsid, double fork)."""
-        return self.mode == "basic" or (self.mode in CONFINED and not self.namespaces)
 
     def _prewarm(self, plan: Plan) -> None:
         if len(self._warm) + len(self._warming) < self._max_warm:

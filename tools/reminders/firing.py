@@ -90,13 +90,6 @@ def message_text(run: PendingRun) -> str:
     return f"{run.text}{note}"
 
 
-def on_the_minute(when: datetime) -> datetime:
-    """The whole minute `when` falls in. Ticks run on whole minutes; a retry time counted
-    from the moment the failed send ended (seconds past the tick) would miss the tick it was
-    meant for and wait one more minute."""
-    return when.replace(second=0, microsecond=0)
-
-
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
@@ -340,9 +333,12 @@ class ReminderJobs:
                 await self._finish(run, "delivery_failed", error=_short(exc), attempts=attempts)
                 report.failed += 1
                 return True
+            # From the whole minute: ticks run on whole minutes, and a retry time counted from
+            # the end of the failed send (seconds past the tick) would wait one tick more.
             wait = min(timedelta(minutes=2 ** (attempts - 1)), MAX_BACKOFF)
+            retry = self.clock().replace(second=0, microsecond=0) + wait
             await self._record({"id": run.run_id, "attempts": attempts, "error": _short(exc),
-                                "deliver_after": on_the_minute(self.clock()) + wait})  # fmt: skip
+                                "deliver_after": retry})  # fmt: skip
             report.retrying += 1
             return False
         await self._finish(run, run.outcome, message_id=message_id, attempts=run.attempts + 1)
