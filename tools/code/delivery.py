@@ -13,6 +13,7 @@ work dirs of jobs older than KEEP_DAYS (`execute` of their files then says so).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
 import time
@@ -119,19 +120,14 @@ def result_text(job: CodeJob, left: list[str]) -> str:
     return "\n\n".join(parts)
 
 
-def prune(folder: Path, before: float) -> int:
+def prune(folder: Path, before: float) -> None:
     """Remove the job folders last changed before `before` (epoch seconds)."""
-    removed = 0
     if not folder.is_dir():
-        return 0
+        return
     for entry in folder.iterdir():
-        try:
-            old = entry.is_dir() and not entry.is_symlink() and entry.stat().st_mtime < before
-        except OSError:
-            continue
-        if old and remove_tree(entry):
-            removed += 1
-    return removed
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_mtime < before:
+                remove_tree(entry)
 
 
 class JobDelivery:
