@@ -156,11 +156,10 @@ class JobDelivery:
                 log.exception("delivering finished code jobs failed")
             await asyncio.sleep(POLL_S)
 
-    async def deliver_ready(self) -> int:
+    async def deliver_ready(self) -> None:
         deps = self.host.deps
         async with deps.session_factory() as s:
             jobs = await repo.undelivered(s)
-        sent = 0
         for job in jobs:
             async with deps.session_factory.begin() as s:
                 user = await get_user(s, job.user_id) if job.user_id is not None else None
@@ -173,10 +172,8 @@ class JobDelivery:
             recipient = Recipient(user.id, user.telegram_id, user.name or "")
             try:
                 await self.host.deliver(recipient, result_text(job, left), False, files)
-                sent += 1
             except Exception as exc:  # one user's failure (blocked the bot) stops no one else's
                 log.warning("could not deliver code job %s: %s", job.id, type(exc).__name__)
-        return sent
 
 
 JOB_DELIVERY: Key[JobDelivery] = Key("code.job_delivery")

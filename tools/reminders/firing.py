@@ -253,43 +253,39 @@ class ReminderJobs:
         except ValueError:
             return None
 
-    async def deliver_ready(self, report: TickReport | None = None) -> TickReport:
-        """Deliver what is ready now (in a tick, after a task finished, or from tests)."""
+    async def deliver_ready(self, report: TickReport | None = None) -> None:
+        """Deliver what is ready now (in a tick, or after a task finished)."""
         report = report or TickReport()
         async with self._lock:
-            await self._deliver_ready(self.clock(), report)
-        return report
+            async with self.session_factory() as s:
+                ready = await repo.pending_runs(s, self.clock(), local=self.local)
+            by_user: dict[int, list[PendingRun]] = {}
+            # Someone the owner removed: nothing is computed or delivered for them.
+            admits = self.admits
+            gone = [r for r in ready if admits and not await admits(r.recipient.telegram_id)]
+            await self._skip_removed(gone)
+            ready = [run for run in ready if run not in gone]
+            for run in ready:
+                if run.text is None:
+                    if run.run_id not in self._computing:
+                        self._start_task(run)
+                        report.tasks_started += 1
+                    continue
+                by_user.setdefault(run.recipient.user_id, []).append(run)
+            if not by_user:
+                return
+            gate = asyncio.Semaphore(self.settings.reminder_concurrency)
 
-    async def _deliver_ready(self, now: datetime, report: TickReport) -> None:
-        async with self.session_factory() as s:
-            ready = await repo.pending_runs(s, now, local=self.local)
-        by_user: dict[int, list[PendingRun]] = {}
-        # Someone the owner removed: nothing is computed or delivered for them.
-        admits = self.admits
-        gone = [r for r in ready if admits and not await admits(r.recipient.telegram_id)]
-        await self._skip_removed(gone)
-        ready = [run for run in ready if run not in gone]
-        for run in ready:
-            if run.text is None:
-                if run.run_id not in self._computing:
-                    self._start_task(run)
-                    report.tasks_started += 1
-                continue
-            by_user.setdefault(run.recipient.user_id, []).append(run)
-        if not by_user:
-            return
-        gate = asyncio.Semaphore(self.settings.reminder_concurrency)
+            async def one_chat(runs: list[PendingRun]) -> None:
+                async with gate:
+                    for run in runs:
+                        if not await self._deliver_one(run, report):
+                            return  # keep the chat's order: the rest waits for this one
 
-        async def one_chat(runs: list[PendingRun]) -> None:
-            async with gate:
-                for run in runs:
-                    if not await self._deliver_one(run, report):
-                        return  # keep the chat's order: the rest waits for this one
-
-        try:
-            await asyncio.gather(*(one_chat(runs) for runs in by_user.values()))
-        finally:
-            await self._written()
+            try:
+                await asyncio.gather(*(one_chat(runs) for runs in by_user.values()))
+            finally:
+                await self._written()
 
     async def removed(self, telegram_id: int) -> None:
         """The owner removed this person (tools/admission.py): their tasks stop computing
