@@ -226,9 +226,7 @@ class CodeRunner:
                 return proc
         return await _spawn(plan)
 
-    async def _execute(
-        self, plan: Plan, code: str, timeout_ms: int, watched: Path | None = None
-    ) -> RunResult:
+    async def _execute(self, plan: Plan, code: str, timeout_ms: int, watched: Path) -> RunResult:
         start = time.perf_counter()
         try:
             proc = await self._start(plan)
@@ -247,7 +245,7 @@ class CodeRunner:
         poller = None if pidfd is not None else asyncio.create_task(_poll_exit(proc, exited))
         disk_full = asyncio.Event()
         caps = (DISK_CAP_BYTES, DISK_CAP_FILES, disk_full.set)
-        disk = None if watched is None else asyncio.create_task(disk_watch(watched, *caps))
+        disk = asyncio.create_task(disk_watch(watched, *caps))
         timed_out = output_limited = disk_limited = False
         try:
             ends = [asyncio.create_task(e.wait()) for e in (exited, capped, disk_full)]
