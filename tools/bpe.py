@@ -70,9 +70,6 @@ class RankTable:
         self._blob = bytes(blob)
         self._n = len(self._hashes)
 
-    def __len__(self) -> int:
-        return self._n
-
     def get(self, piece: bytes) -> int | None:
         h = hash(piece)
         hashes = self._hashes

@@ -101,6 +101,7 @@ _RELATIVE = re.compile(
 RELATIVE_DAYS = 10  # how far "next week" / "last weekend" may reach from the session's date
 
 _VERBISH = re.compile(r"(ing|ed|ly|s)$")  # "Planning", "Asked", "Lives": verbs, not names
+_NAME_NEXT = re.compile(r"\s+[A-Z][a-z]")  # another capitalised word: a name ("John Doe")
 Date = tuple[int | None, int, int]  # (year or None, month, day)
 
 
@@ -258,17 +259,12 @@ def check(
             if low in UNITS and _AFTER_NUMBER.search(rest[: m.start()]):
                 continue  # "20 C": a unit, not a name
             opener = m.start() == 0 or bool(_SENTENCE_END.search(rest[: m.start()]))
-            if opener and _VERBISH.search(low) and not _followed_by_name(rest, m.end()):
+            if opener and _VERBISH.search(low) and not _NAME_NEXT.match(rest, m.end(), m.end() + 4):
                 continue  # a sentence's first word ("Planning", "Asked"): not a name
             miss("names", word)
     if not tool_succeeded and _RAN.search(summary):
         miss("tool results", "says code ran, but no tool call in these turns succeeded")
     return result
-
-
-def _followed_by_name(text: str, end: int) -> bool:
-    """Whether another capitalised word follows (a two-word name: 'John Doe')."""
-    return bool(re.match(r"\s+[A-Z][a-z]", text[end : end + 4]))
 
 
 # Scripts whose Unicode names differ but which one language mixes (Japanese).
@@ -410,16 +406,6 @@ _ASKED = re.compile(
 )
 
 
-def sentences(text: str) -> list[str]:
-    return [m.group().strip() for m in _SENTENCES.finditer(text) if m.group().strip()]
-
-
-def about_them(sentence: str) -> bool:
-    """Whether a sentence says something about the person (anything not opening with
-    Sidekick, a tool or a result as its subject)."""
-    return not _NOT_ABOUT_THEM.match(sentence)
-
-
 def claimed_actions(sentence: str) -> list[str]:
     """The actions a sentence says happened (their stems), none when it reports a wish."""
     if _ASKED.search(sentence):
@@ -443,8 +429,8 @@ def _supports(stem: str, sentence: str, done: Sequence[str]) -> bool:
 
 def check_grounded(
     summary: str,
-    theirs: str | Source,
-    record: str | Source,
+    theirs: Source,
+    record: Source,
     actions: Sequence[str],
     *,
     tool_succeeded: bool = True,
@@ -455,13 +441,14 @@ def check_grounded(
     other against `record` (those and what the tools returned), and an action a sentence
     says happened against `actions` (the successful tool calls, one entry each: name,
     arguments, result)."""
-    person = theirs if isinstance(theirs, Source) else Source(theirs)
-    wider = record if isinstance(record, Source) else Source(record)
     result = Grounding()
-    for sentence in sentences(summary):
+    for m in _SENTENCES.finditer(summary):
+        if not (sentence := m.group().strip()):
+            continue
+        # About the person: anything not opening with Sidekick, a tool or a result.
         found = check(
             sentence,
-            person if about_them(sentence) else wider,
+            record if _NOT_ABOUT_THEM.match(sentence) else theirs,
             tool_succeeded=tool_succeeded,
             names=names,
         )

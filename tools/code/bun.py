@@ -80,9 +80,8 @@ def reachable(path: str) -> str:
 def _world_reachable(path: Path) -> bool:
     """Whether any uid may open and run `path`: every folder above it searchable by others,
     the file readable and runnable by them."""
-    if os.stat(path).st_mode & 0o005 != 0o005:
-        return False
-    return all(os.stat(p).st_mode & stat.S_IXOTH for p in path.parents)
+    runnable = os.stat(path).st_mode & 0o005 == 0o005
+    return runnable and all(os.stat(p).st_mode & stat.S_IXOTH for p in path.parents)
 
 
 def _ours(folder: Path) -> None:

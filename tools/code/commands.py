@@ -170,10 +170,9 @@ async def codestats(call: CommandCall) -> Answer | str:
     since = now - timedelta(days=days)
     async with deps.session_factory() as s:
         st = await repo.stats(s, user_id, since)
-        runs = await repo.code_runs(s, user_id, since)
         js = await repo.job_stats(s, user_id, since)
         skills = await repo.skill_runs(s, user_id, since)
-    series = runs_series(runs, now, call.who.tz, days)
+    series = runs_series(st.runs, now, call.who.tz, days)
     text = stats_text(st, days) + jobs_text(js) + skills_text(skills)
     return Answer(text, markdown=True, chart=lambda: chart(series))
 

@@ -171,7 +171,7 @@ def deny_sockets(only_unix: bool = False) -> None:
     _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
-def enter_namespaces(net: bool, uid: int | None) -> bool:
+def enter_namespaces(net: bool) -> bool:
     """New mount, PID, IPC (and network when off or through the egress proxy) namespaces;
     a user namespace first when we are not root. False when the kernel refuses them."""
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
@@ -422,7 +422,7 @@ def confine(plan: dict[str, Any]) -> None:
         raise Refused("this kernel has no Landlock")
     set_limits(plan["limits"])
     # Through the egress proxy, the network is a namespace of our own like when it is off.
-    namespaced = plan["namespaces"] and enter_namespaces(net and not plan["egress"], uid)
+    namespaced = plan["namespaces"] and enter_namespaces(net and not plan["egress"])
     if mode == "namespace" and not namespaced:
         raise Refused("the kernel refused the user/mount namespaces")
     egress = None
@@ -487,7 +487,7 @@ def probe() -> str:
     throwaway child: some containers mask /proc, and bun cannot run without one)."""
 
     def namespaces_work() -> bool:
-        if not enter_namespaces(False, None):
+        if not enter_namespaces(False):
             return False
         pid = os.fork()  # the namespace's first process may mount its /proc
         if pid == 0:

@@ -13,6 +13,7 @@ work dirs of jobs older than KEEP_DAYS (`execute` of their files then says so).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
 import time
@@ -105,10 +106,8 @@ def result_text(job: CodeJob, left: list[str]) -> str:
     if job.error:
         parts.append(f"Why: {job.error}")
     if job.summary:
-        summary = job.summary
-        if len(summary) > SUMMARY_CHARS:
-            summary = summary[:SUMMARY_CHARS] + "…"
-        parts.append(summary)
+        cut = len(job.summary) > SUMMARY_CHARS
+        parts.append(job.summary[:SUMMARY_CHARS] + ("…" if cut else ""))
     names = job.files.splitlines()
     if names:
         more = f" and {len(names) - 20} more" if len(names) > 20 else ""
@@ -121,19 +120,14 @@ def result_text(job: CodeJob, left: list[str]) -> str:
     return "\n\n".join(parts)
 
 
-def prune(folder: Path, before: float) -> int:
+def prune(folder: Path, before: float) -> None:
     """Remove the job folders last changed before `before` (epoch seconds)."""
-    removed = 0
     if not folder.is_dir():
-        return 0
+        return
     for entry in folder.iterdir():
-        try:
-            old = entry.is_dir() and not entry.is_symlink() and entry.stat().st_mtime < before
-        except OSError:
-            continue
-        if old and remove_tree(entry):
-            removed += 1
-    return removed
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_mtime < before:
+                remove_tree(entry)
 
 
 class JobDelivery:
@@ -162,11 +156,10 @@ class JobDelivery:
                 log.exception("delivering finished code jobs failed")
             await asyncio.sleep(POLL_S)
 
-    async def deliver_ready(self) -> int:
+    async def deliver_ready(self) -> None:
         deps = self.host.deps
         async with deps.session_factory() as s:
             jobs = await repo.undelivered(s)
-        sent = 0
         for job in jobs:
             async with deps.session_factory.begin() as s:
                 user = await get_user(s, job.user_id) if job.user_id is not None else None
@@ -179,10 +172,8 @@ class JobDelivery:
             recipient = Recipient(user.id, user.telegram_id, user.name or "")
             try:
                 await self.host.deliver(recipient, result_text(job, left), False, files)
-                sent += 1
             except Exception as exc:  # one user's failure (blocked the bot) stops no one else's
                 log.warning("could not deliver code job %s: %s", job.id, type(exc).__name__)
-        return sent
 
 
 JOB_DELIVERY: Key[JobDelivery] = Key("code.job_delivery")

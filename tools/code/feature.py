@@ -14,7 +14,7 @@ from tools.code.models import CodeExecution, CodeJob
 from tools.code.settings import CodeSettings
 from tools.code.tool import TOOL
 from tools.feature import Command, Feature, Host, Provide
-from tools.hooks import Always, RequestHooks
+from tools.hooks import Always
 
 STATS = "your code runs: successes, failures, timing"
 FAILURES = "your last failed code runs, with code and errors"
@@ -22,10 +22,6 @@ FAILURES = "your last failed code runs, with code and errors"
 
 async def delivery(host: Host) -> JobDelivery:
     return JobDelivery(host)
-
-
-def files(host: Host) -> RequestHooks:
-    return Always(FilesOut())
 
 
 async def check(host: Host) -> list[CheckResult]:
@@ -44,6 +40,6 @@ FEATURE = Feature(
     press=commands.press,
     # A finished OpenCode job's summary and files, sent unasked.
     parts=(Provide(JOB_DELIVERY, delivery, JobDelivery.stop, on_start=True),),
-    turns=(files,),  # what a run wrote to ./output/ goes with the answer
+    turns=(lambda host: Always(FilesOut()),),  # what a run wrote to ./output/ goes with the answer
     doctor=check,
 )

@@ -104,7 +104,6 @@ class JobManager:
     opencode: OpenCodeRunner | None = None
     metering: Metering | None = None
     context_tokens: Callable[[], Awaitable[int | None]] | None = None
-    owner: str = field(default=OWNER, init=False)
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False)
     # The running OpenCode jobs.
     live: dict[str, tuple[Progress, float]] = field(default_factory=dict, init=False)
@@ -114,7 +113,7 @@ class JobManager:
     async def _sweep(self) -> None:
         if not self._swept:
             async with self.sf.begin() as s:
-                n = await repo.interrupt_orphans(s, self.owner, self.clock())
+                n = await repo.interrupt_orphans(s, OWNER, self.clock())
             if n:
                 log.info("marked %d code job(s) of an earlier run as interrupted", n)
             self._swept = True
@@ -154,7 +153,7 @@ class JobManager:
                 context=context,
                 generator="opencode" if opencode else "llm",
                 model=relay.models[0] if relay else "",
-                owner=self.owner,
+                owner=OWNER,
                 created_at=self.clock(),
             )
         if opencode is not None and relay is not None:

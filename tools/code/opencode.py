@@ -21,7 +21,6 @@ import itertools
 import json
 import logging
 import os
-import shutil
 import sys
 import time
 from dataclasses import KW_ONLY, dataclass, field
@@ -37,6 +36,7 @@ from tools.code.sandbox import (
     BUN_IN_SANDBOX,
     EGRESS_IN_SANDBOX,
     RELAY_JS_IN_SANDBOX,
+    Limits,
     Plan,
     _system_binds,
     bwrap_path,
@@ -45,6 +45,7 @@ from tools.code.sandbox import (
     egress_env,
     own_task_count,
     relayed_argv,
+    rlimit_argv,
     sealed,
 )
 from tools.code.spawn import spawn
@@ -61,11 +62,10 @@ MODEL_PORT = 4141  # inside the job's own network namespace
 HOME_BYTES = 512 * 1024**2  # OpenCode's database, logs and caches
 TMP_BYTES = 512 * 1024**2
 TASKS = 512  # OpenCode's threads, bun's, and what its shell starts
-FILE_SIZE_BYTES = 64 * 1024**2
 OPEN_FILES = 4096
 MEMORY_POLL_S = 0.5
 # The work dir is on the host's disk: its whole size is polled, and the job stopped past it
-# (each file is held to FILE_SIZE_BYTES by the kernel as it is written).
+# (each file is held to sandbox.FILE_SIZE_BYTES by the kernel as it is written).
 JOB_DISK_BYTES = 256 * 1024**2
 JOB_DISK_FILES = 5000
 KILL_WAIT_S = 5.0
@@ -253,15 +253,8 @@ class OpenCodeRunner:
         # anything else through the egress proxy or not at all.
         opts += ["--unshare-net", *sealed(env)]
         nproc = TASKS if uid is not None else self._nproc_base + TASKS
-        prlimit = shutil.which("prlimit")
-        limits = [] if prlimit is None else [
-            prlimit,
-            f"--nproc={nproc}",
-            f"--fsize={FILE_SIZE_BYTES}",
-            f"--nofile={OPEN_FILES}",
-            "--core=0",
-            "--",
-        ]  # fmt: skip
+        # No address space limit: bun's JIT reserves far more than it uses (_watch_memory).
+        limits = rlimit_argv(Limits(None, nproc, None, open_files=OPEN_FILES)) or []
         launch = relayed_argv(self.bun, BUN_IN_SANDBOX, RELAY_JS_IN_SANDBOX, LAUNCHER_IN_SANDBOX)
         command = [*drop_uid_argv(uid), *launch]
         bwrap = bwrap_path() or "bwrap"

@@ -9,8 +9,7 @@ import signal
 
 
 def end_orphans() -> None:
-    """Kill what bun left running (setsid, double fork): as the child subreaper we
-    inherit every orphan of the run, so our children are exactly those."""
+    # As the child subreaper we inherit every orphan of the run: our children are those.
     me = os.getpid()
     for _ in range(1000):
         kids = _children(me)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -33,28 +34,28 @@ class CodeStats:
     avg_ms: float | None
     p95_ms: float | None
     categories: list[tuple[str, int]]  # most frequent first
+    runs: list[tuple[datetime, bool, str | None]] = field(default_factory=list)  # the chart's
 
 
 async def stats(s: AsyncSession, user_id: int, since: datetime) -> CodeStats:
-    where = (CodeExecution.user_id == user_id, CodeExecution.created_at >= since)
-    stmt = select(CodeExecution.success, CodeExecution.duration_ms).where(*where)
+    stmt = select(
+        CodeExecution.created_at,
+        CodeExecution.success,
+        CodeExecution.error_category,
+        CodeExecution.duration_ms,
+    ).where(CodeExecution.user_id == user_id, CodeExecution.created_at >= since)
     rows = (await s.execute(stmt)).all()
     durations = sorted(float(r.duration_ms) for r in rows)
     ok = sum(1 for r in rows if r.success)
-    by_category = (
-        select(CodeExecution.error_category, func.count())
-        .where(*where, CodeExecution.error_category.is_not(None))
-        .group_by(CodeExecution.error_category)
-        .order_by(func.count().desc(), CodeExecution.error_category)
-    )
-    cats = (await s.execute(by_category)).all()
+    cats = Counter(r.error_category for r in rows if r.error_category is not None)
     return CodeStats(
         total=len(rows),
         succeeded=ok,
         failed=len(rows) - ok,
         avg_ms=sum(durations) / len(durations) if durations else None,
         p95_ms=percentile(durations, 95) if durations else None,
-        categories=[(str(c), int(n)) for c, n in cats],
+        categories=sorted(cats.items(), key=lambda c: (-c[1], c[0])),
+        runs=[(r.created_at, bool(r.success), r.error_category) for r in rows],
     )
 
 
@@ -72,16 +73,6 @@ async def last_failures(s: AsyncSession, user_id: int, n: int) -> list[CodeExecu
         .limit(n)
     )
     return list((await s.execute(stmt)).scalars())
-
-
-async def code_runs(
-    s: AsyncSession, user_id: int, since: datetime
-) -> list[tuple[datetime, bool, str | None]]:
-    """(when, succeeded, error category) of the user's runs since `since`: the chart's rows."""
-    stmt = select(
-        CodeExecution.created_at, CodeExecution.success, CodeExecution.error_category
-    ).where(CodeExecution.user_id == user_id, CodeExecution.created_at >= since)
-    return [(r[0], bool(r[1]), r[2]) for r in (await s.execute(stmt)).all()]
 
 
 async def add_job(s: AsyncSession, **fields: Any) -> CodeJob:

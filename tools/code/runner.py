@@ -201,15 +201,13 @@ class CodeRunner:
                 await asyncio.shield(self.egress.release(egress))
             if plan is not None and plan.stdin_prefix:
                 self._prewarm(plan)
-            if uid is not None and self._needs_sweep():
+            # Without a PID namespace, processes may outlive bun (setsid, double fork).
+            unreaped = self.mode == "basic" or (self.mode in CONFINED and not self.namespaces)
+            if uid is not None and unreaped:
                 await self._kill_uid(uid)
             # In a thread (a big tree takes a while); shielded so a cancelled request
             # still leaves nothing behind.
             await asyncio.shield(asyncio.to_thread(remove_tree, workdir.parent))
-
-    def _needs_sweep(self) -> bool:
-        """Without a PID namespace, processes may outlive bun (setsid, double fork)."""
-        return self.mode == "basic" or (self.mode in CONFINED and not self.namespaces)
 
     def _prewarm(self, plan: Plan) -> None:
         if len(self._warm) + len(self._warming) < self._max_warm:
@@ -228,9 +226,7 @@ class CodeRunner:
                 return proc
         return await _spawn(plan)
 
-    async def _execute(
-        self, plan: Plan, code: str, timeout_ms: int, watched: Path | None = None
-    ) -> RunResult:
+    async def _execute(self, plan: Plan, code: str, timeout_ms: int, watched: Path) -> RunResult:
         start = time.perf_counter()
         try:
             proc = await self._start(plan)
@@ -249,7 +245,7 @@ class CodeRunner:
         poller = None if pidfd is not None else asyncio.create_task(_poll_exit(proc, exited))
         disk_full = asyncio.Event()
         caps = (DISK_CAP_BYTES, DISK_CAP_FILES, disk_full.set)
-        disk = None if watched is None else asyncio.create_task(disk_watch(watched, *caps))
+        disk = asyncio.create_task(disk_watch(watched, *caps))
         timed_out = output_limited = disk_limited = False
         try:
             ends = [asyncio.create_task(e.wait()) for e in (exited, capped, disk_full)]

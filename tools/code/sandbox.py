@@ -80,9 +80,9 @@ LAUNCHER_ARGV = [sys.executable, "-I", "-S", str(Path(__file__).with_name("launc
 
 @dataclass(frozen=True)
 class Limits:
-    cpu_s: int
-    nproc: int | None  # None: leave as is
-    address_space: int = ADDRESS_SPACE_BYTES
+    cpu_s: int | None  # None: leave as is (likewise nproc and address_space)
+    nproc: int | None
+    address_space: int | None = ADDRESS_SPACE_BYTES
     file_size: int = FILE_SIZE_BYTES
     open_files: int = OPEN_FILES
 
@@ -189,14 +189,11 @@ def rlimit_argv(limits: Limits) -> list[str] | None:
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         return None
-    argv = [
-        prlimit,
-        f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}",
-        f"--fsize={limits.file_size}",
-        f"--nofile={limits.open_files}",
-        f"--as={limits.address_space}",
-        "--core=0",
-    ]
+    argv = [prlimit, f"--fsize={limits.file_size}", f"--nofile={limits.open_files}", "--core=0"]
+    if limits.cpu_s is not None:
+        argv.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}")
+    if limits.address_space is not None:
+        argv.append(f"--as={limits.address_space}")
     if limits.nproc is not None:
         argv.append(f"--nproc={limits.nproc}")
     return [*argv, "--"]

@@ -7,7 +7,6 @@ import json
 from tools.base import ToolError
 from tools.fetch.fetch import Page
 
-TEXT_TYPES = ("text/plain", "text/markdown", "text/csv")
 HTML_TYPES = ("text/html", "application/xhtml+xml", "")
 
 
@@ -29,7 +28,7 @@ def extract(page: Page) -> tuple[str, str]:
         if not text:
             raise ToolError(f"{page.url[:200]}: no readable text found on the page")
         return title, text
-    if page.content_type in TEXT_TYPES or page.content_type.startswith("text/"):
+    if page.content_type.startswith("text/"):
         return "", decode(page)
     if page.content_type.endswith("json"):
         raw = decode(page)

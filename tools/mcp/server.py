@@ -186,17 +186,14 @@ class McpServer:
                     "try again later or another way"
                 ) from None
             if any(w in said for w in ("closed", "connection", "terminated", "parse")):
-                self._mark_dead()
-                raise ToolError(self._down_text()) from None
+                raise self._dead() from None
             raise ToolError(f"MCP server {self.name}: {exc}"[:500]) from None
         except (ConnectionError, OSError, EOFError, RuntimeError, ValueError) as exc:
             log.warning("MCP call %s/%s failed: %r", self.name, remote, exc)
-            self._mark_dead()
-            raise ToolError(self._down_text()) from None
+            raise self._dead() from None
         except Exception as exc:
             if type(exc).__name__ in {"ClosedResourceError", "BrokenResourceError", "EndOfStream"}:
-                self._mark_dead()
-                raise ToolError(self._down_text()) from None
+                raise self._dead() from None
             if isinstance(exc, ExceptionGroup):
                 raise ToolError(f"MCP server {self.name}: {describe(exc)}") from None
             raise
@@ -209,8 +206,9 @@ class McpServer:
         self.client = None
         self.restart.set()
 
-    def _down_text(self) -> str:
-        return (
+    def _dead(self) -> ToolError:
+        self._mark_dead()
+        return ToolError(
             f"MCP server {self.name} stopped answering (it crashed or sent garbage); "
             "it is being restarted, try the call again in a moment"
         )

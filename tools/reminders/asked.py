@@ -80,10 +80,7 @@ class AskedFirst:
             return None
         if not await asked(self.sf, ctx, ASKING):
             return ASK_FIRST
-        if await self.small():
+        size = await self.parameters() if self.parameters is not None else None
+        if size is not None and size < SMALL_MODEL:
             ctx.state(SEEN).unsure.add(call.call_id)  # the approval gate asks the person
         return None
-
-    async def small(self) -> bool:
-        size = await self.parameters() if self.parameters is not None else None
-        return size is not None and size < SMALL_MODEL

@@ -8,7 +8,7 @@ from typing import Any
 
 from tools.admission import ADMISSION
 from tools.feature import Command, Feature, Host, Job, Provide
-from tools.hooks import Always, Gate, Only, RequestHooks
+from tools.hooks import Always, Gate, Only
 from tools.reminders import commands, doctor
 from tools.reminders.asked import AskedFirst
 from tools.reminders.firing import EVERY, JOB_ID, REMINDERS, ReminderJobs
@@ -46,10 +46,6 @@ def asked_first(host: Host) -> Gate:
     return Only((ScheduleParams,), asked)
 
 
-def undo_buttons(host: Host) -> RequestHooks:
-    return Always(UndoButtons())
-
-
 async def check(host: Host) -> list[Any]:
     return await doctor.reminder_checks(host.deps.session_factory, host.deps.clock())
 
@@ -68,6 +64,6 @@ FEATURE = Feature(
     jobs=(Job(JOB_ID, "deliver due reminders and scheduled tasks", EVERY, fire_due),),
     parts=(Provide(REMINDERS, firing, ReminderJobs.stop, on_start=True),),
     gates=(asked_first,),
-    turns=(undo_buttons,),
+    turns=(lambda host: Always(UndoButtons()),),
     doctor=check,
 )

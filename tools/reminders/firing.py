@@ -90,13 +90,6 @@ def message_text(run: PendingRun) -> str:
     return f"{run.text}{note}"
 
 
-def on_the_minute(when: datetime) -> datetime:
-    """The whole minute `when` falls in. Ticks run on whole minutes; a retry time counted
-    from the moment the failed send ended (seconds past the tick) would miss the tick it was
-    meant for and wait one more minute."""
-    return when.replace(second=0, microsecond=0)
-
-
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
@@ -207,8 +200,7 @@ class ReminderJobs:
         runs: list[dict[str, Any]] = []
         moves: list[dict[str, Any]] = []
         async with self.session_factory() as s, s.begin():
-            for due in await repo.due_jobs(s, now, local=self.local):
-                job = due.job
+            for job, quiet in await repo.due_jobs(s, now, local=self.local):
                 assert job.next_run_at is not None
                 spec = spec_of(job)
                 c = catch_up(spec, job.next_run_at, now)
@@ -224,7 +216,7 @@ class ReminderJobs:
                     "error": None,
                 }
                 notes = []
-                held = self._quiet_end(due.quiet, spec.tz, now)
+                held = self._quiet_end(quiet, spec.tz, now)
                 # The date shows when the message arrives on another day than it was due.
                 when = local_text(c.due, spec.tz, held or now)
                 if spec.kind != "at" and now - c.due > window:
@@ -247,13 +239,8 @@ class ReminderJobs:
                     report.claimed += 1
                 run["note"] = "; ".join(notes) or None
                 runs.append(run)
-                moves.append(
-                    {
-                        "id": job.id,
-                        "next_run_at": c.next,
-                        "status": "active" if c.next is not None else "done",
-                    }
-                )
+                status = "active" if c.next is not None else "done"
+                moves.append({"id": job.id, "next_run_at": c.next, "status": status})
             await repo.claim(s, runs, moves)
         return len(runs)
 
@@ -266,45 +253,39 @@ class ReminderJobs:
         except ValueError:
             return None
 
-    async def deliver_ready(self, report: TickReport | None = None) -> TickReport:
-        """Deliver what is ready now (in a tick, after a task finished, or from tests)."""
+    async def deliver_ready(self, report: TickReport | None = None) -> None:
+        """Deliver what is ready now (in a tick, or after a task finished)."""
         report = report or TickReport()
         async with self._lock:
-            await self._deliver_ready(self.clock(), report)
-        return report
+            async with self.session_factory() as s:
+                ready = await repo.pending_runs(s, self.clock(), local=self.local)
+            by_user: dict[int, list[PendingRun]] = {}
+            # Someone the owner removed: nothing is computed or delivered for them.
+            admits = self.admits
+            gone = [r for r in ready if admits and not await admits(r.recipient.telegram_id)]
+            await self._skip_removed(gone)
+            ready = [run for run in ready if run not in gone]
+            for run in ready:
+                if run.text is None:
+                    if run.run_id not in self._computing:
+                        self._start_task(run)
+                        report.tasks_started += 1
+                    continue
+                by_user.setdefault(run.recipient.user_id, []).append(run)
+            if not by_user:
+                return
+            gate = asyncio.Semaphore(self.settings.reminder_concurrency)
 
-    async def _deliver_ready(self, now: datetime, report: TickReport) -> None:
-        async with self.session_factory() as s:
-            ready = await repo.pending_runs(s, now, local=self.local)
-        by_user: dict[int, list[PendingRun]] = {}
-        # Someone the owner removed: nothing is computed or delivered for them.
-        gone = [run for run in ready if not await self._serves(run.recipient)]
-        await self._skip_removed(gone)
-        ready = [run for run in ready if run not in gone]
-        for run in ready:
-            if run.text is None:
-                if run.run_id not in self._computing:
-                    self._start_task(run)
-                    report.tasks_started += 1
-                continue
-            by_user.setdefault(run.recipient.user_id, []).append(run)
-        if not by_user:
-            return
-        gate = asyncio.Semaphore(self.settings.reminder_concurrency)
+            async def one_chat(runs: list[PendingRun]) -> None:
+                async with gate:
+                    for run in runs:
+                        if not await self._deliver_one(run, report):
+                            return  # keep the chat's order: the rest waits for this one
 
-        async def one_chat(runs: list[PendingRun]) -> None:
-            async with gate:
-                for run in runs:
-                    if not await self._deliver_one(run, report):
-                        return  # keep the chat's order: the rest waits for this one
-
-        try:
-            await asyncio.gather(*(one_chat(runs) for runs in by_user.values()))
-        finally:
-            await self._written()
-
-    async def _serves(self, who: Recipient) -> bool:
-        return self.admits is None or await self.admits(who.telegram_id)
+            try:
+                await asyncio.gather(*(one_chat(runs) for runs in by_user.values()))
+            finally:
+                await self._written()
 
     async def removed(self, telegram_id: int) -> None:
         """The owner removed this person (tools/admission.py): their tasks stop computing
@@ -348,9 +329,12 @@ class ReminderJobs:
                 await self._finish(run, "delivery_failed", error=_short(exc), attempts=attempts)
                 report.failed += 1
                 return True
+            # From the whole minute: ticks run on whole minutes, and a retry time counted from
+            # the end of the failed send (seconds past the tick) would wait one tick more.
             wait = min(timedelta(minutes=2 ** (attempts - 1)), MAX_BACKOFF)
+            retry = self.clock().replace(second=0, microsecond=0) + wait
             await self._record({"id": run.run_id, "attempts": attempts, "error": _short(exc),
-                                "deliver_after": on_the_minute(self.clock()) + wait})  # fmt: skip
+                                "deliver_after": retry})  # fmt: skip
             report.retrying += 1
             return False
         await self._finish(run, run.outcome, message_id=message_id, attempts=run.attempts + 1)
@@ -441,8 +425,7 @@ class ReminderJobs:
                 return
             notice = (
                 f"⚠️ Your scheduled task #{run.job_id} failed: {reason.rstrip('.')}. It stays "
-                "scheduled; "
-                "I'll only tell you again after it has worked once."
+                "scheduled; I'll only tell you again after it has worked once."
             )
             await repo.set_run_text(s, run.run_id, notice, outcome="failed")
             await repo.finish_runs(s, [{"id": run.run_id, "error": reason}])

@@ -91,14 +91,11 @@ async def user_job(s: AsyncSession, user_id: int, job_id: int) -> ScheduledJob |
 # ---- the due check and the ledger --------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DueJob:
-    job: ScheduledJob
-    quiet: Quiet | None
-
-
-async def due_jobs(s: AsyncSession, now: datetime, *, local: bool) -> list[DueJob]:
-    """Active jobs whose next run is at or before now (one indexed range scan)."""
+async def due_jobs(
+    s: AsyncSession, now: datetime, *, local: bool
+) -> list[tuple[ScheduledJob, Quiet | None]]:
+    """Active jobs whose next run is at or before now (one indexed range scan), each with
+    its user's quiet hours."""
     stmt = (
         select(ScheduledJob, ReminderPrefs.quiet_start, ReminderPrefs.quiet_end)
         .join(User, User.id == ScheduledJob.user_id)
@@ -111,7 +108,7 @@ async def due_jobs(s: AsyncSession, now: datetime, *, local: bool) -> list[DueJo
         .order_by(ScheduledJob.next_run_at, ScheduledJob.id)
     )
     rows = (await s.execute(stmt)).all()
-    return [DueJob(job, Quiet(qs, qe) if qs and qe else None) for job, qs, qe in rows]
+    return [(job, Quiet(qs, qe) if qs and qe else None) for job, qs, qe in rows]
 
 
 async def first_due(s: AsyncSession, after: datetime | None = None) -> datetime | None:

@@ -26,7 +26,7 @@ from sqlalchemy.engine import CursorResult
 
 from tools.base import Listing, Tool, ToolCall, ToolDeps, ToolError
 from tools.code.repo import SKILL_RUN
-from tools.code.tool import MAX_TIMEOUT_MS, STDOUT_FOR_MODEL, CodeService, trim
+from tools.code.tool import MAX_TIMEOUT_MS, STDERR_FOR_MODEL, STDOUT_FOR_MODEL, CodeService, trim
 from tools.effects import Effects, effects
 from tools.skills.bundle import SCRIPT_SUFFIXES, Bundle, front_matter
 from tools.skills.models import Skill
@@ -193,7 +193,7 @@ class Skills:
                 text = await asyncio.to_thread((folder / "SKILL.md").read_text, "utf-8")
                 return {
                     "skill": name,
-                    "instructions": _body(text),
+                    "instructions": front_matter(text)[1].strip(),
                     "files": files,
                     "scripts": [f for f in files if f.endswith((*SCRIPT_SUFFIXES, ".py"))],
                     "note": "a script runs with script=<path>; it runs sandboxed, like code",
@@ -234,7 +234,7 @@ class Skills:
             "success": cat is None,
             "exit_code": res.exit_code,
             "stdout": trim(res.stdout, STDOUT_FOR_MODEL, res.stdout_truncated),
-            "stderr": trim(res.sandbox_error or res.stderr, 2000, res.stderr_truncated),
+            "stderr": trim(res.sandbox_error or res.stderr, STDERR_FOR_MODEL, res.stderr_truncated),
             "execution_id": row_id,
         }
 
@@ -254,10 +254,6 @@ def _entry(sep: str, name: str, description: str, room: int) -> str | None:
         if count_text(entry) <= room:
             return entry
     return None
-
-
-def _body(text: str) -> str:
-    return front_matter(text)[1].strip()
 
 
 def _digest(bundle: Bundle) -> str:
