@@ -19,7 +19,7 @@ import contextlib
 import logging
 import random
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
@@ -546,9 +546,11 @@ class LLMClient(ChatModel):
                 # The provider's own token counts arrive in a last chunk without choices.
                 body["stream_options"] = {"include_usage": True}
             async with silence.watch():
-                events = await self._adapting(body, lambda: open_stream(client, body), client)
+                events = await self._adapting(
+                    body, lambda: open_stream(client, body, silence.heard), client
+                )
                 drafts = constrained.drafts(shown) if "response_format" in body else shown
-                out = await collect(_heard(events, silence), model, drafts)
+                out = await collect(events, model, drafts)
             if "response_format" in body and not constrained.adopt(out, offered):
                 log.info("a held reply was no answer or call: read as written")
             return out
@@ -592,13 +594,3 @@ class LLMClient(ChatModel):
         if not isinstance(data, list):
             raise ResponseDataError("not a model list")
         return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-
-
-async def _heard(
-    events: AsyncGenerator[dict[str, Any]], silence: Silence
-) -> AsyncGenerator[dict[str, Any]]:
-    """The stream's events, each one telling the watch that the model is still there."""
-    async with contextlib.aclosing(events):
-        async for event in events:
-            silence.heard()
-            yield event
