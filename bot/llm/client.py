@@ -140,7 +140,9 @@ class Silence:
         self.noticed = False
         self._last = 0.0
         self._cm: asyncio.Timeout | None = None
-        self._telling = False
+        # The notice's timer while a try runs (no task per call), then the line being told.
+        self._timer: asyncio.TimerHandle | None = None
+        self._telling: asyncio.Task[None] | None = None
 
     def heard(self) -> None:
         self._last = asyncio.get_running_loop().time()
@@ -149,10 +151,10 @@ class Silence:
 
     @contextlib.asynccontextmanager
     async def watch(self) -> AsyncIterator[None]:
-        self._last = asyncio.get_running_loop().time()
-        notice: asyncio.Task[Any] | None = None
+        loop = asyncio.get_running_loop()
+        self._last = loop.time()
         if self.on_wait is not None and not self.noticed:
-            notice = asyncio.create_task(self._notice(self.on_wait))
+            self._timer = loop.call_at(self._last + self.notice_s, self._due, self.on_wait)
         cm = self._cm = asyncio.timeout_at(self._last + self.first_s)
         try:
             async with cm:
@@ -163,23 +165,31 @@ class Silence:
             raise Stalled(self.limit_s) from None
         finally:
             self._cm = None
-            if notice is not None:
-                if self._telling:  # a line half sent is finished, not cut
-                    await asyncio.wait({notice})
-                notice.cancel()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._telling is not None:  # a line half sent is finished, not cut
+                await asyncio.wait({self._telling})
+                self._telling = None
 
-    async def _notice(self, on_wait: OnText) -> None:
+    def _due(self, on_wait: OnText) -> None:
         loop = asyncio.get_running_loop()
-        # Each event moves the moment on; an Event set per streamed chunk would cost more.
-        while (left := self._last + self.notice_s - loop.time()) > 0:  # noqa: ASYNC110
-            await asyncio.sleep(left)
-        self.noticed = self._telling = True
+        # Each event moves the moment on: the timer is set again for it only when it comes,
+        # not moved per streamed chunk.
+        left = self._last + self.notice_s - loop.time()
+        if left > 0:
+            self._timer = loop.call_later(left, self._due, on_wait)
+            return
+        self._timer = None
+        self.noticed = True
+        self._telling = asyncio.create_task(self._tell(on_wait))
+
+    @staticmethod
+    async def _tell(on_wait: OnText) -> None:
         try:
             await on_wait(STILL_WAITING)
         except Exception:  # the answer matters, not this line
             log.debug("the still-waiting line was not shown", exc_info=True)
-        finally:
-            self._telling = False
 
 
 # -- the context size the server says (LLMClient.context_tokens) ---------------------------
