@@ -207,7 +207,8 @@ class TurnChain(TurnHooks):
 
     @classmethod
     async def begin(cls, requests: Sequence[RequestHooks], ctx: RequestContext) -> TurnChain:
-        begun = [await r.begin(ctx) for r in requests]
+        # Always's hooks are the same for every request: taken as they are, not asked.
+        begun = [r.hooks if isinstance(r, Always) else await r.begin(ctx) for r in requests]
         return cls(ctx, [t for t in begun if t is not None])
 
     def _live(self) -> list[TurnHooks]:
