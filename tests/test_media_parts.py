@@ -6,6 +6,7 @@ import base64
 import io
 import os
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,7 +20,7 @@ from bot.media.errors import MediaError
 from bot.media.transcribe import Transcriber
 from tests.fakes.openai_server import FakeOpenAI
 from tests.media_helpers import make_docx, make_image, make_noise_jpeg, make_pdf
-from tools.chat import Completion, OnText
+from tools.chat import Completion, ModelWrapper, OnText, text_stream
 from tools.code import files
 
 
@@ -257,3 +258,18 @@ def test_speech_url_setting(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="SPEECH_BASE_URL: must start with http"):
         load_settings(speech_base_url="localhost:8000")
+
+
+def test_a_request_without_images_streams_past_the_vision_gate() -> None:
+    llm = Refuses("unused")
+    gate = VisionGate(llm, VisionState("auto", "m", None), "not shown")
+    # A wrapper that passes streams on (metering's) is passed too; one that acts on each
+    # stream is kept, and hands it on to the gate itself.
+    assert text_stream(ModelWrapper(gate)) == llm.stream
+
+    class Acting(ModelWrapper):
+        async def stream(self, *args: Any, **kwargs: Any) -> Completion:
+            return await self.inner.stream(*args, **kwargs)
+
+    acting = Acting(gate)
+    assert text_stream(ModelWrapper(acting)) == acting.stream

@@ -159,6 +159,9 @@ class Tool(Generic[P]):
     # reminder was allowed, then refused as two times, and its corrected call was a second
     # question). None: nothing to check before running.
     refuses: Callable[[P, ToolCall], str | None] | None = None
+    # The schema, built once with the tool: every model call offers it (shared, so whoever
+    # reads it must not change it, as with `parameters`).
+    _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def effects_of(self, params: P) -> Effects:
         return self.effects if isinstance(self.effects, Effects) else self.effects(params)
@@ -166,10 +169,6 @@ class Tool(Generic[P]):
     def __post_init__(self) -> None:
         if not self.parameters:
             object.__setattr__(self, "parameters", json_schema(self.params))
-
-    def schema(self) -> dict[str, Any]:
-        """The OpenAI function-tool schema for this tool (with `held` under HELD, which the
-        model client takes out before the request goes)."""
         function = {
             "name": self.name,
             "description": self.description,
@@ -177,7 +176,12 @@ class Tool(Generic[P]):
         }
         if self.held is not None:
             function[HELD] = self.held
-        return {"type": "function", "function": function}
+        object.__setattr__(self, "_schema", {"type": "function", "function": function})
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function-tool schema for this tool (with `held` under HELD, which the
+        model client takes out before the request goes)."""
+        return self._schema
 
 
 @functools.cache

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from tools.model_call import ModelCall
 from tools.state import Key
@@ -194,6 +194,10 @@ METERING: Key[Metering] = Key("model.metering")
 class ModelWrapper(ChatModel):
     """A ChatModel around another: every member passes on to `inner` unless overridden."""
 
+    # The wrapper acts on a request's content parts (images) alone: a request without any
+    # streams past it (text_stream).
+    parts_only: ClassVar[bool] = False
+
     def __init__(self, inner: ChatModel) -> None:
         self.inner = inner
 
@@ -226,3 +230,28 @@ class ModelWrapper(ChatModel):
 
     def parameters(self, model: str | None = None) -> Coroutine[Any, Any, int | None]:
         return self.inner.parameters(model)
+
+
+class Stream(Protocol):
+    """A chat model's `stream`, as text_stream hands it over."""
+
+    def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: OnText | None = None,
+        *,
+        model: str | None = None,
+        on_wait: OnText | None = None,
+    ) -> Awaitable[Completion]: ...
+
+
+def text_stream(model: ChatModel) -> Stream:
+    """`model.stream` for a request without content parts (images): past every wrapper that
+    passes a stream on unchanged or acts on parts alone, so a request enters none of them
+    on each call. Resolved once per model."""
+    while isinstance(model, ModelWrapper) and (
+        model.parts_only or type(model).stream is ModelWrapper.stream
+    ):
+        model = model.inner
+    return model.stream

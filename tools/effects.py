@@ -82,7 +82,8 @@ def seen_outside(messages: Iterable[dict[str, Any]]) -> list[str]:
             continue
         content = m.get("content")
         if isinstance(content, str):
-            found += marks(content)
+            if OUTSIDE_MARK in content:  # most carry none: no pattern walks them
+                found += marks(content)
         elif isinstance(content, list):  # a message with parts: text and images
             texts = [p["text"] for p in content if isinstance(p, dict) and "text" in p]
             named = [m for t in texts if isinstance(t, str) for m in marks(t)]

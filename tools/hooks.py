@@ -202,15 +202,21 @@ class TurnChain(TurnHooks):
 
     ctx: RequestContext
     turns: list[TurnHooks] = field(default_factory=list)
+    # The live hooks for as many slots held: a request's slots are only ever added.
+    _live_at: tuple[int, list[TurnHooks]] = field(default=(-1, []), init=False, repr=False)
 
     @classmethod
     async def begin(cls, requests: Sequence[RequestHooks], ctx: RequestContext) -> TurnChain:
-        begun = [await r.begin(ctx) for r in requests]
+        # Always's hooks are the same for every request: taken as they are, not asked.
+        begun = [r.hooks if isinstance(r, Always) else await r.begin(ctx) for r in requests]
         return cls(ctx, [t for t in begun if t is not None])
 
     def _live(self) -> list[TurnHooks]:
         held = self.ctx.held()
-        return [t for t in self.turns if not t.when or not held.isdisjoint(t.when)]
+        if self._live_at[0] != len(held):
+            live = [t for t in self.turns if not t.when or not held.isdisjoint(t.when)]
+            self._live_at = (len(held), live)
+        return self._live_at[1]
 
     async def on_model_request(self, req: ModelRequest) -> None:
         for t in self._live():

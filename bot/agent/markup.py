@@ -183,7 +183,7 @@ class Drafts:
 
     async def __call__(self, text: str) -> None:
         visible = shown(text, results=self.results, final=False)
-        if visible and any(o.startswith(visible) for o in _OURS):
+        if visible and "\0" not in visible and f"\0{visible}" in _OURS_TEXT:
             return  # our own words given back (see failure), or not yet told apart from them
         if visible != self.last:
             self.last = visible
@@ -226,6 +226,9 @@ def ask_again(names: list[str]) -> str:
 # 0.5B model answered with the placeholder; held, the 1.5B with "Your last reply was empty:
 # the user saw nothing.", bench/tool_use.py --day, 2026-12-06).
 _OURS = (UNREAD, *ASK_AGAIN.values(), _QUOTED)
+# The same, each after a NUL: a text without one that begins one of them (or sits inside
+# one) is found with one search, as each draft is read.
+_OURS_TEXT = "".join(f"\0{o}" for o in _OURS)
 # Shorter than this, a piece of our words may well be the model's own ("Nothing ran.").
 _OURS_CHARS = 24
 
@@ -233,7 +236,7 @@ _OURS_CHARS = 24
 def ours(text: str) -> bool:
     """`text` is Sidekick's own words to the model (or a piece of them) given back."""
     body = text.strip()
-    return body == UNREAD or (len(body) >= _OURS_CHARS and any(body in o for o in _OURS))
+    return body == UNREAD or (len(body) >= _OURS_CHARS and "\0" not in body and body in _OURS_TEXT)
 
 
 # The line the person reads when the second reply failed the same way.

@@ -19,7 +19,7 @@ import contextlib
 import logging
 import random
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
@@ -140,7 +140,9 @@ class Silence:
         self.noticed = False
         self._last = 0.0
         self._cm: asyncio.Timeout | None = None
-        self._telling = False
+        # The notice's timer while a try runs (no task per call), then the line being told.
+        self._timer: asyncio.TimerHandle | None = None
+        self._telling: asyncio.Task[None] | None = None
 
     def heard(self) -> None:
         self._last = asyncio.get_running_loop().time()
@@ -149,10 +151,10 @@ class Silence:
 
     @contextlib.asynccontextmanager
     async def watch(self) -> AsyncIterator[None]:
-        self._last = asyncio.get_running_loop().time()
-        notice: asyncio.Task[Any] | None = None
+        loop = asyncio.get_running_loop()
+        self._last = loop.time()
         if self.on_wait is not None and not self.noticed:
-            notice = asyncio.create_task(self._notice(self.on_wait))
+            self._timer = loop.call_at(self._last + self.notice_s, self._due, self.on_wait)
         cm = self._cm = asyncio.timeout_at(self._last + self.first_s)
         try:
             async with cm:
@@ -163,23 +165,31 @@ class Silence:
             raise Stalled(self.limit_s) from None
         finally:
             self._cm = None
-            if notice is not None:
-                if self._telling:  # a line half sent is finished, not cut
-                    await asyncio.wait({notice})
-                notice.cancel()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._telling is not None:  # a line half sent is finished, not cut
+                await asyncio.wait({self._telling})
+                self._telling = None
 
-    async def _notice(self, on_wait: OnText) -> None:
+    def _due(self, on_wait: OnText) -> None:
         loop = asyncio.get_running_loop()
-        # Each event moves the moment on; an Event set per streamed chunk would cost more.
-        while (left := self._last + self.notice_s - loop.time()) > 0:  # noqa: ASYNC110
-            await asyncio.sleep(left)
-        self.noticed = self._telling = True
+        # Each event moves the moment on: the timer is set again for it only when it comes,
+        # not moved per streamed chunk.
+        left = self._last + self.notice_s - loop.time()
+        if left > 0:
+            self._timer = loop.call_later(left, self._due, on_wait)
+            return
+        self._timer = None
+        self.noticed = True
+        self._telling = asyncio.create_task(self._tell(on_wait))
+
+    @staticmethod
+    async def _tell(on_wait: OnText) -> None:
         try:
             await on_wait(STILL_WAITING)
         except Exception:  # the answer matters, not this line
             log.debug("the still-waiting line was not shown", exc_info=True)
-        finally:
-            self._telling = False
 
 
 # -- the context size the server says (LLMClient.context_tokens) ---------------------------
@@ -320,6 +330,9 @@ class LLMClient(ChatModel):
         self.context = ContextSize(self.client, settings.llm_context_tokens)
         self.size = ModelSize(self.client)
         self.constraint = constrained.Constraint(settings.llm_constrained_calls)
+        # (server, model) -> (a local server?, replies held?), once every answer it rests on
+        # is in: a request with tools then asks nothing of the server's kind (_hold).
+        self.held: dict[tuple[str, str], tuple[bool, bool]] = {}
         self.ask_usage = True  # stream_options.include_usage, until a server rejects it
         self.limit_field = "max_tokens"  # max_completion_tokens where a server asks for it
         self.fallback_model = settings.llm_fallback_model
@@ -477,6 +490,7 @@ class LLMClient(ChatModel):
             log.warning("the model endpoint refuses response_format: tool calls go unheld")
             del body["response_format"]
             self.constraint.refused(endpoint)
+            self.held = {k: v for k, v in self.held.items() if k[0] != endpoint.base_url}
         elif "stream_options" in said and body.pop("stream_options", None) is not None:
             log.warning("the model endpoint rejects stream_options; usage will be estimated")
             self.ask_usage = False
@@ -492,6 +506,17 @@ class LLMClient(ChatModel):
     ) -> dict[str, Any]:
         cap = self.max_output_tokens
         return {"model": model, "messages": messages, self.limit_field: min(limit or cap, cap)}
+
+    async def _hold(self, client: Endpoint, model: str) -> tuple[bool, bool]:
+        """(a local server?, replies held?) for `model` on `client`'s server, kept once the
+        server said what it is and, where it counts, the model's size."""
+        held = await self.constraint.wanted(client, partial(self.parameters, model))
+        local = await self.constraint.local(client)
+        if client.base_url in self.constraint.servers and (
+            not local or self.constraint.mode != "auto" or model in self.size.known
+        ):
+            self.held[(client.base_url, model)] = (local, held)
+        return local, held
 
     async def stream(
         self,
@@ -517,11 +542,12 @@ class LLMClient(ChatModel):
         async def once(client: Endpoint, model: str, silence: Silence) -> Completion:
             body = self._body(model, messages, None)
             body["stream"] = True
-            size = partial(self.parameters, model)
-            held = bool(tools) and await self.constraint.wanted(client, size)
             if tools:
                 body["tools"] = shown_tools(tools)
-                if await self.constraint.local(client):
+                local, held = self.held.get((client.base_url, model)) or await self._hold(
+                    client, model
+                )
+                if local:
                     body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:
                     due = constrained.answer_due(messages)
@@ -530,9 +556,11 @@ class LLMClient(ChatModel):
                 # The provider's own token counts arrive in a last chunk without choices.
                 body["stream_options"] = {"include_usage": True}
             async with silence.watch():
-                events = await self._adapting(body, lambda: open_stream(client, body), client)
+                events = await self._adapting(
+                    body, lambda: open_stream(client, body, silence.heard), client
+                )
                 drafts = constrained.drafts(shown) if "response_format" in body else shown
-                out = await collect(_heard(events, silence), model, drafts)
+                out = await collect(events, model, drafts)
             if "response_format" in body and not constrained.adopt(out, offered):
                 log.info("a held reply was no answer or call: read as written")
             return out
@@ -576,13 +604,3 @@ class LLMClient(ChatModel):
         if not isinstance(data, list):
             raise ResponseDataError("not a model list")
         return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-
-
-async def _heard(
-    events: AsyncGenerator[dict[str, Any]], silence: Silence
-) -> AsyncGenerator[dict[str, Any]]:
-    """The stream's events, each one telling the watch that the model is still there."""
-    async with contextlib.aclosing(events):
-        async for event in events:
-            silence.heard()
-            yield event

@@ -142,7 +142,8 @@ async def collect(
             choice = choices[0]
             delta = choice.get("delta")
             delta = delta if isinstance(delta, dict) else {}
-            _reasoning(out, delta)
+            if "reasoning_content" in delta or "reasoning" in delta:
+                _reasoning(out, delta)
             content = delta.get("content")
             if isinstance(content, str) and content:
                 text.append(content)

@@ -102,6 +102,8 @@ class VisionGate(ModelWrapper):
     """The chat model, with a request's images taken out when the model refuses them; the
     completion then carries `dropped_note`, which the person reads under the answer."""
 
+    parts_only = True
+
     def __init__(self, inner: ChatModel, state: VisionState, dropped_note: str) -> None:
         super().__init__(inner)
         self.state = state

@@ -281,14 +281,19 @@ def encode(body: dict[str, Any]) -> bytes:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-async def open_stream(endpoint: Endpoint, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any]]:
+async def open_stream(
+    endpoint: Endpoint, body: dict[str, Any], heard: Callable[[], None] | None = None
+) -> AsyncGenerator[dict[str, Any]]:
     """POST `body` (stream=True) and, once the status is known to be good, the stream's
-    JSON events as dicts. A 4xx/5xx raises its status error before any event."""
+    JSON events as dicts, `heard` told of each as it comes (the call's watch for silence).
+    A 4xx/5xx raises its status error before any event."""
     response = await endpoint.send("POST", "/chat/completions", body)
-    return _events(endpoint, response)
+    return _events(endpoint, response, heard)
 
 
-async def _events(endpoint: Endpoint, response: httpx.Response) -> AsyncGenerator[dict[str, Any]]:
+async def _events(
+    endpoint: Endpoint, response: httpx.Response, heard: Callable[[], None] | None
+) -> AsyncGenerator[dict[str, Any]]:
     """The events until `[DONE]`; the body is read to its end so the connection goes back
     to the pool."""
     done = False
@@ -300,7 +305,10 @@ async def _events(endpoint: Endpoint, response: httpx.Response) -> AsyncGenerato
                 if sse.data.startswith("[DONE]"):
                     done = True
                     continue
-                yield _parse(endpoint, sse.data)
+                event = _parse(endpoint, sse.data)
+                if heard is not None:
+                    heard()
+                yield event
     except SSEError:
         raise StreamDataError("the model provider did not answer with a stream") from None
     finally:
