@@ -2,13 +2,15 @@
 session's oldest turns replaced by a verified summary.
 
 Most requests fit in the rows read with the user's message (db/conversation.py's
-HISTORY_ROWS: HistoryWindow's fast path, where a stored message's token cost is counted
-once per process, as it never changes). When the newest turns no longer fit the budget,
-the prompt shows the newest that fit (the model is told which turns it does not see: it
-never meets a gap without knowing), and once enough has piled up the oldest uncovered range
-is summarised by the summary service (bot/sessions/summary.py; rolling: the previous
-summary is part of what is summarised; verified there: the grounding check, then a
-reviewer call in a fresh context when SUMMARY_REVIEW=model) and saved; from then on the
+HISTORY_ROWS: HistoryWindow's fast path, where a stored message is converted to its wire
+form and counted once per process, as it never changes; a longer session's window is kept
+from its previous message and checked against the database: Compressor._newest). When the
+newest turns no longer fit the budget, the prompt shows the newest that fit (the model is
+told which turns it does not see: it never meets a gap without knowing), and once enough
+has piled up the oldest uncovered range is summarised by the summary service
+(bot/sessions/summary.py; rolling: the previous summary is part of what is summarised;
+verified there: the grounding check, then a reviewer call in a fresh context when
+SUMMARY_REVIEW=model) and saved; from then on the
 model sees "turns i..j (when) are summarised: ..." in front of the first turn shown instead
 of those turns (not in the system message: its bytes and the tool schemas stay the same, so
 a provider's prefix cache keeps them whatever is cut). The turns stay in the messages table
@@ -63,7 +65,10 @@ from tools.state import Key, Slot
 
 log = logging.getLogger(__name__)
 
-COST_CACHE_MAX = 200_000  # token counts of stored messages kept per process
+WIRED_MAX = 10_000  # stored messages kept per process in their wire form, with token counts
+# Long sessions whose window (Compressor._newest) is kept per process, to extend with the
+# rows each message reads rather than read again.
+WINDOWS_MAX = 16
 KEEP_FRACTION = 0.5  # of the budget left to recent turns after a compression
 # The person's turns a compression covers at least (unless one summary call cannot read
 # them all): a small context then compresses at most once in this many turns.
@@ -155,28 +160,42 @@ class Prefetched:
     costs: list[int]
 
 
+class Wired:
+    """Stored messages in their wire form with their token costs, by id, per process: a
+    stored message never changes but the newest user turn, which gets its context block
+    kept once it is sent (it is converted again until then). The wire dicts are shared by
+    every request that shows the message: nothing changes them (prompt.py makes new ones)."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[dict[str, Any], int]] = {}
+
+    def convert(self, rows: Sequence[Shown]) -> tuple[list[dict[str, Any]], list[int]]:
+        by_id = self._by_id
+        if len(by_id) > WIRED_MAX:
+            by_id.clear()
+        wire, costs = [], []
+        for m in rows:
+            got = by_id.get(m.id)
+            if got is None:
+                w = to_openai(m)
+                got = (w, message_cost(w))
+                if m.role != "user" or m.context is not None:
+                    by_id[m.id] = got
+            wire.append(got[0])
+            costs.append(got[1])
+        return wire, costs
+
+
 @dataclass
 class HistoryWindow:
     session_factory: SessionFactory
     clock: Clock
-    _costs: dict[int, int] = field(default_factory=dict, repr=False)
+    _wired: Wired = field(default_factory=Wired, repr=False)
+    _windows: dict[int, _Newest] = field(default_factory=dict, repr=False)
 
     def wire(self, session_id: int, rows: Sequence[HistoryRow]) -> Prefetched:
         """History rows as wire messages with their token costs."""
-        if len(self._costs) > COST_CACHE_MAX:
-            self._costs.clear()
-        wire = [to_openai(m) for m in rows]
-        costs = []
-        for m, w in zip(rows, wire, strict=True):
-            cost = self._costs.get(m.id)
-            if cost is None:
-                cost = message_cost(w)
-                # The newest user turn gets its context block kept once it is sent: count it
-                # again then.
-                if m.role != "user" or m.context is not None:
-                    self._costs[m.id] = cost
-            costs.append(cost)
-        return Prefetched(session_id, rows, wire, costs)
+        return Prefetched(session_id, rows, *self._wired.convert(rows))
 
     async def fit(
         self,
@@ -195,7 +214,9 @@ class HistoryWindow:
         # The whole session was read with the message and fits: nothing was compressed away.
         if got is not None and len(got.rows) < HISTORY_ROWS and sum(got.costs) <= budget:
             return Fitted(got.wire)
-        compressor = Compressor(self.session_factory, llm, self.clock, costs=self._costs)
+        compressor = Compressor(
+            self.session_factory, llm, self.clock, wired=self._wired, windows=self._windows
+        )
         chunk = summary_chunk(budget, context)
         fitted = await compressor.fit(ctx.session_id, budget, chunk, got)
         if fitted.due:
@@ -219,7 +240,7 @@ class Compressions:
         if due.llm is None or (running is not None and not running.done()):
             return False
         w = self.window
-        compressor = Compressor(w.session_factory, due.llm, w.clock, SUMMARY_REVIEW, w._costs)
+        compressor = Compressor(w.session_factory, due.llm, w.clock, SUMMARY_REVIEW, w._wired)
 
         async def run() -> None:
             try:
@@ -282,12 +303,42 @@ class _Newest:
 
     note: str
     before: int
+    summary_id: int = 0  # the summary's row (0: none), which a kept window must still show
+    after: int = 0  # the last message it covers
     room: int = 0
     rows: list[Shown] = field(default_factory=list)
     wire: list[dict[str, Any]] = field(default_factory=list)
     costs: list[int] = field(default_factory=list)
     older: int = 0
     older_turns: int = 0
+    whole: bool = False  # every row after the summary is in rows
+
+    def extended(self, read: Prefetched | None) -> _Newest | None:
+        """This window (kept from an earlier message of the session) with the rows `read`
+        now in place of its newest: None unless `read` starts inside it and holds all of
+        its rows from there, unchanged (another worker may have written since, or more than
+        `read` holds)."""
+        if read is None or not read.rows or not self.rows:
+            return None
+        first = read.rows[0].id
+        at = next((i for i in range(len(self.rows) - 1, -1, -1) if self.rows[i].id <= first), -1)
+        tail = [m.id for m in self.rows[at:]] if at >= 0 else []
+        if not tail or tail != [m.id for m in read.rows[: len(tail)]]:
+            return None
+        rows, wire, costs = self.rows[:at], self.wire[:at], self.costs[:at]
+        if len(rows) > PAGE_ROWS:  # those shown lie in `read` and the newest rows before it
+            gone = len(rows) - PAGE_ROWS
+            older = self.older + gone
+            older_turns = self.older_turns + sum(1 for m in rows[:gone] if m.role == "user")
+            rows, wire, costs = rows[gone:], wire[gone:], costs[gone:]
+            whole = False
+        else:
+            older, older_turns, whole = self.older, self.older_turns, self.whole
+        return _Newest(
+            self.note, self.before, self.summary_id, self.after, 0,
+            [*rows, *read.rows], [*wire, *read.wire], [*costs, *read.costs],
+            older, older_turns, whole,
+        )  # fmt: skip
 
 
 class Compressor:
@@ -297,14 +348,17 @@ class Compressor:
         llm: TextModel | None,
         clock: Clock,
         review: Review = "grounding",
-        costs: dict[int, int] | None = None,
+        wired: Wired | None = None,
+        windows: dict[int, _Newest] | None = None,
     ) -> None:
         self.session_factory = session_factory
         self.llm = llm
         self.clock = clock
         self.review = review
-        # Stored messages' token costs by id (they never change): the window's, shared.
-        self.costs = costs if costs is not None else {}
+        # The HistoryWindow's, shared: stored messages in wire form, and long sessions'
+        # windows kept from their last message.
+        self.wired = wired if wired is not None else Wired()
+        self.windows = windows if windows is not None else {}
 
     async def _uncovered(
         self, session_id: int
@@ -313,8 +367,7 @@ class Compressor:
         async with self.session_factory() as s:
             done = await repo.latest_compression(s, session_id, verified=True)
             rows = await repo.messages_after(s, session_id, done.last_message_id if done else 0)
-        wire = [to_openai(m) for m in rows]
-        costs = [self._cost(m, w) for m, w in zip(rows, wire, strict=True)]
+        wire, costs = self.wired.convert(rows)
         return done, list(rows), wire, costs
 
     async def _newest(self, session_id: int, budget: int, read: Prefetched | None) -> _Newest:
@@ -322,29 +375,44 @@ class Compressor:
         with the message first), read a page at a time until they pass what the budget
         leaves, and how many rows (and of them the person's turns) lie between the two
         unread. However long a session whose summaries keep failing grows, a message reads
-        about what it shows."""
+        about what it shows; and a message after one this process answered reads only the
+        summary's row: the window kept from then is extended by the rows `read`, when they
+        prove it still holds (_Newest.extended)."""
         async with self.session_factory() as s:
-            done = await repo.latest_compression(s, session_id, verified=True)
-            got = _Newest(record_text(done) if done else "", done.last_turn if done else 0)
+            summary_id = await repo.latest_verified_id(s, session_id)
+            kept = self.windows.pop(session_id, None)
+            got = kept.extended(read) if kept and kept.summary_id == summary_id else None
+            after = got.after if got else 0
+            if got is None:
+                done = await s.get(SessionCompression, summary_id) if summary_id else None
+                after = done.last_message_id if done else 0
+                got = _Newest(record_text(done) if done else "", done.last_turn if done else 0)
+                got.summary_id, got.after = summary_id, after
+                if read is not None:
+                    first = next(
+                        (i for i, m in enumerate(read.rows) if m.id > after), len(read.rows)
+                    )
+                    got.rows, got.wire = list(read.rows[first:]), read.wire[first:]
+                    got.costs = read.costs[first:]
+                    got.whole = first > 0 or len(read.rows) < HISTORY_ROWS
+                got.older = -1  # not counted yet
             got.room = budget - (len(got.note) // 4 + 1)
-            after = done.last_message_id if done else 0
-            whole = False  # every row after the summary is in got.rows
-            if read is not None:
-                first = next((i for i, m in enumerate(read.rows) if m.id > after), len(read.rows))
-                got.rows, got.wire = list(read.rows[first:]), read.wire[first:]
-                got.costs = read.costs[first:]
-                whole = first > 0 or len(read.rows) < HISTORY_ROWS
-            while not whole and sum(got.costs) <= got.room:
+            while not got.whole and sum(got.costs) <= got.room:
                 before = got.rows[0].id if got.rows else None
                 page = await repo.newest_messages(s, session_id, after, before, PAGE_ROWS)
-                wire = [to_openai(m) for m in page]
-                got.rows[:0], got.wire[:0] = page, wire
-                got.costs[:0] = [self._cost(m, w) for m, w in zip(page, wire, strict=True)]
-                whole = len(page) < PAGE_ROWS
-            if not whole:
+                wire, costs = self.wired.convert(page)
+                got.rows[:0], got.wire[:0], got.costs[:0] = page, wire, costs
+                got.whole = len(page) < PAGE_ROWS
+                got.older = -1
+            if got.whole:
+                got.older = got.older_turns = 0
+            elif got.older < 0:
                 got.older, got.older_turns = await repo.count_messages(
                     s, session_id, after, got.rows[0].id
                 )
+        if len(self.windows) >= WINDOWS_MAX:
+            del self.windows[next(iter(self.windows))]
+        self.windows[session_id] = got
         return got
 
     async def fit(
@@ -357,7 +425,7 @@ class Compressor:
         note, before, rows, wire, costs = got.note, got.before, got.rows, got.wire, got.costs
         room, older, older_turns = got.room, got.older, got.older_turns
         if not older and (sum(costs) <= room or not rows):
-            return Fitted(with_note(wire, note))
+            return Fitted(with_note(list(wire), note))  # a copy: the window keeps `wire`
         trimmed = len(wire) - len(trim_history(wire, max(room, 1), costs))
         shown_from = _in_steps(rows, trimmed, older_turns)
         kept = wire[shown_from:]
@@ -405,14 +473,6 @@ class Compressor:
             return await self._compress(summariser, session_id, user_id, done, rows[:cut])
         finally:
             await asyncio.shield(self._release(session_id))
-
-    def _cost(self, m: Shown, wire: dict[str, Any]) -> int:
-        cost = self.costs.get(m.id)
-        if cost is None:
-            cost = message_cost(wire)
-            if m.role != "user" or m.context is not None:  # as HistoryWindow.wire keeps them
-                self.costs[m.id] = cost
-        return cost
 
     async def _claim(self, session_id: int) -> bool:
         """The session's compression lease: one writer summarises a range at a time (a

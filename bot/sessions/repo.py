@@ -238,6 +238,19 @@ async def latest_compression(
     return (await s.execute(_LATEST[verified], {"sid": session_id})).scalars().first()
 
 
+_LATEST_VERIFIED_ID = (
+    select(func.coalesce(func.max(SessionCompression.id), 0))
+    .where(SessionCompression.session_id == bindparam("sid"))
+    .where(SessionCompression.verified.is_(True))
+)
+
+
+async def latest_verified_id(s: AsyncSession, session_id: int) -> int:
+    """The id of the session's newest verified compression (0: none), without loading it:
+    what a kept window is checked against on every message of a long session."""
+    return int((await s.execute(_LATEST_VERIFIED_ID, {"sid": session_id})).scalar_one())
+
+
 async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> list[Any]:
     """The session's messages after message id `after_id`, oldest first, as plain rows of
     the SHOWN columns (a summary reads a hundred or more: ORM instances cost ~50 us each)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Literal, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -41,6 +41,7 @@ Split = Literal["daily", "weekly", "none"]
 
 # Weekly periods start on Monday (ISO weeks).
 WEEK_START = 0
+ENDS_KEPT = 10_000  # open sessions' period ends remembered per process
 
 SPLIT_SHAPE = "must be daily, weekly or none, with an optional HH:MM (e.g. daily 04:00)"
 
@@ -110,6 +111,11 @@ class SessionPolicy:
     default_tz: ZoneInfo
     split: Split
     at: time
+    # When each open session's period ends, by (start, the user's zone name): every message
+    # asks, and the answer never changes for one session.
+    _ends: dict[tuple[datetime, str | None], datetime | None] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
     def zone(self, name: str | None) -> ZoneInfo:
         """A user's own zone, or the default when they have none (or a stored one went bad)."""
@@ -126,12 +132,21 @@ class SessionPolicy:
 
         def over(started: datetime, tz_name: str | None) -> bool:
             try:
-                return self.is_due(started, now, tz_name)
+                end = self._end(started, tz_name)
+                return end is not None and end <= now
             except Exception:
                 log.exception("checking whether the session period ended failed")
                 return False
 
         return over
+
+    def _end(self, started: datetime, tz_name: str | None) -> datetime | None:
+        key = (started, tz_name)
+        if key not in self._ends:
+            if len(self._ends) >= ENDS_KEPT:
+                self._ends.clear()
+            self._ends[key] = period_end(started, self.zone(tz_name), self.split, self.at)
+        return self._ends[key]
 
     def next_split(self, now: datetime, zone: ZoneInfo) -> datetime | None:
         """The next split instant (UTC) in `zone`, or None when sessions are not split."""

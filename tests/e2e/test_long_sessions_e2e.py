@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from bot.agent import prompt as history
 from bot.agent.prompt import earlier_of, without_context
@@ -20,6 +21,9 @@ from bot.sessions import history as sessions_history
 from bot.sessions.history import TRIM_STEP
 from bot.sessions.models import SessionCompression
 from bot.usage.models import ModelUsage
+from db.conversation import SqlConversation, Started
+from db.conversation import Turn as ConversationTurn
+from db.models.core import Message
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text, Turn, echo, prompt_tokens
 
@@ -156,3 +160,69 @@ async def test_a_session_whose_summaries_fail_shows_the_newest_turns_in_steady_s
         assert sum(len(m["content"]) for m in request[1:]) // 4 < 300 + 200  # within budget
         firsts.append(first)
     assert firsts == sorted(firsts) and len(set(firsts)) < len(firsts) // 2  # steady steps
+
+
+async def test_a_kept_window_shows_what_another_worker_wrote_since(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The process keeps a long session's window between its messages (bot/sessions/history.py
+    # _Newest.extended); another worker on the same database writes a verified summary, and
+    # then more turns than one message reads back: this worker's next prompts show both.
+    fake_llm.responder = inventor  # this worker's own summaries are all rejected
+    monkeypatch.setattr(history, "HISTORY_TOKEN_BUDGET", 300)
+    monkeypatch.setattr(sessions_history, "PAGE_ROWS", 16)
+    tg = await make_tg()
+    await talk(tg, 20)
+    other = SqlConversation(tg.app.session_factory)  # the other worker's seam, its own
+
+    async def elsewhere(turns: range) -> Started:
+        """The other worker answers `turns`; its last turn as begun."""
+        for i in turns:
+            started = await other.begin_turn(
+                telegram_id=OWNER, user_name="", text=chat(i), kind="text",
+                telegram_message_id=None, request_id=f"other-{i}", now=datetime.now(UTC),
+                period_over=lambda started, tz: False,
+            )  # fmt: skip
+            turn = ConversationTurn(started.session_id, started.user.id, f"other-{i}")
+            await other.record_answer(turn, datetime.now(UTC), f"echo: {chat(i)}")
+        return started
+
+    async def here(i: int) -> list[dict[str, Any]]:
+        """This worker answers turn `i`; the prompt it sent."""
+        await tg.send(OWNER, chat(i))
+        assert (await tg.reply(OWNER)).text == f"echo: {chat(i)}"
+        await tg.app.part(sessions_history.COMPRESSIONS).idle()
+        return chat_requests(fake_llm)[-1]
+
+    started = await elsewhere(range(21, 23))
+    async with tg.app.session_factory() as s, s.begin():
+        first, last = (
+            await s.execute(
+                select(func.min(Message.id), func.max(Message.id)).where(
+                    Message.session_id == started.session_id, Message.id < started.message_id
+                )
+            )
+        ).one()
+        now = datetime.now(UTC)
+        summary = SessionCompression(
+            session_id=started.session_id, first_message_id=first, last_message_id=last,
+            first_turn=1, last_turn=42, covers_from=now, covers_to=now,
+            summary="The user's locker code is 4711.", verified=True, created_at=now,
+        )  # fmt: skip
+        s.add(summary)
+    shows_from_the_summary_on(await here(23), 23)
+    await elsewhere(range(24, 64))  # 80 rows: more than a message reads with it
+    shows_from_the_summary_on(await here(64), 64)
+
+
+def shows_from_the_summary_on(prompt: list[dict[str, Any]], n: int) -> None:
+    """The summary of turns 1-42 (rows), then every turn after it up to turn `n` of the
+    person's: shown, or said not shown."""
+    cut = earlier_of(prompt[1]["content"])
+    assert cut.startswith("[compressed] Turns 1–42 ") and "4711" in cut, cut
+    sent = [without_context(m["content"]) for m in prompt[1:]]
+    shown = next(i for i in range(22, n + 1) if chat(i) == sent[0])
+    pairs = [m for i in range(shown, n) for m in (chat(i), f"echo: {chat(i)}")]
+    assert sent == [*pairs, chat(n)], sent
+    gap = re.findall(r"\[not shown\] Turns (\d+)–(\d+) ", cut)
+    assert gap == ([("43", str(2 * (shown - 1)))] if shown > 22 else []), (shown, gap)
