@@ -90,17 +90,6 @@ class RankWeights:
     recency_share: float = RECENCY_SHARE
 
 
-@dataclass(frozen=True)
-class Candidate:
-    id: int
-    layer: str
-    certainty: float
-    updated_at: datetime
-    session_id: int | None
-    created_at: datetime | None = None
-    asks: bool = False  # the memory is a question
-
-
 def fuse(
     bm25_hits: Sequence[tuple[int, float]],
     vec_hits: Sequence[tuple[int, float]],
@@ -149,7 +138,7 @@ def spread(
 
 def on_date(
     scores: dict[int, float],
-    cands: dict[int, Candidate],
+    cands: dict[int, repo.Facts],
     span: tuple[datetime, datetime] | None,
     w: RankWeights,
 ) -> dict[int, float]:
@@ -159,13 +148,13 @@ def on_date(
     start, end = span[0], span[1] + timedelta(days=w.date_slack_days)
     out = dict(scores)
     for mid, c in cands.items():
-        if mid in out and c.created_at is not None and start <= c.created_at < end:
+        if mid in out and start <= c.created_at < end:
             out[mid] *= w.date_boost
     return out
 
 
 def weigh(
-    scores: dict[int, float], cands: dict[int, Candidate], now: datetime, w: RankWeights
+    scores: dict[int, float], cands: dict[int, repo.Facts], now: datetime, w: RankWeights
 ) -> list[tuple[int, float]]:
     """Final order: fused score times layer, certainty and recency factors."""
     out = []
@@ -225,12 +214,12 @@ async def rerank(
     sources = sorted(scores, key=lambda m: -scores[m])[:n]
     around = set(scores) | {i + d for i in sources for d in offsets}
     span = query_span(query, now)
-    facts = await repo.facts(s, user_id, sorted(around), now, dated=span is not None)
+    facts = await repo.facts(s, user_id, sorted(around), now)
     sessions = {mid: f.session_id for mid, f in facts.items()}
     asks = {mid for mid, f in facts.items() if f.asks}
     scores = spread(scores, sessions, w.neighbours, asks, (w.question_self, w.question_next))
     cands = {
-        mid: Candidate(mid, f.layer, f.certainty, f.updated_at, f.session_id, f.created_at, f.asks)
+        mid: f
         for mid, f in facts.items()
         if mid in scores and visible(f, wanted, session_id, group)
     }

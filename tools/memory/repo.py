@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     BindParameter,
@@ -463,30 +463,43 @@ class MemoryRow:
     session_ended: datetime | None
 
 
-@dataclass(frozen=True)
-class Facts:
-    """What ranking needs of a memory: read for every candidate and its neighbours. The
-    rest of its row (`source`, raw values) is turned into a MemoryRow by row_of() only for
-    the few memories a recall returns."""
+class Facts(NamedTuple):
+    """What ranking needs of a memory, read for every candidate and its neighbours: a row
+    of _SQLITE as it comes (times raw: ISO text on SQLite, datetimes on PostgreSQL), made
+    without a line of Python a row (hundreds a recall); a time is parsed when asked for,
+    and the whole row (row_of) only for the few memories a recall returns."""
 
     id: int
     session_id: int | None
     layer: str
     certainty: float
-    updated_at: datetime
-    session_ended: bool
-    created_at: datetime | None  # parsed only when asked for (dated=True)
-    asks: bool  # the text holds a question mark
-    source: tuple[Any, ...] = ()
-    chat_id: int | None = None  # the group it was said in (None: the user's own chat)
+    updated: Any
+    ended: Any  # the source session's end
+    created: Any
+    asks: bool  # the text holds a question mark (0 or 1 on SQLite)
+    content: str
+    category: str | None
+    message_id: int | None
+    user_id: int
+    expires: Any
+    session_name: str | None
+    session_started: Any
+    chat_id: int | None  # the group it was said in (None: the user's own chat)
 
     @property
-    def content(self) -> str:
-        return str(self.source[3])
+    def updated_at(self) -> datetime:
+        return _when(self.updated)
+
+    @property
+    def created_at(self) -> datetime:
+        return _when(self.created)
+
+    @property
+    def session_ended(self) -> bool:
+        return self.ended is not None
 
 
-# After the facts: content, category, message_id, user_id, created_at, expires_at,
-# session name, started_at and ended_at (raw: ISO text on SQLite, datetimes on PostgreSQL).
+# Facts' fields, in order (PostgreSQL's read, tools/memory/pg.py, returns the same).
 _SQLITE = (
     "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at, "
     "m.created_at, instr(m.content, '?') > 0, m.content, m.category, m.message_id, "
@@ -497,55 +510,37 @@ _SQLITE = (
 )
 
 
-async def _read(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime) -> list[Any]:
-    if is_postgres(s):
-        return await pg.facts_rows(s, user_id, ids, now)
-    params = {"ids": json.dumps([int(i) for i in ids]), "user": user_id, "now": _stamp(now)}
-    return list((await s.execute(text(_SQLITE), params)).all())
-
-
 async def facts(
-    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime, dated: bool = False
+    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime
 ) -> dict[int, Facts]:
     """Ranking facts of these memories of this user that are still alive."""
     if not ids:
         return {}
-    out = {}
-    for mid, sid, layer, certainty, updated, ended, created, asks, *rest, chat in await _read(
-        s, user_id, ids, now
-    ):
-        out[int(mid)] = Facts(
-            int(mid),
-            sid,
-            layer,
-            float(certainty),
-            _when(updated),
-            ended is not None,
-            _when(created) if dated else None,
-            bool(asks),
-            (created, updated, ended, *rest),
-            chat,
-        )
-    return out
+    found: Sequence[Any]
+    if is_postgres(s):
+        found = await pg.facts_rows(s, user_id, ids, now)
+    else:
+        params = {"ids": json.dumps([int(i) for i in ids]), "user": user_id, "now": _stamp(now)}
+        found = (await s.execute(text(_SQLITE), params)).all()
+    return {f.id: f for f in map(Facts._make, found)}
 
 
 def row_of(f: Facts) -> MemoryRow:
     """The full row of a memory whose facts were read."""
-    created, _, ended, content, category, message_id, user_id, expires, name, started = f.source
     record = Record(
         f.id,
-        int(user_id),
+        f.user_id,
         f.layer,
-        content,
-        category,
+        f.content,
+        f.category,
         f.certainty,
         f.session_id,
-        message_id,
-        f.created_at or _when(created),
+        f.message_id,
+        f.created_at,
         f.updated_at,
-        _maybe(expires),
+        _maybe(f.expires),
     )
-    return MemoryRow(record, name, _maybe(started), _maybe(ended))
+    return MemoryRow(record, f.session_name, _maybe(f.session_started), _maybe(f.ended))
 
 
 async def rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime) -> list[MemoryRow]:
