@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -33,8 +33,10 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    type_coerce,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.types import NullType
 
 from db.engine import is_postgres
 from db.models.core import ChatSession, Message
@@ -140,7 +142,7 @@ def _with_source() -> Select[Memory, str, datetime, datetime | None]:
 
 @dataclass(frozen=True)
 class Record:
-    """A memory's columns as plain values, read without an ORM instance."""
+    """A memory's columns as plain values, not an ORM instance (made from its Facts)."""
 
     id: int
     user_id: int
@@ -155,19 +157,22 @@ class Record:
     expires_at: datetime | None
 
 
-def _records_with_source() -> Select[*tuple[Any, ...]]:
-    """As _with_source, a Record's columns in place of the ORM instance: auto-recall reads
-    two such lists for every message, and an ORM instance a row cost ~50 us of the ~1.2 ms
-    each took (20 rows). The columns are Record's fields, named once there."""
-    columns = [Memory.__table__.c[f.name] for f in fields(Record)]
+def _raw(column: Any) -> Any:
+    """A time column read as the driver gives it (ISO text on SQLite, a datetime on
+    PostgreSQL): no type processing a row; Facts parses the times it is asked for."""
+    return type_coerce(column, NullType())
+
+
+def _facts_of_rows() -> Select[*tuple[Any, ...]]:
+    """Facts' columns (the _SQLITE read's, in its order) with the source session joined:
+    auto-recall reads two such lists for every message (a Record and the UTC times made for
+    each of ~20 rows cost more than the statement)."""
+    m, cs = Memory.__table__.c, ChatSession.__table__.c
     return select(
-        *columns, ChatSession.name, ChatSession.started_at, ChatSession.ended_at
-    ).outerjoin(ChatSession, ChatSession.id == Memory.session_id)
-
-
-def _record_rows(found: Any) -> list[MemoryRow]:
-    n = len(fields(Record))
-    return [MemoryRow(Record(*r[:n]), *r[n:]) for r in found]
+        m.id, m.session_id, m.layer, m.certainty, _raw(m.updated_at), _raw(cs.ended_at),
+        _raw(m.created_at), m.content.contains("?"), m.content, m.category, m.message_id,
+        m.user_id, _raw(m.expires_at), cs.name, _raw(cs.started_at), m.chat_id,
+    ).outerjoin(ChatSession, ChatSession.id == Memory.session_id)  # fmt: skip
 
 
 def _count_alive(layer: bool) -> Select[int]:
@@ -218,7 +223,7 @@ def _some_alive(grouped: bool) -> Select[*tuple[Any, ...]]:
     cond = [Memory.user_id == bindparam("user_id"), _alive(bindparam("now"))]
     if grouped:
         cond.append(Memory.chat_id == bindparam("group"))
-    return _records_with_source().where(*cond).limit(bindparam("limit"))
+    return _facts_of_rows().where(*cond).limit(bindparam("limit"))
 
 
 def _top_long(grouped: bool) -> Select[*tuple[Any, ...]]:
@@ -230,7 +235,7 @@ def _top_long(grouped: bool) -> Select[*tuple[Any, ...]]:
     if grouped:
         cond.append(Memory.chat_id == bindparam("group"))
     return (
-        _records_with_source()
+        _facts_of_rows()
         .where(*cond)
         .order_by(Memory.certainty.desc(), Memory.updated_at.desc())
         .limit(bindparam("limit"))
@@ -245,21 +250,21 @@ _TOP_LONG = {False: _top_long(False), True: _top_long(True)}
 
 async def some_alive(
     s: AsyncSession, user_id: int, now: datetime, limit: int, group: int | None = None
-) -> list[MemoryRow]:
+) -> list[Facts]:
     """Up to `limit` of a user's live memories, in no order: it reads no more rows than that
     (auto-recall's first question for every message: does the user have any, and when they
     have few, which; a count or an ordered page reads all of a user's rows).
     The user's index rows are walked in order and stop at `limit` live ones."""
     params = {"user_id": user_id, "now": now, "limit": limit, "group": group}
-    return _record_rows((await s.execute(_SOME_ALIVE[group is not None], params)).all())
+    return list(map(Facts._make, (await s.execute(_SOME_ALIVE[group is not None], params))))
 
 
 async def top_long(
     s: AsyncSession, user_id: int, limit: int, group: int | None = None
-) -> list[MemoryRow]:
+) -> list[Facts]:
     """The user's long-term memories, most certain and most recent first."""
     params = {"user_id": user_id, "limit": limit, "group": group}
-    return _record_rows((await s.execute(_TOP_LONG[group is not None], params)).all())
+    return list(map(Facts._make, (await s.execute(_TOP_LONG[group is not None], params))))
 
 
 async def knn(
