@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -168,7 +169,7 @@ def weigh(
         )
         certainty = w.certainty_floor + (1 - w.certainty_floor) * max(0.0, min(c.certainty, 1.0))
         out.append((mid, s * w.layer.get(c.layer, 1.0) * certainty * recency))
-    out.sort(key=lambda t: (-t[1], -t[0]))
+    out.sort(key=itemgetter(1, 0), reverse=True)
     return out
 
 
@@ -211,7 +212,7 @@ async def rerank(
     # read: a weak candidate's share does not lift a neighbour into the answer (LoCoMo
     # recall@10 the same to 3 decimals), and this read is the biggest of a recall's SQL.
     n = max(w.spread_from, 2 * limit) if w.spread_from else None
-    sources = sorted(scores, key=lambda m: -scores[m])[:n]
+    sources = sorted(scores, key=scores.__getitem__, reverse=True)[:n]
     around = set(scores) | {i + d for i in sources for d in offsets}
     span = query_span(query, now)
     facts = await repo.facts(s, user_id, sorted(around), now)

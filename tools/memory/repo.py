@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -624,7 +625,8 @@ async def bm25(
         "SELECT id, score FROM mine UNION ALL SELECT NULL, count(*) FROM hits"
     )
     rows = (await s.execute(text(sql), params)).all()
-    hits = sorted(((int(r[0]), float(r[1])) for r in rows if r[0] is not None), key=lambda h: -h[1])
+    hits = [(int(r[0]), float(r[1])) for r in rows if r[0] is not None]
+    hits.sort(key=itemgetter(1), reverse=True)
     read = next(int(r[1]) for r in rows if r[0] is None)
     return hits, scoped or len(hits) >= k or read < inner
 

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -582,7 +583,7 @@ class MemoryStore:
         hits: list[tuple[int, float]] = []
         for layer in [None] if len(wanted) == len(LAYERS) else wanted:
             hits += await self._knn(s, user_id, vec, k, layer)
-        return sorted(hits, key=lambda t: t[1])
+        return sorted(hits, key=itemgetter(1))
 
     async def _bm25(
         self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]
