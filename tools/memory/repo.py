@@ -470,10 +470,10 @@ class MemoryRow:
 
 
 class Facts(NamedTuple):
-    """What ranking needs of a memory, read for every candidate and its neighbours: a row
-    of _SQLITE as it comes (times raw: ISO text on SQLite, datetimes on PostgreSQL), made
-    without a line of Python a row (hundreds a recall); a time is parsed when asked for,
-    and the whole row (row_of) only for the few memories a recall returns."""
+    """What ranking needs of a memory, read for every candidate and its neighbours
+    (hundreds a recall): a row of _SQLITE as it comes (times raw: ISO text on SQLite,
+    datetimes on PostgreSQL), one tuple a row with no work per field; a time is parsed when
+    asked for, and the whole row (row_of) only for the few memories a recall returns."""
 
     id: int
     session_id: int | None
