@@ -84,13 +84,15 @@ class _Cursor:
     reset it (a write, or rows read to the end), nothing is held, garbage collection closes
     it. Trips a statement: a write one, a read two (aiosqlite's cursor: three and four)."""
 
+    # Until a statement runs (class defaults: one cursor a statement, nothing set per cursor).
+    _open: aiosqlite.Cursor | None = None  # while rows may remain
+    description: Any = None
+    rowcount = -1
+    lastrowid: int | None = None
+    arraysize = 1
+
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
-        self._open: aiosqlite.Cursor | None = None  # while rows may remain
-        self.description: Any = None
-        self.rowcount = -1
-        self.lastrowid: int | None = None
-        self.arraysize = 1
 
     async def __aenter__(self) -> _Cursor:
         return self
@@ -99,11 +101,13 @@ class _Cursor:
         await self.close()
 
     async def execute(self, sql: str, parameters: Any = None) -> _Cursor:
-        await self.close()
+        if self._open is not None:
+            await self.close()
         return self._started(await self._conn.execute(sql, parameters))
 
     async def executemany(self, sql: str, parameters: Any) -> _Cursor:
-        await self.close()
+        if self._open is not None:
+            await self.close()
         return self._started(await self._conn.executemany(sql, parameters))
 
     def _started(self, cursor: aiosqlite.Cursor) -> _Cursor:

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -90,17 +91,6 @@ class RankWeights:
     recency_share: float = RECENCY_SHARE
 
 
-@dataclass(frozen=True)
-class Candidate:
-    id: int
-    layer: str
-    certainty: float
-    updated_at: datetime
-    session_id: int | None
-    created_at: datetime | None = None
-    asks: bool = False  # the memory is a question
-
-
 def fuse(
     bm25_hits: Sequence[tuple[int, float]],
     vec_hits: Sequence[tuple[int, float]],
@@ -149,7 +139,7 @@ def spread(
 
 def on_date(
     scores: dict[int, float],
-    cands: dict[int, Candidate],
+    cands: dict[int, repo.Facts],
     span: tuple[datetime, datetime] | None,
     w: RankWeights,
 ) -> dict[int, float]:
@@ -159,13 +149,13 @@ def on_date(
     start, end = span[0], span[1] + timedelta(days=w.date_slack_days)
     out = dict(scores)
     for mid, c in cands.items():
-        if mid in out and c.created_at is not None and start <= c.created_at < end:
+        if mid in out and start <= c.created_at < end:
             out[mid] *= w.date_boost
     return out
 
 
 def weigh(
-    scores: dict[int, float], cands: dict[int, Candidate], now: datetime, w: RankWeights
+    scores: dict[int, float], cands: dict[int, repo.Facts], now: datetime, w: RankWeights
 ) -> list[tuple[int, float]]:
     """Final order: fused score times layer, certainty and recency factors."""
     out = []
@@ -179,7 +169,7 @@ def weigh(
         )
         certainty = w.certainty_floor + (1 - w.certainty_floor) * max(0.0, min(c.certainty, 1.0))
         out.append((mid, s * w.layer.get(c.layer, 1.0) * certainty * recency))
-    out.sort(key=lambda t: (-t[1], -t[0]))
+    out.sort(key=itemgetter(1, 0), reverse=True)
     return out
 
 
@@ -222,15 +212,15 @@ async def rerank(
     # read: a weak candidate's share does not lift a neighbour into the answer (LoCoMo
     # recall@10 the same to 3 decimals), and this read is the biggest of a recall's SQL.
     n = max(w.spread_from, 2 * limit) if w.spread_from else None
-    sources = sorted(scores, key=lambda m: -scores[m])[:n]
+    sources = sorted(scores, key=scores.__getitem__, reverse=True)[:n]
     around = set(scores) | {i + d for i in sources for d in offsets}
     span = query_span(query, now)
-    facts = await repo.facts(s, user_id, sorted(around), now, dated=span is not None)
+    facts = await repo.facts(s, user_id, sorted(around), now)
     sessions = {mid: f.session_id for mid, f in facts.items()}
     asks = {mid for mid, f in facts.items() if f.asks}
     scores = spread(scores, sessions, w.neighbours, asks, (w.question_self, w.question_next))
     cands = {
-        mid: Candidate(mid, f.layer, f.certainty, f.updated_at, f.session_id, f.created_at, f.asks)
+        mid: f
         for mid, f in facts.items()
         if mid in scores and visible(f, wanted, session_id, group)
     }

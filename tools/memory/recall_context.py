@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from tools.base import RequestContext, ToolDeps
 from tools.feature import ContextProvider
+from tools.memory.repo import Facts
 from tools.memory.store import MemoryHit, MemoryStore
 from tools.tokens import estimate_tokens
 
@@ -22,7 +23,7 @@ LONG_LIMIT = 20  # long-term memories always offered, most certain first
 HEADER = "What you remember about the user (memory ids in brackets; use them to forget):"
 
 
-def _line(h: MemoryHit) -> str:
+def _line(h: MemoryHit | Facts) -> str:
     cat = f"{h.layer}/{h.category}" if h.category else h.layer
     return f"- [#{h.id}] ({cat}) {h.content}"
 
@@ -43,7 +44,7 @@ def build_provider(
         if not few:
             return None
 
-        async def long_term() -> list[MemoryHit]:
+        async def long_term() -> list[Facts]:
             if len(few) <= LONG_LIMIT:
                 longs = [h for h in few if h.layer == "long"]
                 # The store's order: most certain, then most recent first.
@@ -61,8 +62,9 @@ def build_provider(
         relevant, top_long = await asyncio.gather(relevant_hits(), long_term())
         # Long-term facts first (the relevant ones, then the most certain others), then
         # the rest by relevance to the new message.
-        long_hits = [h for h in relevant if h.layer == "long"] + top_long
-        ordered: list[MemoryHit] = []
+        long_hits: list[MemoryHit | Facts] = [h for h in relevant if h.layer == "long"]
+        long_hits += top_long
+        ordered: list[MemoryHit | Facts] = []
         seen: set[int] = set()
         for h in long_hits + [h for h in relevant if h.layer != "long"]:
             if h.id not in seen:

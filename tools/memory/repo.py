@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     BindParameter,
@@ -33,8 +34,10 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    type_coerce,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.types import NullType
 
 from db.engine import is_postgres
 from db.models.core import ChatSession, Message
@@ -140,7 +143,7 @@ def _with_source() -> Select[Memory, str, datetime, datetime | None]:
 
 @dataclass(frozen=True)
 class Record:
-    """A memory's columns as plain values, read without an ORM instance."""
+    """A memory's columns as plain values, not an ORM instance (made from its Facts)."""
 
     id: int
     user_id: int
@@ -155,19 +158,22 @@ class Record:
     expires_at: datetime | None
 
 
-def _records_with_source() -> Select[*tuple[Any, ...]]:
-    """As _with_source, a Record's columns in place of the ORM instance: auto-recall reads
-    two such lists for every message, and an ORM instance a row cost ~50 us of the ~1.2 ms
-    each took (20 rows). The columns are Record's fields, named once there."""
-    columns = [Memory.__table__.c[f.name] for f in fields(Record)]
+def _raw(column: Any) -> Any:
+    """A time column read as the driver gives it (ISO text on SQLite, a datetime on
+    PostgreSQL): no type processing a row; Facts parses the times it is asked for."""
+    return type_coerce(column, NullType())
+
+
+def _facts_of_rows() -> Select[*tuple[Any, ...]]:
+    """Facts' columns (the _SQLITE read's, in its order) with the source session joined:
+    auto-recall reads two such lists for every message (a Record and the UTC times made for
+    each of ~20 rows cost more than the statement)."""
+    m, cs = Memory.__table__.c, ChatSession.__table__.c
     return select(
-        *columns, ChatSession.name, ChatSession.started_at, ChatSession.ended_at
-    ).outerjoin(ChatSession, ChatSession.id == Memory.session_id)
-
-
-def _record_rows(found: Any) -> list[MemoryRow]:
-    n = len(fields(Record))
-    return [MemoryRow(Record(*r[:n]), *r[n:]) for r in found]
+        m.id, m.session_id, m.layer, m.certainty, _raw(m.updated_at), _raw(cs.ended_at),
+        _raw(m.created_at), m.content.contains("?"), m.content, m.category, m.message_id,
+        m.user_id, _raw(m.expires_at), cs.name, _raw(cs.started_at), m.chat_id,
+    ).outerjoin(ChatSession, ChatSession.id == Memory.session_id)  # fmt: skip
 
 
 def _count_alive(layer: bool) -> Select[int]:
@@ -218,7 +224,7 @@ def _some_alive(grouped: bool) -> Select[*tuple[Any, ...]]:
     cond = [Memory.user_id == bindparam("user_id"), _alive(bindparam("now"))]
     if grouped:
         cond.append(Memory.chat_id == bindparam("group"))
-    return _records_with_source().where(*cond).limit(bindparam("limit"))
+    return _facts_of_rows().where(*cond).limit(bindparam("limit"))
 
 
 def _top_long(grouped: bool) -> Select[*tuple[Any, ...]]:
@@ -230,7 +236,7 @@ def _top_long(grouped: bool) -> Select[*tuple[Any, ...]]:
     if grouped:
         cond.append(Memory.chat_id == bindparam("group"))
     return (
-        _records_with_source()
+        _facts_of_rows()
         .where(*cond)
         .order_by(Memory.certainty.desc(), Memory.updated_at.desc())
         .limit(bindparam("limit"))
@@ -245,21 +251,21 @@ _TOP_LONG = {False: _top_long(False), True: _top_long(True)}
 
 async def some_alive(
     s: AsyncSession, user_id: int, now: datetime, limit: int, group: int | None = None
-) -> list[MemoryRow]:
+) -> list[Facts]:
     """Up to `limit` of a user's live memories, in no order: it reads no more rows than that
     (auto-recall's first question for every message: does the user have any, and when they
     have few, which; a count or an ordered page reads all of a user's rows).
     The user's index rows are walked in order and stop at `limit` live ones."""
     params = {"user_id": user_id, "now": now, "limit": limit, "group": group}
-    return _record_rows((await s.execute(_SOME_ALIVE[group is not None], params)).all())
+    return list(map(Facts._make, (await s.execute(_SOME_ALIVE[group is not None], params))))
 
 
 async def top_long(
     s: AsyncSession, user_id: int, limit: int, group: int | None = None
-) -> list[MemoryRow]:
+) -> list[Facts]:
     """The user's long-term memories, most certain and most recent first."""
     params = {"user_id": user_id, "limit": limit, "group": group}
-    return _record_rows((await s.execute(_TOP_LONG[group is not None], params)).all())
+    return list(map(Facts._make, (await s.execute(_TOP_LONG[group is not None], params))))
 
 
 async def knn(
@@ -463,30 +469,43 @@ class MemoryRow:
     session_ended: datetime | None
 
 
-@dataclass(frozen=True)
-class Facts:
-    """What ranking needs of a memory: read for every candidate and its neighbours. The
-    rest of its row (`source`, raw values) is turned into a MemoryRow by row_of() only for
-    the few memories a recall returns."""
+class Facts(NamedTuple):
+    """What ranking needs of a memory, read for every candidate and its neighbours
+    (hundreds a recall): a row of _SQLITE as it comes (times raw: ISO text on SQLite,
+    datetimes on PostgreSQL), one tuple a row with no work per field; a time is parsed when
+    asked for, and the whole row (row_of) only for the few memories a recall returns."""
 
     id: int
     session_id: int | None
     layer: str
     certainty: float
-    updated_at: datetime
-    session_ended: bool
-    created_at: datetime | None  # parsed only when asked for (dated=True)
-    asks: bool  # the text holds a question mark
-    source: tuple[Any, ...] = ()
-    chat_id: int | None = None  # the group it was said in (None: the user's own chat)
+    updated: Any
+    ended: Any  # the source session's end
+    created: Any
+    asks: bool  # the text holds a question mark (0 or 1 on SQLite)
+    content: str
+    category: str | None
+    message_id: int | None
+    user_id: int
+    expires: Any
+    session_name: str | None
+    session_started: Any
+    chat_id: int | None  # the group it was said in (None: the user's own chat)
 
     @property
-    def content(self) -> str:
-        return str(self.source[3])
+    def updated_at(self) -> datetime:
+        return _when(self.updated)
+
+    @property
+    def created_at(self) -> datetime:
+        return _when(self.created)
+
+    @property
+    def session_ended(self) -> bool:
+        return self.ended is not None
 
 
-# After the facts: content, category, message_id, user_id, created_at, expires_at,
-# session name, started_at and ended_at (raw: ISO text on SQLite, datetimes on PostgreSQL).
+# Facts' fields, in order (PostgreSQL's read, tools/memory/pg.py, returns the same).
 _SQLITE = (
     "SELECT m.id, m.session_id, m.layer, m.certainty, m.updated_at, s.ended_at, "
     "m.created_at, instr(m.content, '?') > 0, m.content, m.category, m.message_id, "
@@ -497,55 +516,37 @@ _SQLITE = (
 )
 
 
-async def _read(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime) -> list[Any]:
-    if is_postgres(s):
-        return await pg.facts_rows(s, user_id, ids, now)
-    params = {"ids": json.dumps([int(i) for i in ids]), "user": user_id, "now": _stamp(now)}
-    return list((await s.execute(text(_SQLITE), params)).all())
-
-
 async def facts(
-    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime, dated: bool = False
+    s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime
 ) -> dict[int, Facts]:
     """Ranking facts of these memories of this user that are still alive."""
     if not ids:
         return {}
-    out = {}
-    for mid, sid, layer, certainty, updated, ended, created, asks, *rest, chat in await _read(
-        s, user_id, ids, now
-    ):
-        out[int(mid)] = Facts(
-            int(mid),
-            sid,
-            layer,
-            float(certainty),
-            _when(updated),
-            ended is not None,
-            _when(created) if dated else None,
-            bool(asks),
-            (created, updated, ended, *rest),
-            chat,
-        )
-    return out
+    found: Sequence[Any]
+    if is_postgres(s):
+        found = await pg.facts_rows(s, user_id, ids, now)
+    else:
+        params = {"ids": json.dumps([int(i) for i in ids]), "user": user_id, "now": _stamp(now)}
+        found = (await s.execute(text(_SQLITE), params)).all()
+    return {f.id: f for f in map(Facts._make, found)}
 
 
 def row_of(f: Facts) -> MemoryRow:
     """The full row of a memory whose facts were read."""
-    created, _, ended, content, category, message_id, user_id, expires, name, started = f.source
     record = Record(
         f.id,
-        int(user_id),
+        f.user_id,
         f.layer,
-        content,
-        category,
+        f.content,
+        f.category,
         f.certainty,
         f.session_id,
-        message_id,
-        f.created_at or _when(created),
+        f.message_id,
+        f.created_at,
         f.updated_at,
-        _maybe(expires),
+        _maybe(f.expires),
     )
-    return MemoryRow(record, name, _maybe(started), _maybe(ended))
+    return MemoryRow(record, f.session_name, _maybe(f.session_started), _maybe(f.ended))
 
 
 async def rows(s: AsyncSession, user_id: int, ids: Sequence[int], now: datetime) -> list[MemoryRow]:
@@ -624,7 +625,8 @@ async def bm25(
         "SELECT id, score FROM mine UNION ALL SELECT NULL, count(*) FROM hits"
     )
     rows = (await s.execute(text(sql), params)).all()
-    hits = sorted(((int(r[0]), float(r[1])) for r in rows if r[0] is not None), key=lambda h: -h[1])
+    hits = [(int(r[0]), float(r[1])) for r in rows if r[0] is not None]
+    hits.sort(key=itemgetter(1), reverse=True)
     read = next(int(r[1]) for r in rows if r[0] is None)
     return hits, scoped or len(hits) >= k or read < inner
 

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -429,15 +430,14 @@ class MemoryStore:
             )
         return MemoryPage([hit(r) for r in found], total)
 
-    async def some(self, *, user_id: int, limit: int, group: int | None = None) -> list[MemoryHit]:
+    async def some(self, *, user_id: int, limit: int, group: int | None = None) -> list[repo.Facts]:
         """Up to `limit` live memories of the user (said in `group`, when given), in no
         order, reading no more rows than that: fewer than `limit` back means these are all
-        of them."""
+        of them. Rows as read (repo.Facts): auto-recall asks for every message."""
         if group is None and self._empty.get(user_id):
             return []
         async with self._sf() as s:
-            rows = await repo.some_alive(s, user_id, self._clock(), limit, group)
-        found = [hit(r) for r in rows]
+            found = await repo.some_alive(s, user_id, self._clock(), limit, group)
         if group is not None:
             return found
         if found:
@@ -448,9 +448,11 @@ class MemoryStore:
 
     async def long_term(
         self, *, user_id: int, limit: int = 20, group: int | None = None
-    ) -> list[MemoryHit]:
+    ) -> list[repo.Facts]:
+        """The user's long-term memories, most certain and most recent first (rows as read,
+        as some())."""
         async with self._sf() as s:
-            return [hit(r) for r in await repo.top_long(s, user_id, limit, group)]
+            return await repo.top_long(s, user_id, limit, group)
 
     async def last_used(
         self, *, user_id: int, session_id: int, before_message_id: int
@@ -581,7 +583,7 @@ class MemoryStore:
         hits: list[tuple[int, float]] = []
         for layer in [None] if len(wanted) == len(LAYERS) else wanted:
             hits += await self._knn(s, user_id, vec, k, layer)
-        return sorted(hits, key=lambda t: t[1])
+        return sorted(hits, key=itemgetter(1))
 
     async def _bm25(
         self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]
