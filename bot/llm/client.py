@@ -330,9 +330,6 @@ class LLMClient(ChatModel):
         self.context = ContextSize(self.client, settings.llm_context_tokens)
         self.size = ModelSize(self.client)
         self.constraint = constrained.Constraint(settings.llm_constrained_calls)
-        # (server, model) -> (a local server?, replies held?), once every answer it rests on
-        # is in: a request with tools then asks nothing of the server's kind (_hold).
-        self.held: dict[tuple[str, str], tuple[bool, bool]] = {}
         self.ask_usage = True  # stream_options.include_usage, until a server rejects it
         self.limit_field = "max_tokens"  # max_completion_tokens where a server asks for it
         self.fallback_model = settings.llm_fallback_model
@@ -490,7 +487,6 @@ class LLMClient(ChatModel):
             log.warning("the model endpoint refuses response_format: tool calls go unheld")
             del body["response_format"]
             self.constraint.refused(endpoint)
-            self.held = {k: v for k, v in self.held.items() if k[0] != endpoint.base_url}
         elif "stream_options" in said and body.pop("stream_options", None) is not None:
             log.warning("the model endpoint rejects stream_options; usage will be estimated")
             self.ask_usage = False
@@ -506,17 +502,6 @@ class LLMClient(ChatModel):
     ) -> dict[str, Any]:
         cap = self.max_output_tokens
         return {"model": model, "messages": messages, self.limit_field: min(limit or cap, cap)}
-
-    async def _hold(self, client: Endpoint, model: str) -> tuple[bool, bool]:
-        """(a local server?, replies held?) for `model` on `client`'s server, kept once the
-        server said what it is and, where it counts, the model's size."""
-        held = await self.constraint.wanted(client, partial(self.parameters, model))
-        local = await self.constraint.local(client)
-        if client.base_url in self.constraint.servers and (
-            not local or self.constraint.mode != "auto" or model in self.size.known
-        ):
-            self.held[(client.base_url, model)] = (local, held)
-        return local, held
 
     async def stream(
         self,
@@ -542,12 +527,11 @@ class LLMClient(ChatModel):
         async def once(client: Endpoint, model: str, silence: Silence) -> Completion:
             body = self._body(model, messages, None)
             body["stream"] = True
+            size = partial(self.parameters, model)
+            held = bool(tools) and await self.constraint.wanted(client, size)
             if tools:
                 body["tools"] = shown_tools(tools)
-                local, held = self.held.get((client.base_url, model)) or await self._hold(
-                    client, model
-                )
-                if local:
+                if await self.constraint.local(client):
                     body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:
                     due = constrained.answer_due(messages)
