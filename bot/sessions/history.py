@@ -365,7 +365,7 @@ class Compressor:
     ) -> tuple[SessionCompression | None, list[Shown], list[dict[str, Any]], list[int]]:
         """The newest verified summary, and the turns after it (rows, wire, costs)."""
         async with self.session_factory() as s:
-            done = await repo.latest_compression(s, session_id, verified=True)
+            done = await repo.latest_verified(s, session_id)
             rows = await repo.messages_after(s, session_id, done.last_message_id if done else 0)
         wire, costs = self.wired.convert(rows)
         return done, list(rows), wire, costs
@@ -526,14 +526,8 @@ class Compressor:
         """Asked before the range is read: after a rejected summary, try again only once the
         session has grown well since (counted in SQL)."""
         async with self.session_factory() as s:
-            failed = await repo.latest_compression(s, session_id)
-            if failed is None or failed.verified:
-                return True
-            # What it covered existed then: anything newer has a larger id.
-            grown, _ = await repo.count_messages(
-                s, session_id, failed.last_message_id, since=failed.created_at
-            )
-        return grown >= RETRY_AFTER_MESSAGES
+            grown = await repo.since_rejected(s, session_id)
+        return grown is None or grown >= RETRY_AFTER_MESSAGES
 
     async def _compress(
         self,
