@@ -294,6 +294,20 @@ def _in_steps(rows: Sequence[Shown], dropped: int, turns_before: int = 0) -> int
     return max(dropped, starts[min(step, len(starts) - 1)])
 
 
+def _worth_a_summary(
+    rows: Sequence[Shown], costs: list[int], keep: int, chunk: int, turns_before: int = 0
+) -> bool:
+    """Whether the uncovered turns older than what `keep` leaves to recent ones are worth a
+    summary: at least STEP_TURNS of the person's (`turns_before` of them lie ahead of `rows`,
+    not read), or all a summary call of `chunk` tokens reads. Rows not read count by their
+    turns only: a range that long is due by them anyway. Their size is summed only when the
+    turns leave it to decide (every row's summary line, at every message of a long session,
+    otherwise)."""
+    older = rows[: Compressor._cut(rows, costs, keep, None)]
+    turns = turns_before + sum(1 for m in older if m.role == "user")
+    return turns >= STEP_TURNS or sum(line_cost(m, tools=WRITE.tools) for m in older) >= chunk
+
+
 @dataclass
 class _Newest:
     """What a prompt can show of a session (Compressor._newest): the newest verified
@@ -437,18 +451,10 @@ class Compressor:
             )
             note = f"{note}\n\n{gap}" if note else gap
         keep = int(budget * KEEP_FRACTION)
-        whole = self._cut(rows, costs, keep, None)
-        turns = older_turns + sum(1 for m in rows[:whole] if m.role == "user")
-        # Rows not read count by their turns only: a range that long is due by them anyway.
-        # Their size is summed only when the turns leave it to decide (every row's summary
-        # line, at every message of a long session, otherwise).
         due = (
             bool(self.llm)
             and dropped > 0
-            and (
-                turns >= STEP_TURNS
-                or sum(line_cost(m, tools=WRITE.tools) for m in rows[:whole]) >= chunk
-            )
+            and _worth_a_summary(rows, costs, keep, chunk, older_turns)
         )
         return Fitted(with_note(kept, note), due)
 
@@ -463,7 +469,12 @@ class Compressor:
         if not await self._worth_trying(session_id):
             return None
         done, rows, _, costs = await self._uncovered(session_id)
-        cut = self._cut(rows, costs, int(budget * KEEP_FRACTION), chunk)
+        keep = int(budget * KEEP_FRACTION)
+        # Found due by a turn fitted before the previous summary was stored: what is left
+        # may be a few turns now.
+        if not _worth_a_summary(rows, costs, keep, chunk):
+            return None
+        cut = self._cut(rows, costs, keep, chunk)
         if cut <= 0:
             return None
         if not await self._claim(session_id):
