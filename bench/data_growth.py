@@ -87,14 +87,31 @@ def fill(tree: Path, home: Path, memories: int) -> None:
     )  # fmt: skip
 
 
+ANSWER = "Sure, noted. Anything else?"
+
+
+def respond(body: dict) -> Text:
+    """The fake model's turn: the chat's answer, or for a summary of a long session's oldest
+    turns (bot/sessions/history.py WRITE) one drawn from the person's own words, as a real
+    model's is: the chat answer as a summary names "Sure", which the turns do not, so every
+    summary was rejected and the bench measured the retry path of a failing model on every
+    message instead of one summary in STEP_TURNS turns."""
+    system = body["messages"][0].get("content") or ""
+    if not system.startswith("You compress"):
+        return Text(ANSWER, chunk=len(ANSWER))
+    said = [line.split("User: ", 1)[1] for line in body["messages"][1]["content"].splitlines()
+            if "User: " in line]  # fmt: skip
+    text = "the user asked: " + " ".join(said[:3])[:300]
+    return Text(text, chunk=len(text))
+
+
 async def measure(root: Path, home: Path, history: int, timed: int, vocab: list[str],
                   profile: Path | None, size: int) -> float:  # fmt: skip
     """CPU ms per timed message of the bot of the tree at `root` on the database in `home`."""
     tg = PollClock()
     tg._next_update = itertools.count(1)
     tg = await tg.start()
-    answer = "Sure, noted. Anything else?"
-    llm = await FakeOpenAI(responder=lambda body: Text(answer, chunk=len(answer))).start()
+    llm = await FakeOpenAI(responder=respond).start()
     rng = random.Random(3)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", cwd=root, env=env_for(home, tg, llm, 1),

@@ -294,6 +294,20 @@ def _in_steps(rows: Sequence[Shown], dropped: int, turns_before: int = 0) -> int
     return max(dropped, starts[min(step, len(starts) - 1)])
 
 
+def _worth_a_summary(
+    rows: Sequence[Shown], costs: list[int], keep: int, chunk: int, turns_before: int = 0
+) -> bool:
+    """Whether the uncovered turns older than what `keep` leaves to recent ones are worth a
+    summary: at least STEP_TURNS of the person's (`turns_before` of them lie ahead of `rows`,
+    not read), or all a summary call of `chunk` tokens reads. Rows not read count by their
+    turns only: a range that long is due by them anyway. Their size is summed only when the
+    turns leave it to decide (every row's summary line, at every message of a long session,
+    otherwise)."""
+    older = rows[: Compressor._cut(rows, costs, keep, None)]
+    turns = turns_before + sum(1 for m in older if m.role == "user")
+    return turns >= STEP_TURNS or sum(line_cost(m, tools=WRITE.tools) for m in older) >= chunk
+
+
 @dataclass
 class _Newest:
     """What a prompt can show of a session (Compressor._newest): the newest verified
@@ -365,7 +379,7 @@ class Compressor:
     ) -> tuple[SessionCompression | None, list[Shown], list[dict[str, Any]], list[int]]:
         """The newest verified summary, and the turns after it (rows, wire, costs)."""
         async with self.session_factory() as s:
-            done = await repo.latest_compression(s, session_id, verified=True)
+            done = await repo.latest_verified(s, session_id)
             rows = await repo.messages_after(s, session_id, done.last_message_id if done else 0)
         wire, costs = self.wired.convert(rows)
         return done, list(rows), wire, costs
@@ -437,18 +451,10 @@ class Compressor:
             )
             note = f"{note}\n\n{gap}" if note else gap
         keep = int(budget * KEEP_FRACTION)
-        whole = self._cut(rows, costs, keep, None)
-        turns = older_turns + sum(1 for m in rows[:whole] if m.role == "user")
-        # Rows not read count by their turns only: a range that long is due by them anyway.
-        # Their size is summed only when the turns leave it to decide (every row's summary
-        # line, at every message of a long session, otherwise).
         due = (
             bool(self.llm)
             and dropped > 0
-            and (
-                turns >= STEP_TURNS
-                or sum(line_cost(m, tools=WRITE.tools) for m in rows[:whole]) >= chunk
-            )
+            and _worth_a_summary(rows, costs, keep, chunk, older_turns)
         )
         return Fitted(with_note(kept, note), due)
 
@@ -463,7 +469,12 @@ class Compressor:
         if not await self._worth_trying(session_id):
             return None
         done, rows, _, costs = await self._uncovered(session_id)
-        cut = self._cut(rows, costs, int(budget * KEEP_FRACTION), chunk)
+        keep = int(budget * KEEP_FRACTION)
+        # Found due by a turn fitted before the previous summary was stored: what is left
+        # may be a few turns now.
+        if not _worth_a_summary(rows, costs, keep, chunk):
+            return None
+        cut = self._cut(rows, costs, keep, chunk)
         if cut <= 0:
             return None
         if not await self._claim(session_id):
@@ -526,14 +537,8 @@ class Compressor:
         """Asked before the range is read: after a rejected summary, try again only once the
         session has grown well since (counted in SQL)."""
         async with self.session_factory() as s:
-            failed = await repo.latest_compression(s, session_id)
-            if failed is None or failed.verified:
-                return True
-            # What it covered existed then: anything newer has a larger id.
-            grown, _ = await repo.count_messages(
-                s, session_id, failed.last_message_id, since=failed.created_at
-            )
-        return grown >= RETRY_AFTER_MESSAGES
+            grown = await repo.since_rejected(s, session_id)
+        return grown is None or grown >= RETRY_AFTER_MESSAGES
 
     async def _compress(
         self,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.sessions.models import SessionArchive, SessionCompression
@@ -219,23 +219,46 @@ async def failing_archives(s: AsyncSession, min_attempts: int) -> list[tuple[int
     return [(sid, err or "") for sid, err in (await s.execute(stmt)).all()]
 
 
-def _latest_compression(verified: bool | None) -> Select[SessionCompression]:
-    stmt = select(SessionCompression).where(SessionCompression.session_id == bindparam("sid"))
-    if verified is not None:
-        stmt = stmt.where(SessionCompression.verified == verified)
-    return stmt.order_by(SessionCompression.id.desc()).limit(1)
-
-
 # The history's reads, built once: a long session's every message runs them, and building
 # a statement (and its cache key) cost more than SQLite's part of it.
-_LATEST = {v: _latest_compression(v) for v in (None, True, False)}
+_LATEST = (
+    select(SessionCompression)
+    .where(SessionCompression.session_id == bindparam("sid"), SessionCompression.verified)
+    .order_by(SessionCompression.id.desc())
+    .limit(1)
+)
 
 
-async def latest_compression(
-    s: AsyncSession, session_id: int, *, verified: bool | None = None
-) -> SessionCompression | None:
-    """The session's newest compression (only verified or only rejected ones if asked)."""
-    return (await s.execute(_LATEST[verified], {"sid": session_id})).scalars().first()
+async def latest_verified(s: AsyncSession, session_id: int) -> SessionCompression | None:
+    """The session's newest verified compression."""
+    return (await s.execute(_LATEST, {"sid": session_id})).scalars().first()
+
+
+# A rejected summary's range is tried again once the session has grown since: the rows
+# newer than it (what it covered existed then: anything newer has a larger id), counted only
+# after a rejection (CASE: SQLite and PostgreSQL skip the count for a verified one).
+_NEWER = (
+    select(func.count())
+    .where(
+        Message.session_id == SessionCompression.session_id,
+        Message.id > SessionCompression.last_message_id,
+        Message.created_at > SessionCompression.created_at,
+    )
+    .scalar_subquery()
+)
+_SINCE_REJECTED = (
+    select(case((SessionCompression.verified, None), else_=_NEWER))
+    .where(SessionCompression.session_id == bindparam("sid"))
+    .order_by(SessionCompression.id.desc())
+    .limit(1)
+)
+
+
+async def since_rejected(s: AsyncSession, session_id: int) -> int | None:
+    """How many messages the session has had since its newest compression was rejected;
+    None when it has none or that one was verified. One statement: a session whose summaries
+    keep failing asks at every message."""
+    return (await s.execute(_SINCE_REJECTED, {"sid": session_id})).scalar()
 
 
 _LATEST_VERIFIED_ID = (
@@ -258,32 +281,20 @@ async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> lis
     return list((await s.execute(_AFTER, params)).all())
 
 
-def _in_range(stmt: Any, before: bool, since: bool) -> Any:
+def _in_range(stmt: Any, before: bool) -> Any:
     stmt = stmt.where(Message.session_id == bindparam("sid"), Message.id > bindparam("after"))
-    if before:
-        stmt = stmt.where(Message.id < bindparam("before"))
-    if since:
-        stmt = stmt.where(Message.created_at > bindparam("since"))
-    return stmt
+    return stmt.where(Message.id < bindparam("before")) if before else stmt
 
 
 _NEWEST = {
-    b: _in_range(select(*SHOWN), b, False).order_by(Message.id.desc()).limit(bindparam("limit"))
+    b: _in_range(select(*SHOWN), b).order_by(Message.id.desc()).limit(bindparam("limit"))
     for b in (False, True)
 }
-_AFTER = _in_range(select(*SHOWN), False, False).order_by(Message.id)
-_COUNT = {
-    (b, t): _in_range(
-        select(
-            func.count(),
-            func.coalesce(func.sum(case((Message.role == "user", 1), else_=0)), 0),
-        ),
-        b,
-        t,
-    )
-    for b in (False, True)
-    for t in (False, True)
-}
+_AFTER = _in_range(select(*SHOWN), False).order_by(Message.id)
+_COUNT = _in_range(
+    select(func.count(), func.coalesce(func.sum(case((Message.role == "user", 1), else_=0)), 0)),
+    True,
+)
 
 
 async def newest_messages(
@@ -296,18 +307,12 @@ async def newest_messages(
 
 
 async def count_messages(
-    s: AsyncSession,
-    session_id: int,
-    after_id: int,
-    before_id: int | None = None,
-    since: datetime | None = None,
+    s: AsyncSession, session_id: int, after_id: int, before_id: int
 ) -> tuple[int, int]:
-    """How many of the session's messages with `after_id` < id < `before_id` (created after
-    `since`) there are, and how many of them are the person's turns: counted in SQL, not
-    read."""
-    stmt = _COUNT[before_id is not None, since is not None]
-    params = {"sid": session_id, "after": after_id, "before": before_id, "since": since}
-    rows, turns = (await s.execute(stmt, params)).one()
+    """How many of the session's messages with `after_id` < id < `before_id` there are, and
+    how many of them are the person's turns: counted in SQL, not read."""
+    params = {"sid": session_id, "after": after_id, "before": before_id}
+    rows, turns = (await s.execute(_COUNT, params)).one()
     return int(rows), int(turns)
 
 

@@ -103,3 +103,47 @@ async def _quiet(tg: TG) -> bool:
 
     await tg.app.part(COMPRESSIONS).idle()
     return True
+
+
+async def test_a_turn_fitted_before_a_summary_was_stored_asks_for_no_second_one(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+) -> None:
+    """A turn whose history was fitted while the summary was being written found the old
+    range due; by its answer the summary is stored and what is left uncovered is the few
+    turns answered meanwhile: no summary of those yet (a model call for fewer than
+    STEP_TURNS of the person's turns)."""
+    fake_llm.n_ctx = 4096
+    summary_held, answer_held = asyncio.Event(), asyncio.Event()
+    summaries = Lane(compressing, after=lambda body: Text(faithful(body), after=summary_held))
+    mark = "One more thing before I forget about the plans."
+
+    def marked(body: dict[str, Any]) -> bool:
+        return bool(body.get("stream")) and mark in str(body["messages"][-1]["content"])
+
+    held_answer = Lane(marked, after=lambda body: Text("echo: noted", after=answer_held))
+    fake_llm.lanes += [summaries, held_answer]
+    tg = await make_tg()
+    turns = iter(MESSAGES * 2)
+    while not summaries.requests:
+        await tg.send(OWNER, next(turns))
+        assert (await tg.reply(OWNER)).text.startswith("echo:")
+    for _ in range(4):  # answered meanwhile: left for a later summary
+        await tg.send(OWNER, next(turns))
+        assert (await tg.reply(OWNER)).text.startswith("echo:")
+    assert len(summaries.requests) == 1
+    await tg.send(OWNER, mark)
+    await until(lambda: bool(held_answer.requests), "the marked turn asked the model")
+    summary_held.set()  # its history was fitted while the summary was being written
+
+    async def stored() -> bool:
+        return any(r.verified for r in await compressions(tg))
+
+    await until(stored, "the summary is stored")
+    await _quiet(tg)
+    answer_held.set()
+    assert (await tg.reply(OWNER)).text == "echo: noted"
+    await until(lambda: _quiet(tg), "a summary in the background is done")
+    rows = await compressions(tg)
+    assert len(summaries.requests) == 1 and len(rows) == 1, [
+        (r.first_turn, r.last_turn) for r in rows
+    ]
