@@ -20,7 +20,7 @@ from bot.media.errors import MediaError
 from bot.media.transcribe import Transcriber
 from tests.fakes.openai_server import FakeOpenAI
 from tests.media_helpers import make_docx, make_image, make_noise_jpeg, make_pdf
-from tools.chat import Completion, ModelWrapper, OnText, text_stream
+from tools.chat import Completion, ModelWrapper, OnText, text_model
 from tools.code import files
 
 
@@ -265,11 +265,11 @@ def test_a_request_without_images_streams_past_the_vision_gate() -> None:
     gate = VisionGate(llm, VisionState("auto", "m", None), "not shown")
     # A wrapper that passes streams on (metering's) is passed too; one that acts on each
     # stream is kept, and hands it on to the gate itself.
-    assert text_stream(ModelWrapper(gate)) == llm.stream
+    assert text_model(ModelWrapper(gate)) is llm
 
     class Acting(ModelWrapper):
         async def stream(self, *args: Any, **kwargs: Any) -> Completion:
             return await self.inner.stream(*args, **kwargs)
 
     acting = Acting(gate)
-    assert text_stream(ModelWrapper(acting)) == acting.stream
+    assert text_model(ModelWrapper(acting)) is acting

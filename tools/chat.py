@@ -195,7 +195,7 @@ class ModelWrapper(ChatModel):
     """A ChatModel around another: every member passes on to `inner` unless overridden."""
 
     # The wrapper acts on a request's content parts (images) alone: a request without any
-    # streams past it (text_stream).
+    # streams past it (text_model).
     parts_only: ClassVar[bool] = False
 
     def __init__(self, inner: ChatModel) -> None:
@@ -232,26 +232,12 @@ class ModelWrapper(ChatModel):
         return self.inner.parameters(model)
 
 
-class Stream(Protocol):
-    """A chat model's `stream`, as text_stream hands it over."""
-
-    def __call__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        on_text: OnText | None = None,
-        *,
-        model: str | None = None,
-        on_wait: OnText | None = None,
-    ) -> Awaitable[Completion]: ...
-
-
-def text_stream(model: ChatModel) -> Stream:
-    """`model.stream` for a request without content parts (images): past every wrapper that
-    passes a stream on unchanged or acts on parts alone, so a request enters none of them
-    on each call. Resolved once per model."""
+def text_model(model: ChatModel) -> ChatModel:
+    """The model whose `stream` a request without content parts (images) calls: past every
+    wrapper that passes a stream on unchanged or acts on parts alone, so such a request
+    enters none of them on each call. Resolved once per model."""
     while isinstance(model, ModelWrapper) and (
         model.parts_only or type(model).stream is ModelWrapper.stream
     ):
         model = model.inner
-    return model.stream
+    return model

@@ -64,7 +64,7 @@ from db.conversation import (
 )
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock, user_tz
-from tools.chat import ChatModel, LLMToolCall, OnText, Stream, text_stream
+from tools.chat import ChatModel, LLMToolCall, OnText, text_model
 from tools.effects import SEEN, copied, seen_outside
 from tools.feature import ContextProvider
 from tools.hooks import (
@@ -152,18 +152,18 @@ class Agent:
     history: History | None = None  # None: the newest turns that fit, as read
     default_tz: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
     conversation: Conversation = field(init=False)
-    _text: tuple[ChatModel, Stream] | None = field(default=None, init=False, repr=False)
+    _text: tuple[ChatModel, ChatModel] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.conversation = SqlConversation(self.session_factory)
 
-    def stream(self, parts: bool) -> Stream:
-        """The model's stream for a request; one without content parts (images) goes past
+    def model_for(self, parts: bool) -> ChatModel:
+        """The model a request streams from; one without content parts (images) goes past
         the wrappers that have nothing to do for it, resolved once per model."""
         if parts:
-            return self.llm.stream
+            return self.llm
         if self._text is None or self._text[0] is not self.llm:
-            self._text = (self.llm, text_stream(self.llm))
+            self._text = (self.llm, text_model(self.llm))
         return self._text[1]
 
     async def handle(self, incoming: Incoming, events: Events | None = None) -> Reply:
@@ -339,7 +339,7 @@ class _Run:
         self.turn = Turn(ctx.session_id, ctx.user_id, ctx.request_id)
         self.tools = agent.registry.for_request(ctx, incoming.text)
         self.model = turns.model()  # e.g. the user's /model pick
-        self.stream = agent.stream(bool(incoming.parts))
+        self.llm = agent.model_for(bool(incoming.parts))
         self.rounds = 0
         self.ran: list[str] = []  # the tools this request called, for an empty answer's line
         self.last: Sequence[ToolResult] = []  # the last round's results, for the same
@@ -413,7 +413,7 @@ class _Run:
             # the drafts pass through the same recogniser as the answer.
             results = bool(self.ran)
             drafts = Drafts(events.on_text, results=results) if events.on_text else None
-            completion = await self.stream(
+            completion = await self.llm.stream(
                 messages, req.tools or None, drafts, model=self.model, on_wait=events.on_wait
             )
             await turns.on_model_response(req, completion)
