@@ -45,6 +45,7 @@ from bot.telegram.dispatcher import Runtime, build_runtime
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram, Sent, callback_update, message_update
+from tools.base import Clock, system_clock
 
 OWNER = 1001
 # Every wait is event-driven: this only bounds a hang, so it is generous (a loaded machine
@@ -63,6 +64,7 @@ class TG:
         self.on_build: list[Callable[[App], Any]] = []
         self.draft_interval = 0.05
         self.album_window = 0.3  # albums arrive in one getUpdates batch here
+        self.clock: Clock = system_clock  # the app's (tests/real fixes it: see there)
         self._runtime: Runtime | None = None
         self._poll: asyncio.Task[None] | None = None
         self._cursor: dict[int, int] = {}
@@ -80,7 +82,7 @@ class TG:
     async def start(self) -> TG:
         llm = LLMClient(self.settings, retry_base_delay=0.01, retry_max_delay=0.05)
         self.client = llm  # the model client under the app's wrappers (test-time knobs)
-        app = await build_app(self.settings, llm=llm)
+        app = await build_app(self.settings, llm=llm, clock=self.clock)
         for fn in self.on_build:
             result = fn(app)
             if isinstance(result, Awaitable):

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +36,15 @@ from tests.e2e.conftest import ALLOWED, TG
 from tests.fakes.telegram_server import FakeTelegram
 from tests.real.proxy import RecordingProxy
 from tests.real.servers import LlamaServer, manifest, start_chat, start_embed
+from tools.base import Clock
 
 HERE = Path(__file__).parent
+# The app's clock starts here in every test and runs on from it. The prompt shows the time
+# ("Now: Monday 2026-12-07 09:00 (UTC)"), and greedy replies follow it token by token: on the
+# wall clock, the same test took a different turn in a different minute (CI at 04:23 had
+# the 0.5B model answer a refused reminder with web_fetch calls of the two times). Fixed,
+# a run repeats the last one, and what fails fails again where it can be looked at.
+START = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 ENABLED = os.environ.get("SIDEKICK_REAL") == "1"
 # What of a chat template must never reach the person (issue 46): tool-call and tool-result
 # tags (`<tools>`, `<tool_call>`, `<tool_response>`, `<function name=…>`, `<function=…>`, their
@@ -117,6 +126,12 @@ def _one_try(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(llm_client, "MAX_RETRIES", 0)
 
 
+def from_moment(start: datetime) -> Clock:
+    """A clock that reads `start` when made and then runs as the wall clock does."""
+    began = time.monotonic()
+    return lambda: start + timedelta(seconds=time.monotonic() - began)
+
+
 def real_settings(tmp_path: Path, proxy: RecordingProxy, server: FakeTelegram,
                   installed: dict[str, str], **extra: Any) -> Settings:  # fmt: skip
     values: dict[str, Any] = {
@@ -152,6 +167,7 @@ async def bot(
     extra = marker.kwargs if marker is not None else {}
     settings = real_settings(tmp_path, proxy, server, installed, **extra)
     tg = TG(server, None, settings)  # type: ignore[arg-type]
+    tg.clock = from_moment(START)
     proxy.witness = lambda: len(server.calls)
     try:
         await tg.start()
