@@ -184,3 +184,8 @@ def test_fields_that_contradict_the_users_words_are_refused() -> None:
     spec = build_spec(Fields(daily_at="08:00", days="mon-fri"), "weekdays at 8", early, BERLIN)
     assert spec.days == WORKDAYS
     assert build_spec(Fields(at="19:30"), "after dinner", early, BERLIN).kind == "at"
+    # Words that read as this very minute (the clock the prompt shows, copied) are no time a
+    # reminder is for, as "now" is none: the fields stand.
+    for words in ("2026-11-23 07:00", "now"):
+        spec = build_spec(Fields(in_minutes=30), words, early, BERLIN)
+        assert spec.first == early + timedelta(minutes=30), words

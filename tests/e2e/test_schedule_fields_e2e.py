@@ -75,3 +75,27 @@ async def test_two_fields_that_each_set_the_time_say_what_to_do_and_the_next_cal
     assert "Call schedule again now with just one of them" in error
     assert done.startswith("Scheduled reminder #1: once at "), done
     assert len(await all_jobs(tg)) == 1
+
+
+async def test_the_clock_the_prompt_shows_copied_into_when_leaves_the_asked_minutes(
+    tg: TG,
+) -> None:
+    # The 0.5B model (tests/real, 3 of 9 minutes tried) copies the context block's "Now:"
+    # into `when` beside the `in_minutes` the person asked for; refused as two times, it
+    # then lost its way. The words read as this very minute, which is no reminder's time.
+    await tg.send(OWNER, "/timezone America/New_York")
+    await tg.idle()
+    before = datetime.now(NY)
+    shown = f"{before:%Y-%m-%d %H:%M}"
+    (done,) = await ask(
+        tg,
+        "Remind me in 30 minutes to call Ana.",
+        {"action": "create", "kind": "reminder", "text": "Call Ana", "when": shown,
+         "in_minutes": 30},
+    )  # fmt: skip
+    assert done.startswith("Scheduled reminder #1: once at "), done
+    prompt = str(tg.llm.requests[-2]["messages"][-1]["content"])
+    assert f"Now: {before:%A} {shown}" in prompt or before.minute != datetime.now(NY).minute
+    (job,) = await all_jobs(tg)
+    assert job.next_run_at is not None
+    assert timedelta(minutes=29) < job.next_run_at - before < timedelta(minutes=31), job
