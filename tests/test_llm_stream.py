@@ -301,3 +301,24 @@ async def test_a_server_still_reading_the_prompt_is_waited_for_not_asked_again(
     await llm.close()
     assert out.content == "read it all"
     assert len(fake_llm.requests) == 1  # not asked a second time while it read
+
+
+async def test_a_stream_that_goes_quiet_past_the_limit_is_asked_again_one_that_flows_is_not(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """Once a stream has begun, the silence since its last event is what counts: a try that
+    stops sending for longer than the limit ends as stalled and the model is asked again; a
+    stream whose every gap is under the limit runs on, however long it takes in all."""
+    fake_llm.add(Text("cut off", chunk=3, pause=1.0), Text("asked again"))
+    llm = client(tmp_path, fake_llm, llm_timeout_s=60.0)
+    llm.silence = 0.3
+    out = await llm.stream([{"role": "user", "content": "hi"}])
+    assert out.content == "asked again"
+    assert len(fake_llm.requests) == 2
+
+    flowing = "a slow and steady answer"  # 24 deltas 0.05 s apart: 1.2 s in all
+    fake_llm.add(Text(flowing, chunk=1, delay=0.05))
+    out = await llm.stream([{"role": "user", "content": "hi"}])
+    await llm.close()
+    assert out.content == flowing
+    assert len(fake_llm.requests) == 3

@@ -23,7 +23,7 @@ given back.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from bot.agent.prompt import without_context
@@ -251,6 +251,17 @@ GAVE_UP = {
 # The fewest words an answer copied from an earlier one must have to count ("Noted." and
 # "You're welcome!" may well be said twice).
 COPY_WORDS = 5
+
+
+def answered(messages: Iterable[dict[str, Any]]) -> Iterator[tuple[Any, str]]:
+    """The answers in `messages` (an assistant's text without calls), each with the person's
+    message it answered as the prompt shows it."""
+    asked: Any = ""
+    for m in messages:
+        if m.get("role") == "user":
+            asked = m.get("content")
+        elif m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls"):
+            yield asked, str(m["content"])
 
 
 def copies(answer: str, question: str, earlier: Iterable[tuple[Any, str]]) -> bool:

@@ -25,6 +25,7 @@ from bot.agent.markup import (
     GAVE_UP,
     UNREAD,
     Drafts,
+    answered,
     ask_again,
     copies,
     failure,
@@ -347,14 +348,6 @@ class _Run:
         # Calls that ran without an error since the last write, with their results.
         self.succeeded: list[tuple[LLMToolCall, ToolResult]] = []
         self.asked_again = False  # a reply that was no answer is asked once more
-        # The earlier messages (as the prompt shows them, blocks and all) and their answers.
-        self.answers: list[tuple[Any, str]] = []
-        asked: Any = ""
-        for m in messages:
-            if m.get("role") == "user":
-                asked = m.get("content")
-            elif m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls"):
-                self.answers.append((asked, str(m["content"])))
         # Kept with the turn as first sent (in its first record): each later request extends
         # this one byte for byte, and a provider's prefix cache re-reads only what is new.
         block = sent_context(parts.history)
@@ -435,7 +428,9 @@ class _Run:
                 # Not shown as an answer when the model can do better: a call it meant to
                 # make, an answer it copied from an earlier turn (shown if it comes again).
                 again = self.meant(completion.quoted)
-                if again is None and copies(text, self.incoming.text, self.answers):
+                # The earlier answers are read where one could be copied: until a reply is
+                # asked again, the messages hold this turn's calls and results beside them.
+                if again is None and copies(text, self.incoming.text, answered(messages)):
                     again = ASK_AGAIN["copy"]
             if again is not None and not self.asked_again:
                 # A failed call, as a tool's error is: said to the model, asked once.

@@ -140,14 +140,27 @@ class Silence:
         self.noticed = False
         self._last = 0.0
         self._cm: asyncio.Timeout | None = None
+        # The silence check once a try's stream has begun, set again only when it comes due
+        # (as the notice's timer is), not moved per streamed chunk.
+        self._check: asyncio.TimerHandle | None = None
         # The notice's timer while a try runs (no task per call), then the line being told.
         self._timer: asyncio.TimerHandle | None = None
         self._telling: asyncio.Task[None] | None = None
 
     def heard(self) -> None:
-        self._last = asyncio.get_running_loop().time()
-        if self._cm is not None:
-            self._cm.reschedule(self._last + self.limit_s)
+        loop = asyncio.get_running_loop()
+        self._last = loop.time()
+        if self._check is None and self._cm is not None:
+            # The try's first event: from now on its limit is the silence since the last one.
+            self._cm.reschedule(None)
+            self._check = loop.call_at(self._last + self.limit_s, self._silent)
+
+    def _silent(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._last + self.limit_s > loop.time():
+            self._check = loop.call_at(self._last + self.limit_s, self._silent)
+        elif self._cm is not None:
+            self._cm.reschedule(loop.time())  # the try ends as stalled
 
     @contextlib.asynccontextmanager
     async def watch(self) -> AsyncIterator[None]:
@@ -165,6 +178,9 @@ class Silence:
             raise Stalled(self.limit_s) from None
         finally:
             self._cm = None
+            if self._check is not None:
+                self._check.cancel()
+                self._check = None
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None

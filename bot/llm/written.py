@@ -39,12 +39,16 @@ from tools.chat import Completion, LLMToolCall, OnText
 
 # Where a written call may begin: a template's marker, a fence, or a JSON object or list.
 _MARKERS = ("<tool_call>", "[TOOL_CALLS]", "<function=", "<|python_tag|>")
+_LONGEST_MARKER = max(map(len, _MARKERS))
 _START = re.compile(
     r"<tool_call>|\[TOOL_CALLS\]|<function=|<\|python_tag\|>"
     r"|(?:^|(?<=\n))[ \t]*```"  # a fence at a line's start
     r"|(?:^|(?<=\n))[ \t]*[\[{]"  # JSON at a line's start
     r"|\{\s*\{?\s*\"(?:name|function|type)\""  # a call object anywhere
 )
+# A character every written call begins with: prose without one holds no call, and _START
+# (which begins with a lookbehind, so the engine tries it at every position) need not walk it.
+_OPENER = re.compile(r"[<\[{`]")
 _FENCE = re.compile(r"[ \t]*```[ \t]*([\w-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.S)
 _FENCE_HEAD = re.compile(r"[ \t]*```[ \t]*([\w-]*)[ \t]*\n")
 _FENCE_OPENED = re.compile(r"```[ \t]*[\w-]*\s*$")  # a fence the cut call was in
@@ -352,7 +356,11 @@ def _scan(
     open begins, None), or (len(text), None). `final`: the text is whole, nothing is open.
     `about` gets (where, calls) of the calls written with prose before and after them."""
     pos = 0
-    while (m := _START.search(text, pos)) is not None:
+    while (opener := _OPENER.search(text, pos)) is not None:
+        # A call at a line's start may be indented: its match begins at that line's start.
+        m = _START.search(text, max(pos, text.rfind("\n", 0, opener.start()) + 1))
+        if m is None:
+            break
         if len(text[: m.start()].strip()) > LEAD_IN:
             break  # too far in to be the reply: a call written here is quoted, not made
         what = _at(text, m.start(), offered)
@@ -369,7 +377,8 @@ def _scan(
         if what is None and not final:
             return m.start(), None
         pos = what if isinstance(what, int) and what > m.start() else m.start() + 1
-    if not final:  # the text may end with the beginning of a marker or a fence
+    # The text may end with the beginning of a marker or a fence (each begins with an opener).
+    if not final and _OPENER.search(text, max(pos, len(text) - _LONGEST_MARKER)):
         for marker in (*_MARKERS, "```"):
             for n in range(min(len(marker) - 1, len(text)), 0, -1):
                 if len(text) - n >= pos and text.endswith(marker[:n]):
