@@ -470,7 +470,8 @@ async def test_per_message_reads_stop_at_their_limit(env: Env) -> None:
 @sqlite_only  # SQLite's BM25 temp tables (PostgreSQL ranks with ts_rank)
 async def test_word_counts_make_their_temp_tables_once_per_connection(env: Env) -> None:
     """BM25's word pruning reads document counts through temp tables: made at a connection's
-    first recall, not with three statements at every one; the counts are the same."""
+    first recall, not with three statements at every one, then two statements a count (the
+    words written, their counts read); the counts are the same."""
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
@@ -492,10 +493,15 @@ async def test_word_counts_make_their_temp_tables_once_per_connection(env: Env) 
                 counts.append(await repo.doc_freqs(s, ["running", "violins", "piano"]))
             made = [x for x in statements if x.startswith("CREATE VIRTUAL TABLE")]
             assert len(made) == (3 if len(counts) == 1 else 0)
+            # The words written over the last query's, then read: no DELETE first.
+            assert len(statements) == len(made) + 2
+        async with env.sf() as s:  # fewer words than the last query: its others not read
+            fewer = [await repo.doc_freqs(s, [w]) for w in ("piano", "violins")]
     finally:
         event.remove(Engine, "before_cursor_execute", seen)
     assert counts[0] == counts[1] == counts[2]
     assert counts[0] == {"running": ("run", 1), "violins": ("violin", 1), "piano": ("piano", 0)}
+    assert fewer == [{"piano": ("piano", 0)}, {"violins": ("violin", 1)}]
     assert (await contents(env, "who plays violin?"))[0] == "Plays the violin in an orchestra"
 
 

@@ -678,16 +678,18 @@ async def _vocab_rows(s: AsyncSession, words: Sequence[str]) -> dict[int, list[t
         raw = await conn.get_raw_connection()
         if not getattr(raw.driver_connection, "in_transaction", True):
             conn.info[_TERMS_MADE] = True
-    await s.execute(text("DELETE FROM temp.memory_query_tok"))
+    # The words are rows 1..n, written over an earlier query's (no DELETE first: one
+    # statement less a recall); rows past n left from a longer one are not read.
     await s.execute(
-        text("INSERT INTO temp.memory_query_tok(rowid, w) VALUES (:i, :w)"),
+        text("INSERT OR REPLACE INTO temp.memory_query_tok(rowid, w) VALUES (:i, :w)"),
         [{"i": i + 1, "w": w} for i, w in enumerate(words)],
     )
     rows = await s.execute(
         text(
             "SELECT q.doc, q.term, coalesce(t.doc, 0) FROM temp.memory_query_terms q "
-            "LEFT JOIN temp.memory_fts_terms t ON t.term = q.term"
-        )
+            "LEFT JOIN temp.memory_fts_terms t ON t.term = q.term WHERE q.doc <= :n"
+        ),
+        {"n": len(words)},
     )
     found: dict[int, list[tuple[str, int]]] = {}
     for doc, term, n in rows:
