@@ -26,15 +26,18 @@ from typing import Any, NamedTuple
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
+    CompoundSelect,
     Select,
     and_,
     bindparam,
     delete,
     func,
+    literal,
     or_,
     select,
     text,
     type_coerce,
+    union_all,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import NullType
@@ -220,11 +223,11 @@ async def page(
     return [MemoryRow(*r) for r in (await s.execute(stmt)).all()], total
 
 
-def _some_alive(grouped: bool) -> Select[*tuple[Any, ...]]:
+def _one_alive(grouped: bool) -> Select[*tuple[Any, ...]]:
     cond = [Memory.user_id == bindparam("user_id"), _alive(bindparam("now"))]
     if grouped:
         cond.append(Memory.chat_id == bindparam("group"))
-    return _facts_of_rows().where(*cond).limit(bindparam("limit"))
+    return _facts_of_rows().where(*cond).limit(1)
 
 
 def _top_long(grouped: bool) -> Select[*tuple[Any, ...]]:
@@ -243,29 +246,33 @@ def _top_long(grouped: bool) -> Select[*tuple[Any, ...]]:
     )
 
 
-# Built once, as _COUNT_ALIVE: auto-recall asks both for every message, and building and
-# looking up the statement cost most of the ~1.2 ms each took (20 rows).
-_SOME_ALIVE = {False: _some_alive(False), True: _some_alive(True)}
-_TOP_LONG = {False: _top_long(False), True: _top_long(True)}
+def _known(grouped: bool) -> CompoundSelect[*tuple[Any, ...]]:
+    """_top_long's rows, then _one_alive's, each with a last column saying which (1: the
+    long-term list): auto-recall asks both for every message, in one statement."""
+    longs, one = _top_long(grouped).subquery(), _one_alive(grouped).subquery()
+    return union_all(select(*longs.c, literal(1)), select(*one.c, literal(0)))
 
 
-async def some_alive(
+# Built once, as _COUNT_ALIVE: building and looking up the statement cost most of what the
+# read took (20 rows).
+_KNOWN = {False: _known(False), True: _known(True)}
+
+
+async def known(
     s: AsyncSession, user_id: int, now: datetime, limit: int, group: int | None = None
-) -> list[Facts]:
-    """Up to `limit` of a user's live memories, in no order: it reads no more rows than that
-    (auto-recall's first question for every message: does the user have any, and when they
-    have few, which; a count or an ordered page reads all of a user's rows).
-    The user's index rows are walked in order and stop at `limit` live ones."""
+) -> tuple[bool, list[Facts]]:
+    """Whether the user has a live memory (said in `group`, when given), and up to `limit`
+    of their long-term ones, most certain and most recent first: auto-recall's first read
+    for every message. Each part walks an index and stops at its limit (a count or an
+    ordered page reads all of a user's rows)."""
     params = {"user_id": user_id, "now": now, "limit": limit, "group": group}
-    return list(map(Facts._make, (await s.execute(_SOME_ALIVE[group is not None], params))))
-
-
-async def top_long(
-    s: AsyncSession, user_id: int, limit: int, group: int | None = None
-) -> list[Facts]:
-    """The user's long-term memories, most certain and most recent first."""
-    params = {"user_id": user_id, "limit": limit, "group": group}
-    return list(map(Facts._make, (await s.execute(_TOP_LONG[group is not None], params))))
+    alive, longs = False, []
+    for row in await s.execute(_KNOWN[group is not None], params):
+        if row[-1]:
+            longs.append(Facts._make(row[:-1]))
+        else:
+            alive = True
+    return alive, longs
 
 
 async def knn(

@@ -430,29 +430,24 @@ class MemoryStore:
             )
         return MemoryPage([hit(r) for r in found], total)
 
-    async def some(self, *, user_id: int, limit: int, group: int | None = None) -> list[repo.Facts]:
-        """Up to `limit` live memories of the user (said in `group`, when given), in no
-        order, reading no more rows than that: fewer than `limit` back means these are all
-        of them. Rows as read (repo.Facts): auto-recall asks for every message."""
+    async def known(
+        self, *, user_id: int, limit: int, group: int | None = None
+    ) -> tuple[bool, list[repo.Facts]]:
+        """Whether the user has a live memory (said in `group`, when given), and up to
+        `limit` of their long-term ones, most certain and most recent first: one read (rows
+        as read, repo.Facts) of at most `limit` + 1 rows, whatever the user has; auto-recall
+        asks for every message."""
         if group is None and self._empty.get(user_id):
-            return []
+            return False, []
         async with self._sf() as s:
-            found = await repo.some_alive(s, user_id, self._clock(), limit, group)
+            found = await repo.known(s, user_id, self._clock(), limit, group)
         if group is not None:
             return found
-        if found:
+        if found[0]:
             self._empty.forget(user_id)
         else:
             self._empty.put(user_id, True)
         return found
-
-    async def long_term(
-        self, *, user_id: int, limit: int = 20, group: int | None = None
-    ) -> list[repo.Facts]:
-        """The user's long-term memories, most certain and most recent first (rows as read,
-        as some())."""
-        async with self._sf() as s:
-            return await repo.top_long(s, user_id, limit, group)
 
     async def last_used(
         self, *, user_id: int, session_id: int, before_message_id: int
