@@ -275,20 +275,30 @@ async def known(
     return alive, longs
 
 
+def _knn_sql(
+    user_id: int, embedding: bytes, k: int, layer: str | None, now: datetime, n: int = 0
+) -> tuple[str, dict[str, object]]:
+    """One KNN search as SQL and its parameters (its layer's numbered `n`, so several go in
+    one statement, with _bm25_sql's of the same `k` and user): memory_id and distance,
+    nearest first, expired ones filtered in the index."""
+    sql = (
+        "SELECT memory_id, distance FROM memory_vec WHERE embedding MATCH :emb AND k = :k "
+        "AND user_id = :user AND expires_at > :expiry"
+    )
+    params: dict[str, object] = {"emb": embedding, "k": k, "user": user_id, "expiry": epoch(now)}
+    if layer:
+        sql += f" AND layer = :layer{n}"
+        params[f"layer{n}"] = layer
+    return sql, params
+
+
 async def knn(
     s: AsyncSession, user_id: int, embedding: bytes, k: int, layer: str | None, now: datetime
 ) -> list[tuple[int, float]]:
     """Nearest memories of one user by cosine distance, expired ones filtered in the index."""
     if is_postgres(s):
         return await pg.knn(s, user_id, embedding, k, layer, epoch(now))
-    sql = (
-        "SELECT memory_id, distance FROM memory_vec WHERE embedding MATCH :emb AND k = :k "
-        "AND user_id = :user AND expires_at > :now"
-    )
-    params: dict[str, object] = {"emb": embedding, "k": k, "user": user_id, "now": epoch(now)}
-    if layer:
-        sql += " AND layer = :layer"
-        params["layer"] = layer
+    sql, params = _knn_sql(user_id, embedding, k, layer, now)
     return [(int(r[0]), float(r[1])) for r in (await s.execute(text(sql), params)).all()]
 
 
@@ -585,6 +595,48 @@ def _owner(user_id: int) -> str:
     return f"u{user_id}"
 
 
+def _bm25_sql(
+    user_id: int, match: str, k: int, layers: Sequence[str] | None, now: datetime, scoped: bool
+) -> tuple[str, dict[str, object]]:
+    """The BM25 read as a WITH clause (`mine`: the user's best `k`, `hits`: the index's
+    matches read) and its parameters."""
+    layer_sql = ""
+    params: dict[str, object] = {
+        "q": f"owner : {_owner(user_id)} AND ({match})" if scoped else match,
+        "k": k,
+        "inner": k * 4,
+        "user": user_id,
+        "now": now.astimezone(UTC).replace(tzinfo=None),
+    }
+    if layers:
+        names = [f":l{i}" for i in range(len(layers))]
+        layer_sql = f" AND m.layer IN ({','.join(names)})"
+        params.update({f"l{i}": v for i, v in enumerate(layers)})
+    # FTS5 first (confined to the user by the owner column), then the row filters by primary
+    # key. `user_id + 0` keeps the planner off ix_memories_user_layer: with it, it walks all
+    # of the user's rows and probes the hits for each, several times slower for big users.
+    sql = (
+        "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(memory_fts, 1.0, 0.3, 0.0) AS r "
+        "FROM memory_fts WHERE memory_fts MATCH :q ORDER BY r LIMIT :inner), "
+        "mine AS (SELECT h.id, -h.r AS score FROM hits h JOIN memories m ON m.id = h.id "
+        "WHERE m.user_id + 0 = :user AND (m.expires_at IS NULL OR m.expires_at > :now)"
+        + layer_sql
+        + " ORDER BY score DESC LIMIT :k) "
+    )
+    return sql, params
+
+
+# A row of a search: which part it answers, an id and a score or distance.
+_BM25, _READ, _KNN = 0, 1, 2
+
+
+def _bm25_rows(rows: Sequence[Any], k: int, scoped: bool) -> tuple[list[tuple[int, float]], bool]:
+    hits = [(int(r[1]), float(r[2])) for r in rows if r[0] == _BM25]
+    hits.sort(key=itemgetter(1), reverse=True)
+    read = next(int(r[2]) for r in rows if r[0] == _READ)
+    return hits, scoped or len(hits) >= k or read < k * 4
+
+
 async def bm25(
     s: AsyncSession,
     user_id: int,
@@ -604,38 +656,49 @@ async def bm25(
     matches read were all it had; else (False) the caller must ask again scoped."""
     if is_postgres(s):  # the user filter is a plain column there: no scoping needed
         return await pg.full_text(s, user_id, match, k, layers, now), True
-    layer_sql = ""
-    inner = k * 4
-    params: dict[str, object] = {
-        "q": f"owner : {_owner(user_id)} AND ({match})" if scoped else match,
-        "k": k,
-        "inner": inner,
-        "user": user_id,
-        "now": now.astimezone(UTC).replace(tzinfo=None),
-    }
-    if layers:
-        names = [f":l{i}" for i in range(len(layers))]
-        layer_sql = f" AND m.layer IN ({','.join(names)})"
-        params.update({f"l{i}": v for i, v in enumerate(layers)})
-    # FTS5 first (confined to the user by the owner column), then the row filters by primary
-    # key. `user_id + 0` keeps the planner off ix_memories_user_layer: with it, it walks all
-    # of the user's rows and probes the hits for each, several times slower for big users.
-    # The last row (no id) counts the index's matches read, so an unscoped read that found
-    # the whole index's matches needs no second, scoped one.
-    sql = (
-        "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(memory_fts, 1.0, 0.3, 0.0) AS r "
-        "FROM memory_fts WHERE memory_fts MATCH :q ORDER BY r LIMIT :inner), "
-        "mine AS (SELECT h.id, -h.r AS score FROM hits h JOIN memories m ON m.id = h.id "
-        "WHERE m.user_id + 0 = :user AND (m.expires_at IS NULL OR m.expires_at > :now)"
-        + layer_sql
-        + " ORDER BY score DESC LIMIT :k) "
-        "SELECT id, score FROM mine UNION ALL SELECT NULL, count(*) FROM hits"
-    )
-    rows = (await s.execute(text(sql), params)).all()
-    hits = [(int(r[0]), float(r[1])) for r in rows if r[0] is not None]
-    hits.sort(key=itemgetter(1), reverse=True)
-    read = next(int(r[1]) for r in rows if r[0] is None)
-    return hits, scoped or len(hits) >= k or read < inner
+    return (await search(s, user_id, None, [], match, k, layers, now, scoped))[1:]
+
+
+async def search(
+    s: AsyncSession,
+    user_id: int,
+    embedding: bytes | None,
+    knn_layers: Sequence[str | None],
+    match: str | None,
+    k: int,
+    layers: Sequence[str] | None,
+    now: datetime,
+    scoped: bool = True,
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]], bool]:
+    """A recall's search in one statement: the `k` nearest memories of the user to
+    `embedding` for each of `knn_layers` (None: every layer), as knn(), and the BM25
+    matches of `match`, as bm25() with whether they are complete. Without an embedding or
+    a match, that half is empty."""
+    if is_postgres(s):
+        near = []
+        if embedding is not None:
+            for layer in knn_layers:
+                near += await pg.knn(s, user_id, embedding, k, layer, epoch(now))
+        words = await pg.full_text(s, user_id, match, k, layers, now) if match else []
+        return near, words, True
+    head, params, parts = "", dict[str, object](), list[str]()
+    if match is not None:
+        head, params = _bm25_sql(user_id, match, k, layers, now, scoped)
+        # The count of the index's matches read, so an unscoped read that found the whole
+        # index's matches needs no second, scoped one.
+        parts.append(f"SELECT {_BM25}, id, score FROM mine")
+        parts.append(f"SELECT {_READ}, NULL, count(*) FROM hits")
+    if embedding is not None:
+        for n, layer in enumerate(knn_layers):
+            sql, more = _knn_sql(user_id, embedding, k, layer, now, n)
+            parts.append(sql.replace("SELECT ", f"SELECT {_KNN}, ", 1))
+            params.update(more)
+    if not parts:
+        return [], [], True
+    rows = (await s.execute(text(head + " UNION ALL ".join(parts)), params)).all()
+    near = [(int(r[1]), float(r[2])) for r in rows if r[0] == _KNN]
+    words, complete = _bm25_rows(rows, k, scoped) if match is not None else ([], True)
+    return near, words, complete
 
 
 # The tokenizer of memory_fts (migration 0003): query words are stemmed the same way.
