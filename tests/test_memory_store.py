@@ -469,6 +469,38 @@ async def test_per_message_read_stops_at_its_limits(env: Env) -> None:
     assert plan.count("SEARCH memories USING INDEX") == 2, plan
 
 
+@sqlite_only  # SQLite's one statement (PostgreSQL's searches are its own functions)
+async def test_a_recall_searches_words_and_vectors_in_one_statement(env: Env) -> None:
+    """The KNN searches (one, or one a wanted layer) and the BM25 read go to the database
+    as one statement, and find what each finds alone."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    await put(env, "Plays the violin in an orchestra")
+    await put(env, "Learning the cello on weekends", layer="mid")
+    await put(env, "Has a dog named Rex")
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        if "memory_vec" in statement or "memory_fts" in statement:
+            statements.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        every = await contents(env, "which instrument does the violinist play?")
+        long_mid = await contents(env, "violin cello", layers=["long", "mid"])
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert every[0] == "Plays the violin in an orchestra"
+    assert set(long_mid[:2]) == {
+        "Plays the violin in an orchestra",
+        "Learning the cello on weekends",
+    }
+    searches = [x for x in statements if "memory_vec" in x]
+    assert len(searches) == 2 and all("memory_fts MATCH" in x for x in searches)
+    assert searches[1].count("embedding MATCH") == 2  # a KNN search a wanted layer
+
+
 @sqlite_only  # SQLite's BM25 temp tables (PostgreSQL ranks with ts_rank)
 async def test_word_counts_make_their_temp_tables_once_per_connection(env: Env) -> None:
     """BM25's word pruning reads document counts through temp tables: made at a connection's
