@@ -278,11 +278,11 @@ async def known(
 def _knn_sql(
     user_id: int, embedding: bytes, k: int, layer: str | None, now: datetime, n: int = 0
 ) -> tuple[str, dict[str, object]]:
-    """One KNN search as SQL and its parameters (its layer's numbered `n`, so several go in
-    one statement, with _bm25_sql's of the same `k` and user): memory_id and distance,
-    nearest first, expired ones filtered in the index."""
+    """One KNN search's FROM and WHERE and its parameters (its layer's numbered `n`, so
+    several go in one statement, with _bm25_sql's of the same `k` and user): the rows of
+    memory_vec nearest first, expired ones filtered in the index."""
     sql = (
-        "SELECT memory_id, distance FROM memory_vec WHERE embedding MATCH :emb AND k = :k "
+        "FROM memory_vec WHERE embedding MATCH :emb AND k = :k "
         "AND user_id = :user AND expires_at > :expiry"
     )
     params: dict[str, object] = {"emb": embedding, "k": k, "user": user_id, "expiry": epoch(now)}
@@ -299,7 +299,8 @@ async def knn(
     if is_postgres(s):
         return await pg.knn(s, user_id, embedding, k, layer, epoch(now))
     sql, params = _knn_sql(user_id, embedding, k, layer, now)
-    return [(int(r[0]), float(r[1])) for r in (await s.execute(text(sql), params)).all()]
+    rows = await s.execute(text("SELECT memory_id, distance " + sql), params)
+    return [(int(r[0]), float(r[1])) for r in rows.all()]
 
 
 async def exact(s: AsyncSession, user_id: int, layer: str, content: str) -> Memory | None:
@@ -630,13 +631,6 @@ def _bm25_sql(
 _BM25, _READ, _KNN = 0, 1, 2
 
 
-def _bm25_rows(rows: Sequence[Any], k: int, scoped: bool) -> tuple[list[tuple[int, float]], bool]:
-    hits = [(int(r[1]), float(r[2])) for r in rows if r[0] == _BM25]
-    hits.sort(key=itemgetter(1), reverse=True)
-    read = next(int(r[2]) for r in rows if r[0] == _READ)
-    return hits, scoped or len(hits) >= k or read < k * 4
-
-
 async def bm25(
     s: AsyncSession,
     user_id: int,
@@ -691,14 +685,16 @@ async def search(
     if embedding is not None:
         for n, layer in enumerate(knn_layers):
             sql, more = _knn_sql(user_id, embedding, k, layer, now, n)
-            parts.append(sql.replace("SELECT ", f"SELECT {_KNN}, ", 1))
+            parts.append(f"SELECT {_KNN}, memory_id, distance " + sql)
             params.update(more)
     if not parts:
         return [], [], True
     rows = (await s.execute(text(head + " UNION ALL ".join(parts)), params)).all()
     near = [(int(r[1]), float(r[2])) for r in rows if r[0] == _KNN]
-    words, complete = _bm25_rows(rows, k, scoped) if match is not None else ([], True)
-    return near, words, complete
+    words = [(int(r[1]), float(r[2])) for r in rows if r[0] == _BM25]
+    words.sort(key=itemgetter(1), reverse=True)
+    read = next((int(r[2]) for r in rows if r[0] == _READ), 0)
+    return near, words, scoped or len(words) >= k or read < k * 4
 
 
 # The tokenizer of memory_fts (migration 0003): query words are stemmed the same way.
