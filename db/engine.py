@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import (
 
 SessionFactory = async_sessionmaker[AsyncSession]
 BUSY_TIMEOUT_S = 10  # how long a SQLite writer waits for the write lock before failing
+MMAP_BYTES = 256 * 1024 * 1024  # of a database file read through a memory map (the rest: read())
 
 
 def sqlite_module() -> types.ModuleType:
@@ -64,6 +65,10 @@ def configure_connection(conn: Any) -> None:
     conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
+    # Reads map the file instead of copying each page in through read(): a memory recall's
+    # vector search reads every vector of the user's (sqlite-vec has no index), megabytes a
+    # message on a big store. Pages stay the operating system's cache, shared, not ours.
+    conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
 
 
 def _connect(path: str, module: types.ModuleType) -> Any:

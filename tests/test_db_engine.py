@@ -1,5 +1,6 @@
-"""The engine: real transactions, sqlite-vec loaded, pragmas on every connection, and
-SQLite writers of one engine that wait for each other instead of failing."""
+"""The engine: real transactions, sqlite-vec loaded, pragmas on every connection (reads
+through a memory map too), and SQLite writers of one engine that wait for each other
+instead of failing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import create_engine, session_factory
+from db.engine import MMAP_BYTES, create_engine, session_factory
 from db.migrate import pending, upgrade
 from db.models import ChatSession, User
 from db.models.base import utcnow
@@ -47,7 +48,9 @@ async def test_connections_have_vec_wal_and_foreign_keys(tmp_path: Path) -> None
             vec = (await conn.execute(text("select vec_version()"))).scalar_one()
             mode = (await conn.execute(text("pragma journal_mode"))).scalar_one()
             fks = (await conn.execute(text("pragma foreign_keys"))).scalar_one()
+            mapped = (await conn.execute(text("pragma mmap_size"))).scalar_one()
         assert vec.startswith("v") and mode == "wal" and fks == 1
+        assert mapped == MMAP_BYTES
     finally:
         await engine.dispose()
 

@@ -348,22 +348,29 @@ async def test_word_counts_refresh_after_writes(env: Env) -> None:
     assert (await contents(env, "tea lemon", limit=1)) == ["Tea with lemon"]
 
 
-async def test_some_reads_only_live_memories_and_at_most_the_limit(env: Env) -> None:
-    """Auto-recall's first read for every message: up to `limit` live memories of the user,
-    fewer meaning all of them (expired and other users' memories never in it)."""
-    assert await env.store.some(user_id=env.users[0], limit=3) == []
-    ids = {await put(env, f"Fact number {i} about sailing boats {i}") for i in range(4)}
-    old = await put(env, "Recently watched a film about sailing", layer="short")
-    await put(env, "Another user's fact about sailing", user=1)
-    got = await env.store.some(user_id=env.users[0], limit=3)
-    assert len(got) == 3 and {h.id for h in got} <= ids | {old}
-    everything = await env.store.some(user_id=env.users[0], limit=10)
-    assert {h.id for h in everything} == ids | {old}
-    env.clock.now += timedelta(days=15)  # the short memory expired
-    everything = await env.store.some(user_id=env.users[0], limit=10)
-    assert {h.id for h in everything} == ids
-    page = await env.store.page(user_id=env.users[0], limit=10)
-    assert sorted(h.id for h in everything) == sorted(h.id for h in page.items)
+async def test_known_says_whether_any_memory_is_alive_and_reads_the_long_term_ones(
+    env: Env,
+) -> None:
+    """Auto-recall's first read for every message: whether the user has a live memory
+    (expired and other users' memories never count) and their long-term ones, most certain
+    and most recent first, at most `limit` of them."""
+    assert await env.store.known(user_id=env.users[0], limit=3) == (False, [])
+    await put(env, "Recently watched a film about sailing", layer="short")
+    other = await put(env, "Another user's fact about sailing", layer="mid", user=1)
+    assert await env.store.known(user_id=env.users[0], limit=3) == (True, [])
+    ids = []
+    for i in range(4):
+        ids.append(await put(env, f"Fact number {i} about sailing boats {i}", certainty=0.9))
+        env.clock.now += timedelta(minutes=1)
+    surest = await put(env, "Sails every summer", certainty=1.0)
+    alive, longs = await env.store.known(user_id=env.users[0], limit=3)
+    assert alive and [h.id for h in longs] == [surest, ids[3], ids[2]]
+    env.clock.now += timedelta(days=15)  # the short memory expired: the long ones stay
+    alive, longs = await env.store.known(user_id=env.users[0], limit=10)
+    assert alive and [h.id for h in longs] == [surest, *reversed(ids)]
+    assert await env.store.known(user_id=env.users[1], limit=3) == (True, [])
+    await env.store.forget(user_id=env.users[1], memory_id=other)
+    assert await env.store.known(user_id=env.users[1], limit=3) == (False, [])
 
 
 async def test_auto_recall_reads_a_bounded_number_of_rows(env: Env) -> None:
@@ -388,14 +395,10 @@ async def test_auto_recall_reads_a_bounded_number_of_rows(env: Env) -> None:
         return await provide(Ctx(), text)  # type: ignore[arg-type]
 
     async def by_page(text: str) -> list[str]:
-        """The old provider's long-term part: a counted page, sorted when it holds all."""
-        page = await env.store.page(user_id=env.users[0], limit=LONG_LIMIT)
-        if page.total <= len(page.items):
-            longs = [h for h in page.items if h.layer == "long"]
-            longs.sort(key=lambda h: (h.certainty, h.updated_at), reverse=True)
-        else:
-            longs = await env.store.long_term(user_id=env.users[0], limit=LONG_LIMIT)
-        return [f"[#{h.id}]" for h in longs]
+        """The long-term memories a counted page lists (there are fewer than LONG_LIMIT)."""
+        page = await env.store.page(user_id=env.users[0], layer="long", limit=LONG_LIMIT)
+        assert page.total < LONG_LIMIT
+        return [f"[#{h.id}]" for h in page.items]
 
     def lines(out: str | None) -> list[str]:
         return [] if out is None else out.splitlines()[1:]
@@ -429,14 +432,14 @@ async def test_auto_recall_reads_a_bounded_number_of_rows(env: Env) -> None:
     assert len(longs(few)) == 6 and longs(few) == set(await by_page("boat"))
     assert longs(many) == set(await by_page("boat"))
     assert len(many) > len(few)  # the relevant mid-term ones joined them
-    reads = [s for s in statements if s.startswith("select memories.id") and "limit" in s]
-    assert reads and not any("count(" in s and "from memories" in s for s in statements)
+    reads = [s for s in statements if "order by memories.certainty desc" in s]
+    assert len(reads) == 2 and not any("count(" in s and "from memories" in s for s in statements)
 
 
 @sqlite_only  # reads SQLite's query plan
-async def test_per_message_reads_stop_at_their_limit(env: Env) -> None:
-    """Auto-recall's two reads of rows for every message walk an index to their limit: no
-    sort of all of a user's memories (SQLite's plan has no temp B-tree), so they cost the
+async def test_per_message_read_stops_at_its_limits(env: Env) -> None:
+    """Auto-recall's one read of rows for every message walks indexes to its limits: no
+    sort of all of a user's memories (SQLite's plan has no temp B-tree), so it costs the
     same with 30 memories or 30,000."""
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
@@ -446,31 +449,63 @@ async def test_per_message_reads_stop_at_their_limit(env: Env) -> None:
     captured: list[tuple[str, object]] = []
 
     def seen(conn: object, cursor: object, statement: str, params: object, *rest: object) -> None:
-        if statement.lstrip().upper().startswith("SELECT MEMORIES.ID"):
+        if "FROM memories" in statement:
             captured.append((statement, params))
 
     event.listen(Engine, "before_cursor_execute", seen)
     try:
-        long_term = await env.store.long_term(user_id=env.users[0], limit=20)
-        some = await env.store.some(user_id=env.users[0], limit=21)
+        alive, long_term = await env.store.known(user_id=env.users[0], limit=20)
     finally:
         event.remove(Engine, "before_cursor_execute", seen)
-    assert len(long_term) == len(some) == 3 and len(captured) == 2
+    assert alive and len(long_term) == 3 and len(captured) == 1
     async with env.sf() as s:
         raw = await (await s.connection()).get_raw_connection()
-        for statement, params in captured:
-            cursor = await raw.driver_connection.execute(  # type: ignore[union-attr]
-                "EXPLAIN QUERY PLAN " + statement, params
-            )
-            plan = " / ".join(str(row[3]) for row in await cursor.fetchall())
-            assert "TEMP B-TREE" not in plan, plan
-            assert "SEARCH memories USING INDEX" in plan, plan
+        statement, params = captured[0]
+        cursor = await raw.driver_connection.execute(  # type: ignore[union-attr]
+            "EXPLAIN QUERY PLAN " + statement, params
+        )
+        plan = " / ".join(str(row[3]) for row in await cursor.fetchall())
+    assert "TEMP B-TREE" not in plan, plan
+    assert plan.count("SEARCH memories USING INDEX") == 2, plan
+
+
+@sqlite_only  # SQLite's one statement (PostgreSQL's searches are its own functions)
+async def test_a_recall_searches_words_and_vectors_in_one_statement(env: Env) -> None:
+    """The KNN searches (one, or one a wanted layer) and the BM25 read go to the database
+    as one statement, and find what each finds alone."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    await put(env, "Plays the violin in an orchestra")
+    await put(env, "Learning the cello on weekends", layer="mid")
+    await put(env, "Has a dog named Rex")
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        if "memory_vec" in statement or "memory_fts" in statement:
+            statements.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        every = await contents(env, "which instrument does the violinist play?")
+        long_mid = await contents(env, "violin cello", layers=["long", "mid"])
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert every[0] == "Plays the violin in an orchestra"
+    assert set(long_mid[:2]) == {
+        "Plays the violin in an orchestra",
+        "Learning the cello on weekends",
+    }
+    searches = [x for x in statements if "memory_vec" in x]
+    assert len(searches) == 2 and all("memory_fts MATCH" in x for x in searches)
+    assert searches[1].count("embedding MATCH") == 2  # a KNN search a wanted layer
 
 
 @sqlite_only  # SQLite's BM25 temp tables (PostgreSQL ranks with ts_rank)
 async def test_word_counts_make_their_temp_tables_once_per_connection(env: Env) -> None:
     """BM25's word pruning reads document counts through temp tables: made at a connection's
-    first recall, not with three statements at every one; the counts are the same."""
+    first recall, not with three statements at every one, then two statements a count (the
+    words written, their counts read); the counts are the same."""
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
@@ -492,10 +527,15 @@ async def test_word_counts_make_their_temp_tables_once_per_connection(env: Env) 
                 counts.append(await repo.doc_freqs(s, ["running", "violins", "piano"]))
             made = [x for x in statements if x.startswith("CREATE VIRTUAL TABLE")]
             assert len(made) == (3 if len(counts) == 1 else 0)
+            # The words written over the last query's, then read: no DELETE first.
+            assert len(statements) == len(made) + 2
+        async with env.sf() as s:  # fewer words than the last query: its others not read
+            fewer = [await repo.doc_freqs(s, [w]) for w in ("piano", "violins")]
     finally:
         event.remove(Engine, "before_cursor_execute", seen)
     assert counts[0] == counts[1] == counts[2]
     assert counts[0] == {"running": ("run", 1), "violins": ("violin", 1), "piano": ("piano", 0)}
+    assert fewer == [{"piano": ("piano", 0)}, {"violins": ("violin", 1)}]
     assert (await contents(env, "who plays violin?"))[0] == "Plays the violin in an orchestra"
 
 

@@ -279,10 +279,17 @@ async def matches(vectors: WordVectors, query: str, texts: Sequence[str]) -> np.
         return out
     per_text = [content_words(t) for t in texts]
     await vectors.of(q_words + [w for ws in per_text for w in ws])
-    q = vectors.matrix(q_words)
-    for i, ws in enumerate(per_text):
-        if ws:
-            out[i] = float((q @ vectors.matrix(ws).T).max(axis=1).mean())
+    # One product for all the texts, not one each (a recall's word match was mostly those
+    # calls): every distinct word's cosines to the query's words, one row a word; each
+    # text's rows follow one another, so one reduceat takes each text's best per query word.
+    row: dict[str, int] = {}
+    rows = [row.setdefault(w, len(row)) for ws in per_text for w in ws]
+    found = [i for i, ws in enumerate(per_text) if ws]
+    if not found:
+        return out
+    starts = np.cumsum([0] + [len(per_text[i]) for i in found[:-1]])
+    cosines = (vectors.matrix(list(row)) @ vectors.matrix(q_words).T)[rows]
+    out[found] = np.maximum.reduceat(cosines, starts, axis=0).mean(axis=1)
     return out
 
 

@@ -4,7 +4,6 @@ is read by all."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -37,29 +36,19 @@ def build_provider(
             return None
         group = ctx.chat
         # One cheap read first: most users have few memories, many none. With none there
-        # is nothing to recall (no embedding, no search); with at most LONG_LIMIT this read
-        # holds all of them, so the long-term list is sorted here instead of queried. It
-        # reads at most LONG_LIMIT + 1 rows however many the user has (no count, no order).
-        few = await store.some(user_id=ctx.user_id, limit=LONG_LIMIT + 1, group=group)
-        if not few:
+        # is nothing to recall (no embedding, no search). It reads at most LONG_LIMIT + 1
+        # rows however many the user has (no count, no sort).
+        alive, top_long = await store.known(user_id=ctx.user_id, limit=LONG_LIMIT, group=group)
+        if not alive:
             return None
 
-        async def long_term() -> list[Facts]:
-            if len(few) <= LONG_LIMIT:
-                longs = [h for h in few if h.layer == "long"]
-                # The store's order: most certain, then most recent first.
-                longs.sort(key=lambda h: (h.certainty, h.updated_at), reverse=True)
-                return longs
-            return await store.long_term(user_id=ctx.user_id, limit=LONG_LIMIT, group=group)
-
-        async def relevant_hits() -> list[MemoryHit]:
-            if not text.strip():
-                return []
-            return await store.recall(
+        relevant = (
+            await store.recall(
                 user_id=ctx.user_id, query=text, limit=30, session_id=ctx.session_id, group=group
             )
-
-        relevant, top_long = await asyncio.gather(relevant_hits(), long_term())
+            if text.strip()
+            else []
+        )
         # Long-term facts first (the relevant ones, then the most certain others), then
         # the rest by relevance to the new message.
         long_hits: list[MemoryHit | Facts] = [h for h in relevant if h.layer == "long"]

@@ -26,15 +26,18 @@ from typing import Any, NamedTuple
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
+    CompoundSelect,
     Select,
     and_,
     bindparam,
     delete,
     func,
+    literal,
     or_,
     select,
     text,
     type_coerce,
+    union_all,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import NullType
@@ -220,11 +223,11 @@ async def page(
     return [MemoryRow(*r) for r in (await s.execute(stmt)).all()], total
 
 
-def _some_alive(grouped: bool) -> Select[*tuple[Any, ...]]:
+def _one_alive(grouped: bool) -> Select[*tuple[Any, ...]]:
     cond = [Memory.user_id == bindparam("user_id"), _alive(bindparam("now"))]
     if grouped:
         cond.append(Memory.chat_id == bindparam("group"))
-    return _facts_of_rows().where(*cond).limit(bindparam("limit"))
+    return _facts_of_rows().where(*cond).limit(1)
 
 
 def _top_long(grouped: bool) -> Select[*tuple[Any, ...]]:
@@ -243,29 +246,50 @@ def _top_long(grouped: bool) -> Select[*tuple[Any, ...]]:
     )
 
 
-# Built once, as _COUNT_ALIVE: auto-recall asks both for every message, and building and
-# looking up the statement cost most of the ~1.2 ms each took (20 rows).
-_SOME_ALIVE = {False: _some_alive(False), True: _some_alive(True)}
-_TOP_LONG = {False: _top_long(False), True: _top_long(True)}
+def _known(grouped: bool) -> CompoundSelect[*tuple[Any, ...]]:
+    """_top_long's rows, then _one_alive's, each with a last column saying which (1: the
+    long-term list): auto-recall asks both for every message, in one statement."""
+    longs, one = _top_long(grouped).subquery(), _one_alive(grouped).subquery()
+    return union_all(select(*longs.c, literal(1)), select(*one.c, literal(0)))
 
 
-async def some_alive(
+# Built once, as _COUNT_ALIVE: building and looking up the statement cost most of what the
+# read took (20 rows).
+_KNOWN = {False: _known(False), True: _known(True)}
+
+
+async def known(
     s: AsyncSession, user_id: int, now: datetime, limit: int, group: int | None = None
-) -> list[Facts]:
-    """Up to `limit` of a user's live memories, in no order: it reads no more rows than that
-    (auto-recall's first question for every message: does the user have any, and when they
-    have few, which; a count or an ordered page reads all of a user's rows).
-    The user's index rows are walked in order and stop at `limit` live ones."""
+) -> tuple[bool, list[Facts]]:
+    """Whether the user has a live memory (said in `group`, when given), and up to `limit`
+    of their long-term ones, most certain and most recent first: auto-recall's first read
+    for every message. Each part walks an index and stops at its limit (a count or an
+    ordered page reads all of a user's rows)."""
     params = {"user_id": user_id, "now": now, "limit": limit, "group": group}
-    return list(map(Facts._make, (await s.execute(_SOME_ALIVE[group is not None], params))))
+    alive, longs = False, []
+    for row in await s.execute(_KNOWN[group is not None], params):
+        if row[-1]:
+            longs.append(Facts._make(row[:-1]))
+        else:
+            alive = True
+    return alive, longs
 
 
-async def top_long(
-    s: AsyncSession, user_id: int, limit: int, group: int | None = None
-) -> list[Facts]:
-    """The user's long-term memories, most certain and most recent first."""
-    params = {"user_id": user_id, "limit": limit, "group": group}
-    return list(map(Facts._make, (await s.execute(_TOP_LONG[group is not None], params))))
+def _knn_sql(
+    user_id: int, embedding: bytes, k: int, layer: str | None, now: datetime, n: int = 0
+) -> tuple[str, dict[str, object]]:
+    """One KNN search's FROM and WHERE and its parameters (its layer's numbered `n`, so
+    several go in one statement, with _bm25_sql's of the same `k` and user): the rows of
+    memory_vec nearest first, expired ones filtered in the index."""
+    sql = (
+        "FROM memory_vec WHERE embedding MATCH :emb AND k = :k "
+        "AND user_id = :user AND expires_at > :expiry"
+    )
+    params: dict[str, object] = {"emb": embedding, "k": k, "user": user_id, "expiry": epoch(now)}
+    if layer:
+        sql += f" AND layer = :layer{n}"
+        params[f"layer{n}"] = layer
+    return sql, params
 
 
 async def knn(
@@ -274,15 +298,9 @@ async def knn(
     """Nearest memories of one user by cosine distance, expired ones filtered in the index."""
     if is_postgres(s):
         return await pg.knn(s, user_id, embedding, k, layer, epoch(now))
-    sql = (
-        "SELECT memory_id, distance FROM memory_vec WHERE embedding MATCH :emb AND k = :k "
-        "AND user_id = :user AND expires_at > :now"
-    )
-    params: dict[str, object] = {"emb": embedding, "k": k, "user": user_id, "now": epoch(now)}
-    if layer:
-        sql += " AND layer = :layer"
-        params["layer"] = layer
-    return [(int(r[0]), float(r[1])) for r in (await s.execute(text(sql), params)).all()]
+    sql, params = _knn_sql(user_id, embedding, k, layer, now)
+    rows = await s.execute(text("SELECT memory_id, distance " + sql), params)
+    return [(int(r[0]), float(r[1])) for r in rows.all()]
 
 
 async def exact(s: AsyncSession, user_id: int, layer: str, content: str) -> Memory | None:
@@ -578,6 +596,41 @@ def _owner(user_id: int) -> str:
     return f"u{user_id}"
 
 
+def _bm25_sql(
+    user_id: int, match: str, k: int, layers: Sequence[str] | None, now: datetime, scoped: bool
+) -> tuple[str, dict[str, object]]:
+    """The BM25 read as a WITH clause (`mine`: the user's best `k`, `hits`: the index's
+    matches read) and its parameters."""
+    layer_sql = ""
+    params: dict[str, object] = {
+        "q": f"owner : {_owner(user_id)} AND ({match})" if scoped else match,
+        "k": k,
+        "inner": k * 4,
+        "user": user_id,
+        "now": now.astimezone(UTC).replace(tzinfo=None),
+    }
+    if layers:
+        names = [f":l{i}" for i in range(len(layers))]
+        layer_sql = f" AND m.layer IN ({','.join(names)})"
+        params.update({f"l{i}": v for i, v in enumerate(layers)})
+    # FTS5 first (confined to the user by the owner column), then the row filters by primary
+    # key. `user_id + 0` keeps the planner off ix_memories_user_layer: with it, it walks all
+    # of the user's rows and probes the hits for each, several times slower for big users.
+    sql = (
+        "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(memory_fts, 1.0, 0.3, 0.0) AS r "
+        "FROM memory_fts WHERE memory_fts MATCH :q ORDER BY r LIMIT :inner), "
+        "mine AS (SELECT h.id, -h.r AS score FROM hits h JOIN memories m ON m.id = h.id "
+        "WHERE m.user_id + 0 = :user AND (m.expires_at IS NULL OR m.expires_at > :now)"
+        + layer_sql
+        + " ORDER BY score DESC LIMIT :k) "
+    )
+    return sql, params
+
+
+# A row of a search: which part it answers, an id and a score or distance.
+_BM25, _READ, _KNN = 0, 1, 2
+
+
 async def bm25(
     s: AsyncSession,
     user_id: int,
@@ -597,38 +650,51 @@ async def bm25(
     matches read were all it had; else (False) the caller must ask again scoped."""
     if is_postgres(s):  # the user filter is a plain column there: no scoping needed
         return await pg.full_text(s, user_id, match, k, layers, now), True
-    layer_sql = ""
-    inner = k * 4
-    params: dict[str, object] = {
-        "q": f"owner : {_owner(user_id)} AND ({match})" if scoped else match,
-        "k": k,
-        "inner": inner,
-        "user": user_id,
-        "now": now.astimezone(UTC).replace(tzinfo=None),
-    }
-    if layers:
-        names = [f":l{i}" for i in range(len(layers))]
-        layer_sql = f" AND m.layer IN ({','.join(names)})"
-        params.update({f"l{i}": v for i, v in enumerate(layers)})
-    # FTS5 first (confined to the user by the owner column), then the row filters by primary
-    # key. `user_id + 0` keeps the planner off ix_memories_user_layer: with it, it walks all
-    # of the user's rows and probes the hits for each, several times slower for big users.
-    # The last row (no id) counts the index's matches read, so an unscoped read that found
-    # the whole index's matches needs no second, scoped one.
-    sql = (
-        "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(memory_fts, 1.0, 0.3, 0.0) AS r "
-        "FROM memory_fts WHERE memory_fts MATCH :q ORDER BY r LIMIT :inner), "
-        "mine AS (SELECT h.id, -h.r AS score FROM hits h JOIN memories m ON m.id = h.id "
-        "WHERE m.user_id + 0 = :user AND (m.expires_at IS NULL OR m.expires_at > :now)"
-        + layer_sql
-        + " ORDER BY score DESC LIMIT :k) "
-        "SELECT id, score FROM mine UNION ALL SELECT NULL, count(*) FROM hits"
-    )
-    rows = (await s.execute(text(sql), params)).all()
-    hits = [(int(r[0]), float(r[1])) for r in rows if r[0] is not None]
-    hits.sort(key=itemgetter(1), reverse=True)
-    read = next(int(r[1]) for r in rows if r[0] is None)
-    return hits, scoped or len(hits) >= k or read < inner
+    return (await search(s, user_id, None, [], match, k, layers, now, scoped))[1:]
+
+
+async def search(
+    s: AsyncSession,
+    user_id: int,
+    embedding: bytes | None,
+    knn_layers: Sequence[str | None],
+    match: str | None,
+    k: int,
+    layers: Sequence[str] | None,
+    now: datetime,
+    scoped: bool = True,
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]], bool]:
+    """A recall's search in one statement: the `k` nearest memories of the user to
+    `embedding` for each of `knn_layers` (None: every layer), as knn(), and the BM25
+    matches of `match`, as bm25() with whether they are complete. Without an embedding or
+    a match, that half is empty."""
+    if is_postgres(s):
+        near = []
+        if embedding is not None:
+            for layer in knn_layers:
+                near += await pg.knn(s, user_id, embedding, k, layer, epoch(now))
+        words = await pg.full_text(s, user_id, match, k, layers, now) if match else []
+        return near, words, True
+    head, params, parts = "", dict[str, object](), list[str]()
+    if match is not None:
+        head, params = _bm25_sql(user_id, match, k, layers, now, scoped)
+        # The count of the index's matches read, so an unscoped read that found the whole
+        # index's matches needs no second, scoped one.
+        parts.append(f"SELECT {_BM25}, id, score FROM mine")
+        parts.append(f"SELECT {_READ}, NULL, count(*) FROM hits")
+    if embedding is not None:
+        for n, layer in enumerate(knn_layers):
+            sql, more = _knn_sql(user_id, embedding, k, layer, now, n)
+            parts.append(f"SELECT {_KNN}, memory_id, distance " + sql)
+            params.update(more)
+    if not parts:
+        return [], [], True
+    rows = (await s.execute(text(head + " UNION ALL ".join(parts)), params)).all()
+    near = [(int(r[1]), float(r[2])) for r in rows if r[0] == _KNN]
+    words = [(int(r[1]), float(r[2])) for r in rows if r[0] == _BM25]
+    words.sort(key=itemgetter(1), reverse=True)
+    read = next((int(r[2]) for r in rows if r[0] == _READ), 0)
+    return near, words, scoped or len(words) >= k or read < k * 4
 
 
 # The tokenizer of memory_fts (migration 0003): query words are stemmed the same way.
@@ -678,16 +744,18 @@ async def _vocab_rows(s: AsyncSession, words: Sequence[str]) -> dict[int, list[t
         raw = await conn.get_raw_connection()
         if not getattr(raw.driver_connection, "in_transaction", True):
             conn.info[_TERMS_MADE] = True
-    await s.execute(text("DELETE FROM temp.memory_query_tok"))
+    # The words are rows 1..n, written over an earlier query's (no DELETE first: one
+    # statement less a recall); rows past n left from a longer one are not read.
     await s.execute(
-        text("INSERT INTO temp.memory_query_tok(rowid, w) VALUES (:i, :w)"),
+        text("INSERT OR REPLACE INTO temp.memory_query_tok(rowid, w) VALUES (:i, :w)"),
         [{"i": i + 1, "w": w} for i, w in enumerate(words)],
     )
     rows = await s.execute(
         text(
             "SELECT q.doc, q.term, coalesce(t.doc, 0) FROM temp.memory_query_terms q "
-            "LEFT JOIN temp.memory_fts_terms t ON t.term = q.term"
-        )
+            "LEFT JOIN temp.memory_fts_terms t ON t.term = q.term WHERE q.doc <= :n"
+        ),
+        {"n": len(words)},
     )
     found: dict[int, list[tuple[str, int]]] = {}
     for doc, term, n in rows:

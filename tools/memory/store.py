@@ -430,29 +430,24 @@ class MemoryStore:
             )
         return MemoryPage([hit(r) for r in found], total)
 
-    async def some(self, *, user_id: int, limit: int, group: int | None = None) -> list[repo.Facts]:
-        """Up to `limit` live memories of the user (said in `group`, when given), in no
-        order, reading no more rows than that: fewer than `limit` back means these are all
-        of them. Rows as read (repo.Facts): auto-recall asks for every message."""
+    async def known(
+        self, *, user_id: int, limit: int, group: int | None = None
+    ) -> tuple[bool, list[repo.Facts]]:
+        """Whether the user has a live memory (said in `group`, when given), and up to
+        `limit` of their long-term ones, most certain and most recent first: one read (rows
+        as read, repo.Facts) of at most `limit` + 1 rows, whatever the user has; auto-recall
+        asks for every message."""
         if group is None and self._empty.get(user_id):
-            return []
+            return False, []
         async with self._sf() as s:
-            found = await repo.some_alive(s, user_id, self._clock(), limit, group)
+            found = await repo.known(s, user_id, self._clock(), limit, group)
         if group is not None:
             return found
-        if found:
+        if found[0]:
             self._empty.forget(user_id)
         else:
             self._empty.put(user_id, True)
         return found
-
-    async def long_term(
-        self, *, user_id: int, limit: int = 20, group: int | None = None
-    ) -> list[repo.Facts]:
-        """The user's long-term memories, most certain and most recent first (rows as read,
-        as some())."""
-        async with self._sf() as s:
-            return await repo.top_long(s, user_id, limit, group)
 
     async def last_used(
         self, *, user_id: int, session_id: int, before_message_id: int
@@ -564,44 +559,36 @@ class MemoryStore:
         now: datetime,
     ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
         """BM25 hits of the terms and KNN hits of the query's vector (being made), `pool`
-        of each."""
-        vec_hits: list[tuple[int, float]] = []
+        of each, in one statement (repo.search): BM25 over the rarest query words, unscoped
+        for a user who owns most of the index (exact when it yields `pool` rows or read all
+        the index's matches, see repo.bm25, else asked again scoped); KNN over the wanted
+        layers (one search when they are all wanted), nearest first."""
+        match = fts_match(await self._rarest(s, user_id, terms)) if terms else None
+        scoped = match is None or self._counts[user_id] * 2 < max(self._total or 0, 1)
+        emb = None
         if embedding is not None and (vec := await embedding) is not None and self._vectors:
-            vec_hits = await self._knn_layers(s, user_id, vec, pool, wanted)
-        bm_hits = await self._bm25(s, user_id, terms, pool, wanted) if terms else []
-        return bm_hits, vec_hits
+            emb = vec.astype(np.float32).tobytes()
+        layers = [None] if len(wanted) == len(LAYERS) else wanted
+        near, bm_hits, complete = await repo.search(
+            s, user_id, emb, layers, match, pool, wanted, now, scoped
+        )
+        if match is not None and not complete:
+            bm_hits = (await repo.bm25(s, user_id, match, pool, wanted, now))[0]
+        return bm_hits, sorted(near, key=itemgetter(1))
 
     async def _knn(
         self, s: Any, user_id: int, vec: np.ndarray, k: int, layer: str | None
     ) -> list[tuple[int, float]]:
         return await repo.knn(s, user_id, vec.astype(np.float32).tobytes(), k, layer, self._clock())
 
-    async def _knn_layers(
-        self, s: Any, user_id: int, vec: np.ndarray, k: int, wanted: list[str]
-    ) -> list[tuple[int, float]]:
-        """KNN over the wanted layers (one search when they are all wanted), nearest first."""
-        hits: list[tuple[int, float]] = []
-        for layer in [None] if len(wanted) == len(LAYERS) else wanted:
-            hits += await self._knn(s, user_id, vec, k, layer)
-        return sorted(hits, key=itemgetter(1))
-
-    async def _bm25(
-        self, s: Any, user_id: int, terms: list[str], k: int, wanted: list[str]
-    ) -> list[tuple[int, float]]:
-        """BM25 over the rarest query words; unscoped first for a user who owns most of the
-        index (exact when it yields k rows or read all the index's matches, see repo.bm25),
-        else scoped to the owner."""
-        now = self._clock()
+    async def _rarest(self, s: Any, user_id: int, terms: list[str]) -> list[str]:
+        """The rarest of the query's words (text.WordCounts), with the counts that decide
+        whether BM25 is scoped to the user read first."""
         if user_id not in self._counts:
             self._counts[user_id] = await repo.count_user(s, user_id)
         if self._total is None:
             self._total = await repo.count_all(s)
-        match = fts_match(await self.words.keep(s, terms, self._total))
-        if self._counts[user_id] * 2 >= max(self._total, 1):
-            hits, complete = await repo.bm25(s, user_id, match, k, wanted, now, scoped=False)
-            if complete:
-                return hits
-        return (await repo.bm25(s, user_id, match, k, wanted, now))[0]
+        return await self.words.keep(s, terms, self._total)
 
     # -- maintenance ----------------------------------------------------------------------
 
