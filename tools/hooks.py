@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
+from weakref import WeakValueDictionary
 
 from db.conversation import HistoryRow, PeriodOver, RecordWrite, ToolResult
 from tools.base import RequestContext, Tool, ToolCall
@@ -194,6 +195,38 @@ def _never(started: datetime, tz_name: str | None) -> bool:
     return False
 
 
+class Marks:
+    """What happened to a chat that some hook waits for (the owner removed it): the event
+    sets a slot on the chat's requests, those in flight and those begun after it, so a
+    TurnHooks that acts only then names the slot (`when`) and no request asks it at every
+    model call whether it happened. One per app; the loop hands it every request it begins."""
+
+    def __init__(self) -> None:
+        self._marked: dict[int, list[Slot[Any]]] = {}  # chat id -> the slots its requests get
+        # The requests begun and not yet dropped (by id: a RequestContext has no hash).
+        self._live: WeakValueDictionary[int, RequestContext] = WeakValueDictionary()
+
+    def begin(self, ctx: RequestContext) -> None:
+        if ctx.chat_id is None:  # the terminal's local user: no chat an event can name
+            return
+        self._live[id(ctx)] = ctx
+        for slot in self._marked.get(ctx.chat_id, ()):
+            ctx.state(slot)
+
+    def mark(self, chat_id: int, slot: Slot[Any]) -> None:
+        """Every request of `chat_id`, in flight or begun from now on, holds `slot`."""
+        slots = self._marked.setdefault(chat_id, [])
+        if slot not in slots:
+            slots.append(slot)
+        for ctx in list(self._live.values()):
+            if ctx.chat_id == chat_id:
+                ctx.state(slot)
+
+
+# The app's Marks (bot/app.py hands it over): how a feature reaches its requests by chat.
+MARKS: Key[Marks] = Key("chat.marks")
+
+
 @dataclass
 class TurnChain(TurnHooks):
     """The requests' TurnHooks asked together, in the order the features were listed; the
@@ -206,7 +239,11 @@ class TurnChain(TurnHooks):
     _live_at: tuple[int, list[TurnHooks]] = field(default=(-1, []), init=False, repr=False)
 
     @classmethod
-    async def begin(cls, requests: Sequence[RequestHooks], ctx: RequestContext) -> TurnChain:
+    async def begin(
+        cls, requests: Sequence[RequestHooks], ctx: RequestContext, marks: Marks | None = None
+    ) -> TurnChain:
+        if marks is not None:
+            marks.begin(ctx)
         # Always's hooks are the same for every request: taken as they are, not asked.
         begun = [r.hooks if isinstance(r, Always) else await r.begin(ctx) for r in requests]
         return cls(ctx, [t for t in begun if t is not None])
