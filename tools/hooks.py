@@ -10,6 +10,10 @@ the answer, the files to send, the work after it). A feature declares (tools/fea
 - `wraps`: a model wrapper (tools/chat.py ModelWrapper: metering, the vision gate);
 - its typed per-request state, as `Slot`s on the RequestContext (tools/base.py).
 
+A TurnHooks with nothing to do until a slot is held names it (`when`): until then the loop does
+not call it. The slot is filled by the feature's own tool, or, for what happens to a chat from
+outside the request (the owner removed it), by the event through `Marks`.
+
 A hook that raises HookRefusal before a model call stops the request with its text.
 """
 
