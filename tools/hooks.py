@@ -19,6 +19,7 @@ A hook that raises HookRefusal before a model call stops the request with its te
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,8 @@ from db.conversation import HistoryRow, PeriodOver, RecordWrite, ToolResult
 from tools.base import RequestContext, Tool, ToolCall
 from tools.chat import ChatModel, Completion, LLMToolCall
 from tools.state import Key, Slot
+
+log = logging.getLogger(__name__)
 
 # A file sent with the reply: (name, content).
 File = tuple[str, bytes]
@@ -186,6 +189,51 @@ class History(Protocol):
 # loop's own plain behaviour stands (bot/agent/runner.py).
 PERIODS: Key[TurnPolicy] = Key("periods")
 HISTORY: Key[History] = Key("history")
+
+
+# Open sessions' period ends remembered per process (by start and zone name).
+ENDS_KEPT = 10_000
+
+
+class Calendar(Protocol):
+    def period_end(self, started: datetime, tz_name: str | None) -> datetime | None:
+        """When the period of a session that started at `started`, for a user in `tz_name`
+        (None: the default zone), ends; None: it never does."""
+        ...
+
+
+@dataclass
+class Periods:
+    """The TurnPolicy of a feature that splits conversations into periods (bot/sessions):
+    each open session's period end is asked of its `calendar` once, when the session (or
+    its user's zone) is new here, and kept, so a message in a session whose end is known is
+    checked by comparing two instants, without entering the feature."""
+
+    calendar: Calendar
+    _ends: dict[tuple[datetime, str | None], datetime | None] = field(
+        default_factory=dict, repr=False
+    )
+
+    def period_over(self, now: datetime) -> PeriodOver:
+        def over(started: datetime, tz_name: str | None) -> bool:
+            # A failing check answers False: the message is answered in the current session
+            # rather than not at all.
+            try:
+                end = self._end(started, tz_name)
+            except Exception:
+                log.exception("checking whether the session period ended failed")
+                return False
+            return end is not None and end <= now
+
+        return over
+
+    def _end(self, started: datetime, tz_name: str | None) -> datetime | None:
+        key = (started, tz_name)
+        if key not in self._ends:
+            if len(self._ends) >= ENDS_KEPT:
+                self._ends.clear()
+            self._ends[key] = self.calendar.period_end(started, tz_name)
+        return self._ends[key]
 
 
 class NoPeriods:
