@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
-from weakref import WeakValueDictionary
+from weakref import ReferenceType, ref
 
 from db.conversation import HistoryRow, PeriodOver, RecordWrite, ToolResult
 from tools.base import RequestContext, Tool, ToolCall
@@ -255,14 +255,17 @@ class Marks:
 
     def __init__(self) -> None:
         self._marked: dict[int, list[Slot[Any]]] = {}  # chat id -> the slots its requests get
-        # The requests begun and not yet dropped (by id: a RequestContext has no hash).
-        self._live: WeakValueDictionary[int, RequestContext] = WeakValueDictionary()
+        # Each chat's requests begun and not yet dropped (a RequestContext has no hash).
+        self._live: dict[int, list[ReferenceType[RequestContext]]] = {}
 
     def begin(self, ctx: RequestContext) -> None:
-        if ctx.chat_id is None:  # the terminal's local user: no chat an event can name
+        chat = ctx.chat_id
+        if chat is None:  # the terminal's local user: no chat an event can name
             return
-        self._live[id(ctx)] = ctx
-        for slot in self._marked.get(ctx.chat_id, ()):
+        live = [r for r in self._live.get(chat, ()) if r() is not None]
+        live.append(ref(ctx))
+        self._live[chat] = live
+        for slot in self._marked.get(chat, ()):
             ctx.state(slot)
 
     def mark(self, chat_id: int, slot: Slot[Any]) -> None:
@@ -270,8 +273,8 @@ class Marks:
         slots = self._marked.setdefault(chat_id, [])
         if slot not in slots:
             slots.append(slot)
-        for ctx in list(self._live.values()):
-            if ctx.chat_id == chat_id:
+        for r in self._live.get(chat_id, ()):
+            if (ctx := r()) is not None:
                 ctx.state(slot)
 
 
