@@ -29,7 +29,7 @@ from scheduler.setup import JobSpec
 from tools.base import Clock, ModelEndpoint, ToolDeps, system_clock
 from tools.chat import METERING, ChatModel
 from tools.feature import Deliver, Feature, Provide
-from tools.hooks import HISTORY, PERIODS, File, Gates, NoPeriods
+from tools.hooks import HISTORY, MARKS, PERIODS, File, Gates, Marks, NoPeriods
 from tools.registry import Registry, build_registry
 from tools.state import Key
 from tools.tokens import release as release_tokenizer
@@ -274,6 +274,8 @@ async def build_app(
             scrub=Scrubber(settings.secrets()).scrub,
         )
         app = App(settings, engine, sf, http, llm, deps, features)
+        marks = Marks()
+        app.hand(MARKS, marks)  # the loop's, reached by the features' parts as they are built
         await app.build_parts(on_start=False)
         deps.metering = app.maybe(METERING)
         # One model for everything (the chat, the tools' plain completions), inside every
@@ -292,6 +294,7 @@ async def build_app(
             clock=clock,
             context_providers=context,
             requests=requests,
+            marks=marks,
             gate=Gates(gates) if gates else None,
             turn_policy=app.maybe(PERIODS) or NoPeriods(),
             history=app.maybe(HISTORY),

@@ -10,7 +10,9 @@ import pytest
 from bot.sessions.settings import (
     is_due,
     period_end,
+    policy_for,
 )
+from tools.hooks import Periods
 from tools.reminders.times import parse_hhmm
 
 BERLIN = ZoneInfo("Europe/Berlin")  # DST 2026: Mar 29 02:00→03:00, Oct 25 03:00→02:00
@@ -132,3 +134,15 @@ def test_end_always_after_now_and_periods_last_a_day_or_week() -> None:
 def test_naive_datetimes_are_refused() -> None:
     with pytest.raises(ValueError):
         period_end(datetime(2026, 1, 1), BERLIN, "daily", MIDNIGHT)
+
+
+def test_a_kept_period_end_is_compared_with_each_turns_time() -> None:
+    """The loop's Periods asks the sessions' calendar once per open session and keeps the
+    end: a later turn past it still finds the period over, a change of zone asks again."""
+    periods = Periods(policy_for("Europe/Berlin", "daily", "00:00"))
+    started = utc(2026, 11, 20, 13, 0)
+    assert not periods.period_over(utc(2026, 11, 20, 22, 59))(started, None)
+    assert periods.period_over(utc(2026, 11, 20, 23, 0))(started, None)
+    # Tokyo's midnight came first: 15:00 UTC.
+    assert periods.period_over(utc(2026, 11, 20, 15, 0))(started, "Asia/Tokyo")
+    assert not periods.period_over(utc(2026, 11, 20, 22, 59))(started, None)

@@ -16,7 +16,7 @@ from db.repos import core as core_repo
 from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests
 from tools.base import ToolDeps
-from tools.hooks import Always
+from tools.hooks import Always, Periods
 from tools.memory.tool import build as memory_tool
 from tools.registry import Registry
 
@@ -97,7 +97,7 @@ def agent_for(env: Env, http: httpx.AsyncClient) -> Agent:
         clock=env.clock,
     )
     sessions = SessionTurns(env.sf, env.clock, BackgroundArchive(None))
-    agent.requests, agent.turn_policy = [Always(sessions)], env.settings.session_policy
+    agent.requests, agent.turn_policy = [Always(sessions)], Periods(env.settings.session_policy)
     return agent
 
 

@@ -10,20 +10,28 @@ the answer, the files to send, the work after it). A feature declares (tools/fea
 - `wraps`: a model wrapper (tools/chat.py ModelWrapper: metering, the vision gate);
 - its typed per-request state, as `Slot`s on the RequestContext (tools/base.py).
 
+A TurnHooks with nothing to do until a slot is held names it (`when`): until then the loop does
+not call it. The slot is filled by the feature's own tool, or, for what happens to a chat from
+outside the request (the owner removed it), by the event through `Marks`.
+
 A hook that raises HookRefusal before a model call stops the request with its text.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
+from weakref import ReferenceType, ref
 
 from db.conversation import HistoryRow, PeriodOver, RecordWrite, ToolResult
 from tools.base import RequestContext, Tool, ToolCall
 from tools.chat import ChatModel, Completion, LLMToolCall
 from tools.state import Key, Slot
+
+log = logging.getLogger(__name__)
 
 # A file sent with the reply: (name, content).
 File = tuple[str, bytes]
@@ -183,6 +191,51 @@ PERIODS: Key[TurnPolicy] = Key("periods")
 HISTORY: Key[History] = Key("history")
 
 
+# Open sessions' period ends remembered per process (by start and zone name).
+ENDS_KEPT = 10_000
+
+
+class Calendar(Protocol):
+    def period_end(self, started: datetime, tz_name: str | None) -> datetime | None:
+        """When the period of a session that started at `started`, for a user in `tz_name`
+        (None: the default zone), ends; None: it never does."""
+        ...
+
+
+@dataclass
+class Periods:
+    """The TurnPolicy of a feature that splits conversations into periods (bot/sessions):
+    each open session's period end is asked of its `calendar` once, when the session (or
+    its user's zone) is new here, and kept, so a message in a session whose end is known is
+    checked by comparing two instants, without entering the feature."""
+
+    calendar: Calendar
+    _ends: dict[tuple[datetime, str | None], datetime | None] = field(
+        default_factory=dict, repr=False
+    )
+
+    def period_over(self, now: datetime) -> PeriodOver:
+        def over(started: datetime, tz_name: str | None) -> bool:
+            # A failing check answers False: the message is answered in the current session
+            # rather than not at all.
+            try:
+                end = self._end(started, tz_name)
+            except Exception:
+                log.exception("checking whether the session period ended failed")
+                return False
+            return end is not None and end <= now
+
+        return over
+
+    def _end(self, started: datetime, tz_name: str | None) -> datetime | None:
+        key = (started, tz_name)
+        if key not in self._ends:
+            if len(self._ends) >= ENDS_KEPT:
+                self._ends.clear()
+            self._ends[key] = self.calendar.period_end(started, tz_name)
+        return self._ends[key]
+
+
 class NoPeriods:
     """The TurnPolicy without periods: a conversation lasts until it is closed."""
 
@@ -192,6 +245,41 @@ class NoPeriods:
 
 def _never(started: datetime, tz_name: str | None) -> bool:
     return False
+
+
+class Marks:
+    """What happened to a chat that some hook waits for (the owner removed it): the event
+    sets a slot on the chat's requests, those in flight and those begun after it, so a
+    TurnHooks that acts only then names the slot (`when`) and no request asks it at every
+    model call whether it happened. One per app; the loop hands it every request it begins."""
+
+    def __init__(self) -> None:
+        self._marked: dict[int, list[Slot[Any]]] = {}  # chat id -> the slots its requests get
+        # Each chat's requests begun and not yet dropped (a RequestContext has no hash).
+        self._live: dict[int, list[ReferenceType[RequestContext]]] = {}
+
+    def begin(self, ctx: RequestContext) -> None:
+        chat = ctx.chat_id
+        if chat is None:  # the terminal's local user: no chat an event can name
+            return
+        live = [r for r in self._live.get(chat, ()) if r() is not None]
+        live.append(ref(ctx))
+        self._live[chat] = live
+        for slot in self._marked.get(chat, ()):
+            ctx.state(slot)
+
+    def mark(self, chat_id: int, slot: Slot[Any]) -> None:
+        """Every request of `chat_id`, in flight or begun from now on, holds `slot`."""
+        slots = self._marked.setdefault(chat_id, [])
+        if slot not in slots:
+            slots.append(slot)
+        for r in self._live.get(chat_id, ()):
+            if (ctx := r()) is not None:
+                ctx.state(slot)
+
+
+# The app's Marks (bot/app.py hands it over): how a feature reaches its requests by chat.
+MARKS: Key[Marks] = Key("chat.marks")
 
 
 @dataclass
@@ -206,7 +294,11 @@ class TurnChain(TurnHooks):
     _live_at: tuple[int, list[TurnHooks]] = field(default=(-1, []), init=False, repr=False)
 
     @classmethod
-    async def begin(cls, requests: Sequence[RequestHooks], ctx: RequestContext) -> TurnChain:
+    async def begin(
+        cls, requests: Sequence[RequestHooks], ctx: RequestContext, marks: Marks | None = None
+    ) -> TurnChain:
+        if marks is not None:
+            marks.begin(ctx)
         # Always's hooks are the same for every request: taken as they are, not asked.
         begun = [r.hooks if isinstance(r, Always) else await r.begin(ctx) for r in requests]
         return cls(ctx, [t for t in begun if t is not None])

@@ -9,15 +9,19 @@ from __future__ import annotations
 from bot.access import commands
 from bot.access.gate import ACCESS, AccessList
 from bot.access.models import AccessEntry
-from bot.access.turns import StopRemoved
+from bot.access.turns import StopRemoved, marking
 from tools.admission import ADMISSION, Admission
 from tools.base import CheckResult
 from tools.feature import Command, Feature, Host, Provide
-from tools.hooks import Always, RequestHooks
+from tools.hooks import MARKS, Always, RequestHooks
 
 
 async def access_list(host: Host) -> AccessList:
-    return AccessList(host.deps.owners, host.deps.session_factory, host.deliver)
+    access = AccessList(host.deps.owners, host.deps.session_factory, host.deliver)
+    # The first reaction to a removal, before any other feature's (the approval question a
+    # turn waits on closes): the turn must find its chat marked when it goes on.
+    access.on_removal(marking(host.part(MARKS)))
+    return access
 
 
 async def admission(host: Host) -> Admission:

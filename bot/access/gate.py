@@ -62,8 +62,6 @@ class AccessList:
         self._read_at = 0.0
         self._lock = asyncio.Lock()
         self._on_removal: list[OnRemoval] = []
-        # Chats the owner removed in this process (bot/access/turns.py stops their turns).
-        self.gone: set[int] = set()
         # Requests turned away because MAX_WAITING waited (bot/access/pairing.py), not yet
         # shown in /users; and whether the owner was told since the queue last had room.
         self.turned_away: set[int] = set()  # their chat ids
@@ -104,7 +102,6 @@ class AccessList:
         """The owner removed this person or group: the features that act on their own
         stop acting for them (each one's failure is its own: the others still run)."""
         self.invalidate()
-        self.gone.add(chat_id)
         for react in self._on_removal:
             try:
                 await react(chat_id)

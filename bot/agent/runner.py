@@ -72,6 +72,7 @@ from tools.hooks import (
     Gate,
     History,
     HookRefusal,
+    Marks,
     ModelRequest,
     NoPeriods,
     PromptParts,
@@ -148,6 +149,8 @@ class Agent:
     context_providers: list[ContextProvider] = field(default_factory=list)
     # The features' per-request hooks, in the list's order (tools/hooks.py).
     requests: list[RequestHooks] = field(default_factory=list)
+    # Slots events set on a chat's requests (tools/hooks.py Marks): each request is handed in.
+    marks: Marks = field(default_factory=Marks)
     gate: Gate | None = None  # what every tool call passes first; None: all run
     turn_policy: TurnPolicy = field(default_factory=NoPeriods)  # when a period is over
     history: History | None = None  # None: the newest turns that fit, as read
@@ -224,7 +227,7 @@ class Agent:
             clock=self.clock,
             purpose=incoming.purpose,
         )
-        turns = await TurnChain.begin(self.requests, ctx)
+        turns = await TurnChain.begin(self.requests, ctx, self.marks)
         reply = await self._loop(
             ctx, incoming, events or Events(), started.history, turns, used, cut_round, cut_calls
         )

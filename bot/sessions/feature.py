@@ -15,12 +15,12 @@ from bot.sessions.doctor import session_checks, summaries_check
 from bot.sessions.history import COMPRESSIONS, Compressions, HistoryWindow, SessionHistory
 from bot.sessions.lifecycle import TOOL, AskedToEnd, NewSessionParams, SessionTurns
 from bot.sessions.models import SessionArchive, SessionCompression
-from bot.sessions.settings import SessionPolicy, SessionSettings
+from bot.sessions.settings import SessionSettings
 from bot.sessions.split import EVERY, SPLIT, SessionSplit
 from bot.sessions.summary import SUMMARY_MAX_S
 from tools.base import CheckResult
 from tools.feature import Command, Feature, Host, Job, Provide
-from tools.hooks import HISTORY, PERIODS, Always, Gate, Only, RequestHooks
+from tools.hooks import HISTORY, PERIODS, Always, Gate, Only, Periods, RequestHooks
 from tools.memory.store import MEMORY
 
 
@@ -44,8 +44,8 @@ async def split(host: Host) -> SessionSplit:
     return SessionSplit(settings, deps.session_factory, archiver, deps.clock)
 
 
-async def periods(host: Host) -> SessionPolicy:
-    return host.deps.settings_for(SessionSettings).session_policy
+async def periods(host: Host) -> Periods:
+    return Periods(host.deps.settings_for(SessionSettings).session_policy)
 
 
 async def compressions(host: Host) -> Compressions:

@@ -20,11 +20,10 @@ is its first occurrence.
 from __future__ import annotations
 
 import functools
-import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import TYPE_CHECKING, Literal, cast
+from typing import Literal, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, field_validator
@@ -32,16 +31,10 @@ from pydantic import BaseModel, field_validator
 from tools.base import user_tz
 from tools.reminders.times import parse_hhmm
 
-if TYPE_CHECKING:
-    from db.conversation import PeriodOver
-
-log = logging.getLogger(__name__)
-
 Split = Literal["daily", "weekly", "none"]
 
 # Weekly periods start on Monday (ISO weeks).
 WEEK_START = 0
-ENDS_KEPT = 10_000  # open sessions' period ends remembered per process
 
 SPLIT_SHAPE = "must be daily, weekly or none, with an optional HH:MM (e.g. daily 04:00)"
 
@@ -105,17 +98,12 @@ class SessionSettings(BaseModel):
 @dataclass(frozen=True)
 class SessionPolicy:
     """The settings parsed once: the default zone, the split period and time. It is the
-    loop's TurnPolicy (tools/hooks.py): each turn asks it whether the open session's
-    period is over."""
+    calendar of the loop's TurnPolicy (tools/hooks.py Periods): asked when an open
+    session's period ends."""
 
     default_tz: ZoneInfo
     split: Split
     at: time
-    # When each open session's period ends, by (start, the user's zone name): every message
-    # asks, and the answer never changes for one session.
-    _ends: dict[tuple[datetime, str | None], datetime | None] = field(
-        default_factory=dict, compare=False, hash=False, repr=False
-    )
 
     def zone(self, name: str | None) -> ZoneInfo:
         """A user's own zone, or the default when they have none (or a stored one went bad)."""
@@ -125,28 +113,10 @@ class SessionPolicy:
         """Whether a session that started at `started` has had its period end by `now`."""
         return is_due(started, now, self.zone(zone_name), self.split, self.at)
 
-    def period_over(self, now: datetime) -> PeriodOver:
-        """Whether an open session's period is over at `now`, for the turn that begins
-        then. A failing check answers False: the message is answered in the current
-        session rather than not at all."""
-
-        def over(started: datetime, tz_name: str | None) -> bool:
-            try:
-                end = self._end(started, tz_name)
-                return end is not None and end <= now
-            except Exception:
-                log.exception("checking whether the session period ended failed")
-                return False
-
-        return over
-
-    def _end(self, started: datetime, tz_name: str | None) -> datetime | None:
-        key = (started, tz_name)
-        if key not in self._ends:
-            if len(self._ends) >= ENDS_KEPT:
-                self._ends.clear()
-            self._ends[key] = period_end(started, self.zone(tz_name), self.split, self.at)
-        return self._ends[key]
+    def period_end(self, started: datetime, tz_name: str | None) -> datetime | None:
+        """When the period of a session that started at `started` ends, in the user's zone
+        (tools/hooks.py Periods asks once per open session and keeps the answer)."""
+        return period_end(started, self.zone(tz_name), self.split, self.at)
 
     def next_split(self, now: datetime, zone: ZoneInfo) -> datetime | None:
         """The next split instant (UTC) in `zone`, or None when sessions are not split."""

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 
+from bot.access.gate import ACCESS
 from bot.access.turns import STOPPED
 from bot.approvals.models import ApprovalDecision
 from bot.checkins.runs import tick as checkins_tick
@@ -119,6 +120,22 @@ async def test_a_removed_persons_open_question_closes(tg: TG) -> None:
     async with tg.app.session_factory() as s:
         closed = (await s.scalars(select(ApprovalDecision.decision))).all()
     assert closed == ["closed"]
+
+
+async def test_a_person_let_in_again_after_a_removal_is_answered(tg: TG) -> None:
+    """The removal marks the chat's requests for good (tools/hooks.py Marks); once the owner
+    lets the person in again, their turns are not stopped."""
+    await deliveries(tg)
+    await let_in(tg)
+    await remove(tg)
+    await tg.idle()
+    # The dashboard's Allow (/users lists no one removed; they wait a day to ask again).
+    await tg.app.part(ACCESS).decide(STRANGER, "allowed", OWNER, datetime.now(UTC))
+    await tg.reply(STRANGER)  # told they are let in
+    await tg.idle()
+    tg.llm.add(Text("welcome back"))
+    await tg.send(STRANGER, "hello again")
+    assert (await tg.reply(STRANGER)).text == "welcome back"
 
 
 async def admitted_group(tg: TG) -> None:
