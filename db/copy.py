@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Integer, MetaData, Table, delete, func, select, text
+from sqlalchemy import Integer, MetaData, Table, delete, func, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db.engine import create_engine, is_postgres
@@ -51,12 +51,20 @@ async def _count(engine: AsyncEngine, table: Table | str) -> int:
 
 
 async def _copy_table(src: AsyncEngine, dst: AsyncEngine, table: Table, seeded: bool) -> None:
+    """In pages of BATCH rows, by primary key: a read holds its rows in memory (SQLite's does
+    in full, db/engine.py), so a big table is not read in one."""
+    key = list(table.primary_key.columns)
+    page = select(table).order_by(*key).limit(BATCH)
     async with src.connect() as sconn, dst.begin() as dconn:
         if seeded:  # the target's own defaults give way to the source's
             await dconn.execute(delete(table))
-        result = await sconn.stream(select(table))
-        async for rows in result.partitions(BATCH):
+        rows = (await sconn.execute(page)).all()
+        while rows:
             await dconn.execute(table.insert(), [dict(r._mapping) for r in rows])
+            if len(rows) < BATCH:
+                break
+            last = tuple_(*(rows[-1]._mapping[c] for c in key))
+            rows = (await sconn.execute(page.where(tuple_(*key) > last))).all()
 
 
 async def _reset_sequences(dst: AsyncEngine, tables: list[Table]) -> None:

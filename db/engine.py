@@ -71,26 +71,60 @@ def configure_connection(conn: Any) -> None:
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
 
 
+class _Rows(list[Any]):
+    """All the rows of a statement run on the driver's thread, with what its cursor says of
+    it (SQLAlchemy reads those once the statement ran): what `execute_fetchall` of the
+    connection hands back (_RawConnection), so a statement and its rows are one trip."""
+
+    description: Any = None
+    rowcount = -1
+    lastrowid: int | None = None
+
+
+def _raw_connection(module: types.ModuleType) -> type[Any]:
+    """The driver's connection class whose `execute` gives a cursor whose `fetchall` keeps
+    its cursor's description, row count and last row id with the rows (`_Rows`)."""
+
+    class _RowsCursor(module.Cursor):  # type: ignore[name-defined,misc]
+        def fetchall(self) -> _Rows:
+            rows = _Rows(super().fetchall())
+            rows.description, rows.rowcount = self.description, self.rowcount
+            rows.lastrowid = self.lastrowid
+            return rows
+
+    class _RawConnection(module.Connection):  # type: ignore[name-defined,misc]
+        def execute(self, sql: str, parameters: Any = ()) -> Any:
+            return self.cursor(_RowsCursor).execute(sql, parameters)
+
+    return _RawConnection
+
+
+_RAW: dict[types.ModuleType, type[Any]] = {}
+
+
 def _connect(path: str, module: types.ModuleType) -> Any:
     # The driver's default (deferred) transaction handling: it issues BEGIN before the
     # first write, so a SQLAlchemy transaction really commits or rolls back as one
     # (isolation_level=None would autocommit every statement). Starting at the first
     # write, not at a read, lets busy_timeout work when chats write at once.
-    conn = module.connect(path, check_same_thread=False)
+    factory = _RAW.get(module) or _RAW.setdefault(module, _raw_connection(module))
+    conn = module.connect(path, check_same_thread=False, factory=factory)
     configure_connection(conn)
     return conn
 
 
 class _Cursor:
     """The cursor SQLAlchemy's aiosqlite adapter drives, on aiosqlite's public calls: a
-    statement is executed by the connection (aiosqlite's own cursor makes a cursor first, one
-    more trip to the connection's thread: two thread switches and ~30 us of CPU, a message
-    runs about ten statements), and a cursor whose statement is done is not closed: SQLite has
-    reset it (a write, or rows read to the end), nothing is held, garbage collection closes
-    it. Trips a statement: a write one, a read two (aiosqlite's cursor: three and four)."""
+    statement runs with its rows read to the end in one trip to the connection's thread
+    (`execute_fetchall`, the rows coming back as `_Rows`; aiosqlite's own cursor makes a
+    cursor first and fetches after: three trips a read, each two thread switches and tens
+    of microseconds of CPU, a message runs about ten statements). SQLite has reset the
+    statement then, so nothing is left open. SQLAlchemy reads every row of a result at once
+    anyway, but for a streamed one (server-side cursor): that is held in memory here, which
+    is why db/copy.py reads a table in pages."""
 
     # Until a statement runs (class defaults: one cursor a statement, nothing set per cursor).
-    _open: aiosqlite.Cursor | None = None  # while rows may remain
+    _rows: list[Any] = []  # noqa: RUF012 - never changed in place, only replaced
     description: Any = None
     rowcount = -1
     lastrowid: int | None = None
@@ -106,46 +140,37 @@ class _Cursor:
         await self.close()
 
     async def execute(self, sql: str, parameters: Any = None) -> _Cursor:
-        if self._open is not None:
-            await self.close()
-        return self._started(await self._conn.execute(sql, parameters))
+        rows = await self._conn.execute_fetchall(sql, () if parameters is None else parameters)
+        assert isinstance(rows, _Rows), "a connection not made by _connect"
+        self.description, self.rowcount, self.lastrowid = (
+            rows.description,
+            rows.rowcount,
+            rows.lastrowid,
+        )
+        self._rows = rows
+        return self
 
     async def executemany(self, sql: str, parameters: Any) -> _Cursor:
-        if self._open is not None:
-            await self.close()
-        return self._started(await self._conn.executemany(sql, parameters))
-
-    def _started(self, cursor: aiosqlite.Cursor) -> _Cursor:
+        cursor = await self._conn.executemany(sql, parameters)
         self.description, self.rowcount = cursor.description, cursor.rowcount
-        self.lastrowid = cursor.lastrowid
-        self._open = cursor if cursor.description is not None else None
+        self.lastrowid, self._rows = cursor.lastrowid, []
         return self
 
     async def fetchone(self) -> Any:
-        if self._open is None:
-            return None
-        row = await self._open.fetchone()
-        if row is None:
-            self._open = None
-        return row
+        rows = await self.fetchmany(1)
+        return rows[0] if rows else None
 
     async def fetchmany(self, size: int | None = None) -> list[Any]:
-        if self._open is None:
-            return []
         size = size or self.arraysize
-        rows = list(await self._open.fetchmany(size))
-        if len(rows) < size:
-            self._open = None
+        rows, self._rows = self._rows[:size], self._rows[size:]
         return rows
 
     async def fetchall(self) -> list[Any]:
-        cursor, self._open = self._open, None
-        return [] if cursor is None else list(await cursor.fetchall())
+        rows, self._rows = self._rows, []
+        return rows
 
     async def close(self) -> None:
-        cursor, self._open = self._open, None
-        if cursor is not None:  # rows left unread: their statement is still open
-            await cursor.close()
+        self._rows = []
 
 
 class _Connection(aiosqlite.Connection):
