@@ -86,8 +86,10 @@ async def test_a_reminder_asked_for_is_created_once_the_person_allows_it(
     # Asked plainly ("Remind me in 30 minutes to call Ana.", and four other wordings), the
     # 0.5B model writes a `schedule` call with every field filled (`at` now, `in_minutes` 30,
     # `every` "daily_at", `daily_at` a date), which the tool rightly refuses as two times;
-    # told which fields, it writes a call the tool takes. What this proves is the way of a
-    # reminder asked for through the app: asked, allowed, created, listed.
+    # told which fields, it writes a call the tool takes: `when` the prompt's own clock beside
+    # `in_minutes` 30 (a time that reads as this very minute, which leaves the fields standing:
+    # tools/reminders/parse.py). What this proves is the way of a reminder asked for through
+    # the app: asked, allowed, created, listed.
     proxy.greedy = True
     await bot.send(
         OWNER, "Remind me in 30 minutes to call Ana (schedule: action create, text, in_minutes "
