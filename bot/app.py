@@ -67,7 +67,7 @@ class App:
 
     def __post_init__(self) -> None:
         for f in self.features:
-            for p in f.parts:
+            for p in f.adds.parts:
                 if p.key in self._provides:
                     raise ValueError(f"{f.name}: another listed feature provides {p.key}")
                 self._provides[p.key] = p
@@ -111,7 +111,7 @@ class App:
 
     async def wrapped(self, model: ChatModel) -> ChatModel:
         for f in self.features:
-            for wrap in f.wraps:
+            for wrap in f.adds.wraps:
                 model = await wrap(self, model)
         return model
 
@@ -165,7 +165,7 @@ class App:
         return [
             (job.id, job.about, job.every, functools.partial(job.run, self))
             for f in self.features
-            for job in f.jobs
+            for job in f.adds.jobs
         ]
 
     async def stop_features(self, *, all_parts: bool = False) -> None:
@@ -192,7 +192,7 @@ class App:
 
     async def _warm(self) -> None:
         for f in self.features:
-            for warm in f.warm:
+            for warm in f.adds.warm:
                 try:
                     await warm(self)
                 except Exception:  # the first message that needs it reports the problem
@@ -283,9 +283,11 @@ async def build_app(
         model = await app.wrapped(llm)
         deps.llm = model
         app.registry = build_registry(deps, tool_modules(features))
-        requests = [r for f in features for build in f.turns if (r := build(app)) is not None]
-        gates = [g for f in features for build in f.gates if (g := build(app)) is not None]
-        context = [p for f in features for build in f.context if (p := build(deps)) is not None]
+        requests = [r for f in features for build in f.adds.turns if (r := build(app)) is not None]
+        gates = [g for f in features for build in f.adds.gates if (g := build(app)) is not None]
+        context = [
+            p for f in features for build in f.adds.context if (p := build(deps)) is not None
+        ]
         app.agent = Agent(
             settings=settings,
             session_factory=sf,

@@ -14,12 +14,17 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot import heap
-from bot.config import Settings, missing, settings_and_errors, unknown_names
 from bot.errors import ConfigError, SidekickError
 from bot.logs import RUN_LOG, setup_logging
 from bot.ops.preflight import where_am_i
+
+if TYPE_CHECKING:
+    # The settings are read after the arguments: `--version` and `--help` need neither
+    # them nor the features they are built from.
+    from bot.config import Settings
 
 CHAT_LOG = "chat.log"  # in DATA_DIR
 ENV_HELP = (
@@ -267,7 +272,8 @@ def configure(args: argparse.Namespace, command: str) -> Settings:
     """Settings, or one ConfigError listing every problem found (bad values, missing ones, the
     file system's), after one warning line per misspelled variable name and per former name
     read as its replacement."""
-    from bot.ops.preflight import preflight
+    from bot.config import missing, settings_and_errors, unknown_names
+    from bot.ops.preflight import preflight, tighten
 
     for line in unknown_names(args.env_file):
         print(f"sidekick: warning: {line}", file=sys.stderr)
@@ -281,6 +287,7 @@ def configure(args: argparse.Namespace, command: str) -> Settings:
     errors += preflight(settings)  # before anything is opened: nothing is left half-open
     if errors:
         raise ConfigError("\n".join(errors))
+    tighten(settings)  # only a start that goes on touches the database's files
     return settings
 
 

@@ -7,7 +7,8 @@ does, without importing bot/.
 
 from __future__ import annotations
 
-from db.migrate import SchemaMismatch
+from typing import TYPE_CHECKING
+
 from tools.errors import (
     ConfigError,
     ProviderError,
@@ -16,6 +17,9 @@ from tools.errors import (
     provider_text,
     public_text,
 )
+
+if TYPE_CHECKING:
+    from db.migrate import SchemaMismatch
 
 __all__ = [
     "ConfigError",

@@ -4,11 +4,14 @@ Alembic knows, the command menu and both /help's, the scheduler's jobs, the doct
 
 Adding a feature: a folder that declares `FEATURE = Feature(...)` (tools/feature.py;
 CONTRIBUTING.md shows one with a tool, a table, a command and a job), and one line here.
+
+Importing the list imports each feature's declaration and settings slice only (the settings
+are built from them); what a feature adds is imported when it is set up (`Feature.adds`).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import MetaData
+from typing import TYPE_CHECKING
 
 from bot.access.feature import FEATURE as access
 from bot.approvals.feature import FEATURE as approvals
@@ -18,8 +21,6 @@ from bot.media.feature import FEATURE as media
 from bot.sessions.feature import FEATURE as sessions
 from bot.usage.feature import FEATURE as usage
 from bot.voice.feature import FEATURE as voice
-from db.models import Base
-from tools.base import ToolModule
 from tools.code.feature import FEATURE as code
 from tools.discovery.feature import FEATURE as discovery
 from tools.feature import Command, Feature
@@ -29,6 +30,11 @@ from tools.memory.feature import FEATURE as memory
 from tools.reminders.feature import FEATURE as reminders
 from tools.search.feature import FEATURE as search
 from tools.skills.feature import FEATURE as skills
+
+if TYPE_CHECKING:
+    from sqlalchemy import MetaData
+
+    from tools.base import ToolModule
 
 FEATURES: tuple[Feature, ...] = (
     sessions,
@@ -52,17 +58,19 @@ FEATURES: tuple[Feature, ...] = (
 
 def tool_modules(features: tuple[Feature, ...] = FEATURES) -> tuple[ToolModule, ...]:
     """Every feature's tools, in the list's order (the order the model sees them)."""
-    return tuple(t for f in features for t in f.tools)
+    return tuple(t for f in features for t in f.adds.tools)
 
 
 def feature_commands(features: tuple[Feature, ...] = FEATURES) -> tuple[Command, ...]:
-    return tuple(c for f in features for c in f.commands)
+    return tuple(c for f in features for c in f.adds.commands)
 
 
 def metadata(features: tuple[Feature, ...] = FEATURES) -> MetaData:
     """Alembic's metadata: the core tables and every listed feature's."""
+    from db.models import Base
+
     for feature in features:
-        for model in feature.models:
+        for model in feature.adds.models:
             if model.__table__.metadata is not Base.metadata:
                 raise TypeError(f"{feature.name}: {model.__name__} is not on db.models' Base")
     return Base.metadata

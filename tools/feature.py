@@ -17,19 +17,22 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel
-
-from db.repos.core import Recipient
-from tools.base import CheckResult, RequestContext, ToolDeps, ToolModule
-from tools.chat import ChatModel
-from tools.hooks import File, Gate, RequestHooks
 from tools.state import Key
 
 if TYPE_CHECKING:
+    # Types only: the list of features is read with the settings (`sidekick --version`, a
+    # bad setting's exit), which need none of the database, the model or the web server.
     from aiohttp import web
+    from pydantic import BaseModel
+
+    from db.repos.core import Recipient
+    from tools.base import CheckResult, RequestContext, ToolDeps, ToolModule
+    from tools.chat import ChatModel
+    from tools.hooks import File, Gate, RequestHooks
 
     # the registry imports the extension machinery; a feature needs only the type
     from tools.registry import Registry
@@ -242,16 +245,16 @@ class Job:
     run: Callable[[Host], Awaitable[Any]]
 
 
-Doctor = Callable[[Host], Awaitable[list[CheckResult]]]
+Doctor: TypeAlias = "Callable[[Host], Awaitable[list[CheckResult]]]"
 # A section of the newest user turn's [context] block (memory auto-recall, ...): given the
 # request and the user's text, its text or None.
-ContextProvider = Callable[[RequestContext, str], Awaitable[str | None]]
+ContextProvider: TypeAlias = "Callable[[RequestContext, str], Awaitable[str | None]]"
 
 
 @dataclass(frozen=True)
-class Feature:
-    name: str
-    settings: type[BaseModel] | None = None  # its settings slice (env var = field name)
+class Setup:
+    """What a feature adds to the app, made by its Feature's `setup` when the app is built."""
+
     tools: tuple[ToolModule, ...] = ()
     models: tuple[type[Any], ...] = ()  # its tables (Alembic's metadata is their union)
     commands: tuple[Command, ...] = ()
@@ -274,6 +277,24 @@ class Feature:
     # background once an adapter starts.
     warm: tuple[Callable[[Host], Awaitable[None]], ...] = ()
     doctor: Doctor | None = None
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A feature as the list names it: its name and settings slice, which the settings are
+    built from before anything runs, and `setup`, which imports the rest (its tools, tables,
+    commands, server, parsers) and says what it adds. A process that only reads the
+    settings (`sidekick --version`, a bad setting's exit) never calls it, so the feature
+    module imports its settings slice alone and its heavy modules inside `setup`."""
+
+    name: str
+    setup: Callable[[], Setup]
+    settings: type[BaseModel] | None = None  # its settings slice (env var = field name)
+
+    @cached_property
+    def adds(self) -> Setup:
+        """What `setup` returned, made once (the app, the menu and the doctor all read it)."""
+        return self.setup()
 
 
 def button_data(feature: Feature, data: str) -> str:

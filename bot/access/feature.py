@@ -6,17 +6,22 @@ anyone else and when to ask the owner."""
 
 from __future__ import annotations
 
-from bot.access import commands
-from bot.access.gate import ACCESS, AccessList
-from bot.access.models import AccessEntry
-from bot.access.turns import StopRemoved, marking
-from tools.admission import ADMISSION, Admission
-from tools.base import CheckResult
-from tools.feature import Command, Feature, Host, Provide
-from tools.hooks import MARKS, Always, RequestHooks
+from typing import TYPE_CHECKING
+
+from tools.feature import Command, Feature, Host, Provide, Setup
+
+if TYPE_CHECKING:
+    from bot.access.gate import AccessList
+    from tools.admission import Admission
+    from tools.base import CheckResult
+    from tools.hooks import RequestHooks
 
 
 async def access_list(host: Host) -> AccessList:
+    from bot.access.gate import AccessList
+    from bot.access.turns import marking
+    from tools.hooks import MARKS
+
     access = AccessList(host.deps.owners, host.deps.session_factory, host.deliver)
     # The first reaction to a removal, before any other feature's (the approval question a
     # turn waits on closes): the turn must find its chat marked when it goes on.
@@ -25,16 +30,25 @@ async def access_list(host: Host) -> AccessList:
 
 
 async def admission(host: Host) -> Admission:
+    from bot.access.gate import ACCESS
+
     return await host.need(ACCESS)
 
 
 def stop_removed(host: Host) -> RequestHooks:
+    from bot.access.gate import ACCESS
+    from bot.access.turns import StopRemoved
+    from tools.hooks import Always
+
     return Always(StopRemoved(host.part(ACCESS)))
 
 
 async def check(host: Host) -> list[CheckResult]:
     """Who is served: ALLOWED_USER_IDS, or the owner-code mode `sidekick setup` recommends
     (an empty list is no failure there: the first to send the code becomes the owner)."""
+    from bot.access.gate import ACCESS
+    from tools.base import CheckResult
+
     access = host.part(ACCESS)
     if access.seed:
         ids = ", ".join(map(str, access.seed))
@@ -50,12 +64,20 @@ async def check(host: Host) -> list[CheckResult]:
     return [CheckResult("ALLOWED_USER_IDS", True, found)]
 
 
-FEATURE = Feature(
-    name="access",
-    models=(AccessEntry,),
-    commands=(Command("users", "who may talk to me (owner only)", commands.users),),
-    press=commands.press,
-    parts=(Provide(ACCESS, access_list), Provide(ADMISSION, admission)),
-    turns=(stop_removed,),
-    doctor=check,
-)
+def setup() -> Setup:
+    from bot.access import commands
+    from bot.access.gate import ACCESS
+    from bot.access.models import AccessEntry
+    from tools.admission import ADMISSION
+
+    return Setup(
+        models=(AccessEntry,),
+        commands=(Command("users", "who may talk to me (owner only)", commands.users),),
+        press=commands.press,
+        parts=(Provide(ACCESS, access_list), Provide(ADMISSION, admission)),
+        turns=(stop_removed,),
+        doctor=check,
+    )
+
+
+FEATURE = Feature(name="access", setup=setup)

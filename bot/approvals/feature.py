@@ -5,18 +5,21 @@ the "always" grants, and the question's Allow once / Always / Deny buttons."""
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING
 
-from bot.approvals import commands
-from bot.approvals.gate import APPROVALS, TIMEOUT_S, Approvals
-from bot.approvals.models import ApprovalDecision, ApprovalGrant
-from bot.approvals.questions import close_for
 from bot.approvals.settings import ApprovalSettings
-from tools.admission import ADMISSION
-from tools.feature import Command, Feature, Host, Provide
-from tools.hooks import Gate
+from tools.feature import Command, Feature, Host, Provide, Setup
+
+if TYPE_CHECKING:
+    from bot.approvals.gate import Approvals
+    from tools.hooks import Gate
 
 
 async def approvals(host: Host) -> Approvals:
+    from bot.approvals.gate import TIMEOUT_S, Approvals
+    from bot.approvals.questions import close_for
+    from tools.admission import ADMISSION
+
     deps = host.deps
     mode = deps.settings_for(ApprovalSettings).approvals
     gate = Approvals(mode, TIMEOUT_S, deps.session_factory, deps.clock, deps.scrub)
@@ -26,20 +29,28 @@ async def approvals(host: Host) -> Approvals:
     return gate
 
 
-def gate(host: Host) -> Gate:
-    return host.part(APPROVALS)
+def setup() -> Setup:
+    from bot.approvals import commands
+    from bot.approvals.gate import APPROVALS
+    from bot.approvals.models import ApprovalDecision, ApprovalGrant
 
+    def gate(host: Host) -> Gate:
+        return host.part(APPROVALS)
 
-FEATURE = Feature(
-    name="approvals",
-    settings=ApprovalSettings,
-    models=(ApprovalGrant, ApprovalDecision),
-    commands=(
-        Command(
-            "approvals", "tools you allowed for good", commands.approvals, args="[revoke <tool>]"
+    return Setup(
+        models=(ApprovalGrant, ApprovalDecision),
+        commands=(
+            Command(
+                "approvals",
+                "tools you allowed for good",
+                commands.approvals,
+                args="[revoke <tool>]",
+            ),
         ),
-    ),
-    press=commands.press,
-    parts=(Provide(APPROVALS, approvals),),
-    gates=(gate,),
-)
+        press=commands.press,
+        parts=(Provide(APPROVALS, approvals),),
+        gates=(gate,),
+    )
+
+
+FEATURE = Feature(name="approvals", settings=ApprovalSettings, setup=setup)

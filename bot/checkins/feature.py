@@ -5,28 +5,37 @@ within their quiet hours, daily cap and the budget."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from bot.checkins import commands
-from bot.checkins.models import CheckinGroup, CheckinPrefs, CheckinRun
-from bot.checkins.runs import Outcome, tick
-from tools.feature import Command, Feature, Host, Job
+from tools.feature import Command, Feature, Host, Job, Setup
+
+if TYPE_CHECKING:
+    from bot.checkins.runs import Outcome
 
 
 async def run_due(host: Host) -> list[Outcome]:
+    from bot.checkins.runs import tick
+
     return await tick(host, host.deps.clock())
 
 
-FEATURE = Feature(
-    name="checkins",
-    models=(CheckinPrefs, CheckinGroup, CheckinRun),
-    commands=(
-        Command(
-            "checkins",
-            "the assistant checks in first: on/off, time, quiet hours, cost",
-            commands.checkins,
-            args="[on|off|at HH:MM|quiet HH:MM-HH:MM|max N|topic …]",
+def setup() -> Setup:
+    from bot.checkins import commands
+    from bot.checkins.models import CheckinGroup, CheckinPrefs, CheckinRun
+
+    return Setup(
+        models=(CheckinPrefs, CheckinGroup, CheckinRun),
+        commands=(
+            Command(
+                "checkins",
+                "the assistant checks in first: on/off, time, quiet hours, cost",
+                commands.checkins,
+                args="[on|off|at HH:MM|quiet HH:MM-HH:MM|max N|topic …]",
+            ),
         ),
-    ),
-    press=commands.press,
-    jobs=(Job("checkins", "send the check-ins that are due", timedelta(minutes=1), run_due),),
-)
+        press=commands.press,
+        jobs=(Job("checkins", "send the check-ins that are due", timedelta(minutes=1), run_due),),
+    )
+
+
+FEATURE = Feature(name="checkins", setup=setup)

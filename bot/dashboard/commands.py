@@ -4,7 +4,7 @@ everywhere."""
 from __future__ import annotations
 
 from bot.dashboard.auth import LINK_TTL
-from bot.dashboard.server import DASHBOARD
+from bot.dashboard.part import DASHBOARD
 from tools.feature import Answer, CommandCall, WebApp
 
 USAGE = "Usage: /dashboard (a sign-in link) · /dashboard off (sign out everywhere)"

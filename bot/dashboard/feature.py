@@ -5,40 +5,52 @@ commands call (memory, reminders, usage), for the signed-in person only."""
 
 from __future__ import annotations
 
-from bot.dashboard import commands, probe
-from bot.dashboard.models import DashboardToken
-from bot.dashboard.server import DASHBOARD, Dashboard, start, stop
+from typing import TYPE_CHECKING
+
 from bot.dashboard.settings import DashboardSettings
-from tools.base import CheckResult
-from tools.feature import MENU, PAGES, Command, Feature, Host, Provide
+from tools.feature import MENU, PAGES, Command, Feature, Host, Provide, Setup
+
+if TYPE_CHECKING:
+    from bot.dashboard.part import Dashboard
+    from tools.base import CheckResult
 
 
 async def served(host: Host) -> Dashboard:
     """The server as the chat's menu (MenuApp) and the webhook's pages (WebPages) see it."""
+    from bot.dashboard.part import DASHBOARD
+
     return await host.need(DASHBOARD)
 
 
 async def check(host: Host) -> list[CheckResult]:
+    from bot.dashboard import probe
+
     return await probe.check(host.deps.settings)
 
 
-FEATURE = Feature(
-    name="dashboard",
-    settings=DashboardSettings,
-    models=(DashboardToken,),
-    commands=(
-        Command(
-            "dashboard",
-            "a sign-in link to your dashboard",
-            commands.dashboard,
-            private=True,
-            args="[off]",
+def setup() -> Setup:
+    from bot.dashboard import commands
+    from bot.dashboard.models import DashboardToken
+    from bot.dashboard.part import DASHBOARD, start, stop
+
+    return Setup(
+        models=(DashboardToken,),
+        commands=(
+            Command(
+                "dashboard",
+                "a sign-in link to your dashboard",
+                commands.dashboard,
+                private=True,
+                args="[off]",
+            ),
         ),
-    ),
-    parts=(
-        Provide(DASHBOARD, start, stop, on_start=True),
-        Provide(MENU, served, on_start=True),
-        Provide(PAGES, served, on_start=True),
-    ),
-    doctor=check,
-)
+        parts=(
+            Provide(DASHBOARD, start, stop, on_start=True),
+            Provide(MENU, served, on_start=True),
+            Provide(PAGES, served, on_start=True),
+        ),
+        doctor=check,
+    )
+
+
+FEATURE = Feature(name="dashboard", settings=DashboardSettings, setup=setup)

@@ -12,7 +12,6 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -23,11 +22,12 @@ from aiohttp import web
 from bot.dashboard import owner, pages, people, repo
 from bot.dashboard.auth import SESSION_TTL, InitDataError, Tokens, csrf_of, init_data_user, same
 from bot.dashboard.html import MINIAPP_CSP, Form, View, esc, message, page, secure
+from bot.dashboard.part import DASHBOARD as DASHBOARD  # its key, where tests look for it
+from bot.dashboard.part import Dashboard
 from bot.dashboard.repo import Person
 from bot.dashboard.settings import DashboardSettings
 from tools.admission import ADMISSION
-from tools.feature import Host, WebApp
-from tools.state import Key
+from tools.feature import Host
 
 log = logging.getLogger(__name__)
 
@@ -278,49 +278,8 @@ class Site:
         return response
 
 
-@dataclass
-class Dashboard:
-    """The running server (or not: `state` says why), and where it listens."""
-
-    settings: DashboardSettings
-    tokens: Tokens
-    state: str  # serving | off | failed: ...
-    port: int | None = None
-    runner: web.AppRunner | None = None
-    site: Site | None = None  # served by the webhook's server (DASHBOARD=on in webhook mode)
-
-    @property
-    def url(self) -> str:
-        return self.settings.base_url(self.port)
-
-    @property
-    def mini_app(self) -> str | None:
-        """The Mini App's address when Telegram can open it: served, and over https (a
-        Mini App must be; DASHBOARD_URL names the reverse proxy's address)."""
-        if self.state != "serving" or not self.url.startswith("https://"):
-            return None
-        return f"{self.url}/miniapp"
-
-    def routes(self) -> list[web.RouteDef]:
-        """tools/feature.py WebPages: what the webhook's server serves of the dashboard."""
-        return self.site.routes() if self.site is not None else []
-
-    def menu(self) -> WebApp | None:
-        """tools/feature.py MenuApp: the chat's menu opens the dashboard where it can."""
-        url = self.mini_app
-        return None if url is None else WebApp(MENU_LABEL, url)
-
-
-DASHBOARD: Key[Dashboard] = Key("dashboard.server")
-MENU_LABEL = "Dashboard"
-
-
-async def start(host: Host) -> Dashboard:
-    deps = host.deps
-    settings = deps.settings_for(DashboardSettings)
-    tokens = Tokens(deps.session_factory, deps.clock)
-    if not settings.dashboard_enabled:
-        return Dashboard(settings, tokens, "off")
+async def serve(host: Host, settings: DashboardSettings, tokens: Tokens) -> Dashboard:
+    """The dashboard switched on: its pages on the webhook's server, or a server of its own."""
     if settings.on_webhook:  # the adapter's server takes the routes (tools/feature.py PAGES)
         dashboard = Dashboard(settings, tokens, "serving", site=Site(host, settings, tokens))
         log.info("dashboard: served by the webhook's server at %s", dashboard.url)
@@ -341,8 +300,3 @@ async def start(host: Host) -> Dashboard:
     dashboard = Dashboard(settings, tokens, "serving", port, runner)
     log.info("dashboard: serving on %s", dashboard.url)
     return dashboard
-
-
-async def stop(dashboard: Dashboard) -> None:
-    if dashboard.runner is not None:
-        await dashboard.runner.cleanup()

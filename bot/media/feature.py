@@ -7,17 +7,21 @@ refuses images answers without them, and the person reads why under the answer).
 
 from __future__ import annotations
 
-from bot.llm.vision import VISION
-from bot.media.attachments import MEDIA
-from bot.media.doctor import check_media
 from bot.media.settings import MediaSettings
-from bot.media.setup import media, vision_gate, vision_state
-from tools.feature import Feature, Provide
+from tools.feature import Feature, Provide, Setup
 
-FEATURE = Feature(
-    name="media",
-    settings=MediaSettings,
-    parts=(Provide(VISION, vision_state), Provide(MEDIA, media)),
-    wraps=(vision_gate,),
-    doctor=check_media,
-)
+
+def setup() -> Setup:
+    from bot.llm.vision import VISION
+    from bot.media.attachments import MEDIA
+    from bot.media.doctor import check_media
+    from bot.media.setup import media, vision_gate, vision_state
+
+    return Setup(
+        parts=(Provide(VISION, vision_state), Provide(MEDIA, media)),
+        wraps=(vision_gate,),
+        doctor=check_media,
+    )
+
+
+FEATURE = Feature(name="media", settings=MediaSettings, setup=setup)

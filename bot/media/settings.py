@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import AfterValidator, BaseModel, SecretStr, field_validator
+
+if TYPE_CHECKING:
+    import httpx
 
 TELEGRAM_DOWNLOAD_LIMIT_MB = 20  # getFile serves files up to 20 MB
 # In DATA_DIR: what the vision gate learned of each model (bot/llm/vision.py).
@@ -98,6 +100,8 @@ async def probe(
     """Is there a `what` route at `url` (doctor)? `request` holds no input (no file, no
     text): a 4xx other than 401/403/404/405 means the route is there, and nothing is made
     or billed. None: the endpoint has no such route at all (404/405)."""
+    import httpx  # the settings slice is read before any client is made
+
     try:
         code = (await http.post(url, headers=bearer(key), timeout=15.0, **request)).status_code
     except httpx.HTTPError as exc:

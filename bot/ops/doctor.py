@@ -159,7 +159,7 @@ def all_checks(features: tuple[Feature, ...] = FEATURES) -> list[Check]:
         check_database,
         check_llm,
         check_telegram,
-        *(feature_check(f, f.doctor) for f in features if f.doctor is not None),
+        *(feature_check(f, d) for f in features if (d := f.adds.doctor) is not None),
         check_operations,  # .env permissions, backups
     ]
 

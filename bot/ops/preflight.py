@@ -10,12 +10,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy.engine import make_url
-
-from bot.config import Settings
 from tools.errors import ConfigError
 from tools.mcp.config import load_config
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 
 def writable(folder: Path, name: str) -> str | None:
@@ -43,10 +44,7 @@ def preflight(settings: Settings) -> list[str]:
         load_config(settings.mcp_config)
     except ConfigError as exc:
         out.append(str(exc))
-    found = [p for p in out if p]
-    if not found:
-        _tighten(settings)
-    return found
+    return [p for p in out if p]
 
 
 # Commands that make their database by design (migrate and restore always, run and chat on
@@ -56,6 +54,8 @@ CREATES_DATABASE = frozenset({"migrate", "restore", "run", "chat", "service"})
 
 def sqlite_file(settings: Settings) -> Path | None:
     """The SQLite file the settings point at, or None for PostgreSQL / in-memory."""
+    from sqlalchemy.engine import make_url  # the database layer: not for a bad setting's exit
+
     url = make_url(settings.db_url)
     if not url.drivername.startswith("sqlite") or url.database in (None, "", ":memory:"):
         return None
@@ -88,7 +88,7 @@ def where_am_i(env_file: Path | None, command: str, settings: Settings) -> None:
         print(f"sidekick: first start: creating a new database at {database}", file=out)
 
 
-def _tighten(settings: Settings) -> None:
+def tighten(settings: Settings) -> None:
     """A SQLite database (and its WAL and SHM) made before the umask rule: owner only."""
     database = sqlite_file(settings)
     if database is None:

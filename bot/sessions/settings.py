@@ -28,7 +28,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, field_validator
 
-from tools.base import user_tz
 from tools.reminders.times import parse_hhmm
 
 Split = Literal["daily", "weekly", "none"]
@@ -107,6 +106,8 @@ class SessionPolicy:
 
     def zone(self, name: str | None) -> ZoneInfo:
         """A user's own zone, or the default when they have none (or a stored one went bad)."""
+        from tools.base import user_tz  # the settings are read before the database layer
+
         return user_tz(name, self.default_tz)
 
     def is_due(self, started: datetime, now: datetime, zone_name: str | None) -> bool:

@@ -8,16 +8,20 @@ user's mode is this feature's table, read after the answer only where speech is 
 
 from __future__ import annotations
 
-from bot.usage.meter import METER, Meter
-from bot.voice import commands
-from bot.voice.doctor import check
-from bot.voice.models import VoicePrefs
-from bot.voice.replies import VOICE, VoiceReplies, build_voice
+from typing import TYPE_CHECKING
+
 from bot.voice.settings import VoiceSettings
-from tools.feature import Command, Feature, Host, Provide
+from tools.feature import Command, Feature, Host, Provide, Setup
+
+if TYPE_CHECKING:
+    from bot.usage.meter import Meter
+    from bot.voice.replies import VoiceReplies
 
 
 async def replies(host: Host) -> VoiceReplies:
+    from bot.usage.meter import METER
+    from bot.voice.replies import build_voice
+
     deps = host.deps
     end = deps.endpoint
     meter: Meter | None = None
@@ -28,19 +32,26 @@ async def replies(host: Host) -> VoiceReplies:
     return build_voice(settings, url, key, deps.http, deps.session_factory, meter)
 
 
-FEATURE = Feature(
-    name="voice",
-    settings=VoiceSettings,
-    models=(VoicePrefs,),
-    commands=(
-        Command(
-            "voice",
-            "answers as voice messages too",
-            commands.voice,
-            terminal=False,
-            args="[on|off|auto]",
+def setup() -> Setup:
+    from bot.voice import commands
+    from bot.voice.doctor import check
+    from bot.voice.models import VoicePrefs
+    from bot.voice.replies import VOICE
+
+    return Setup(
+        models=(VoicePrefs,),
+        commands=(
+            Command(
+                "voice",
+                "answers as voice messages too",
+                commands.voice,
+                terminal=False,
+                args="[on|off|auto]",
+            ),
         ),
-    ),
-    parts=(Provide(VOICE, replies),),
-    doctor=check,
-)
+        parts=(Provide(VOICE, replies),),
+        doctor=check,
+    )
+
+
+FEATURE = Feature(name="voice", settings=VoiceSettings, setup=setup)

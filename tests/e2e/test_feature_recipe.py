@@ -37,7 +37,7 @@ from db.repos.core import Recipient
 from tools.base import CheckResult, RequestContext, Tool, ToolCall, ToolDeps, ToolModule
 from tools.chat import ChatModel, Completion, ModelWrapper
 from tools.feature import (
-    Answer, Button, Command, CommandCall, Feature, Host, Job, Pressed, Provide,
+    Answer, Button, Command, CommandCall, Feature, Host, Job, Pressed, Provide, Setup,
 )
 from tools.hooks import Gate, Only, RequestHooks, TurnHooks
 from tools.state import Key, Slot
@@ -189,20 +189,22 @@ async def check(host: Host) -> list[CheckResult]:
     return [CheckResult("tally", True, f"{n} counted")]
 
 
-FEATURE = Feature(
-    name="tally",
-    settings=TallySettings,
-    tools=(ToolModule("tally", build, "tally: count one item for the user."),),
-    models=(Tally, TallyLog),
-    commands=(Command("tally", "what I counted for you", tally),),
-    press=press,
-    jobs=(Job("tally-report", "send each user their counts", timedelta(days=1), report),),
-    parts=(Provide(CALLS, calls),),
-    wraps=(counting,),
-    turns=(turns,),
-    gates=(gate,),
-    doctor=check,
-)
+def setup() -> Setup:
+    return Setup(
+        tools=(ToolModule("tally", build, "tally: count one item for the user."),),
+        models=(Tally, TallyLog),
+        commands=(Command("tally", "what I counted for you", tally),),
+        press=press,
+        jobs=(Job("tally-report", "send each user their counts", timedelta(days=1), report),),
+        parts=(Provide(CALLS, calls),),
+        wraps=(counting,),
+        turns=(turns,),
+        gates=(gate,),
+        doctor=check,
+    )
+
+
+FEATURE = Feature(name="tally", settings=TallySettings, setup=setup)
 '''
 
 PROBE = """

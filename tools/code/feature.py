@@ -5,41 +5,53 @@ its doctor check (bun, the sandbox, a real trial run)."""
 
 from __future__ import annotations
 
-from tools.base import CheckResult
-from tools.code import commands
-from tools.code.delivery import JOB_DELIVERY, JobDelivery
-from tools.code.doctor import check_code
-from tools.code.files import FilesOut
-from tools.code.models import CodeExecution, CodeJob
+from typing import TYPE_CHECKING
+
 from tools.code.settings import CodeSettings
-from tools.code.tool import TOOL
-from tools.feature import Command, Feature, Host, Provide
-from tools.hooks import Always
+from tools.feature import Command, Feature, Host, Provide, Setup
+
+if TYPE_CHECKING:
+    from tools.base import CheckResult
+    from tools.code.delivery import JobDelivery
 
 STATS = "your code runs: successes, failures, timing"
 FAILURES = "your last failed code runs, with code and errors"
 
 
 async def delivery(host: Host) -> JobDelivery:
+    from tools.code.delivery import JobDelivery
+
     return JobDelivery(host)
 
 
 async def check(host: Host) -> list[CheckResult]:
+    from tools.code.doctor import check_code
+
     return await check_code(host.deps)
 
 
-FEATURE = Feature(
-    name="code",
-    settings=CodeSettings,
-    tools=(TOOL,),
-    models=(CodeExecution, CodeJob),
-    commands=(
-        Command("codestats", STATS, commands.codestats, args="[days]"),
-        Command("codefailures", FAILURES, commands.codefailures, args="[n]"),
-    ),
-    press=commands.press,
-    # A finished OpenCode job's summary and files, sent unasked.
-    parts=(Provide(JOB_DELIVERY, delivery, JobDelivery.stop, on_start=True),),
-    turns=(lambda host: Always(FilesOut()),),  # what a run wrote to ./output/ goes with the answer
-    doctor=check,
-)
+def setup() -> Setup:
+    from tools.code import commands
+    from tools.code.delivery import JOB_DELIVERY, JobDelivery
+    from tools.code.files import FilesOut
+    from tools.code.models import CodeExecution, CodeJob
+    from tools.code.tool import TOOL
+    from tools.hooks import Always
+
+    return Setup(
+        tools=(TOOL,),
+        models=(CodeExecution, CodeJob),
+        commands=(
+            Command("codestats", STATS, commands.codestats, args="[days]"),
+            Command("codefailures", FAILURES, commands.codefailures, args="[n]"),
+        ),
+        press=commands.press,
+        # A finished OpenCode job's summary and files, sent unasked.
+        parts=(Provide(JOB_DELIVERY, delivery, JobDelivery.stop, on_start=True),),
+        # what a run wrote to ./output/ goes with the answer
+        turns=(lambda host: Always(FilesOut()),),
+        doctor=check,
+    )
+
+
+FEATURE = Feature(name="code", settings=CodeSettings, setup=setup)

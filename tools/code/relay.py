@@ -27,14 +27,18 @@ from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from aiohttp import web
 
 from tools.chat import Completion, LLMToolCall, Metering, Usage
 from tools.code.tree import remove_tree
 from tools.model_call import ModelCall
+
+if TYPE_CHECKING:
+    # The server is imported when a job opens one: the code feature is set up in every
+    # process that builds the app, most of which run no OpenCode job.
+    from aiohttp import web
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +87,8 @@ class ModelRelay:
     async def open(self, job: RelayJob, uid: int | None) -> Path:
         """A new folder holding the job's socket (bound into its sandbox), owned by `uid`
         (the job's throwaway uid when we are root) and closed to everyone else."""
+        from aiohttp import web
+
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=TIMEOUT)
         folder = Path(tempfile.mkdtemp(prefix="sidekick-model-"))  # 0700
@@ -121,6 +127,8 @@ class ModelRelay:
     async def _handle(self, job: RelayJob, request: web.Request) -> web.StreamResponse:
         # OpenCode's base URL is http://127.0.0.1:<port>/v1: the path after /v1 is the
         # endpoint, appended to LLM_BASE_URL (which ends in its own /v1, or whatever it has).
+        from aiohttp import web
+
         tail = request.match_info["tail"].removeprefix("v1/").strip("/")
         if (request.method, tail) not in RELAYED:
             return _error(404, f"the model relay passes on only {sorted(RELAYED)}")
@@ -172,6 +180,8 @@ class ModelRelay:
         except httpx.HTTPError as exc:
             log.warning("model relay: %s failed: %s", tail, type(exc).__name__)
             return _error(502, f"the model endpoint is unreachable ({type(exc).__name__})")
+        from aiohttp import web
+
         seen = _Answer(streamed=bool(body.get("stream")))
         resp = web.StreamResponse(status=answer.status_code)
         try:
@@ -204,6 +214,8 @@ class ModelRelay:
 
 
 def _error(status: int, message: str) -> web.Response:
+    from aiohttp import web
+
     return web.json_response({"error": {"message": message}}, status=status)
 
 

@@ -8,53 +8,42 @@ it plans for; the feature reaches that registry through the Host."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from db.conversation import RecordWrite
-from tools.base import CheckResult, RequestContext
-from tools.discovery import commands
-from tools.discovery.models import ToolUsage
-from tools.discovery.repo import ADD_USE, USED
-from tools.discovery.service import Discovery
-from tools.feature import Command, Feature, Host
-from tools.hooks import Always, RequestHooks, TurnHooks
-from tools.registry import discovery
-from tools.tokens import count_payload, encoder, tokenizer_name
+from tools.feature import Command, Feature, Host, Setup
+
+if TYPE_CHECKING:
+    from tools.base import CheckResult
+    from tools.hooks import RequestHooks
 
 
 async def warm(host: Host) -> None:
     """Every request plans its tools from the catalog's token costs: count them now (the
     tokenizer loaded in a thread, the count on the loop, like a request would)."""
+    from tools.registry import discovery
+    from tools.tokens import encoder
+
     disc = discovery(host.registry)
     if disc is not None:
         await asyncio.to_thread(encoder)
         disc.catalog()
 
 
-@dataclass
-class Learning(TurnHooks):
-    """The discovery feature's part of a request whose tools ran: what its calls used goes
-    in with the tool round's record."""
-
-    when = (USED,)
-    disc: Discovery
-
-    def record_writes(self, ctx: RequestContext) -> list[RecordWrite]:
-        used = ctx.state(USED)
-        if not used:
-            return []
-        rows = self.disc.learned(ctx.user_id, used)
-        used.clear()
-        return [RecordWrite(ADD_USE, rows)]
-
-
 def learning(host: Host) -> RequestHooks | None:
+    from tools.discovery.learning import Learning
+    from tools.hooks import Always
+    from tools.registry import discovery
+
     disc = discovery(host.registry)
     return Always(Learning(disc)) if disc is not None else None
 
 
 async def check(host: Host) -> list[CheckResult]:
     """The tool counts, and the tokens the first call's tool list takes."""
+    from tools.base import CheckResult
+    from tools.registry import discovery
+    from tools.tokens import count_payload, tokenizer_name
+
     disc = discovery(host.registry)
     if disc is None:
         return []
@@ -72,11 +61,17 @@ async def check(host: Host) -> list[CheckResult]:
     return [CheckResult("tools", first <= disc.budget, detail, fix)]
 
 
-FEATURE = Feature(
-    name="discovery",
-    models=(ToolUsage,),
-    commands=(Command("tools", "the tools I can use and their token cost", commands.tools),),
-    turns=(learning,),
-    warm=(warm,),
-    doctor=check,
-)
+def setup() -> Setup:
+    from tools.discovery import commands
+    from tools.discovery.models import ToolUsage
+
+    return Setup(
+        models=(ToolUsage,),
+        commands=(Command("tools", "the tools I can use and their token cost", commands.tools),),
+        turns=(learning,),
+        warm=(warm,),
+        doctor=check,
+    )
+
+
+FEATURE = Feature(name="discovery", setup=setup)

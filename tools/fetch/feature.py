@@ -3,8 +3,14 @@ tool budget, else found through tool_search), with FETCH_PRIVATE_NETWORKS."""
 
 from __future__ import annotations
 
-from tools.feature import Feature
+from tools.feature import Feature, Setup
 from tools.fetch.settings import FetchSettings
-from tools.fetch.tool import TOOL
 
-FEATURE = Feature(name="fetch", settings=FetchSettings, tools=(TOOL,))
+
+def setup() -> Setup:
+    from tools.fetch.tool import TOOL
+
+    return Setup(tools=(TOOL,))
+
+
+FEATURE = Feature(name="fetch", settings=FetchSettings, setup=setup)

@@ -5,15 +5,21 @@ listing; the feature declares the settings and the doctor's row per server."""
 
 from __future__ import annotations
 
-from tools.base import CheckResult
-from tools.feature import Feature, Host
+from typing import TYPE_CHECKING
+
+from tools.feature import Feature, Host, Setup
 from tools.mcp.settings import ExtensionSettings
+
+if TYPE_CHECKING:
+    from tools.base import CheckResult
 
 FIX = "check its command/url in MCP_CONFIG; run the command by hand to see errors"
 
 
 async def check(host: Host) -> list[CheckResult]:
     """One row per configured MCP server: up with its tool count, or why not."""
+    from tools.base import CheckResult
+
     mcp = host.registry.mcp
     out: list[CheckResult] = []
     for st in mcp.status() if mcp is not None else []:
@@ -24,4 +30,8 @@ async def check(host: Host) -> list[CheckResult]:
     return out
 
 
-FEATURE = Feature(name="mcp", settings=ExtensionSettings, doctor=check)
+def setup() -> Setup:
+    return Setup(doctor=check)
+
+
+FEATURE = Feature(name="mcp", settings=ExtensionSettings, setup=setup)

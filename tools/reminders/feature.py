@@ -4,20 +4,19 @@ and the job that fires what is due: on the second, with a minute tick behind it
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tools.admission import ADMISSION
-from tools.feature import Command, Feature, Host, Job, Provide
-from tools.hooks import Always, Gate, Only
-from tools.reminders import commands, doctor
-from tools.reminders.asked import AskedFirst
-from tools.reminders.firing import EVERY, JOB_ID, REMINDERS, ReminderJobs
-from tools.reminders.models import JobRun, ReminderPrefs, ScheduledJob
-from tools.reminders.tool import TOOL, ScheduleParams
-from tools.reminders.undo import UndoButtons
+from tools.feature import Command, Feature, Host, Job, Provide, Setup
+
+if TYPE_CHECKING:
+    from tools.hooks import Gate
+    from tools.reminders.firing import ReminderJobs
 
 
 async def firing(host: Host) -> ReminderJobs:
+    from tools.admission import ADMISSION
+    from tools.reminders.firing import ReminderJobs
+
     deps = host.deps
     jobs = ReminderJobs(
         session_factory=deps.session_factory,
@@ -34,6 +33,8 @@ async def firing(host: Host) -> ReminderJobs:
 
 
 async def fire_due(host: Host) -> Any:
+    from tools.reminders.firing import REMINDERS
+
     jobs = host.part(REMINDERS)
     report = await jobs.tick()
     jobs.arm()  # after the start-up catch-up: from now on each reminder fires on its second
@@ -41,29 +42,48 @@ async def fire_due(host: Host) -> Any:
 
 
 def asked_first(host: Host) -> Gate:
+    from tools.hooks import Only
+    from tools.reminders.asked import AskedFirst
+    from tools.reminders.tool import ScheduleParams
+
     endpoint = host.deps.endpoint
     asked = AskedFirst(host.deps.session_factory, endpoint.parameters if endpoint else None)
     return Only((ScheduleParams,), asked)
 
 
 async def check(host: Host) -> list[Any]:
+    from tools.reminders import doctor
+
     return await doctor.reminder_checks(host.deps.session_factory, host.deps.clock())
 
 
-FEATURE = Feature(
-    name="reminders",
-    tools=(TOOL,),
-    models=(ScheduledJob, JobRun, ReminderPrefs),
-    commands=(
-        Command("reminders", "your reminders and tasks", commands.reminders, args="[history]"),
-        Command(
-            "quiet", "hold reminders back during those hours", commands.quiet, args="HH:MM-HH:MM"
+def setup() -> Setup:
+    from tools.hooks import Always
+    from tools.reminders import commands
+    from tools.reminders.firing import EVERY, JOB_ID, REMINDERS, ReminderJobs
+    from tools.reminders.models import JobRun, ReminderPrefs, ScheduledJob
+    from tools.reminders.tool import TOOL
+    from tools.reminders.undo import UndoButtons
+
+    return Setup(
+        tools=(TOOL,),
+        models=(ScheduledJob, JobRun, ReminderPrefs),
+        commands=(
+            Command("reminders", "your reminders and tasks", commands.reminders, args="[history]"),
+            Command(
+                "quiet",
+                "hold reminders back during those hours",
+                commands.quiet,
+                args="HH:MM-HH:MM",
+            ),
         ),
-    ),
-    press=commands.press,
-    jobs=(Job(JOB_ID, "deliver due reminders and scheduled tasks", EVERY, fire_due),),
-    parts=(Provide(REMINDERS, firing, ReminderJobs.stop, on_start=True),),
-    gates=(asked_first,),
-    turns=(lambda host: Always(UndoButtons()),),
-    doctor=check,
-)
+        press=commands.press,
+        jobs=(Job(JOB_ID, "deliver due reminders and scheduled tasks", EVERY, fire_due),),
+        parts=(Provide(REMINDERS, firing, ReminderJobs.stop, on_start=True),),
+        gates=(asked_first,),
+        turns=(lambda host: Always(UndoButtons()),),
+        doctor=check,
+    )
+
+
+FEATURE = Feature(name="reminders", setup=setup)

@@ -76,7 +76,7 @@ def _answer_command(router: Router, feature: Feature, declared: Command) -> None
 
 
 def _answer_presses(router: Router, feature: Feature) -> None:
-    press = feature.press
+    press = feature.adds.press
     if press is None:
         return
 
@@ -109,7 +109,7 @@ def _answer_presses(router: Router, feature: Feature) -> None:
 def build_router(features: tuple[Feature, ...]) -> Router:
     router = use_user(Router(name="features"))
     for feature in features:
-        for command in feature.commands:
+        for command in feature.adds.commands:
             _answer_command(router, feature, command)
         _answer_presses(router, feature)
     return router
