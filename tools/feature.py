@@ -1,9 +1,10 @@
 """What a feature is: one declaration in its own folder, listed once in bot/features.py.
 
-A feature declares its settings slice, its tools, its tables, its commands (rendered by both
-Telegram and the terminal), its buttons, its scheduled jobs, its long-lived parts (typed
-keys), its model wrappers, per-request hooks and before-tool gates (tools/hooks.py), its
-prompt context and its doctor check; its per-request state is a Slot (tools/state.py). The
+A feature declares its settings slice and a setup that imports the rest and returns what
+it adds (Setup): its tools, its tables, its commands (rendered by both Telegram and the
+terminal), its buttons, its scheduled jobs, its long-lived parts (typed keys), its model
+wrappers, per-request hooks and before-tool gates (tools/hooks.py), its prompt context and
+its doctor check; its per-request state is a Slot (tools/state.py). The
 app derives everything else from the list: the settings class, Alembic's metadata, the
 command menu and both /help's, the scheduler's jobs, the doctor, the system prompt's tool
 lines, the model's wrappers, the agent's hooks and gates. CONTRIBUTING.md walks through adding one.
