@@ -10,7 +10,7 @@ import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -25,7 +25,6 @@ from bot.logs import Scrubber
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import SchemaMismatch, require_schema, upgrade
 from db.repos.core import Recipient
-from scheduler.setup import JobSpec
 from tools.base import Clock, ModelEndpoint, ToolDeps, system_clock
 from tools.chat import METERING, ChatModel
 from tools.feature import Deliver, Feature, Provide
@@ -33,6 +32,10 @@ from tools.hooks import HISTORY, MARKS, PERIODS, File, Gates, Marks, NoPeriods
 from tools.registry import Registry, build_registry
 from tools.state import Key
 from tools.tokens import release as release_tokenizer
+
+if TYPE_CHECKING:
+    # apscheduler: only for what runs the jobs (`run`, `chat`), not every app that is built
+    from scheduler.setup import JobSpec
 
 log = logging.getLogger(__name__)
 

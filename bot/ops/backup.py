@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from sqlalchemy.engine import make_url
 
@@ -29,8 +29,10 @@ from bot.config import Settings
 from bot.errors import SidekickError
 from bot.ops.preflight import sqlite_file
 from bot.ops.runlock import LOCK_FILE
-from scheduler.setup import JobSpec
 from tools.base import CheckResult
+
+if TYPE_CHECKING:
+    from scheduler.setup import JobSpec
 
 log = logging.getLogger(__name__)
 
