@@ -15,9 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.config import Settings
-from bot.dashboard.probe import status_line
 from bot.logs import RUN_LOG, Scrubber
-from bot.ops.backup import archives, modified
 from bot.ops.preflight import sqlite_file
 from bot.ops.runlock import holder
 
@@ -92,6 +90,8 @@ async def database_lines(settings: Settings, now: datetime) -> list[str]:
 
 
 def backup_line(settings: Settings, now: datetime) -> str:
+    from bot.ops.backup import archives, modified
+
     found = archives(settings)
     if not found:
         how = "BACKUP_KEEP=N makes one a day" if not settings.backup_keep else "none made yet"
@@ -133,6 +133,10 @@ def disk_line(settings: Settings) -> str:
 
 
 async def print_status(settings: Settings, now: datetime | None = None) -> int:
+    # Here, not at the top: `sidekick logs` shares this module and needs neither (they
+    # bring in the database layer).
+    from bot.dashboard.probe import status_line
+
     now = now or datetime.now(UTC)
     missing = no_database(settings)
     lines = [
