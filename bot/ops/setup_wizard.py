@@ -21,7 +21,6 @@ from pathlib import Path
 import httpx
 from pydantic import SecretStr
 
-from bot.access.gate import owner_code
 from bot.llm.settings import ModelSettings, split_models
 from bot.media.settings import bearer
 from bot.ops.envfile import mask, read_env, set_values
@@ -276,6 +275,10 @@ class Wizard:
                 break
             self.p.say("  a Telegram id is a number (or type 'learn')")
         if got == "learn":
+            # Here: the access list's module brings the database layer, which the first
+            # `make run`'s `setup --if-needed` (nothing to ask, most times) has no use for.
+            from bot.access.gate import owner_code
+
             self.save({"ALLOWED_USER_IDS": ",".join(ids[1:])})
             token = self.get("TELEGRAM_BOT_TOKEN")
             code = owner_code(token) if token else "(printed by `sidekick run` at start)"
