@@ -234,7 +234,7 @@ async def test_doctor_shows_todays_spend_and_budget_state(
 ) -> None:
     from bot.usage.feature import FEATURE
 
-    assert FEATURE.doctor is not None
+    assert FEATURE.adds.doctor is not None
     settings = make_settings(
         tmp_path,
         fake_llm,
@@ -246,7 +246,7 @@ async def test_doctor_shows_todays_spend_and_budget_state(
     try:
         fake_llm.add(Text("ok", usage=usage(1000, 100)))
         await app.agent.handle(ask("hello"))
-        checks = {c.name: c for c in await FEATURE.doctor(app)}
+        checks = {c.name: c for c in await FEATURE.adds.doctor(app)}
         assert checks["usage today"].detail == "1 call · 1,000 tokens in · 100 out · $0.0012"
         budget = checks["budget"]
         assert not budget.ok and "today $0.0012 of $0.001 (120%)" in budget.detail

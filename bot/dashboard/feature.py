@@ -15,6 +15,25 @@ if TYPE_CHECKING:
     from tools.base import CheckResult
 
 
+async def start(host: Host) -> Dashboard:
+    from bot.dashboard.auth import Tokens
+    from bot.dashboard.part import Dashboard
+
+    deps = host.deps
+    settings = deps.settings_for(DashboardSettings)
+    tokens = Tokens(deps.session_factory, deps.clock)
+    if not settings.dashboard_enabled:
+        return Dashboard(settings, tokens, "off")
+    from bot.dashboard.server import serve  # aiohttp and the pages: only when switched on
+
+    return await serve(host, settings, tokens)
+
+
+async def stop(dashboard: Dashboard) -> None:
+    if dashboard.runner is not None:
+        await dashboard.runner.cleanup()
+
+
 async def served(host: Host) -> Dashboard:
     """The server as the chat's menu (MenuApp) and the webhook's pages (WebPages) see it."""
     from bot.dashboard.part import DASHBOARD
@@ -31,7 +50,7 @@ async def check(host: Host) -> list[CheckResult]:
 def setup() -> Setup:
     from bot.dashboard import commands
     from bot.dashboard.models import DashboardToken
-    from bot.dashboard.part import DASHBOARD, start, stop
+    from bot.dashboard.part import DASHBOARD
 
     return Setup(
         models=(DashboardToken,),

@@ -1,21 +1,20 @@
 """The dashboard as the app's part (tools/feature.py Provide): the server's state, the chat's
-menu (MenuApp) and the webhook's pages (WebPages). The server itself (server.py: aiohttp and
-the pages) is imported only when DASHBOARD switches it on."""
+menu (MenuApp) and the webhook's pages (WebPages). Apart from the server (server.py: aiohttp
+and the pages), which the feature's builder imports only when DASHBOARD switches it on."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.dashboard.auth import Tokens
-from bot.dashboard.settings import DashboardSettings
-from tools.feature import Host, WebApp
+from tools.feature import WebApp, WebPages
 from tools.state import Key
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from bot.dashboard.server import Site
+    from bot.dashboard.auth import Tokens
+    from bot.dashboard.settings import DashboardSettings
 
 
 @dataclass
@@ -27,7 +26,7 @@ class Dashboard:
     state: str  # serving | off | failed: ...
     port: int | None = None
     runner: web.AppRunner | None = None
-    site: Site | None = None  # served by the webhook's server (DASHBOARD=on in webhook mode)
+    site: WebPages | None = None  # served by the webhook's server (DASHBOARD=on in webhook mode)
 
     @property
     def url(self) -> str:
@@ -53,19 +52,3 @@ class Dashboard:
 
 DASHBOARD: Key[Dashboard] = Key("dashboard.server")
 MENU_LABEL = "Dashboard"
-
-
-async def start(host: Host) -> Dashboard:
-    deps = host.deps
-    settings = deps.settings_for(DashboardSettings)
-    tokens = Tokens(deps.session_factory, deps.clock)
-    if not settings.dashboard_enabled:
-        return Dashboard(settings, tokens, "off")
-    from bot.dashboard.server import serve  # aiohttp and the pages: only when switched on
-
-    return await serve(host, settings, tokens)
-
-
-async def stop(dashboard: Dashboard) -> None:
-    if dashboard.runner is not None:
-        await dashboard.runner.cleanup()
