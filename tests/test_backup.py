@@ -194,9 +194,7 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A real install's backup (this checkout's code), and its home."""
     home = tmp_path_factory.mktemp("made")
     (home / ".env").write_text("LLM_MODEL=m\n")
-    proc = sidekick(home, "bot.cli", "migrate", PYTHONPATH=str(ROOT))
-    assert proc.returncode == 0, proc.stderr
-    db = home / "data" / "sidekick.db"
+    db = migrated_copy(home / "data")
     conn = sqlite3.connect(db)
     with conn:
         conn.execute(
