@@ -218,7 +218,6 @@ class App:
         await self.llm.close()
         await self.http.aclose()
         await self.engine.dispose()
-        heap.thaw()
 
 
 async def migrated(

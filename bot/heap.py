@@ -42,13 +42,14 @@ def freeze() -> None:
     """Moves what start-up built (modules, the app, the warmed models) out of the
     collector's reach: every full collection would otherwise walk them all again, a cost
     bench/overhead.py's concurrent phase shows. Collecting first leaves no garbage frozen;
-    objects frozen here that die later are freed by their reference counts, and only
-    cycles among them wait for thaw()."""
+    objects frozen here that die later are freed by their reference counts.
+
+    Once per process: a process that builds one App after another (the tests) would
+    otherwise collect its whole heap at every build, and would have to hand everything
+    back to the collector at each close. A later App's objects stay with the collector,
+    freed like any others when it is dropped; only cycles among the first App's objects
+    outlive it."""
+    if gc.get_freeze_count():
+        return
     gc.collect()
     gc.freeze()
-
-
-def thaw() -> None:
-    """Hands the frozen objects back to the collector (at close: an App dropped in a
-    process that goes on, as in the tests, is collected like any other)."""
-    gc.unfreeze()

@@ -166,12 +166,19 @@ def make_settings(tmp_path: Path, fake_llm: FakeOpenAI | None = None, **extra: A
         **extra,
     }
     settings = load_settings(**values)
-    db_file = settings.data_dir / "sidekick.db"
-    if settings.database_url is None and not db_file.exists():
-        settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        shutil.copyfile(migrated_template(), db_file)
-        _copies[db_file.resolve()] = _stamp(db_file)
+    if settings.database_url is None and not (settings.data_dir / "sidekick.db").exists():
+        migrated_copy(settings.data_dir)
     return settings
+
+
+def migrated_copy(data_dir: Path) -> Path:
+    """DATA_DIR/sidekick.db as a copy of the template: the database `sidekick migrate`
+    makes (the same tables, views and triggers), for a test of something else."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    db_file = data_dir / "sidekick.db"
+    shutil.copyfile(migrated_template(), db_file)
+    _copies[db_file.resolve()] = _stamp(db_file)
+    return db_file
 
 
 # The databases make_settings copied from the template, as they were then: one changed

@@ -20,15 +20,14 @@ from bot.ops.cli import operations_results, unit_text
 from bot.ops.restore import restore
 from bot.ops.runlock import LOCK_FILE
 from db.engine import create_engine
-from tests.conftest import pg_only, sqlite_only
+from tests.conftest import migrated_copy, pg_only, sqlite_only
 from tests.test_config import sidekick
 
 
 def migrated(home: Path) -> Path:
-    """A database made by `sidekick migrate`, with rows in it, and a user file beside it."""
-    proc = sidekick(home, "bot.cli", "migrate")
-    assert proc.returncode == 0, proc.stderr
-    db = home / "data" / "sidekick.db"
+    """A migrated database (what `sidekick migrate` makes), with rows in it, and a user file
+    beside it."""
+    db = migrated_copy(home / "data")
     conn = sqlite3.connect(db)
     with conn:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -195,9 +194,7 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A real install's backup (this checkout's code), and its home."""
     home = tmp_path_factory.mktemp("made")
     (home / ".env").write_text("LLM_MODEL=m\n")
-    proc = sidekick(home, "bot.cli", "migrate", PYTHONPATH=str(ROOT))
-    assert proc.returncode == 0, proc.stderr
-    db = home / "data" / "sidekick.db"
+    db = migrated_copy(home / "data")
     conn = sqlite3.connect(db)
     with conn:
         conn.execute(

@@ -21,6 +21,7 @@ from tests.test_config import sidekick
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "upgrade"
+NOWHERE = "http://127.0.0.1:9/v1"  # as tests/conftest.py make_settings has it
 NAMES = sorted(p.name.removesuffix(".db.gz") for p in FIXTURES.glob("*.db.gz"))
 
 
@@ -34,8 +35,12 @@ def unpack(name: str, tmp_path: Path) -> Path:
 
 
 def migrate(tmp_path: Path, *args: str) -> tuple[int, str, str]:
-    # This checkout's code, whatever an editable install elsewhere points at.
-    proc = sidekick(tmp_path, "bot.cli", *(args or ("migrate",)), PYTHONPATH=str(ROOT))
+    # This checkout's code, whatever an editable install elsewhere points at. The doctor
+    # probes the model's endpoint (and speech on it): a closed port on loopback refuses at
+    # once, where the default one would be looked up and tried on the internet.
+    proc = sidekick(
+        tmp_path, "bot.cli", *(args or ("migrate",)), PYTHONPATH=str(ROOT), LLM_BASE_URL=NOWHERE
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 

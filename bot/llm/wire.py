@@ -14,6 +14,7 @@ error text work the same for streamed and plain calls.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import ssl
@@ -148,10 +149,12 @@ def request_headers(api_key: str) -> dict[str, str]:
     return headers
 
 
+@functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """The system's CA store (SSL_CERT_FILE/SSL_CERT_DIR honoured), as the SDK's HTTP
     client used, so a provider behind a locally trusted CA still verifies; certifi's bundle
-    when the system has none."""
+    when the system has none. One per process, shared by every Endpoint (the chat model,
+    speech, each App a test builds): loading the store is most of a client's set-up cost."""
     ctx = ssl.create_default_context()
     if not ctx.cert_store_stats()["x509_ca"]:
         import certifi

@@ -79,7 +79,8 @@ async def test_status_and_logs_beside_a_running_bot(
         )  # fmt: skip
         assert follow.stdout is not None
         # A line that holds a secret (written by hand, or before the key was a setting):
-        # shown masked. Appended until the follower, which starts at the end, has shown it.
+        # shown masked. Appended until the follower, which starts at the end, has shown it
+        # (again each half second: the lines written before it started are not shown).
         seen = ""
 
         async def shows_it() -> None:
@@ -88,7 +89,7 @@ async def test_status_and_logs_beside_a_running_bot(
                 with (data / "sidekick.log").open("a") as log:
                     log.write(f"2026-01-01 00:00:00 INFO test: the key was {KEY} here\n")
                 try:
-                    line = await asyncio.wait_for(follow.stdout.readline(), 2.0)  # type: ignore[union-attr]
+                    line = await asyncio.wait_for(follow.stdout.readline(), 0.5)  # type: ignore[union-attr]
                 except TimeoutError:
                     continue
                 seen += line.decode()
