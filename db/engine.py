@@ -298,16 +298,19 @@ def is_postgres(bind: AsyncEngine | AsyncSession | Connection | AsyncConnection)
 
 async def in_transaction(engine: AsyncEngine, unit: Callable[[Connection], _T]) -> _T:
     """`unit` in one transaction on a connection of `engine`, its statements written as
-    SQLAlchemy's plain (sync) Core: the whole unit runs in one greenlet (`run_sync`), where
-    each `AsyncConnection.execute`, and the begin and the commit, would each start one of
-    their own and proxy its result: CPU on the writes every message makes. The statements
-    still run on the driver (aiosqlite's thread, asyncpg), as every other."""
-    async with engine.connect() as conn:
-        return await conn.run_sync(_in_transaction, unit)
+    SQLAlchemy's plain (sync) Core. The whole unit runs in one greenlet (`run_sync`), the
+    connection's return to the pool too: `AsyncConnection.execute`, begin and commit would
+    each start a greenlet of their own and proxy its result, and `async with` closes the
+    connection in a task of its own; CPU on the writes every message makes. The
+    statements still run on the driver (aiosqlite's thread, asyncpg), as every other. A
+    cancelled unit rolls back and returns its connection on its way out, as a `with`
+    block does."""
+    conn = await engine.connect()
+    return await conn.run_sync(_in_transaction, unit)
 
 
 def _in_transaction(conn: Connection, unit: Callable[[Connection], _T]) -> _T:
-    with conn.begin():
+    with conn, conn.begin():
         return unit(conn)
 
 
