@@ -20,13 +20,23 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar, Unpack, cast
 
-from sqlalchemy import BigInteger, Executable, Row, Table, bindparam, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Executable,
+    Row,
+    Table,
+    bindparam,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from db.engine import SessionFactory, engine_of
 from db.models.core import SHOWN, ChatSession, Message, ToolCallRecord, User
@@ -268,16 +278,33 @@ class Conversation(Protocol):
         ...
 
 
+async def in_transaction(engine: AsyncEngine, unit: Callable[[Connection], _T]) -> _T:
+    """`unit` in one transaction on a connection of `engine` (a conversation's records, the
+    inbox's claims and done marks), its statements written as SQLAlchemy's plain (sync)
+    Core. The whole unit runs in one greenlet (`run_sync`), the connection's return to the
+    pool too: `AsyncConnection.execute`, begin and commit would each start a greenlet of
+    their own and proxy its result, and `async with` closes the connection in a task of its
+    own; CPU on the writes every message makes. The statements still run on the driver
+    (aiosqlite's thread, asyncpg), as every other. A cancelled unit rolls back and returns
+    its connection on its way out, as a `with` block does."""
+    conn = await engine.connect()
+    return await conn.run_sync(_in_transaction, unit)
+
+
+def _in_transaction(conn: Connection, unit: Callable[[Connection], _T]) -> _T:
+    with conn, conn.begin():
+        return unit(conn)
+
+
 class SqlConversation:
     """Holds nothing of its own: the engine belongs to whoever built the session factory."""
 
     def __init__(self, session_factory: SessionFactory) -> None:
         self._engine = engine_of(session_factory)
 
-    async def _run(self, unit: Callable[[AsyncConnection], Awaitable[_T]]) -> _T:
-        """`unit` in one transaction."""
-        async with self._engine.begin() as conn:
-            return await unit(conn)
+    async def _run(self, unit: Callable[[Connection], _T]) -> _T:
+        """`unit` in one transaction (in_transaction)."""
+        return await in_transaction(self._engine, unit)
 
     async def begin_turn(
         self,
@@ -294,24 +321,24 @@ class SqlConversation:
     ) -> Started:
         chat = chat_scope(telegram_id, chat_id)
 
-        async def unit(c: AsyncConnection) -> Started:
+        def unit(c: Connection) -> Started:
             read = LOCAL_START_READ if telegram_id is None else START_READ
-            row = (await c.execute(read, {"telegram_id": telegram_id, "chat_id": chat})).first()
+            row = c.execute(read, {"telegram_id": telegram_id, "chat_id": chat}).first()
             if row is None:
                 values = {"telegram_id": telegram_id, "name": user_name, "created_at": now}
-                uid = (await c.execute(_ADD_USER, values)).scalar_one()
+                uid = c.execute(_ADD_USER, values).scalar_one()
                 user = TurnUser(uid, telegram_id, user_name, None)
                 session_id, started = None, None
             else:
                 uid, name, tz_name, session_id, started = row
                 if user_name and name != user_name:
-                    await c.execute(update(User).where(User.id == uid).values(name=user_name))
+                    c.execute(update(User).where(User.id == uid).values(name=user_name))
                     name = user_name
                 user = TurnUser(uid, telegram_id, name, tz_name)
             # A message after the split time opens a new session even if the scheduler has
             # not archived the old one yet (it writes the old one's summary).
             if session_id is not None and period_over(cast(datetime, started), user.timezone):
-                await c.execute(
+                c.execute(
                     update(ChatSession)
                     .where(ChatSession.id == session_id, ChatSession.ended_at.is_(None))
                     .values(ended_at=now)
@@ -321,7 +348,7 @@ class SqlConversation:
             if session_id is None:
                 name = repo.default_session_name(now)
                 new = {"user_id": user.id, "name": name, "started_at": now, "chat_id": chat}
-                session_id = (await c.execute(_ADD_SESSION, new)).scalar_one()
+                session_id = c.execute(_ADD_SESSION, new).scalar_one()
             message: MessageFields = {
                 "session_id": session_id,
                 "user_id": user.id,
@@ -333,8 +360,8 @@ class SqlConversation:
                 "chat_id": chat,
                 "kind": kind,
             }
-            message_id = (await c.execute(ADD_MESSAGE, message_params(message))).scalar_one()
-            return Started(user, session_id, message_id, await _history(c, session_id))
+            message_id = c.execute(ADD_MESSAGE, message_params(message)).scalar_one()
+            return Started(user, session_id, message_id, _history(c, session_id))
 
         return await self._run(unit)
 
@@ -364,11 +391,11 @@ class SqlConversation:
                 }
             )
 
-        async def unit(c: AsyncConnection) -> None:
+        def unit(c: Connection) -> None:
             rows = [message("assistant", content, calls=json.dumps(wire_calls))]
             rows += [message("tool", r.text, result=r) for r in results]
-            await c.execute(ADD_MESSAGES, rows)
-            await c.execute(resume.LANDED, {"request_id": turn.request_id})
+            c.execute(ADD_MESSAGES, rows)
+            c.execute(resume.LANDED, {"request_id": turn.request_id})
             if results:
                 audit = [
                     {
@@ -386,8 +413,8 @@ class SqlConversation:
                     }
                     for r in results
                 ]
-                await c.execute(_ADD_TOOL_CALL, audit)
-            await _write(c, writes)
+                c.execute(_ADD_TOOL_CALL, audit)
+            _write(c, writes)
 
         await self._run(unit)
 
@@ -403,9 +430,9 @@ class SqlConversation:
             "now": now,
         }
 
-        async def unit(c: AsyncConnection) -> None:
-            await _write(c, writes)
-            await c.execute(ADD_MESSAGES, message_params(message))
+        def unit(c: Connection) -> None:
+            _write(c, writes)
+            c.execute(ADD_MESSAGES, message_params(message))
 
         await self._run(unit)
 
@@ -415,14 +442,14 @@ class SqlConversation:
         row = {"request_id": turn.request_id, "call_id": call_id,
                "message": json.dumps(message), "started_at": now}  # fmt: skip
 
-        async def unit(c: AsyncConnection) -> None:
-            await c.execute(resume.ADD_IN_FLIGHT, row)
+        def unit(c: Connection) -> None:
+            c.execute(resume.ADD_IN_FLIGHT, row)
 
         await self._run(unit)
 
     async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
         async with self._engine.connect() as conn:
-            return await _history(conn, session_id, limit)
+            return await conn.run_sync(_history, session_id, limit)
 
     async def unfinished(self, message_id: int) -> Unfinished | None:
         async with self._engine.connect() as c:
@@ -448,13 +475,13 @@ class SqlConversation:
         )  # fmt: skip
 
 
-async def _history(c: AsyncConnection, session_id: int, limit: int = HISTORY_ROWS) -> list[Any]:
-    rows = list((await c.execute(HISTORY, {"session_id": session_id, "limit": limit})).all())
+def _history(c: Connection, session_id: int, limit: int = HISTORY_ROWS) -> list[Any]:
+    rows = list(c.execute(HISTORY, {"session_id": session_id, "limit": limit}).all())
     rows.reverse()
     return rows
 
 
-async def _write(c: AsyncConnection, writes: Sequence[RecordWrite]) -> None:
+def _write(c: Connection, writes: Sequence[RecordWrite]) -> None:
     for w in writes:
         if w.rows:
-            await c.execute(w.statement, list(w.rows))
+            c.execute(w.statement, list(w.rows))

@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.prompt import (
     context_size,
@@ -57,7 +58,7 @@ from bot.sessions.summary import (
     line_cost,
 )
 from db.conversation import HISTORY_ROWS, HistoryRow
-from db.engine import SessionFactory
+from db.engine import SessionFactory, engine_of
 from tools.base import Clock, RequestContext, TextModel
 from tools.chat import ChatModel
 from tools.model_call import ModelCall
@@ -392,13 +393,17 @@ class Compressor:
         about what it shows; and a message after one this process answered reads only the
         summary's row: the window kept from then is extended by the rows `read`, when they
         prove it still holds (_Newest.extended)."""
-        async with self.session_factory() as s:
+        # A Core connection, not an ORM session: this runs at every message of a long
+        # session, and a session's set-up and tear-down cost more than its statement. The
+        # summary's row, read only when no kept window holds, is the one ORM read: a session
+        # on the same connection.
+        async with engine_of(self.session_factory).connect() as s:
             summary_id = await repo.latest_verified_id(s, session_id)
             kept = self.windows.pop(session_id, None)
             got = kept.extended(read) if kept and kept.summary_id == summary_id else None
             after = got.after if got else 0
             if got is None:
-                done = await s.get(SessionCompression, summary_id) if summary_id else None
+                done = await self._compression(s, summary_id) if summary_id else None
                 after = done.last_message_id if done else 0
                 got = _Newest(record_text(done) if done else "", done.last_turn if done else 0)
                 got.summary_id, got.after = summary_id, after
@@ -428,6 +433,10 @@ class Compressor:
             del self.windows[next(iter(self.windows))]
         self.windows[session_id] = got
         return got
+
+    async def _compression(self, conn: AsyncConnection, id_: int) -> SessionCompression | None:
+        async with self.session_factory(bind=conn) as s:
+            return await s.get(SessionCompression, id_)
 
     async def fit(
         self, session_id: int, budget: int, chunk: int, read: Prefetched | None = None
@@ -536,8 +545,8 @@ class Compressor:
     async def _worth_trying(self, session_id: int) -> bool:
         """Asked before the range is read: after a rejected summary, try again only once the
         session has grown well since (counted in SQL)."""
-        async with self.session_factory() as s:
-            grown = await repo.since_rejected(s, session_id)
+        async with engine_of(self.session_factory).connect() as c:  # as _newest's
+            grown = await repo.since_rejected(c, session_id)
         return grown is None or grown >= RETRY_AFTER_MESSAGES
 
     async def _compress(

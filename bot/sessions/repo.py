@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, and_, bindparam, case, func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from bot.sessions.models import SessionArchive, SessionCompression
 from db.models.core import SHOWN, ChatSession, Message, User
@@ -254,7 +254,7 @@ _SINCE_REJECTED = (
 )
 
 
-async def since_rejected(s: AsyncSession, session_id: int) -> int | None:
+async def since_rejected(s: AsyncSession | AsyncConnection, session_id: int) -> int | None:
     """How many messages the session has had since its newest compression was rejected;
     None when it has none or that one was verified. One statement: a session whose summaries
     keep failing asks at every message."""
@@ -268,7 +268,7 @@ _LATEST_VERIFIED_ID = (
 )
 
 
-async def latest_verified_id(s: AsyncSession, session_id: int) -> int:
+async def latest_verified_id(s: AsyncSession | AsyncConnection, session_id: int) -> int:
     """The id of the session's newest verified compression (0: none), without loading it:
     what a kept window is checked against on every message of a long session."""
     return int((await s.execute(_LATEST_VERIFIED_ID, {"sid": session_id})).scalar_one())
@@ -298,7 +298,11 @@ _COUNT = _in_range(
 
 
 async def newest_messages(
-    s: AsyncSession, session_id: int, after_id: int, before_id: int | None, limit: int
+    s: AsyncSession | AsyncConnection,
+    session_id: int,
+    after_id: int,
+    before_id: int | None,
+    limit: int,
 ) -> list[Any]:
     """Up to `limit` of the session's newest messages with `after_id` < id < `before_id`
     (None: no upper bound), oldest first, as plain rows of the SHOWN columns."""
@@ -307,7 +311,7 @@ async def newest_messages(
 
 
 async def count_messages(
-    s: AsyncSession, session_id: int, after_id: int, before_id: int
+    s: AsyncSession | AsyncConnection, session_id: int, after_id: int, before_id: int
 ) -> tuple[int, int]:
     """How many of the session's messages with `after_id` < id < `before_id` there are, and
     how many of them are the person's turns: counted in SQL, not read."""

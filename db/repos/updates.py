@@ -14,6 +14,7 @@ from sqlalchemy import bindparam, delete, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db.conversation import in_transaction
 from db.engine import SessionFactory, engine_of
 from db.models.core import Message, User
 from db.models.inbox import TelegramUpdate
@@ -59,8 +60,8 @@ async def claim_all(sf: SessionFactory, rows: Sequence[dict[str, Any]]) -> list[
     which."""
     if len(rows) > 1:
         try:
-            async with engine_of(sf).begin() as c:
-                await c.execute(CLAIM, list(rows))
+            batch = list(rows)
+            await in_transaction(engine_of(sf), lambda c: c.execute(CLAIM, batch))
             return [True] * len(rows)
         except IntegrityError:
             pass
@@ -71,8 +72,7 @@ async def _claim(sf: SessionFactory, row: dict[str, Any]) -> bool:
     try:
         # A Core connection, not an ORM session: this and `finish` run for every update,
         # and the session's set-up and tear-down cost more than the statement.
-        async with engine_of(sf).begin() as c:
-            await c.execute(CLAIM, row)
+        await in_transaction(engine_of(sf), lambda c: c.execute(CLAIM, row))
         return True
     except IntegrityError:
         return False
@@ -109,8 +109,8 @@ FINISH = (
 
 async def finish(sf: SessionFactory, update_id: int) -> None:
     """The update was handled: it is not taken up again, and its JSON is dropped."""
-    async with engine_of(sf).begin() as c:  # as `claim`: one statement, no ORM session
-        await c.execute(FINISH, {"uid": update_id})
+    # As `claim`: one statement, no ORM session.
+    await in_transaction(engine_of(sf), lambda c: c.execute(FINISH, {"uid": update_id}))
 
 
 async def waiting(s: AsyncSession, since: datetime, before: datetime) -> list[Waiting]:
