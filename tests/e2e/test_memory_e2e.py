@@ -10,6 +10,7 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from bot.agent.prompt import context_of
+from bot.sessions.background import ARCHIVE
 from bot.telegram.delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
@@ -42,6 +43,9 @@ async def test_fact_is_recalled_after_newsession(tg: TG) -> None:
     tg.llm.add(Text("The user shared a medical fact."))
     await tg.send(OWNER, "/newsession")
     assert "new session" in (await tg.reply(OWNER)).text.lower()
+    # The old session's summary is written in the background: it takes its queued answer
+    # before the next message's model call can.
+    await tg.app.part(ARCHIVE).idle()
 
     tg.llm.add(
         Calls([("memory", {"action": "recall", "query": "medicine allergies"})]),
