@@ -60,7 +60,10 @@ async def claim_all(sf: SessionFactory, rows: Sequence[dict[str, Any]]) -> list[
     which."""
     if len(rows) > 1:
         try:
-            batch = list(rows)
+            # In update-id order: two workers' batches of the same updates (a retry that
+            # landed on the other) then take the keys in one order, so on PostgreSQL the
+            # later waits for the earlier and is refused, where opposite orders deadlock.
+            batch = sorted(rows, key=lambda r: int(r["update_id"]))
             await in_transaction(engine_of(sf), lambda c: c.execute(CLAIM, batch))
             return [True] * len(rows)
         except IntegrityError:

@@ -6,6 +6,7 @@ the others are answered."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 from sqlalchemy import select
@@ -81,3 +82,21 @@ async def test_one_taken_before_is_skipped_and_the_others_are_answered(tg: TG) -
     assert rows[ids[0]] and rows[ids[2]]  # handled: done
     assert rows[taken] is False  # the other worker's, left to it
     assert tg.server.sent_to(OTHER) == []
+
+
+async def test_two_workers_holding_the_same_updates_in_opposite_orders_claim_each_once(
+    tg: TG,
+) -> None:
+    """Two workers may hold one batch of updates in any order (Telegram's retry landed on
+    the other): each update is claimed by exactly one of them, and neither write fails (on
+    PostgreSQL, two multi-row INSERTs taking the same keys in opposite orders deadlock)."""
+    now = datetime.now(UTC)
+    rows = [updates.claim_row(900_000 + i, OWNER, now, None) for i in range(3000)]
+    # Both workers' connections open first, so their writes run at the same time.
+    await asyncio.gather(*(updates.claim_all(tg.app.session_factory, [r]) for r in rows[:2]))
+    rows = rows[2:]
+    first, second = await asyncio.gather(
+        updates.claim_all(tg.app.session_factory, rows),
+        updates.claim_all(tg.app.session_factory, rows[::-1]),
+    )
+    assert [a + b for a, b in zip(first, second[::-1], strict=True)] == [1] * len(rows)
