@@ -36,9 +36,9 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from db.engine import SessionFactory, engine_of
+from db.engine import SessionFactory, engine_of, in_transaction
 from db.models.core import SHOWN, ChatSession, Message, ToolCallRecord, User
 from db.repos import core as repo
 from db.repos import resume
@@ -276,24 +276,6 @@ class Conversation(Protocol):
         """The turn of this stored user message as recorded, to continue it; None when
         there is no such message (or its user is gone)."""
         ...
-
-
-async def in_transaction(engine: AsyncEngine, unit: Callable[[Connection], _T]) -> _T:
-    """`unit` in one transaction on a connection of `engine` (a conversation's records, the
-    inbox's claims and done marks), its statements written as SQLAlchemy's plain (sync)
-    Core. The whole unit runs in one greenlet (`run_sync`), the connection's return to the
-    pool too: `AsyncConnection.execute`, begin and commit would each start a greenlet of
-    their own and proxy its result, and `async with` closes the connection in a task of its
-    own; CPU on the writes every message makes. The statements still run on the driver
-    (aiosqlite's thread, asyncpg), as every other. A cancelled unit rolls back and returns
-    its connection on its way out, as a `with` block does."""
-    conn = await engine.connect()
-    return await conn.run_sync(_in_transaction, unit)
-
-
-def _in_transaction(conn: Connection, unit: Callable[[Connection], _T]) -> _T:
-    with conn, conn.begin():
-        return unit(conn)
 
 
 class SqlConversation:

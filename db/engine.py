@@ -21,7 +21,7 @@ import types
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import sqlite_vec
@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 SessionFactory = async_sessionmaker[AsyncSession]
+_T = TypeVar("_T")
 BUSY_TIMEOUT_S = 10  # how long a SQLite writer waits for the write lock before failing
 MMAP_BYTES = 256 * 1024 * 1024  # of a database file read through a memory map (the rest: read())
 
@@ -293,6 +294,24 @@ def is_postgres(bind: AsyncEngine | AsyncSession | Connection | AsyncConnection)
         assert engine is not None, "session not bound to an engine"
         return is_postgres(engine)
     return bind.dialect.name == "postgresql"
+
+
+async def in_transaction(engine: AsyncEngine, unit: Callable[[Connection], _T]) -> _T:
+    """`unit` in one transaction on a connection of `engine` (a conversation's records, the
+    inbox's claims and done marks), its statements written as SQLAlchemy's plain (sync)
+    Core. The whole unit runs in one greenlet (`run_sync`), the connection's return to the
+    pool too: `AsyncConnection.execute`, begin and commit would each start a greenlet of
+    their own and proxy its result, and `async with` closes the connection in a task of its
+    own; CPU on the writes every message makes. The statements still run on the driver
+    (aiosqlite's thread, asyncpg), as every other. A cancelled unit rolls back and returns
+    its connection on its way out, as a `with` block does."""
+    conn = await engine.connect()
+    return await conn.run_sync(_in_transaction, unit)
+
+
+def _in_transaction(conn: Connection, unit: Callable[[Connection], _T]) -> _T:
+    with conn, conn.begin():
+        return unit(conn)
 
 
 def engine_of(factory: SessionFactory) -> AsyncEngine:

@@ -14,8 +14,7 @@ from sqlalchemy import bindparam, delete, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.conversation import in_transaction
-from db.engine import SessionFactory, engine_of
+from db.engine import SessionFactory, engine_of, in_transaction
 from db.models.core import Message, User
 from db.models.inbox import TelegramUpdate
 
