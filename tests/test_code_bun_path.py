@@ -16,7 +16,7 @@ from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tools.code import modes
 from tools.code.bun import NEUTRAL, locate_bun
-from tools.code.feature import check
+from tools.code.feature import FEATURE
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="a throwaway uid needs root"),
@@ -48,6 +48,8 @@ async def test_the_trial_run_passes_with_bun_in_a_private_folder(
     if bwrap == "refused":  # a container without user namespaces: the next mode down
         monkeypatch.setattr(modes, "bwrap_works", lambda path: "setting up uid map: denied")
     app = await build_app(make_settings(tmp_path, fake_llm))
+    check = FEATURE.adds.doctor
+    assert check is not None
     try:
         lines = {line.name: line for line in await check(app)}
     finally:

@@ -6,69 +6,48 @@ anyone else and when to ask the owner."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tools.feature import Command, Feature, Host, Provide, Setup
-
-if TYPE_CHECKING:
-    from bot.access.gate import AccessList
-    from tools.admission import Admission
-    from tools.base import CheckResult
-    from tools.hooks import RequestHooks
-
-
-async def access_list(host: Host) -> AccessList:
-    from bot.access.gate import AccessList
-    from bot.access.turns import marking
-    from tools.hooks import MARKS
-
-    access = AccessList(host.deps.owners, host.deps.session_factory, host.deliver)
-    # The first reaction to a removal, before any other feature's (the approval question a
-    # turn waits on closes): the turn must find its chat marked when it goes on.
-    access.on_removal(marking(host.part(MARKS)))
-    return access
-
-
-async def admission(host: Host) -> Admission:
-    from bot.access.gate import ACCESS
-
-    return await host.need(ACCESS)
-
-
-def stop_removed(host: Host) -> RequestHooks:
-    from bot.access.gate import ACCESS
-    from bot.access.turns import StopRemoved
-    from tools.hooks import Always
-
-    return Always(StopRemoved(host.part(ACCESS)))
-
-
-async def check(host: Host) -> list[CheckResult]:
-    """Who is served: ALLOWED_USER_IDS, or the owner-code mode `sidekick setup` recommends
-    (an empty list is no failure there: the first to send the code becomes the owner)."""
-    from bot.access.gate import ACCESS
-    from tools.base import CheckResult
-
-    access = host.part(ACCESS)
-    if access.seed:
-        ids = ", ".join(map(str, access.seed))
-        return [CheckResult("ALLOWED_USER_IDS", True, f"{ids} (the owner: {access.seed[0]})")]
-    owner = await access.owner()
-    if owner is not None:
-        found = f"empty; the owner (id {owner}) came from the owner code"
-        return [CheckResult("ALLOWED_USER_IDS", True, found)]
-    found = (
-        "empty: the first person to send the bot its owner code privately becomes its "
-        "owner (`sidekick run` prints the code at start, `sidekick setup` shows it)"
-    )
-    return [CheckResult("ALLOWED_USER_IDS", True, found)]
 
 
 def setup() -> Setup:
     from bot.access import commands
-    from bot.access.gate import ACCESS
+    from bot.access.gate import ACCESS, AccessList
     from bot.access.models import AccessEntry
-    from tools.admission import ADMISSION
+    from bot.access.turns import StopRemoved, marking
+    from tools.admission import ADMISSION, Admission
+    from tools.base import CheckResult
+    from tools.hooks import MARKS, Always, RequestHooks
+
+    async def access_list(host: Host) -> AccessList:
+        access = AccessList(host.deps.owners, host.deps.session_factory, host.deliver)
+        # The first reaction to a removal, before any other feature's (the approval question
+        # a turn waits on closes): the turn must find its chat marked when it goes on.
+        access.on_removal(marking(host.part(MARKS)))
+        return access
+
+    async def admission(host: Host) -> Admission:
+        return await host.need(ACCESS)
+
+    def stop_removed(host: Host) -> RequestHooks:
+        return Always(StopRemoved(host.part(ACCESS)))
+
+    async def check(host: Host) -> list[CheckResult]:
+        """Who is served: ALLOWED_USER_IDS, or the owner-code mode `sidekick setup`
+        recommends (an empty list is no failure there: the first to send the code becomes
+        the owner)."""
+        access = host.part(ACCESS)
+        if access.seed:
+            ids = ", ".join(map(str, access.seed))
+            return [CheckResult("ALLOWED_USER_IDS", True, f"{ids} (the owner: {access.seed[0]})")]
+        owner = await access.owner()
+        if owner is not None:
+            found = f"empty; the owner (id {owner}) came from the owner code"
+            return [CheckResult("ALLOWED_USER_IDS", True, found)]
+        found = (
+            "empty: the first person to send the bot its owner code privately becomes its "
+            "owner (`sidekick run` prints the code at start, `sidekick setup` shows it)"
+        )
+        return [CheckResult("ALLOWED_USER_IDS", True, found)]
 
     return Setup(
         models=(AccessEntry,),

@@ -5,34 +5,27 @@ the "always" grants, and the question's Allow once / Always / Deny buttons."""
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
 
 from bot.approvals.settings import ApprovalSettings
 from tools.feature import Command, Feature, Host, Provide, Setup
 
-if TYPE_CHECKING:
-    from bot.approvals.gate import Approvals
-    from tools.hooks import Gate
-
-
-async def approvals(host: Host) -> Approvals:
-    from bot.approvals.gate import TIMEOUT_S, Approvals
-    from bot.approvals.questions import close_for
-    from tools.admission import ADMISSION
-
-    deps = host.deps
-    mode = deps.settings_for(ApprovalSettings).approvals
-    gate = Approvals(mode, TIMEOUT_S, deps.session_factory, deps.clock, deps.scrub)
-    if host.has(ADMISSION):  # a person or group the owner removes has no question left open
-        admission = await host.need(ADMISSION)
-        admission.on_removal(partial(close_for, gate))
-    return gate
-
 
 def setup() -> Setup:
     from bot.approvals import commands
-    from bot.approvals.gate import APPROVALS
+    from bot.approvals.gate import APPROVALS, TIMEOUT_S, Approvals
     from bot.approvals.models import ApprovalDecision, ApprovalGrant
+    from bot.approvals.questions import close_for
+    from tools.admission import ADMISSION
+    from tools.hooks import Gate
+
+    async def approvals(host: Host) -> Approvals:
+        deps = host.deps
+        mode = deps.settings_for(ApprovalSettings).approvals
+        gate = Approvals(mode, TIMEOUT_S, deps.session_factory, deps.clock, deps.scrub)
+        if host.has(ADMISSION):  # a person or group the owner removes has no question left open
+            admission = await host.need(ADMISSION)
+            admission.on_removal(partial(close_for, gate))
+        return gate
 
     def gate(host: Host) -> Gate:
         return host.part(APPROVALS)

@@ -5,23 +5,17 @@ within their quiet hours, daily cap and the budget."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from tools.feature import Command, Feature, Host, Job, Setup
-
-if TYPE_CHECKING:
-    from bot.checkins.runs import Outcome
-
-
-async def run_due(host: Host) -> list[Outcome]:
-    from bot.checkins.runs import tick
-
-    return await tick(host, host.deps.clock())
 
 
 def setup() -> Setup:
     from bot.checkins import commands
     from bot.checkins.models import CheckinGroup, CheckinPrefs, CheckinRun
+    from bot.checkins.runs import Outcome, tick
+
+    async def run_due(host: Host) -> list[Outcome]:
+        return await tick(host, host.deps.clock())
 
     return Setup(
         models=(CheckinPrefs, CheckinGroup, CheckinRun),

@@ -5,52 +5,37 @@ commands call (memory, reminders, usage), for the signed-in person only."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bot.dashboard.settings import DashboardSettings
 from tools.feature import MENU, PAGES, Command, Feature, Host, Provide, Setup
 
-if TYPE_CHECKING:
-    from bot.dashboard.part import Dashboard
-    from tools.base import CheckResult
-
-
-async def start(host: Host) -> Dashboard:
-    from bot.dashboard.auth import Tokens
-    from bot.dashboard.part import Dashboard
-
-    deps = host.deps
-    settings = deps.settings_for(DashboardSettings)
-    tokens = Tokens(deps.session_factory, deps.clock)
-    if not settings.dashboard_enabled:
-        return Dashboard(settings, tokens, "off")
-    from bot.dashboard.server import serve  # aiohttp and the pages: only when switched on
-
-    return await serve(host, settings, tokens)
-
-
-async def stop(dashboard: Dashboard) -> None:
-    if dashboard.runner is not None:
-        await dashboard.runner.cleanup()
-
-
-async def served(host: Host) -> Dashboard:
-    """The server as the chat's menu (MenuApp) and the webhook's pages (WebPages) see it."""
-    from bot.dashboard.part import DASHBOARD
-
-    return await host.need(DASHBOARD)
-
-
-async def check(host: Host) -> list[CheckResult]:
-    from bot.dashboard import probe
-
-    return await probe.check(host.deps.settings)
-
 
 def setup() -> Setup:
-    from bot.dashboard import commands
+    from bot.dashboard import commands, probe
+    from bot.dashboard.auth import Tokens
     from bot.dashboard.models import DashboardToken
-    from bot.dashboard.part import DASHBOARD
+    from bot.dashboard.part import DASHBOARD, Dashboard
+    from tools.base import CheckResult
+
+    async def start(host: Host) -> Dashboard:
+        deps = host.deps
+        settings = deps.settings_for(DashboardSettings)
+        tokens = Tokens(deps.session_factory, deps.clock)
+        if not settings.dashboard_enabled:
+            return Dashboard(settings, tokens, "off")
+        from bot.dashboard.server import serve  # aiohttp and the pages: only when switched on
+
+        return await serve(host, settings, tokens)
+
+    async def stop(dashboard: Dashboard) -> None:
+        if dashboard.runner is not None:
+            await dashboard.runner.cleanup()
+
+    async def served(host: Host) -> Dashboard:
+        """The server as the chat's menu (MenuApp) and the webhook's pages (WebPages) see it."""
+        return await host.need(DASHBOARD)
+
+    async def check(host: Host) -> list[CheckResult]:
+        return await probe.check(host.deps.settings)
 
     return Setup(
         models=(DashboardToken,),

@@ -5,117 +5,82 @@ per-minute split job (bot/sessions/split.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.llm.settings import ModelSettings
 from bot.sessions.settings import SessionSettings
 from tools.feature import Command, Feature, Host, Job, Provide, Setup
 
-if TYPE_CHECKING:
-    from bot.sessions.background import BackgroundArchive
-    from bot.sessions.history import Compressions, SessionHistory
-    from bot.sessions.split import SessionSplit
-    from tools.base import CheckResult
-    from tools.hooks import Gate, Periods, RequestHooks
-
-
-async def background(host: Host) -> BackgroundArchive:
-    """Session summaries run in the background with a time budget of their own, past
-    LLM_TIMEOUT_S (a slow local server takes minutes): a client of their own whose deadline
-    is the budget's ceiling, metered like every model call. None without memory."""
-    from bot.sessions.archive import archiver_from
-    from bot.sessions.background import BackgroundArchive
-    from bot.sessions.summary import SUMMARY_MAX_S
-    from tools.memory.store import MEMORY
-
-    deps = host.deps
-    if not host.has(MEMORY):
-        return BackgroundArchive(None)
-    await host.need(MEMORY)
-    model = await host.model_client(SUMMARY_MAX_S)
-    return BackgroundArchive(archiver_from(deps, deps.tz, model))
-
-
-async def split(host: Host) -> SessionSplit:
-    from bot.sessions.background import ARCHIVE
-    from bot.sessions.split import SessionSplit
-
-    deps = host.deps
-    settings = deps.settings_for(SessionSettings)
-    # The archiver /newsession uses too (its summary model and budget); None without memory.
-    archiver = (await host.need(ARCHIVE)).archiver
-    return SessionSplit(settings, deps.session_factory, archiver, deps.clock)
-
-
-async def periods(host: Host) -> Periods:
-    from tools.hooks import Periods
-
-    return Periods(host.deps.settings_for(SessionSettings).session_policy)
-
-
-async def compressions(host: Host) -> Compressions:
-    from bot.sessions.history import Compressions, HistoryWindow
-
-    deps = host.deps
-    return Compressions(HistoryWindow(deps.session_factory, deps.clock))
-
-
-async def history(host: Host) -> SessionHistory:
-    from bot.sessions.history import COMPRESSIONS, SessionHistory
-
-    window = (await host.need(COMPRESSIONS)).window
-    return SessionHistory(window, host.deps.settings_for(ModelSettings))
-
-
-def closing(host: Host) -> RequestHooks:
-    from bot.sessions.background import ARCHIVE
-    from bot.sessions.history import COMPRESSIONS
-    from bot.sessions.lifecycle import SessionTurns
-    from tools.hooks import Always
-
-    deps = host.deps
-    return Always(
-        SessionTurns(deps.session_factory, deps.clock, host.part(ARCHIVE), host.part(COMPRESSIONS))
-    )
-
-
-def asked_to_end(host: Host) -> Gate:
-    from bot.sessions.lifecycle import AskedToEnd, NewSessionParams
-    from tools.hooks import Only
-
-    return Only((NewSessionParams,), AskedToEnd(host.deps.session_factory))
-
-
-async def split_due(host: Host) -> Any:
-    from bot.sessions.split import SPLIT
-
-    # The terminal chat serves its local user only and leaves the split to the bot, as the
-    # split archives every user's sessions (a model call each); the terminal's own session
-    # still closes on its first message after the split time (db/conversation.py).
-    if host.local:
-        return None
-    return await host.part(SPLIT).split_sessions()
-
-
-async def check(host: Host) -> list[CheckResult]:
-    from bot.sessions.doctor import session_checks, summaries_check
-
-    deps = host.deps
-    settings = deps.settings_for(SessionSettings)
-    return [
-        *await session_checks(settings, deps.session_factory, deps.clock()),
-        *await summaries_check(deps.session_factory),
-    ]
-
 
 def setup() -> Setup:
     from bot.sessions import commands
+    from bot.sessions.archive import archiver_from
     from bot.sessions.background import ARCHIVE, BackgroundArchive
-    from bot.sessions.history import COMPRESSIONS, Compressions
-    from bot.sessions.lifecycle import TOOL
+    from bot.sessions.doctor import session_checks, summaries_check
+    from bot.sessions.history import COMPRESSIONS, Compressions, HistoryWindow, SessionHistory
+    from bot.sessions.lifecycle import TOOL, AskedToEnd, NewSessionParams, SessionTurns
     from bot.sessions.models import SessionArchive, SessionCompression
-    from bot.sessions.split import EVERY, SPLIT
-    from tools.hooks import HISTORY, PERIODS
+    from bot.sessions.split import EVERY, SPLIT, SessionSplit
+    from bot.sessions.summary import SUMMARY_MAX_S
+    from tools.base import CheckResult
+    from tools.hooks import HISTORY, PERIODS, Always, Gate, Only, Periods, RequestHooks
+    from tools.memory.store import MEMORY
+
+    async def background(host: Host) -> BackgroundArchive:
+        """Session summaries run in the background with a time budget of their own, past
+        LLM_TIMEOUT_S (a slow local server takes minutes): a client of their own whose
+        deadline is the budget's ceiling, metered like every model call. None without
+        memory."""
+        deps = host.deps
+        if not host.has(MEMORY):
+            return BackgroundArchive(None)
+        await host.need(MEMORY)
+        model = await host.model_client(SUMMARY_MAX_S)
+        return BackgroundArchive(archiver_from(deps, deps.tz, model))
+
+    async def split(host: Host) -> SessionSplit:
+        deps = host.deps
+        settings = deps.settings_for(SessionSettings)
+        # The archiver /newsession uses too (its summary model and budget); None without
+        # memory.
+        archiver = (await host.need(ARCHIVE)).archiver
+        return SessionSplit(settings, deps.session_factory, archiver, deps.clock)
+
+    async def periods(host: Host) -> Periods:
+        return Periods(host.deps.settings_for(SessionSettings).session_policy)
+
+    async def compressions(host: Host) -> Compressions:
+        deps = host.deps
+        return Compressions(HistoryWindow(deps.session_factory, deps.clock))
+
+    async def history(host: Host) -> SessionHistory:
+        window = (await host.need(COMPRESSIONS)).window
+        return SessionHistory(window, host.deps.settings_for(ModelSettings))
+
+    def closing(host: Host) -> RequestHooks:
+        deps = host.deps
+        archive, compressed = host.part(ARCHIVE), host.part(COMPRESSIONS)
+        return Always(SessionTurns(deps.session_factory, deps.clock, archive, compressed))
+
+    def asked_to_end(host: Host) -> Gate:
+        return Only((NewSessionParams,), AskedToEnd(host.deps.session_factory))
+
+    async def split_due(host: Host) -> Any:
+        # The terminal chat serves its local user only and leaves the split to the bot, as
+        # the split archives every user's sessions (a model call each); the terminal's own
+        # session still closes on its first message after the split time
+        # (db/conversation.py).
+        if host.local:
+            return None
+        return await host.part(SPLIT).split_sessions()
+
+    async def check(host: Host) -> list[CheckResult]:
+        deps = host.deps
+        settings = deps.settings_for(SessionSettings)
+        return [
+            *await session_checks(settings, deps.session_factory, deps.clock()),
+            *await summaries_check(deps.session_factory),
+        ]
 
     return Setup(
         models=(SessionArchive, SessionCompression),

@@ -5,75 +5,50 @@ plain completions, the request hooks the chat's calls."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bot.usage.settings import UsageSettings
 from tools.feature import Command, Feature, Host, Provide, Setup
-
-if TYPE_CHECKING:
-    from bot.usage.meter import Meter
-    from tools.base import CheckResult
-    from tools.chat import ChatModel, Metering
-    from tools.hooks import RequestHooks
-
-
-async def meter(host: Host) -> Meter:
-    from bot.usage.meter import Meter
-
-    deps = host.deps
-    return Meter(deps.settings_for(UsageSettings), deps.session_factory, deps.clock, deps.tz)
-
-
-async def metering_part(host: Host) -> Metering:
-    from bot.usage import commands
-    from bot.usage.meter import METER, CallMetering
-
-    s = commands.settings(host)
-    return CallMetering(await host.need(METER), commands.allowed_models(s.llm_model, s.llm_models))
-
-
-async def metered(host: Host, model: ChatModel) -> ChatModel:
-    from bot.usage.meter import METER, MeteredModel
-
-    return MeteredModel(model, await host.need(METER))
-
-
-def metering(host: Host) -> RequestHooks:
-    from bot.usage import commands
-    from bot.usage.meter import METER
-    from bot.usage.request import UsageTurns
-
-    s = commands.settings(host)
-    models = commands.allowed_models(s.llm_model, s.llm_models)
-    return UsageTurns(host.part(METER), models)
-
-
-def accounting(host: Host) -> RequestHooks | None:
-    from bot.usage.request import ContextAccounting
-    from tools.hooks import Always
-    from tools.registry import discovery
-
-    disc = discovery(host.registry)
-    return Always(ContextAccounting(disc.context_log)) if disc is not None else None
-
-
-async def check(host: Host) -> list[CheckResult]:
-    from bot.usage import commands
-    from bot.usage.report import doctor_checks
-
-    meter = commands.meter_of(host)
-    if meter is None:
-        return []
-    s = commands.settings(host)
-    models = commands.allowed_models(s.llm_model, (*s.llm_models, s.llm_fallback_model or ""))
-    return await doctor_checks(meter, models)
 
 
 def setup() -> Setup:
     from bot.usage import commands
-    from bot.usage.meter import METER
+    from bot.usage.meter import METER, CallMetering, Meter, MeteredModel
     from bot.usage.models import ModelUsage
-    from tools.chat import METERING
+    from bot.usage.report import doctor_checks
+    from bot.usage.request import ContextAccounting, UsageTurns
+    from tools.base import CheckResult
+    from tools.chat import METERING, ChatModel, Metering
+    from tools.hooks import Always, RequestHooks
+    from tools.registry import discovery
+
+    def offered(host: Host) -> list[str]:
+        """The models a user may switch to (/model), each call is metered as."""
+        s = commands.settings(host)
+        return commands.allowed_models(s.llm_model, s.llm_models)
+
+    async def meter(host: Host) -> Meter:
+        deps = host.deps
+        return Meter(deps.settings_for(UsageSettings), deps.session_factory, deps.clock, deps.tz)
+
+    async def metering_part(host: Host) -> Metering:
+        return CallMetering(await host.need(METER), offered(host))
+
+    async def metered(host: Host, model: ChatModel) -> ChatModel:
+        return MeteredModel(model, await host.need(METER))
+
+    def metering(host: Host) -> RequestHooks:
+        return UsageTurns(host.part(METER), offered(host))
+
+    def accounting(host: Host) -> RequestHooks | None:
+        disc = discovery(host.registry)
+        return Always(ContextAccounting(disc.context_log)) if disc is not None else None
+
+    async def check(host: Host) -> list[CheckResult]:
+        meter = commands.meter_of(host)
+        if meter is None:
+            return []
+        s = commands.settings(host)
+        models = commands.allowed_models(s.llm_model, (*s.llm_models, s.llm_fallback_model or ""))
+        return await doctor_checks(meter, models)
 
     return Setup(
         models=(ModelUsage,),

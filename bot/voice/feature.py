@@ -8,35 +8,26 @@ user's mode is this feature's table, read after the answer only where speech is 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bot.voice.settings import VoiceSettings
 from tools.feature import Command, Feature, Host, Provide, Setup
 
-if TYPE_CHECKING:
-    from bot.usage.meter import Meter
-    from bot.voice.replies import VoiceReplies
-
-
-async def replies(host: Host) -> VoiceReplies:
-    from bot.usage.meter import METER
-    from bot.voice.replies import build_voice
-
-    deps = host.deps
-    end = deps.endpoint
-    meter: Meter | None = None
-    if host.has(METER):
-        meter = await host.need(METER)
-    settings = deps.settings_for(VoiceSettings)
-    url, key = (end.base_url, end.api_key) if end is not None else ("", None)
-    return build_voice(settings, url, key, deps.http, deps.session_factory, meter)
-
 
 def setup() -> Setup:
+    from bot.usage.meter import METER, Meter
     from bot.voice import commands
     from bot.voice.doctor import check
     from bot.voice.models import VoicePrefs
-    from bot.voice.replies import VOICE
+    from bot.voice.replies import VOICE, VoiceReplies, build_voice
+
+    async def replies(host: Host) -> VoiceReplies:
+        deps = host.deps
+        end = deps.endpoint
+        meter: Meter | None = None
+        if host.has(METER):
+            meter = await host.need(METER)
+        settings = deps.settings_for(VoiceSettings)
+        url, key = (end.base_url, end.api_key) if end is not None else ("", None)
+        return build_voice(settings, url, key, deps.http, deps.session_factory, meter)
 
     return Setup(
         models=(VoicePrefs,),

@@ -91,10 +91,6 @@ class Calls:
 CALLS: Key[Calls] = Key("tally.calls")
 
 
-async def calls(host: Host) -> Calls:
-    return Calls()
-
-
 class Counting(ModelWrapper):
     def __init__(self, inner: ChatModel, seen: Calls) -> None:
         super().__init__(inner)
@@ -103,10 +99,6 @@ class Counting(ModelWrapper):
     async def stream(self, *args: Any, **kwargs: Any) -> Completion:
         self.seen.n += 1
         return await self.inner.stream(*args, **kwargs)
-
-
-async def counting(host: Host, model: ChatModel) -> ChatModel:
-    return Counting(model, await host.need(CALLS))
 
 
 @dataclass
@@ -131,10 +123,6 @@ class Turns:
         return TallyTurn(ctx)
 
 
-def turns(host: Host) -> RequestHooks:
-    return Turns()
-
-
 class NoForbidden:
     async def check(
         self, tool: Any, params: Any, args: dict[str, Any], call: ToolCall
@@ -142,10 +130,6 @@ class NoForbidden:
         if args.get("item") == "forbidden":
             return "Not counted: that item may not be tallied."
         return None
-
-
-def gate(host: Host) -> Gate:
-    return Only((Params,), NoForbidden())  # asked about the tally tool's calls alone
 
 
 async def counts(host: Host, user_id: int) -> str:
@@ -175,21 +159,34 @@ async def press(call: CommandCall) -> Pressed:
     return Pressed("Reset.", Answer("Tally: nothing"))
 
 
-async def report(host: Host) -> None:
-    async with host.deps.session_factory() as s:
-        users = (await s.execute(select(User).where(User.id.in_(select(Tally.user_id))))).scalars()
-        recipients = [Recipient(u.id, u.telegram_id, u.name) for u in users]
-    for r in recipients:
-        await host.deliver(r, "Today: " + await counts(host, r.user_id), False)
-
-
-async def check(host: Host) -> list[CheckResult]:
-    async with host.deps.session_factory() as s:
-        n = (await s.execute(select(func.count()).select_from(Tally))).scalar_one()
-    return [CheckResult("tally", True, f"{n} counted")]
-
-
 def setup() -> Setup:
+    # A real feature imports its modules here (this one is a single file): what it adds,
+    # and the builders that wire it to the app.
+    async def calls(host: Host) -> Calls:
+        return Calls()
+
+    async def counting(host: Host, model: ChatModel) -> ChatModel:
+        return Counting(model, await host.need(CALLS))
+
+    def turns(host: Host) -> RequestHooks:
+        return Turns()
+
+    def gate(host: Host) -> Gate:
+        return Only((Params,), NoForbidden())  # asked about the tally tool's calls alone
+
+    async def report(host: Host) -> None:
+        async with host.deps.session_factory() as s:
+            tallied = User.id.in_(select(Tally.user_id))
+            users = (await s.execute(select(User).where(tallied))).scalars()
+            recipients = [Recipient(u.id, u.telegram_id, u.name) for u in users]
+        for r in recipients:
+            await host.deliver(r, "Today: " + await counts(host, r.user_id), False)
+
+    async def check(host: Host) -> list[CheckResult]:
+        async with host.deps.session_factory() as s:
+            n = (await s.execute(select(func.count()).select_from(Tally))).scalar_one()
+        return [CheckResult("tally", True, f"{n} counted")]
+
     return Setup(
         tools=(ToolModule("tally", build, "tally: count one item for the user."),),
         models=(Tally, TallyLog),

@@ -5,38 +5,28 @@ its doctor check (bun, the sandbox, a real trial run)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tools.code.settings import CodeSettings
 from tools.feature import Command, Feature, Host, Provide, Setup
-
-if TYPE_CHECKING:
-    from tools.base import CheckResult
-    from tools.code.delivery import JobDelivery
 
 STATS = "your code runs: successes, failures, timing"
 FAILURES = "your last failed code runs, with code and errors"
 
 
-async def delivery(host: Host) -> JobDelivery:
-    from tools.code.delivery import JobDelivery
-
-    return JobDelivery(host)
-
-
-async def check(host: Host) -> list[CheckResult]:
-    from tools.code.doctor import check_code
-
-    return await check_code(host.deps)
-
-
 def setup() -> Setup:
+    from tools.base import CheckResult
     from tools.code import commands
     from tools.code.delivery import JOB_DELIVERY, JobDelivery
+    from tools.code.doctor import check_code
     from tools.code.files import FilesOut
     from tools.code.models import CodeExecution, CodeJob
     from tools.code.tool import TOOL
     from tools.hooks import Always
+
+    async def delivery(host: Host) -> JobDelivery:
+        return JobDelivery(host)
+
+    async def check(host: Host) -> list[CheckResult]:
+        return await check_code(host.deps)
 
     return Setup(
         tools=(TOOL,),

@@ -8,62 +8,48 @@ it plans for; the feature reaches that registry through the Host."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from tools.feature import Command, Feature, Host, Setup
 
-if TYPE_CHECKING:
-    from tools.base import CheckResult
-    from tools.hooks import RequestHooks
-
-
-async def warm(host: Host) -> None:
-    """Every request plans its tools from the catalog's token costs: count them now (the
-    tokenizer loaded in a thread, the count on the loop, like a request would)."""
-    from tools.registry import discovery
-    from tools.tokens import encoder
-
-    disc = discovery(host.registry)
-    if disc is not None:
-        await asyncio.to_thread(encoder)
-        disc.catalog()
-
-
-def learning(host: Host) -> RequestHooks | None:
-    from tools.discovery.learning import Learning
-    from tools.hooks import Always
-    from tools.registry import discovery
-
-    disc = discovery(host.registry)
-    return Always(Learning(disc)) if disc is not None else None
-
-
-async def check(host: Host) -> list[CheckResult]:
-    """The tool counts, and the tokens the first call's tool list takes."""
-    from tools.base import CheckResult
-    from tools.registry import discovery
-    from tools.tokens import count_payload, tokenizer_name
-
-    disc = discovery(host.registry)
-    if disc is None:
-        return []
-    cat = disc.catalog()
-    plan = disc.plan(-1, cat)
-    shown = list(cat.core) + plan.direct
-    first = count_payload([(cat.core.get(n) or cat.extensions[n]).schema() for n in shown])
-    first += cat.meta_cost if plan.meta else 0
-    detail = (
-        f"{len(cat.core)} core + {len(cat.extensions)} extension tools; "
-        f"first call ~{first} of {disc.budget} tokens ({tokenizer_name()})"
-        + (", the rest via tool_search" if plan.meta else "")
-    )
-    fix = "the core tools alone do not fit TOOL_TOKEN_BUDGET (tools/discovery/service.py)"
-    return [CheckResult("tools", first <= disc.budget, detail, fix)]
-
 
 def setup() -> Setup:
+    from tools.base import CheckResult
     from tools.discovery import commands
+    from tools.discovery.learning import Learning
     from tools.discovery.models import ToolUsage
+    from tools.hooks import Always, RequestHooks
+    from tools.registry import discovery
+    from tools.tokens import count_payload, encoder, tokenizer_name
+
+    async def warm(host: Host) -> None:
+        """Every request plans its tools from the catalog's token costs: count them now (the
+        tokenizer loaded in a thread, the count on the loop, like a request would)."""
+        disc = discovery(host.registry)
+        if disc is not None:
+            await asyncio.to_thread(encoder)
+            disc.catalog()
+
+    def learning(host: Host) -> RequestHooks | None:
+        disc = discovery(host.registry)
+        return Always(Learning(disc)) if disc is not None else None
+
+    async def check(host: Host) -> list[CheckResult]:
+        """The tool counts, and the tokens the first call's tool list takes."""
+        disc = discovery(host.registry)
+        if disc is None:
+            return []
+        cat = disc.catalog()
+        plan = disc.plan(-1, cat)
+        shown = list(cat.core) + plan.direct
+        first = count_payload([(cat.core.get(n) or cat.extensions[n]).schema() for n in shown])
+        first += cat.meta_cost if plan.meta else 0
+        detail = (
+            f"{len(cat.core)} core + {len(cat.extensions)} extension tools; "
+            f"first call ~{first} of {disc.budget} tokens ({tokenizer_name()})"
+            + (", the rest via tool_search" if plan.meta else "")
+        )
+        fix = "the core tools alone do not fit TOOL_TOKEN_BUDGET (tools/discovery/service.py)"
+        return [CheckResult("tools", first <= disc.budget, detail, fix)]
 
     return Setup(
         models=(ToolUsage,),

@@ -5,32 +5,25 @@ listing; the feature declares the settings and the doctor's row per server."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tools.feature import Feature, Host, Setup
 from tools.mcp.settings import ExtensionSettings
-
-if TYPE_CHECKING:
-    from tools.base import CheckResult
 
 FIX = "check its command/url in MCP_CONFIG; run the command by hand to see errors"
 
 
-async def check(host: Host) -> list[CheckResult]:
-    """One row per configured MCP server: up with its tool count, or why not."""
+def setup() -> Setup:
     from tools.base import CheckResult
 
-    mcp = host.registry.mcp
-    out: list[CheckResult] = []
-    for st in mcp.status() if mcp is not None else []:
-        tools = f"up, {st.tools} tool{'s' if st.tools != 1 else ''}"
-        out.append(
-            CheckResult(f"MCP {st.name}", st.up, tools if st.up else st.error or "not running", FIX)
-        )
-    return out
+    async def check(host: Host) -> list[CheckResult]:
+        """One row per configured MCP server: up with its tool count, or why not."""
+        mcp = host.registry.mcp
+        out: list[CheckResult] = []
+        for st in mcp.status() if mcp is not None else []:
+            tools = f"up, {st.tools} tool{'s' if st.tools != 1 else ''}"
+            found = tools if st.up else st.error or "not running"
+            out.append(CheckResult(f"MCP {st.name}", st.up, found, FIX))
+        return out
 
-
-def setup() -> Setup:
     return Setup(doctor=check)
 
 

@@ -5,45 +5,39 @@ buttons, and the hourly sweep of expired memories."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from tools.feature import Command, Feature, Host, Job, Provide, Setup
 from tools.memory.settings import MemorySettings
 
-if TYPE_CHECKING:
-    from tools.base import CheckResult
-
-
-async def warm(host: Host) -> None:
-    """The offline embedding model (memory and tool_search both use it), loaded in a
-    thread so the first message rarely waits for it."""
-    from tools.memory.embeddings import WordLlamaEmbedder, wordllama_installed
-    from tools.memory.minilm import MiniLMEmbedder
-
-    def load() -> None:
-        if wordllama_installed():
-            WordLlamaEmbedder().load()
-        store = host.deps.memory
-        if store is not None and isinstance(store.embedder, MiniLMEmbedder):
-            store.embedder.load()
-
-    await asyncio.to_thread(load)
-
-
-async def check(host: Host) -> list[CheckResult]:
-    from tools.memory.doctor import check_memory
-
-    return await check_memory(host.deps)
-
 
 def setup() -> Setup:
+    from tools.base import CheckResult
     from tools.memory import commands, recall_context, reembed
+    from tools.memory.doctor import check_memory
+    from tools.memory.embeddings import WordLlamaEmbedder, wordllama_installed
+    from tools.memory.minilm import MiniLMEmbedder
     from tools.memory.models import Memory, MemoryMeta
     from tools.memory.reembed import REEMBED, Reembed
     from tools.memory.setup import store_part
     from tools.memory.store import MEMORY
     from tools.memory.sweep import EVERY, sweep
     from tools.memory.tool import TOOL
+
+    async def warm(host: Host) -> None:
+        """The offline embedding model (memory and tool_search both use it), loaded in a
+        thread so the first message rarely waits for it."""
+
+        def load() -> None:
+            if wordllama_installed():
+                WordLlamaEmbedder().load()
+            store = host.deps.memory
+            if store is not None and isinstance(store.embedder, MiniLMEmbedder):
+                store.embedder.load()
+
+        await asyncio.to_thread(load)
+
+    async def check(host: Host) -> list[CheckResult]:
+        return await check_memory(host.deps)
 
     return Setup(
         tools=(TOOL,),

@@ -5,27 +5,20 @@ their scripts run in the code sandbox (tools/skills/source.py); /skills."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tools.feature import Command, Feature, Host, Provide, Setup
 
-if TYPE_CHECKING:
-    from tools.hooks import RequestHooks
-    from tools.skills.source import Skills
-
-
-async def installed(host: Host) -> Skills:
-    from tools.skills.source import Skills
-
-    skills = Skills(host.deps, Path(host.deps.data_dir) / "skills")
-    await skills.reload()
-    return skills
-
 
 def setup() -> Setup:
+    from tools.hooks import RequestHooks
     from tools.skills import commands
     from tools.skills.models import Skill
-    from tools.skills.source import SKILLS
+    from tools.skills.source import SKILLS, Skills
+
+    async def installed(host: Host) -> Skills:
+        skills = Skills(host.deps, Path(host.deps.data_dir) / "skills")
+        await skills.reload()
+        return skills
 
     def listed(host: Host) -> RequestHooks | None:
         """Built with the agent, once the registry is: the skills become tools only
