@@ -27,6 +27,7 @@ from tools.code.bun import locate_bun, probe_bun
 from tools.code.jobs import JobManager
 from tools.code.opencode import Budget, JobRun, OpenCodeInstall, OpenCodeRunner
 from tools.code.relay import SOCKET_NAME, ModelRelay, RelayJob
+from tools.code.relay_server import open_relay
 from tools.model_call import ModelCall
 
 KEY = "sk-relay-secret-0123456789"
@@ -52,7 +53,7 @@ async def test_the_key_is_added_on_the_way_and_the_stream_comes_back(
 ) -> None:
     fake_llm.add(Text("hello from the model"))
     body = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-    async with client(await relay.open(JOB, None)) as c:
+    async with client(await open_relay(relay, JOB, None)) as c:
         # What the sandbox sends: no key, or one of its own making; neither goes on.
         resp = await c.post(
             "/chat/completions", json=body, headers={"Authorization": "Bearer relay"}
@@ -71,7 +72,7 @@ async def test_the_key_is_added_on_the_way_and_the_stream_comes_back(
 async def test_only_the_models_endpoints_are_relayed(
     relay: ModelRelay, fake_llm: FakeOpenAI
 ) -> None:
-    async with client(await relay.open(JOB, None)) as c:
+    async with client(await open_relay(relay, JOB, None)) as c:
         refused = await c.post("/audio/speech", json={"input": "x", "model": "m"})
         models = await c.get("/models")
     assert refused.status_code == 404 and fake_llm.speeches == []
@@ -86,7 +87,7 @@ async def test_only_the_bots_models_and_never_more_output_than_its_own_calls(
     fake_llm.models = ["fake-model", "dear-model"]
     job = RelayJob(ModelCall("code"), ("fake-model", "other-model"))
     messages = [{"role": "user", "content": "hi"}]
-    async with client(await relay.open(job, None)) as c:
+    async with client(await open_relay(relay, job, None)) as c:
         listed = (await c.get("/models")).json()["data"]
         dear = await c.post("/chat/completions", json={"model": "dear-model", "messages": messages})
         fake_llm.add(Text("one"), Text("two"), Text("three"))
@@ -108,12 +109,12 @@ async def test_only_the_bots_models_and_never_more_output_than_its_own_calls(
 async def test_a_jobs_socket_is_its_own_and_closed_to_everyone_else(
     relay: ModelRelay, fake_llm: FakeOpenAI
 ) -> None:
-    folder = await relay.open(JOB, None)
+    folder = await open_relay(relay, JOB, None)
     sock = folder / SOCKET_NAME
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert stat.S_IMODE(sock.stat().st_mode) == 0o600
     assert sock.stat().st_uid == os.getuid()
-    other = await relay.open(JOB, None)
+    other = await open_relay(relay, JOB, None)
     assert other != folder  # one socket per job
     await relay.release(folder)
     assert not folder.exists() and (other / SOCKET_NAME).exists()
@@ -126,7 +127,7 @@ async def test_another_local_account_cannot_use_a_jobs_socket(
     """As root each job runs as a throwaway uid: its socket is that uid's, and a third
     account (here `nobody`) cannot connect to spend the key."""
     job_uid, stranger = 61234, 65534
-    folder = await relay.open(JOB, job_uid)
+    folder = await open_relay(relay, JOB, job_uid)
     sock = folder / SOCKET_NAME
     assert (folder.stat().st_uid, sock.stat().st_uid) == (job_uid, job_uid)
 
@@ -174,7 +175,7 @@ async def test_relay_calls_are_the_users_metered_and_budgeted(
         "messages": [{"role": "user", "content": "write it"}],
     }
     try:
-        async with client(await relay.open(job, None)) as c:
+        async with client(await open_relay(relay, job, None)) as c:
             tg.llm.add(Text("done", usage=usage(1200, 30)))
             first = await c.post("/chat/completions", json=body)
             assert first.status_code == 200
@@ -230,7 +231,7 @@ async def test_a_jobs_sandbox_is_given_the_endpoint_and_no_key(
         network=False,
         egress=None,
     )
-    folder = await relay.open(JOB, None)
+    folder = await open_relay(relay, JOB, None)
     plan = await runner.plan(tmp_path, None, folder, "fake-model")
     everything = json.dumps([plan.argv, plan.env, plan.piped_args])
     assert KEY not in everything

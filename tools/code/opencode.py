@@ -217,8 +217,8 @@ class OpenCodeRunner:
         self, work: Path, uid: int | None, relay: Path, model: str, egress: Path | None = None
     ) -> Plan:
         """The job's bwrap command; `relay`: the folder of the job's own model socket
-        (ModelRelay.open); `egress`: the folder of its own egress socket (EgressProxy.open),
-        when its network is on."""
+        (relay_server.py open_relay); `egress`: the folder of its own egress socket
+        (EgressProxy.open), when its network is on."""
         env = clean_env(HOME_IN_SANDBOX, "/tmp")
         env |= {
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
@@ -277,7 +277,9 @@ class OpenCodeRunner:
         network = "on (public addresses through a proxy)" if self.network else "off"
         text = INSTRUCTIONS.format(work=WORK_IN_SANDBOX, network=network) + "\n\n" + prompt
         started = time.monotonic()
-        relay = await self.relay.open(job, uid)
+        from tools.code.relay_server import open_relay  # aiohttp: only once a job runs
+
+        relay = await open_relay(self.relay, job, uid)
         egress = None
         try:
             egress = await self.egress.open(uid) if self.egress is not None else None
