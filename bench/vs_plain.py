@@ -20,8 +20,10 @@ Per bot and round:
   answer;
 - CPU seconds per message of the bot process (/proc: user + system of all its threads, the
   figure time.process_time gives inside it) over the latency run and the burst (steadier
-  than wall time under load). With 40 deltas a second both bots spend most of it waking for
-  each delta, so then:
+  than wall time under load). Each part's CPU is read once the bot has settled (`settle`):
+  what a part's messages set off after their answers were sent (a done mark, a summary of a
+  long session written in the background) is counted in that part, not in the next one's
+  figure. With 40 deltas a second both bots spend most of it waking for each delta, so then:
 - instant: `--instant` messages pushed at once over the chats, each answer in one delta at
   once: the CPU per message without the stream's wake-ups, the per-message cost the two
   bots differ in (issue 44's ratio), and messages/s;
@@ -172,6 +174,27 @@ async def profile_stop(spy: asyncio.subprocess.Process | None) -> None:
         await spy.wait()
 
 
+SETTLE_WINDOW_S = 0.3
+SETTLE_MAX_S = 60.0
+
+
+async def settle(pid: int) -> float:
+    """The bot's CPU seconds once it has gone quiet: no more than one clock tick of CPU in
+    SETTLE_WINDOW_S (/proc counts in ticks, 10 ms), or SETTLE_MAX_S passed. Read at the edges
+    of each timed part, so work a part's messages set off after their answers (a bot that
+    stores, marks done or summarises after it sent) is counted in that part, and nothing
+    left over from before it is counted in it."""
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    deadline = time.perf_counter() + SETTLE_MAX_S
+    last = cpu_s(pid)
+    while True:
+        await asyncio.sleep(SETTLE_WINDOW_S)
+        now = cpu_s(pid)
+        if now - last <= tick + 1e-9 or time.perf_counter() > deadline:
+            return now
+        last = now
+
+
 def answers(tg: PollClock) -> int:
     return sum(m.method == "sendMessage" for m in tg.messages)
 
@@ -217,7 +240,7 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
             cpu0, spy = 0.0, None
             for i in range(WARM_UP + load.latency):
                 if i == WARM_UP:
-                    cpu0 = cpu_s(pid)
+                    cpu0 = await settle(pid)  # the warm-ups' and start-up's work done
                     drafts0 = len(tg.drafts)
                     spy = await profile_start(f"{name}-streamed", pid, base)
                 before = answers(tg)
@@ -232,16 +255,16 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
                 / await burst(tg, load.chats, load.messages, base + 1000, "burst")
             )
             handled = load.latency + load.chats * load.messages
-            cpu = (cpu_s(pid) - cpu0) / handled
+            cpu1 = await settle(pid)
+            cpu = (cpu1 - cpu0) / handled
             rss = rss_mb(pid)
             drafts = (len(tg.drafts) - drafts0) / handled
             await profile_stop(spy)
             shape["instant"] = True
             spy = await profile_start(f"{name}-instant", pid, base)
-            cpu1 = cpu_s(pid)
             per_chat = -(-load.instant // load.chats)
             instant_s = await burst(tg, load.chats, per_chat, base + 50_000, "quick")
-            cpu_instant = (cpu_s(pid) - cpu1) / (per_chat * load.chats)
+            cpu_instant = (await settle(pid) - cpu1) / (per_chat * load.chats)
             await profile_stop(spy)
         finally:
             await stop(name, bot)
