@@ -26,7 +26,9 @@ Per bot and round:
   figure. With 40 deltas a second both bots spend most of it waking for each delta, so then:
 - instant: `--instant` messages pushed at once over the chats, each answer in one delta at
   once: the CPU per message without the stream's wake-ups, the per-message cost the two
-  bots differ in (issue 44's ratio), and messages/s;
+  bots differ in (issue 44's ratio), messages/s, and model calls per message (above one:
+  Sidekick summarising a long session's oldest turns, which the later rounds' longer
+  chats need and the first round's mostly do not: why Sidekick's figure rises by round);
 - RSS of the bot process after the burst.
 
 Printed: each round, then the median over rounds of each figure and Sidekick's ratio to the
@@ -263,8 +265,10 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
             shape["instant"] = True
             spy = await profile_start(f"{name}-instant", pid, base)
             per_chat = -(-load.instant // load.chats)
+            calls0 = len(llm.requests)
             instant_s = await burst(tg, load.chats, per_chat, base + 50_000, "quick")
             cpu_instant = (await settle(pid) - cpu1) / (per_chat * load.chats)
+            calls_instant = (len(llm.requests) - calls0) / (per_chat * load.chats)
             await profile_stop(spy)
         finally:
             await stop(name, bot)
@@ -280,6 +284,7 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
         "drafts": drafts,
         "cpu_instant": cpu_instant,
         "rate_instant": per_chat * load.chats / instant_s,
+        "calls_instant": calls_instant,
     }
 
 
@@ -299,7 +304,8 @@ async def run(rounds: int, load: Load) -> None:
                     f"round {r + 1} {name:<8} start {fig['start']:5.2f} s  "
                     f"p50 {fig['p50'] * 1000:6.0f} ms  {fig['rate']:5.2f} msg/s  "
                     f"CPU {fig['cpu'] * 1000:5.1f} ms/msg (instant "
-                    f"{fig['cpu_instant'] * 1000:4.1f})  RSS {fig['rss']:5.0f} MB  "
+                    f"{fig['cpu_instant'] * 1000:4.1f}, {fig['calls_instant']:.2f} model "
+                    f"calls/msg)  RSS {fig['rss']:5.0f} MB  "
                     f"drafts {fig['drafts']:.2f}/msg  load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
@@ -325,6 +331,7 @@ def report(got: dict[str, list[dict[str, float]]], rounds: int, load: Load) -> N
         ("CPU per message (ms)", "cpu", 1000, ".1f", "streamed answers; lower is better"),
         ("  instant answers (ms)", "cpu_instant", 1000, ".1f", "per-message cost alone"),
         ("  instant messages/s", "rate_instant", 1, ".1f", "higher is better"),
+        ("  instant model calls", "calls_instant", 1, ".2f", "per message (summaries)"),
         ("drafts per message", "drafts", 1, ".2f", "both bots show drafts"),
     ]
     print(f"  {'':<22}{'sidekick':>10}{'plain':>10}{'ratio':>8}")
