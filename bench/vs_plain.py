@@ -20,11 +20,15 @@ Per bot and round:
   answer;
 - CPU seconds per message of the bot process (/proc: user + system of all its threads, the
   figure time.process_time gives inside it) over the latency run and the burst (steadier
-  than wall time under load). With 40 deltas a second both bots spend most of it waking for
-  each delta, so then:
+  than wall time under load). Each part's CPU is read once the bot has settled (`settle`):
+  what a part's messages set off after their answers were sent (a done mark, a summary of a
+  long session written in the background) is counted in that part, not in the next one's
+  figure. With 40 deltas a second both bots spend most of it waking for each delta, so then:
 - instant: `--instant` messages pushed at once over the chats, each answer in one delta at
   once: the CPU per message without the stream's wake-ups, the per-message cost the two
-  bots differ in (issue 44's ratio), and messages/s;
+  bots differ in (issue 44's ratio), messages/s, and model calls per message (above one:
+  Sidekick summarising a long session's oldest turns, which the later rounds' longer
+  chats need and the first round's mostly do not: why Sidekick's figure rises by round);
 - RSS of the bot process after the burst.
 
 Printed: each round, then the median over rounds of each figure and Sidekick's ratio to the
@@ -172,6 +176,27 @@ async def profile_stop(spy: asyncio.subprocess.Process | None) -> None:
         await spy.wait()
 
 
+SETTLE_WINDOW_S = 0.3
+SETTLE_MAX_S = 60.0
+
+
+async def settle(pid: int) -> float:
+    """The bot's CPU seconds once it has gone quiet: no more than one clock tick of CPU in
+    SETTLE_WINDOW_S (/proc counts in ticks, 10 ms), or SETTLE_MAX_S passed. Read at the edges
+    of each timed part, so work a part's messages set off after their answers (a bot that
+    stores, marks done or summarises after it sent) is counted in that part, and nothing
+    left over from before it is counted in it."""
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    deadline = time.perf_counter() + SETTLE_MAX_S
+    last = cpu_s(pid)
+    while True:
+        await asyncio.sleep(SETTLE_WINDOW_S)
+        now = cpu_s(pid)
+        if now - last <= tick + 1e-9 or time.perf_counter() > deadline:
+            return now
+        last = now
+
+
 def answers(tg: PollClock) -> int:
     return sum(m.method == "sendMessage" for m in tg.messages)
 
@@ -217,7 +242,7 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
             cpu0, spy = 0.0, None
             for i in range(WARM_UP + load.latency):
                 if i == WARM_UP:
-                    cpu0 = cpu_s(pid)
+                    cpu0 = await settle(pid)  # the warm-ups' and start-up's work done
                     drafts0 = len(tg.drafts)
                     spy = await profile_start(f"{name}-streamed", pid, base)
                 before = answers(tg)
@@ -232,16 +257,18 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
                 / await burst(tg, load.chats, load.messages, base + 1000, "burst")
             )
             handled = load.latency + load.chats * load.messages
-            cpu = (cpu_s(pid) - cpu0) / handled
+            cpu1 = await settle(pid)
+            cpu = (cpu1 - cpu0) / handled
             rss = rss_mb(pid)
             drafts = (len(tg.drafts) - drafts0) / handled
             await profile_stop(spy)
             shape["instant"] = True
             spy = await profile_start(f"{name}-instant", pid, base)
-            cpu1 = cpu_s(pid)
             per_chat = -(-load.instant // load.chats)
+            calls0 = len(llm.requests)
             instant_s = await burst(tg, load.chats, per_chat, base + 50_000, "quick")
-            cpu_instant = (cpu_s(pid) - cpu1) / (per_chat * load.chats)
+            cpu_instant = (await settle(pid) - cpu1) / (per_chat * load.chats)
+            calls_instant = (len(llm.requests) - calls0) / (per_chat * load.chats)
             await profile_stop(spy)
         finally:
             await stop(name, bot)
@@ -257,6 +284,7 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
         "drafts": drafts,
         "cpu_instant": cpu_instant,
         "rate_instant": per_chat * load.chats / instant_s,
+        "calls_instant": calls_instant,
     }
 
 
@@ -276,7 +304,8 @@ async def run(rounds: int, load: Load) -> None:
                     f"round {r + 1} {name:<8} start {fig['start']:5.2f} s  "
                     f"p50 {fig['p50'] * 1000:6.0f} ms  {fig['rate']:5.2f} msg/s  "
                     f"CPU {fig['cpu'] * 1000:5.1f} ms/msg (instant "
-                    f"{fig['cpu_instant'] * 1000:4.1f})  RSS {fig['rss']:5.0f} MB  "
+                    f"{fig['cpu_instant'] * 1000:4.1f}, {fig['calls_instant']:.2f} model "
+                    f"calls/msg)  RSS {fig['rss']:5.0f} MB  "
                     f"drafts {fig['drafts']:.2f}/msg  load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
@@ -302,6 +331,7 @@ def report(got: dict[str, list[dict[str, float]]], rounds: int, load: Load) -> N
         ("CPU per message (ms)", "cpu", 1000, ".1f", "streamed answers; lower is better"),
         ("  instant answers (ms)", "cpu_instant", 1000, ".1f", "per-message cost alone"),
         ("  instant messages/s", "rate_instant", 1, ".1f", "higher is better"),
+        ("  instant model calls", "calls_instant", 1, ".2f", "per message (summaries)"),
         ("drafts per message", "drafts", 1, ".2f", "both bots show drafts"),
     ]
     print(f"  {'':<22}{'sidekick':>10}{'plain':>10}{'ratio':>8}")
