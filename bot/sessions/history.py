@@ -391,16 +391,27 @@ class Compressor:
         leaves, and how many rows (and of them the person's turns) lie between the two
         unread. However long a session whose summaries keep failing grows, a message reads
         about what it shows; and a message after one this process answered reads only the
-        summary's row: the window kept from then is extended by the rows `read`, when they
-        prove it still holds (_Newest.extended)."""
+        newest summary's id: the window kept from then is extended by the rows `read`, when
+        they prove it still holds (_Newest.extended). Not even that while the extended window
+        holds every turn after its summary within the budget: a summary is written only for a
+        session found over the budget (Compressor.fit's `due`), so none can have been written
+        since, and the prompt shows every turn, as a session read whole with its message does
+        (HistoryWindow.fit)."""
+        kept = self.windows.pop(session_id, None)
+        held = kept.extended(read) if kept else None
+        if held is not None and held.whole:
+            held.room = budget - (len(held.note) // 4 + 1)
+            if sum(held.costs) <= held.room:
+                held.older = held.older_turns = 0
+                self._keep(session_id, held)
+                return held
         # A Core connection, not an ORM session: this runs at every message of a long
         # session, and a session's set-up and tear-down cost more than its statement. The
         # summary's row, read only when no kept window holds, is the one ORM read: a session
         # on the same connection.
         async with engine_of(self.session_factory).connect() as s:
             summary_id = await repo.latest_verified_id(s, session_id)
-            kept = self.windows.pop(session_id, None)
-            got = kept.extended(read) if kept and kept.summary_id == summary_id else None
+            got = held if held is not None and held.summary_id == summary_id else None
             after = got.after if got else 0
             if got is None:
                 done = await self._compression(s, summary_id) if summary_id else None
@@ -429,10 +440,13 @@ class Compressor:
                 got.older, got.older_turns = await repo.count_messages(
                     s, session_id, after, got.rows[0].id
                 )
+        self._keep(session_id, got)
+        return got
+
+    def _keep(self, session_id: int, window: _Newest) -> None:
         if len(self.windows) >= WINDOWS_MAX:
             del self.windows[next(iter(self.windows))]
-        self.windows[session_id] = got
-        return got
+        self.windows[session_id] = window
 
     async def _compression(self, conn: AsyncConnection, id_: int) -> SessionCompression | None:
         async with self.session_factory(bind=conn) as s:
