@@ -309,6 +309,12 @@ def _worth_a_summary(
     return turns >= STEP_TURNS or sum(line_cost(m, tools=WRITE.tools) for m in older) >= chunk
 
 
+def _may_retry(grown: int | None) -> bool:
+    """A summary may be tried: none was rejected, or the session has grown well since
+    (`grown`: repo.since_rejected's count)."""
+    return grown is None or grown >= RETRY_AFTER_MESSAGES
+
+
 @dataclass
 class _Newest:
     """What a prompt can show of a session (Compressor._newest): the newest verified
@@ -327,6 +333,9 @@ class _Newest:
     older: int = 0
     older_turns: int = 0
     whole: bool = False  # every row after the summary is in rows
+    # Messages since the session's newest summary was rejected, as read with the message
+    # (None: none was, or it was verified): a summary is due again only once it has grown.
+    grown: int | None = None
 
     def extended(self, read: Prefetched | None) -> _Newest | None:
         """This window (kept from an earlier message of the session) with the rows `read`
@@ -410,7 +419,7 @@ class Compressor:
         # summary's row, read only when no kept window holds, is the one ORM read: a session
         # on the same connection.
         async with engine_of(self.session_factory).connect() as s:
-            summary_id = await repo.latest_verified_id(s, session_id)
+            summary_id, grown = await repo.summaries(s, session_id)
             got = held if held is not None and held.summary_id == summary_id else None
             after = got.after if got else 0
             if got is None:
@@ -426,6 +435,7 @@ class Compressor:
                     got.costs = read.costs[first:]
                     got.whole = first > 0 or len(read.rows) < HISTORY_ROWS
                 got.older = -1  # not counted yet
+            got.grown = grown
             got.room = budget - (len(got.note) // 4 + 1)
             while not got.whole and sum(got.costs) <= got.room:
                 before = got.rows[0].id if got.rows else None
@@ -477,6 +487,7 @@ class Compressor:
         due = (
             bool(self.llm)
             and dropped > 0
+            and _may_retry(got.grown)
             and _worth_a_summary(rows, costs, keep, chunk, older_turns)
         )
         return Fitted(with_note(kept, note), due)
@@ -557,11 +568,12 @@ class Compressor:
         return min(cut, newest)
 
     async def _worth_trying(self, session_id: int) -> bool:
-        """Asked before the range is read: after a rejected summary, try again only once the
-        session has grown well since (counted in SQL)."""
+        """Asked again before the range is read (the message that found the summary due read
+        the count with its window; another writer may have tried since): after a rejected
+        summary, try again only once the session has grown well since (counted in SQL)."""
         async with engine_of(self.session_factory).connect() as c:  # as _newest's
             grown = await repo.since_rejected(c, session_id)
-        return grown is None or grown >= RETRY_AFTER_MESSAGES
+        return _may_retry(grown)
 
     async def _compress(
         self,

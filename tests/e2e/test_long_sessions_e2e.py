@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from sqlalchemy import func, select
 from bot.agent import prompt as history
 from bot.agent.prompt import earlier_of, without_context
 from bot.sessions import history as sessions_history
-from bot.sessions.history import TRIM_STEP
+from bot.sessions.history import RETRY_AFTER_MESSAGES, TRIM_STEP
 from bot.sessions.models import SessionCompression
 from bot.usage.models import ModelUsage
 from db.conversation import SqlConversation, Started
@@ -144,7 +145,20 @@ async def test_a_session_whose_summaries_fail_shows_the_newest_turns_in_steady_s
 
     async with tg.app.session_factory() as s:
         rows = list((await s.execute(select(SessionCompression))).scalars())
+        # A rejected range is tried again only once the session has grown well since.
+        grew = [
+            (
+                await s.execute(
+                    select(func.count()).where(
+                        Message.created_at > before.created_at,
+                        Message.created_at < after.created_at,
+                    )
+                )
+            ).scalar_one()
+            for before, after in pairwise(rows)
+        ]
     assert rows and not any(r.verified for r in rows)  # nothing was ever compressed away
+    assert len(rows) > 1 and min(grew) >= RETRY_AFTER_MESSAGES, grew
 
     firsts = []
     for n, request in enumerate(chat_requests(fake_llm)[40:], start=41):
