@@ -4,7 +4,8 @@ session's oldest turns replaced by a verified summary.
 Most requests fit in the rows read with the user's message (db/conversation.py's
 HISTORY_ROWS: HistoryWindow's fast path, where a stored message is converted to its wire
 form and counted once per process, as it never changes; a longer session's window is kept
-from its previous message and checked against the database: Compressor._newest). When the
+from its previous message, and checked against the database for a newer summary only once it
+no longer fits: Compressor._newest). When the
 newest turns no longer fit the budget, the prompt shows the newest that fit (the model is
 told which turns it does not see: it never meets a gap without knowing), and once enough
 has piled up the oldest uncovered range is summarised by the summary service
