@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.markup import failure, only_markup, repeats, shown
+from bot.agent.markup import failure, repeats, shown
 
 DAY = json.loads((Path(__file__).parent / "fixtures" / "llm" / "day" / "excerpts.json").read_text())
 REPLIES = DAY["replies"]
@@ -33,7 +33,7 @@ def test_no_recorded_reply_shows_markup_in_any_draft_or_answer(n: str) -> None:
 @pytest.mark.parametrize("n", ["7", "8", "9", "12", "20", "31", "33", "43", "45"])
 def test_a_reply_of_markup_alone_is_a_failed_call(n: str) -> None:
     reply = REPLIES[n]
-    assert only_markup(reply["content"], reply["tool_ran"])
+    assert reply["content"].strip() and not shown(reply["content"], results=reply["tool_ran"])
     assert failure(reply["content"], shown(reply["content"]), reply["message"]) == "markup"
 
 

@@ -15,8 +15,8 @@ it holds (to its closing tag, or to the end when none comes); a result-like elem
 in this request and what it wraps is prose (the model wrapping its real answer in the tag).
 Code (fenced or inline) is left alone: a person asking about HTML gets their `<output>`.
 
-`shown` is the text the person may read; `only_markup` says a reply had nothing else (a
-failed call: the loop asks once more); `repeats` says an answer is the person's question
+`shown` is the text the person may read (a reply with nothing else is a failed call:
+`failure`, and the loop asks once more); `repeats` says an answer is the person's question
 given back.
 """
 
@@ -150,11 +150,6 @@ def _drop(text: str, m: re.Match[str], out: list[str], *, results: bool, final: 
     if kind == "result" and results and _prose(shown(inner)):
         out.append(shown(inner))
     return end.end() if end else len(text)
-
-
-def only_markup(text: str, results: bool = False) -> bool:
-    """A reply with text that is all template markup: nothing of it may be shown."""
-    return bool(text.strip()) and not shown(text, results=results)
 
 
 def repeats(answer: str, question: str) -> bool:

@@ -4,7 +4,8 @@ session's oldest turns replaced by a verified summary.
 Most requests fit in the rows read with the user's message (db/conversation.py's
 HISTORY_ROWS: HistoryWindow's fast path, where a stored message is converted to its wire
 form and counted once per process, as it never changes; a longer session's window is kept
-from its previous message and checked against the database: Compressor._newest). When the
+from its previous message, and checked against the database for a newer summary only once it
+no longer fits: Compressor._newest). When the
 newest turns no longer fit the budget, the prompt shows the newest that fit (the model is
 told which turns it does not see: it never meets a gap without knowing), and once enough
 has piled up the oldest uncovered range is summarised by the summary service
@@ -309,6 +310,12 @@ def _worth_a_summary(
     return turns >= STEP_TURNS or sum(line_cost(m, tools=WRITE.tools) for m in older) >= chunk
 
 
+def _may_retry(grown: int | None) -> bool:
+    """A summary may be tried: none was rejected, or the session has grown well since
+    (`grown`: repo.since_rejected's count)."""
+    return grown is None or grown >= RETRY_AFTER_MESSAGES
+
+
 @dataclass
 class _Newest:
     """What a prompt can show of a session (Compressor._newest): the newest verified
@@ -327,6 +334,9 @@ class _Newest:
     older: int = 0
     older_turns: int = 0
     whole: bool = False  # every row after the summary is in rows
+    # Messages since the session's newest summary was rejected, as read with the message
+    # (None: none was, or it was verified): a summary is due again only once it has grown.
+    grown: int | None = None
 
     def extended(self, read: Prefetched | None) -> _Newest | None:
         """This window (kept from an earlier message of the session) with the rows `read`
@@ -391,16 +401,27 @@ class Compressor:
         leaves, and how many rows (and of them the person's turns) lie between the two
         unread. However long a session whose summaries keep failing grows, a message reads
         about what it shows; and a message after one this process answered reads only the
-        summary's row: the window kept from then is extended by the rows `read`, when they
-        prove it still holds (_Newest.extended)."""
+        newest summary's id: the window kept from then is extended by the rows `read`, when
+        they prove it still holds (_Newest.extended). Not even that while the extended window
+        holds every turn after its summary within the budget: a summary is written only for a
+        session found over the budget (Compressor.fit's `due`), so none can have been written
+        since, and the prompt shows every turn, as a session read whole with its message does
+        (HistoryWindow.fit)."""
+        kept = self.windows.pop(session_id, None)
+        held = kept.extended(read) if kept else None
+        if held is not None and held.whole:
+            held.room = budget - (len(held.note) // 4 + 1)
+            if sum(held.costs) <= held.room:
+                held.older = held.older_turns = 0
+                self._keep(session_id, held)
+                return held
         # A Core connection, not an ORM session: this runs at every message of a long
         # session, and a session's set-up and tear-down cost more than its statement. The
         # summary's row, read only when no kept window holds, is the one ORM read: a session
         # on the same connection.
         async with engine_of(self.session_factory).connect() as s:
-            summary_id = await repo.latest_verified_id(s, session_id)
-            kept = self.windows.pop(session_id, None)
-            got = kept.extended(read) if kept and kept.summary_id == summary_id else None
+            summary_id, grown = await repo.summaries(s, session_id)
+            got = held if held is not None and held.summary_id == summary_id else None
             after = got.after if got else 0
             if got is None:
                 done = await self._compression(s, summary_id) if summary_id else None
@@ -415,6 +436,7 @@ class Compressor:
                     got.costs = read.costs[first:]
                     got.whole = first > 0 or len(read.rows) < HISTORY_ROWS
                 got.older = -1  # not counted yet
+            got.grown = grown
             got.room = budget - (len(got.note) // 4 + 1)
             while not got.whole and sum(got.costs) <= got.room:
                 before = got.rows[0].id if got.rows else None
@@ -429,10 +451,13 @@ class Compressor:
                 got.older, got.older_turns = await repo.count_messages(
                     s, session_id, after, got.rows[0].id
                 )
+        self._keep(session_id, got)
+        return got
+
+    def _keep(self, session_id: int, window: _Newest) -> None:
         if len(self.windows) >= WINDOWS_MAX:
             del self.windows[next(iter(self.windows))]
-        self.windows[session_id] = got
-        return got
+        self.windows[session_id] = window
 
     async def _compression(self, conn: AsyncConnection, id_: int) -> SessionCompression | None:
         async with self.session_factory(bind=conn) as s:
@@ -463,6 +488,7 @@ class Compressor:
         due = (
             bool(self.llm)
             and dropped > 0
+            and _may_retry(got.grown)
             and _worth_a_summary(rows, costs, keep, chunk, older_turns)
         )
         return Fitted(with_note(kept, note), due)
@@ -543,11 +569,12 @@ class Compressor:
         return min(cut, newest)
 
     async def _worth_trying(self, session_id: int) -> bool:
-        """Asked before the range is read: after a rejected summary, try again only once the
-        session has grown well since (counted in SQL)."""
+        """Asked again before the range is read (the message that found the summary due read
+        the count with its window; another writer may have tried since): after a rejected
+        summary, try again only once the session has grown well since (counted in SQL)."""
         async with engine_of(self.session_factory).connect() as c:  # as _newest's
             grown = await repo.since_rejected(c, session_id)
-        return grown is None or grown >= RETRY_AFTER_MESSAGES
+        return _may_retry(grown)
 
     async def _compress(
         self,

@@ -257,7 +257,7 @@ _SINCE_REJECTED = (
 async def since_rejected(s: AsyncSession | AsyncConnection, session_id: int) -> int | None:
     """How many messages the session has had since its newest compression was rejected;
     None when it has none or that one was verified. One statement: a session whose summaries
-    keep failing asks at every message."""
+    keep failing asks it with every message past its budget (summaries)."""
     return (await s.execute(_SINCE_REJECTED, {"sid": session_id})).scalar()
 
 
@@ -268,10 +268,15 @@ _LATEST_VERIFIED_ID = (
 )
 
 
-async def latest_verified_id(s: AsyncSession | AsyncConnection, session_id: int) -> int:
-    """The id of the session's newest verified compression (0: none), without loading it:
-    what a kept window is checked against on every message of a long session."""
-    return int((await s.execute(_LATEST_VERIFIED_ID, {"sid": session_id})).scalar_one())
+_SUMMARIES = select(_LATEST_VERIFIED_ID.scalar_subquery(), _SINCE_REJECTED.scalar_subquery())
+
+
+async def summaries(s: AsyncSession | AsyncConnection, session_id: int) -> tuple[int, int | None]:
+    """The id of the session's newest verified compression (0: none), without loading it,
+    and since_rejected's count, in one statement: what a kept window is checked against,
+    and whether a summary may be tried, at every message of a session past its budget."""
+    verified, grown = (await s.execute(_SUMMARIES, {"sid": session_id})).one()
+    return int(verified), grown
 
 
 async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> list[Any]:

@@ -25,7 +25,6 @@ from tools.chat import Completion
 from tools.discovery.context_log import ContextLog
 from tools.hooks import HookRefusal, ModelRequest, TurnHooks
 from tools.model_call import ModelCall
-from tools.tokens import count_payload
 
 
 @dataclass
@@ -150,19 +149,19 @@ class ContextAccounting(TurnHooks):
     log: ContextLog
 
     async def on_model_request(self, req: ModelRequest) -> None:
-        # Only kept here; ContextLog counts when /context asks (the prompt once per
-        # request, the tools payload of the latest call).
-        schemas = req.tools
-        names = [t["function"]["name"] for t in schemas]
-        user = req.ctx.user_id
+        # Only kept here; ContextLog assembles and counts when /context asks (the prompt
+        # once per request, the tools payload of the latest call).
+        user, p = req.ctx.user_id, req.parts
         if not (req.turn and self.log.has(user)):
-            p = req.parts
-            # The recalled sections ride in the newest user turn (bot/agent/prompt.py):
-            # counted as memory, not as history, as when they sat in the system prompt.
-            system = "\n\n".join([p.system, *p.sections])
-            history = [
-                {**m, "content": without_context(m["content"])} if m["role"] == "user" else m
-                for m in p.history
-            ]
-            self.log.record(user, req.ctx.now(), system, p.sections, history)
-        self.log.set_tools(user, lambda: count_payload(schemas), names)
+
+            def prompt() -> tuple[str, list[str], list[dict[str, Any]]]:
+                # The recalled sections ride in the newest user turn (bot/agent/prompt.py):
+                # counted as memory, not as history, as when they sat in the system prompt.
+                history = [
+                    {**m, "content": without_context(m["content"])} if m["role"] == "user" else m
+                    for m in p.history
+                ]
+                return "\n\n".join([p.system, *p.sections]), p.sections, history
+
+            self.log.record(user, req.ctx.now(), prompt)
+        self.log.set_tools(user, req.tools)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from sqlalchemy import func, select
 from bot.agent import prompt as history
 from bot.agent.prompt import earlier_of, without_context
 from bot.sessions import history as sessions_history
-from bot.sessions.history import TRIM_STEP
+from bot.sessions.history import RETRY_AFTER_MESSAGES, TRIM_STEP
 from bot.sessions.models import SessionCompression
 from bot.usage.models import ModelUsage
 from db.conversation import SqlConversation, Started
@@ -144,7 +145,20 @@ async def test_a_session_whose_summaries_fail_shows_the_newest_turns_in_steady_s
 
     async with tg.app.session_factory() as s:
         rows = list((await s.execute(select(SessionCompression))).scalars())
+        # A rejected range is tried again only once the session has grown well since.
+        grew = [
+            (
+                await s.execute(
+                    select(func.count()).where(
+                        Message.created_at > before.created_at,
+                        Message.created_at < after.created_at,
+                    )
+                )
+            ).scalar_one()
+            for before, after in pairwise(rows)
+        ]
     assert rows and not any(r.verified for r in rows)  # nothing was ever compressed away
+    assert len(rows) > 1 and min(grew) >= RETRY_AFTER_MESSAGES, grew
 
     firsts = []
     for n, request in enumerate(chat_requests(fake_llm)[40:], start=41):
@@ -226,3 +240,29 @@ def shows_from_the_summary_on(prompt: list[dict[str, Any]], n: int) -> None:
     assert sent == [*pairs, chat(n)], sent
     gap = re.findall(r"\[not shown\] Turns (\d+)–(\d+) ", cut)
     assert gap == ([("43", str(2 * (shown - 1)))] if shown > 22 else []), (shown, gap)
+
+
+async def test_a_session_longer_than_one_read_that_fits_shows_every_turn(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI
+) -> None:
+    # More rows than a message reads with it (db/conversation.py HISTORY_ROWS), all within
+    # the budget: the window kept between messages (bot/sessions/history.py _newest) shows
+    # every turn, those another worker answered meanwhile included, in order, uncut.
+    tg = await make_tg()
+    await talk(tg, 34)
+    other = SqlConversation(tg.app.session_factory)
+    for i in (35, 36):
+        started = await other.begin_turn(
+            telegram_id=OWNER, user_name="", text=chat(i), kind="text",
+            telegram_message_id=None, request_id=f"other-{i}", now=datetime.now(UTC),
+            period_over=lambda started, tz: False,
+        )  # fmt: skip
+        turn = ConversationTurn(started.session_id, started.user.id, f"other-{i}")
+        await other.record_answer(turn, datetime.now(UTC), f"echo: {chat(i)}")
+    for n in (37, 38):
+        await tg.send(OWNER, chat(n))
+        assert (await tg.reply(OWNER)).text == f"echo: {chat(n)}"
+        prompt = chat_requests(fake_llm)[-1]
+        assert earlier_of(prompt[1]["content"]) == ""  # nothing summarised, nothing left out
+        sent = [without_context(m["content"]) for m in prompt[1:]]
+        assert sent == [*(m for i in range(1, n) for m in (chat(i), f"echo: {chat(i)}")), chat(n)]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tools.tokens import count_text
+from tools.tokens import count_payload, count_text
 
 
 @dataclass
@@ -46,24 +46,32 @@ def split_of(
     )
 
 
+# What one request's prompt was built from, made only when counted: the system prompt with
+# the recalled sections, the sections, and the history as the user wrote it.
+Prompt = Callable[[], tuple[str, list[str], list[dict[str, Any]]]]
+
+
+def _none() -> tuple[str, list[str], list[dict[str, Any]]]:
+    return "", [], []
+
+
 @dataclass
 class _Request:
-    """What one request's prompt was built from, counted only when someone asks: counting
-    every request's prompt kept the tokenizer resident and cost time per message."""
+    """One request's prompt and its latest call's tools, counted only when someone asks:
+    counting (and even assembling) every request's prompt kept the tokenizer resident and
+    cost time per message, growing with the session."""
 
     at: datetime
-    system: str
-    sections: list[str]
-    history: list[dict[str, Any]]
-    tools: Callable[[], int] = lambda: 0
-    tool_names: list[str] = field(default_factory=list)
+    prompt: Prompt
+    tools: list[dict[str, Any]] = field(default_factory=list)
     split: ContextSplit | None = None  # once counted (or evicted), the figures alone
 
     def counted(self) -> ContextSplit:
         if self.split is None:
-            self.split = split_of(self.system, self.sections, self.history, 0, self.at)
-            self.system, self.sections, self.history = "", [], []
-        self.split.tools, self.split.tool_names = self.tools(), self.tool_names
+            self.split = split_of(*self.prompt(), 0, self.at)
+            self.prompt = _none
+        self.split.tools = count_payload(self.tools)
+        self.split.tool_names = [t["function"]["name"] for t in self.tools]
         return self.split
 
 
@@ -78,16 +86,9 @@ class ContextLog:
         self._last: dict[int, _Request] = {}
         self._uncounted: OrderedDict[int, None] = OrderedDict()  # oldest first
 
-    def record(
-        self,
-        user_id: int,
-        at: datetime,
-        system: str,
-        sections: list[str],
-        history: list[dict[str, Any]],
-    ) -> None:
+    def record(self, user_id: int, at: datetime, prompt: Prompt) -> None:
         """A new request's prompt (at its first model call)."""
-        self._last[user_id] = _Request(at, system, list(sections), list(history))
+        self._last[user_id] = _Request(at, prompt)
         self._uncounted[user_id] = None
         self._uncounted.move_to_end(user_id)
         if len(self._uncounted) > self.KEEP:
@@ -97,10 +98,9 @@ class ContextLog:
     def has(self, user_id: int) -> bool:
         return user_id in self._last
 
-    def set_tools(self, user_id: int, tokens: Callable[[], int], names: list[str]) -> None:
+    def set_tools(self, user_id: int, schemas: list[dict[str, Any]]) -> None:
         """The tools payload of the request's latest model call, counted when asked."""
-        req = self._last[user_id]
-        req.tools, req.tool_names = tokens, names
+        self._last[user_id].tools = schemas
 
     def get(self, user_id: int) -> ContextSplit | None:
         req = self._last.get(user_id)
