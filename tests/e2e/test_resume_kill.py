@@ -36,6 +36,10 @@ from tools.reminders.models import ScheduledJob
 REMIND = {"action": "create", "text": "call mum", "when": "in 2 hours"}
 ASK = "remind me to call mum in 2 hours"
 WAIT_S = 120.0  # a start of the whole app on a loaded machine takes seconds; this bounds a hang
+# Each test starts `sidekick run` two or three times (each start is seconds of CPU: imports,
+# migrations) and may wait out a stop's grace: on a loaded machine that adds up past
+# pytest's default bound for a whole test; WAIT_S still bounds each wait.
+pytestmark = pytest.mark.timeout(600)
 
 
 @dataclass

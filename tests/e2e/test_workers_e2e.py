@@ -26,7 +26,10 @@ from tests.e2e.conftest import ALLOWED
 from tests.fakes.openai_server import FakeOpenAI, Text
 from tests.fakes.telegram_server import FakeTelegram, message_update
 
-pytestmark = pg_only
+# Two apps built on PostgreSQL (migrations) and 150 turns: on a loaded machine more than
+# pytest's default 120 s for a whole test, set-up included, while the waits inside are
+# bounded on their own.
+pytestmark = [pg_only, pytest.mark.timeout(600)]
 
 
 @dataclass
