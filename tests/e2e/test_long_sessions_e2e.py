@@ -51,6 +51,19 @@ def chat_requests(llm: FakeOpenAI) -> list[list[dict[str, Any]]]:
     return [r["messages"] for r in llm.requests if r.get("stream")]
 
 
+async def answered_elsewhere(other: SqlConversation, turns: range) -> Started:
+    """Another worker (its own conversation seam) answers `turns`; its last turn as begun."""
+    for i in turns:
+        started = await other.begin_turn(
+            telegram_id=OWNER, user_name="", text=chat(i), kind="text",
+            telegram_message_id=None, request_id=f"other-{i}", now=datetime.now(UTC),
+            period_over=lambda started, tz: False,
+        )  # fmt: skip
+        turn = ConversationTurn(started.session_id, started.user.id, f"other-{i}")
+        await other.record_answer(turn, datetime.now(UTC), f"echo: {chat(i)}")
+    return started
+
+
 async def talk(tg: TG, messages: int, pad: int = 0) -> None:
     """One message at a time, as a person types: each answer arrives before the next one."""
     for i in range(1, messages + 1):
@@ -189,18 +202,6 @@ async def test_a_kept_window_shows_what_another_worker_wrote_since(
     await talk(tg, 20)
     other = SqlConversation(tg.app.session_factory)  # the other worker's seam, its own
 
-    async def elsewhere(turns: range) -> Started:
-        """The other worker answers `turns`; its last turn as begun."""
-        for i in turns:
-            started = await other.begin_turn(
-                telegram_id=OWNER, user_name="", text=chat(i), kind="text",
-                telegram_message_id=None, request_id=f"other-{i}", now=datetime.now(UTC),
-                period_over=lambda started, tz: False,
-            )  # fmt: skip
-            turn = ConversationTurn(started.session_id, started.user.id, f"other-{i}")
-            await other.record_answer(turn, datetime.now(UTC), f"echo: {chat(i)}")
-        return started
-
     async def here(i: int) -> list[dict[str, Any]]:
         """This worker answers turn `i`; the prompt it sent."""
         await tg.send(OWNER, chat(i))
@@ -208,7 +209,7 @@ async def test_a_kept_window_shows_what_another_worker_wrote_since(
         await tg.app.part(sessions_history.COMPRESSIONS).idle()
         return chat_requests(fake_llm)[-1]
 
-    started = await elsewhere(range(21, 23))
+    started = await answered_elsewhere(other, range(21, 23))
     async with tg.app.session_factory() as s, s.begin():
         first, last = (
             await s.execute(
@@ -225,7 +226,7 @@ async def test_a_kept_window_shows_what_another_worker_wrote_since(
         )  # fmt: skip
         s.add(summary)
     shows_from_the_summary_on(await here(23), 23)
-    await elsewhere(range(24, 64))  # 80 rows: more than a message reads with it
+    await answered_elsewhere(other, range(24, 64))  # 80 rows: more than a message reads with it
     shows_from_the_summary_on(await here(64), 64)
 
 
@@ -250,15 +251,7 @@ async def test_a_session_longer_than_one_read_that_fits_shows_every_turn(
     # every turn, those another worker answered meanwhile included, in order, uncut.
     tg = await make_tg()
     await talk(tg, 34)
-    other = SqlConversation(tg.app.session_factory)
-    for i in (35, 36):
-        started = await other.begin_turn(
-            telegram_id=OWNER, user_name="", text=chat(i), kind="text",
-            telegram_message_id=None, request_id=f"other-{i}", now=datetime.now(UTC),
-            period_over=lambda started, tz: False,
-        )  # fmt: skip
-        turn = ConversationTurn(started.session_id, started.user.id, f"other-{i}")
-        await other.record_answer(turn, datetime.now(UTC), f"echo: {chat(i)}")
+    await answered_elsewhere(SqlConversation(tg.app.session_factory), range(35, 37))
     for n in (37, 38):
         await tg.send(OWNER, chat(n))
         assert (await tg.reply(OWNER)).text == f"echo: {chat(n)}"
