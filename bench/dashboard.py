@@ -35,7 +35,8 @@ from timing import rss_mb  # noqa: E402
 from bench.cli import options  # noqa: E402
 from bot.app import App, build_app  # noqa: E402
 from bot.config import load_settings  # noqa: E402
-from bot.dashboard.server import COOKIE, DASHBOARD  # noqa: E402
+from bot.dashboard.part import DASHBOARD  # noqa: E402
+from bot.dashboard.server import COOKIE  # noqa: E402
 from bot.ops.live import hand_operator  # noqa: E402
 from bot.usage.models import ModelUsage  # noqa: E402
 from db.models.core import ChatSession, Message  # noqa: E402

@@ -13,7 +13,8 @@ from urllib.parse import urlencode
 import httpx
 from sqlalchemy import select
 
-from bot.dashboard.server import COOKIE, DASHBOARD
+from bot.dashboard.part import DASHBOARD
+from bot.dashboard.server import COOKIE
 from db.models.core import User
 from tests.e2e.conftest import TG
 

@@ -22,7 +22,6 @@ from aiohttp import web
 from bot.dashboard import owner, pages, people, repo
 from bot.dashboard.auth import SESSION_TTL, InitDataError, Tokens, csrf_of, init_data_user, same
 from bot.dashboard.html import MINIAPP_CSP, Form, View, esc, message, page, secure
-from bot.dashboard.part import DASHBOARD as DASHBOARD  # its key, where tests look for it
 from bot.dashboard.part import Dashboard
 from bot.dashboard.repo import Person
 from bot.dashboard.settings import DashboardSettings

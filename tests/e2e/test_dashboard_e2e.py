@@ -19,7 +19,7 @@ from sqlalchemy import select, update
 from bot.approvals import repo as approvals_repo
 from bot.dashboard import pages, probe
 from bot.dashboard.models import DashboardToken
-from bot.dashboard.server import DASHBOARD
+from bot.dashboard.part import DASHBOARD
 from bot.telegram.delivery import TelegramDelivery
 from bot.telegram.main import start
 from db.models.core import ToolCallRecord
