@@ -338,6 +338,11 @@ class _Newest:
     # (None: none was, or it was verified): a summary is due again only once it has grown.
     grown: int | None = None
 
+    def leave_room(self, budget: int) -> int:
+        """`room`: what `budget` leaves beside the summary's note."""
+        self.room = budget - (len(self.note) // 4 + 1)
+        return self.room
+
     def extended(self, read: Prefetched | None) -> _Newest | None:
         """This window (kept from an earlier message of the session) with the rows `read`
         now in place of its newest: None unless `read` starts inside it and holds all of
@@ -409,12 +414,10 @@ class Compressor:
         (HistoryWindow.fit)."""
         kept = self.windows.pop(session_id, None)
         held = kept.extended(read) if kept else None
-        if held is not None and held.whole:
-            held.room = budget - (len(held.note) // 4 + 1)
-            if sum(held.costs) <= held.room:
-                held.older = held.older_turns = 0
-                self._keep(session_id, held)
-                return held
+        if held is not None and held.whole and sum(held.costs) <= held.leave_room(budget):
+            held.older = held.older_turns = 0
+            self._keep(session_id, held)
+            return held
         # A Core connection, not an ORM session: this runs at every message of a long
         # session, and a session's set-up and tear-down cost more than its statement. The
         # summary's row, read only when no kept window holds, is the one ORM read: a session
@@ -437,7 +440,7 @@ class Compressor:
                     got.whole = first > 0 or len(read.rows) < HISTORY_ROWS
                 got.older = -1  # not counted yet
             got.grown = grown
-            got.room = budget - (len(got.note) // 4 + 1)
+            got.leave_room(budget)
             while not got.whole and sum(got.costs) <= got.room:
                 before = got.rows[0].id if got.rows else None
                 page = await repo.newest_messages(s, session_id, after, before, PAGE_ROWS)
