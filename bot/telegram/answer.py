@@ -147,8 +147,10 @@ class ReplyStreamer:
 
 def incoming_from(message: Message, text: str, kind: str = "text") -> Incoming:
     user = message.from_user
+    # Only a forward or a reply can carry someone else's words (a quote rides on a reply).
+    others = message.forward_origin or message.reply_to_message or message.external_reply
     return Incoming(
-        text=marked(message, text),
+        text=marked(message, text) if others is not None else text,
         telegram_user_id=user.id if user else None,
         user_name=user.full_name if user else "",
         chat_id=message.chat.id,
