@@ -40,7 +40,7 @@ from bot.llm.wire import (
     first_said,
     open_stream,
 )
-from bot.llm.written import adopt_written, holdback, tool_names
+from bot.llm.written import OPENER, Holdback, Offered, adopt_written, tool_names
 from tools.chat import ChatModel, Completion, LLMToolCall, OnText, Usage, shown_tools
 from tools.model_call import ModelCall
 
@@ -536,9 +536,30 @@ class LLMClient(ChatModel):
         Where the server can (bot/llm/constrained.py), a reply with tools offered is held to
         an answer or one valid call. A small model may still write a tool call out as text
         (written.adopt_written): naming an offered tool, it becomes the completion's tool
-        call, and its text is never shown."""
-        offered = tool_names(tools or [])
-        shown = holdback(on_text, offered)
+        call, and its text is never shown. A written call begins with one of OPENER's
+        characters: text without one (most replies) is shown and kept as it is, and the
+        written-call reader is not asked."""
+        offered: Offered | None = None  # worked out when text may hold a written call
+
+        def names() -> Offered:
+            nonlocal offered
+            if offered is None:
+                offered = tool_names(tools or [])
+            return offered
+
+        holding: Holdback | None = None  # from the first text that may begin a call
+
+        async def held_back(text: str) -> None:
+            nonlocal holding
+            assert on_text is not None
+            if holding is None:
+                if OPENER.search(text) is None:
+                    await on_text(text)
+                    return
+                holding = Holdback(on_text, names())
+            await holding(text)
+
+        shown = held_back if on_text is not None and tools else on_text
 
         async def once(client: Endpoint, model: str, silence: Silence) -> Completion:
             body = self._body(model, messages, None)
@@ -561,12 +582,13 @@ class LLMClient(ChatModel):
                 )
                 drafts = constrained.drafts(shown) if "response_format" in body else shown
                 out = await collect(events, model, drafts)
-            if "response_format" in body and not constrained.adopt(out, offered):
+            if "response_format" in body and not constrained.adopt(out, names()):
                 log.info("a held reply was no answer or call: read as written")
             return out
 
         completion = await self._call(model, once, on_wait)
-        adopt_written(completion, offered)
+        if tools and not completion.tool_calls and OPENER.search(completion.content):
+            adopt_written(completion, names())
         return completion
 
     async def complete(

@@ -48,7 +48,7 @@ _START = re.compile(
 )
 # A character every written call begins with: prose without one holds no call, and _START
 # (which begins with a lookbehind, so the engine tries it at every position) need not walk it.
-_OPENER = re.compile(r"[<\[{`]")
+OPENER = re.compile(r"[<\[{`]")
 _FENCE = re.compile(r"[ \t]*```[ \t]*([\w-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.S)
 _FENCE_HEAD = re.compile(r"[ \t]*```[ \t]*([\w-]*)[ \t]*\n")
 _FENCE_OPENED = re.compile(r"```[ \t]*[\w-]*\s*$")  # a fence the cut call was in
@@ -356,7 +356,7 @@ def _scan(
     open begins, None), or (len(text), None). `final`: the text is whole, nothing is open.
     `about` gets (where, calls) of the calls written with prose before and after them."""
     pos = 0
-    while (opener := _OPENER.search(text, pos)) is not None:
+    while (opener := OPENER.search(text, pos)) is not None:
         # A call at a line's start may be indented: its match begins at that line's start.
         m = _START.search(text, max(pos, text.rfind("\n", 0, opener.start()) + 1))
         if m is None:
@@ -378,7 +378,7 @@ def _scan(
             return m.start(), None
         pos = what if isinstance(what, int) and what > m.start() else m.start() + 1
     # The text may end with the beginning of a marker or a fence (each begins with an opener).
-    if not final and _OPENER.search(text, max(pos, len(text) - _LONGEST_MARKER)):
+    if not final and OPENER.search(text, max(pos, len(text) - _LONGEST_MARKER)):
         for marker in (*_MARKERS, "```"):
             for n in range(min(len(marker) - 1, len(text)), 0, -1):
                 if len(text) - n >= pos and text.endswith(marker[:n]):
@@ -472,12 +472,6 @@ class Holdback:
         if visible != self.shown:
             self.shown = visible
             await self.on_text(visible)
-
-
-def holdback(on_text: OnText | None, offered: Collection[str]) -> OnText | None:
-    """`on_text` behind a Holdback (None stays None: nobody watches the stream; with no
-    tool offered there is no call to hold back)."""
-    return Holdback(on_text, offered) if on_text is not None and offered else on_text
 
 
 Offered = dict[str, tuple[str, str | None]]  # a name a call may be written with: (tool, action)
