@@ -191,6 +191,30 @@ async def test_on_and_off_ask_nothing(endpoint: Any) -> None:
         assert server.asked == []
 
 
+@pytest.mark.parametrize(
+    ("mode", "routes", "plan"),
+    [
+        ("auto", {}, (False, False)),
+        ("off", {}, (False, False)),
+        ("on", {}, (True, False)),
+        ("auto", LLAMA, (True, True)),
+        ("off", LLAMA, (False, True)),
+    ],
+)
+async def test_a_server_whose_requests_need_nothing_is_free(
+    endpoint: Any, mode: str, routes: dict[str, tuple[int, Any]], plan: tuple[bool, bool]
+) -> None:
+    """Only a server that is not local, whose replies are not held, goes free (the client
+    asks nothing more for it); one held by `on` goes free once it refuses the field."""
+    async with Server(routes) as server:
+        at = endpoint(server.base_url)
+        constraint = Constraint(mode)
+        assert await constraint.plan(at, unsaid) == plan
+        assert (at.base_url in constraint.free) is (plan == (False, False))
+        constraint.refused(at)
+        assert (at.base_url in constraint.free) is (not plan[1])
+
+
 async def test_a_server_that_refuses_the_field_gets_the_request_again_without_it(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:

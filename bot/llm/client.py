@@ -565,10 +565,12 @@ class LLMClient(ChatModel):
             body = self._body(model, messages, None)
             body["stream"] = True
             size = partial(self.parameters, model)
-            held = bool(tools) and await self.constraint.wanted(client, size)
+            held = local = False
+            if tools and client.base_url not in self.constraint.free:
+                held, local = await self.constraint.plan(client, size)
             if tools:
                 body["tools"] = shown_tools(tools)
-                if await self.constraint.local(client):
+                if local:
                     body["temperature"] = constrained.TOOL_TEMPERATURE
                 if held:
                     due = constrained.answer_due(messages)

@@ -195,12 +195,21 @@ class Constraint:
     `off`, or `auto`: llama.cpp's server (GET /props) and Ollama (GET /api/version) hold a
     reply to a schema; other servers are not asked to. Which server it is (`local`) is asked
     once per server; one that could not be asked (down, loading) is asked again with the
-    next request."""
+    next request. A server that is not local, in a mode that asks only local ones (or that
+    refused the field), is `free` once that is known: its requests need no question here."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.known: dict[str, bool] = {}
         self.servers: dict[str, bool] = {}
+        self.free: set[str] = set()  # base URLs: replies go as they are, at its temperature
+
+    async def plan(
+        self, endpoint: Endpoint, size: Callable[[], Awaitable[int | None]]
+    ) -> tuple[bool, bool]:
+        """(held, local) for a request with tools offered: `wanted`, and `local` (sampled at
+        TOOL_TEMPERATURE)."""
+        return await self.wanted(endpoint, size), await self.local(endpoint)
 
     async def wanted(self, endpoint: Endpoint, size: Callable[[], Awaitable[int | None]]) -> bool:
         """`size`: the model's parameters, where the server says (asked only for `auto` on a
@@ -226,11 +235,19 @@ class Constraint:
                 return False
             self.servers[endpoint.base_url] = found
             log.info("%s: %s", endpoint.base_url, "a local server" if found else "not local")
+            self._settle(endpoint)
         return self.servers[endpoint.base_url]
 
     def refused(self, endpoint: Endpoint) -> None:
         """The server refused the field: its replies go free from now on."""
         self.known[endpoint.base_url] = False
+        self._settle(endpoint)
+
+    def _settle(self, endpoint: Endpoint) -> None:
+        url = endpoint.base_url
+        held = self.known.get(url, self.mode == "on")
+        if self.servers.get(url) is False and not held:
+            self.free.add(url)
 
     async def _ask(self, endpoint: Endpoint) -> bool | None:
         asks = [("GET", endpoint.root + path, None, read) for path, read in _SERVERS]
