@@ -548,15 +548,18 @@ class LLMClient(ChatModel):
             return offered
 
         holding: Holdback | None = None  # from the first text that may begin a call
+        passed = ""  # the text shown before it
 
         async def held_back(text: str) -> None:
-            nonlocal holding
+            nonlocal holding, passed
             assert on_text is not None
             if holding is None:
                 if OPENER.search(text) is None:
+                    passed = text
                     await on_text(text)
                     return
                 holding = Holdback(on_text, names())
+                holding.shown = passed
             await holding(text)
 
         shown = held_back if on_text is not None and tools else on_text
