@@ -202,6 +202,24 @@ async def test_json_naming_no_offered_tool_streams_as_it_is_written(tg: TG) -> N
     assert len(tg.llm.requests) == 1  # no tool ran
 
 
+async def test_words_before_a_written_call_stream_and_the_call_never_does(tg: TG) -> None:
+    # Prose streams as it is (nothing in it can begin a call); from the call's first brace
+    # on, the drafts hold back what follows, and the call runs.
+    lead = "Of course, I will keep that in mind for the next time we talk about your family."
+    store = (
+        '{"name": "memory", "arguments": '
+        '{"action": "store", "content": "Sister is Ana", "layer": "long"}}'
+    )
+    tg.llm.add(Text(f"{lead}\n{store}", chunk=2, delay=0.05), Text("Noted."))
+    await tg.send(OWNER, "Remember that my sister's name is Ana.")
+    assert (await tg.reply(OWNER)).text == "Noted."
+    await tg.idle()
+    assert await memories(tg) == ["Sister is Ana"]
+    drafts = [str(d.params.get("text") or "") for d in tg.server.drafts]
+    assert any(d.startswith("Of course, I will keep") for d in drafts), drafts
+    assert_no_call_text(tg)
+
+
 async def test_a_call_named_by_its_action_runs_the_tool_it_belongs_to(tg: TG) -> None:
     # The 0.5B model names the action, not the tool: "store" is memory's alone.
     store = '{"name": "store", "arguments": {"content": "Sister is called Ana", "layer": "long"}}'
