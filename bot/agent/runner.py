@@ -252,7 +252,8 @@ class Agent:
         parts = await self.build_prompt(ctx, incoming.text, rows)
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
-        ctx.state(SEEN).add(seen_outside(messages))  # earlier turns' pages, this message's files
+        if seen := seen_outside(messages):  # earlier turns' pages, this message's files
+            ctx.state(SEEN).add(seen)
         run = _Run(self, ctx, incoming, events, turns, parts, messages, used)
         cap = MAX_TOOL_CALLS
         failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed
