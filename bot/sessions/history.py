@@ -414,9 +414,10 @@ class Compressor:
         with the message first), read a page at a time until they pass what the budget
         leaves, and how many rows (and of them the person's turns) lie between the two
         unread. However long a session whose summaries keep failing grows, a message reads
-        about what it shows; and a message after one this process answered reads only the
-        newest summary's id: the window kept from then is extended by the rows `read`, when
-        they prove it still holds (_Newest.extended). Not even that while the extended window
+        about what it shows; and a message after one this process answered (or after a
+        summary it wrote: compress keeps the window that leaves) reads only the newest
+        summary's id: the window kept from then is extended by the rows `read`, when they
+        prove it still holds (_Newest.extended). Not even that while the extended window
         holds every turn after its summary within the budget: a summary is written only for a
         session found over the budget (Compressor.fit's `due`), so none can have been written
         since, and the prompt shows every turn, as a session read whole with its message does
