@@ -28,7 +28,11 @@ Per bot and round:
   once: the CPU per message without the stream's wake-ups, the per-message cost the two
   bots differ in (issue 44's ratio), messages/s, and model calls per message (above one:
   Sidekick summarising a long session's oldest turns, which the later rounds' longer
-  chats need and the first round's mostly do not: why Sidekick's figure rises by round);
+  chats need and the first round's mostly do not: why Sidekick's figure rises by round).
+  The fake model answers a summary request as a model does, with a summary in the
+  person's own words (`summary`), so Sidekick keeps it; Sidekick's summaries kept and
+  rejected are printed each round (a rejected one is asked for twice and never shortens
+  the prompts after it, which no real model's summary would cost);
 - RSS of the bot process after the burst.
 
 Printed: each round, then the median over rounds of each figure and Sidekick's ratio to the
@@ -45,9 +49,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import os
+import re
 import signal
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -61,6 +68,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from startup import PollClock, cpu_s, rss_mb  # noqa: E402
 
+from bot.sessions.history import WRITE  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, Text  # noqa: E402
 from tests.fakes.telegram_server import message_update  # noqa: E402
 
@@ -120,6 +128,39 @@ _NUMBER = itertools.count(1)
 
 def answer() -> str:
     return f"{ANSWER} (answer {next(_NUMBER)})"
+
+
+# A summary request (bot/sessions/history.py WRITE) lists the turns one a line, the person's
+# as "<day> User: <text>"; the earlier summary it continues comes before them.
+_SAID = re.compile(r"^(?:\d{4}-\d\d-\d\d )?User: (.+)$", re.M)
+QUOTED = 8  # of the person's messages a summary names
+
+
+def summary(body: dict) -> Text | None:  # type: ignore[type-arg]
+    """A real summary of the turns a summary request gives (None for any other request),
+    as a model writes one: in the person's own words, so Sidekick's check accepts it as it
+    accepts a real model's (the canned answer states what nobody said and is rejected,
+    which would make every summary two calls and no summary ever kept)."""
+    messages = body.get("messages") or []
+    turns = messages[-1].get("content") if messages else None
+    if body.get("stream") or not isinstance(turns, str) or not turns.startswith(WRITE.lead):
+        return None
+    said = list(dict.fromkeys(_SAID.findall(turns)))
+    if len(said) > QUOTED:
+        said = said[: QUOTED // 2] + said[-QUOTED // 2 :]
+    quoted = ", ".join(f'"{s.strip()}"' for s in said)
+    return Text(f"The user wrote short messages, among them {quoted}. Sidekick answered each.")
+
+
+def summaries(home: Path) -> tuple[int, int]:
+    """Sidekick's summaries of long sessions so far in its database: (kept, rejected);
+    none for the plain bot, which has no such thing."""
+    db = home / "data" / "sidekick.db"
+    if not db.exists():
+        return 0, 0
+    with contextlib.closing(sqlite3.connect(db)) as c:
+        got = dict(c.execute("select verified, count(*) from session_compressions group by 1"))
+    return got.get(1, 0), got.get(0, 0)
 
 
 def streamed(load: Load) -> Text:
@@ -226,6 +267,8 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
     shape = {"instant": load is None}
 
     def respond(body: dict) -> Text:  # type: ignore[type-arg]
+        if (written := summary(body)) is not None:
+            return written
         if shape["instant"] or load is None:
             text = answer()
             return Text(text, chunk=len(text))  # one delta, at once
@@ -275,6 +318,7 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
     finally:
         await tg.stop()
         await llm.stop()
+    kept, rejected = summaries(home)
     return {
         "start": bot.start,
         "p50": statistics.median(latencies),
@@ -285,6 +329,8 @@ async def one_run(name: str, home: Path, base: int, load: Load | None) -> dict[s
         "cpu_instant": cpu_instant,
         "rate_instant": per_chat * load.chats / instant_s,
         "calls_instant": calls_instant,
+        "kept": kept,
+        "rejected": rejected,
     }
 
 
@@ -292,6 +338,7 @@ async def run(rounds: int, load: Load) -> None:
     got: dict[str, list[dict[str, float]]] = {name: [] for name in BOTS}
     with tempfile.TemporaryDirectory() as d:
         homes = {name: Path(d) / name for name in BOTS}
+        written = {name: (0.0, 0.0) for name in BOTS}  # summaries kept, rejected so far
         for name, home in homes.items():
             home.mkdir()
             await one_run(name, home, 0, None)  # makes the database
@@ -300,12 +347,20 @@ async def run(rounds: int, load: Load) -> None:
                 fig = await one_run(name, homes[name], (r + 1) * 100_000, load)
                 assert fig is not None
                 got[name].append(fig)
+                kept, rejected = fig["kept"], fig["rejected"]
+                fig["kept"], fig["rejected"] = kept - written[name][0], rejected - written[name][1]
+                written[name] = (kept, rejected)
+                said = (
+                    f"; summaries {fig['kept']:.0f} kept, {fig['rejected']:.0f} rejected"
+                    if name == "sidekick"
+                    else ""
+                )
                 print(
                     f"round {r + 1} {name:<8} start {fig['start']:5.2f} s  "
                     f"p50 {fig['p50'] * 1000:6.0f} ms  {fig['rate']:5.2f} msg/s  "
                     f"CPU {fig['cpu'] * 1000:5.1f} ms/msg (instant "
                     f"{fig['cpu_instant'] * 1000:4.1f}, {fig['calls_instant']:.2f} model "
-                    f"calls/msg)  RSS {fig['rss']:5.0f} MB  "
+                    f"calls/msg{said})  RSS {fig['rss']:5.0f} MB  "
                     f"drafts {fig['drafts']:.2f}/msg  load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
@@ -339,6 +394,8 @@ def report(got: dict[str, list[dict[str, float]]], rounds: int, load: Load) -> N
         sk, pl = med("sidekick", key), med("plain", key)
         ratio = f"{sk / pl:.2f}x" if pl else "-"
         print(f"  {label:<22}{sk * scale:>10{fmt}}{pl * scale:>10{fmt}}{ratio:>8}  {note}")
+    kept, rejected = (sum(f[key] for f in got["sidekick"]) for key in ("kept", "rejected"))
+    print(f"  Sidekick's summaries of long sessions: {kept:.0f} kept, {rejected:.0f} rejected")
 
 
 def main() -> None:

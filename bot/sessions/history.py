@@ -242,7 +242,9 @@ class Compressions:
         if due.llm is None or (running is not None and not running.done()):
             return False
         w = self.window
-        compressor = Compressor(w.session_factory, due.llm, w.clock, SUMMARY_REVIEW, w._wired)
+        compressor = Compressor(
+            w.session_factory, due.llm, w.clock, SUMMARY_REVIEW, w._wired, w._windows
+        )
 
         async def run() -> None:
             try:
@@ -338,6 +340,13 @@ class _Newest:
     # (None: none was, or it was verified): a summary is due again only once it has grown.
     grown: int | None = None
 
+    @classmethod
+    def behind(cls, done: SessionCompression | None) -> _Newest:
+        """The window in front of which `done` (None: no summary) stands, no rows yet."""
+        if done is None:
+            return cls("", 0)
+        return cls(record_text(done), done.last_turn, done.id, done.last_message_id)
+
     def leave_room(self, budget: int) -> int:
         """`room`: what `budget` leaves beside the summary's note."""
         self.room = budget - (len(self.note) // 4 + 1)
@@ -405,9 +414,10 @@ class Compressor:
         with the message first), read a page at a time until they pass what the budget
         leaves, and how many rows (and of them the person's turns) lie between the two
         unread. However long a session whose summaries keep failing grows, a message reads
-        about what it shows; and a message after one this process answered reads only the
-        newest summary's id: the window kept from then is extended by the rows `read`, when
-        they prove it still holds (_Newest.extended). Not even that while the extended window
+        about what it shows; and a message after one this process answered (or after a
+        summary it wrote: compress keeps the window that leaves) reads only the newest
+        summary's id: the window kept from then is extended by the rows `read`, when they
+        prove it still holds (_Newest.extended). Not even that while the extended window
         holds every turn after its summary within the budget: a summary is written only for a
         session found over the budget (Compressor.fit's `due`), so none can have been written
         since, and the prompt shows every turn, as a session read whole with its message does
@@ -427,10 +437,8 @@ class Compressor:
             got = held if held is not None and held.summary_id == summary_id else None
             after = got.after if got else 0
             if got is None:
-                done = await self._compression(s, summary_id) if summary_id else None
-                after = done.last_message_id if done else 0
-                got = _Newest(record_text(done) if done else "", done.last_turn if done else 0)
-                got.summary_id, got.after = summary_id, after
+                got = _Newest.behind(await self._compression(s, summary_id) if summary_id else None)
+                after = got.after
                 if read is not None:
                     first = next(
                         (i for i, m in enumerate(read.rows) if m.id > after), len(read.rows)
@@ -506,7 +514,7 @@ class Compressor:
             return None
         if not await self._worth_trying(session_id):
             return None
-        done, rows, _, costs = await self._uncovered(session_id)
+        done, rows, wire, costs = await self._uncovered(session_id)
         keep = int(budget * KEEP_FRACTION)
         # Found due by a turn fitted before the previous summary was stored: what is left
         # may be a few turns now.
@@ -519,9 +527,22 @@ class Compressor:
             return None
         summariser = Summariser(self.llm, self.review, chunk)
         try:
-            return await self._compress(summariser, session_id, user_id, done, rows[:cut])
-        finally:
+            row = await self._compress(summariser, session_id, user_id, done, rows[:cut])
+        except BaseException:  # stored, the row lets go of the lease in its own transaction
             await asyncio.shield(self._release(session_id))
+            raise
+        if row.verified:
+            # What the session's next message shows: the new summary, then every row after
+            # what it covers, as read here (the rows written since extend it: _Newest.extended),
+            # so that message reads neither the summary back nor its newer rows: a window
+            # holding every row after its summary within the budget, as one read whole in
+            # _newest. A newer summary is written only once a window no longer fits, and then
+            # the window is checked against the database (_newest).
+            window = _Newest.behind(row)
+            window.rows, window.wire, window.costs = rows[cut:], wire[cut:], costs[cut:]
+            window.whole = True
+            self._keep(session_id, window)
+        return row
 
     async def _claim(self, session_id: int) -> bool:
         """The session's compression lease: one writer summarises a range at a time (a
@@ -537,6 +558,7 @@ class Compressor:
             return False
 
     async def _release(self, session_id: int) -> None:
+        """The lease let go when no summary was stored (_compress lets go of it with one)."""
         try:
             async with self.session_factory() as s, s.begin():
                 await repo.drop_lease(s, session_id, "compressing_until")
@@ -608,6 +630,7 @@ class Compressor:
                 reason=reason,
                 now=self.clock(),
             )
+            await repo.drop_lease(s, session_id, "compressing_until")
         if reason is None:
             log.info("session %d: turns %d–%d compressed", session_id, first_turn, row.last_turn)
         else:

@@ -20,7 +20,7 @@ from bot.agent import prompt as history
 from bot.agent.prompt import earlier_of, without_context
 from bot.sessions import history as sessions_history
 from bot.sessions.history import RETRY_AFTER_MESSAGES, TRIM_STEP
-from bot.sessions.models import SessionCompression
+from bot.sessions.models import SessionArchive, SessionCompression
 from bot.usage.models import ModelUsage
 from db.conversation import SqlConversation, Started
 from db.conversation import Turn as ConversationTurn
@@ -135,6 +135,54 @@ async def test_the_context_size_bounds_every_prompt(
     assert whole > fake_llm.n_ctx and max(prompts) < fake_llm.n_ctx
     cut = earlier_of(chat_requests(fake_llm)[-1][1]["content"])
     assert "locker code is 4711" in cut  # compressed, not dropped
+
+
+async def test_the_turn_after_a_summary_shows_it_and_every_turn_after_what_it_covers(
+    make_tg: Callable[..., Awaitable[TG]], fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The window the summary leaves is kept for the session's next message (bot/sessions/
+    # history.py Compressor.compress), which then reads neither the summary nor the turns
+    # back: each prompt shows the newest summary stored before it, then the turns after what
+    # it covers, none twice, none left out unsaid, up to this one. The summary's row lets go
+    # of the session's compression lease as it is stored. The budget leaves the recent turns
+    # a summary keeps more rows than a message reads with it (db/conversation.py
+    # HISTORY_ROWS), so the next message extends that window rather than read it whole.
+    fake_llm.responder = summariser
+    monkeypatch.setattr(history, "HISTORY_TOKEN_BUDGET", 4600)
+    tg = await make_tg()
+    turns = 90
+    rows = [m for i in range(1, turns + 1) for m in (chat(i), f"echo: {chat(i)}")]
+    summaries = set()
+    for n in range(1, turns + 1):
+        async with tg.app.session_factory() as s:
+            newest = (
+                await s.execute(
+                    select(SessionCompression)
+                    .where(SessionCompression.verified)
+                    .order_by(SessionCompression.id.desc())
+                    .limit(1)
+                )
+            ).scalar_one_or_none()
+        await tg.send(OWNER, chat(n))
+        assert (await tg.reply(OWNER)).text == f"echo: {chat(n)}"
+        await tg.app.part(sessions_history.COMPRESSIONS).idle()  # stored before the next turn
+        prompt = chat_requests(fake_llm)[-1]
+        cut = earlier_of(prompt[1]["content"])
+        sent = [without_context(m["content"]) for m in prompt[1:]]
+        first = len(rows[: 2 * n - 1]) - len(sent)  # the rows before the first one shown
+        assert sent == rows[first : 2 * n - 1], (n, sent)
+        covered = 0
+        if newest is not None:
+            summaries.add(newest.id)
+            covered = newest.last_turn
+            assert cut.startswith(f"[compressed] Turns 1–{covered} "), (n, cut)
+            assert newest.summary in cut
+        gap = re.findall(r"\[not shown\] Turns (\d+)–(\d+) ", cut)
+        assert gap == ([(str(covered + 1), str(first))] if first > covered else []), (n, gap)
+    assert summaries  # prompts after a summary were checked
+    async with tg.app.session_factory() as s:
+        leases = (await s.execute(select(SessionArchive.compressing_until))).scalars().all()
+    assert leases == [None]
 
 
 def inventor(body: dict[str, Any]) -> Turn:
