@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.agent import prompt as history
-from bot.agent.prompt import earlier_of, without_context
+from bot.agent.prompt import without_context
 from bot.sessions import history as sessions_history
 from bot.sessions.history import RETRY_AFTER_MESSAGES, TRIM_STEP
 from bot.sessions.models import SessionCompression
@@ -27,6 +27,7 @@ from db.conversation import Turn as ConversationTurn
 from db.models.core import Message
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text, Turn, echo, prompt_tokens
+from tests.prompt_blocks import earlier_of
 
 FACT = "Please note: my locker code is 4711."
 
