@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar, Unpack, cast
+from typing import Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar, cast
 
 from sqlalchemy import (
     BigInteger,
@@ -36,7 +36,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from db.engine import SessionFactory, engine_of, in_transaction
 from db.models.core import SHOWN, ChatSession, Message, ToolCallRecord, User
@@ -90,7 +89,7 @@ ADD_MESSAGES = insert(_MESSAGES)  # several at once (executemany), no ids back
 
 
 class MessageFields(TypedDict):
-    """One message row's values, as add_message takes them."""
+    """One message row's values, as the message INSERT (message_params) takes them."""
 
     session_id: int
     user_id: int
@@ -122,13 +121,6 @@ def message_params(message: MessageFields) -> dict[str, Any]:
         "kind": message.get("kind", "text"),
         "created_at": message["now"],
     }
-
-
-async def add_message(s: AsyncSession | AsyncConnection, **message: Unpack[MessageFields]) -> int:
-    """Store one message and return its id: a plain INSERT ... RETURNING, without the ORM's
-    unit of work (on every message's hot path)."""
-    params = message_params(message)
-    return int((await s.execute(ADD_MESSAGE, params)).scalar_one())
 
 
 # What the prompt needs of a history row (bot/agent/prompt.py), newest first.
