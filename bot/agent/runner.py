@@ -57,7 +57,6 @@ from db.conversation import (
     Conversation,
     HistoryRow,
     RecordWrite,
-    SqlConversation,
     Started,
     ToolResult,
     Turn,
@@ -158,7 +157,7 @@ class Agent:
     _text: tuple[ChatModel, ChatModel] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.conversation = SqlConversation(self.session_factory)
+        self.conversation = Conversation(self.session_factory)
 
     def model_for(self, parts: bool) -> ChatModel:
         """The model a request streams from; one without content parts (images) goes past
