@@ -379,24 +379,3 @@ class Listing:
     searched: bool
     tools: dict[str, Tool[Any]] = field(default_factory=dict)
     line: str = ""
-
-
-class RequestPlanner(Protocol):
-    """Chooses a request's tool set (tools/discovery): core always, extensions in budget."""
-
-    async def start(self) -> None: ...
-
-    def for_request(self, ctx: RequestContext, text: str) -> RequestTools: ...
-
-
-class ToolCatalog(Protocol):
-    """What a planner reads of the registry: the core tools and the current extensions."""
-
-    tools: dict[str, Tool[Any]]
-
-    def extension_tools(self) -> dict[str, Tool[Any]]: ...
-
-    def searched_only(self) -> set[str]:
-        """Extensions never shown directly, only found through tool_search (skills: the
-        system prompt names them in one line)."""
-        ...
