@@ -62,8 +62,6 @@ class Registry:
         return out
 
     def searched_only(self) -> set[str]:
-        """Extensions never shown directly, only found through tool_search (skills: the
-        system prompt names them in one line)."""
         return {name for listing in self.listings if listing.searched for name in listing.tools}
 
     async def start(self) -> None:

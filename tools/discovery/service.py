@@ -10,7 +10,7 @@ import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -20,6 +20,7 @@ from tools.base import (
     RequestTools,
     Tool,
     ToolCall,
+    ToolCatalog,
     ToolError,
     ToolOutput,
 )
@@ -27,9 +28,6 @@ from tools.discovery.context_log import ContextLog
 from tools.discovery.index import EmbedFn, ToolIndex
 from tools.discovery.repo import USED, UsageStore
 from tools.tokens import count_payload, count_schema
-
-if TYPE_CHECKING:  # the registry builds this planner
-    from tools.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +66,7 @@ class Plan:
 class Discovery:
     def __init__(
         self,
-        registry: Registry,
+        registry: ToolCatalog,
         usage: UsageStore,
         budget: int,
         embed: EmbedFn | None = None,
