@@ -71,9 +71,6 @@ class Registry:
         if self.planner is not None:
             await self.planner.start()
 
-    def schemas(self) -> list[dict[str, Any]]:
-        return [t.schema() for t in self.tools.values()]
-
     def names(self) -> list[str]:
         return list(self.tools)
 
