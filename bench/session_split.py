@@ -31,12 +31,12 @@ from bench.cli import options
 from bot.llm.client import LLMClient
 from bot.sessions.archive import Archiver
 from bot.sessions.split import SessionSplit
-from db.conversation import add_message
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core as repo
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI, Text
+from tests.sessions_env import add_message
 from tools.memory.setup import build_memory
 
 ZONES = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", None]
@@ -72,7 +72,7 @@ async def main(users: int, messages: int) -> None:
                 for u in range(users):
                     user = await repo.get_or_create_user(s, 10_000 + u, f"u{u}", now[0])
                     user.timezone = ZONES[u % len(ZONES)]
-                    session = await repo.open_session(s, user.id, now[0])
+                    session = await repo.create_session(s, user.id, None, now[0])
                     for m in range(messages):
                         await add_message(
                             s,

@@ -36,7 +36,6 @@ from tools.discovery.index import ToolIndex  # noqa: E402
 from tools.discovery.service import TOOL_TOKEN_BUDGET, ExplainParams  # noqa: E402
 from tools.mcp.convert import McpArgs  # noqa: E402
 from tools.memory.embeddings import WordLlamaEmbedder  # noqa: E402
-from tools.registry import discovery  # noqa: E402
 from tools.tokens import count_payload, tokenizer_name  # noqa: E402
 
 SCHEMA: dict[str, Any] = {
@@ -71,7 +70,7 @@ async def payloads() -> None:
         )
         app = await build_app(settings)
         try:
-            disc = discovery(app.registry)
+            disc = app.registry.planner
             assert disc is not None
             core = len(app.registry.tools)
             budget = TOOL_TOKEN_BUDGET

@@ -50,11 +50,6 @@ def find(word: str, features: tuple[Feature, ...] = FEATURES) -> AnyCommand | No
     return next((c for c in commands(features) if word in c.names), None)
 
 
-def names(name: str) -> tuple[str, ...]:
-    """An app command's name and aliases: what a Telegram filter must match."""
-    return APP_BY_NAME[name].names
-
-
 def help_lines(*, terminal: bool, features: tuple[Feature, ...] = FEATURES) -> list[str]:
     """The /help list, the same in both adapters (the terminal says which it cannot answer)."""
     lines = []

@@ -1,8 +1,7 @@
 """The conversation seam: what the agent loop needs from storage, in the spirit of
 openai-agents' `Session` — begin a turn, record a tool round, record the answer, read more
-history. `Conversation` is the protocol; `SqlConversation` implements it once with
-SQLAlchemy Core, for SQLite and PostgreSQL alike, with the statements it writes messages
-and reads history with, built once.
+history. `Conversation` does it with SQLAlchemy Core, for SQLite and PostgreSQL alike,
+with the statements it writes messages and reads history with, built once.
 
 Each record is one unit of work in ONE transaction on the app's async engine (aiosqlite or
 asyncpg), so no database work runs on the event loop's thread. On SQLite a writer that
@@ -23,7 +22,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar, Unpack, cast
+from typing import Any, NotRequired, TypeAlias, TypedDict, TypeVar, cast
 
 from sqlalchemy import (
     BigInteger,
@@ -36,7 +35,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from db.engine import SessionFactory, engine_of, in_transaction
 from db.models.core import SHOWN, ChatSession, Message, ToolCallRecord, User
@@ -90,7 +88,7 @@ ADD_MESSAGES = insert(_MESSAGES)  # several at once (executemany), no ids back
 
 
 class MessageFields(TypedDict):
-    """One message row's values, as add_message takes them."""
+    """One message row's values, as the message INSERT (message_params) takes them."""
 
     session_id: int
     user_id: int
@@ -122,13 +120,6 @@ def message_params(message: MessageFields) -> dict[str, Any]:
         "kind": message.get("kind", "text"),
         "created_at": message["now"],
     }
-
-
-async def add_message(s: AsyncSession | AsyncConnection, **message: Unpack[MessageFields]) -> int:
-    """Store one message and return its id: a plain INSERT ... RETURNING, without the ORM's
-    unit of work (on every message's hot path)."""
-    params = message_params(message)
-    return int((await s.execute(ADD_MESSAGE, params)).scalar_one())
 
 
 # What the prompt needs of a history row (bot/agent/prompt.py), newest first.
@@ -225,60 +216,7 @@ def kept_context(message_id: int, block: str) -> RecordWrite:
     return RecordWrite(_KEEP_CONTEXT, [{"message_id": message_id, "block": block}])
 
 
-class Conversation(Protocol):
-    async def begin_turn(
-        self,
-        *,
-        telegram_id: int | None,
-        user_name: str,
-        text: str,
-        kind: str,
-        telegram_message_id: int | None,
-        request_id: str,
-        now: datetime,
-        period_over: PeriodOver,
-        chat_id: int | None = None,
-    ) -> Started:
-        """Find (or make) the user and their current session in the chat `chat_id` (a
-        group's session is that group's; a private chat's or the terminal's is the user's
-        own: chat_scope), store their message and read the session's newest
-        history."""
-        ...
-
-    async def record_tool_round(
-        self,
-        turn: Turn,
-        now: datetime,
-        content: str,
-        wire_calls: list[dict[str, Any]],
-        results: Sequence[ToolResult],
-        writes: Sequence[RecordWrite] = (),
-    ) -> None:
-        """The assistant's message with its calls, each result, each call's audit row."""
-        ...
-
-    async def record_answer(
-        self, turn: Turn, now: datetime, answer: str, writes: Sequence[RecordWrite] = ()
-    ) -> None: ...
-
-    async def record_in_flight(
-        self, turn: Turn, now: datetime, message: dict[str, Any], call_id: str
-    ) -> None:
-        """A writing call of the round `message` (the assistant's, with its calls) starts;
-        the round's record_tool_round ends that."""
-        ...
-
-    async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
-        """The session's newest `limit` rows, oldest first."""
-        ...
-
-    async def unfinished(self, message_id: int) -> Unfinished | None:
-        """The turn of this stored user message as recorded, to continue it; None when
-        there is no such message (or its user is gone)."""
-        ...
-
-
-class SqlConversation:
+class Conversation:
     """Holds nothing of its own: the engine belongs to whoever built the session factory."""
 
     def __init__(self, session_factory: SessionFactory) -> None:
@@ -301,6 +239,10 @@ class SqlConversation:
         period_over: PeriodOver,
         chat_id: int | None = None,
     ) -> Started:
+        """Find (or make) the user and their current session in the chat `chat_id` (a
+        group's session is that group's; a private chat's or the terminal's is the user's
+        own: chat_scope), store their message and read the session's newest
+        history."""
         chat = chat_scope(telegram_id, chat_id)
 
         def unit(c: Connection) -> Started:
@@ -356,6 +298,8 @@ class SqlConversation:
         results: Sequence[ToolResult],
         writes: Sequence[RecordWrite] = (),
     ) -> None:
+        """The assistant's message with its calls, each result, each call's audit row."""
+
         def message(
             role: str, content: str, calls: str | None = None, result: ToolResult | None = None
         ) -> dict[str, Any]:
@@ -421,6 +365,8 @@ class SqlConversation:
     async def record_in_flight(
         self, turn: Turn, now: datetime, message: dict[str, Any], call_id: str
     ) -> None:
+        """A writing call of the round `message` (the assistant's, with its calls) starts;
+        the round's record_tool_round ends that."""
         row = {"request_id": turn.request_id, "call_id": call_id,
                "message": json.dumps(message), "started_at": now}  # fmt: skip
 
@@ -430,10 +376,13 @@ class SqlConversation:
         await self._run(unit)
 
     async def history(self, session_id: int, limit: int) -> Sequence[HistoryRow]:
+        """The session's newest `limit` rows, oldest first."""
         async with self._engine.connect() as conn:
             return await conn.run_sync(_history, session_id, limit)
 
     async def unfinished(self, message_id: int) -> Unfinished | None:
+        """The turn of this stored user message as recorded, to continue it; None when
+        there is no such message (or its user is gone)."""
         async with self._engine.connect() as c:
             turn = (await c.execute(resume.TURN, {"message_id": message_id})).first()
             if turn is None:

@@ -7,17 +7,17 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.sessions.archive import Archiver
 from bot.sessions.split import SessionSplit
-from db.conversation import add_message
+from db.conversation import ADD_MESSAGE, MessageFields, message_params
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from db.models import ChatSession, Message
@@ -27,6 +27,17 @@ from tests.fakes.openai_server import FakeOpenAI
 from tools.memory.models import Memory
 from tools.memory.setup import build_memory
 from tools.memory.store import MemoryStore
+
+
+async def open_session(s: AsyncSession, user_id: int, now: datetime) -> ChatSession:
+    """The user's open session, created when there is none."""
+    found = await repo.current_session(s, user_id)
+    return found or await repo.create_session(s, user_id, None, now)
+
+
+async def add_message(s: AsyncSession, **message: Unpack[MessageFields]) -> int:
+    """Store one message as the conversation does (db/conversation.py); its id."""
+    return int((await s.execute(ADD_MESSAGE, message_params(message))).scalar_one())
 
 
 class FakeClock:
@@ -62,7 +73,7 @@ class Env:
             user = await repo.get_or_create_user(s, telegram_id, f"user{telegram_id}", self.clock())
             if timezone is not None:
                 user.timezone = timezone
-            session = await repo.open_session(s, user.id, self.clock())
+            session = await open_session(s, user.id, self.clock())
             for n, text in enumerate(texts):
                 await add_message(
                     s,

@@ -12,13 +12,13 @@ import pytest
 
 from bot.config import Settings
 from bot.llm.client import LLMClient
-from db.conversation import add_message
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.polling import polled
+from tests.sessions_env import add_message
 from tools.base import RequestContext, ToolCall, ToolDeps
 from tools.code.modes import choose_mode, probe_kernel
 from tools.code.runner import CodeRunner
@@ -116,7 +116,7 @@ async def _context(sf: Any) -> RequestContext:
     now = datetime.now(UTC)
     async with sf.begin() as s:
         user = await core.get_or_create_user(s, 4242, "Ann", now)
-        session = await core.open_session(s, user.id, now)
+        session = await core.create_session(s, user.id, None, now)
         message_id = await add_message(
             s,
             session_id=session.id,

@@ -256,7 +256,7 @@ async def test_a_job_that_fills_its_folder_is_stopped(
     work = tmp_path / "work"
     work.mkdir()
     proc = await asyncio.create_subprocess_exec("sleep", "600", start_new_session=True)
-    result = JobRun(None, 0.0, "")
+    result = JobRun(None, "")
     watcher = asyncio.create_task(opencode.watch_disk(work, proc.pid, result))
     try:
         for i in range(3):

@@ -20,7 +20,6 @@ from db.conversation import (
     HISTORY_ROWS,
     Conversation,
     RecordWrite,
-    SqlConversation,
     Started,
     ToolResult,
     Turn,
@@ -58,7 +57,7 @@ async def count(engine: AsyncEngine, model: Any) -> int:
 async def test_a_first_message_makes_the_user_and_session_then_reuses_them(
     engine: AsyncEngine,
 ) -> None:
-    conv = SqlConversation(session_factory(engine))
+    conv = Conversation(session_factory(engine))
     first = await begin(conv, "hello", telegram_message_id=11, kind="voice")
     assert first.user.name == "Ann" and first.user.telegram_id == 7
     assert first.user.timezone is None
@@ -75,7 +74,7 @@ async def test_a_first_message_makes_the_user_and_session_then_reuses_them(
 
 
 async def test_the_history_holds_the_newest_rows(engine: AsyncEngine) -> None:
-    conv = SqlConversation(session_factory(engine))
+    conv = Conversation(session_factory(engine))
     for i in range(HISTORY_ROWS + 5):
         last = await begin(conv, f"m{i}")
     assert len(last.history) == HISTORY_ROWS
@@ -86,7 +85,7 @@ async def test_the_history_holds_the_newest_rows(engine: AsyncEngine) -> None:
 
 
 async def test_a_new_name_is_kept_and_an_empty_one_changes_nothing(engine: AsyncEngine) -> None:
-    conv = SqlConversation(session_factory(engine))
+    conv = Conversation(session_factory(engine))
     await begin(conv, "a")
     assert (await begin(conv, "b", name="Anna")).user.name == "Anna"
     assert (await begin(conv, "c", name="")).user.name == "Anna"
@@ -95,7 +94,7 @@ async def test_a_new_name_is_kept_and_an_empty_one_changes_nothing(engine: Async
 
 
 async def test_the_local_user_is_found_again(engine: AsyncEngine) -> None:
-    conv = SqlConversation(session_factory(engine))
+    conv = Conversation(session_factory(engine))
     local = await begin(conv, "hi", tg=None, name="me")
     assert local.user.telegram_id is None
     again = await begin(conv, "hi again", tg=None, name="me")
@@ -105,7 +104,7 @@ async def test_the_local_user_is_found_again(engine: AsyncEngine) -> None:
 async def test_a_message_after_the_period_closes_the_session_and_opens_a_new_one(
     engine: AsyncEngine,
 ) -> None:
-    conv = SqlConversation(session_factory(engine))
+    conv = Conversation(session_factory(engine))
     first = await begin(conv, "yesterday")
     seen: list[tuple[datetime, str | None]] = []
 
@@ -125,7 +124,7 @@ async def test_a_message_after_the_period_closes_the_session_and_opens_a_new_one
 
 async def test_a_tool_round_and_the_answer_are_recorded(engine: AsyncEngine) -> None:
     sf = session_factory(engine)
-    conv = SqlConversation(sf)
+    conv = Conversation(sf)
     started = await begin(conv, "weather?")
     turn = Turn(started.session_id, started.user.id, "r1")
     wire = [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]
@@ -177,7 +176,7 @@ async def test_a_tool_round_and_the_answer_are_recorded(engine: AsyncEngine) -> 
 
 
 async def test_a_failing_write_in_a_record_rolls_back_all_of_it(engine: AsyncEngine) -> None:
-    conv = SqlConversation(session_factory(engine))
+    conv = Conversation(session_factory(engine))
     started = await begin(conv, "q")
     turn = Turn(started.session_id, started.user.id, "r1")
 
@@ -198,7 +197,7 @@ async def test_a_failing_write_in_a_record_rolls_back_all_of_it(engine: AsyncEng
 
 async def test_many_chats_at_once_all_land(sqlite_engine: AsyncEngine) -> None:
     """SQLite's busy timeout queues the writers; none fails with "database is locked"."""
-    conv = SqlConversation(session_factory(sqlite_engine))
+    conv = Conversation(session_factory(sqlite_engine))
 
     async def chat(tg: int) -> None:
         for n in range(3):
@@ -217,7 +216,7 @@ async def test_a_turn_waits_for_a_write_lock_held_elsewhere(sqlite_engine: Async
     """On SQLite a database locked by another connection is waited for on the driver's
     thread, without blocking the loop, then the unit goes through."""
     sf = session_factory(sqlite_engine)
-    conv = SqlConversation(sf)
+    conv = Conversation(sf)
     await begin(conv, "first")
     holding, release = asyncio.Event(), asyncio.Event()
 
@@ -248,7 +247,7 @@ async def test_two_engines_on_one_file_both_write_under_contention(
     "database is locked"."""
     other = create_engine(sqlite_engine.url.render_as_string())
     try:
-        conv = SqlConversation(session_factory(other))
+        conv = Conversation(session_factory(other))
         await begin(conv, "first")
         writing = asyncio.Event()
 

@@ -9,13 +9,14 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.agent import prompt
-from bot.agent.prompt import earlier_of, without_context
+from bot.agent.prompt import without_context
 from bot.agent.runner import Agent, Incoming
 from bot.app import App
 from bot.sessions import history
 from bot.sessions import repo as sessions_repo
 from bot.sessions.models import SessionCompression
 from db.models import Message
+from tests.prompt_blocks import earlier_of
 from tests.scripted_model import Say, ScriptedModel
 from tools.registry import Registry
 

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from bot.config import Settings
+from bot.sessions.repo import close_session
 from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import upgrade
 from db.repos import core
@@ -48,7 +49,7 @@ async def make_env(tmp_path: Path, **extra: object) -> tuple[Env, object]:
     async with sf() as s, s.begin():
         for tg in (1, 2):
             u = await core.get_or_create_user(s, tg, f"user{tg}", clock())
-            sess = await core.open_session(s, u.id, clock())
+            sess = await core.create_session(s, u.id, None, clock())
             users.append(u.id)
             sessions.append(sess.id)
     store = MemoryStore(sf, WordLlamaEmbedder(), settings, clock)
@@ -150,7 +151,7 @@ async def test_session_memories_end_with_their_session(env: Env) -> None:
     assert len(await contents(env, "Lisbon trip")) == 2
     # Another session of the same user does not see it when it names its session.
     async with env.sf() as s, s.begin():
-        await core.end_session(s, env.sessions[0], env.clock())
+        await close_session(s, env.sessions[0], env.clock())
         new = await core.create_session(s, env.users[0], None, env.clock())
     assert await contents(env, "Lisbon trip", session_id=new.id) == ["Travelled to Lisbon in 2019"]
     assert await contents(env, "Lisbon trip") == ["Travelled to Lisbon in 2019"]  # ended

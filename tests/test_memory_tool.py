@@ -6,11 +6,11 @@ import json
 
 from sqlalchemy import select
 
-from bot.agent.prompt import context_of
 from bot.agent.runner import Incoming
 from bot.app import App
 from bot.sessions.background import ARCHIVE
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
+from tests.prompt_blocks import context_of
 from tools.memory.models import Memory
 
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.conversation import SqlConversation, Started, ToolResult, Turn
+from db.conversation import Conversation, Started, ToolResult, Turn
 from db.engine import SessionFactory, session_factory
 from db.models.outbox import OutboxMessage
 from db.models.resume import RoundInFlight
@@ -26,7 +26,7 @@ def never(started: datetime, tz_name: str | None) -> bool:
     return False
 
 
-async def begin(conv: SqlConversation, text: str, message_id: int, request: str) -> Started:
+async def begin(conv: Conversation, text: str, message_id: int, request: str) -> Started:
     return await conv.begin_turn(
         telegram_id=7, user_name="Ann", text=text, kind="text", telegram_message_id=message_id,
         request_id=request, now=T0, period_over=never,
@@ -39,7 +39,7 @@ async def cut(sf: SessionFactory) -> list[int]:
 
 
 async def test_a_tool_round_is_no_answer_and_the_record_ends_with_it(engine: AsyncEngine) -> None:
-    sf, conv = session_factory(engine), SqlConversation(session_factory(engine))
+    sf, conv = session_factory(engine), Conversation(session_factory(engine))
     answered = await begin(conv, "answered", 1, "r1")
     await conv.record_answer(Turn(answered.session_id, answered.user.id, "r1"), T0, "yes")
     started = await begin(conv, "set a reminder", 2, "r2")
@@ -62,7 +62,7 @@ async def test_a_tool_round_is_no_answer_and_the_record_ends_with_it(engine: Asy
 async def test_one_of_two_claims_wins_a_clean_stop_gives_it_back_and_give_up_is_once(
     engine: AsyncEngine,
 ) -> None:
-    sf, conv = session_factory(engine), SqlConversation(session_factory(engine))
+    sf, conv = session_factory(engine), Conversation(session_factory(engine))
     started = await begin(conv, "cut", 1, "r1")
     mid = started.message_id
     wire = {"role": "assistant", "content": None, "tool_calls": []}

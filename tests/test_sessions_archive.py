@@ -13,9 +13,8 @@ from sqlalchemy import select
 from bot.sessions.archive import MAX_TRANSCRIPT_CHARS, Archiver, consolidate
 from bot.sessions.models import SessionArchive
 from bot.sessions.summary import Fact, check_summary, language_of, transcript
-from db.conversation import add_message
 from tests.fakes.openai_server import Error, FakeOpenAI, Text
-from tests.sessions_env import Env, make_env, summary_requests
+from tests.sessions_env import Env, add_message, make_env, summary_requests
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 EN_SUMMARY = (

@@ -368,6 +368,20 @@ class RequestTools:
         return f"unknown tool {name!r}; the tools are: {known}"
 
 
+class ToolCatalog(Protocol):
+    """What the planner (tools/discovery) reads of the registry, which builds it: the core
+    tools and the current extensions."""
+
+    tools: dict[str, Tool[Any]]
+
+    def extension_tools(self) -> dict[str, Tool[Any]]: ...
+
+    def searched_only(self) -> set[str]:
+        """Extensions never shown directly, only found through tool_search (skills: the
+        system prompt names them in one line)."""
+        ...
+
+
 @dataclass
 class Listing:
     """Tools that come and go while the bot runs (an MCP server's, the skills) and the
@@ -379,24 +393,3 @@ class Listing:
     searched: bool
     tools: dict[str, Tool[Any]] = field(default_factory=dict)
     line: str = ""
-
-
-class RequestPlanner(Protocol):
-    """Chooses a request's tool set (tools/discovery): core always, extensions in budget."""
-
-    async def start(self) -> None: ...
-
-    def for_request(self, ctx: RequestContext, text: str) -> RequestTools: ...
-
-
-class ToolCatalog(Protocol):
-    """What a planner reads of the registry: the core tools and the current extensions."""
-
-    tools: dict[str, Tool[Any]]
-
-    def extension_tools(self) -> dict[str, Tool[Any]]: ...
-
-    def searched_only(self) -> set[str]:
-        """Extensions never shown directly, only found through tool_search (skills: the
-        system prompt names them in one line)."""
-        ...

@@ -13,7 +13,6 @@ from typing import Any, TextIO
 from tools.base import (
     Listing,
     RequestContext,
-    RequestPlanner,
     RequestTools,
     Tool,
     ToolDeps,
@@ -48,7 +47,8 @@ class Registry:
         self.listings: list[Listing] = []
         # The configured MCP servers, started with the registry (their listing is above).
         self.mcp: McpManager | None = None
-        self.planner: RequestPlanner | None = None
+        # Chooses each request's tool set: core always, extensions in budget (None: all).
+        self.planner: Discovery | None = None
         # Listed tools the settings leave unusable: not offered; name -> what enables it.
         self.unusable: dict[str, str] = {}
         # What the system prompt says about each offered tool, in the features' order.
@@ -70,9 +70,6 @@ class Registry:
             await self.mcp.start()
         if self.planner is not None:
             await self.planner.start()
-
-    def schemas(self) -> list[dict[str, Any]]:
-        return [t.schema() for t in self.tools.values()]
 
     def names(self) -> list[str]:
         return list(self.tools)
@@ -149,7 +146,3 @@ def memory_embedder(deps: ToolDeps) -> EmbedFn | None:
     if isinstance(embedder, WordLlamaEmbedder):
         return embedder.embed_sync
     return WordLlamaEmbedder().embed_sync  # loads the shared model on first use
-
-
-def discovery(registry: Registry) -> Discovery | None:
-    return registry.planner if isinstance(registry.planner, Discovery) else None

@@ -10,10 +10,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from db.models.base import Base, UTCDateTime
 
-# pending: asked, the owner has not answered | allowed | denied | removed (by /users) |
-# owner: learned from the first private message when ALLOWED_USER_IDS was empty.
-STATES = ("pending", "allowed", "denied", "removed", "owner")
-
 
 class AccessEntry(Base):
     __tablename__ = "access"
@@ -25,6 +21,8 @@ class AccessEntry(Base):
     name: Mapped[str] = mapped_column(String(200), default="")
     # A group's request names who asked (their Telegram id), for the owner to see.
     asked_by: Mapped[int | None] = mapped_column(BigInteger)
+    # pending: asked, the owner has not answered | allowed | denied | removed (by /users) |
+    # owner: learned from the first private message when ALLOWED_USER_IDS was empty.
     state: Mapped[str] = mapped_column(String(8))
     asked_at: Mapped[datetime] = mapped_column(UTCDateTime)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -199,22 +199,6 @@ def without_context(content: Any) -> Any:
     return content
 
 
-def earlier_of(content: str) -> str:
-    """The [earlier] note a user turn carries ('' when none)."""
-    start = content.find(EARLIER_OPEN)
-    end = content.find(EARLIER_CLOSE)
-    return content[start + len(EARLIER_OPEN) : end].strip() if 0 <= start < end else ""
-
-
-def context_of(messages: list[dict[str, Any]]) -> str:
-    """The context block the newest user turn carries ('' when none)."""
-    for m in reversed(messages):
-        if m["role"] == "user" and isinstance(m["content"], str):
-            head, sep, _ = m["content"].partition(CONTEXT_CLOSE)
-            return head + sep if head.startswith(CONTEXT_OPEN) else ""
-    return ""
-
-
 PREFIX_RESERVE = 2500  # room for the system prompt and the tool schemas
 # Tokens of session history sent with each message when the model's context is not known:
 # a few dozen turns, within any current model's context next to the prefix and the answer.

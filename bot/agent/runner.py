@@ -57,7 +57,6 @@ from db.conversation import (
     Conversation,
     HistoryRow,
     RecordWrite,
-    SqlConversation,
     Started,
     ToolResult,
     Turn,
@@ -122,7 +121,6 @@ class Reply:
     request_id: str
     session_id: int
     tool_calls: int = 0
-    stopped_at_cap: bool = False
     files: list[tuple[str, bytes]] = field(default_factory=list)  # tools' files for the user
     buttons: list[ReplyButton] = field(default_factory=list)  # under the answer (Undo)
     notes: str = ""  # lines under the answer (the features' and the model wrappers')
@@ -159,7 +157,7 @@ class Agent:
     _text: tuple[ChatModel, ChatModel] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.conversation = SqlConversation(self.session_factory)
+        self.conversation = Conversation(self.session_factory)
 
     def model_for(self, parts: bool) -> ChatModel:
         """The model a request streams from; one without content parts (images) goes past
@@ -294,8 +292,7 @@ class Agent:
             if run.used >= cap:
                 return await run.answer(
                     f"I stopped this task after {run.used} tool calls (the limit for one message "
-                    f"is {cap}). Tell me to continue if you want me to go on.",
-                    stopped=True,
+                    f"is {cap}). Tell me to continue if you want me to go on."
                 )
             if (stop := repeated_failure(results, failed)) is not None:
                 return await run.answer(stop)
@@ -374,16 +371,14 @@ class _Run:
         first, self.keep = self.keep, None
         return [*([first] if first else []), *self.turns.writes(self.ctx)]
 
-    async def answer(
-        self, text: str, cut: str = "", stopped: bool = False, notes: bool = True
-    ) -> Reply:
+    async def answer(self, text: str, cut: str = "", notes: bool = True) -> Reply:
         ctx, turns = self.ctx, self.turns
         await self.agent.conversation.record_answer(
             self.turn, self.agent.clock(), text, self.record_writes()
         )
         await turns.on_answer(ctx, text)
         lines = cut + "".join(f"\n\n{n}" for n in self.said) + (turns.notes() if notes else "")
-        return Reply(text + lines, ctx.request_id, ctx.session_id, self.used, stopped, notes=lines)
+        return Reply(text + lines, ctx.request_id, ctx.session_id, self.used, notes=lines)
 
     def meant(self, quoted: list[LLMToolCall]) -> str | None:
         """What to tell the model when its reply wrote calls among its words that it meant

@@ -61,11 +61,9 @@ class ModelSettings(BaseModel):
     llm_context_tokens: int = Field(default=0, ge=0)
     # Replies held by the server to "an answer or a call of one offered tool with valid
     # arguments" (bot/llm/constrained.py): auto where the server is llama.cpp's or Ollama's.
-    # Auto by default: on bench/tool_use.py (2026-12-06), held with the answer due once a
-    # round's calls succeeded, the 1.5B model was right on 16 of 20 requests (unheld 15) and
-    # on 10-13 of the recorded day's 13 answers (unheld 2); the 0.5B on 9 of 20 (unheld 3).
-    # The price: held, a message takes one round of successful calls; so auto holds only a
-    # small model (tools/chat.py SMALL_MODEL), a bigger one keeps its native calls.
+    # Auto by default: held, small models answer right more often (bench/tool_use.py), at
+    # the price of one round of successful calls per message; so auto holds only a small
+    # model (tools/chat.py SMALL_MODEL), a bigger one keeps its native calls.
     llm_constrained_calls: Literal["auto", "on", "off"] = "auto"
 
     _more_models: tuple[str, ...] = PrivateAttr(default=())

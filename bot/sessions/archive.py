@@ -40,7 +40,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.exc import IntegrityError
@@ -64,6 +64,9 @@ from tools.base import Clock, TextModel, ToolDeps, user_tz
 from tools.effects import OUTSIDE_MARK
 from tools.grounding import check, checks_names, in_their_words
 from tools.model_call import ModelCall
+
+if TYPE_CHECKING:  # built by the memory feature, handed in through ToolDeps
+    from tools.memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -99,26 +102,6 @@ LAYER_OF = {
 _WORDS = re.compile(r"\w{3,}")
 
 
-class FactWriter(Protocol):
-    async def store(
-        self,
-        *,
-        user_id: int,
-        layer: str,
-        content: str,
-        category: str | None = None,
-        certainty: float = 1.0,
-        session_id: int | None = None,
-        message_id: int | None = None,
-    ) -> Any: ...
-
-
-class MemoryWriter(FactWriter, Protocol):
-    """The part of the memory store archiving uses."""
-
-    async def clear_session(self, *, user_id: int, session_id: int) -> Any: ...
-
-
 @dataclass
 class ArchiveResult:
     session_id: int
@@ -139,7 +122,7 @@ class Archiver:
     def __init__(
         self,
         session_factory: SessionFactory,
-        memory: MemoryWriter,
+        memory: MemoryStore,
         llm: TextModel,
         clock: Clock,
         *,
@@ -325,7 +308,7 @@ def source_message(fact: str, theirs: list[Message]) -> Message | None:
 
 
 async def consolidate(
-    memory: FactWriter, user_id: int, messages: list[Message], facts: list[Fact], *, names: bool
+    memory: MemoryStore, user_id: int, messages: list[Message], facts: list[Fact], *, names: bool
 ) -> int:
     """Store the facts grounded in the user's own messages; how many were stored."""
     theirs = [m for m in messages if m.role == "user" and m.content.strip()]

@@ -13,16 +13,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from bot.sessions.split import SessionArchiver
 from tools.state import Key
+
+if TYPE_CHECKING:
+    from bot.sessions.archive import Archiver
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class BackgroundArchive:
-    archiver: SessionArchiver | None  # None when memory is off: nowhere to archive to
+    archiver: Archiver | None  # None when memory is off: nowhere to archive to
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     def archive_soon(self, session_id: int) -> bool:

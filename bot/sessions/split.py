@@ -9,7 +9,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from bot.sessions import repo
 from bot.sessions.settings import SessionSettings
@@ -17,25 +17,14 @@ from db.engine import SessionFactory
 from tools.base import Clock
 from tools.state import Key
 
+if TYPE_CHECKING:  # the summary and memory machinery: only when one is archived
+    from bot.sessions.archive import Archiver
+
 log = logging.getLogger(__name__)
 
 # A split lands within a minute of the time of SESSION_SPLIT in every user's own time zone,
 # whatever the zone, without one cron job per zone.
 EVERY = timedelta(minutes=1)
-
-
-class ArchiveOutcome(Protocol):
-    @property
-    def status(self) -> str: ...
-
-    @property
-    def done(self) -> bool: ...
-
-
-class SessionArchiver(Protocol):
-    """Archives one session (summary, memory, close); given by the app's wiring."""
-
-    async def archive(self, session_id: int) -> ArchiveOutcome: ...
 
 
 @dataclass
@@ -63,7 +52,7 @@ class SessionSplit:
     session_factory: SessionFactory
     # None when memory is off: there is nowhere to archive to, so sessions are left alone
     # (a new message still closes one whose period ended).
-    archiver: SessionArchiver | None
+    archiver: Archiver | None
     clock: Clock
     concurrency: int = 4
     _ran: bool = field(default=False, init=False)

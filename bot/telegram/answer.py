@@ -78,7 +78,6 @@ class ReplyStreamer:
         self._draft: asyncio.Task[Any] | None = None
         self._draft_sending = False  # the draft task has started its request
         self._typing: asyncio.Task[Any] | None = None
-        self.drafts_sent = 0
         self.started = False  # the model has said or done something for this request
 
     async def on_text(self, text: str) -> None:
@@ -130,7 +129,6 @@ class ReplyStreamer:
             await self.bot.send_message_draft(
                 self.chat_id, self.draft_id, text=text, entities=entities or None, parse_mode=None
             )
-            self.drafts_sent += 1
         except Exception as exc:  # best effort: the final sendMessage carries the answer
             log.debug("draft not shown (%s); no more drafts for this answer", exc)
             self.drafts = False

@@ -204,7 +204,6 @@ class Runtime:
 
 def build_runtime(
     app: App,
-    bot: Bot | None = None,
     *,
     draft_interval: float = DRAFT_INTERVAL_S,
     album_window: float = ALBUM_WINDOW_S,
@@ -214,7 +213,7 @@ def build_runtime(
         app, draft_interval=draft_interval, inflight=inflight, album_window=album_window
     )
     app.warm_up()  # heavy models load in the background; polling does not wait for them
-    bot = bot or build_bot(app.settings)
+    bot = build_bot(app.settings)
     locks: Locks = dp["locks"]
     outbox = Outbox(bot, app.session_factory, app.deps.clock, locks if locks.shared else None)
     dp["outbox"] = outbox

@@ -7,7 +7,6 @@ still rejects (400) is resent as plain text; 429 waits `retry_after` and retries
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -83,13 +82,7 @@ _BACKOFF = wait_exponential(multiplier=0.5, max=8.0)
 _RETRIED = (TelegramRetryAfter, TelegramNetworkError, TelegramServerError)
 
 
-async def with_retry(
-    call: Callable[[], Awaitable[T]],
-    what: str = "telegram call",
-    *,
-    attempts: int = MAX_ATTEMPTS,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-) -> T:
+async def with_retry(call: Callable[[], Awaitable[T]], what: str = "telegram call") -> T:
     """Run a Bot API call, waiting out 429 and retrying network/5xx errors, bounded."""
 
     def note(state: RetryCallState) -> None:
@@ -101,10 +94,9 @@ async def with_retry(
             log.warning("%s failed (%s); retrying", what, type(exc).__name__)
 
     retrying = AsyncRetrying(
-        stop=stop_after_attempt(attempts),
+        stop=stop_after_attempt(MAX_ATTEMPTS),
         retry=retry_if_exception_type(_RETRIED),
         wait=_wait,
-        sleep=sleep,
         before_sleep=note,
         reraise=True,
     )

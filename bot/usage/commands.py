@@ -14,7 +14,6 @@ from db.repos import core as core_repo
 from tools.charts import chart, usage_series
 from tools.discovery.report import context_text
 from tools.feature import Answer, CommandCall, Host
-from tools.registry import discovery
 
 CHART_DAYS = 14
 USAGE = "Usage: /usage, /usage session, /usage footer on|off"
@@ -63,7 +62,7 @@ async def usage(call: CommandCall) -> Answer | str:
 
 
 async def context(call: CommandCall) -> str:
-    disc = discovery(call.host.registry)
+    disc = call.host.registry.planner
     if disc is None:
         return "Context accounting is off."
     text = context_text(disc, call.who.user_id, call.who.tz)

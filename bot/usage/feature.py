@@ -18,7 +18,6 @@ def setup() -> Setup:
     from tools.base import CheckResult
     from tools.chat import METERING, ChatModel, Metering
     from tools.hooks import Always, RequestHooks
-    from tools.registry import discovery
 
     def offered(host: Host) -> list[str]:
         """The models a user may switch to (/model), each call is metered as."""
@@ -39,7 +38,7 @@ def setup() -> Setup:
         return UsageTurns(host.part(METER), offered(host))
 
     def accounting(host: Host) -> RequestHooks | None:
-        disc = discovery(host.registry)
+        disc = host.registry.planner
         return Always(ContextAccounting(disc.context_log)) if disc is not None else None
 
     async def check(host: Host) -> list[CheckResult]:

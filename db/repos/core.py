@@ -13,7 +13,6 @@ from sqlalchemy import (
     Select,
     bindparam,
     select,
-    update,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -106,26 +105,8 @@ async def current_session(
     return (await s.execute(stmt)).scalar_one_or_none()
 
 
-async def open_session(s: AsyncSession, user_id: int, now: datetime) -> ChatSession:
-    """The user's open session, created when there is none."""
-    session = await current_session(s, user_id)
-    if session is None:
-        session = ChatSession(user_id=user_id, name=default_session_name(now), started_at=now)
-        s.add(session)
-        await s.flush()
-    return session
-
-
 def default_session_name(now: datetime) -> str:
     return now.strftime("%Y-%m-%d %H:%M")
-
-
-async def end_session(s: AsyncSession, session_id: int, now: datetime) -> None:
-    await s.execute(
-        update(ChatSession)
-        .where(ChatSession.id == session_id, ChatSession.ended_at.is_(None))
-        .values(ended_at=now)
-    )
 
 
 async def create_session(

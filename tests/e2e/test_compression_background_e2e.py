@@ -15,11 +15,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.agent.prompt import earlier_of
 from bot.sessions.models import SessionCompression
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Lane, Text, Turn
 from tests.polling import until
+from tests.prompt_blocks import earlier_of
 
 DAY = Path(__file__).parents[1] / "fixtures" / "llm" / "day" / "day-messages.json"
 # The day's messages to the model (its commands left out), as the person wrote them.

@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.agent.prompt import context_of, without_context
+from bot.agent.prompt import without_context
 from bot.telegram.routers.features import SENT_PRIVATELY
 from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.e2e.test_memory_e2e import store_via_model
 from tests.fakes.openai_server import Calls, Text
+from tests.prompt_blocks import context_of
 from tools.memory.tool import PRIVATE
 
 GROUP = -100777

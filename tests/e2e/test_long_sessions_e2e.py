@@ -17,16 +17,17 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.agent import prompt as history
-from bot.agent.prompt import earlier_of, without_context
+from bot.agent.prompt import without_context
 from bot.sessions import history as sessions_history
 from bot.sessions.history import RETRY_AFTER_MESSAGES, TRIM_STEP
 from bot.sessions.models import SessionArchive, SessionCompression
 from bot.usage.models import ModelUsage
-from db.conversation import SqlConversation, Started
+from db.conversation import Conversation, Started
 from db.conversation import Turn as ConversationTurn
 from db.models.core import Message
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text, Turn, echo, prompt_tokens
+from tests.prompt_blocks import earlier_of
 
 FACT = "Please note: my locker code is 4711."
 
@@ -51,7 +52,7 @@ def chat_requests(llm: FakeOpenAI) -> list[list[dict[str, Any]]]:
     return [r["messages"] for r in llm.requests if r.get("stream")]
 
 
-async def answered_elsewhere(other: SqlConversation, turns: range) -> Started:
+async def answered_elsewhere(other: Conversation, turns: range) -> Started:
     """Another worker (its own conversation seam) answers `turns`; its last turn as begun."""
     for i in turns:
         started = await other.begin_turn(
@@ -248,7 +249,7 @@ async def test_a_kept_window_shows_what_another_worker_wrote_since(
     monkeypatch.setattr(sessions_history, "PAGE_ROWS", 16)
     tg = await make_tg()
     await talk(tg, 20)
-    other = SqlConversation(tg.app.session_factory)  # the other worker's seam, its own
+    other = Conversation(tg.app.session_factory)  # the other worker's seam, its own
 
     async def here(i: int) -> list[dict[str, Any]]:
         """This worker answers turn `i`; the prompt it sent."""
@@ -299,7 +300,7 @@ async def test_a_session_longer_than_one_read_that_fits_shows_every_turn(
     # every turn, those another worker answered meanwhile included, in order, uncut.
     tg = await make_tg()
     await talk(tg, 34)
-    await answered_elsewhere(SqlConversation(tg.app.session_factory), range(35, 37))
+    await answered_elsewhere(Conversation(tg.app.session_factory), range(35, 37))
     for n in (37, 38):
         await tg.send(OWNER, chat(n))
         assert (await tg.reply(OWNER)).text == f"echo: {chat(n)}"

@@ -9,12 +9,12 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from bot.agent.prompt import context_of
 from bot.sessions.background import ARCHIVE
 from bot.telegram.delivery import TelegramDelivery
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
 from tests.fakes.telegram_server import Sent
+from tests.prompt_blocks import context_of
 from tools.memory.models import Memory
 
 OTHER = 2001

@@ -8,11 +8,12 @@ import json
 
 from sqlalchemy import select
 
-from bot.agent.prompt import context_of, without_context
+from bot.agent.prompt import without_context
 from db.models.core import ChatSession
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.test_memory_e2e import store_via_model
 from tests.fakes.openai_server import Calls, Text
+from tests.prompt_blocks import context_of
 from tools.memory.models import Memory
 
 GROUP = -100777

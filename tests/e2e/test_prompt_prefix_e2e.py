@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import select
 
 from bot.agent import prompt as history
-from bot.agent.prompt import context_of, earlier_of
 from bot.sessions.models import SessionCompression
 from db.repos import core as core_repo
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text, Turn, echo
+from tests.prompt_blocks import context_of, earlier_of
 
 
 def chats(llm: FakeOpenAI) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from bot.agent.prompt import context_of, without_context
+from bot.agent.prompt import without_context
 from bot.sessions import summary
 from bot.sessions.background import ARCHIVE
 from bot.sessions.models import SessionArchive
@@ -19,6 +19,7 @@ from db.models import ChatSession, User
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Calls, Text
 from tests.polling import until
+from tests.prompt_blocks import context_of
 
 SUMMARY = (
     "The user is planning a trip to Lisbon in May with their sister and wants a quiet "

@@ -16,13 +16,13 @@ import pytest
 from sqlalchemy import select
 
 from bot.agent import prompt as history
-from bot.agent.prompt import earlier_of
 from bot.sessions.history import COMPRESSIONS, WRITE
 from bot.sessions.models import SessionCompression
 from tests.e2e.conftest import OWNER, TG
 from tests.e2e.test_approvals_e2e import button
 from tests.fakes.telegram_server import Sent
 from tests.polling import until
+from tests.prompt_blocks import earlier_of
 from tests.real.proxy import RecordingProxy
 from tests.real.servers import LlamaServer
 from tests.real.test_llama_server import WAIT, ask, streamed_text

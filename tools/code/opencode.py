@@ -141,7 +141,6 @@ class Progress:
 @dataclass
 class JobRun:
     exit_code: int | None
-    duration_s: float
     stderr: str
     timed_out: bool = False
     memory_exceeded: bool = False
@@ -294,7 +293,7 @@ class OpenCodeRunner:
         self, plan: Plan, work: Path, text: str, progress: Progress, started: float
     ) -> JobRun:
         proc = await spawn(plan)
-        result = JobRun(None, 0.0, "", progress=progress)
+        result = JobRun(None, "", progress=progress)
         watcher = asyncio.create_task(self._watch_memory(proc.pid, result))
         disk = asyncio.create_task(watch_disk(work, proc.pid, result))
         errors = asyncio.create_task(_tail(proc.stderr))
@@ -320,7 +319,6 @@ class OpenCodeRunner:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 result.stderr = await asyncio.wait_for(errors, 1.0)
         result.exit_code = proc.returncode
-        result.duration_s = time.monotonic() - started
         return result
 
     async def _watch_memory(self, pid: int, result: JobRun) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from tools.discovery.report import tools_text
 from tools.feature import CommandCall
-from tools.registry import discovery
 
 
 async def tools(call: CommandCall) -> str:
     registry = call.host.registry
-    disc = discovery(registry)
+    disc = registry.planner
     text = (
         "Tools: " + ", ".join(registry.names())
         if disc is None

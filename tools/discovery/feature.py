@@ -18,24 +18,23 @@ def setup() -> Setup:
     from tools.discovery.learning import Learning
     from tools.discovery.models import ToolUsage
     from tools.hooks import Always, RequestHooks
-    from tools.registry import discovery
     from tools.tokens import count_payload, encoder, tokenizer_name
 
     async def warm(host: Host) -> None:
         """Every request plans its tools from the catalog's token costs: count them now (the
         tokenizer loaded in a thread, the count on the loop, like a request would)."""
-        disc = discovery(host.registry)
+        disc = host.registry.planner
         if disc is not None:
             await asyncio.to_thread(encoder)
             disc.catalog()
 
     def learning(host: Host) -> RequestHooks | None:
-        disc = discovery(host.registry)
+        disc = host.registry.planner
         return Always(Learning(disc)) if disc is not None else None
 
     async def check(host: Host) -> list[CheckResult]:
         """The tool counts, and the tokens the first call's tool list takes."""
-        disc = discovery(host.registry)
+        disc = host.registry.planner
         if disc is None:
             return []
         cat = disc.catalog()

@@ -186,9 +186,6 @@ class DiscoveringTools(RequestTools):
 
     # -- what the model sees -------------------------------------------------------------
 
-    def schemas(self) -> list[dict[str, Any]]:
-        return [t.schema() for t in self.tools.values()]
-
     def cost(self, extra: str | None = None) -> int:
         """Exact tokens of the payload, with `extra` added (token merges at the joins make
         the sum of per-tool counts drift, so the whole array is counted)."""

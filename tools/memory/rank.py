@@ -2,16 +2,15 @@
 
 Hybrid ranking: fuse BM25 and vector hits, spread relevance to neighbours (a question hands
 most of its score to the answer after it), favour memories made on a date the query names,
-weight by layer, certainty and recency. Measured with bench/memory_recall.py on LoCoMo,
-where plain reciprocal-rank fusion scored recall@10 0.50 against BM25's 0.63, and score
-fusion with neighbour spreading 0.73. The bench picks the defaults below from a small grid
-by leave-one-conversation-out, so the figure it reports was not fitted to. The stages are
-pure functions; rerank() reads the facts they need in one light query (no text).
+weight by layer, certainty and recency. bench/memory_recall.py measures it on LoCoMo against
+plain reciprocal-rank fusion and BM25 alone, and picks the defaults below from a small grid
+by leave-one-conversation-out. The stages are pure functions; rerank() reads the facts they
+need in one light query (no text).
 
 Dates a query names ("on 3 June, 2023", "in May", "last week", "two days ago") become a
 time span (tools/memory/dates.py). A memory's date is when it was stored (`created_at`):
-what was said on a day is stored that day. On LoCoMo a quarter of the single-hop misses
-named the day of the conversation they asked about.
+what was said on a day is stored that day. Many of LoCoMo's single-hop misses named the
+day of the conversation they asked about.
 
 Last, the word-match stage: a second look at the best fused candidates by late interaction
 with the static word embedding. Each content word of the query takes its best cosine to a
@@ -21,10 +20,9 @@ is, not rescaled over the candidates: among a handful of them, rescaling would t
 difference into the whole range and override the date and question parts. A multi-hop or
 inference question rarely repeats its evidence's words ("instruments" / "plays the
 violin", "kids" / "my son"): BM25 misses them and the one averaged vector of a sentence
-blurs them, while word-to-word similarity in the same embedding finds them. Measured as the
-"no-words" row and `--rerank words` of bench/memory_recall.py. Word vectors are made by a
-static embedder (WordLlama: a word's vector is a lookup and an average, a few hundred words
-a millisecond) and kept per process, bounded.
+blurs them, while word-to-word similarity in the same embedding finds them (the "no-words"
+row and `--rerank words` of bench/memory_recall.py). Word vectors are made by a static
+embedder (WordLlama: a word's vector is a lookup and an average), kept per process (WordVectors).
 """
 
 from __future__ import annotations
@@ -41,54 +39,41 @@ from tools.memory import repo
 from tools.memory.dates import query_span
 from tools.memory.text import words
 
-# The weights recall runs with, measured on LoCoMo (bench/memory_recall.py; see the module
-# docstring).
-BM25_POWER = 1.5  # BM25 score / best BM25 score, raised to this power
-BM25 = 1.0  # weight of that (0: words are not searched)
-VECTOR = 0.2  # weight of the cosine similarity (0: vectors are not searched)
-# Share of a memory's score its neighbours gain (memories stored one after the other in one
-# session: a question often matches one turn while the answer is in the next).
-NEIGHBOURS = {-1: 0.3, 1: 0.5, -2: 0.25, 2: 0.25}
-SPREAD_FROM = 20  # only the best this many (or 2 x limit) spread; 0: all do
-LAYER = {"long": 1.0, "session": 1.0, "mid": 0.95, "short": 0.9}
-# A memory that asks something ("How often do you work out?") is rarely the answer: it keeps
-# this share of its score and gives QUESTION_NEXT of it to the next memory.
-QUESTION_SELF = 0.85
-QUESTION_NEXT = 0.7
-# Memories made within the date the query names (query_span below), or up to
-# DATE_SLACK_DAYS after it (told a few days later), are multiplied by this.
-DATE_BOOST = 3.0
-DATE_SLACK_DAYS = 14.0
-# The word-match stage (below) over the best WORD_MATCH_TOP candidates: each gains this
-# weight times its word-by-word match to the query (a mean cosine), its score taken relative
-# to the best; 0: off.
-WORD_MATCH = 1.5
-WORD_MATCH_TOP = 50
-CERTAINTY_FLOOR = 0.6  # certainty 0 multiplies by this, 1 by 1.0
-RECENCY_DAYS = 365.0  # half-weight age of the recency bonus
-RECENCY_SHARE = 0.1  # at most this much of the score comes from recency
-
 
 @dataclass(frozen=True)
 class RankWeights:
-    """The constants above in one value, so that the benchmark can take one part of the
-    ranking out or try it at other strengths (bench/recall_quality.py)."""
+    """The weights recall runs with (bench/memory_recall.py picks them), in one value so
+    that the benchmark can take one part of the ranking out or try it at other strengths
+    (bench/recall_quality.py)."""
 
-    bm25: float = BM25
-    bm25_power: float = BM25_POWER
-    vector: float = VECTOR
-    neighbours: dict[int, float] = field(default_factory=lambda: dict(NEIGHBOURS))
-    spread_from: int = SPREAD_FROM
-    layer: dict[str, float] = field(default_factory=lambda: dict(LAYER))
-    question_self: float = QUESTION_SELF
-    question_next: float = QUESTION_NEXT
-    date_boost: float = DATE_BOOST
-    date_slack_days: float = DATE_SLACK_DAYS
-    word_match: float = WORD_MATCH
-    word_match_top: int = WORD_MATCH_TOP
-    certainty_floor: float = CERTAINTY_FLOOR
-    recency_days: float = RECENCY_DAYS
-    recency_share: float = RECENCY_SHARE
+    bm25: float = 1.0  # weight of the BM25 part (0: words are not searched)
+    bm25_power: float = 1.5  # BM25 score / best BM25 score, raised to this power
+    vector: float = 0.2  # weight of the cosine similarity (0: vectors are not searched)
+    # Share of a memory's score its neighbours gain (memories stored one after the other in
+    # one session: a question often matches one turn while the answer is in the next).
+    neighbours: dict[int, float] = field(
+        default_factory=lambda: {-1: 0.3, 1: 0.5, -2: 0.25, 2: 0.25}
+    )
+    spread_from: int = 20  # only the best this many (or 2 x limit) spread; 0: all do
+    layer: dict[str, float] = field(
+        default_factory=lambda: {"long": 1.0, "session": 1.0, "mid": 0.95, "short": 0.9}
+    )
+    # A memory that asks something ("How often do you work out?") is rarely the answer: it
+    # keeps this share of its score and gives question_next of it to the next memory.
+    question_self: float = 0.85
+    question_next: float = 0.7
+    # Memories made within the date the query names (query_span below), or up to
+    # date_slack_days after it (told a few days later), are multiplied by this.
+    date_boost: float = 3.0
+    date_slack_days: float = 14.0
+    # The word-match stage (below) over the best word_match_top candidates: each gains this
+    # weight times its word-by-word match to the query (a mean cosine), its score taken
+    # relative to the best; 0: off.
+    word_match: float = 1.5
+    word_match_top: int = 50
+    certainty_floor: float = 0.6  # certainty 0 multiplies by this, 1 by 1.0
+    recency_days: float = 365.0  # half-weight age of the recency bonus
+    recency_share: float = 0.1  # at most this much of the score comes from recency
 
 
 def fuse(

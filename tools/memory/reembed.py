@@ -49,11 +49,11 @@ async def start(host: Host) -> Reembed:
     status = await store.index_status()
     if status.ok:
         return job
-    job.task = asyncio.create_task(_run(job, store, host.deps.session_factory), name="reembed")
+    job.task = asyncio.create_task(_run(job, store), name="reembed")
     return job
 
 
-async def _run(job: Reembed, store: MemoryStore, sf: SessionFactory) -> None:
+async def _run(job: Reembed, store: MemoryStore) -> None:
     name = store.embedder.name
     log.info("memory: re-embedding every memory with %s in the background", name)
 

@@ -38,12 +38,3 @@ def build_routers(features: tuple[Feature, ...] = FEATURES) -> list[Router]:
 def bot_commands(features: tuple[Feature, ...] = FEATURES) -> list[BotCommand]:
     """Telegram's command menu: every command of the shared table, in its order."""
     return [BotCommand(command=c.name, description=c.about) for c in commands(features)]
-
-
-def declared_commands(routers: list[Router]) -> list[str]:
-    """The command each message handler says it answers (`flags={"command": name}`)."""
-    out: list[str] = []
-    for router in routers:
-        for r in router.chain_tail:
-            out += [h.flags["command"] for h in r.message.handlers if h.flags.get("command")]
-    return out

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from aiogram import Router
+from aiogram.filters import Command
 from aiogram.types import Message
 
 from bot.app import App
-from bot.commands import help_lines
-from bot.telegram.commands import on_command
+from bot.commands import APP_BY_NAME, help_lines
 from bot.telegram.outbox import Outbox
 
 
@@ -16,6 +16,11 @@ def help_text(app: App) -> str:
         "I'm Sidekick, your assistant. Just write to me; I remember our conversation.\n\n"
         "Commands:\n" + "\n".join(help_lines(terminal=False, features=app.features))
     )
+
+
+def on_command(name: str) -> Command:
+    """Matches an app command's name and aliases in any case, as the terminal does."""
+    return Command(*APP_BY_NAME[name].names, ignore_case=True)
 
 
 def build_router() -> Router:
