@@ -39,6 +39,9 @@ from sqlalchemy.ext.asyncio import (
 SessionFactory = async_sessionmaker[AsyncSession]
 _T = TypeVar("_T")
 BUSY_TIMEOUT_S = 10  # how long a SQLite writer waits for the write lock before failing
+# How long a session waits for a free pooled connection before failing (SQLAlchemy's own
+# default, named so a test can shorten it; read when an engine is made).
+POOL_TIMEOUT_S = 30.0
 MMAP_BYTES = 256 * 1024 * 1024  # of a database file read through a memory map (the rest: read())
 
 
@@ -243,7 +246,9 @@ def create_engine(url: str) -> AsyncEngine:
     backend = parsed.get_backend_name()
     if backend == "postgresql":
         # pool_pre_ping: a worker outlives database restarts behind a load balancer.
-        return create_async_engine(postgres_url(url), pool_pre_ping=True)
+        return create_async_engine(
+            postgres_url(url), pool_pre_ping=True, pool_timeout=POOL_TIMEOUT_S
+        )
     if backend != "sqlite":
         raise ValueError(f"only SQLite and PostgreSQL are supported, got {backend!r}")
     database = parsed.database or ":memory:"
@@ -256,7 +261,7 @@ def create_engine(url: str) -> AsyncEngine:
     # opened a new connection for ~1 message in 4 of a burst (its thread, sqlite-vec loaded:
     # ~1 ms CPU); the same 15 at most, kept once made, the most recent first, its cache warm.
     pool = (
-        {"pool_size": 15, "max_overflow": 0, "pool_use_lifo": True}
+        {"pool_size": 15, "max_overflow": 0, "pool_use_lifo": True, "pool_timeout": POOL_TIMEOUT_S}
         if database != ":memory:"
         else {}
     )
