@@ -230,6 +230,29 @@ def _wrap_foreign_errors(module: types.ModuleType) -> Callable[[ExceptionContext
     return wrap
 
 
+# What SQLite says of a write lock held past BUSY_TIMEOUT_S.
+_LOCKED = ("database is locked", "database is busy", "database table is locked")
+
+
+def busy(exc: BaseException) -> bool:
+    """Whether `exc` says the database is momentarily unavailable, the one test of it: a
+    SQLite writer that waited BUSY_TIMEOUT_S for the write lock (the driver's error, or
+    SQLAlchemy's wrapping it), or a session that waited POOL_TIMEOUT_S for a pooled
+    connection while all were in use (PostgreSQL under load: SQLAlchemy's TimeoutError, which
+    is no DBAPIError). Worth waiting out once, and named as busy (tools/errors.py, which
+    asks it of what caused an error too)."""
+    if isinstance(exc, sa_exc.TimeoutError):
+        return True
+    return type(exc).__name__ in ("OperationalError", "DatabaseError") and any(
+        n in str(exc).lower() for n in _LOCKED
+    )
+
+
+# What a database that cannot serve a statement now raises, for the places that carry on
+# without it (the inbox): its driver's errors as SQLAlchemy's, and the pool's timeout.
+UNAVAILABLE: tuple[type[Exception], ...] = (sa_exc.DBAPIError, sa_exc.TimeoutError)
+
+
 def postgres_url(url: str) -> str:
     """postgres://, postgresql:// and postgresql+<driver>:// as the asyncpg URL we connect with."""
     parsed = make_url(url)
