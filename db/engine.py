@@ -39,6 +39,9 @@ from sqlalchemy.ext.asyncio import (
 SessionFactory = async_sessionmaker[AsyncSession]
 _T = TypeVar("_T")
 BUSY_TIMEOUT_S = 10  # how long a SQLite writer waits for the write lock before failing
+# How long a session waits for a free pooled connection before failing (SQLAlchemy's own
+# default, named so a test can shorten it; read when an engine is made).
+POOL_TIMEOUT_S = 30.0
 MMAP_BYTES = 256 * 1024 * 1024  # of a database file read through a memory map (the rest: read())
 
 
@@ -227,6 +230,29 @@ def _wrap_foreign_errors(module: types.ModuleType) -> Callable[[ExceptionContext
     return wrap
 
 
+# What SQLite says of a write lock held past BUSY_TIMEOUT_S.
+_LOCKED = ("database is locked", "database is busy", "database table is locked")
+
+
+def busy(exc: BaseException) -> bool:
+    """Whether `exc` says the database is momentarily unavailable, the one test of it: a
+    SQLite writer that waited BUSY_TIMEOUT_S for the write lock (the driver's error, or
+    SQLAlchemy's wrapping it), or a session that waited POOL_TIMEOUT_S for a pooled
+    connection while all were in use (PostgreSQL under load: SQLAlchemy's TimeoutError, which
+    is no DBAPIError). Worth waiting out once, and named as busy (tools/errors.py, which
+    asks it of what caused an error too)."""
+    if isinstance(exc, sa_exc.TimeoutError):
+        return True
+    return type(exc).__name__ in ("OperationalError", "DatabaseError") and any(
+        n in str(exc).lower() for n in _LOCKED
+    )
+
+
+# What a database that cannot serve a statement now raises, for the places that carry on
+# without it (the inbox): its driver's errors as SQLAlchemy's, and the pool's timeout.
+UNAVAILABLE: tuple[type[Exception], ...] = (sa_exc.DBAPIError, sa_exc.TimeoutError)
+
+
 def postgres_url(url: str) -> str:
     """postgres://, postgresql:// and postgresql+<driver>:// as the asyncpg URL we connect with."""
     parsed = make_url(url)
@@ -243,7 +269,9 @@ def create_engine(url: str) -> AsyncEngine:
     backend = parsed.get_backend_name()
     if backend == "postgresql":
         # pool_pre_ping: a worker outlives database restarts behind a load balancer.
-        return create_async_engine(postgres_url(url), pool_pre_ping=True)
+        return create_async_engine(
+            postgres_url(url), pool_pre_ping=True, pool_timeout=POOL_TIMEOUT_S
+        )
     if backend != "sqlite":
         raise ValueError(f"only SQLite and PostgreSQL are supported, got {backend!r}")
     database = parsed.database or ":memory:"
@@ -256,7 +284,7 @@ def create_engine(url: str) -> AsyncEngine:
     # opened a new connection for ~1 message in 4 of a burst (its thread, sqlite-vec loaded:
     # ~1 ms CPU); the same 15 at most, kept once made, the most recent first, its cache warm.
     pool = (
-        {"pool_size": 15, "max_overflow": 0, "pool_use_lifo": True}
+        {"pool_size": 15, "max_overflow": 0, "pool_use_lifo": True, "pool_timeout": POOL_TIMEOUT_S}
         if database != ":memory:"
         else {}
     )

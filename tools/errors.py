@@ -60,9 +60,9 @@ def provider_text(exc: ProviderError) -> str:
     return f"The model provider is not answering ({what}); try again in a minute."
 
 
-# What the database driver says, by what happened (SQLite's and PostgreSQL's wording).
+# What the database driver says, by what happened (SQLite's and PostgreSQL's wording); a
+# busy database is db.engine.busy's to tell.
 _STORAGE = {
-    "busy": ("database is locked", "database is busy", "database table is locked"),
     "full": ("database or disk is full", "no space left on device", "disk full", "disk i/o error"),
     "gone": (
         "unable to open database file",
@@ -89,6 +89,10 @@ STORAGE_TEXT = {
 
 def storage_problem(exc: BaseException) -> str | None:
     """ "busy", "full" or "gone" when `exc` (or what caused it) is the database failing."""
+    # Imported here: a bad setting's ConfigError comes from this module before (and without)
+    # the database layer.
+    from db.engine import busy
+
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -96,6 +100,8 @@ def storage_problem(exc: BaseException) -> str | None:
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
+        if busy(e):
+            return "busy"
         if isinstance(e, OSError) and e.errno == errno.ENOSPC:
             return "full"
         text = str(e).lower()

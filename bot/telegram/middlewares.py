@@ -51,7 +51,7 @@ from bot.telegram.groups import GROUP_CHATS, addressed
 from bot.telegram.held import HELD, react
 from bot.telegram.outbox import Outbox
 from bot.telegram.replies import send_answer
-from db.engine import SessionFactory
+from db.engine import UNAVAILABLE, SessionFactory
 from db.repos import updates
 from tools.base import Clock
 from tools.feature import Answer
@@ -159,12 +159,12 @@ class InboxMiddleware(BaseMiddleware):
             claimed = await self._claim(
                 updates.claim_row(event.update_id, chat_key(event), now, payload)
             )
-        except DBAPIError as exc:
-            # The database is busy past its timeout (or failing): the message is handled
-            # without its stored copy (the turn waits out a busy database once, or names the
-            # problem), rather than dropped here.
+        except UNAVAILABLE as exc:
+            # The database is busy past its wait (its lock, or every pooled connection in
+            # use) or failing: the message is handled without its stored copy (the turn
+            # waits out a busy database once, or names the problem), rather than dropped here.
             log.warning("update %d not stored (%s): handled without a copy", event.update_id,
-                        type(exc.orig).__name__ if exc.orig is not None else exc)  # fmt: skip
+                        type(_cause(exc)).__name__)  # fmt: skip
             return True
         if not claimed:
             log.info(
@@ -189,7 +189,7 @@ class InboxMiddleware(BaseMiddleware):
         batch, self._claims = self._claims, []
         try:
             got = await updates.claim_all(self.sf, [row for row, _ in batch])
-        except Exception as exc:  # each waiting update hears it (DBAPIError: kept() says so)
+        except Exception as exc:  # each waiting update hears it (UNAVAILABLE: keep() says so)
             for _, claimed in batch:
                 if not claimed.done():
                     claimed.set_exception(exc)
@@ -224,8 +224,8 @@ class InboxMiddleware(BaseMiddleware):
         next start finds its message stored and skips it, so nothing is answered twice."""
         try:
             await updates.finish(self.sf, update_id)
-        except DBAPIError as exc:
-            log.warning("update %d handled, but not marked done: %s", update_id, exc.orig)
+        except UNAVAILABLE as exc:
+            log.warning("update %d handled, but not marked done: %s", update_id, _cause(exc))
 
     async def _in_order(self, chat: int | None, storing: Awaitable[bool]) -> bool:
         """Store, then pass on only after the chat's earlier update passed on: the place in
@@ -251,6 +251,12 @@ class InboxMiddleware(BaseMiddleware):
         held.discard(update_id)
         if not held:
             del self.held[chat]
+
+
+def _cause(exc: Exception) -> BaseException:
+    """What to log of a database failure: the driver's error, not SQLAlchemy's text (which
+    repeats the statement's parameters, the user's message among them)."""
+    return exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
 
 
 class AccessMiddleware(BaseMiddleware):
