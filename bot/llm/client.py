@@ -558,8 +558,7 @@ class LLMClient(ChatModel):
                     passed = text
                     await on_text(text)
                     return
-                holding = Holdback(on_text, names())
-                holding.shown = passed
+                holding = Holdback(on_text, names(), passed)
             await holding(text)
 
         shown = held_back if on_text is not None and tools else on_text

@@ -459,10 +459,10 @@ class Holdback:
     """An OnText for the streamed drafts that leaves out text that may be starting a written
     call of an offered tool (the call itself is never shown)."""
 
-    def __init__(self, on_text: OnText, offered: Collection[str]) -> None:
+    def __init__(self, on_text: OnText, offered: Collection[str], shown: str = "") -> None:
         self.on_text = on_text
         self.offered = offered
-        self.shown = ""
+        self.shown = shown  # what the stream showed before this holds it back
 
     async def __call__(self, text: str) -> None:
         about: list[tuple[int, Calls]] = []
