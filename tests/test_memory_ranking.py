@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_memory_store import Env, make_env
-from tools.memory.dates import query_span
+from tools.memory.text import query_span
 
 NOW = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -140,7 +140,11 @@ class Seen:
     a question for that very call. The approval gate asks from it before writing calls; the
     memory tool keeps what such a turn stores as that source's."""
 
-    sources: list[str] = field(default_factory=list)
+    # The turn's prompt as first sent (bot/agent/runner.py), read for outside content only
+    # once something asks what the turn has seen: a turn answered without a tool call (most
+    # messages) never does, and never walks its prompt.
+    prompt: Sequence[dict[str, Any]] = ()
+    _sources: list[str] = field(default_factory=list)
     confirmed: set[str] = field(default_factory=set)
     # Calls (by id) the model wrote out by copying someone's text: each asks before it
     # writes, whatever it writes (sandboxed code without the network too).
@@ -149,8 +153,17 @@ class Seen:
     # them: a reminder a small model read into their words (tools/reminders/asked.py).
     unsure: set[str] = field(default_factory=set)
 
+    @property
+    def sources(self) -> list[str]:
+        """The sources of outside content the turn has seen, in order: its prompt's first."""
+        if self.prompt:
+            prompt, self.prompt = self.prompt, ()
+            self._sources[:0] = [s for s in seen_outside(prompt) if s not in self._sources]
+        return self._sources
+
     def add(self, sources: Iterable[str]) -> None:
-        self.sources += [s for s in dict.fromkeys(sources) if s not in self.sources]
+        seen = self.sources
+        seen += [s for s in dict.fromkeys(sources) if s not in seen]
 
     def written(self, calls: Iterable[LLMToolCall], messages: list[dict[str, Any]]) -> None:
         """Calls the model wrote out as text: those copied from the prompt's text."""

@@ -53,6 +53,13 @@ def owner_code(token: str) -> str:
     return base64.b32encode(digest[:5]).decode().lower()
 
 
+def carries_code(code: str | None, text: str) -> bool:
+    """Whether `text` holds the owner code as a word (None: no token, no code). While the
+    bot has no owner the code is its key; a message that carries it is access's alone,
+    never the model's or memory's (the Telegram adapter keeps it out)."""
+    return code is not None and code in text.lower().split()
+
+
 class AccessList:
     def __init__(self, seed: Sequence[int], sf: SessionFactory, tell: Tell | None = None) -> None:
         self.seed = tuple(seed)

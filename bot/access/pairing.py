@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bot.access import repo
 from bot.access.commands import request_answer
-from bot.access.gate import AccessList, owner_code
+from bot.access.gate import AccessList, carries_code
 from bot.access.models import AccessEntry
 from bot.ops.envfile import set_values
 from db.engine import SessionFactory
@@ -108,27 +108,22 @@ class Pairing:
         access: AccessList,
         sf: SessionFactory,
         clock: Clock,
-        token: str | None,
+        code: str | None,
         env_file: Path | None,
     ) -> None:
         self.access = access
         self._sf = sf
         self._clock = clock
-        self._code = owner_code(token) if token is not None else None
+        self.code = code  # the owner code (gate.py owner_code); None: no token
         self._env_file = env_file
         self._told: dict[int, str] = {}  # chat id -> the last outcome it was told
         self._asking = asyncio.Lock()
-
-    def carries_code(self, text: str) -> bool:
-        """The owner code is the key to the bot while it has no owner: a message that
-        carries it is access's alone, never the model's or memory's."""
-        return self._code is not None and self._code in text.lower().split()
 
     async def claim(self, user_id: int, name: str, text: str) -> str | None:
         """While nobody owns the bot: a private message that carries the owner code makes
         its sender the owner (kept in .env as ALLOWED_USER_IDS when there is one). What to
         tell them; None when the message has no code or someone else was quicker."""
-        if not self.carries_code(text):
+        if not carries_code(self.code, text):
             return None
         if not await self.access.learn_owner(user_id, name, self._clock()):
             return None

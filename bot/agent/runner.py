@@ -65,7 +65,7 @@ from db.conversation import (
 from db.engine import SessionFactory
 from tools.base import Clock, RequestContext, system_clock, user_tz
 from tools.chat import ChatModel, LLMToolCall, OnText, text_model
-from tools.effects import SEEN, copied, seen_outside
+from tools.effects import SEEN, copied
 from tools.feature import ContextProvider
 from tools.hooks import (
     Gate,
@@ -250,8 +250,8 @@ class Agent:
         parts = await self.build_prompt(ctx, incoming.text, rows)
         messages = [{"role": "system", "content": parts.system}, *parts.history]
         with_parts(messages, incoming.parts)
-        if seen := seen_outside(messages):  # earlier turns' pages, this message's files
-            ctx.state(SEEN).add(seen)
+        # Earlier turns' pages, this message's files: read when something asks (Seen.sources).
+        ctx.state(SEEN).prompt = list(messages)
         run = _Run(self, ctx, incoming, events, turns, parts, messages, used)
         cap = MAX_TOOL_CALLS
         failed: set[tuple[str, str]] = set()  # (tool, arguments) of the calls that failed

@@ -44,7 +44,7 @@ from aiogram.types import Chat, Message, TelegramObject, Update, User
 from sqlalchemy.exc import DBAPIError
 
 from bot.access.feature import FEATURE as ACCESS_FEATURE
-from bot.access.gate import ACCESS, AccessList
+from bot.access.gate import ACCESS, AccessList, carries_code, owner_code
 from bot.access.pairing import CODE_KEPT_OUT, Pairing, Stranger
 from bot.telegram.approval_ask import WAITING, answers_a_question
 from bot.telegram.groups import GROUP_CHATS, addressed
@@ -269,12 +269,9 @@ class AccessMiddleware(BaseMiddleware):
     def __init__(self, app: App) -> None:
         self.access: AccessList = app.part(ACCESS)
         token = app.settings.telegram_bot_token
+        self.code = owner_code(token.get_secret_value()) if token is not None else None
         self.pairing = Pairing(
-            self.access,
-            app.session_factory,
-            app.deps.clock,
-            token.get_secret_value() if token is not None else None,
-            app.settings.env_source,
+            self.access, app.session_factory, app.deps.clock, self.code, app.settings.env_source
         )
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
@@ -329,7 +326,7 @@ class AccessMiddleware(BaseMiddleware):
         again, in a private chat or a group): said so, and never handed on. While there is
         no owner, the claim below takes it."""
         message = event.message if isinstance(event, Update) else None
-        if message is None or not self.pairing.carries_code(message.text or message.caption or ""):
+        if message is None or not carries_code(self.code, message.text or message.caption or ""):
             return False
         if await self.access.owner() is None:
             return False

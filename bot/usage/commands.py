@@ -9,10 +9,10 @@ from datetime import timedelta
 from bot.llm.settings import ModelSettings
 from bot.usage import repo
 from bot.usage.meter import METER, Meter
-from bot.usage.report import last_request_line, session_text, usage_text
+from bot.usage.report import context_text, last_request_line, session_text, usage_text
+from bot.usage.request import CONTEXT_LOG
 from db.repos import core as core_repo
 from tools.charts import chart, usage_series
-from tools.discovery.report import context_text
 from tools.feature import Answer, CommandCall, Host
 
 CHART_DAYS = 14
@@ -62,10 +62,7 @@ async def usage(call: CommandCall) -> Answer | str:
 
 
 async def context(call: CommandCall) -> str:
-    disc = call.host.registry.planner
-    if disc is None:
-        return "Context accounting is off."
-    text = context_text(disc, call.who.user_id, call.who.tz)
+    text = context_text(call.host.part(CONTEXT_LOG), call.who.user_id, call.who.tz)
     meter = meter_of(call.host)
     if meter is not None:  # the same line /usage shows: they must agree
         last = await last_request_line(meter, call.who.user_id)

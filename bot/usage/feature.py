@@ -14,7 +14,7 @@ def setup() -> Setup:
     from bot.usage.meter import METER, CallMetering, Meter, MeteredModel
     from bot.usage.models import ModelUsage
     from bot.usage.report import doctor_checks
-    from bot.usage.request import ContextAccounting, UsageTurns
+    from bot.usage.request import CONTEXT_LOG, ContextAccounting, ContextLog, UsageTurns
     from tools.base import CheckResult
     from tools.chat import METERING, ChatModel, Metering
     from tools.hooks import Always, RequestHooks
@@ -37,9 +37,11 @@ def setup() -> Setup:
     def metering(host: Host) -> RequestHooks:
         return UsageTurns(host.part(METER), offered(host))
 
-    def accounting(host: Host) -> RequestHooks | None:
-        disc = host.registry.planner
-        return Always(ContextAccounting(disc.context_log)) if disc is not None else None
+    async def context_log(host: Host) -> ContextLog:
+        return ContextLog()
+
+    def accounting(host: Host) -> RequestHooks:
+        return Always(ContextAccounting(host.part(CONTEXT_LOG)))
 
     async def check(host: Host) -> list[CheckResult]:
         meter = commands.meter_of(host)
@@ -61,7 +63,11 @@ def setup() -> Setup:
             ),
             Command("model", "show or switch your model", commands.model, args="[name | default]"),
         ),
-        parts=(Provide(METER, meter), Provide(METERING, metering_part)),
+        parts=(
+            Provide(METER, meter),
+            Provide(METERING, metering_part),
+            Provide(CONTEXT_LOG, context_log),
+        ),
         wraps=(metered,),
         turns=(metering, accounting),
         doctor=check,

@@ -1,4 +1,4 @@
-"""The usage reports: /usage, /usage session, `sidekick usage`, the /context line, doctor."""
+"""The usage reports: /usage, /usage session, `sidekick usage`, /context, doctor."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ from collections import defaultdict
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.usage import repo
 from bot.usage.meter import Meter, period_starts, usd
 from bot.usage.repo import Group
+from bot.usage.request import ContextLog
 from db.repos import core as core_repo
 from tools.base import CheckResult
 from tools.model_call import PURPOSE_LABELS
@@ -206,3 +208,24 @@ async def doctor_checks(meter: Meter, models: list[str]) -> list[CheckResult]:
         fix = "add them to PRICES (model=input/output[/cached] USD per 1M tokens)"
         out.append(CheckResult("prices", not usd_budget, detail, fix))
     return out
+
+
+def context_text(log: ContextLog, user_id: int, tz: ZoneInfo) -> str:
+    split = log.get(user_id)
+    if split is None:
+        return "No request of yours since the bot started; send a message, then /context."
+    at: datetime = split.at.astimezone(tz)
+    total = split.total or 1
+
+    def row(label: str, n: int) -> str:
+        return f"{label}: {n} tokens ({100 * n / total:.0f}%)"
+
+    return "\n".join(
+        [
+            f"Your last request ({at:%Y-%m-%d %H:%M}), {split.total} tokens in all:",
+            row("System prompt", split.system),
+            row("Recalled memory", split.memory),
+            row("History", split.history),
+            row(f"Tools ({len(split.tool_names)})", split.tools),
+        ]
+    )

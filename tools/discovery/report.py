@@ -1,9 +1,6 @@
-"""Plain-text reports for /tools and /context (no Telegram here)."""
+"""The plain-text report for /tools (no Telegram here)."""
 
 from __future__ import annotations
-
-from datetime import datetime
-from zoneinfo import ZoneInfo
 
 from tools.discovery.service import Discovery
 from tools.mcp.manager import McpManager
@@ -53,27 +50,6 @@ def tools_text(disc: Discovery, user_id: int, mcp: McpManager | None) -> str:
             parts.append(f"{st.name}: {state}")
         lines.append("MCP servers — " + "; ".join(parts))
     return "\n".join(lines)
-
-
-def context_text(disc: Discovery, user_id: int, tz: ZoneInfo) -> str:
-    split = disc.context_log.get(user_id)
-    if split is None:
-        return "No request of yours since the bot started; send a message, then /context."
-    at: datetime = split.at.astimezone(tz)
-    total = split.total or 1
-
-    def row(label: str, n: int) -> str:
-        return f"{label}: {n} tokens ({100 * n / total:.0f}%)"
-
-    return "\n".join(
-        [
-            f"Your last request ({at:%Y-%m-%d %H:%M}), {split.total} tokens in all:",
-            row("System prompt", split.system),
-            row("Recalled memory", split.memory),
-            row("History", split.history),
-            row(f"Tools ({len(split.tool_names)})", split.tools),
-        ]
-    )
 
 
 def tools_count(n: int) -> str:

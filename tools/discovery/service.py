@@ -24,7 +24,6 @@ from tools.base import (
     ToolError,
     ToolOutput,
 )
-from tools.discovery.context_log import ContextLog
 from tools.discovery.index import EmbedFn, ToolIndex
 from tools.discovery.repo import USED, UsageStore
 from tools.tokens import count_payload, count_schema
@@ -70,13 +69,11 @@ class Discovery:
         usage: UsageStore,
         budget: int,
         embed: EmbedFn | None = None,
-        context_log: ContextLog | None = None,
     ) -> None:
         self.registry = registry
         self.usage = usage
         self.budget = budget
         self.embed = embed
-        self.context_log = context_log or ContextLog()
         self._costs: dict[str, tuple[str, int]] = {}
         self._catalog: tuple[tuple[tuple[str, str, int], ...], Catalog] | None = None
         # Each user's plan for the catalog of the moment: made again when the catalog

@@ -8,7 +8,7 @@ by leave-one-conversation-out. The stages are pure functions; rerank() reads the
 need in one light query (no text).
 
 Dates a query names ("on 3 June, 2023", "in May", "last week", "two days ago") become a
-time span (tools/memory/dates.py). A memory's date is when it was stored (`created_at`):
+time span (tools/memory/text.py query_span). A memory's date is when it was stored (`created_at`):
 what was said on a day is stored that day. Many of LoCoMo's single-hop misses named the
 day of the conversation they asked about.
 
@@ -36,8 +36,7 @@ from typing import Any
 import numpy as np
 
 from tools.memory import repo
-from tools.memory.dates import query_span
-from tools.memory.text import words
+from tools.memory.text import query_span, words
 
 
 @dataclass(frozen=True)
