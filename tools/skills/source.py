@@ -83,8 +83,6 @@ class Skills:
     listing: Listing = field(default_factory=lambda: Listing(searched=True))
     _code: CodeService | None = None
 
-    # -- the listing ------------------------------------------------------------------
-
     async def reload(self) -> None:
         async with self.deps.session_factory() as s:
             rows = (await s.execute(select(Skill).order_by(Skill.name))).scalars().all()
@@ -128,8 +126,6 @@ class Skills:
         more = f" and {left} more" if left else ""
         return CATALOGUE_HEAD + "".join(e for e, _ in entries) + more
 
-    # -- installing -------------------------------------------------------------------
-
     def preview(self, bundle: Bundle) -> str:
         token = hashlib.sha256(_digest(bundle).encode()).hexdigest()[:16]
         if len(self.pending) >= MAX_PENDING:
@@ -169,8 +165,6 @@ class Skills:
         await asyncio.to_thread(shutil.rmtree, self.folder / name, True)
         await self.reload()
         return bool(cast(CursorResult[Any], done).rowcount)
-
-    # -- using ------------------------------------------------------------------------
 
     def _tool(self, name: str, description: str) -> Tool[SkillParams]:
         source = f"the skill {name}"
