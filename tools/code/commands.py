@@ -121,17 +121,17 @@ def failure_text(row: CodeExecution, tz: ZoneInfo) -> str:
     ])  # fmt: skip
 
 
+def failure_answer(row: CodeExecution, tz: ZoneInfo) -> Answer:
+    button = Button(FILE_BUTTON, f"file:{row.id}")
+    return Answer(failure_text(row, tz), buttons=((button,),), markdown=True)
+
+
 def failures_answer(
     rows: list[CodeExecution], tz: ZoneInfo, jobs: list[CodeJob] | None = None
 ) -> Answer:
     """One message per failure (five full previews would pass Telegram's 4096 limit): the
     runs, then the OpenCode jobs that failed or were interrupted."""
-    answers = [
-        Answer(
-            failure_text(r, tz), buttons=((Button(FILE_BUTTON, f"file:{r.id}"),),), markdown=True
-        )
-        for r in rows
-    ]
+    answers = [failure_answer(r, tz) for r in rows]
 
     answers += [job_failure_answer(j, tz) for j in jobs or ()]
     if not answers:

@@ -5,7 +5,7 @@ job is the user's own."""
 from __future__ import annotations
 
 from datetime import datetime, time
-from typing import Any, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -61,19 +61,6 @@ def _text(text: str, action: str) -> str:
     return text
 
 
-def _columns(spec: Spec, words: str) -> dict[str, Any]:
-    """A job's schedule as its columns (create and edit write the same)."""
-    return {
-        "schedule": spec.kind,
-        "timezone": spec.tz.key,
-        "first_at": spec.first,
-        "every_s": spec.every_s,
-        "at_time": f"{spec.at_time:%H:%M}" if spec.at_time else None,
-        "days": spec.days,
-        "words": words.strip()[:500],
-    }
-
-
 def _first(kind: str, spec: Spec, now: datetime) -> datetime:
     if kind == "task" and spec.every_s is not None and spec.every_s < MIN_TASK_EVERY_S:
         raise ToolError("a task runs the assistant each time: every 15 minutes at most")
@@ -110,12 +97,17 @@ async def create(
             user_id=user_id,
             kind=kind,
             text=text,
+            words=words.strip()[:500],
+            schedule=spec.kind,
+            timezone=spec.tz.key,
+            first_at=spec.first,
+            every_s=spec.every_s,
+            at_time=f"{spec.at_time:%H:%M}" if spec.at_time else None,
+            days=spec.days,
             status="active",
             next_run_at=nxt,
             created_at=now,
-            **_columns(spec, words),
         )
-
     changed(sf)
     return job
 
@@ -158,9 +150,10 @@ async def edit(
             job.text = new_text
         if spec is not None:
             job.next_run_at = _first(job.kind, spec, now)
-            for column, value in _columns(spec, words).items():
-                setattr(job, column, value)
-
+            job.schedule, job.timezone, job.first_at = spec.kind, spec.tz.key, spec.first
+            job.every_s, job.days = spec.every_s, spec.days
+            job.at_time = f"{spec.at_time:%H:%M}" if spec.at_time else None
+            job.words = words.strip()[:500]
         await s.flush()
     changed(sf)
     return job
