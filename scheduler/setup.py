@@ -110,7 +110,6 @@ class Scheduler:
 
     async def stop(self) -> None:
         """Stop scheduling; give a running job a moment to finish."""
-
         aps, self._aps = self._aps, None
         if aps is None:
             return

@@ -377,7 +377,6 @@ def serve_egress(pidfd: int, listener: Any, path: str) -> None:
 
 async def pipe(src: Any, dst: Any) -> None:
     """Copy up to the end, then pass the end on (the other direction may go on)."""
-
     try:
         while data := await src.read(65536):
             dst.write(data)

@@ -332,7 +332,6 @@ def prepare_workdir(base: Path | None, uid: int | None, mode: Mode) -> Path:
     """A fresh private `<run>/work`, in a new folder only we can create entries in (so no
     other local account can make `<run>/work.io` first); remove it with
     `tree.remove_tree(path.parent)`."""
-
     import tempfile
 
     run = Path(tempfile.mkdtemp(prefix="sidekick-code-", dir=base))

@@ -1,9 +1,6 @@
-"""One MCP server connection, supervised: connect, list tools, health-check, restart.
-
-The SDK's Client is an anyio context manager, so it is entered and left by one long-lived
-supervisor task; request tasks only send calls through it. A dead server (closed pipe,
-failed ping, transport error on a call) is restarted with backoff; calls made meanwhile
-wait for it up to their own timeout, then turn into an error result.
+"""One MCP server connection, supervised: the SDK's Client (an anyio context manager) is
+entered and left by one long-lived task, and request tasks only call through it. A dead
+server is restarted with backoff; calls meanwhile wait up to their own timeout.
 """
 
 from __future__ import annotations

@@ -336,11 +336,9 @@ class ReminderJobs:
                             **values})  # fmt: skip
 
     async def _record(self, row: dict[str, Any]) -> None:
-        """Queue one ledger update; a single writer commits what queued up meanwhile in one
-        transaction (SQLite has one writer: a burst costs a few commits, not one per
-        message). The chat goes on at once; the tick waits for the writes before it ends.
-        Should the process die in between, a run not yet marked is sent again at the next
-        start: a duplicate at worst, never a lost reminder."""
+        """Queue one ledger update; one writer commits what queued meanwhile together
+        (SQLite has one writer), and the tick waits for it. Should the process die in
+        between, the run is sent again at the next start: a duplicate, never a loss."""
         self._unwritten.append(row)
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write())

@@ -1,12 +1,8 @@
-"""Installed skills as the model meets them: each is an extension tool `skill_<name>` that
-is never shown up front (tools/discovery/service.py: tool_search finds it on a request
-that mentions it; called by its name it is loaded), and the system prompt names the skills
-in one line, at most ENTRY_TOKENS each, within SKILL_CATALOG_TOKENS.
-Calling the tool loads the instructions (outside content: the turn is marked through
-tools/effects.py's mechanism, as a web page would mark it) or runs one of its scripts in
-the code sandbox (tools/code: bun, the same limits, egress rule and trace, the run named
-after the skill). A skill cannot change approvals or give itself tools: its text reaches
-the model only as a tool result."""
+"""Installed skills as the model meets them: each an extension tool `skill_<name>` that
+tool_search finds (never shown up front), named in one line of the system prompt. Calling
+it loads the instructions, as outside content, or runs one of its scripts in the code
+sandbox (traced as the skill's). A skill cannot change approvals or give itself tools: its
+text reaches the model only as a tool result."""
 
 from __future__ import annotations
 
