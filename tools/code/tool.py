@@ -78,8 +78,7 @@ class CodeParams(BaseModel):
     action: Literal["execute", "generate", "status", "abort"]
     code: str | None = Field(default=None, description="execute: the source")
     file: str | None = Field(
-        default=None,
-        description="execute: a generate job's `<job_id>/<path>`",
+        default=None, description="execute: a generate job's `<job_id>/<path>`"
     )
     timeout_ms: SkipJsonSchema[int | None] = Field(  # validated, not shown
         default=None, ge=1, description="execute: at most 120000"
@@ -372,15 +371,7 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
             return networked if p.network else local
         return networked if p.action == "generate" and jobs_run else NONE
 
-    return Tool(
-        "code",
-        DESCRIPTION,
-        CodeParams,
-        run,
-        effects=fx,
-        brief=printed,
-        text_field="code",
-    )
+    return Tool("code", DESCRIPTION, CodeParams, run, effects=fx, brief=printed, text_field="code")
 
 
 def printed(output: ToolOutput) -> str | None:
