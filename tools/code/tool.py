@@ -115,6 +115,17 @@ def trim(text: str, limit: int, cut_before: bool) -> str:
     return text[:limit] + f"\n…[truncated: {len(text) - limit} more chars]"
 
 
+def run_fields(res: RunResult, category: str | None, row_id: int) -> dict[str, Any]:
+    """What the model reads of a run: the code tool's, and a skill's script's."""
+    return {
+        "success": category is None,
+        "exit_code": res.exit_code,
+        "stdout": trim(res.stdout, STDOUT_FOR_MODEL, res.stdout_truncated),
+        "stderr": trim(res.sandbox_error or res.stderr, STDERR_FOR_MODEL, res.stderr_truncated),
+        "execution_id": row_id,
+    }
+
+
 class CodeService:
     """What the tool and the doctor check share: the runner and the tracing."""
 
@@ -302,17 +313,8 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
             outside = bool(call.ctx.state(SEEN).sources)
             network = bool(p.network) if outside else p.network is not False
             row_id, res, cat = await service.execute(p.code, timeout, call, network)
-            out: dict[str, Any] = {
-                "success": cat is None,
-                "exit_code": res.exit_code,
-                "stdout": trim(res.stdout, STDOUT_FOR_MODEL, res.stdout_truncated),
-                "stderr": trim(
-                    res.sandbox_error or res.stderr, STDERR_FOR_MODEL, res.stderr_truncated
-                ),
-                "duration_ms": round(res.duration_ms),
-                "execution_id": row_id,
-                "error_category": cat,
-            }
+            out = run_fields(res, cat, row_id)
+            out |= {"duration_ms": round(res.duration_ms), "error_category": cat}
             if res.outputs is not None and (res.outputs.files or res.outputs.skipped):
                 call.ctx.state(OUTPUT_FILES).extend(res.outputs.files)
                 out["files_sent_to_user"] = [name for name, _ in res.outputs.files]

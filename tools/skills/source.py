@@ -22,7 +22,7 @@ from sqlalchemy.engine import CursorResult
 
 from tools.base import Listing, Tool, ToolCall, ToolDeps, ToolError
 from tools.code.repo import SKILL_RUN
-from tools.code.tool import MAX_TIMEOUT_MS, STDERR_FOR_MODEL, STDOUT_FOR_MODEL, CodeService, trim
+from tools.code.tool import MAX_TIMEOUT_MS, CodeService, run_fields
 from tools.effects import Effects, effects
 from tools.skills.bundle import SCRIPT_SUFFIXES, Bundle, front_matter
 from tools.skills.models import Skill
@@ -218,15 +218,7 @@ class Skills:
         )
         named = dataclasses.replace(call, reasoning=f"{SKILL_RUN}{name}: {script}")
         row_id, res, cat = await self._code.execute(code, SCRIPT_TIMEOUT_MS, named, p.network)
-        return {
-            "skill": name,
-            "script": script,
-            "success": cat is None,
-            "exit_code": res.exit_code,
-            "stdout": trim(res.stdout, STDOUT_FOR_MODEL, res.stdout_truncated),
-            "stderr": trim(res.sandbox_error or res.stderr, STDERR_FOR_MODEL, res.stderr_truncated),
-            "execution_id": row_id,
-        }
+        return {"skill": name, "script": script, **run_fields(res, cat, row_id)}
 
 
 assert SCRIPT_TIMEOUT_MS <= MAX_TIMEOUT_MS
