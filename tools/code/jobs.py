@@ -102,7 +102,6 @@ class JobManager:
     metering: Metering | None = None
     context_tokens: Callable[[], Awaitable[int | None]] | None = None
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False)
-    # The running OpenCode jobs.
     live: dict[str, tuple[Progress, float]] = field(default_factory=dict, init=False)
     _aborted: set[str] = field(default_factory=set, init=False)
     _swept: bool = field(default=False, init=False)

@@ -95,7 +95,6 @@ class ReminderJobs:
     _started: bool = field(default=False, init=False)  # the first tick looks at everything
     _writer: asyncio.Task[None] | None = field(default=None, init=False)
     _unwritten: list[dict[str, Any]] = field(default_factory=list, init=False)
-    # Tasks still computing, by run id: the task and its run.
     _computing: dict[int, tuple[asyncio.Task[None], PendingRun]] = field(
         default_factory=dict, init=False
     )
