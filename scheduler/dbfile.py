@@ -1,10 +1,6 @@
-"""Noticing a SQLite database file deleted (or replaced) under the running bot.
-
-SQLite keeps writing to the open file after it is unlinked: everything goes on working
-until the restart, which finds an empty database and every user's history gone. A
-per-minute look at the path (its inode against the one opened at start) logs a warning
-the moment it happens, once, while the data can still be saved (copy it back from
-/proc/<pid>/fd before restarting)."""
+"""Noticing a SQLite database file deleted (or replaced) under the running bot: SQLite goes
+on writing to the unlinked file, and the restart finds an empty database. A per-minute look
+at the path's inode warns once, while the data can still be copied back from /proc/<pid>/fd."""
 
 from __future__ import annotations
 
@@ -34,16 +30,12 @@ class DatabaseFileWatch:
         self.opened = _inode(self.path)
         self.warned = False
 
-    def problem(self) -> str | None:
-        now = _inode(self.path)
-        if now is None:
-            return "was deleted"
-        if self.opened is not None and now != self.opened:
-            return "was replaced by another file"
-        return None
-
     async def check(self) -> str | None:
-        problem = self.problem()
+        now, problem = _inode(self.path), None
+        if now is None:
+            problem = "was deleted"
+        elif self.opened is not None and now != self.opened:
+            problem = "was replaced by another file"
         if problem is None:
             self.warned = False
         elif not self.warned:

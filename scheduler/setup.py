@@ -1,15 +1,10 @@
-"""The APScheduler 3 AsyncIOScheduler that runs the jobs it is given: what the features
-declare (tools/feature.py's Job, turned into job specs by App.start_features) and the
-adapter's own (the outbox, backups).
+"""The APScheduler 3 AsyncIOScheduler that runs the features' jobs and the adapter's own.
 
-Design: the jobs derive what is due from the database (a session whose period has ended,
-a reminder come due), so they need no persistent job store and nothing depends on
-APScheduler remembering a missed run. Every job runs once right at startup (that is the
-downtime catch-up) and then on its interval, on a grid of whole minutes. The in-memory job
-store is rebuilt at each start, so the `replace_existing=True` trap (a persisted job whose
-next_run_time is reset, silently dropping the missed run) cannot happen.
-`coalesce=True` folds runs missed while the event loop was stalled into one, the misfire
-grace time lets a late run still happen, and `max_instances=1` keeps runs from overlapping.
+The jobs derive what is due from the database, so they need no persistent job store and
+nothing depends on APScheduler remembering a missed run (nor can a persisted job's reset
+next_run_time drop one): each runs once at startup (the downtime catch-up), then on a grid
+of whole minutes; `coalesce` folds runs missed while the loop stalled into one, the misfire
+grace lets a late run still happen, and `max_instances=1` keeps runs from overlapping.
 """
 
 from __future__ import annotations
@@ -37,12 +32,10 @@ JobSpec = tuple[str, str, timedelta, Callable[[], Awaitable[Any]]]
 
 
 class AlignedInterval(IntervalTrigger):  # type: ignore[misc]  # APScheduler 3 is untyped
-    """An interval whose runs stay on the grid of `start_date` (whole minutes).
-
-    IntervalTrigger adds the interval to the previous run time, so the startup run (at
-    whatever second the bot started) would drag every later run off the minute: a reminder
-    due at 09:00 then fired up to a minute late. Here the next run is the first grid point
-    after the previous run, whenever that run happened."""
+    """An interval whose runs stay on the grid of `start_date` (whole minutes): the next run
+    is the first grid point after the previous one. IntervalTrigger adds the interval to the
+    previous run, so the startup run would drag every later one off the minute (a reminder
+    due at 09:00 fired up to a minute late)."""
 
     def get_next_fire_time(
         self, previous_fire_time: datetime | None, now: datetime
@@ -61,7 +54,7 @@ class Scheduler:
 
     def __init__(self, specs: Sequence[JobSpec], guard: Guard | None = None) -> None:
         self._guard = guard
-        self._specs: list[JobSpec] = list(specs)
+        self._specs = specs
         self._aps: AsyncIOScheduler | None = None
         self._running: set[asyncio.Task[Any]] = set()
 
@@ -80,9 +73,7 @@ class Scheduler:
                     # (the jobs read what is due from the database), so skip this turn.
                     return await fn() if mine else None
             except asyncio.CancelledError:
-                # Shutdown cancelled a run: each job's steps are idempotent and the next
-                # start redoes what is due, so this is no error (APScheduler would log a
-                # traceback for it).
+                # Shutdown: the next start redoes what is due (APScheduler would log a traceback).
                 log.info("scheduled job %s cancelled by shutdown", job_id)
                 return None
             except Exception:
@@ -118,8 +109,7 @@ class Scheduler:
         log.info("scheduler started: %s", ", ".join(j for j, *_ in self._specs))
 
     async def stop(self) -> None:
-        """Stop scheduling; give a running job a moment to finish (each step is
-        idempotent, so a cancelled archive is simply redone at the next start)."""
+        """Stop scheduling; give a running job a moment to finish."""
         aps, self._aps = self._aps, None
         if aps is None:
             return

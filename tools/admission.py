@@ -1,9 +1,6 @@
-"""Who the bot still serves, as the features that act on their own ask it: a reminder or a
-scheduled task fires with nobody's message behind it, and an approval question waits for a
-press, so the door a person came in by (bot/access) is not on their path. The access
-feature provides ADMISSION; the others ask it before they act for someone and hear when
-someone is removed, and who the owner is. Without a feature that provides it, everyone is
-served and nobody but the terminal's local user is the owner."""
+"""Who the bot still serves, as the features that act on their own ask it (a reminder fires,
+an approval waits, with no message coming in by the door of bot/access). The access feature
+provides ADMISSION; without it, everyone is served and only the terminal's user is owner."""
 
 from __future__ import annotations
 

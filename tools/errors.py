@@ -1,10 +1,6 @@
-"""The few error types a tool (or anything below the app) may raise.
-
-Each has one meaning. `public_text` is the one function that turns any of them (or any
-other exception) into text a user may see or a table may keep: the chat's error reply, a
-scheduled task's failure notice, the run ledger behind `/reminders history`, the code jobs
-table. A provider's own error text can echo the request (its headers, the API key): it is
-never passed on, only the HTTP status is.
+"""The few error types a tool (or anything below the app) may raise, and `public_text`, the
+one way any exception becomes text a user may see or a table may keep. A provider's own
+error text can echo the request (its headers, the API key): only its HTTP status is told.
 """
 
 from __future__ import annotations

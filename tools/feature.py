@@ -1,16 +1,9 @@
 """What a feature is: one declaration in its own folder, listed once in bot/features.py.
 
 A feature declares its settings slice and a setup that imports the rest and returns what
-it adds (Setup): its tools, its tables, its commands (rendered by both Telegram and the
-terminal), its buttons, its scheduled jobs, its long-lived parts (typed keys), its model
-wrappers, per-request hooks and before-tool gates (tools/hooks.py), its prompt context and
-its doctor check; its per-request state is a Slot (tools/state.py). The
-app derives everything else from the list: the settings class, Alembic's metadata, the
-command menu and both /help's, the scheduler's jobs, the doctor, the system prompt's tool
-lines, the model's wrappers, the agent's hooks and gates. CONTRIBUTING.md walks through adding one.
-
-This module sits below bot/: a feature under tools/ reaches the running app only through
-`Host`, a typed protocol the app implements, never by importing bot/.
+it adds (Setup); the app derives everything else from the list (CONTRIBUTING.md walks
+through adding one). A feature under tools/ reaches the running app only through `Host`, a
+typed protocol the app implements, never by importing bot/.
 """
 
 from __future__ import annotations
@@ -77,8 +70,7 @@ class Host(Protocol):
 
     @property
     def registry(self) -> Registry:
-        """The tools the app offers, as built from the features (and MCP servers, discovery):
-        what /tools reports and the doctor counts."""
+        """The tools the app offers (features, MCP servers, discovery)."""
         ...
 
     def part(self, key: Key[T]) -> T:
@@ -87,14 +79,12 @@ class Host(Protocol):
         ...
 
     def has(self, key: Key[Any]) -> bool:
-        """Whether a listed feature provides `key` (built with the app, or when an adapter
-        starts: see Provide), or what runs the app handed it in (the operator's commands)."""
+        """Whether a listed feature provides `key`, or what runs the app handed it in."""
         ...
 
     def maybe(self, key: Key[T]) -> T | None:
-        """The part when it is built (by a listed feature, or handed in by what runs the
-        app), None otherwise: a feature that may be switched off, or an on_start part
-        before an adapter started."""
+        """The part when it is built or handed in, None otherwise (a feature switched off,
+        an on_start part before an adapter started)."""
         ...
 
     async def need(self, key: Key[T]) -> T:
@@ -118,8 +108,7 @@ class Host(Protocol):
     @property
     def deliver(self) -> Deliver:
         """Send a message the user did not ask for just now (a reminder, a finished code
-        job with its files, a check-in with its buttons), through whichever adapter runs:
-        Telegram, or the terminal for its local user."""
+        job) through whichever adapter runs."""
         ...
 
     async def ask(self, recipient: Recipient, prompt: str) -> str:
@@ -282,11 +271,10 @@ class Setup:
 
 @dataclass(frozen=True)
 class Feature:
-    """A feature as the list names it: its name and settings slice, which the settings are
-    built from before anything runs, and `setup`, which imports the rest (its tools, tables,
-    commands, server, parsers) and says what it adds. A process that only reads the
-    settings (`sidekick --version`, a bad setting's exit) never calls it, so the feature
-    module imports its settings slice alone and its heavy modules inside `setup`."""
+    """A feature as the list names it: its name, its settings slice, and `setup`, which
+    imports the rest and says what it adds. A process that only reads the settings
+    (`sidekick --version`, a bad setting's exit) never calls it, so the feature module
+    imports its heavy modules inside `setup`."""
 
     name: str
     setup: Callable[[], Setup]

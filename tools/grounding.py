@@ -1,13 +1,10 @@
 """The cheap half of checking a summary: what it names must occur in what it summarises.
 
-A small model summarising a conversation invents in a recognisable way: a name nobody
-said ("the user shared their name, 'John Doe'"), a number no tool produced ("executed it,
-revealing 832040"), a date, a link. So every name (capitalised word), number, date, URL
-and quoted string in the summary must occur in the source turns, compared after
-normalising case and format ("1,000" = "1000", "2023-05-07" = "7 May 2023"), and a
-summary that says code ran needs a tool result that succeeded. Paraphrase passes;
-only the checkable specifics are checked. The model reviewer (bot/sessions/summary.py,
-SUMMARY_REVIEW=model) is the second, costlier opinion.
+A small model invents in a recognisable way: a name nobody said, a number no tool produced,
+a date, a link. So every name, number, date, URL and quoted string in the summary must occur
+in the source turns (after normalising "1,000" = "1000", "2023-05-07" = "7 May 2023"), and a
+summary that says code ran needs a tool result that succeeded; paraphrase passes. The model
+reviewer (SUMMARY_REVIEW=model) is the second, costlier opinion.
 """
 
 from __future__ import annotations
@@ -437,10 +434,8 @@ def check_grounded(
     names: bool = True,
 ) -> Grounding:
     """What in `summary` its sources do not say: a sentence about the person against
-    `theirs` (the person's own words, and an earlier summary checked the same way), any
-    other against `record` (those and what the tools returned), and an action a sentence
-    says happened against `actions` (the successful tool calls, one entry each: name,
-    arguments, result)."""
+    `theirs` (their own words), any other against `record` (those and the tools' results),
+    and an action a sentence says happened against `actions` (the successful calls)."""
     result = Grounding()
     for m in _SENTENCES.finditer(summary):
         if not (sentence := m.group().strip()):

@@ -1,10 +1,7 @@
-"""/codestats [days] (a chart of runs per day above the figures, OpenCode jobs below them),
-/codefailures [n] (one message per failed run, each with a button that sends that run as a
-file, then the failed or interrupted jobs), and that button.
-
-The answers are Markdown, rendered by Telegram's adapter into entities (never parse_mode),
-so `<`, `&` or `*` in the user's code are text. Code goes into a fence longer than any
-run of backticks inside it, so a stray fence in the code cannot close the block early.
+"""/codestats [days] (runs per day charted, OpenCode jobs below), /codefailures [n] (one
+message per failed run, with a button that sends it as a file, then the failed jobs), and
+that button. The answers are Markdown rendered into entities (never parse_mode), so `<`,
+`&` or `*` in the user's code are text.
 """
 
 from __future__ import annotations
@@ -135,6 +132,7 @@ def failures_answer(
     """One message per failure (five full previews would pass Telegram's 4096 limit): the
     runs, then the OpenCode jobs that failed or were interrupted."""
     answers = [failure_answer(r, tz) for r in rows]
+
     answers += [job_failure_answer(j, tz) for j in jobs or ()]
     if not answers:
         return Answer(NO_FAILURES)

@@ -1,12 +1,8 @@
-"""The launcher between the runner and bun when bubblewrap is not there.
-
-Started as `python -I -S launch.py`, the plan on stdin before the program (read_plan): it sets
-the rlimits, takes what namespaces it can, confines the filesystem (Landlock, or a
-mount-namespace view of only the runtime paths), drops to the run's uid and execs bun.
-A separate program rather than a preexec_fn: that would make the bot fork() its whole
-heap for every run, and run Python between fork and exec in a threaded process.
-Standard library only, imports nothing of the project (it runs with -I -S).
-`--probe` prints what this kernel allows, for choosing the mode.
+"""The launcher between the runner and bun when bubblewrap is not there: rlimits, what
+namespaces it can take, Landlock or a mount-namespace view, the run's uid, then exec bun.
+A program of its own (`python -I -S launch.py`, standard library only), not a preexec_fn,
+which would fork() the bot's whole heap and run Python between fork and exec in a threaded
+process. `--probe` prints what this kernel allows, for choosing the mode.
 """
 
 from __future__ import annotations
@@ -237,7 +233,6 @@ def mount_point(path: str, is_dir: bool) -> str:
 
 
 def bind_io(io: str, work: str, uid: int | None) -> None:
-    """The user's files read-only at work/input, and work/output kept past the run."""
     make_dirs(work, ("input", "output"), uid, exist_ok=False)  # never an existing path
     bind_ro(os.path.join(io, "input"), os.path.join(work, "input"))
     mount(os.path.join(io, "output"), os.path.join(work, "output"), None, MS_BIND, None)
@@ -338,25 +333,14 @@ def relay(pid: int, watch: tuple[str, int] | None, egress: Any = None) -> None:
 
 
 def fork_relayed(watch: tuple[str, int] | None, egress: Any = None) -> None:
-    """Fork: the parent relays the child's end (and never returns); the child goes on.
-    `egress` (a listening socket, the proxy's path): the parent also passes each
-    connection the run makes to it on to the proxy."""
+    """The parent relays the child's end (and the run's connections to the proxy, with
+    `egress`) and never returns; the child goes on."""
     pid = os.fork()
     if pid:
         relay(pid, watch, egress)
     if egress is not None:
         egress[0].close()
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def egress_listener() -> Any:
-    """127.0.0.1:PROXY_PORT in the run's own network namespace, where HTTP_PROXY points."""
-    import socket
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", PROXY_PORT))
-    sock.listen(64)
-    return sock
 
 
 def serve_egress(pidfd: int, listener: Any, path: str) -> None:
@@ -392,8 +376,7 @@ def serve_egress(pidfd: int, listener: Any, path: str) -> None:
 
 
 async def pipe(src: Any, dst: Any) -> None:
-    """Copy a stream reader to a writer up to its end, then pass the end on (the other
-    direction may go on); egress.py's proxy does the same on the host's side."""
+    """Copy up to the end, then pass the end on (the other direction may go on)."""
     try:
         while data := await src.read(65536):
             dst.write(data)
@@ -431,7 +414,12 @@ def confine(plan: dict[str, Any]) -> None:
             raise Refused("the egress rule needs a network namespace, which the kernel refused")
         loopback_up()
         if mode == "landlock":  # (the namespace view holds no host socket: forward.js)
-            egress = (egress_listener(), os.path.join(plan["egress"], EGRESS_SOCKET))
+            import socket
+
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.bind(("127.0.0.1", PROXY_PORT))  # where HTTP_PROXY points
+            listener.listen(64)
+            egress = (listener, os.path.join(plan["egress"], EGRESS_SOCKET))
     # The new PID namespace starts with our first child; without one, the parent
     # watches the work dir's size instead of a size-capped tmpfs.
     if not namespaced:

@@ -1,13 +1,8 @@
-"""Sending the user an OpenCode job's result when it ends, without being asked: its summary
-and the files it wrote (each as a document, or one zip archive when there are many). Then
-the work dir goes: what stays is the files the user was sent (jobs.py job_kept, which
-`execute file=` runs), as a code run's output/ is read and its folder removed.
-
-A part (built when the adapter starts) that looks for settled, undelivered jobs every
-couple of seconds: the job runs in the tool, which has no adapter to send through, and a
-row is the one thing both see. At start it first marks the pending jobs of an earlier
-run interrupted, so those are reported too, with what they had written, and removes the
-work dirs of jobs older than KEEP_DAYS (`execute` of their files then says so).
+"""Sending the user an OpenCode job's result when it ends, unasked: its summary and files
+(documents, or one zip when there are many); then only the files sent are kept (jobs.py
+job_kept, which `execute file=` runs). A part polling for settled, undelivered rows: the
+job runs in the tool, which has no adapter to send through. At start it reports the jobs
+an earlier run left pending as interrupted, and removes folders older than KEEP_DAYS.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The way out for model code's network: an HTTP proxy on a Unix socket that applies
 web_fetch's address rule (tools/fetch/policy.py: public addresses only, checked after DNS
-and connected to as checked) unless CODE_NETWORK=all.
-
-The run gets a network namespace of its own holding only loopback, so nothing it opens
-leaves the sandbox directly; something listens on the namespace's 127.0.0.1:3128 and
-passes each connection to this socket, and HTTP_PROXY / HTTPS_PROXY point bun's fetch
-there: forward.js preloaded into bun (bwrap, the namespace view: no host socket is in
-reach there), or under Landlock confine.py's own process, outside the seccomp filter
-that keeps the code from every Unix socket (confine.serve_egress). CONNECT (https) and
-absolute-form requests (http) are served; anything else gets an error status and a
-one-line reason the code can print.
+and connected to as checked) unless CODE_NETWORK=all. The run's loopback-only namespace
+passes 127.0.0.1:3128 (HTTP_PROXY) on to this socket: forward.js preloaded into bun, or
+under Landlock confine.serve_egress. CONNECT and absolute-form http requests are served;
+anything else gets an error status and a one-line reason the code can print.
 """
 
 from __future__ import annotations

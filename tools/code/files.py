@@ -1,10 +1,7 @@
-"""Files in and out of a code run: the user's uploads staged as ./input/, ./output/ collected.
-
-The user's files live in DATA_DIR/inputs/<user key>/ (written by the Telegram adapter when
-a document arrives); every run gets fresh copies under <workdir>/input/, so code can never
-change the originals. What a run writes under <workdir>/output/ is read back before the
-work dir is deleted: regular files only (no symlinks, no hard links to other files), within
-count and size limits, so a run cannot make the bot read or send anything else.
+"""Files in and out of a code run: fresh copies of the user's uploads (DATA_DIR/inputs/<user
+key>/) as ./input/, so code never changes the originals; ./output/ read back before the work
+dir goes, regular files only (no links) within count and size limits, so a run cannot make
+the bot read or send anything else.
 """
 
 from __future__ import annotations

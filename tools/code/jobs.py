@@ -1,9 +1,6 @@
-"""`generate` / `status` / `abort`: code written in the background, tracked in code_jobs.
-
-Two generators. OpenCode (opencode.py): a coding agent run in the sandbox, in a work dir
-of its own that outlives the job (DATA_DIR/code-jobs/<id>/work); `status` shows its steps
-while it runs, and delivery.py sends the user its summary and files when it ends. The
-model: one completion returning one program, which `status` hands back.
+"""`generate` / `status` / `abort`: code written in the background, tracked in code_jobs,
+by OpenCode (opencode.py; its steps shown while it runs, its files sent by delivery.py) or
+by one model completion returning one program, which `status` hands back.
 """
 
 from __future__ import annotations
@@ -105,7 +102,6 @@ class JobManager:
     metering: Metering | None = None
     context_tokens: Callable[[], Awaitable[int | None]] | None = None
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False)
-    # The running OpenCode jobs.
     live: dict[str, tuple[Progress, float]] = field(default_factory=dict, init=False)
     _aborted: set[str] = field(default_factory=set, init=False)
     _swept: bool = field(default=False, init=False)

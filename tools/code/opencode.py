@@ -1,16 +1,11 @@
 """OpenCode, found and run: one generation job is `opencode run --format json` in bubblewrap.
 
-What a job gets: its work dir (on the host's disk, kept until the job is delivered: a
-restart finds it; at most JOB_DISK_BYTES, or the job is stopped) at /work; a private HOME and /tmp
-(size-capped tmpfs; OpenCode keeps its database and logs there); the installed config dir
-(`@opencode-ai/plugin` pre-seeded, read-only, so nothing is installed at start); a network
-namespace holding only loopback, where forward.js opens the way to the job's own socket of
-the model relay (relay.py: the key is added on the bot's side, so the sandbox holds no
-secret; the calls are the user's, metered and budgeted) and, when
-the code's network is on, to the egress proxy (egress.py: the same rule as code runs).
-Its shell can do anything inside; nothing outside exists for it. The whole sandbox ends
-with bwrap (own PID namespace, --die-with-parent), which is killed as a process group on
-timeout, abort, the memory budget and shutdown.
+A job gets its work dir at /work (on the host's disk, kept until delivered: a restart finds
+it), a private size-capped HOME and /tmp, the installed config read-only (nothing installed
+at start), and a loopback-only network where forward.js reaches the job's model relay socket
+(relay.py: the sandbox holds no secret) and, with the network on, the egress proxy. Nothing
+outside exists for its shell; the sandbox ends with bwrap, killed as a process group on
+timeout, abort, the memory or disk budget and shutdown.
 """
 
 from __future__ import annotations

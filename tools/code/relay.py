@@ -1,19 +1,11 @@
 """The model relay: how a generation job's OpenCode reaches the model without the API key.
 
-An HTTP server on a Unix socket in the bot process, one socket per job (relay_server.py).
-The job's sandbox has a network namespace of its own holding only loopback; forward.js, in
-there, passes connections to 127.0.0.1:<port> on to the job's socket (its folder bound into
-the sandbox), and OpenCode's config names that endpoint with no key. Here each request gets
-the Authorization header and goes on to LLM_BASE_URL; the answer (a stream of events,
-usually) comes back as it arrives. Only the chat completions and models endpoints are
-relayed, so the key opens nothing else.
-
-The socket is the job's alone: its folder 0700 and the socket 0600, both owned by the job's
-user (the throwaway uid when the bot is root), so no other local account can spend the
-bot's key through it. What passes is held to what the bot itself would ask: only the models
-the bot offers, never more output than LLM_MAX_OUTPUT_TOKENS, the budgets checked before
-each call and its usage recorded after it (tools/chat.py Metering, the usage feature's part)
-for the user the job is for.
+One Unix socket per job (relay_server.py), which forward.js in the job's loopback-only
+sandbox reaches; here each request gets the key and goes on to LLM_BASE_URL. Only the chat
+completions and models endpoints pass, so the key opens nothing else. The socket is the
+job's alone (folder 0700, socket 0600, owned by the job's uid), so no other local account
+can spend the key; what passes is held to what the bot itself would ask (its models, its
+output cap, the budgets) and metered as the job's user's.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Running one program under a plan: limits, timeout, output caps, and no hanging waits.
-
-The waits are the subtle part. On Python 3.11 `Process.wait()` returns only after the
-pipes close, and a detached grandchild holding stdout keeps them open, so we learn of
-the exit through a pidfd instead, keep draining both pipes past the output cap (or the
-child blocks and we never see EOF), and bound every wait after the exit.
+On Python 3.11 `Process.wait()` returns only once the pipes close, which a detached
+grandchild holding stdout delays forever: the exit is learnt through a pidfd, both pipes
+are drained past the output cap (or the child blocks), and every wait after the exit is
+bounded.
 """
 
 from __future__ import annotations
@@ -76,8 +75,6 @@ class RunResult:
 
 @dataclass
 class _Sink:
-    """One pipe's kept bytes and total count."""
-
     kept: bytearray = field(default_factory=bytearray)
     total: int = 0
 

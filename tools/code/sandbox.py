@@ -1,21 +1,13 @@
 """How a run is confined: the command line, the environment built from nothing, rlimits.
 
-Modes, best first. `bwrap`: bubblewrap with read-only system dirs and bun, size-capped
-private /tmp and /work, new PID/IPC/UTS (and optionally network) namespaces, so the
-bot's database, `.env`, `~/.ssh` and `/proc/<bot pid>` do not exist in there, and
-killing bwrap ends every process the code started. Without bwrap, confine.py does it:
-`landlock` lets the code read only the runtime paths and write only its work dir (and
-blocks TCP when the network is off), plus namespaces where the kernel allows them;
-`namespace` (no Landlock) builds the same view as bwrap with mount namespaces. `basic`
-(only with CODE_SANDBOX=unsafe-basic, where none of those works): the clean
-environment, work dir and rlimits, and as root a throwaway uid whose every process is
-killed after the run; the whole filesystem stays readable. `off` (CODE_SANDBOX=off):
-clean environment and work dir only. See modes.py for choosing one.
-
-With the network on, the modes that give the run a network namespace (bwrap, confine.py
-with namespaces) hold it to public addresses through the egress proxy (egress.py) unless
-CODE_NETWORK=all; Landlock alone cannot, so there the network is off (a seccomp
-filter, confine.deny_sockets); basic and off leave the host's network open, and say so.
+Modes, best first (modes.py chooses): `bwrap`, bubblewrap, in which the bot's database,
+`.env`, `~/.ssh` and `/proc/<bot pid>` do not exist, and killing bwrap ends every process
+the code started; `landlock` and `namespace`, the same built by confine.py where bwrap is
+missing; `basic` (CODE_SANDBOX=unsafe-basic: clean environment, rlimits, as root a
+throwaway uid; the filesystem stays readable); `off` (clean environment and work dir only).
+A run with a network namespace of its own reaches only public addresses, through the egress
+proxy (egress.py), unless CODE_NETWORK=all; Landlock alone cannot hold it to that, so there
+the network is off; basic and off leave the host's network open, and say so.
 """
 
 from __future__ import annotations
@@ -115,7 +107,7 @@ def egress_env(socket_folder: str) -> dict[str, str]:
 
 
 def relayed_argv(bun: BunInfo, path: str, relay_js: str, script: str = "-") -> list[str]:
-    """`bun run --preload forward.js <flags> <script>` (`-`: the code on stdin)."""
+    """Bun with forward.js preloaded; `-`: the code on stdin."""
     return [path, "run", "--preload", relay_js, *bun.run_flags, script]
 
 
@@ -134,8 +126,7 @@ def clean_env(home: str, tmp: str) -> dict[str, str]:
 
 
 def egress_capable(mode: Mode, namespaces: bool) -> bool:
-    """Whether runs in `mode` get a network namespace of their own, so that the egress
-    proxy can be their only way out."""
+    """Whether runs get a network namespace of their own, with the egress proxy its only way out."""
     return mode == "bwrap" or (mode in CONFINED and namespaces)
 
 
@@ -169,7 +160,7 @@ def uid_block() -> int | None:
 
 
 def own_task_count() -> int:
-    """Tasks (threads) of our uid now, the base for RLIMIT_NPROC when we are not root."""
+    """Our uid's tasks (threads) now: the base for RLIMIT_NPROC when we are not root."""
     uid, count = os.getuid(), 0
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -182,10 +173,8 @@ def own_task_count() -> int:
 
 
 def rlimit_argv(limits: Limits) -> list[str] | None:
-    """`prlimit ... --` (util-linux) setting the limits, or None when it is missing.
-
-    Preferred over a pre-exec hook: any preexec_fn makes Python fork() instead of
-    vfork(), and forking the bot's whole heap costs time on every run."""
+    """`prlimit ... --` setting the limits, or None when it is missing. Preferred over a
+    pre-exec hook: any preexec_fn makes Python fork() the bot's whole heap on every run."""
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         return None
@@ -221,8 +210,7 @@ def _system_binds() -> list[str]:
 
 
 def sealed(env: dict[str, str]) -> list[str]:
-    """bwrap's closing options: namespaces of its own, the sandbox ended with its parent,
-    and of the environment only `env`."""
+    """bwrap's closing options: its own namespaces, ended with its parent, only `env`."""
     argv = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
     return argv + [arg for key, value in env.items() for arg in ("--setenv", key, value)]
@@ -239,10 +227,8 @@ def build_plan(
     namespaces: bool = True,
     egress: Path | None = None,
 ) -> Plan:
-    """The command, environment and pre-exec hook for one run in `workdir`. `namespaces`:
-    whether confine.py should try them (False tests the Landlock-only path). `egress`:
-    the proxy's socket folder, when the network goes through it (bwrap and namespaced
-    confine.py modes; see egress.py)."""
+    """One run in `workdir`. `namespaces`: whether confine.py tries them (False tests the
+    Landlock-only path); `egress`: the proxy's socket folder, when the network goes through it."""
     egress = egress if network else None
     if mode == "bwrap":
         env = clean_env(WORK_IN_SANDBOX, "/tmp")
@@ -299,8 +285,7 @@ def confined_plan(
     namespaces: bool,
     egress: Path | None = None,
 ) -> Plan:
-    """`python -I -S confine.py <plan>`: one small process applies limits, namespaces and
-    Landlock or the mount view, then execs bun (see confine.py)."""
+    """`python -I -S launch.py`, the plan on its stdin (confine.py)."""
     inside = mode == "namespace"
     relay = egress / RELAY_JS.name if egress else RELAY_JS
     plan: dict[str, object] = {
@@ -344,11 +329,9 @@ def _with_limits(argv: list[str], env: dict[str, str], workdir: Path, limits: Li
 
 
 def prepare_workdir(base: Path | None, uid: int | None, mode: Mode) -> Path:
-    """A fresh private directory the run may write to, `<run>/work`, where `<run>` is a
-    new folder that only we can create entries in: `<run>/work.io` (files.io_dir) cannot
-    be made first by another local account. Outside bwrap the work dir also holds the
-    run's HOME and TMPDIR; inside, HOME is the work dir itself and /tmp a private tmpfs.
-    Remove it with `tree.remove_tree(path.parent)`."""
+    """A fresh private `<run>/work`, in a new folder only we can create entries in (so no
+    other local account can make `<run>/work.io` first); remove it with
+    `tree.remove_tree(path.parent)`."""
     import tempfile
 
     run = Path(tempfile.mkdtemp(prefix="sidekick-code-", dir=base))

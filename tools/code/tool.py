@@ -78,8 +78,7 @@ class CodeParams(BaseModel):
     action: Literal["execute", "generate", "status", "abort"]
     code: str | None = Field(default=None, description="execute: the source")
     file: str | None = Field(
-        default=None,
-        description="execute: a generate job's `<job_id>/<path>`",
+        default=None, description="execute: a generate job's `<job_id>/<path>`"
     )
     timeout_ms: SkipJsonSchema[int | None] = Field(  # validated, not shown
         default=None, ge=1, description="execute: at most 120000"
@@ -114,6 +113,17 @@ def trim(text: str, limit: int, cut_before: bool) -> str:
     if len(text) <= limit:
         return text + ("\n…[output truncated: the program printed more]" if cut_before else "")
     return text[:limit] + f"\n…[truncated: {len(text) - limit} more chars]"
+
+
+def run_fields(res: RunResult, category: str | None, row_id: int) -> dict[str, Any]:
+    """What the model reads of a run: the code tool's, and a skill's script's."""
+    return {
+        "success": category is None,
+        "exit_code": res.exit_code,
+        "stdout": trim(res.stdout, STDOUT_FOR_MODEL, res.stdout_truncated),
+        "stderr": trim(res.sandbox_error or res.stderr, STDERR_FOR_MODEL, res.stderr_truncated),
+        "execution_id": row_id,
+    }
 
 
 class CodeService:
@@ -303,17 +313,8 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
             outside = bool(call.ctx.state(SEEN).sources)
             network = bool(p.network) if outside else p.network is not False
             row_id, res, cat = await service.execute(p.code, timeout, call, network)
-            out: dict[str, Any] = {
-                "success": cat is None,
-                "exit_code": res.exit_code,
-                "stdout": trim(res.stdout, STDOUT_FOR_MODEL, res.stdout_truncated),
-                "stderr": trim(
-                    res.sandbox_error or res.stderr, STDERR_FOR_MODEL, res.stderr_truncated
-                ),
-                "duration_ms": round(res.duration_ms),
-                "execution_id": row_id,
-                "error_category": cat,
-            }
+            out = run_fields(res, cat, row_id)
+            out |= {"duration_ms": round(res.duration_ms), "error_category": cat}
             if res.outputs is not None and (res.outputs.files or res.outputs.skipped):
                 call.ctx.state(OUTPUT_FILES).extend(res.outputs.files)
                 out["files_sent_to_user"] = [name for name, _ in res.outputs.files]
@@ -372,15 +373,7 @@ def build(deps: ToolDeps) -> Tool[CodeParams]:
             return networked if p.network else local
         return networked if p.action == "generate" and jobs_run else NONE
 
-    return Tool(
-        "code",
-        DESCRIPTION,
-        CodeParams,
-        run,
-        effects=fx,
-        brief=printed,
-        text_field="code",
-    )
+    return Tool("code", DESCRIPTION, CodeParams, run, effects=fx, brief=printed, text_field="code")
 
 
 def printed(output: ToolOutput) -> str | None:

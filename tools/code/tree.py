@@ -1,11 +1,7 @@
-"""Walking and removing what a run left on the host's disk, without recursion.
-
-Model code decides the shape of ./output/ and of its work dir: a tree thousands of
-folders deep makes a recursive walk (os.walk and shutil.rmtree are recursive on 3.11)
-raise RecursionError, and its paths grow past PATH_MAX. The walk here is bounded in
-depth and entries; the removal works relative to directory file descriptors and moves
-the children of a deep folder up, so it needs neither recursion nor long paths, and
-holds two descriptors at most.
+"""Walking and removing what a run left on the host's disk, without recursion: model code
+decides the tree's shape, and one thousands of folders deep makes os.walk and shutil.rmtree
+raise RecursionError and its paths pass PATH_MAX. The walk is bounded; the removal works
+from directory descriptors, moving a deep folder's children up.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""One MCP server connection, supervised: connect, list tools, health-check, restart.
-
-The SDK's Client is an anyio context manager, so it is entered and left by one long-lived
-supervisor task; request tasks only send calls through it. A dead server (closed pipe,
-failed ping, transport error on a call) is restarted with backoff; calls made meanwhile
-wait for it up to their own timeout, then turn into an error result.
+"""One MCP server connection, supervised: the SDK's Client (an anyio context manager) is
+entered and left by one long-lived task, and request tasks only call through it. A dead
+server is restarted with backoff; calls meanwhile wait up to their own timeout.
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ import logging
 import re
 import sys
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import anyio
@@ -35,31 +33,27 @@ MAX_BACKOFF_S = 30.0
 MAX_TOOL_PAGES = 20
 
 
+@dataclass(eq=False)
 class McpServer:
-    def __init__(
-        self,
-        config: ServerConfig,
-        call_timeout: float,
-        on_tools: Callable[[], None],
-        health_interval: float = HEALTH_INTERVAL_S,
-        errlog: TextIO | None = None,
-    ) -> None:
-        self.config = config
-        self.errlog = errlog  # where a stdio server's stderr goes (None: ours)
-        self.health_interval = health_interval
-        self.name = config.name
-        self.call_timeout = call_timeout
-        self.on_tools = on_tools  # told when our_tools changed: the manager republishes them
-        self.client: Client | None = None
-        self.remote_tools: list[types.Tool] = []
-        self.our_tools: list[Tool[McpArgs]] = []
-        self.ready = asyncio.Event()
-        self.settled = asyncio.Event()  # the first start attempt is over, either way
-        self.restart = asyncio.Event()
-        self.stopping = False
-        self.starts = 0
-        self.last_error: str | None = None
-        self.task: asyncio.Task[None] | None = None
+    config: ServerConfig
+    call_timeout: float
+    on_tools: Callable[[], None]  # told when our_tools changed: the manager republishes them
+    health_interval: float = HEALTH_INTERVAL_S
+    errlog: TextIO | None = None  # where a stdio server's stderr goes (None: ours)
+    client: Client | None = field(default=None, init=False)
+    remote_tools: list[types.Tool] = field(default_factory=list, init=False)
+    our_tools: list[Tool[McpArgs]] = field(default_factory=list, init=False)
+    ready: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    settled: asyncio.Event = field(default_factory=asyncio.Event, init=False)  # first start tried
+    restart: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    stopping: bool = field(default=False, init=False)
+    starts: int = field(default=0, init=False)
+    last_error: str | None = field(default=None, init=False)
+    task: asyncio.Task[None] | None = field(default=None, init=False)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
 
     @property
     def up(self) -> bool:

@@ -1,17 +1,11 @@
 """A reminder or task only when the person asked for one (issue 46 item 7), and cancelled
 or paused only when they asked for that (item 6): the 1.5B model, asked to "suggest a quick
-dinner I could make tonight", created a reminder "I want to try making some quick dinner
-tonight" that nobody wanted, and it fired.
+dinner I could make tonight", created a reminder nobody wanted, and it fired.
 
-The reminders' gate (tools/hooks.py Gate) lets a `create` run when the person's message
-speaks of one (remind, schedule, an alarm, a time of day, "in 10 minutes", "every
-morning", in a few languages), or answers Sidekick's last answer that proposed one (the
-person read the offer and said yes). Otherwise the model is told to ask them first, and
-nothing is created. With a small model (the server says it has fewer than SMALL_MODEL
-parameters) even a create the message asked for is put to the person first, as the approval
-gate puts its questions (Allow / Deny): such a model reads "remind" into words that did not
-ask, and gets the time or the text wrong. A cancel or pause the message (or the offer it
-answers) did not ask for is refused with NOT_STOPPED."""
+A `create` runs when the person's message (or the offer of Sidekick's it answers) speaks of
+one; otherwise the model is told to ask first. With a small model (under SMALL_MODEL
+parameters) even that create is put to the person, as the approval gate asks: such a model
+reads "remind" into words that did not ask, and gets the time or text wrong."""
 
 from __future__ import annotations
 

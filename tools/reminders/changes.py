@@ -1,11 +1,7 @@
-"""Word, inside this process, that a database's schedule changed (a reminder created,
-paused, resumed or cancelled), so the alarm that fires reminders on their second looks
-again at once instead of at its next minute tick.
-
-The `schedule` tool and /reminders change jobs with only the session factory at hand (a
-tool is built from ToolDeps, not from the running app), so listeners are keyed by it:
-one database, one alarm. Changes made by another worker process reach this one at its
-next minute tick at the latest (the alarm re-reads the schedule every minute)."""
+"""Word, inside this process, that a database's schedule changed, so the reminder alarm
+looks again at once instead of at its next minute tick (another worker's changes wait for
+that tick). Listeners are keyed by the session factory, the one thing the `schedule` tool
+and /reminders have at hand: one database, one alarm."""
 
 from __future__ import annotations
 

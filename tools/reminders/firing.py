@@ -1,19 +1,12 @@
 """Firing reminders and scheduled tasks, derived from the data like the session split.
 
-On the second a job comes due or a held delivery may go out (the alarm, armed by the
-first run of the minute job and re-armed whenever the schedule changes), every minute as
-a safety net, and once at startup (the catch-up), `tick()`:
-1. claims due jobs: one ledger row per job with the newest due run (a recurring job that
-   missed N runs while the bot was down fires once, a missed one-shot fires late with a
-   note), and moves each job to its next run, in one transaction;
-2. runs the agent for claimed tasks, in the background (a slow task delays nobody);
-3. delivers pending runs whose time has come (quiet hours hold them), chats in parallel,
-   each chat's messages in order. A run is `sent` only with the message id Telegram
-   returned; transient failures retry with backoff, a blocked bot (403) pauses the
-   user's jobs.
-
-This module never imports bot/: the app passes `deliver` and `run_task` in (tools/feature.py's
-Host: the adapter's delivery, the agent).
+`tick()` runs on the second a job comes due (the alarm, re-armed whenever the schedule
+changes), every minute as a safety net, and once at startup (the catch-up). It claims due
+jobs (one ledger row per job for its newest due run: a recurring job that missed N runs
+fires once, a missed one-shot fires late with a note), runs claimed tasks in the background
+(a slow task delays nobody) and delivers what is ready, chats in parallel, each chat in
+order. A run is `sent` only with the message id that came back; failures retry with
+backoff, a blocked bot (403) pauses the user's jobs.
 """
 
 from __future__ import annotations
@@ -82,14 +75,6 @@ class TickReport:
         return any(vars(self).values())
 
 
-def message_text(run: PendingRun) -> str:
-    assert run.text is not None
-    note = f"\n({run.note})" if run.note else ""
-    if run.kind == "reminder" and run.outcome == "sent":
-        return f"⏰ {run.text}{note}"
-    return f"{run.text}{note}"
-
-
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
@@ -110,7 +95,6 @@ class ReminderJobs:
     _started: bool = field(default=False, init=False)  # the first tick looks at everything
     _writer: asyncio.Task[None] | None = field(default=None, init=False)
     _unwritten: list[dict[str, Any]] = field(default_factory=list, init=False)
-    # Tasks still computing, by run id: the task and its run.
     _computing: dict[int, tuple[asyncio.Task[None], PendingRun]] = field(
         default_factory=dict, init=False
     )
@@ -140,8 +124,6 @@ class ReminderJobs:
                 report.failed, report.retrying,
             )  # fmt: skip
         return report
-
-    # ---- the alarm: fire on the second ---------------------------------------------------
 
     def arm(self) -> None:
         """Start the alarm (once; the minute job arms it at its first run): from then on a
@@ -310,8 +292,10 @@ class ReminderJobs:
 
     async def _deliver_one(self, run: PendingRun, report: TickReport) -> bool:
         """Deliver one run and record the outcome; False stops this chat for now."""
+        bell = "⏰ " if run.kind == "reminder" and run.outcome == "sent" else ""
+        text = f"{bell}{run.text}" + (f"\n({run.note})" if run.note else "")
         try:
-            message_id = await self.deliver(run.recipient, message_text(run), run.kind == "task")
+            message_id = await self.deliver(run.recipient, text, run.kind == "task")
             if not isinstance(message_id, int) or message_id <= 0:
                 raise RuntimeError(f"no message id came back ({message_id!r})")
         except RecipientBlocked:
@@ -342,16 +326,18 @@ class ReminderJobs:
             report.sent += 1
         return True
 
+    @staticmethod
+    def _row(run: PendingRun, status: str, now: datetime, error: str) -> dict[str, Any]:
+        return {"id": run.run_id, "status": status, "finished_at": now, "error": error}
+
     async def _finish(self, run: PendingRun, status: str, **values: Any) -> None:
         await self._record({"id": run.run_id, "status": status, "finished_at": self.clock(),
                             **values})  # fmt: skip
 
     async def _record(self, row: dict[str, Any]) -> None:
-        """Queue one ledger update; a single writer commits what queued up meanwhile in one
-        transaction (SQLite has one writer: a burst costs a few commits, not one per
-        message). The chat goes on at once; the tick waits for the writes before it ends.
-        Should the process die in between, a run not yet marked is sent again at the next
-        start: a duplicate at worst, never a lost reminder."""
+        """Queue one ledger update; one writer commits what queued meanwhile together
+        (SQLite has one writer), and the tick waits for it. Should the process die in
+        between, the run is sent again at the next start: a duplicate, never a loss."""
         self._unwritten.append(row)
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write())
@@ -374,7 +360,7 @@ class ReminderJobs:
         now = self.clock()
         error = "the user blocked the bot (403)"
         async with self.session_factory() as s, s.begin():
-            await self._finish_in(s, run, "delivery_failed", now, error)
+            await repo.finish_runs(s, [self._row(run, "delivery_failed", now, error)])
             paused = await repo.pause_user(s, run.recipient.user_id, "blocked")
             await repo.end_pending(s, "delivery_failed", error, now, user_id=run.recipient.user_id)
         # Logged once: the jobs are paused, so nothing more is tried for this user.
@@ -383,14 +369,6 @@ class ReminderJobs:
             run.recipient.user_id,
             paused,
         )
-
-    @staticmethod
-    async def _finish_in(s: Any, run: PendingRun, status: str, now: datetime, error: str) -> None:
-        await repo.finish_runs(
-            s, [{"id": run.run_id, "status": status, "finished_at": now, "error": error}]
-        )
-
-    # ---- tasks ---------------------------------------------------------------------------
 
     def _start_task(self, run: PendingRun) -> None:
         task = asyncio.create_task(self._compute(run), name=f"scheduled-task-{run.run_id}")
@@ -421,7 +399,7 @@ class ReminderJobs:
         async with self.session_factory() as s, s.begin():
             if await repo.previous_run_failed(s, run.job_id, run.run_id):
                 # Already told about this failure streak: record it, say nothing.
-                await self._finish_in(s, run, "failed", now, reason)
+                await repo.finish_runs(s, [self._row(run, "failed", now, reason)])
                 return
             notice = (
                 f"⚠️ Your scheduled task #{run.job_id} failed: {reason.rstrip('.')}. It stays "

@@ -77,15 +77,9 @@ def new_job(kind: str, text: str, spec: Spec, now: datetime) -> tuple[str, datet
 
 
 async def create(
-    sf: SessionFactory,
-    *,
-    user_id: int,
-    kind: str,
-    text: str,
-    words: str,
-    spec: Spec,
-    now: datetime,
+    sf: SessionFactory, *, user_id: int, kind: str, text: str, words: str, spec: Spec, now: datetime
 ) -> ScheduledJob:
+
     text, nxt = new_job(kind, text, spec, now)
     async with sf() as s, s.begin():
         if await repo.count_live(s, user_id) >= MAX_LIVE_JOBS:

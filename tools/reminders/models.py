@@ -1,10 +1,7 @@
 """Reminders and scheduled tasks: the jobs, the ledger of their runs, per-user quiet hours.
-
-A job keeps its next run (UTC) so the per-minute check is one indexed query and a run
-missed while the bot was down is still there at the next start. Every run is one ledger
-row, unique per (job, due time): claiming a run twice is impossible. A run stays
-`pending` until it is delivered (`sent`, with the message id), fails for good
-(`failed`, `delivery_failed`) or is dropped past the misfire window (`skipped`).
+A job keeps its next run (UTC): the due check is one indexed query, and a run missed while
+the bot was down is still there at the next start. A run is one ledger row, unique per
+(job, due time), so it is never claimed twice.
 """
 
 from __future__ import annotations

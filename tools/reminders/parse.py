@@ -1,9 +1,6 @@
-"""From what the model passes (the user's words and structured fields) to a `Spec`.
-
-Every time is read as wall-clock time in the user's zone and converted here: the model
-never hands over a UTC timestamp (a string with an offset or a `Z` is refused). A time
-that has passed, or words that say nothing readable, come back as a ToolError the model
-can act on ("that time has passed today: did you mean tomorrow 09:00?").
+"""From what the model passes (the user's words and structured fields) to a `Spec`. Every
+time is wall-clock time in the user's zone (an offset or a `Z` is refused); a time that has
+passed, or words that say nothing readable, come back as a ToolError the model can act on.
 """
 
 from __future__ import annotations

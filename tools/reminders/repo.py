@@ -40,9 +40,6 @@ class Quiet:
     end: str
 
 
-# ---- jobs (the tool, /reminders) --------------------------------------------------------
-
-
 async def add_job(s: AsyncSession, **values: Any) -> ScheduledJob:
     job = ScheduledJob(**values)
     s.add(job)
@@ -86,9 +83,6 @@ async def user_job(s: AsyncSession, user_id: int, job_id: int) -> ScheduledJob |
     """The job if it exists AND belongs to this user; another user's id is None."""
     job = await s.get(ScheduledJob, job_id)
     return job if job is not None and job.user_id == user_id else None
-
-
-# ---- the due check and the ledger --------------------------------------------------------
 
 
 async def due_jobs(
@@ -281,9 +275,6 @@ async def history(s: AsyncSession, user_id: int, limit: int = 15) -> list[RunLin
     ]
 
 
-# ---- quiet hours -------------------------------------------------------------------------
-
-
 async def get_quiet(s: AsyncSession, user_id: int) -> Quiet | None:
     row = await s.get(ReminderPrefs, user_id)
     if row is None or not row.quiet_start or not row.quiet_end:
@@ -299,9 +290,6 @@ async def set_quiet(s: AsyncSession, user_id: int, quiet: Quiet | None) -> None:
     row.quiet_start = quiet.start if quiet else None
     row.quiet_end = quiet.end if quiet else None
     await s.flush()
-
-
-# ---- doctor --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

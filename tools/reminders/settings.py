@@ -8,21 +8,20 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-# A day: a bot down over night still sends the morning's recurring reminder late, while a
-# weekly one missed for days is skipped rather than arriving out of context.
+# A recurring job whose newest missed run is older than this is skipped (logged in the
+# ledger); a one-shot is always delivered, late if need be. A day: a bot down over night
+# still sends the morning's recurring reminder late, while a weekly one missed for days is
+# skipped rather than arriving out of context.
 MISFIRE_HOURS = 24.0
-# Each attempt already retries 429/5xx a few times; five attempts with doubling backoff
-# cover a Telegram outage of about half an hour.
+# Delivery attempts of one run before it is delivery_failed. Each attempt already retries
+# 429/5xx a few times; five with doubling backoff cover a Telegram outage of half an hour.
 DELIVERY_ATTEMPTS = 5
-# Chats delivered to at once: well under Telegram's ~30 messages/s per bot.
+# Chats delivered to at once (each chat's messages in order): well under Telegram's ~30
+# messages/s per bot.
 CONCURRENCY = 16
 
 
 class ReminderSettings(BaseModel):
-    # A recurring job whose newest missed run is older than this is skipped (logged in the
-    # ledger), not delivered; one-shot reminders are always delivered, late if need be.
     reminder_misfire_hours: float = Field(default=MISFIRE_HOURS, gt=0)
-    # Delivery attempts of one run before it is recorded as delivery_failed.
     reminder_delivery_attempts: int = Field(default=DELIVERY_ATTEMPTS, ge=1, le=50)
-    # Chats delivered to at once; the messages of one chat always go in order.
     reminder_concurrency: int = Field(default=CONCURRENCY, ge=1, le=64)

@@ -26,12 +26,8 @@ MAX_CATCH_UP_DAYS = 4000  # bounds the day-by-day walk of a cron job (over 10 ye
 
 @dataclass(frozen=True)
 class Spec:
-    """What a job's schedule is, independent of storage.
-
-    at:    one instant (`first`).
-    every: `first`, then every `every_s` seconds.
-    cron:  `at_time` on the local days in `days` (bit 0 = Monday).
-    """
+    """A job's schedule: `at` one instant (`first`); `every` `first`, then every `every_s`
+    seconds; `cron` `at_time` on the local days in `days` (bit 0 = Monday)."""
 
     kind: Kind
     tz: ZoneInfo
@@ -127,20 +123,6 @@ def catch_up(spec: Spec, next_run: datetime, now: datetime) -> Catch:
     return Catch(due, missed, next_after(spec, now))
 
 
-def days_text(days: int) -> str:
-    named = {ALL_DAYS: "every day", WORKDAYS: "on weekdays", WEEKEND: "on weekends"}
-    listed = ", ".join(WEEKDAYS[i].capitalize() for i in range(7) if days >> i & 1)
-    return named.get(days, f"on {listed}")
-
-
-def every_text(seconds: int) -> str:
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds % size == 0:
-            n = seconds // size
-            return f"every {unit}" if n == 1 else f"every {n} {unit}s"
-    return f"every {seconds} seconds"
-
-
 def describe(spec: Spec) -> str:
     """'once at 2026-11-24 09:00', 'every 2 hours', 'daily at 08:00 on weekdays'."""
     if spec.kind == "at":
@@ -148,9 +130,15 @@ def describe(spec: Spec) -> str:
         return f"once at {spec.first.astimezone(spec.tz):%Y-%m-%d %H:%M}"
     if spec.kind == "every":
         assert spec.every_s
-        return every_text(spec.every_s)
+        for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+            if spec.every_s % size == 0:
+                n = spec.every_s // size
+                return f"every {unit}" if n == 1 else f"every {n} {unit}s"
+        return f"every {spec.every_s} seconds"
     assert spec.at_time is not None
-    return f"daily at {spec.at_time:%H:%M} {days_text(spec.days)}"
+    named = {ALL_DAYS: "every day", WORKDAYS: "on weekdays", WEEKEND: "on weekends"}
+    listed = ", ".join(WEEKDAYS[i].capitalize() for i in range(7) if spec.days >> i & 1)
+    return f"daily at {spec.at_time:%H:%M} {named.get(spec.days, f'on {listed}')}"
 
 
 def local_text(dt: datetime, tz: ZoneInfo, now: datetime | None = None) -> str:

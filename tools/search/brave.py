@@ -91,7 +91,8 @@ class BraveBackend:
         holder = body if query.kind == "news" else body.get("web") or {}
         raw = holder.get("results") if isinstance(holder, dict) else None
         items = raw if isinstance(raw, list) else []
-        return dedupe([h for h in map(_hit, items) if h], query.max_results)
+        hits = (hit_from(raw, "description", ("page_age", "age")) for raw in items)
+        return dedupe([h for h in hits if h], query.max_results)
 
     async def _get(
         self, endpoint: str, params: dict[str, Any], headers: dict[str, str]
@@ -121,7 +122,9 @@ class BraveBackend:
         """Seconds to wait (Retry-After or X-RateLimit-Reset); raises when the month is used up."""
         remaining = _numbers(resp.headers.get("x-ratelimit-remaining"))
         reset = _numbers(resp.headers.get("x-ratelimit-reset"))
-        meta = _meta(body)
+        err = body.get("error") if isinstance(body, dict) else None
+        meta = err.get("meta") if isinstance(err, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
         quota_limit, quota_used = meta.get("quota_limit"), meta.get("quota_current")
         month_done = (len(remaining) > 1 and remaining[-1] <= 0) or (
             isinstance(quota_limit, int | float)
@@ -174,13 +177,3 @@ def _numbers(header: str | None) -> list[float]:
         except ValueError:
             continue
     return out
-
-
-def _meta(body: Any) -> dict[str, Any]:
-    err = body.get("error") if isinstance(body, dict) else None
-    meta = err.get("meta") if isinstance(err, dict) else None
-    return meta if isinstance(meta, dict) else {}
-
-
-def _hit(raw: object) -> Hit | None:
-    return hit_from(raw, "description", ("page_age", "age"))

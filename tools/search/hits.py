@@ -83,10 +83,8 @@ def dedupe(hits: list[Hit], limit: int) -> list[Hit]:
 
 
 def hit_from(raw: object, snippet_field: str, date_fields: tuple[str, ...]) -> Hit | None:
-    """One backend result as a Hit; None when it is not a dict with an http(s) URL.
-
-    Backends differ only in where the snippet and the date live.
-    """
+    """One backend result as a Hit (backends differ only in where the snippet and the date
+    live); None when it is not a dict with an http(s) URL."""
     if not isinstance(raw, dict):
         return None
     url = raw.get("url")

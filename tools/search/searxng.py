@@ -54,7 +54,8 @@ class SearxngBackend:
                 f"(HTTP {resp.status_code}, {resp.headers.get('content-type', '?')}).",
                 "SEARXNG_URL must be the SearXNG instance root, e.g. http://searxng:8080.",
             )
-        hits = dedupe([h for h in map(_hit, body["results"]) if h], query.max_results)
+        found = (hit_from(raw, "content", ("publishedDate",)) for raw in body["results"])
+        hits = dedupe([h for h in found if h], query.max_results)
         if not hits:
             failed = _unresponsive(body.get("unresponsive_engines"))
             if failed:
@@ -91,10 +92,6 @@ def _raise_for_status(resp: httpx.Response, endpoint: str) -> None:
         f"SearXNG at {endpoint} failed with HTTP {code}.",
         "look at the SearXNG logs; try again later.",
     )
-
-
-def _hit(raw: object) -> Hit | None:
-    return hit_from(raw, "content", ("publishedDate",))
 
 
 def _unresponsive(raw: object) -> str:

@@ -33,9 +33,7 @@ class SearchParams(BaseModel):
     type: Literal["web", "news"] = "web"
     max_results: SkipJsonSchema[int] = Field(5, ge=1, le=10)  # validated, not shown
     language: str | None = Field(
-        None,
-        pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$",
-        description="e.g. en, pt-BR",
+        None, pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$", description="e.g. en, pt-BR"
     )
     time_range: Literal["day", "week", "month", "year"] | None = Field(None)
 

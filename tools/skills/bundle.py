@@ -1,12 +1,8 @@
-"""A skill as the owner sends it (a .zip of its folder, or a lone SKILL.md), read and checked
-before anything is kept: the Agent Skills layout (SKILL.md with YAML front matter `name` and
-`description`, Markdown instructions, optional files and scripts).
-
-Everything is bounded and refused with one clear line: a zip bomb (declared or actual sizes
-past the limits, too many entries), a path outside the folder (absolute, `..`, a link), a
-file too big, text hidden in invisible characters, instructions that ask for keys or
-secrets, or tell the model to skip approvals. What passes is still outside content when it
-is used (tools/skills/source.py): this check refuses the obvious, it does not vouch."""
+"""A skill as the owner sends it (a .zip of its folder, or a lone SKILL.md in the Agent
+Skills layout), read and checked before anything is kept. A zip bomb, a path outside the
+folder, a file too big, hidden characters, instructions that ask for secrets or to skip
+approvals: each is refused in one line. What passes is still outside content when used:
+this check refuses the obvious, it does not vouch."""
 
 from __future__ import annotations
 

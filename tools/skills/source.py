@@ -1,12 +1,8 @@
-"""Installed skills as the model meets them: each is an extension tool `skill_<name>` that
-is never shown up front (tools/discovery/service.py: tool_search finds it on a request
-that mentions it; called by its name it is loaded), and the system prompt names the skills
-in one line, at most ENTRY_TOKENS each, within SKILL_CATALOG_TOKENS.
-Calling the tool loads the instructions (outside content: the turn is marked through
-tools/effects.py's mechanism, as a web page would mark it) or runs one of its scripts in
-the code sandbox (tools/code: bun, the same limits, egress rule and trace, the run named
-after the skill). A skill cannot change approvals or give itself tools: its text reaches
-the model only as a tool result."""
+"""Installed skills as the model meets them: each an extension tool `skill_<name>` that
+tool_search finds (never shown up front), named in one line of the system prompt. Calling
+it loads the instructions, as outside content, or runs one of its scripts in the code
+sandbox (traced as the skill's). A skill cannot change approvals or give itself tools: its
+text reaches the model only as a tool result."""
 
 from __future__ import annotations
 
@@ -26,7 +22,7 @@ from sqlalchemy.engine import CursorResult
 
 from tools.base import Listing, Tool, ToolCall, ToolDeps, ToolError
 from tools.code.repo import SKILL_RUN
-from tools.code.tool import MAX_TIMEOUT_MS, STDERR_FOR_MODEL, STDOUT_FOR_MODEL, CodeService, trim
+from tools.code.tool import MAX_TIMEOUT_MS, CodeService, run_fields
 from tools.effects import Effects, effects
 from tools.skills.bundle import SCRIPT_SUFFIXES, Bundle, front_matter
 from tools.skills.models import Skill
@@ -83,8 +79,6 @@ class Skills:
     listing: Listing = field(default_factory=lambda: Listing(searched=True))
     _code: CodeService | None = None
 
-    # -- the listing ------------------------------------------------------------------
-
     async def reload(self) -> None:
         async with self.deps.session_factory() as s:
             rows = (await s.execute(select(Skill).order_by(Skill.name))).scalars().all()
@@ -128,8 +122,6 @@ class Skills:
         more = f" and {left} more" if left else ""
         return CATALOGUE_HEAD + "".join(e for e, _ in entries) + more
 
-    # -- installing -------------------------------------------------------------------
-
     def preview(self, bundle: Bundle) -> str:
         token = hashlib.sha256(_digest(bundle).encode()).hexdigest()[:16]
         if len(self.pending) >= MAX_PENDING:
@@ -169,8 +161,6 @@ class Skills:
         await asyncio.to_thread(shutil.rmtree, self.folder / name, True)
         await self.reload()
         return bool(cast(CursorResult[Any], done).rowcount)
-
-    # -- using ------------------------------------------------------------------------
 
     def _tool(self, name: str, description: str) -> Tool[SkillParams]:
         source = f"the skill {name}"
@@ -228,15 +218,7 @@ class Skills:
         )
         named = dataclasses.replace(call, reasoning=f"{SKILL_RUN}{name}: {script}")
         row_id, res, cat = await self._code.execute(code, SCRIPT_TIMEOUT_MS, named, p.network)
-        return {
-            "skill": name,
-            "script": script,
-            "success": cat is None,
-            "exit_code": res.exit_code,
-            "stdout": trim(res.stdout, STDOUT_FOR_MODEL, res.stdout_truncated),
-            "stderr": trim(res.sandbox_error or res.stderr, STDERR_FOR_MODEL, res.stderr_truncated),
-            "execution_id": row_id,
-        }
+        return {"skill": name, "script": script, **run_fields(res, cat, row_id)}
 
 
 assert SCRIPT_TIMEOUT_MS <= MAX_TIMEOUT_MS
