@@ -50,9 +50,11 @@ venv: python-check
 
 # The lock files are installed with uv (pinned here; the same uv locks them): it installs in
 # parallel from its cache, where pip spent most of `make test`'s first minute and a half.
+# Compiled at install as pip does: where PYTHONDONTWRITEBYTECODE is set, nothing compiles
+# later, and every process would compile aiogram, pydantic and SQLAlchemy again.
 UV_VERSION := 0.13.10
 UV_STAMP   := $(BIN)/.uv-$(UV_VERSION)
-UV         := $(BIN)/python -m uv pip install --quiet --python $(BIN)/python
+UV         := $(BIN)/python -m uv pip install --quiet --compile-bytecode --python $(BIN)/python
 $(UV_STAMP): | venv
 	@$(BIN)/python -m pip install --quiet uv==$(UV_VERSION) $(QUIET)
 	@touch $@
