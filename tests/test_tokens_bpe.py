@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import bpe_openai
 import pytest
 
 from tools.bpe import MAX_PIECE, o200k
 from tools.tokens import count_payload, encoder, tokenizer_name
+
+if TYPE_CHECKING:
+    import bpe_openai
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,6 +32,10 @@ SAMPLES = [
 
 @pytest.fixture(scope="module")
 def reference() -> bpe_openai.Encoding:
+    # Imported here, not at the top: its import loads its token tables (a second or more of
+    # CPU), which every xdist worker collecting this file would pay for, running it or not.
+    import bpe_openai
+
     return bpe_openai.get_encoding("o200k_base")
 
 
