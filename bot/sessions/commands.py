@@ -1,5 +1,5 @@
-"""/newsession [name] (also /new), /sessions and /timezone [Area/City]: the same replies in
-Telegram and the terminal chat, which both render these commands."""
+"""/newsession [name] (also /new), /sessions and /timezone [Area/City], for Telegram and the
+terminal alike."""
 
 from __future__ import annotations
 
@@ -52,9 +52,7 @@ async def new_session(
     name: str | None,
     chat: int | None = None,
 ) -> NewSession:
-    """The one place a command starts a new session: close, open, and archive the old one
-    in the background (a slow local model takes minutes to summarise: the reply does not
-    wait for it)."""
+    # The old session is archived in the background: a slow local model takes minutes.
     deps = host.deps
     created = await start_new_session(
         deps.session_factory, deps.clock, telegram_user_id=telegram_user_id,
@@ -86,7 +84,6 @@ def _zones() -> dict[str, str]:
 
 
 def canonical_zone(name: str) -> str | None:
-    """The IANA name as tzdata spells it ('europe/berlin' → 'Europe/Berlin'), or None."""
     return _zones().get(name.strip().lower())
 
 

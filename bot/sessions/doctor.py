@@ -1,5 +1,5 @@
-"""What `sidekick doctor` says about sessions: the split job and the next split, what is
-due, archives that keep failing, and the long-session summaries."""
+"""What `sidekick doctor` says about sessions: the split job, what is due, failing archives
+and the long-session summaries."""
 
 from __future__ import annotations
 
@@ -58,8 +58,6 @@ async def session_checks(
 
 
 async def summaries_check(session_factory: SessionFactory) -> list[CheckResult]:
-    """One line: how many long-session summaries were used and how many rejected (a
-    rejected one leaves those turns trimmed from the prompt; the log says why)."""
     async with session_factory() as s:
         verified, rejected = await repo.compression_counts(s)
     review = history.SUMMARY_REVIEW
