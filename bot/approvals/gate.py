@@ -1,23 +1,9 @@
-"""The approval gate: before a tool call the policy calls risky (APPROVALS), the user whose
-message started it is shown the whole action and answers Allow once / Always for this tool /
-Deny, in whichever adapter asks (the `asker`: Telegram buttons, the terminal's y/n). No
-answer within TIMEOUT_S is a no. The model gets the outcome as the tool's result;
-every decision goes to the audit (bot/approvals/repo.py).
-
-What is risky depends on what the turn has seen (the SEEN slot): once content from outside
-the user reached it (a web page, search results, a document, an MCP tool's answer, the
-output of code that reached the network, a call copied from someone's text), every call
-that writes asks, as that content may be steering the model, except sandboxed code
-without the network, which can neither send what it read nor reach anyone. A turn that
-saw only the user's own words and memories runs sandboxed code without asking. An "always"
-grant given in a chat covers chats; a scheduled task's run, which nobody watches, needs a
-grant given for one.
-
-What the turn has seen is read from the prompt itself (tools/effects.py seen_outside): a tool
-result or a document marked as outside content where it was made (tools/effects.py
-OUTSIDE_MARK), a remembered page, an image; the current turn's own tool results are added as
-they return (bot/agent/toolexec.py). The memory tool reads it too: it asks before storing
-what such a turn wants kept."""
+"""The approval gate: before a call the policy calls risky (APPROVALS), the person whose
+message started it sees the whole action and answers once / always / deny; no answer within
+TIMEOUT_S is a no, and every decision is audited. Once the turn has seen outside content (the
+SEEN slot: tools/effects.py), every call that writes asks, as that content may steer the
+model, but sandboxed code without the network, which can neither send what it read nor reach
+anyone. An "always" from a chat does not cover a scheduled task's run, which nobody watches."""
 
 from __future__ import annotations
 

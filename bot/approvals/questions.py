@@ -1,8 +1,6 @@
-"""The answer to an approval question, whichever worker receives the press: it is settled in
-the database (the question's row, bot/approvals/repo.py), answerable only by the person
-whose message started the call, and the first answer stands. The asker that waits for it
-(bot/telegram/approval_ask.py) reads the outcome there; the doorbell wakes it at once when
-the press arrives in its own process."""
+"""The answer to an approval question, whichever worker receives the press: settled in the
+database, answerable only by the person whose message started the call, the first answer
+standing. The doorbell wakes the asker at once when the press arrives in its own process."""
 
 from __future__ import annotations
 

@@ -1,22 +1,9 @@
-"""Running check-ins: each minute, every person who turned them on and whose slot is due
-(the morning brief at their time, a follow-up six hours later) gets one request of their
-own, unless a guard stops it before the model is asked:
-
-- the slot is claimed first (one row per person, day and slot): a restart at brief time, or
-  a second worker, finds it taken, so one morning never gets two briefs, and a run that
-  failed is not tried again that day (reported once, then quiet until one works);
-- quiet hours (the person's zone) and the daily cap of messages are checked before the
-  call; so is the model budget (bot/usage's meter), which a check-in must never overrun;
-- a run whose answer is the sentinel (or empty) had nothing worth saying: nothing is sent.
-
-The request is the agent's own (`host.ask`, a scheduled task): recorded like any turn,
-metered in usage under "scheduled", with the tools and the caps every request has.
-
-A group gets a morning brief only when a member sent /checkins on there: it is that
-member's request held in the group (what the memory finds there is what was said in the
-group, and no one's reminders are listed: tools/reminders), sent to the group, within the
-member's quiet hours, daily cap (per chat) and budget; never in the terminal.
-"""
+"""Running check-ins: each minute, every person whose slot is due (the morning brief, a
+follow-up six hours later) gets one scheduled request of their own (`host.ask`). The slot is
+claimed first, so a restart or a second worker never sends one morning two briefs, and a
+failed run is not retried that day; quiet hours, the daily cap and the model budget (never
+overrun) are checked before the model is asked; an empty or sentinel answer sends nothing.
+A group's brief is the requesting member's request held in the group, within their limits."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""From what a person sent (voice, photos, documents) to one user message for the model.
-
-The adapter describes each file as a MediaItem and passes a `fetch` that downloads one to
-a path (bounded in size and time). Files go to disk, never whole into memory: a document
-stays in the user's input folder, where the code tool finds it as ./input/<name>.
-Failures of one item become one sentence for the user; the rest of the message goes on.
-"""
+"""What a person sent (voice, photos, documents) as one user message for the model. Files go
+to disk, never whole into memory (a document stays in the input folder, ./input/<name> for
+the code tool); one item's failure is one sentence, the rest of the message goes on."""
 
 from __future__ import annotations
 
