@@ -61,9 +61,8 @@ class Question:
 
 
 class Asker(Protocol):
-    """Puts the question to the user and returns their choice; TimeoutError when they did
-    not answer within `q.timeout_s` of seeing it (a question still on its way, as Telegram
-    is down, waits: it is not a no)."""
+    """The user's choice; TimeoutError when they did not answer within `q.timeout_s` of seeing
+    it (a question still on its way, as Telegram is down, waits: it is not a no)."""
 
     async def __call__(self, q: Question) -> Choice: ...
 
@@ -71,11 +70,9 @@ class Asker(Protocol):
 def needs_approval(
     mode: str, fx: Effects, *, scheduled: bool, deletions: int, outside: bool = False
 ) -> bool:
-    """APPROVALS=all: every call that writes. risky: every call that writes once the turn
-    has seen outside content, but sandboxed code without the network (nothing it read can
-    leave, nothing is sent: the person's own files stay theirs); else code a scheduled task
-    runs (nobody watches), MCP tools that write (OUTWARD, no sandbox) and deleting a second
-    thing in one message."""
+    """APPROVALS=risky: after outside content every write but sandboxed code without the
+    network (nothing it read can leave); else code a scheduled task runs (nobody watches),
+    MCP tools that write (OUTWARD) and a second deletion in one message."""
     if mode == "off" or not fx.writes:
         return False
     if mode == "all":
@@ -105,9 +102,8 @@ def needs(fx: Effects) -> str:
 
 
 def visible(text: str) -> str:
-    """The text with what does not show escaped: bidi controls (which reorder what is
-    read), zero-width and other format characters, control characters but newline and tab.
-    U+202E is shown as the six characters \\u202e: an action cannot look other than it is."""
+    """What does not show (bidi controls, zero-width and control characters but newline and
+    tab) escaped as \\u202e: an action cannot look other than it is."""
     return "".join(
         f"\\u{ord(ch):04x}"
         if (cat := unicodedata.category(ch)) in ("Cf", "Cs", "Co", "Zl", "Zp")
@@ -118,8 +114,7 @@ def visible(text: str) -> str:
 
 
 def action_text(tool: str, args: dict[str, Any]) -> str:
-    """The whole action as the user reads it: every argument, nothing cut (a long one is
-    sent as a file by the adapter), invisible characters escaped."""
+    # Every argument, nothing cut: the adapter sends a long one as a file.
     lines = [tool]
     for key, value in args.items():
         if value is not None:
@@ -130,8 +125,6 @@ def action_text(tool: str, args: dict[str, Any]) -> str:
 
 @dataclass
 class Deletions:
-    """Calls let through in this request that delete what the user kept."""
-
     count: int = 0
 
 
@@ -153,7 +146,6 @@ class Approvals:
     async def check(
         self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
     ) -> str | None:
-        """None: run the call; else the sentence the model gets instead of its result."""
         ctx, fx = call.ctx, tool.effects_of(params)
         seen, deleted = ctx.state(SEEN), ctx.state(DELETIONS)
         risky = needs_approval(self.mode, fx, scheduled=ctx.scheduled, deletions=deleted.count,

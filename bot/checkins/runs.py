@@ -46,9 +46,8 @@ def due_slots(
     brief_at: str | None = None,
     slots: tuple[str, ...] = SLOTS,
 ) -> list[tuple[str, str]]:
-    """The (slot, local day) pairs due at `now`: past their time by less than WINDOW, and
-    neither the slot nor now inside quiet hours. `brief_at`: a group's time (the person's
-    own by default)."""
+    """The (slot, local day) pairs past their time by less than WINDOW, neither the slot nor
+    now in quiet hours. `brief_at`: a group's time (default: the person's own)."""
     local = now.astimezone(tz)
     out = []
     for slot in slots:
@@ -108,7 +107,6 @@ class Outcome:
 
 
 async def tick(host: Host, now: datetime) -> list[Outcome]:
-    """One pass: every due slot of every person who turned check-ins on."""
     deps = host.deps
     # Each person's own slots; and a group's brief, held for the member who asked there.
     async with deps.session_factory() as s:
@@ -143,7 +141,6 @@ async def run_one(
     now: datetime,
     chat_id: int = 0,
 ) -> Outcome:
-    """One slot for one person, in their private chat (`chat_id` 0) or a group they asked in."""
     sf = host.deps.session_factory
     async with sf() as s, s.begin():
         run_id = await repo.claim(s, user.id, day, slot, now, chat_id)
@@ -174,9 +171,8 @@ async def run_one(
 
 
 async def _over_budget(host: Host, user_id: int) -> str | None:
-    """Why the run would pass a budget, or None: used up already, or the money budget's
-    room is less than what this person's last check-in cost (a check-in is optional; it
-    never spends what the person's own questions may need)."""
+    """Why the run would pass a budget, or None. Optional, a check-in never spends what the
+    person's own questions may need: it needs the room its last run cost."""
     if not host.has(METER):
         return None
     meter = await host.need(METER)
