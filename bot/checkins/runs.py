@@ -86,10 +86,6 @@ def prompt(prefs: CheckinPrefs, slot: str, group: bool = False) -> str:
     )
 
 
-def said_nothing(answer: str) -> bool:
-    return re.sub(r"[^A-Za-z]", "", answer).upper() in ("", NOTHING)
-
-
 def buttons(run_id: int) -> tuple[tuple[str, str], ...]:
     return (
         ("👍 useful", f"checkins:useful:{run_id}"),
@@ -158,7 +154,7 @@ async def run_one(
     started = host.deps.clock()
     try:
         answer = (await host.ask(recipient, prompt(prefs, slot, bool(chat_id)))).strip()
-        status = "nothing" if said_nothing(answer) else "sent"
+        status = "nothing" if re.sub(r"[^A-Za-z]", "", answer).upper() in ("", NOTHING) else "sent"
         if status == "sent":
             await host.deliver(recipient, answer, True, buttons=buttons(run_id))
     except Exception as exc:  # reported once below; the slot is never tried again today

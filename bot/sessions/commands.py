@@ -83,15 +83,6 @@ def _zones() -> dict[str, str]:
     return {z.lower(): z for z in zoneinfo.available_timezones()}
 
 
-def canonical_zone(name: str) -> str | None:
-    return _zones().get(name.strip().lower())
-
-
-def zone_suggestions(name: str) -> list[str]:
-    close = difflib.get_close_matches(name.strip().lower(), list(_zones()), n=3, cutoff=0.6)
-    return [_zones()[c] for c in close]
-
-
 def _fmt(dt: datetime, tz: ZoneInfo) -> str:
     return dt.astimezone(tz).strftime("%Y-%m-%d %H:%M")
 
@@ -163,9 +154,11 @@ async def timezone_text(host: Host, telegram_user_id: int | None, user_name: str
                 f"Time zone reset to the default, {default}. Local time now: {_fmt(now, tz)}.\n"
                 f"{split_line(settings, tz, now)}"
             )
-        name = canonical_zone(arg)
+        # The IANA name as tzdata spells it ('europe/berlin' → 'Europe/Berlin').
+        name = _zones().get(arg.lower())
         if name is None:
-            hint = zone_suggestions(arg)
+            close = difflib.get_close_matches(arg.lower(), list(_zones()), n=3, cutoff=0.6)
+            hint = [_zones()[c] for c in close]
             text = f"I don't know the time zone {arg[:60]!r}."
             if hint:
                 text += " Did you mean: " + ", ".join(hint) + "?"

@@ -14,10 +14,6 @@ from tools.base import CheckResult
 FAILING_AFTER = 3  # attempts before doctor calls an archive failing
 
 
-def _every(minutes: float) -> str:
-    return f"every {minutes:g} min" if minutes < 60 else f"every {minutes / 60:g} h"
-
-
 async def session_checks(
     settings: SessionSettings, session_factory: SessionFactory, now: datetime
 ) -> list[CheckResult]:
@@ -32,8 +28,8 @@ async def session_checks(
             f"SESSION_SPLIT={settings.session_split}; next split "
             f"{local:%Y-%m-%d %H:%M %Z} ({settings.timezone})"
         )
-    split_every = _every(SPLIT_EVERY.total_seconds() / 60)
-    split = f"next run: at bot start, then {split_every}; {split_detail}"
+    every = SPLIT_EVERY.total_seconds() / 60
+    split = f"next run: at bot start, then every {every:g} min; {split_detail}"
     out = [CheckResult("job session-split", True, split)]
     async with session_factory() as s:
         open_ = await repo.open_candidates(s, now)

@@ -122,18 +122,14 @@ def boundary_on(day: date, at: time, tz: ZoneInfo) -> datetime:
     return datetime.combine(day, at, tzinfo=tz).astimezone(UTC)
 
 
-def _first_day(local_day: date, split: Split) -> date:
-    if split == "weekly":
-        return local_day - timedelta(days=(local_day.weekday() - WEEK_START) % 7)
-    return local_day
-
-
 def period_end(started: datetime, tz: ZoneInfo, split: Split, at: time) -> datetime | None:
     """The first boundary strictly after `started` (UTC)."""
     if split == "none":
         return None
     started = _aware(started).astimezone(UTC)
-    day = _first_day(started.astimezone(tz).date(), split)
+    day = started.astimezone(tz).date()
+    if split == "weekly":  # the week's first day
+        day -= timedelta(days=(day.weekday() - WEEK_START) % 7)
     b = boundary_on(day, at, tz)
     while b <= started:
         day += timedelta(days=7 if split == "weekly" else 1)
