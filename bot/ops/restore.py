@@ -45,12 +45,6 @@ def kept(path: Path) -> bool:
     return name in KEPT or name.startswith(STAGING) or name.endswith(".log") or ".log." in name
 
 
-def occupied(settings: Settings) -> list[str]:
-    database = sqlite_file(settings)
-    found = [str(database)] if database is not None and database.exists() else []
-    return found + [str(p) for p in _replaced(settings.data_dir, database)]
-
-
 def _replaced(data_dir: Path, database: Path | None) -> list[Path]:
     # The database and its journals move apart.
     if not data_dir.is_dir():
@@ -75,13 +69,14 @@ def restore(settings: Settings, archive: Path, force: bool = False) -> Verified:
 
 
 def _restore(settings: Settings, archive: Path, checked: Verified, force: bool) -> Verified:
-    in_the_way = occupied(settings)
+    database = sqlite_file(settings)
+    in_the_way = [str(database)] if database is not None and database.exists() else []
+    in_the_way += [str(p) for p in _replaced(settings.data_dir, database)]
     if in_the_way and not force:
         raise BackupError(
             f"{settings.data_dir} already holds data ({', '.join(in_the_way[:3])}); stop the "
             "bot and pass --force to replace it with the backup"
         )
-    database = sqlite_file(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # Beside the target (the same file system: the swap is renames, never copies).
     staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=settings.data_dir))
