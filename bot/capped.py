@@ -1,9 +1,6 @@
-"""An endpoint's answer read with a byte cap, while it streams.
-
-`httpx.AsyncClient.post` reads the whole body before returning: a speech or transcription
-endpoint that answered 200 MB of junk grew the process by 590 MB (the bytes, then the
-copies made decoding them). Here the body is streamed and reading stops at the cap; an
-error answer is read only as far as its log line needs."""
+"""An endpoint's answer read with a byte cap, while it streams: httpx's `post` reads the whole
+body first (200 MB of junk grew the process by 590 MB). An error answer is read only as far as
+its log line needs."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The slash commands, one table for both adapters: Telegram's menu and /help, and the
-terminal chat's /help and dispatch, all read it, so the two cannot drift apart.
-
-A feature declares its commands with their handlers (tools/feature.py's Command): both
-adapters render those, and nothing else is needed. The rows of `APP_COMMANDS` are still
-answered by each adapter's own handler (a router in bot/telegram/routers/ with
-`flags={"command": name}`, and bot/terminal/commands.py) until their feature declares them;
-tests/test_commands.py fails while one of those is missing.
-"""
+"""The slash commands, one table for both adapters' menus, /help and dispatch, so they cannot
+drift apart. `APP_COMMANDS` rows are answered by each adapter's own handler
+(tests/test_commands.py fails while one is missing); a feature's bring their handlers."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Settings from the environment and .env (pydantic-settings).
-
-`.env` and the relative paths in it (DATA_DIR, MCP_CONFIG) are read from SIDEKICK_HOME when
-it is set, else from the current directory; `--env-file` names another .env.
-Blank values (`TIMEZONE=`) mean unset.
-"""
+"""Settings from the environment and .env (pydantic-settings). .env and relative paths in it
+are read from SIDEKICK_HOME, else the current directory; blank values mean unset."""
 
 from __future__ import annotations
 
@@ -33,8 +29,6 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def settings_union() -> type[BaseModel]:
-    """One flat model inheriting every listed feature's settings slice (field names =
-    variables)."""
     slices = dict.fromkeys(f.settings for f in FEATURES if f.settings is not None)
     bases: tuple[type[BaseModel], ...] = tuple(slices)
     doc = "The union of the features' settings."
@@ -77,12 +71,8 @@ class Settings(
     FeatureSettings,
     ModelSettings,
 ):
-    """Every setting Sidekick reads. Names are the environment variables, upper-cased.
-
-    The features' settings slices (tools/*/settings.py, bot/*/settings.py: FeatureSettings)
-    and the model's (bot/llm/settings.py) are inherited flat, so each variable keeps its
-    name; this class adds the rest.
-    """
+    """Every setting Sidekick reads: the features' slices and the model's inherited flat, so
+    each variable keeps its name; this class adds the rest."""
 
     model_config = SettingsConfigDict(
         env_file=".env",
@@ -172,8 +162,7 @@ class Settings(
         return f"sqlite+aiosqlite:///{(self.data_dir / 'sidekick.db').resolve()}"
 
     def secrets(self) -> list[str]:
-        """Every secret value (every SecretStr setting, the tools' included), so logs and
-        replies can be scrubbed of them."""
+        """Every SecretStr setting's value, so logs and replies can be scrubbed of them."""
         values = (getattr(self, name) for name in type(self).model_fields)
         return [
             v.get_secret_value()
@@ -183,13 +172,11 @@ class Settings(
 
 
 def sidekick_home() -> Path:
-    """Where .env, ./data and relative paths live: SIDEKICK_HOME, else the current directory."""
     home = os.environ.get("SIDEKICK_HOME", "").strip()
     return Path(home).expanduser() if home else Path(".")
 
 
 def load_settings(env_file: Path | None = None, **overrides: object) -> Settings:
-    """Build settings or raise ConfigError naming every variable at fault, one per line."""
     settings, errors = settings_and_errors(env_file, **overrides)
     if errors:
         raise ConfigError("\n".join(errors))
@@ -197,7 +184,6 @@ def load_settings(env_file: Path | None = None, **overrides: object) -> Settings
 
 
 def env_path(env_file: Path | None = None) -> Path:
-    """The .env that is read: --env-file, else .env in SIDEKICK_HOME (or here)."""
     return env_file or sidekick_home() / ".env"
 
 
@@ -244,8 +230,7 @@ def settings_and_errors(
 
 
 def raw_values(path: Path, overrides: dict[str, object]) -> Raw:
-    """Every variable as read, upper-cased, with where it came from, in pydantic-settings'
-    order (the arguments over the environment over .env), for the former names' rules."""
+    # In pydantic-settings' order (the arguments over the environment over .env).
     from dotenv import dotenv_values
 
     where = str(path)
@@ -264,8 +249,7 @@ def raw_values(path: Path, overrides: dict[str, object]) -> Raw:
 
 
 def field_names() -> dict[str, str]:
-    """Each name a setting is read by (field name or alias, as in error locations) and the
-    field it fills."""
+    """Each name a setting is read by (as in error locations) and the field it fills."""
     out: dict[str, str] = {}
     for name, field in Settings.model_fields.items():
         alias = field.validation_alias
@@ -275,17 +259,14 @@ def field_names() -> dict[str, str]:
 
 
 def known_names() -> set[str]:
-    """Every variable Sidekick reads, upper-cased: field names and their aliases (an old name
-    kept working through AliasChoices is not "unknown")."""
     return {name.upper() for name in field_names()}
 
 
 # Read by docker-compose.yml or the shell, not by Sidekick: never "unknown".
 NOT_SETTINGS = frozenset({"SEARXNG_SECRET", "POSTGRES_PASSWORD", "SIDEKICK_HOME", "LB_BIND"})
 
-# Former settings, now named constants or derivations beside the code that uses them (their
-# defaults kept):
-# a .env written for an older release still starts, with one warning line for each.
+# Former settings, now constants beside the code that uses them: a .env written for an older
+# release still starts, with one warning line for each.
 RETIRED = frozenset(
     {
         "AGENT_MAX_TOOL_CALLS", "AGENT_MAX_TURNS", "APPROVAL_TIMEOUT_S", "BRAVE_API_URL",
@@ -340,7 +321,6 @@ HOW_TO_SET = {
 
 
 def missing(settings: Settings, *names: str) -> list[str]:
-    """One line per named setting that is empty, with how to set it."""
     out = []
     for name in names:
         value = getattr(settings, name)
@@ -358,7 +338,6 @@ def _describe(err: Any) -> str:
 
 
 def require(settings: Settings, *names: str) -> None:
-    """Raise ConfigError naming every named setting that is empty."""
     found = missing(settings, *names)
     if found:
         raise ConfigError("\n".join(found))

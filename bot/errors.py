@@ -1,9 +1,5 @@
-"""The one place that turns Sidekick's errors into the short text a user sees.
-
-The error types and the masking function itself live below the app (tools/errors.py), so
-tools and the scheduler raise them and mask a provider's error text the same way the chat
-does, without importing bot/.
-"""
+"""The one place that turns Sidekick's errors into the short text a user sees (the types and
+the masking live in tools/errors.py, so tools and the scheduler need no bot/ import)."""
 
 from __future__ import annotations
 

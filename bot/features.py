@@ -1,13 +1,6 @@
-"""The one list of features. Everything the app has per feature is derived from it: the
-tools the model is offered (tools/registry.py builds them in this order), the tables
-Alembic knows, the command menu and both /help's, the scheduler's jobs, the doctor's checks.
-
-Adding a feature: a folder that declares `FEATURE = Feature(...)` (tools/feature.py;
-CONTRIBUTING.md shows one with a tool, a table, a command and a job), and one line here.
-
-Importing the list imports each feature's declaration and settings slice only (the settings
-are built from them); what a feature adds is imported when it is set up (`Feature.adds`).
-"""
+"""The one list of features: the tools, tables, commands, jobs and doctor checks are derived
+from it. Importing it imports each declaration and settings slice only; what a feature adds
+is imported when it is set up (`Feature.adds`)."""
 
 from __future__ import annotations
 

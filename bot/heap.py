@@ -45,19 +45,10 @@ def trim() -> None:
 
 
 def freeze() -> None:
-    """Moves what start-up built (modules, the app, the warmed models) out of the
-    collector's reach: every full collection would otherwise walk them all again, a cost
-    bench/overhead.py's concurrent phase shows. Collecting first leaves no garbage frozen;
-    objects frozen here that die later are freed by their reference counts.
-
-    Then the young generation is collected every YOUNG_THRESHOLD allocations rather than
-    every 700 (the older generations' thresholds stay CPython's).
-
-    Once per process: a process that builds one App after another (the tests) would
-    otherwise collect its whole heap at every build, and would have to hand everything
-    back to the collector at each close. A later App's objects stay with the collector,
-    freed like any others when it is dropped; only cycles among the first App's objects
-    outlive it."""
+    """Moves what start-up built out of the collector's reach (every full collection would
+    walk it again), then collects the young generation every YOUNG_THRESHOLD allocations.
+    Collecting first leaves no garbage frozen. Once per process: one that builds App after
+    App (the tests) would otherwise collect its whole heap at every build."""
     if gc.get_freeze_count():
         return
     gc.collect()

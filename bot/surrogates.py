@@ -1,10 +1,6 @@
-"""Text from outside with lone UTF-16 surrogates made writable.
-
-JSON may spell half of a surrogate pair ("\\ud83d" alone: a client that cut an emoji in
-two), and a terminal may hand over undecodable bytes as surrogate escapes. Python keeps such
-a character in a str, but nothing downstream can encode it (the database driver, the model
-API, Telegram), so one such message ended its turn with an error. Each one is replaced by
-U+FFFD where the text comes in, and everything after sees ordinary text."""
+"""Lone UTF-16 surrogates (half an emoji in JSON, undecodable terminal bytes) replaced by
+U+FFFD where text comes in: nothing downstream (the database driver, the model API, Telegram)
+can encode them, and one such message ended its turn with an error."""
 
 from __future__ import annotations
 

@@ -18,7 +18,6 @@ def revoke_data(grant_id: int) -> str:
 
 
 async def _text(call: CommandCall) -> str:
-    """The user's grants, or revoking one (`revoke <tool>`)."""
     deps, who = call.host.deps, call.who
     verb, _, tool = call.args.strip().partition(" ")
     sf, mode = deps.session_factory, deps.settings_for(ApprovalSettings).approvals
@@ -38,7 +37,6 @@ async def _text(call: CommandCall) -> str:
 
 
 async def approvals(call: CommandCall) -> Answer:
-    """The reply, with a revoke button for each grant left (whatever was asked)."""
     text = await _text(call)
     grants = await repo.grants(call.host.deps.session_factory, call.who.user_id)
     return Answer(text, tuple((Button(f"Revoke {g.tool}", revoke_data(g.id)),) for g in grants))
@@ -68,8 +66,7 @@ async def _answer(call: CommandCall, key: str, choice: str) -> Pressed:
 
 
 async def press(call: CommandCall) -> Pressed:
-    """`revoke:<grant id>` under /approvals; `answer:<question>:<choice>` under a question
-    (bot/approvals/questions.py answer_data)."""
+    """`revoke:<grant id>` under /approvals; `answer:<question>:<choice>` under a question."""
     verb, _, rest = call.args.partition(":")
     if verb == "revoke":
         return await _revoke(call, rest)

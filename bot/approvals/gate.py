@@ -1,23 +1,9 @@
-"""The approval gate: before a tool call the policy calls risky (APPROVALS), the user whose
-message started it is shown the whole action and answers Allow once / Always for this tool /
-Deny, in whichever adapter asks (the `asker`: Telegram buttons, the terminal's y/n). No
-answer within TIMEOUT_S is a no. The model gets the outcome as the tool's result;
-every decision goes to the audit (bot/approvals/repo.py).
-
-What is risky depends on what the turn has seen (the SEEN slot): once content from outside
-the user reached it (a web page, search results, a document, an MCP tool's answer, the
-output of code that reached the network, a call copied from someone's text), every call
-that writes asks, as that content may be steering the model, except sandboxed code
-without the network, which can neither send what it read nor reach anyone. A turn that
-saw only the user's own words and memories runs sandboxed code without asking. An "always"
-grant given in a chat covers chats; a scheduled task's run, which nobody watches, needs a
-grant given for one.
-
-What the turn has seen is read from the prompt itself (tools/effects.py seen_outside): a tool
-result or a document marked as outside content where it was made (tools/effects.py
-OUTSIDE_MARK), a remembered page, an image; the current turn's own tool results are added as
-they return (bot/agent/toolexec.py). The memory tool reads it too: it asks before storing
-what such a turn wants kept."""
+"""The approval gate: before a call the policy calls risky (APPROVALS), the person whose
+message started it sees the whole action and answers once / always / deny; no answer within
+TIMEOUT_S is a no, and every decision is audited. Once the turn has seen outside content (the
+SEEN slot: tools/effects.py), every call that writes asks, as that content may steer the
+model, but sandboxed code without the network, which can neither send what it read nor reach
+anyone. An "always" from a chat does not cover a scheduled task's run, which nobody watches."""
 
 from __future__ import annotations
 
@@ -75,9 +61,8 @@ class Question:
 
 
 class Asker(Protocol):
-    """Puts the question to the user and returns their choice; TimeoutError when they did
-    not answer within `q.timeout_s` of seeing it (a question still on its way, as Telegram
-    is down, waits: it is not a no)."""
+    """The user's choice; TimeoutError when they did not answer within `q.timeout_s` of seeing
+    it (a question still on its way, as Telegram is down, waits: it is not a no)."""
 
     async def __call__(self, q: Question) -> Choice: ...
 
@@ -85,11 +70,9 @@ class Asker(Protocol):
 def needs_approval(
     mode: str, fx: Effects, *, scheduled: bool, deletions: int, outside: bool = False
 ) -> bool:
-    """APPROVALS=all: every call that writes. risky: every call that writes once the turn
-    has seen outside content, but sandboxed code without the network (nothing it read can
-    leave, nothing is sent: the person's own files stay theirs); else code a scheduled task
-    runs (nobody watches), MCP tools that write (OUTWARD, no sandbox) and deleting a second
-    thing in one message."""
+    """APPROVALS=risky: after outside content every write but sandboxed code without the
+    network (nothing it read can leave); else code a scheduled task runs (nobody watches),
+    MCP tools that write (OUTWARD) and a second deletion in one message."""
     if mode == "off" or not fx.writes:
         return False
     if mode == "all":
@@ -119,9 +102,8 @@ def needs(fx: Effects) -> str:
 
 
 def visible(text: str) -> str:
-    """The text with what does not show escaped: bidi controls (which reorder what is
-    read), zero-width and other format characters, control characters but newline and tab.
-    U+202E is shown as the six characters \\u202e: an action cannot look other than it is."""
+    """What does not show (bidi controls, zero-width and control characters but newline and
+    tab) escaped as \\u202e: an action cannot look other than it is."""
     return "".join(
         f"\\u{ord(ch):04x}"
         if (cat := unicodedata.category(ch)) in ("Cf", "Cs", "Co", "Zl", "Zp")
@@ -132,8 +114,7 @@ def visible(text: str) -> str:
 
 
 def action_text(tool: str, args: dict[str, Any]) -> str:
-    """The whole action as the user reads it: every argument, nothing cut (a long one is
-    sent as a file by the adapter), invisible characters escaped."""
+    # Every argument, nothing cut: the adapter sends a long one as a file.
     lines = [tool]
     for key, value in args.items():
         if value is not None:
@@ -144,8 +125,6 @@ def action_text(tool: str, args: dict[str, Any]) -> str:
 
 @dataclass
 class Deletions:
-    """Calls let through in this request that delete what the user kept."""
-
     count: int = 0
 
 
@@ -167,7 +146,6 @@ class Approvals:
     async def check(
         self, tool: Tool[Any], params: Any, args: dict[str, Any], call: ToolCall
     ) -> str | None:
-        """None: run the call; else the sentence the model gets instead of its result."""
         ctx, fx = call.ctx, tool.effects_of(params)
         seen, deleted = ctx.state(SEEN), ctx.state(DELETIONS)
         risky = needs_approval(self.mode, fx, scheduled=ctx.scheduled, deletions=deleted.count,

@@ -1,8 +1,6 @@
-"""The answer to an approval question, whichever worker receives the press: it is settled in
-the database (the question's row, bot/approvals/repo.py), answerable only by the person
-whose message started the call, and the first answer stands. The asker that waits for it
-(bot/telegram/approval_ask.py) reads the outcome there; the doorbell wakes it at once when
-the press arrives in its own process."""
+"""The answer to an approval question, whichever worker receives the press: settled in the
+database, answerable only by the person whose message started the call, the first answer
+standing. The doorbell wakes the asker at once when the press arrives in its own process."""
 
 from __future__ import annotations
 
@@ -34,7 +32,6 @@ ALWAYS_LABEL = {False: "Always (in chats)", True: "Always (scheduled too)"}
 
 
 def said(decision: str, scheduled: bool) -> str:
-    """What the question says once `decision` stands."""
     if decision == "always" and scheduled:
         return ALWAYS_SCHEDULED
     return SAID.get(decision, SAID["denied"])
@@ -45,14 +42,12 @@ NOT_YOURS = "Not yours: only the person who asked can answer this."
 
 
 def answer_data(key: int, choice: Choice) -> str:
-    """A question's button (the feature's press reads it back: bot/approvals/commands.py)."""
     return f"answer:{key}:{choice}"
 
 
 async def answer(
     sf: SessionFactory, clock: Clock, key: int, presser: int | None, choice: Choice
 ) -> str:
-    """Settle question `key` with the presser's choice; what the presser is told."""
     found = await repo.question(sf, key)
     if found is None or found.decision != repo.PENDING:
         return CLOSED
@@ -63,11 +58,9 @@ async def answer(
 
 
 class Doorbell:
-    """The questions this process waits for. A press received here rings, and the wait
-    looks at the database at once instead of at its next poll. Process-wide, as a press
-    and the wait for it meet in the process whatever app or adapter instance holds them;
-    a ring for a question of another database (tests run several apps) only costs the
-    waiter an early look."""
+    """The questions this process waits for: a press received here rings, and the wait looks
+    at the database at once instead of at its next poll. Process-wide: a ring for another
+    app's question (tests run several) only costs the waiter an early look."""
 
     def __init__(self) -> None:
         self._waiting: dict[int, list[asyncio.Event]] = {}
@@ -93,9 +86,8 @@ DOORBELL = Doorbell()
 
 
 async def close_for(approvals: Approvals, chat_id: int) -> None:
-    """The owner removed this person or group (tools/admission.py): the person's open
-    questions close, whichever worker waits for them (its asker reads the row; this
-    process's wakes now), and so do those asked in the group here."""
+    """The owner removed this person or group: their open questions close, whichever worker
+    waits for them, and so do those asked in the group here."""
     asked = [key for key, chat in approvals.waiting.items() if chat == chat_id]
     for key in await repo.close_pending(approvals.sf, chat_id, asked, approvals.clock()):
         DOORBELL.ring(key)

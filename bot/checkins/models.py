@@ -1,8 +1,5 @@
 """Check-ins: a person's choices (off by default), the groups where a member asked for a
-brief there, and one ledger row per person, chat, check-in slot and local day. The row is
-claimed before anything runs, so a restart at brief time, or a second worker, finds it taken
-and sends nothing twice; a claimed slot is never tried again that day (no retry loops: a
-failure is reported once)."""
+brief, and one ledger row per person, chat, slot and local day, claimed before anything runs."""
 
 from __future__ import annotations
 

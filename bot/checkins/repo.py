@@ -80,9 +80,8 @@ async def group_off(s: AsyncSession, chat_id: int) -> None:
 async def claim(
     s: AsyncSession, user_id: int, day: str, slot: str, now: datetime, chat_id: int = 0
 ) -> int | None:
-    """The new run's id, or None when this slot of that day was claimed before for this chat
-    (by a run before a restart, or another worker): the unique row is the guard, on both
-    databases."""
+    """The new run's id, or None when that day's slot was claimed before for this chat (before
+    a restart, or by another worker): the unique row is the guard."""
     run = CheckinRun(
         user_id=user_id, chat_id=chat_id, day=day, slot=slot, status="running", started_at=now
     )

@@ -1,22 +1,9 @@
-"""Running check-ins: each minute, every person who turned them on and whose slot is due
-(the morning brief at their time, a follow-up six hours later) gets one request of their
-own, unless a guard stops it before the model is asked:
-
-- the slot is claimed first (one row per person, day and slot): a restart at brief time, or
-  a second worker, finds it taken, so one morning never gets two briefs, and a run that
-  failed is not tried again that day (reported once, then quiet until one works);
-- quiet hours (the person's zone) and the daily cap of messages are checked before the
-  call; so is the model budget (bot/usage's meter), which a check-in must never overrun;
-- a run whose answer is the sentinel (or empty) had nothing worth saying: nothing is sent.
-
-The request is the agent's own (`host.ask`, a scheduled task): recorded like any turn,
-metered in usage under "scheduled", with the tools and the caps every request has.
-
-A group gets a morning brief only when a member sent /checkins on there: it is that
-member's request held in the group (what the memory finds there is what was said in the
-group, and no one's reminders are listed: tools/reminders), sent to the group, within the
-member's quiet hours, daily cap (per chat) and budget; never in the terminal.
-"""
+"""Running check-ins: each minute, every person whose slot is due (the morning brief, a
+follow-up six hours later) gets one scheduled request of their own (`host.ask`). The slot is
+claimed first, so a restart or a second worker never sends one morning two briefs, and a
+failed run is not retried that day; quiet hours, the daily cap and the model budget (never
+overrun) are checked before the model is asked; an empty or sentinel answer sends nothing.
+A group's brief is the requesting member's request held in the group, within their limits."""
 
 from __future__ import annotations
 
@@ -59,9 +46,8 @@ def due_slots(
     brief_at: str | None = None,
     slots: tuple[str, ...] = SLOTS,
 ) -> list[tuple[str, str]]:
-    """The (slot, local day) pairs due at `now`: past their time by less than WINDOW, and
-    neither the slot nor now inside quiet hours. `brief_at`: a group's time (the person's
-    own by default)."""
+    """The (slot, local day) pairs past their time by less than WINDOW, neither the slot nor
+    now in quiet hours. `brief_at`: a group's time (default: the person's own)."""
     local = now.astimezone(tz)
     out = []
     for slot in slots:
@@ -100,10 +86,6 @@ def prompt(prefs: CheckinPrefs, slot: str, group: bool = False) -> str:
     )
 
 
-def said_nothing(answer: str) -> bool:
-    return re.sub(r"[^A-Za-z]", "", answer).upper() in ("", NOTHING)
-
-
 def buttons(run_id: int) -> tuple[tuple[str, str], ...]:
     return (
         ("👍 useful", f"checkins:useful:{run_id}"),
@@ -121,7 +103,6 @@ class Outcome:
 
 
 async def tick(host: Host, now: datetime) -> list[Outcome]:
-    """One pass: every due slot of every person who turned check-ins on."""
     deps = host.deps
     # Each person's own slots; and a group's brief, held for the member who asked there.
     async with deps.session_factory() as s:
@@ -156,7 +137,6 @@ async def run_one(
     now: datetime,
     chat_id: int = 0,
 ) -> Outcome:
-    """One slot for one person, in their private chat (`chat_id` 0) or a group they asked in."""
     sf = host.deps.session_factory
     async with sf() as s, s.begin():
         run_id = await repo.claim(s, user.id, day, slot, now, chat_id)
@@ -174,7 +154,7 @@ async def run_one(
     started = host.deps.clock()
     try:
         answer = (await host.ask(recipient, prompt(prefs, slot, bool(chat_id)))).strip()
-        status = "nothing" if said_nothing(answer) else "sent"
+        status = "nothing" if re.sub(r"[^A-Za-z]", "", answer).upper() in ("", NOTHING) else "sent"
         if status == "sent":
             await host.deliver(recipient, answer, True, buttons=buttons(run_id))
     except Exception as exc:  # reported once below; the slot is never tried again today
@@ -187,9 +167,8 @@ async def run_one(
 
 
 async def _over_budget(host: Host, user_id: int) -> str | None:
-    """Why the run would pass a budget, or None: used up already, or the money budget's
-    room is less than what this person's last check-in cost (a check-in is optional; it
-    never spends what the person's own questions may need)."""
+    """Why the run would pass a budget, or None. Optional, a check-in never spends what the
+    person's own questions may need: it needs the room its last run cost."""
     if not host.has(METER):
         return None
     meter = await host.need(METER)

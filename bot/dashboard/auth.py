@@ -1,7 +1,6 @@
-"""Sign-in without passwords: a one-time link from /dashboard, or a Mini App's initData
-checked as Telegram specifies; either opens a session (an HttpOnly cookie). Tokens are random,
-kept as digests; the CSRF token of a session is derived from its secret, so a page's form
-carries it and no other site can compute it."""
+"""Sign-in without passwords (a one-time link from /dashboard, or a Mini App's initData);
+either opens a session cookie. Tokens are kept as digests; a session's CSRF token derives
+from its secret, so no other site can compute it."""
 
 from __future__ import annotations
 
@@ -48,10 +47,8 @@ class InitDataError(ValueError):
 
 
 def init_data_user(init_data: str, bot_token: str, now: datetime) -> int:
-    """The Telegram user id a Mini App's initData vouches for (core.telegram.org/bots/
-    webapps#validating-data-received-via-the-mini-app): every field but `hash`, sorted,
-    `key=value` per line, HMAC-SHA256 under HMAC-SHA256("WebAppData", bot token); and
-    `auth_date` recent."""
+    """The Telegram user id a Mini App's initData vouches for, checked as
+    core.telegram.org/bots/webapps#validating-data-received-via-the-mini-app says."""
     if not init_data or len(init_data) > INIT_DATA_MAX_CHARS:
         raise InitDataError("no Mini App data, or too much of it")
     try:
@@ -81,7 +78,7 @@ def init_data_user(init_data: str, bot_token: str, now: datetime) -> int:
 
 
 class Tokens:
-    """Links and sessions, in the database: any worker may answer /dashboard."""
+    # In the database: any worker may answer /dashboard.
 
     def __init__(self, sf: SessionFactory, clock: Callable[[], datetime]) -> None:
         self._sf = sf
@@ -95,7 +92,6 @@ class Tokens:
         return token
 
     async def open_link(self, token: str) -> str | None:
-        """A session for the link's person, the link spent; None: unknown, used, expired."""
         if not token or len(token) > TOKEN_MAX_CHARS:
             return None
         now = self._clock()
@@ -129,6 +125,5 @@ class Tokens:
             await repo.drop(s, digest(session))
 
     async def sign_out_everywhere(self, user_id: int) -> None:
-        """Every session and unused link of the person: the next page asks to sign in."""
         async with self._sf() as s, s.begin():
             await repo.drop_user(s, user_id)

@@ -1,7 +1,6 @@
-"""Dashboard: a window beside the chat, in a browser or as a Telegram Mini App. Served by
-the bot's own process (aiohttp) when DASHBOARD is on; /dashboard sends a one-time
-sign-in link, /dashboard off signs out everywhere. Its pages call the operations the chat's
-commands call (memory, reminders, usage), for the signed-in person only."""
+"""Dashboard: a window beside the chat, in a browser or as a Telegram Mini App, served by the
+bot's own process; /dashboard sends a one-time sign-in link, /dashboard off signs out
+everywhere."""
 
 from __future__ import annotations
 

@@ -67,8 +67,6 @@ def esc_field(value: object) -> str:
 
 @dataclass(frozen=True)
 class View:
-    """The signed-in person as a page sees them, and the token their forms carry."""
-
     person: Person
     csrf: str
     tz: ZoneInfo
@@ -76,8 +74,7 @@ class View:
 
 
 def owner_only(view: View) -> None:
-    """The owner's pages (people, groups, approvals, the doctor, backups): anyone else is
-    refused before anything is read."""
+    # Before anything is read.
     if not view.owner:
         raise web.HTTPForbidden(text="Only the bot's owner sees this page.")
 

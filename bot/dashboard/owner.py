@@ -1,8 +1,5 @@
-"""The owner's pages beyond people and groups: everyone's "always" approvals with Revoke
-(the revoke `/approvals revoke <tool>` makes), the doctor's checks on the running bot, and
-backups (make one, download it) as `sidekick backup --verify` makes them. The doctor and
-the backups are the operator's commands, handed to the app by what runs it (bot/ops/
-operator.py): without them (a bot not started by `sidekick run`) the page says so."""
+"""The owner's approvals (revoke an "always"), doctor and backups pages. The doctor and the
+backups are handed in by what runs the app (bot/ops/operator.py); without them the page says so."""
 
 from __future__ import annotations
 
@@ -24,9 +21,6 @@ def _operator(host: Host) -> Operator:
         text = "The doctor and backups are there when the bot runs as `sidekick run`."
         raise web.HTTPServiceUnavailable(text=text)
     return operator
-
-
-# -- Approvals --------------------------------------------------------------------------------
 
 
 async def approvals(host: Host, request: web.Request, view: View) -> web.Response:
@@ -67,11 +61,7 @@ async def revoke(host: Host, request: web.Request, view: View, form: Form) -> we
     raise web.HTTPSeeOther(f"/approvals?{urlencode({'revoked': line.grant.id})}")
 
 
-# -- Doctor -----------------------------------------------------------------------------------
-
-
 async def doctor(host: Host, request: web.Request, view: View) -> web.Response:
-    """`sidekick doctor`'s checks, run now on the running bot; read only (no --fix)."""
     owner_only(view)
     results = await _operator(host).doctor()
     scrub = host.deps.scrub
@@ -89,9 +79,6 @@ async def doctor(host: Host, request: web.Request, view: View) -> web.Response:
         "(<code>sidekick doctor --fix</code>).</p>"
     )
     return page("Doctor", body, view, active="/doctor")
-
-
-# -- Backups ----------------------------------------------------------------------------------
 
 
 async def backups(host: Host, request: web.Request, view: View) -> web.Response:

@@ -1,7 +1,5 @@
-"""The pages. Each reads and changes the person's data through the operation the chat
-command uses (MemoryStore, tools/reminders/jobs.py, the usage report), scoped to the
-signed-in person: an id that is not theirs reads exactly like one that does not exist.
-Everything shown is escaped (html.esc)."""
+"""The pages, each through the operation the chat command uses, scoped to the signed-in
+person: an id that is not theirs reads exactly like one that does not exist."""
 
 from __future__ import annotations
 
@@ -92,9 +90,6 @@ def _store(host: Host) -> MemoryStore:
     return host.deps.memory
 
 
-# -- Today ----------------------------------------------------------------------------------
-
-
 async def _usage_today(meter: Meter, view: View) -> str:
     day, _ = period_starts(meter.clock(), meter.tz)
     async with meter.sf() as s:
@@ -106,7 +101,6 @@ async def _usage_today(meter: Meter, view: View) -> str:
 
 
 async def _waiting(host: Host, view: View, now: datetime) -> list[str]:
-    """Approval questions still open (a tool call waits for a yes in the chat)."""
     asked = await approvals_repo.log(host.deps.session_factory, view.person.user_id, 20)
     open_ = [
         d
@@ -148,9 +142,6 @@ async def today(host: Host, request: web.Request, view: View) -> web.Response:
         count = (await deps.memory.page(user_id=uid, limit=1)).total
         body.append(f'<h2>Memory</h2><p><a href="/memories">{count} memories</a></p>')
     return page("Today", "".join(body), view, active="/")
-
-
-# -- Memories -------------------------------------------------------------------------------
 
 
 def _memory_item(h: MemoryHit, view: View, *, actions: bool = True) -> str:
@@ -226,9 +217,8 @@ async def memories(host: Host, request: web.Request, view: View) -> web.Response
 
 
 async def export(host: Host, request: web.Request, view: View) -> web.StreamResponse:
-    """Every live memory of the person as a file: JSON (for a program) or Markdown. Written
-    a batch at a time as it is read, so a person with 100,000 memories costs the process one
-    batch, not the whole file (and the database session is not held while the client reads)."""
+    """Every live memory as JSON or Markdown, written a batch at a time as it is read: 100,000
+    memories cost one batch, and no database session waits on the client."""
     kind, now = request.match_info["kind"], host.deps.clock()
     if kind not in ("json", "md"):
         raise web.HTTPNotFound(text="Export as .json or .md.")
@@ -274,7 +264,6 @@ def _stamp(when: datetime | None) -> str | None:
 
 
 async def _json_export(host: Host, view: View, now: datetime) -> AsyncIterator[str]:
-    """A JSON list, one memory a line."""
     sep = "[\n"
     async for batch in _batches(host, view.person.user_id, now):
         items = [
@@ -298,7 +287,6 @@ async def _json_export(host: Host, view: View, now: datetime) -> AsyncIterator[s
 
 
 async def _md_export(host: Host, view: View, now: datetime) -> AsyncIterator[str]:
-    """A heading per layer, one memory a line."""
     uid = view.person.user_id
     total = (await _store(host).page(user_id=uid, limit=1)).total
     yield f"# Memories ({total}, {now.astimezone(view.tz):%Y-%m-%d})\n"
@@ -365,9 +353,6 @@ async def memory_act(host: Host, request: web.Request, view: View, form: Form) -
     raise _done("/memories", done, found.id)
 
 
-# -- Reminders ------------------------------------------------------------------------------
-
-
 async def reminders(host: Host, request: web.Request, view: View) -> web.Response:
     deps, uid = host.deps, view.person.user_id
     now = deps.clock()
@@ -422,7 +407,6 @@ def _line(name: str, most: int, placeholder: str, *, required: bool = True) -> s
 
 
 async def _own_job(host: Host, request: web.Request, view: View) -> ScheduledJob | None:
-    """The person's reminder that can still be edited (not come due, not cancelled)."""
     jid = row_id(request.match_info["id"])
     if jid is None:
         return None
@@ -432,7 +416,6 @@ async def _own_job(host: Host, request: web.Request, view: View) -> ScheduledJob
 
 
 async def reminder(host: Host, request: web.Request, view: View) -> web.Response:
-    """A reminder's edit form: a new text, a new time (empty: the time stays)."""
     job = await _own_job(host, request, view)
     if job is None:
         return _missing("reminder", request, view, " to change")
@@ -454,7 +437,6 @@ async def reminder(host: Host, request: web.Request, view: View) -> web.Response
 
 
 async def reminder_save(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
-    """The schedule tool's edit: the same checks, the same row, /reminders shows it at once."""
     job = await _own_job(host, request, view)
     if job is None:
         return _missing("reminder", request, view, " to change")
@@ -474,7 +456,6 @@ async def reminder_save(host: Host, request: web.Request, view: View, form: Form
 
 
 async def reminder_create(host: Host, request: web.Request, view: View, form: Form) -> web.Response:
-    """A new reminder or task, as the schedule tool makes one from the person's words."""
     text, when, kind = form.get("text"), form.get("when"), form.get("kind")
     if not isinstance(text, str) or not isinstance(when, str) or kind not in KINDS:
         return message("Not scheduled", "Say what, when, and whether it is a task.", view, 400)
@@ -509,11 +490,8 @@ async def reminder_change(host: Host, request: web.Request, view: View, form: Fo
     raise _done("/reminders", action, job.id)
 
 
-# -- Usage ----------------------------------------------------------------------------------
-
-
 def _bars(days: list[tuple[str, int]]) -> str:
-    """Tokens per day as an SVG bar chart (drawn here: no script, no image file)."""
+    # Drawn here: no script, no image file.
     top = max((n for _, n in days), default=0) or 1
     width, height, bar = 24 * len(days), 120, 18
     rects = "".join(
@@ -554,9 +532,6 @@ async def usage(host: Host, request: web.Request, view: View) -> web.Response:
         f"<table><tr><th>Day</th><th>Tokens</th><th>Cost</th></tr>{table}</table>",
     ]
     return page("Usage", "".join(body), view, active="/usage")
-
-
-# -- Code -------------------------------------------------------------------------------------
 
 
 def _outcome(success: bool, category: str | None) -> str:
@@ -621,9 +596,6 @@ async def code_run(host: Host, request: web.Request, view: View) -> web.Response
             f"<pre>{esc(_cut(deps.scrub(run.stderr), 20_000))}</pre>"
         )
     return page(f"Code run #{run.id}", "".join(parts), view, active="/code")
-
-
-# -- Sessions -------------------------------------------------------------------------------
 
 
 async def sessions(host: Host, request: web.Request, view: View) -> web.Response:

@@ -1,7 +1,5 @@
-"""The owner's People and Groups pages: requests to talk to the bot with Allow / Deny, who is
-let in with Remove (a person on People, a group on Groups). Each decision is the access
-feature's own (its ACCESS part's `decide`, the one /users' buttons call): kept, in effect at
-once, the person or group told. Anyone but the owner is refused (html.owner_only)."""
+"""The owner's People and Groups pages: Allow / Deny requests, Remove who is let in, each
+through the access feature's own `decide` (what /users' buttons call)."""
 
 from __future__ import annotations
 

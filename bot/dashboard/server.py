@@ -1,9 +1,6 @@
-"""The dashboard's HTTP server (aiohttp, which the webhook mode uses too), in the bot's own
-process: sign-in (a one-time link, a Mini App's initData), the session cookie, the CSRF check
-on every write, bounded forms, and the pages (pages.py) of the signed-in person.
-
-Nothing of the chat's path passes through here: the server only reads and calls the same
-operations the commands call."""
+"""The dashboard's HTTP server (aiohttp) in the bot's process: sign-in, the session cookie,
+the CSRF check on every write, bounded forms, and the pages. Nothing of the chat's path
+passes through here."""
 
 from __future__ import annotations
 
@@ -50,8 +47,6 @@ def _zone(person: Person, default: ZoneInfo) -> ZoneInfo:
 
 
 class Site:
-    """The routes, with what they share: the app (Host), the tokens, the settings."""
-
     def __init__(self, host: Host, settings: DashboardSettings, tokens: Tokens) -> None:
         self.host = host
         self.settings = settings
@@ -95,8 +90,6 @@ class Site:
             ("GET", "/backups/{name}", self.read(owner.backup_file)),
         ]
         return [web.route(method, path, self.guarded(handler)) for method, path, handler in table]
-
-    # -- every request ----------------------------------------------------------------
 
     def guarded(self, handler: Handler) -> Handler:
         """Security headers on every answer; a form over the bound refused before it is
@@ -156,8 +149,6 @@ class Site:
         return run
 
     def write(self, handler: Write) -> Callable[[web.Request], Awaitable[web.Response]]:
-        """A change: signed in, and the form carries the session's CSRF token."""
-
         async def run(request: web.Request) -> web.Response:
             view = await self._view(request)
             if view is None:
@@ -198,8 +189,6 @@ class Site:
         except Exception:  # the change is made: its record must not undo the answer
             log.exception("dashboard: could not record %s", request.path)
 
-    # -- signing in and out -----------------------------------------------------------
-
     def _signed_in(self, session: str) -> web.Response:
         response = web.HTTPSeeOther("/")
         response.set_cookie(
@@ -239,8 +228,6 @@ class Site:
         return page("Sidekick", body, None, csp=MINIAPP_CSP, scripts=scripts)
 
     async def webapp(self, request: web.Request) -> web.Response:
-        """The Mini App's initData, checked; a session for the person it names, if the bot
-        talks to them."""
         token = self.settings.telegram_bot_token
         if token is None:
             return message("Refused", "The bot has no token.", status=403)

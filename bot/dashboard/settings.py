@@ -1,8 +1,6 @@
-"""The dashboard's settings: off unless enabled, on loopback by default. One setting says
-whether and where it listens (DASHBOARD=off | on | HOST:PORT), one where people open it.
-`on` in webhook mode serves it from the webhook's own server (its address is WEBHOOK_URL's
-origin, the HTTPS reverse proxy that already reaches the bot); HOST:PORT always listens
-there."""
+"""DASHBOARD=off | on | HOST:PORT (off by default, loopback when on): `on` in webhook mode
+serves it from the webhook's own server, at WEBHOOK_URL's origin; DASHBOARD_URL is where
+people open it."""
 
 from __future__ import annotations
 

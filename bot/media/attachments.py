@@ -1,10 +1,6 @@
-"""From what a person sent (voice, photos, documents) to one user message for the model.
-
-The adapter describes each file as a MediaItem and passes a `fetch` that downloads one to
-a path (bounded in size and time). Files go to disk, never whole into memory: a document
-stays in the user's input folder, where the code tool finds it as ./input/<name>.
-Failures of one item become one sentence for the user; the rest of the message goes on.
-"""
+"""What a person sent (voice, photos, documents) as one user message for the model. Files go
+to disk, never whole into memory (a document stays in the input folder, ./input/<name> for
+the code tool); one item's failure is one sentence, the rest of the message goes on."""
 
 from __future__ import annotations
 
@@ -131,7 +127,9 @@ class MediaService:
                 out.transcripts.append(text)
                 return text
             if is_image:
-                uri = await self._image(path)
+                async with self._work:
+                    data = await asyncio.to_thread(path.read_bytes)
+                    uri, _ = await asyncio.to_thread(images.prepare, data, IMAGE_MAX_SIDE)
                 out.parts.append({"type": "image_url", "image_url": {"url": uri}})
                 # History keeps this placeholder; the image itself goes to this request only.
                 # An image is outside content (a screenshot can carry instructions): marked,
@@ -159,12 +157,6 @@ class MediaService:
             raise MediaError("I could not make out any words in that recording.")
         return text
 
-    async def _image(self, path: Path) -> str:
-        async with self._work:
-            data = await asyncio.to_thread(path.read_bytes)
-            uri, _ = await asyncio.to_thread(images.prepare, data, IMAGE_MAX_SIDE)
-        return uri
-
     async def _document(self, item: MediaItem, key: str, path: Path) -> str:
         size = (await asyncio.to_thread(path.stat)).st_size
         async with self._work:
@@ -190,10 +182,9 @@ class MediaService:
         head += f"[Attachment: {item.name} ({_describe(got, size)})"
         if got.kind == "binary":
             return f"{head}: no text extracted; the file is at {where} for the code tool]"
-        limit = DOCUMENT_INLINE_CHARS
-        if len(got.text) <= limit and not got.truncated:
+        if len(got.text) <= DOCUMENT_INLINE_CHARS and not got.truncated:
             return f"{head}; also at {where} for the code tool]\n{got.text}\n[end of {item.name}]"
-        excerpt = got.text[: min(EXCERPT_CHARS, limit)]
+        excerpt = got.text[: min(EXCERPT_CHARS, DOCUMENT_INLINE_CHARS)]
         return (
             f"{head}; long: the first {len(excerpt)} of {len(got.text)} characters follow. "
             f"The full text is at {where}: read it with the code tool]\n{excerpt}\n"

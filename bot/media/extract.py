@@ -1,9 +1,5 @@
-"""Text out of documents: PDF (pypdf), DOCX (its XML), and plain text, CSV, JSON, code.
-
-Bounded everywhere: pages, characters, and DOCX's uncompressed XML size (a zip bomb stays
-a small read, parsed as a stream). PDF and DOCX are read in a child process under CPU,
-memory and time limits (isolated.py); this module is what runs in it.
-"""
+"""Text out of PDF (pypdf), DOCX (its XML) and plain text, bounded in pages, characters and
+DOCX's uncompressed size (a zip bomb stays a small read). Runs in the child (isolated.py)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Media: voice messages transcribed, photos shown to the model, documents extracted.
-
-The Telegram adapter turns what a person sent into MediaItems and hands them to this
-feature's MediaService (MEDIA); the model's vision gate is its model wrapper (a model that
-refuses images answers without them, and the person reads why under the answer).
-"""
+"""Media: voice messages transcribed, photos shown to the model, documents extracted. A model
+that refuses images answers without them, and the person reads why under the answer."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""PDF and DOCX text read in a child process under CPU, memory and time limits.
-
-A parser in a worker thread cannot be stopped: a small crafted PDF kept one busy for half
-an hour (a timeout only stops the waiting), a handful starved every other user's thread
-pool work, and a small DOCX expanded to hundreds of MB in the bot's own memory. In a
-child, the kernel ends a parse past its CPU time or address space, and we kill it at the
-deadline; the bot only waits on a pipe. The child gets a bare environment (no token or
-keys for a parser exploit to find) and writes its result as JSON on stdout.
-"""
+"""PDF and DOCX text read in a child process under CPU, memory and time limits. A parser in a
+thread cannot be stopped: a crafted PDF kept one busy for half an hour, and a small DOCX grew
+to hundreds of MB in the bot's memory. The kernel ends a child past its limits, we kill it at
+the deadline, and its bare environment holds no token or key for an exploit to find."""
 
 from __future__ import annotations
 

@@ -23,8 +23,7 @@ VISION_MODE = "auto"
 
 
 def off_or_url(value: str | None) -> str | None:
-    """An endpoint setting: empty = unset (None), `off`, or an http(s) URL without its
-    trailing slash."""
+    """Empty: unset (None); `off`; or an http(s) URL without its trailing slash."""
     if value is None or not value.strip():
         return None
     value = value.strip()
@@ -36,8 +35,7 @@ def off_or_url(value: str | None) -> str | None:
 
 
 def origin(url: str) -> tuple[str, str, int | None]:
-    """Scheme, host and port: what a key is tied to (a path on the same server is the same
-    server)."""
+    """Scheme, host and port: what a key is tied to."""
     parts = urlsplit(url)
     default = {"http": 80, "https": 443}.get(parts.scheme.lower())
     return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port or default
@@ -48,9 +46,8 @@ _MODEL_AT = re.compile(r"(?P<model>[^@]*)@(?P<url>https?://.*)", re.IGNORECASE |
 
 
 def model_at_url(value: str) -> tuple[str, str | None]:
-    """TRANSCRIBE_MODEL / TTS_MODEL: a model's name, or `model@URL` for a direction served by
-    its own OpenAI-compatible endpoint (URL without its trailing slash; None: the shared
-    speech endpoint's). ValueError says what is wrong, as one line."""
+    """A model's name, or `model@URL` for a direction with its own endpoint (None: the shared
+    one's); ValueError in one line."""
     value = value.strip()
     if "@" not in value:
         return value, None
@@ -120,9 +117,8 @@ def _plain(key: SecretStr | str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where one direction (speech to text, text to speech) goes: base URL, the key sent
-    there, the model's name, and which settings named the URL and the key (for doctor,
-    which shows names, never the key)."""
+    """Where one direction goes, and which settings named the URL and the key (doctor shows
+    names, never the key)."""
 
     base_url: str
     api_key: str | None
@@ -149,8 +145,8 @@ class Endpoint:
 
 
 class SpeechSettings(BaseModel):
-    """The audio endpoint, shared by voice notes (speech to text) and voice replies (text to
-    speech): OpenAI's audio API, and the local servers that copy it, serve both routes."""
+    """The audio endpoint voice notes and voice replies share (OpenAI's audio API, and the
+    local servers that copy it, serve both routes)."""
 
     # An OpenAI-compatible /audio endpoint. Empty: the LLM endpoint's; off: no voice at all.
     # TRANSCRIBE_BASE_URL and TTS_BASE_URL were one each.

@@ -1,9 +1,5 @@
-"""Speech to text through an OpenAI-compatible `/audio/transcriptions` endpoint.
-
-OpenAI, Groq, faster-whisper-server (speaches) and whisper.cpp's server all take the same
-multipart form (`file`, `model`, `response_format`) and answer `{"text": ...}`.
-Every failure becomes a MediaError whose text is one sentence for the user.
-"""
+"""Speech to text through an OpenAI-compatible `/audio/transcriptions` endpoint (OpenAI,
+Groq, speaches, whisper.cpp); every failure is a MediaError in one sentence for the user."""
 
 from __future__ import annotations
 

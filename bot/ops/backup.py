@@ -1,11 +1,7 @@
-"""`sidekick backup`: the database and the data folder's files in one .tar.gz, verified.
+"""`sidekick backup`: the database and the data folder's own files in one verified .tar.gz.
 
-SQLite is copied with its online backup API, page by page under the database's own locks,
-so a running bot can keep writing meanwhile; PostgreSQL through `pg_dump`. The archive holds
-`backup.json` (what is inside: tables with their row counts, files), the database
-(`sidekick.db` or `sidekick.pgdump`) and the data folder's own files under `data/` (inputs,
-the vision cache, chat history) without the database, its journals, the backups and logs.
-"""
+SQLite is copied with its online backup API, under the database's own locks, so a running
+bot keeps writing meanwhile; PostgreSQL through `pg_dump`. `backup.json` says what is inside."""
 
 from __future__ import annotations
 
@@ -57,23 +53,17 @@ class Verified:
     files: int
 
 
-def backups_dir(settings: Settings) -> Path:
-    return settings.data_dir / "backups"
-
-
 def archive_path(settings: Settings, target: Path | None, now: datetime) -> Path:
-    """`target` if it names an archive, inside it if it is a folder, else DATA_DIR/backups."""
     name = f"{PREFIX}{now.strftime('%Y%m%d-%H%M%S')}{SUFFIX}"
     if target is None:
-        return backups_dir(settings) / name
+        return settings.data_dir / "backups" / name
     if target.is_dir() or not target.name.endswith(SUFFIX):
         return target / name
     return target
 
 
 def read_only(db: Path) -> contextlib.closing[sqlite3.Connection]:
-    """A SQLite file opened read only, closed when the `with` ends (sqlite3's own context
-    manager only ends a transaction)."""
+    # Closed when the `with` ends: sqlite3's own context manager only ends a transaction.
     return contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True))
 
 
@@ -101,18 +91,10 @@ def table_counts(db: Path) -> dict[str, int]:
 
 
 def quoted(name: str) -> str:
-    """An SQL identifier, whatever characters the name holds."""
     return '"' + name.replace('"', '""') + '"'
 
 
-def copy_sqlite(source: Path, target: Path) -> None:
-    """The online backup API: consistent even while the bot writes (WAL or not)."""
-    with read_only(source) as src, contextlib.closing(sqlite3.connect(target)) as dst:
-        src.backup(dst)
-
-
 def libpq_url(url: str) -> str:
-    """The URL pg_dump understands (no +asyncpg driver part), password included."""
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
@@ -124,7 +106,7 @@ def pg_tool(name: str) -> str:
 
 
 def user_files(data_dir: Path, skip: set[Path]) -> list[Path]:
-    out = []  # (none when the folder is missing: rglob finds nothing there)
+    out = []
     for path in sorted(data_dir.rglob("*")):
         rel = path.relative_to(data_dir)
         if path.is_dir() or rel.parts[0] in ("backups", LOCK_FILE) or path.resolve() in skip:
@@ -148,8 +130,11 @@ def make_backup(
         if database is not None:
             if not database.exists():
                 raise BackupError(f"no database at {database}")
-            copy_sqlite(database, staged / SQLITE_NAME)
-            manifest |= {"database": "sqlite", "tables": table_counts(staged / SQLITE_NAME)}
+            copy = staged / SQLITE_NAME
+            # The online backup API: consistent even while the bot writes (WAL or not).
+            with read_only(database) as src, contextlib.closing(sqlite3.connect(copy)) as dst:
+                src.backup(dst)
+            manifest |= {"database": "sqlite", "tables": table_counts(copy)}
         else:
             dump = [pg_tool("pg_dump"), "--format=custom", "--no-owner"]
             run_tool([*dump, f"--file={staged / PG_NAME}", libpq_url(settings.db_url)])
@@ -185,7 +170,6 @@ MAX_DATABASE_BYTES = 16 << 30
 
 
 def _member(tar: tarfile.TarFile, name: str, missing: str) -> IO[bytes]:
-    """A regular file of the archive, read by its bytes; BackupError `missing` if none."""
     with contextlib.suppress(KeyError):
         if (member := tar.extractfile(name)) is not None:
             return member
@@ -193,7 +177,6 @@ def _member(tar: tarfile.TarFile, name: str, missing: str) -> IO[bytes]:
 
 
 def read_manifest(tar: tarfile.TarFile) -> dict[str, object]:
-    """backup.json, checked for the shape `make_backup` writes."""
     member = _member(tar, MANIFEST, f"not a Sidekick backup: no {MANIFEST}")
     try:
         data = json.loads(member.read(1 << 20))
@@ -218,9 +201,9 @@ def read_manifest(tar: tarfile.TarFile) -> dict[str, object]:
 
 
 def check_members(tar: tarfile.TarFile) -> int:
-    """Every member a regular file (or folder) under a name this version writes, within its
-    size: no links, devices or paths outside. The bytes it would extract. Read member by
-    member, so an oversized one is refused without reading (decompressing) past it."""
+    """The bytes the archive would extract, refusing links, devices, paths outside, names a
+    backup does not write and members over their cap. Read member by member, so an oversized
+    one is refused without decompressing past it."""
     total = 0
     for m in tar:
         name = m.name[:200]
@@ -244,8 +227,8 @@ def check_members(tar: tarfile.TarFile) -> int:
 
 
 def verify(archive: Path) -> Verified:
-    """Open the archive's database copy: integrity check, and the row counts and files the
-    manifest says it holds; every failure is one line (BackupError)."""
+    """The archive's database passes its integrity check and holds the row counts and files
+    its manifest says; every failure is one line (BackupError)."""
     try:
         with tarfile.open(archive, "r:gz") as tar, tempfile.TemporaryDirectory() as tmp:
             check_members(tar)
@@ -271,8 +254,8 @@ def verify(archive: Path) -> Verified:
 
 
 def extract_one(tar: tarfile.TarFile, name: str, folder: Path) -> Path:
-    """One member to folder/name by its bytes (no paths or links from the archive are
-    followed; tarfile's extraction filters are missing from some 3.11 builds)."""
+    # By its bytes: no paths or links from the archive are followed (tarfile's extraction
+    # filters are missing from some 3.11 builds).
     member = _member(tar, name, f"{name} in the archive is not a file")
     out = folder / Path(name).name
     with out.open("wb") as f:
@@ -281,15 +264,15 @@ def extract_one(tar: tarfile.TarFile, name: str, folder: Path) -> Path:
 
 
 def archives(settings: Settings) -> list[Path]:
-    """The scheduled backups, oldest first (their names sort by time)."""
-    folder = backups_dir(settings)
+    # Oldest first: their names sort by time.
+    folder = settings.data_dir / "backups"
     return sorted(folder.glob(f"{PREFIX}*{SUFFIX}")) if folder.is_dir() else []
 
 
 def daily_backup(settings: Settings, now: datetime | None = None) -> Path | None:
-    """BACKUP_KEEP > 0: one verified backup a day into DATA_DIR/backups, keeping the newest
-    BACKUP_KEEP. Asked hourly, it derives from the newest archive whether one is due, so a
-    bot restarted every hour still backs up once a day, and a missed day is caught up."""
+    """One verified backup a day, keeping the newest BACKUP_KEEP. Asked hourly, it derives
+    from the newest archive whether one is due, so a bot restarted every hour still backs up
+    once a day, and a missed day is caught up."""
     if settings.backup_keep <= 0:
         return None
     now = now or datetime.now(UTC)
@@ -305,7 +288,6 @@ def daily_backup(settings: Settings, now: datetime | None = None) -> Path | None
 
 
 def modified(path: Path) -> datetime:
-    """When a backup was made: the UTC time in its name, else the file's time."""
     stamp = path.name.removeprefix(PREFIX).removesuffix(SUFFIX)
     try:
         return datetime.strptime(stamp, "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
@@ -314,7 +296,6 @@ def modified(path: Path) -> datetime:
 
 
 def backup_jobs(settings: Settings) -> list[JobSpec]:
-    """The scheduler's hourly "is a backup due" job, when BACKUP_KEEP is on."""
     if settings.backup_keep <= 0:
         return []
 
@@ -325,7 +306,6 @@ def backup_jobs(settings: Settings) -> list[JobSpec]:
 
 
 def backup_status(settings: Settings, now: datetime | None = None) -> CheckResult:
-    """For doctor: off, or the newest backup and whether it is recent."""
     if settings.backup_keep <= 0:
         return CheckResult(
             "backup", True, "daily backups off (BACKUP_KEEP=0); `sidekick backup` makes one"

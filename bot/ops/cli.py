@@ -78,7 +78,7 @@ def install_service(env_file: Path | None, only_print: bool) -> int:
 
 
 def run_ops_command(command: str, args: argparse.Namespace, settings: Settings) -> int:
-    """A BackupError is the CLI's one line and exit status 1, as any SidekickError."""
+    # A BackupError is the CLI's one line and exit status 1, as any SidekickError.
     from bot.ops.backup import make_backup, verify
     from bot.ops.restore import restore
 

@@ -34,14 +34,6 @@ async def check_settings(app: App) -> list[CheckResult]:
     return out
 
 
-def database_file(settings: Settings) -> str:
-    """The file a person can look for (absolute), or the URL itself."""
-    path = sqlite_file(settings)
-    if path is None:  # a server URL may hold a password: masked
-        return make_url(settings.db_url).render_as_string()
-    return f"{path} ({'exists' if path.exists() else 'new'})"
-
-
 async def check_database(app: App) -> list[CheckResult]:
     module = sqlite_module()
     pg = is_postgres(app.engine)
@@ -67,7 +59,12 @@ async def check_database(app: App) -> list[CheckResult]:
         migrations = CheckResult("migrations", False, f"pending: {todo}", "run `sidekick migrate`")
     else:
         migrations = await schema_check(app)
-    return [CheckResult("database", True, database_file(app.settings)), vectors, migrations]
+    path = sqlite_file(app.settings)  # the file a person can look for, or the URL
+    if path is None:  # a server URL may hold a password: masked
+        where = make_url(app.settings.db_url).render_as_string()
+    else:
+        where = f"{path} ({'exists' if path.exists() else 'new'})"
+    return [CheckResult("database", True, where), vectors, migrations]
 
 
 async def schema_check(app: App) -> CheckResult:

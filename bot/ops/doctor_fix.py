@@ -1,7 +1,5 @@
-"""`sidekick doctor --fix`: what can be put right without a person deciding, done before the
-checks run: the .env file readable by its owner only (600), the data folder likewise (700),
-missing folders made, pending migrations applied, and bubblewrap (the code tool's sandbox)
-installed with apt-get when running as root (else its install line is printed)."""
+"""`sidekick doctor --fix`, before the checks run: what needs no person's decision (.env 600,
+the data folder 700, missing folders, pending migrations, bubblewrap with apt-get as root)."""
 
 from __future__ import annotations
 
@@ -87,6 +85,5 @@ def fix_bubblewrap(root: bool) -> list[CheckResult]:
 
 
 async def apply_fixes(settings: Settings, root: bool | None = None) -> list[CheckResult]:
-    """Every fix that applied (nothing when all was in order)."""
     root = os.geteuid() == 0 if root is None else root
     return [*fix_files(settings), *await fix_migrations(settings), *fix_bubblewrap(root)]

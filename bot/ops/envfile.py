@@ -1,6 +1,5 @@
-"""Reading and changing a .env file by hand's rules: every other line (comments, blank
-lines, settings not touched) stays as it was, a changed setting keeps its place, a new one
-goes at the end, and the file is readable by its owner only (it holds the token)."""
+"""Changing a .env as a person would: other lines stay, a changed setting keeps its place,
+a new one goes last, and the file is its owner's only (it holds the token)."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
 
 
 def read_env(path: Path) -> dict[str, str]:
-    """The settings a .env file sets, read as the bot reads them (python-dotenv, as
-    pydantic-settings does); names upper-cased, the last line of a name wins."""
+    # Read as pydantic-settings reads it (python-dotenv): the last line of a name wins.
     values = dotenv_values(path) if path.is_file() else {}
     return {k.upper(): v for k, v in values.items() if v is not None}
 
@@ -25,8 +23,8 @@ def _quoted(value: str) -> str:
 
 
 def set_values(path: Path, values: dict[str, str | None]) -> None:
-    """Set (or with None, remove) these names in the file, keeping everything else; written
-    whole to a temporary file and renamed over, mode 600."""
+    """Set (None: remove) these names, keeping everything else; written to a temporary file
+    and renamed over, mode 600."""
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     todo = dict(values)
     out: list[str] = []
@@ -49,7 +47,6 @@ def set_values(path: Path, values: dict[str, str | None]) -> None:
 
 
 def mask(value: str) -> str:
-    """A secret as it may be shown: its last four characters at most."""
     if not value:
         return "(not set)"
     return "••••" + (value[-4:] if len(value) >= 12 else "")

@@ -1,10 +1,6 @@
-"""Settings merged into others: a .env written for an older release still starts.
-
-Each former name is read once at start and translated into its replacement; one warning
-line names the replacement and the value it was read as (the CLI prints it before
-anything starts, `sidekick doctor` lists it). A value that cannot be translated is one
-error line naming the former variable, like any bad value: never silently dropped.
-"""
+"""Settings merged into others: a .env written for an older release still starts. Each
+former name is translated into its replacement with one warning line saying what it was read
+as; a value that cannot be translated is one error line, never silently dropped."""
 
 from __future__ import annotations
 
@@ -25,9 +21,6 @@ from tools.code.settings import GENERATE_MEMORY_MB, GENERATE_TIMEOUT_S
 
 @dataclass
 class Translation:
-    """What the former names present say: values for the new fields (field name -> value),
-    one warning per former name, one error per value that cannot be translated."""
-
     values: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -35,8 +28,8 @@ class Translation:
 
 @dataclass(frozen=True)
 class Raw:
-    """The values as read, upper-cased names: each with where it came from (the .env's
-    path or "environment"); blank values are unset, as for every setting."""
+    """Upper-cased names, each value with where it came from (a .env's path, "environment");
+    blank values are unset, as for every setting."""
 
     values: Mapping[str, tuple[str, str]]
 
@@ -348,7 +341,6 @@ RENAMED = frozenset(name for names in RULES.values() for name in names)
 
 
 def translate(raw: Raw) -> Translation:
-    """What the former names in `raw` mean in today's settings."""
     t = Translation()
     for rule, names in RULES.items():
         if raw.present(*names):

@@ -1,5 +1,5 @@
-"""The Operator (bot/ops/operator.py) of a running app: the doctor's checks and backups,
-through the same functions `sidekick doctor` and `sidekick backup` call."""
+"""The Operator (bot/ops/operator.py) of a running app, through the functions `sidekick
+doctor` and `sidekick backup` call."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The operator's commands as the running bot offers them to a feature (the dashboard's
-owner pages): the doctor's checks, and backups made and listed as `sidekick backup` makes
-them. What runs the app hands them in (bot/ops/live.py, App.hand): a feature cannot import
-the doctor, which builds the app from the feature list."""
+"""The operator's doctor and backups as the running bot offers them to a feature (the
+dashboard's owner pages), handed in by what runs the app (bot/ops/live.py): a feature cannot
+import the doctor, which builds the app from the feature list."""
 
 from __future__ import annotations
 

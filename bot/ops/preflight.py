@@ -1,8 +1,6 @@
-"""Checks that need the file system, run before anything is opened (database, servers, bot).
-
-A bad setting found here costs one line and exit status 2; found later, it would leave a
-half-built app behind (an undisposed engine keeps its worker thread, and the process alive).
-"""
+"""Checks that need the file system, run before anything is opened: a bad setting found
+here is one line and exit status 2; later, it would leave a half-built app (an undisposed
+engine's worker thread keeps the process alive)."""
 
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ if TYPE_CHECKING:
 
 
 def writable(folder: Path, name: str) -> str | None:
-    """None if files can be created in `folder` (made if missing), else the problem."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
@@ -31,9 +28,8 @@ def writable(folder: Path, name: str) -> str | None:
 
 
 def preflight(settings: Settings) -> list[str]:
-    """Every problem found, one per line. Everything the bot creates from here on (the
-    database and its WAL and SHM, uploads, logs) is for its own account only: other local
-    accounts must not read the users' data."""
+    """Every problem found, one per line. What the bot creates from here on is for its own
+    account only: other local accounts must not read the users' data."""
     os.umask(0o077)
     out: list[str] = []
     database = sqlite_file(settings) if settings.database_url else None
@@ -53,7 +49,6 @@ CREATES_DATABASE = frozenset({"migrate", "restore", "run", "chat", "service"})
 
 
 def sqlite_file(settings: Settings) -> Path | None:
-    """The SQLite file the settings point at, or None for PostgreSQL / in-memory."""
     from sqlalchemy.engine import make_url  # the database layer: not for a bad setting's exit
 
     url = make_url(settings.db_url)
@@ -63,9 +58,8 @@ def sqlite_file(settings: Settings) -> Path | None:
 
 
 def where_am_i(env_file: Path | None, command: str, settings: Settings) -> None:
-    """Say which .env and database a command uses when it runs outside the project folder (no
-    .env where it looks for one), and refuse to make a new empty database there by accident:
-    `sidekick usage` run from another folder would otherwise report on an empty one."""
+    """Outside the project folder (no .env found): say which .env and database are used, and
+    refuse to make a new empty database by accident (`sidekick usage` would report on it)."""
     from bot.config import env_path
 
     # The terminal chat talks to the person on stdout (its stderr is for failures only).

@@ -1,15 +1,8 @@
 """`sidekick restore PATH`: an archive from `sidekick backup` back into DATA_DIR and the
-database. It refuses a target that holds data unless told (`--force`): restoring over a live
-install by accident would lose everything since.
-
-Everything is checked before anything in the target changes: the archive's members (regular
-files under the names a backup writes, within their sizes, no links or paths outside), its
-manifest's shape, the free space, and the database itself (integrity, a migration stamp this
-version knows, nothing its schema does not have: no triggers, views or tables of its own,
-then brought to head as a start would and compared with the models). It is all extracted
-into a folder beside the target, and only then swapped in by renames: the old files go aside
-until the new ones are in place, and come back if a rename fails. Every refusal is one line.
-"""
+database; a target holding data needs `--force` (restoring over a live install by accident
+would lose everything since). Everything is checked (members, manifest, free space, the
+database's integrity, stamp and schema) and extracted beside the target before anything in
+it changes; then renames swap it in, undone if one fails. Every refusal is one line."""
 
 from __future__ import annotations
 
@@ -52,15 +45,8 @@ def kept(path: Path) -> bool:
     return name in KEPT or name.startswith(STAGING) or name.endswith(".log") or ".log." in name
 
 
-def occupied(settings: Settings) -> list[str]:
-    """What in the target would be overwritten: the database, and files in DATA_DIR."""
-    database = sqlite_file(settings)
-    found = [str(database)] if database is not None and database.exists() else []
-    return found + [str(p) for p in _replaced(settings.data_dir, database)]
-
-
 def _replaced(data_dir: Path, database: Path | None) -> list[Path]:
-    """DATA_DIR's entries a restore replaces (the database and its journals move apart)."""
+    # The database and its journals move apart.
     if not data_dir.is_dir():
         return []
     journals = {database.name + s for s in JOURNALS} if database is not None else set()
@@ -72,8 +58,8 @@ def _replaced(data_dir: Path, database: Path | None) -> list[Path]:
 
 
 def restore(settings: Settings, archive: Path, force: bool = False) -> Verified:
-    """The archive into the target, holding the data folder (bot/ops/runlock.py): never under
-    a running bot, which would go on writing to the file it has open, the replaced one."""
+    # Holding the data folder (bot/ops/runlock.py): a running bot would go on writing to the
+    # file it has open, the replaced one.
     checked = verify(archive)
     try:
         with hold(settings.data_dir, datetime.now(UTC), "restore"):
@@ -83,13 +69,14 @@ def restore(settings: Settings, archive: Path, force: bool = False) -> Verified:
 
 
 def _restore(settings: Settings, archive: Path, checked: Verified, force: bool) -> Verified:
-    in_the_way = occupied(settings)
+    database = sqlite_file(settings)
+    in_the_way = [str(database)] if database is not None and database.exists() else []
+    in_the_way += [str(p) for p in _replaced(settings.data_dir, database)]
     if in_the_way and not force:
         raise BackupError(
             f"{settings.data_dir} already holds data ({', '.join(in_the_way[:3])}); stop the "
             "bot and pass --force to replace it with the backup"
         )
-    database = sqlite_file(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # Beside the target (the same file system: the swap is renames, never copies).
     staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=settings.data_dir))
@@ -116,7 +103,6 @@ def _stage(
     database: Path | None,
     staging: Path,
 ) -> Path | None:
-    """Every file and the database extracted into `staging` and checked; nothing else yet."""
     size = check_members(tar)
     manifest = read_manifest(tar)
     if (manifest.get("database") == "sqlite") != (database is not None):
@@ -147,7 +133,6 @@ def _stage(
 
 
 def _swap(data_dir: Path, new: Path, database: Path | None, staged_db: Path | None) -> None:
-    """The old entries aside, the new ones in, by renames; undone if one fails."""
     aside = new.parent / "old"
     aside.mkdir()
     moved: list[tuple[Path, Path]] = []
@@ -178,9 +163,8 @@ def _swap(data_dir: Path, new: Path, database: Path | None, staged_db: Path | No
 
 
 def check_database(db: Path, scratch: Path) -> None:
-    """BackupError unless `db` is a database this version can run on: made by our migrations
-    (a stamp we know), holding nothing a database made by the same migrations lacks, and,
-    once brought to head, exactly what the models declare. Leaves `db` at head."""
+    """BackupError unless our migrations made `db` (a stamp we know, nothing beside what they
+    make) and, brought to head, it is what the models declare. Leaves `db` at head."""
     revision = _stamp(db)
     reference = scratch / "reference.db"
     asyncio.run(_migrate_to(reference, revision))
@@ -223,7 +207,6 @@ def _objects(db: Path) -> set[tuple[str, str]]:
 
 
 async def _migrate_to(db: Path, revision: str = "head") -> None:
-    """`db` (made if absent) migrated to `revision`."""
     from db.engine import create_engine
     from db.migrate import upgrade
 

@@ -1,16 +1,8 @@
-"""DATA_DIR/sidekick.lock: which process owns the data folder.
-
-`sidekick run` holds a lock on it for its whole life, and writes its pid and start time
-into it for `sidekick status`. The kernel drops the lock when the process ends, however it
-ends (a kill -9 included), so a stale file never blocks a start. A second `sidekick run` in
-the same folder is refused (two long pollers take turns getting each other's updates from
-Telegram, every second or so); webhook workers on PostgreSQL share the folder
-(docs/scaling.md) and so hold it shared; `sidekick restore` takes it alone, so it never
-swaps the database under a running bot and a bot cannot start in the middle of a restore.
-
-The file is never removed: a process that opened it just before another unlinked it would
-lock a file nobody else can find.
-"""
+"""DATA_DIR/sidekick.lock: which process owns the data folder. The kernel drops the lock
+however the holder ends (kill -9 too), so a stale file never blocks a start. A second `run`
+in one folder is refused (two long pollers steal each other's updates); webhook workers on
+PostgreSQL hold it shared (docs/scaling.md); `restore` holds it alone. Never removed: a
+process that opened it just before another unlinked it would lock a file nobody finds."""
 
 from __future__ import annotations
 
@@ -33,7 +25,7 @@ RETRY_S = 0.05
 
 
 class Busy(SidekickError):
-    """The data folder is held by another process."""
+    pass
 
 
 @dataclass(frozen=True)
@@ -80,7 +72,6 @@ def describe(found: Running) -> str:
 def hold(
     data_dir: Path, now: datetime, command: str, *, shared: bool = False, wait_s: float = 0.0
 ) -> Iterator[None]:
-    """The data folder for this process, or Busy in one line naming who has it."""
     fd = _open(data_dir)
     try:
         deadline = time.monotonic() + wait_s
@@ -100,7 +91,7 @@ def hold(
 
 
 def holder(data_dir: Path) -> Running | None:
-    """Who holds the data folder now, or None. Tests the lock without waiting."""
+    """Who holds the data folder now (None: nobody), without waiting."""
     path = data_dir / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)

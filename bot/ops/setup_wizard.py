@@ -1,11 +1,7 @@
-"""`sidekick setup`: asks for the settings a first start needs and checks each one at once
-(the token with getMe, the model endpoint by listing its models, search with one query),
-then writes them into .env (mode 600), keeping every other line.
-
-Run again, it shows what is set (secrets masked) and changes only what is picked. Plain
-prompts (input, getpass), so it works over SSH and in any terminal; secrets are typed
-without echo and never printed back.
-"""
+"""`sidekick setup`: asks for what a first start needs, checks each answer at once (getMe,
+the endpoint's model list, one search) and writes it into .env (mode 600), keeping every other
+line. Run again, it shows what is set (secrets masked) and changes what is picked. Plain
+prompts, so it works over SSH; secrets are typed without echo and never printed back."""
 
 from __future__ import annotations
 
@@ -49,8 +45,6 @@ PRESETS = (
 
 
 class Prompt:
-    """The terminal: questions with a default that Enter keeps, and secrets without echo."""
-
     def __init__(
         self, ask: Callable[[str], str] = input, secret: Callable[[str], str] = getpass.getpass
     ) -> None:
@@ -64,7 +58,6 @@ class Prompt:
         return self._ask(f"{question}{shown}: ").strip() or default
 
     def secret(self, question: str, current: str) -> str:
-        """A secret typed without echo; Enter keeps the current one (shown masked)."""
         shown = f" [{mask(current)}, Enter keeps]" if current else ""
         return self._secret(f"{question}{shown}: ").strip() or current
 
@@ -79,7 +72,6 @@ def _get(url: str, headers: dict[str, str] | None = None) -> httpx.Response:
 
 
 def check_token(api_url: str, token: str) -> tuple[bool, str]:
-    """getMe: (True, "@name (First name)") or (False, why)."""
     if not TOKEN_SHAPE.fullmatch(token):
         return False, "that does not look like a bot token (123456:ABC-...)"
     try:
@@ -111,7 +103,6 @@ def list_models(base_url: str, key: str) -> tuple[list[str] | None, str]:
 
 
 def try_model(base_url: str, key: str, model: str) -> tuple[bool, str]:
-    """One short chat call: does this model answer?"""
     body = {"model": model, "messages": [{"role": "user", "content": "Say OK"}], "max_tokens": 5}
     try:
         with httpx.Client(timeout=CHECK_TIMEOUT_S * 4) as http:
@@ -125,7 +116,6 @@ def try_model(base_url: str, key: str, model: str) -> tuple[bool, str]:
 
 
 def check_search(searxng: str, brave: str) -> tuple[bool, str]:
-    """One real query through the search tool's own backends."""
     from tools.search.doctor import check_search as search_check
     from tools.search.settings import SearchSettings
 
@@ -159,10 +149,7 @@ class Wizard:
             self.env.write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
         set_values(self.env, changes)
         self.values = read_env(self.env)
-        names = ", ".join(changes)
-        self.p.say(f"  saved to {self.env} (mode 600): {names}")
-
-    # The steps -----------------------------------------------------------------------
+        self.p.say(f"  saved to {self.env} (mode 600): {', '.join(changes)}")
 
     def telegram(self) -> None:
         self.p.say("\nTelegram bot token: from @BotFather (send it /newbot), like 123456:ABC-...")
@@ -313,8 +300,6 @@ class Wizard:
             searxng = brave = ""
         self.save({"SEARXNG_URL": searxng or None, "BRAVE_API_KEY": brave or None})
 
-    # The whole ------------------------------------------------------------------------
-
     def summary(self) -> list[tuple[str, Callable[[], None]]]:
         v = self.get
         owner = (v("ALLOWED_USER_IDS").split(",")[0] or "learn from the first message").strip()
@@ -364,8 +349,8 @@ def complete(values: dict[str, str]) -> bool:
 
 
 def run_setup(env: Path, *, if_needed: bool = False) -> int:
-    """The wizard; with `if_needed` only when stdin is a terminal and .env cannot start the
-    bot (what the first `make run` does)."""
+    # `if_needed` (the first `make run`): only when stdin is a terminal and .env cannot start
+    # the bot.
     if if_needed:
         values = {**read_env(env), **{k: v for k, v in os.environ.items() if k.isupper() and v}}
         if complete(values) or not sys.stdin.isatty():

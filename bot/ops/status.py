@@ -1,9 +1,5 @@
-"""`sidekick status` and `sidekick logs`: what the running bot is doing, from another shell.
-
-`sidekick run` holds DATA_DIR/sidekick.lock (with its pid and start time) while it runs;
-status tests that lock and reads the database (read only: it opens no migration) and the
-data folder.
-"""
+"""`sidekick status` and `sidekick logs`: what the running bot is doing, from another shell
+(the run lock's holder, the database read only, the data folder)."""
 
 from __future__ import annotations
 
@@ -53,7 +49,6 @@ def folder_size(folder: Path) -> int:
 
 
 async def database_lines(settings: Settings, now: datetime) -> list[str]:
-    """Messages, the model's last answer, deliveries and reminders, from the database."""
     from db.engine import create_engine, session_factory
     from db.repos.activity import activity
     from tools.memory.reembed import status_line
@@ -152,8 +147,7 @@ async def print_status(settings: Settings, now: datetime | None = None) -> int:
 
 def print_logs(settings: Settings, lines: int, follow: bool) -> int:
     """The end of DATA_DIR/sidekick.log, secrets masked (again: a line written before a
-    secret was set is masked now too); with `follow`, new lines as they come, across a
-    rotation."""
+    secret was set is masked now too); `follow`: new lines as they come, across a rotation."""
     path = settings.data_dir / RUN_LOG
     scrub = Scrubber(settings.secrets()).scrub
     out, position, inode = sys.stdout, 0, -1

@@ -1,36 +1,12 @@
-"""Archiving a session: summarise it (bot/sessions/summary.py, the service compression uses
-too), keep the summary as a `short` memory and the lasting facts the user stated as
-long/mid memories, drop the session's `session`-layer memories, and mark it ended and
-archived.
+"""Archiving a session: a checked summary (bot/sessions/summary.py) kept as a `short` memory,
+the facts the user stated kept as long/mid memories, session memories dropped, the session
+marked archived. Each step is saved before the next, so a run cut short (model down, process
+killed) is repeated later and still yields one summary memory; a failure retries with backoff.
 
-Every step is idempotent and its result is saved before the next one starts, so a run
-that fails half-way (model down, process killed) is simply repeated later and still
-yields exactly one summary memory:
-
-1. the checked summary is saved on the session's archive row (a retry reuses it);
-2. the memory is stored and its id saved (the memory store's de-duplication turns a
-   repeat of the same text into an update, should the process die in between);
-3. session memories are cleared; 4. the session is marked ended and archived.
-
-When the model fails, nothing is marked: a scheduled split leaves the session open and
-the next run retries (with backoff). A session closed on request (/newsession) stays
-closed and only its summary is retried.
-
-Consolidation: the summariser is asked, in the same call, for the facts, preferences and
-plans the user stated ("FACTS:" after the summary). Each one becomes a long-term (fact,
-preference, relationship) or mid-term (goal, plan, project) memory only if the grounding
-check finds its specifics in the user's own messages; it points at the user message it
-came from, and the memory store's de-duplication turns a repeat into an update. A memory
-of something the user never said is worse than no memory.
-
-What is summarised is the session as its memory may be written from (without_outside): the
-user's own words, and what Sidekick said in turns that read nothing from outside. A turn
-that read a web page, search results, an MCP tool's answer or a file (marked where it was
-stored: tools/effects.py OUTSIDE_MARK) keeps the user's message, loses the outside content
-itself and Sidekick's words after it, which may repeat it (a bank, an account number, a
-link, an "instruction"), and says in one line that outside content was read. So the
-summary and the facts it keeps cannot carry a page's words into memory as the user's.
-"""
+A fact is kept only when the grounding check finds it in the user's own messages: a memory
+of something never said is worse than none. What is summarised leaves out outside content
+(web pages, files, MCP answers: tools/effects.py OUTSIDE_MARK) and Sidekick's words after it,
+so a page's words never reach memory as the user's (without_outside)."""
 
 from __future__ import annotations
 
@@ -38,7 +14,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
@@ -91,14 +67,9 @@ Write in {language}. No preamble, no headings, no Markdown.""",
     facts=True,
 )
 
-LAYER_OF = {
-    "fact": "long",
-    "preference": "long",
-    "relationship": "long",
-    "goal": "mid",
-    "plan": "mid",
-    "project": "mid",
-}
+LAYER_OF = dict.fromkeys(("fact", "preference", "relationship"), "long") | dict.fromkeys(
+    ("goal", "plan", "project"), "mid"
+)
 _WORDS = re.compile(r"\w{3,}")
 
 
@@ -115,37 +86,26 @@ class ArchiveResult:
 
 
 class SummaryError(Exception):
-    """The model failed or its summary did not pass the checks."""
+    pass
 
 
+@dataclass
 class Archiver:
-    def __init__(
-        self,
-        session_factory: SessionFactory,
-        memory: MemoryStore,
-        llm: TextModel,
-        clock: Clock,
-        *,
-        default_tz: ZoneInfo | None = None,
-        retry_base: timedelta = timedelta(minutes=1),
-        lease: timedelta = timedelta(seconds=2 * SUMMARY_MAX_S + 60),
-        pace: Pace | None = None,
-    ) -> None:
-        self.default_tz = default_tz or ZoneInfo("UTC")
-        self.session_factory = session_factory
-        self.memory = memory
-        self.llm = llm
-        self.clock = clock
-        self.retry_base = retry_base
-        # How long a writer may hold a session before another may take over (it died):
-        # two summary calls (a rejected summary is asked for once more) at their longest.
-        self.lease = lease
-        self.pace = pace or Pace()  # the server's speed, shared by this archiver's calls
+    session_factory: SessionFactory
+    memory: MemoryStore
+    llm: TextModel
+    clock: Clock
+    _: KW_ONLY
+    default_tz: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
+    retry_base: timedelta = timedelta(minutes=1)
+    # How long a writer may hold a session before another may take over (it died): two
+    # summary calls (a rejected summary is asked for once more) at their longest.
+    lease: timedelta = timedelta(seconds=2 * SUMMARY_MAX_S + 60)
+    pace: Pace = field(default_factory=Pace)  # the server's speed, shared by its calls
 
     async def archive(self, session_id: int) -> ArchiveResult:
-        """Archive one session (open or already closed); safe to call any number of times,
-        from any process: one writer at a time holds the session's lease (the others get
-        "busy"), so a session is never summarised twice at once."""
+        """Safe to call any number of times, from any process: one writer at a time holds the
+        session's lease (the others get "busy")."""
         now = self.clock()
         try:
             async with self.session_factory() as s, s.begin():
@@ -185,8 +145,7 @@ class Archiver:
             tz = user_tz(user.timezone if user else None, self.default_tz)
             user_id, name, started = session.user_id, session.name, session.started_at
             messages = await core_repo.session_messages(s, session_id)
-            summary = state.summary
-            memory_id = state.memory_id
+            summary, memory_id = state.summary, state.memory_id
         last_id = messages[-1].id if messages else 0
         words = said(messages)
         if not words:
@@ -271,8 +230,6 @@ class Archiver:
         return ArchiveResult(session_id, "failed", error=error)
 
     async def summarise(self, messages: list[Message], call: ModelCall) -> tuple[str, list[Fact]]:
-        """A checked summary and the facts the model listed after it, of the session without
-        what it read from outside (without_outside)."""
         messages = without_outside(messages)
         summary = await Summariser(self.llm, pace=self.pace).summarise(WRITE, messages, call)
         if summary.ok:
@@ -337,8 +294,6 @@ async def consolidate(
 def archiver_from(
     deps: ToolDeps, default_tz: ZoneInfo, llm: TextModel | None = None
 ) -> Archiver | None:
-    """The archiver for an app's shared resources (`llm`: the model for summaries, default
-    deps.llm); None when memory is not available."""
     if deps.memory is None:
         return None
     model = llm or deps.llm

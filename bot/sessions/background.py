@@ -1,12 +1,6 @@
-"""Session summaries written in the background: /newsession answers at once while a slow
-local model takes minutes to summarise the session it closed.
-
-The sessions feature's part (ARCHIVE), built with the app, so both adapters have it whether
-or not they run the scheduler. Each
-summary goes through the Archiver's lease: if the split job (or another worker) writes
-that session's summary already, this one is a no-op, and a summary cut short by shutdown
-releases the lease and is written by the next start's split job.
-"""
+"""Session summaries written in the background, so /newsession answers at once. Each goes
+through the Archiver's lease: one the split job writes already is a no-op here, and one cut
+short by shutdown is written by the next start's split job."""
 
 from __future__ import annotations
 
@@ -29,7 +23,6 @@ class BackgroundArchive:
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     def archive_soon(self, session_id: int) -> bool:
-        """Start archiving a closed session; False without an archiver."""
         archiver = self.archiver
         if archiver is None:
             return False
@@ -49,7 +42,6 @@ class BackgroundArchive:
         return True
 
     async def idle(self) -> None:
-        """Wait for the summaries being written."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 

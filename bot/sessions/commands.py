@@ -1,5 +1,5 @@
-"""/newsession [name] (also /new), /sessions and /timezone [Area/City]: the same replies in
-Telegram and the terminal chat, which both render these commands."""
+"""/newsession [name] (also /new), /sessions and /timezone [Area/City], for Telegram and the
+terminal alike."""
 
 from __future__ import annotations
 
@@ -52,9 +52,7 @@ async def new_session(
     name: str | None,
     chat: int | None = None,
 ) -> NewSession:
-    """The one place a command starts a new session: close, open, and archive the old one
-    in the background (a slow local model takes minutes to summarise: the reply does not
-    wait for it)."""
+    # The old session is archived in the background: a slow local model takes minutes.
     deps = host.deps
     created = await start_new_session(
         deps.session_factory, deps.clock, telegram_user_id=telegram_user_id,
@@ -83,16 +81,6 @@ def new_session_text(created: NewSession) -> str:
 @lru_cache(maxsize=1)
 def _zones() -> dict[str, str]:
     return {z.lower(): z for z in zoneinfo.available_timezones()}
-
-
-def canonical_zone(name: str) -> str | None:
-    """The IANA name as tzdata spells it ('europe/berlin' → 'Europe/Berlin'), or None."""
-    return _zones().get(name.strip().lower())
-
-
-def zone_suggestions(name: str) -> list[str]:
-    close = difflib.get_close_matches(name.strip().lower(), list(_zones()), n=3, cutoff=0.6)
-    return [_zones()[c] for c in close]
 
 
 def _fmt(dt: datetime, tz: ZoneInfo) -> str:
@@ -166,9 +154,11 @@ async def timezone_text(host: Host, telegram_user_id: int | None, user_name: str
                 f"Time zone reset to the default, {default}. Local time now: {_fmt(now, tz)}.\n"
                 f"{split_line(settings, tz, now)}"
             )
-        name = canonical_zone(arg)
+        # The IANA name as tzdata spells it ('europe/berlin' → 'Europe/Berlin').
+        name = _zones().get(arg.lower())
         if name is None:
-            hint = zone_suggestions(arg)
+            close = difflib.get_close_matches(arg.lower(), list(_zones()), n=3, cutoff=0.6)
+            hint = [_zones()[c] for c in close]
             text = f"I don't know the time zone {arg[:60]!r}."
             if hint:
                 text += " Did you mean: " + ", ".join(hint) + "?"

@@ -1,5 +1,5 @@
-"""What `sidekick doctor` says about sessions: the split job and the next split, what is
-due, archives that keep failing, and the long-session summaries."""
+"""What `sidekick doctor` says about sessions: the split job, what is due, failing archives
+and the long-session summaries."""
 
 from __future__ import annotations
 
@@ -12,10 +12,6 @@ from db.engine import SessionFactory
 from tools.base import CheckResult
 
 FAILING_AFTER = 3  # attempts before doctor calls an archive failing
-
-
-def _every(minutes: float) -> str:
-    return f"every {minutes:g} min" if minutes < 60 else f"every {minutes / 60:g} h"
 
 
 async def session_checks(
@@ -32,8 +28,8 @@ async def session_checks(
             f"SESSION_SPLIT={settings.session_split}; next split "
             f"{local:%Y-%m-%d %H:%M %Z} ({settings.timezone})"
         )
-    split_every = _every(SPLIT_EVERY.total_seconds() / 60)
-    split = f"next run: at bot start, then {split_every}; {split_detail}"
+    every = SPLIT_EVERY.total_seconds() / 60
+    split = f"next run: at bot start, then every {every:g} min; {split_detail}"
     out = [CheckResult("job session-split", True, split)]
     async with session_factory() as s:
         open_ = await repo.open_candidates(s, now)
@@ -58,8 +54,6 @@ async def session_checks(
 
 
 async def summaries_check(session_factory: SessionFactory) -> list[CheckResult]:
-    """One line: how many long-session summaries were used and how many rejected (a
-    rejected one leaves those turns trimmed from the prompt; the log says why)."""
     async with session_factory() as s:
         verified, rejected = await repo.compression_counts(s)
     review = history.SUMMARY_REVIEW

@@ -1,7 +1,6 @@
 """Sessions: the conversation split into periods (SESSION_SPLIT, in each user's time zone),
-each ended session archived into memory (bot/sessions/archive.py), a long session's oldest
-turns compressed (bot/sessions/history.py), /newsession, /sessions and /timezone, and the
-per-minute split job (bot/sessions/split.py)."""
+ended sessions archived into memory, long sessions' oldest turns summarised, /newsession,
+/sessions and /timezone."""
 
 from __future__ import annotations
 
@@ -27,10 +26,8 @@ def setup() -> Setup:
     from tools.memory.store import MEMORY
 
     async def background(host: Host) -> BackgroundArchive:
-        """Session summaries run in the background with a time budget of their own, past
-        LLM_TIMEOUT_S (a slow local server takes minutes): a client of their own whose
-        deadline is the budget's ceiling, metered like every model call. None without
-        memory."""
+        # Summaries have a time budget past LLM_TIMEOUT_S (a slow local server takes
+        # minutes): a client of their own whose deadline is the budget's ceiling.
         deps = host.deps
         if not host.has(MEMORY):
             return BackgroundArchive(None)
@@ -41,8 +38,7 @@ def setup() -> Setup:
     async def split(host: Host) -> SessionSplit:
         deps = host.deps
         settings = deps.settings_for(SessionSettings)
-        # The archiver /newsession uses too (its summary model and budget); None without
-        # memory.
+        # The archiver /newsession uses (its summary model and budget); None without memory.
         archiver = (await host.need(ARCHIVE)).archiver
         return SessionSplit(settings, deps.session_factory, archiver, deps.clock)
 

@@ -1,20 +1,8 @@
-"""Starting a new chat session: the one path for /newsession, the terminal's /new and the
-model's own request (the `new_session` tool: SessionTurns, the sessions' part of every
-agent request, closes the session after the answer). The scheduled split archives through the
-same Archiver and lets the next message open the new session; a message that arrives
-after the split time but before the scheduler got to it (the bot was down, or the job
-runs a minute later) closes the old session itself (db/conversation.py), so it never lands
-in a finished period.
-
-The old session is closed and the new one opened in one transaction first, so a message
-arriving while the summary is being written already lands in the new session; then the
-old one is archived: by the caller's archiver, or (/newsession) in the background by the
-sessions part, so the reply does not wait for a slow model. One writer at a time holds a
-session's summary (a lease on its archive row), so /newsession, the split job and another
-worker never summarise one session at once. Without an archiver at hand (or when the
-model fails) the closed session waits as "summary pending" and the scheduler's next run
-archives it.
-"""
+"""Starting a new chat session: one path for /newsession, the terminal's /new and the model's
+`new_session` tool. The old session is closed and the new one opened in one transaction
+first, so a message arriving while the summary is written lands in the new one; then the old
+one is archived (in the background for a command, so the reply does not wait for a slow
+model). Without an archiver, or when the model fails, the split job archives it later."""
 
 from __future__ import annotations
 
@@ -59,8 +47,7 @@ async def start_new_session(
     archiver: Archiver | None = None,
     chat: int | None = None,
 ) -> NewSession:
-    """Close the user's open session in `chat` (a group's id; None: their own chat), if
-    any, open a new one there, then archive the old one."""
+    # `chat`: a group's id; None: the user's own chat.
     now = clock()
     async with session_factory() as s, s.begin():
         user = await repo.get_or_create_user(s, telegram_user_id, user_name, now)
@@ -78,8 +65,6 @@ async def start_new_session(
 
 @dataclass
 class Ending:
-    """Set by the new_session tool: the session ends after this request's answer."""
-
     asked: bool = False
 
 
@@ -122,9 +107,8 @@ NOT_ASKED = (
 
 
 class AskedToEnd:
-    """The sessions' gate: `new_session` runs only when the person's message (or the offer
-    it answers) asks for a fresh start (tools/asked.py). It sees that tool's calls only
-    (tools/hooks.py Only, in bot/sessions/feature.py)."""
+    """`new_session` runs only when the person's message (or the offer it answers) asks for
+    a fresh start (tools/asked.py)."""
 
     def __init__(self, session_factory: SessionFactory) -> None:
         self.sf = session_factory
@@ -145,9 +129,8 @@ TOOL = ToolModule(
 
 @dataclass
 class SessionTurns(TurnHooks):
-    """The sessions' part of an agent request whose history found a summary due, or whose
-    model asked for a fresh start (then the session is closed after its answer). It holds
-    nothing per request, so each request gets this same object (tools/hooks.py Always)."""
+    """A request whose history found a summary due, or whose model asked for a fresh start.
+    It holds nothing per request: each request gets this same object (tools/hooks.py Always)."""
 
     when = (DUE, ENDING)
     session_factory: SessionFactory
@@ -156,11 +139,8 @@ class SessionTurns(TurnHooks):
     compressions: Compressions | None = None  # where a summary found due is written
 
     async def on_answer(self, ctx: RequestContext, answer: str) -> None:
-        """Start the summary of the session's oldest turns its history found due, in the
-        background: the answer is stored, and no turn waits for it. Then, when the model
-        asked for a fresh start, close the session now (the next message opens a new one)
-        and write its summary in the background, as /newsession does. Never raises: the
-        reply goes out whatever happens here."""
+        """Summaries start in the background: no turn waits for them. Never raises: the reply
+        goes out whatever happens here."""
         if self.compressions is not None:  # a request whose history found none due: no llm
             self.compressions.soon(ctx.state(DUE))
         if not ctx.state(ENDING).asked:

@@ -1,16 +1,7 @@
-"""The sessions feature's tables (the core sessions and messages stay in db/models/core.py).
-
-SessionArchive, the archive state of a chat session: one row per session that archiving
-has touched. A session is archived when `archived_at` is set; until then failed attempts
-are counted and retried with backoff. Its leases make one process at a time write a
-session's summaries (a model call of minutes on a slow local server). Kept in its own
-table so the core sessions table stays as the foundation made it.
-
-SessionCompression, summaries that stand in for a range of a long session's oldest turns
-in the prompt. The turns themselves stay in `messages`; a row says "turns first..last are
-summarised by this text" (verified) or records why a summary was not used (rejected), so
-the summary is written once, not on every message, and rejections can be counted.
-"""
+"""The sessions feature's tables. SessionArchive: one row per session archiving touched (its
+state, failures with backoff, and the leases that let one process at a time write a session's
+summaries). SessionCompression: a summary standing in for a range of a long session's oldest
+turns in the prompt (verified), or why one was not used (rejected), so it is written once."""
 
 from __future__ import annotations
 

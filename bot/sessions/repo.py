@@ -1,6 +1,5 @@
-"""The sessions feature's SQL: archiving state and the summary leases, compressions (the
-summaries standing in for a long session's oldest turns), session listings and user time
-zones."""
+"""The sessions feature's SQL: archive state and summary leases, compressions, session
+listings and user time zones."""
 
 from __future__ import annotations
 
@@ -17,8 +16,6 @@ from db.models.core import SHOWN, ChatSession, Message, User
 
 @dataclass
 class Candidate:
-    """A session archiving may have to act on, with its owner's time zone."""
-
     session_id: int
     user_id: int
     name: str
@@ -29,8 +26,6 @@ class Candidate:
 
 @dataclass
 class SessionLine:
-    """One row of /sessions."""
-
     session_id: int
     name: str
     started_at: datetime
@@ -63,12 +58,10 @@ async def _candidates(s: AsyncSession, *where: ColumnElement[bool]) -> list[Cand
 
 
 async def open_candidates(s: AsyncSession, now: datetime) -> list[Candidate]:
-    """Open sessions not in a retry backoff; the caller decides which periods have ended."""
     return await _candidates(s, ChatSession.ended_at.is_(None), _not_waiting(now))
 
 
 async def unarchived_ended(s: AsyncSession, now: datetime) -> list[Candidate]:
-    """Sessions already closed whose summary is still to be written (not in backoff)."""
     ended = ChatSession.ended_at.is_not(None)
     return await _candidates(s, ended, SessionArchive.archived_at.is_(None), _not_waiting(now))
 
@@ -103,7 +96,6 @@ async def save_memory_id(s: AsyncSession, session_id: int, memory_id: int | None
 
 
 async def close_session(s: AsyncSession, session_id: int, now: datetime) -> bool:
-    """End an open session; False when it had already ended."""
     result = await s.execute(
         update(ChatSession)
         .where(ChatSession.id == session_id, ChatSession.ended_at.is_(None))
@@ -131,10 +123,8 @@ Lease = Literal["claimed_until", "compressing_until"]
 async def take_lease(
     s: AsyncSession, session_id: int, lease: Lease, now: datetime, until: datetime
 ) -> bool:
-    """Hold the session's lease (archive summary or compression) until `until`, unless
-    another writer holds it now (False). One conditional UPDATE: atomic on both databases,
-    so two workers, or the split job and /newsession, never both get it. The row must exist
-    (archive_row)."""
+    """False when another writer holds it now. One conditional UPDATE: atomic on both
+    databases, so two writers never both get it. The row must exist (archive_row)."""
     column = {
         "claimed_until": SessionArchive.claimed_until,
         "compressing_until": SessionArchive.compressing_until,
@@ -157,7 +147,6 @@ async def drop_lease(s: AsyncSession, session_id: int, lease: Lease) -> None:
 
 
 async def record_failure(s: AsyncSession, session_id: int, error: str, retry_at: datetime) -> int:
-    """Count a failed attempt and set the backoff; returns the number of attempts."""
     row = await archive_row(s, session_id)
     row.attempts = (row.attempts or 0) + 1
     row.last_error = error[:500]
@@ -167,7 +156,6 @@ async def record_failure(s: AsyncSession, session_id: int, error: str, retry_at:
 
 
 async def recent_sessions(s: AsyncSession, user_id: int, limit: int = 10) -> list[SessionLine]:
-    """The user's newest sessions with message counts and summaries, newest first."""
     stmt = (
         select(ChatSession, SessionArchive)
         .outerjoin(SessionArchive, SessionArchive.session_id == ChatSession.id)
@@ -205,7 +193,6 @@ async def set_user_timezone(s: AsyncSession, user_id: int, tz: str | None) -> No
 
 
 async def users_timezones(s: AsyncSession) -> list[tuple[int, str | None]]:
-    """Every user's id and own time zone (None: the default)."""
     return [(uid, tz) for uid, tz in (await s.execute(select(User.id, User.timezone))).all()]
 
 
@@ -230,7 +217,6 @@ _LATEST = (
 
 
 async def latest_verified(s: AsyncSession, session_id: int) -> SessionCompression | None:
-    """The session's newest verified compression."""
     return (await s.execute(_LATEST, {"sid": session_id})).scalars().first()
 
 
@@ -255,9 +241,8 @@ _SINCE_REJECTED = (
 
 
 async def since_rejected(s: AsyncSession | AsyncConnection, session_id: int) -> int | None:
-    """How many messages the session has had since its newest compression was rejected;
-    None when it has none or that one was verified. One statement: a session whose summaries
-    keep failing asks it with every message past its budget (summaries)."""
+    """Messages since the session's newest compression was rejected; None when it has none or
+    that one was verified."""
     return (await s.execute(_SINCE_REJECTED, {"sid": session_id})).scalar()
 
 
@@ -272,16 +257,15 @@ _SUMMARIES = select(_LATEST_VERIFIED_ID.scalar_subquery(), _SINCE_REJECTED.scala
 
 
 async def summaries(s: AsyncSession | AsyncConnection, session_id: int) -> tuple[int, int | None]:
-    """The id of the session's newest verified compression (0: none), without loading it,
-    and since_rejected's count, in one statement: what a kept window is checked against,
-    and whether a summary may be tried, at every message of a session past its budget."""
+    """The newest verified compression's id (0: none) and since_rejected's count, in one
+    statement: asked at every message of a session past its budget."""
     verified, grown = (await s.execute(_SUMMARIES, {"sid": session_id})).one()
     return int(verified), grown
 
 
 async def messages_after(s: AsyncSession, session_id: int, after_id: int) -> list[Any]:
-    """The session's messages after message id `after_id`, oldest first, as plain rows of
-    the SHOWN columns (a summary reads a hundred or more: ORM instances cost ~50 us each)."""
+    # Plain rows of the SHOWN columns: a summary reads a hundred or more, and ORM instances
+    # cost ~50 us each.
     params = {"sid": session_id, "after": after_id}
     return list((await s.execute(_AFTER, params)).all())
 
@@ -309,8 +293,8 @@ async def newest_messages(
     before_id: int | None,
     limit: int,
 ) -> list[Any]:
-    """Up to `limit` of the session's newest messages with `after_id` < id < `before_id`
-    (None: no upper bound), oldest first, as plain rows of the SHOWN columns."""
+    """Up to `limit` of the newest with `after_id` < id < `before_id` (None: no bound),
+    oldest first."""
     params = {"sid": session_id, "after": after_id, "before": before_id, "limit": limit}
     return list(reversed((await s.execute(_NEWEST[before_id is not None], params)).all()))
 
@@ -318,15 +302,13 @@ async def newest_messages(
 async def count_messages(
     s: AsyncSession | AsyncConnection, session_id: int, after_id: int, before_id: int
 ) -> tuple[int, int]:
-    """How many of the session's messages with `after_id` < id < `before_id` there are, and
-    how many of them are the person's turns: counted in SQL, not read."""
+    """Messages with `after_id` < id < `before_id`, and the person's turns among them."""
     params = {"sid": session_id, "after": after_id, "before": before_id}
     rows, turns = (await s.execute(_COUNT, params)).one()
     return int(rows), int(turns)
 
 
 async def add_compression(s: AsyncSession, *, now: datetime, **fields: Any) -> SessionCompression:
-    """One compression row (its columns as keywords), created `now`."""
     row = SessionCompression(**fields, created_at=now)
     s.add(row)
     await s.flush()
@@ -334,7 +316,6 @@ async def add_compression(s: AsyncSession, *, now: datetime, **fields: Any) -> S
 
 
 async def compression_counts(s: AsyncSession) -> tuple[int, int]:
-    """(verified, rejected) summaries, for doctor."""
     stmt = select(SessionCompression.verified, func.count()).group_by(SessionCompression.verified)
     found = {bool(v): int(n) for v, n in (await s.execute(stmt)).all()}
     return found.get(True, 0), found.get(False, 0)

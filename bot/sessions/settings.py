@@ -1,21 +1,9 @@
-"""When a conversation's period ends: the sessions' settings (SESSION_SPLIT, TIMEZONE), the
-SessionPolicy parsed from them once, and the period arithmetic it answers with.
-
-Every "which zone is this user in" and "is this session's period over" question goes
-through one SessionPolicy (the runner, /newsession, /sessions, the terminal, the
-split job and doctor), so the rule cannot drift between copies.
-
-The arithmetic is pure functions over aware datetimes. Boundaries are wall-clock times (the
-time of SESSION_SPLIT) in the user's time zone, so a "day" is 23 or 25 hours long across a
-daylight-saving change. All arithmetic is done on local *dates* and every result is
-converted to UTC before it is compared: comparing two aware datetimes that share a ZoneInfo
-compares wall-clock time and ignores the offset, which is wrong around DST changes.
-
-A wall-clock boundary that does not exist (inside a spring-forward gap) is read with
-fold=0, i.e. with the offset in force before the change, which lands just after the gap
-(02:30 on a 02:00→03:00 night is 03:30 local). A boundary that happens twice (fall-back)
-is its first occurrence.
-"""
+"""When a conversation's period ends: SESSION_SPLIT and TIMEZONE, parsed once into the one
+SessionPolicy every caller asks. Boundaries are wall-clock times in the user's zone, so a
+"day" is 23 or 25 hours across DST: the arithmetic is on local dates, and results are
+compared in UTC (aware datetimes sharing a ZoneInfo compare wall-clock time). A boundary in
+a spring-forward gap is read with fold=0 (just after the gap); one that happens twice is
+its first occurrence."""
 
 from __future__ import annotations
 
@@ -39,8 +27,7 @@ SPLIT_SHAPE = "must be daily, weekly or none, with an optional HH:MM (e.g. daily
 
 
 def parse_split(value: str) -> str:
-    """`daily`, `weekly`, `none` (or `off`), the first two with an optional `HH:MM`, as one
-    normal form: `daily 04:00`, `weekly 00:00`, `none`. ValueError otherwise."""
+    """The normal form (`daily 04:00`, `weekly 00:00`, `none`), or ValueError."""
     m = re.fullmatch(
         r"(daily|weekly|none|off)(?:\s+(?:at\s+)?([01]?\d|2[0-3]):([0-5]\d))?",
         value.strip().lower(),
@@ -80,7 +67,6 @@ class SessionSettings(BaseModel):
 
     @property
     def split_time(self) -> str:
-        """HH:MM of the split (00:00 when sessions are not split)."""
         parts = self.session_split.split()
         return parts[1] if len(parts) > 1 else "00:00"
 
@@ -90,41 +76,30 @@ class SessionSettings(BaseModel):
 
     @property
     def session_policy(self) -> SessionPolicy:
-        """Asked on every message: parsed once per distinct (zone, period, time)."""
         return policy_for(self.timezone, self.split_period, self.split_time)
 
 
 @dataclass(frozen=True)
 class SessionPolicy:
-    """The settings parsed once: the default zone, the split period and time. It is the
-    calendar of the loop's TurnPolicy (tools/hooks.py Periods): asked when an open
-    session's period ends."""
-
     default_tz: ZoneInfo
     split: Split
     at: time
 
     def zone(self, name: str | None) -> ZoneInfo:
-        """A user's own zone, or the default when they have none (or a stored one went bad)."""
         from tools.base import user_tz  # the settings are read before the database layer
 
         return user_tz(name, self.default_tz)
 
     def is_due(self, started: datetime, now: datetime, zone_name: str | None) -> bool:
-        """Whether a session that started at `started` has had its period end by `now`."""
         return is_due(started, now, self.zone(zone_name), self.split, self.at)
 
     def period_end(self, started: datetime, tz_name: str | None) -> datetime | None:
-        """When the period of a session that started at `started` ends, in the user's zone
-        (tools/hooks.py Periods asks once per open session and keeps the answer)."""
         return period_end(started, self.zone(tz_name), self.split, self.at)
 
     def next_split(self, now: datetime, zone: ZoneInfo) -> datetime | None:
-        """The next split instant (UTC) in `zone`, or None when sessions are not split."""
         return period_end(now, zone, self.split, self.at)
 
     def describe(self) -> str:
-        """'every day at 04:00', 'every week (Mondays) at 00:00', 'never'."""
         if self.split == "none":
             return "never"
         every = "day" if self.split == "daily" else "week (Mondays)"
@@ -133,8 +108,7 @@ class SessionPolicy:
 
 @functools.lru_cache(maxsize=16)
 def policy_for(timezone: str, split: Split, at: str) -> SessionPolicy:
-    """The policy for validated settings values (a settings object is copied in tests, so
-    the cache is keyed by the values, not by the object)."""
+    # Keyed by the values, not the settings object (tests copy it).
     return SessionPolicy(ZoneInfo(timezone), split, parse_hhmm(at))
 
 
@@ -145,24 +119,17 @@ def _aware(dt: datetime) -> datetime:
 
 
 def boundary_on(day: date, at: time, tz: ZoneInfo) -> datetime:
-    """The split instant on local `day` at wall-clock `at`, in UTC."""
     return datetime.combine(day, at, tzinfo=tz).astimezone(UTC)
 
 
-def _first_day(local_day: date, split: Split) -> date:
-    """The local date whose boundary starts the period containing `local_day`'s boundary."""
-    if split == "weekly":
-        return local_day - timedelta(days=(local_day.weekday() - WEEK_START) % 7)
-    return local_day
-
-
 def period_end(started: datetime, tz: ZoneInfo, split: Split, at: time) -> datetime | None:
-    """The first boundary strictly after `started` (UTC): when that session is due, or
-    after `now`, the next split (for /sessions and doctor)."""
+    """The first boundary strictly after `started` (UTC)."""
     if split == "none":
         return None
     started = _aware(started).astimezone(UTC)
-    day = _first_day(started.astimezone(tz).date(), split)
+    day = started.astimezone(tz).date()
+    if split == "weekly":  # the week's first day
+        day -= timedelta(days=(day.weekday() - WEEK_START) % 7)
     b = boundary_on(day, at, tz)
     while b <= started:
         day += timedelta(days=7 if split == "weekly" else 1)
@@ -171,6 +138,5 @@ def period_end(started: datetime, tz: ZoneInfo, split: Split, at: time) -> datet
 
 
 def is_due(started: datetime, now: datetime, tz: ZoneInfo, split: Split, at: time) -> bool:
-    """True when the session that started at `started` belongs to a period that has ended."""
     end = period_end(started, tz, split, at)
     return end is not None and end <= _aware(now).astimezone(UTC)

@@ -1,7 +1,6 @@
-"""The session split: the job that archives every session whose period (SESSION_SPLIT) has
-ended, and closed sessions still without a summary. It works out what is due from the data,
-so a run missed while the bot was down is made up by the next one (at startup), exactly once.
-"""
+"""The split job: archives every session whose period ended, and closed sessions still
+without a summary. What is due comes from the data, so a run missed while the bot was down
+is made up by the next one, exactly once."""
 
 from __future__ import annotations
 
@@ -46,8 +45,6 @@ def _ids(ids: list[int], shown: int = 20) -> str:
 
 @dataclass
 class SessionSplit:
-    """The split job's state across runs (a feature part: built once per process)."""
-
     settings: SessionSettings
     session_factory: SessionFactory
     # None when memory is off: there is nowhere to archive to, so sessions are left alone
@@ -58,8 +55,6 @@ class SessionSplit:
     _ran: bool = field(default=False, init=False)
 
     async def due_sessions(self, now: datetime) -> list[repo.Candidate]:
-        """Sessions to archive now: closed ones still without a summary, then open ones
-        whose period (in their user's time zone) has ended."""
         policy = self.settings.session_policy
         async with self.session_factory() as s:
             pending = await repo.unarchived_ended(s, now)
@@ -68,8 +63,6 @@ class SessionSplit:
         return pending + due
 
     async def split_sessions(self) -> SplitReport:
-        """Archive every due session, a few at a time (the model call dominates). One
-        failing session does not stop the others."""
         now = self.clock()
         report = SplitReport()
         archiver = self.archiver

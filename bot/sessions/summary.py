@@ -1,20 +1,10 @@
-"""Summarise these turns, then verify: the one service behind archive and compression.
-
-A closed session's summary (bot/sessions/archive.py, kept as a memory) and a long session's
-oldest turns (bot/sessions/history.py, standing in for them in the prompt) are written the
-same way: one transcript of the turns, one model call with the caller's instruction and
-one size rule, and one verification: not empty, not too long, in the conversation's
-language, and grounded (tools/grounding.py check_grounded: every name, number, date,
-link and quote a sentence about the person states is in the person's own words, one about
-what a tool did may also draw on the tools' results, never on Sidekick's own words; an
-action it says happened needs the call that did it); with SUMMARY_REVIEW=model also a
-reviewer call in a fresh context. A summary that fails is asked for once more, naming the
-problem. The callers keep only what differs: the instruction, and where the result goes.
-
-The language check is deliberately cheap: the dominant Unicode script of the letters,
-and for Latin-script text the best-scoring stop-word list. It catches the failure that
-matters (a model answering in English about a German conversation) without a model.
-"""
+"""Summarise turns, then verify: the one service behind archive and compression. One model
+call with the caller's instruction and size rule; the summary must be non-empty, short
+enough, in the conversation's language and grounded (tools/grounding.py: what it says of the
+person is in their own words, of a tool's work in the tools' results, never in Sidekick's);
+with SUMMARY_REVIEW=model a reviewer checks it too. A failed one is asked for once more.
+The language check is cheap on purpose (the dominant script, then stop words): it catches a
+model answering in English about a German conversation without a model call."""
 
 from __future__ import annotations
 
@@ -53,21 +43,18 @@ CHARS_PER_TOKEN = 4  # the size rule's measure: what a summary call reads, in to
 DEFAULT_BUDGET = 6000  # tokens of turns one summary call reads (HISTORY_TOKEN_BUDGET's default)
 HEAD_SHARE = 6  # a transcript cut in the middle keeps 1/6 of its room for the start
 SUMMARY_MAX_TOKENS = 600
-# The time one summary call may take. A summary reads up to DEFAULT_BUDGET tokens of turns:
-# ~2,300 tokens with 600 out take 120-200 s on 2 CPU cores, past LLM_TIMEOUT_S's 120 s
-# default, so the floor is well above it; a server measured slower than that gets three
-# times what its speed predicts, up to the ceiling (the model client's own deadline for
-# summary calls, bot/app.py).
+# The time one summary call may take: well above LLM_TIMEOUT_S (a summary's turns can take
+# 120-200 s on 2 CPU cores); a server measured slower gets three times what its speed
+# predicts, up to the ceiling (the deadline of the summaries' own model client).
 SUMMARY_MIN_S = 600.0
 SUMMARY_MAX_S = 1800.0
 
 
+@dataclass
 class Pace:
-    """How fast the model server got through the last summary calls (tokens read and
-    written per second, by the summary's size rule), and the time budget that follows."""
+    """The model server's speed on the last summary calls, and the time budget it gives."""
 
-    def __init__(self) -> None:
-        self.rate: float | None = None
+    rate: float | None = None
 
     def budget(self, tokens: int) -> float:
         if not self.rate:
@@ -88,7 +75,6 @@ def describe(label: str | None) -> str:
 
 
 def check_summary(summary: str, conversation: str, max_chars: int = MAX_CHARS) -> str | None:
-    """None when the summary may be kept, else the reason it may not."""
     text = summary.strip()
     if len(text) < MIN_CHARS:
         return "the summary is empty or too short"
@@ -122,11 +108,7 @@ _FACT_LINE = re.compile(r"^\s*[-*•]\s*([a-z]+)\s*:\s*(.+?)\s*$", re.I)
 
 @dataclass(frozen=True)
 class Ask:
-    """What a caller wants written: its instruction (with "{language}" in it), the length
-    it asks for (repeated when asking again), whether tool calls and results are shown,
-    and whether a FACTS list may follow the summary."""
-
-    instruction: str
+    instruction: str  # with "{language}" in it
     lead: str
     words: int
     tools: bool = False
@@ -145,8 +127,7 @@ class Fact:
 
 @dataclass
 class Summary:
-    """The model's last summary and, when it may not be kept, why (`problem`); `invented`
-    when the last problem was that it states what the turns do not."""
+    """`invented`: the last problem was stating what the turns do not."""
 
     text: str
     facts: list[Fact] = field(default_factory=list)
@@ -165,8 +146,7 @@ def said(messages: Sequence[Turn]) -> str:
 
 
 class Turn(StoredMessage, Protocol):
-    """A stored turn as the summary's size rule reads it (the day it was sent, too): an ORM
-    Message or a history row."""
+    """An ORM Message or a history row."""
 
     @property
     def created_at(self) -> datetime | None: ...
@@ -179,8 +159,6 @@ def _stamp(m: Turn) -> str:
 
 
 def turn_line(m: Turn, *, tools: bool) -> str | None:
-    """One turn as the summariser reads it; None for what it does not see (tool calls and
-    results unless `tools`, empty turns)."""
     text = (m.content or "").strip()
     if m.role == "assistant" and m.tool_calls and not text and tools:
         text = f"(calls tools: {m.tool_calls[:300]})"
@@ -203,7 +181,6 @@ def line_cost(m: Turn, *, tools: bool) -> int:
 def transcript(
     messages: Sequence[Turn], *, tools: bool = False, budget: int = DEFAULT_BUDGET
 ) -> str:
-    """The turns, oldest first, within `budget` tokens: the middle is cut when longer."""
     lines = [line for m in messages if (line := turn_line(m, tools=tools)) is not None]
     full = "\n\n".join(lines)
     room = budget * CHARS_PER_TOKEN
@@ -215,12 +192,10 @@ def transcript(
 
 @dataclass
 class Grounds:
-    """What a summary may draw on (tools/grounding.py check_grounded): `theirs`, the
-    person's own words (outside content they forwarded left out) and an earlier summary it
-    continues, checked the same way; `record`, those and what tools that succeeded returned;
-    `actions`, those calls (name, arguments, result), the record of what was done; `tool_ok`,
-    whether any call succeeded. Each with the days the turns were sent. Sidekick's own words
-    are none of them: a small model states there what never happened."""
+    """What a summary may draw on (check_grounded): `theirs`, the person's own words (not
+    outside content) and an earlier summary; `record`, those and successful tools' results;
+    `actions`, those calls. Never Sidekick's own words: a small model states there what
+    never happened."""
 
     theirs: Source
     record: Source
@@ -255,7 +230,6 @@ def _calls(raw: str) -> list[dict[str, Any]]:
 
 
 def split_facts(text: str) -> tuple[str, list[Fact]]:
-    """The summary and the facts listed after it."""
     parts = _FACTS.split(text, maxsplit=1)
     summary = parts[0].strip()
     facts: list[Fact] = []
@@ -267,25 +241,14 @@ def split_facts(text: str) -> tuple[str, list[Fact]]:
     return summary, facts[:MAX_FACTS]
 
 
+@dataclass
 class Summariser:
-    """Writes a summary of turns with one model call and verifies it; asks once more,
-    naming the problem, when it does not pass."""
-
-    def __init__(
-        self,
-        llm: TextModel,
-        review: Review = "grounding",
-        budget: int = DEFAULT_BUDGET,
-        pace: Pace | None = None,
-    ) -> None:
-        self.llm = llm
-        self.review = review
-        self.budget = budget
-        self.pace = pace or Pace()
+    llm: TextModel
+    review: Review = "grounding"
+    budget: int = DEFAULT_BUDGET
+    pace: Pace = field(default_factory=Pace)
 
     async def _write(self, request: list[dict[str, Any]], call: ModelCall) -> str:
-        """One summary call within its time budget; abandoned (the request cancelled, the
-        connection closed) when the budget runs out."""
         tokens = sum(len(str(m["content"])) for m in request) // CHARS_PER_TOKEN
         tokens += SUMMARY_MAX_TOKENS
         budget = self.pace.budget(tokens)
@@ -348,7 +311,6 @@ class Summariser:
         grounds: Grounds,
         call: ModelCall | None = None,
     ) -> Summary:
-        """The summary, with why it may not be kept when it may not."""
         problem = check_summary(text, words, ask.max_chars)
         if problem or self.review == "off":
             return Summary(text, problem=problem)

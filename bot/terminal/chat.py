@@ -1,9 +1,5 @@
-"""`sidekick chat`: the same agent in the terminal.
-
-Lines are read by `input()` with readline (line editing, history in DATA_DIR) in a daemon
-thread, so Ctrl-C cancels the chat at once instead of waiting for a read to return. Slash
-commands are answered locally (bot/terminal/commands.py); the log goes to DATA_DIR/chat.log.
-"""
+"""`sidekick chat`: the same agent in the terminal. Lines are read in a daemon thread, so
+Ctrl-C leaves at once instead of waiting for a read; the log goes to DATA_DIR/chat.log."""
 
 from __future__ import annotations
 
@@ -38,10 +34,8 @@ HISTORY_LINES = 1000
 
 @contextlib.contextmanager
 def line_editing(history: Path) -> Iterator[None]:
-    """readline for input() (also puts the prompt on stdout), with history kept in a file.
-
-    The terminal's modes are restored at the end even when a read was cut short by Ctrl-C.
-    """
+    """readline for input(), history kept in a file; the terminal's modes restored at the end
+    even when Ctrl-C cut a read short."""
     saved = None
     try:
         import readline
@@ -193,9 +187,8 @@ class Status:
 
 @dataclass
 class TerminalDelivery:
-    """`sidekick chat`: reminders of the local user printed into the chat; the id is a
-    local counter (there is no Telegram message). Files are saved in `folder`
-    (DATA_DIR/files, as the commands' files are) and their paths printed."""
+    """The local user's reminders printed into the chat (the id a local counter); files saved
+    in `folder` and their paths printed."""
 
     folder: Path
     sent: int = 0

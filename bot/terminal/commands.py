@@ -1,9 +1,5 @@
-"""The terminal chat's slash commands: the rows of the shared table (bot/commands.py) that
-the terminal answers, with the same replies as Telegram's.
-
-Each returns the text to print, or None when the line is not one of ours (it then goes to
-the model, as in Telegram, where only known commands are intercepted).
-"""
+"""The terminal chat's slash commands, with Telegram's replies; None for a line that is not
+one of ours (it goes to the model, as in Telegram)."""
 
 from __future__ import annotations
 
@@ -21,8 +17,7 @@ from tools.feature import Command as FeatureCommand
 
 @dataclass(frozen=True)
 class Who:
-    """The terminal user: a local user of their own, or (chat --as) a Telegram user."""
-
+    # A local user of their own, or (chat --as) a Telegram user.
     telegram_user_id: int | None
     name: str
 
@@ -31,7 +26,6 @@ Handler = Callable[[App, Who, str], Awaitable[str]]
 
 
 async def _user(app: App, who: Who) -> tuple[int, ZoneInfo]:
-    """users.id and the user's time zone, as Telegram's routers get them (bot/telegram/user.py)."""
     async with app.session_factory() as s, s.begin():
         user = await core_repo.get_or_create_user(
             s, who.telegram_user_id, who.name, app.deps.clock()
@@ -56,7 +50,6 @@ HANDLERS: dict[str, Handler] = {
 
 
 def saved(folder: Path, name: str, content: bytes) -> str:
-    """A file saved in `folder` under its own name; the line that says where."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / Path(name).name
     path.write_bytes(content)
@@ -64,8 +57,6 @@ def saved(folder: Path, name: str, content: bytes) -> str:
 
 
 def _printed(app: App, answer: feature.Answer) -> str:
-    """An answer as the terminal shows it: its text (and the messages that follow it); a
-    file is saved under DATA_DIR/files."""
     text = answer.text
     if answer.file is not None:
         text += saved(app.settings.data_dir / "files", *answer.file)
@@ -73,7 +64,6 @@ def _printed(app: App, answer: feature.Answer) -> str:
 
 
 async def run_command(app: App, who: Who, line: str) -> str | None:
-    """The reply to a slash command, or None when `line` is not one."""
     if not line.startswith("/"):
         return None
     word, _, arg = line[1:].partition(" ")
