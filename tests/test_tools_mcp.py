@@ -134,6 +134,16 @@ def test_config_parsing_and_errors(tmp_path: Path) -> None:
         StdioServer("files", "npx", ["-y", "x"], {"ROOT": "/tmp"}),
         HttpServer("remote", "https://mcp.example.org/mcp", {"X-Key": "k"}),
     ]
+    # A server shown anywhere (a log line, an error) shows no key it carries.
+    keyed = parse_config(
+        {
+            "mcpServers": {
+                "files": {"command": "npx", "env": {"API_KEY": "sk-env-secret"}},
+                "remote": {"url": "https://mcp.example.org/m", "headers": {"X-Key": "hdr-secret"}},
+            }
+        }
+    )
+    assert all("secret" not in repr(server) for server in keyed), keyed
     bad = [
         ({}, "mcpServers"),
         ({"mcpServers": {"a__b": {"command": "x"}}}, "single '_'"),

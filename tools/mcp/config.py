@@ -19,14 +19,15 @@ class StdioServer:
     name: str
     command: str
     args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
+    # Out of repr (and so of any log line or error that shows a server): they hold keys.
+    env: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
 class HttpServer:
     name: str
     url: str
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 ServerConfig = StdioServer | HttpServer
