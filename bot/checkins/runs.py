@@ -128,6 +128,10 @@ async def tick(host: Host, now: datetime) -> list[Outcome]:
     return outcomes
 
 
+def said_nothing(answer: str) -> bool:
+    return re.sub(r"[^A-Za-z]", "", answer).upper() in ("", NOTHING)
+
+
 async def run_one(
     host: Host,
     prefs: CheckinPrefs,
@@ -154,7 +158,7 @@ async def run_one(
     started = host.deps.clock()
     try:
         answer = (await host.ask(recipient, prompt(prefs, slot, bool(chat_id)))).strip()
-        status = "nothing" if re.sub(r"[^A-Za-z]", "", answer).upper() in ("", NOTHING) else "sent"
+        status = "nothing" if said_nothing(answer) else "sent"
         if status == "sent":
             await host.deliver(recipient, answer, True, buttons=buttons(run_id))
     except Exception as exc:  # reported once below; the slot is never tried again today

@@ -67,9 +67,14 @@ Write in {language}. No preamble, no headings, no Markdown.""",
     facts=True,
 )
 
-LAYER_OF = dict.fromkeys(("fact", "preference", "relationship"), "long") | dict.fromkeys(
-    ("goal", "plan", "project"), "mid"
-)
+LAYER_OF = {
+    "fact": "long",
+    "preference": "long",
+    "relationship": "long",
+    "goal": "mid",
+    "plan": "mid",
+    "project": "mid",
+}
 _WORDS = re.compile(r"\w{3,}")
 
 
