@@ -31,6 +31,7 @@ from tools.feature import Deliver, Feature, Provide
 from tools.hooks import HISTORY, MARKS, PERIODS, File, Gates, Marks, NoPeriods
 from tools.registry import Registry, build_registry
 from tools.state import Key
+from tools.tls import tls_context
 from tools.tokens import release as release_tokenizer
 
 if TYPE_CHECKING:
@@ -252,7 +253,9 @@ async def build_app(
     try:
         await migrated(engine, features, check=check_schema)
         sf = session_factory(engine)
-        http = httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True)
+        http = httpx.AsyncClient(
+            timeout=httpx.Timeout(20.0, connect=10.0), follow_redirects=True, verify=tls_context()
+        )
         llm = llm or LLMClient(settings)
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         deps = ToolDeps(

@@ -14,10 +14,8 @@ error text work the same for streamed and plain calls.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-import ssl
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -27,6 +25,7 @@ import orjson
 from httpx_sse import EventSource, SSEError
 
 from bot.logs import Scrubber
+from tools.tls import tls_context
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -149,20 +148,6 @@ def request_headers(api_key: str) -> dict[str, str]:
     return headers
 
 
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """The system's CA store (SSL_CERT_FILE/SSL_CERT_DIR honoured), as the SDK's HTTP
-    client used, so a provider behind a locally trusted CA still verifies; certifi's bundle
-    when the system has none. One per process, shared by every Endpoint (the chat model,
-    speech, each App a test builds): loading the store is most of a client's set-up cost."""
-    ctx = ssl.create_default_context()
-    if not ctx.cert_store_stats()["x509_ca"]:
-        import certifi
-
-        ctx.load_verify_locations(certifi.where())
-    return ctx
-
-
 class Endpoint:
     """One OpenAI-compatible base URL with its key: a pooled httpx client (or the caller's)
     and the request headers."""
@@ -178,7 +163,7 @@ class Endpoint:
             # The SDK's pool sizes and redirect rule.
             limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
             follow_redirects=True,
-            verify=_ssl_context(),
+            verify=tls_context(),
         )
 
     @property

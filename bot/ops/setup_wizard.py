@@ -20,6 +20,7 @@ from pydantic import SecretStr
 from bot.llm.settings import ModelSettings, split_models
 from bot.media.settings import bearer
 from bot.ops.envfile import mask, read_env, set_values
+from tools.tls import tls_context
 
 TOKEN_SHAPE = re.compile(r"\d+:[A-Za-z0-9_-]+")
 CHECK_TIMEOUT_S = 15.0
@@ -67,7 +68,7 @@ class Prompt:
 
 
 def _get(url: str, headers: dict[str, str] | None = None) -> httpx.Response:
-    with httpx.Client(timeout=CHECK_TIMEOUT_S, follow_redirects=True) as http:
+    with httpx.Client(timeout=CHECK_TIMEOUT_S, follow_redirects=True, verify=tls_context()) as http:
         return http.get(url, headers=headers)
 
 
@@ -105,7 +106,7 @@ def list_models(base_url: str, key: str) -> tuple[list[str] | None, str]:
 def try_model(base_url: str, key: str, model: str) -> tuple[bool, str]:
     body = {"model": model, "messages": [{"role": "user", "content": "Say OK"}], "max_tokens": 5}
     try:
-        with httpx.Client(timeout=CHECK_TIMEOUT_S * 4) as http:
+        with httpx.Client(timeout=CHECK_TIMEOUT_S * 4, verify=tls_context()) as http:
             url = f"{base_url.rstrip('/')}/chat/completions"
             resp = http.post(url, json=body, headers=bearer(key))
     except httpx.HTTPError as exc:
@@ -124,7 +125,7 @@ def check_search(searxng: str, brave: str) -> tuple[bool, str]:
     )
 
     async def run() -> tuple[bool, str]:
-        async with httpx.AsyncClient(timeout=CHECK_TIMEOUT_S) as http:
+        async with httpx.AsyncClient(timeout=CHECK_TIMEOUT_S, verify=tls_context()) as http:
             results = await search_check(settings, http)
         bad = [r for r in results if not r.ok]
         if bad:

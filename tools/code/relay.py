@@ -22,6 +22,7 @@ import httpx
 from tools.chat import Completion, Metering
 from tools.code.tree import remove_tree
 from tools.model_call import ModelCall
+from tools.tls import tls_context
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -98,7 +99,7 @@ class ModelRelay:
     ) -> httpx.Response:
         """The request passed on to LLM_BASE_URL with the key, its answer streamed."""
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=TIMEOUT)
+            self._client = httpx.AsyncClient(timeout=TIMEOUT, verify=tls_context())
         headers = {k: v for k, v in headers.items() if k.lower() not in DROPPED}
         headers["content-type"] = "application/json"
         if self._key:
