@@ -7,10 +7,10 @@ no database round trip; the re-read picks up what another process (a `sidekick c
 beside the bot) spent. Every call is metered here, each the way it is made: the chat's
 through its request's turn hooks (Metering: the usage row goes into the transaction that
 stores the answer), the plain completions (summaries, code generation) through MeteredModel,
-the model wrapped in this meter, and the code tool's relay through CallMetering. The same
-hooks' companion, ContextAccounting, keeps the token split of each user's last request
-(ContextLog), which /context reads: one module for what the usage feature does on a
-message's path.
+the model wrapped in this meter, and the code tool's relay through CallMetering: a reader
+following how a call is metered finds all three beside the Meter they feed. The chat's
+other hook, ContextAccounting, keeps the token split of each user's last request
+(ContextLog), which /context reads.
 """
 
 from __future__ import annotations
