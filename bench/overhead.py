@@ -36,7 +36,7 @@ from timing import TimedLLM, Timing, polling
 from bot.app import build_app
 from bot.config import load_settings
 from bot.telegram.dispatcher import build_runtime
-from bot.usage.request import UsageTurns
+from bot.usage.meter import UsageTurns
 from tests.fakes.openai_server import Text
 from tests.fakes.telegram_server import FakeTelegram, message_update
 
@@ -184,7 +184,7 @@ async def run(chats: int, messages: int, sequential: int) -> None:
 def time_metering(app: Any) -> list[float]:
     """Wall time (ms) spent in bot/usage per message: the budget check before each model
     call, the usage row with each answer, the request set-up and the reply's notes."""
-    from bot.usage import request as metering
+    from bot.usage import meter as metering
 
     spent: list[float] = []
 

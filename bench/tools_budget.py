@@ -33,9 +33,9 @@ from bot.app import build_app  # noqa: E402
 from bot.config import load_settings  # noqa: E402
 from tools.base import RequestContext, Tool, ToolCall  # noqa: E402
 from tools.discovery.index import ToolIndex  # noqa: E402
-from tools.discovery.service import TOOL_TOKEN_BUDGET, ExplainParams  # noqa: E402
 from tools.mcp.convert import McpArgs  # noqa: E402
 from tools.memory.embeddings import WordLlamaEmbedder  # noqa: E402
+from tools.registry import TOOL_TOKEN_BUDGET, ExplainParams  # noqa: E402
 from tools.tokens import count_payload, tokenizer_name  # noqa: E402
 
 SCHEMA: dict[str, Any] = {

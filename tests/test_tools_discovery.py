@@ -16,7 +16,7 @@ from bot.app import App
 from tests.fakes.mcp_catalog import TOOLS
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text, Turn
 from tests.tools_helpers import build_tools_app, tool_names, tool_results, write_mcp_config
-from tools.discovery import service as discovery
+from tools import registry as discovery
 from tools.discovery.models import ToolUsage
 from tools.effects import OUTSIDE_MARK
 from tools.tokens import count_payload

@@ -368,20 +368,6 @@ class RequestTools:
         return f"unknown tool {name!r}; the tools are: {known}"
 
 
-class ToolCatalog(Protocol):
-    """What the planner (tools/discovery) reads of the registry, which builds it: the core
-    tools and the current extensions."""
-
-    tools: dict[str, Tool[Any]]
-
-    def extension_tools(self) -> dict[str, Tool[Any]]: ...
-
-    def searched_only(self) -> set[str]:
-        """Extensions never shown directly, only found through tool_search (skills: the
-        system prompt names them in one line)."""
-        ...
-
-
 @dataclass
 class Listing:
     """Tools that come and go while the bot runs (an MCP server's, the skills) and the

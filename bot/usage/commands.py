@@ -8,9 +8,8 @@ from datetime import timedelta
 
 from bot.llm.settings import ModelSettings
 from bot.usage import repo
-from bot.usage.meter import METER, Meter
+from bot.usage.meter import CONTEXT_LOG, METER, Meter
 from bot.usage.report import context_text, last_request_line, session_text, usage_text
-from bot.usage.request import CONTEXT_LOG
 from db.repos import core as core_repo
 from tools.charts import chart, usage_series
 from tools.feature import Answer, CommandCall, Host

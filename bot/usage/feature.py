@@ -1,7 +1,7 @@
 """Usage: tokens and cost per model call (bot/usage/meter.py records them with each answer),
-budgets, /usage with its chart, /model and /context (whose bookkeeping hook is
-bot/usage/request.py). The Meter is this feature's part (METER); the model wrapper meters
-plain completions, the request hooks the chat's calls."""
+budgets, /usage with its chart, /model and /context (whose bookkeeping hook is in meter.py
+too). The Meter is this feature's part (METER); the model wrapper meters plain completions,
+the request hooks the chat's calls."""
 
 from __future__ import annotations
 
@@ -11,10 +11,18 @@ from tools.feature import Command, Feature, Host, Provide, Setup
 
 def setup() -> Setup:
     from bot.usage import commands
-    from bot.usage.meter import METER, CallMetering, Meter, MeteredModel
+    from bot.usage.meter import (
+        CONTEXT_LOG,
+        METER,
+        CallMetering,
+        ContextAccounting,
+        ContextLog,
+        Meter,
+        MeteredModel,
+        UsageTurns,
+    )
     from bot.usage.models import ModelUsage
     from bot.usage.report import doctor_checks
-    from bot.usage.request import CONTEXT_LOG, ContextAccounting, ContextLog, UsageTurns
     from tools.base import CheckResult
     from tools.chat import METERING, ChatModel, Metering
     from tools.hooks import Always, RequestHooks

@@ -11,9 +11,8 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.usage import repo
-from bot.usage.meter import Meter, period_starts, usd
+from bot.usage.meter import ContextLog, Meter, period_starts, usd
 from bot.usage.repo import Group
-from bot.usage.request import ContextLog
 from db.repos import core as core_repo
 from tools.base import CheckResult
 from tools.model_call import PURPOSE_LABELS

@@ -47,7 +47,7 @@ def setup() -> Setup:
             f"first call ~{first} of {disc.budget} tokens ({tokenizer_name()})"
             + (", the rest via tool_search" if plan.meta else "")
         )
-        fix = "the core tools alone do not fit TOOL_TOKEN_BUDGET (tools/discovery/service.py)"
+        fix = "the core tools alone do not fit TOOL_TOKEN_BUDGET (tools/registry.py)"
         return [CheckResult("tools", first <= disc.budget, detail, fix)]
 
     return Setup(

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from db.conversation import RecordWrite
 from tools.base import RequestContext
 from tools.discovery.repo import ADD_USE, USED
-from tools.discovery.service import Discovery
 from tools.hooks import TurnHooks
+from tools.registry import Discovery
 
 
 @dataclass

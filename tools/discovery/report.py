@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tools.discovery.service import Discovery
 from tools.mcp.manager import McpManager
+from tools.registry import Discovery
 from tools.tokens import count_payload, tokenizer_name
 
 LIST_LIMIT = 12

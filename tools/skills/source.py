@@ -34,7 +34,7 @@ from tools.tokens import count_text
 SKILL_CATALOG_TOKENS = 300
 ENTRY_TOKENS = 10  # one skill's entry in that line, at most
 # The line (after the system prompt's "\n- "): the skills are named by their tools, which the
-# model may call by that name (tools/discovery/service.py loads one called so) or find with
+# model may call by that name (tools/registry.py loads one called so) or find with
 # tool_search on a request that mentions one.
 CATALOGUE_HEAD = "Skills:"
 LINE_BREAK = "\n- "
