@@ -71,8 +71,10 @@ async def _current(engine: AsyncEngine) -> set[str] | None:
 
 async def _at_head(engine: AsyncEngine) -> bool:
     """The usual start: the database is already at head, known without loading Alembic."""
+    if engine.dialect.name != "sqlite":  # PostgreSQL: Alembic decides, under its lock
+        return False
     heads = script_heads()
-    return heads is not None and engine.dialect.name == "sqlite" and await _current(engine) == heads
+    return heads is not None and await _current(engine) == heads
 
 
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
