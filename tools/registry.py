@@ -235,6 +235,12 @@ class Discovery:
             self._costs[tool.name] = cached
         return cached[1]
 
+    def schemas(self) -> list[dict[str, Any]]:
+        """Every schema a catalog counts: the tools' and the meta tools'."""
+        probe = DiscoveringTools.__new__(DiscoveringTools)  # meta schemas only, never run
+        tools = [*self.registry.tools.values(), *self.registry.extension_tools().values()]
+        return [t.schema() for t in [*tools, *build_meta(probe)]]
+
     def catalog(self) -> Catalog:
         core = dict(self.registry.tools)
         ext = {n: t for n, t in self.registry.extension_tools().items() if n not in core}

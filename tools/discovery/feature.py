@@ -18,14 +18,17 @@ def setup() -> Setup:
     from tools.discovery.learning import Learning
     from tools.discovery.models import ToolUsage
     from tools.hooks import Always, RequestHooks
-    from tools.tokens import count_payload, encoder, tokenizer_name
+    from tools.tokens import count_payload, count_schema, tokenizer_name
 
     async def warm(host: Host) -> None:
-        """Every request plans its tools from the catalog's token costs: count them now (the
-        tokenizer loaded in a thread, the count on the loop, like a request would)."""
+        """Every request plans its tools from the catalog's token costs: count them now, in a
+        thread (the tokenizer loads there if a schema is new to the process: an app built
+        again in the same process, as tests do, loads it for nothing otherwise), then build
+        the catalog from those counts on the loop, like a request would."""
         disc = host.registry.planner
         if disc is not None:
-            await asyncio.to_thread(encoder)
+            schemas = disc.schemas()
+            await asyncio.to_thread(lambda: [count_schema(s) for s in schemas])
             disc.catalog()
 
     def learning(host: Host) -> RequestHooks | None:
