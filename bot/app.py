@@ -64,11 +64,12 @@ class App:
     deliver_to: Deliver | None = None
     local: bool = False  # the terminal chat: only its local user is served
     _provides: dict[Key[Any], Provide[Any]] = field(default_factory=dict, repr=False)
-    _parts: dict[Key[Any], Any] = field(default_factory=dict, repr=False)
+    _parts: dict[Key[Any], Any] = field(init=False, repr=False)  # the deps' (ToolDeps.maybe)
     _built: list[Key[Any]] = field(default_factory=list, repr=False)
     _building: set[Key[Any]] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
+        self._parts = self.deps.parts
         for f in self.features:
             for p in f.adds.parts:
                 if p.key in self._provides:

@@ -25,11 +25,10 @@ from tools.chat import HELD
 from tools.effects import NONE, Declared, Effects
 from tools.errors import ConfigError, ProviderError, ToolError
 from tools.model_call import ModelCall, Purpose
-from tools.state import Slot
+from tools.state import Key, Slot
 
 if TYPE_CHECKING:  # built by the wiring
     from tools.chat import Metering
-    from tools.memory.store import MemoryStore
 
 __all__ = ["ConfigError", "ProviderError", "ToolError"]
 
@@ -306,8 +305,9 @@ class ToolDeps:
     clock: Clock = system_clock
     # Closers for resources tools opened (subprocess pools, caches); run at shutdown.
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    # The memory store (built once by the wiring; None in tests that do not need it).
-    memory: MemoryStore | None = None
+    # The parts the listed features built (tools/feature.py Provide), the app's own record
+    # of them: a tool is built from the deps alone, so it reaches a part here (`maybe`).
+    parts: dict[Key[Any], Any] = field(default_factory=dict, repr=False)
     # Where tools keep files between requests (DATA_DIR): the code tool's inputs.
     data_dir: Path = Path("./data")
     endpoint: ModelEndpoint | None = None  # None: no tool may hand the model on
@@ -325,6 +325,11 @@ class ToolDeps:
         if not isinstance(self.settings, model):
             raise TypeError(f"the settings do not include {model.__name__}: is the tool listed?")
         return self.settings
+
+    def maybe(self, key: Key[T]) -> T | None:
+        """The part built under `key`, None when no listed feature built it (as Host.maybe)."""
+        value: T | None = self.parts.get(key)
+        return value
 
 
 class Unavailable(Exception):
