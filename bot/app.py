@@ -26,7 +26,7 @@ from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import SchemaMismatch, require_schema, upgrade
 from db.repos.core import Recipient
 from tools.base import Clock, ModelEndpoint, ToolDeps, system_clock
-from tools.chat import METERING, ChatModel
+from tools.chat import ChatModel
 from tools.feature import Deliver, Feature, Provide
 from tools.hooks import HISTORY, MARKS, PERIODS, File, Gates, Marks, NoPeriods
 from tools.registry import Registry, build_registry
@@ -280,7 +280,6 @@ async def build_app(
         marks = Marks()
         app.hand(MARKS, marks)  # the loop's, reached by the features' parts as they are built
         await app.build_parts(on_start=False)
-        deps.metering = app.maybe(METERING)
         # One model for everything (the chat, the tools' plain completions), inside every
         # listed feature's wrapper.
         model = await app.wrapped(llm)

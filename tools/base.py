@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, KeysView
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
@@ -26,9 +26,6 @@ from tools.effects import NONE, Declared, Effects
 from tools.errors import ConfigError, ProviderError, ToolError
 from tools.model_call import ModelCall, Purpose
 from tools.state import Key, Slot
-
-if TYPE_CHECKING:  # built by the wiring
-    from tools.chat import Metering
 
 __all__ = ["ConfigError", "ProviderError", "ToolError"]
 
@@ -314,9 +311,6 @@ class ToolDeps:
     tz: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))  # TZ: users without their own
     owners: tuple[int, ...] = ()  # ALLOWED_USER_IDS: who may talk to the bot, the owner first
     scrub: Callable[[str], str] = str  # masks the settings' secrets in a text
-    # The usage feature's metering (tools/chat.py METERING), for a tool whose programs reach
-    # the model by themselves; None: nothing is metered.
-    metering: Metering | None = None
 
     def settings_for(self, model: type[S]) -> S:
         """A feature's own settings slice, typed: the settings hold every listed feature's
