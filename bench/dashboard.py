@@ -44,6 +44,7 @@ from db.repos import core  # noqa: E402
 from tools.code.models import CodeExecution  # noqa: E402
 from tools.memory import repo as memory_repo  # noqa: E402
 from tools.memory.models import Memory  # noqa: E402
+from tools.memory.store import MEMORY  # noqa: E402
 from tools.reminders import jobs  # noqa: E402
 from tools.reminders.parse import Fields, build_spec  # noqa: E402
 
@@ -55,8 +56,7 @@ EXPORTS = 10
 
 async def fill_memories(app: App, user_id: int, n: int, rng: random.Random) -> list[int]:
     """Through the memory repository's own insert (both indexes), in big transactions."""
-    store = app.deps.memory
-    assert store is not None
+    store = app.part(MEMORY)
     await store.index_status()  # records the embedder, as the app does at startup
     dim = store.embedder.dim
     async with app.session_factory() as s, s.begin():  # as bench/recall_speed.py's bulk_fill

@@ -33,6 +33,7 @@ from bot.app import build_app
 from db.repos import core as core_repo
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI, Text, Turn
+from tools.memory.store import MEMORY
 from tools.tokens import count_text
 
 ANSWER = "Sure: here is a short answer with a few concrete points, kept brief as asked."
@@ -77,8 +78,8 @@ async def main(messages: int, budget: int) -> None:
         try:
             async with app.session_factory() as s, s.begin():
                 user = await core_repo.get_or_create_user(s, 7, "Ann", app.deps.clock())
-            if app.deps.memory is not None:  # a recalled memory in every context block
-                await app.deps.memory.store(user_id=user.id, layer="long", content="Lives in Porto")
+            # a recalled memory in every context block
+            await app.part(MEMORY).store(user_id=user.id, layer="long", content="Lives in Porto")
             for i in range(1, messages + 1):
                 text = f"Question {i}: what should I do about item {i} on my list today?"
                 await app.agent.handle(Incoming(text, telegram_user_id=7, user_name="Ann"))

@@ -25,7 +25,7 @@ from db.engine import SessionFactory, create_engine, session_factory
 from db.migrate import SchemaMismatch, require_schema, upgrade
 from db.repos.core import Recipient
 from tools.base import Clock, ModelEndpoint, ToolDeps, system_clock
-from tools.chat import METERING, ChatModel
+from tools.chat import ChatModel
 from tools.feature import Deliver, Feature, Provide
 from tools.hooks import HISTORY, MARKS, PERIODS, File, Gates, Marks, NoPeriods
 from tools.registry import Registry, build_registry
@@ -64,11 +64,12 @@ class App:
     deliver_to: Deliver | None = None
     local: bool = False  # the terminal chat: only its local user is served
     _provides: dict[Key[Any], Provide[Any]] = field(default_factory=dict, repr=False)
-    _parts: dict[Key[Any], Any] = field(default_factory=dict, repr=False)
+    _parts: dict[Key[Any], Any] = field(init=False, repr=False)  # the deps' (ToolDeps.maybe)
     _built: list[Key[Any]] = field(default_factory=list, repr=False)
     _building: set[Key[Any]] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
+        self._parts = self.deps.parts
         for f in self.features:
             for p in f.adds.parts:
                 if p.key in self._provides:
@@ -284,7 +285,6 @@ async def build_app(
         marks = Marks()
         app.hand(MARKS, marks)  # the loop's, reached by the features' parts as they are built
         await app.build_parts(on_start=False)
-        deps.metering = app.maybe(METERING)
         # One model for everything (the chat, the tools' plain completions), inside every
         # listed feature's wrapper.
         model = await app.wrapped(llm)

@@ -231,10 +231,11 @@ async def memory_reindex(settings: Settings) -> None:
     """`sidekick memory reindex`: re-embed every memory with the configured embedder."""
     from bot.app import build_app
     from tools.memory.commands import reindex_command
+    from tools.memory.store import MEMORY
 
     app = await build_app(settings)
     try:
-        await reindex_command(app.deps.memory)
+        await reindex_command(app.maybe(MEMORY))
     finally:
         await app.close()
 

@@ -161,7 +161,7 @@ async def test_relay_calls_are_the_users_metered_and_budgeted(
     in the user's /usage as code generation, and count against their token cap."""
     tg = await make_tg(user_token_cap="1000/day")
     meter = tg.app.part(METERING)
-    assert tg.app.deps.metering is meter  # what the code tool's relay is given
+    assert tg.app.deps.maybe(METERING) is meter  # what the code tool's relay is given
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == "echo: hello"
     async with tg.app.session_factory.begin() as s:
@@ -209,7 +209,7 @@ async def test_a_jobs_model_is_the_users_pick(
     )  # fmt: skip
     jobs = JobManager(
         tg.app.session_factory, tg.app.deps.llm, tg.app.deps.clock,
-        opencode=runner, metering=tg.app.deps.metering,
+        opencode=runner, metering=tg.app.deps.maybe(METERING),
     )  # fmt: skip
     mine = await jobs.relay_job(ModelCall("code", owner.id))
     assert mine.models == ("big-model", "fake-model")

@@ -12,6 +12,7 @@ from bot.sessions.background import ARCHIVE
 from tests.fakes.openai_server import Calls, FakeOpenAI, Text
 from tests.prompt_blocks import context_of
 from tools.memory.models import Memory
+from tools.memory.store import MEMORY
 
 
 def tool_results(fake_llm: FakeOpenAI, count: int | None = None) -> list[str]:
@@ -163,13 +164,12 @@ async def test_the_model_ends_a_session_with_the_sessions_tool_not_a_memory(
 
 
 async def test_auto_recall_puts_memories_in_the_newest_turn(app: App, fake_llm: FakeOpenAI) -> None:
-    assert app.deps.memory is not None
     await app.agent.handle(Incoming("hi", telegram_user_id=5))
     async with app.session_factory() as s:
         from db.models import User
 
         user_id = (await s.execute(select(User.id))).scalar_one()
-    store = app.deps.memory
+    store = app.part(MEMORY)
     await store.store(
         user_id=user_id, layer="long", content="Name is Ann, a nurse", category="fact"
     )
@@ -191,13 +191,12 @@ async def test_auto_recall_with_many_memories_keeps_long_term_first(
     app: App, fake_llm: FakeOpenAI
 ) -> None:
     """More memories than the provider's first page: the long-term query path runs."""
-    assert app.deps.memory is not None
     await app.agent.handle(Incoming("hi", telegram_user_id=6))
     async with app.session_factory() as s:
         from db.models import User
 
         user_id = (await s.execute(select(User.id))).scalar_one()
-    store = app.deps.memory
+    store = app.part(MEMORY)
     topics = [
         "tennis",
         "violin",
@@ -238,7 +237,7 @@ async def test_auto_recall_with_many_memories_keeps_long_term_first(
 async def test_doctor_reports_backend_and_reindex(app: App) -> None:
     from tools.memory.doctor import check_memory
 
-    lines = await check_memory(app.deps)
+    lines = await check_memory(app.part(MEMORY))
     assert [(r.name, r.ok) for r in lines] == [("embeddings", True), ("memory index", True)]
     assert "wordllama" in lines[0].detail and "256 dimensions" in lines[0].detail
     # Another model recorded in the index: doctor says to reindex, recall still answers.
@@ -246,7 +245,7 @@ async def test_doctor_reports_backend_and_reindex(app: App) -> None:
 
     async with app.session_factory() as s, s.begin():
         await repo.set_meta(s, {"model": "openai:text-embedding-3-small"})
-    lines = await check_memory(app.deps)
+    lines = await check_memory(app.part(MEMORY))
     assert not lines[1].ok and lines[1].fix == "run `sidekick memory reindex`"
 
 
@@ -254,18 +253,17 @@ async def test_reindex_cli_rebuilds_the_index(app: App) -> None:
     from bot.cli import memory_reindex
     from tools.memory import repo
 
-    assert app.deps.memory is not None
     async with app.session_factory() as s, s.begin():
         from db.repos import core
 
         user = await core.get_or_create_user(s, 5, "Ann", app.deps.clock())
         await repo.set_meta(s, {"model": "something-else"})
-    app.deps.memory._vectors = None  # re-read the (now stale) index state
-    await app.deps.memory.store(user_id=user.id, layer="long", content="Has a cat named Miso")
-    assert not (await app.deps.memory.index_status()).ok
+    app.part(MEMORY)._vectors = None  # re-read the (now stale) index state
+    await app.part(MEMORY).store(user_id=user.id, layer="long", content="Has a cat named Miso")
+    assert not (await app.part(MEMORY).index_status()).ok
     await memory_reindex(app.settings)
-    assert (await app.deps.memory.index_status()).ok
-    hits = await app.deps.memory.recall(user_id=user.id, query="what pet do I have")
+    assert (await app.part(MEMORY).index_status()).ok
+    hits = await app.part(MEMORY).recall(user_id=user.id, query="what pet do I have")
     assert [h.content for h in hits] == ["Has a cat named Miso"]
 
 
@@ -275,11 +273,10 @@ async def test_terminal_memory_command_pages_and_forgets(app: App) -> None:
     from bot.terminal.commands import Who, run_command
     from db.repos import core
 
-    assert app.deps.memory is not None
     async with app.session_factory() as s, s.begin():
         user = await core.get_or_create_user(s, None, "me", app.deps.clock())
     for i in range(7):
-        await app.deps.memory.store(user_id=user.id, layer="long", content=f"Fact number {i}")
+        await app.part(MEMORY).store(user_id=user.id, layer="long", content=f"Fact number {i}")
     me = Who(None, "me")
     first = await run_command(app, me, "/memory")
     assert first is not None and first.startswith("long memories, page 1/2 (7 in all):")

@@ -17,6 +17,7 @@ from tests.fakes.openai_server import Calls, Error, FakeOpenAI, Text
 from tests.sessions_env import Env, make_env, summary_requests
 from tools.base import ToolDeps
 from tools.hooks import Always, Periods
+from tools.memory.store import MEMORY
 from tools.memory.tool import build as memory_tool
 from tools.registry import Registry
 
@@ -87,7 +88,7 @@ def agent_for(env: Env, http: httpx.AsyncClient) -> Agent:
         http=http,
         llm=env.llm,
         clock=env.clock,
-        memory=env.memory,
+        parts={MEMORY: env.memory},
     )
     agent = Agent(
         settings=env.settings,

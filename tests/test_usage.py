@@ -186,15 +186,18 @@ def test_bad_prices_name_the_setting(tmp_path: Path, value: str) -> None:
 async def test_archive_summaries_and_scheduled_tasks_are_recorded_by_purpose(
     priced: App, fake_llm: FakeOpenAI
 ) -> None:
-    from bot.sessions.archive import archiver_from
+    from bot.sessions.archive import Archiver
+    from tools.memory.store import MEMORY
 
     fake_llm.add(Text("Sure, noted.", usage=usage(500, 50)))
     reply = await priced.agent.handle(ask("I am planning a trip to Lisbon in May"))
     fake_llm.add(Text("The reminder text", usage=usage(300, 30)))
     scheduled = Incoming("remind me", telegram_user_id=42, user_name="Ann", purpose="scheduled")
     await priced.agent.handle(scheduled)
-    archiver = archiver_from(priced.deps, priced.settings.tz)
-    assert archiver is not None
+    deps = priced.deps
+    archiver = Archiver(
+        deps.session_factory, priced.part(MEMORY), deps.llm, deps.clock, default_tz=deps.tz
+    )
     summary = "The user plans a trip to Lisbon in May and asked Sidekick to note it."
     fake_llm.add(Text(summary, usage=usage(800, 40)))
     assert (await archiver.archive(reply.session_id)).status == "archived"

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, KeysView
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
@@ -25,11 +25,7 @@ from tools.chat import HELD
 from tools.effects import NONE, Declared, Effects
 from tools.errors import ConfigError, ProviderError, ToolError
 from tools.model_call import ModelCall, Purpose
-from tools.state import Slot
-
-if TYPE_CHECKING:  # built by the wiring
-    from tools.chat import Metering
-    from tools.memory.store import MemoryStore
+from tools.state import Key, Slot
 
 __all__ = ["ConfigError", "ProviderError", "ToolError"]
 
@@ -306,17 +302,15 @@ class ToolDeps:
     clock: Clock = system_clock
     # Closers for resources tools opened (subprocess pools, caches); run at shutdown.
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    # The memory store (built once by the wiring; None in tests that do not need it).
-    memory: MemoryStore | None = None
+    # The parts the listed features built (tools/feature.py Provide), the app's own record
+    # of them: a tool is built from the deps alone, so it reaches a part here (`maybe`).
+    parts: dict[Key[Any], Any] = field(default_factory=dict, repr=False)
     # Where tools keep files between requests (DATA_DIR): the code tool's inputs.
     data_dir: Path = Path("./data")
     endpoint: ModelEndpoint | None = None  # None: no tool may hand the model on
     tz: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))  # TZ: users without their own
     owners: tuple[int, ...] = ()  # ALLOWED_USER_IDS: who may talk to the bot, the owner first
     scrub: Callable[[str], str] = str  # masks the settings' secrets in a text
-    # The usage feature's metering (tools/chat.py METERING), for a tool whose programs reach
-    # the model by themselves; None: nothing is metered.
-    metering: Metering | None = None
 
     def settings_for(self, model: type[S]) -> S:
         """A feature's own settings slice, typed: the settings hold every listed feature's
@@ -325,6 +319,11 @@ class ToolDeps:
         if not isinstance(self.settings, model):
             raise TypeError(f"the settings do not include {model.__name__}: is the tool listed?")
         return self.settings
+
+    def maybe(self, key: Key[T]) -> T | None:
+        """The part built under `key`, None when no listed feature built it (as Host.maybe)."""
+        value: T | None = self.parts.get(key)
+        return value
 
 
 class Unavailable(Exception):

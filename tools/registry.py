@@ -145,7 +145,7 @@ def install_extensions(registry: Registry, deps: ToolDeps) -> None:
         deps.closers.append(mcp.stop)
         deps.closers.insert(0, _closer(errlog))  # closers run in reverse: after mcp.stop
     usage = UsageStore(deps.session_factory, deps.clock)
-    registry.planner = Discovery(registry, usage, TOOL_TOKEN_BUDGET, memory_embedder(deps))
+    registry.planner = Discovery(registry, usage, TOOL_TOKEN_BUDGET, offline_embedder())
 
 
 def _closer(file: TextIO) -> Callable[[], Awaitable[None]]:
@@ -155,8 +155,9 @@ def _closer(file: TextIO) -> Callable[[], Awaitable[None]]:
     return close
 
 
-def memory_embedder(deps: ToolDeps) -> EmbedFn | None:
-    """The memory's offline WordLlama embedder, for the vector half of tool_search.
+def offline_embedder() -> EmbedFn | None:
+    """The offline WordLlama embedder, for the vector half of tool_search (its model is
+    loaded once per process, and shared with memory's when that uses it too).
 
     The tool index lives in memory and is rebuilt when tools change, so it may use
     WordLlama even when memories use a remote embedder (which could not be awaited here).
@@ -166,9 +167,6 @@ def memory_embedder(deps: ToolDeps) -> EmbedFn | None:
     if not wordllama_installed():  # the lexical half still works
         log.warning("WordLlama unavailable; tool_search ranks by words only")
         return None
-    embedder = deps.memory.embedder if deps.memory is not None else None
-    if isinstance(embedder, WordLlamaEmbedder):
-        return embedder.embed_sync
     return WordLlamaEmbedder().embed_sync  # loads the shared model on first use
 
 

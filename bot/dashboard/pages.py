@@ -25,7 +25,7 @@ from tools.code import repo as code_repo
 from tools.feature import Host, bounded, row_id
 from tools.memory import repo as memory_repo
 from tools.memory.models import Memory
-from tools.memory.store import LAYERS, MemoryHit, MemoryStore
+from tools.memory.store import LAYERS, MEMORY, MemoryHit, MemoryStore
 from tools.reminders import jobs
 from tools.reminders import repo as schedule_repo
 from tools.reminders.commands import ACTIONS, DONE, STATUS_MARK
@@ -85,9 +85,10 @@ def _missing(what: str, request: web.Request, view: View, more: str = "") -> web
 
 
 def _store(host: Host) -> MemoryStore:
-    if host.deps.memory is None:
+    store = host.maybe(MEMORY)
+    if store is None:
         raise web.HTTPNotFound(text="Memory is not available.")
-    return host.deps.memory
+    return store
 
 
 async def _usage_today(meter: Meter, view: View) -> str:
@@ -138,8 +139,8 @@ async def today(host: Host, request: web.Request, view: View) -> web.Response:
     meter = meter_of(host)
     if meter is not None:
         body += ["<h2>Usage</h2>", await _usage_today(meter, view)]
-    if deps.memory is not None:
-        count = (await deps.memory.page(user_id=uid, limit=1)).total
+    if (store := host.maybe(MEMORY)) is not None:
+        count = (await store.page(user_id=uid, limit=1)).total
         body.append(f'<h2>Memory</h2><p><a href="/memories">{count} memories</a></p>')
     return page("Today", "".join(body), view, active="/")
 

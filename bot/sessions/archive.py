@@ -36,12 +36,12 @@ from bot.sessions.summary import (
 from db.engine import SessionFactory
 from db.models.core import Message
 from db.repos import core as core_repo
-from tools.base import Clock, TextModel, ToolDeps, user_tz
+from tools.base import Clock, TextModel, user_tz
 from tools.effects import OUTSIDE_MARK
 from tools.grounding import check, checks_names, in_their_words
 from tools.model_call import ModelCall
 
-if TYPE_CHECKING:  # built by the memory feature, handed in through ToolDeps
+if TYPE_CHECKING:  # the memory feature's part (MEMORY), handed in by the sessions feature
     from tools.memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -294,15 +294,6 @@ async def consolidate(
         )
         stored += 1
     return stored
-
-
-def archiver_from(
-    deps: ToolDeps, default_tz: ZoneInfo, llm: TextModel | None = None
-) -> Archiver | None:
-    if deps.memory is None:
-        return None
-    model = llm or deps.llm
-    return Archiver(deps.session_factory, deps.memory, model, deps.clock, default_tz=default_tz)
 
 
 def _copy(m: Message, content: str, role: str | None = None) -> Message:

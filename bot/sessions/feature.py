@@ -13,7 +13,7 @@ from tools.feature import Command, Feature, Host, Job, Provide, Setup
 
 def setup() -> Setup:
     from bot.sessions import commands
-    from bot.sessions.archive import archiver_from
+    from bot.sessions.archive import Archiver
     from bot.sessions.background import ARCHIVE, BackgroundArchive
     from bot.sessions.doctor import session_checks, summaries_check
     from bot.sessions.history import COMPRESSIONS, Compressions, HistoryWindow, SessionHistory
@@ -31,9 +31,11 @@ def setup() -> Setup:
         deps = host.deps
         if not host.has(MEMORY):
             return BackgroundArchive(None)
-        await host.need(MEMORY)
+        store = await host.need(MEMORY)
         model = await host.model_client(SUMMARY_MAX_S)
-        return BackgroundArchive(archiver_from(deps, deps.tz, model))
+        return BackgroundArchive(
+            Archiver(deps.session_factory, store, model, deps.clock, default_tz=deps.tz)
+        )
 
     async def split(host: Host) -> SessionSplit:
         deps = host.deps

@@ -21,6 +21,7 @@ from tests.dashboard_client import dashboard_url, link_for, sign_init_data, user
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
 from tools.code import repo as code_repo
+from tools.memory.store import MEMORY
 from tools.reminders import jobs
 from tools.reminders.parse import Fields, build_spec
 
@@ -56,8 +57,7 @@ async def test_link_sign_in_pages_and_changes(board_tg: TG, browser: Browser, sh
     tg = board_tg
     link = await link_for(tg, OWNER)
     uid = await user_id(tg, OWNER)
-    store = tg.app.deps.memory
-    assert store is not None
+    store = tg.app.part(MEMORY)
     porto = (await store.store(user_id=uid, layer="long", content="Lives in Porto")).id
     await store.store(user_id=uid, layer="long", content="Likes green tea", category="taste")
     hostile = '<script>document.title="owned"</script><b>bold?</b>'

@@ -16,6 +16,7 @@ from db.repos.core import Recipient
 from tests.dashboard_client import Board, user_id
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import Text
+from tools.memory.store import MEMORY
 
 MODEL = "fake\u202eledom"  # reads as "fakemodel" reversed: "fakeledom" shown as "fakemodel"
 
@@ -60,8 +61,7 @@ async def test_the_dashboard_shows_bidi_controls_escaped(
     tg.llm.add(Text("Open invoice\u202egpj.exe now."))
     await tg.send(OWNER, "hello")
     assert (await tg.reply(OWNER)).text == "Open invoice\\u202egpj.exe now."
-    memory = tg.app.deps.memory
-    assert memory is not None
+    memory = tg.app.part(MEMORY)
     uid = await user_id(tg, OWNER)
     await memory.store(user_id=uid, layer="long", content="Pay invoice\u202egpj.exe today")
     board = Board.open(tg)
@@ -90,8 +90,7 @@ async def test_a_memory_edited_on_the_dashboard_keeps_its_own_characters(
     tg.llm.add(Text("Hello."))
     await tg.send(OWNER, "hello")
     await tg.reply(OWNER)
-    memory = tg.app.deps.memory
-    assert memory is not None
+    memory = tg.app.part(MEMORY)
     uid = await user_id(tg, OWNER)
     content = "Mother's name: \u200fשרה\u200f, calls on Fridays"
     stored = await memory.store(user_id=uid, layer="long", content=content)

@@ -27,7 +27,7 @@ from tests.dashboard_client import Board, link_for, sign_init_data, user_id
 from tests.e2e.conftest import OWNER, STRANGER, TG
 from tests.fakes.openai_server import Text
 from tools.code import repo as code_repo
-from tools.memory.store import MemoryStore
+from tools.memory.store import MEMORY, MemoryStore
 from tools.reminders import jobs
 from tools.reminders.models import ScheduledJob
 from tools.reminders.parse import Fields, build_spec
@@ -51,8 +51,7 @@ async def board(board_tg: TG) -> AsyncIterator[Board]:
 
 
 def store(tg: TG) -> MemoryStore:
-    assert tg.app.deps.memory is not None
-    return tg.app.deps.memory
+    return tg.app.part(MEMORY)
 
 
 async def remember(tg: TG, telegram_id: int, content: str) -> int:

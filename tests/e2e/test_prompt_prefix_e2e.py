@@ -19,6 +19,7 @@ from db.repos import core as core_repo
 from tests.e2e.conftest import OWNER, TG
 from tests.fakes.openai_server import FakeOpenAI, Text, Turn, echo
 from tests.prompt_blocks import context_of, earlier_of
+from tools.memory.store import MEMORY
 
 
 def chats(llm: FakeOpenAI) -> list[dict[str, Any]]:
@@ -42,8 +43,7 @@ async def test_the_next_request_extends_the_previous_one_with_its_recalled_memor
 ) -> None:
     async with tg.app.session_factory() as s, s.begin():
         user = await core_repo.get_or_create_user(s, OWNER, "Tester", tg.app.deps.clock())
-    assert tg.app.deps.memory is not None
-    await tg.app.deps.memory.store(user_id=user.id, layer="long", content="Lives in Porto")
+    await tg.app.part(MEMORY).store(user_id=user.id, layer="long", content="Lives in Porto")
     for text, answer in [
         ("what should I cook tonight?", "Bacalhau."),
         ("and for dessert?", "Pastéis de nata."),

@@ -15,6 +15,7 @@ from db.repos.core import get_or_create_user
 from tests.e2e.conftest import OWNER, TG
 from tests.real.proxy import Exchange, RecordingProxy
 from tools.memory.models import Memory
+from tools.memory.store import MEMORY
 
 # These prove llama.cpp's own paths, unheld: its streamed answer and usage, its tool-call
 # stream (the proxy forces one; with a held reply's schema as well llama-server refuses the
@@ -132,8 +133,7 @@ async def test_a_forced_tool_call_in_llama_cpps_stream_runs_the_tool(
 async def test_openai_embeddings_recall_through_llama_server(
     bot: TG, proxy: RecordingProxy
 ) -> None:
-    memory = bot.app.deps.memory
-    assert memory is not None
+    memory = bot.app.part(MEMORY)
     async with bot.app.session_factory() as s, s.begin():  # the user the bot will find
         user = (await get_or_create_user(s, OWNER, "Ana", bot.app.deps.clock())).id
     facts = [

@@ -23,6 +23,7 @@ from tools.base import (
     Unavailable,
     plain_brief,
 )
+from tools.chat import METERING
 from tools.code import repo
 from tools.code.bun import locate_bun, probe_bun, reachable
 from tools.code.categories import classify
@@ -164,7 +165,7 @@ class CodeService:
             deps.clock,
             data_dir=deps.data_dir,
             opencode=opencode,
-            metering=deps.metering,
+            metering=deps.maybe(METERING),
             context_tokens=deps.endpoint.context_tokens if deps.endpoint else None,
         )
         deps.closers.append(self.jobs.close)
@@ -198,7 +199,7 @@ class CodeService:
                 endpoint.base_url,
                 endpoint.api_key,
                 max_output_tokens=endpoint.max_output_tokens,
-                metering=deps.metering,
+                metering=deps.maybe(METERING),
             ),
             endpoint.model,
             Budget(GENERATE_TIMEOUT_S, GENERATE_MEMORY_MB * 2**20),

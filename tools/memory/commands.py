@@ -10,13 +10,12 @@ from __future__ import annotations
 import sys
 
 from tools.feature import Answer, Button, CommandCall, Pressed, row_id
-from tools.memory.store import LAYERS, Former, MemoryHit, MemoryStore
+from tools.memory.store import LAYERS, MEMORY, Former, MemoryHit, MemoryStore
 
 PAGE = 5
 USAGE = (
     "Usage: /memory [long|mid|short|session] [page] · /memory search <text> · /memory forget <id>"
 )
-OFF = "Memory is not available."
 STALE = "That button is not valid any more."
 
 
@@ -62,9 +61,7 @@ async def _page(store: MemoryStore, user_id: int, layer: str, page: int) -> Answ
 
 
 async def memory(call: CommandCall) -> Answer | str:
-    store, user_id = call.host.deps.memory, call.who.user_id
-    if store is None:
-        return OFF
+    store, user_id = call.host.part(MEMORY), call.who.user_id
     verb, _, rest = call.args.strip().partition(" ")
     verb, rest = verb.lower(), rest.strip()
     if verb in ("", *LAYERS):
@@ -90,10 +87,8 @@ async def _turn_page(store: MemoryStore, user_id: int, data: str) -> Pressed:
 async def press(call: CommandCall) -> Pressed:
     """A button under /memory: another page or layer, or forget (f: ask to confirm, y:
     forget it, n: keep it). The message shows the answer in place of the list."""
-    store, user_id = call.host.deps.memory, call.who.user_id
+    store, user_id = call.host.part(MEMORY), call.who.user_id
     step, _, rest = call.args.partition(":")
-    if store is None:
-        return Pressed(STALE, alert=True)
     if step == "page":
         return await _turn_page(store, user_id, rest)
     mid = memory_id(rest)

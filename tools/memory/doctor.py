@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from tools.base import CheckResult, ToolDeps
+from tools.base import CheckResult
+from tools.memory.store import MemoryStore
 
 
-async def check_memory(deps: ToolDeps) -> list[CheckResult]:
-    store = deps.memory
-    if store is None:
-        return [CheckResult("memory", False, "not configured", "check EMBEDDINGS")]
+async def check_memory(store: MemoryStore) -> list[CheckResult]:
     try:
         vec = await store.embedder.embed(["doctor probe"])
     except Exception as exc:

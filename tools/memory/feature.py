@@ -30,14 +30,14 @@ def setup() -> Setup:
         def load() -> None:
             if wordllama_installed():
                 WordLlamaEmbedder().load()
-            store = host.deps.memory
-            if store is not None and isinstance(store.embedder, MiniLMEmbedder):
-                store.embedder.load()
+            embedder = host.part(MEMORY).embedder
+            if isinstance(embedder, MiniLMEmbedder):
+                embedder.load()
 
         await asyncio.to_thread(load)
 
     async def check(host: Host) -> list[CheckResult]:
-        return await check_memory(host.deps)
+        return await check_memory(host.part(MEMORY))
 
     return Setup(
         tools=(TOOL,),

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from tools.base import RequestContext, ToolDeps
 from tools.feature import ContextProvider
 from tools.memory.repo import Facts
-from tools.memory.store import MemoryHit, MemoryStore
+from tools.memory.store import MEMORY, MemoryHit, MemoryStore
 from tools.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,5 @@ def build_provider(
 
 def from_deps(deps: ToolDeps) -> ContextProvider | None:
     """The feature's context builder: auto-recall when memory is on."""
-    if deps.memory is None:
-        return None
-    return build_provider(deps.memory, RECALL_TOKENS)
+    store = deps.maybe(MEMORY)
+    return None if store is None else build_provider(store, RECALL_TOKENS)

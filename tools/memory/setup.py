@@ -36,15 +36,12 @@ async def build_memory(
 
 
 async def store_part(host: Host) -> MemoryStore:
-    """The memory feature's store (MEMORY), built with the app before the tools, which reach
-    it as ToolDeps.memory; embeddings go to the chat model's endpoint unless
-    EMBEDDINGS_BASE_URL says otherwise."""
+    """The memory feature's store (MEMORY), built with the app before the tools; embeddings
+    go to the chat model's endpoint unless EMBEDDINGS_BASE_URL says otherwise."""
     deps = host.deps
     end = deps.endpoint
     key = SecretStr(end.api_key) if end is not None and end.api_key else None
     settings = deps.settings_for(MemorySettings)
-    store = await build_memory(
+    return await build_memory(
         settings, deps.session_factory, deps.http, deps.clock, end.base_url if end else "", key
     )
-    deps.memory = store
-    return store

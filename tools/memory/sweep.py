@@ -7,6 +7,7 @@ import logging
 from datetime import timedelta
 
 from tools.feature import Host
+from tools.memory.store import MEMORY
 
 log = logging.getLogger(__name__)
 
@@ -14,11 +15,8 @@ EVERY = timedelta(hours=1)
 
 
 async def sweep(host: Host) -> int:
-    """How many memories it deleted (0 when memory is off)."""
-    store = host.deps.memory
-    if store is None:
-        return 0
-    removed = await store.sweep(host.deps.clock())
+    """How many memories it deleted."""
+    removed = await host.part(MEMORY).sweep(host.deps.clock())
     # Hourly, so always at INFO: the log shows the sweep runs.
     log.info("memory sweep: %d expired memories removed", removed)
     return removed

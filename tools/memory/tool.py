@@ -37,7 +37,7 @@ from tools.base import (
 )
 from tools.effects import OUTSIDE_MARK, SEEN, effects, outside_note
 from tools.grounding import Source, check, checks_names, in_their_words
-from tools.memory.store import MemoryHit, MemoryStore
+from tools.memory.store import MEMORY, MemoryHit, MemoryStore
 
 CATEGORIES = {
     "long": ("fact", "preference", "relationship"),
@@ -134,7 +134,7 @@ class MemoryParams(BaseModel):
 
 
 def build(deps: ToolDeps) -> Tool[MemoryParams]:
-    store = deps.memory
+    store = deps.maybe(MEMORY)
     if store is None:
         raise Unavailable("no memory store (check EMBEDDINGS)")
 
