@@ -51,7 +51,7 @@ def rows(db: Path, table: str) -> int:
 
 
 @pytest.mark.db
-def test_backup_verify_restore_round_trip(tmp_path: Path) -> None:
+def test_backup_verify_restore_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     home.mkdir()
     (home / ".env").write_text("LLM_MODEL=m\n")
@@ -74,6 +74,9 @@ def test_backup_verify_restore_round_trip(tmp_path: Path) -> None:
     # Now the target holds data: a second restore needs --force. (Called here, not through
     # two more processes: how the CLI says a refused restore, and its --force, are
     # test_the_cli_says_a_refused_restore_in_one_line's and test_run_lock's.)
+    # The settings that shell's processes read (a clean environment: the `make test-pg`
+    # tier's DATABASE_URL is not theirs).
+    monkeypatch.delenv("DATABASE_URL", raising=False)
     settings = load_settings(env_file=other / ".env", data_dir=other / "data")
     with pytest.raises(BackupError, match="pass --force"):
         restore(settings, archive)
